@@ -1,0 +1,122 @@
+// hfx/tokenizers/tokenizer.h — Hugging Face tokenizers (tokenizer.json), natively.
+//
+// Loads a `tokenizer.json` exactly as the Rust `tokenizers` library defines it and reproduces its
+// `encode` / `decode` results id for id and byte for byte:
+//   models          BPE (byte-level and sentencepiece-style with byte_fallback / fuse_unk /
+//                   ignore_merges, merges as "a b" strings or [a, b] pairs), WordPiece, Unigram
+//                   (Viterbi, byte_fallback), WordLevel;
+//   normalizers     Sequence, NFC/NFD/NFKC/NFKD, Lowercase, Strip, StripAccents, Replace, Prepend,
+//                   BertNormalizer, ByteLevel;
+//   pre-tokenizers  ByteLevel, Split (Regex/String, all five behaviors, invert), Metaspace,
+//                   Whitespace, WhitespaceSplit, BertPreTokenizer, Digits, Punctuation,
+//                   CharDelimiterSplit, Sequence (regexes run on PCRE2 with UTF + UCP);
+//   post-processors TemplateProcessing, ByteLevel, BertProcessing, RobertaProcessing, Sequence;
+//   decoders        ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, WordPiece, BPEDecoder,
+//                   CTC, Sequence;
+//   added tokens    special or not, single_word / lstrip / rstrip / normalized, split out before the
+//                   model runs (leftmost-longest), as HF's AddedVocabulary does.
+// `tokenizer_config.json` is read for the special tokens, add_bos/add_eos flags and chat template.
+// Every failure throws hfx::Error with component "tokenizer", naming the file and JSON field.
+//
+// Not supported (throws): the `Precompiled` normalizer (sentencepiece charsmap), BPE dropout > 0
+// (non-deterministic), truncation/padding blocks in tokenizer.json are ignored.
+#pragma once
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace hfx::tok {
+
+/// What `tokenizer_config.json` says (all optional). Token fields accept either a plain string or
+/// an AddedToken object `{"content": ...}`.
+struct TokenizerConfig {
+  std::optional<bool> add_bos_token;
+  std::optional<bool> add_eos_token;
+  std::optional<std::string> bos_token, eos_token, pad_token, unk_token;
+  std::optional<std::string> chat_template;  ///< kept verbatim (a Jinja string)
+  std::optional<std::string> tokenizer_class;
+  std::optional<int64_t> model_max_length;
+};
+
+class Tokenizer {
+ public:
+  /// Loads `tokenizer.json` and, when the path is non-empty, `tokenizer_config.json`.
+  static Tokenizer from_files(const std::string& tokenizer_json_path,
+                              const std::string& tokenizer_config_path = "");
+  /// Loads `dir/tokenizer.json` and `dir/tokenizer_config.json` (the latter only if present).
+  static Tokenizer from_dir(const std::string& dir);
+  /// Parses tokenizer.json text (and optional tokenizer_config.json text; empty = none).
+  static Tokenizer from_json_string(std::string_view tokenizer_json, std::string_view config_json = "");
+
+  Tokenizer(Tokenizer&&) noexcept;
+  Tokenizer& operator=(Tokenizer&&) noexcept;
+  ~Tokenizer();
+
+  /// Token ids for `text` (must be valid UTF-8). With `add_special_tokens`, the post-processor of
+  /// tokenizer.json adds its special tokens (e.g. BOS), as HF's `encode(text)` does.
+  std::vector<int32_t> encode(std::string_view text, bool add_special_tokens = true) const;
+  /// Text for `ids` through the decoder (ids unknown to the vocabulary are dropped, as in HF).
+  /// `skip_special_tokens` drops added tokens marked special.
+  std::string decode(std::span<const int32_t> ids, bool skip_special_tokens = false) const;
+
+  /// Number of distinct tokens, added tokens included (HF `get_vocab_size(true)`).
+  int32_t vocab_size() const;
+  /// Id of a token string (added tokens first, then the model vocabulary).
+  std::optional<int32_t> token_to_id(std::string_view token) const;
+  /// Token string of an id; empty string if the id is unknown.
+  std::string id_to_token(int32_t id) const;
+  /// Whether `id` is an added token marked special.
+  bool is_special(int32_t id) const;
+
+  /// Special token ids, from tokenizer_config.json when it names them, else guessed from the
+  /// added tokens (`<s>`, `<|begin_of_text|>`, `[CLS]`, ... / `</s>`, `<|end_of_text|>`, ...).
+  std::optional<int32_t> bos_id() const;
+  std::optional<int32_t> eos_id() const;
+  std::optional<int32_t> pad_id() const;
+  std::optional<int32_t> unk_id() const;
+
+  const TokenizerConfig& config() const;
+
+  struct Impl;
+
+ private:
+  explicit Tokenizer(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+/// Incremental detokenizer for streaming generation, the algorithm of HF's `DecodeStream`:
+/// each `step` returns the newly completed text (possibly empty while a UTF-8 sequence or a
+/// byte-fallback run is incomplete). Concatenating all steps gives `decode(all ids)` whenever the
+/// latter does not end in an incomplete character. The tokenizer must outlive the stream.
+class DecodeStream {
+ public:
+  explicit DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens = false);
+  std::string step(int32_t id);
+
+ private:
+  const Tokenizer* tok_;
+  bool skip_special_;
+  std::vector<int32_t> ids_;
+  std::string prefix_;
+  size_t prefix_index_ = 0;
+};
+
+/// Fixture tokenizers for the random tiny models of `hfx create-tiny`.
+enum class TinyTokenizerKind {
+  ByteLevelBPE,      ///< GPT-2 / Llama-3-like: Llama-3 split regex + ByteLevel, <|begin_of_text|> added as BOS
+  SentencePieceBPE,  ///< Llama-2 / Gemma-like: Prepend+Replace "▁", byte_fallback, <unk> <s> </s>, <0x00>..<0xFF>
+};
+
+/// A tokenizer.json with exactly `vocab_size` tokens, trained deterministically with a simple BPE
+/// merge trainer on a built-in English + code + multilingual corpus. Needs vocab_size >= 260
+/// (ByteLevelBPE) or >= 262 (SentencePieceBPE); vocabularies larger than the corpus supports are
+/// filled with reserved special tokens.
+std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size);
+/// The matching tokenizer_config.json text (bos/eos/unk/pad, add_bos_token, a small chat template).
+std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind);
+
+}  // namespace hfx::tok
