@@ -431,3 +431,9 @@ std::string OrtSession::end_profiling() {
 }
 
 }  // namespace hfx::rt
+
+#if defined(__SANITIZE_ADDRESS__)
+// ONNX Runtime is not built with sanitizers and keeps a few small allocations for the life of the
+// process; LeakSanitizer would fail every binary that loads it. Only ORT's own frames are suppressed.
+extern "C" const char* __lsan_default_suppressions() { return "leak:libonnxruntime.so\n"; }
+#endif

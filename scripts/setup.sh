@@ -1,0 +1,77 @@
+#!/usr/bin/env bash
+# scripts/setup.sh — installs everything hfx needs to build and test on Debian 12. Idempotent: a second
+# run installs nothing and takes seconds.
+#
+#   1. apt packages (compilers, CMake, ONNX/protobuf, flatbuffers, GoogleTest, ..., chromium)
+#   2. node + npm only if `node` is missing (an existing Node 20 / npm 11 is left alone)
+#   3. `npm ci` in deps/npm (ONNX Runtime library + headers, Transformers.js, tokenizers, node-llama-cpp),
+#      skipped when node_modules already matches package-lock.json (HFX_FORCE_NPM=1 forces it)
+#   4. checks that libonnxruntime.so.1 and the ONNX Runtime C++ headers are where cmake/onnxruntime.cmake
+#      looks for them
+#
+# Runs as root, or through sudo otherwise.
+set -euo pipefail
+
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+NPM_DIR="$ROOT/deps/npm"
+ORT_LIB="$NPM_DIR/node_modules/onnxruntime-node/bin/napi-v6/linux/x64/libonnxruntime.so.1"
+ORT_INC="$NPM_DIR/node_modules/com.github.asus4.onnxruntime/Plugins/iOS~/onnxruntime.xcframework/ios-arm64/onnxruntime.framework/Headers"
+
+log() { printf '[setup] %s\n' "$*"; }
+die() { printf '[setup] error: %s\n' "$*" >&2; exit 1; }
+
+if [[ $(id -u) -eq 0 ]]; then SUDO=(); else SUDO=(sudo); fi
+export DEBIAN_FRONTEND=noninteractive
+
+# ---- 1. apt packages ----
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config git ca-certificates
+  libprotobuf-dev protobuf-compiler libonnx-dev
+  libflatbuffers-dev flatbuffers-compiler flatbuffers-compiler-dev  # -compiler-dev: flatbuffers::flatc target
+  nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev libpcre2-dev libssl-dev libutf8proc-dev
+  libzip-dev zipcmp zipmerge ziptool  # libzip's CMake config fails unless its three tools exist
+  libgtest-dev libgmock-dev libbenchmark-dev
+  chromium fonts-liberation  # headless screenshots of HTML reports in tests
+)
+if ! command -v node >/dev/null 2>&1; then
+  PACKAGES+=(nodejs npm)
+elif ! command -v npm >/dev/null 2>&1; then
+  die "node is installed ($(node --version)) but npm is not; install the npm that belongs to this node"
+fi
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  status=$(dpkg-query -W -f='${Status}' "$p" 2>/dev/null || true)
+  [[ "$status" == "install ok installed" ]] || missing+=("$p")
+done
+if ((${#missing[@]})); then
+  log "apt-get install ${missing[*]}"
+  "${SUDO[@]}" apt-get update -q
+  "${SUDO[@]}" apt-get install -y -q --no-install-recommends "${missing[@]}"
+else
+  log "apt packages: all ${#PACKAGES[@]} present"
+fi
+log "node $(node --version), npm $(npm --version), cmake $(cmake --version | head -1 | awk '{print $3}')"
+
+# ---- 2. npm packages ----
+stamp="$NPM_DIR/node_modules/.hfx-lock.sha256"
+want=$(sha256sum "$NPM_DIR/package-lock.json" | awk '{print $1}')
+if [[ "${HFX_FORCE_NPM:-0}" != 1 && -f "$stamp" && "$(cat "$stamp")" == "$want" && -f "$ORT_LIB" ]]; then
+  log "deps/npm: node_modules matches package-lock.json"
+else
+  log "deps/npm: npm ci (ONNX Runtime, Transformers.js, tokenizers, node-llama-cpp; ~1.7 GB)"
+  # Install scripts are not needed: the packages ship prebuilt binaries, and onnxruntime-node's script
+  # would try to download CUDA parts.
+  (cd "$NPM_DIR" && ONNXRUNTIME_NODE_INSTALL=skip npm ci --ignore-scripts --no-audit --no-fund --loglevel=error)
+  echo "$want" >"$stamp"
+fi
+
+# ---- 3. ONNX Runtime check ----
+[[ -f "$ORT_LIB" ]] || die "ONNX Runtime library not found at $ORT_LIB
+  (expected from onnxruntime-node@1.30.0 in deps/npm; rerun with HFX_FORCE_NPM=1)"
+[[ -f "$ORT_INC/onnxruntime_cxx_api.h" && -f "$ORT_INC/onnxruntime_c_api.h" ]] ||
+  die "ONNX Runtime C/C++ headers not found in $ORT_INC
+  (expected from com.github.asus4.onnxruntime@0.4.9 in deps/npm; rerun with HFX_FORCE_NPM=1)"
+api=$(sed -n 's/^#define ORT_API_VERSION \([0-9]*\).*/\1/p' "$ORT_INC/onnxruntime_c_api.h")
+log "ONNX Runtime: $ORT_LIB (headers: ORT_API_VERSION $api)"
+log "done"
