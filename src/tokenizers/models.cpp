@@ -1,0 +1,471 @@
+// Models of tokenizer.json: BPE (word.rs merge order), WordPiece, WordLevel, Unigram (Viterbi of
+// HF's encode_optimized), all id-exact with HF tokenizers/src/models.
+#include <queue>
+
+#include "tokenizers/internal.h"
+
+namespace hfx::tok::detail {
+namespace {
+
+struct StrHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view s) const { return std::hash<std::string_view>{}(s); }
+};
+using Vocab = std::unordered_map<std::string, int32_t, StrHash, std::equal_to<>>;
+
+std::optional<int32_t> lookup(const Vocab& v, std::string_view t) {
+  auto it = v.find(t);
+  if (it == v.end()) return std::nullopt;
+  return it->second;
+}
+
+Vocab parse_vocab_object(const json& j, const std::string& where) {
+  if (!j.is_object()) HFX_THROW(kComp, "expected '{}' to be an object of token -> id, got {}", where, j.type_name());
+  Vocab v;
+  v.reserve(j.size());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (!it.value().is_number_integer()) HFX_THROW(kComp, "expected '{}[\"{}\"]' to be an integer id, got {}", where, it.key(), it.value().dump());
+    v[it.key()] = it.value().get<int32_t>();
+  }
+  return v;
+}
+
+struct VocabModel : Model {
+  Vocab vocab;
+  std::unordered_map<int32_t, std::string> vocab_r;
+  void build_reverse() {
+    for (auto& [k, v] : vocab) vocab_r[v] = k;
+  }
+  std::optional<int32_t> token_to_id(std::string_view t) const override { return lookup(vocab, t); }
+  std::optional<std::string> id_to_token(int32_t id) const override {
+    auto it = vocab_r.find(id);
+    if (it == vocab_r.end()) return std::nullopt;
+    return it->second;
+  }
+  size_t vocab_size() const override { return vocab.size(); }
+  void for_each_token(const std::function<void(const std::string&, int32_t)>& fn) const override {
+    for (auto& [k, v] : vocab) fn(k, v);
+  }
+};
+
+// ---------------- BPE ----------------
+struct BPE : VocabModel {
+  std::unordered_map<uint64_t, std::pair<uint32_t, int32_t>> merges;  // (a,b) -> (rank, new id)
+  std::optional<std::string> unk_token, prefix, suffix;
+  bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
+  std::array<std::optional<int32_t>, 256> byte_ids;
+
+  static uint64_t key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+
+  struct Sym {
+    int32_t c;
+    int64_t prev, next;
+    size_t len;
+  };
+
+  int32_t unk_id() const {
+    auto id = lookup(vocab, *unk_token);
+    if (!id) HFX_THROW(kComp, "expected model.unk_token '{}' to be in the vocabulary, got none", *unk_token);
+    return *id;
+  }
+
+  void tokenize(std::string_view w, std::vector<int32_t>& out) const override {
+    if (w.empty()) return;
+    if (ignore_merges)
+      if (auto id = lookup(vocab, w)) {
+        out.push_back(*id);
+        return;
+      }
+    std::vector<Sym> syms;
+    auto add = [&](int32_t id, size_t len) {
+      int64_t n = static_cast<int64_t>(syms.size());
+      syms.push_back({id, n - 1, n + 1, len});
+    };
+    std::optional<std::pair<int32_t, size_t>> unk;
+    std::string s;
+    for (size_t i = 0; i < w.size();) {
+      size_t b = i;
+      next_cp(w, i);
+      bool first = b == 0, last = i == w.size();
+      size_t byte_len = i - b;
+      s.assign(w.substr(b, byte_len));
+      if (!first && prefix) s = *prefix + s;
+      if (last && suffix) s += *suffix;
+      if (auto id = lookup(vocab, s)) {
+        if (unk) {
+          add(unk->first, unk->second);
+          unk.reset();
+        }
+        add(*id, byte_len);
+        continue;
+      }
+      if (byte_fallback) {
+        bool all = true;
+        for (unsigned char c : s) all = all && byte_ids[c].has_value();
+        if (all) {
+          for (unsigned char c : s) add(*byte_ids[c], 1);
+          continue;
+        }
+      }
+      if (unk_token) {
+        if (unk && fuse_unk) {
+          unk->second += byte_len;
+        } else {
+          if (unk) add(unk->first, unk->second);
+          unk = std::make_pair(unk_id(), byte_len);
+        }
+      }
+    }
+    if (unk) add(unk->first, unk->second);
+    if (!syms.empty()) syms.back().next = -1;
+    merge_all(syms);
+    for (auto& sy : syms)
+      if (sy.len != 0) out.push_back(sy.c);
+  }
+
+  void merge_all(std::vector<Sym>& syms) const {
+    struct M {
+      size_t pos;
+      uint32_t rank;
+      int32_t new_id;
+      bool operator>(const M& o) const { return rank != o.rank ? rank > o.rank : pos > o.pos; }
+    };
+    std::priority_queue<M, std::vector<M>, std::greater<M>> q;
+    for (size_t i = 0; i + 1 < syms.size(); ++i) {
+      auto it = merges.find(key(syms[i].c, syms[i + 1].c));
+      if (it != merges.end()) q.push({i, it->second.first, it->second.second});
+    }
+    while (!q.empty()) {
+      M top = q.top();
+      q.pop();
+      Sym& cur = syms[top.pos];
+      if (cur.len == 0 || cur.next == -1) continue;
+      size_t next_pos = static_cast<size_t>(cur.next);
+      Sym right = syms[next_pos];
+      auto it = merges.find(key(cur.c, right.c));
+      if (it == merges.end() || it->second.second != top.new_id) continue;
+      cur.c = top.new_id;
+      cur.len += right.len;
+      cur.next = right.next;
+      syms[next_pos].len = 0;
+      if (right.next > -1 && static_cast<size_t>(right.next) < syms.size()) syms[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(top.pos);
+      if (cur.prev >= 0) {
+        auto pit = merges.find(key(syms[static_cast<size_t>(cur.prev)].c, cur.c));
+        if (pit != merges.end()) q.push({static_cast<size_t>(cur.prev), pit->second.first, pit->second.second});
+      }
+      if (cur.next >= 0 && static_cast<size_t>(cur.next) < syms.size()) {
+        auto nit = merges.find(key(cur.c, syms[static_cast<size_t>(cur.next)].c));
+        if (nit != merges.end()) q.push({top.pos, nit->second.first, nit->second.second});
+      }
+    }
+  }
+};
+
+std::unique_ptr<Model> make_bpe(const json& j) {
+  const std::string w = "model(BPE)";
+  auto m = std::make_unique<BPE>();
+  m->vocab = parse_vocab_object(field(j, "vocab", w), "model.vocab");
+  m->build_reverse();
+  auto opt_str = [&](const char* k) -> std::optional<std::string> {
+    auto it = j.find(k);
+    if (it == j.end() || it->is_null()) return std::nullopt;
+    return it->get<std::string>();
+  };
+  m->unk_token = opt_str("unk_token");
+  m->prefix = opt_str("continuing_subword_prefix");
+  m->suffix = opt_str("end_of_word_suffix");
+  m->fuse_unk = get_or<bool>(j, "fuse_unk", false);
+  m->byte_fallback = get_or<bool>(j, "byte_fallback", false);
+  m->ignore_merges = get_or<bool>(j, "ignore_merges", false);
+  if (auto d = get_or<double>(j, "dropout", 0.0); d > 0.0)
+    HFX_THROW(kComp, "expected model.dropout to be null or 0 (deterministic encoding), got {}", d);
+  for (int b = 0; b < 256; ++b) m->byte_ids[b] = lookup(m->vocab, fmt::format("<0x{:02X}>", b));
+  const json& merges = field(j, "merges", w);
+  if (!merges.is_array()) HFX_THROW(kComp, "expected model.merges to be an array, got {}", merges.type_name());
+  size_t prefix_len = m->prefix ? m->prefix->size() : 0;
+  uint32_t rank = 0;
+  for (const json& mj : merges) {
+    std::string a, b;
+    if (mj.is_string()) {
+      std::string line = mj.get<std::string>();
+      if (line.rfind("#version", 0) == 0) continue;
+      size_t sp = line.find(' ');
+      if (sp == std::string::npos || line.find(' ', sp + 1) != std::string::npos)
+        HFX_THROW(kComp, "expected model.merges[{}] to be \"a b\", got \"{}\"", rank, line);
+      a = line.substr(0, sp);
+      b = line.substr(sp + 1);
+    } else if (mj.is_array() && mj.size() == 2) {
+      a = mj[0].get<std::string>();
+      b = mj[1].get<std::string>();
+    } else {
+      HFX_THROW(kComp, "expected model.merges[{}] to be \"a b\" or [a, b], got {}", rank, mj.dump());
+    }
+    auto ia = lookup(m->vocab, a), ib = lookup(m->vocab, b);
+    if (!ia) HFX_THROW(kComp, "expected merge token '{}' (model.merges[{}]) in the vocabulary, got none", a, rank);
+    if (!ib) HFX_THROW(kComp, "expected merge token '{}' (model.merges[{}]) in the vocabulary, got none", b, rank);
+    std::string merged = a + b.substr(std::min(prefix_len, b.size()));
+    auto in = lookup(m->vocab, merged);
+    if (!in) HFX_THROW(kComp, "expected merged token '{}' (model.merges[{}]) in the vocabulary, got none", merged, rank);
+    m->merges[BPE::key(*ia, *ib)] = {rank, *in};
+    ++rank;
+  }
+  return m;
+}
+
+// ---------------- WordPiece / WordLevel ----------------
+struct WordPiece : VocabModel {
+  std::string unk_token = "[UNK]", prefix = "##";
+  size_t max_chars = 100;
+  int32_t unk() const {
+    auto id = lookup(vocab, unk_token);
+    if (!id) HFX_THROW(kComp, "expected model.unk_token '{}' to be in the vocabulary, got none", unk_token);
+    return *id;
+  }
+  void tokenize(std::string_view s, std::vector<int32_t>& out) const override {
+    if (to_cps(s).size() > max_chars) {
+      out.push_back(unk());
+      return;
+    }
+    std::vector<int32_t> sub;
+    size_t start = 0;
+    std::string buf;
+    while (start < s.size()) {
+      size_t end = s.size();
+      std::optional<int32_t> cur;
+      while (start < end) {
+        buf.clear();
+        if (start > 0) buf = prefix;
+        buf.append(s.substr(start, end - start));
+        if ((cur = lookup(vocab, buf))) break;
+        // step back one UTF-8 char
+        --end;
+        while (end > start && (static_cast<unsigned char>(s[end]) & 0xC0) == 0x80) --end;
+      }
+      if (!cur) {
+        out.push_back(unk());
+        return;
+      }
+      sub.push_back(*cur);
+      start = end;
+    }
+    out.insert(out.end(), sub.begin(), sub.end());
+  }
+};
+
+struct WordLevel : VocabModel {
+  std::string unk_token;
+  void tokenize(std::string_view s, std::vector<int32_t>& out) const override {
+    if (auto id = lookup(vocab, s)) {
+      out.push_back(*id);
+    } else if (auto u = lookup(vocab, unk_token)) {
+      out.push_back(*u);
+    } else {
+      HFX_THROW(kComp, "expected model.unk_token '{}' to be in the vocabulary, got none", unk_token);
+    }
+  }
+};
+
+// ---------------- Unigram ----------------
+struct Unigram : Model {
+  std::vector<std::pair<std::string, double>> pieces;
+  Vocab token_to_ids;
+  std::optional<int32_t> unk_id;
+  bool byte_fallback = false;
+  double min_score = 0;
+  struct Node {
+    std::vector<std::pair<unsigned char, int32_t>> kids;
+    int32_t id = -1;  // piece ending here
+  };
+  std::vector<Node> trie{1};
+
+  void insert(const std::string& t, int32_t id) {
+    int32_t n = 0;
+    for (unsigned char c : t) {
+      int32_t child = -1;
+      for (auto& [k, v] : trie[static_cast<size_t>(n)].kids)
+        if (k == c) child = v;
+      if (child < 0) {
+        child = static_cast<int32_t>(trie.size());
+        trie[static_cast<size_t>(n)].kids.emplace_back(c, child);
+        trie.emplace_back();
+      }
+      n = child;
+    }
+    if (trie[static_cast<size_t>(n)].id < 0) trie[static_cast<size_t>(n)].id = id;
+  }
+
+  void tokenize(std::string_view s, std::vector<int32_t>& out) const override {
+    if (s.empty()) return;
+    struct Best {
+      int32_t id = 0;
+      double score = 0;
+      std::optional<size_t> starts_at;
+    };
+    const double unk_score = min_score - 10.0;
+    size_t size = s.size();
+    std::vector<Best> best(size + 1);
+    size_t starts_at = 0;
+    while (starts_at < size) {
+      double here = best[starts_at].score;
+      bool has_single = false;
+      size_t j = starts_at;
+      next_cp(s, j);
+      size_t mblen = j - starts_at;
+      int32_t n = 0;
+      for (size_t k = starts_at; k < size; ++k) {
+        int32_t child = -1;
+        for (auto& [c, v] : trie[static_cast<size_t>(n)].kids)
+          if (c == static_cast<unsigned char>(s[k])) child = v;
+        if (child < 0) break;
+        n = child;
+        int32_t pid = trie[static_cast<size_t>(n)].id;
+        if (pid < 0) continue;
+        size_t key_pos = k + 1;
+        double cand = pieces[static_cast<size_t>(pid)].second + here;
+        Best& t = best[key_pos];
+        if (!t.starts_at || cand > t.score) {
+          t.score = cand;
+          t.starts_at = starts_at;
+          t.id = pid;
+        }
+        if (!has_single && key_pos - starts_at == mblen) has_single = true;
+      }
+      if (!has_single) {
+        Best& t = best[starts_at + mblen];
+        double cand = unk_score + here;
+        if (!t.starts_at || cand > t.score) {
+          if (!unk_id) HFX_THROW(kComp, "expected model.unk_id for a character the Unigram vocabulary lacks, got null");
+          t.score = cand;
+          t.starts_at = starts_at;
+          t.id = *unk_id;
+        }
+      }
+      starts_at += mblen;
+    }
+    std::vector<std::string_view> results;
+    std::optional<std::pair<size_t, size_t>> unk_span;  // fused unk run [start, end)
+    size_t ends_at = size;
+    while (ends_at > 0) {
+      const Best& node = best[ends_at];
+      size_t st = *node.starts_at;
+      if (unk_id && node.id == *unk_id) {
+        unk_span = unk_span ? std::make_pair(st, unk_span->second) : std::make_pair(st, ends_at);
+      } else {
+        if (unk_span) {
+          results.push_back(s.substr(unk_span->first, unk_span->second - unk_span->first));
+          unk_span.reset();
+        }
+        results.push_back(s.substr(st, ends_at - st));
+      }
+      ends_at = st;
+    }
+    if (unk_span) results.push_back(s.substr(unk_span->first, unk_span->second - unk_span->first));
+    for (auto it = results.rbegin(); it != results.rend(); ++it) {
+      if (auto id = lookup(token_to_ids, *it)) {
+        out.push_back(*id);
+        continue;
+      }
+      if (byte_fallback) {
+        std::vector<int32_t> bytes;
+        bool ok = true;
+        for (unsigned char c : *it) {
+          auto id = lookup(token_to_ids, fmt::format("<0x{:02X}>", c));
+          if (!id) {
+            ok = false;
+            break;
+          }
+          bytes.push_back(*id);
+        }
+        if (ok) {
+          out.insert(out.end(), bytes.begin(), bytes.end());
+          continue;
+        }
+      }
+      if (!unk_id) HFX_THROW(kComp, "expected model.unk_id for an unknown Unigram piece, got null");
+      out.push_back(*unk_id);
+    }
+  }
+  std::optional<int32_t> token_to_id(std::string_view t) const override { return lookup(token_to_ids, t); }
+  std::optional<std::string> id_to_token(int32_t id) const override {
+    if (id < 0 || static_cast<size_t>(id) >= pieces.size()) return std::nullopt;
+    return pieces[static_cast<size_t>(id)].first;
+  }
+  size_t vocab_size() const override { return pieces.size(); }
+  void for_each_token(const std::function<void(const std::string&, int32_t)>& fn) const override {
+    for (size_t i = 0; i < pieces.size(); ++i) fn(pieces[i].first, static_cast<int32_t>(i));
+  }
+};
+
+std::unique_ptr<Model> make_unigram(const json& j) {
+  auto m = std::make_unique<Unigram>();
+  const json& v = field(j, "vocab", "model(Unigram)");
+  if (!v.is_array()) HFX_THROW(kComp, "expected model.vocab to be an array of [piece, score], got {}", v.type_name());
+  m->min_score = std::numeric_limits<double>::infinity();
+  for (size_t i = 0; i < v.size(); ++i) {
+    const json& e = v[i];
+    if (!e.is_array() || e.size() != 2 || !e[0].is_string() || !e[1].is_number())
+      HFX_THROW(kComp, "expected model.vocab[{}] to be [piece, score], got {}", i, e.dump());
+    std::string p = e[0].get<std::string>();
+    double sc = e[1].get<double>();
+    m->pieces.emplace_back(p, sc);
+    m->token_to_ids[p] = static_cast<int32_t>(i);
+    if (sc < m->min_score) m->min_score = sc;
+  }
+  for (size_t i = 0; i < m->pieces.size(); ++i) m->insert(m->pieces[i].first, static_cast<int32_t>(i));
+  // Later duplicates win in HF's token_to_ids; the trie must report that id too.
+  for (size_t i = 0; i < m->pieces.size(); ++i) {
+    int32_t n = 0;
+    for (unsigned char c : m->pieces[i].first)
+      for (auto& [k, ch] : m->trie[static_cast<size_t>(n)].kids)
+        if (k == c) {
+          n = ch;
+          break;
+        }
+    m->trie[static_cast<size_t>(n)].id = m->token_to_ids[m->pieces[i].first];
+  }
+  if (j.contains("unk_id") && !j["unk_id"].is_null()) {
+    int64_t u = j["unk_id"].get<int64_t>();
+    if (u < 0 || static_cast<size_t>(u) >= m->pieces.size())
+      HFX_THROW(kComp, "expected model.unk_id < {} (vocabulary size), got {}", m->pieces.size(), u);
+    m->unk_id = static_cast<int32_t>(u);
+  }
+  m->byte_fallback = get_or<bool>(j, "byte_fallback", false);
+  return m;
+}
+
+}  // namespace
+
+std::unique_ptr<Model> make_model(const json& j) {
+  if (j.is_null()) HFX_THROW(kComp, "expected field 'model' to be an object, got null");
+  std::string t;
+  if (j.is_object() && !j.contains("type")) {
+    // Old files omit model.type; infer it as HF's untagged deserializer does.
+    if (j.contains("merges")) t = "BPE";
+    else if (j.contains("vocab") && j["vocab"].is_array()) t = "Unigram";
+    else if (j.contains("continuing_subword_prefix")) t = "WordPiece";
+    else t = "WordLevel";
+  } else {
+    t = type_of(j, "model");
+  }
+  if (t == "BPE") return make_bpe(j);
+  if (t == "Unigram") return make_unigram(j);
+  if (t == "WordPiece") {
+    auto m = std::make_unique<WordPiece>();
+    m->vocab = parse_vocab_object(field(j, "vocab", "model(WordPiece)"), "model.vocab");
+    m->build_reverse();
+    m->unk_token = get_or<std::string>(j, "unk_token", "[UNK]");
+    m->prefix = get_or<std::string>(j, "continuing_subword_prefix", "##");
+    m->max_chars = get_or<size_t>(j, "max_input_chars_per_word", 100);
+    return m;
+  }
+  if (t == "WordLevel") {
+    auto m = std::make_unique<WordLevel>();
+    m->vocab = parse_vocab_object(field(j, "vocab", "model(WordLevel)"), "model.vocab");
+    m->build_reverse();
+    m->unk_token = get_or<std::string>(j, "unk_token", "<unk>");
+    return m;
+  }
+  HFX_THROW(kComp, "expected model.type to be one of BPE, WordPiece, WordLevel, Unigram, got '{}'", t);
+}
+
+}  // namespace hfx::tok::detail

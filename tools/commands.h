@@ -1,0 +1,11 @@
+// tools/commands.h — the CLI's subcommands. Each lives in its own tools/cmd_*.cpp and is registered
+// once in tools/main.cpp's table.
+#pragma once
+#include <CLI/CLI.hpp>
+#include <functional>
+
+namespace hfx::cli {
+/// Adds a subcommand to `app`; its callback runs the command and throws hfx::Error on failure.
+using Register = void (*)(CLI::App& app);
+void register_ops(CLI::App& app);
+}  // namespace hfx::cli
