@@ -1,0 +1,139 @@
+// hfx/models/model.h — Hugging Face causal LMs defined once, for eager runs and every export.
+//
+// An architecture is a config mapping (config.json → ModelConfig, as transformers reads it), the list
+// of its weights with shapes (used both to validate a checkpoint and to create a random one), and a
+// forward function written against the functional API. Architectures register themselves in one table
+// (src/models/registry.cpp). Every intermediate is named after its Hugging Face module.
+#pragma once
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/io/safetensors.h"
+#include "hfx/ops/builder.h"
+
+namespace hfx {
+
+/// What transformers reads from config.json (common fields; architecture extras stay in `raw`).
+struct ModelConfig {
+  nlohmann::json raw;
+  std::string model_type;
+  int64_t vocab_size = 0;
+  int64_t hidden_size = 0;
+  int64_t intermediate_size = 0;
+  int64_t num_hidden_layers = 0;
+  int64_t num_attention_heads = 0;
+  int64_t num_key_value_heads = 0;
+  int64_t head_dim = 0;
+  int64_t max_position_embeddings = 0;
+  double norm_eps = 1e-6;
+  double rope_theta = 10000.0;
+  bool tie_word_embeddings = false;
+  DType dtype = DType::F32;  ///< torch_dtype / dtype of the checkpoint
+  int64_t sliding_window = 0;  ///< 0 = none
+  /// Per layer: "full_attention" or "sliding_attention".
+  std::vector<std::string> layer_types;
+  std::optional<int64_t> bos_token_id, pad_token_id;
+  std::vector<int64_t> eos_token_ids;
+};
+
+/// Layout of one cache layer, as capture flattens it into named leaves.
+struct CacheLayerSpec {
+  int64_t num_kv_heads = 0;
+  int64_t head_dim = 0;
+  std::string layer_type = "full_attention";
+  int64_t window = 0;
+};
+
+/// The KV cache as an explicit structure: per layer, key and value [B, Hkv, T, D] and the layer type.
+class KVCache {
+ public:
+  virtual ~KVCache() = default;
+  /// Appends this step's key/value for `layer` and returns the full key/value to attend over.
+  virtual std::pair<Var, Var> update(int layer, const Var& k, const Var& v) = 0;
+  /// Number of tokens already in the cache before this step (symbolic when tracing).
+  virtual Sym past_length() const = 0;
+  virtual const std::vector<CacheLayerSpec>& layout() const = 0;
+};
+
+/// Grows by concatenation (what generation and ONNX/dynamo graphs use).
+class DynamicCache : public KVCache {
+ public:
+  explicit DynamicCache(std::vector<CacheLayerSpec> layout);
+  /// Sets layer `i`'s past (absent Vars = empty past).
+  void set_past(int layer, const Var& k, const Var& v);
+  std::pair<Var, Var> update(int layer, const Var& k, const Var& v) override;
+  Sym past_length() const override;
+  const std::vector<CacheLayerSpec>& layout() const override { return layout_; }
+  /// The key/value of layer i after the last update (the "present" leaves).
+  const Var& key(int layer) const { return keys_.at(layer); }
+  const Var& value(int layer) const { return values_.at(layer); }
+  /// Keeps rows `idx` of the batch, or drops cache state entirely.
+  void reset();
+
+ private:
+  std::vector<CacheLayerSpec> layout_;
+  std::vector<Var> keys_, values_;
+  Sym past_;
+};
+
+struct ForwardArgs {
+  Var input_ids;       ///< int64 [B, S]
+  Var attention_mask;  ///< int64 [B, past + S] (1 = token, 0 = padding); absent = all ones
+  Var position_ids;    ///< int64 [B, S]; absent = past .. past + S - 1
+  KVCache* cache = nullptr;  ///< absent = no cache (full recomputation)
+  /// Compute logits only for the last `logits_to_keep` positions (0 = all).
+  int64_t logits_to_keep = 0;
+};
+
+struct ForwardOut {
+  Var logits;  ///< float32 [B, S or logits_to_keep, V]
+};
+
+class CausalLM {
+ public:
+  CausalLM(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : cfg_(std::move(cfg)), weights_(std::move(w)) {}
+  virtual ~CausalLM() = default;
+  virtual ForwardOut forward(Builder& b, const ForwardArgs& args) const = 0;
+  const ModelConfig& config() const { return cfg_; }
+  const io::WeightStore& weights() const { return *weights_; }
+  std::shared_ptr<io::WeightStore> weights_ptr() const { return weights_; }
+  /// The cache this architecture needs, layer by layer.
+  virtual std::vector<CacheLayerSpec> cache_layout() const;
+
+ protected:
+  /// A weight by its Hugging Face name, as a Var of `b`.
+  Var w(Builder& b, const std::string& name) const;
+  Var w_opt(Builder& b, const std::string& name) const;  ///< absent if the checkpoint lacks it
+
+ private:
+  ModelConfig cfg_;
+  std::shared_ptr<io::WeightStore> weights_;
+};
+
+/// One architecture, registered once in src/models/registry.cpp.
+struct Architecture {
+  std::string model_type;
+  /// config.json → ModelConfig (architecture-specific defaults and checks).
+  ModelConfig (*parse_config)(const nlohmann::json& config);
+  /// Every weight the architecture needs with its shape (used to validate and to create).
+  std::vector<std::pair<std::string, Shape>> (*weight_specs)(const ModelConfig& cfg);
+  std::unique_ptr<CausalLM> (*create)(ModelConfig cfg, std::shared_ptr<io::WeightStore> w);
+  /// config.json of a tiny random model (for create-tiny), by preset name ("tiny" or a real model's shape).
+  nlohmann::json (*tiny_config)(const std::string& preset);
+};
+
+const Architecture& architecture(const std::string& model_type);
+const Architecture* find_architecture(const std::string& model_type);
+std::vector<const Architecture*> all_architectures();
+
+/// Loads config.json + safetensors from a folder, validates every weight name and shape.
+std::unique_ptr<CausalLM> load_model(const std::string& dir);
+/// Builds a model over given weights (validated).
+std::unique_ptr<CausalLM> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w);
+
+}  // namespace hfx

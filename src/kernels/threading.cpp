@@ -1,0 +1,236 @@
+// Kernel thread pool: a fixed set of workers woken per parallel_for; the caller runs a share too.
+// One parallel_for owns the pool at a time; nested calls and calls that find the pool busy run inline,
+// so kernels may call parallel_for freely. OpenBLAS keeps its own threads; set_num_threads sets both.
+#include <cblas.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "kernels/detail.h"
+
+namespace hfx::kernels {
+namespace {
+
+class Pool {
+ public:
+  explicit Pool(int n) { resize(n); }
+  ~Pool() { stop(); }
+
+  int size() const { return nthreads_; }
+
+  void resize(int n) {
+    std::lock_guard<std::mutex> own(owner_);
+    stop();
+    nthreads_ = std::max(1, n);
+    quit_ = false;
+    for (int i = 1; i < nthreads_; i++) workers_.emplace_back([this] { work(); });
+  }
+
+  void run(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+    int64_t chunks = std::min<int64_t>(nthreads_, std::max<int64_t>(1, n / std::max<int64_t>(1, grain)));
+    if (chunks <= 1 || in_worker_) {
+      fn(0, n);
+      return;
+    }
+    std::unique_lock<std::mutex> own(owner_, std::try_to_lock);
+    if (!own.owns_lock()) {
+      fn(0, n);
+      return;
+    }
+    {
+      std::lock_guard<std::mutex> g(m_);
+      fn_ = &fn;
+      n_ = n;
+      chunks_ = chunks;
+      next_.store(0);
+      done_ = 0;
+      error_ = nullptr;
+      gen_++;
+    }
+    cv_.notify_all();
+    in_worker_ = true;
+    take_chunks();
+    in_worker_ = false;
+    std::unique_lock<std::mutex> g(m_);
+    done_cv_.wait(g, [&] { return done_ == chunks_; });
+    fn_ = nullptr;
+    if (error_) std::rethrow_exception(error_);
+  }
+
+ private:
+  void take_chunks() {
+    for (;;) {
+      int64_t c = next_.fetch_add(1);
+      if (c >= chunks_) return;
+      int64_t b = n_ * c / chunks_, e = n_ * (c + 1) / chunks_;
+      try {
+        (*fn_)(b, e);
+      } catch (...) {
+        std::lock_guard<std::mutex> g(m_);
+        if (!error_) error_ = std::current_exception();
+      }
+      std::lock_guard<std::mutex> g(m_);
+      if (++done_ == chunks_) done_cv_.notify_all();
+    }
+  }
+
+  void work() {
+    in_worker_ = true;
+    uint64_t seen = 0;
+    for (;;) {
+      {
+        std::unique_lock<std::mutex> g(m_);
+        cv_.wait(g, [&] { return quit_ || gen_ != seen; });
+        if (quit_) return;
+        seen = gen_;
+      }
+      take_chunks();
+    }
+  }
+
+  void stop() {
+    {
+      std::lock_guard<std::mutex> g(m_);
+      quit_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : workers_) t.join();
+    workers_.clear();
+  }
+
+  int nthreads_ = 1;
+  std::vector<std::thread> workers_;
+  std::mutex owner_;  // held by the thread running a parallel_for
+  std::mutex m_;
+  std::condition_variable cv_, done_cv_;
+  const std::function<void(int64_t, int64_t)>* fn_ = nullptr;
+  int64_t n_ = 0, chunks_ = 0, done_ = 0;
+  std::atomic<int64_t> next_{0};
+  uint64_t gen_ = 0;
+  bool quit_ = false;
+  std::exception_ptr error_;
+  static thread_local bool in_worker_;
+};
+thread_local bool Pool::in_worker_ = false;
+
+int default_threads() {
+  unsigned h = std::thread::hardware_concurrency();
+  return h == 0 ? 1 : static_cast<int>(h);
+}
+
+Pool& pool() {
+  static Pool p(default_threads());
+  return p;
+}
+
+std::mutex blas_mu;
+int blas_single_depth = 0;
+int blas_saved_threads = 1;
+
+}  // namespace
+
+void set_num_threads(int n) {
+  n = std::max(1, n);
+  pool().resize(n);
+  openblas_set_num_threads(n);
+}
+
+int num_threads() { return pool().size(); }
+
+namespace detail {
+
+void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn) {
+  if (n <= 0) return;
+  pool().run(n, grain, fn);
+}
+
+BlasSingleThread::BlasSingleThread() {
+  std::lock_guard<std::mutex> g(blas_mu);
+  if (blas_single_depth++ == 0) {
+    blas_saved_threads = openblas_get_num_threads();
+    if (blas_saved_threads != 1) openblas_set_num_threads(1);
+  }
+}
+
+BlasSingleThread::~BlasSingleThread() {
+  std::lock_guard<std::mutex> g(blas_mu);
+  if (--blas_single_depth == 0 && blas_saved_threads != 1) openblas_set_num_threads(blas_saved_threads);
+}
+
+int64_t const_sym(const Attrs& a, const std::string& name, const char* op) {
+  Sym s = a.sym(name);
+  auto v = s.maybe_value();
+  if (!v) HFX_THROW("kernels", "expected a constant '{}' for {} in eager execution, got {}", name, op, s.str());
+  return *v;
+}
+
+std::vector<int64_t> const_syms(const Attrs& a, const std::string& name, const char* op) {
+  std::vector<int64_t> r;
+  for (const Sym& s : a.syms(name)) {
+    auto v = s.maybe_value();
+    if (!v) HFX_THROW("kernels", "expected constant '{}' for {} in eager execution, got {}", name, op, s.str());
+    r.push_back(*v);
+  }
+  return r;
+}
+
+void check_arity(const Tensors& in, size_t lo, size_t hi, const char* op) {
+  if (in.size() < lo || in.size() > hi)
+    HFX_THROW("kernels", "expected {} to {} inputs for {}, got {}", lo, hi, op, in.size());
+  for (size_t i = 0; i < lo; i++)
+    if (!in[i].defined()) HFX_THROW("kernels", "expected input {} of {} to be present, got an absent tensor", i, op);
+}
+
+Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
+  size_t n = std::max(a.size(), b.size());
+  Shape r(n);
+  for (size_t i = 0; i < n; i++) {
+    int64_t x = i < n - a.size() ? 1 : a[i - (n - a.size())];
+    int64_t y = i < n - b.size() ? 1 : b[i - (n - b.size())];
+    if (x != y && x != 1 && y != 1)
+      HFX_THROW("kernels", "expected broadcastable shapes for {}, got {} and {}", op, shape_to_string(a),
+                shape_to_string(b));
+    r[i] = x == 1 ? y : x;
+  }
+  return r;
+}
+
+Shape broadcast_strides(const Tensor& t, const Shape& shape, const char* op) {
+  size_t n = shape.size(), m = static_cast<size_t>(t.dim());
+  if (m > n) HFX_THROW("kernels", "expected at most {} dims to broadcast for {}, got {}", n, op, m);
+  Shape st(n, 0);
+  for (size_t i = 0; i < m; i++) {
+    int64_t have = t.shape()[i];
+    int64_t want = shape[n - m + i];
+    if (have == want) {
+      st[n - m + i] = have == 1 ? 0 : t.strides()[i];
+    } else if (have == 1) {
+      st[n - m + i] = 0;
+    } else {
+      HFX_THROW("kernels", "expected a shape broadcastable to {} for {}, got {}", shape_to_string(shape), op,
+                shape_to_string(t.shape()));
+    }
+  }
+  return st;
+}
+
+double exp_sub_sum(const float* x, float m, float* y, int64_t n) {
+  double total = 0;
+  for (int64_t b = 0; b < n; b += 1024) {
+    int64_t e = std::min<int64_t>(n, b + 1024);
+    float s = 0;
+    for (int64_t i = b; i < e; i++) {
+      float v = fast_exp(x[i] - m);
+      y[i] = v;
+      s += v;
+    }
+    total += s;
+  }
+  return total;
+}
+
+}  // namespace detail
+}  // namespace hfx::kernels
