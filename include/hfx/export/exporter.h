@@ -1,0 +1,107 @@
+// hfx/export/exporter.h — one exporter interface, several backends.
+//
+// Every backend (onnx, executorch, dynamo) implements `Exporter` with the same call shape and takes a
+// config of its own that shares the common fields. `export_model` writes one artifact for one call;
+// `export_for_generation` captures the real prefill and decode calls (and, where the backend wants
+// it, a merged graph) and writes each as its own component. Configs round-trip through JSON and are
+// found, like exporters, by format name in one registry (src/export/exporter.cpp).
+#pragma once
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/capture/capture.h"
+#include "hfx/models/model.h"
+
+namespace hfx {
+
+/// Fields every backend config has.
+struct ExportConfig {
+  virtual ~ExportConfig() = default;
+  std::string format;  ///< "onnx", "executorch", "dynamo"
+  bool dynamic = true;
+  /// input name → axis → Dim; wins over `dynamic`.
+  std::map<std::string, std::map<int, Dim>> dynamic_shapes;
+  bool prefer_deferred_runtime_asserts_over_guards = true;
+  /// Ranges used when `dynamic` is set and no explicit Dim names an axis.
+  int64_t max_batch = 64;
+  int64_t max_sequence = 4096;
+
+  virtual nlohmann::json to_json() const;
+  virtual void from_json(const nlohmann::json& j);  ///< throws hfx::Error("config", ...) on unknown keys or bad types
+  virtual std::unique_ptr<ExportConfig> clone() const = 0;
+};
+
+struct OnnxConfig : ExportConfig {
+  OnnxConfig() { format = "onnx"; }
+  int opset = 18;
+  bool external_data = false;
+  bool optimize = true;
+  std::string target = "standard";  ///< "standard" (ai.onnx ops only) or "ort" (com.microsoft fused ops)
+  nlohmann::json to_json() const override;
+  void from_json(const nlohmann::json& j) override;
+  std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<OnnxConfig>(*this); }
+};
+
+struct ExecutorchConfig : ExportConfig {
+  ExecutorchConfig() { format = "executorch"; }
+  std::string backend = "xnnpack";  ///< "xnnpack" (CPU f32) or "cuda" (bf16; needs a CUDA runtime)
+  int64_t max_seq_len = 128;
+  nlohmann::json to_json() const override;
+  void from_json(const nlohmann::json& j) override;
+  std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<ExecutorchConfig>(*this); }
+};
+
+struct DynamoConfig : ExportConfig {
+  DynamoConfig() { format = "dynamo"; }
+  nlohmann::json to_json() const override;
+  void from_json(const nlohmann::json& j) override;
+  std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<DynamoConfig>(*this); }
+};
+
+/// One written artifact file of a component.
+struct ArtifactFile {
+  std::string component;  ///< "model", "prefill", "decode"
+  std::string path;       ///< relative to the output folder
+  std::string role;       ///< "graph", "weights", "program", ...
+};
+
+struct ExportResult {
+  std::string out_dir;
+  std::vector<ArtifactFile> files;
+  std::vector<CapturedProgram> programs;  ///< what was captured, per component
+  std::vector<std::string> warnings;
+};
+
+class Exporter {
+ public:
+  virtual ~Exporter() = default;
+  virtual std::string format() const = 0;
+  /// Exports one call (`opts.kind`) of `model` into `out_dir`.
+  virtual ExportResult export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+                                    const std::string& out_dir) = 0;
+  /// Captures the real prefill and decode calls (configs per component, or one for all) and exports
+  /// each as its own graph.
+  virtual ExportResult export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+                                             const std::map<std::string, const ExportConfig*>& configs,
+                                             const std::string& out_dir) = 0;
+};
+
+/// Exporter and default config by format name ("onnx", "executorch", "dynamo").
+std::unique_ptr<Exporter> make_exporter(const std::string& format);
+std::unique_ptr<ExportConfig> make_config(const std::string& format);
+std::vector<std::string> exporter_formats();
+/// Parses a config from JSON ({"format": "onnx", ...}).
+std::unique_ptr<ExportConfig> config_from_json(const nlohmann::json& j);
+
+/// Registration of a backend (called from the one table in src/export/exporter.cpp).
+struct ExporterEntry {
+  std::string format;
+  std::unique_ptr<Exporter> (*make)();
+  std::unique_ptr<ExportConfig> (*make_config)();
+};
+
+}  // namespace hfx

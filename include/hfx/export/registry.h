@@ -1,0 +1,113 @@
+// hfx/export/registry.h — where export workarounds live: patches, fixes, and the lists of the seeds.
+//
+// Workarounds never live in model code. Each kind has one registry, and each entry says which backend
+// and which numbered stage of that backend's exporter it belongs to, and why it exists (the bug it
+// works around and when to remove it):
+//  - Patch: swaps a patch point (a named, swappable function: an op's lowering during capture, or a
+//    model-side hook) for the duration of one export; restored after, even when the export throws.
+//  - NodeFix / ProgramFix: rewrites the captured graph (one node at a time, or the whole program).
+//  - DisableOptimize: models whose graphs must skip the optimizer, each naming the upstream bug.
+//  - ExportSkip: models that cannot be exported as they are, each naming the model-side change needed.
+// Backend-specific tables (the ONNX translation table and ONNX IR fixes) live in their backend and
+// are listed by `hfx registries` through `registry_listing()`.
+#pragma once
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hfx/ir/graph.h"
+#include "hfx/ops/builder.h"
+
+namespace hfx {
+
+// ---------------------------------------------------------------- patch points
+/// A swappable function: a capture-time op handler. During export, patches may replace the handler
+/// for an op (e.g. "hfx.sdpa" → its decomposition for ExecuTorch). Path = the op name, or
+/// "hfx.model.<hook>" for model-side hooks that call `patch_point(path)`.
+using OpHandler = std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
+/// The handler currently installed at `path`, or nullptr if none (then the op runs as usual).
+const OpHandler* active_patch(const std::string& path);
+
+struct PatchEntry {
+  std::string backend;  ///< "onnx", "executorch", "dynamo"
+  int stage = 0;        ///< the exporter stage that installs it
+  std::vector<std::string> paths;
+  /// Gets the original handler (nullptr = the op table's own) and returns the replacement.
+  std::function<OpHandler(const OpHandler* original)> factory;
+  std::string reason;   ///< the bug, and when to remove this patch
+};
+
+/// Installs every patch of (backend, stage) for its lifetime; restores the previous handlers on
+/// destruction (also during stack unwinding).
+class PatchScope {
+ public:
+  PatchScope(const std::string& backend, int stage);
+  ~PatchScope();
+  PatchScope(const PatchScope&) = delete;
+  PatchScope& operator=(const PatchScope&) = delete;
+  int installed() const { return static_cast<int>(saved_.size()); }
+
+ private:
+  std::vector<std::pair<std::string, std::unique_ptr<OpHandler>>> saved_;
+};
+
+// ---------------------------------------------------------------- fixes
+struct NodeFixEntry {
+  std::string backend;
+  int stage = 0;
+  std::string name;
+  /// Rewrites one node if it applies; returns true if it changed the graph.
+  std::function<bool(Graph& g, Node& n)> fix;
+  std::string reason;
+};
+struct ProgramFixEntry {
+  std::string backend;
+  int stage = 0;
+  std::string name;
+  std::function<bool(Graph& g, std::vector<std::string>& warnings)> fix;
+  std::string reason;
+};
+
+/// Runs every node fix of (backend, stage) over every node, then verifies (debug). Returns changes.
+int apply_node_fixes(const std::string& backend, int stage, Graph& g);
+/// Runs every program fix of (backend, stage). Returns changes.
+int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::vector<std::string>& warnings);
+
+// ---------------------------------------------------------------- lists
+struct DisableOptimizeEntry {
+  std::string backend;
+  std::string model_type;
+  std::string upstream_bug;  ///< required: the bug that forces this
+};
+struct ExportSkipEntry {
+  std::string backend;  ///< "*" for every backend
+  std::string model_type;
+  std::string reason;   ///< required: the model-side change that would lift it
+};
+bool optimize_disabled(const std::string& backend, const std::string& model_type, std::string* why = nullptr);
+/// Throws hfx::Error("export", ...) with the entry's reason if the model is on the skip list.
+void check_export_skip(const std::string& backend, const std::string& model_type);
+
+// ---------------------------------------------------------------- the registries (one place each)
+/// All entries, declared in src/export/registry_table.cpp. Tests may append entries and remove them.
+std::vector<PatchEntry>& patch_registry();
+std::vector<NodeFixEntry>& node_fix_registry();
+std::vector<ProgramFixEntry>& program_fix_registry();
+std::vector<DisableOptimizeEntry>& disable_optimize_registry();
+std::vector<ExportSkipEntry>& export_skip_registry();
+
+/// One line per registry entry of every kind (incl. backend tables that registered a lister), for
+/// `hfx registries [--backend B]`: kind, backend, stage, name/path, reason.
+struct RegistryLine {
+  std::string kind, backend;
+  int stage = 0;
+  std::string name, reason;
+};
+std::vector<RegistryLine> registry_listing(const std::string& backend = "");
+/// Backend tables listed by registry_listing (each implemented by its backend).
+std::vector<RegistryLine> onnx_registry_lines();        ///< translation table + IR fixes
+std::vector<RegistryLine> executorch_registry_lines();  ///< backend preparation table
+
+}  // namespace hfx

@@ -1,0 +1,35 @@
+// hfx/passes/pass.h — graph passes with a name, a contract and a `changed` result.
+//
+// A pass states what it needs (precondition) and what it guarantees (postcondition) in its contract
+// text; `run_pass` runs it and, in debug builds or with HFX_VERIFY_PASSES=1, runs Graph::verify()
+// after it, so a broken rewrite is caught at the pass that made it. Pipelines are named lists of
+// passes so the CLI and tests can run one pass alone.
+#pragma once
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hfx/ir/graph.h"
+
+namespace hfx {
+
+struct Pass {
+  std::string name;
+  std::string contract;  ///< "requires ...; ensures ..."
+  std::function<bool(Graph&)> run;  ///< returns true if the graph changed
+};
+
+/// Runs a pass (and the verifier when enabled). Returns whether the graph changed.
+bool run_pass(Graph& g, const Pass& p);
+/// Runs passes in order; returns the names of those that changed the graph.
+std::vector<std::string> run_pipeline(Graph& g, const std::vector<Pass>& passes);
+/// Whether run_pass verifies after each pass (debug builds, or HFX_VERIFY_PASSES=1).
+bool verify_passes_enabled();
+
+/// Built-in passes usable by every backend.
+Pass dead_code_elimination_pass();
+/// Replaces each composite op (hfx.sdpa, hfx.rms_norm, hfx.rope) named in `ops` by its reference
+/// decomposition (from the op table), in place.
+Pass decompose_pass(const std::vector<std::string>& ops);
+
+}  // namespace hfx

@@ -1,0 +1,77 @@
+// Pass runner and the backend-independent passes.
+#include "hfx/passes/pass.h"
+
+#include <cstdlib>
+#include <set>
+
+#include "hfx/core/error.h"
+#include "hfx/ops/builder.h"
+#include "hfx/ops/op_schema.h"
+
+namespace hfx {
+
+bool verify_passes_enabled() {
+#ifndef NDEBUG
+  return true;
+#else
+  const char* e = std::getenv("HFX_VERIFY_PASSES");
+  return e && std::string(e) == "1";
+#endif
+}
+
+bool run_pass(Graph& g, const Pass& p) {
+  bool changed = p.run(g);
+  if (verify_passes_enabled()) {
+    try {
+      g.verify();
+    } catch (const Error& e) {
+      HFX_THROW("passes", "expected a valid graph after pass '{}' ({}), got: {}", p.name, p.contract, e.what());
+    }
+  }
+  return changed;
+}
+
+std::vector<std::string> run_pipeline(Graph& g, const std::vector<Pass>& passes) {
+  std::vector<std::string> changed;
+  for (const Pass& p : passes)
+    if (run_pass(g, p)) changed.push_back(p.name);
+  return changed;
+}
+
+Pass dead_code_elimination_pass() {
+  return Pass{"dce", "requires: nothing; ensures: every node contributes to an output",
+              [](Graph& g) { return g.eliminate_dead_code() > 0; }};
+}
+
+Pass decompose_pass(const std::vector<std::string>& ops) {
+  std::set<std::string> want(ops.begin(), ops.end());
+  return Pass{"decompose", "requires: composite ops listed have a decomposition; ensures: none of them remain",
+              [want](Graph& g) {
+                std::vector<Node*> todo;
+                for (const auto& n : g.nodes())
+                  if (want.count(n->op)) todo.push_back(n.get());
+                for (Node* n : todo) {
+                  const OpSchema& s = n->schema();
+                  if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
+                  TraceBuilder tb(g);
+                  // Name the new nodes after the composite they replace.
+                  std::string scope = n->name;
+                  tb.push_scope(scope);
+                  std::vector<Var> in;
+                  for (Value* v : n->inputs) in.push_back(v ? tb.wrap(v) : Var());
+                  size_t before = g.nodes().size();
+                  std::vector<Var> out = s.decompose(tb, in, n->attrs);
+                  // Move the freshly appended nodes in front of the composite node.
+                  std::vector<Node*> fresh;
+                  auto it = g.nodes().begin();
+                  std::advance(it, before);
+                  for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
+                  for (Node* f : fresh) g.move_before(f, n);
+                  for (size_t i = 0; i < out.size(); i++) g.replace_all_uses(n->outputs[i], out[i].value());
+                  g.erase_node(n);
+                }
+                return !todo.empty();
+              }};
+}
+
+}  // namespace hfx
