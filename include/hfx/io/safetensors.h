@@ -39,6 +39,10 @@ class SafetensorsFile {
   Tensor get(const std::string& name) const;
   /// Tells the OS that the pages of this tensor are no longer needed (streaming export keeps RSS flat).
   void release(const std::string& name) const;
+  /// The whole mapped file (read-only). get() views point inside it, except a tensor whose bytes are
+  /// not aligned to its element size in the file: that one is copied to aligned heap memory instead.
+  const void* mapping_data() const { return map_; }
+  size_t mapping_size() const { return map_size_; }
   ~SafetensorsFile();
 
  private:
