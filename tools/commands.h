@@ -8,4 +8,5 @@ namespace hfx::cli {
 /// Adds a subcommand to `app`; its callback runs the command and throws hfx::Error on failure.
 using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);
+void register_registries(CLI::App& app);
 }  // namespace hfx::cli

@@ -9,6 +9,7 @@ namespace {
 // The one list of subcommands.
 const hfx::cli::Register kCommands[] = {
     hfx::cli::register_ops,
+    hfx::cli::register_registries,
 };
 }  // namespace
 

@@ -4,6 +4,7 @@
 
 #include "hfx/core/error.h"
 #include "hfx/ops/op_schema.h"
+#include "hfx/ops/patch_point.h"
 
 namespace hfx {
 
@@ -79,6 +80,11 @@ Var TraceBuilder::wrap(Value* v) { return Var(this, v->type, Tensor(), v); }
 Var TraceBuilder::input(const std::string& name, const TensorType& type) { return wrap(g_.add_input(name, type)); }
 
 std::vector<Var> TraceBuilder::call(const std::string& op, const std::vector<Var>& inputs, const Attrs& attrs) {
+  // Export patches (installed by PatchScope for one export) take over the op while they are active.
+  if (const OpHandler* h = active_patch(op)) {
+    PatchRunning guard(op);
+    return (*h)(*this, inputs, attrs);
+  }
   std::vector<Value*> in;
   in.reserve(inputs.size());
   for (const Var& v : inputs) {

@@ -19,6 +19,7 @@
 
 #include "hfx/ir/graph.h"
 #include "hfx/ops/builder.h"
+#include "hfx/ops/patch_point.h"
 
 namespace hfx {
 
@@ -26,9 +27,6 @@ namespace hfx {
 /// A swappable function: a capture-time op handler. During export, patches may replace the handler
 /// for an op (e.g. "hfx.sdpa" → its decomposition for ExecuTorch). Path = the op name, or
 /// "hfx.model.<hook>" for model-side hooks that call `patch_point(path)`.
-using OpHandler = std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
-/// The handler currently installed at `path`, or nullptr if none (then the op runs as usual).
-const OpHandler* active_patch(const std::string& path);
 
 struct PatchEntry {
   std::string backend;  ///< "onnx", "executorch", "dynamo"
@@ -107,7 +105,7 @@ struct RegistryLine {
 };
 std::vector<RegistryLine> registry_listing(const std::string& backend = "");
 /// Backend tables listed by registry_listing (each implemented by its backend).
-std::vector<RegistryLine> onnx_registry_lines();        ///< translation table + IR fixes
-std::vector<RegistryLine> executorch_registry_lines();  ///< backend preparation table
+std::vector<RegistryLine> onnx_registry_lines() __attribute__((weak));        ///< translation table + IR fixes
+std::vector<RegistryLine> executorch_registry_lines() __attribute__((weak));  ///< backend preparation table
 
 }  // namespace hfx

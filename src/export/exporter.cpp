@@ -1,0 +1,170 @@
+// Configs (JSON round trip) and the one table of exporters by format name.
+#include "hfx/export/exporter.h"
+
+#include "hfx/core/error.h"
+
+namespace hfx {
+
+// Backend factories, defined next to each exporter. Weak while a backend is being built, so that the
+// table below lists only the backends that are linked in.
+std::unique_ptr<Exporter> make_onnx_exporter() __attribute__((weak));
+std::unique_ptr<Exporter> make_executorch_exporter() __attribute__((weak));
+std::unique_ptr<Exporter> make_dynamo_exporter() __attribute__((weak));
+
+namespace {
+
+template <typename C>
+std::unique_ptr<ExportConfig> make_cfg() {
+  return std::make_unique<C>();
+}
+
+// The one table of backends.
+const std::vector<ExporterEntry>& exporter_table() {
+  static const std::vector<ExporterEntry> t = [] {
+    std::vector<ExporterEntry> v;
+    if (make_onnx_exporter) v.push_back({"onnx", make_onnx_exporter, make_cfg<OnnxConfig>});
+    if (make_executorch_exporter) v.push_back({"executorch", make_executorch_exporter, make_cfg<ExecutorchConfig>});
+    if (make_dynamo_exporter) v.push_back({"dynamo", make_dynamo_exporter, make_cfg<DynamoConfig>});
+    return v;
+  }();
+  return t;
+}
+
+const ExporterEntry& entry(const std::string& format) {
+  for (const auto& e : exporter_table())
+    if (e.format == format) return e;
+  std::string known;
+  for (const auto& e : exporter_table()) known += (known.empty() ? "" : ", ") + e.format;
+  HFX_THROW("export", "expected a format among [{}], got '{}'", known, format);
+}
+
+nlohmann::json dim_json(const Dim& d) { return {{"name", d.name}, {"min", d.min}, {"max", d.max}}; }
+
+template <typename T>
+void take(const nlohmann::json& j, const char* key, T& out, const std::string& format) {
+  if (!j.contains(key)) return;
+  try {
+    out = j.at(key).get<T>();
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW("config", "expected '{}' of the {} config to have the right type, got {} ({})", key, format, j.at(key).dump(), e.what());
+  }
+}
+
+void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed, const std::string& format) {
+  if (!j.is_object()) HFX_THROW("config", "expected a JSON object for the {} config, got {}", format, j.dump());
+  for (auto it = j.begin(); it != j.end(); ++it) {
+    if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
+      std::string list;
+      for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+      HFX_THROW("config", "expected keys of the {} config among [{}], got unknown '{}'", format, list, it.key());
+    }
+  }
+}
+
+const std::vector<std::string> kCommonKeys = {"format", "dynamic", "dynamic_shapes", "prefer_deferred_runtime_asserts_over_guards",
+                                              "max_batch", "max_sequence"};
+
+std::vector<std::string> with_common(std::vector<std::string> extra) {
+  extra.insert(extra.end(), kCommonKeys.begin(), kCommonKeys.end());
+  return extra;
+}
+
+}  // namespace
+
+nlohmann::json ExportConfig::to_json() const {
+  nlohmann::json ds = nlohmann::json::object();
+  for (const auto& [input, axes] : dynamic_shapes)
+    for (const auto& [axis, d] : axes) ds[input][std::to_string(axis)] = dim_json(d);
+  return {{"format", format},
+          {"dynamic", dynamic},
+          {"dynamic_shapes", ds},
+          {"prefer_deferred_runtime_asserts_over_guards", prefer_deferred_runtime_asserts_over_guards},
+          {"max_batch", max_batch},
+          {"max_sequence", max_sequence}};
+}
+
+void ExportConfig::from_json(const nlohmann::json& j) {
+  if (j.contains("format") && j.at("format") != format)
+    HFX_THROW("config", "expected format '{}', got {}", format, j.at("format").dump());
+  take(j, "dynamic", dynamic, format);
+  take(j, "prefer_deferred_runtime_asserts_over_guards", prefer_deferred_runtime_asserts_over_guards, format);
+  take(j, "max_batch", max_batch, format);
+  take(j, "max_sequence", max_sequence, format);
+  if (j.contains("dynamic_shapes")) {
+    dynamic_shapes.clear();
+    const auto& ds = j.at("dynamic_shapes");
+    if (!ds.is_object()) HFX_THROW("config", "expected dynamic_shapes to map input names to axes, got {}", ds.dump());
+    for (auto it = ds.begin(); it != ds.end(); ++it) {
+      for (auto at = it.value().begin(); at != it.value().end(); ++at) {
+        const auto& d = at.value();
+        Dim dim;
+        try {
+          dim.name = d.at("name").get<std::string>();
+          dim.min = d.at("min").get<int64_t>();
+          dim.max = d.at("max").get<int64_t>();
+        } catch (const nlohmann::json::exception&) {
+          HFX_THROW("config", "expected Dim {{name, min, max}} at dynamic_shapes.{}.{}, got {}", it.key(), at.key(), d.dump());
+        }
+        if (dim.min > dim.max) HFX_THROW("config", "expected min <= max for Dim '{}', got [{}, {}]", dim.name, dim.min, dim.max);
+        dynamic_shapes[it.key()][std::stoi(at.key())] = dim;
+      }
+    }
+  }
+}
+
+nlohmann::json OnnxConfig::to_json() const {
+  auto j = ExportConfig::to_json();
+  j["opset"] = opset;
+  j["external_data"] = external_data;
+  j["optimize"] = optimize;
+  j["target"] = target;
+  return j;
+}
+void OnnxConfig::from_json(const nlohmann::json& j) {
+  check_keys(j, with_common({"opset", "external_data", "optimize", "target"}), format);
+  ExportConfig::from_json(j);
+  take(j, "opset", opset, format);
+  take(j, "external_data", external_data, format);
+  take(j, "optimize", optimize, format);
+  take(j, "target", target, format);
+  if (opset < 18 || opset > 23) HFX_THROW("config", "expected an ONNX opset in [18, 23], got {}", opset);
+  if (target != "standard" && target != "ort") HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
+}
+
+nlohmann::json ExecutorchConfig::to_json() const {
+  auto j = ExportConfig::to_json();
+  j["backend"] = backend;
+  j["max_seq_len"] = max_seq_len;
+  return j;
+}
+void ExecutorchConfig::from_json(const nlohmann::json& j) {
+  check_keys(j, with_common({"backend", "max_seq_len"}), format);
+  ExportConfig::from_json(j);
+  take(j, "backend", backend, format);
+  take(j, "max_seq_len", max_seq_len, format);
+  if (backend != "xnnpack" && backend != "cuda") HFX_THROW("config", "expected backend 'xnnpack' or 'cuda', got '{}'", backend);
+  if (max_seq_len < 1) HFX_THROW("config", "expected max_seq_len >= 1, got {}", max_seq_len);
+}
+
+nlohmann::json DynamoConfig::to_json() const { return ExportConfig::to_json(); }
+void DynamoConfig::from_json(const nlohmann::json& j) {
+  check_keys(j, with_common({}), format);
+  ExportConfig::from_json(j);
+}
+
+std::unique_ptr<Exporter> make_exporter(const std::string& format) { return entry(format).make(); }
+std::unique_ptr<ExportConfig> make_config(const std::string& format) { return entry(format).make_config(); }
+std::vector<std::string> exporter_formats() {
+  std::vector<std::string> v;
+  for (const auto& e : exporter_table()) v.push_back(e.format);
+  return v;
+}
+std::unique_ptr<ExportConfig> config_from_json(const nlohmann::json& j) {
+  if (!j.is_object() || !j.contains("format") || !j.at("format").is_string())
+    HFX_THROW("config", "expected a JSON object with a string 'format', got {}", j.dump());
+  auto c = make_config(j.at("format").get<std::string>());
+  c->from_json(j);
+  return c;
+}
+
+}  // namespace hfx
