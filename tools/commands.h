@@ -9,4 +9,5 @@ namespace hfx::cli {
 using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);
 void register_registries(CLI::App& app);
+void register_export(CLI::App& app);
 }  // namespace hfx::cli

@@ -10,6 +10,7 @@ namespace {
 const hfx::cli::Register kCommands[] = {
     hfx::cli::register_ops,
     hfx::cli::register_registries,
+    hfx::cli::register_export,
 };
 }  // namespace
 

@@ -1,0 +1,125 @@
+// `hfx export MODEL --format onnx|executorch|dynamo -o OUT`: load, capture prefill/decode, export each
+// component, copy the tokenizer and config files next to the artifacts. The export is written into a
+// temporary folder beside OUT and moved into place only when it is complete, so a failed export never
+// leaves a half-written OUT and never destroys the previous one.
+#include <filesystem>
+#include <fmt/format.h>
+#include <fstream>
+#include <unistd.h>
+
+#include "commands.h"
+#include "hfx/core/error.h"
+#include "hfx/export/exporter.h"
+#include "hfx/export/registry.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/models/model.h"
+
+namespace fs = std::filesystem;
+
+namespace hfx::cli {
+
+namespace {
+
+struct ExportArgs {
+  std::string model, out, format = "onnx", config_file, target = "standard", backend = "xnnpack";
+  int opset = 18;
+  bool external_data = false, no_dynamic = false, no_optimize = false;
+  int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
+};
+
+const char* kSideFiles[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+                            "special_tokens_map.json", "chat_template.jinja"};
+
+void run_export(const ExportArgs& a) {
+  auto model = load_model(a.model);
+  check_export_skip(a.format, model->config().model_type);
+
+  std::unique_ptr<ExportConfig> cfg = make_config(a.format);
+  if (!a.config_file.empty()) {
+    nlohmann::json j;
+    try {
+      j = nlohmann::json::parse(io::read_file(a.config_file));
+    } catch (const nlohmann::json::exception& e) {
+      HFX_THROW("export", "expected a JSON export config in {}, got a parse error: {}", a.config_file, e.what());
+    }
+    if (!j.contains("format")) j["format"] = a.format;
+    cfg->from_json(j);
+  } else {
+    nlohmann::json j = cfg->to_json();
+    j["dynamic"] = !a.no_dynamic;
+    j["max_batch"] = a.max_batch;
+    j["max_sequence"] = a.max_sequence;
+    if (a.format == "onnx") {
+      j["opset"] = a.opset;
+      j["external_data"] = a.external_data;
+      j["target"] = a.target;
+      j["optimize"] = !a.no_optimize;
+    } else if (a.format == "executorch") {
+      j["backend"] = a.backend;
+      j["max_seq_len"] = a.max_seq_len;
+    }
+    cfg->from_json(j);
+  }
+
+  CaptureOptions opts;
+  opts.dynamic = cfg->dynamic;
+  opts.dynamic_shapes = cfg->dynamic_shapes;
+  opts.prefer_deferred_runtime_asserts_over_guards = cfg->prefer_deferred_runtime_asserts_over_guards;
+  opts.batch.max = cfg->max_batch;
+  opts.sequence.max = cfg->max_sequence;
+  opts.past.max = cfg->max_sequence;
+
+  fs::path out = fs::absolute(a.out);
+  fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
+  fs::remove_all(tmp);
+  fs::create_directories(tmp);
+  try {
+    auto exporter = make_exporter(a.format);
+    std::map<std::string, const ExportConfig*> configs{{"*", cfg.get()}};
+    ExportResult r = exporter->export_for_generation(*model, opts, configs, tmp.string());
+    for (const char* f : kSideFiles) {
+      fs::path src = fs::path(a.model) / f;
+      if (fs::exists(src)) fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
+    }
+    // Transformers.js loads external data only when config.json says so.
+    if (a.format == "onnx" && cfg->to_json().value("external_data", false) && fs::exists(tmp / "config.json")) {
+      auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
+      j["transformers.js_config"]["use_external_data_format"] = true;
+      io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
+    }
+    io::write_file_atomic((tmp / "export_config.json").string(), cfg->to_json().dump(2));
+    for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
+  } catch (...) {
+    fs::remove_all(tmp);
+    throw;
+  }
+  // Swap into place: the previous export survives until the new one is complete.
+  fs::path prev = out.parent_path() / fmt::format(".{}.prev.{}", out.filename().string(), ::getpid());
+  if (fs::exists(out)) fs::rename(out, prev);
+  fs::rename(tmp, out);
+  if (fs::exists(prev)) fs::remove_all(prev);
+  fmt::print("exported {} ({}) to {}\n", a.model, a.format, out.string());
+}
+
+}  // namespace
+
+void register_export(CLI::App& app) {
+  auto a = std::make_shared<ExportArgs>();
+  auto* cmd = app.add_subcommand("export", "Export a checkpoint folder for generation (prefill, decode and merged graphs)");
+  cmd->add_option("model", a->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("-o,--out", a->out, "Output folder")->required();
+  cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
+  cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
+  cmd->add_option("--opset", a->opset, "ONNX opset (18..23)");
+  cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data");
+  cmd->add_option("--target", a->target, "ONNX: standard | ort (com.microsoft fused ops)");
+  cmd->add_flag("--no-optimize", a->no_optimize, "ONNX: skip graph optimization");
+  cmd->add_option("--backend", a->backend, "ExecuTorch: xnnpack | cuda");
+  cmd->add_option("--max-seq-len", a->max_seq_len, "ExecuTorch: static cache length");
+  cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");
+  cmd->add_option("--max-batch", a->max_batch, "Upper bound of the batch dim");
+  cmd->add_option("--max-sequence", a->max_sequence, "Upper bound of sequence and past dims");
+  cmd->callback([a] { run_export(*a); });
+}
+
+}  // namespace hfx::cli
