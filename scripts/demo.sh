@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# scripts/demo.sh — the main job on a small default model that hfx makes itself:
+# create a tiny random Llama checkpoint, export it to ONNX for generation, and generate from the
+# artifact through ONNX Runtime and from the checkpoint eagerly. Run after scripts/setup.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+cd "$ROOT"
+bash scripts/build.sh release
+HFX=build/hfx
+OUT=${HFX_DEMO_OUT:-out/demo}
+mkdir -p "$OUT"
+$HFX create-tiny llama -o "$OUT/tiny-llama"
+$HFX export "$OUT/tiny-llama" --format onnx -o "$OUT/tiny-llama-onnx"
+if $HFX --help | grep -q ' verify'; then $HFX verify "$OUT/tiny-llama-onnx"; fi
+if $HFX --help | grep -q ' generate'; then
+  $HFX generate "$OUT/tiny-llama-onnx" --prompt "Hello, world" --max-new-tokens 16 --greedy
+  $HFX generate "$OUT/tiny-llama" --prompt "Hello, world" --max-new-tokens 16 --greedy
+fi
+ls -l "$OUT/tiny-llama-onnx" "$OUT/tiny-llama-onnx/onnx"
