@@ -1,0 +1,734 @@
+// The ONNX lowering context and driver (stage 4), and the streamed writer.
+//
+// Symbolic sizes never become numbers here: each symbol is mapped to the graph input axis that defines
+// it (or solved from a linear input dim such as attention_mask's `past + sequence`), read at run time
+// with Shape(start, end), and expressions are rebuilt from integer ops, cached per canonical text so
+// that a size used by twenty nodes is computed once. Parameters become initializers whose bytes are
+// attached by write_onnx_model one tensor at a time.
+#include "export/onnx/lowering.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <limits>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/ops/op_schema.h"
+
+#ifndef HFX_VERSION
+#define HFX_VERSION "0"
+#endif
+
+namespace hfx::onnx_export {
+
+namespace fs = std::filesystem;
+
+int ir_version_for_opset(int opset) {
+  switch (opset) {
+    case 18: return 8;
+    case 19:
+    case 20: return 9;
+    case 21:
+    case 22: return 10;
+    case 23: return 11;
+    default: HFX_THROW("onnx", "expected an opset in [18, 23], got {}", opset);
+  }
+}
+
+DType export_dtype(DType dt) { return dtype_is_float(dt) ? DType::F32 : dt; }
+
+int onnx_elem_type(DType dt) {
+  switch (export_dtype(dt)) {
+    case DType::F32: return onnx::TensorProto::FLOAT;
+    case DType::I64: return onnx::TensorProto::INT64;
+    case DType::I32: return onnx::TensorProto::INT32;
+    case DType::I8: return onnx::TensorProto::INT8;
+    case DType::U8: return onnx::TensorProto::UINT8;
+    case DType::Bool: return onnx::TensorProto::BOOL;
+    default: break;
+  }
+  HFX_THROW("onnx", "expected an exportable dtype, got {}", dtype_name(dt));
+}
+
+namespace {
+
+void set_type(onnx::ValueInfoProto* vi, const std::string& name, DType dt, const SymShape& shape) {
+  vi->set_name(name);
+  auto* tt = vi->mutable_type()->mutable_tensor_type();
+  tt->set_elem_type(onnx_elem_type(dt));
+  auto* sh = tt->mutable_shape();
+  for (const Sym& d : shape) {
+    auto* dim = sh->add_dim();
+    if (d.is_const())
+      dim->set_dim_value(d.value());
+    else
+      dim->set_dim_param(d.str());
+  }
+}
+
+}  // namespace
+
+// ------------------------------------------------------------------ context
+
+LoweringContext::LoweringContext(const Graph& g, const LowerOptions& o, onnx::GraphProto& gp,
+                                 std::vector<std::string>& warnings)
+    : g_(g), opts_(o), gp_(gp), warnings_(warnings) {}
+
+std::string LoweringContext::unique(const std::string& base) {
+  std::string b = base.empty() ? "t" : base;
+  std::string n = b;
+  while (used_.count(n)) n = b + "_" + std::to_string(++counter_);
+  used_.insert(n);
+  return n;
+}
+
+std::string LoweringContext::name(const Value* v) {
+  if (!v) return "";
+  auto it = names_.find(v);
+  if (it != names_.end()) return it->second;
+  if (v->kind == ValueKind::NodeOutput)
+    HFX_THROW("onnx", "expected '{}' to be produced before its use (nodes out of order?)", v->name);
+  HFX_THROW("onnx", "expected '{}' to be declared as a graph input or initializer, got none", v->name);
+}
+
+std::string LoweringContext::in(const Node& n, size_t i) { return i < n.inputs.size() ? name(n.inputs[i]) : ""; }
+
+std::string LoweringContext::out(const Node& n, size_t i) {
+  const Value* v = n.outputs.at(i);
+  auto it = names_.find(v);
+  if (it != names_.end()) return it->second;
+  std::string nm = unique(v->name);
+  names_[v] = nm;
+  return nm;
+}
+
+void LoweringContext::rebind(const Value* v, const std::string& onnx_name) { names_[v] = onnx_name; }
+
+std::string LoweringContext::tmp(const Node* n, const std::string& hint) {
+  std::string base = n ? n->name + "/" + hint : hint;
+  return unique(base);
+}
+
+onnx::NodeProto& LoweringContext::emit(const std::string& op_type, const std::vector<std::string>& ins,
+                                       const std::vector<std::string>& outs, const Node* for_node,
+                                       const std::string& domain) {
+  onnx::NodeProto* p = gp_.add_node();
+  p->set_op_type(op_type);
+  if (!domain.empty()) {
+    p->set_domain(domain);
+    if (!domains_.count(domain)) domains_[domain] = 1;
+  }
+  for (const auto& i : ins) p->add_input(i);
+  // Trailing absent optional inputs are dropped (ONNX allows "" only before a present one).
+  while (p->input_size() > 0 && p->input(p->input_size() - 1).empty()) p->mutable_input()->RemoveLast();
+  for (const auto& o : outs) p->add_output(o);
+  std::string base = (for_node ? for_node->name + "/" : std::string("hfx/")) + op_type;
+  p->set_name(unique("node:" + base));
+  used_.erase(p->name());  // node names live in their own namespace
+  used_.insert(p->name());
+  return *p;
+}
+
+std::string LoweringContext::op(const Node* n, const std::string& op_type, const std::vector<std::string>& ins,
+                                const std::string& hint, const std::string& domain) {
+  std::string o = tmp(n, hint.empty() ? op_type : hint);
+  emit(op_type, ins, {o}, n, domain);
+  return o;
+}
+
+void LoweringContext::attr(onnx::NodeProto& p, const std::string& k, int64_t v) {
+  auto* a = p.add_attribute();
+  a->set_name(k);
+  a->set_type(onnx::AttributeProto::INT);
+  a->set_i(v);
+}
+void LoweringContext::attr(onnx::NodeProto& p, const std::string& k, double v) {
+  auto* a = p.add_attribute();
+  a->set_name(k);
+  a->set_type(onnx::AttributeProto::FLOAT);
+  a->set_f(static_cast<float>(v));
+}
+void LoweringContext::attr(onnx::NodeProto& p, const std::string& k, const std::vector<int64_t>& v) {
+  auto* a = p.add_attribute();
+  a->set_name(k);
+  a->set_type(onnx::AttributeProto::INTS);
+  for (auto x : v) a->add_ints(x);
+}
+void LoweringContext::attr(onnx::NodeProto& p, const std::string& k, const std::string& v) {
+  auto* a = p.add_attribute();
+  a->set_name(k);
+  a->set_type(onnx::AttributeProto::STRING);
+  a->set_s(v);
+}
+void LoweringContext::attr(onnx::NodeProto& p, const std::string& k, const onnx::TensorProto& t) {
+  auto* a = p.add_attribute();
+  a->set_name(k);
+  a->set_type(onnx::AttributeProto::TENSOR);
+  *a->mutable_t() = t;
+}
+
+onnx::TensorProto LoweringContext::value_tensor(double v, DType dt) {
+  onnx::TensorProto t;
+  dt = export_dtype(dt);
+  t.set_data_type(onnx_elem_type(dt));
+  t.add_dims(1);
+  Tensor x = Tensor::full({1}, v, dt);
+  t.set_raw_data(std::string(static_cast<const char*>(x.raw()), x.nbytes()));
+  return t;
+}
+
+std::string LoweringContext::i64s(const std::vector<int64_t>& v) {
+  std::string key = "i64s[";
+  for (auto x : v) key += std::to_string(x) + ",";
+  key += "]";
+  auto it = const_cache_.find(key);
+  if (it != const_cache_.end()) return it->second;
+  std::string nm = unique("const_i64" + key.substr(4));
+  onnx::TensorProto* t = gp_.add_initializer();
+  t->set_name(nm);
+  t->set_data_type(onnx::TensorProto::INT64);
+  t->add_dims(static_cast<int64_t>(v.size()));
+  t->set_raw_data(std::string(reinterpret_cast<const char*>(v.data()), v.size() * sizeof(int64_t)));
+  const_cache_[key] = nm;
+  return nm;
+}
+
+std::string LoweringContext::i64(int64_t v) { return scalar(static_cast<double>(v), DType::I64); }
+
+std::string LoweringContext::scalar(double v, DType dt) {
+  dt = export_dtype(dt);
+  std::string key = fmt::format("scalar:{}:{}", dtype_name(dt), v);
+  if (dt == DType::I64) key = fmt::format("scalar:int64:{}", static_cast<int64_t>(v));
+  auto it = const_cache_.find(key);
+  if (it != const_cache_.end()) return it->second;
+  std::string nm = unique(fmt::format("const_{}_{}", dtype_name(dt), dt == DType::I64 ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v)));
+  onnx::TensorProto* t = gp_.add_initializer();
+  t->set_name(nm);
+  t->set_data_type(onnx_elem_type(dt));
+  Tensor x = Tensor::full({}, v, dt);
+  t->set_raw_data(std::string(static_cast<const char*>(x.raw()), x.nbytes()));
+  const_cache_[key] = nm;
+  return nm;
+}
+
+bool LoweringContext::sym_available(const Sym& e) const {
+  for (const auto& s : e.free_symbols()) {
+    if (origins_.count(s)) continue;
+    auto d = derived_.find(s);
+    if (d == derived_.end() || !sym_available(d->second)) return false;
+  }
+  return true;
+}
+
+std::string LoweringContext::sym(const Sym& e) {
+  if (e.is_const()) return i64s({e.value()});
+  auto it = sym_cache_.find(e.str());
+  if (it != sym_cache_.end()) return it->second;
+  std::string nm = sym_node(e);
+  sym_cache_[e.str()] = nm;
+  return nm;
+}
+
+std::string LoweringContext::sym_node(const Sym& e) {
+  const std::string label = "sym(" + e.str() + ")";
+  auto emit1 = [&](const std::string& op_type, const std::vector<std::string>& ins) {
+    std::string o = unique(label);
+    auto& p = emit(op_type, ins, {o});
+    p.set_name(unique("node:" + label));
+    return std::make_pair(o, &p);
+  };
+  switch (e.kind()) {
+    case Sym::Kind::Const: return i64s({e.value()});
+    case Sym::Kind::Symbol: {
+      auto o = origins_.find(e.name());
+      if (o != origins_.end()) {
+        auto [nm, p] = emit1("Shape", {o->second.input});
+        attr(*p, "start", static_cast<int64_t>(o->second.axis));
+        attr(*p, "end", static_cast<int64_t>(o->second.axis + 1));
+        return nm;
+      }
+      auto d = derived_.find(e.name());
+      if (d != derived_.end()) return sym(d->second);
+      std::string known;
+      for (const auto& [k, v] : origins_)
+        if (k.rfind("__", 0) != 0) known += (known.empty() ? "" : ", ") + k;
+      HFX_THROW("onnx",
+                "expected symbol '{}' to be defined by an axis of a graph input (known: [{}]), got none; a size that "
+                "no input carries cannot be computed at run time",
+                e.name(), known);
+    }
+    case Sym::Kind::Add: {
+      const auto& a = e.args();
+      std::string acc = sym(a[0]);
+      for (size_t i = 1; i < a.size(); i++) {
+        const Sym& t = a[i];
+        bool neg = (t.is_const() && t.value() < 0) || (t.kind() == Sym::Kind::Mul && t.args()[0].is_const() && t.args()[0].value() < 0);
+        if (neg)
+          acc = emit1("Sub", {acc, sym(-t)}).first;
+        else
+          acc = emit1("Add", {acc, sym(t)}).first;
+      }
+      return acc;
+    }
+    case Sym::Kind::Mul: {
+      const auto& a = e.args();
+      std::string acc = sym(a[0]);
+      for (size_t i = 1; i < a.size(); i++) acc = emit1("Mul", {acc, sym(a[i])}).first;
+      return acc;
+    }
+    case Sym::Kind::FloorDiv: {
+      const Sym &a = e.args()[0], &b = e.args()[1];
+      std::string sa = sym(a), sb = sym(b);
+      // ONNX integer Div truncates; it equals floor division when both sides are non-negative.
+      if (g_.env().bounds(a).min >= 0 && g_.env().bounds(b).min > 0) return emit1("Div", {sa, sb}).first;
+      auto [m, pm] = emit1("Mod", {sa, sb});
+      attr(*pm, "fmod", int64_t{0});
+      std::string d = emit1("Sub", {sa, m}).first;
+      return emit1("Div", {d, sb}).first;
+    }
+    case Sym::Kind::Mod: {
+      auto [m, pm] = emit1("Mod", {sym(e.args()[0]), sym(e.args()[1])});
+      attr(*pm, "fmod", int64_t{0});
+      return m;
+    }
+    case Sym::Kind::Min: return emit1("Min", {sym(e.args()[0]), sym(e.args()[1])}).first;
+    case Sym::Kind::Max: return emit1("Max", {sym(e.args()[0]), sym(e.args()[1])}).first;
+  }
+  HFX_THROW("onnx", "expected a known symbolic expression kind, got '{}'", e.str());
+}
+
+std::string LoweringContext::sym_scalar(const Sym& e) {
+  if (e.is_const()) return i64(e.value());
+  auto it = sym_scalar_cache_.find(e.str());
+  if (it != sym_scalar_cache_.end()) return it->second;
+  std::string o = unique("sym(" + e.str() + ")/scalar");
+  emit("Squeeze", {sym(e), i64s({0})}, {o});
+  sym_scalar_cache_[e.str()] = o;
+  return o;
+}
+
+std::string LoweringContext::syms(const std::vector<Sym>& es) {
+  bool all_const = true;
+  for (const auto& s : es) all_const = all_const && s.is_const();
+  if (all_const) {
+    std::vector<int64_t> v;
+    for (const auto& s : es) v.push_back(s.value());
+    return i64s(v);
+  }
+  std::string key = "[";
+  for (const auto& s : es) key += s.str() + ", ";
+  key += "]";
+  auto it = sym_cache_.find(key);
+  if (it != sym_cache_.end()) return it->second;
+  // Runs of constants go in one initializer.
+  std::vector<std::string> parts;
+  std::vector<int64_t> run;
+  for (const auto& s : es) {
+    if (s.is_const()) {
+      run.push_back(s.value());
+      continue;
+    }
+    if (!run.empty()) parts.push_back(i64s(run)), run.clear();
+    parts.push_back(sym(s));
+  }
+  if (!run.empty()) parts.push_back(i64s(run));
+  std::string o = unique("shape" + key);
+  auto& p = emit("Concat", parts, {o});
+  attr(p, "axis", int64_t{0});
+  sym_cache_[key] = o;
+  return o;
+}
+
+std::string LoweringContext::cast(const Node* n, const std::string& x, DType from, DType to) {
+  from = export_dtype(from);
+  to = export_dtype(to);
+  if (from == to || x.empty()) return x;
+  std::string o = tmp(n, std::string("cast_") + dtype_name(to));
+  auto& p = emit("Cast", {x}, {o}, n);
+  attr(p, "to", static_cast<int64_t>(onnx_elem_type(to)));
+  return o;
+}
+
+std::string LoweringContext::in_as(const Node& n, size_t i, DType to) {
+  const Value* v = i < n.inputs.size() ? n.inputs[i] : nullptr;
+  if (!v) return "";
+  return cast(&n, name(v), v->type.dtype, to);
+}
+
+void LoweringContext::use_domain(const std::string& domain, int version) { domains_[domain] = version; }
+
+void LoweringContext::warn(const std::string& w) {
+  if (warned_.insert(w).second) warnings_.push_back(w);
+}
+
+void LoweringContext::declare_inputs() {
+  for (const Value* v : g_.inputs()) {
+    used_.insert(v->name);
+    names_[v] = v->name;
+    set_type(gp_.add_input(), v->name, v->type.dtype, v->type.shape);
+  }
+  // Reserve output names so that no helper tensor takes them.
+  for (const Value* v : g_.outputs())
+    if (v->kind == ValueKind::NodeOutput && !names_.count(v) && !used_.count(v->name)) {
+      used_.insert(v->name);
+      names_[v] = v->name;
+    }
+  // Symbols read directly from an input axis.
+  for (const Value* v : g_.inputs())
+    for (size_t a = 0; a < v->type.shape.size(); a++) {
+      const Sym& d = v->type.shape[a];
+      if (d.kind() == Sym::Kind::Symbol && !origins_.count(d.name())) origins_[d.name()] = {v->name, static_cast<int>(a)};
+    }
+  // Symbols solvable from a linear input dim (attention_mask [B, past + seq] with seq known).
+  bool progress = true;
+  while (progress) {
+    progress = false;
+    for (const Value* v : g_.inputs())
+      for (size_t a = 0; a < v->type.shape.size(); a++) {
+        const Sym& d = v->type.shape[a];
+        if (d.kind() != Sym::Kind::Add) continue;
+        std::vector<std::string> unknown;
+        for (const auto& s : d.free_symbols())
+          if (!origins_.count(s) && !derived_.count(s)) unknown.push_back(s);
+        if (unknown.size() != 1) continue;
+        bool unit = false;
+        for (const auto& t : d.args())
+          if (t.kind() == Sym::Kind::Symbol && t.name() == unknown[0]) unit = true;
+        if (!unit) continue;
+        std::string pseudo = fmt::format("__{}:{}", v->name, a);
+        origins_[pseudo] = {v->name, static_cast<int>(a)};
+        Sym u = Sym::symbol(unknown[0]);
+        derived_[unknown[0]] = Sym::symbol(pseudo) - (d - u);
+        progress = true;
+      }
+  }
+}
+
+void LoweringContext::emit_guards() {
+  // The guarded tensor: the first input that some node reads (input_ids in a causal LM graph). Every
+  // check reshapes it to its own shape when the check holds and to an invalid shape (-2) otherwise, so
+  // ORT stops with "... running Reshape node. Name:'hfx.contract: <check>' ..." — the check text names
+  // the symbol, its range and the input axis.
+  const Value* guarded = nullptr;
+  auto users = g_.users();
+  for (const Value* v : g_.inputs())
+    if (users.count(v) && !users.at(v).empty()) {
+      guarded = v;
+      break;
+    }
+  if (!guarded) return;
+  struct Check {
+    std::string what;
+    std::string ok;  // bool [1]
+  };
+  std::vector<Check> checks;
+  auto cmp = [&](const std::string& op_type, const std::string& a, const std::string& b) {
+    std::string o = unique("contract/" + op_type);
+    emit(op_type, {a, b}, {o});
+    return o;
+  };
+  auto both = [&](const std::string& a, const std::string& b) {
+    if (a.empty()) return b;
+    if (b.empty()) return a;
+    return cmp("And", a, b);
+  };
+  const ShapeEnv& env = g_.env();
+  for (const auto& [s, o] : origins_) {
+    if (s.rfind("__", 0) == 0 || !env.has_symbol(s)) continue;
+    SymRange r = env.range_of(s);
+    std::string v = sym(Sym::symbol(s));
+    std::string ok;
+    if (r.min > 0) ok = both(ok, cmp("GreaterOrEqual", v, i64s({r.min})));
+    if (r.bounded()) ok = both(ok, cmp("LessOrEqual", v, i64s({r.max})));
+    if (ok.empty()) continue;
+    checks.push_back({fmt::format("{} in [{}, {}] ({} axis {})", s, r.min, r.bounded() ? std::to_string(r.max) : "inf",
+                                  o.input, o.axis),
+                      ok});
+  }
+  // Input dims that must agree with symbols defined elsewhere (attention_mask = past + sequence).
+  for (const Value* v : g_.inputs())
+    for (size_t a = 0; a < v->type.shape.size(); a++) {
+      const Sym& d = v->type.shape[a];
+      if (d.is_const()) continue;
+      auto o = origins_.find(d.kind() == Sym::Kind::Symbol ? d.name() : "");
+      if (o != origins_.end() && o->second.input == v->name && o->second.axis == static_cast<int>(a)) continue;
+      if (derived_.count(d.kind() == Sym::Kind::Symbol ? d.name() : "")) continue;
+      // A dim that defined a derived symbol is consistent by construction; skip it.
+      if (origins_.count(fmt::format("__{}:{}", v->name, a))) continue;
+      if (!sym_available(d)) continue;
+      std::string pseudo = unique("contract/dim");
+      auto& p = emit("Shape", {v->name}, {pseudo});
+      attr(p, "start", static_cast<int64_t>(a));
+      attr(p, "end", static_cast<int64_t>(a + 1));
+      checks.push_back({fmt::format("{} axis {} == {}", v->name, a, d.str()), cmp("Equal", pseudo, sym(d))});
+    }
+  for (const Guard& gd : opts_.guards) {
+    if (!sym_available(gd.expr)) {
+      warn(fmt::format("deferred guard '{}' ({}) not checked in the graph: a symbol has no defining input", gd.what, gd.where));
+      continue;
+    }
+    std::string v = sym(gd.expr), ok;
+    if (gd.lower > -SymRange::kInf) ok = both(ok, cmp("GreaterOrEqual", v, i64s({gd.lower})));
+    if (gd.upper < SymRange::kInf) ok = both(ok, cmp("LessOrEqual", v, i64s({gd.upper})));
+    if (ok.empty()) continue;
+    checks.push_back({fmt::format("guard {} in [{}, {}] from {}", gd.expr.str(), gd.lower, gd.upper, gd.where), ok});
+  }
+  if (checks.empty()) return;
+  std::string cur = name(guarded);
+  size_t rank = guarded->type.shape.size();
+  std::string bad = i64s(std::vector<int64_t>(rank, -2));
+  std::string shp = unique(guarded->name + "/contract_shape");
+  emit("Shape", {cur}, {shp});
+  for (const auto& c : checks) {
+    std::string target = unique("contract/target");
+    emit("Where", {c.ok, shp, bad}, {target});
+    std::string next = unique(guarded->name + "/checked");
+    auto& p = emit("Reshape", {cur, target}, {next});
+    p.set_name(unique("hfx.contract: " + c.what));
+    cur = next;
+  }
+  rebind(guarded, cur);
+}
+
+// ------------------------------------------------------------------ registration
+
+OnnxTranslation register_onnx_translation(const std::string& op, OnnxTranslation fn) {
+  auto& t = onnx_translation_table();
+  OnnxTranslation prev;
+  auto it = t.find(op);
+  if (it != t.end()) prev = it->second.fn;
+  if (!fn) {
+    if (it != t.end()) t.erase(it);
+  } else if (it != t.end()) {
+    it->second.fn = std::move(fn);
+  } else {
+    t[op] = OnnxTranslationEntry{std::move(fn), "registered at run time"};
+  }
+  return prev;
+}
+
+// ------------------------------------------------------------------ driver
+
+LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
+  ir_version_for_opset(opts.opset);  // validates the opset
+  if (opts.target != "standard" && opts.target != "ort")
+    HFX_THROW("onnx", "expected target 'standard' or 'ort', got '{}'", opts.target);
+  LoweredModel lm;
+  onnx::ModelProto& m = lm.model;
+  m.set_ir_version(ir_version_for_opset(opts.opset));
+  m.set_producer_name("hfx");
+  m.set_producer_version(HFX_VERSION);
+  m.set_model_version(1);
+  onnx::GraphProto& gp = *m.mutable_graph();
+  gp.set_name(opts.graph_name);
+  LoweringContext cx(g, opts, gp, lm.warnings);
+  cx.declare_inputs();
+
+  // Values that some node or output reads (unused parameters are not exported).
+  std::set<const Value*> read;
+  for (const auto& n : g.nodes())
+    for (const Value* v : n->inputs)
+      if (v) read.insert(v);
+  for (const Value* v : g.outputs()) read.insert(v);
+
+  for (const Value* v : g.params()) {
+    if (!read.count(v)) continue;
+    std::string nm = cx.tmp(nullptr, v->name);
+    cx.rebind(v, nm);
+    onnx::TensorProto* t = gp.add_initializer();
+    t->set_name(nm);
+    t->set_data_type(onnx_elem_type(v->type.dtype));
+    for (const Sym& d : v->type.shape) t->add_dims(d.value());
+    lm.param_sources[nm] = v;
+  }
+  for (const Value* v : g.consts()) {
+    if (!read.count(v)) continue;
+    std::string nm = cx.tmp(nullptr, v->name);
+    cx.rebind(v, nm);
+    onnx::TensorProto* t = gp.add_initializer();
+    t->set_name(nm);
+    DType dt = export_dtype(v->data.dtype());
+    t->set_data_type(onnx_elem_type(dt));
+    for (auto d : v->data.shape()) t->add_dims(d);
+    Tensor c = v->data.to(dt).contiguous();
+    t->set_raw_data(std::string(static_cast<const char*>(c.raw()), c.nbytes()));
+  }
+
+  if (opts.emit_guards) cx.emit_guards();
+
+  const auto& table = onnx_translation_table();
+  for (const auto& n : g.nodes()) {
+    auto it = table.find(n->op);
+    if (it == table.end() || !it->second.fn)
+      HFX_THROW("onnx", "expected a translation for op {} (node '{}'), got none; add one in src/export/onnx/translations.cpp",
+                n->op, n->name);
+    try {
+      it->second.fn(cx, *n);
+    } catch (const Error& e) {
+      HFX_THROW("onnx", "lowering {} (node '{}', {} → {}) failed: {}", n->op, n->name,
+                n->inputs.empty() || !n->inputs[0] ? "-" : n->inputs[0]->type.str(), n->outputs[0]->type.str(), e.what());
+    }
+  }
+
+  // Outputs: names as the signature says; an Identity where the value is an input, initializer or a
+  // value already named otherwise.
+  std::set<std::string> out_names;
+  for (const Value* v : g.outputs()) {
+    std::string src = cx.name(v);
+    std::string want = v->name;
+    if (src != want || v->kind != ValueKind::NodeOutput || out_names.count(want)) {
+      if (out_names.count(want)) HFX_THROW("onnx", "expected unique graph output names, got '{}' twice", want);
+      cx.emit("Identity", {src}, {want});
+    }
+    out_names.insert(want);
+    set_type(gp.add_output(), want, v->type.dtype, v->type.shape);
+  }
+
+  auto* op = m.add_opset_import();
+  op->set_domain("");
+  op->set_version(opts.opset);
+  for (const auto& [d, ver] : cx.domains()) {
+    auto* o = m.add_opset_import();
+    o->set_domain(d);
+    o->set_version(ver);
+  }
+
+  // Metadata: schema version, the shape contract and deferred guards.
+  auto meta = [&](const std::string& k, const std::string& v) {
+    auto* p = m.add_metadata_props();
+    p->set_key(k);
+    p->set_value(v);
+  };
+  nlohmann::json contract = nlohmann::json::object();
+  for (const auto& [input, axes] : opts.contract) {
+    nlohmann::json ja = nlohmann::json::array();
+    for (const auto& a : axes) {
+      nlohmann::json x = {{"min", a.min}, {"max", a.max}};
+      if (!a.symbol.empty()) x["symbol"] = a.symbol;
+      ja.push_back(x);
+    }
+    contract[input] = ja;
+  }
+  if (opts.contract.empty()) {
+    // No capture contract given: derive it from the graph inputs and the shape env.
+    for (const Value* v : g.inputs()) {
+      nlohmann::json ja = nlohmann::json::array();
+      for (const Sym& d : v->type.shape) {
+        if (d.is_const()) {
+          ja.push_back({{"min", d.value()}, {"max", d.value()}});
+        } else if (d.kind() == Sym::Kind::Symbol && g.env().has_symbol(d.name())) {
+          SymRange r = g.env().range_of(d.name());
+          ja.push_back({{"symbol", d.name()}, {"min", r.min}, {"max", r.bounded() ? r.max : -1}});
+        } else {
+          SymRange r = g.env().bounds(d);
+          ja.push_back({{"expr", d.str()}, {"min", r.min}, {"max", r.bounded() ? r.max : -1}});
+        }
+      }
+      contract[v->name] = ja;
+    }
+  }
+  nlohmann::json guards = nlohmann::json::array();
+  for (const auto& gd : opts.guards)
+    guards.push_back({{"expr", gd.expr.str()}, {"lower", gd.lower}, {"upper", gd.upper}, {"where", gd.where}, {"what", gd.what}});
+  meta("hfx.schema_version", "1");
+  meta("hfx.contract", nlohmann::json{{"inputs", contract}, {"guards", guards}}.dump());
+  meta("hfx.target", opts.target);
+  for (const auto& [k, v] : opts.metadata) meta(k, v);
+  return lm;
+}
+
+// ------------------------------------------------------------------ IR fixes
+
+std::vector<std::string> apply_onnx_ir_fixes(onnx::ModelProto& m, std::vector<std::string>& warnings) {
+  std::vector<std::string> changed;
+  for (const auto& f : onnx_ir_fixes())
+    if (f.fix && f.fix(m, warnings)) changed.push_back(f.name);
+  return changed;
+}
+
+// ------------------------------------------------------------------ writer
+
+WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool external_data, const io::WeightStore* store) {
+  constexpr uint64_t kAlign = 4096;
+  constexpr uint64_t kProtoLimit = (uint64_t{2} << 30) - (uint64_t{64} << 20);  // 2 GiB minus headroom
+  WriteStats st;
+  fs::path p(path);
+  if (p.has_parent_path()) fs::create_directories(p.parent_path());
+  std::string data_name = p.filename().string() + "_data";
+  fs::path data_path = p.parent_path() / data_name;
+  fs::path data_tmp = p.parent_path() / (data_name + ".tmp." + std::to_string(::getpid()));
+  FILE* f = nullptr;
+  if (external_data) {
+    f = std::fopen(data_tmp.c_str(), "wb");
+    if (!f) HFX_THROW("onnx", "expected to create '{}', got an error (check the folder is writable)", data_tmp.string());
+  }
+  auto fail = [&](const std::string& msg) {
+    if (f) {
+      std::fclose(f);
+      std::error_code ec;
+      fs::remove(data_tmp, ec);
+    }
+    throw Error("onnx", msg);
+  };
+  uint64_t offset = 0, embedded = 0;
+  auto* g = lm.model.mutable_graph();
+  for (int i = 0; i < g->initializer_size(); i++) {
+    onnx::TensorProto* t = g->mutable_initializer(i);
+    auto it = lm.param_sources.find(t->name());
+    if (it == lm.param_sources.end()) continue;
+    const Value* v = it->second;
+    DType dt = export_dtype(v->data.dtype());
+    Tensor c = v->data.to(dt);  // a copy only when converting or non-contiguous
+    if (!c.is_contiguous()) c = c.contiguous();
+    uint64_t n = c.nbytes();
+    st.initializers++;
+    if (external_data) {
+      uint64_t pad = (kAlign - offset % kAlign) % kAlign;
+      static const std::vector<char> zeros(kAlign, 0);
+      if (pad && std::fwrite(zeros.data(), 1, pad, f) != pad) fail("expected to write the external data file, got a short write (disk full?)");
+      offset += pad;
+      if (n && std::fwrite(c.raw(), 1, n, f) != n) fail("expected to write the external data file, got a short write (disk full?)");
+      t->set_data_location(onnx::TensorProto::EXTERNAL);
+      auto kv = [&](const std::string& k, const std::string& val) {
+        auto* e = t->add_external_data();
+        e->set_key(k);
+        e->set_value(val);
+      };
+      kv("location", data_name);
+      kv("offset", std::to_string(offset));
+      kv("length", std::to_string(n));
+      offset += n;
+    } else {
+      embedded += n;
+      if (embedded > kProtoLimit)
+        fail(fmt::format("expected the weights to fit in one ONNX protobuf (< 2 GB), got more than {} bytes at '{}'; "
+                         "export with external_data (--external-data) to write them to {}",
+                         embedded, v->name, data_name));
+      t->set_raw_data(std::string(static_cast<const char*>(c.raw()), n));
+    }
+    c = Tensor();
+    if (store && store->has(v->name)) store->release(v->name);
+  }
+  if (f) {
+    if (std::fflush(f) != 0 || ::fsync(fileno(f)) != 0) fail("expected to flush the external data file, got an error");
+    std::fclose(f);
+    f = nullptr;
+    std::error_code ec;
+    fs::rename(data_tmp, data_path, ec);
+    if (ec) HFX_THROW("onnx", "expected to rename '{}' to '{}', got {}", data_tmp.string(), data_path.string(), ec.message());
+    st.data_bytes = offset;
+  }
+  std::string bytes;
+  if (!lm.model.SerializeToString(&bytes))
+    HFX_THROW("onnx", "expected the model to serialize, got a protobuf error (over 2 GB? use external_data)");
+  st.proto_bytes = bytes.size();
+  io::write_file_atomic(path, bytes);
+  return st;
+}
+
+}  // namespace hfx::onnx_export

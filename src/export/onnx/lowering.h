@@ -1,0 +1,190 @@
+// src/export/onnx/lowering.h — stage 4 and 5 of the ONNX backend: the translation table, the lowering
+// context every translation writes through, and the ONNX IR fixes.
+//
+// Lowering walks the captured Graph in order and calls, per node, the translation registered for its
+// op (translations.cpp, the one place the table is declared). A translation reads its node's inputs
+// and attributes and emits ONNX nodes through `LoweringContext`, which owns naming, constants, dtype
+// casts, and the run-time materialization of symbolic sizes (each symbol is read from the graph input
+// axis that defines it with Shape, expressions are built from Add/Mul/Div/Mod/Min/Max and cached per
+// expression text). Parameters become initializers whose bytes are attached only when the model is
+// written (write_onnx_model), one tensor at a time, so that external data streams.
+#pragma once
+#include <functional>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+
+#include "hfx/capture/capture.h"
+#include "hfx/export/registry.h"
+#include "hfx/ir/graph.h"
+
+namespace hfx::io {
+class WeightStore;
+}
+
+namespace hfx::onnx_export {
+
+/// What lowering needs to know besides the graph.
+struct LowerOptions {
+  int opset = 18;                     ///< 18..23
+  std::string target = "standard";    ///< "standard" or "ort"
+  std::string graph_name = "hfx";
+  ShapeContract contract;             ///< stored as metadata and enforced by in-graph guards
+  std::vector<Guard> guards;          ///< deferred runtime asserts from capture
+  bool emit_guards = true;            ///< in-graph contract checks (see LoweringContext::emit_guards)
+  std::map<std::string, std::string> metadata;  ///< extra metadata_props
+};
+
+class LoweringContext;
+
+/// Emits the ONNX nodes of one hfx node.
+using OnnxTranslation = std::function<void(LoweringContext& cx, const Node& n)>;
+
+struct OnnxTranslationEntry {
+  OnnxTranslation fn;
+  std::string emits;  ///< what it emits, for `hfx registries` ("Add (+Cast)")
+};
+
+/// The translation table (declared once, in translations.cpp).
+std::map<std::string, OnnxTranslationEntry>& onnx_translation_table();
+/// Replaces the translation of `op` and returns the previous one (empty if none), so a caller can
+/// restore it. Passing an empty function removes the entry.
+OnnxTranslation register_onnx_translation(const std::string& op, OnnxTranslation fn);
+
+/// A lowered model: the proto (initializers for parameters have dims and type but no bytes yet) and
+/// where each parameter's bytes come from.
+struct LoweredModel {
+  onnx::ModelProto model;
+  std::map<std::string, const Value*> param_sources;  ///< initializer name → graph Param value
+  std::vector<std::string> warnings;
+};
+
+/// Stage 4: lowers `g` to ONNX with the translation table. Throws hfx::Error("onnx", ...) naming the
+/// node for an op without a translation.
+LoweredModel lower_graph(const Graph& g, const LowerOptions& opts);
+
+// ------------------------------------------------------------------ stage 5: IR fixes
+struct OnnxIrFix {
+  std::string name;
+  /// Rewrites the model if the fix applies; returns true if it changed something.
+  std::function<bool(onnx::ModelProto& m, std::vector<std::string>& warnings)> fix;
+  std::string reason;  ///< the bug it works around and when to remove it
+};
+/// The IR fixes, in the order they run (declared once, in ir_fixes.cpp). Tests may append and remove.
+std::vector<OnnxIrFix>& onnx_ir_fixes();
+/// Runs every IR fix; returns the names of those that changed the model.
+std::vector<std::string> apply_onnx_ir_fixes(onnx::ModelProto& m, std::vector<std::string>& warnings);
+
+// ------------------------------------------------------------------ writing
+struct WriteStats {
+  uint64_t proto_bytes = 0;
+  uint64_t data_bytes = 0;  ///< external data file size (0 without external data)
+  int64_t initializers = 0;
+};
+/// Writes `lm` to `path` (temp + rename). With `external_data`, every parameter's bytes go to
+/// `<path>_data` (name: "<file>.onnx_data" next to it), one tensor at a time at 4096-aligned offsets,
+/// each released from `store` (if given) after it is written; else bytes are embedded and the proto
+/// must stay under 2 GB. Floating parameters are written as f32.
+WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool external_data,
+                            const io::WeightStore* store = nullptr);
+
+// ------------------------------------------------------------------ the context
+/// ONNX element type of an hfx dtype as exported (floating types all become FLOAT: the graph computes in f32).
+int onnx_elem_type(DType dt);
+/// Export dtype: f16/bf16 → f32, others unchanged.
+DType export_dtype(DType dt);
+
+class LoweringContext {
+ public:
+  LoweringContext(const Graph& g, const LowerOptions& o, onnx::GraphProto& gp, std::vector<std::string>& warnings);
+
+  int opset() const { return opts_.opset; }
+  const std::string& target() const { return opts_.target; }
+  const LowerOptions& options() const { return opts_; }
+  const Graph& graph() const { return g_; }
+  onnx::GraphProto& proto() { return gp_; }
+
+  /// ONNX name of a value (graph input, initializer or earlier node output).
+  std::string name(const Value* v);
+  /// ONNX name of node input i ("" when the optional input is absent).
+  std::string in(const Node& n, size_t i);
+  /// ONNX name for node output i (what its users will read).
+  std::string out(const Node& n, size_t i = 0);
+  /// Makes later users of `v` read `onnx_name` (fusions that take over a value).
+  void rebind(const Value* v, const std::string& onnx_name);
+  /// A fresh tensor name under the node's name.
+  std::string tmp(const Node* n, const std::string& hint);
+
+  /// Appends a node. `outs` are tensor names; `domain` "" = ai.onnx.
+  onnx::NodeProto& emit(const std::string& op, const std::vector<std::string>& ins, const std::vector<std::string>& outs,
+                        const Node* for_node = nullptr, const std::string& domain = "");
+  /// Appends a one-output node with a fresh output name and returns that name.
+  std::string op(const Node* n, const std::string& op_type, const std::vector<std::string>& ins, const std::string& hint = "",
+                 const std::string& domain = "");
+
+  // attributes
+  static void attr(onnx::NodeProto& p, const std::string& k, int64_t v);
+  static void attr(onnx::NodeProto& p, const std::string& k, double v);
+  static void attr(onnx::NodeProto& p, const std::string& k, const std::vector<int64_t>& v);
+  static void attr(onnx::NodeProto& p, const std::string& k, const std::string& v);
+  static void attr(onnx::NodeProto& p, const std::string& k, const onnx::TensorProto& t);
+
+  // constants (initializers, cached by content)
+  std::string i64s(const std::vector<int64_t>& v);  ///< int64 [n]
+  std::string i64(int64_t v);                        ///< int64 scalar []
+  std::string scalar(double v, DType dt);            ///< rank-0 of dt (export dtype)
+  /// A 1-element tensor proto of dt holding v (for ConstantOfShape's value).
+  static onnx::TensorProto value_tensor(double v, DType dt);
+
+  // symbolic sizes, materialized at run time
+  std::string sym(const Sym& e);                   ///< int64 [1]
+  std::string sym_scalar(const Sym& e);            ///< int64 []
+  std::string syms(const std::vector<Sym>& es);    ///< int64 [n]
+  bool sym_available(const Sym& e) const;          ///< every free symbol has a defining input axis
+
+  /// x cast from dtype `from` to `to` (export dtypes; no node when equal).
+  std::string cast(const Node* n, const std::string& x, DType from, DType to);
+  /// Input i of `n` cast to `to`.
+  std::string in_as(const Node& n, size_t i, DType to);
+  /// Export dtype of a value.
+  static DType dt(const Value* v) { return export_dtype(v->type.dtype); }
+
+  void use_domain(const std::string& domain, int version);
+  const std::map<std::string, int>& domains() const { return domains_; }
+  void warn(const std::string& w);
+
+  /// Emits the contract checks (symbol ranges and deferred guards) in front of the graph.
+  void emit_guards();
+  /// Registers the graph inputs (called first).
+  void declare_inputs();
+
+ private:
+  struct Origin {
+    std::string input;
+    int axis;
+  };
+  std::string unique(const std::string& base);
+  std::string sym_node(const Sym& e);
+
+  const Graph& g_;
+  LowerOptions opts_;
+  onnx::GraphProto& gp_;
+  std::vector<std::string>& warnings_;
+  std::map<const Value*, std::string> names_;
+  std::set<std::string> used_;
+  std::map<std::string, std::string> const_cache_, sym_cache_, sym_scalar_cache_;
+  std::map<std::string, Origin> origins_;       // symbol → defining input axis
+  std::map<std::string, Sym> derived_;          // symbol → expression over other symbols
+  std::map<std::string, int> domains_;
+  std::set<std::string> warned_;
+  int counter_ = 0;
+};
+
+/// IR version that goes with an opset (ORT checks them together).
+int ir_version_for_opset(int opset);
+
+}  // namespace hfx::onnx_export

@@ -1,0 +1,696 @@
+// The ONNX translation table: every op of the op table → the ONNX nodes that compute it. Declared here
+// and nowhere else; `register_onnx_translation` overrides one entry (and returns the previous one).
+//
+// All translations target opset ≥ 18 (Reduce* take axes as an input, Split/Squeeze/Unsqueeze too).
+// Opset 23 uses the standard RMSNormalization, RotaryEmbedding and Attention ops for the composite
+// ops; `target=ort` uses ONNX Runtime's fused ops (SimplifiedLayerNormalization, com.microsoft
+// SkipSimplifiedLayerNormalization and RotaryEmbedding). Where a fused op does not apply, the
+// composite is emitted from primitive ops and the reason goes to the export warnings.
+#include <cmath>
+#include <limits>
+#include <numeric>
+
+#include "export/onnx/lowering.h"
+#include "hfx/core/error.h"
+
+namespace hfx::onnx_export {
+namespace {
+
+using Cx = LoweringContext;
+constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
+
+DType out_dt(const Node& n, size_t i = 0) { return Cx::dt(n.outputs.at(i)); }
+DType in_dt(const Node& n, size_t i) { return Cx::dt(n.inputs.at(i)); }
+int64_t rank_of(const Value* v) { return static_cast<int64_t>(v->type.shape.size()); }
+int64_t norm_axis(int64_t d, int64_t r) { return d < 0 ? d + std::max<int64_t>(r, 1) : d; }
+/// The node emitted last (to set attributes on a node made with cx.op).
+onnx::NodeProto& last(Cx& cx) { return *cx.proto().mutable_node(cx.proto().node_size() - 1); }
+
+// ---------------------------------------------------------------- generic shapes
+OnnxTranslation binary(const std::string& onnx_op) {
+  return [onnx_op](Cx& cx, const Node& n) {
+    DType t = out_dt(n);
+    cx.emit(onnx_op, {cx.in_as(n, 0, t), cx.in_as(n, 1, t)}, {cx.out(n)}, &n);
+  };
+}
+
+OnnxTranslation compare(const std::string& onnx_op) {
+  return [onnx_op](Cx& cx, const Node& n) {
+    DType t = promote_types(in_dt(n, 0), in_dt(n, 1));
+    if (t == DType::Bool && onnx_op != "Equal") t = DType::I32;  // Less/Greater have no bool kernels
+    cx.emit(onnx_op, {cx.in_as(n, 0, t), cx.in_as(n, 1, t)}, {cx.out(n)}, &n);
+  };
+}
+
+OnnxTranslation logical(const std::string& onnx_op) {
+  return [onnx_op](Cx& cx, const Node& n) {
+    std::vector<std::string> ins;
+    for (size_t i = 0; i < n.inputs.size(); i++) ins.push_back(cx.in_as(n, i, DType::Bool));
+    cx.emit(onnx_op, ins, {cx.out(n)}, &n);
+  };
+}
+
+// Unary op; float-only ops first cast integer inputs to f32 (the op table's float_unary rule).
+OnnxTranslation unary(const std::string& onnx_op) {
+  return [onnx_op](Cx& cx, const Node& n) { cx.emit(onnx_op, {cx.in_as(n, 0, out_dt(n))}, {cx.out(n)}, &n); };
+}
+
+OnnxTranslation reduce(const std::string& onnx_op) {
+  return [onnx_op](Cx& cx, const Node& n) {
+    const auto& dims = n.attrs.ints("dim");
+    std::vector<std::string> ins{cx.in_as(n, 0, out_dt(n))};
+    if (!dims.empty()) ins.push_back(cx.i64s(dims));
+    auto& p = cx.emit(onnx_op, ins, {cx.out(n)}, &n);
+    Cx::attr(p, "keepdims", static_cast<int64_t>(n.attrs.b("keepdim")));
+  };
+}
+
+// ---------------------------------------------------------------- elementwise specials
+void scalar_op(Cx& cx, const Node& n, const std::string& onnx_op) {
+  DType t = out_dt(n);
+  cx.emit(onnx_op, {cx.in_as(n, 0, t), cx.scalar(n.attrs.f("other"), t)}, {cx.out(n)}, &n);
+}
+
+void pow_scalar(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  std::string x = cx.in_as(n, 0, t);
+  double e = n.attrs.f("exponent");
+  if (e == 2.0)
+    cx.emit("Mul", {x, x}, {cx.out(n)}, &n);
+  else
+    cx.emit("Pow", {x, cx.scalar(e, t)}, {cx.out(n)}, &n);
+}
+
+void where(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  cx.emit("Where", {cx.in_as(n, 0, DType::Bool), cx.in_as(n, 1, t), cx.in_as(n, 2, t)}, {cx.out(n)}, &n);
+}
+
+void rsqrt(Cx& cx, const Node& n) {
+  std::string s = cx.op(&n, "Sqrt", {cx.in_as(n, 0, out_dt(n))});
+  cx.emit("Reciprocal", {s}, {cx.out(n)}, &n);
+}
+
+void silu(Cx& cx, const Node& n) {
+  std::string x = cx.in_as(n, 0, out_dt(n));
+  cx.emit("Mul", {x, cx.op(&n, "Sigmoid", {x})}, {cx.out(n)}, &n);
+}
+
+void gelu(Cx& cx, const Node& n) {
+  const std::string& approx = n.attrs.s("approximate");
+  std::string x = cx.in_as(n, 0, out_dt(n));
+  if (cx.opset() >= 20) {  // Gelu is standard from opset 20
+    auto& p = cx.emit("Gelu", {x}, {cx.out(n)}, &n);
+    Cx::attr(p, "approximate", approx == "tanh" ? std::string("tanh") : std::string("none"));
+    return;
+  }
+  DType f = DType::F32;
+  std::string inner;
+  if (approx == "tanh") {
+    // 0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3)))
+    std::string x3 = cx.op(&n, "Mul", {x, cx.op(&n, "Mul", {x, x})});
+    std::string u = cx.op(&n, "Add", {x, cx.op(&n, "Mul", {x3, cx.scalar(0.044715, f)})});
+    inner = cx.op(&n, "Tanh", {cx.op(&n, "Mul", {u, cx.scalar(std::sqrt(2.0 / M_PI), f)})});
+  } else {
+    inner = cx.op(&n, "Erf", {cx.op(&n, "Mul", {x, cx.scalar(M_SQRT1_2, f)})});
+  }
+  std::string h = cx.op(&n, "Mul", {x, cx.scalar(0.5, f)});
+  cx.emit("Mul", {h, cx.op(&n, "Add", {inner, cx.scalar(1.0, f)})}, {cx.out(n)}, &n);
+}
+
+// ---------------------------------------------------------------- linear algebra
+void matmul(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  cx.emit("MatMul", {cx.in_as(n, 0, t), cx.in_as(n, 1, t)}, {cx.out(n)}, &n);
+}
+
+void linear(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  std::string wt = cx.op(&n, "Transpose", {cx.in_as(n, 1, t)}, "weight_t");
+  Cx::attr(last(cx), "perm", std::vector<int64_t>{1, 0});
+  bool bias = n.inputs.size() > 2 && n.inputs[2];
+  if (!bias) {
+    cx.emit("MatMul", {cx.in_as(n, 0, t), wt}, {cx.out(n)}, &n);
+    return;
+  }
+  std::string mm = cx.op(&n, "MatMul", {cx.in_as(n, 0, t), wt});
+  cx.emit("Add", {mm, cx.in_as(n, 2, t)}, {cx.out(n)}, &n);
+}
+
+// ---------------------------------------------------------------- reductions and normalization
+void argmax(Cx& cx, const Node& n) {
+  auto& p = cx.emit("ArgMax", {cx.in(n, 0)}, {cx.out(n)}, &n);
+  Cx::attr(p, "axis", n.attrs.i("dim"));
+  Cx::attr(p, "keepdims", static_cast<int64_t>(n.attrs.b("keepdim")));
+}
+
+void cumsum(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  cx.emit("CumSum", {cx.in_as(n, 0, t), cx.i64(n.attrs.i("dim"))}, {cx.out(n)}, &n);
+}
+
+OnnxTranslation softmax(const std::string& onnx_op) {
+  return [onnx_op](Cx& cx, const Node& n) {
+    auto& p = cx.emit(onnx_op, {cx.in_as(n, 0, out_dt(n))}, {cx.out(n)}, &n);
+    Cx::attr(p, "axis", n.attrs.i("dim"));
+  };
+}
+
+// ConstantOfShape of x's last dim (a ones/zeros vector for an absent norm weight or bias).
+std::string last_dim_fill(Cx& cx, const Node& n, const Value* x, double v) {
+  const Sym& d = x->type.shape.back();
+  std::string shape = d.is_const() ? cx.i64s({d.value()}) : [&] {
+    std::string s = cx.tmp(&n, "last_dim");
+    auto& p = cx.emit("Shape", {cx.name(x)}, {s}, &n);
+    Cx::attr(p, "start", int64_t{-1});
+    return s;
+  }();
+  std::string o = cx.tmp(&n, v == 0 ? "zeros" : "ones");
+  auto& p = cx.emit("ConstantOfShape", {shape}, {o}, &n);
+  Cx::attr(p, "value", Cx::value_tensor(v, DType::F32));
+  return o;
+}
+
+void layer_norm(Cx& cx, const Node& n) {
+  const DType f = DType::F32;
+  std::string x = cx.in_as(n, 0, f);
+  std::string w = n.inputs.size() > 1 && n.inputs[1] ? cx.in_as(n, 1, f) : last_dim_fill(cx, n, n.inputs[0], 1.0);
+  std::string b = n.inputs.size() > 2 && n.inputs[2] ? cx.in_as(n, 2, f) : "";
+  auto& p = cx.emit("LayerNormalization", {x, w, b}, {cx.out(n)}, &n);
+  Cx::attr(p, "axis", int64_t{-1});
+  Cx::attr(p, "epsilon", n.attrs.f("eps"));
+}
+
+// ---------------------------------------------------------------- indexing and shape
+void embedding(Cx& cx, const Node& n) {
+  auto& p = cx.emit("Gather", {cx.in_as(n, 0, out_dt(n)), cx.in(n, 1)}, {cx.out(n)}, &n);
+  Cx::attr(p, "axis", int64_t{0});
+}
+
+void index_select(Cx& cx, const Node& n) {
+  auto& p = cx.emit("Gather", {cx.in(n, 0), cx.in(n, 1)}, {cx.out(n)}, &n);
+  Cx::attr(p, "axis", n.attrs.i("dim"));
+}
+
+void index_copy(Cx& cx, const Node& n) {
+  // Bring `dim` to the front, ScatterND rows idx[i] ← src[i], move it back.
+  int64_t r = rank_of(n.inputs[0]);
+  int64_t d = norm_axis(n.attrs.i("dim"), r);
+  DType t = out_dt(n);
+  std::string x = cx.in_as(n, 0, t), src = cx.in_as(n, 2, t);
+  std::vector<int64_t> perm{d}, inv(r);
+  for (int64_t i = 0; i < r; i++)
+    if (i != d) perm.push_back(i);
+  for (int64_t i = 0; i < r; i++) inv[perm[i]] = i;
+  if (d != 0) {
+    std::string xt = cx.op(&n, "Transpose", {x}, "x_t");
+    Cx::attr(last(cx), "perm", perm);
+    std::string st = cx.op(&n, "Transpose", {src}, "src_t");
+    Cx::attr(last(cx), "perm", perm);
+    x = xt, src = st;
+  }
+  std::string idx = cx.op(&n, "Unsqueeze", {cx.in_as(n, 1, DType::I64), cx.i64s({-1})}, "index");
+  if (d == 0) {
+    cx.emit("ScatterND", {x, idx, src}, {cx.out(n)}, &n);
+    return;
+  }
+  std::string sc = cx.op(&n, "ScatterND", {x, idx, src});
+  auto& p = cx.emit("Transpose", {sc}, {cx.out(n)}, &n);
+  Cx::attr(p, "perm", inv);
+}
+
+void cat(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  std::vector<std::string> ins;
+  for (size_t i = 0; i < n.inputs.size(); i++) ins.push_back(cx.in_as(n, i, t));
+  auto& p = cx.emit("Concat", ins, {cx.out(n)}, &n);
+  Cx::attr(p, "axis", n.attrs.i("dim"));
+}
+
+// A slice bound: constants as they are (negative counts from the end, as ONNX does); a symbolic bound
+// that may be negative at run time is clamped at 0, as the op table's shape rule does.
+std::string slice_bound(Cx& cx, const Sym& s) {
+  if (s.is_const()) return cx.i64s({s.value() >= SymRange::kInf ? kI64Max : s.value()});
+  std::string v = cx.sym(s);
+  if (cx.graph().env().bounds(s).min < 0) v = cx.op(nullptr, "Max", {v, cx.i64s({0})}, "clamp(" + s.str() + ")");
+  return v;
+}
+
+void slice(Cx& cx, const Node& n) {
+  int64_t d = n.attrs.i("dim");
+  cx.emit("Slice",
+          {cx.in(n, 0), slice_bound(cx, n.attrs.sym("start")), slice_bound(cx, n.attrs.sym("end")), cx.i64s({d}),
+           cx.i64s({n.attrs.i("step")})},
+          {cx.out(n)}, &n);
+}
+
+// aten.view: the target shape is the inferred output shape (every -1 resolved), materialized at run
+// time; allowzero=1 so that a dim that is 0 at run time (an empty past) means 0, not "copy".
+void view(Cx& cx, const Node& n) {
+  auto& p = cx.emit("Reshape", {cx.in(n, 0), cx.syms(n.outputs[0]->type.shape)}, {cx.out(n)}, &n);
+  Cx::attr(p, "allowzero", int64_t{1});
+}
+
+void permute(Cx& cx, const Node& n) {
+  int64_t r = rank_of(n.inputs[0]);
+  std::vector<int64_t> perm;
+  for (auto d : n.attrs.ints("dims")) perm.push_back(norm_axis(d, r));
+  auto& p = cx.emit("Transpose", {cx.in(n, 0)}, {cx.out(n)}, &n);
+  Cx::attr(p, "perm", perm);
+}
+
+void expand(Cx& cx, const Node& n) {
+  cx.emit("Expand", {cx.in(n, 0), cx.syms(n.outputs[0]->type.shape)}, {cx.out(n)}, &n);
+}
+
+void unsqueeze(Cx& cx, const Node& n) {
+  int64_t d = norm_axis(n.attrs.i("dim"), rank_of(n.inputs[0]) + 1);
+  cx.emit("Unsqueeze", {cx.in(n, 0), cx.i64s({d})}, {cx.out(n)}, &n);
+}
+
+void squeeze(Cx& cx, const Node& n) {
+  if (rank_of(n.outputs[0]) == rank_of(n.inputs[0])) {
+    cx.emit("Identity", {cx.in(n, 0)}, {cx.out(n)}, &n);
+    return;
+  }
+  int64_t d = norm_axis(n.attrs.i("dim"), rank_of(n.inputs[0]));
+  cx.emit("Squeeze", {cx.in(n, 0), cx.i64s({d})}, {cx.out(n)}, &n);
+}
+
+void to_copy(Cx& cx, const Node& n) {
+  DType from = in_dt(n, 0), to = out_dt(n);
+  if (from == to) {
+    cx.emit("Identity", {cx.in(n, 0)}, {cx.out(n)}, &n);
+    return;
+  }
+  auto& p = cx.emit("Cast", {cx.in(n, 0)}, {cx.out(n)}, &n);
+  Cx::attr(p, "to", static_cast<int64_t>(onnx_elem_type(to)));
+}
+
+// ---------------------------------------------------------------- factories
+void arange(Cx& cx, const Node& n) {
+  DType t = out_dt(n);
+  std::string s = cx.sym_scalar(n.attrs.sym("start")), e = cx.sym_scalar(n.attrs.sym("end"));
+  std::string one = cx.scalar(1, t);
+  if (t != DType::I64) s = cx.cast(&n, s, DType::I64, t), e = cx.cast(&n, e, DType::I64, t);
+  cx.emit("Range", {s, e, one}, {cx.out(n)}, &n);
+}
+
+void full(Cx& cx, const Node& n) {
+  auto& p = cx.emit("ConstantOfShape", {cx.syms(n.attrs.syms("size"))}, {cx.out(n)}, &n);
+  Cx::attr(p, "value", Cx::value_tensor(n.attrs.f("value"), out_dt(n)));
+}
+
+// ---------------------------------------------------------------- composite: rms_norm
+std::string rms_weight(Cx& cx, const Node& n) {
+  std::string w = cx.in_as(n, 1, DType::F32);
+  double off = n.attrs.f("weight_offset");
+  if (off != 0.0) w = cx.op(&n, "Add", {w, cx.scalar(off, DType::F32)}, "weight_plus_offset");
+  return w;
+}
+
+void rms_norm_primitive(Cx& cx, const Node& n) {
+  const DType f = DType::F32;
+  std::string x = cx.in_as(n, 0, f);
+  std::string ms = cx.op(&n, "ReduceMean", {cx.op(&n, "Mul", {x, x}, "x2"), cx.i64s({-1})}, "mean_x2");
+  Cx::attr(last(cx), "keepdims", int64_t{1});
+  std::string inv = cx.op(&n, "Reciprocal", {cx.op(&n, "Sqrt", {cx.op(&n, "Add", {ms, cx.scalar(n.attrs.f("eps"), f)})})}, "inv_rms");
+  cx.emit("Mul", {cx.op(&n, "Mul", {x, inv}), rms_weight(cx, n)}, {cx.out(n)}, &n);
+}
+
+// target=ort: add + rms_norm → com.microsoft SkipSimplifiedLayerNormalization when the add's operands
+// have one shape (no broadcast); the add's value is taken over by the fused op's 4th output.
+bool try_skip_rms_norm(Cx& cx, const Node& n) {
+  const Value* x = n.inputs[0];
+  const Node* add = x->producer;
+  if (!add || add->op != "aten.add.Tensor" || rank_of(x) != 3) return false;
+  const Value *a = add->inputs[0], *b = add->inputs[1];
+  if (!a || !b || !a->type.same(x->type) || !b->type.same(x->type) || export_dtype(x->type.dtype) != DType::F32) return false;
+  std::string sum = cx.tmp(&n, "input_skip_sum");
+  auto& p = cx.emit("SkipSimplifiedLayerNormalization", {cx.name(a), cx.name(b), rms_weight(cx, n)}, {cx.out(n), "", "", sum},
+                    &n, "com.microsoft");
+  Cx::attr(p, "epsilon", n.attrs.f("eps"));
+  cx.rebind(x, sum);  // later users of the residual read the fused sum; the Add becomes dead if unused
+  return true;
+}
+
+void rms_norm(Cx& cx, const Node& n) {
+  if (cx.target() == "ort") {
+    if (try_skip_rms_norm(cx, n)) return;
+    auto& p = cx.emit("SimplifiedLayerNormalization", {cx.in_as(n, 0, DType::F32), rms_weight(cx, n)}, {cx.out(n)}, &n);
+    Cx::attr(p, "axis", int64_t{-1});
+    Cx::attr(p, "epsilon", n.attrs.f("eps"));
+    Cx::attr(p, "stash_type", int64_t{1});
+    return;
+  }
+  if (cx.opset() >= 23) {
+    auto& p = cx.emit("RMSNormalization", {cx.in_as(n, 0, DType::F32), rms_weight(cx, n)}, {cx.out(n)}, &n);
+    Cx::attr(p, "axis", int64_t{-1});
+    Cx::attr(p, "epsilon", n.attrs.f("eps"));
+    Cx::attr(p, "stash_type", int64_t{1});
+    return;
+  }
+  rms_norm_primitive(cx, n);
+}
+
+// ---------------------------------------------------------------- composite: rope
+// cos/sin as [B|1, 1, S, R] (they come as [B, S, R], [B, 1, S, R] or [S, R]).
+std::string rope_table_4d(Cx& cx, const Node& n, size_t i) {
+  std::string c = cx.in_as(n, i, DType::F32);
+  int64_t r = rank_of(n.inputs[i]);
+  if (r == 3) return cx.op(&n, "Unsqueeze", {c, cx.i64s({1})}, i == 1 ? "cos4" : "sin4");
+  if (r == 2) return cx.op(&n, "Unsqueeze", {c, cx.i64s({0, 1})}, i == 1 ? "cos4" : "sin4");
+  return c;
+}
+
+std::string slice_last(Cx& cx, const Node& n, const std::string& x, int64_t b, int64_t e, int64_t step = 1, const std::string& hint = "") {
+  return cx.op(&n, "Slice", {x, cx.i64s({b}), cx.i64s({e}), cx.i64s({-1}), cx.i64s({step})}, hint.empty() ? "slice" : hint);
+}
+
+void rope_primitive(Cx& cx, const Node& n) {
+  const Value* xv = n.inputs[0];
+  auto Dm = xv->type.shape[3].maybe_value();
+  auto Rm = n.inputs[1]->type.shape.back().maybe_value();
+  if (!Dm || !Rm) HFX_THROW("onnx", "expected static head size and rotary dims for hfx.rope, got {} and {}", xv->type.str(), n.inputs[1]->type.str());
+  int64_t D = *Dm, R = *Rm, h = R / 2;
+  bool inter = n.attrs.b("interleaved");
+  std::string x = cx.in_as(n, 0, DType::F32);
+  std::string c = rope_table_4d(cx, n, 1), s = rope_table_4d(cx, n, 2);
+  std::string xr = R < D ? slice_last(cx, n, x, 0, R, 1, "x_rot") : x;
+  std::string rot;
+  if (!inter) {
+    std::string x1 = slice_last(cx, n, xr, 0, h, 1, "x1"), x2 = slice_last(cx, n, xr, h, R, 1, "x2");
+    rot = cx.op(&n, "Concat", {cx.op(&n, "Neg", {x2}), x1}, "rotate_half");
+    Cx::attr(last(cx), "axis", int64_t{-1});
+  } else {
+    std::string ev = cx.op(&n, "Unsqueeze", {slice_last(cx, n, xr, 0, R, 2, "x_even"), cx.i64s({-1})});
+    std::string od = cx.op(&n, "Unsqueeze", {cx.op(&n, "Neg", {slice_last(cx, n, xr, 1, R, 2, "x_odd")}), cx.i64s({-1})});
+    std::string st = cx.op(&n, "Concat", {od, ev}, "pairs");
+    Cx::attr(last(cx), "axis", int64_t{-1});
+    rot = cx.op(&n, "Reshape", {st, cx.i64s({0, 0, 0, R})}, "rotate_every_two");
+  }
+  std::string y = cx.op(&n, "Add", {cx.op(&n, "Mul", {xr, c}), cx.op(&n, "Mul", {rot, s})}, R < D ? "y_rot" : "");
+  if (R < D) {
+    auto& p = cx.emit("Concat", {y, slice_last(cx, n, x, R, D, 1, "x_pass")}, {cx.out(n)}, &n);
+    Cx::attr(p, "axis", int64_t{-1});
+  } else {
+    cx.emit("Identity", {y}, {cx.out(n)}, &n);
+  }
+}
+
+// The half table [.., R/2] that the standard and com.microsoft ops take: for half rotation cos = [f, f]
+// (first half), for interleaved cos = [f0, f0, f1, f1, ...] (even entries).
+std::string rope_half(Cx& cx, const Node& n, size_t i, int64_t R) {
+  std::string c = cx.in_as(n, i, DType::F32);
+  if (rank_of(n.inputs[i]) == 4) c = cx.op(&n, "Squeeze", {c, cx.i64s({1})});
+  if (rank_of(n.inputs[i]) == 2) c = cx.op(&n, "Unsqueeze", {c, cx.i64s({0})});
+  return n.attrs.b("interleaved") ? slice_last(cx, n, c, 0, R, 2, i == 1 ? "cos_half" : "sin_half")
+                                  : slice_last(cx, n, c, 0, R / 2, 1, i == 1 ? "cos_half" : "sin_half");
+}
+
+void rope(Cx& cx, const Node& n) {
+  const Value* xv = n.inputs[0];
+  auto Dm = xv->type.shape[3].maybe_value();
+  auto Rm = n.inputs[1]->type.shape.back().maybe_value();
+  auto Hm = xv->type.shape[1].maybe_value();
+  bool fused = Dm && Rm && Hm;
+  // The standard op wants cos/sin with the batch of x; a [1, S, R] table (shared over the batch) does not fit it.
+  bool table_batch_ok = rank_of(n.inputs[1]) >= 3 && n.inputs[1]->type.shape[0].same(xv->type.shape[0]);
+  if (fused && cx.target() == "ort") {
+    // com.microsoft RotaryEmbedding indexes a [max_pos, R/2] cache by position_ids. Our cos/sin are
+    // already per token [Bc, S, R]: flatten them to [Bc*S, R/2] and index row b*S + s.
+    int64_t R = *Rm;
+    std::string c = rope_half(cx, n, 1, R), s = rope_half(cx, n, 2, R);
+    std::string shp = cx.op(&n, "Shape", {c}, "table_shape");
+    std::string bs = cx.op(&n, "ReduceProd", {cx.op(&n, "Slice", {shp, cx.i64s({0}), cx.i64s({2})}), cx.i64s({0})}, "rows");
+    Cx::attr(last(cx), "keepdims", int64_t{1});
+    std::string flat_shape = cx.op(&n, "Concat", {bs, cx.i64s({R / 2})}, "flat_shape");
+    Cx::attr(last(cx), "axis", int64_t{0});
+    std::string cf = cx.op(&n, "Reshape", {c, flat_shape}, "cos_cache"), sf = cx.op(&n, "Reshape", {s, flat_shape}, "sin_cache");
+    std::string rows = cx.op(&n, "Squeeze", {bs, cx.i64s({0})});
+    std::string pos = cx.op(&n, "Range", {cx.i64(0), rows, cx.i64(1)}, "row_ids");
+    std::string pos2 = cx.op(&n, "Reshape", {pos, cx.op(&n, "Slice", {shp, cx.i64s({0}), cx.i64s({2})})}, "row_ids_2d");
+    std::string xshape = cx.op(&n, "Shape", {cx.in(n, 0)}, "x_shape");
+    std::string bsx = cx.op(&n, "Concat", {cx.op(&n, "Slice", {xshape, cx.i64s({0}), cx.i64s({1})}),
+                                           cx.op(&n, "Slice", {xshape, cx.i64s({2}), cx.i64s({3})})}, "bs");
+    Cx::attr(last(cx), "axis", int64_t{0});
+    std::string ids = cx.op(&n, "Expand", {pos2, bsx}, "position_ids");
+    auto& p = cx.emit("RotaryEmbedding", {cx.in_as(n, 0, DType::F32), ids, cf, sf}, {cx.out(n)}, &n, "com.microsoft");
+    Cx::attr(p, "interleaved", static_cast<int64_t>(n.attrs.b("interleaved")));
+    Cx::attr(p, "num_heads", *Hm);
+    if (R < *Dm) Cx::attr(p, "rotary_embedding_dim", R);
+    return;
+  }
+  if (fused && cx.opset() >= 23 && cx.target() == "standard" && table_batch_ok) {
+    int64_t R = *Rm;
+    auto& p = cx.emit("RotaryEmbedding", {cx.in_as(n, 0, DType::F32), rope_half(cx, n, 1, R), rope_half(cx, n, 2, R)},
+                      {cx.out(n)}, &n);
+    Cx::attr(p, "interleaved", static_cast<int64_t>(n.attrs.b("interleaved")));
+    if (R < *Dm) Cx::attr(p, "rotary_embedding_dim", R);
+    return;
+  }
+  if (cx.opset() >= 23 && !table_batch_ok)
+    cx.warn("hfx.rope: cos/sin shared over the batch ([1, S, R]) — the standard RotaryEmbedding wants [B, S, R/2]; decomposed");
+  rope_primitive(cx, n);
+}
+
+// ---------------------------------------------------------------- composite: sdpa
+// Primitive attention. Grouped-query heads are handled without repeating K/V: q is viewed as
+// [B, Hkv, G, S, D] and K/V get a unit group axis, so MatMul broadcasts. Causal and window masks are
+// built from positions (query i sits at T - S + i). Rows with no allowed key give 0, as the kernel does.
+void sdpa_primitive(Cx& cx, const Node& n) {
+  const DType f = DType::F32;
+  const Value *qv = n.inputs[0], *kv = n.inputs[1], *vv = n.inputs[2];
+  const Value* mv = n.inputs.size() > 3 ? n.inputs[3] : nullptr;
+  auto Hq = qv->type.shape[1].maybe_value(), Hkv = kv->type.shape[1].maybe_value();
+  auto D = qv->type.shape[3].maybe_value(), Dv = vv->type.shape[3].maybe_value();
+  if (!Hq || !Hkv || !D || !Dv) HFX_THROW("onnx", "expected static head counts and head sizes for hfx.sdpa, got q {}, k {}", qv->type.str(), kv->type.str());
+  int64_t G = *Hq / *Hkv;
+  double scale = n.attrs.f("scale");
+  if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, *D)));
+  bool causal = n.attrs.b("causal");
+  int64_t window = n.attrs.i("window");
+  double softcap = n.attrs.f("softcap");
+  std::string q = cx.in_as(n, 0, f), k = cx.in_as(n, 1, f), v = cx.in_as(n, 2, f);
+  std::string qshape = cx.op(&n, "Shape", {q}, "q_shape");
+  std::string B1 = cx.op(&n, "Slice", {qshape, cx.i64s({0}), cx.i64s({1})}, "B");
+  std::string S1 = cx.op(&n, "Slice", {qshape, cx.i64s({2}), cx.i64s({3})}, "S");
+  bool grouped = G > 1;
+  if (grouped) {
+    std::string s5 = cx.op(&n, "Concat", {B1, cx.i64s({*Hkv, G}), S1, cx.i64s({*D})}, "q5_shape");
+    Cx::attr(last(cx), "axis", int64_t{0});
+    q = cx.op(&n, "Reshape", {q, s5}, "q_grouped");
+    Cx::attr(last(cx), "allowzero", int64_t{1});
+    k = cx.op(&n, "Unsqueeze", {k, cx.i64s({2})}, "k_grouped");
+    v = cx.op(&n, "Unsqueeze", {v, cx.i64s({2})}, "v_grouped");
+  }
+  std::vector<int64_t> perm = grouped ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2};
+  std::string kt = cx.op(&n, "Transpose", {k}, "k_t");
+  Cx::attr(last(cx), "perm", perm);
+  std::string sc = cx.op(&n, "Mul", {cx.op(&n, "MatMul", {q, kt}, "qk"), cx.scalar(scale, f)}, "scores");
+  if (softcap > 0)
+    sc = cx.op(&n, "Mul", {cx.op(&n, "Tanh", {cx.op(&n, "Mul", {sc, cx.scalar(1.0 / softcap, f)})}), cx.scalar(softcap, f)}, "softcapped");
+  std::string allowed;
+  if (causal || window > 0) {
+    std::string kshape = cx.op(&n, "Shape", {cx.in(n, 1)}, "k_shape");
+    std::string T1 = cx.op(&n, "Slice", {kshape, cx.i64s({2}), cx.i64s({3})}, "T");
+    std::string T0 = cx.op(&n, "Squeeze", {T1, cx.i64s({0})}), S0 = cx.op(&n, "Squeeze", {S1, cx.i64s({0})});
+    std::string qpos = cx.op(&n, "Range", {cx.op(&n, "Sub", {T0, S0}), T0, cx.i64(1)}, "q_pos");
+    std::string kpos = cx.op(&n, "Range", {cx.i64(0), T0, cx.i64(1)}, "k_pos");
+    std::string diff = cx.op(&n, "Sub", {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})}, "q_minus_k");
+    if (causal) allowed = cx.op(&n, "GreaterOrEqual", {diff, cx.i64(0)}, "causal");
+    if (window > 0) {
+      std::string w = cx.op(&n, "Less", {diff, cx.i64(window)}, "in_window");
+      allowed = allowed.empty() ? w : cx.op(&n, "And", {allowed, w}, "allowed");
+    }
+  }
+  std::string mask;
+  if (mv) {
+    mask = cx.name(mv);
+    int64_t mr = rank_of(mv);
+    if (mr < 4) {
+      std::vector<int64_t> lead;
+      for (int64_t i = 0; i < 4 - mr; i++) lead.push_back(i);
+      mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s(lead)}, "mask4");
+    }
+    if (grouped) {
+      const Sym& mh = mv->type.shape[mr >= 3 ? mr - 3 : 0];
+      if (mr < 3 || (mh.is_const() && mh.value() == 1)) {
+        mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s({2})}, "mask5");
+      } else {
+        std::string ms = cx.op(&n, "Shape", {mask}, "mask_shape");
+        std::string s5 = cx.op(&n, "Concat", {cx.op(&n, "Slice", {ms, cx.i64s({0}), cx.i64s({1})}), cx.i64s({*Hkv, G}),
+                                              cx.op(&n, "Slice", {ms, cx.i64s({2}), cx.i64s({4})})}, "mask5_shape");
+        Cx::attr(last(cx), "axis", int64_t{0});
+        mask = cx.op(&n, "Reshape", {mask, s5}, "mask5");
+        Cx::attr(last(cx), "allowzero", int64_t{1});
+      }
+    }
+    if (mv->type.dtype == DType::Bool) {
+      allowed = allowed.empty() ? mask : cx.op(&n, "And", {allowed, mask}, "allowed");
+      mask.clear();
+    } else {
+      mask = cx.cast(&n, mask, mv->type.dtype, f);
+    }
+  }
+  std::string ninf = cx.scalar(-std::numeric_limits<double>::infinity(), f);
+  if (!allowed.empty()) sc = cx.op(&n, "Where", {allowed, sc, ninf}, "masked");
+  if (!mask.empty()) sc = cx.op(&n, "Add", {sc, mask}, "masked_add");
+  std::string p = cx.op(&n, "Softmax", {sc}, "probs");
+  Cx::attr(last(cx), "axis", int64_t{-1});
+  if (mv || window > 0) p = cx.op(&n, "Where", {cx.op(&n, "IsNaN", {p}), cx.scalar(0.0, f), p}, "probs_no_nan");
+  if (!grouped) {
+    cx.emit("MatMul", {p, v}, {cx.out(n)}, &n);
+    return;
+  }
+  std::string o5 = cx.op(&n, "MatMul", {p, v}, "out_grouped");
+  std::string s4 = cx.op(&n, "Concat", {B1, cx.i64s({*Hq}), S1, cx.i64s({*Dv})}, "out_shape");
+  Cx::attr(last(cx), "axis", int64_t{0});
+  auto& r = cx.emit("Reshape", {o5, s4}, {cx.out(n)}, &n);
+  Cx::attr(r, "allowzero", int64_t{1});
+}
+
+// Opset 23: the standard Attention op on 4-d q/k/v with an explicit float bias for causal/window/mask
+// (is_causal would align the diagonal top-left, the kernel aligns it bottom-right).
+void sdpa_attention23(Cx& cx, const Node& n) {
+  const DType f = DType::F32;
+  const Value* mv = n.inputs.size() > 3 ? n.inputs[3] : nullptr;
+  double scale = n.attrs.f("scale");
+  auto D = n.inputs[0]->type.shape[3].maybe_value();
+  if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, D.value_or(1))));
+  bool causal = n.attrs.b("causal");
+  int64_t window = n.attrs.i("window");
+  std::string q = cx.in_as(n, 0, f), k = cx.in_as(n, 1, f), v = cx.in_as(n, 2, f);
+  std::string bias;
+  if (causal || window > 0) {
+    std::string S1 = cx.op(&n, "Shape", {q}, "S");
+    Cx::attr(last(cx), "start", int64_t{2});
+    Cx::attr(last(cx), "end", int64_t{3});
+    std::string T1 = cx.op(&n, "Shape", {k}, "T");
+    Cx::attr(last(cx), "start", int64_t{2});
+    Cx::attr(last(cx), "end", int64_t{3});
+    std::string T0 = cx.op(&n, "Squeeze", {T1, cx.i64s({0})}), S0 = cx.op(&n, "Squeeze", {S1, cx.i64s({0})});
+    std::string qpos = cx.op(&n, "Range", {cx.op(&n, "Sub", {T0, S0}), T0, cx.i64(1)}, "q_pos");
+    std::string kpos = cx.op(&n, "Range", {cx.i64(0), T0, cx.i64(1)}, "k_pos");
+    std::string diff = cx.op(&n, "Sub", {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})}, "q_minus_k");
+    std::string allowed;
+    if (causal) allowed = cx.op(&n, "GreaterOrEqual", {diff, cx.i64(0)}, "causal");
+    if (window > 0) {
+      std::string w = cx.op(&n, "Less", {diff, cx.i64(window)}, "in_window");
+      allowed = allowed.empty() ? w : cx.op(&n, "And", {allowed, w}, "allowed");
+    }
+    bias = cx.op(&n, "Where", {allowed, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)}, "bias");
+  }
+  if (mv) {
+    std::string m = cx.name(mv);
+    if (mv->type.dtype == DType::Bool)
+      m = cx.op(&n, "Where", {m, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)}, "mask_bias");
+    else
+      m = cx.cast(&n, m, mv->type.dtype, f);
+    bias = bias.empty() ? m : cx.op(&n, "Add", {bias, m}, "bias_mask");
+  }
+  std::string o = bias.empty() ? cx.out(n) : cx.tmp(&n, "attention");
+  auto& p = cx.emit("Attention", {q, k, v, bias}, {o}, &n);
+  Cx::attr(p, "scale", scale);
+  Cx::attr(p, "is_causal", int64_t{0});
+  if (!bias.empty()) cx.emit("Where", {cx.op(&n, "IsNaN", {o}), cx.scalar(0.0, f), o}, {cx.out(n)}, &n);
+}
+
+void sdpa(Cx& cx, const Node& n) {
+  double softcap = n.attrs.f("softcap");
+  if (cx.target() == "ort")
+    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention is not emitted yet (it owns the KV concat); attention is "
+            "decomposed into standard ops for target=ort");
+  if (cx.opset() >= 23 && cx.target() == "standard") {
+    if (softcap > 0) {
+      cx.warn("hfx.sdpa: softcap — the standard Attention op applies softcap after the mask; decomposed");
+    } else {
+      sdpa_attention23(cx, n);
+      return;
+    }
+  }
+  sdpa_primitive(cx, n);
+}
+
+// ---------------------------------------------------------------- the table
+std::map<std::string, OnnxTranslationEntry> build() {
+  std::map<std::string, OnnxTranslationEntry> t;
+  auto add = [&](const std::string& op, OnnxTranslation fn, const std::string& emits) { t[op] = {std::move(fn), emits}; };
+  add("aten.add.Tensor", binary("Add"), "Add (+Cast to the promoted dtype)");
+  add("aten.sub.Tensor", binary("Sub"), "Sub (+Cast)");
+  add("aten.mul.Tensor", binary("Mul"), "Mul (+Cast)");
+  add("aten.div.Tensor", binary("Div"), "Div (+Cast)");
+  add("aten.maximum", binary("Max"), "Max (+Cast)");
+  add("aten.minimum", binary("Min"), "Min (+Cast)");
+  add("aten.add.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Add"); }, "Add with a scalar initializer");
+  add("aten.mul.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Mul"); }, "Mul with a scalar initializer");
+  add("aten.pow.Tensor_Scalar", pow_scalar, "Pow (Mul for exponent 2)");
+  add("aten.eq.Tensor", compare("Equal"), "Equal");
+  add("aten.lt.Tensor", compare("Less"), "Less");
+  add("aten.le.Tensor", compare("LessOrEqual"), "LessOrEqual");
+  add("aten.gt.Tensor", compare("Greater"), "Greater");
+  add("aten.ge.Tensor", compare("GreaterOrEqual"), "GreaterOrEqual");
+  add("aten.logical_and", logical("And"), "And (+Cast to bool)");
+  add("aten.logical_or", logical("Or"), "Or (+Cast to bool)");
+  add("aten.logical_not", logical("Not"), "Not (+Cast to bool)");
+  add("aten.where.self", where, "Where");
+  add("aten.neg", unary("Neg"), "Neg");
+  add("aten.abs", unary("Abs"), "Abs");
+  add("aten.relu", unary("Relu"), "Relu");
+  add("aten.exp", unary("Exp"), "Exp");
+  add("aten.log", unary("Log"), "Log");
+  add("aten.sqrt", unary("Sqrt"), "Sqrt");
+  add("aten.rsqrt", rsqrt, "Reciprocal(Sqrt)");
+  add("aten.tanh", unary("Tanh"), "Tanh");
+  add("aten.sigmoid", unary("Sigmoid"), "Sigmoid");
+  add("aten.silu", silu, "Mul(x, Sigmoid(x))");
+  add("aten.sin", unary("Sin"), "Sin");
+  add("aten.cos", unary("Cos"), "Cos");
+  add("aten.reciprocal", unary("Reciprocal"), "Reciprocal");
+  add("aten.erf", unary("Erf"), "Erf");
+  add("aten.gelu", gelu, "Gelu (opset >= 20) or its Erf/Tanh formula");
+  add("aten.mm", matmul, "MatMul");
+  add("aten.bmm", matmul, "MatMul");
+  add("aten.matmul", matmul, "MatMul");
+  add("aten.linear", linear, "MatMul(x, Transpose(w)) (+Add bias)");
+  add("aten.sum.dim_IntList", reduce("ReduceSum"), "ReduceSum (axes input)");
+  add("aten.mean.dim", reduce("ReduceMean"), "ReduceMean (axes input, opset >= 18)");
+  add("aten.amax", reduce("ReduceMax"), "ReduceMax (axes input, opset >= 18)");
+  add("aten.argmax", argmax, "ArgMax");
+  add("aten.cumsum", cumsum, "CumSum");
+  add("aten._softmax", softmax("Softmax"), "Softmax");
+  add("aten._log_softmax", softmax("LogSoftmax"), "LogSoftmax");
+  add("aten.layer_norm", layer_norm, "LayerNormalization");
+  add("aten.embedding", embedding, "Gather axis 0");
+  add("aten.index_select", index_select, "Gather");
+  add("aten.index_copy", index_copy, "Transpose + ScatterND + Transpose");
+  add("aten.cat", cat, "Concat (+Cast)");
+  add("aten.slice.Tensor", slice, "Slice (symbolic bounds materialized from input shapes)");
+  add("aten.view", view, "Reshape allowzero=1 (symbolic sizes materialized)");
+  add("aten.permute", permute, "Transpose");
+  add("aten.expand", expand, "Expand (symbolic sizes materialized)");
+  add("aten.unsqueeze", unsqueeze, "Unsqueeze");
+  add("aten.squeeze.dim", squeeze, "Squeeze (Identity when the dim is not 1)");
+  add("aten._to_copy", to_copy, "Cast (Identity when the export dtype is unchanged)");
+  add("aten.arange.start", arange, "Range (symbolic bounds materialized)");
+  add("aten.full", full, "ConstantOfShape");
+  add("hfx.rms_norm", rms_norm,
+      "opset 18: ReduceMean/Sqrt/Reciprocal/Mul; opset 23: RMSNormalization; ort: SimplifiedLayerNormalization or "
+      "com.microsoft SkipSimplifiedLayerNormalization (add + rms_norm)");
+  add("hfx.rope", rope,
+      "opset 18: Slice/Neg/Concat/Mul/Add; opset 23: RotaryEmbedding (batch-shaped tables); ort: com.microsoft "
+      "RotaryEmbedding over a per-token cache");
+  add("hfx.sdpa", sdpa,
+      "opset 18 and ort: MatMul/Softmax with grouped heads by broadcasting and position-built causal/window masks; "
+      "opset 23: Attention with an explicit bias (softcap → decomposed)");
+  return t;
+}
+
+}  // namespace
+
+std::map<std::string, OnnxTranslationEntry>& onnx_translation_table() {
+  static std::map<std::string, OnnxTranslationEntry> table = build();
+  return table;
+}
+
+}  // namespace hfx::onnx_export
