@@ -1,0 +1,143 @@
+// The Dynamo backend's stages, in order (the seeds' DynamoExporter):
+//   1. Forward-signature flattening (internal): the export config becomes capture options; capture
+//      flattens the forward into named inputs (input_ids, attention_mask, position_ids,
+//      past_key_values.N.key|value) so the program takes no opaque **kwargs.
+//   2. Model patches: PatchScope("dynamo", 2) around the capture; then dynamo fixes of stage 2 and
+//      the lowering of composites with no exact ATen op (hfx.rope, inexact hfx.sdpa).
+//   3. Pytree: the flat cache leaves are regrouped into the treespecs torch.export records:
+//      inputs ((), {..., "past_key_values": [(k, v), ...]}), outputs {"logits", "past_key_values"}.
+//   4. Dynamic shapes: every symbol gets a torch name and its range constraint; guards become
+//      runtime asserts (aten._assert_scalar) when deferred.
+//   5. State cleanup: patches are gone (PatchScope), mapped weights released after streaming, the
+//      model itself is const and never touched.
+#include "export/dynamo/dynamo_exporter.h"
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <filesystem>
+
+#include "export/dynamo/pt2_archive.h"
+#include "export/dynamo/program.h"
+#include "hfx/core/error.h"
+#include "hfx/export/registry.h"
+#include "hfx/ops/patch_point.h"
+
+namespace hfx {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+const ExportConfig& pick(const std::map<std::string, const ExportConfig*>& configs, const std::string& component) {
+  if (auto it = configs.find(component); it != configs.end() && it->second) return *it->second;
+  if (auto it = configs.find("*"); it != configs.end() && it->second) return *it->second;
+  HFX_THROW("dynamo", "expected a config for component '{}' (or '*'), got none", component);
+}
+
+}  // namespace
+
+void DynamoExporter::export_component(const CausalLM& model, CaptureOptions opts, const ExportConfig& config,
+                                      const std::string& component, const std::string& out_dir, const std::string& file,
+                                      ExportResult& result) {
+  const std::string model_type = model.config().model_type;
+  check_export_skip("dynamo", model_type);
+  auto t0 = std::chrono::steady_clock::now();
+
+  // ── Stage 1: Forward-signature flattening (internal) ──
+  // The config's shape contract wins over the caller's defaults; capture does the flattening.
+  opts.dynamic = config.dynamic;
+  for (const auto& [input, axes] : config.dynamic_shapes)
+    for (const auto& [axis, d] : axes) opts.dynamic_shapes[input][axis] = d;
+  opts.prefer_deferred_runtime_asserts_over_guards = config.prefer_deferred_runtime_asserts_over_guards;
+  opts.batch.max = config.max_batch;
+  opts.sequence.max = config.max_sequence;
+  opts.past.max = config.max_sequence;
+  opts.sample_batch = std::min(opts.sample_batch, opts.batch.max);
+  opts.sample_sequence = std::min(opts.sample_sequence, opts.sequence.max);
+  opts.sample_past = std::min(opts.sample_past, opts.past.max);
+
+  // ── Stage 2: Model patches ──
+  CapturedProgram prog;
+  {
+    PatchScope patches("dynamo", 2);
+    prog = capture_causal_lm(model, opts);
+  }
+  prog.component = component;
+  Graph& g = *prog.graph;
+  apply_node_fixes("dynamo", 2, g);
+  apply_program_fixes("dynamo", 2, g, result.warnings);
+  dynamo::lower_composites(g);
+  g.eliminate_dead_code();
+
+  // ── Stage 3: Pytree / treespec for the flattened cache ──
+  // Every past/present leaf must belong to a full (key, value) layer so the list-of-tuples treespec
+  // rebuilds it; serialize_program writes the specs from the leaf names.
+  for (const CacheLeaf& leaf : g.cache_leaves()) {
+    if (!g.find_output(leaf.output_name))
+      HFX_THROW("dynamo", "expected cache leaf output '{}' of layer {} in '{}', got none", leaf.output_name, leaf.layer, component);
+    if (!leaf.input_name.empty() && !g.find_input(leaf.input_name))
+      HFX_THROW("dynamo", "expected cache leaf input '{}' of layer {} in '{}', got none", leaf.input_name, leaf.layer, component);
+  }
+
+  // ── Stage 4: Dynamic shapes ──
+  // Symbols become s0, s1, ... with range_constraints; deferred guards become runtime asserts.
+  dynamo::SerializedProgram sp = dynamo::serialize_program(g, prog.guards);
+  for (const auto& [torch_sym, hfx_sym] : sp.symbols)
+    if (!sp.program["range_constraints"].contains(torch_sym))
+      HFX_THROW("dynamo", "expected a range constraint for symbol {} ({}), got none", torch_sym, hfx_sym);
+
+  dynamo::Pt2WriteOptions wo;
+  wo.weights = &model.weights();
+  wo.sample_inputs = dynamo::sample_inputs_for(g, model.config().vocab_size);
+  nlohmann::json manifest{{"producer", "hfx"},
+                          {"component", component},
+                          {"model_type", model_type},
+                          {"schema_version", {dynamo::kSchemaMajor, dynamo::kSchemaMinor}},
+                          {"target_torch", dynamo::kTargetTorch},
+                          {"symbols", sp.symbols},
+                          {"inputs", sp.user_inputs},
+                          {"outputs", sp.user_outputs},
+                          {"config", config.to_json()}};
+  wo.extra["hfx_manifest.json"] = manifest.dump(2);
+  fs::create_directories(out_dir);
+  std::string path = (fs::path(out_dir) / file).string();
+  uint64_t bytes = dynamo::write_pt2(path, sp, wo);
+
+  // ── Stage 5: State cleanup ──
+  // PatchScope has restored every handler; weights were released one by one while streaming.
+  if (installed_patch_count() != 0)
+    result.warnings.push_back(fmt::format("dynamo: {} patch(es) still installed after exporting '{}'", installed_patch_count(), component));
+
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  g.metadata()["hfx.dynamo.bytes"] = std::to_string(bytes);
+  g.metadata()["hfx.dynamo.seconds"] = fmt::format("{:.3f}", secs);
+  result.files.push_back(ArtifactFile{component, file, "program"});
+  result.programs.push_back(std::move(prog));
+}
+
+ExportResult DynamoExporter::export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+                                          const std::string& out_dir) {
+  ExportResult r;
+  r.out_dir = out_dir;
+  export_component(model, opts, config, "model", out_dir, "model.pt2", r);
+  return r;
+}
+
+ExportResult DynamoExporter::export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+                                                   const std::map<std::string, const ExportConfig*>& configs,
+                                                   const std::string& out_dir) {
+  ExportResult r;
+  r.out_dir = out_dir;
+  CaptureOptions pre = opts;
+  pre.kind = CallKind::Prefill;
+  export_component(model, pre, pick(configs, "prefill"), "prefill", out_dir, "prefill.pt2", r);
+  CaptureOptions dec = opts;
+  dec.kind = CallKind::Decode;
+  export_component(model, dec, pick(configs, "decode"), "decode", out_dir, "decode.pt2", r);
+  return r;
+}
+
+std::unique_ptr<Exporter> make_dynamo_exporter() { return std::make_unique<DynamoExporter>(); }
+
+}  // namespace hfx

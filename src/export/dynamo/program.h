@@ -1,0 +1,68 @@
+// An hfx Graph as a torch.export ExportedProgram (schema major 8), as torch serializes it to
+// models/<name>.json: parameters lifted to placeholders with their Hugging Face FQNs, user inputs
+// after them, nodes calling real ATen overloads with their schema argument names, symbolic sizes
+// through aten.sym_size.int and _operator sym nodes, every symbol with its range constraint, and
+// the root module_call_graph entry with the pytree treespecs of the inputs and outputs.
+//
+// The mapping from hfx ops to ATen overloads is one table (aten_table()), used both to write the
+// program and to read it back (the interpreter that checks a written program runs).
+#pragma once
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/ir/graph.h"
+
+namespace hfx::dynamo {
+
+/// The schema version stamped in every program: the field subset emitted exists since (8, 6), and
+/// torch's loader checks only the major. Bump together with tests/data/dynamo/schema_v8.json.
+constexpr int kSchemaMajor = 8;
+constexpr int kSchemaMinor = 6;
+constexpr const char* kTargetTorch = "2.11.0";
+constexpr int kAtenOpset = 10;  ///< torch._C._get_max_operator_version() of torch 2.x
+
+/// A lifted tensor (parameter or constant) and the value that holds it.
+struct LiftedTensor {
+  std::string fqn;          ///< state_dict / constants key (the Hugging Face name for parameters)
+  std::string placeholder;  ///< graph input name ("p_model_embed_tokens_weight")
+  const Value* value = nullptr;
+};
+
+struct SerializedProgram {
+  nlohmann::json program;  ///< the ExportedProgram document
+  std::vector<LiftedTensor> parameters, constants;
+  std::vector<std::string> user_inputs;   ///< hfx input names, in placeholder order
+  std::vector<std::string> user_outputs;  ///< hfx output names, in graph output order
+  std::map<std::string, std::string> symbols;  ///< torch symbol ("s0") → hfx symbol ("batch_size")
+};
+
+/// Serializes `g` (composite ops must already be lowered: see lower_composites). Throws
+/// hfx::Error("dynamo", ...) naming the node for an op without an ATen mapping.
+SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards = {});
+
+/// Replaces composites that have no exact ATen op by their decompositions (hfx.rope always;
+/// hfx.sdpa when it needs a sliding window, a softcap or bottom-right causal alignment with S != T).
+/// Returns the number of nodes decomposed.
+int lower_composites(Graph& g);
+
+/// The treespec strings torch.utils._pytree.treespec_dumps would write for the program's inputs
+/// ((), {name: leaf, ..., "past_key_values": [(k, v), ...]}) and outputs ({"logits": leaf, ...}).
+std::string input_treespec(const std::vector<std::string>& input_names);
+std::string output_treespec(const std::vector<std::string>& output_names);
+
+/// Python's json.dumps formatting (", " and ": " separators, ASCII escapes): torch's own style.
+std::string py_json(const nlohmann::json& j);
+
+/// Valid, unique Python identifier for an FX node name.
+std::string fx_name(const std::string& raw);
+
+/// One row of the ATen table, for `hfx registries` and docs.
+struct AtenRow {
+  std::string hfx_op, target, note;
+};
+std::vector<AtenRow> aten_table_rows();
+
+}  // namespace hfx::dynamo

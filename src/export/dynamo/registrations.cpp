@@ -1,0 +1,24 @@
+// The Dynamo backend's registry entries (called once from src/export/registry_table.cpp).
+//
+// Stage 2 patch: hfx.rope has no ATen op, so capture records its decomposition directly (the nodes
+// are then named after the attention module that applied it). lower_composites does the same for a
+// graph captured without the patch, so the patch is an optimisation of naming, not of correctness.
+#include "hfx/export/registry.h"
+#include "hfx/ops/op_schema.h"
+
+namespace hfx {
+
+void register_dynamo_entries() {
+  patch_registry().push_back(PatchEntry{
+      "dynamo",
+      2,
+      {"hfx.rope"},
+      [](const OpHandler*) -> OpHandler {
+        return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
+          return op_schema("hfx.rope").decompose(b, inputs, normalize_attrs(op_schema("hfx.rope"), attrs));
+        };
+      },
+      "torch has no rotary-embedding ATen op (aten has no rope); remove when one exists in core ATen"});
+}
+
+}  // namespace hfx
