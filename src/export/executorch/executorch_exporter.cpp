@@ -1,0 +1,171 @@
+// The ExecuTorch exporter: five numbered stages around capture, then the .pte writer. Entries of the
+// patch/fix stages are registered in registrations.cpp; this file only runs the stages in order.
+#include "export/executorch/executorch_exporter.h"
+
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "export/executorch/static_cache.h"
+#include "hfx/core/error.h"
+#include "hfx/export/registry.h"
+#include "io/fileutil.h"
+
+namespace hfx::et {
+
+// The backend-preparation table (stage 1), declared once. ExecuTorch's own exporter moves the model to
+// the device and dtype here and picks a partitioner; hfx's model is never changed, so a row says which
+// dtype the weights take in the program and what the artifact needs at run time.
+const std::vector<BackendPrep>& backend_prep_table() {
+  static const std::vector<BackendPrep> t = {
+      {"xnnpack", "cpu", DType::F32, "XnnpackPartitioner",
+       "",
+       "CPU, float32 weights and activations; every op is a portable kernel, so any ExecuTorch CPU runtime loads it"},
+      {"cuda", "cuda", DType::BF16, "CudaPartitioner",
+       "backend 'cuda': weights are stored as bfloat16 and this artifact is meant for an ExecuTorch runtime built with "
+       "CUDA support; on a CPU-only runtime it runs on the portable kernels, slowly",
+       "GPU, bfloat16 weights (activations stay float32, as the model computes them)"},
+  };
+  return t;
+}
+
+const BackendPrep& backend_prep(const std::string& name) {
+  std::string known;
+  for (const auto& b : backend_prep_table()) {
+    if (b.name == name) return b;
+    known += (known.empty() ? "" : ", ") + b.name;
+  }
+  HFX_THROW("executorch", "expected a backend among [{}], got '{}'", known, name);
+}
+
+namespace {
+
+Dim seq_dim(const ExecutorchConfig& cfg, const CaptureOptions& opts) {
+  for (const auto* ds : {&cfg.dynamic_shapes, &opts.dynamic_shapes}) {
+    for (const char* input : {"tokens", "input_ids"}) {
+      if (auto it = ds->find(input); it != ds->end())
+        if (auto jt = it->second.find(1); jt != it->second.end()) return jt->second;
+    }
+  }
+  return Dim{"seq_len", 1, cfg.max_seq_len};
+}
+
+std::vector<PteConstMethod> metadata_methods(const ModelConfig& mc, const ExecutorchConfig& cfg, std::vector<std::string>& warnings) {
+  std::vector<PteConstMethod> m;
+  m.push_back({"get_max_seq_len", {cfg.max_seq_len}});
+  m.push_back({"get_max_context_len", {cfg.max_seq_len}});
+  m.push_back({"get_vocab_size", {mc.vocab_size}});
+  m.push_back({"get_n_layers", {mc.num_hidden_layers}});
+  if (mc.bos_token_id) {
+    m.push_back({"get_bos_id", {*mc.bos_token_id}});
+  } else {
+    warnings.push_back("[executorch] config.json has no bos_token_id; get_bos_id returns -1 (runners then add no BOS)");
+    m.push_back({"get_bos_id", {int64_t{-1}}});
+  }
+  PteConstMethod eos{"get_eos_ids", {}};
+  for (int64_t e : mc.eos_token_ids) eos.values.push_back(e);
+  if (eos.values.empty()) warnings.push_back("[executorch] config.json has no eos_token_id; get_eos_ids returns nothing");
+  m.push_back(eos);
+  m.push_back({"use_kv_cache", {true}});
+  m.push_back({"enable_dynamic_shape", {cfg.dynamic}});
+  return m;
+}
+
+const ExecutorchConfig& as_executorch(const ExportConfig& c) {
+  auto* e = dynamic_cast<const ExecutorchConfig*>(&c);
+  if (!e) HFX_THROW("executorch", "expected an executorch config, got a '{}' config", c.format);
+  return *e;
+}
+
+}  // namespace
+
+ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& cfg, const CaptureOptions& opts) {
+  const ModelConfig& mc = model.config();
+  check_export_skip("executorch", mc.model_type);
+  ExecutorchProgram out;
+
+  // ── Stage 1: Backend preparation ──
+  // Picks the table row; its dtype decision is applied to the captured program's constants by the
+  // stage-4 fix "constant_dtype", which reads it from the graph metadata.
+  const BackendPrep& prep = backend_prep(cfg.backend);
+  if (!prep.warning.empty()) out.warnings.push_back("[executorch] " + prep.warning);
+  if (cfg.max_seq_len < 1) HFX_THROW("executorch", "expected max_seq_len >= 1, got {}", cfg.max_seq_len);
+
+  StaticCaptureOptions so;
+  so.max_seq_len = cfg.max_seq_len;
+  so.dynamic = cfg.dynamic;
+  so.seq = seq_dim(cfg, opts);
+  so.sample_seq = opts.sample_sequence;
+  so.logits_to_keep = opts.logits_to_keep;
+  {
+    // ── Stage 2: Torch patches ──
+    // Composite ops → their decompositions into portable ops, for the duration of the capture.
+    PatchScope torch_patches("executorch", 2);
+    // ── Stage 3: ExecuTorch patches ──
+    // ExecuTorch's static-cache layout: attention over the whole buffer, masked by input_pos.
+    PatchScope executorch_patches("executorch", 3);
+    out.forward = capture_static_forward(model, so);
+  }
+  Graph& g = *out.forward.graph;
+  g.metadata()["executorch.backend"] = prep.name;
+  g.metadata()["executorch.constant_dtype"] = dtype_name(prep.constant_dtype);
+
+  // ── Stage 4: Program fixes ──
+  apply_program_fixes("executorch", 4, g, out.warnings);
+
+  // ── Stage 5: Node fixes ──
+  apply_node_fixes("executorch", 5, g);
+  g.eliminate_dead_code();
+  g.verify();
+
+  PteMethodSpec fwd;
+  fwd.name = "forward";
+  fwd.graph = &g;
+  for (const CacheLeaf& l : g.cache_leaves()) fwd.mutable_buffers.emplace_back(l.input_name, l.output_name);
+  out.metadata = metadata_methods(mc, cfg, out.warnings);
+  out.pte = write_pte({fwd}, out.metadata);
+  return out;
+}
+
+ExportResult ExecutorchExporter::export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+                                              const std::string& out_dir) {
+  const ExecutorchConfig& cfg = as_executorch(config);
+  ExecutorchProgram p = build_executorch_program(model, cfg, opts);
+  std::filesystem::create_directories(out_dir);
+  std::string path = (std::filesystem::path(out_dir) / "model.pte").string();
+  {
+    io::detail::AtomicFile f(path, "executorch");
+    f.write(p.pte.bytes.data(), p.pte.bytes.size());
+    f.commit();
+  }
+  ExportResult r;
+  r.out_dir = out_dir;
+  r.files.push_back({"model", "model.pte", "program"});
+  r.programs.push_back(std::move(p.forward));
+  r.warnings = std::move(p.warnings);
+  return r;
+}
+
+ExportResult ExecutorchExporter::export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+                                                       const std::map<std::string, const ExportConfig*>& configs,
+                                                       const std::string& out_dir) {
+  const ExportConfig* c = nullptr;
+  for (const char* k : {"model", "forward"})
+    if (auto it = configs.find(k); it != configs.end() && it->second) c = it->second;
+  if (!c && configs.size() == 1) c = configs.begin()->second;
+  ExecutorchConfig def;
+  if (!c) {
+    if (!configs.empty())
+      HFX_THROW("executorch", "expected one config (for 'model' or 'forward'), got {} configs; ExecuTorch programs have one forward",
+                configs.size());
+    c = &def;
+  }
+  return export_model(model, opts, *c, out_dir);
+}
+
+}  // namespace hfx::et
+
+namespace hfx {
+/// The exporter table's factory (src/export/exporter.cpp).
+std::unique_ptr<Exporter> make_executorch_exporter() { return std::make_unique<et::ExecutorchExporter>(); }
+}  // namespace hfx

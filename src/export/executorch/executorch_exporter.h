@@ -1,0 +1,61 @@
+// src/export/executorch/executorch_exporter.h — the ExecuTorch backend: stages, program, artifact.
+//
+// ExecutorchExporter (format "executorch") captures the model's forward(tokens, input_pos) over a static
+// KV cache and writes one .pte holding that method and the metadata methods ExecuTorch's LLM runners
+// read. Its stages, in order (each a `// ── Stage N ──` block in the .cpp):
+//   1. Backend preparation — the backend-preparation table below (xnnpack: CPU f32; cuda: bf16 weights,
+//      needs a CUDA runtime, said at export).
+//   2. Torch patches — PatchScope("executorch", 2) around capture: hfx.sdpa / hfx.rms_norm / hfx.rope
+//      replaced by their op-table decompositions, so only portable ops remain.
+//   3. ExecuTorch patches — PatchScope("executorch", 3) around capture: static-cache attention masked by
+//      input_pos.
+//   4. Program fixes — registered ProgramFixEntry (cap dims without an upper bound, constant dtype).
+//   5. Node fixes — registered NodeFixEntry (pow → mul chain, silu/linear/matmul → portable ops, ...).
+// Then the .pte writer (pte_writer.h). Entries of stages 2–5 live in registrations.cpp.
+#pragma once
+#include <string>
+#include <vector>
+
+#include "export/executorch/pte_writer.h"
+#include "hfx/export/exporter.h"
+
+namespace hfx::et {
+
+/// One row of the backend-preparation table (declared once, in executorch_exporter.cpp).
+struct BackendPrep {
+  std::string name;         ///< "xnnpack", "cuda"
+  std::string device;       ///< where ExecuTorch runs it: "cpu", "cuda"
+  DType constant_dtype;     ///< dtype of the weights in the program
+  std::string partitioner;  ///< the ExecuTorch partitioner this targets (hfx writes portable ops, undelegated)
+  std::string warning;      ///< said at every export with this backend ("" = none)
+  std::string reason;       ///< why the row exists
+};
+const std::vector<BackendPrep>& backend_prep_table();
+/// The row named `name`; throws hfx::Error("executorch", "expected a backend among [...]").
+const BackendPrep& backend_prep(const std::string& name);
+
+/// A built program before it is written to disk.
+struct ExecutorchProgram {
+  CapturedProgram forward;  ///< the forward graph after stages 4–5
+  PteWriteResult pte;
+  std::vector<std::string> warnings;
+  std::vector<PteConstMethod> metadata;
+};
+
+/// Runs stages 1–5 and the writer. `opts` gives the sample size (sample_sequence) and explicit Dims.
+ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& cfg, const CaptureOptions& opts);
+
+class ExecutorchExporter : public Exporter {
+ public:
+  std::string format() const override { return "executorch"; }
+  /// Writes OUT/model.pte (one forward method serves prefill and decode).
+  ExportResult export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+                            const std::string& out_dir) override;
+  /// Same artifact: ExecuTorch runners call forward for both the prompt and each token. Uses the
+  /// config given for "model" (or "forward", or the only one).
+  ExportResult export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+                                     const std::map<std::string, const ExportConfig*>& configs,
+                                     const std::string& out_dir) override;
+};
+
+}  // namespace hfx::et

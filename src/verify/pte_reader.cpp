@@ -1,0 +1,637 @@
+// The .pte reader/executor. Independent of the writer: its own header parsing, value model, memory
+// arenas and kernel-name table (ExecuTorch kernel name → op-table op + argument conversion).
+#include "verify/pte_reader.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <functional>
+#include <set>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "hfx/core/error.h"
+#include "hfx/ops/op_schema.h"
+#include "hfx_gen/program_generated.h"
+
+namespace hfx::verify {
+namespace fb = executorch_flatbuffer;
+
+namespace {
+
+uint32_t le32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24; }
+uint64_t le64(const uint8_t* p) { return le32(p) | static_cast<uint64_t>(le32(p + 4)) << 32; }
+
+DType dtype_of(fb::ScalarType s) {
+  switch (s) {
+    case fb::ScalarType::FLOAT: return DType::F32;
+    case fb::ScalarType::HALF: return DType::F16;
+    case fb::ScalarType::BFLOAT16: return DType::BF16;
+    case fb::ScalarType::LONG: return DType::I64;
+    case fb::ScalarType::INT: return DType::I32;
+    case fb::ScalarType::CHAR: return DType::I8;
+    case fb::ScalarType::BYTE: return DType::U8;
+    case fb::ScalarType::BOOL: return DType::Bool;
+    default: HFX_THROW("pte", "expected a scalar type hfx computes in, got {}", fb::EnumNameScalarType(s));
+  }
+}
+
+}  // namespace
+
+namespace pte_detail {
+struct Slot {
+  fb::KernelTypes kind = fb::KernelTypes::NONE;
+  int64_t i = 0;
+  bool b = false;
+  double d = 0;
+  std::string s;
+  std::vector<int64_t> ints;  // IntList: indices of Int slots
+  std::vector<int32_t> refs;  // TensorList / OptionalTensorList
+  std::vector<double> doubles;
+  std::vector<bool> bools;
+  // tensor
+  DType dtype = DType::F32;
+  Shape bound, cur;
+  bool dynamic = false;
+  uint8_t* ptr = nullptr;  // planned / constant / runtime-set memory
+  size_t capacity = 0;
+  bool constant = false;
+  const uint8_t* initial = nullptr;  // initial state of a mutable tensor
+};
+}  // namespace pte_detail
+using pte_detail::Slot;
+
+// ---------------------------------------------------------------- program
+PteProgram::~PteProgram() = default;
+
+std::shared_ptr<PteProgram> PteProgram::load_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  if (!f) HFX_THROW("pte", "expected a readable .pte file, got '{}'", path);
+  std::vector<uint8_t> bytes((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+  return load_bytes(std::move(bytes));
+}
+
+std::shared_ptr<PteProgram> PteProgram::load_bytes(std::vector<uint8_t> bytes) {
+  std::shared_ptr<PteProgram> p(new PteProgram());
+  p->bytes_ = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
+  p->parse();
+  return p;
+}
+
+void PteProgram::parse() {
+  const auto& b = *bytes_;
+  if (b.size() < 8) HFX_THROW("pte", "expected at least 8 bytes, got {}", b.size());
+  if (std::memcmp(b.data() + 4, "ET", 2) != 0 || !std::isdigit(b[6]) || !std::isdigit(b[7]))
+    HFX_THROW("pte", "expected the file identifier 'ET' + 2 digits at byte 4, got '{}'", std::string(b.begin() + 4, b.begin() + 8));
+  header_.program_size = b.size();
+  if (b.size() >= 40 && std::memcmp(b.data() + 8, "eh", 2) == 0) {
+    uint32_t len = le32(b.data() + 12);
+    if (len < 24) HFX_THROW("pte", "expected an extended header of at least 24 bytes, got {}", len);
+    header_.extended = true;
+    header_.program_size = le64(b.data() + 16);
+    header_.segment_base_offset = le64(b.data() + 24);
+    header_.segment_data_size = len >= 32 ? le64(b.data() + 32) : 0;
+    if (header_.program_size > b.size())
+      HFX_THROW("pte", "expected program size {} within the file of {} bytes", header_.program_size, b.size());
+    if (header_.segment_base_offset && header_.segment_base_offset + header_.segment_data_size > b.size())
+      HFX_THROW("pte", "expected segments [{}, +{}) within the file of {} bytes", header_.segment_base_offset,
+                header_.segment_data_size, b.size());
+  }
+  flatbuffers::Verifier v(b.data(), header_.program_size);
+  if (!fb::VerifyProgramBuffer(v)) HFX_THROW("pte", "expected a Program flatbuffer that passes the verifier, got a corrupt one");
+  const fb::Program* prog = fb::GetProgram(b.data());
+  if (!prog->execution_plan()) HFX_THROW("pte", "expected execution plans, got none");
+  if (prog->constant_buffer() && prog->constant_buffer()->size() > 0)
+    HFX_THROW("pte", "expected constants in constant_segment, got {} deprecated inline constant_buffer entries", prog->constant_buffer()->size());
+}
+
+std::vector<std::string> PteProgram::method_names() const {
+  std::vector<std::string> v;
+  for (const auto* ep : *fb::GetProgram(bytes_->data())->execution_plan()) v.push_back(ep->name() ? ep->name()->str() : "");
+  return v;
+}
+
+std::vector<std::string> PteProgram::operator_names(const std::string& method) const {
+  std::set<std::string> s;
+  for (const auto* ep : *fb::GetProgram(bytes_->data())->execution_plan()) {
+    if (!method.empty() && (!ep->name() || ep->name()->str() != method)) continue;
+    if (!ep->operators()) continue;
+    for (const auto* op : *ep->operators()) {
+      std::string n = op->name() ? op->name()->str() : "";
+      if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
+      s.insert(n);
+    }
+  }
+  return {s.begin(), s.end()};
+}
+
+// ---------------------------------------------------------------- method
+struct PteMethod::Impl {
+  const PteProgram* prog = nullptr;
+  const fb::ExecutionPlan* plan = nullptr;
+  std::vector<Slot> slots;
+  std::vector<std::shared_ptr<Storage>> arenas;  // index = memory_id - 1
+  std::vector<std::string> op_names;
+  std::string name;
+
+  Slot& at(int idx) {
+    if (idx < 0 || idx >= static_cast<int>(slots.size()))
+      HFX_THROW("pte", "expected a value index in [0, {}) in method '{}', got {}", slots.size(), name, idx);
+    return slots[idx];
+  }
+
+  Tensor tensor(int idx) {
+    Slot& s = at(idx);
+    if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected a Tensor at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (!s.ptr && shape_numel(s.cur) > 0) HFX_THROW("pte", "expected memory for tensor value {}, got none", idx);
+    auto st = Storage::borrow(s.ptr, s.capacity, nullptr);
+    return Tensor(st, s.dtype, s.cur, contiguous_strides(s.cur), 0);
+  }
+  Tensor opt_tensor(int idx) { return at(idx).kind == fb::KernelTypes::Null ? Tensor() : tensor(idx); }
+  int64_t integer(int idx) {
+    Slot& s = at(idx);
+    if (s.kind == fb::KernelTypes::Int) return s.i;
+    if (s.kind == fb::KernelTypes::Bool) return s.b;
+    HFX_THROW("pte", "expected an Int at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+  }
+  bool boolean(int idx) {
+    Slot& s = at(idx);
+    if (s.kind != fb::KernelTypes::Bool) HFX_THROW("pte", "expected a Bool at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    return s.b;
+  }
+  double number(int idx) {
+    Slot& s = at(idx);
+    if (s.kind == fb::KernelTypes::Double) return s.d;
+    if (s.kind == fb::KernelTypes::Int) return static_cast<double>(s.i);
+    if (s.kind == fb::KernelTypes::Bool) return s.b;
+    HFX_THROW("pte", "expected a Scalar at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+  }
+  bool is_null(int idx) { return at(idx).kind == fb::KernelTypes::Null; }
+  std::vector<int64_t> int_list(int idx) {
+    Slot& s = at(idx);
+    if (s.kind != fb::KernelTypes::IntList) HFX_THROW("pte", "expected an IntList at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    std::vector<int64_t> r;
+    for (int64_t e : s.ints) r.push_back(integer(static_cast<int>(e)));
+    return r;
+  }
+  std::string str(int idx) {
+    Slot& s = at(idx);
+    if (s.kind != fb::KernelTypes::String) HFX_THROW("pte", "expected a String at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    return s.s;
+  }
+  DType out_dtype(int idx) { return at(idx).dtype; }
+
+  /// Stores a kernel result into out tensor `idx`: same rank, within the bound, dtype converted.
+  void write(int idx, const Tensor& r) {
+    Slot& s = at(idx);
+    if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected an out Tensor at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (s.constant) HFX_THROW("pte", "expected a writable out tensor at value {}, got a constant", idx);
+    if (r.dim() != static_cast<int64_t>(s.bound.size()))
+      HFX_THROW("pte", "expected a result of rank {} for value {} (bound {}), got {}", s.bound.size(), idx, shape_to_string(s.bound),
+                shape_to_string(r.shape()));
+    for (size_t d = 0; d < s.bound.size(); d++) {
+      bool ok = s.dynamic ? r.shape()[d] <= s.bound[d] : r.shape()[d] == s.bound[d];
+      if (!ok)
+        HFX_THROW("pte", "expected the result for value {} within its {} bound {}, got {}", idx, s.dynamic ? "dynamic" : "static",
+                  shape_to_string(s.bound), shape_to_string(r.shape()));
+    }
+    size_t need = static_cast<size_t>(r.numel()) * dtype_size(s.dtype);
+    if (need > s.capacity) HFX_THROW("pte", "expected {} bytes to fit value {}'s {} bytes", need, idx, s.capacity);
+    if (need) copy_to_contiguous(r, s.ptr, s.dtype);
+    s.cur = r.shape();
+  }
+
+  void init();
+  void load_initial_state();
+  void exec(const fb::KernelCall* kc);
+};
+
+namespace {
+
+// ---------------------------------------------------------------- kernel table
+using Args = std::vector<int32_t>;
+using Handler = std::function<void(PteMethod::Impl&, const Args&)>;
+struct KernelEntry {
+  size_t nargs;  // schema arguments + the return slot
+  Handler fn;
+};
+
+Tensor run_op(const char* op, const std::vector<Tensor>& in, const Attrs& a = {}) {
+  const OpSchema& s = op_schema(op);
+  return s.kernel(in, normalize_attrs(s, a)).at(0);
+}
+
+std::vector<Sym> syms(const std::vector<int64_t>& v) { return std::vector<Sym>(v.begin(), v.end()); }
+
+const std::map<std::string, KernelEntry>& kernel_table() {
+  static const std::map<std::string, KernelEntry> t = [] {
+    std::map<std::string, KernelEntry> k;
+    using M = PteMethod::Impl;
+    // binary with alpha (must be 1: hfx never writes another)
+    for (auto [et, op] : std::vector<std::pair<const char*, const char*>>{{"aten::add.out", "aten.add.Tensor"}, {"aten::sub.out", "aten.sub.Tensor"}})
+      k[et] = {5, [op = op](M& m, const Args& a) {
+                 if (m.number(a[2]) != 1) HFX_THROW("pte", "expected alpha 1 for {}, got {}", op, m.number(a[2]));
+                 m.write(a[3], run_op(op, {m.tensor(a[0]), m.tensor(a[1])}));
+               }};
+    for (auto [et, op] : std::vector<std::pair<const char*, const char*>>{
+             {"aten::mul.out", "aten.mul.Tensor"},       {"aten::div.out", "aten.div.Tensor"},   {"aten::maximum.out", "aten.maximum"},
+             {"aten::minimum.out", "aten.minimum"},      {"aten::eq.Tensor_out", "aten.eq.Tensor"}, {"aten::lt.Tensor_out", "aten.lt.Tensor"},
+             {"aten::le.Tensor_out", "aten.le.Tensor"},  {"aten::gt.Tensor_out", "aten.gt.Tensor"}, {"aten::ge.Tensor_out", "aten.ge.Tensor"},
+             {"aten::logical_and.out", "aten.logical_and"}, {"aten::logical_or.out", "aten.logical_or"}, {"aten::mm.out", "aten.mm"},
+             {"aten::bmm.out", "aten.bmm"}})
+      k[et] = {4, [op = op](M& m, const Args& a) { m.write(a[2], run_op(op, {m.tensor(a[0]), m.tensor(a[1])})); }};
+    for (const char* u : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "reciprocal", "erf",
+                          "logical_not"}) {
+      std::string op = std::string("aten.") + u;
+      k[std::string("aten::") + u + ".out"] = {3, [op](M& m, const Args& a) { m.write(a[1], run_op(op.c_str(), {m.tensor(a[0])})); }};
+    }
+    k["aten::add.Scalar_out"] = {5, [](M& m, const Args& a) {
+                                   if (m.number(a[2]) != 1) HFX_THROW("pte", "expected alpha 1 for add.Scalar_out");
+                                   m.write(a[3], run_op("aten.add.Scalar", {m.tensor(a[0])}, {{"other", m.number(a[1])}}));
+                                 }};
+    k["aten::mul.Scalar_out"] = {4, [](M& m, const Args& a) {
+                                   m.write(a[2], run_op("aten.mul.Scalar", {m.tensor(a[0])}, {{"other", m.number(a[1])}}));
+                                 }};
+    k["aten::pow.Tensor_Scalar_out"] = {4, [](M& m, const Args& a) {
+                                          m.write(a[2], run_op("aten.pow.Tensor_Scalar", {m.tensor(a[0])}, {{"exponent", m.number(a[1])}}));
+                                        }};
+    k["aten::where.self_out"] = {5, [](M& m, const Args& a) {
+                                   m.write(a[3], run_op("aten.where.self", {m.tensor(a[0]), m.tensor(a[1]), m.tensor(a[2])}));
+                                 }};
+    k["aten::gelu.out"] = {4, [](M& m, const Args& a) {
+                             m.write(a[2], run_op("aten.gelu", {m.tensor(a[0])}, {{"approximate", m.str(a[1])}}));
+                           }};
+    // reductions
+    auto dims_or_all = [](M& m, int idx) { return m.is_null(idx) ? std::vector<int64_t>{} : m.int_list(idx); };
+    k["aten::sum.IntList_out"] = {6, [dims_or_all](M& m, const Args& a) {
+                                    if (!m.is_null(a[3])) HFX_THROW("pte", "expected dtype None for sum.IntList_out");
+                                    m.write(a[4], run_op("aten.sum.dim_IntList", {m.tensor(a[0])},
+                                                         {{"dim", dims_or_all(m, a[1])}, {"keepdim", m.boolean(a[2])}}));
+                                  }};
+    k["aten::mean.out"] = {6, [dims_or_all](M& m, const Args& a) {
+                             if (!m.is_null(a[3])) HFX_THROW("pte", "expected dtype None for mean.out");
+                             m.write(a[4], run_op("aten.mean.dim", {m.tensor(a[0])}, {{"dim", dims_or_all(m, a[1])}, {"keepdim", m.boolean(a[2])}}));
+                           }};
+    k["aten::amax.out"] = {5, [](M& m, const Args& a) {
+                             m.write(a[3], run_op("aten.amax", {m.tensor(a[0])}, {{"dim", m.int_list(a[1])}, {"keepdim", m.boolean(a[2])}}));
+                           }};
+    k["aten::argmax.out"] = {5, [](M& m, const Args& a) {
+                               if (m.is_null(a[1])) HFX_THROW("pte", "expected a dim for argmax.out, got None");
+                               m.write(a[3], run_op("aten.argmax", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}, {"keepdim", m.boolean(a[2])}}));
+                             }};
+    k["aten::cumsum.out"] = {5, [](M& m, const Args& a) {
+                               m.write(a[3], run_op("aten.cumsum", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
+                             }};
+    for (auto [et, op] : std::vector<std::pair<const char*, const char*>>{{"aten::_softmax.out", "aten._softmax"},
+                                                                          {"aten::_log_softmax.out", "aten._log_softmax"}})
+      k[et] = {5, [op = op](M& m, const Args& a) {
+                 if (m.boolean(a[2])) HFX_THROW("pte", "expected half_to_float false for {}", op);
+                 m.write(a[3], run_op(op, {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
+               }};
+    k["aten::native_layer_norm.out"] = {9, [](M& m, const Args& a) {
+                                          Tensor x = m.tensor(a[0]);
+                                          auto ns = m.int_list(a[1]);
+                                          if (ns.size() != 1 || ns[0] != x.size(-1))
+                                            HFX_THROW("pte", "expected layer norm over the last dim only, got {} dims", ns.size());
+                                          double eps = m.number(a[4]);
+                                          m.write(a[5], run_op("aten.layer_norm", {x, m.opt_tensor(a[2]), m.opt_tensor(a[3])}, {{"eps", eps}}));
+                                          Tensor mean = run_op("aten.mean.dim", {x}, {{"dim", std::vector<int64_t>{-1}}, {"keepdim", true}});
+                                          Tensor dev = run_op("aten.sub.Tensor", {x, mean});
+                                          Tensor var = run_op("aten.mean.dim", {run_op("aten.mul.Tensor", {dev, dev})},
+                                                              {{"dim", std::vector<int64_t>{-1}}, {"keepdim", true}});
+                                          m.write(a[6], mean);
+                                          m.write(a[7], run_op("aten.rsqrt", {run_op("aten.add.Scalar", {var}, {{"other", eps}})}));
+                                        }};
+    // indexing and shape
+    k["aten::embedding.out"] = {7, [](M& m, const Args& a) {
+                                  if (m.integer(a[2]) != -1 || m.boolean(a[3]) || m.boolean(a[4]))
+                                    HFX_THROW("pte", "expected embedding.out with padding_idx -1 and no flags");
+                                  m.write(a[5], run_op("aten.embedding", {m.tensor(a[0]), m.tensor(a[1])}));
+                                }};
+    k["aten::index_select.out"] = {5, [](M& m, const Args& a) {
+                                     m.write(a[3], run_op("aten.index_select", {m.tensor(a[0]), m.tensor(a[2])}, {{"dim", m.integer(a[1])}}));
+                                   }};
+    auto index_put = [](M& m, const Args& a, int out) {
+      if (m.boolean(a[3])) HFX_THROW("pte", "expected accumulate false for index_put");
+      Slot& l = m.at(a[1]);
+      if (l.kind != fb::KernelTypes::OptionalTensorList) HFX_THROW("pte", "expected an OptionalTensorList of indices for index_put");
+      int dim = -1;
+      for (size_t i = 0; i < l.refs.size(); i++) {
+        if (l.refs[i] < 0) continue;
+        if (dim >= 0) HFX_THROW("pte", "expected one non-null index for index_put, got several");
+        dim = static_cast<int>(i);
+      }
+      if (dim < 0) HFX_THROW("pte", "expected a non-null index for index_put, got none");
+      Tensor r = run_op("aten.index_copy", {m.tensor(a[0]), m.tensor(l.refs[dim]), m.tensor(a[2])}, {{"dim", int64_t{dim}}});
+      m.write(out, r);
+    };
+    k["aten::index_put_"] = {5, [index_put](M& m, const Args& a) {
+                               index_put(m, a, a[0]);
+                               if (a[4] != a[0]) m.write(a[4], m.tensor(a[0]));
+                             }};
+    k["aten::index_put.out"] = {6, [index_put](M& m, const Args& a) { index_put(m, a, a[4]); }};
+    k["aten::cat.out"] = {4, [](M& m, const Args& a) {
+                            Slot& l = m.at(a[0]);
+                            if (l.kind != fb::KernelTypes::TensorList) HFX_THROW("pte", "expected a TensorList for cat.out");
+                            std::vector<Tensor> xs;
+                            for (int r : l.refs) xs.push_back(m.tensor(r));
+                            const OpSchema& s = op_schema("aten.cat");
+                            m.write(a[2], s.kernel(xs, normalize_attrs(s, {{"dim", m.integer(a[1])}})).at(0));
+                          }};
+    k["aten::slice_copy.Tensor_out"] = {7, [](M& m, const Args& a) {
+                                          Attrs at{{"dim", m.integer(a[1])}, {"step", m.integer(a[4])}};
+                                          if (!m.is_null(a[2])) at.set("start", Sym(m.integer(a[2])));
+                                          if (!m.is_null(a[3])) at.set("end", Sym(m.integer(a[3])));
+                                          m.write(a[5], run_op("aten.slice.Tensor", {m.tensor(a[0])}, at));
+                                        }};
+    k["aten::view_copy.out"] = {4, [](M& m, const Args& a) {
+                                  m.write(a[2], run_op("aten.view", {m.tensor(a[0])}, {{"size", syms(m.int_list(a[1]))}}).contiguous());
+                                }};
+    k["aten::permute_copy.out"] = {4, [](M& m, const Args& a) {
+                                     m.write(a[2], run_op("aten.permute", {m.tensor(a[0])}, {{"dims", m.int_list(a[1])}}));
+                                   }};
+    k["aten::expand_copy.out"] = {5, [](M& m, const Args& a) {
+                                    if (m.boolean(a[2])) HFX_THROW("pte", "expected implicit false for expand_copy.out");
+                                    m.write(a[3], run_op("aten.expand", {m.tensor(a[0])}, {{"size", syms(m.int_list(a[1]))}}));
+                                  }};
+    k["aten::unsqueeze_copy.out"] = {4, [](M& m, const Args& a) {
+                                       m.write(a[2], run_op("aten.unsqueeze", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
+                                     }};
+    k["aten::squeeze_copy.dim_out"] = {4, [](M& m, const Args& a) {
+                                         m.write(a[2], run_op("aten.squeeze.dim", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
+                                       }};
+    k["aten::_to_copy.out"] = {5, [](M& m, const Args& a) {
+                                 if (!m.is_null(a[2])) HFX_THROW("pte", "expected memory_format None for _to_copy.out");
+                                 m.write(a[3], run_op("aten._to_copy", {m.tensor(a[0])}, {{"dtype", m.out_dtype(a[3])}}));
+                               }};
+    k["aten::arange.start_out"] = {5, [](M& m, const Args& a) {
+                                     if (m.number(a[2]) != 1) HFX_THROW("pte", "expected step 1 for arange.start_out");
+                                     m.write(a[3], run_op("aten.arange.start", {},
+                                                          {{"start", Sym(static_cast<int64_t>(m.number(a[0])))},
+                                                           {"end", Sym(static_cast<int64_t>(m.number(a[1])))},
+                                                           {"dtype", m.out_dtype(a[3])}}));
+                                   }};
+    k["aten::full.out"] = {4, [](M& m, const Args& a) {
+                             m.write(a[2], run_op("aten.full", {}, {{"size", syms(m.int_list(a[0]))}, {"value", m.number(a[1])},
+                                                                    {"dtype", m.out_dtype(a[2])}}));
+                           }};
+    // symbolic sizes
+    k["aten::sym_size.int"] = {3, [](M& m, const Args& a) {
+                                 Tensor t = m.tensor(a[0]);
+                                 Slot& o = m.at(a[2]);
+                                 o.kind = fb::KernelTypes::Int;
+                                 o.i = t.size(m.integer(a[1]));
+                               }};
+    auto prim = [](std::function<int64_t(int64_t, int64_t)> f) {
+      return KernelEntry{3, [f](M& m, const Args& a) {
+                           int64_t r = f(m.integer(a[0]), m.integer(a[1]));
+                           Slot& o = m.at(a[2]);
+                           o.kind = fb::KernelTypes::Int;
+                           o.i = r;
+                         }};
+    };
+    k["executorch_prim::add.Scalar"] = prim([](int64_t x, int64_t y) { return x + y; });
+    k["executorch_prim::sub.Scalar"] = prim([](int64_t x, int64_t y) { return x - y; });
+    k["executorch_prim::mul.Scalar"] = prim([](int64_t x, int64_t y) { return x * y; });
+    k["executorch_prim::floordiv.Scalar"] = prim([](int64_t x, int64_t y) {
+      if (y == 0) HFX_THROW("pte", "expected a non-zero divisor in floordiv.Scalar");
+      int64_t q = x / y;
+      return (x % y != 0 && ((x < 0) != (y < 0))) ? q - 1 : q;
+    });
+    k["executorch_prim::sym_min.Scalar"] = prim([](int64_t x, int64_t y) { return std::min(x, y); });
+    k["executorch_prim::sym_max.Scalar"] = prim([](int64_t x, int64_t y) { return std::max(x, y); });
+    return k;
+  }();
+  return t;
+}
+
+}  // namespace
+
+void PteMethod::Impl::init() {
+  const auto& b = *prog->bytes_;
+  const fb::Program* p = fb::GetProgram(b.data());
+  const auto* values = plan->values();
+  // planned memory: non_const_buffer_sizes[0] is reserved; memory id k uses entry k
+  if (plan->non_const_buffer_sizes())
+    for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++)
+      arenas.push_back(Storage::allocate(static_cast<size_t>(plan->non_const_buffer_sizes()->Get(k))));
+  // constant segment
+  const uint8_t* cseg = nullptr;
+  size_t cseg_size = 0;
+  const flatbuffers::Vector<uint64_t>* coffs = nullptr;
+  if (const auto* cs = p->constant_segment(); cs && cs->offsets() && cs->offsets()->size() > 0) {
+    if (!p->segments() || cs->segment_index() >= p->segments()->size())
+      HFX_THROW("pte", "expected constant_segment.segment_index < {} segments", p->segments() ? p->segments()->size() : 0);
+    const auto* seg = p->segments()->Get(cs->segment_index());
+    cseg = b.data() + prog->header_.segment_base_offset + seg->offset();
+    cseg_size = seg->size();
+    if (prog->header_.segment_base_offset + seg->offset() + cseg_size > b.size()) HFX_THROW("pte", "expected the constant segment inside the file");
+    coffs = cs->offsets();
+  }
+  const uint8_t* mseg = nullptr;
+  size_t mseg_size = 0;
+  const flatbuffers::Vector<uint64_t>* moffs = nullptr;
+  if (p->mutable_data_segments() && p->mutable_data_segments()->size() > 0) {
+    const auto* ms = p->mutable_data_segments()->Get(0);
+    if (!p->segments() || ms->segment_index() >= p->segments()->size()) HFX_THROW("pte", "expected a valid mutable data segment index");
+    const auto* seg = p->segments()->Get(ms->segment_index());
+    mseg = b.data() + prog->header_.segment_base_offset + seg->offset();
+    mseg_size = seg->size();
+    moffs = ms->offsets();
+  }
+  slots.resize(values ? values->size() : 0);
+  for (size_t i = 0; i < slots.size(); i++) {
+    const fb::EValue* ev = values->Get(static_cast<flatbuffers::uoffset_t>(i));
+    Slot& s = slots[i];
+    s.kind = ev->val_type();
+    switch (s.kind) {
+      case fb::KernelTypes::Null: break;
+      case fb::KernelTypes::Int: s.i = ev->val_as_Int()->int_val(); break;
+      case fb::KernelTypes::Bool: s.b = ev->val_as_Bool()->bool_val(); break;
+      case fb::KernelTypes::Double: s.d = ev->val_as_Double()->double_val(); break;
+      case fb::KernelTypes::String: s.s = ev->val_as_String()->string_val() ? ev->val_as_String()->string_val()->str() : ""; break;
+      case fb::KernelTypes::IntList:
+        if (!ev->val_as_IntList()->items()) HFX_THROW("pte", "expected items in IntList value {}", i);
+        for (int64_t x : *ev->val_as_IntList()->items()) s.ints.push_back(x);
+        break;
+      case fb::KernelTypes::DoubleList:
+        if (ev->val_as_DoubleList()->items())
+          for (double x : *ev->val_as_DoubleList()->items()) s.doubles.push_back(x);
+        break;
+      case fb::KernelTypes::BoolList:
+        if (ev->val_as_BoolList()->items())
+          for (auto x : *ev->val_as_BoolList()->items()) s.bools.push_back(x != 0);
+        break;
+      case fb::KernelTypes::TensorList:
+        if (!ev->val_as_TensorList()->items()) HFX_THROW("pte", "expected items in TensorList value {}", i);
+        for (int32_t x : *ev->val_as_TensorList()->items()) s.refs.push_back(x);
+        break;
+      case fb::KernelTypes::OptionalTensorList:
+        if (!ev->val_as_OptionalTensorList()->items()) HFX_THROW("pte", "expected items in OptionalTensorList value {}", i);
+        for (int32_t x : *ev->val_as_OptionalTensorList()->items()) s.refs.push_back(x);
+        break;
+      case fb::KernelTypes::Tensor: {
+        const fb::Tensor* t = ev->val_as_Tensor();
+        if (!t->sizes() || !t->dim_order()) HFX_THROW("pte", "expected sizes and dim_order on tensor value {}", i);
+        if (t->sizes()->size() != t->dim_order()->size())
+          HFX_THROW("pte", "expected dim_order of rank {} on tensor value {}, got {}", t->sizes()->size(), i, t->dim_order()->size());
+        for (flatbuffers::uoffset_t d = 0; d < t->dim_order()->size(); d++)
+          if (t->dim_order()->Get(d) != d) HFX_THROW("pte", "expected contiguous dim_order on tensor value {}", i);
+        if (t->storage_offset() != 0) HFX_THROW("pte", "expected storage_offset 0 on tensor value {}", i);
+        if (t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_UNBOUND)
+          HFX_THROW("pte", "expected a bounded tensor at value {}, got DYNAMIC_UNBOUND (the portable runtime refuses it)", i);
+        s.dtype = dtype_of(t->scalar_type());
+        for (int32_t x : *t->sizes()) s.bound.push_back(x);
+        s.cur = s.bound;
+        s.dynamic = t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_BOUND;
+        size_t nbytes = static_cast<size_t>(shape_numel(s.bound)) * dtype_size(s.dtype);
+        s.capacity = nbytes;
+        uint32_t dbi = t->data_buffer_idx();
+        if (const auto* ai = t->allocation_info()) {
+          uint32_t mid = ai->memory_id();
+          if (mid < 1 || mid > arenas.size()) HFX_THROW("pte", "expected memory_id in [1, {}] at value {}, got {}", arenas.size(), i, mid);
+          uint64_t off = ai->memory_offset_low() | static_cast<uint64_t>(ai->memory_offset_high()) << 32;
+          if (off + nbytes > arenas[mid - 1]->nbytes)
+            HFX_THROW("pte", "expected value {} ([{}, +{}) in memory {}) inside its arena of {} bytes", i, off, nbytes, mid, arenas[mid - 1]->nbytes);
+          s.ptr = static_cast<uint8_t*>(arenas[mid - 1]->data) + off;
+          if (dbi > 0) {
+            if (!moffs || dbi >= moffs->size()) HFX_THROW("pte", "expected mutable data index {} within mutable_data_segments[0]", dbi);
+            uint64_t mo = moffs->Get(dbi);
+            if (mo + nbytes > mseg_size) HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
+            s.initial = mseg + mo;
+          }
+        } else if (dbi > 0) {
+          if (!coffs || dbi >= coffs->size()) HFX_THROW("pte", "expected constant index {} within constant_segment.offsets", dbi);
+          uint64_t co = coffs->Get(dbi);
+          if (co + nbytes > cseg_size) HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi, co, nbytes, cseg_size);
+          s.ptr = const_cast<uint8_t*>(cseg + co);
+          s.constant = true;
+        }
+        break;
+      }
+      default: HFX_THROW("pte", "expected a known value kind at {}, got {}", i, static_cast<int>(s.kind));
+    }
+  }
+  if (plan->operators())
+    for (const auto* op : *plan->operators()) {
+      std::string n = op->name() ? op->name()->str() : "";
+      if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
+      op_names.push_back(n);
+    }
+  load_initial_state();
+}
+
+void PteMethod::Impl::load_initial_state() {
+  for (Slot& s : slots)
+    if (s.kind == fb::KernelTypes::Tensor && s.initial) std::memcpy(s.ptr, s.initial, s.capacity);
+}
+
+void PteMethod::Impl::exec(const fb::KernelCall* kc) {
+  int op = kc->op_index();
+  if (op < 0 || op >= static_cast<int>(op_names.size())) HFX_THROW("pte", "expected an operator index < {}, got {}", op_names.size(), op);
+  const std::string& n = op_names[op];
+  const auto& t = kernel_table();
+  auto it = t.find(n);
+  if (it == t.end()) HFX_THROW("pte", "expected a kernel the reader maps to the op table, got '{}'", n);
+  Args args;
+  if (kc->args())
+    for (int32_t a : *kc->args()) args.push_back(a);
+  if (args.size() != it->second.nargs)
+    HFX_THROW("pte", "expected {} arguments (schema + return) for {}, got {}", it->second.nargs, n, args.size());
+  try {
+    it->second.fn(*this, args);
+  } catch (const Error& e) {
+    HFX_THROW("pte", "{} in method '{}' failed: {}", n, name, e.what());
+  }
+}
+
+PteMethod::PteMethod(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PteMethod::~PteMethod() = default;
+
+PteMethod& PteProgram::method(const std::string& name) {
+  if (auto it = methods_.find(name); it != methods_.end()) return *it->second;
+  const fb::Program* p = fb::GetProgram(bytes_->data());
+  for (const auto* ep : *p->execution_plan()) {
+    if (!ep->name() || ep->name()->str() != name) continue;
+    auto impl = std::make_unique<PteMethod::Impl>();
+    impl->prog = this;
+    impl->plan = ep;
+    impl->name = name;
+    impl->init();
+    auto m = std::unique_ptr<PteMethod>(new PteMethod(std::move(impl)));
+    return *(methods_[name] = std::move(m));
+  }
+  std::string known;
+  for (const auto& n : method_names()) known += (known.empty() ? "" : ", ") + n;
+  HFX_THROW("pte", "expected a method among [{}], got '{}'", known, name);
+}
+
+int PteMethod::num_inputs() const { return impl_->plan->inputs() ? static_cast<int>(impl_->plan->inputs()->size()) : 0; }
+
+int PteMethod::num_instructions() const {
+  int n = 0;
+  if (impl_->plan->chains())
+    for (const auto* c : *impl_->plan->chains()) n += c->instructions() ? static_cast<int>(c->instructions()->size()) : 0;
+  return n;
+}
+
+int64_t PteMethod::planned_bytes() const {
+  int64_t n = 0;
+  for (const auto& a : impl_->arenas) n += static_cast<int64_t>(a->nbytes);
+  return n;
+}
+
+Shape PteMethod::input_bound(int i) const { return impl_->at(impl_->plan->inputs()->Get(i)).bound; }
+
+void PteMethod::reset() { impl_->load_initial_state(); }
+
+std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
+  Impl& m = *impl_;
+  const auto* ins = m.plan->inputs();
+  size_t n_in = ins ? ins->size() : 0;
+  if (inputs.size() != n_in) HFX_THROW("pte", "expected {} inputs for method '{}', got {}", n_in, m.name, inputs.size());
+  std::vector<std::shared_ptr<Storage>> keep;  // inputs without planned memory point at caller data
+  for (size_t i = 0; i < n_in; i++) {
+    int idx = ins->Get(static_cast<flatbuffers::uoffset_t>(i));
+    Slot& s = m.at(idx);
+    const Tensor& x = inputs[i];
+    if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected tensor input {} of '{}'", i, m.name);
+    if (x.dtype() != s.dtype)
+      HFX_THROW("pte", "expected input {} of '{}' to be {}, got {}", i, m.name, dtype_name(s.dtype), dtype_name(x.dtype()));
+    if (s.ptr) {
+      m.write(idx, x);
+    } else {
+      Tensor c = x.contiguous();
+      keep.push_back(c.storage());
+      s.ptr = static_cast<uint8_t*>(c.raw());
+      s.capacity = c.nbytes();
+      s.cur = c.shape();
+    }
+  }
+  for (const auto* chain : *m.plan->chains()) {
+    if (!chain->instructions()) continue;
+    for (const auto* ins_ : *chain->instructions()) {
+      switch (ins_->instr_args_type()) {
+        case fb::InstructionArguments::KernelCall: m.exec(ins_->instr_args_as_KernelCall()); break;
+        default:
+          HFX_THROW("pte", "expected only kernel calls in '{}', got {}", m.name, fb::EnumNameInstructionArguments(ins_->instr_args_type()));
+      }
+    }
+  }
+  std::vector<PteOutput> out;
+  if (m.plan->outputs())
+    for (int32_t idx : *m.plan->outputs()) {
+      Slot& s = m.at(idx);
+      switch (s.kind) {
+        case fb::KernelTypes::Tensor: out.emplace_back(m.tensor(idx).clone()); break;
+        case fb::KernelTypes::Int: out.emplace_back(s.i); break;
+        case fb::KernelTypes::Bool: out.emplace_back(s.b); break;
+        case fb::KernelTypes::Double: out.emplace_back(s.d); break;
+        default: HFX_THROW("pte", "expected a tensor or scalar output at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+      }
+    }
+  return out;
+}
+
+}  // namespace hfx::verify
