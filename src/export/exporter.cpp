@@ -5,11 +5,10 @@
 
 namespace hfx {
 
-// Backend factories, defined next to each exporter. Weak while a backend is being built, so that the
-// table below lists only the backends that are linked in.
-std::unique_ptr<Exporter> make_onnx_exporter() __attribute__((weak));
-std::unique_ptr<Exporter> make_executorch_exporter() __attribute__((weak));
-std::unique_ptr<Exporter> make_dynamo_exporter() __attribute__((weak));
+// Backend factories, defined next to each exporter.
+std::unique_ptr<Exporter> make_onnx_exporter();
+std::unique_ptr<Exporter> make_executorch_exporter();
+std::unique_ptr<Exporter> make_dynamo_exporter();
 
 namespace {
 
@@ -21,11 +20,11 @@ std::unique_ptr<ExportConfig> make_cfg() {
 // The one table of backends.
 const std::vector<ExporterEntry>& exporter_table() {
   static const std::vector<ExporterEntry> t = [] {
-    std::vector<ExporterEntry> v;
-    if (make_onnx_exporter) v.push_back({"onnx", make_onnx_exporter, make_cfg<OnnxConfig>});
-    if (make_executorch_exporter) v.push_back({"executorch", make_executorch_exporter, make_cfg<ExecutorchConfig>});
-    if (make_dynamo_exporter) v.push_back({"dynamo", make_dynamo_exporter, make_cfg<DynamoConfig>});
-    return v;
+    return std::vector<ExporterEntry>{
+        {"onnx", make_onnx_exporter, make_cfg<OnnxConfig>},
+        {"executorch", make_executorch_exporter, make_cfg<ExecutorchConfig>},
+        {"dynamo", make_dynamo_exporter, make_cfg<DynamoConfig>},
+    };
   }();
   return t;
 }

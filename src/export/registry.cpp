@@ -91,11 +91,9 @@ std::vector<RegistryLine> registry_listing(const std::string& backend) {
   for (const auto& e : program_fix_registry()) out.push_back({"program_fix", e.backend, e.stage, e.name, e.reason});
   for (const auto& e : disable_optimize_registry()) out.push_back({"disable_optimize", e.backend, 0, e.model_type, e.upstream_bug});
   for (const auto& e : export_skip_registry()) out.push_back({"export_skip", e.backend, 0, e.model_type, e.reason});
-  // Backend tables (weak until each backend defines its lister).
-  if (&onnx_registry_lines != nullptr)
-    for (auto& l : onnx_registry_lines()) out.push_back(l);
-  if (&executorch_registry_lines != nullptr)
-    for (auto& l : executorch_registry_lines()) out.push_back(l);
+  // Backend tables.
+  for (auto& l : onnx_registry_lines()) out.push_back(l);
+  for (auto& l : executorch_registry_lines()) out.push_back(l);
   if (!backend.empty())
     out.erase(std::remove_if(out.begin(), out.end(), [&](const RegistryLine& l) { return l.backend != backend && l.backend != "*"; }),
               out.end());

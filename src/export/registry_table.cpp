@@ -5,11 +5,10 @@
 
 namespace hfx {
 
-// Each backend's entries (defined in src/export/<backend>/registrations.cpp). Weak until every
-// backend has one, so a backend under construction does not break the link.
-void register_onnx_entries() __attribute__((weak));
-void register_executorch_entries() __attribute__((weak));
-void register_dynamo_entries() __attribute__((weak));
+// Each backend's entries (defined next to its stages, in src/export/<backend>/).
+void register_onnx_entries();
+void register_executorch_entries();
+void register_dynamo_entries();
 
 namespace {
 struct Tables {
@@ -31,9 +30,9 @@ Tables& tables() {
   static bool started = false;
   if (!started) {
     started = true;
-    if (register_onnx_entries) register_onnx_entries();
-    if (register_executorch_entries) register_executorch_entries();
-    if (register_dynamo_entries) register_dynamo_entries();
+    register_onnx_entries();
+    register_executorch_entries();
+    register_dynamo_entries();
   }
   return raw();
 }

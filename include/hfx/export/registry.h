@@ -105,7 +105,7 @@ struct RegistryLine {
 };
 std::vector<RegistryLine> registry_listing(const std::string& backend = "");
 /// Backend tables listed by registry_listing (each implemented by its backend).
-std::vector<RegistryLine> onnx_registry_lines() __attribute__((weak));        ///< translation table + IR fixes
-std::vector<RegistryLine> executorch_registry_lines() __attribute__((weak));  ///< backend preparation table
+std::vector<RegistryLine> onnx_registry_lines();        ///< translation table + IR fixes
+std::vector<RegistryLine> executorch_registry_lines();  ///< backend preparation table
 
 }  // namespace hfx
