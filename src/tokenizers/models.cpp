@@ -272,26 +272,27 @@ struct Unigram : Model {
   std::optional<int32_t> unk_id;
   bool byte_fallback = false;
   double min_score = 0;
-  struct Node {
-    std::vector<std::pair<unsigned char, int32_t>> kids;
-    int32_t id = -1;  // piece ending here
-  };
-  std::vector<Node> trie{1};
+  // Byte trie of the pieces: node -> id of the piece ending there (-1: none); edges keyed by (node, byte).
+  std::vector<int32_t> node_piece{-1};
+  std::unordered_map<uint64_t, int32_t> edges;
+  static uint64_t edge(int32_t n, unsigned char c) { return (static_cast<uint64_t>(n) << 8) | c; }
+  int32_t child(int32_t n, unsigned char c) const {
+    auto it = edges.find(edge(n, c));
+    return it == edges.end() ? -1 : it->second;
+  }
 
   void insert(const std::string& t, int32_t id) {
     int32_t n = 0;
     for (unsigned char c : t) {
-      int32_t child = -1;
-      for (auto& [k, v] : trie[static_cast<size_t>(n)].kids)
-        if (k == c) child = v;
-      if (child < 0) {
-        child = static_cast<int32_t>(trie.size());
-        trie[static_cast<size_t>(n)].kids.emplace_back(c, child);
-        trie.emplace_back();
+      int32_t ch = child(n, c);
+      if (ch < 0) {
+        ch = static_cast<int32_t>(node_piece.size());
+        edges[edge(n, c)] = ch;
+        node_piece.push_back(-1);
       }
-      n = child;
+      n = ch;
     }
-    if (trie[static_cast<size_t>(n)].id < 0) trie[static_cast<size_t>(n)].id = id;
+    node_piece[static_cast<size_t>(n)] = id;  // later duplicates win, as in HF's token_to_ids
   }
 
   void tokenize(std::string_view s, std::vector<int32_t>& out) const override {
@@ -313,12 +314,10 @@ struct Unigram : Model {
       size_t mblen = j - starts_at;
       int32_t n = 0;
       for (size_t k = starts_at; k < size; ++k) {
-        int32_t child = -1;
-        for (auto& [c, v] : trie[static_cast<size_t>(n)].kids)
-          if (c == static_cast<unsigned char>(s[k])) child = v;
-        if (child < 0) break;
-        n = child;
-        int32_t pid = trie[static_cast<size_t>(n)].id;
+        int32_t ch = child(n, static_cast<unsigned char>(s[k]));
+        if (ch < 0) break;
+        n = ch;
+        int32_t pid = node_piece[static_cast<size_t>(n)];
         if (pid < 0) continue;
         size_t key_pos = k + 1;
         double cand = pieces[static_cast<size_t>(pid)].second + here;
@@ -412,17 +411,6 @@ std::unique_ptr<Model> make_unigram(const json& j) {
     if (sc < m->min_score) m->min_score = sc;
   }
   for (size_t i = 0; i < m->pieces.size(); ++i) m->insert(m->pieces[i].first, static_cast<int32_t>(i));
-  // Later duplicates win in HF's token_to_ids; the trie must report that id too.
-  for (size_t i = 0; i < m->pieces.size(); ++i) {
-    int32_t n = 0;
-    for (unsigned char c : m->pieces[i].first)
-      for (auto& [k, ch] : m->trie[static_cast<size_t>(n)].kids)
-        if (k == c) {
-          n = ch;
-          break;
-        }
-    m->trie[static_cast<size_t>(n)].id = m->token_to_ids[m->pieces[i].first];
-  }
   if (j.contains("unk_id") && !j["unk_id"].is_null()) {
     int64_t u = j["unk_id"].get<int64_t>();
     if (u < 0 || static_cast<size_t>(u) >= m->pieces.size())

@@ -29,20 +29,30 @@ Regex::~Regex() {
   if (code_) pcre2_code_free(static_cast<pcre2_code*>(code_));
 }
 
-std::optional<std::pair<size_t, size_t>> Regex::find_at(std::string_view s, size_t from) const {
-  auto* code = static_cast<pcre2_code*>(code_);
-  pcre2_match_data* md = pcre2_match_data_create_from_pattern(code, nullptr);
+namespace {
+struct MatchData {
+  pcre2_match_data* md;
+  explicit MatchData(pcre2_code* code) : md(pcre2_match_data_create_from_pattern(code, nullptr)) {}
+  ~MatchData() { pcre2_match_data_free(md); }
+  MatchData(const MatchData&) = delete;
+  MatchData& operator=(const MatchData&) = delete;
+};
+
+std::optional<std::pair<size_t, size_t>> match_at(pcre2_code* code, pcre2_match_data* md, std::string_view s, size_t from) {
   int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), from, PCRE2_NO_UTF_CHECK, md, nullptr);
-  std::optional<std::pair<size_t, size_t>> r;
   if (rc >= 0) {
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
-    r = std::make_pair(static_cast<size_t>(ov[0]), static_cast<size_t>(ov[1]));
-  } else if (rc != PCRE2_ERROR_NOMATCH) {
-    pcre2_match_data_free(md);
-    HFX_THROW(kComp, "expected a regex match to run, got PCRE2 error {}", rc);
+    return std::make_pair(static_cast<size_t>(ov[0]), static_cast<size_t>(ov[1]));
   }
-  pcre2_match_data_free(md);
-  return r;
+  if (rc != PCRE2_ERROR_NOMATCH) HFX_THROW(kComp, "expected a regex match to run, got PCRE2 error {}", rc);
+  return std::nullopt;
+}
+}  // namespace
+
+std::optional<std::pair<size_t, size_t>> Regex::find_at(std::string_view s, size_t from) const {
+  auto* code = static_cast<pcre2_code*>(code_);
+  MatchData md(code);
+  return match_at(code, md.md, s, from);
 }
 
 std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const {
@@ -50,8 +60,10 @@ std::vector<std::pair<size_t, size_t>> Regex::find_all(std::string_view s) const
   std::vector<std::pair<size_t, size_t>> out;
   size_t last_end = 0;
   std::optional<size_t> last_match_end;
+  auto* code = static_cast<pcre2_code*>(code_);
+  MatchData md(code);
   while (last_end <= s.size()) {
-    auto m = find_at(s, last_end);
+    auto m = match_at(code, md.md, s, last_end);
     if (!m) break;
     auto [b, e] = *m;
     if (b == e && last_match_end && *last_match_end == e) {

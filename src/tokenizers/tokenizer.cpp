@@ -22,26 +22,25 @@ struct AddedTok {
 
 /// Byte trie over added-token patterns, searched leftmost-longest (daachorse MatchKind::LeftmostLongest).
 struct Matcher {
-  struct Node {
-    std::vector<std::pair<unsigned char, int32_t>> kids;
-    std::optional<int32_t> value;
-  };
-  std::vector<Node> nodes{1};
-  bool empty() const { return nodes.size() == 1; }
+  std::vector<std::optional<int32_t>> values{std::nullopt};  // node -> added-token id ending there
+  std::unordered_map<uint64_t, int32_t> edges;                // (node << 8 | byte) -> child
+  bool empty() const { return values.size() == 1; }
+  int32_t child(int32_t n, unsigned char c) const {
+    auto it = edges.find((static_cast<uint64_t>(n) << 8) | c);
+    return it == edges.end() ? -1 : it->second;
+  }
   void add(std::string_view pattern, int32_t value) {
     int32_t n = 0;
     for (unsigned char c : pattern) {
-      int32_t child = -1;
-      for (auto& [k, v] : nodes[static_cast<size_t>(n)].kids)
-        if (k == c) child = v;
-      if (child < 0) {
-        child = static_cast<int32_t>(nodes.size());
-        nodes[static_cast<size_t>(n)].kids.emplace_back(c, child);
-        nodes.emplace_back();
+      int32_t ch = child(n, c);
+      if (ch < 0) {
+        ch = static_cast<int32_t>(values.size());
+        edges[(static_cast<uint64_t>(n) << 8) | c] = ch;
+        values.emplace_back();
       }
-      n = child;
+      n = ch;
     }
-    nodes[static_cast<size_t>(n)].value = value;
+    values[static_cast<size_t>(n)] = value;
   }
   struct Match {
     size_t start, end;
@@ -51,12 +50,10 @@ struct Matcher {
     std::optional<Match> best;
     int32_t n = 0;
     for (size_t k = start; k < s.size(); ++k) {
-      int32_t child = -1;
-      for (auto& [c, v] : nodes[static_cast<size_t>(n)].kids)
-        if (c == static_cast<unsigned char>(s[k])) child = v;
-      if (child < 0) break;
-      n = child;
-      if (auto v = nodes[static_cast<size_t>(n)].value) best = Match{start, k + 1, *v};
+      int32_t ch = child(n, static_cast<unsigned char>(s[k]));
+      if (ch < 0) break;
+      n = ch;
+      if (auto v = values[static_cast<size_t>(n)]) best = Match{start, k + 1, *v};
     }
     return best;
   }
