@@ -164,52 +164,42 @@ Tensors minimum(const Tensors& in, const Attrs&) {
 }
 
 // ---- scalar ops ----
-// An integer tensor with an integral scalar stays integer; a non-integral scalar gives f32.
+// The result keeps the input's dtype (the op table's inference: same_as_first); an integer input
+// computes in double and truncates. pow always gives a float result (table: float_unary).
+
+namespace {
+template <class FOp>
+Tensors scalar_op(const Tensors& in, const char* name, double s, FOp fop) {
+  check_arity(in, 1, 1, name);
+  DType dt = in[0].dtype();
+  if (dtype_is_float(dt)) {
+    float v = static_cast<float>(s);
+    return {finish(unary_loop<float, float>(in[0], DType::F32, [v, fop](float x) { return fop(x, v); }), dt)};
+  }
+  if (is_integral(s)) {
+    int64_t v = static_cast<int64_t>(s);
+    return {finish(unary_loop<int64_t, int64_t>(in[0], DType::I64, [v, fop](int64_t x) { return fop(x, v); }), dt)};
+  }
+  Tensor r = unary_loop<int64_t, int64_t>(in[0], DType::I64, [s, fop](int64_t x) {
+    double y = fop(static_cast<double>(x), s);
+    return std::isfinite(y) ? static_cast<int64_t>(std::trunc(y)) : int64_t{0};
+  });
+  return {finish(r, dt)};
+}
+}  // namespace
 
 Tensors add_scalar(const Tensors& in, const Attrs& a) {
-  check_arity(in, 1, 1, "add_scalar");
-  double s = a.f("other");
-  DType dt = in[0].dtype();
-  if (dtype_is_float(dt) || !is_integral(s)) {
-    float v = static_cast<float>(s);
-    return {finish(unary_loop<float, float>(in[0], DType::F32, [v](float x) { return x + v; }), float_out(dt))};
-  }
-  int64_t v = static_cast<int64_t>(s);
-  DType rt = dt == DType::Bool ? DType::I64 : dt;
-  return {finish(unary_loop<int64_t, int64_t>(in[0], DType::I64, [v](int64_t x) { return x + v; }), rt)};
+  return scalar_op(in, "add_scalar", a.f("other"), [](auto x, auto y) { return x + y; });
 }
 
 Tensors mul_scalar(const Tensors& in, const Attrs& a) {
-  check_arity(in, 1, 1, "mul_scalar");
-  double s = a.f("other");
-  DType dt = in[0].dtype();
-  if (dtype_is_float(dt) || !is_integral(s)) {
-    float v = static_cast<float>(s);
-    return {finish(unary_loop<float, float>(in[0], DType::F32, [v](float x) { return x * v; }), float_out(dt))};
-  }
-  int64_t v = static_cast<int64_t>(s);
-  DType rt = dt == DType::Bool ? DType::I64 : dt;
-  return {finish(unary_loop<int64_t, int64_t>(in[0], DType::I64, [v](int64_t x) { return x * v; }), rt)};
+  return scalar_op(in, "mul_scalar", a.f("other"), [](auto x, auto y) { return x * y; });
 }
 
 Tensors pow_scalar(const Tensors& in, const Attrs& a) {
   check_arity(in, 1, 1, "pow_scalar");
   double e = a.f("exponent");
-  DType dt = in[0].dtype();
-  if (!dtype_is_float(dt) && is_integral(e) && e >= 0) {
-    int64_t k = static_cast<int64_t>(e);
-    return {finish(unary_loop<int64_t, int64_t>(in[0], DType::I64,
-                                                [k](int64_t x) {
-                                                  int64_t r = 1, b = x;
-                                                  for (int64_t p = k; p > 0; p >>= 1) {
-                                                    if (p & 1) r *= b;
-                                                    b *= b;
-                                                  }
-                                                  return r;
-                                                }),
-                   dt == DType::Bool ? DType::I64 : dt)};
-  }
-  DType rt = float_out(dt);
+  DType rt = float_out(in[0].dtype());
   Tensor r;
   if (e == 2.0) {
     r = unary_loop<float, float>(in[0], DType::F32, [](float x) { return x * x; });

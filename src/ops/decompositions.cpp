@@ -1,0 +1,124 @@
+// Reference decompositions of the composite ops into primitive ops, written with the functional API so
+// they run eagerly (tests compare them with the fused kernels) and trace into graphs for backends that
+// have no fused op. Each computes in f32 like its fused kernel and casts back to the input's dtype.
+// Shapes stay symbolic: sizes come from Var::size, the causal mask from arange over (T - S, T).
+#include "ops/decompositions.h"
+
+#include <cmath>
+#include <limits>
+
+#include "hfx/core/error.h"
+#include "hfx/ops/functional.h"
+
+namespace hfx::decomp {
+namespace {
+
+double attr_f(const Attrs& a, const char* n, double dflt) { return a.has(n) ? a.f(n) : dflt; }
+bool attr_b(const Attrs& a, const char* n, bool dflt) { return a.has(n) ? a.b(n) : dflt; }
+int64_t attr_i(const Attrs& a, const char* n, int64_t dflt) { return a.has(n) ? a.i(n) : dflt; }
+
+DType result_dtype(DType in) { return dtype_is_float(in) ? in : DType::F32; }
+
+void need(const std::vector<Var>& in, size_t lo, size_t hi, const char* op) {
+  if (in.size() < lo || in.size() > hi)
+    HFX_THROW("decomp", "expected {} to {} inputs for {}, got {}", lo, hi, op, in.size());
+  for (size_t i = 0; i < lo; i++)
+    if (!in[i]) HFX_THROW("decomp", "expected input {} of {} to be present", i, op);
+}
+
+}  // namespace
+
+// y = x * rsqrt(mean(x², -1) + eps) * (w + offset), all in f32, cast back to x's dtype.
+std::vector<Var> rms_norm(Builder&, const std::vector<Var>& in, const Attrs& a) {
+  need(in, 2, 2, "hfx.rms_norm");
+  const Var& x = in[0];
+  double eps = attr_f(a, "eps", 1e-6), off = attr_f(a, "weight_offset", 0.0);
+  Var xf = F::to(x, DType::F32);
+  Var ms = F::mean(F::pow(xf, 2.0), {-1}, true);
+  Var y = F::mul(xf, F::rsqrt(F::add(ms, eps)));
+  Var w = F::to(in[1], DType::F32);
+  if (off != 0.0) w = F::add(w, off);
+  return {F::to(F::mul(y, w), result_dtype(x.dtype()))};
+}
+
+// Half rotation (rotate_half): out = x·cos + cat(-x2, x1)·sin over the first R dims.
+// Interleaved: out = x·cos + stack(-x_odd, x_even)·sin, pairs (2j, 2j+1). Dims past R pass through.
+std::vector<Var> rope(Builder&, const std::vector<Var>& in, const Attrs& a) {
+  need(in, 3, 3, "hfx.rope");
+  const Var& x = in[0];
+  bool inter = attr_b(a, "interleaved", false);
+  Var xf = F::to(x, DType::F32);
+  Var c = F::unsqueeze(F::to(in[1], DType::F32), 1);  // [B, 1, S, R]
+  Var s = F::unsqueeze(F::to(in[2], DType::F32), 1);
+  Sym R = in[1].size(-1), D = x.size(-1);
+  bool partial = !R.same(D);
+  Var xr = partial ? F::slice(xf, -1, 0, R) : xf;
+  Var rot;
+  if (!inter) {
+    Sym h = floordiv(R, Sym(2));
+    Var x1 = F::slice(xr, -1, 0, h), x2 = F::slice(xr, -1, h, R);
+    rot = F::cat({F::neg(x2), x1}, -1);
+  } else {
+    Var even = F::slice(xr, -1, 0, R, 2), odd = F::slice(xr, -1, 1, R, 2);
+    Var pairs = F::cat({F::unsqueeze(F::neg(odd), -1), F::unsqueeze(even, -1)}, -1);  // [B, H, S, R/2, 2]
+    rot = F::reshape(pairs, {x.size(0), x.size(1), x.size(2), R});
+  }
+  Var out = F::add(F::mul(xr, c), F::mul(rot, s));
+  if (partial) out = F::cat({out, F::slice(xf, -1, R, D)}, -1);
+  return {F::to(out, result_dtype(x.dtype()))};
+}
+
+// softmax(q k^T · scale [softcap] [causal/window] + mask) v with kv heads repeated for GQA. Query i sits
+// at position T - S + i (bottom-right causal); rows that see no key are zeros, as the fused kernel.
+std::vector<Var> sdpa(Builder& b, const std::vector<Var>& in, const Attrs& a) {
+  need(in, 3, 4, "hfx.sdpa");
+  const Var &q = in[0], &k = in[1], &v = in[2];
+  Var mask = in.size() > 3 ? in[3] : Var();
+  double scale = attr_f(a, "scale", 0.0);
+  if (scale == 0.0) {
+    auto d = q.size(-1).maybe_value();
+    if (!d) HFX_THROW("decomp", "expected a constant head dim for the default sdpa scale, got {}", q.size(-1).str());
+    scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, *d)));
+  }
+  bool causal = attr_b(a, "causal", true);
+  int64_t window = attr_i(a, "window", 0);
+  double softcap = attr_f(a, "softcap", 0.0);
+  const double ninf = -std::numeric_limits<double>::infinity();
+
+  Var qf = F::to(q, DType::F32), kf = F::to(k, DType::F32), vf = F::to(v, DType::F32);
+  Sym Hq = q.size(1), Hkv = k.size(1);
+  if (!Hq.same(Hkv)) {
+    Sym G = floordiv(Hq, Hkv);
+    auto repeat = [&](const Var& t) {
+      Var u = F::unsqueeze(t, 2);  // [B, Hkv, 1, T, D]
+      u = F::expand(u, {t.size(0), Hkv, G, t.size(2), t.size(3)});
+      return F::reshape(u, {t.size(0), Hq, t.size(2), t.size(3)});
+    };
+    kf = repeat(kf);
+    vf = repeat(vf);
+  }
+  Var scores = F::mul(F::matmul(qf, F::transpose(kf, -1, -2)), scale);  // [B, Hq, S, T]
+  if (softcap > 0.0) scores = F::mul(F::tanh(F::mul(scores, 1.0 / softcap)), softcap);
+  if (causal || window > 0) {
+    Sym S = q.size(2), T = k.size(2);
+    Var qpos = F::unsqueeze(F::arange(b, T - S, T), -1);  // [S, 1]
+    Var kpos = F::arange(b, Sym(0), T);                   // [T]
+    Var allowed;
+    if (causal) allowed = F::le(kpos, qpos);  // key j <= query position p
+    if (window > 0) {
+      Var in_window = F::gt(kpos, F::add(qpos, static_cast<double>(-window)));  // p - j < window
+      allowed = allowed ? F::logical_and(allowed, in_window) : in_window;
+    }
+    scores = F::where(allowed, scores, F::full(b, {}, ninf, DType::F32));
+  }
+  if (mask) {
+    if (mask.dtype() == DType::Bool) scores = F::where(mask, scores, F::full(b, {}, ninf, DType::F32));
+    else scores = F::add(scores, F::to(mask, DType::F32));
+  }
+  Var p = F::softmax(scores, -1);
+  // a row with every key disallowed is NaN after softmax; the op defines it as zeros
+  p = F::where(F::eq(p, p), p, F::full(b, {}, 0.0, DType::F32));
+  return {F::to(F::matmul(p, vf), result_dtype(q.dtype()))};
+}
+
+}  // namespace hfx::decomp
