@@ -301,7 +301,7 @@ PyObj torch_load(const std::string& bytes) {
   auto it = recs.find("archive/data.pkl");
   if (it == recs.end()) HFX_THROW("pt2", "expected archive/data.pkl in a torch.save file, got none");
   std::string pkl = bytes.substr(it->second.data_offset, it->second.size);
-  Unpickler u{pkl, bytes, recs};
+  Unpickler u{pkl, bytes, recs, 0, {}, {}};
   return u.run();
 }
 

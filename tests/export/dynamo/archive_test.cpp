@@ -257,7 +257,7 @@ TEST_P(DynamoArch, PrefillAndDecodeArchives) {
     ASSERT_EQ(samples.kind, PyObj::Kind::Tuple);
     ASSERT_EQ(samples.items[1].entries.size(), kw_keys.size());
   }
-  fs::remove_all(out);
+  if (!std::getenv("HFX_DYNAMO_KEEP")) fs::remove_all(out);  // HFX_DYNAMO_KEEP=1 keeps the archives to inspect
 }
 
 std::vector<std::string> arch_names() {
