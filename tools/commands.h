@@ -10,4 +10,5 @@ using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);
 void register_registries(CLI::App& app);
 void register_export(CLI::App& app);
+void register_create_tiny(CLI::App& app);
 }  // namespace hfx::cli

@@ -11,6 +11,7 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_ops,
     hfx::cli::register_registries,
     hfx::cli::register_export,
+    hfx::cli::register_create_tiny,
 };
 }  // namespace
 

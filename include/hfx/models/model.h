@@ -60,7 +60,11 @@ class KVCache {
   virtual const std::vector<CacheLayerSpec>& layout() const = 0;
 };
 
-/// Grows by concatenation (what generation and ONNX/dynamo graphs use).
+/// Grows by concatenation along dim 2 (what generation and ONNX/dynamo graphs use). Sliding layers keep
+/// their full history too: the window is enforced by the attention (hfx.sdpa's `window`, aligned
+/// bottom-right on cache positions), exactly as transformers' DynamicCache + sliding mask behave, so a
+/// cached step and a full recomputation see the same keys. past_length() is layer 0's length (0 when
+/// empty), read before the step's first update.
 class DynamicCache : public KVCache {
  public:
   explicit DynamicCache(std::vector<CacheLayerSpec> layout);
@@ -72,13 +76,12 @@ class DynamicCache : public KVCache {
   /// The key/value of layer i after the last update (the "present" leaves).
   const Var& key(int layer) const { return keys_.at(layer); }
   const Var& value(int layer) const { return values_.at(layer); }
-  /// Keeps rows `idx` of the batch, or drops cache state entirely.
+  /// Drops all cache state (every layer becomes empty).
   void reset();
 
  private:
   std::vector<CacheLayerSpec> layout_;
   std::vector<Var> keys_, values_;
-  Sym past_;
 };
 
 struct ForwardArgs {
@@ -105,8 +108,7 @@ class CausalLM {
   /// The cache this architecture needs, layer by layer.
   virtual std::vector<CacheLayerSpec> cache_layout() const;
 
- protected:
-  /// A weight by its Hugging Face name, as a Var of `b`.
+  /// A weight by its Hugging Face name, as a Var of `b` (stored dtype; blocks cast it to f32 at use).
   Var w(Builder& b, const std::string& name) const;
   Var w_opt(Builder& b, const std::string& name) const;  ///< absent if the checkpoint lacks it
 
@@ -124,7 +126,15 @@ struct Architecture {
   std::vector<std::pair<std::string, Shape>> (*weight_specs)(const ModelConfig& cfg);
   std::unique_ptr<CausalLM> (*create)(ModelConfig cfg, std::shared_ptr<io::WeightStore> w);
   /// config.json of a tiny random model (for create-tiny), by preset name ("tiny" or a real model's shape).
+  /// Throws hfx::Error("model", ...) listing the presets for an unknown name.
   nlohmann::json (*tiny_config)(const std::string& preset);
+  /// Fixture tokenizer style for create-tiny: "byte_level" (GPT-2/Llama-3/Qwen) or "sentencepiece"
+  /// (Llama-2/Mistral/Gemma).
+  const char* tiny_tokenizer = "byte_level";
+  /// Mean of create-tiny's random 1-d norm weights: 1 for x·w norms, 0 for x·(1 + w) norms (Gemma).
+  double tiny_norm_mean = 1.0;
+  /// Weights a checkpoint may carry that the model ignores (regexes over names, e.g. rotary inv_freq).
+  std::vector<std::string> optional_weights = {};
 };
 
 const Architecture& architecture(const std::string& model_type);
@@ -135,5 +145,12 @@ std::vector<const Architecture*> all_architectures();
 std::unique_ptr<CausalLM> load_model(const std::string& dir);
 /// Builds a model over given weights (validated).
 std::unique_ptr<CausalLM> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w);
+/// Checks `w` against the architecture's weight_specs: every tensor present with its shape, no surplus
+/// (beyond `optional_weights` and lm_head.weight when tied). Throws hfx::Error("model",
+/// "expected tensor 'NAME' of shape [..], got [..] in FILE").
+void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io::WeightStore& w,
+                      const std::string& where);
+/// config.json → ModelConfig through the architecture of its model_type (error lists the supported ones).
+ModelConfig parse_model_config(const nlohmann::json& config);
 
 }  // namespace hfx

@@ -1,0 +1,334 @@
+// Shared blocks of the architectures. The decoder follows transformers' LlamaDecoderLayer and its
+// relatives line by line: pre-norm residual blocks, GQA attention through hfx.sdpa (causal, per-layer
+// window, softcap), rope on q/k before the cache update, SwiGLU/GeGLU MLP.
+#include "blocks.h"
+
+#include <cmath>
+#include <limits>
+
+#include "hfx/core/error.h"
+
+namespace hfx::models {
+
+bool jhas(const json& j, const char* key) {
+  auto it = j.find(key);
+  return it != j.end() && !it->is_null();
+}
+
+static std::vector<int64_t> id_list(const json& j, const char* key) {
+  std::vector<int64_t> r;
+  if (!jhas(j, key)) return r;
+  const json& v = j[key];
+  if (v.is_number_integer()) r.push_back(v.get<int64_t>());
+  else if (v.is_array())
+    for (const auto& x : v) r.push_back(x.get<int64_t>());
+  else HFX_THROW("model", "expected {} to be an int or a list of ints, got {}", key, v.dump());
+  return r;
+}
+
+ModelConfig parse_common(const json& j, const std::string& model_type, const ConfigDefaults& d) {
+  if (!j.is_object()) HFX_THROW("model", "expected config.json to be an object, got {}", j.type_name());
+  ModelConfig c;
+  c.raw = j;
+  c.model_type = model_type;
+  try {
+    c.vocab_size = jget<int64_t>(j, "vocab_size", d.vocab_size);
+    c.hidden_size = jget<int64_t>(j, "hidden_size", d.hidden_size);
+    c.intermediate_size = jget<int64_t>(j, "intermediate_size", d.intermediate_size);
+    c.num_hidden_layers = jget<int64_t>(j, "num_hidden_layers", d.num_hidden_layers);
+    c.num_attention_heads = jget<int64_t>(j, "num_attention_heads", d.num_attention_heads);
+    c.num_key_value_heads = jget<int64_t>(j, "num_key_value_heads", c.num_attention_heads);
+    c.max_position_embeddings = jget<int64_t>(j, "max_position_embeddings", d.max_position_embeddings);
+    c.norm_eps = jget<double>(j, d.norm_eps_key, d.norm_eps);
+    c.rope_theta = jget<double>(j, "rope_theta", d.rope_theta);
+    if (jhas(j, "rope_parameters") && j["rope_parameters"].is_object())
+      c.rope_theta = jget<double>(j["rope_parameters"], "rope_theta", c.rope_theta);
+    c.tie_word_embeddings = jget<bool>(j, "tie_word_embeddings", d.tie_word_embeddings);
+    if (c.num_attention_heads <= 0 || c.hidden_size <= 0)
+      HFX_THROW("model", "expected positive hidden_size and num_attention_heads, got {} and {}", c.hidden_size,
+                c.num_attention_heads);
+    int64_t hd_default = d.head_dim ? d.head_dim : c.hidden_size / c.num_attention_heads;
+    c.head_dim = jget<int64_t>(j, "head_dim", hd_default);
+    std::string dt = jget<std::string>(j, "torch_dtype", jget<std::string>(j, "dtype", "float32"));
+    c.dtype = dtype_from_name(dt);
+    auto bos = id_list(j, "bos_token_id");
+    auto pad = id_list(j, "pad_token_id");
+    c.eos_token_ids = id_list(j, "eos_token_id");
+    if (!jhas(j, "bos_token_id")) { if (d.bos) c.bos_token_id = d.bos; }
+    else if (!bos.empty()) c.bos_token_id = bos[0];
+    if (!pad.empty()) c.pad_token_id = pad[0];
+    if (!jhas(j, "eos_token_id") && d.eos) c.eos_token_ids = {*d.eos};
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW("model", "expected config.json fields of the right types for {}, got: {}", model_type, e.what());
+  }
+  if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads)
+    HFX_THROW("model", "expected num_attention_heads ({}) to be a multiple of num_key_value_heads ({})",
+              c.num_attention_heads, c.num_key_value_heads);
+  if (c.num_hidden_layers <= 0) HFX_THROW("model", "expected num_hidden_layers > 0, got {}", c.num_hidden_layers);
+  c.layer_types.assign(c.num_hidden_layers, "full_attention");
+  return c;
+}
+
+void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding) {
+  const json& j = cfg.raw;
+  cfg.layer_types.clear();
+  if (jhas(j, "layer_types")) {
+    for (const auto& t : j["layer_types"]) {
+      std::string s = t.get<std::string>();
+      if (s != "full_attention" && s != "sliding_attention")
+        HFX_THROW("model", "expected layer_types entries 'full_attention' or 'sliding_attention', got '{}'", s);
+      cfg.layer_types.push_back(s);
+    }
+    if (static_cast<int64_t>(cfg.layer_types.size()) != cfg.num_hidden_layers)
+      HFX_THROW("model", "expected {} layer_types (num_hidden_layers), got {}", cfg.num_hidden_layers, cfg.layer_types.size());
+  } else {
+    for (int64_t i = 0; i < cfg.num_hidden_layers; i++)
+      cfg.layer_types.push_back(sliding(i) ? "sliding_attention" : "full_attention");
+  }
+  for (const auto& t : cfg.layer_types)
+    if (t == "sliding_attention" && cfg.sliding_window <= 0)
+      HFX_THROW("model", "expected a positive sliding_window for sliding_attention layers, got {}", cfg.sliding_window);
+}
+
+Var W(Builder& b, const CausalLM& m, const std::string& name) { return F::to(m.w(b, name), DType::F32); }
+
+Var linear(Builder& b, const CausalLM& m, const Var& x, const std::string& local, bool bias) {
+  Scope s(b, local);
+  std::string n = b.scope();
+  Var y = F::linear(x, W(b, m, n + ".weight"), bias ? W(b, m, n + ".bias") : Var());
+  b.name_output(y);
+  return y;
+}
+
+Var rms_norm(Builder& b, const CausalLM& m, const Var& x, const std::string& local, double eps, double offset) {
+  Scope s(b, local);
+  Var y = F::rms_norm(x, W(b, m, b.scope() + ".weight"), eps, offset);
+  b.name_output(y);
+  return y;
+}
+
+Var activation(const Var& x, const std::string& name) {
+  if (name == "silu" || name == "swish") return F::silu(x);
+  if (name == "gelu") return F::gelu(x, "none");
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
+    return F::gelu(x, "tanh");
+  if (name == "relu") return F::relu(x);
+  HFX_THROW("model", "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'", name);
+}
+
+Var padding_mask(Builder& b, const Var& attention_mask) {
+  if (!attention_mask.defined()) return Var();
+  Var keep = F::to(attention_mask, DType::Bool);                 // [B, T]
+  keep = F::unsqueeze(F::unsqueeze(keep, 1), 1);                 // [B, 1, 1, T]
+  Var zero = b.constant(Tensor::scalar(0.0));
+  Var minv = b.constant(Tensor::scalar(static_cast<double>(std::numeric_limits<float>::lowest())));
+  return F::where(keep, zero, minv);                              // f32 [B, 1, 1, T]
+}
+
+Var positions(Builder& b, const ForwardArgs& a, const Sym& past) {
+  if (a.position_ids.defined()) return a.position_ids;
+  Sym B = a.input_ids.size(0), S = a.input_ids.size(1);
+  Var p = F::unsqueeze(F::arange(b, past, past + S), 0);  // [1, S]
+  return F::expand(p, {B, S});
+}
+
+Var keep_last(const Var& h, int64_t keep) {
+  if (keep <= 0) return h;
+  Sym S = h.size(1);
+  return F::slice(h, 1, sym_max(S - Sym(keep), Sym(0)), S);
+}
+
+// ---- decoder ----
+
+WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) {
+  WeightSpecs s;
+  const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads, K = c.num_key_value_heads,
+                D = c.head_dim;
+  s.push_back({"model.embed_tokens.weight", {c.vocab_size, E}});
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    s.push_back({p + "input_layernorm.weight", {E}});
+    if (o.fused_qkv) {
+      s.push_back({p + "self_attn.qkv_proj.weight", {(H + 2 * K) * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.qkv_proj.bias", {(H + 2 * K) * D}});
+    } else {
+      s.push_back({p + "self_attn.q_proj.weight", {H * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.q_proj.bias", {H * D}});
+      s.push_back({p + "self_attn.k_proj.weight", {K * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.k_proj.bias", {K * D}});
+      s.push_back({p + "self_attn.v_proj.weight", {K * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.v_proj.bias", {K * D}});
+    }
+    s.push_back({p + "self_attn.o_proj.weight", {E, H * D}});
+    if (o.o_bias) s.push_back({p + "self_attn.o_proj.bias", {E}});
+    if (o.qk_norm) {
+      s.push_back({p + "self_attn.q_norm.weight", {D}});
+      s.push_back({p + "self_attn.k_norm.weight", {D}});
+    }
+    s.push_back({p + "post_attention_layernorm.weight", {E}});
+    if (o.sandwich_norms) {
+      s.push_back({p + "pre_feedforward_layernorm.weight", {E}});
+      s.push_back({p + "post_feedforward_layernorm.weight", {E}});
+    }
+    if (o.fused_gate_up) {
+      s.push_back({p + "mlp.gate_up_proj.weight", {2 * I, E}});
+    } else {
+      s.push_back({p + "mlp.gate_proj.weight", {I, E}});
+      if (o.mlp_bias) s.push_back({p + "mlp.gate_proj.bias", {I}});
+      s.push_back({p + "mlp.up_proj.weight", {I, E}});
+      if (o.mlp_bias) s.push_back({p + "mlp.up_proj.bias", {I}});
+    }
+    s.push_back({p + "mlp.down_proj.weight", {E, I}});
+    if (o.mlp_bias) s.push_back({p + "mlp.down_proj.bias", {E}});
+  }
+  s.push_back({"model.norm.weight", {E}});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, E}});
+  return s;
+}
+
+Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
+                         KVCache* cache) const {
+  const auto& c = config();
+  Scope s(b, "self_attn");
+  const int64_t H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
+  Sym B = x.size(0), S = x.size(1);
+  Var q, k, v;
+  if (o_.fused_qkv) {
+    Var qkv = linear(b, *this, x, "qkv_proj", o_.qkv_bias);
+    q = F::slice(qkv, -1, 0, H * D);
+    k = F::slice(qkv, -1, H * D, (H + K) * D);
+    v = F::slice(qkv, -1, (H + K) * D, (H + 2 * K) * D);
+  } else {
+    q = linear(b, *this, x, "q_proj", o_.qkv_bias);
+    k = linear(b, *this, x, "k_proj", o_.qkv_bias);
+    v = linear(b, *this, x, "v_proj", o_.qkv_bias);
+  }
+  q = F::reshape(q, {B, S, H, D});
+  k = F::reshape(k, {B, S, K, D});
+  v = F::reshape(v, {B, S, K, D});
+  if (o_.qk_norm) {
+    q = rms_norm(b, *this, q, "q_norm", c.norm_eps, o_.norm_offset);
+    k = rms_norm(b, *this, k, "k_norm", c.norm_eps, o_.norm_offset);
+  }
+  q = F::transpose(q, 1, 2);  // [B, H, S, D]
+  k = F::transpose(k, 1, 2);
+  v = F::transpose(v, 1, 2);
+  q = F::rope(q, cos, sin);
+  k = F::rope(k, cos, sin);
+  if (cache) std::tie(k, v) = cache->update(layer, k, v);
+  const bool sliding = c.layer_types.at(layer) == "sliding_attention";
+  double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
+  Var o = F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0, o_.attn_softcap);
+  o = F::reshape(F::transpose(o, 1, 2), {B, S, H * D});
+  o = linear(b, *this, o, "o_proj", o_.o_bias);
+  b.name_output(o);
+  return o;
+}
+
+Var DecoderLM::mlp(Builder& b, const Var& x) const {
+  const auto& c = config();
+  Scope s(b, "mlp");
+  Var gate, up;
+  if (o_.fused_gate_up) {
+    Var gu = linear(b, *this, x, "gate_up_proj", false);
+    gate = F::slice(gu, -1, 0, c.intermediate_size);
+    up = F::slice(gu, -1, c.intermediate_size, 2 * c.intermediate_size);
+  } else {
+    gate = linear(b, *this, x, "gate_proj", o_.mlp_bias);
+    up = linear(b, *this, x, "up_proj", o_.mlp_bias);
+  }
+  Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", o_.mlp_bias);
+  b.name_output(y);
+  return y;
+}
+
+ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
+  const auto& c = config();
+  Sym S = a.input_ids.size(1);
+  Sym past = a.cache ? a.cache->past_length() : Sym(0);
+  Var h;
+  {
+    Scope sm(b, "model");
+    {
+      Scope se(b, "embed_tokens");
+      h = F::embedding(w(b, "model.embed_tokens.weight"), a.input_ids);
+      b.name_output(h);
+    }
+    h = F::to(h, DType::F32);
+    if (o_.scale_embeddings) {
+      // transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
+      double norm = std::sqrt(static_cast<double>(c.hidden_size));
+      norm = Tensor::scalar(norm, c.dtype).item();
+      h = F::mul(h, norm);
+      if (c.dtype != DType::F32) h = F::to(F::to(h, c.dtype), DType::F32);
+    }
+    Var pos = positions(b, a, past);
+    auto [cos, sin] = rope_cos_sin(b, o_.rope, pos, past + S);
+    Var mask = padding_mask(b, a.attention_mask);
+    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+      Scope sl(b, "layers." + std::to_string(i));
+      Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
+      Var att = attention(b, x, static_cast<int>(i), cos, sin, mask, a.cache);
+      if (o_.sandwich_norms) att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
+      h = F::add(h, att);
+      x = rms_norm(b, *this, h, o_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", c.norm_eps,
+                   o_.norm_offset);
+      Var m = mlp(b, x);
+      if (o_.sandwich_norms) m = rms_norm(b, *this, m, "post_feedforward_layernorm", c.norm_eps, o_.norm_offset);
+      h = F::add(h, m);
+      b.name_output(h);
+    }
+    h = rms_norm(b, *this, h, "norm", c.norm_eps, o_.norm_offset);
+  }
+  h = keep_last(h, a.logits_to_keep);
+  Var logits;
+  {
+    Scope sl(b, "lm_head");
+    logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
+    b.name_output(logits);
+  }
+  if (o_.final_softcap > 0) {
+    // logits / cap → tanh → × cap, as Gemma2ForCausalLM does.
+    logits = F::div(logits, b.constant(Tensor::scalar(o_.final_softcap)));
+    logits = F::mul(F::tanh(logits), o_.final_softcap);
+    b.name_output(logits, "logits");
+  }
+  return {logits};
+}
+
+}  // namespace hfx::models
+
+namespace hfx::models {
+
+int64_t sliding_window_of(const json& j, int64_t def) {
+  auto it = j.find("sliding_window");
+  if (it == j.end()) return def;
+  if (it->is_null()) return 0;
+  return it->get<int64_t>();
+}
+
+json tiny_decoder_config(const char* architecture_class, const char* model_type) {
+  return json{{"architectures", {architecture_class}},
+              {"model_type", model_type},
+              {"vocab_size", 512},
+              {"hidden_size", 64},
+              {"intermediate_size", 128},
+              {"num_hidden_layers", 2},
+              {"num_attention_heads", 4},
+              {"num_key_value_heads", 2},
+              {"head_dim", 16},
+              {"max_position_embeddings", 2048},
+              {"initializer_range", 0.1},  // create-tiny's std: larger than HF's 0.02 so attention matters
+              {"rms_norm_eps", 1e-6},
+              {"rope_theta", 10000.0},
+              {"tie_word_embeddings", false},
+              {"use_cache", true},
+              {"torch_dtype", "float32"},
+              {"transformers_version", "4.56.0"}};
+}
+
+void unknown_preset(const std::string& model_type, const std::string& preset, const std::string& known) {
+  HFX_THROW("model", "expected a {} preset ({}), got '{}'", model_type, known, preset);
+}
+
+}  // namespace hfx::models

@@ -1,0 +1,79 @@
+// gemma2: Gemma2ForCausalLM — Gemma plus attention-logit softcapping (sdpa softcap), final-logit
+// softcapping, scale query_pre_attn_scalar^-0.5, sliding and global layers alternating (layer_types, else
+// sliding_window_pattern, default 2: layer i slides when (i + 1) % pattern != 0), and sandwich norms
+// (post_attention, pre_feedforward, post_feedforward).
+#include <cmath>
+
+#include "blocks.h"
+
+namespace hfx::models {
+namespace {
+
+ModelConfig parse(const json& j) {
+  ConfigDefaults d;
+  d.vocab_size = 256000;
+  d.hidden_size = 2304;
+  d.intermediate_size = 9216;
+  d.num_hidden_layers = 26;
+  d.num_attention_heads = 8;
+  d.head_dim = 256;
+  d.max_position_embeddings = 8192;
+  d.tie_word_embeddings = true;
+  d.bos = 2;
+  d.eos = 1;
+  ModelConfig c = parse_common(j, "gemma2", d);
+  c.sliding_window = sliding_window_of(j, 4096);
+  int64_t pattern = jget<int64_t>(j, "sliding_window_pattern", 2);
+  set_layer_types(c, [&](int64_t i) { return pattern > 0 && (i + 1) % pattern != 0; });
+  return c;
+}
+
+DecoderOptions options(const ModelConfig& c) {
+  DecoderOptions o;
+  o.act = jget<std::string>(c.raw, "hidden_activation", jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
+  o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
+  o.norm_offset = 1.0;
+  o.scale_embeddings = true;
+  o.sandwich_norms = true;
+  o.attn_softcap = jget<double>(c.raw, "attn_logit_softcapping", 0.0);
+  o.final_softcap = jget<double>(c.raw, "final_logit_softcapping", 0.0);
+  o.attn_scale = 1.0 / std::sqrt(jget<double>(c.raw, "query_pre_attn_scalar", 256.0));
+  o.rope = rope_config(c);
+  return o;
+}
+
+json tiny(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("gemma2", preset, "tiny");
+  json j = tiny_decoder_config("Gemma2ForCausalLM", "gemma2");
+  j["hidden_act"] = "gelu_pytorch_tanh";
+  j["hidden_activation"] = "gelu_pytorch_tanh";
+  j["attention_bias"] = false;
+  j["tie_word_embeddings"] = true;
+  j["query_pre_attn_scalar"] = 16;
+  j["sliding_window"] = 8;  // small so that tests cross it
+  j["attn_logit_softcapping"] = 50.0;
+  j["final_logit_softcapping"] = 30.0;
+  j["num_hidden_layers"] = 4;
+  return j;
+}
+
+}  // namespace
+
+const Architecture& gemma2_architecture() {
+  static const Architecture a{
+      .model_type = "gemma2",
+      .parse_config = parse,
+      .weight_specs = [](const ModelConfig& c) { return decoder_weight_specs(c, options(c)); },
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
+        auto o = options(c);
+        return std::make_unique<DecoderLM>(std::move(c), std::move(w), std::move(o));
+      },
+      .tiny_config = tiny,
+      .tiny_tokenizer = "sentencepiece",
+      .tiny_norm_mean = 0.0,
+      .optional_weights = {R"(model\.rotary_emb\.inv_freq)", R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"},
+  };
+  return a;
+}
+
+}  // namespace hfx::models

@@ -1,0 +1,61 @@
+// phi3: Phi3ForCausalLM — fused self_attn.qkv_proj ([q; k; v] rows) and mlp.gate_up_proj ([gate; up]),
+// partial_rotary_factor (rope on the first dims of each head), sliding_window on every layer when set.
+#include "blocks.h"
+
+namespace hfx::models {
+namespace {
+
+ModelConfig parse(const json& j) {
+  ConfigDefaults d;
+  d.vocab_size = 32064;
+  d.hidden_size = 3072;
+  d.intermediate_size = 8192;
+  d.max_position_embeddings = 4096;
+  d.norm_eps = 1e-5;
+  d.eos = 32000;
+  ModelConfig c = parse_common(j, "phi3", d);
+  c.sliding_window = sliding_window_of(j, 0);
+  set_layer_types(c, [&](int64_t) { return c.sliding_window > 0; });
+  return c;
+}
+
+DecoderOptions options(const ModelConfig& c) {
+  DecoderOptions o;
+  o.act = jget<std::string>(c.raw, "hidden_act", "silu");
+  o.fused_qkv = o.fused_gate_up = true;
+  o.rope = rope_config(c);
+  return o;
+}
+
+json tiny(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("phi3", preset, "tiny");
+  json j = tiny_decoder_config("Phi3ForCausalLM", "phi3");
+  j["hidden_act"] = "silu";
+  j["rms_norm_eps"] = 1e-5;
+  j["partial_rotary_factor"] = 0.5;
+  j["sliding_window"] = 8;
+  j["original_max_position_embeddings"] = 2048;
+  j["rope_scaling"] = nullptr;
+  return j;
+}
+
+}  // namespace
+
+const Architecture& phi3_architecture() {
+  static const Architecture a{
+      .model_type = "phi3",
+      .parse_config = parse,
+      .weight_specs = [](const ModelConfig& c) { return decoder_weight_specs(c, options(c)); },
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
+        auto o = options(c);
+        return std::make_unique<DecoderLM>(std::move(c), std::move(w), std::move(o));
+      },
+      .tiny_config = tiny,
+      .tiny_tokenizer = "sentencepiece",
+      .tiny_norm_mean = 1.0,
+      .optional_weights = {R"(model\.rotary_emb\.inv_freq)", R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"},
+  };
+  return a;
+}
+
+}  // namespace hfx::models

@@ -1,0 +1,33 @@
+// The one list of architectures. Each lives in its own file (src/models/<model_type>.cpp) and exposes
+// one function returning its Architecture; adding an architecture is a file plus one line here.
+#include "hfx/models/model.h"
+
+namespace hfx::models {
+const Architecture& llama_architecture();
+const Architecture& mistral_architecture();
+const Architecture& qwen2_architecture();
+const Architecture& qwen3_architecture();
+const Architecture& gemma_architecture();
+const Architecture& gemma2_architecture();
+const Architecture& phi3_architecture();
+const Architecture& gpt2_architecture();
+}  // namespace hfx::models
+
+namespace hfx {
+
+std::vector<const Architecture*> all_architectures() {
+  using namespace models;
+  static const std::vector<const Architecture*> all = {
+      &llama_architecture(), &mistral_architecture(), &qwen2_architecture(), &qwen3_architecture(),
+      &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
+  };
+  return all;
+}
+
+const Architecture* find_architecture(const std::string& model_type) {
+  for (const Architecture* a : all_architectures())
+    if (a->model_type == model_type) return a;
+  return nullptr;
+}
+
+}  // namespace hfx

@@ -1,0 +1,145 @@
+// create-tiny: random checkpoints in the Hugging Face layout. Weights come from a counter-based
+// generator seeded by (seed, tensor name), so a tensor's values do not depend on which others exist or
+// in which order they are written; model.safetensors is streamed one tensor at a time.
+#include "hfx/models/tiny.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/tokenizers/tokenizer.h"
+#include "tiny_writer.h"
+
+namespace hfx {
+
+namespace {
+
+uint64_t splitmix64(uint64_t& s) {
+  uint64_t z = (s += 0x9e3779b97f4a7c15ull);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  return z ^ (z >> 31);
+}
+
+uint64_t fnv1a(const std::string& s) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : s) h = (h ^ c) * 0x100000001b3ull;
+  return h;
+}
+
+bool is_norm_weight(const std::string& name, const Shape& shape) {
+  if (shape.size() != 1 || name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0) return false;
+  return name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+}
+
+tok::TinyTokenizerKind tokenizer_kind(const Architecture& a) {
+  return std::string(a.tiny_tokenizer) == "sentencepiece" ? tok::TinyTokenizerKind::SentencePieceBPE
+                                                          : tok::TinyTokenizerKind::ByteLevelBPE;
+}
+
+struct TinyText {
+  std::string tokenizer_json, tokenizer_config_json;
+  nlohmann::json config;
+};
+
+TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
+  const Architecture& arch = architecture(model_type);
+  nlohmann::json j = arch.tiny_config(opt.preset);
+  if (opt.dtype) j["torch_dtype"] = dtype_name(*opt.dtype);
+  if (opt.layers > 0) {
+    j[j.contains("n_layer") ? "n_layer" : "num_hidden_layers"] = opt.layers;
+    j.erase("layer_types");
+  }
+  auto kind = tokenizer_kind(arch);
+  TinyText t;
+  t.tokenizer_json = tok::make_tiny_tokenizer_json(kind, static_cast<int>(j.value("vocab_size", int64_t{512})));
+  t.tokenizer_config_json = tok::make_tiny_tokenizer_config_json(kind);
+  auto tk = tok::Tokenizer::from_json_string(t.tokenizer_json, t.tokenizer_config_json);
+  j["vocab_size"] = tk.vocab_size();
+  if (auto b = tk.bos_id()) j["bos_token_id"] = *b;
+  if (auto e = tk.eos_id()) j["eos_token_id"] = *e;
+  if (auto p = tk.pad_id()) j["pad_token_id"] = *p;
+  t.config = j;
+  return t;
+}
+
+}  // namespace
+
+Tensor tiny_random_tensor(const std::string& name, const Shape& shape, DType dt, uint64_t seed, double mean, double std) {
+  Tensor t = Tensor::empty(shape, dt);
+  const int64_t n = t.numel();
+  uint64_t state = seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
+  constexpr int64_t kChunk = 1 << 16;
+  std::vector<float> buf(kChunk);
+  char* out = static_cast<char*>(t.raw());
+  for (int64_t base = 0; base < n; base += kChunk) {
+    int64_t m = std::min(kChunk, n - base);
+    for (int64_t i = 0; i < m; i += 2) {
+      // Box-Muller on two 32-bit uniforms in (0, 1].
+      uint64_t r = splitmix64(state);
+      float u1 = (static_cast<float>(r >> 40) + 1.0f) * (1.0f / 16777216.0f);
+      float u2 = static_cast<float>((r >> 8) & 0xffffff) * (1.0f / 16777216.0f);
+      float rad = std::sqrt(-2.0f * std::log(u1));
+      float a = 6.2831853f * u2;
+      buf[i] = static_cast<float>(mean + std * rad * std::cos(a));
+      if (i + 1 < m) buf[i + 1] = static_cast<float>(mean + std * rad * std::sin(a));
+    }
+    convert_elements(buf.data(), DType::F32, out + base * dtype_size(dt), dt, static_cast<size_t>(m));
+  }
+  return t;
+}
+
+static std::pair<double, double> init_of(const Architecture& a, const ModelConfig& cfg, const std::string& name,
+                                         const Shape& shape) {
+  double std = cfg.raw.value("initializer_range", 0.02);
+  if (is_norm_weight(name, shape)) return {a.tiny_norm_mean, std};
+  return {0.0, std};
+}
+
+std::map<std::string, Tensor> tiny_weights(const ModelConfig& cfg, DType dt, uint64_t seed) {
+  const Architecture& arch = architecture(cfg.model_type);
+  std::map<std::string, Tensor> m;
+  for (const auto& [name, shape] : arch.weight_specs(cfg)) {
+    auto [mean, std] = init_of(arch, cfg, name, shape);
+    m[name] = tiny_random_tensor(name, shape, dt, seed, mean, std);
+  }
+  return m;
+}
+
+nlohmann::json tiny_model_config(const std::string& model_type, const TinyOptions& opt) {
+  return make_text(model_type, opt).config;
+}
+
+nlohmann::json create_tiny(const std::string& model_type, const std::string& dir, const TinyOptions& opt) {
+  namespace fs = std::filesystem;
+  TinyText t = make_text(model_type, opt);
+  ModelConfig cfg = parse_model_config(t.config);
+  const Architecture& arch = architecture(model_type);
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) HFX_THROW("model", "cannot create folder '{}': {}", dir, ec.message());
+  auto path = [&](const char* f) { return (fs::path(dir) / f).string(); };
+
+  auto specs = arch.weight_specs(cfg);
+  std::vector<models::StreamTensorDecl> decls;
+  for (const auto& [name, shape] : specs) decls.push_back({name, cfg.dtype, shape});
+  {
+    models::SafetensorsStreamWriter w(path("model.safetensors"), decls);
+    for (const auto& [name, shape] : specs) {
+      auto [mean, std] = init_of(arch, cfg, name, shape);
+      w.write(name, tiny_random_tensor(name, shape, cfg.dtype, opt.seed, mean, std));
+    }
+    w.commit();
+  }
+  nlohmann::json gen = {{"_from_model_config", true}, {"transformers_version", t.config.value("transformers_version", "4.56.0")}};
+  for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id"})
+    if (t.config.contains(k)) gen[k] = t.config[k];
+  io::write_file_atomic(path("config.json"), t.config.dump(2) + "\n");
+  io::write_file_atomic(path("generation_config.json"), gen.dump(2) + "\n");
+  io::write_file_atomic(path("tokenizer.json"), t.tokenizer_json);
+  io::write_file_atomic(path("tokenizer_config.json"), t.tokenizer_config_json);
+  return t.config;
+}
+
+}  // namespace hfx

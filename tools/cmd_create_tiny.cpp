@@ -1,0 +1,39 @@
+// `hfx create-tiny ARCH -o DIR [--preset NAME] [--dtype D] [--seed N] [--layers N]`: a random checkpoint
+// in the exact Hugging Face layout (see hfx/models/tiny.h).
+#include <fmt/format.h>
+
+#include "commands.h"
+#include "hfx/core/dtype.h"
+#include "hfx/models/tiny.h"
+
+namespace hfx::cli {
+
+void register_create_tiny(CLI::App& app) {
+  struct Args {
+    std::string arch, out, preset = "tiny", dtype;
+    uint64_t seed = 0;
+    int64_t layers = 0;
+  };
+  auto a = std::make_shared<Args>();
+  std::string archs;
+  for (const Architecture* x : all_architectures()) archs += (archs.empty() ? "" : ", ") + x->model_type;
+  auto* cmd = app.add_subcommand("create-tiny", "Write a random checkpoint (config, weights, tokenizer) for an architecture");
+  cmd->add_option("arch", a->arch, "model_type: " + archs)->required();
+  cmd->add_option("-o,--out", a->out, "output folder")->required();
+  cmd->add_option("--preset", a->preset, "tiny (default) or a real model's shape, e.g. llama-3.2-1b, llama-100m");
+  cmd->add_option("--dtype", a->dtype, "float32 | bfloat16 | float16 (default: the preset's)");
+  cmd->add_option("--seed", a->seed, "random seed (default 0)");
+  cmd->add_option("--layers", a->layers, "number of layers (default: the preset's)");
+  cmd->callback([a] {
+    TinyOptions o;
+    o.preset = a->preset;
+    if (!a->dtype.empty()) o.dtype = dtype_from_name(a->dtype);
+    o.seed = a->seed;
+    o.layers = a->layers;
+    auto cfg = create_tiny(a->arch, a->out, o);
+    fmt::print("wrote {} ({}, preset {}, vocab {}) to {}\n", a->arch, cfg.value("torch_dtype", "float32"), a->preset,
+               cfg.value("vocab_size", 0), a->out);
+  });
+}
+
+}  // namespace hfx::cli
