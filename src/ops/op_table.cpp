@@ -55,6 +55,12 @@ Out binary(const In& in, const Attrs&, ShapeEnv& env, const char* op) {
   const auto& b = need(in, 1, op);
   return {TensorType{promote_types(a.dtype, b.dtype), broadcast(a.shape, b.shape, env, op)}};
 }
+// True division: integer operands give float32, as torch does.
+Out true_div(const In& in, const Attrs& a, ShapeEnv& env) {
+  Out o = binary(in, a, env, "aten.div.Tensor");
+  if (!dtype_is_float(o[0].dtype)) o[0].dtype = DType::F32;
+  return o;
+}
 Out compare(const In& in, const Attrs&, ShapeEnv& env, const char* op) {
   return {TensorType{DType::Bool, broadcast(need(in, 0, op).shape, need(in, 1, op).shape, env, op)}};
 }
@@ -80,7 +86,9 @@ Out reduce(const In& in, const Attrs& a, ShapeEnv&, const char* op) {
     if (!red[i]) s.push_back(x.shape[i]);
     else if (a.b("keepdim")) s.push_back(Sym(1));
   }
-  return {TensorType{x.dtype, s}};
+  // torch sums integers and bools in int64; mean/amax keep the input dtype.
+  DType dt = (std::string(op) == "aten.sum.dim_IntList" && !dtype_is_float(x.dtype)) ? DType::I64 : x.dtype;
+  return {TensorType{dt, s}};
 }
 
 Out infer_matmul(const In& in, const Attrs&, ShapeEnv& env, const char* op) {
@@ -355,7 +363,7 @@ std::vector<OpSchema> build_table() {
   add({"aten.add.Tensor", 2, 2, 1, {}, BIN("aten.add.Tensor"), K::add, nullptr, "a + b"});
   add({"aten.sub.Tensor", 2, 2, 1, {}, BIN("aten.sub.Tensor"), K::sub, nullptr, "a - b"});
   add({"aten.mul.Tensor", 2, 2, 1, {}, BIN("aten.mul.Tensor"), K::mul, nullptr, "a * b"});
-  add({"aten.div.Tensor", 2, 2, 1, {}, BIN("aten.div.Tensor"), K::div, nullptr, "a / b (true division)"});
+  add({"aten.div.Tensor", 2, 2, 1, {}, true_div, K::div, nullptr, "a / b (true division)"});
   add({"aten.maximum", 2, 2, 1, {}, BIN("aten.maximum"), K::maximum, nullptr, ""});
   add({"aten.minimum", 2, 2, 1, {}, BIN("aten.minimum"), K::minimum, nullptr, ""});
   add({"aten.add.Scalar", 1, 1, 1, {req("other")}, same_as_first, K::add_scalar, nullptr, "a + other"});
