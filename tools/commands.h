@@ -10,5 +10,8 @@ using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);
 void register_registries(CLI::App& app);
 void register_export(CLI::App& app);
+void register_generate(CLI::App& app);
+void register_release(CLI::App& app);
+void register_rollback(CLI::App& app);
 void register_create_tiny(CLI::App& app);
 }  // namespace hfx::cli

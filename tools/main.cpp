@@ -11,6 +11,9 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_ops,
     hfx::cli::register_registries,
     hfx::cli::register_export,
+    hfx::cli::register_generate,
+    hfx::cli::register_release,
+    hfx::cli::register_rollback,
     hfx::cli::register_create_tiny,
 };
 }  // namespace

@@ -1,0 +1,375 @@
+// The generation loop; see include/hfx/runtime/generator.h. Engines are chosen in Generator::open; the
+// loop itself only sees Engine::step, so eager and ONNX Runtime share every rule (padding, positions,
+// EOS, stop strings, streaming) and differ only in the forward.
+#include "hfx/runtime/generator.h"
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/models/model.h"
+#include "hfx/tokenizers/tokenizer.h"
+#include "hfx/verify/manifest.h"
+#include "kernels/kernels.h"
+
+namespace hfx {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kComp = "generate";
+
+using Clock = std::chrono::steady_clock;
+double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+
+std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
+  if (!fs::exists(p)) return std::nullopt;
+  try {
+    return nlohmann::json::parse(io::read_file(p.string()));
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW(kComp, "expected valid JSON in {}, got: {}", p.string(), e.what());
+  }
+}
+
+std::vector<int64_t> ids_of(const nlohmann::json& j, const char* key) {
+  std::vector<int64_t> r;
+  auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return r;
+  if (it->is_number_integer()) {
+    r.push_back(it->get<int64_t>());
+  } else if (it->is_array()) {
+    for (const auto& x : *it) {
+      HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
+      r.push_back(x.get<int64_t>());
+    }
+  } else {
+    HFX_THROW(kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
+  }
+  return r;
+}
+
+void add_unique(std::vector<int64_t>& v, int64_t x) {
+  if (std::find(v.begin(), v.end(), x) == v.end()) v.push_back(x);
+}
+
+// Length of the longest suffix of `text` that is a proper prefix of some stop string: those bytes may
+// still become a stop string, so they are not streamed yet.
+size_t stop_holdback(const std::string& text, const std::vector<std::string>& stops) {
+  size_t best = 0;
+  for (const auto& s : stops)
+    for (size_t n = std::min(s.size() - 1, text.size()); n > best; n--)
+      if (text.compare(text.size() - n, n, s, 0, n) == 0) {
+        best = n;
+        break;
+      }
+  return best;
+}
+
+// Earliest occurrence of any stop string at or after `from`; npos if none.
+size_t find_stop(const std::string& text, const std::vector<std::string>& stops, size_t from) {
+  size_t best = std::string::npos;
+  for (const auto& s : stops) {
+    size_t p = text.find(s, from);
+    if (p < best) best = p;
+  }
+  return best;
+}
+
+struct Row {
+  std::vector<int64_t> history;  // prompt + generated (repetition penalty)
+  std::vector<int64_t> generated;
+  std::unique_ptr<tok::DecodeStream> stream;
+  std::string text;     // streamed text so far (cut at a stop string)
+  size_t emitted = 0;   // bytes of `text` handed to the callback
+  size_t searched = 0;  // stop strings were searched up to here
+  sampling::Rng rng;
+  bool done = false;
+  std::string reason;
+};
+
+}  // namespace
+
+std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t batch, int64_t total, int64_t seq) {
+  HFX_CHECK(static_cast<int64_t>(mask.size()) == batch * total && seq <= total, kComp,
+            "expected a mask of [{}, {}] and seq <= {}, got {} values and seq {}", batch, total, total, mask.size(), seq);
+  std::vector<int64_t> pos(static_cast<size_t>(batch * seq));
+  for (int64_t b = 0; b < batch; b++) {
+    int64_t c = 0;
+    for (int64_t j = 0; j < total; j++) {
+      c += mask[b * total + j];
+      if (j >= total - seq) pos[b * seq + (j - (total - seq))] = std::max<int64_t>(c - 1, 0);
+    }
+  }
+  return pos;
+}
+
+std::vector<int64_t> eos_ids_from_json_text(const std::string& json_text) {
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(json_text);
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW(kComp, "expected valid JSON with eos_token_id, got: {}", e.what());
+  }
+  return ids_of(j, "eos_token_id");
+}
+
+bool is_export_dir(const std::string& dir) {
+  return fs::exists(fs::path(dir) / "manifest.json") || fs::is_directory(fs::path(dir) / "onnx");
+}
+
+#ifndef HFX_HAVE_ORT
+std::unique_ptr<Engine> make_ort_engine(const std::string& dir, int) {
+  HFX_THROW(kComp, "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)", dir);
+}
+#endif
+
+Generator::Generator(std::unique_ptr<Engine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
+                     std::vector<int64_t> eos_token_ids, std::optional<int64_t> pad_token_id)
+    : engine_(std::move(engine)), tokenizer_(std::move(tokenizer)), eos_(std::move(eos_token_ids)) {
+  HFX_CHECK(engine_ != nullptr, kComp, "expected an engine, got none");
+  pad_ = pad_token_id ? *pad_token_id : (eos_.empty() ? 0 : eos_.front());
+}
+Generator::Generator(Generator&&) noexcept = default;
+Generator& Generator::operator=(Generator&&) noexcept = default;
+Generator::~Generator() = default;
+
+Generator Generator::open(const std::string& path, const GeneratorConfig& config) {
+  const fs::path dir(path);
+  HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)", path);
+  const bool exported = is_export_dir(path);
+  std::string kind = config.engine;
+  if (kind == "auto") kind = exported ? "ort" : "eager";
+  HFX_CHECK(kind == "eager" || kind == "ort", kComp, "expected engine auto, eager or ort, got '{}'", config.engine);
+
+  std::unique_ptr<Engine> engine;
+  auto cfg_json = read_json_if_exists(dir / "config.json");
+  if (kind == "ort") {
+    HFX_CHECK(exported, kComp, "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    engine = make_ort_engine(path, config.threads);
+  } else {
+    HFX_CHECK(cfg_json.has_value(), kComp,
+              "expected config.json and model.safetensors in '{}' for the eager engine{}, got no config.json", path,
+              exported ? " (an export folder keeps a copy of the checkpoint files)" : "");
+    if (config.threads > 0) kernels::set_num_threads(config.threads);
+    // An export folder may hold the checkpoint files; if it lacks the weights, its manifest names the
+    // checkpoint it came from.
+    std::string weights_dir = path;
+    const bool has_weights = fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
+    if (!has_weights && exported && fs::exists(dir / "manifest.json")) {
+      const std::string src = verify::Manifest::read(path).source_path;
+      if (!src.empty() && fs::exists(fs::path(src) / "config.json")) weights_dir = src;
+    }
+    HFX_CHECK(has_weights || weights_dir != path || !exported, kComp,
+              "expected model.safetensors in the export folder '{}' or a manifest.json naming the source checkpoint for the "
+              "eager engine, got neither (pass the checkpoint folder itself instead)",
+              path);
+    std::shared_ptr<const CausalLM> model = load_model(weights_dir);
+    engine = std::make_unique<EagerEngine>(std::move(model));
+  }
+
+  std::shared_ptr<const tok::Tokenizer> tokenizer;
+  if (fs::exists(dir / "tokenizer.json"))
+    tokenizer = std::make_shared<const tok::Tokenizer>(tok::Tokenizer::from_dir(path));
+
+  // EOS: generation_config.json wins over config.json (as GenerationConfig.from_model_config); the
+  // tokenizer's eos token is added too.
+  std::vector<int64_t> eos;
+  std::optional<int64_t> pad;
+  auto gen_json = read_json_if_exists(dir / "generation_config.json");
+  if (gen_json) eos = ids_of(*gen_json, "eos_token_id");
+  if (eos.empty() && cfg_json) eos = ids_of(*cfg_json, "eos_token_id");
+  if (tokenizer && tokenizer->eos_id()) add_unique(eos, *tokenizer->eos_id());
+  for (const auto* j : {gen_json ? &*gen_json : nullptr, cfg_json ? &*cfg_json : nullptr}) {
+    if (!j || pad) continue;
+    auto p = ids_of(*j, "pad_token_id");
+    if (!p.empty()) pad = p.front();
+  }
+  if (!pad && tokenizer && tokenizer->pad_id()) pad = *tokenizer->pad_id();
+  return Generator(std::move(engine), std::move(tokenizer), std::move(eos), pad);
+}
+
+GenerationResult Generator::generate(const std::vector<std::string>& prompts, const GenerationOptions& options,
+                                     const TokenCallback& callback) {
+  HFX_CHECK(tokenizer_ != nullptr, kComp, "expected a tokenizer (tokenizer.json) to encode text prompts, got none");
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& p : prompts) {
+    auto e = tokenizer_->encode(p, options.add_special_tokens);
+    ids.emplace_back(e.begin(), e.end());
+  }
+  return generate_ids(ids, options, callback);
+}
+
+GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>& prompts, const GenerationOptions& options,
+                                         const TokenCallback& callback) {
+  sampling::validate(options.sampling);
+  HFX_CHECK(!prompts.empty(), kComp, "expected at least one prompt, got none");
+  HFX_CHECK(options.max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}", options.max_new_tokens);
+  std::vector<std::string> stops;
+  for (const auto& s : options.stop)
+    if (!s.empty()) stops.push_back(s);
+  HFX_CHECK(stops.empty() || tokenizer_, kComp, "expected a tokenizer to match stop strings, got none");
+  const std::vector<int64_t>& eos = options.eos_token_ids.empty() ? eos_ : options.eos_token_ids;
+  const int64_t V = engine_->vocab_size();
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  int64_t L = 0;
+  for (size_t r = 0; r < prompts.size(); r++) {
+    HFX_CHECK(!prompts[r].empty(), kComp, "expected prompt {} to encode to at least one token, got none", r);
+    for (int64_t id : prompts[r])
+      HFX_CHECK(id >= 0 && id < V, kComp, "expected token ids in [0, {}), got {} in prompt {}", V, id, r);
+    L = std::max<int64_t>(L, static_cast<int64_t>(prompts[r].size()));
+  }
+
+  GenerationResult res;
+  res.prompt_ids = prompts;
+  std::vector<Row> rows(B);
+  for (int64_t r = 0; r < B; r++) {
+    rows[r].history = prompts[r];
+    rows[r].history.reserve(prompts[r].size() + options.max_new_tokens);
+    rows[r].generated.reserve(options.max_new_tokens);
+    rows[r].rng.seed(options.sampling.seed + static_cast<uint64_t>(r));
+    if (tokenizer_) rows[r].stream = std::make_unique<tok::DecodeStream>(*tokenizer_, options.skip_special_tokens);
+  }
+
+  // Prefill inputs: left padding, mask 0 on pads, HF positions.
+  const int64_t cap = L + std::max<int64_t>(options.max_new_tokens, 1);
+  std::vector<int64_t> input_ids(B * L, pad_), mask, prev_mask, pos;
+  mask.reserve(B * cap);
+  prev_mask.reserve(B * cap);
+  mask.assign(B * L, 0);
+  std::vector<int64_t> count(B, 0);  // real tokens per row so far (for the next position)
+  for (int64_t r = 0; r < B; r++) {
+    const auto& p = prompts[r];
+    const int64_t off = L - static_cast<int64_t>(p.size());
+    for (size_t j = 0; j < p.size(); j++) {
+      input_ids[r * L + off + j] = p[j];
+      mask[r * L + off + j] = 1;
+    }
+    count[r] = static_cast<int64_t>(p.size());
+  }
+  pos = positions_from_mask(mask, B, L, L);
+  res.stats.prompt_tokens = B * L;
+
+  std::vector<float> logits;
+  std::vector<int64_t> step_ids(B), step_pos(B);
+  int64_t total = L;
+  int64_t active = B;
+  engine_->reset();
+  if (options.max_new_tokens == 0) {
+    for (auto& row : rows) row.reason = "length";
+    active = 0;
+  } else {
+    auto t0 = Clock::now();
+    engine_->step(input_ids, mask, pos, B, L, logits);
+    res.stats.prefill_s = res.stats.engine_s = seconds_since(t0);
+  }
+
+  // Generated ids → text, without a final EOS id.
+  auto decode_row = [&](const std::vector<int64_t>& gen) {
+    std::vector<int32_t> ids;
+    ids.reserve(gen.size());
+    for (size_t i = 0; i < gen.size(); i++) {
+      const bool final_eos = i + 1 == gen.size() && !options.ignore_eos && std::find(eos.begin(), eos.end(), gen[i]) != eos.end();
+      if (!final_eos) ids.push_back(static_cast<int32_t>(gen[i]));
+    }
+    return tokenizer_->decode(ids, options.skip_special_tokens);
+  };
+
+  auto t_decode = Clock::now();
+  for (int64_t t = 0; active > 0; t++) {
+    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp, "expected logits [{}, {}] from the {} engine, got {} values", B,
+              V, engine_->name(), logits.size());
+    for (int64_t r = 0; r < B; r++) {
+      Row& row = rows[r];
+      if (row.done) {
+        step_ids[r] = pad_;
+        continue;
+      }
+      std::span<float> lr(logits.data() + r * V, static_cast<size_t>(V));
+      const int64_t id = sampling::select_next(lr, row.history, options.sampling, row.rng);
+      row.history.push_back(id);
+      row.generated.push_back(id);
+      step_ids[r] = id;
+      res.stats.new_tokens++;
+      const bool is_eos = !options.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end();
+      if (is_eos) {
+        row.done = true;
+        row.reason = "eos";
+      } else if (row.stream) {
+        row.text += row.stream->step(static_cast<int32_t>(id));
+        if (!stops.empty()) {
+          size_t maxlen = 0;
+          for (const auto& s : stops) maxlen = std::max(maxlen, s.size());
+          size_t from = row.searched >= maxlen ? row.searched - maxlen + 1 : 0;
+          size_t p = find_stop(row.text, stops, from);
+          row.searched = row.text.size();
+          if (p != std::string::npos) {
+            row.text.resize(p);
+            row.done = true;
+            row.reason = "stop";
+          }
+        }
+      }
+      if (!row.done && static_cast<int64_t>(row.generated.size()) >= options.max_new_tokens) {
+        row.done = true;
+        row.reason = "length";
+      }
+      if (row.done) {
+        active--;
+        // The row's final text: the decoded ids (which also completes a tail the stream still held, such
+        // as an incomplete UTF-8 sequence), cut before a stop string.
+        if (tokenizer_) {
+          std::string full = decode_row(row.generated);
+          size_t p = row.reason == "stop" ? find_stop(full, stops, 0) : std::string::npos;
+          if (row.reason != "stop" || p != std::string::npos) {
+            if (p != std::string::npos) full.resize(p);
+            if (full.compare(0, row.emitted, row.text, 0, row.emitted) == 0) row.text = std::move(full);
+          }
+        }
+      }
+      if (callback) {
+        size_t limit = row.text.size();
+        if (!row.done) {
+          limit -= stop_holdback(row.text, stops);
+          // never split a UTF-8 sequence between two events
+          while (limit > row.emitted && limit < row.text.size() && (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
+            limit--;
+        }
+        TokenEvent ev{r, id, row.text.substr(row.emitted, limit - row.emitted), row.done};
+        row.emitted = limit;
+        callback(ev);
+      }
+    }
+    if (active == 0) break;
+
+    // Decode step: one token per row, the mask grows by a column of ones (finished rows too, as HF).
+    prev_mask.swap(mask);  // both buffers hold B × cap: no reallocation while the mask grows
+    mask.resize(B * (total + 1));
+    const auto& prev = prev_mask;
+    for (int64_t r = B - 1; r >= 0; r--) {
+      std::copy(prev.begin() + r * total, prev.begin() + (r + 1) * total, mask.begin() + r * (total + 1));
+      mask[r * (total + 1) + total] = 1;
+      step_pos[r] = count[r];
+      count[r]++;
+    }
+    total++;
+    auto t0 = Clock::now();
+    engine_->step(step_ids, mask, step_pos, B, 1, logits);
+    res.stats.engine_s += seconds_since(t0);
+    res.stats.decode_steps++;
+  }
+  res.stats.decode_s = seconds_since(t_decode);
+
+  for (int64_t r = 0; r < B; r++) {
+    Row& row = rows[r];
+    res.ids.push_back(std::move(row.generated));
+    res.texts.push_back(std::move(row.text));
+    res.finish_reasons.push_back(row.reason);
+  }
+  return res;
+}
+
+}  // namespace hfx

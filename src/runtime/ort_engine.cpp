@@ -1,0 +1,260 @@
+// OrtEngine: generation over exported ONNX graphs with ONNX Runtime's C++ API directly (not OrtSession's
+// byte-copying run): the int64 inputs are views of the loop's own buffers, and each step's present.N.*
+// outputs are moved into the past_key_values.N.* slots of the next step, so the KV cache is never
+// copied on the host. The first step of the merged graph gets empty pasts [B, Hkv, 0, D].
+#include <filesystem>
+#include <cstdio>
+#include <map>
+#include <optional>
+
+#include <fmt/ranges.h>
+#include <nlohmann/json.hpp>
+#include <onnxruntime/onnxruntime_cxx_api.h>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/runtime/generator.h"
+
+namespace hfx {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kComp = "generate";
+
+// ORT keeps one environment per process; this handle shares it (CreateEnv returns the existing one).
+Ort::Env& env() {
+  static Ort::Env* e = new Ort::Env(ORT_LOGGING_LEVEL_FATAL, "hfx-generate");
+  return *e;
+}
+
+struct Graph {
+  Ort::Session session{nullptr};
+  std::vector<std::string> in_names, out_names;
+  std::vector<const char*> in_ptrs, out_ptrs;
+  bool has_mask = false, has_pos = false;
+  int64_t layers = 0;  // number of past_key_values.N.key inputs
+  std::vector<ONNXTensorElementDataType> past_type;
+  std::vector<std::vector<int64_t>> past_shape;  // declared [B, Hkv, P, D] (-1 where symbolic)
+  int logits_index = -1;
+  std::vector<int> present_key, present_value;  // output index of present.N.key/value (-1 if absent)
+  std::vector<int64_t> logits_shape;
+};
+
+Graph load_graph(const fs::path& path, int threads) {
+  Graph g;
+  Ort::SessionOptions so;
+  if (threads > 0) so.SetIntraOpNumThreads(threads);
+  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  try {
+    g.session = Ort::Session(env(), path.c_str(), so);
+  } catch (const Ort::Exception& e) {
+    HFX_THROW(kComp, "expected a loadable ONNX graph at {}, got: {}", path.string(), e.what());
+  }
+  Ort::AllocatorWithDefaultOptions alloc;
+  std::map<int64_t, std::pair<ONNXTensorElementDataType, std::vector<int64_t>>> pasts;
+  for (size_t i = 0; i < g.session.GetInputCount(); i++) {
+    std::string n = g.session.GetInputNameAllocated(i, alloc).get();
+    g.in_names.push_back(n);
+    if (n == "attention_mask") g.has_mask = true;
+    if (n == "position_ids") g.has_pos = true;
+    int layer = -1;
+    if (std::sscanf(n.c_str(), "past_key_values.%d.key", &layer) == 1 && n == fmt::format("past_key_values.{}.key", layer)) {
+      Ort::TypeInfo type = g.session.GetInputTypeInfo(i);  // the shape info below is a view into it
+      auto info = type.GetTensorTypeAndShapeInfo();
+      pasts[layer] = {info.GetElementType(), info.GetShape()};
+    }
+  }
+  g.layers = static_cast<int64_t>(pasts.size());
+  for (int64_t l = 0; l < g.layers; l++) {
+    HFX_CHECK(pasts.count(l), kComp, "expected inputs past_key_values.0..{}.key in {}, got no layer {}", g.layers - 1,
+              path.string(), l);
+    g.past_type.push_back(pasts[l].first);
+    g.past_shape.push_back(pasts[l].second);
+  }
+  for (size_t i = 0; i < g.session.GetOutputCount(); i++) g.out_names.push_back(g.session.GetOutputNameAllocated(i, alloc).get());
+  for (size_t i = 0; i < g.out_names.size(); i++)
+    if (g.out_names[i] == "logits") {
+      g.logits_index = static_cast<int>(i);
+      g.logits_shape = g.session.GetOutputTypeInfo(i).GetTensorTypeAndShapeInfo().GetShape();
+    }
+  HFX_CHECK(g.logits_index >= 0, kComp, "expected an output named 'logits' in {}, got outputs [{}]", path.string(),
+            fmt::join(g.out_names, ", "));
+  for (const auto& n : g.in_names)
+    HFX_CHECK(n == "input_ids" || n == "attention_mask" || n == "position_ids" || n.rfind("past_key_values.", 0) == 0, kComp,
+              "expected inputs input_ids, attention_mask, position_ids and past_key_values.N.key/value in {}, got '{}'",
+              path.string(), n);
+  // present outputs of every layer the cache has (prefill graphs have no past inputs but still present outputs)
+  int64_t nl = g.layers;
+  for (const auto& n : g.out_names) {
+    int layer = -1;
+    if (std::sscanf(n.c_str(), "present.%d.key", &layer) == 1) nl = std::max<int64_t>(nl, layer + 1);
+  }
+  g.present_key.assign(nl, -1);
+  g.present_value.assign(nl, -1);
+  for (size_t i = 0; i < g.out_names.size(); i++) {
+    int layer = -1;
+    const auto& n = g.out_names[i];
+    if (std::sscanf(n.c_str(), "present.%d.", &layer) != 1 || layer < 0 || layer >= nl) continue;
+    if (n == fmt::format("present.{}.key", layer)) g.present_key[layer] = static_cast<int>(i);
+    if (n == fmt::format("present.{}.value", layer)) g.present_value[layer] = static_cast<int>(i);
+  }
+  for (const auto& n : g.in_names) g.in_ptrs.push_back(n.c_str());
+  for (const auto& n : g.out_names) g.out_ptrs.push_back(n.c_str());
+  return g;
+}
+
+class OrtEngine final : public Engine {
+ public:
+  OrtEngine(const std::string& dir, int threads) {
+    fs::path d(dir);
+    fs::path onnx = fs::is_directory(d / "onnx") ? d / "onnx" : d;
+    if (fs::exists(onnx / "model.onnx")) {
+      main_ = load_graph(onnx / "model.onnx", threads);
+    } else if (fs::exists(onnx / "prefill.onnx") && fs::exists(onnx / "decode.onnx")) {
+      prefill_ = load_graph(onnx / "prefill.onnx", threads);
+      main_ = load_graph(onnx / "decode.onnx", threads);
+    } else {
+      HFX_THROW(kComp, "expected {}/model.onnx (merged) or prefill.onnx + decode.onnx, got neither", onnx.string());
+    }
+    HFX_CHECK(main_.layers > 0, kComp, "expected past_key_values.N.key/value inputs in the {} graph, got none",
+              prefill_ ? "decode" : "merged");
+    for (int64_t l = 0; l < main_.layers; l++)
+      HFX_CHECK(main_.present_key[l] >= 0 && main_.present_value[l] >= 0, kComp,
+                "expected outputs present.{0}.key and present.{0}.value, got outputs [{1}]", l, fmt::join(main_.out_names, ", "));
+    if (prefill_)
+      HFX_CHECK(static_cast<int64_t>(prefill_->present_key.size()) == main_.layers, kComp,
+                "expected the prefill graph to return present.N.* for {} layers, got {}", main_.layers, prefill_->present_key.size());
+    auto cfg_path = d / "config.json";
+    if (fs::exists(cfg_path)) config_ = nlohmann::json::parse(io::read_file(cfg_path.string()), nullptr, false);
+    // Past dims: declared Hkv and D when fixed, else config.json.
+    for (int64_t l = 0; l < main_.layers; l++) {
+      const auto& s = main_.past_shape[l];
+      HFX_CHECK(s.size() == 4, kComp, "expected past_key_values.{}.key of rank 4 [B, Hkv, P, D], got rank {}", l, s.size());
+      int64_t h = s[1] > 0 ? s[1] : cfg_int("num_key_value_heads", cfg_int("num_attention_heads", -1));
+      int64_t hd = s[3] > 0 ? s[3] : cfg_int("head_dim", -1);
+      if (hd <= 0 && cfg_int("hidden_size", -1) > 0 && cfg_int("num_attention_heads", -1) > 0)
+        hd = cfg_int("hidden_size", -1) / cfg_int("num_attention_heads", -1);
+      HFX_CHECK(h > 0 && hd > 0, kComp,
+                "expected fixed heads and head_dim in past_key_values.{}.key or a config.json beside the graphs, got neither", l);
+      kv_heads_.push_back(h);
+      head_dim_.push_back(hd);
+    }
+    const auto& ls = main_.logits_shape;
+    vocab_ = !ls.empty() && ls.back() > 0 ? ls.back() : cfg_int("vocab_size", -1);
+    HFX_CHECK(vocab_ > 0, kComp, "expected a fixed vocabulary dim on 'logits' or vocab_size in config.json, got neither");
+    past_.resize(2 * main_.layers);
+  }
+
+  std::string name() const override { return "ort"; }
+  int64_t vocab_size() const override { return vocab_; }
+  int64_t past_length() const override { return past_len_; }
+  void reset() override {
+    for (auto& v : past_) v = Ort::Value(nullptr);
+    past_len_ = 0;
+  }
+
+  void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask, std::span<const int64_t> position_ids,
+            int64_t batch, int64_t seq, std::vector<float>& logits) override {
+    const int64_t total = past_len_ + seq;
+    HFX_CHECK(static_cast<int64_t>(input_ids.size()) == batch * seq && static_cast<int64_t>(attention_mask.size()) == batch * total &&
+                  static_cast<int64_t>(position_ids.size()) == batch * seq,
+              kComp, "expected input_ids/position_ids [{0}, {1}] and attention_mask [{0}, {2}], got {3}, {4} and {5} values", batch,
+              seq, total, input_ids.size(), position_ids.size(), attention_mask.size());
+    Graph& g = (past_len_ == 0 && prefill_) ? *prefill_ : main_;
+    auto mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    const int64_t ids_shape[2] = {batch, seq}, mask_shape[2] = {batch, total};
+    // ORT only reads inputs; the const_casts hand it views of the caller's buffers.
+    auto i64 = [&](std::span<const int64_t> s, const int64_t* shape) {
+      return Ort::Value::CreateTensor<int64_t>(mem, const_cast<int64_t*>(s.data()), s.size(), shape, 2);
+    };
+    std::vector<Ort::Value> feeds;
+    feeds.reserve(g.in_names.size());
+    for (const auto& n : g.in_names) {
+      if (n == "input_ids") {
+        feeds.push_back(i64(input_ids, ids_shape));
+      } else if (n == "attention_mask") {
+        feeds.push_back(i64(attention_mask, mask_shape));
+      } else if (n == "position_ids") {
+        feeds.push_back(i64(position_ids, ids_shape));
+      } else {
+        int layer = -1;
+        char kind[8] = {0};
+        std::sscanf(n.c_str(), "past_key_values.%d.%5s", &layer, kind);
+        const bool key = std::string(kind) == "key";
+        Ort::Value& v = past_.at(2 * layer + (key ? 0 : 1));
+        if (!v) {
+          // empty past: [B, Hkv, 0, D]
+          const int64_t shape[4] = {batch, kv_heads_[layer], 0, head_dim_[layer]};
+          v = Ort::Value::CreateTensor(alloc_, shape, 4, g.past_type[layer]);
+        }
+        feeds.push_back(std::move(v));
+      }
+    }
+    std::vector<Ort::Value> outs;
+    try {
+      outs = g.session.Run(Ort::RunOptions{nullptr}, g.in_ptrs.data(), feeds.data(), feeds.size(), g.out_ptrs.data(),
+                           g.out_ptrs.size());
+    } catch (const Ort::Exception& e) {
+      HFX_THROW(kComp, "ONNX Runtime failed on a step with batch {}, sequence {}, past {}: {}", batch, seq, past_len_, e.what());
+    }
+    // logits [B, S', V]: the last position of each row
+    Ort::Value& lv = outs[g.logits_index];
+    auto info = lv.GetTensorTypeAndShapeInfo();
+    auto ls = info.GetShape();
+    HFX_CHECK(ls.size() == 3 && ls[0] == batch && ls[2] == vocab_, kComp, "expected logits [{}, S, {}], got [{}]", batch, vocab_,
+              fmt::join(ls, ", "));
+    const int64_t S = ls[1], V = vocab_;
+    logits.resize(static_cast<size_t>(batch * V));
+    const auto et = info.GetElementType();
+    for (int64_t b = 0; b < batch; b++) {
+      const int64_t off = (b * S + (S - 1)) * V;
+      float* dst = logits.data() + b * V;
+      if (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT) {
+        const float* src = lv.GetTensorData<float>() + off;
+        std::copy(src, src + V, dst);
+      } else if (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16) {
+        const Ort::Float16_t* src = lv.GetTensorData<Ort::Float16_t>() + off;
+        for (int64_t i = 0; i < V; i++) dst[i] = src[i].ToFloat();
+      } else if (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16) {
+        const Ort::BFloat16_t* src = lv.GetTensorData<Ort::BFloat16_t>() + off;
+        for (int64_t i = 0; i < V; i++) dst[i] = src[i].ToFloat();
+      } else {
+        HFX_THROW(kComp, "expected float32, float16 or bfloat16 logits, got element type {}", static_cast<int>(et));
+      }
+    }
+    // present → next past, moved (no copy)
+    for (int64_t l = 0; l < main_.layers; l++) {
+      int ki = g.present_key.size() > static_cast<size_t>(l) ? g.present_key[l] : -1;
+      int vi = g.present_value.size() > static_cast<size_t>(l) ? g.present_value[l] : -1;
+      HFX_CHECK(ki >= 0 && vi >= 0, kComp, "expected outputs present.{0}.key/value, got outputs [{1}]", l, fmt::join(g.out_names, ", "));
+      past_[2 * l] = std::move(outs[ki]);
+      past_[2 * l + 1] = std::move(outs[vi]);
+      auto ps = past_[2 * l].GetTensorTypeAndShapeInfo().GetShape();
+      HFX_CHECK(ps.size() == 4 && ps[2] == total, kComp, "expected present.{}.key [B, Hkv, {}, D], got [{}]", l, total, fmt::join(ps, ", "));
+    }
+    past_len_ = total;
+  }
+
+ private:
+  int64_t cfg_int(const char* key, int64_t def) const {
+    if (!config_.is_object()) return def;
+    auto it = config_.find(key);
+    return it != config_.end() && it->is_number_integer() ? it->get<int64_t>() : def;
+  }
+
+  Graph main_;
+  std::optional<Graph> prefill_;
+  nlohmann::json config_;
+  std::vector<int64_t> kv_heads_, head_dim_;
+  int64_t vocab_ = 0;
+  Ort::AllocatorWithDefaultOptions alloc_;
+  std::vector<Ort::Value> past_;  // [2 * layer + 0/1] = key/value
+  int64_t past_len_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<Engine> make_ort_engine(const std::string& dir, int threads) { return std::make_unique<OrtEngine>(dir, threads); }
+
+}  // namespace hfx

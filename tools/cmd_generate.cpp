@@ -1,0 +1,96 @@
+// `hfx generate MODEL_OR_OUT --prompt TEXT ...`: eager generation from a checkpoint folder, or generation
+// over an export folder through ONNX Runtime (`--engine eager` runs the reference from the checkpoint
+// files in it). One prompt streams its tokens as they come; several are batched (left padding) and
+// printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
+#include <cstdio>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "hfx/core/error.h"
+#include "hfx/runtime/generator.h"
+
+namespace hfx::cli {
+
+namespace {
+
+struct GenerateArgs {
+  std::string model, engine = "auto";
+  std::vector<std::string> prompts, stop;
+  int64_t max_new_tokens = 64;
+  bool greedy = false, json = false, ignore_eos = false, raw = false;
+  std::optional<float> temperature, top_p;
+  std::optional<int64_t> top_k;
+  std::optional<uint64_t> seed;
+  float repetition_penalty = 1.0f;
+  int threads = 0;
+};
+
+void run_generate(const GenerateArgs& a) {
+  const bool sampling_flags = a.temperature || a.top_k || a.top_p || a.seed;
+  HFX_CHECK(!(a.greedy && sampling_flags), "generate",
+            "expected either --greedy or sampling flags (--temperature/--top-k/--top-p/--seed), got both");
+  GenerationOptions o;
+  o.max_new_tokens = a.max_new_tokens;
+  o.stop = a.stop;
+  o.ignore_eos = a.ignore_eos;
+  o.add_special_tokens = !a.raw;
+  o.sampling.greedy = !sampling_flags;
+  if (a.temperature) o.sampling.temperature = *a.temperature;
+  if (a.top_k) o.sampling.top_k = *a.top_k;
+  if (a.top_p) o.sampling.top_p = *a.top_p;
+  if (a.seed) o.sampling.seed = *a.seed;
+  o.sampling.repetition_penalty = a.repetition_penalty;
+
+  Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
+  const bool stream = a.prompts.size() == 1 && !a.json;
+  TokenCallback cb;
+  if (stream)
+    cb = [](const TokenEvent& e) {
+      if (!e.text.empty()) {
+        std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+        std::fflush(stdout);
+      }
+    };
+  GenerationResult r = g.generate(a.prompts, o, cb);
+  if (a.json) {
+    nlohmann::json j;
+    j["engine"] = g.engine().name();
+    for (size_t i = 0; i < r.texts.size(); i++)
+      j["rows"].push_back({{"prompt", a.prompts[i]}, {"prompt_ids", r.prompt_ids[i]}, {"ids", r.ids[i]}, {"text", r.texts[i]},
+                           {"finish_reason", r.finish_reasons[i]}});
+    fmt::print("{}\n", j.dump(2));
+  } else if (stream) {
+    fmt::print("\n");
+  } else {
+    for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
+  }
+  const double dec = r.stats.decode_s > 0 ? static_cast<double>(r.stats.decode_steps * r.texts.size()) / r.stats.decode_s : 0;
+  fmt::print(stderr, "hfx: {} engine, batch {}, {} new tokens; prefill {:.1f} ms, decode {:.1f} tok/s\n", g.engine().name(),
+             r.texts.size(), r.stats.new_tokens, r.stats.prefill_s * 1e3, dec);
+}
+
+}  // namespace
+
+void register_generate(CLI::App& app) {
+  auto a = std::make_shared<GenerateArgs>();
+  auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
+  cmd->add_option("model", a->model, "Checkpoint folder or export folder")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)")->required();
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->check(CLI::NonNegativeNumber);
+  cmd->add_flag("--greedy", a->greedy, "Argmax decoding (the default without sampling flags)");
+  cmd->add_option("--temperature", a->temperature, "Sampling temperature (> 0)");
+  cmd->add_option("--top-k", a->top_k, "Keep the k most likely tokens (0 = off)");
+  cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass in [0, 1]");
+  cmd->add_option("--seed", a->seed, "RNG seed (row r uses seed + r)");
+  cmd->add_option("--repetition-penalty", a->repetition_penalty, "HF repetition penalty (1 = off)");
+  cmd->add_option("--stop", a->stop, "Stop when the text contains this string (repeatable; it is cut off)");
+  cmd->add_option("--engine", a->engine, "auto | eager | ort")->check(CLI::IsMember({"auto", "eager", "ort"}));
+  cmd->add_option("--threads", a->threads, "Compute threads (0 = default)");
+  cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
+  cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
+  cmd->add_flag("--json", a->json, "Print prompts, ids, texts and finish reasons as JSON");
+  cmd->callback([a] { run_generate(*a); });
+}
+
+}  // namespace hfx::cli
