@@ -1,0 +1,217 @@
+// tests/models/gguf_writer.h — a minimal GGUF v3 writer for the llama.cpp reference test (test support
+// only; header-only because tests/CMakeLists.txt compiles *_test.cpp and tests/support/*.cpp).
+//
+// Writes F32 tensors with llama.cpp's names and the metadata its loader needs for the `llama` and
+// `qwen2` architectures, plus a vocabulary taken from the checkpoint's tokenizer.json. For `llama`,
+// q_proj/k_proj rows are permuted into llama.cpp's interleaved rope layout (what convert_hf_to_gguf.py
+// does); `qwen2` uses NEOX rope and takes them unpermuted.
+#pragma once
+#include <cstdint>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/core/error.h"
+#include "hfx/core/tensor.h"
+#include "hfx/models/model.h"
+
+namespace hfx::test::gguf {
+
+enum : uint32_t { U8 = 0, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64, I64, F64 };
+
+class Writer {
+ public:
+  void kv_str(const std::string& k, const std::string& v) { key(k, STRING); str(v); kv_++; }
+  void kv_u32(const std::string& k, uint32_t v) { key(k, U32); pod(v); kv_++; }
+  void kv_f32(const std::string& k, float v) { key(k, F32); pod(v); kv_++; }
+  void kv_strs(const std::string& k, const std::vector<std::string>& v) {
+    key(k, ARRAY);
+    pod(uint32_t{STRING});
+    pod(static_cast<uint64_t>(v.size()));
+    for (const auto& s : v) str(s);
+    kv_++;
+  }
+  void kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
+    key(k, ARRAY);
+    pod(uint32_t{I32});
+    pod(static_cast<uint64_t>(v.size()));
+    for (auto x : v) pod(x);
+    kv_++;
+  }
+  void kv_f32s(const std::string& k, const std::vector<float>& v) {
+    key(k, ARRAY);
+    pod(uint32_t{F32});
+    pod(static_cast<uint64_t>(v.size()));
+    for (auto x : v) pod(x);
+    kv_++;
+  }
+  /// An F32 tensor in torch layout (GGUF stores dims innermost first).
+  void tensor(const std::string& name, const Tensor& t) { tensors_.push_back({name, t.to(DType::F32).contiguous()}); }
+
+  void write(const std::string& path) const {
+    std::string out;
+    auto put = [&](const void* p, size_t n) { out.append(static_cast<const char*>(p), n); };
+    put("GGUF", 4);
+    uint32_t version = 3;
+    put(&version, 4);
+    uint64_t nt = tensors_.size(), nk = kv_;
+    put(&nt, 8);
+    put(&nk, 8);
+    out += meta_;
+    uint64_t off = 0;
+    for (const auto& [name, t] : tensors_) {
+      uint64_t len = name.size();
+      put(&len, 8);
+      out += name;
+      uint32_t nd = static_cast<uint32_t>(t.dim());
+      put(&nd, 4);
+      for (int64_t d = t.dim() - 1; d >= 0; d--) {
+        uint64_t n = static_cast<uint64_t>(t.size(d));
+        put(&n, 8);
+      }
+      uint32_t type = 0;  // GGML_TYPE_F32
+      put(&type, 4);
+      put(&off, 8);
+      off += (t.nbytes() + 31) / 32 * 32;
+    }
+    while (out.size() % 32) out.push_back('\0');
+    for (const auto& [name, t] : tensors_) {
+      put(t.raw(), t.nbytes());
+      while (out.size() % 32) out.push_back('\0');
+    }
+    std::ofstream f(path, std::ios::binary);
+    f.write(out.data(), static_cast<std::streamsize>(out.size()));
+    if (!f) HFX_THROW("gguf", "cannot write {}", path);
+  }
+
+ private:
+  void key(const std::string& k, uint32_t type) { str(k); pod(type); }
+  void str(const std::string& s) {
+    pod(static_cast<uint64_t>(s.size()));
+    meta_ += s;
+  }
+  template <typename T>
+  void pod(T v) { meta_.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+  std::string meta_;
+  uint64_t kv_ = 0;
+  std::vector<std::pair<std::string, Tensor>> tensors_;
+};
+
+/// llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1).
+inline Tensor permute_rows(const Tensor& w, int64_t heads) {
+  Tensor t = w.to(DType::F32).contiguous();
+  const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
+  Tensor r = Tensor::zeros({rows, cols});
+  const float* s = t.data<float>();
+  float* d = r.data<float>();
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < D / 2; i++)
+      for (int64_t half = 0; half < 2; half++)
+        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols, cols * sizeof(float));
+  return r;
+}
+
+/// Vocabulary (tokens, types, merges) from a byte-level BPE tokenizer.json.
+inline void add_gpt2_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_size) {
+  std::vector<std::string> tokens(vocab_size);
+  std::vector<int32_t> types(vocab_size, 1);
+  for (auto it = tok["model"]["vocab"].begin(); it != tok["model"]["vocab"].end(); ++it) {
+    int64_t id = it.value().get<int64_t>();
+    if (id < vocab_size) tokens[id] = it.key();
+  }
+  for (const auto& a : tok["added_tokens"]) {
+    int64_t id = a["id"].get<int64_t>();
+    if (id < vocab_size) {
+      tokens[id] = a["content"].get<std::string>();
+      types[id] = a.value("special", false) ? 3 : 4;
+    }
+  }
+  for (int64_t i = 0; i < vocab_size; i++)
+    if (tokens[i].empty()) tokens[i] = "[PAD" + std::to_string(i) + "]", types[i] = 5;
+  std::vector<std::string> merges;
+  for (const auto& m : tok["model"]["merges"])
+    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  w.kv_str("tokenizer.ggml.model", "gpt2");
+  w.kv_str("tokenizer.ggml.pre", "llama-bpe");
+  w.kv_strs("tokenizer.ggml.tokens", tokens);
+  w.kv_i32s("tokenizer.ggml.token_type", types);
+  w.kv_strs("tokenizer.ggml.merges", merges);
+}
+
+/// Vocabulary from a sentencepiece-style BPE tokenizer.json (byte fallback): llama.cpp's "llama" (SPM) type.
+inline void add_spm_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_size) {
+  std::vector<std::string> tokens(vocab_size);
+  std::vector<int32_t> types(vocab_size, 1);
+  std::vector<float> scores(vocab_size, 0.0f);
+  for (auto it = tok["model"]["vocab"].begin(); it != tok["model"]["vocab"].end(); ++it) {
+    int64_t id = it.value().get<int64_t>();
+    if (id >= vocab_size) continue;
+    tokens[id] = it.key();
+    scores[id] = -static_cast<float>(id);
+    if (it.key().size() == 6 && it.key().rfind("<0x", 0) == 0) types[id] = 6;
+  }
+  for (const auto& a : tok["added_tokens"]) {
+    int64_t id = a["id"].get<int64_t>();
+    if (id >= vocab_size) continue;
+    tokens[id] = a["content"].get<std::string>();
+    types[id] = tokens[id] == "<unk>" ? 2 : (a.value("special", false) ? 3 : 4);
+  }
+  for (int64_t i = 0; i < vocab_size; i++)
+    if (tokens[i].empty()) tokens[i] = "[PAD" + std::to_string(i) + "]", types[i] = 5;
+  w.kv_str("tokenizer.ggml.model", "llama");
+  w.kv_strs("tokenizer.ggml.tokens", tokens);
+  w.kv_f32s("tokenizer.ggml.scores", scores);
+  w.kv_i32s("tokenizer.ggml.token_type", types);
+}
+
+/// A GGUF of an hfx Llama-family model: arch "llama" (permuted q/k) or "qwen2" (q/k/v biases, NEOX).
+inline void write_llama_like(const std::string& path, const std::string& arch, const CausalLM& m, const nlohmann::json& tok) {
+  const ModelConfig& c = m.config();
+  const auto& W = m.weights();
+  Writer w;
+  w.kv_str("general.architecture", arch);
+  w.kv_str("general.name", "hfx-tiny");
+  w.kv_u32("general.alignment", 32);
+  w.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  w.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
+  w.kv_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
+  w.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  w.kv_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  w.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
+  w.kv_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+  w.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+  w.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  w.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+  w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  w.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+  if (tok["model"].value("byte_fallback", false)) add_spm_vocab(w, tok, c.vocab_size);
+  else add_gpt2_vocab(w, tok, c.vocab_size);
+  if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+  if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  const bool permute = arch == "llama";
+  w.tensor("token_embd.weight", W.get("model.embed_tokens.weight"));
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    w.tensor(q + "attn_norm.weight", W.get(p + "input_layernorm.weight"));
+    Tensor wq = W.get(p + "self_attn.q_proj.weight"), wk = W.get(p + "self_attn.k_proj.weight");
+    w.tensor(q + "attn_q.weight", permute ? permute_rows(wq, c.num_attention_heads) : wq);
+    w.tensor(q + "attn_k.weight", permute ? permute_rows(wk, c.num_key_value_heads) : wk);
+    w.tensor(q + "attn_v.weight", W.get(p + "self_attn.v_proj.weight"));
+    for (const char* b : {"q", "k", "v"})
+      if (W.has(p + "self_attn." + b + "_proj.bias"))
+        w.tensor(q + "attn_" + b + ".bias", W.get(p + "self_attn." + b + "_proj.bias"));
+    w.tensor(q + "attn_output.weight", W.get(p + "self_attn.o_proj.weight"));
+    w.tensor(q + "ffn_norm.weight", W.get(p + "post_attention_layernorm.weight"));
+    w.tensor(q + "ffn_gate.weight", W.get(p + "mlp.gate_proj.weight"));
+    w.tensor(q + "ffn_up.weight", W.get(p + "mlp.up_proj.weight"));
+    w.tensor(q + "ffn_down.weight", W.get(p + "mlp.down_proj.weight"));
+  }
+  w.tensor("output_norm.weight", W.get("model.norm.weight"));
+  if (!c.tie_word_embeddings) w.tensor("output.weight", W.get("lm_head.weight"));
+  w.write(path);
+}
+
+}  // namespace hfx::test::gguf

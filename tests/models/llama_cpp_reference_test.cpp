@@ -1,0 +1,86 @@
+// Logits against an independent implementation: llama.cpp through node-llama-cpp on the same weights
+// (written as GGUF F32 by tests/models/gguf_writer.h). Compares full next-token softmax distributions
+// at every position of a token sequence and prints the max abs difference per architecture.
+// Skipped when deps/npm/node_modules (node-llama-cpp) is not installed.
+#include <gtest/gtest.h>
+
+#include <array>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+
+#include "hfx/ops/functional.h"
+#include "models/gguf_writer.h"
+#include "models/model_test_util.h"
+
+namespace hfx::test {
+namespace {
+
+std::string run_capture(const std::string& cmd) {
+  std::string out;
+  FILE* p = ::popen(cmd.c_str(), "r");
+  if (!p) return out;
+  std::array<char, 65536> buf;
+  size_t n;
+  while ((n = fread(buf.data(), 1, buf.size(), p)) > 0) out.append(buf.data(), n);
+  int rc = ::pclose(p);
+  if (rc != 0) out = "ERROR rc=" + std::to_string(rc) + " " + out.substr(0, 2000);
+  return out;
+}
+
+struct Case {
+  std::string model_type, gguf_arch;
+  nlohmann::json overrides;
+};
+
+class LlamaCppReference : public ::testing::TestWithParam<Case> {};
+
+TEST_P(LlamaCppReference, SoftmaxMatches) {
+  const std::string nm = HFX_NODE_MODULES;
+  if (!std::filesystem::exists(std::filesystem::path(nm) / "node-llama-cpp" / "dist" / "index.js"))
+    GTEST_SKIP() << "node-llama-cpp is not installed under " << nm << " (run scripts/setup.sh)";
+  const Case& c = GetParam();
+  TempDir dir("llamacpp_" + c.model_type);
+  TinyOptions o;
+  o.seed = 11;
+  create_tiny(c.model_type, dir.path.string(), o);
+  // Apply overrides (e.g. no sliding window: llama.cpp's llama arch has none) to config.json.
+  auto cfg = nlohmann::json::parse(io::read_file((dir.path / "config.json").string()));
+  cfg.update(c.overrides);
+  io::write_file_atomic((dir.path / "config.json").string(), cfg.dump(2));
+  auto m = load_model(dir.path.string());
+  auto tok = nlohmann::json::parse(io::read_file((dir.path / "tokenizer.json").string()));
+  std::string gguf = (dir.path / "model.gguf").string();
+  gguf::write_llama_like(gguf, c.gguf_arch, *m, tok);
+
+  std::vector<int64_t> ids = {1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180};
+  std::string list;
+  for (auto t : ids) list += (list.empty() ? "" : ",") + std::to_string(t);
+  const int64_t V = m->config().vocab_size;
+  std::string script = std::string(HFX_SOURCE_DIR) + "/tests/models/llama_cpp_logits.js";
+  std::string out = run_capture("node '" + script + "' '" + nm + "' '" + gguf + "' " + std::to_string(V) + " " + list + " 2>&1");
+  ASSERT_EQ(out.rfind("ERROR", 0), std::string::npos) << out;
+  auto ref = nlohmann::json::parse(out.substr(out.find('[')));
+  ASSERT_EQ(ref.size(), ids.size());
+
+  EagerBuilder b;
+  ForwardArgs a;
+  a.input_ids = b.wrap(Tensor::from_ints({1, static_cast<int64_t>(ids.size())}, ids));
+  Tensor probs = F::softmax(m->forward(b, a).logits, -1).tensor().contiguous();
+  double max_diff = 0;
+  for (size_t s = 0; s < ids.size(); s++)
+    for (int64_t v = 0; v < V; v++)
+      max_diff = std::max(max_diff, std::fabs(probs.item({0, static_cast<int64_t>(s), v}) - ref[s][v].get<double>()));
+  std::printf("[ %s ] llama.cpp (%s arch) max |p_hfx - p_llama.cpp| = %.3g over %zu positions x %lld tokens\n",
+              c.model_type.c_str(), c.gguf_arch.c_str(), max_diff, ids.size(), static_cast<long long>(V));
+  EXPECT_LE(max_diff, 1e-5);
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, LlamaCppReference,
+                         ::testing::Values(Case{"llama", "llama", nlohmann::json::object()},
+                                           Case{"mistral", "llama", {{"sliding_window", nullptr}}},
+                                           Case{"qwen2", "qwen2", nlohmann::json::object()}),
+                         [](const auto& info) { return info.param.model_type; });
+
+}  // namespace
+}  // namespace hfx::test
