@@ -212,32 +212,37 @@ bool fix_cap_unbounded(Graph& g, std::vector<std::string>& warnings) {
   return changed;
 }
 
-// Weights in the dtype the backend-preparation row chose (graph metadata "executorch.constant_dtype"):
-// float32 → a cast of a constant is folded into a float32 constant; bfloat16 → float32 constants that
-// the model casts are stored as bfloat16 and the cast to float32 stays in the program.
+// Weights in the dtype the backend-preparation row chose (graph metadata "executorch.constant_dtype").
+// Every weight (Param) of another float dtype is stored in that dtype and cast back to the dtype the
+// model reads it in, inside the program (cuda: bfloat16 weights, float32 math). Then each cast of a
+// constant whose result is the chosen dtype (or not a float) is folded into a constant, so no weight is
+// copied at every call (xnnpack: a bfloat16 checkpoint becomes float32 constants).
 bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
   auto it = g.metadata().find("executorch.constant_dtype");
   if (it == g.metadata().end()) return false;
   DType want = dtype_from_name(it->second);
   bool changed = false;
+  auto users = g.users();
+  Node* first = g.nodes().empty() ? nullptr : g.nodes().front().get();
+  for (Value* p : std::vector<Value*>(g.params().begin(), g.params().end())) {
+    if (!p->data.defined() || !dtype_is_float(p->type.dtype) || p->type.dtype == want || users[p].empty() || !first) continue;
+    Value* stored = g.add_const(p->data.to(want), p->name + "." + dtype_name(want));
+    Node* cast = g.add_node("aten._to_copy", {stored}, Attrs{{"dtype", p->type.dtype}}, p->name + "/to_" + dtype_name(p->type.dtype));
+    g.move_before(cast, first);
+    g.replace_all_uses(p, cast->outputs[0]);
+    changed = true;
+  }
   std::vector<Node*> casts;
   for (const auto& n : g.nodes())
     if (n->op == "aten._to_copy" && is_constant(n->inputs.at(0)) && n->inputs[0]->data.defined()) casts.push_back(n.get());
-  std::map<const Value*, Value*> converted;
   for (Node* n : casts) {
     Value* c = n->inputs[0];
     DType target = n->outputs[0]->type.dtype;
-    if (want == target || !dtype_is_float(target)) {
-      Value* folded = g.add_const(c->data.to(target), c->name + "." + dtype_name(target));
-      g.replace_all_uses(n->outputs[0], folded);
-      g.erase_node(n);
-      changed = true;
-    } else if (c->type.dtype != want && dtype_is_float(c->type.dtype)) {
-      auto& nc = converted[c];
-      if (!nc) nc = g.add_const(c->data.to(want), c->name + "." + dtype_name(want));
-      n->inputs[0] = nc;
-      changed = true;
-    }
+    if (target != want && dtype_is_float(target)) continue;  // the backend keeps this cast (bf16 weight → f32)
+    Value* folded = g.add_const(c->data.to(target), c->name + "." + dtype_name(target));
+    g.replace_all_uses(n->outputs[0], folded);
+    g.erase_node(n);
+    changed = true;
   }
   if (changed) g.eliminate_dead_code();
   return changed;
