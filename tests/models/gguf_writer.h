@@ -1,8 +1,9 @@
 // tests/models/gguf_writer.h — a minimal GGUF v3 writer for the llama.cpp reference test (test support
 // only; header-only because tests/CMakeLists.txt compiles *_test.cpp and tests/support/*.cpp).
 //
-// Writes F32 tensors with llama.cpp's names and the metadata its loader needs for the `llama` and
-// `qwen2` architectures, plus a vocabulary taken from the checkpoint's tokenizer.json. For `llama`,
+// Writes F32 tensors with llama.cpp's names and the metadata its loader needs for the `llama`, `qwen2`,
+// `qwen3`, `gemma`, `gemma2`, `phi3` and `gpt2` architectures, plus a vocabulary taken from the
+// checkpoint's tokenizer.json (byte-level BPE → "gpt2", byte-fallback BPE → "llama"). For `llama`,
 // q_proj/k_proj rows are permuted into llama.cpp's interleaved rope layout (what convert_hf_to_gguf.py
 // does); `qwen2` uses NEOX rope and takes them unpermuted.
 #pragma once
@@ -167,10 +168,21 @@ inline void add_spm_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_si
   w.kv_i32s("tokenizer.ggml.token_type", types);
 }
 
-/// A GGUF of an hfx Llama-family model: arch "llama" (permuted q/k) or "qwen2" (q/k/v biases, NEOX).
-inline void write_llama_like(const std::string& path, const std::string& arch, const CausalLM& m, const nlohmann::json& tok) {
+/// w + 1 (llama.cpp's Gemma converters fold the (1 + w) of Gemma's RMSNorm into the weight).
+inline Tensor plus_one(const Tensor& t) {
+  auto v = t.to_floats();
+  for (auto& x : v) x += 1.0f;
+  return Tensor::from_floats(t.shape(), v);
+}
+
+/// A GGUF of an hfx model for llama.cpp arch `arch`: llama (permuted q/k), qwen2 (q/k/v biases, NEOX),
+/// qwen3 (q/k norms), gemma / gemma2 (norms + 1, sandwich norms, softcaps, sliding window), phi3 (fused
+/// qkv and gate_up, partial rotary), gpt2 (Conv1D weights transposed to [out, in], LayerNorm biases).
+inline void write_gguf(const std::string& path, const std::string& arch, const CausalLM& m, const nlohmann::json& tok) {
   const ModelConfig& c = m.config();
   const auto& W = m.weights();
+  const bool gemma = arch == "gemma" || arch == "gemma2";
+  auto norm = [&](const std::string& n) { return gemma ? plus_one(W.get(n)) : W.get(n); };
   Writer w;
   w.kv_str("general.architecture", arch);
   w.kv_str("general.name", "hfx-tiny");
@@ -181,35 +193,88 @@ inline void write_llama_like(const std::string& path, const std::string& arch, c
   w.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
   w.kv_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
   w.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
-  w.kv_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
-  w.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
-  w.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  w.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
-  w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   w.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+  if (arch == "gpt2") {
+    w.kv_f32(arch + ".attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  } else {
+    double prf = c.raw.value("partial_rotary_factor", 1.0);
+    w.kv_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+    w.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+    w.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
+    w.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+    w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  }
+  if (arch == "gemma2") {
+    w.kv_f32(arch + ".attn_logit_softcapping", static_cast<float>(c.raw.value("attn_logit_softcapping", 0.0)));
+    w.kv_f32(arch + ".final_logit_softcapping", static_cast<float>(c.raw.value("final_logit_softcapping", 0.0)));
+    w.kv_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  }
   if (tok["model"].value("byte_fallback", false)) add_spm_vocab(w, tok, c.vocab_size);
   else add_gpt2_vocab(w, tok, c.vocab_size);
   if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
   if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+
+  if (arch == "gpt2") {
+    auto T = [&](const std::string& n) { return W.get(n).transpose(0, 1).contiguous(); };
+    w.tensor("token_embd.weight", W.get("transformer.wte.weight"));
+    w.tensor("position_embd.weight", W.get("transformer.wpe.weight"));
+    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+      std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+      w.tensor(q + "attn_norm.weight", W.get(p + "ln_1.weight"));
+      w.tensor(q + "attn_norm.bias", W.get(p + "ln_1.bias"));
+      w.tensor(q + "attn_qkv.weight", T(p + "attn.c_attn.weight"));
+      w.tensor(q + "attn_qkv.bias", W.get(p + "attn.c_attn.bias"));
+      w.tensor(q + "attn_output.weight", T(p + "attn.c_proj.weight"));
+      w.tensor(q + "attn_output.bias", W.get(p + "attn.c_proj.bias"));
+      w.tensor(q + "ffn_norm.weight", W.get(p + "ln_2.weight"));
+      w.tensor(q + "ffn_norm.bias", W.get(p + "ln_2.bias"));
+      w.tensor(q + "ffn_up.weight", T(p + "mlp.c_fc.weight"));
+      w.tensor(q + "ffn_up.bias", W.get(p + "mlp.c_fc.bias"));
+      w.tensor(q + "ffn_down.weight", T(p + "mlp.c_proj.weight"));
+      w.tensor(q + "ffn_down.bias", W.get(p + "mlp.c_proj.bias"));
+    }
+    w.tensor("output_norm.weight", W.get("transformer.ln_f.weight"));
+    w.tensor("output_norm.bias", W.get("transformer.ln_f.bias"));
+    w.write(path);
+    return;
+  }
   const bool permute = arch == "llama";
   w.tensor("token_embd.weight", W.get("model.embed_tokens.weight"));
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    w.tensor(q + "attn_norm.weight", W.get(p + "input_layernorm.weight"));
-    Tensor wq = W.get(p + "self_attn.q_proj.weight"), wk = W.get(p + "self_attn.k_proj.weight");
-    w.tensor(q + "attn_q.weight", permute ? permute_rows(wq, c.num_attention_heads) : wq);
-    w.tensor(q + "attn_k.weight", permute ? permute_rows(wk, c.num_key_value_heads) : wk);
-    w.tensor(q + "attn_v.weight", W.get(p + "self_attn.v_proj.weight"));
+    w.tensor(q + "attn_norm.weight", norm(p + "input_layernorm.weight"));
+    if (W.has(p + "self_attn.qkv_proj.weight")) {
+      w.tensor(q + "attn_qkv.weight", W.get(p + "self_attn.qkv_proj.weight"));
+    } else {
+      Tensor wq = W.get(p + "self_attn.q_proj.weight"), wk = W.get(p + "self_attn.k_proj.weight");
+      w.tensor(q + "attn_q.weight", permute ? permute_rows(wq, c.num_attention_heads) : wq);
+      w.tensor(q + "attn_k.weight", permute ? permute_rows(wk, c.num_key_value_heads) : wk);
+      w.tensor(q + "attn_v.weight", W.get(p + "self_attn.v_proj.weight"));
+    }
     for (const char* b : {"q", "k", "v"})
       if (W.has(p + "self_attn." + b + "_proj.bias"))
         w.tensor(q + "attn_" + b + ".bias", W.get(p + "self_attn." + b + "_proj.bias"));
+    if (W.has(p + "self_attn.q_norm.weight")) {
+      w.tensor(q + "attn_q_norm.weight", W.get(p + "self_attn.q_norm.weight"));
+      w.tensor(q + "attn_k_norm.weight", W.get(p + "self_attn.k_norm.weight"));
+    }
     w.tensor(q + "attn_output.weight", W.get(p + "self_attn.o_proj.weight"));
-    w.tensor(q + "ffn_norm.weight", W.get(p + "post_attention_layernorm.weight"));
-    w.tensor(q + "ffn_gate.weight", W.get(p + "mlp.gate_proj.weight"));
-    w.tensor(q + "ffn_up.weight", W.get(p + "mlp.up_proj.weight"));
+    if (arch == "gemma2") {
+      w.tensor(q + "post_attention_norm.weight", norm(p + "post_attention_layernorm.weight"));
+      w.tensor(q + "ffn_norm.weight", norm(p + "pre_feedforward_layernorm.weight"));
+      w.tensor(q + "post_ffw_norm.weight", norm(p + "post_feedforward_layernorm.weight"));
+    } else {
+      w.tensor(q + "ffn_norm.weight", norm(p + "post_attention_layernorm.weight"));
+    }
+    if (W.has(p + "mlp.gate_up_proj.weight")) {
+      w.tensor(q + "ffn_up.weight", W.get(p + "mlp.gate_up_proj.weight"));
+    } else {
+      w.tensor(q + "ffn_gate.weight", W.get(p + "mlp.gate_proj.weight"));
+      w.tensor(q + "ffn_up.weight", W.get(p + "mlp.up_proj.weight"));
+    }
     w.tensor(q + "ffn_down.weight", W.get(p + "mlp.down_proj.weight"));
   }
-  w.tensor("output_norm.weight", W.get("model.norm.weight"));
+  w.tensor("output_norm.weight", norm("model.norm.weight"));
   if (!c.tie_word_embeddings) w.tensor("output.weight", W.get("lm_head.weight"));
   w.write(path);
 }
