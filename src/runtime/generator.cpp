@@ -84,7 +84,9 @@ struct Row {
   std::vector<int64_t> generated;
   std::unique_ptr<tok::DecodeStream> stream;
   std::string text;     // streamed text so far (cut at a stop string)
-  size_t emitted = 0;   // bytes of `text` handed to the callback
+  std::string streamed;  // what the callback received
+  size_t emitted = 0;   // bytes of `text` handed to the callback (= streamed.size())
+  bool stream_broken = false;
   size_t searched = 0;  // stop strings were searched up to here
   sampling::Rng rng;
   bool done = false;
@@ -253,6 +255,17 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
   pos = positions_from_mask(mask, B, L, L);
   res.stats.prompt_tokens = B * L;
 
+  // Generated ids → text, without a final EOS id.
+  auto decode_row = [&](const std::vector<int64_t>& gen) {
+    std::vector<int32_t> ids;
+    ids.reserve(gen.size());
+    for (size_t i = 0; i < gen.size(); i++) {
+      const bool final_eos = i + 1 == gen.size() && !options.ignore_eos && std::find(eos.begin(), eos.end(), gen[i]) != eos.end();
+      if (!final_eos) ids.push_back(static_cast<int32_t>(gen[i]));
+    }
+    return tokenizer_->decode(ids, options.skip_special_tokens);
+  };
+
   std::vector<float> logits;
   std::vector<int64_t> step_ids(B), step_pos(B);
   int64_t total = L;
@@ -266,17 +279,6 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
     engine_->step(input_ids, mask, pos, B, L, logits);
     res.stats.prefill_s = res.stats.engine_s = seconds_since(t0);
   }
-
-  // Generated ids → text, without a final EOS id.
-  auto decode_row = [&](const std::vector<int64_t>& gen) {
-    std::vector<int32_t> ids;
-    ids.reserve(gen.size());
-    for (size_t i = 0; i < gen.size(); i++) {
-      const bool final_eos = i + 1 == gen.size() && !options.ignore_eos && std::find(eos.begin(), eos.end(), gen[i]) != eos.end();
-      if (!final_eos) ids.push_back(static_cast<int32_t>(gen[i]));
-    }
-    return tokenizer_->decode(ids, options.skip_special_tokens);
-  };
 
   auto t_decode = Clock::now();
   for (int64_t t = 0; active > 0; t++) {
@@ -299,7 +301,17 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
         row.done = true;
         row.reason = "eos";
       } else if (row.stream) {
-        row.text += row.stream->step(static_cast<int32_t>(id));
+        // HF's DecodeStream refuses a decoder whose output is not prefix-stable (e.g. byte-fallback runs
+        // of a random model); the row then re-decodes all its ids each step instead.
+        if (!row.stream_broken) {
+          try {
+            row.text += row.stream->step(static_cast<int32_t>(id));
+          } catch (const Error&) {
+            row.stream_broken = true;
+            row.searched = 0;
+          }
+        }
+        if (row.stream_broken) row.text = decode_row(row.generated);
         if (!stops.empty()) {
           size_t maxlen = 0;
           for (const auto& s : stops) maxlen = std::max(maxlen, s.size());
@@ -326,7 +338,7 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
           size_t p = row.reason == "stop" ? find_stop(full, stops, 0) : std::string::npos;
           if (row.reason != "stop" || p != std::string::npos) {
             if (p != std::string::npos) full.resize(p);
-            if (full.compare(0, row.emitted, row.text, 0, row.emitted) == 0) row.text = std::move(full);
+            if (full.compare(0, row.emitted, row.streamed) == 0) row.text = std::move(full);
           }
         }
       }
@@ -338,7 +350,10 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
           while (limit > row.emitted && limit < row.text.size() && (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
             limit--;
         }
+        // Only text that extends what was already handed out is streamed.
+        if (limit < row.emitted || row.text.compare(0, row.emitted, row.streamed) != 0) limit = row.emitted;
         TokenEvent ev{r, id, row.text.substr(row.emitted, limit - row.emitted), row.done};
+        row.streamed += ev.text;
         row.emitted = limit;
         callback(ev);
       }

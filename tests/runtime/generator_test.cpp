@@ -6,14 +6,20 @@
 #include <filesystem>
 #include <map>
 #include <numeric>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
+#include "hfx/export/registry.h"
 #include "hfx/models/model.h"
 #include "hfx/models/tiny.h"
 #include "hfx/ops/functional.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/tokenizer.h"
+#include "hfx/verify/manifest.h"
 
 namespace fs = std::filesystem;
 using hfx::GenerationOptions;
@@ -221,6 +227,20 @@ struct Tiny {
   std::shared_ptr<const hfx::CausalLM> model;
 };
 
+// Tiny checkpoints and exports live under TempDir for the whole run and are removed at the end.
+std::vector<std::string>& temp_dirs() {
+  static std::vector<std::string> d;
+  return d;
+}
+struct RemoveTempDirs : testing::Environment {
+  void TearDown() override {
+    std::error_code ec;
+    for (const auto& d : temp_dirs())
+      for (const char* suffix : {"", "_onnx", "_onnx_split", "_onnx_cli", "_onnx_cli_releases"}) fs::remove_all(d + suffix, ec);
+  }
+};
+[[maybe_unused]] testing::Environment* const kRemoveTempDirs = testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+
 const Tiny& tiny(const std::string& arch) {
   static std::map<std::string, Tiny> cache;
   auto it = cache.find(arch);
@@ -230,6 +250,7 @@ const Tiny& tiny(const std::string& arch) {
   hfx::TinyOptions opt;
   opt.dtype = hfx::DType::F32;
   hfx::create_tiny(arch, t.dir, opt);
+  temp_dirs().push_back(t.dir);
   t.model = hfx::load_model(t.dir);
   return cache.emplace(arch, t).first->second;
 }
@@ -324,23 +345,42 @@ TEST(EagerGenerator, OpenCheckpointSamplesReproduciblyAndStops) {
 
 // ---- ONNX Runtime over an ONNX export ----
 #ifdef HFX_HAVE_ORT
-TEST(OrtGenerator, GreedyEqualsEagerBatch1And3) {
-  std::unique_ptr<hfx::Exporter> ex;
-  try {
-    ex = hfx::make_exporter("onnx");
-  } catch (const hfx::Error& e) {
-    GTEST_SKIP() << "no ONNX exporter in this build: " << e.what();
-  }
-  const Tiny& t = tiny("llama");
+namespace {
+// Exports the tiny model of `arch` for generation into DIR_onnx with its side files (as hfx export does).
+std::string export_onnx(const std::string& arch) {
+  const Tiny& t = tiny(arch);
   const std::string out = t.dir + "_onnx";
+  if (fs::exists(fs::path(out) / "onnx/model.onnx")) return out;
   fs::remove_all(out);
   fs::create_directories(out);
+  auto ex = hfx::make_exporter("onnx");
   auto cfg = hfx::make_config("onnx");
   hfx::CaptureOptions opts;
   ex->export_for_generation(*t.model, opts, {{"*", cfg.get()}}, out);
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
     fs::copy_file(fs::path(t.dir) / f, fs::path(out) / f, fs::copy_options::overwrite_existing);
+  return out;
+}
 
+bool onnx_exportable(const std::string& arch, std::string* why) {
+  try {
+    hfx::make_exporter("onnx");
+    hfx::check_export_skip("onnx", arch);
+  } catch (const hfx::Error& e) {
+    *why = e.what();
+    return false;
+  }
+  return true;
+}
+}  // namespace
+
+class OrtGeneration : public testing::TestWithParam<std::string> {};
+
+TEST_P(OrtGeneration, GreedyEqualsEagerBatch1And3) {
+  std::string why;
+  if (!onnx_exportable(GetParam(), &why)) GTEST_SKIP() << why;
+  const Tiny& t = tiny(GetParam());
+  const std::string out = export_onnx(GetParam());
   GenerationOptions o;
   o.max_new_tokens = 32;
   o.ignore_eos = true;
@@ -348,23 +388,85 @@ TEST(OrtGenerator, GreedyEqualsEagerBatch1And3) {
   Generator ort = Generator::open(out, {.engine = "ort"});
   EXPECT_EQ(ort.engine().name(), "ort");
   std::vector<std::vector<int64_t>> prompts = {{5, 9, 13}, {1, 2, 3, 4, 5, 6, 7, 8}, {40, 41, 42, 43, 44}};
-  auto e1 = eager.generate_ids({prompts[1]}, o);
-  auto o1 = ort.generate_ids({prompts[1]}, o);
-  EXPECT_EQ(o1.ids, e1.ids);
+  EXPECT_EQ(ort.generate_ids({prompts[1]}, o).ids, eager.generate_ids({prompts[1]}, o).ids);
   auto e3 = eager.generate_ids(prompts, o);
-  auto o3 = ort.generate_ids(prompts, o);
-  EXPECT_EQ(o3.ids, e3.ids);
+  EXPECT_EQ(ort.generate_ids(prompts, o).ids, e3.ids);
+}
 
-  // The split graphs (prefill.onnx + decode.onnx) give the same tokens as the merged one.
-  if (fs::exists(fs::path(out) / "onnx/prefill.onnx") && fs::exists(fs::path(out) / "onnx/decode.onnx")) {
-    fs::rename(fs::path(out) / "onnx/model.onnx", fs::path(out) / "onnx/merged.onnx.bak");
-    Generator split = Generator::open(out, {.engine = "ort"});
-    EXPECT_EQ(split.generate_ids(prompts, o).ids, e3.ids);
-    fs::rename(fs::path(out) / "onnx/merged.onnx.bak", fs::path(out) / "onnx/model.onnx");
-  }
-  // Text through the folder's tokenizer, with streaming.
+INSTANTIATE_TEST_SUITE_P(Archs, OrtGeneration, testing::ValuesIn(arch_names()),
+                         [](const testing::TestParamInfo<std::string>& i) { return i.param; });
+
+TEST(OrtGenerator, SplitGraphsStreamingAndEagerFromTheExportFolder) {
+  std::string why;
+  if (!onnx_exportable("llama", &why)) GTEST_SKIP() << why;
+  const Tiny& t = tiny("llama");
+  const std::string out = export_onnx("llama");
+  GenerationOptions o;
+  o.max_new_tokens = 16;
+  o.ignore_eos = true;
+  std::vector<std::vector<int64_t>> prompts = {{5, 9, 13}, {1, 2, 3, 4, 5, 6, 7, 8}};
+  Generator eager(std::make_unique<hfx::EagerEngine>(t.model), nullptr, {});
+  auto ref = eager.generate_ids(prompts, o);
+
+  // prefill.onnx + decode.onnx give the same tokens as the merged graph
+  ASSERT_TRUE(fs::exists(fs::path(out) / "onnx/prefill.onnx") && fs::exists(fs::path(out) / "onnx/decode.onnx"));
+  const std::string split = out + "_split";
+  fs::remove_all(split);
+  fs::copy(out, split, fs::copy_options::recursive);
+  fs::remove(fs::path(split) / "onnx/model.onnx");
+  EXPECT_EQ(Generator::open(split, {.engine = "ort"}).generate_ids(prompts, o).ids, ref.ids);
+
+  // text prompts through the folder's tokenizer; the stream adds up to the text; EOS from generation_config
+  Generator ort = Generator::open(out);
+  EXPECT_EQ(ort.engine().name(), "ort");
+  EXPECT_FALSE(ort.eos_token_ids().empty());
   std::string streamed;
   auto r = ort.generate({"Hello world"}, o, [&](const hfx::TokenEvent& ev) { streamed += ev.text; });
   EXPECT_EQ(streamed, r.texts[0]);
+
+  // --engine eager on the export folder: weights through the manifest's source path
+  EXPECT_THROW(Generator::open(out, {.engine = "eager"}), hfx::Error);  // no weights, no manifest
+  hfx::verify::build_manifest(out, t.dir, "onnx", {}, {}).write(out);
+  Generator ref2 = Generator::open(out, {.engine = "eager"});
+  EXPECT_EQ(ref2.engine().name(), "eager");
+  EXPECT_EQ(ref2.generate_ids(prompts, o).ids, ref.ids);
+  fs::remove(fs::path(out) / "manifest.json");
+}
+
+// The CLI: generate --json over the export equals the checkpoint's eager run; release refuses an
+// unverified export with a non-zero exit.
+TEST(OrtGenerator, Cli) {
+  std::string why;
+  if (!onnx_exportable("llama", &why)) GTEST_SKIP() << why;
+  const Tiny& t = tiny("llama");
+  const std::string out = export_onnx("llama");
+  auto run = [](const std::string& cmd, std::string* output) {
+    FILE* p = popen((cmd + " 2>/dev/null").c_str(), "r");
+    char buf[4096];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
+    return WEXITSTATUS(pclose(p));
+  };
+  const std::string args = " --prompt 'Hello world' --prompt 'A longer prompt than that' --max-new-tokens 12 --ignore-eos --json";
+  std::string a, b;
+  ASSERT_EQ(run(std::string(HFX_CLI) + " generate " + out + args, &a), 0);
+  ASSERT_EQ(run(std::string(HFX_CLI) + " generate " + t.dir + args, &b), 0);
+  auto ja = nlohmann::json::parse(a), jb = nlohmann::json::parse(b);
+  EXPECT_EQ(ja["engine"], "ort");
+  EXPECT_EQ(jb["engine"], "eager");
+  EXPECT_EQ(ja["rows"][0]["ids"], jb["rows"][0]["ids"]);
+  EXPECT_EQ(ja["rows"][1]["ids"], jb["rows"][1]["ids"]);
+
+  const std::string copy = out + "_cli";
+  fs::remove_all(copy);
+  fs::copy(out, copy, fs::copy_options::recursive);
+  std::string o;
+  ASSERT_EQ(run(std::string(HFX_CLI) + " manifest " + copy + " --source " + t.dir, &o), 0) << o;
+  EXPECT_EQ(run(std::string(HFX_CLI) + " manifest " + copy + " --check", &o), 0);
+  EXPECT_NE(run(std::string(HFX_CLI) + " release " + copy + " --into " + copy + "_releases", &o), 0);
+  EXPECT_FALSE(fs::exists(fs::path(copy + "_releases") / "current"));
+  hfx::verify::record_verify_result(copy, true, {{"summary", "test"}});
+  EXPECT_EQ(run(std::string(HFX_CLI) + " release " + copy + " --into " + copy + "_releases", &o), 0);
+  EXPECT_TRUE(fs::is_symlink(fs::path(copy + "_releases") / "current"));
 }
 #endif

@@ -20,8 +20,17 @@ namespace V = hfx::verify;
 
 namespace {
 
+fs::path temp_root() { return fs::path(testing::TempDir()) / ("hfx_manifest_" + std::to_string(::getpid())); }
+struct RemoveTempRoot : testing::Environment {
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(temp_root(), ec);
+  }
+};
+[[maybe_unused]] testing::Environment* const kRemoveTempRoot = testing::AddGlobalTestEnvironment(new RemoveTempRoot);
+
 fs::path temp_dir(const std::string& name) {
-  fs::path p = fs::path(testing::TempDir()) / ("hfx_manifest_" + name + "_" + std::to_string(::getpid()));
+  fs::path p = temp_root() / name;
   fs::remove_all(p);
   fs::create_directories(p);
   return p;
