@@ -162,13 +162,14 @@ class OrtEngine final : public Engine {
               kComp, "expected input_ids/position_ids [{0}, {1}] and attention_mask [{0}, {2}], got {3}, {4} and {5} values", batch,
               seq, total, input_ids.size(), position_ids.size(), attention_mask.size());
     Graph& g = (past_len_ == 0 && prefill_) ? *prefill_ : main_;
-    auto mem = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+    const OrtMemoryInfo* mem = mem_;
     const int64_t ids_shape[2] = {batch, seq}, mask_shape[2] = {batch, total};
     // ORT only reads inputs; the const_casts hand it views of the caller's buffers.
     auto i64 = [&](std::span<const int64_t> s, const int64_t* shape) {
       return Ort::Value::CreateTensor<int64_t>(mem, const_cast<int64_t*>(s.data()), s.size(), shape, 2);
     };
-    std::vector<Ort::Value> feeds;
+    std::vector<Ort::Value>& feeds = feeds_;  // kept across steps: only the small Ort::Value handles are rebuilt
+    feeds.clear();
     feeds.reserve(g.in_names.size());
     for (const auto& n : g.in_names) {
       if (n == "input_ids") {
@@ -195,7 +196,9 @@ class OrtEngine final : public Engine {
     try {
       outs = g.session.Run(Ort::RunOptions{nullptr}, g.in_ptrs.data(), feeds.data(), feeds.size(), g.out_ptrs.data(),
                            g.out_ptrs.size());
+      feeds.clear();  // drop the old pasts now: only the presents stay alive between steps
     } catch (const Ort::Exception& e) {
+      feeds.clear();
       HFX_THROW(kComp, "ONNX Runtime failed on a step with batch {}, sequence {}, past {}: {}", batch, seq, past_len_, e.what());
     }
     // logits [B, S', V]: the last position of each row
@@ -249,6 +252,8 @@ class OrtEngine final : public Engine {
   std::vector<int64_t> kv_heads_, head_dim_;
   int64_t vocab_ = 0;
   Ort::AllocatorWithDefaultOptions alloc_;
+  Ort::MemoryInfo mem_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
+  std::vector<Ort::Value> feeds_;
   std::vector<Ort::Value> past_;  // [2 * layer + 0/1] = key/value
   int64_t past_len_ = 0;
 };
