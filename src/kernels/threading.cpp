@@ -1,11 +1,21 @@
 // Kernel thread pool: a fixed set of workers woken per parallel_for; the caller runs a share too.
 // One parallel_for owns the pool at a time; nested calls and calls that find the pool busy run inline,
 // so kernels may call parallel_for freely. OpenBLAS keeps its own threads; set_num_threads sets both.
+//
+// OpenBLAS core fix: a DYNAMIC_ARCH OpenBLAS (Debian's 0.3.21) picks its kernels by CPU model number and
+// falls back to the SSE3 "Prescott" kernels on models it does not know (e.g. Emerald Rapids, model
+// 207), 3-5x slower than its AVX2/AVX-512 ones. At load, when the core is that fallback, the user set no
+// OPENBLAS_CORETYPE and the CPU (and OS) support AVX-512 (SkylakeX kernels) or AVX2+FMA (Haswell), the
+// dynamic core is re-chosen through OpenBLAS's own exported gotoblas_dynamic_quit/init with
+// OPENBLAS_CORETYPE set — looked up with dlsym, so another BLAS build just skips this.
 #include <cblas.h>
+#include <dlfcn.h>
+#include <strings.h>
 
 #include <algorithm>
 #include <atomic>
 #include <condition_variable>
+#include <cstdlib>
 #include <mutex>
 #include <thread>
 
@@ -115,6 +125,31 @@ class Pool {
   static thread_local bool in_worker_;
 };
 thread_local bool Pool::in_worker_ = false;
+
+void fix_openblas_core() {
+  if (std::getenv("OPENBLAS_CORETYPE") != nullptr) return;
+  const char* core = openblas_get_corename();
+  if (core == nullptr || strcasecmp(core, "prescott") != 0) return;
+  __builtin_cpu_init();
+  const char* want = nullptr;
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
+      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+    want = "SkylakeX";
+  else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    want = "Haswell";
+  if (want == nullptr) return;
+  auto quit = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_quit"));
+  auto init = reinterpret_cast<void (*)()>(dlsym(RTLD_DEFAULT, "gotoblas_dynamic_init"));
+  if (quit == nullptr || init == nullptr) return;
+  setenv("OPENBLAS_CORETYPE", want, 0);
+  quit();
+  init();
+  unsetenv("OPENBLAS_CORETYPE");
+}
+
+struct OpenBlasCoreFix {
+  OpenBlasCoreFix() { fix_openblas_core(); }
+} openblas_core_fix;
 
 int default_threads() {
   unsigned h = std::thread::hardware_concurrency();
