@@ -13,5 +13,6 @@ void register_export(CLI::App& app);
 void register_generate(CLI::App& app);
 void register_release(CLI::App& app);
 void register_rollback(CLI::App& app);
+void register_verify(CLI::App& app);
 void register_create_tiny(CLI::App& app);
 }  // namespace hfx::cli

@@ -14,6 +14,7 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_generate,
     hfx::cli::register_release,
     hfx::cli::register_rollback,
+    hfx::cli::register_verify,
     hfx::cli::register_create_tiny,
 };
 }  // namespace

@@ -1,0 +1,675 @@
+// The checks of `hfx verify` that run ONNX graphs in ONNX Runtime: numerics against eager (prefill,
+// every present tensor, one decode step, greedy end-to-end), the shape matrix, out-of-contract probes,
+// execution-provider placement from ORT's profile, cold start and warm latency, and the per-layer diff.
+// Every artifact run is fed the eager model's own cache as its past, so each component is judged alone.
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <fstream>
+#include <set>
+#include <unistd.h>
+
+#include <fmt/format.h>
+
+#include "hfx/core/error.h"
+#include "hfx/runtime/generator.h"
+#include "hfx/runtime/ort_session.h"
+#include "kernels/kernels.h"
+#include "verify/verify_internal.h"
+
+namespace hfx::verify::detail {
+namespace fs = std::filesystem;
+using nlohmann::json;
+using rt::NamedTensors;
+using rt::OrtSession;
+using rt::RtTensor;
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+
+// A float tensor as the graph wants it (float32, float16 or bfloat16).
+RtTensor float_tensor(const std::string& dtype, std::vector<int64_t> shape, const std::vector<float>& v) {
+  if (dtype == "float16") return RtTensor::f16_from_f32(std::move(shape), v);
+  if (dtype == "bfloat16") {
+    RtTensor t = RtTensor::zeros("bfloat16", shape);
+    auto* p = reinterpret_cast<uint16_t*>(t.data.data());
+    for (size_t i = 0; i < v.size(); i++) p[i] = f32_to_bf16(v[i]);
+    return t;
+  }
+  return RtTensor::f32(std::move(shape), v);
+}
+
+Tensor to_tensor(const RtTensor& r) {
+  Shape s(r.shape.begin(), r.shape.end());
+  if (r.dtype == "int64" || r.dtype == "int32" || r.dtype == "bool") return Tensor::from_ints(s, r.to_i64());
+  return Tensor::from_floats(s, r.to_f32());
+}
+
+// One eager run: an optional prefill of `past` tokens, then the step of `seq` tokens.
+struct EagerStep {
+  std::vector<float> logits;                 // [B, S, V]
+  std::vector<std::vector<float>> past;      // per layer key, value (before the step)
+  std::vector<std::vector<float>> present;   // per layer key, value (after)
+  std::vector<std::vector<int64_t>> past_shape, present_shape;
+  std::map<std::string, Tensor> intermediates;
+};
+
+struct Inputs {
+  int64_t batch = 1, seq = 1, past = 0;
+  std::vector<int64_t> ids;  // [B, past + S]
+};
+
+Inputs make_inputs(int64_t vocab, int64_t batch, int64_t seq, int64_t past, int64_t salt) {
+  Inputs in{batch, seq, past, {}};
+  for (int64_t b = 0; b < batch; b++) {
+    auto r = test_tokens(vocab, b, past + seq, salt);
+    in.ids.insert(in.ids.end(), r.begin(), r.end());
+  }
+  return in;
+}
+
+std::vector<int64_t> cols(const Inputs& in, int64_t from, int64_t to) {
+  std::vector<int64_t> v;
+  const int64_t T = in.past + in.seq;
+  for (int64_t b = 0; b < in.batch; b++)
+    for (int64_t j = from; j < to; j++) v.push_back(in.ids[b * T + j]);
+  return v;
+}
+
+EagerStep eager_step(const CausalLM& m, const Inputs& in, bool collect) {
+  EagerStep r;
+  EagerBuilder eb;
+  DynamicCache cache(m.cache_layout());
+  const int64_t L = static_cast<int64_t>(m.cache_layout().size());
+  if (in.past > 0) {
+    ForwardArgs a;
+    a.input_ids = eb.wrap(Tensor::from_ints({in.batch, in.past}, cols(in, 0, in.past)));
+    a.cache = &cache;
+    m.forward(eb, a);
+    for (int64_t i = 0; i < L; i++)
+      for (const Var* v : {&cache.key(i), &cache.value(i)}) {
+        r.past.push_back(v->tensor().to_floats());
+        r.past_shape.push_back(v->tensor().shape());
+      }
+  }
+  eb.collect_intermediates(collect);
+  ForwardArgs a;
+  const int64_t T = in.past + in.seq;
+  a.input_ids = eb.wrap(Tensor::from_ints({in.batch, in.seq}, cols(in, in.past, T)));
+  a.attention_mask = eb.wrap(Tensor::full({in.batch, T}, 1, DType::I64));
+  std::vector<int64_t> pos;
+  for (int64_t b = 0; b < in.batch; b++)
+    for (int64_t j = in.past; j < T; j++) pos.push_back(j);
+  a.position_ids = eb.wrap(Tensor::from_ints({in.batch, in.seq}, pos));
+  a.cache = &cache;
+  r.logits = m.forward(eb, a).logits.tensor().to_floats();
+  for (int64_t i = 0; i < L; i++)
+    for (const Var* v : {&cache.key(i), &cache.value(i)}) {
+      r.present.push_back(v->tensor().to_floats());
+      r.present_shape.push_back(v->tensor().shape());
+    }
+  if (collect) r.intermediates = eb.intermediates();
+  return r;
+}
+
+NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in, const EagerStep* eager, bool has_past) {
+  NamedTensors f;
+  const int64_t T = in.past + in.seq;
+  f.push_back({"input_ids", RtTensor::i64({in.batch, in.seq}, cols(in, in.past, T))});
+  f.push_back({"attention_mask", RtTensor::i64({in.batch, T}, std::vector<int64_t>(static_cast<size_t>(in.batch * T), 1))});
+  std::vector<int64_t> pos;
+  for (int64_t b = 0; b < in.batch; b++)
+    for (int64_t j = in.past; j < T; j++) pos.push_back(j);
+  f.push_back({"position_ids", RtTensor::i64({in.batch, in.seq}, pos)});
+  if (has_past) {
+    const auto& layout = m.cache_layout();
+    for (size_t i = 0; i < layout.size(); i++)
+      for (int kv = 0; kv < 2; kv++) {
+        std::string name = fmt::format("past_key_values.{}.{}", i, kv ? "value" : "key");
+        std::string dt = s.input(name).dtype;
+        std::vector<int64_t> shape = {in.batch, layout[i].num_kv_heads, in.past, layout[i].head_dim};
+        if (eager && in.past > 0) f.push_back({name, float_tensor(dt, shape, eager->past.at(2 * i + kv))});
+        else f.push_back({name, RtTensor::zeros(dt, shape)});
+      }
+  }
+  return f;
+}
+
+std::string present_name(size_t idx) { return fmt::format("present.{}.{}", idx / 2, idx % 2 ? "value" : "key"); }
+
+// Artifact vs eager on one shape: logits and every present tensor.
+struct CaseResult {
+  bool ran = false, ok = false;
+  std::string error;        // ORT error
+  std::string failure;      // first tolerance failure
+  ErrorStats logits;
+  ErrorStats kv;            // worst present
+  std::string kv_worst;
+  double first_ms = 0, warm_ms = 0;
+  NamedTensors outs;
+  json to_json(const ShapeCase& sc) const {
+    json j = {{"label", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence}, {"past", sc.past}, {"ran", ran}, {"ok", ok}};
+    if (!error.empty()) j["error"] = error;
+    if (!failure.empty()) j["failure"] = failure;
+    if (ran) {
+      j["logits"] = logits.to_json();
+      j["kv_worst"] = {{"name", kv_worst}, {"stats", kv.to_json()}};
+      j["first_run_ms"] = first_ms;
+      j["warm_median_ms"] = warm_ms;
+    }
+    return j;
+  }
+};
+
+CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCase& sc, int warm_runs, int64_t salt) {
+  CaseResult r;
+  const CausalLM& m = *cx.model;
+  Inputs in = make_inputs(m.config().vocab_size, sc.batch, sc.sequence, sc.past, salt);
+  EagerStep e = eager_step(m, in, false);
+  NamedTensors feeds = feeds_for(s, m, in, &e, c.has_past);
+  try {
+    auto t0 = Clock::now();
+    r.outs = s.run(feeds);
+    r.first_ms = ms_since(t0);
+    std::vector<double> times;
+    for (int i = 0; i < warm_runs; i++) {
+      auto t1 = Clock::now();
+      s.run(feeds);
+      times.push_back(ms_since(t1));
+    }
+    std::sort(times.begin(), times.end());
+    r.warm_ms = times.empty() ? r.first_ms : times[times.size() / 2];
+  } catch (const Error& err) {
+    r.error = err.what();
+    return r;
+  }
+  r.ran = true;
+  const int64_t V = m.config().vocab_size;
+  r.logits = error_stats(rt::find_tensor(r.outs, "logits").to_f32(), e.logits, V);
+  r.ok = r.logits.max_abs <= cx.tol.logits_abs;
+  if (!r.ok)
+    r.failure = fmt::format("expected logits within {:.0e} of eager at batch {} sequence {} past {}, got max abs error {:.3g} (max rel {:.3g}, "
+                            "top-5 agreement {:.0f}%)",
+                            cx.tol.logits_abs, sc.batch, sc.sequence, sc.past, r.logits.max_abs, r.logits.max_rel,
+                            100 * r.logits.topk_agreement);
+  for (size_t i = 0; i < e.present.size(); i++) {
+    const std::string n = present_name(i);
+    const RtTensor* t = nullptr;
+    for (const auto& [k, v] : r.outs)
+      if (k == n) t = &v;
+    if (!t) continue;  // the signature check names missing outputs
+    std::vector<int64_t> want(e.present_shape[i].begin(), e.present_shape[i].end());
+    if (t->shape != want) {
+      if (r.ok) r.failure = fmt::format("expected {} of shape {}, got {}", n, fmt::join(want, "x"), fmt::join(t->shape, "x"));
+      r.ok = false;
+      continue;
+    }
+    ErrorStats st = error_stats(t->to_f32(), e.present[i], want.back());
+    if (r.kv_worst.empty() || st.max_abs > r.kv.max_abs) {
+      r.kv = st;
+      r.kv_worst = n;
+    }
+    if (st.max_abs > cx.tol.kv_abs && r.ok) {
+      r.ok = false;
+      r.failure = fmt::format("expected {} within {:.0e} of eager at batch {} sequence {} past {}, got max abs error {:.3g}", n,
+                              cx.tol.kv_abs, sc.batch, sc.sequence, sc.past, st.max_abs);
+    }
+  }
+  return r;
+}
+
+// Session + profile: nodes per execution provider for one run.
+json provider_placement(const OnnxComponent& c, const CausalLM& m, int threads, const ShapeCase& sc) {
+  char tmpl[] = "/tmp/hfx-verify-prof-XXXXXX";
+  const char* dir = mkdtemp(tmpl);
+  if (!dir) return {{"error", "no temp folder for the ORT profile"}};
+  json j;
+  try {
+    rt::SessionOptions so;
+    so.intra_op_threads = threads;
+    so.profile_prefix = std::string(dir) + "/ort";
+    OrtSession s(c.path, so);
+    Inputs in = make_inputs(m.config().vocab_size, sc.batch, sc.sequence, sc.past, 5);
+    s.run(feeds_for(s, m, in, nullptr, c.has_past));
+    std::string path = s.end_profiling();
+    json prof = json::parse(std::ifstream(path));
+    std::map<std::string, std::set<std::string>> by_provider;
+    std::map<std::string, std::map<std::string, int64_t>> ops;
+    for (const auto& ev : prof) {
+      if (ev.value("cat", "") != "Node" || !ev.contains("args")) continue;
+      const auto& a = ev["args"];
+      if (!a.contains("provider")) continue;
+      std::string node = ev.value("name", "");
+      auto k = node.rfind("_kernel_time");
+      if (k == std::string::npos) continue;
+      node = node.substr(0, k);
+      std::string prov = a.value("provider", "?");
+      if (by_provider[prov].insert(node).second) ops[prov][a.value("op_name", "?")]++;
+    }
+    json per = json::object();
+    int64_t total = 0;
+    for (const auto& [p, nodes] : by_provider) {
+      per[p] = {{"nodes", nodes.size()}, {"ops", ops[p]}};
+      total += static_cast<int64_t>(nodes.size());
+    }
+    const int64_t fallback = 0;  // CPU is the only provider registered: nothing to fall back from
+    j = {{"providers", per}, {"executed_nodes", total}, {"registered", json::array({"CPUExecutionProvider"})},
+         {"fallback_nodes", fallback},
+         {"note", "nodes after ORT's graph optimizations (fusions), from its profile; CPU is the only provider registered here, so "
+                  "nothing can fall back"}};
+    fs::remove(path);
+  } catch (const std::exception& e) {
+    j = {{"error", e.what()}};
+  }
+  fs::remove_all(dir);
+  return j;
+}
+
+// Generation over sessions: prefill (optional) then `step` for every later token.
+class SessionEngine : public Engine {
+ public:
+  SessionEngine(const OrtSession* prefill, const OrtSession* step, const CausalLM& m) : prefill_(prefill), step_(step), m_(m) {}
+  std::string name() const override { return "ort"; }
+  int64_t vocab_size() const override { return m_.config().vocab_size; }
+  void reset() override {
+    past_.clear();
+    past_len_ = 0;
+  }
+  int64_t past_length() const override { return past_len_; }
+  void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos, int64_t batch, int64_t seq,
+            std::vector<float>& logits) override {
+    const OrtSession* s = (past_len_ == 0 && prefill_) ? prefill_ : step_;
+    NamedTensors f;
+    f.push_back({"input_ids", RtTensor::i64({batch, seq}, ids)});
+    f.push_back({"attention_mask", RtTensor::i64({batch, past_len_ + seq}, mask)});
+    f.push_back({"position_ids", RtTensor::i64({batch, seq}, pos)});
+    const auto& layout = m_.cache_layout();
+    if (s != prefill_) {
+      for (size_t i = 0; i < layout.size(); i++)
+        for (int kv = 0; kv < 2; kv++) {
+          std::string n = fmt::format("past_key_values.{}.{}", i, kv ? "value" : "key");
+          if (past_.empty())
+            f.push_back({n, RtTensor::zeros(s->input(n).dtype, {batch, layout[i].num_kv_heads, 0, layout[i].head_dim})});
+          else
+            f.push_back({n, std::move(past_[2 * i + kv])});
+        }
+    }
+    NamedTensors out = s->run(f);
+    past_.clear();
+    for (size_t i = 0; i < layout.size() * 2; i++) past_.push_back(rt::find_tensor(out, present_name(i)));
+    const RtTensor& lg = rt::find_tensor(out, "logits");
+    std::vector<float> all = lg.to_f32();
+    const int64_t V = lg.shape.back(), S = lg.shape[1];
+    logits.resize(static_cast<size_t>(batch * V));
+    for (int64_t b = 0; b < batch; b++)
+      std::copy_n(all.begin() + (b * S + S - 1) * V, V, logits.begin() + b * V);
+    past_len_ += seq;
+  }
+
+ private:
+  const OrtSession* prefill_;
+  const OrtSession* step_;
+  const CausalLM& m_;
+  std::vector<RtTensor> past_;
+  int64_t past_len_ = 0;
+};
+
+// Greedy tokens through the artifact vs eager, batch 1 and batch 3 (left-padded prompts of 5, 9, 3 tokens).
+void greedy_check(Context& cx, const std::string& label, const OrtSession* prefill, const OrtSession* step) {
+  const CausalLM& m = *cx.model;
+  const int64_t V = m.config().vocab_size;
+  int64_t pad = m.config().pad_token_id.value_or(0);
+  std::shared_ptr<const CausalLM> model = cx.model;
+  GenerationOptions go;
+  go.max_new_tokens = cx.opt.tokens;
+  go.ignore_eos = true;
+  json runs = json::array();
+  std::string failure;
+  for (int batch : {1, 3}) {
+    std::vector<std::vector<int64_t>> prompts;
+    const int64_t lens[3] = {5, 9, 3};
+    for (int b = 0; b < batch; b++) prompts.push_back(test_tokens(V, b, lens[b], 21));
+    try {
+      Generator ge(std::make_unique<EagerEngine>(model), nullptr, {}, pad);
+      Generator ga(std::make_unique<SessionEngine>(prefill, step, m), nullptr, {}, pad);
+      auto t0 = Clock::now();
+      auto re = ge.generate_ids(prompts, go);
+      double eager_ms = ms_since(t0);
+      t0 = Clock::now();
+      auto ra = ga.generate_ids(prompts, go);
+      double art_ms = ms_since(t0);
+      int64_t agree = 0, total = 0;
+      std::string first;
+      for (int b = 0; b < batch; b++) {
+        for (size_t i = 0; i < std::max(re.ids[b].size(), ra.ids[b].size()); i++) {
+          total++;
+          bool same = i < re.ids[b].size() && i < ra.ids[b].size() && re.ids[b][i] == ra.ids[b][i];
+          if (same) agree++;
+          else if (first.empty())
+            first = fmt::format("row {} token {}: eager {} vs artifact {}", b, i, i < re.ids[b].size() ? re.ids[b][i] : -1,
+                                i < ra.ids[b].size() ? ra.ids[b][i] : -1);
+        }
+      }
+      runs.push_back({{"batch", batch}, {"tokens", cx.opt.tokens}, {"agree", agree}, {"total", total}, {"eager_ms", eager_ms},
+                      {"artifact_ms", art_ms}, {"artifact_tokens_per_s", art_ms > 0 ? 1000.0 * batch * cx.opt.tokens / art_ms : 0}});
+      if (!first.empty() && failure.empty())
+        failure = fmt::format("expected the greedy tokens of eager for {} tokens at batch {}, got a different token at {}", cx.opt.tokens,
+                              batch, first);
+    } catch (const Error& e) {
+      if (failure.empty()) failure = fmt::format("expected greedy generation at batch {} to run, got: {}", batch, e.what());
+    }
+  }
+  if (failure.empty())
+    cx.add(label, "greedy", "passed", fmt::format("greedy tokens equal eager for {} tokens at batch 1 and 3 (left-padded)", cx.opt.tokens),
+           {{"runs", runs}});
+  else
+    cx.add(label, "greedy", "failed", failure, {{"runs", runs}});
+}
+
+// Cases of the shape matrix from the contract (or --shapes).
+std::vector<ShapeCase> matrix_for(Context& cx, const OnnxComponent& c, std::vector<std::string>& notes) {
+  if (!cx.opt.shapes.empty()) {
+    std::vector<ShapeCase> v;
+    for (auto sc : parse_shape_spec(cx.opt.shapes)) {
+      if (c.name == "prefill" && sc.past > 0) continue;
+      if (c.name == "decode" && (sc.sequence != 1 || sc.past < 1)) continue;
+      v.push_back(sc);
+    }
+    return v;
+  }
+  auto [bmin, bmax] = contract_range(c.contract, "input_ids", 0);
+  auto [smin, smax] = contract_range(c.contract, "input_ids", 1);
+  auto [pmin, pmax] = contract_range(c.contract, "past_key_values.0.key", 2);
+  if (bmax < 0) bmin = 1, bmax = 4;
+  if (smax < 0) smin = 1, smax = 64;
+  auto capped = [&](int64_t v, int64_t cap, const char* what) {
+    if (v > cap) {
+      notes.push_back(fmt::format("max {} {} capped at {} against eager (2-core budget)", what, v, cap));
+      return cap;
+    }
+    return v;
+  };
+  const int64_t B = capped(bmax, cx.opt.max_check_batch, "batch");
+  const int64_t S = capped(smax, cx.opt.max_check_sequence, "sequence");
+  const int64_t typB = std::clamp<int64_t>(2, bmin, bmax), typS = std::clamp<int64_t>(16, smin, smax);
+  std::vector<ShapeCase> v;
+  if (c.name != "decode") {
+    v.push_back({bmin, std::max<int64_t>(smin, 1), 0, "min"});
+    v.push_back({typB, typS, 0, "typical"});
+    v.push_back({B, S, 0, "max"});
+  }
+  if (c.has_past) {
+    const int64_t P = capped(pmax < 0 ? 256 : pmax, cx.opt.max_check_sequence, "past");
+    v.push_back({1, 1, 1, "first decode"});
+    v.push_back({typB, 1, 16, "typical decode"});
+    v.push_back({B, 1, 8, "max batch decode"});
+    v.push_back({1, 1, std::max<int64_t>(P - 1, 1), "long cache"});
+    if (c.name == "model") v.push_back({typB, 4, 12, "chunk over cache"});
+  }
+  return v;
+}
+
+std::string who_refused(const std::string& msg) {
+  if (msg.find("hfx.contract") != std::string::npos) return "the artifact (in-graph contract check)";
+  if (msg.find("[ort] expected") != std::string::npos) return "the hfx runtime (OrtSession input check)";
+  return "ONNX Runtime";
+}
+
+// Shapes beyond the contract must be refused, by the graph or by the runtime.
+void rejection_checks(Context& cx, OnnxComponent& c, OrtSession& s) {
+  auto [bmin, bmax] = contract_range(c.contract, "input_ids", 0);
+  auto [smin, smax] = contract_range(c.contract, "input_ids", 1);
+  auto [pmin, pmax] = contract_range(c.contract, "past_key_values.0.key", 2);
+  struct Probe {
+    std::string what;
+    ShapeCase sc;
+  };
+  std::vector<Probe> probes;
+  const int64_t base_past = c.name == "decode" ? 1 : 0;
+  if (bmax > 0) probes.push_back({fmt::format("batch {} (contract max {})", bmax + 1, bmax), {bmax + 1, 1, base_past, ""}});
+  if (smax > 0 && smax != smin && c.name != "decode")
+    probes.push_back({fmt::format("sequence {} (contract max {})", smax + 1, smax), {1, smax + 1, 0, ""}});
+  if (c.has_past && pmax > 0) probes.push_back({fmt::format("past {} (contract max {})", pmax + 1, pmax), {1, 1, pmax + 1, ""}});
+  if (bmin > 1) probes.push_back({fmt::format("batch {} (contract min {})", bmin - 1, bmin), {bmin - 1, 1, base_past, ""}});
+  if (probes.empty()) {
+    cx.add(c.name, "rejects", "skipped", "the contract sets no upper bound to probe");
+    return;
+  }
+  json results = json::array();
+  std::string failure;
+  for (const auto& p : probes) {
+    Inputs in = make_inputs(cx.model->config().vocab_size, p.sc.batch, p.sc.sequence, p.sc.past, 9);
+    try {
+      s.run(feeds_for(s, *cx.model, in, nullptr, c.has_past));
+      results.push_back({{"probe", p.what}, {"refused", false}});
+      if (failure.empty())
+        failure = fmt::format("expected the artifact or the hfx runtime to refuse {} (beyond the contract), got logits", p.what);
+    } catch (const Error& e) {
+      std::string msg = e.what();
+      results.push_back({{"probe", p.what}, {"refused", true}, {"by", who_refused(msg)}, {"error", msg.substr(0, 400)}});
+    }
+  }
+  if (failure.empty()) {
+    std::string by = results.front()["by"];
+    cx.add(c.name, "rejects", "passed", fmt::format("{} out-of-contract shapes refused (e.g. {} by {})", probes.size(),
+                                                     results.front()["probe"].get<std::string>(), by),
+           {{"probes", results}});
+  } else {
+    cx.add(c.name, "rejects", "failed", failure, {{"probes", results}});
+  }
+}
+
+// The claimed max past must really run (artifact alone: the cost is one token over the cache).
+void claimed_max_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases, std::string& failure) {
+  if (!c.has_past) return;
+  int64_t pmax = -1;
+  std::string source;
+  for (const auto& [src, contract] : c.claims) {
+    auto [lo, hi] = contract_range(contract, "past_key_values.0.key", 2);
+    if (hi > pmax) pmax = hi, source = src;
+  }
+  if (pmax <= 0) return;
+  if (pmax > cx.opt.max_probe_past) {
+    cases.push_back({{"label", "claimed max past"}, {"skipped", fmt::format("past {} beyond the probe cap {}", pmax, cx.opt.max_probe_past)}});
+    return;
+  }
+  Inputs in = make_inputs(cx.model->config().vocab_size, 1, 1, pmax, 13);
+  auto t0 = Clock::now();
+  try {
+    auto out = s.run(feeds_for(s, *cx.model, in, nullptr, true), {"logits"});
+    auto v = out.at(0).second.to_f32();
+    bool finite = std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    cases.push_back({{"label", "claimed max past"}, {"batch", 1}, {"sequence", 1}, {"past", pmax}, {"ran", true}, {"ok", finite},
+                     {"first_run_ms", ms_since(t0)}});
+    if (!finite && failure.empty())
+      failure = fmt::format("expected finite logits at the claimed max past {} ({}), got NaN/inf", pmax, source);
+  } catch (const Error& e) {
+    cases.push_back({{"label", "claimed max past"}, {"batch", 1}, {"sequence", 1}, {"past", pmax}, {"ran", false}, {"error", e.what()}});
+    if (failure.empty())
+      failure = fmt::format("expected the graph to run at the past length its contract claims ({} in {}), got: {}", pmax, source, e.what());
+  }
+}
+
+// Per-layer diff of one component on one shape.
+LayerDiff layer_diff(Context& cx, OnnxComponent& c, const ShapeCase& sc, int threads) {
+  std::vector<std::string> names = onnx_module_values(c.path.string());
+  fs::path dbg = c.path.parent_path() / fmt::format(".hfx_verify_debug_{}_{}.onnx", c.name, ::getpid());
+  LayerDiff d;
+  try {
+    write_debug_onnx(c.path.string(), names, dbg.string());
+    rt::SessionOptions so;
+    so.intra_op_threads = threads;
+    so.graph_opt = rt::GraphOpt::Basic;
+    OrtSession s(dbg, so);
+    Inputs in = make_inputs(cx.model->config().vocab_size, sc.batch, sc.sequence, sc.past, 1);
+    EagerStep e = eager_step(*cx.model, in, true);
+    e.intermediates["logits"] = Tensor::from_floats({static_cast<int64_t>(e.logits.size())}, e.logits);
+    std::vector<std::string> fetch;
+    for (const auto& n : names)
+      if (e.intermediates.count(n)) fetch.push_back(n);
+    NamedTensors out = s.run(feeds_for(s, *cx.model, in, &e, c.has_past), fetch);
+    std::map<std::string, Tensor> art;
+    for (const auto& [k, v] : out) art[k] = to_tensor(v);
+    d = compare_layers(fetch, e.intermediates, art, cx.tol.layer_abs, cx.tol.layer_rel);
+  } catch (...) {
+    fs::remove(dbg);
+    throw;
+  }
+  fs::remove(dbg);
+  return d;
+}
+
+}  // namespace
+
+void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
+  kernels::set_num_threads(cx.opt.threads);
+  std::map<std::string, std::unique_ptr<OrtSession>> sessions;
+  std::string failed_numerics;  // first component whose numerics failed
+  for (auto& c : comps) {
+    if (!c.signature_ok || !c.info.contains("size_bytes")) {
+      cx.add(c.name, "numerics", "skipped", "not run: the signature check failed (see above)");
+      continue;
+    }
+    const int64_t hwm0 = peak_rss_bytes();
+    // Cold start: session creation + first run of the typical shape.
+    ShapeCase first = c.name == "decode" ? ShapeCase{2, 1, 8, "decode"} : ShapeCase{2, 8, 0, "prefill"};
+    rt::SessionOptions so;
+    so.intra_op_threads = cx.opt.threads;
+    std::unique_ptr<OrtSession> s;
+    auto t0 = Clock::now();
+    try {
+      s = std::make_unique<OrtSession>(c.path, so);
+    } catch (const Error& e) {
+      cx.add(c.name, "load", "failed", fmt::format("expected ONNX Runtime to load {}, got: {}", c.rel, e.what()));
+      continue;
+    }
+    const double create_ms = ms_since(t0);
+    CaseResult pre = run_case(cx, c, *s, first, 0, 1);
+    const double cold_ms = ms_since(t0);
+    c.info["cold_start_ms"] = cold_ms;
+    c.info["session_create_ms"] = create_ms;
+    cx.add(c.name, "cold start", "info", fmt::format("session {:.0f} ms + first run {:.1f} ms", create_ms, pre.first_ms),
+           {{"session_create_ms", create_ms}, {"first_run_ms", pre.first_ms}, {"cold_start_ms", cold_ms}});
+
+    // Numerics: prefill (past 0) and one decode step over the eager cache.
+    json numerics = json::object();
+    std::string failure;
+    auto judge = [&](const CaseResult& r, const std::string& what) {
+      if (!r.ran && failure.empty()) failure = fmt::format("expected the {} step to run, got: {}", what, r.error);
+      else if (!r.ok && failure.empty()) failure = what + ": " + r.failure;
+    };
+    numerics[first.label] = pre.to_json(first);
+    judge(pre, first.label);
+    CaseResult dec;
+    ShapeCase dsc{2, 1, 8, "decode"};
+    if (c.name == "model") {
+      dec = run_case(cx, c, *s, dsc, 0, 2);
+      numerics["decode"] = dec.to_json(dsc);
+      judge(dec, "decode");
+    }
+    c.info["numerics"] = numerics;
+    const CaseResult& shown = c.name == "model" && dec.ran && !dec.ok ? dec : pre;
+    if (failure.empty())
+      cx.add(c.name, "numerics", "passed",
+             fmt::format("{}logits max abs {:.2g} (rel {:.2g}, top-5 {:.0f}%), KV max abs {:.2g} ({}) <= {:.0e}",
+                         c.name == "model" ? "prefill + decode: " : "", std::max(pre.logits.max_abs, dec.logits.max_abs),
+                         std::max(pre.logits.max_rel, dec.logits.max_rel),
+                         100 * std::min(pre.logits.topk_agreement, c.name == "model" ? dec.logits.topk_agreement : 1.0),
+                         std::max(pre.kv.max_abs, dec.kv.max_abs), shown.kv_worst, cx.tol.logits_abs),
+             numerics);
+    else {
+      cx.add(c.name, "numerics", "failed", failure, numerics);
+      if (failed_numerics.empty()) failed_numerics = c.name;
+    }
+
+    // Shape matrix.
+    std::vector<std::string> notes;
+    json cases = json::array();
+    std::string shape_failure;
+    json latency = json::array();
+    for (const auto& sc : matrix_for(cx, c, notes)) {
+      CaseResult r = run_case(cx, c, *s, sc, cx.opt.warm_runs, 3);
+      cases.push_back(r.to_json(sc));
+      if (r.ran) latency.push_back({{"shape", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence}, {"past", sc.past},
+                                    {"first_ms", r.first_ms}, {"warm_median_ms", r.warm_ms}});
+      if (shape_failure.empty()) {
+        if (!r.ran) shape_failure = fmt::format("expected shape {} ({}x{}+{}, inside the contract) to run, got: {}", sc.label, sc.batch,
+                                                sc.sequence, sc.past, r.error);
+        else if (!r.ok) shape_failure = fmt::format("shape {}: {}", sc.label, r.failure);
+      }
+    }
+    claimed_max_probe(cx, c, *s, cases, shape_failure);
+    c.info["shapes"] = cases;
+    c.info["shape_notes"] = notes;
+    c.info["latency"] = latency;
+    if (shape_failure.empty())
+      cx.add(c.name, "shapes", "passed",
+             fmt::format("{} shapes match eager{}", cases.size(), notes.empty() ? "" : " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")"),
+             {{"cases", cases}});
+    else
+      cx.add(c.name, "shapes", "failed", shape_failure, {{"cases", cases}, {"notes", notes}});
+    std::string lat;
+    for (const auto& l : latency)
+      lat += fmt::format("{}{} {:.2f}", lat.empty() ? "" : ", ", l["shape"].get<std::string>(), l["warm_median_ms"].get<double>());
+    cx.add(c.name, "latency", "info", fmt::format("warm median ms ({} runs): {}", cx.opt.warm_runs, lat), {{"latency", latency}});
+
+    rejection_checks(cx, c, *s);
+    c.info["placement"] = provider_placement(c, *cx.model, cx.opt.threads, first);
+    const json& pl = c.info["placement"];
+    if (pl.contains("error"))
+      cx.add(c.name, "ops", "info", fmt::format("{} nodes in the file; ORT profile unavailable: {}", c.info["nodes"].get<int64_t>(),
+                                                 pl["error"].get<std::string>()));
+    else {
+      std::string per;
+      for (const auto& [p, v] : pl["providers"].items()) per += fmt::format("{}{} {}", per.empty() ? "" : ", ", p, v["nodes"].get<int64_t>());
+      cx.add(c.name, "ops", "info",
+             fmt::format("{} nodes in the file, {} op types; after ORT optimization {} nodes run: {}; fallback {}",
+                         c.info["nodes"].get<int64_t>(), c.info["ops"].size(), pl["executed_nodes"].get<int64_t>(), per,
+                         pl["fallback_nodes"].get<int64_t>()),
+             pl);
+    }
+    c.info["peak_rss_delta_bytes"] = peak_rss_bytes() - hwm0;
+    sessions[c.name] = std::move(s);
+  }
+
+  // Greedy end-to-end, as generation runs it.
+  auto get = [&](const char* n) { return sessions.count(n) ? sessions[n].get() : nullptr; };
+  if (get("model")) greedy_check(cx, "model", nullptr, get("model"));
+  if (get("prefill") && get("decode")) greedy_check(cx, "prefill+decode", get("prefill"), get("decode"));
+
+  // Per-layer diff: where a failing component first leaves eager (or, when all pass, the error per layer).
+  std::string target = failed_numerics;
+  if (target.empty())
+    for (const auto& c : comps)
+      if (sessions.count(c.name)) {
+        target = c.name;
+        break;
+      }
+  for (auto& c : comps) {
+    if (c.name != target) continue;
+    ShapeCase sc = c.name == "decode" ? ShapeCase{2, 1, 8, "decode"} : ShapeCase{2, 8, 0, "prefill"};
+    try {
+      LayerDiff d = layer_diff(cx, c, sc, cx.opt.threads);
+      cx.layer_diff = d.to_json();
+      cx.layer_diff["component"] = c.name;
+      cx.layer_diff["shape"] = sc.label;
+      if (d.first_divergence)
+        cx.add(c.name, "layer diff", failed_numerics.empty() ? "failed" : "failed",
+               fmt::format("first divergence at {} (max abs {:.3g}, max rel {:.3g}) of {} named modules compared", d.first_divergence->name,
+                           d.first_divergence->max_abs, d.first_divergence->max_rel, d.layers.size()),
+               cx.layer_diff);
+      else
+        cx.add(c.name, "layer diff", failed_numerics.empty() ? "passed" : "failed",
+               failed_numerics.empty()
+                   ? fmt::format("{} named modules within tolerance of eager", d.layers.size())
+                   : fmt::format("no named module diverges ({} compared): the difference is after the last named module", d.layers.size()),
+               cx.layer_diff);
+    } catch (const Error& e) {
+      cx.add(c.name, "layer diff", failed_numerics.empty() ? "skipped" : "failed", fmt::format("per-layer diff did not run: {}", e.what()));
+    }
+  }
+}
+
+}  // namespace hfx::verify::detail

@@ -1,0 +1,76 @@
+// src/verify/verify_internal.h — what verify.cpp (format-independent checks, report) shares with
+// ort_verify.cpp (the checks that run graphs in ONNX Runtime). Not a public header.
+#pragma once
+#include <filesystem>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/capture/capture.h"
+#include "hfx/models/model.h"
+#include "hfx/verify/verify.h"
+
+namespace hfx::verify::detail {
+
+/// Tolerances of one checkpoint dtype (see tolerance_for in verify.cpp for where the numbers come from).
+struct Tolerance {
+  double logits_abs = 1e-4;  ///< max abs error on logits
+  double kv_abs = 1e-4;      ///< max abs error on present key/value tensors
+  double layer_rel = 1e-4;   ///< per-layer diff: divergence when err > layer_abs + layer_rel * max|eager|
+  double layer_abs = 1e-4;
+  std::string basis;         ///< how the numbers were chosen
+};
+Tolerance tolerance_for(DType dtype);
+
+/// A contract range that the graph itself enforces (parsed from "hfx.contract: S in [a, b] (input axis n)").
+struct GraphGuard {
+  std::string symbol, input, node;
+  int64_t min = 0, max = 0;
+  int axis = 0;
+};
+
+/// One .onnx component of the folder.
+struct OnnxComponent {
+  std::string name;            ///< "model" (merged), "prefill", "decode"
+  std::filesystem::path path;  ///< absolute
+  std::string rel;             ///< relative to OUT
+  ShapeContract contract;      ///< effective: metadata if present, else the manifest's
+  std::string contract_source; ///< "onnx metadata hfx.contract" | "manifest.json" | "none"
+  std::vector<std::pair<std::string, ShapeContract>> claims;  ///< every contract that claims ranges
+  std::vector<GraphGuard> guards;
+  bool has_past = false;       ///< takes past_key_values.* inputs
+  bool signature_ok = false;   ///< safe to feed
+  nlohmann::json info;         ///< filled by the checks (sizes, ops, latency, numerics)
+};
+
+struct Context {
+  VerifyOptions opt;
+  std::filesystem::path out;
+  std::string reference_dir;
+  std::shared_ptr<const CausalLM> model;
+  Tolerance tol;
+  std::vector<CheckResult> checks;
+  nlohmann::json layer_diff;      ///< per-layer errors of the component diffed (null when none)
+  nlohmann::json memory = nlohmann::json::object();
+
+  void add(std::string component, std::string check, std::string status, std::string message,
+           nlohmann::json data = nullptr) {
+    checks.push_back({std::move(component), std::move(check), std::move(status), std::move(message), std::move(data)});
+  }
+};
+
+/// Peak resident set size so far (VmHWM of /proc/self/status), in bytes.
+int64_t peak_rss_bytes();
+/// Deterministic token ids in [3, vocab) for `n` positions of row `row` (seeded by `salt`).
+std::vector<int64_t> test_tokens(int64_t vocab, int64_t row, int64_t n, int64_t salt);
+/// Range of a contract axis: input_ids axis 0/1, past_key_values.0.key axis 2. {0, -1} if absent.
+std::pair<int64_t, int64_t> contract_range(const ShapeContract& c, const std::string& input, int axis);
+
+/// Numerics, shape matrix, rejection probes, op placement, latency and the per-layer diff of every
+/// ONNX component through ONNX Runtime (ort_verify.cpp; absent without ONNX Runtime).
+void ort_checks(Context& cx, std::vector<OnnxComponent>& comps);
+
+}  // namespace hfx::verify::detail
