@@ -376,6 +376,8 @@ struct BadFile {
   std::string bytes;
   std::vector<std::string> expect;  // substrings of the message
 };
+// gtest/ctest show the case name instead of the struct's raw bytes.
+void PrintTo(const BadFile& b, std::ostream* os) { *os << b.name; }
 
 const std::string kOk = R"("dtype":"F32","shape":[2],"data_offsets":[0,8])";
 
