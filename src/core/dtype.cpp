@@ -163,6 +163,7 @@ void store(void* dst, DType dt, size_t i, double v) {
 }  // namespace
 
 void convert_elements(const void* src, DType from, void* dst, DType to, size_t n) {
+  if (n == 0) return;  // empty tensors may have null data
   if (from == to) {
     std::memcpy(dst, src, n * dtype_size(from));
     return;
