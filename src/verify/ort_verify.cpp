@@ -529,7 +529,7 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
   std::string failed_numerics;  // first component whose numerics failed
   for (auto& c : comps) {
     if (!c.signature_ok || !c.info.contains("size_bytes")) {
-      cx.add(c.name, "numerics", "skipped", "not run: the signature check failed (see above)");
+      cx.add(c.name, "numerics", "skipped", "not run: the graph did not load or its signature check failed (see above)");
       continue;
     }
     const int64_t hwm0 = peak_rss_bytes();

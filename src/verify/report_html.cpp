@@ -106,7 +106,8 @@ std::string render_html(const json& r) {
     h += fmt::format("<tr><th>peak memory</th><td>{:.1f} MiB peak RSS ({})</td></tr>", num(r["memory"]["peak_rss_bytes"]) / 1048576.0,
                      esc(r["memory"].value("how", std::string())));
   h += "</table>\n<h2>Checks</h2>\n<table><tr><th>component</th><th>check</th><th>status</th><th>detail</th></tr>\n";
-  for (const auto& c : r.value("checks", json::array())) {
+  const json checks = r.value("checks", json::array());
+  for (const auto& c : checks) {
     std::string st = c.value("status", std::string());
     h += fmt::format("<tr><td>{}</td><td>{}</td><td class=\"{}\">{}</td><td>{}</td></tr>\n", esc(c.value("component", "")),
                      esc(c.value("check", "")), esc(st), esc(st), esc(c.value("message", "")));
@@ -132,7 +133,8 @@ std::string render_html(const json& r) {
   }
 
   // Latency per shape and the component tables.
-  for (const auto& [name, c] : r.value("components", json::object()).items()) {
+  const json components = r.value("components", json::object());
+  for (const auto& [name, c] : components.items()) {
     h += "<h2>Component " + esc(name) + "</h2>\n<table>";
     if (c.contains("file")) h += "<tr><th>file</th><td><code>" + esc(c["file"].get<std::string>()) + "</code></td></tr>";
     if (c.contains("size_bytes")) h += fmt::format("<tr><th>size</th><td>{:.2f} MiB</td></tr>", num(c["size_bytes"]) / 1048576.0);

@@ -35,17 +35,17 @@ namespace detail {
 Tolerance tolerance_for(DType dtype) {
   Tolerance t;
   if (dtype == DType::F32) {
-    t.basis = "float32: 1e-4 abs on logits and KV (ORT's fused kernels reorder float sums; measured ~1e-6 on tiny models)";
+    t.basis = "float32: 1e-4 abs on logits and KV (measured 1.9e-6 on the tiny llama: reduction-order noise of ORT's kernels)";
   } else {
-    // Half-precision checkpoints: the exported graph computes in float32 after casting the weights (as
-    // eager does), so the error is reduction-order noise amplified by bf16/f16-rounded KV and
-    // activations where the graph keeps them in half precision. Measured on the tiny llama in bf16:
-    // see the report; 2e-2 abs on logits is ~8 bf16 ulps at |logit| ~ 1.
-    t.logits_abs = 2e-2;
-    t.kv_abs = 2e-2;
-    t.layer_abs = 1e-2;
-    t.layer_rel = 1e-2;
-    t.basis = fmt::format("{}: 2e-2 abs on logits and KV (~8 ulps of bfloat16 at magnitude 1)", dtype_name(dtype));
+    // Half-precision checkpoints. Measured on the tiny llama (create-tiny --dtype, |logits| <= 3.1):
+    // max abs error 1.7e-6 (bfloat16) and 1.9e-6 (float16) on logits, 1.3e-6 on KV — the same as float32,
+    // because the exported graph upcasts the half weights to float32 at use exactly as eager does. So the
+    // float32 bound (50x the measured error) holds; a graph that kept activations or the KV cache in half
+    // precision would be off by ~2^-8 * |x| (bf16) and is meant to fail here: it no longer computes what
+    // eager computes.
+    t.basis = fmt::format("{}: 1e-4 abs on logits and KV (measured 1.7e-6 bf16 / 1.9e-6 f16 on the tiny llama: the graph "
+                          "upcasts weights to float32 as eager does)",
+                          dtype_name(dtype));
   }
   return t;
 }
@@ -662,6 +662,17 @@ VerifyReport run_verify(const VerifyOptions& options) {
   cx.memory["peak_rss_bytes"] = peak_rss_bytes();
   cx.memory["peak_rss_delta_bytes"] = peak_rss_bytes() - rss0;
   cx.memory["how"] = "VmHWM of /proc/self/status (the verify process: eager reference + ONNX Runtime sessions)";
+  if (cx.model) {
+    int64_t total = 0;
+    for (const auto& c : comps) total += c.info.value("size_bytes", int64_t{0});
+    for (const auto& p : ptes) total += static_cast<int64_t>(fs::file_size(p));
+    for (const auto& p : pt2s) total += static_cast<int64_t>(fs::file_size(p));
+    cx.add("verify", "memory", "info",
+           fmt::format("peak RSS {:.1f} MiB (+{:.1f} MiB during verify); artifacts {:.2f} MiB in all",
+                       cx.memory["peak_rss_bytes"].get<int64_t>() / 1048576.0, cx.memory["peak_rss_delta_bytes"].get<int64_t>() / 1048576.0,
+                       total / 1048576.0),
+           cx.memory);
+  }
 
   // Verdict: no failure, and something was really run against the reference.
   bool ran = false;

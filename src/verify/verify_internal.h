@@ -43,7 +43,7 @@ struct OnnxComponent {
   std::vector<GraphGuard> guards;
   bool has_past = false;       ///< takes past_key_values.* inputs
   bool signature_ok = false;   ///< safe to feed
-  nlohmann::json info;         ///< filled by the checks (sizes, ops, latency, numerics)
+  nlohmann::json info = nlohmann::json::object();  ///< filled by the checks (sizes, ops, latency, numerics)
 };
 
 struct Context {

@@ -20,13 +20,13 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Run {
+struct Proc {
   int rc = -1;
   std::string out;
 };
 
-Run sh(const std::string& cmd) {
-  Run r;
+Proc sh(const std::string& cmd) {
+  Proc r;
   FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
   if (!p) return r;
   char buf[4096];
@@ -58,9 +58,9 @@ class VerifyCli : public testing::Test {
   static void SetUpTestSuite() {
     fs::remove_all(root());
     fs::create_directories(root());
-    Run a = sh(cli() + " create-tiny llama -o " + (root() / "ck").string());
+    Proc a = sh(cli() + " create-tiny llama -o " + (root() / "ck").string());
     ASSERT_EQ(a.rc, 0) << a.out;
-    Run b = sh(cli() + " export " + (root() / "ck").string() + " --format onnx -o " + (root() / "clean").string());
+    Proc b = sh(cli() + " export " + (root() / "ck").string() + " --format onnx -o " + (root() / "clean").string());
     ASSERT_EQ(b.rc, 0) << b.out;
   }
   static void TearDownTestSuite() {
@@ -75,10 +75,10 @@ class VerifyCli : public testing::Test {
     return d;
   }
   static void manifest(const fs::path& d) {
-    Run r = sh(cli() + " manifest " + d.string() + " --source " + (root() / "ck").string());
+    Proc r = sh(cli() + " manifest " + d.string() + " --source " + (root() / "ck").string());
     ASSERT_EQ(r.rc, 0) << r.out;
   }
-  static Run verify(const fs::path& d, const std::string& extra = "") {
+  static Proc verify(const fs::path& d, const std::string& extra = "") {
     return sh(cli() + " verify " + d.string() + " --tokens 8 --warm-runs 2 " + extra);
   }
 };
@@ -86,7 +86,7 @@ class VerifyCli : public testing::Test {
 TEST_F(VerifyCli, CleanExportPassesAndRecordsTheManifest) {
   fs::path d = copy("ok");
   manifest(d);
-  Run r = sh(cli() + " verify " + d.string());  // default: 32 greedy tokens, batch 1 and 3
+  Proc r = sh(cli() + " verify " + d.string());  // default: 32 greedy tokens, batch 1 and 3
   ASSERT_EQ(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("VERIFIED"), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(hfx::io::read_file((d / "verify.json").string()));
@@ -109,7 +109,7 @@ TEST_F(VerifyCli, CleanExportPassesAndRecordsTheManifest) {
   EXPECT_EQ(m["verify"]["status"], "passed") << m["verify"].dump();
   EXPECT_TRUE(fs::exists(d / "verify.html"));
   // The verify section changed the manifest, not the listed files: checksums still hold.
-  Run again = sh(cli() + " manifest " + d.string() + " --check");
+  Proc again = sh(cli() + " manifest " + d.string() + " --check");
   EXPECT_EQ(again.rc, 0) << again.out;
 }
 
@@ -135,7 +135,7 @@ TEST_F(VerifyCli, PerturbedWeightFailsNumericsAndTheLayerDiffNamesLayer1) {
   ASSERT_TRUE(done) << "no initializer model.layers.1.self_attn.q_proj.weight";
   save(m, d / "onnx" / "model.onnx");
   manifest(d);  // the checksum matches the damaged file: numerics must catch it
-  Run r = verify(d);
+  Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("numerics"), std::string::npos) << r.out;
   auto j = nlohmann::json::parse(hfx::io::read_file((d / "verify.json").string()));
@@ -151,7 +151,7 @@ TEST_F(VerifyCli, TruncatedFileIsNamed) {
   fs::path d = copy("truncated");
   manifest(d);
   fs::resize_file(d / "onnx" / "decode.onnx", fs::file_size(d / "onnx" / "decode.onnx") / 2);
-  Run r = verify(d);
+  Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("FAILED: manifest checksums: expected onnx/decode.onnx to have"), std::string::npos) << r.out;
 
@@ -168,7 +168,7 @@ TEST_F(VerifyCli, ChecksumMismatchNamesFileExpectedAndActual) {
   std::string s = hfx::io::read_file((d / "tokenizer_config.json").string());
   s[s.size() / 2] = s[s.size() / 2] == 'a' ? 'b' : 'a';  // same size, other bytes
   std::ofstream(d / "tokenizer_config.json", std::ios::binary | std::ios::trunc) << s;
-  Run r = verify(d);
+  Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
   auto m = nlohmann::json::parse(hfx::io::read_file((d / "manifest.json").string()));
   std::string want;
@@ -190,7 +190,7 @@ TEST_F(VerifyCli, DroppedOutputIsASignatureFailure) {
     }
   save(m, d / "onnx" / "decode.onnx");
   manifest(d);
-  Run r = verify(d);
+  Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("FAILED: decode signature: expected output present.1.value"), std::string::npos) << r.out;
 }
@@ -211,7 +211,7 @@ TEST_F(VerifyCli, ContractWidenedBeyondTheGraphFailsTheShapeMatrix) {
   }
   save(m, d / "onnx" / "model.onnx");
   manifest(d);
-  Run r = verify(d);
+  Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("FAILED: model shapes: expected the contract in onnx metadata hfx.contract of onnx/model.onnx to keep"),
             std::string::npos)
@@ -226,11 +226,11 @@ TEST_F(VerifyCli, ContractWidenedBeyondTheGraphFailsTheShapeMatrix) {
 
 TEST_F(VerifyCli, NoWeightsAndNoReferenceSaysSo) {
   fs::path d = copy("noref", /*with_weights=*/false);
-  Run r = verify(d);
+  Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("expected the checkpoint weights (model.safetensors) in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no --reference was given"), std::string::npos) << r.out;
-  Run ok = verify(d, "--reference " + (root() / "ck").string() + " --shapes 1x1,2x8,1x1+7");
+  Proc ok = verify(d, "--reference " + (root() / "ck").string() + " --shapes 1x1,2x8,1x1+7");
   EXPECT_EQ(ok.rc, 0) << ok.out;
 }
 
@@ -238,20 +238,20 @@ TEST_F(VerifyCli, HtmlReportRendersInHeadlessChromium) {
   const char* chromium = "/usr/bin/chromium";
   if (!fs::exists(chromium)) GTEST_SKIP() << "Debian chromium is not installed (scripts/setup.sh installs it)";
   fs::path d = copy("html");
-  Run v = verify(d);
+  Proc v = verify(d);
   ASSERT_EQ(v.rc, 0) << v.out;
   fs::path prof = root() / "chromium-profile";
   fs::create_directories(prof);
   fs::path png = root() / "report.png";
   std::string flags = " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update "
                       "--disable-sync --no-first-run --user-data-dir=" + prof.string() + " --enable-logging=stderr --v=0 ";
-  Run dom = sh(std::string("timeout 90 ") + chromium + flags + "--dump-dom file://" + (d / "verify.html").string());
+  Proc dom = sh(std::string("timeout 90 ") + chromium + flags + "--dump-dom file://" + (d / "verify.html").string());
   ASSERT_EQ(dom.rc, 0) << dom.out;
   EXPECT_NE(dom.out.find("VERIFIED"), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("<svg"), std::string::npos);
   EXPECT_EQ(dom.out.find("Uncaught"), std::string::npos) << dom.out.substr(0, 4000);
   EXPECT_EQ(dom.out.find(":CONSOLE("), std::string::npos) << dom.out.substr(0, 4000);
-  Run shot = sh(std::string("timeout 90 ") + chromium + flags + "--window-size=1200,2000 --screenshot=" + png.string() + " file://" +
+  Proc shot = sh(std::string("timeout 90 ") + chromium + flags + "--window-size=1200,2000 --screenshot=" + png.string() + " file://" +
                 (d / "verify.html").string());
   EXPECT_EQ(shot.rc, 0) << shot.out;
   ASSERT_TRUE(fs::exists(png)) << shot.out;
