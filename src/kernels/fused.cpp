@@ -5,7 +5,7 @@
 // Prefill blocks are up to 128 query rows of one head (so at most a [128, T] score block per task);
 // decode (S small) blocks are the G query heads that share a kv head, stacked as rows so K and V are
 // read once per group. Blocks run in parallel on the kernel pool with OpenBLAS single-threaded; when
-// there are fewer blocks than threads, blocks run in turn and OpenBLAS threads each product.
+// there are fewer blocks than threads, blocks run in turn (OpenBLAS itself runs single-threaded: see threading.cpp).
 #pragma GCC optimize("O3")
 #include <cblas.h>
 

@@ -3,7 +3,8 @@
 // Operands are passed with their own strides whenever one of the two matrix dims has unit stride
 // (a transposed view becomes a Trans flag, a row-sliced view a larger leading dimension), so
 // `linear`'s weight[N, K] is used transposed in place. Batched products fold batch dims into M when
-// the right operand is shared (x[..., M, K] @ w[K, N]) and otherwise loop sgemm per batch.
+// the right operand is shared (x[..., M, K] @ w[K, N]) and otherwise loop sgemm per batch. Large products
+// are split over the kernel pool by column blocks (gemm), OpenBLAS running single-threaded in each.
 #include <cblas.h>
 
 #include "kernels/detail.h"
@@ -44,14 +45,9 @@ Mat blas_mat(const Tensor& t2d) {
   return m;
 }
 
-/// C[M, N] (row stride ldc) = alpha * A[M, K] @ B[K, N] + beta * C.
-void gemm(const Mat& A, const Mat& B, float* C, int64_t M, int64_t N, int64_t K, int64_t ldc, float beta) {
-  if (M == 0 || N == 0) return;
-  if (K == 0) {
-    if (beta == 0.0f)
-      for (int64_t i = 0; i < M; i++) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
-    return;
-  }
+/// One BLAS call: C[M, N] (row stride ldc) = A[M, K] @ B[K, N] + beta * C (OpenBLAS runs single-threaded;
+/// see gemm below for the split over the kernel pool).
+void gemm1(const Mat& A, const Mat& B, float* C, int64_t M, int64_t N, int64_t K, int64_t ldc, float beta) {
   if (M == 1) {
     // y[N] = B^T-ish @ a: B is [K, N]; as gemv over B with the right transposition.
     int64_t inca = A.trans ? A.ld : 1;
@@ -71,6 +67,54 @@ void gemm(const Mat& A, const Mat& B, float* C, int64_t M, int64_t N, int64_t K,
   }
   cblas_sgemm(CblasRowMajor, A.trans ? CblasTrans : CblasNoTrans, B.trans ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
               A.p, A.ld, B.p, B.ld, beta, C, ldc);
+}
+
+/// C[M, N] (row stride ldc) = A[M, K] @ B[K, N] + beta * C. Products big enough to pay for it are split
+/// over the kernel pool by column blocks of C (rows when N == 1), each block one single-threaded BLAS
+/// call: one thread pool (no OpenBLAS threads spinning beside ours), and the blocks of a gemv
+/// (decode: M = 1) stream disjoint rows of the weight.
+void gemm(const Mat& A, const Mat& B, float* C, int64_t M, int64_t N, int64_t K, int64_t ldc, float beta) {
+  if (M == 0 || N == 0) return;
+  if (K == 0) {
+    if (beta == 0.0f)
+      for (int64_t i = 0; i < M; i++) std::fill(C + i * ldc, C + i * ldc + N, 0.0f);
+    return;
+  }
+  const int nt = num_threads();
+  const double flops = 2.0 * static_cast<double>(M) * N * K;
+  if (nt <= 1 || flops < 2.0e5) {
+    BlasSingleThread single;
+    gemm1(A, B, C, M, N, K, ldc, beta);
+    return;
+  }
+  BlasSingleThread single;
+  if (N == 1) {
+    // split rows of A (and C)
+    const int64_t blocks = std::min<int64_t>(nt, (M + 63) / 64);
+    parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+      for (int64_t b = b0; b < b1; b++) {
+        int64_t r0 = M * b / blocks, r1 = M * (b + 1) / blocks;
+        if (r1 <= r0) continue;
+        Mat a = A;
+        a.p = A.trans ? A.p + r0 : A.p + r0 * A.ld;
+        gemm1(a, B, C + r0 * ldc, r1 - r0, 1, K, ldc, beta);
+      }
+    });
+    return;
+  }
+  // split columns of B and C in multiples of 16
+  const int64_t unit = 16;
+  const int64_t units = (N + unit - 1) / unit;
+  const int64_t blocks = std::min<int64_t>(nt, units);
+  parallel_for(blocks, 1, [&](int64_t b0, int64_t b1) {
+    for (int64_t b = b0; b < b1; b++) {
+      int64_t c0 = std::min(N, units * b / blocks * unit), c1 = std::min(N, units * (b + 1) / blocks * unit);
+      if (c1 <= c0) continue;
+      Mat bb = B;
+      bb.p = B.trans ? B.p + c0 * B.ld : B.p + c0;
+      gemm1(A, bb, C + c0, M, c1 - c0, K, ldc, beta);
+    }
+  });
 }
 
 /// Integer product fallback (int64 accumulate), torch allows integer mm on CPU.

@@ -1,6 +1,7 @@
 // Kernel thread pool: a fixed set of workers woken per parallel_for; the caller runs a share too.
 // One parallel_for owns the pool at a time; nested calls and calls that find the pool busy run inline,
-// so kernels may call parallel_for freely. OpenBLAS keeps its own threads; set_num_threads sets both.
+// so kernels may call parallel_for freely. OpenBLAS runs single-threaded: linalg.cpp splits products over
+// this pool (one pool, no OpenBLAS threads spinning beside ours on a small machine).
 //
 // OpenBLAS core fix: a DYNAMIC_ARCH OpenBLAS (Debian's 0.3.21) picks its kernels by CPU model number and
 // falls back to the SSE3 "Prescott" kernels on models it does not know (e.g. Emerald Rapids, model
@@ -157,7 +158,10 @@ int default_threads() {
 }
 
 Pool& pool() {
-  static Pool p(default_threads());
+  static Pool p(([] {
+    openblas_set_num_threads(1);  // see set_num_threads
+    return default_threads();
+  })());
   return p;
 }
 
@@ -170,7 +174,8 @@ int blas_saved_threads = 1;
 void set_num_threads(int n) {
   n = std::max(1, n);
   pool().resize(n);
-  openblas_set_num_threads(n);
+  // BLAS calls are split over this pool (linalg.cpp), each running OpenBLAS single-threaded.
+  openblas_set_num_threads(1);
 }
 
 int num_threads() { return pool().size(); }

@@ -52,7 +52,9 @@ void expect_mm(const Tensor& got, const Shape& shape, DType dt, const Ref& r, co
 TEST(KernelsLinalg, MmShapesViewsDtypes) {
   uint32_t seed = 1;
   const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1}, {3, 5, 7},  {64, 33, 17}, {1, 300, 65},
-                                                      {65, 300, 1}, {0, 4, 3}, {4, 0, 3},  {4, 3, 0}, {130, 70, 129}};
+                                                      {65, 300, 1}, {0, 4, 3}, {4, 0, 3},  {4, 3, 0}, {130, 70, 129},
+                                                      // split over the kernel pool: gemv by columns, N = 1 by rows
+                                                      {1, 700, 300}, {300, 700, 1}, {2, 600, 250}};
   for (auto [M, Kd, N] : shapes)
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
       for (int view = 0; view < 4; view++) {
