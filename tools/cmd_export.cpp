@@ -13,6 +13,7 @@
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/verify/manifest.h"
 
 namespace fs = std::filesystem;
 
@@ -66,8 +67,12 @@ void run_export(const ExportArgs& a) {
   opts.dynamic_shapes = cfg->dynamic_shapes;
   opts.prefer_deferred_runtime_asserts_over_guards = cfg->prefer_deferred_runtime_asserts_over_guards;
   opts.batch.max = cfg->max_batch;
-  opts.sequence.max = cfg->max_sequence;
-  opts.past.max = cfg->max_sequence;
+  // The contract never promises more positions than the model has (past + sequence <= max positions).
+  int64_t max_pos = model->config().max_position_embeddings > 0 ? model->config().max_position_embeddings : cfg->max_sequence;
+  opts.sequence.max = std::min(cfg->max_sequence, max_pos);
+  opts.past.max = std::max<int64_t>(1, std::min(cfg->max_sequence, max_pos) - 1);
+  opts.sample_sequence = std::min(opts.sample_sequence, opts.sequence.max);
+  opts.sample_past = std::min(opts.sample_past, opts.past.max);
 
   fs::path out = fs::absolute(a.out);
   fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
@@ -88,6 +93,10 @@ void run_export(const ExportArgs& a) {
       io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
     }
     io::write_file_atomic((tmp / "export_config.json").string(), cfg->to_json().dump(2));
+    // The release manifest: checksums of every file, versions, config and the shape contract per component.
+    std::map<std::string, ShapeContract> contracts;
+    for (const auto& p : r.programs) contracts[p.component] = p.contract;
+    verify::build_manifest(tmp.string(), a.model, a.format, cfg->to_json(), contracts).write(tmp.string());
     for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
   } catch (...) {
     fs::remove_all(tmp);
