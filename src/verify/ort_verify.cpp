@@ -655,6 +655,11 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
       cx.layer_diff = d.to_json();
       cx.layer_diff["component"] = c.name;
       cx.layer_diff["shape"] = sc.label;
+      if (d.first_divergence && !failed_numerics.empty())
+        for (auto& chk : cx.checks)
+          if (chk.component == c.name && chk.check == "numerics" && chk.status == "failed")
+            chk.message += fmt::format("; per-layer diff: first divergence at {} (max abs {:.3g})", d.first_divergence->name,
+                                       d.first_divergence->max_abs);
       if (d.first_divergence)
         cx.add(c.name, "layer diff", failed_numerics.empty() ? "failed" : "failed",
                fmt::format("first divergence at {} (max abs {:.3g}, max rel {:.3g}) of {} named modules compared", d.first_divergence->name,
