@@ -492,6 +492,42 @@ void claimed_max_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases
   }
 }
 
+// A chunk of the claimed max sequence over the claimed max past (merged graph): every position the
+// contract admits must be servable (learned position tables are not, beyond their size).
+void claimed_total_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases, std::string& failure) {
+  if (!c.has_past || c.name == "decode") return;
+  int64_t pmax = -1, smax = -1;
+  std::string source;
+  for (const auto& [src, contract] : c.claims) {
+    auto [plo, phi] = contract_range(contract, "past_key_values.0.key", 2);
+    auto [slo, shi] = contract_range(contract, "input_ids", 1);
+    if (phi > 0 && shi > 0 && phi + shi > pmax + smax) pmax = phi, smax = shi, source = src;
+  }
+  if (pmax <= 0 || smax <= 1) return;
+  const int64_t V = cx.model->config().vocab_size;
+  if (pmax + smax > cx.opt.max_probe_past || smax * V * 4 > (int64_t{512} << 20)) {
+    cases.push_back({{"label", "claimed max total"},
+                     {"skipped", fmt::format("past {} + sequence {} beyond the probe cap {}", pmax, smax, cx.opt.max_probe_past)}});
+    return;
+  }
+  Inputs in = make_inputs(V, 1, smax, pmax, 17);
+  auto t0 = Clock::now();
+  try {
+    auto out = s.run(feeds_for(s, *cx.model, in, nullptr, true), {"logits"});
+    auto v = out.at(0).second.to_f32();
+    bool finite = std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
+    cases.push_back({{"label", "claimed max total"}, {"batch", 1}, {"sequence", smax}, {"past", pmax}, {"ran", true}, {"ok", finite},
+                     {"first_run_ms", ms_since(t0)}});
+    if (!finite && failure.empty())
+      failure = fmt::format("expected finite logits at the claimed max past {} + sequence {} ({}), got NaN/inf", pmax, smax, source);
+  } catch (const Error& e) {
+    cases.push_back({{"label", "claimed max total"}, {"batch", 1}, {"sequence", smax}, {"past", pmax}, {"ran", false}, {"error", e.what()}});
+    if (failure.empty())
+      failure = fmt::format("expected the graph to run {} new tokens over a past of {} (both within the contract in {}), got: {}", smax,
+                            pmax, source, e.what());
+  }
+}
+
 // Per-layer diff of one component on one shape.
 LayerDiff layer_diff(Context& cx, OnnxComponent& c, const ShapeCase& sc, int threads) {
   std::vector<std::string> names = onnx_module_values(c.path.string());
@@ -601,6 +637,7 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
       }
     }
     claimed_max_probe(cx, c, *s, cases, shape_failure);
+    claimed_total_probe(cx, c, *s, cases, shape_failure);
     c.info["shapes"] = cases;
     c.info["shape_notes"] = notes;
     c.info["latency"] = latency;
