@@ -10,7 +10,7 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export HFX_JOBS="${HFX_JOBS:-2}"
 ASAN="${HFX_CI_ASAN:-1}"
-ASAN_TESTS="${HFX_ASAN_TESTS:-Malformed|Safetensors|Symbolic}"
+ASAN_TESTS="${HFX_ASAN_TESTS:-Malformed|Safetensors|Symbolic|Tensor|Tokenizer}"
 cd "$ROOT"
 
 passed=0
