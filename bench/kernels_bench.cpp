@@ -30,6 +30,13 @@ Tensor randn(const Shape& s, uint32_t seed) {
   return Tensor::from_floats(s, v);
 }
 
+/// The raw OpenBLAS baselines run with OpenBLAS's own threads (as many as the kernels use); the kernels
+/// run OpenBLAS single-threaded and split products over their own pool (src/kernels/threading.cpp).
+struct BlasThreads {
+  BlasThreads() { openblas_set_num_threads(kernels::num_threads()); }
+  ~BlasThreads() { openblas_set_num_threads(1); }
+};
+
 void set_gflops(benchmark::State& st, double flops_per_iter) {
   st.counters["gflops"] =
       benchmark::Counter(flops_per_iter * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
@@ -47,6 +54,7 @@ void BM_kernel_mm(benchmark::State& st) {
 void BM_raw_sgemm_nn(benchmark::State& st) {
   int64_t M = st.range(0), K = st.range(1), N = st.range(2);
   Tensor a = randn({M, K}, 1), b = randn({K, N}, 2), c = Tensor::zeros({M, N});
+  BlasThreads bt;
   for (auto _ : st) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data<float>(), K, b.data<float>(), N, 0.0f,
                 c.data<float>(), N);
@@ -65,6 +73,7 @@ void BM_kernel_linear(benchmark::State& st) {
 void BM_raw_sgemm_nt(benchmark::State& st) {
   int64_t M = st.range(0), K = st.range(1), N = st.range(2);
   Tensor x = randn({M, K}, 1), w = randn({N, K}, 2), c = Tensor::zeros({M, N});
+  BlasThreads bt;
   for (auto _ : st) {
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(), K, 0.0f,
                 c.data<float>(), N);
@@ -108,6 +117,7 @@ void BM_baseline_sdpa(benchmark::State& st) {
   Tensor o = Tensor::zeros({1, kHq, S, kD});
   std::vector<float> sc(static_cast<size_t>(S * T));
   const int64_t G = kHq / kHkv;
+  BlasThreads bt;
   for (auto _ : st) {
     for (int64_t h = 0; h < kHq; h++) {
       const float* qp = q.data<float>() + h * S * kD;

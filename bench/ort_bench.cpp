@@ -4,6 +4,8 @@
 // bench/run_all.sh prints the ratio. One JSON line.
 //
 //   ort_bench OUT_DIR_OR_MODEL.onnx [--threads 2] [--prefill 512] [--decode 64] [--reps 3] [--label ort]
+//             [--profile PREFIX]   (ORT profiling on: the JSON path is printed as "profile"; bench/ort_profile.mjs
+//                                   sums it per op type)
 //
 // Prefill: one run with S = prefill and empty pasts [1, Hkv, 0, D] (median of reps after a warm-up).
 // Decode: `decode` single-token runs after a short prefill of 16 tokens, the past growing each step;
@@ -80,6 +82,7 @@ int main(int argc, char** argv) {
     int threads = 2, reps = 3;
     int64_t prefill = 512, decode = 64;
     std::string label = p.parent_path().parent_path().filename().string();
+    std::string profile;
     for (int i = 2; i + 1 < argc; i += 2) {
       std::string k = argv[i], v = argv[i + 1];
       if (k == "--threads") threads = std::stoi(v);
@@ -87,9 +90,10 @@ int main(int argc, char** argv) {
       else if (k == "--decode") decode = std::stoll(v);
       else if (k == "--reps") reps = std::stoi(v);
       else if (k == "--label") label = v;
+      else if (k == "--profile") profile = v;
     }
     auto tl = Clock::now();
-    OrtSession s(p, {.intra_op_threads = threads});
+    OrtSession s(p, {.intra_op_threads = threads, .profile_prefix = profile});
     double load_s = secs(tl, Clock::now());
     Bench b{s};
     // warm-up
@@ -111,10 +115,11 @@ int main(int argc, char** argv) {
       dc.push_back(secs(t1, Clock::now()));
     }
     double pm = median(pf), dm = median(dc);
+    std::string prof_path = profile.empty() ? "" : s.end_profiling();
     std::printf("{\"engine\":\"ort\",\"label\":\"%s\",\"threads\":%d,\"load_s\":%.3f,\"prefill_tokens\":%lld,\"prefill_s\":%.6f,"
-                "\"decode_tokens\":%lld,\"decode_s\":%.6f,\"decode_tok_s\":%.3f,\"ort_version\":\"%s\"}\n",
+                "\"decode_tokens\":%lld,\"decode_s\":%.6f,\"decode_tok_s\":%.3f,\"ort_version\":\"%s\",\"profile\":\"%s\"}\n",
                 label.c_str(), threads, load_s, static_cast<long long>(prefill), pm, static_cast<long long>(decode), dm,
-                decode / dm, ort_version().c_str());
+                decode / dm, ort_version().c_str(), prof_path.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ort_bench: %s\n", e.what());

@@ -15,7 +15,8 @@
 #   kernels  kernels::mm/linear/sdpa GFLOP/s beside raw OpenBLAS sgemm / a plain sdpa (bench/kernels_bench.cpp)
 #
 # Checkpoints are created once and kept under bench/.cache/ (gitignored); exports are redone each run.
-# Env: HFX_BENCH_BUILD (build dir, default build-bench), HFX_BENCH_SKIP="export ort ..." (sections to
+# Env: HFX_BENCH_BUILD (build dir, default build-bench), HFX_BIN (an hfx binary to use instead of the
+# build's), HFX_BENCH_SKIP="export ort ..." (sections to
 # skip), HFX_BENCH_QUICK=1 (fewer repetitions).
 set -euo pipefail
 
@@ -42,9 +43,11 @@ if [[ ! -f "$BUILD/build.ninja" ]]; then
   cmake -S "$ROOT" -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 fi
 log "building hfx and the bench binaries in $BUILD"
-ninja -C "$BUILD" -j"$(nproc)" hfx_cli kernels_bench eager_bench ort_bench generate_bench >"$RUN/build.txt" 2>&1 ||
+TARGETS=(kernels_bench eager_bench ort_bench generate_bench)
+[[ -n "${HFX_BIN:-}" ]] || TARGETS+=(hfx_cli)
+ninja -C "$BUILD" -j"$(nproc)" "${TARGETS[@]}" >"$RUN/build.txt" 2>&1 ||
   { tail -30 "$RUN/build.txt" >&2; exit 1; }
-HFX="$BUILD/hfx"
+HFX="${HFX_BIN:-$BUILD/hfx}"
 B="$BUILD/bench"
 echo "{\"build_s\": $(since "$t0")}" >"$RUN/build.json"
 
