@@ -4,12 +4,14 @@
 // All translations target opset ≥ 18 (Reduce* take axes as an input, Split/Squeeze/Unsqueeze too).
 // Opset 23 uses the standard RMSNormalization, RotaryEmbedding and Attention ops for the composite
 // ops; `target=ort` uses ONNX Runtime's fused ops (SimplifiedLayerNormalization, com.microsoft
-// SkipSimplifiedLayerNormalization and RotaryEmbedding). Where a fused op does not apply, the
+// SkipSimplifiedLayerNormalization and RotaryEmbedding, and com.microsoft GroupQueryAttention, which
+// takes over the KV concat: see gqa_fusion.h). Where a fused op does not apply, the
 // composite is emitted from primitive ops and the reason goes to the export warnings.
 #include <cmath>
 #include <limits>
 #include <numeric>
 
+#include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
 #include "hfx/core/error.h"
 
@@ -220,6 +222,8 @@ void index_copy(Cx& cx, const Node& n) {
 }
 
 void cat(Cx& cx, const Node& n) {
+  // target=ort: a KV-cache concat feeding a GroupQueryAttention is done by that node (gqa_fusion.h).
+  if (cx.target() == "ort" && gqa_owns_cat(cx.graph(), n)) return;
   DType t = out_dt(n);
   std::vector<std::string> ins;
   for (size_t i = 0; i < n.inputs.size(); i++) ins.push_back(cx.in_as(n, i, t));
@@ -598,9 +602,14 @@ void sdpa_attention23(Cx& cx, const Node& n) {
 
 void sdpa(Cx& cx, const Node& n) {
   double softcap = n.attrs.f("softcap");
-  if (cx.target() == "ort")
-    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention is not emitted yet (it owns the KV concat); attention is "
-            "decomposed into standard ops for target=ort");
+  if (cx.target() == "ort") {
+    std::string why;
+    if (auto plan = plan_gqa(cx.graph(), n, &why)) {
+      emit_gqa(cx, *plan);
+      return;
+    }
+    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention does not apply (" + why + "); decomposed into standard ops");
+  }
   if (cx.opset() >= 23 && cx.target() == "standard") {
     if (softcap > 0) {
       cx.warn("hfx.sdpa: softcap — the standard Attention op applies softcap after the mask; decomposed");
@@ -664,7 +673,7 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten.embedding", embedding, "Gather axis 0");
   add("aten.index_select", index_select, "Gather");
   add("aten.index_copy", index_copy, "Transpose + ScatterND + Transpose");
-  add("aten.cat", cat, "Concat (+Cast)");
+  add("aten.cat", cat, "Concat (+Cast); ort: nothing for a KV concat a GroupQueryAttention owns");
   add("aten.slice.Tensor", slice, "Slice (symbolic bounds materialized from input shapes)");
   add("aten.view", view, "Reshape allowzero=1 (symbolic sizes materialized)");
   add("aten.permute", permute, "Transpose");
@@ -681,8 +690,9 @@ std::map<std::string, OnnxTranslationEntry> build() {
       "opset 18: Slice/Neg/Concat/Mul/Add; opset 23: RotaryEmbedding (batch-shaped tables); ort: com.microsoft "
       "RotaryEmbedding over a per-token cache");
   add("hfx.sdpa", sdpa,
-      "opset 18 and ort: MatMul/Softmax with grouped heads by broadcasting and position-built causal/window masks; "
-      "opset 23: Attention with an explicit bias (softcap → decomposed)");
+      "opset 18: MatMul/Softmax with grouped heads by broadcasting and position-built causal/window masks; "
+      "opset 23: Attention with an explicit bias (softcap → decomposed); ort: com.microsoft GroupQueryAttention "
+      "owning the KV concat (padding mask as attention_bias; else decomposed with a warning)");
   return t;
 }
 

@@ -1,0 +1,67 @@
+// src/export/onnx/gqa_fusion.h — target=ort: one com.microsoft GroupQueryAttention per attention layer.
+//
+// The captured graph of a layer reads
+//     k_all = aten.cat([past_key_values.N.key, k_new], 2)      → graph output present.N.key
+//     v_all = aten.cat([past_key_values.N.value, v_new], 2)    → graph output present.N.value
+//     o     = hfx.sdpa(q, k_all, v_all, mask)
+// and GroupQueryAttention owns that concat: it takes the past and the new keys/values and returns the
+// present. The fusion is decided here, over the graph, by `plan_gqa` (a pure function of the sdpa node
+// and its producers); the translations of aten.cat and hfx.sdpa both ask it, so the concat emits
+// nothing exactly when the sdpa emits GroupQueryAttention with the concat's output names as its
+// present outputs. The op table keeps no ONNX-Runtime-only op: eager, ExecuTorch and .pt2 never see it.
+//
+// Semantics kept exactly (hfx.sdpa: bottom-right causal over T = P + S, sliding window, softcap,
+// additive padding mask):
+//   - seqlens_k = T - 1 for every row and total_sequence_length = T, so the CPU kernel appends the new
+//     keys at P (present = cat(past, new), the runtime contract) and places query i at T - S + i;
+//   - the padding mask is passed as attention_bias ([B|1, 1, S, T], clamped at -1e30 so that a row
+//     whose keys are all masked averages them as hfx.sdpa does; ORT's kernel does not for float
+//     lowest); left-padded batches (hfx's generator, Transformers.js) are therefore exact, padded rows
+//     and their present KV included. seqlens_k = sum(mask) - 1 (onnxruntime-genai's right-padding
+//     convention) would write a short row's new keys at sum(mask) - S instead of at P and let it attend
+//     to its left padding: not used.
+//   - window W → local_window_size W (ONNX Runtime 1.30's CPU kernel keeps local_window_size keys,
+//     self included, as hfx.sdpa keeps W; older kernels kept local_window_size + 1); softcap (applied
+//     before the bias by the kernel, as by hfx.sdpa) and scale as attributes.
+// Limit (ONNX Runtime's, at run time): several new tokens on a non-empty past need batch 1 ("batch_size
+// must be 1 when sequence_length > 1 and past context is given"); prefill on an empty past and one-token
+// decode steps, which hfx's generator and Transformers.js use, work at any batch.
+// Where GroupQueryAttention cannot express the layer, `plan_gqa` says why and the sdpa is decomposed.
+#pragma once
+#include <optional>
+#include <string>
+
+#include "hfx/ir/graph.h"
+
+namespace hfx::onnx_export {
+
+class LoweringContext;
+
+struct GqaPlan {
+  const Node* sdpa = nullptr;
+  const Node* cat_k = nullptr;  ///< the KV concats GroupQueryAttention takes over (null without a past)
+  const Node* cat_v = nullptr;
+  const Value* q = nullptr;       ///< [B, Hq, S, D]
+  const Value* k_new = nullptr;   ///< [B, Hkv, S, D]
+  const Value* v_new = nullptr;   ///< [B, Hkv, S, D]
+  const Value* past_k = nullptr;  ///< graph input [B, Hkv, P, D] (null without a past)
+  const Value* past_v = nullptr;
+  const Value* mask = nullptr;  ///< additive float mask broadcastable to [B, 1, S, T] (null if none)
+  int64_t num_heads = 0, kv_num_heads = 0, head_size = 0;
+  double scale = 0;
+  int64_t local_window_size = -1;
+  double softcap = 0;
+};
+
+/// The GroupQueryAttention plan for an hfx.sdpa node, or nullopt with the reason in `why`.
+std::optional<GqaPlan> plan_gqa(const Graph& g, const Node& sdpa, std::string* why = nullptr);
+
+/// True when `cat` is a KV concat that a planned GroupQueryAttention takes over (its translation must
+/// then emit nothing: the GroupQueryAttention node produces its output under the same name).
+bool gqa_owns_cat(const Graph& g, const Node& cat);
+
+/// Emits the GroupQueryAttention node of `p` and the reshapes around it; binds the sdpa output and the
+/// concats' outputs (present.N.key/value) to what it produces.
+void emit_gqa(LoweringContext& cx, const GqaPlan& p);
+
+}  // namespace hfx::onnx_export
