@@ -7,7 +7,11 @@
 // casts, and the run-time materialization of symbolic sizes (each symbol is read from the graph input
 // axis that defines it with Shape, expressions are built from Add/Mul/Div/Mod/Min/Max and cached per
 // expression text). Parameters become initializers whose bytes are attached only when the model is
-// written (write_onnx_model), one tensor at a time, so that external data streams.
+// written (write_onnx_model), one tensor at a time, so that external data streams. A f16/bf16 parameter
+// that the graph only casts to f32 (the models' `F::to(w, F32)` at use) or gathers rows from (embedding
+// tables, whose rows eager casts) keeps its checkpoint dtype: its initializer holds the checkpoint's
+// bytes as they are and one Cast node in the graph widens it, exactly what eager computes; the external
+// data file is then a near-copy of the checkpoint.
 #pragma once
 #include <functional>
 #include <map>
@@ -37,6 +41,10 @@ struct LowerOptions {
   std::vector<Guard> guards;          ///< deferred runtime asserts from capture
   bool emit_guards = true;            ///< in-graph contract checks (see LoweringContext::emit_guards)
   std::map<std::string, std::string> metadata;  ///< extra metadata_props
+  /// f16/bf16 parameters read only by casts to f32 (or gathered, then cast) stay f16/bf16 initializers
+  /// followed by a Cast node (half the bytes, no conversion when writing; numerics unchanged since the
+  /// widening is exact). ONNX Runtime folds the Cast of an initializer when it loads the graph.
+  bool keep_param_dtype = true;
 };
 
 class LoweringContext;
@@ -85,10 +93,63 @@ struct WriteStats {
   uint64_t data_bytes = 0;  ///< external data file size (0 without external data)
   int64_t initializers = 0;
 };
-/// Writes `lm` to `path` (temp + rename). With `external_data`, every parameter's bytes go to
-/// `<path>_data` (name: "<file>.onnx_data" next to it), one tensor at a time at 4096-aligned offsets,
-/// each released from `store` (if given) after it is written; else bytes are embedded and the proto
-/// must stay under 2 GB. Floating parameters are written as f32.
+
+/// The external data file of an export, shared by every graph written through it (prefill, decode and
+/// the merged model of export_for_generation reference one `model.onnx_data`): each parameter's bytes
+/// are written once, at a 4096-aligned offset, and a later graph that reads the same parameter gets the
+/// same extent. Bytes stream in large sequential writes — copy_file_range from the checkpoint file when
+/// they are unchanged (no user-space copy, nothing mapped), else read and converted in 8 MiB chunks —
+/// so memory stays flat whatever the tensor sizes; written ranges are handed to writeback as they
+/// complete and dropped from the page cache once on disk. Bytes go to a temp file next to `path`;
+/// finish() fsyncs and renames it; destroying an unfinished file removes the temp file.
+class ExternalDataFile {
+ public:
+  struct Extent {
+    uint64_t offset = 0, length = 0;
+  };
+  /// `store` (optional) is where parameters come from: file-backed tensors are copied from their file
+  /// and their mapped pages released after the copy.
+  explicit ExternalDataFile(const std::string& path, const io::WeightStore* store = nullptr);
+  ~ExternalDataFile();
+  ExternalDataFile(const ExternalDataFile&) = delete;
+  ExternalDataFile& operator=(const ExternalDataFile&) = delete;
+
+  /// The file name the graphs reference (relative to the graph file, which sits in the same folder).
+  const std::string& location() const { return location_; }
+  const std::string& path() const { return path_; }
+  /// Writes parameter `name` (data `t`) stored as `as` unless the same bytes were written before.
+  Extent add(const std::string& name, const Tensor& t, DType as);
+  /// Flushes, fsyncs and renames the temp file into place. Idempotent.
+  void finish();
+  uint64_t size() const { return offset_; }
+  int64_t tensors() const { return static_cast<int64_t>(extents_.size()); }
+  bool finished() const { return finished_; }
+
+ private:
+  void write_all(const void* p, size_t n);
+  void pad_to(uint64_t align);
+  void copy_from_file(int src_fd, uint64_t src_off, uint64_t n);
+  void after_write();
+  [[noreturn]] void fail(const std::string& what);
+
+  std::string path_, tmp_, location_;
+  const io::WeightStore* store_ = nullptr;
+  int fd_ = -1;
+  uint64_t offset_ = 0;
+  uint64_t kicked_ = 0;    // bytes handed to writeback
+  uint64_t dropped_ = 0;   // bytes waited for and dropped from the page cache
+  bool finished_ = false;
+  std::map<std::string, Extent> extents_;
+  std::map<std::string, int> src_fds_;  // checkpoint file → open descriptor
+  std::vector<char> buf_, cvt_;
+};
+
+/// Writes `lm` to `path` (temp + rename). With `data`, every parameter's bytes go to that external
+/// data file (written once per parameter, shared with the other graphs written through it; the caller
+/// finishes it); else bytes are embedded and the proto must stay under 2 GB. Floating parameters are
+/// written in their initializer's dtype: f32, or f16/bf16 kept as in the checkpoint (see LowerOptions).
+WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalDataFile* data);
+/// Same, with a data file of its own (`<file>.onnx_data` next to `path`) when `external_data`.
 WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool external_data,
                             const io::WeightStore* store = nullptr);
 
@@ -97,6 +158,10 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool exte
 int onnx_elem_type(DType dt);
 /// Export dtype: f16/bf16 → f32, others unchanged.
 DType export_dtype(DType dt);
+/// ONNX element type of a tensor stored as `dt` (f16 → FLOAT16, bf16 → BFLOAT16; others as onnx_elem_type).
+int onnx_storage_elem_type(DType dt);
+/// hfx dtype of an ONNX element type (throws for one hfx does not have).
+DType dtype_of_onnx_elem(int elem);
 
 class LoweringContext {
  public:

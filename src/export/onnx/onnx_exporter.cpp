@@ -1,9 +1,19 @@
 // The ONNX exporter: capture → patches and fixes → translations → IR fixes → files, in five numbered
 // stages (docs/ describe each). Every component (prefill, decode, the merged `model`) runs the same
 // stages on its own capture and is written to OUT/onnx/<component>.onnx, with its weights embedded or
-// streamed to <component>.onnx_data.
+// streamed to external data: export_for_generation writes the weights once, to OUT/onnx/model.onnx_data,
+// which prefill.onnx, decode.onnx and model.onnx all reference (locations are relative to the graph
+// file); export_model streams one component's weights to <component>.onnx_data.
+//
+// HFX_EXPORT_TRACE=1 prints, per component and phase, the wall time and the process's peak resident
+// memory (VmHWM) to stderr.
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <filesystem>
+#include <fstream>
+#include <memory>
 
 #include "export/onnx/lowering.h"
 #include "hfx/core/error.h"
@@ -38,6 +48,40 @@ CaptureOptions capture_options(const CaptureOptions& opts, const OnnxConfig& c, 
 
 std::string component_name(CallKind k) { return call_kind_name(k); }
 
+// HFX_EXPORT_TRACE=1: per-phase wall time and peak RSS.
+class Trace {
+ public:
+  explicit Trace(std::string comp) : comp_(std::move(comp)), on_(enabled()), t0_(Clock::now()) {}
+  static bool enabled() {
+    static const bool on = [] {
+      const char* v = std::getenv("HFX_EXPORT_TRACE");
+      return v && *v && std::string(v) != "0";
+    }();
+    return on;
+  }
+  void phase(const char* what) {
+    if (!on_) return;
+    auto now = Clock::now();
+    std::fprintf(stderr, "hfx: trace: %-8s %-12s %8.3f s  VmRSS %7.1f MiB  VmHWM %7.1f MiB\n", comp_.c_str(), what,
+                 std::chrono::duration<double>(now - t0_).count(), status_kib("VmRSS:") / 1024.0,
+                 status_kib("VmHWM:") / 1024.0);
+    t0_ = now;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  static long status_kib(const char* key) {
+    std::ifstream f("/proc/self/status");
+    std::string line;
+    while (std::getline(f, line))
+      if (line.rfind(key, 0) == 0) return std::atol(line.c_str() + std::strlen(key));
+    return 0;
+  }
+  std::string comp_;
+  bool on_;
+  Clock::time_point t0_;
+};
+
 std::string describe_inputs(const Graph& g) {
   std::string s;
   for (const Value* v : g.inputs()) s += (s.empty() ? "" : ", ") + v->name + ": " + v->type.str();
@@ -52,7 +96,7 @@ class OnnxExporter : public Exporter {
                             const std::string& out_dir) override {
     ExportResult r;
     r.out_dir = out_dir;
-    export_component(model, opts, as_onnx(config), opts.kind, out_dir, r);
+    export_component(model, opts, as_onnx(config), opts.kind, out_dir, r, nullptr);
     return r;
   }
 
@@ -62,6 +106,8 @@ class OnnxExporter : public Exporter {
     if (configs.empty()) HFX_THROW("export", "expected at least one onnx config for export_for_generation, got none");
     ExportResult r;
     r.out_dir = out_dir;
+    // One external data file for every component that uses external data: the weights are written once.
+    std::unique_ptr<ExternalDataFile> data;
     for (CallKind k : {CallKind::Prefill, CallKind::Decode, CallKind::Merged}) {
       std::string comp = component_name(k);
       const ExportConfig* c = nullptr;
@@ -71,20 +117,30 @@ class OnnxExporter : public Exporter {
           break;
         }
       if (!c) c = configs.begin()->second;
-      export_component(model, opts, as_onnx(*c), k, out_dir, r);
+      const OnnxConfig& oc = as_onnx(*c);
+      if (oc.external_data && !data)
+        data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(), &model.weights());
+      export_component(model, opts, oc, k, out_dir, r, oc.external_data ? data.get() : nullptr);
+    }
+    if (data) {
+      Trace trace("model");
+      data->finish();
+      r.files.push_back({"model", "onnx/model.onnx_data", "weights"});
+      trace.phase("data-fsync");
     }
     return r;
   }
 
  private:
   void export_component(const CausalLM& model, const CaptureOptions& base, const OnnxConfig& cfg, CallKind kind,
-                        const std::string& out_dir, ExportResult& r) {
+                        const std::string& out_dir, ExportResult& r, ExternalDataFile* shared_data) {
     const std::string& arch = model.config().model_type;
     const std::string comp = component_name(kind);
     check_export_skip("onnx", arch);
     CaptureOptions opts = capture_options(base, cfg, kind);
     std::vector<std::string> warnings;
     CapturedProgram prog;
+    Trace trace(comp);
 
     // ── Stage 1: Torch patches ──
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
@@ -92,6 +148,7 @@ class OnnxExporter : public Exporter {
       PatchScope patches("onnx", 1);
       prog = capture_causal_lm(model, opts);
     }
+    trace.phase("capture");
     prog.component = comp;
     Graph& g = *prog.graph;
     try {
@@ -115,6 +172,7 @@ class OnnxExporter : public Exporter {
       std::string why;
       if (cfg.optimize && !optimize_disabled("onnx", arch, &why)) run_pass(g, dead_code_elimination_pass());
       else if (!why.empty()) warnings.push_back("optimization disabled for " + arch + ": " + why);
+      trace.phase("fixes");
 
       // ── Stage 4: ONNX translations ──
       LowerOptions lo;
@@ -125,15 +183,22 @@ class OnnxExporter : public Exporter {
       lo.guards = prog.guards;
       lo.metadata = {{"hfx.component", comp}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
       LoweredModel lm = lower_graph(g, lo);
+      trace.phase("lower");
 
       // ── Stage 5: ONNX IR fixes ──
       apply_onnx_ir_fixes(lm.model, lm.warnings);
+      trace.phase("ir-fixes");
 
       std::string rel = "onnx/" + comp + ".onnx";
       fs::path path = fs::path(out_dir) / rel;
-      write_onnx_model(lm, path.string(), cfg.external_data, &model.weights());
+      if (shared_data) {
+        write_onnx_model(lm, path.string(), shared_data);
+      } else {
+        write_onnx_model(lm, path.string(), cfg.external_data, &model.weights());
+        if (cfg.external_data) r.files.push_back({comp, rel + "_data", "weights"});
+      }
       r.files.push_back({comp, rel, "graph"});
-      if (cfg.external_data) r.files.push_back({comp, rel + "_data", "weights"});
+      trace.phase("write");
       for (auto& w : lm.warnings) warnings.push_back(std::move(w));
     } catch (const Error& e) {
       HFX_THROW("export", "onnx export of component '{}' of architecture '{}' with inputs ({}) failed: {}", comp, arch,

@@ -7,6 +7,8 @@
 #include "export/onnx/onnx_test_util.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/models/tiny.h"
 #include "hfx/ops/functional.h"
 
 namespace hfx::onnx_test {
@@ -166,6 +168,156 @@ TEST(OnnxLowering, ExternalDataIsAlignedAndReferenced) {
   EXPECT_TRUE(found);
   // No temp file left behind.
   for (const auto& e : fs::directory_iterator(dir.path)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+std::string read_bytes(const fs::path& p) {
+  std::ifstream f(p, std::ios::binary);
+  return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
+}
+
+const onnx::TensorProto& find_init(const onnx::ModelProto& m, const std::string& n) {
+  for (const auto& t : m.graph().initializer())
+    if (t.name() == n) return t;
+  throw std::runtime_error("no initializer " + n);
+}
+
+std::map<std::string, std::string> ext_of(const onnx::TensorProto& t) {
+  std::map<std::string, std::string> kv;
+  for (const auto& e : t.external_data()) kv[e.key()] = e.value();
+  return kv;
+}
+
+// x [B, 8] * to(w_bf16, f32) + to(b_f16, f32); rows of a bf16 table e gathered, then cast; and a bf16
+// param u read as bf16 by a bf16 mul.
+std::unique_ptr<Graph> half_param_graph() {
+  auto g = std::make_unique<Graph>();
+  Sym B = g->env().create_symbol("batch_size", 1, 64, 2);
+  TraceBuilder tb(*g);
+  Var x = tb.input("x", TensorType{DType::F32, {B, Sym(8)}});
+  std::vector<float> wv(8), bv(8);
+  for (int i = 0; i < 8; i++) wv[i] = 0.25f * static_cast<float>(i) - 1.0f, bv[i] = 0.125f * static_cast<float>(i);
+  Var w = tb.param("w", Tensor::from_floats({8}, wv, DType::BF16));
+  Var b = tb.param("b", Tensor::from_floats({8}, bv, DType::F16));
+  Var u = tb.param("u", Tensor::from_floats({8}, wv, DType::BF16));
+  std::vector<float> ev(10 * 8);
+  for (size_t i = 0; i < ev.size(); i++) ev[i] = 0.0625f * static_cast<float>(i) - 2.0f;
+  Var e = tb.param("e", Tensor::from_floats({10, 8}, ev, DType::BF16));
+  Var ids = tb.input("ids", TensorType{DType::I64, {B, Sym(3)}});
+  Var y = F::add(F::mul(x, F::to(w, DType::F32)), F::to(b, DType::F32));
+  Var z = F::to(F::mul(F::to(x, DType::BF16), u), DType::F32);  // u is read as bf16, not through a cast
+  Var rows = F::to(F::embedding(e, ids), DType::F32);
+  g->add_output("y", y.value());
+  g->add_output("z", z.value());
+  g->add_output("rows", rows.value());
+  return g;
+}
+
+TEST(OnnxLowering, HalfParamsCastToF32KeepTheirDtypeBehindOneCast) {
+  auto g = half_param_graph();
+  auto lm = onnx_export::lower_graph(*g, {});
+  EXPECT_EQ(find_init(lm.model, "w").data_type(), onnx::TensorProto::BFLOAT16);
+  EXPECT_EQ(find_init(lm.model, "b").data_type(), onnx::TensorProto::FLOAT16);
+  EXPECT_EQ(find_init(lm.model, "e").data_type(), onnx::TensorProto::BFLOAT16);  // gathered rows, cast after
+  EXPECT_EQ(find_init(lm.model, "u").data_type(), onnx::TensorProto::FLOAT);  // a reader that is not a cast: widened
+  int casts_of_w = 0;
+  for (const auto& n : lm.model.graph().node())
+    if (n.op_type() == "Cast" && n.input(0) == "w") {
+      casts_of_w++;
+      ASSERT_EQ(n.attribute_size(), 1);
+      EXPECT_EQ(n.attribute(0).i(), onnx::TensorProto::FLOAT);
+    }
+  EXPECT_EQ(casts_of_w, 1);
+
+  // The external data holds the checkpoint's bf16/f16 bytes as they are; u is converted to f32.
+  TempDir dir("half");
+  auto st = onnx_export::write_onnx_model(lm, (dir.path / "model.onnx").string(), true);
+  EXPECT_EQ(st.initializers, 4);
+  std::string data = read_bytes(dir.path / "model.onnx_data");
+  auto check = [&](const std::string& name, const Tensor& want) {
+    auto kv = ext_of(find_init(lm.model, name));
+    ASSERT_EQ(kv["location"], "model.onnx_data") << name;
+    EXPECT_EQ(std::stoull(kv["offset"]) % 4096, 0u) << name;
+    ASSERT_EQ(std::stoull(kv["length"]), want.nbytes()) << name;
+    EXPECT_EQ(data.substr(std::stoull(kv["offset"]), want.nbytes()),
+              std::string(static_cast<const char*>(want.raw()), want.nbytes()))
+        << name;
+  };
+  check("w", g->find_param("w")->data);
+  check("b", g->find_param("b")->data);
+  check("e", g->find_param("e")->data);
+  check("u", g->find_param("u")->data.to(DType::F32));
+
+  // Opting out widens every floating parameter to f32, as before.
+  onnx_export::LowerOptions lo;
+  lo.keep_param_dtype = false;
+  auto wide = onnx_export::lower_graph(*g, lo);
+  for (const auto& t : wide.model.graph().initializer())
+    if (t.name() == "w" || t.name() == "b" || t.name() == "u" || t.name() == "e") EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT) << t.name();
+}
+
+TEST(OnnxLowering, ExternalDataFileIsSharedByGraphsWrittenThroughIt) {
+  TempDir dir("shared");
+  auto g = small_graph();
+  auto a = onnx_export::lower_graph(*g, {});
+  auto b = onnx_export::lower_graph(*g, {});
+  {
+    onnx_export::ExternalDataFile data((dir.path / "model.onnx_data").string());
+    onnx_export::write_onnx_model(a, (dir.path / "prefill.onnx").string(), &data);
+    onnx_export::write_onnx_model(b, (dir.path / "model.onnx").string(), &data);
+    EXPECT_EQ(data.tensors(), 1);
+    data.finish();
+  }
+  EXPECT_EQ(fs::file_size(dir.path / "model.onnx_data"), 8 * 4u);  // written once
+  EXPECT_FALSE(fs::exists(dir.path / "prefill.onnx_data"));
+  for (const char* f : {"prefill.onnx", "model.onnx"}) {
+    onnx::ModelProto back;
+    std::ifstream in(dir.path / f, std::ios::binary);
+    ASSERT_TRUE(back.ParseFromIstream(&in)) << f;
+    auto kv = ext_of(find_init(back, "w"));
+    EXPECT_EQ(kv["location"], "model.onnx_data") << f;
+    EXPECT_EQ(kv["offset"], "0") << f;
+    EXPECT_EQ(kv["length"], "32") << f;
+  }
+  for (const auto& e : fs::directory_iterator(dir.path)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+
+  // A data file never finished (an export that failed half-way) leaves nothing behind.
+  {
+    onnx_export::ExternalDataFile data((dir.path / "other.onnx_data").string());
+    data.add("w", g->find_param("w")->data, DType::F32);
+  }
+  EXPECT_FALSE(fs::exists(dir.path / "other.onnx_data"));
+  for (const auto& e : fs::directory_iterator(dir.path)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+}
+
+TEST(OnnxLowering, ExternalDataStreamsFromTheCheckpointFile) {
+  // A bf16 checkpoint on disk: bytes kept as bf16 are copied from the file, those widened to f32 are read
+  // and converted in chunks; both equal what the mapped tensors hold, at 4096-aligned offsets.
+  TempDir dir("stream");
+  TinyOptions o;
+  o.dtype = DType::BF16;
+  create_tiny("llama", (dir.path / "ckpt").string(), o);
+  auto store = io::WeightStore::open_dir((dir.path / "ckpt").string());
+  std::vector<std::string> names = store->names();
+  ASSERT_GE(names.size(), 3u);
+  std::vector<std::pair<std::string, DType>> plan = {{names[0], DType::BF16}, {names[1], DType::F32}, {names[2], DType::BF16},
+                                                     {names[0], DType::BF16}};  // the repeat is not written again
+  std::vector<onnx_export::ExternalDataFile::Extent> ext;
+  {
+    onnx_export::ExternalDataFile data((dir.path / "out" / "model.onnx_data").string(), store.get());
+    for (const auto& [n, as] : plan) ext.push_back(data.add(n, store->get(n), as));
+    EXPECT_EQ(data.tensors(), 3);
+    data.finish();
+  }
+  EXPECT_EQ(ext[3].offset, ext[0].offset);
+  std::string bytes = read_bytes(dir.path / "out" / "model.onnx_data");
+  EXPECT_EQ(bytes.size(), ext[2].offset + ext[2].length);
+  for (size_t i = 0; i < plan.size(); i++) {
+    Tensor want = store->get(plan[i].first).to(plan[i].second).contiguous();
+    EXPECT_EQ(ext[i].offset % 4096, 0u) << plan[i].first;
+    ASSERT_EQ(ext[i].length, want.nbytes()) << plan[i].first;
+    EXPECT_EQ(bytes.substr(ext[i].offset, ext[i].length), std::string(static_cast<const char*>(want.raw()), want.nbytes()))
+        << plan[i].first;
+  }
 }
 
 TEST(OnnxLowering, OutputIsDeterministic) {

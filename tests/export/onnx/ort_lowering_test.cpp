@@ -2,9 +2,14 @@
 // external data, opsets 18 and 23.
 #include <gtest/gtest.h>
 
+#include <fstream>
+
 #include "export/onnx/onnx_test_util.h"
 #include "hfx/core/error.h"
+#include "hfx/export/exporter.h"
+#include "hfx/export/onnx.h"
 #include "hfx/ops/functional.h"
+#include "models/model_test_util.h"
 
 namespace hfx::onnx_test {
 namespace {
@@ -110,6 +115,95 @@ TEST_P(OrtLowering, ExternalDataRoundTrip) {
   auto ya = rt::find_tensor(a.run(feeds(2, 5, 3)), "y").to_f32();
   auto yc = rt::find_tensor(c.run(feeds(2, 5, 3)), "y").to_f32();
   EXPECT_EQ(ya, yc);
+}
+
+// export_for_generation with external data on a bf16 checkpoint read from disk: prefill, decode and the
+// merged model reference one model.onnx_data (each weight at the same extent in all three), the weights
+// stay bf16 behind one Cast each (the data file is about the checkpoint's size, not twice it), and the
+// graphs still match eager, which casts the same bf16 weights to f32 at use.
+TEST_P(OrtLowering, GenerationExportSharesOneBf16DataFile) {
+  TempDir dir("bf16gen");
+  TinyOptions o;
+  o.dtype = DType::BF16;
+  create_tiny("llama", (dir.path / "ckpt").string(), o);
+  auto model = load_model((dir.path / "ckpt").string());
+  OnnxConfig oc;
+  oc.opset = GetParam();
+  oc.external_data = true;
+  CaptureOptions co;
+  ExportResult r = make_onnx_exporter()->export_for_generation(*model, co, {{"default", &oc}}, (dir.path / "out").string());
+  const fs::path onnx_dir = dir.path / "out" / "onnx";
+  std::vector<std::string> data_files;
+  for (const auto& e : fs::directory_iterator(onnx_dir))
+    if (e.path().extension() != ".onnx") data_files.push_back(e.path().filename().string());
+  EXPECT_EQ(data_files, std::vector<std::string>{"model.onnx_data"});
+  int weights_listed = 0;
+  for (const auto& f : r.files) weights_listed += f.role == "weights";
+  EXPECT_EQ(weights_listed, 1);
+
+  uint64_t ckpt_bytes = 0;
+  for (const auto& f : fs::directory_iterator(dir.path / "ckpt"))
+    if (f.path().extension() == ".safetensors") ckpt_bytes += fs::file_size(f.path());
+  const uint64_t data_bytes = fs::file_size(onnx_dir / "model.onnx_data");
+  EXPECT_LT(data_bytes, ckpt_bytes + 4096 * 64) << "expected about the checkpoint's size (bf16 kept), got more";
+
+  std::map<std::string, std::string> extent;  // initializer → "offset/length", the same in every graph
+  for (const char* f : {"prefill.onnx", "decode.onnx", "model.onnx"}) {
+    SCOPED_TRACE(f);
+    onnx::ModelProto m;
+    std::ifstream in(onnx_dir / f, std::ios::binary);
+    ASSERT_TRUE(m.ParseFromIstream(&in));
+    EXPECT_LT(fs::file_size(onnx_dir / f), 1u << 20) << "expected external refs only in the graph file";
+    int bf16 = 0, external = 0;
+    for (const auto& t : m.graph().initializer()) {
+      if (t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+      external++;
+      bf16 += t.data_type() == onnx::TensorProto::BFLOAT16;
+      std::map<std::string, std::string> kv;
+      for (const auto& e : t.external_data()) kv[e.key()] = e.value();
+      EXPECT_EQ(kv["location"], "model.onnx_data") << t.name();
+      std::string x = kv["offset"] + "/" + kv["length"];
+      auto [it, fresh] = extent.emplace(t.name(), x);
+      EXPECT_EQ(it->second, x) << t.name();
+    }
+    EXPECT_GT(external, 0);
+    EXPECT_EQ(bf16, external) << "every weight of the llama is cast to f32 at use, so every one stays bf16";
+  }
+
+  // Numerics: prefill (B=2, S=5) and merged with an empty past against eager.
+  rt::SessionOptions so;
+  so.intra_op_threads = 2;
+  rt::OrtSession prefill(onnx_dir / "prefill.onnx", so), merged(onnx_dir / "model.onnx", so),
+      decode(onnx_dir / "decode.onnx", so);
+  const int64_t B = 2, S = 5, V = model->config().vocab_size;
+  std::vector<int64_t> ids(B * S), mask(B * S, 1), pos(B * S);
+  for (int64_t i = 0; i < B * S; i++) ids[i] = (i * 37 + 11) % V, pos[i] = i % S;
+  EagerBuilder eb;
+  DynamicCache cache(model->cache_layout());
+  ForwardArgs a;
+  a.input_ids = eb.wrap(Tensor::from_ints({B, S}, ids));
+  a.attention_mask = eb.wrap(Tensor::from_ints({B, S}, mask));
+  a.position_ids = eb.wrap(Tensor::from_ints({B, S}, pos));
+  a.cache = &cache;
+  Tensor ref = model->forward(eb, a).logits.tensor();
+  auto layout = model->cache_layout();
+  for (rt::OrtSession* s : {&prefill, &merged}) {
+    rt::NamedTensors feeds;
+    for (const auto& in : s->inputs()) {
+      if (in.name == "input_ids") feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, ids))});
+      else if (in.name == "attention_mask") feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, mask))});
+      else if (in.name == "position_ids") feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, pos))});
+      else {
+        size_t dot = in.name.find('.', 16);
+        int layer = std::stoi(in.name.substr(16, dot - 16));
+        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0, layout[layer].head_dim})});
+      }
+    }
+    double e = max_rel_err(rt::find_tensor(s->run(feeds), "logits"), ref);
+    EXPECT_GE(e, 0) << "logits shape";
+    EXPECT_LE(e, 1e-4);
+  }
+  EXPECT_FALSE(decode.inputs().empty());
 }
 
 INSTANTIATE_TEST_SUITE_P(Opsets, OrtLowering, ::testing::Values(18, 23), [](const auto& i) { return "opset" + std::to_string(i.param); });
