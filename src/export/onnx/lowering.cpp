@@ -759,11 +759,14 @@ void ExternalDataFile::fail(const std::string& what) {
   HFX_THROW("onnx", "expected to {} '{}', got {} (disk full?)", what, tmp_, std::strerror(err));
 }
 
-// Hands each completed window to writeback and waits for (then drops) the one before, so that dirty
-// and cached pages of the output stay within two windows instead of growing with the model.
+// Hands each completed window to writeback and waits for the one before, so that dirty pages of the
+// output stay within two windows (128 MiB) instead of growing with the model, and the final fsync has
+// little left to do. Written pages stay cached (clean, reclaimable, not in RSS) by default because the
+// release manifest hashes the file right after the export; HFX_EXPORT_DROP_CACHE=1 drops them as they
+// reach the disk (measured on a 2.47 GB export: +4 s, the manifest then reads the file back from disk).
 void ExternalDataFile::after_write() {
 #ifdef __linux__
-  static const bool drop = env_flag("HFX_EXPORT_DROP_CACHE", true);
+  static const bool drop = env_flag("HFX_EXPORT_DROP_CACHE", false);
   if (offset_ - kicked_ < kWindow) return;
   (void)::sync_file_range(fd_, static_cast<off64_t>(kicked_), static_cast<off64_t>(offset_ - kicked_), SYNC_FILE_RANGE_WRITE);
   if (kicked_ > dropped_) {
@@ -902,7 +905,7 @@ void ExternalDataFile::finish() {
   if (fd_ < 0) HFX_THROW("onnx", "expected an open external data file '{}', got a failed one", path_);
   if (::fsync(fd_) != 0) fail("flush");
 #ifdef __linux__
-  if (env_flag("HFX_EXPORT_DROP_CACHE", true)) (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
+  if (env_flag("HFX_EXPORT_DROP_CACHE", false)) (void)::posix_fadvise(fd_, 0, 0, POSIX_FADV_DONTNEED);
 #endif
   ::close(fd_);
   fd_ = -1;

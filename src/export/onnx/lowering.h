@@ -100,7 +100,7 @@ struct WriteStats {
 /// same extent. Bytes stream in large sequential writes — copy_file_range from the checkpoint file when
 /// they are unchanged (no user-space copy, nothing mapped), else read and converted in 8 MiB chunks —
 /// so memory stays flat whatever the tensor sizes; written ranges are handed to writeback as they
-/// complete and dropped from the page cache once on disk. Bytes go to a temp file next to `path`;
+/// complete, which bounds the dirty pages. Bytes go to a temp file next to `path`;
 /// finish() fsyncs and renames it; destroying an unfinished file removes the temp file.
 class ExternalDataFile {
  public:
