@@ -92,6 +92,30 @@ class DecoderLM : public CausalLM {
   DecoderOptions o_;
 };
 
+/// Rotary inv_freq buffers some checkpoints carry; never needed (hfx computes them from the config).
+inline const std::vector<std::string> kRotaryBuffers = {R"(model\.rotary_emb\.inv_freq)",
+                                                        R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"};
+
+/// The Architecture of a Llama-family decoder: `Parse` reads config.json, `Options` picks the decoder's
+/// variant from the parsed config; weights and the forward are the shared DecoderLM's.
+template <ModelConfig (*Parse)(const json&), DecoderOptions (*Options)(const ModelConfig&)>
+Architecture decoder_architecture(const char* model_type, json (*tiny)(const std::string&), const char* tokenizer,
+                                  double tiny_norm_mean, std::vector<std::string> optional = kRotaryBuffers) {
+  return Architecture{
+      .model_type = model_type,
+      .parse_config = Parse,
+      .weight_specs = [](const ModelConfig& c) { return decoder_weight_specs(c, Options(c)); },
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
+        auto o = Options(c);
+        return std::make_unique<DecoderLM>(std::move(c), std::move(w), std::move(o));
+      },
+      .tiny_config = tiny,
+      .tiny_tokenizer = tokenizer,
+      .tiny_norm_mean = tiny_norm_mean,
+      .optional_weights = std::move(optional),
+  };
+}
+
 }  // namespace hfx::models
 
 namespace hfx::models {

@@ -77,6 +77,11 @@ class GPT2LM : public CausalLM {
       }
       {
         Scope s(b, "wpe");
+        // Learned positions exist only up to n_positions: past + S must stay inside the table. When
+        // tracing, the ranges cannot tell, so this records a guard that export turns into a runtime check.
+        if (!b.env().le(past + S, Sym(c.max_position_embeddings)))
+          HFX_THROW("gpt2", "expected past + sequence <= n_positions = {}, got {}", c.max_position_embeddings,
+                    b.env().hint(past + S));
         pe = F::embedding(w(b, "transformer.wpe.weight"), positions(b, a, past));
         b.name_output(pe);
       }

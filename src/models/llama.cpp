@@ -51,19 +51,7 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& llama_architecture() {
-  static const Architecture a{
-      .model_type = "llama",
-      .parse_config = parse,
-      .weight_specs = [](const ModelConfig& c) { return decoder_weight_specs(c, options(c)); },
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
-        auto o = options(c);
-        return std::make_unique<DecoderLM>(std::move(c), std::move(w), std::move(o));
-      },
-      .tiny_config = tiny,
-      .tiny_tokenizer = "byte_level",
-      .tiny_norm_mean = 1.0,
-      .optional_weights = {R"(model\.rotary_emb\.inv_freq)", R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"},
-  };
+  static const Architecture a = decoder_architecture<parse, options>("llama", tiny, "byte_level", 1.0);
   return a;
 }
 

@@ -46,19 +46,7 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const Architecture a{
-      .model_type = "qwen3",
-      .parse_config = parse,
-      .weight_specs = [](const ModelConfig& c) { return decoder_weight_specs(c, options(c)); },
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
-        auto o = options(c);
-        return std::make_unique<DecoderLM>(std::move(c), std::move(w), std::move(o));
-      },
-      .tiny_config = tiny,
-      .tiny_tokenizer = "byte_level",
-      .tiny_norm_mean = 1.0,
-      .optional_weights = {R"(model\.rotary_emb\.inv_freq)"},
-  };
+  static const Architecture a = decoder_architecture<parse, options>("qwen3", tiny, "byte_level", 1.0, {R"(model\.rotary_emb\.inv_freq)"});
   return a;
 }
 
