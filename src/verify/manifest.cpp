@@ -360,7 +360,8 @@ std::vector<ManifestFile> scan_files(const std::string& out_dir) {
     }
     if (!it->is_regular_file()) continue;
     std::string rel = fs::relative(it->path(), root).generic_string();
-    if (rel == "manifest.json") continue;
+    // The manifest itself and the reports `hfx verify` rewrites are not release content.
+    if (rel == "manifest.json" || rel == "verify.json" || rel == "verify.html") continue;
     ManifestFile f;
     f.path = rel;
     f.role = role_of(rel);
