@@ -43,7 +43,9 @@ if [[ "$ASAN" == 1 ]]; then
   bash scripts/build.sh asan
   export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
   export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-  if ctest --preset asan -N -R "$ASAN_TESTS" | grep -qE '^ *Test +#'; then
+  # List first, then grep the file: `ctest | grep -q` under pipefail fails when grep closes the pipe early.
+  ctest --preset asan -N -R "$ASAN_TESTS" > "$logs/asan-list.txt" 2>&1 || true
+  if grep -qE '^ *Test +#' "$logs/asan-list.txt"; then
     run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS" -R "$ASAN_TESTS"
   else
     echo "[test] asan: no test matches '$ASAN_TESTS' (fine)"

@@ -24,7 +24,14 @@ std::string errno_text(int err) { return std::strerror(err); }
 AtomicFile::AtomicFile(std::string path, std::string component)
     : path_(std::move(path)), component_(std::move(component)) {
   HFX_CHECK(!path_.empty(), component_, "expected a file path to write, got an empty string");
-  tmp_ = path_ + ".tmp." + std::to_string(::getpid());
+  // Hidden temp name in the same folder: a crash leaves at most a dot-file that no reader of the folder
+  // takes for content (release folders, manifests and exports all skip dot-files).
+  {
+    const std::string::size_type slash = path_.find_last_of('/');
+    const std::string dir = slash == std::string::npos ? "" : path_.substr(0, slash + 1);
+    const std::string base = slash == std::string::npos ? path_ : path_.substr(slash + 1);
+    tmp_ = dir + "." + base + ".tmp." + std::to_string(::getpid());
+  }
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     int e = errno;
