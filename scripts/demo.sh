@@ -11,9 +11,9 @@ OUT=${HFX_DEMO_OUT:-out/demo}
 mkdir -p "$OUT"
 $HFX create-tiny llama -o "$OUT/tiny-llama"
 $HFX export "$OUT/tiny-llama" --format onnx -o "$OUT/tiny-llama-onnx"
-if $HFX --help | grep -q ' verify'; then $HFX verify "$OUT/tiny-llama-onnx"; fi
-if $HFX --help | grep -q ' generate'; then
-  $HFX generate "$OUT/tiny-llama-onnx" --prompt "Hello, world" --max-new-tokens 16 --greedy
-  $HFX generate "$OUT/tiny-llama" --prompt "Hello, world" --max-new-tokens 16 --greedy
-fi
+$HFX verify "$OUT/tiny-llama-onnx" --reference "$OUT/tiny-llama"
+
+$HFX generate "$OUT/tiny-llama-onnx" --prompt "Hello, world" --max-new-tokens 16 --greedy
+$HFX generate "$OUT/tiny-llama" --prompt "Hello, world" --max-new-tokens 16 --greedy
+
 ls -l "$OUT/tiny-llama-onnx" "$OUT/tiny-llama-onnx/onnx"
