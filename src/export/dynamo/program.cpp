@@ -55,12 +55,14 @@ void py_str(std::string& out, const std::string& s) {
   out.push_back('"');
 }
 
-void py_dump(std::string& out, const json& j) {
+// Python-repr-like JSON (", " and ": " separators), for json and ordered_json alike.
+template <class J>
+void py_dump(std::string& out, const J& j) {
   switch (j.type()) {
-    case json::value_t::null: out += "null"; break;
-    case json::value_t::boolean: out += j.get<bool>() ? "true" : "false"; break;
-    case json::value_t::string: py_str(out, j.get_ref<const std::string&>()); break;
-    case json::value_t::array: {
+    case J::value_t::null: out += "null"; break;
+    case J::value_t::boolean: out += j.template get<bool>() ? "true" : "false"; break;
+    case J::value_t::string: py_str(out, j.template get_ref<const std::string&>()); break;
+    case J::value_t::array: {
       out.push_back('[');
       bool first = true;
       for (const auto& x : j) {
@@ -71,7 +73,7 @@ void py_dump(std::string& out, const json& j) {
       out.push_back(']');
       break;
     }
-    case json::value_t::object: {
+    case J::value_t::object: {
       out.push_back('{');
       bool first = true;
       for (auto it = j.begin(); it != j.end(); ++it) {
@@ -153,40 +155,9 @@ std::string py_json(const json& j) {
 // Treespecs keep key order ("type", "context", "children_spec", and dict keys as given), so they are
 // built as ordered_json and dumped in that order.
 namespace {
-void py_dump_ordered(std::string& out, const ojson& j) {
-  switch (j.type()) {
-    case ojson::value_t::array: {
-      out.push_back('[');
-      bool first = true;
-      for (const auto& x : j) {
-        if (!first) out += ", ";
-        first = false;
-        py_dump_ordered(out, x);
-      }
-      out.push_back(']');
-      break;
-    }
-    case ojson::value_t::object: {
-      out.push_back('{');
-      bool first = true;
-      for (auto it = j.begin(); it != j.end(); ++it) {
-        if (!first) out += ", ";
-        first = false;
-        py_str(out, it.key());
-        out += ": ";
-        py_dump_ordered(out, it.value());
-      }
-      out.push_back('}');
-      break;
-    }
-    case ojson::value_t::string: py_str(out, j.get_ref<const std::string&>()); break;
-    case ojson::value_t::null: out += "null"; break;
-    default: out += j.dump();
-  }
-}
 std::string dump_spec(const ojson& spec) {
   std::string out;
-  py_dump_ordered(out, ojson::array({1, spec}));
+  py_dump(out, ojson::array({1, spec}));
   return out;
 }
 }  // namespace
