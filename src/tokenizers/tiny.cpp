@@ -1,20 +1,21 @@
-// Tiny fixture tokenizers for `hfx create-tiny`: a deterministic BPE merge trainer over a small
-// built-in corpus, emitting Llama-3-like (byte-level) or Llama-2/Gemma-like (sentencepiece-style,
-// byte fallback) tokenizer.json text with exactly the requested vocabulary size.
+// Tiny fixture tokenizers for `hfx create-tiny`: the built-in corpus, a deterministic BPE merge
+// trainer, the Llama-3-like (byte-level) and Llama-2/Gemma-like (sentencepiece-style, byte fallback)
+// kinds, the kind names and every kind's tokenizer_config.json. The encoder-family kinds live in
+// tiny_encoders.cpp (WordPiece, RoBERTa / ModernBERT byte-level BPE) and tiny_unigram.cpp (T5, XLM-R,
+// Marian Unigram).
 #include <algorithm>
 #include <map>
 #include <set>
 
 #include "hfx/tokenizers/tokenizer.h"
-#include "tokenizers/internal.h"
+#include "tokenizers/tiny_internal.h"
 
 namespace hfx::tok {
 using namespace detail;
+using namespace detail::tiny;
 
+namespace detail::tiny {
 namespace {
-
-using ojson = nlohmann::ordered_json;
-
 const char* kTinyCorpus[] = {
     "The quick brown fox jumps over the lazy dog. A tokenizer turns text into numbers, and a model turns numbers back into text.",
     "Once upon a time there was a little model that wanted to learn. It read many books, and every day it learned a new word.",
@@ -47,79 +48,153 @@ const char* kTinyCorpus[] = {
     "tokenization tokenizer tokenizers token tokens merge merges merged vocabulary vocabularies",
 };
 
-const char* kLlama3Pattern =
-    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
-const char* kSpace = "\xE2\x96\x81";  // ▁
+}  // namespace
 
-// Words as symbol sequences (symbol -1 is a barrier that never merges) with their counts.
-struct Trainer {
-  std::vector<std::string> symbols;  // symbol id -> string
-  std::map<std::string, int32_t> sym_id;
-  std::vector<std::pair<std::vector<int32_t>, int64_t>> words;
-
-  int32_t intern(const std::string& s) {
-    auto it = sym_id.find(s);
-    if (it != sym_id.end()) return it->second;
-    int32_t id = static_cast<int32_t>(symbols.size());
-    symbols.push_back(s);
-    sym_id[s] = id;
-    return id;
-  }
-
-  // Learns merges until `want_new` new token strings exist or no pair is left.
-  // Returns the merges (in rank order) and the new token strings (in creation order).
-  void train(size_t want_new, std::vector<std::pair<std::string, std::string>>& merges, std::vector<std::string>& new_tokens,
-             std::set<std::string>& known) {
-    while (new_tokens.size() < want_new) {
-      std::map<std::pair<int32_t, int32_t>, int64_t> counts;
-      for (auto& [w, c] : words)
-        for (size_t i = 0; i + 1 < w.size(); ++i)
-          if (w[i] >= 0 && w[i + 1] >= 0) counts[{w[i], w[i + 1]}] += c;
-      if (counts.empty()) return;
-      std::pair<int32_t, int32_t> best{-1, -1};
-      int64_t best_count = -1;
-      for (auto& [p, c] : counts) {
-        if (c > best_count ||
-            (c == best_count && std::tie(symbols[p.first], symbols[p.second]) < std::tie(symbols[best.first], symbols[best.second]))) {
-          best = p;
-          best_count = c;
-        }
-      }
-      std::string merged = symbols[best.first] + symbols[best.second];
-      merges.emplace_back(symbols[best.first], symbols[best.second]);
-      if (known.insert(merged).second) new_tokens.push_back(merged);
-      int32_t m = intern(merged);
-      for (auto& [w, c] : words) {
-        std::vector<int32_t> out;
-        out.reserve(w.size());
-        for (size_t i = 0; i < w.size(); ++i) {
-          if (i + 1 < w.size() && w[i] == best.first && w[i + 1] == best.second) {
-            out.push_back(m);
-            ++i;
-          } else {
-            out.push_back(w[i]);
-          }
-        }
-        w = std::move(out);
-      }
-    }
-  }
-};
-
-ojson added_token(int32_t id, const std::string& content) {
-  return ojson{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", false},
-               {"rstrip", false}, {"normalized", false}, {"special", true}};
+const std::vector<std::string_view>& corpus() {
+  static const std::vector<std::string_view> lines(std::begin(kTinyCorpus), std::end(kTinyCorpus));
+  return lines;
 }
 
+std::map<std::string, int64_t> corpus_words(const ojson& normalizer, const ojson& pre_tokenizer) {
+  auto norm = make_normalizer(json::parse(normalizer.dump()));
+  auto pre = make_pre_tokenizer(json::parse(pre_tokenizer.dump()));
+  std::map<std::string, int64_t> words;
+  for (std::string_view line : corpus()) {
+    NormalizedString n(line);
+    if (norm) norm->normalize(n);
+    PreTokenized pt;
+    pt.push_back({std::move(n), std::nullopt});
+    if (pre) pre->pre_tokenize(pt);
+    for (auto& sp : pt)
+      if (!sp.n.empty()) words[sp.n.get()]++;
+  }
+  return words;
+}
+
+std::vector<std::string> byte_level_alphabet() {
+  std::vector<std::string> base;
+  std::vector<bool> direct(256, false);
+  for (int b = '!'; b <= '~'; ++b) direct[b] = true;
+  for (int b = 0xA1; b <= 0xAC; ++b) direct[b] = true;
+  for (int b = 0xAE; b <= 0xFF; ++b) direct[b] = true;
+  for (int b = 0; b < 256; ++b)
+    if (direct[b]) base.push_back(utf8(byte_to_char()[b]));
+  for (int b = 0; b < 256; ++b)
+    if (!direct[b]) base.push_back(utf8(byte_to_char()[b]));
+  return base;
+}
+
+int32_t Trainer::intern(const std::string& s) {
+  auto it = sym_id.find(s);
+  if (it != sym_id.end()) return it->second;
+  int32_t id = static_cast<int32_t>(symbols.size());
+  symbols.push_back(s);
+  sym_id[s] = id;
+  return id;
+}
+
+void Trainer::train(size_t want_new, std::vector<std::pair<std::string, std::string>>& merges, std::vector<std::string>& new_tokens,
+                    std::set<std::string>& known) {
+  while (new_tokens.size() < want_new) {
+    std::map<std::pair<int32_t, int32_t>, int64_t> counts;
+    for (auto& [w, c] : words)
+      for (size_t i = 0; i + 1 < w.size(); ++i)
+        if (w[i] >= 0 && w[i + 1] >= 0) counts[{w[i], w[i + 1]}] += c;
+    if (counts.empty()) return;
+    std::pair<int32_t, int32_t> best{-1, -1};
+    int64_t best_count = -1;
+    for (auto& [p, c] : counts) {
+      if (c > best_count ||
+          (c == best_count && std::tie(symbols[p.first], symbols[p.second]) < std::tie(symbols[best.first], symbols[best.second]))) {
+        best = p;
+        best_count = c;
+      }
+    }
+    const std::string& right = symbols[best.second];
+    bool continues = !continuing_prefix.empty() && right.compare(0, continuing_prefix.size(), continuing_prefix) == 0;
+    std::string merged = symbols[best.first] + (continues ? right.substr(continuing_prefix.size()) : right);
+    merges.emplace_back(symbols[best.first], right);
+    if (known.insert(merged).second) new_tokens.push_back(merged);
+    int32_t m = intern(merged);
+    for (auto& [w, c] : words) {
+      std::vector<int32_t> out;
+      out.reserve(w.size());
+      for (size_t i = 0; i < w.size(); ++i) {
+        if (i + 1 < w.size() && w[i] == best.first && w[i + 1] == best.second) {
+          out.push_back(m);
+          ++i;
+        } else {
+          out.push_back(w[i]);
+        }
+      }
+      w = std::move(out);
+    }
+  }
+}
+
+ojson added_token(int32_t id, const std::string& content, bool special, bool normalized, bool lstrip) {
+  return ojson{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", lstrip},
+               {"rstrip", false}, {"normalized", normalized}, {"special", special}};
+}
+
+ojson template_processing(const std::string& single, const std::string& pair, const std::map<std::string, int32_t>& ids) {
+  std::map<std::string, int32_t> used;
+  auto parse = [&](const std::string& t) {
+    ojson out = ojson::array();
+    size_t i = 0;
+    while (i < t.size()) {
+      size_t e = std::min(t.find(' ', i), t.size());
+      std::string piece = t.substr(i, e - i);
+      i = e + 1;
+      size_t colon = piece.rfind(':');
+      int type_id = std::stoi(piece.substr(colon + 1));
+      std::string name = piece.substr(0, colon);
+      if (name == "$A" || name == "$B") {
+        out.push_back(ojson{{"Sequence", {{"id", name.substr(1)}, {"type_id", type_id}}}});
+      } else {
+        out.push_back(ojson{{"SpecialToken", {{"id", name}, {"type_id", type_id}}}});
+        used[name] = ids.at(name);
+      }
+    }
+    return out;
+  };
+  ojson j{{"type", "TemplateProcessing"}, {"single", parse(single)}, {"pair", parse(pair)}};
+  ojson specials = ojson::object();
+  for (auto& [name, id] : used) specials[name] = ojson{{"id", name}, {"ids", {id}}, {"tokens", {name}}};
+  j["special_tokens"] = specials;
+  return j;
+}
+
+ojson byte_level_block(bool add_prefix_space) {
+  return ojson{{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", true}};
+}
+
+ojson metaspace_block() { return ojson{{"type", "Metaspace"}, {"replacement", kSpace}, {"prepend_scheme", "always"}, {"split", true}}; }
+
+std::string tokenizer_json_text(const ojson& added, const ojson& normalizer, const ojson& pre_tokenizer, const ojson& post_processor,
+                                const ojson& decoder, const ojson& model) {
+  ojson j;
+  j["version"] = "1.0";
+  j["truncation"] = nullptr;
+  j["padding"] = nullptr;
+  j["added_tokens"] = added;
+  j["normalizer"] = normalizer;
+  j["pre_tokenizer"] = pre_tokenizer;
+  j["post_processor"] = post_processor;
+  j["decoder"] = decoder;
+  j["model"] = model;
+  return j.dump(1) + "\n";
+}
+
+}  // namespace detail::tiny
+
+namespace {
+
+const char* kLlama3Pattern =
+    R"((?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\r\n\p{L}\p{N}]?\p{L}+|\p{N}{1,3}| ?[^\s\p{L}\p{N}]+[\r\n]*|\s*[\r\n]+|\s+(?!\S)|\s+)";
+
 ojson template_bos(const std::string& bos, int32_t bos_id) {
-  ojson single = ojson::array({ojson{{"SpecialToken", {{"id", bos}, {"type_id", 0}}}}, ojson{{"Sequence", {{"id", "A"}, {"type_id", 0}}}}});
-  ojson pair = single;
-  pair.push_back(ojson{{"SpecialToken", {{"id", bos}, {"type_id", 1}}}});
-  pair.push_back(ojson{{"Sequence", {{"id", "B"}, {"type_id", 1}}}});
-  return ojson{{"type", "TemplateProcessing"},
-               {"single", single},
-               {"pair", pair},
-               {"special_tokens", {{bos, {{"id", bos}, {"ids", {bos_id}}, {"tokens", {bos}}}}}}};
+  return template_processing(bos + ":0 $A:0", bos + ":0 $A:0 " + bos + ":1 $B:1", {{bos, bos_id}});
 }
 
 std::string byte_level_json(int vocab_size) {
@@ -128,24 +203,13 @@ std::string byte_level_json(int vocab_size) {
     HFX_THROW(kComp, "expected a ByteLevelBPE tiny vocab_size >= {} (256 bytes + 2 specials + 2 merges), got {}", 256 + n_special + 2,
               vocab_size);
   // Base vocabulary: the 256 byte symbols in GPT-2 order (printable bytes first).
-  std::vector<std::string> base;
-  {
-    std::vector<bool> direct(256, false);
-    for (int b = '!'; b <= '~'; ++b) direct[b] = true;
-    for (int b = 0xA1; b <= 0xAC; ++b) direct[b] = true;
-    for (int b = 0xAE; b <= 0xFF; ++b) direct[b] = true;
-    for (int b = 0; b < 256; ++b)
-      if (direct[b]) base.push_back(utf8(byte_to_char()[b]));
-    for (int b = 0; b < 256; ++b)
-      if (!direct[b]) base.push_back(utf8(byte_to_char()[b]));
-  }
+  std::vector<std::string> base = byte_level_alphabet();
   Trainer tr;
   for (auto& s : base) tr.intern(s);
   std::set<std::string> known(base.begin(), base.end());
   Regex re(kLlama3Pattern);
   std::map<std::string, int64_t> word_counts;
-  for (const char* line : kTinyCorpus) {
-    std::string_view s(line);
+  for (std::string_view s : corpus()) {
     for (auto [a, b] : re.find_all(s)) word_counts[std::string(s.substr(a, b - a))]++;
   }
   for (auto& [w, c] : word_counts) {
@@ -169,26 +233,19 @@ std::string byte_level_json(int vocab_size) {
 
   ojson merges_j = ojson::array();
   for (auto& [a, b] : merges) merges_j.push_back(ojson::array({a, b}));
-  ojson j;
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  j["added_tokens"] = added;
-  j["normalizer"] = nullptr;
-  j["pre_tokenizer"] = {{"type", "Sequence"},
-                        {"pretokenizers",
-                         {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-                          {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
-  j["post_processor"] = {{"type", "Sequence"},
-                         {"processors",
-                          {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}},
-                           template_bos("<|begin_of_text|>", bos)}}};
-  j["decoder"] = {{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", true}, {"use_regex", true}};
-  j["model"] = {{"type", "BPE"},          {"dropout", nullptr},       {"unk_token", nullptr},
-                {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
-                {"byte_fallback", false}, {"ignore_merges", true},    {"vocab", vocab},
-                {"merges", merges_j}};
-  return j.dump(1) + "\n";
+  ojson pre{{"type", "Sequence"},
+            {"pretokenizers",
+             {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
+              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+  ojson post{{"type", "Sequence"},
+             {"processors",
+              {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}},
+               template_bos("<|begin_of_text|>", bos)}}};
+  ojson model{{"type", "BPE"},          {"dropout", nullptr},    {"unk_token", nullptr},
+              {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
+              {"byte_fallback", false}, {"ignore_merges", true}, {"vocab", vocab},
+              {"merges", merges_j}};
+  return tokenizer_json_text(added, nullptr, pre, post, byte_level_block(true), model);
 }
 
 std::string sentencepiece_json(int vocab_size) {
@@ -199,9 +256,9 @@ std::string sentencepiece_json(int vocab_size) {
   // Llama-2 normalization: "▁" + text with spaces replaced; words split before each "▁".
   std::map<std::string, int64_t> word_counts;
   std::map<char32_t, int64_t> char_counts;
-  for (const char* line : kTinyCorpus) {
+  for (std::string_view line : corpus()) {
     std::string s = kSpace;
-    for (char c : std::string_view(line)) s += c == ' ' ? std::string(kSpace) : std::string(1, c);
+    for (char c : line) s += c == ' ' ? std::string(kSpace) : std::string(1, c);
     size_t start = 0;
     for (size_t i = 3; i <= s.size(); ++i) {
       if (i == s.size() || s.compare(i, 3, kSpace) == 0) {
@@ -253,28 +310,115 @@ std::string sentencepiece_json(int vocab_size) {
   }
   ojson merges_j = ojson::array();
   for (auto& [a, b] : merges) merges_j.push_back(a + " " + b);
-  ojson j;
-  j["version"] = "1.0";
-  j["truncation"] = nullptr;
-  j["padding"] = nullptr;
-  j["added_tokens"] = added;
-  j["normalizer"] = {{"type", "Sequence"},
-                     {"normalizers",
-                      {{{"type", "Prepend"}, {"prepend", kSpace}},
-                       {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}};
-  j["pre_tokenizer"] = nullptr;
-  j["post_processor"] = template_bos("<s>", 1);
-  j["decoder"] = {{"type", "Sequence"},
-                  {"decoders",
-                   {{{"type", "Replace"}, {"pattern", {{"String", kSpace}}}, {"content", " "}},
-                    {{"type", "ByteFallback"}},
-                    {{"type", "Fuse"}},
-                    {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
-  j["model"] = {{"type", "BPE"},          {"dropout", nullptr},      {"unk_token", "<unk>"},
-                {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
-                {"byte_fallback", true},  {"ignore_merges", false},  {"vocab", vocab},
-                {"merges", merges_j}};
-  return j.dump(1) + "\n";
+  ojson normalizer{{"type", "Sequence"},
+                   {"normalizers",
+                    {{{"type", "Prepend"}, {"prepend", kSpace}}, {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}};
+  ojson decoder{{"type", "Sequence"},
+                {"decoders",
+                 {{{"type", "Replace"}, {"pattern", {{"String", kSpace}}}, {"content", " "}},
+                  {{"type", "ByteFallback"}},
+                  {{"type", "Fuse"}},
+                  {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
+  ojson model{{"type", "BPE"},          {"dropout", nullptr},     {"unk_token", "<unk>"},
+              {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
+              {"byte_fallback", true},  {"ignore_merges", false}, {"vocab", vocab},
+              {"merges", merges_j}};
+  return tokenizer_json_text(added, normalizer, nullptr, template_bos("<s>", 1), decoder, model);
+}
+
+}  // namespace
+
+namespace {
+
+struct KindName {
+  TinyTokenizerKind kind;
+  const char* name;
+};
+constexpr KindName kKindNames[] = {
+    {TinyTokenizerKind::ByteLevelBPE, "byte_level"},     {TinyTokenizerKind::SentencePieceBPE, "sentencepiece"},
+    {TinyTokenizerKind::WordPiece, "wordpiece"},         {TinyTokenizerKind::RobertaBPE, "roberta_bpe"},
+    {TinyTokenizerKind::ModernBertBPE, "modernbert_bpe"}, {TinyTokenizerKind::T5Unigram, "t5_unigram"},
+    {TinyTokenizerKind::XlmrUnigram, "xlmr_unigram"},    {TinyTokenizerKind::MarianUnigram, "marian_unigram"},
+};
+
+// The decoder-only kinds: BOS added by the post-processor, a small chat template.
+void decoder_config(TinyTokenizerKind kind, ojson& c) {
+  bool byte_level = kind == TinyTokenizerKind::ByteLevelBPE;
+  c["add_bos_token"] = true;
+  c["add_eos_token"] = false;
+  c["bos_token"] = byte_level ? "<|begin_of_text|>" : "<s>";
+  c["eos_token"] = byte_level ? "<|end_of_text|>" : "</s>";
+  if (!byte_level) c["unk_token"] = "<unk>";
+  c["pad_token"] = nullptr;
+  c["chat_template"] =
+      byte_level ? "{{ bos_token }}{% for message in messages %}{{ message['role'] + ': ' + "
+                   "message['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant: ' }}{% endif %}"
+                 : "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+                   "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}";
+  c["clean_up_tokenization_spaces"] = false;
+  c["model_max_length"] = 2048;
+  c["tokenizer_class"] = "PreTrainedTokenizerFast";
+}
+
+// Encoder / encoder-decoder kinds: the fields (and key order) of the checkpoints they imitate.
+void encoder_config(TinyTokenizerKind kind, ojson& c) {
+  using K = TinyTokenizerKind;
+  auto specials = [&](const char* bos, const char* cls, const char* eos, const char* mask, const char* pad, const char* sep,
+                      const char* unk) {
+    if (bos) c["bos_token"] = bos;
+    c["clean_up_tokenization_spaces"] = true;
+    if (cls) c["cls_token"] = cls;
+    if (kind == K::WordPiece) c["do_lower_case"] = true;
+    if (eos) c["eos_token"] = eos;
+    if (mask) c["mask_token"] = mask;
+    if (kind == K::ModernBertBPE) c["model_input_names"] = {"input_ids", "attention_mask"};
+    c["model_max_length"] = kind == K::ModernBertBPE ? 8192 : 512;
+    if (pad) c["pad_token"] = pad;
+    if (sep) c["sep_token"] = sep;
+    if (unk) c["unk_token"] = unk;
+  };
+  switch (kind) {
+    case K::WordPiece:
+      specials(nullptr, "[CLS]", nullptr, "[MASK]", "[PAD]", "[SEP]", "[UNK]");
+      c["strip_accents"] = nullptr;
+      c["tokenize_chinese_chars"] = true;
+      c["tokenizer_class"] = "BertTokenizer";
+      break;
+    case K::RobertaBPE:
+      c["add_prefix_space"] = false;
+      specials("<s>", "<s>", "</s>", "<mask>", "<pad>", "</s>", "<unk>");
+      c["errors"] = "replace";
+      c["tokenizer_class"] = "RobertaTokenizer";
+      c["trim_offsets"] = true;
+      break;
+    case K::ModernBertBPE:
+      specials(nullptr, "[CLS]", nullptr, "[MASK]", "[PAD]", "[SEP]", "[UNK]");
+      c["tokenizer_class"] = "PreTrainedTokenizerFast";
+      break;
+    case K::T5Unigram: {
+      ojson extra = ojson::array();
+      for (int k = 0; k < kT5ExtraIds; ++k) extra.push_back(fmt::format("<extra_id_{}>", k));
+      c["additional_special_tokens"] = extra;
+      specials(nullptr, nullptr, "</s>", nullptr, "<pad>", nullptr, "<unk>");
+      c["extra_ids"] = kT5ExtraIds;
+      c["tokenizer_class"] = "T5Tokenizer";
+      break;
+    }
+    case K::XlmrUnigram:
+      specials("<s>", "<s>", "</s>", "<mask>", "<pad>", "</s>", "<unk>");
+      c["tokenizer_class"] = "XLMRobertaTokenizer";
+      break;
+    case K::MarianUnigram:
+      specials(nullptr, nullptr, "</s>", nullptr, "<pad>", nullptr, "<unk>");
+      c["separate_vocabs"] = false;
+      c["source_lang"] = "en";
+      c["sp_model_kwargs"] = ojson::object();
+      c["target_lang"] = "de";
+      c["tokenizer_class"] = "MarianTokenizer";
+      break;
+    default:
+      HFX_THROW(kComp, "expected an encoder TinyTokenizerKind, got {}", static_cast<int>(kind));
+  }
 }
 
 }  // namespace
@@ -283,36 +427,36 @@ std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size) {
   switch (kind) {
     case TinyTokenizerKind::ByteLevelBPE: return byte_level_json(vocab_size);
     case TinyTokenizerKind::SentencePieceBPE: return sentencepiece_json(vocab_size);
+    case TinyTokenizerKind::WordPiece: return wordpiece_json(vocab_size);
+    case TinyTokenizerKind::RobertaBPE: return roberta_bpe_json(vocab_size);
+    case TinyTokenizerKind::ModernBertBPE: return modernbert_bpe_json(vocab_size);
+    case TinyTokenizerKind::T5Unigram: return t5_unigram_json(vocab_size);
+    case TinyTokenizerKind::XlmrUnigram: return xlmr_unigram_json(vocab_size);
+    case TinyTokenizerKind::MarianUnigram: return marian_unigram_json(vocab_size);
   }
   HFX_THROW(kComp, "expected a TinyTokenizerKind, got {}", static_cast<int>(kind));
 }
 
 std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind) {
   ojson c;
-  if (kind == TinyTokenizerKind::ByteLevelBPE) {
-    c["add_bos_token"] = true;
-    c["add_eos_token"] = false;
-    c["bos_token"] = "<|begin_of_text|>";
-    c["eos_token"] = "<|end_of_text|>";
-    c["pad_token"] = nullptr;
-    c["chat_template"] =
-        "{{ bos_token }}{% for message in messages %}{{ message['role'] + ': ' + "
-        "message['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant: ' }}{% endif %}";
-  } else {
-    c["add_bos_token"] = true;
-    c["add_eos_token"] = false;
-    c["bos_token"] = "<s>";
-    c["eos_token"] = "</s>";
-    c["unk_token"] = "<unk>";
-    c["pad_token"] = nullptr;
-    c["chat_template"] =
-        "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
-        "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}";
-  }
-  c["clean_up_tokenization_spaces"] = false;
-  c["model_max_length"] = 2048;
-  c["tokenizer_class"] = "PreTrainedTokenizerFast";
+  if (kind == TinyTokenizerKind::ByteLevelBPE || kind == TinyTokenizerKind::SentencePieceBPE) decoder_config(kind, c);
+  else encoder_config(kind, c);
   return c.dump(2) + "\n";
+}
+
+const char* tiny_tokenizer_kind_name(TinyTokenizerKind kind) {
+  for (const KindName& k : kKindNames)
+    if (k.kind == kind) return k.name;
+  HFX_THROW(kComp, "expected a TinyTokenizerKind, got {}", static_cast<int>(kind));
+}
+
+TinyTokenizerKind tiny_tokenizer_kind_from_name(const std::string& name) {
+  std::string all;
+  for (const KindName& k : kKindNames) {
+    if (name == k.name) return k.kind;
+    all += std::string(all.empty() ? "" : ", ") + k.name;
+  }
+  HFX_THROW(kComp, "expected one of [{}], got {}", all, name);
 }
 
 }  // namespace hfx::tok
