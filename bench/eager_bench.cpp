@@ -83,7 +83,7 @@ std::vector<int> parse_list(const std::string& s) {
 int main(int argc, char** argv) {
   try {
     if (argc >= 4 && std::string(argv[1]) == "write-gguf") {
-      auto m = load_model(argv[2]);
+      auto m = load_causal_lm(argv[2]);
       bench::gguf::write_llama(argv[3], *m);
       return 0;
     }
@@ -103,7 +103,7 @@ int main(int argc, char** argv) {
       else if (k == "--decode") decode = std::stoll(v);
       else if (k == "--reps") reps = std::stoi(v);
     }
-    std::shared_ptr<const CausalLM> model(load_model(dir));
+    std::shared_ptr<const CausalLM> model(load_causal_lm(dir));
     EagerEngine e(model);
     auto ids = prompt_ids(prefill, model->config().vocab_size);
     for (int t : threads) {

@@ -62,17 +62,8 @@ void run_export(const ExportArgs& a) {
     cfg->from_json(j);
   }
 
-  CaptureOptions opts;
-  opts.dynamic = cfg->dynamic;
-  opts.dynamic_shapes = cfg->dynamic_shapes;
-  opts.prefer_deferred_runtime_asserts_over_guards = cfg->prefer_deferred_runtime_asserts_over_guards;
-  opts.batch.max = cfg->max_batch;
-  // The contract never promises more positions than the model has (past + sequence <= max positions).
-  int64_t max_pos = model->config().max_position_embeddings > 0 ? model->config().max_position_embeddings : cfg->max_sequence;
-  opts.sequence.max = std::min(cfg->max_sequence, max_pos);
-  opts.past.max = std::max<int64_t>(1, std::min(cfg->max_sequence, max_pos) - 1);
-  opts.sample_sequence = std::min(opts.sample_sequence, opts.sequence.max);
-  opts.sample_past = std::min(opts.sample_past, opts.past.max);
+  // One contract rule for every backend (ranges capped at the model's max positions): exporter.h.
+  CaptureOptions opts = contract_options(*model, *cfg);
 
   fs::path out = fs::absolute(a.out);
   fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());

@@ -1,6 +1,8 @@
-// Capture: the model's own forward runs on a TraceBuilder with symbolic inputs. Nothing about the
-// model is changed: the model object is const, the cache is a fresh DynamicCache, and all state of the
-// trace lives in the Graph, so eager output is identical before and after an export (tested).
+// Capture: a model's own component runs on a TraceBuilder with symbolic inputs. Nothing about the model
+// is changed: the model object is const and all state of the trace lives in the Graph, so eager output is
+// identical before and after an export (tested). The inputs, their dims and the cache leaves come from
+// the component's declaration (hfx/models/component.h) and the ProgramSpec; nothing here knows what
+// kind of model it captures.
 #include "hfx/capture/capture.h"
 
 #include <fmt/format.h>
@@ -21,155 +23,186 @@ const char* call_kind_name(CallKind k) {
 
 namespace {
 
-struct DimMaker {
-  const CaptureOptions& o;
-  ShapeEnv& env;
-  ShapeContract& contract;
-
-  // A dim for (input, axis): an explicit Dim wins; otherwise the default; static if !dynamic.
-  Sym make(const std::string& input, int axis, const Dim& def, int64_t sample) {
-    Dim d = def;
-    bool explicit_dim = false;
-    if (auto it = o.dynamic_shapes.find(input); it != o.dynamic_shapes.end()) {
-      if (auto jt = it->second.find(axis); jt != it->second.end()) {
-        d = jt->second;
-        explicit_dim = true;
-      }
-    }
-    if (!o.dynamic && !explicit_dim) {
-      record(input, axis, AxisContract{"", sample, sample});
-      return Sym(sample);
-    }
-    if (sample < d.min || sample > d.max)
-      HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input, axis, d.name,
-                d.min, d.max, sample);
-    Sym s = env.create_symbol(d.name, d.min, d.max, sample);
-    record(input, axis, AxisContract{d.name, d.min, d.max});
-    return s;
-  }
-  void record(const std::string& input, int axis, AxisContract c) {
-    auto& v = contract[input];
-    if (static_cast<int>(v.size()) <= axis) v.resize(axis + 1);
-    v[axis] = c;
-  }
-  void fixed(const std::string& input, int axis, int64_t size) { record(input, axis, AxisContract{"", size, size}); }
-};
-
 std::string describe_inputs(const Graph& g) {
   std::string s;
   for (Value* v : g.inputs()) s += (s.empty() ? "" : ", ") + v->name + ": " + v->type.str();
   return s;
 }
 
-}  // namespace
+const InputDecl& input_decl(const ComponentDecl& c, const std::string& name) {
+  for (const auto& i : c.inputs)
+    if (i.name == name) return i;
+  std::string known;
+  for (const auto& i : c.inputs) known += (known.empty() ? "" : ", ") + i.name;
+  HFX_THROW("capture", "expected an input of component '{}' among [{}], got '{}'", c.name, known, name);
+}
 
-CapturedProgram capture_causal_lm(const CausalLM& model, const CaptureOptions& o) {
-  CapturedProgram prog;
-  prog.component = call_kind_name(o.kind);
-  prog.graph = std::make_shared<Graph>();
-  Graph& g = *prog.graph;
-  ShapeEnv& env = g.env();
-  TraceBuilder tb(g);
-  DimMaker dims{o, env, prog.contract};
-  const ModelConfig& cfg = model.config();
+// The symbols of one program, created on first use in input order (so a causal LM's symbols come in
+// the order batch, sequence, past, as its signature names them).
+struct Symbols {
+  const ProgramSpec& spec;
+  ShapeEnv& env;
+  std::map<std::string, Sym> made;
 
-  const bool has_past = o.kind == CallKind::Decode || o.kind == CallKind::Merged;
-  Sym B = dims.make("input_ids", 0, o.batch, o.sample_batch);
-  Sym S = o.kind == CallKind::Decode ? Sym(1) : dims.make("input_ids", 1, o.sequence, o.sample_sequence);
-  if (o.kind == CallKind::Decode) dims.fixed("input_ids", 1, 1);
-  Sym P(0);
-  if (has_past) {
-    Dim pd = o.past;
-    if (o.kind == CallKind::Decode) pd.min = std::max<int64_t>(pd.min, 1);  // a decode step always has a past
-    int64_t sample = std::max<int64_t>(o.sample_past, pd.min);
-    P = dims.make("past_key_values.0.key", 2, pd, sample);
+  Sym dim(const std::string& name, const std::string& input) {
+    if (auto it = made.find(name); it != made.end()) return it->second;
+    auto it = spec.dims.find(name);
+    if (it == spec.dims.end())
+      HFX_THROW("capture", "expected a size for dim '{}' of input '{}' in program '{}', got none", name, input, spec.name);
+    const DimSpec& d = it->second;
+    Sym s = d.dynamic ? env.create_symbol(d.symbol, d.min, d.max, d.hint) : Sym(d.hint);
+    made.emplace(name, s);
+    return s;
   }
-
-  try {
-    ForwardArgs args;
-    args.input_ids = tb.input("input_ids", TensorType{DType::I64, {B, S}});
-    args.attention_mask = tb.input("attention_mask", TensorType{DType::I64, {B, P + S}});
-    args.position_ids = tb.input("position_ids", TensorType{DType::I64, {B, S}});
-    for (const char* n : {"attention_mask", "position_ids"}) {
-      auto& ic = prog.contract["input_ids"];
-      prog.contract[n] = ic;
+  // An axis entry: "name", "a+b" or a fixed size.
+  Sym axis(const std::string& entry, const std::string& input) {
+    Sym total(0);
+    size_t start = 0;
+    while (start <= entry.size()) {
+      size_t plus = entry.find('+', start);
+      std::string part = entry.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+      bool number = !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+      total = total + (number ? Sym(static_cast<int64_t>(std::stoll(part))) : dim(part, input));
+      if (plus == std::string::npos) break;
+      start = plus + 1;
     }
-    if (has_past) {
-      auto& am = prog.contract["attention_mask"];
-      am[1] = AxisContract{(P + S).str(), 0, 0};
-      SymRange r = env.bounds(P + S);
-      am[1].min = r.min;
-      am[1].max = r.max;
-    }
-    args.logits_to_keep = o.logits_to_keep;
-
-    std::vector<CacheLayerSpec> layout = model.cache_layout();
-    DynamicCache cache(layout);
-    if (o.kind != CallKind::Forward) args.cache = &cache;
-    if (has_past) {
-      for (size_t i = 0; i < layout.size(); i++) {
-        for (const char* kind : {"key", "value"}) {
-          std::string name = fmt::format("past_key_values.{}.{}", i, kind);
-          Var v = tb.input(name, TensorType{DType::F32, {B, Sym(layout[i].num_kv_heads), P, Sym(layout[i].head_dim)}});
-          auto& c = prog.contract[name];
-          c = {prog.contract["input_ids"][0], AxisContract{"", layout[i].num_kv_heads, layout[i].num_kv_heads},
-               prog.contract["past_key_values.0.key"].size() > 2 ? prog.contract["past_key_values.0.key"][2] : AxisContract{},
-               AxisContract{"", layout[i].head_dim, layout[i].head_dim}};
-          if (std::string(kind) == "key") {
-            cache.set_past(static_cast<int>(i), v, Var());
-          } else {
-            Var k = tb.wrap(g.find_input(fmt::format("past_key_values.{}.key", i)));
-            cache.set_past(static_cast<int>(i), k, v);
-          }
-        }
-      }
-    }
-
-    ForwardOut out = model.forward(tb, args);
-    g.add_output("logits", out.logits.value());
-    if (o.kind != CallKind::Forward) {
-      for (size_t i = 0; i < layout.size(); i++) {
-        const Var& k = cache.key(static_cast<int>(i));
-        const Var& v = cache.value(static_cast<int>(i));
-        if (!k.defined() || !v.defined())
-          HFX_THROW("capture", "expected the forward to update cache layer {}, got no key/value", i);
-        std::string kn = fmt::format("present.{}.key", i), vn = fmt::format("present.{}.value", i);
-        g.add_output(kn, k.value());
-        g.add_output(vn, v.value());
-        for (const char* kind : {"key", "value"}) {
-          CacheLeaf leaf;
-          leaf.layer = static_cast<int>(i);
-          leaf.kind = kind;
-          leaf.layer_type = layout[i].layer_type;
-          leaf.window = layout[i].window;
-          leaf.input_name = has_past ? fmt::format("past_key_values.{}.{}", i, kind) : "";
-          leaf.output_name = fmt::format("present.{}.{}", i, kind);
-          g.cache_leaves().push_back(leaf);
-        }
-      }
-    }
-  } catch (const Error& e) {
-    HFX_THROW("capture", "capturing '{}' of architecture '{}' with inputs ({}) failed: {}", prog.component, cfg.model_type,
-              describe_inputs(g), e.what());
+    return total;
   }
+};
 
-  g.metadata()["hfx.component"] = prog.component;
-  g.metadata()["hfx.model_type"] = cfg.model_type;
+AxisContract axis_contract(const Sym& s, const ShapeEnv& env) {
+  if (auto v = s.maybe_value()) return AxisContract{"", *v, *v};
+  SymRange r = env.bounds(s);
+  return AxisContract{s.kind() == Sym::Kind::Symbol ? s.name() : s.str(), r.min, r.max};
+}
 
-  // Guards: a dim that the code fixed to one value is a specialization — report where it happened.
-  for (const Guard& gd : env.guards()) {
+void add_outputs(Graph& g, const ComponentDecl& decl, const NamedVars& outs, const std::vector<std::string>& inputs) {
+  for (const auto& [name, v] : outs) {
+    if (!v.defined()) HFX_THROW("capture", "expected output '{}' of component '{}' to be computed, got none", name, decl.name);
+    g.add_output(name, v.value());
+  }
+  for (const CacheLeafDecl& c : decl.cache) {
+    if (!g.find_output(c.present_output)) continue;
+    bool has_past = std::find(inputs.begin(), inputs.end(), c.past_input) != inputs.end();
+    g.cache_leaves().push_back(
+        CacheLeaf{c.layer, c.kind, c.layer_type, c.window, has_past ? c.past_input : "", c.present_output});
+  }
+}
+
+void take_guards(CapturedProgram& prog, const std::string& model_type, bool prefer_deferred) {
+  for (const Guard& gd : prog.graph->env().guards()) {
     bool specialized = gd.lower == gd.upper && gd.expr.kind() == Sym::Kind::Symbol;
     if (specialized)
       HFX_THROW("capture", "expected dim '{}' to stay dynamic in '{}' of '{}', got it specialized to {} by the model code at {} ({}); "
                 "declare it static or fix the code",
-                gd.expr.name(), prog.component, cfg.model_type, gd.lower, gd.where, gd.what);
-    if (!o.prefer_deferred_runtime_asserts_over_guards)
+                gd.expr.name(), prog.component, model_type, gd.lower, gd.where, gd.what);
+    if (!prefer_deferred)
       HFX_THROW("capture", "expected no guards with prefer_deferred_runtime_asserts_over_guards=false, got '{}' at {}", gd.what,
                 gd.where);
     prog.guards.push_back(gd);
   }
+}
+
+}  // namespace
+
+CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred) {
+  CapturedProgram prog;
+  prog.component = spec.name;
+  prog.graph = std::make_shared<Graph>();
+  Graph& g = *prog.graph;
+  TraceBuilder tb(g);
+  const ComponentDecl decl = model.component(spec.component);
+  const std::string& model_type = model.config().model_type;
+  Symbols syms{spec, g.env(), {}};
+  try {
+    NamedVars ins;
+    for (const std::string& name : spec.inputs) {
+      const InputDecl& d = input_decl(decl, name);
+      SymShape shape;
+      auto& contract = prog.contract[name];
+      for (const std::string& a : d.axes) {
+        shape.push_back(syms.axis(a, name));
+        contract.push_back(axis_contract(shape.back(), g.env()));
+      }
+      ins.emplace_back(name, tb.input(name, TensorType{d.dtype, shape}));
+    }
+    NamedVars outs = model.call(spec.component, tb, ins, spec.call);
+    add_outputs(g, decl, outs, spec.inputs);
+  } catch (const Error& e) {
+    HFX_THROW("capture", "capturing '{}' (component '{}') of architecture '{}' with inputs ({}) failed: {}", prog.component,
+              spec.component, model_type, describe_inputs(g), e.what());
+  }
+  g.metadata()["hfx.component"] = prog.component;
+  g.metadata()["hfx.model_type"] = model_type;
+  take_guards(prog, model_type, prefer_deferred);
   g.eliminate_dead_code();
   return prog;
+}
+
+void apply_explicit_dims(const Model& model, ProgramSpec& spec, const std::map<std::string, std::map<int, Dim>>& ds) {
+  if (ds.empty()) return;
+  std::vector<ComponentDecl> comps = model.components();
+  for (const auto& [input, axes] : ds) {
+    const InputDecl* d = nullptr;
+    std::string known;
+    for (const auto& c : comps)
+      for (const auto& i : c.inputs) {
+        if (i.name == input) d = &i;
+        if (known.find(i.name) == std::string::npos) known += (known.empty() ? "" : ", ") + i.name;
+      }
+    if (!d)
+      HFX_THROW("dynamic_shapes", "expected an input name of {} among [{}], got '{}'", model.config().model_type, known, input);
+    if (std::find(spec.inputs.begin(), spec.inputs.end(), input) == spec.inputs.end()) continue;
+    for (const auto& [axis, dim] : axes) {
+      if (axis < 0 || axis >= static_cast<int>(d->axes.size()))
+        HFX_THROW("dynamic_shapes", "expected an axis of '{}' in [0, {}), got {}", input, d->axes.size(), axis);
+      // A sum whose other terms this program does not have (a past in a prefill) is the one dim left.
+      std::string name;
+      for (size_t start = 0, plus; start <= d->axes[axis].size(); start = plus + 1) {
+        plus = d->axes[axis].find('+', start);
+        std::string part = d->axes[axis].substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+        if (spec.dims.count(part) && !(spec.dims[part].hint == 0 && !spec.dims[part].dynamic))
+          name = name.empty() ? part : name + "+" + part;
+        if (plus == std::string::npos) break;
+      }
+      if (name.empty() || name.find('+') != std::string::npos || !spec.dims.count(name))
+        HFX_THROW("dynamic_shapes", "expected '{}' axis {} to be one named dim in program '{}', got '{}'; name the axis of the "
+                  "input that carries each of its terms instead", input, axis, spec.name, d->axes[axis]);
+      DimSpec& s = spec.dims[name];
+      if (s.hint < dim.min || s.hint > dim.max)
+        HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input, axis,
+                  dim.name, dim.min, dim.max, s.hint);
+      s = DimSpec{dim.name, true, dim.min, dim.max, s.hint};
+    }
+  }
+}
+
+ProgramSpec causal_lm_program(const CausalLM& model, const CaptureOptions& o) {
+  ProgramSpec p;
+  p.name = call_kind_name(o.kind);
+  p.component = "model";
+  p.call.logits_to_keep = o.logits_to_keep;
+  const bool has_past = o.kind == CallKind::Decode || o.kind == CallKind::Merged;
+  auto dim = [&](const Dim& d, int64_t sample) { return DimSpec{d.name, o.dynamic, d.min, d.max, sample}; };
+  p.dims["batch_size"] = dim(o.batch, o.sample_batch);
+  p.dims["sequence_length"] = o.kind == CallKind::Decode ? DimSpec{"", false, 1, 1, 1} : dim(o.sequence, o.sample_sequence);
+  if (has_past) {
+    Dim pd = o.past;
+    if (o.kind == CallKind::Decode) pd.min = std::max<int64_t>(pd.min, 1);  // a decode step always has a past
+    p.dims["past_sequence_length"] = dim(pd, std::max<int64_t>(o.sample_past, pd.min));
+  } else {
+    p.dims["past_sequence_length"] = DimSpec{"", false, 0, 0, 0};
+  }
+  for (const InputDecl& d : model.component("model").inputs)
+    if (!d.optional || has_past) p.inputs.push_back(d.name);
+  if (o.kind == CallKind::Forward) p.call.use_cache = false;
+  apply_explicit_dims(model, p, o.dynamic_shapes);
+  // An explicit Dim must hold the sample even when the defaults are static.
+  return p;
+}
+
+CapturedProgram capture_causal_lm(const CausalLM& model, const CaptureOptions& o) {
+  return capture_program(model, causal_lm_program(model, o), o.prefer_deferred_runtime_asserts_over_guards);
 }
 
 }  // namespace hfx

@@ -1,4 +1,5 @@
 // Configs (JSON round trip) and the one table of exporters by format name.
+#include <algorithm>
 #include "hfx/export/exporter.h"
 
 #include "hfx/core/error.h"
@@ -69,6 +70,59 @@ std::vector<std::string> with_common(std::vector<std::string> extra) {
 }
 
 }  // namespace
+
+CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
+  CaptureOptions o = base;
+  o.dynamic = c.dynamic;
+  for (const auto& [input, axes] : c.dynamic_shapes)
+    for (const auto& [axis, dim] : axes) o.dynamic_shapes[input][axis] = dim;
+  o.prefer_deferred_runtime_asserts_over_guards = c.prefer_deferred_runtime_asserts_over_guards;
+  // The config's bounds cap the caller's ranges (never widen them).
+  o.batch.max = std::min(o.batch.max, c.max_batch);
+  o.sequence.max = std::min(o.sequence.max, c.max_sequence);
+  o.past.max = std::min(o.past.max, c.max_sequence);
+  o.sample_batch = std::min(o.sample_batch, o.batch.max);
+  o.sample_sequence = std::min(o.sample_sequence, o.sequence.max);
+  o.sample_past = std::min(o.sample_past, o.past.max);
+  return o;
+}
+
+CaptureOptions contract_options(const Model& model, const ExportConfig& c) {
+  CaptureOptions o = merge_config(CaptureOptions{}, c);
+  o.batch.max = c.max_batch;
+  int64_t max_pos = model.config().max_position_embeddings > 0 ? model.config().max_position_embeddings : c.max_sequence;
+  o.sequence.max = std::min(c.max_sequence, max_pos);
+  o.past.max = std::max<int64_t>(1, std::min(c.max_sequence, max_pos) - 1);
+  o.sample_batch = std::min(o.sample_batch, o.batch.max);
+  o.sample_sequence = std::min(o.sample_sequence, o.sequence.max);
+  o.sample_past = std::min(o.sample_past, o.past.max);
+  return o;
+}
+
+std::vector<ProgramSpec> export_programs(const Model& model, const CaptureOptions& opts, bool for_generation) {
+  if (!for_generation && model.structure() == Structure::DecoderOnly)
+    return {causal_lm_program(as_causal_lm(model), opts)};
+  return generation_programs(model, opts);
+}
+
+std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(const Model& model, const CaptureOptions& opts,
+                                                                         const std::map<std::string, const ExportConfig*>& configs) {
+  std::vector<RecordedCall> calls = record_generation(model, generation_samples(model, opts));
+  std::vector<std::pair<ProgramSpec, const ExportConfig*>> out;
+  for (const ProgramSpec& p : plan_generation(model, calls, opts)) {
+    const ExportConfig& c = config_for(configs, p.name);
+    for (ProgramSpec& q : plan_generation(model, calls, merge_config(opts, c)))
+      if (q.name == p.name) out.emplace_back(std::move(q), &c);
+  }
+  return out;
+}
+
+const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs, const std::string& component) {
+  for (const char* key : {component.c_str(), "*", "default", ""})
+    if (auto it = configs.find(key); it != configs.end() && it->second) return *it->second;
+  if (configs.size() == 1 && configs.begin()->second) return *configs.begin()->second;
+  HFX_THROW("export", "expected a config for component '{}' (or '*'), got none", component);
+}
 
 nlohmann::json ExportConfig::to_json() const {
   nlohmann::json ds = nlohmann::json::object();

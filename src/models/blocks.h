@@ -105,7 +105,7 @@ Architecture decoder_architecture(const char* model_type, json (*tiny)(const std
       .model_type = model_type,
       .parse_config = Parse,
       .weight_specs = [](const ModelConfig& c) { return decoder_weight_specs(c, Options(c)); },
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         auto o = Options(c);
         return std::make_unique<DecoderLM>(std::move(c), std::move(w), std::move(o));
       },

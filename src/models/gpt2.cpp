@@ -170,7 +170,7 @@ const Architecture& gpt2_architecture() {
       .model_type = "gpt2",
       .parse_config = parse,
       .weight_specs = specs,
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<CausalLM> {
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         return std::make_unique<GPT2LM>(std::move(c), std::move(w));
       },
       .tiny_config = tiny,

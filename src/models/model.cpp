@@ -1,6 +1,8 @@
 // Loading and validation: config.json → architecture → ModelConfig, the checkpoint checked against the
 // architecture's weight list (names and shapes, both ways), then the model built over the weights.
 #include <filesystem>
+
+#include <fmt/format.h>
 #include <regex>
 #include <set>
 
@@ -10,24 +12,109 @@
 
 namespace hfx {
 
-Var CausalLM::w(Builder& b, const std::string& name) const {
+const char* structure_name(Structure s) {
+  switch (s) {
+    case Structure::DecoderOnly: return "decoder-only";
+    case Structure::EncoderOnly: return "encoder-only";
+    case Structure::EncoderDecoder: return "encoder-decoder";
+  }
+  return "?";
+}
+
+Var get(const NamedVars& vars, const std::string& name) {
+  for (const auto& [n, v] : vars)
+    if (n == name) return v;
+  return Var();
+}
+
+ComponentDecl Model::component(const std::string& name) const {
+  std::vector<ComponentDecl> all = components();
+  for (auto& c : all)
+    if (c.name == name) return std::move(c);
+  std::string known;
+  for (const auto& c : all) known += (known.empty() ? "" : ", ") + c.name;
+  HFX_THROW("model", "expected a component of {} ({}) among [{}], got '{}'", cfg_.model_type, structure_name(structure()), known,
+            name);
+}
+
+std::vector<std::string> Model::component_names() const {
+  std::vector<std::string> r;
+  for (const auto& c : components()) r.push_back(c.name);
+  return r;
+}
+
+Var Model::w(Builder& b, const std::string& name) const {
   if (!weights_->has(name)) HFX_THROW("model", "expected tensor '{}' in the checkpoint, got none", name);
   return b.param(name, weights_->get(name));
 }
 
-Var CausalLM::w_opt(Builder& b, const std::string& name) const {
+Var Model::w_opt(Builder& b, const std::string& name) const {
   if (!weights_->has(name)) return Var();
   return b.param(name, weights_->get(name));
 }
 
+std::vector<ComponentDecl> CausalLM::components() const {
+  ComponentDecl c;
+  c.name = "model";
+  c.inputs = {{"input_ids", DType::I64, {"batch_size", "sequence_length"}},
+              {"attention_mask", DType::I64, {"batch_size", "past_sequence_length+sequence_length"}},
+              {"position_ids", DType::I64, {"batch_size", "sequence_length"}}};
+  c.outputs = {"logits"};
+  std::vector<CacheLayerSpec> layout = cache_layout();
+  for (size_t i = 0; i < layout.size(); i++) {
+    for (const char* kind : {"key", "value"}) {
+      std::string past = fmt::format("past_key_values.{}.{}", i, kind), present = fmt::format("present.{}.{}", i, kind);
+      c.inputs.push_back({past, DType::F32,
+                          {"batch_size", std::to_string(layout[i].num_kv_heads), "past_sequence_length",
+                           std::to_string(layout[i].head_dim)},
+                          true});
+      c.outputs.push_back(present);
+      c.cache.push_back({static_cast<int>(i), kind, layout[i].layer_type, layout[i].window, past, present});
+    }
+  }
+  return {c};
+}
+
+// The causal LM's one component: the past leaves (if given) fill a DynamicCache, forward runs, and the
+// cache's layers come back as the present leaves.
+NamedVars CausalLM::call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const {
+  if (component != "model") (void)this->component(component);  // throws, listing the components
+  ForwardArgs args;
+  args.input_ids = get(in, "input_ids");
+  if (!args.input_ids) HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none", config().model_type);
+  args.attention_mask = get(in, "attention_mask");
+  args.position_ids = get(in, "position_ids");
+  args.logits_to_keep = opts.logits_to_keep;
+  std::vector<CacheLayerSpec> layout = cache_layout();
+  DynamicCache cache(layout);
+  if (opts.use_cache) args.cache = &cache;
+  for (size_t i = 0; i < layout.size(); i++) {
+    Var k = get(in, fmt::format("past_key_values.{}.key", i)), v = get(in, fmt::format("past_key_values.{}.value", i));
+    if (k && v && opts.use_cache) cache.set_past(static_cast<int>(i), k, v);
+  }
+  ForwardOut out = forward(b, args);
+  NamedVars r{{"logits", out.logits}};
+  if (!opts.use_cache) return r;
+  for (size_t i = 0; i < layout.size(); i++) {
+    const Var& k = cache.key(static_cast<int>(i));
+    const Var& v = cache.value(static_cast<int>(i));
+    if (!k.defined() || !v.defined())
+      HFX_THROW("model", "expected the forward to update cache layer {}, got no key/value", i);
+    r.emplace_back(fmt::format("present.{}.key", i), k);
+    r.emplace_back(fmt::format("present.{}.value", i), v);
+  }
+  return r;
+}
+
 std::vector<CacheLayerSpec> CausalLM::cache_layout() const {
   std::vector<CacheLayerSpec> r;
-  for (int64_t i = 0; i < cfg_.num_hidden_layers; i++) {
+  const ModelConfig& cfg = config();
+  for (int64_t i = 0; i < cfg.num_hidden_layers; i++) {
     CacheLayerSpec s;
-    s.num_kv_heads = cfg_.num_key_value_heads;
-    s.head_dim = cfg_.head_dim;
-    s.layer_type = i < static_cast<int64_t>(cfg_.layer_types.size()) ? cfg_.layer_types[i] : "full_attention";
-    s.window = s.layer_type == "sliding_attention" ? cfg_.sliding_window : 0;
+    s.num_kv_heads = cfg.num_key_value_heads;
+    s.head_dim = cfg.head_dim;
+    s.layer_type = i < static_cast<int64_t>(cfg.layer_types.size()) ? cfg.layer_types[i] : "full_attention";
+    s.window = s.layer_type == "sliding_attention" ? cfg.sliding_window : 0;
     r.push_back(s);
   }
   return r;
@@ -79,7 +166,7 @@ void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io
   }
 }
 
-std::unique_ptr<CausalLM> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w) {
+std::unique_ptr<Model> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w) {
   ModelConfig cfg = parse_model_config(config);
   const Architecture& arch = architecture(cfg.model_type);
   auto files = w->files();
@@ -89,7 +176,7 @@ std::unique_ptr<CausalLM> make_model(const nlohmann::json& config, std::shared_p
   return arch.create(std::move(cfg), std::move(w));
 }
 
-std::unique_ptr<CausalLM> load_model(const std::string& dir) {
+std::unique_ptr<Model> load_model(const std::string& dir) {
   std::string cfg_path = (std::filesystem::path(dir) / "config.json").string();
   nlohmann::json config;
   try {
@@ -98,6 +185,24 @@ std::unique_ptr<CausalLM> load_model(const std::string& dir) {
     HFX_THROW("model", "expected valid JSON in {}, got: {}", cfg_path, e.what());
   }
   return make_model(config, io::WeightStore::open_dir(dir));
+}
+
+const CausalLM& as_causal_lm(const Model& m) {
+  if (auto* c = dynamic_cast<const CausalLM*>(&m)) return *c;
+  HFX_THROW("model", "expected a decoder-only causal LM here, got the {} model {} (head {}); this path supports decoder-only "
+            "models only", structure_name(m.structure()), m.config().model_type, m.head());
+}
+
+namespace {
+std::unique_ptr<CausalLM> to_causal(std::unique_ptr<Model> m) {
+  as_causal_lm(*m);
+  return std::unique_ptr<CausalLM>(static_cast<CausalLM*>(m.release()));
+}
+}  // namespace
+
+std::unique_ptr<CausalLM> load_causal_lm(const std::string& dir) { return to_causal(load_model(dir)); }
+std::unique_ptr<CausalLM> make_causal_lm(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w) {
+  return to_causal(make_model(config, std::move(w)));
 }
 
 }  // namespace hfx

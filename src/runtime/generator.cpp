@@ -169,7 +169,7 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
               "expected model.safetensors in the export folder '{}' or a manifest.json naming the source checkpoint for the "
               "eager engine, got neither (pass the checkpoint folder itself instead)",
               path);
-    std::shared_ptr<const CausalLM> model = load_model(weights_dir);
+    std::shared_ptr<const CausalLM> model = load_causal_lm(weights_dir);
     engine = std::make_unique<EagerEngine>(std::move(model));
   }
 

@@ -637,7 +637,7 @@ VerifyReport run_verify(const VerifyOptions& options) {
   }
   if (ref_problem.empty()) {
     try {
-      cx.model = std::shared_ptr<const CausalLM>(load_model(cx.reference_dir));
+      cx.model = std::shared_ptr<const CausalLM>(load_causal_lm(cx.reference_dir));
       cx.tol = tolerance_for(cx.model->config().dtype);
       cx.add("reference", "load", "passed",
              fmt::format("{} ({}, {} layers, {}) from {}", cx.model->config().model_type, dtype_name(cx.model->config().dtype),

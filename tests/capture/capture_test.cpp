@@ -25,7 +25,7 @@ std::unique_ptr<CausalLM> tiny(const std::string& arch, nlohmann::json overrides
   const Architecture& a = architecture(arch);
   ModelConfig mc = a.parse_config(cfg);
   auto w = io::WeightStore::from_tensors(tiny_weights(mc, DType::F32, 0));
-  return make_model(cfg, w);
+  return make_causal_lm(cfg, w);
 }
 
 std::vector<float> eager_logits(const CausalLM& m) {

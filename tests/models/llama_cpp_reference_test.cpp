@@ -49,7 +49,7 @@ TEST_P(LlamaCppReference, SoftmaxMatches) {
   auto cfg = nlohmann::json::parse(io::read_file((dir.path / "config.json").string()));
   cfg.update(c.overrides);
   io::write_file_atomic((dir.path / "config.json").string(), cfg.dump(2));
-  auto m = load_model(dir.path.string());
+  auto m = load_causal_lm(dir.path.string());
   auto tok = nlohmann::json::parse(io::read_file((dir.path / "tokenizer.json").string()));
   std::string gguf = (dir.path / "model.gguf").string();
   gguf::write_gguf(gguf, c.gguf_arch, *m, tok);

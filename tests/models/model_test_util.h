@@ -46,7 +46,7 @@ inline std::unique_ptr<CausalLM> tiny_in_memory(const std::string& model_type, u
   cfg["torch_dtype"] = dtype_name(dt);
   ModelConfig mc = parse_model_config(cfg);
   auto w = io::WeightStore::from_tensors(tiny_weights(mc, dt, seed));
-  return make_model(cfg, w);
+  return make_causal_lm(cfg, w);
 }
 
 /// Left-pads `rows` with `pad` into input_ids/attention_mask [B, T] and HF position ids

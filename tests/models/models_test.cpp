@@ -176,7 +176,7 @@ TEST_P(ModelArch, CreateTinyOnDiskLoadsAndRuns) {
   nlohmann::json cfg = create_tiny(GetParam(), dir.path.string(), o);
   for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
     EXPECT_TRUE(std::filesystem::exists(dir.path / f)) << f;
-  auto m = load_model(dir.path.string());
+  auto m = load_causal_lm(dir.path.string());
   EXPECT_EQ(m->config().model_type, GetParam());
   EXPECT_EQ(m->config().vocab_size, cfg["vocab_size"].get<int64_t>());
   // Same seed, same weights: the in-memory path agrees with the file.

@@ -251,7 +251,7 @@ const Tiny& tiny(const std::string& arch) {
   opt.dtype = hfx::DType::F32;
   hfx::create_tiny(arch, t.dir, opt);
   temp_dirs().push_back(t.dir);
-  t.model = hfx::load_model(t.dir);
+  t.model = hfx::load_causal_lm(t.dir);
   return cache.emplace(arch, t).first->second;
 }
 

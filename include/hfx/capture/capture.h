@@ -1,10 +1,17 @@
-// hfx/capture/capture.h — runs a model's own forward on symbolic inputs and records the program.
+// hfx/capture/capture.h — runs a model's own components on symbolic inputs and records programs.
 //
-// The forward signature is flattened to named inputs (input_ids, attention_mask, position_ids,
-// past_key_values.N.key/value) and outputs (logits, present.N.key/value), the names Optimum,
-// Transformers.js and ONNX Runtime GenAI use. Each dim gets a symbol with a range; the sample values
-// are the hints. Questions the ranges cannot answer become guards; a dim the code specializes is
-// reported with the place in the model code that did it.
+// Generic capture works on any Model (hfx/models/component.h): a `ProgramSpec` names the component,
+// the inputs it takes and, for each named dim of their declarations, a symbol with a range and a hint
+// or a fixed size. Inputs and outputs are flat named tensors (input_ids, attention_mask,
+// past_key_values.N.key, present.N.key, ... — the names Optimum, Transformers.js and ONNX Runtime GenAI
+// use); cache leaves keep their layer type. Questions the ranges cannot answer become guards; a dim the
+// code specializes is reported with the place in the model code that did it.
+//
+// `export_for_generation` does not write signatures by hand: `record_generation` runs the model's own
+// generation loop (the one its Structure declares) eagerly on small samples and records every component
+// call; `plan_generation` groups the calls into the programs the loop declares (prefill, decode, the
+// merged decoder; encoder; ...) and makes dynamic exactly the dims whose sizes vary between the calls of
+// a program.
 #pragma once
 #include <map>
 #include <memory>
@@ -46,6 +53,8 @@ struct CaptureOptions {
   bool prefer_deferred_runtime_asserts_over_guards = true;
   /// Logits only for the last N positions (0: all).
   int64_t logits_to_keep = 0;
+  /// Samples whose generation export_for_generation records (empty: default_generation_samples).
+  std::vector<std::vector<std::vector<int64_t>>> sample_prompts;
 };
 
 /// The dynamic-shape contract of a captured graph: per input, per axis, a symbol and its range or a fixed size.
@@ -62,8 +71,76 @@ struct CapturedProgram {
   std::vector<Guard> guards;  ///< deferred runtime asserts
 };
 
-/// Captures one call of `model`. Throws hfx::Error("capture", ...) naming the architecture, the
-/// component and the inputs if the model's code fails on symbolic inputs.
+/// The value of one named dim in a program: a symbol with a range and a hint (the sample), or fixed.
+struct DimSpec {
+  std::string symbol;  ///< the graph's symbol name (an explicit Dim renames it)
+  bool dynamic = true;
+  int64_t min = 1, max = 4096;
+  int64_t hint = 1;  ///< sample size; the fixed size when !dynamic
+};
+
+/// One program to capture: a component called with some of its inputs.
+struct ProgramSpec {
+  std::string name;       ///< artifact component name: "prefill", "decode", "model", "encoder_model", ...
+  std::string component;  ///< the model component it calls
+  std::vector<std::string> inputs;        ///< declared inputs it takes, in declaration order
+  std::map<std::string, DimSpec> dims;    ///< every named dim of those inputs
+  std::vector<std::string> kinds;         ///< the recorded call kinds it covers (empty: from options)
+  CallOptions call;
+};
+
+/// Captures one program. Throws hfx::Error("capture", ...) naming the architecture, the component and
+/// the inputs if the model's code fails on symbolic inputs.
+CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred_runtime_asserts = true);
+
+/// Applies explicit Dims (input name → axis → Dim) to a program: each names an axis that is one named
+/// dim, whose symbol and range it sets. Entries for inputs the program does not take are skipped; an
+/// input or axis the model does not have at all is an error listing the valid names.
+void apply_explicit_dims(const Model& model, ProgramSpec& spec,
+                         const std::map<std::string, std::map<int, Dim>>& dynamic_shapes);
+
+// ---- recorded generation ----
+/// One input of a recorded call.
+struct RecordedInput {
+  std::string name;
+  DType dtype = DType::I64;
+  Shape shape;
+};
+/// One real component call made by a generation loop.
+struct RecordedCall {
+  std::string component;
+  std::string kind;  ///< "prefill", "decode", "model", "encoder", "decoder", "decoder_with_past"
+  std::vector<RecordedInput> inputs;
+};
+/// A sample to generate from: prompts as token ids (rows may differ in length; loops pad them).
+struct GenerationSample {
+  std::vector<std::vector<int64_t>> prompts;
+  int64_t max_new_tokens = 3;
+};
+/// Two deterministic samples (batch 1 × 5 tokens; batch 2 × 7 and 4 tokens) with ids < vocab_size, so
+/// that batch, prompt and past sizes all vary between the recorded calls.
+std::vector<GenerationSample> default_generation_samples(int64_t vocab_size);
+/// The samples of an export: opts.sample_prompts, else default_generation_samples.
+std::vector<GenerationSample> generation_samples(const Model& model, const CaptureOptions& opts);
+/// Runs the model's generation loop on each sample and records every component call. By default the
+/// loop runs on shapes only (a throwaway static trace: the calls' names, dtypes, shapes and caches are
+/// exactly those of the real run, no weight is read, which keeps a multi-GB export streaming); `eager`
+/// runs the real kernels and greedy tokens (tests use it to prove the two record the same calls).
+std::vector<RecordedCall> record_generation(const Model& model, const std::vector<GenerationSample>& samples, bool eager = false);
+/// The programs the model's generation loop declares, with their dims derived from `calls`: a dim is
+/// dynamic when its size varies between the calls a program covers (and `opts.dynamic`); ranges come
+/// from opts.batch (batch_size), opts.past (dims named past_*) and opts.sequence (every other dim);
+/// an optional cache input absent from some calls of a merged program has size 0 there, so its past
+/// range starts at 0. Explicit opts.dynamic_shapes are applied last.
+std::vector<ProgramSpec> plan_generation(const Model& model, const std::vector<RecordedCall>& calls,
+                                         const CaptureOptions& opts);
+/// record_generation over default_generation_samples + plan_generation.
+std::vector<ProgramSpec> generation_programs(const Model& model, const CaptureOptions& opts);
+
+/// The legacy single-call path for causal LMs: one program of kind `opts.kind` with the dims and hints
+/// of `opts` (batch/sequence/past Dims, sample sizes), explicit Dims applied.
+ProgramSpec causal_lm_program(const CausalLM& model, const CaptureOptions& opts);
+/// capture_program(causal_lm_program(...)).
 CapturedProgram capture_causal_lm(const CausalLM& model, const CaptureOptions& opts);
 
 }  // namespace hfx

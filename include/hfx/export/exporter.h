@@ -1,9 +1,11 @@
 // hfx/export/exporter.h — one exporter interface, several backends.
 //
 // Every backend (onnx, executorch, dynamo) implements `Exporter` with the same call shape and takes a
-// config of its own that shares the common fields. `export_model` writes one artifact for one call;
-// `export_for_generation` captures the real prefill and decode calls (and, where the backend wants
-// it, a merged graph) and writes each as its own component. Configs round-trip through JSON and are
+// config of its own that shares the common fields. Backends take any Model (hfx/models/model.h) and
+// never assume a causal LM: `export_for_generation` records the real calls of the model's generation
+// loop and writes each program the loop declares (prefill/decode/merged for decoder-only models; the
+// encoder and the decoder with and without past for encoder-decoders; one `model` for encoders) as its
+// own component; `export_model` writes one call (`opts.kind` for a causal LM). Configs round-trip through JSON and are
 // found, like exporters, by format name in one registry (src/export/exporter.cpp).
 #pragma once
 #include <map>
@@ -81,14 +83,30 @@ class Exporter {
   virtual ~Exporter() = default;
   virtual std::string format() const = 0;
   /// Exports one call (`opts.kind`) of `model` into `out_dir`.
-  virtual ExportResult export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+  virtual ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                                     const std::string& out_dir) = 0;
-  /// Captures the real prefill and decode calls (configs per component, or one for all) and exports
-  /// each as its own graph.
-  virtual ExportResult export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+  /// Records the model's real generation calls and exports each declared program as its own graph
+  /// (configs per component name, or one for all under "*").
+  virtual ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
                                              const std::map<std::string, const ExportConfig*>& configs,
                                              const std::string& out_dir) = 0;
 };
+
+/// `base` with what the config decides: dynamic, explicit Dims (winning over base's), guard policy.
+CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& config);
+/// The capture options of one export of `model` under `config`: batch range [1, max_batch]; sequence and
+/// past ranges capped so that past + sequence never exceeds the model's max positions. Every backend and
+/// the CLI use this one rule, so all formats of one export promise the same contract.
+CaptureOptions contract_options(const Model& model, const ExportConfig& config);
+/// The programs an export writes: for_generation → the recorded generation's programs; otherwise one
+/// program of kind opts.kind for a causal LM (the generation programs for other structures).
+std::vector<ProgramSpec> export_programs(const Model& model, const CaptureOptions& opts, bool for_generation);
+/// The programs of export_for_generation, each planned under its own config (config_for its name) from
+/// one recorded generation.
+std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(const Model& model, const CaptureOptions& opts,
+                                                                         const std::map<std::string, const ExportConfig*>& configs);
+/// The config for `component` in a per-component map ("*", "default" or "" as fallbacks).
+const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs, const std::string& component);
 
 /// Exporter and default config by format name ("onnx", "executorch", "dynamo").
 std::unique_ptr<Exporter> make_exporter(const std::string& format);

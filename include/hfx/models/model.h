@@ -1,9 +1,16 @@
-// hfx/models/model.h — Hugging Face causal LMs defined once, for eager runs and every export.
+// hfx/models/model.h — Hugging Face models defined once, for eager runs and every export.
+//
+// A model is a set of named components (hfx/models/component.h): a causal LM has one (`model`), an
+// encoder-only model one (`model`), an encoder-decoder two (`encoder`, `decoder`). Each component is a
+// function from named inputs to named outputs written against the functional API, so the same code runs
+// eagerly and under capture. The model's generation structure says which generation loop drives the
+// components (src/capture/generation_loops.cpp), and capture records those real calls to derive every
+// exported signature.
 //
 // An architecture is a config mapping (config.json → ModelConfig, as transformers reads it), the list
-// of its weights with shapes (used both to validate a checkpoint and to create a random one), and a
-// forward function written against the functional API. Architectures register themselves in one table
-// (src/models/registry.cpp). Every intermediate is named after its Hugging Face module.
+// of its weights with shapes (used both to validate a checkpoint and to create a random one), and the
+// model class. Architectures register themselves in one table (src/models/registry.cpp). Every
+// intermediate is named after its Hugging Face module.
 #pragma once
 #include <map>
 #include <memory>
@@ -14,6 +21,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
+#include "hfx/models/component.h"
 #include "hfx/ops/builder.h"
 
 namespace hfx {
@@ -97,17 +105,34 @@ struct ForwardOut {
   Var logits;  ///< float32 [B, S or logits_to_keep, V]
 };
 
-class CausalLM {
+/// Base of every model: config, weights and the component interface.
+class Model {
  public:
-  CausalLM(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : cfg_(std::move(cfg)), weights_(std::move(w)) {}
-  virtual ~CausalLM() = default;
-  virtual ForwardOut forward(Builder& b, const ForwardArgs& args) const = 0;
+  Model(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : cfg_(std::move(cfg)), weights_(std::move(w)) {}
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  /// Which generation loop drives the components.
+  virtual Structure structure() const = 0;
+  /// The task head, as transformers names the class suffix: "causal_lm", "base", "masked_lm",
+  /// "sequence_classification", "token_classification", "seq2seq_lm".
+  virtual std::string head() const = 0;
+  /// Every component with its declared inputs and cache leaves.
+  virtual std::vector<ComponentDecl> components() const = 0;
+  /// Runs `component` on named inputs (a subset of its declared inputs: optional ones may be absent)
+  /// and returns its named outputs in signature order. Throws hfx::Error("<component>", ...) for an
+  /// unknown component or a missing required input.
+  virtual NamedVars call(const std::string& component, Builder& b, const NamedVars& inputs,
+                         const CallOptions& opts = {}) const = 0;
+
+  /// The declaration of `name`; throws hfx::Error("model", ...) listing the components otherwise.
+  ComponentDecl component(const std::string& name) const;
+  std::vector<std::string> component_names() const;
+
   const ModelConfig& config() const { return cfg_; }
   const io::WeightStore& weights() const { return *weights_; }
   std::shared_ptr<io::WeightStore> weights_ptr() const { return weights_; }
-  /// The cache this architecture needs, layer by layer.
-  virtual std::vector<CacheLayerSpec> cache_layout() const;
-
   /// A weight by its Hugging Face name, as a Var of `b` (stored dtype; blocks cast it to f32 at use).
   Var w(Builder& b, const std::string& name) const;
   Var w_opt(Builder& b, const std::string& name) const;  ///< absent if the checkpoint lacks it
@@ -117,6 +142,22 @@ class CausalLM {
   std::shared_ptr<io::WeightStore> weights_;
 };
 
+/// A decoder-only causal LM: one component `model` (input_ids, attention_mask, position_ids,
+/// past_key_values.N.key/value → logits, present.N.key/value) driven by the decoder-only loop.
+class CausalLM : public Model {
+ public:
+  using Model::Model;
+  virtual ForwardOut forward(Builder& b, const ForwardArgs& args) const = 0;
+  /// The cache this architecture needs, layer by layer.
+  virtual std::vector<CacheLayerSpec> cache_layout() const;
+
+  Structure structure() const override { return Structure::DecoderOnly; }
+  std::string head() const override { return "causal_lm"; }
+  std::vector<ComponentDecl> components() const override;
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& inputs,
+                 const CallOptions& opts = {}) const override;
+};
+
 /// One architecture, registered once in src/models/registry.cpp.
 struct Architecture {
   std::string model_type;
@@ -124,7 +165,7 @@ struct Architecture {
   ModelConfig (*parse_config)(const nlohmann::json& config);
   /// Every weight the architecture needs with its shape (used to validate and to create).
   std::vector<std::pair<std::string, Shape>> (*weight_specs)(const ModelConfig& cfg);
-  std::unique_ptr<CausalLM> (*create)(ModelConfig cfg, std::shared_ptr<io::WeightStore> w);
+  std::unique_ptr<Model> (*create)(ModelConfig cfg, std::shared_ptr<io::WeightStore> w);
   /// config.json of a tiny random model (for create-tiny), by preset name ("tiny" or a real model's shape).
   /// Throws hfx::Error("model", ...) listing the presets for an unknown name.
   nlohmann::json (*tiny_config)(const std::string& preset);
@@ -142,9 +183,15 @@ const Architecture* find_architecture(const std::string& model_type);
 std::vector<const Architecture*> all_architectures();
 
 /// Loads config.json + safetensors from a folder, validates every weight name and shape.
-std::unique_ptr<CausalLM> load_model(const std::string& dir);
+std::unique_ptr<Model> load_model(const std::string& dir);
 /// Builds a model over given weights (validated).
-std::unique_ptr<CausalLM> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w);
+std::unique_ptr<Model> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w);
+/// The same for the callers that need a decoder-only causal LM: throws hfx::Error("model", "expected a
+/// decoder-only model ..., got <structure> <model_type>") otherwise.
+std::unique_ptr<CausalLM> load_causal_lm(const std::string& dir);
+std::unique_ptr<CausalLM> make_causal_lm(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w);
+/// `m` as a CausalLM, or the same error.
+const CausalLM& as_causal_lm(const Model& m);
 /// Checks `w` against the architecture's weight_specs: every tensor present with its shape, no surplus
 /// (beyond `optional_weights` and lm_head.weight when tied). Throws hfx::Error("model",
 /// "expected tensor 'NAME' of shape [..], got [..] in FILE").

@@ -27,41 +27,23 @@ namespace hfx {
 
 namespace fs = std::filesystem;
 
-namespace {
 
-const ExportConfig& pick(const std::map<std::string, const ExportConfig*>& configs, const std::string& component) {
-  if (auto it = configs.find(component); it != configs.end() && it->second) return *it->second;
-  if (auto it = configs.find("*"); it != configs.end() && it->second) return *it->second;
-  HFX_THROW("dynamo", "expected a config for component '{}' (or '*'), got none", component);
-}
-
-}  // namespace
-
-void DynamoExporter::export_component(const CausalLM& model, CaptureOptions opts, const ExportConfig& config,
-                                      const std::string& component, const std::string& out_dir, const std::string& file,
-                                      ExportResult& result) {
+void DynamoExporter::export_component(const Model& model, const ProgramSpec& spec, const ExportConfig& config,
+                                      const std::string& out_dir, const std::string& file, ExportResult& result) {
   const std::string model_type = model.config().model_type;
+  const std::string& component = spec.name;
   check_export_skip("dynamo", model_type);
   auto t0 = std::chrono::steady_clock::now();
 
   // ── Stage 1: Forward-signature flattening (internal) ──
-  // The config's shape contract wins over the caller's defaults; capture does the flattening.
-  opts.dynamic = config.dynamic;
-  for (const auto& [input, axes] : config.dynamic_shapes)
-    for (const auto& [axis, d] : axes) opts.dynamic_shapes[input][axis] = d;
-  opts.prefer_deferred_runtime_asserts_over_guards = config.prefer_deferred_runtime_asserts_over_guards;
-  opts.batch.max = config.max_batch;
-  opts.sequence.max = config.max_sequence;
-  opts.past.max = config.max_sequence;
-  opts.sample_batch = std::min(opts.sample_batch, opts.batch.max);
-  opts.sample_sequence = std::min(opts.sample_sequence, opts.sequence.max);
-  opts.sample_past = std::min(opts.sample_past, opts.past.max);
+  // The program spec (from the recorded calls and the config's contract) names every input and dim;
+  // capture does the flattening.
 
   // ── Stage 2: Model patches ──
   CapturedProgram prog;
   {
     PatchScope patches("dynamo", 2);
-    prog = capture_causal_lm(model, opts);
+    prog = capture_program(model, spec, config.prefer_deferred_runtime_asserts_over_guards);
   }
   prog.component = component;
   Graph& g = *prog.graph;
@@ -116,25 +98,28 @@ void DynamoExporter::export_component(const CausalLM& model, CaptureOptions opts
   result.programs.push_back(std::move(prog));
 }
 
-ExportResult DynamoExporter::export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                                           const std::string& out_dir) {
   ExportResult r;
   r.out_dir = out_dir;
-  export_component(model, opts, config, "model", out_dir, "model.pt2", r);
+  std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, config), false);
+  for (const ProgramSpec& p : programs) {
+    if (p.kinds.size() > 1) continue;  // merged programs: see export_for_generation
+    export_component(model, p, config, out_dir, programs.size() == 1 ? "model.pt2" : p.name + ".pt2", r);
+  }
   return r;
 }
 
-ExportResult DynamoExporter::export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+ExportResult DynamoExporter::export_for_generation(const Model& model, const CaptureOptions& opts,
                                                    const std::map<std::string, const ExportConfig*>& configs,
                                                    const std::string& out_dir) {
   ExportResult r;
   r.out_dir = out_dir;
-  CaptureOptions pre = opts;
-  pre.kind = CallKind::Prefill;
-  export_component(model, pre, pick(configs, "prefill"), "prefill", out_dir, "prefill.pt2", r);
-  CaptureOptions dec = opts;
-  dec.kind = CallKind::Decode;
-  export_component(model, dec, pick(configs, "decode"), "decode", out_dir, "decode.pt2", r);
+  for (const auto& [spec, c] : generation_plan(model, opts, configs)) {
+    // A merged program's first call feeds empty caches; torch.export programs are one call kind each.
+    if (spec.kinds.size() > 1) continue;
+    export_component(model, spec, *c, out_dir, spec.name + ".pt2", r);
+  }
   return r;
 }
 

@@ -11,17 +11,19 @@ namespace hfx {
 class DynamoExporter : public Exporter {
  public:
   std::string format() const override { return "dynamo"; }
-  /// Writes OUT/model.pt2 for the call `opts.kind`.
-  ExportResult export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+  /// Writes OUT/model.pt2 for the call `opts.kind` of a causal LM (other structures: as for generation).
+  ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                             const std::string& out_dir) override;
-  /// Writes OUT/prefill.pt2 and OUT/decode.pt2 (the two real calls of generation).
-  ExportResult export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+  /// Writes one OUT/<program>.pt2 per program of the recorded generation that covers one kind of call
+  /// (prefill.pt2 and decode.pt2; encoder_model.pt2, decoder_model.pt2, decoder_with_past_model.pt2).
+  /// Merged programs, which take empty caches on their first call, are an ONNX layout and not written.
+  ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
                                      const std::map<std::string, const ExportConfig*>& configs,
                                      const std::string& out_dir) override;
 
-  /// Captures and writes one component to `path`; appends to `result`.
-  void export_component(const CausalLM& model, CaptureOptions opts, const ExportConfig& config, const std::string& component,
-                        const std::string& out_dir, const std::string& file, ExportResult& result);
+  /// Captures one program and writes it to OUT/`file`; appends to `result`.
+  void export_component(const Model& model, const ProgramSpec& spec, const ExportConfig& config, const std::string& out_dir,
+                        const std::string& file, ExportResult& result);
 };
 
 std::unique_ptr<Exporter> make_dynamo_exporter();

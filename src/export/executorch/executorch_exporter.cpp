@@ -127,10 +127,10 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   return out;
 }
 
-ExportResult ExecutorchExporter::export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                                               const std::string& out_dir) {
   const ExecutorchConfig& cfg = as_executorch(config);
-  ExecutorchProgram p = build_executorch_program(model, cfg, opts);
+  ExecutorchProgram p = build_executorch_program(as_causal_lm(model), cfg, opts);
   std::filesystem::create_directories(out_dir);
   std::string path = (std::filesystem::path(out_dir) / "model.pte").string();
   {
@@ -146,7 +146,7 @@ ExportResult ExecutorchExporter::export_model(const CausalLM& model, const Captu
   return r;
 }
 
-ExportResult ExecutorchExporter::export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+ExportResult ExecutorchExporter::export_for_generation(const Model& model, const CaptureOptions& opts,
                                                        const std::map<std::string, const ExportConfig*>& configs,
                                                        const std::string& out_dir) {
   const ExportConfig* c = nullptr;

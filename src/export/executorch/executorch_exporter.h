@@ -49,11 +49,11 @@ class ExecutorchExporter : public Exporter {
  public:
   std::string format() const override { return "executorch"; }
   /// Writes OUT/model.pte (one forward method serves prefill and decode).
-  ExportResult export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+  ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                             const std::string& out_dir) override;
   /// Same artifact: ExecuTorch runners call forward for both the prompt and each token. Uses the
   /// config given for "model" (or "forward", or the only one).
-  ExportResult export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+  ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
                                      const std::map<std::string, const ExportConfig*>& configs,
                                      const std::string& out_dir) override;
 };

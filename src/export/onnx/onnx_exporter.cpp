@@ -35,19 +35,6 @@ const OnnxConfig& as_onnx(const ExportConfig& c) {
   return *o;
 }
 
-// Config fields that shape the capture win over the options' defaults.
-CaptureOptions capture_options(const CaptureOptions& opts, const OnnxConfig& c, CallKind kind) {
-  CaptureOptions o = opts;
-  o.kind = kind;
-  o.dynamic = c.dynamic;
-  for (const auto& [input, axes] : c.dynamic_shapes)
-    for (const auto& [axis, dim] : axes) o.dynamic_shapes[input][axis] = dim;
-  o.prefer_deferred_runtime_asserts_over_guards = c.prefer_deferred_runtime_asserts_over_guards;
-  return o;
-}
-
-std::string component_name(CallKind k) { return call_kind_name(k); }
-
 // HFX_EXPORT_TRACE=1: per-phase wall time and peak RSS.
 class Trace {
  public:
@@ -92,15 +79,17 @@ class OnnxExporter : public Exporter {
  public:
   std::string format() const override { return "onnx"; }
 
-  ExportResult export_model(const CausalLM& model, const CaptureOptions& opts, const ExportConfig& config,
+  ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                             const std::string& out_dir) override {
     ExportResult r;
     r.out_dir = out_dir;
-    export_component(model, opts, as_onnx(config), opts.kind, out_dir, r, nullptr);
+    const OnnxConfig& oc = as_onnx(config);
+    for (const ProgramSpec& p : export_programs(model, merge_config(opts, oc), false))
+      export_component(model, p, oc, out_dir, r, nullptr);
     return r;
   }
 
-  ExportResult export_for_generation(const CausalLM& model, const CaptureOptions& opts,
+  ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
                                      const std::map<std::string, const ExportConfig*>& configs,
                                      const std::string& out_dir) override {
     if (configs.empty()) HFX_THROW("export", "expected at least one onnx config for export_for_generation, got none");
@@ -108,19 +97,11 @@ class OnnxExporter : public Exporter {
     r.out_dir = out_dir;
     // One external data file for every component that uses external data: the weights are written once.
     std::unique_ptr<ExternalDataFile> data;
-    for (CallKind k : {CallKind::Prefill, CallKind::Decode, CallKind::Merged}) {
-      std::string comp = component_name(k);
-      const ExportConfig* c = nullptr;
-      for (const char* key : {comp.c_str(), "default", "*", ""})
-        if (auto it = configs.find(key); it != configs.end()) {
-          c = it->second;
-          break;
-        }
-      if (!c) c = configs.begin()->second;
+    for (const auto& [spec, c] : generation_plan(model, opts, configs)) {
       const OnnxConfig& oc = as_onnx(*c);
       if (oc.external_data && !data)
         data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(), &model.weights());
-      export_component(model, opts, oc, k, out_dir, r, oc.external_data ? data.get() : nullptr);
+      export_component(model, spec, oc, out_dir, r, oc.external_data ? data.get() : nullptr);
     }
     if (data) {
       Trace trace("model");
@@ -132,12 +113,11 @@ class OnnxExporter : public Exporter {
   }
 
  private:
-  void export_component(const CausalLM& model, const CaptureOptions& base, const OnnxConfig& cfg, CallKind kind,
-                        const std::string& out_dir, ExportResult& r, ExternalDataFile* shared_data) {
+  void export_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg, const std::string& out_dir,
+                        ExportResult& r, ExternalDataFile* shared_data) {
     const std::string& arch = model.config().model_type;
-    const std::string comp = component_name(kind);
+    const std::string comp = spec.name;
     check_export_skip("onnx", arch);
-    CaptureOptions opts = capture_options(base, cfg, kind);
     std::vector<std::string> warnings;
     CapturedProgram prog;
     Trace trace(comp);
@@ -146,7 +126,7 @@ class OnnxExporter : public Exporter {
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
     {
       PatchScope patches("onnx", 1);
-      prog = capture_causal_lm(model, opts);
+      prog = capture_program(model, spec, cfg.prefer_deferred_runtime_asserts_over_guards);
     }
     trace.phase("capture");
     prog.component = comp;

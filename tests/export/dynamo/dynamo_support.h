@@ -43,7 +43,7 @@ inline std::unique_ptr<CausalLM> tiny_model(const Architecture& a, uint64_t seed
     for (auto& x : v) x = u(rng) + (norm ? static_cast<float>(a.tiny_norm_mean) : 0.f);
     w[name] = Tensor::from_floats(shape, v, DType::F32);
   }
-  return make_model(cfg, io::WeightStore::from_tensors(w));
+  return make_causal_lm(cfg, io::WeightStore::from_tensors(w));
 }
 
 /// A written archive held in memory with its records by name (without the top folder).

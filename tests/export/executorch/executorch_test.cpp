@@ -297,7 +297,7 @@ std::unique_ptr<CausalLM> tiny_model(const Architecture& a) {
     bool bias = shape.size() == 1 && !norm;
     w[name] = norm ? randn(shape, seed++, 0.1f, static_cast<float>(a.tiny_norm_mean)) : randn(shape, seed++, bias ? 0.05f : 0.08f);
   }
-  return make_model(cj, io::WeightStore::from_tensors(std::move(w)));
+  return make_causal_lm(cj, io::WeightStore::from_tensors(std::move(w)));
 }
 
 class ExecutorchArch : public ::testing::TestWithParam<std::string> {};

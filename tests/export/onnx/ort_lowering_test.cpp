@@ -126,7 +126,7 @@ TEST_P(OrtLowering, GenerationExportSharesOneBf16DataFile) {
   TinyOptions o;
   o.dtype = DType::BF16;
   create_tiny("llama", (dir.path / "ckpt").string(), o);
-  auto model = load_model((dir.path / "ckpt").string());
+  auto model = load_causal_lm((dir.path / "ckpt").string());
   OnnxConfig oc;
   oc.opset = GetParam();
   oc.external_data = true;

@@ -1,0 +1,183 @@
+// The generation loops, one per structure, and the programs each structure exports. The loops are
+// greedy and short: they exist to make the real calls (names, dtypes, shapes, which inputs are caches)
+// that the exported signatures are derived from, the way transformers' generate() makes them.
+#include "capture/generation_loops.h"
+
+#include <algorithm>
+
+#include <fmt/format.h>
+
+#include "hfx/core/error.h"
+#include "hfx/ops/functional.h"
+
+namespace hfx::capture {
+
+LoopContext::LoopContext(bool eager) : eager_(eager) {}
+
+Builder& LoopContext::builder() { return eager_ ? static_cast<Builder&>(eb_) : tb_; }
+
+Var LoopContext::ints(const Shape& shape, const std::vector<int64_t>& values) {
+  if (eager_) return eb_.wrap(Tensor::from_ints(shape, values));
+  SymShape s(shape.begin(), shape.end());
+  return tb_.input(fmt::format("in{}", inputs_++), TensorType{DType::I64, s});
+}
+
+std::vector<int64_t> LoopContext::next_tokens(const Var& logits, int64_t rows) {
+  if (!eager_) return std::vector<int64_t>(rows, 5);
+  Var last = F::slice(logits, 1, logits.size(1) - 1, logits.size(1));
+  Tensor t = F::argmax(last, -1).tensor().contiguous();
+  return std::vector<int64_t>(t.data<int64_t>(), t.data<int64_t>() + t.numel());
+}
+
+namespace {
+Shape concrete(const Var& v, const std::string& name, const std::string& component) {
+  Shape out;
+  for (const Sym& d : v.shape()) {
+    auto n = d.maybe_value();
+    if (!n) HFX_THROW("capture", "expected a static size in input '{}' of '{}' while recording, got {}", name, component, d.str());
+    out.push_back(*n);
+  }
+  return out;
+}
+}  // namespace
+
+NamedVars CallRecorder::call(const std::string& kind, const std::string& component, LoopContext& ctx, const NamedVars& inputs,
+                             const CallOptions& opts) {
+  ComponentDecl decl = model_.component(component);
+  NamedVars taken;
+  RecordedCall rc{component, kind, {}};
+  for (const InputDecl& d : decl.inputs) {
+    Var v = get(inputs, d.name);
+    if (!v) {
+      if (!d.optional)
+        HFX_THROW("capture", "expected the {} loop to give input '{}' of component '{}', got none", kind, d.name, component);
+      continue;
+    }
+    taken.emplace_back(d.name, v);
+    rc.inputs.push_back({d.name, v.dtype(), concrete(v, d.name, component)});
+  }
+  out_.push_back(std::move(rc));
+  return model_.call(component, ctx.builder(), taken, opts);
+}
+
+namespace {
+
+int64_t pad_id(const Model& m) {
+  const ModelConfig& c = m.config();
+  if (c.pad_token_id) return *c.pad_token_id;
+  return c.eos_token_ids.empty() ? 0 : c.eos_token_ids.front();
+}
+
+struct Batch {
+  int64_t rows = 0, len = 0;
+  std::vector<int64_t> ids, mask;
+};
+
+// Pads prompts to one length: left for decoder-only generation (new tokens follow the prompt), right
+// for encoders (as tokenizers pad them).
+Batch pad(const GenerationSample& s, int64_t pad, bool left) {
+  Batch b;
+  b.rows = static_cast<int64_t>(s.prompts.size());
+  for (const auto& p : s.prompts) b.len = std::max<int64_t>(b.len, static_cast<int64_t>(p.size()));
+  for (const auto& p : s.prompts) {
+    int64_t n = static_cast<int64_t>(p.size()), off = left ? b.len - n : 0;
+    for (int64_t j = 0; j < b.len; j++) {
+      bool tok = j >= off && j < off + n;
+      b.ids.push_back(tok ? p[j - off] : pad);
+      b.mask.push_back(tok ? 1 : 0);
+    }
+  }
+  return b;
+}
+
+// present.* outputs become the next call's past_key_values.* inputs, by the component's cache leaves.
+void carry_cache(const ComponentDecl& decl, const NamedVars& outs, NamedVars& next) {
+  for (const CacheLeafDecl& c : decl.cache)
+    if (Var v = get(outs, c.present_output)) next.emplace_back(c.past_input, v);
+}
+
+void decoder_only(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
+  Batch in = pad(s, pad_id(m), true);
+  ComponentDecl decl = m.component("model");
+  std::vector<int64_t> mask = in.mask, pos(in.ids.size());
+  for (int64_t r = 0; r < in.rows; r++)
+    for (int64_t j = 0, c = 0; j < in.len; j++) {
+      c += mask[r * in.len + j];
+      pos[r * in.len + j] = std::max<int64_t>(c - 1, 0);
+    }
+  NamedVars inputs{{"input_ids", b.ints({in.rows, in.len}, in.ids)},
+                   {"attention_mask", b.ints({in.rows, in.len}, mask)},
+                   {"position_ids", b.ints({in.rows, in.len}, pos)}};
+  int64_t total = in.len;
+  std::vector<int64_t> last_pos(in.rows);
+  for (int64_t r = 0; r < in.rows; r++) last_pos[r] = pos[r * in.len + in.len - 1];
+  for (int64_t step = 0; step < s.max_new_tokens; step++) {
+    NamedVars outs = rec.call(step == 0 ? "prefill" : "decode", "model", b, inputs, CallOptions{1, true});
+    std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
+    std::vector<int64_t> grown;
+    for (int64_t r = 0; r < in.rows; r++) {
+      grown.insert(grown.end(), mask.begin() + r * total, mask.begin() + (r + 1) * total);
+      grown.push_back(1);
+      last_pos[r] += 1;
+    }
+    mask = std::move(grown);
+    total += 1;
+    inputs = {{"input_ids", b.ints({in.rows, 1}, tok)},
+              {"attention_mask", b.ints({in.rows, total}, mask)},
+              {"position_ids", b.ints({in.rows, 1}, last_pos)}};
+    carry_cache(decl, outs, inputs);
+  }
+}
+
+void encoder_only(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
+  Batch in = pad(s, pad_id(m), false);
+  std::vector<int64_t> zeros(in.ids.size(), 0);
+  rec.call("model", "model", b,
+           {{"input_ids", b.ints({in.rows, in.len}, in.ids)},
+            {"attention_mask", b.ints({in.rows, in.len}, in.mask)},
+            {"token_type_ids", b.ints({in.rows, in.len}, zeros)}});
+}
+
+int64_t decoder_start(const Model& m) {
+  const auto& raw = m.config().raw;
+  if (raw.contains("decoder_start_token_id") && raw["decoder_start_token_id"].is_number_integer())
+    return raw["decoder_start_token_id"].get<int64_t>();
+  return pad_id(m);
+}
+
+void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
+  Batch in = pad(s, pad_id(m), false);
+  Var mask = b.ints({in.rows, in.len}, in.mask);
+  NamedVars enc = rec.call("encoder", "encoder", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}, {"attention_mask", mask}});
+  Var hidden = get(enc, "last_hidden_state");
+  if (!hidden) HFX_THROW("capture", "expected the encoder of {} to return last_hidden_state, got none", m.config().model_type);
+  ComponentDecl decl = m.component("decoder");
+  std::vector<int64_t> tok(in.rows, decoder_start(m));
+  NamedVars inputs{{"input_ids", b.ints({in.rows, 1}, tok)}, {"encoder_attention_mask", mask}, {"encoder_hidden_states", hidden}};
+  for (int64_t step = 0; step < s.max_new_tokens; step++) {
+    NamedVars outs = rec.call(step == 0 ? "decoder" : "decoder_with_past", "decoder", b, inputs, CallOptions{1, true});
+    tok = b.next_tokens(get(outs, "logits"), in.rows);
+    inputs = {{"input_ids", b.ints({in.rows, 1}, tok)}, {"encoder_attention_mask", mask}, {"encoder_hidden_states", hidden}};
+    carry_cache(decl, outs, inputs);
+  }
+}
+
+}  // namespace
+
+const GenerationLoop& generation_loop(Structure s) {
+  static const std::vector<GenerationLoop> table = {
+      {Structure::DecoderOnly, decoder_only,
+       {{"prefill", "model", {"prefill"}}, {"decode", "model", {"decode"}}, {"model", "model", {"prefill", "decode"}}}},
+      {Structure::EncoderOnly, encoder_only, {{"model", "model", {"model"}}}},
+      {Structure::EncoderDecoder, encoder_decoder,
+       {{"encoder_model", "encoder", {"encoder"}},
+        {"decoder_model", "decoder", {"decoder"}},
+        {"decoder_with_past_model", "decoder", {"decoder_with_past"}},
+        {"decoder_model_merged", "decoder", {"decoder", "decoder_with_past"}}}},
+  };
+  for (const auto& l : table)
+    if (l.structure == s) return l;
+  HFX_THROW("capture", "expected a generation loop for structure '{}', got none", structure_name(s));
+}
+
+}  // namespace hfx::capture
