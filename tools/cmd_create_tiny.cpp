@@ -10,7 +10,7 @@ namespace hfx::cli {
 
 void register_create_tiny(CLI::App& app) {
   struct Args {
-    std::string arch, out, preset = "tiny", dtype;
+    std::string arch, out, preset = "tiny", dtype, head;
     uint64_t seed = 0;
     int64_t layers = 0;
   };
@@ -24,12 +24,15 @@ void register_create_tiny(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "float32 | bfloat16 | float16 (default: the preset's)");
   cmd->add_option("--seed", a->seed, "random seed (default 0)");
   cmd->add_option("--layers", a->layers, "number of layers (default: the preset's)");
+  cmd->add_option("--head", a->head, "task head: base | masked_lm | sequence_classification | token_classification | "
+                                     "seq2seq_lm | causal_lm (default: the architecture's first)");
   cmd->callback([a] {
     TinyOptions o;
     o.preset = a->preset;
     if (!a->dtype.empty()) o.dtype = dtype_from_name(a->dtype);
     o.seed = a->seed;
     o.layers = a->layers;
+    o.head = a->head;
     auto cfg = create_tiny(a->arch, a->out, o);
     fmt::print("wrote {} ({}, preset {}, vocab {}) to {}\n", a->arch, cfg.value("torch_dtype", "float32"), a->preset,
                cfg.value("vocab_size", 0), a->out);

@@ -37,6 +37,20 @@ ComponentDecl Model::component(const std::string& name) const {
             name);
 }
 
+std::string head_of(const Architecture& arch, const nlohmann::json& config) {
+  if (arch.heads.empty()) return "causal_lm";
+  auto it = config.find("architectures");
+  if (it == config.end() || !it->is_array() || it->empty()) return arch.heads.front().first;
+  const std::string cls = (*it)[0].is_string() ? (*it)[0].get<std::string>() : (*it)[0].dump();
+  std::string known;
+  for (const auto& [head, c] : arch.heads) {
+    if (c == cls) return head;
+    known += (known.empty() ? "" : ", ") + c;
+  }
+  HFX_THROW("model", "expected one of the classes [{}] of {} in config.json's architectures, got '{}'; hfx supports these heads",
+            known, arch.model_type, cls);
+}
+
 std::vector<std::string> Model::component_names() const {
   std::vector<std::string> r;
   for (const auto& c : components()) r.push_back(c.name);

@@ -33,9 +33,35 @@ bool is_norm_weight(const std::string& name, const Shape& shape) {
   return name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
 }
 
-tok::TinyTokenizerKind tokenizer_kind(const Architecture& a) {
-  return std::string(a.tiny_tokenizer) == "sentencepiece" ? tok::TinyTokenizerKind::SentencePieceBPE
-                                                          : tok::TinyTokenizerKind::ByteLevelBPE;
+tok::TinyTokenizerKind tokenizer_kind(const Architecture& a) { return tok::tiny_tokenizer_kind_from_name(a.tiny_tokenizer); }
+
+// config.json's `architectures` (and labels, for classification heads) for the chosen head.
+void set_head(const Architecture& arch, nlohmann::json& j, const std::string& head) {
+  if (arch.heads.empty()) {
+    if (!head.empty() && head != "causal_lm")
+      HFX_THROW("model", "expected head causal_lm for {}, got '{}'", arch.model_type, head);
+    return;
+  }
+  const std::pair<std::string, std::string>* h = head.empty() ? &arch.heads.front() : nullptr;
+  std::string known;
+  for (const auto& x : arch.heads) {
+    if (x.first == head) h = &x;
+    known += (known.empty() ? "" : ", ") + x.first;
+  }
+  if (!h) HFX_THROW("model", "expected a head of {} among [{}], got '{}'", arch.model_type, known, head);
+  j["architectures"] = nlohmann::json::array({h->second});
+  int labels = h->first == "sequence_classification" ? 3 : h->first == "token_classification" ? 5 : 0;
+  if (labels == 0) return;
+  static const char* kTokLabels[] = {"O", "B-PER", "I-PER", "B-LOC", "I-LOC"};
+  static const char* kSeqLabels[] = {"negative", "neutral", "positive"};
+  nlohmann::json id2label = nlohmann::json::object(), label2id = nlohmann::json::object();
+  for (int i = 0; i < labels; i++) {
+    std::string name = labels == 5 ? kTokLabels[i] : kSeqLabels[i];
+    id2label[std::to_string(i)] = name;
+    label2id[name] = i;
+  }
+  j["id2label"] = id2label;
+  j["label2id"] = label2id;
 }
 
 struct TinyText {
@@ -51,6 +77,7 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
     j[j.contains("n_layer") ? "n_layer" : "num_hidden_layers"] = opt.layers;
     j.erase("layer_types");
   }
+  set_head(arch, j, opt.head);
   auto kind = tokenizer_kind(arch);
   TinyText t;
   t.tokenizer_json = tok::make_tiny_tokenizer_json(kind, static_cast<int>(j.value("vocab_size", int64_t{512})));
@@ -133,7 +160,8 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
     w.commit();
   }
   nlohmann::json gen = {{"_from_model_config", true}, {"transformers_version", t.config.value("transformers_version", "4.56.0")}};
-  for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id"})
+  for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_bos_token_id",
+                        "forced_eos_token_id"})
     if (t.config.contains(k)) gen[k] = t.config[k];
   io::write_file_atomic(path("config.json"), t.config.dump(2) + "\n");
   io::write_file_atomic(path("generation_config.json"), gen.dump(2) + "\n");

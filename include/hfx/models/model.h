@@ -169,14 +169,24 @@ struct Architecture {
   /// config.json of a tiny random model (for create-tiny), by preset name ("tiny" or a real model's shape).
   /// Throws hfx::Error("model", ...) listing the presets for an unknown name.
   nlohmann::json (*tiny_config)(const std::string& preset);
-  /// Fixture tokenizer style for create-tiny: "byte_level" (GPT-2/Llama-3/Qwen) or "sentencepiece"
-  /// (Llama-2/Mistral/Gemma).
+  /// Fixture tokenizer kind for create-tiny, by tok::tiny_tokenizer_kind_name: "byte_level"
+  /// (GPT-2/Llama-3/Qwen), "sentencepiece" (Llama-2/Mistral/Gemma), "wordpiece", "roberta_bpe",
+  /// "modernbert_bpe", "t5_unigram", "xlmr_unigram", "marian_unigram".
   const char* tiny_tokenizer = "byte_level";
   /// Mean of create-tiny's random 1-d norm weights: 1 for x·w norms, 0 for x·(1 + w) norms (Gemma).
   double tiny_norm_mean = 1.0;
   /// Weights a checkpoint may carry that the model ignores (regexes over names, e.g. rotary inv_freq).
   std::vector<std::string> optional_weights = {};
+  /// The task heads the architecture supports: head name ("causal_lm", "base", "masked_lm",
+  /// "sequence_classification", "token_classification", "seq2seq_lm") → the transformers class that
+  /// config.json's `architectures` names for it. The first is the default (create-tiny, and configs
+  /// without `architectures`). Empty: one head, "causal_lm".
+  std::vector<std::pair<std::string, std::string>> heads = {};
 };
+
+/// The head a config selects: the head whose class is config.json's architectures[0] (the default head
+/// when absent). Throws hfx::Error("model", "expected one of the classes [...] of MODEL_TYPE, got 'X'").
+std::string head_of(const Architecture& arch, const nlohmann::json& config);
 
 const Architecture& architecture(const std::string& model_type);
 const Architecture* find_architecture(const std::string& model_type);

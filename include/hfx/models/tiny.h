@@ -21,6 +21,9 @@ struct TinyOptions {
   std::optional<DType> dtype;   ///< default: the preset's torch_dtype
   uint64_t seed = 0;
   int64_t layers = 0;           ///< 0 = the preset's layer count
+  /// Task head (Architecture::heads: "base", "masked_lm", ...); empty = the architecture's default. Sets
+  /// config.json's `architectures`; classification heads also get id2label/label2id.
+  std::string head;
 };
 
 /// The config.json create-tiny writes (vocab_size already matched to the fixture tokenizer).
