@@ -139,42 +139,98 @@ CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, boo
   return prog;
 }
 
+namespace {
+
+// The terms of an axis declaration ("past_sequence_length+sequence_length") that are live in `spec`: a
+// term the program does not have (the past of a prefill: fixed at 0) drops out.
+std::vector<std::string> live_terms(const ProgramSpec& spec, const std::string& axis) {
+  std::vector<std::string> live;
+  for (size_t start = 0, plus;; start = plus + 1) {
+    plus = axis.find('+', start);
+    std::string part = axis.substr(start, plus == std::string::npos ? std::string::npos : plus - start);
+    auto it = spec.dims.find(part);
+    if (it != spec.dims.end() && !(it->second.hint == 0 && !it->second.dynamic)) live.push_back(part);
+    if (plus == std::string::npos) break;
+  }
+  return live;
+}
+
+// A Dim on an axis that is a sum of live dims (the attention mask over past + new tokens) bounds the
+// total, as torch.export's derived-dim constraint would: the past terms' maxima shrink so that the sum
+// stays inside the Dim, and the sample's total must lie in it.
+void bound_sum(ProgramSpec& spec, const std::string& input, int axis, const Dim& dim, const std::vector<std::string>& terms) {
+  int64_t hint = 0, min_total = 0;
+  for (const auto& t : terms) {
+    hint += spec.dims[t].hint;
+    min_total += spec.dims[t].dynamic ? spec.dims[t].min : spec.dims[t].hint;
+  }
+  if (hint < dim.min || hint > dim.max)
+    HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input, axis, dim.name,
+              dim.min, dim.max, hint);
+  for (const auto& t : terms) {
+    DimSpec& s = spec.dims[t];
+    if (!s.dynamic) continue;
+    int64_t others = min_total - s.min;
+    s.max = std::min(s.max, dim.max - others);
+    if (s.max < s.min)
+      HFX_THROW("dynamic_shapes", "expected Dim('{}', max={}) on {} axis {} to leave room for '{}' (min {}), got max {} for it",
+                dim.name, dim.max, input, axis, t, s.min, s.max);
+  }
+}
+
+const InputDecl* declared_input(const std::vector<ComponentDecl>& comps, const std::string& input, std::string& known) {
+  const InputDecl* d = nullptr;
+  for (const auto& c : comps)
+    for (const auto& i : c.inputs) {
+      if (i.name == input && !d) d = &i;
+      if (known.find(i.name) == std::string::npos) known += (known.empty() ? "" : ", ") + i.name;
+    }
+  return d;
+}
+
+}  // namespace
+
 void apply_explicit_dims(const Model& model, ProgramSpec& spec, const std::map<std::string, std::map<int, Dim>>& ds) {
   if (ds.empty()) return;
   std::vector<ComponentDecl> comps = model.components();
+  std::map<std::string, std::string> named;  // named dim → the Dim name given to it in this program
+  struct Sum {
+    std::string input;
+    int axis;
+    Dim dim;
+    std::vector<std::string> terms;
+  };
+  std::vector<Sum> sums;  // bounded after every single dim has its range
   for (const auto& [input, axes] : ds) {
-    const InputDecl* d = nullptr;
     std::string known;
-    for (const auto& c : comps)
-      for (const auto& i : c.inputs) {
-        if (i.name == input) d = &i;
-        if (known.find(i.name) == std::string::npos) known += (known.empty() ? "" : ", ") + i.name;
-      }
+    const InputDecl* d = declared_input(comps, input, known);
     if (!d)
       HFX_THROW("dynamic_shapes", "expected an input name of {} among [{}], got '{}'", model.config().model_type, known, input);
-    if (std::find(spec.inputs.begin(), spec.inputs.end(), input) == spec.inputs.end()) continue;
-    for (const auto& [axis, dim] : axes) {
+    for (const auto& [axis, dim] : axes)
       if (axis < 0 || axis >= static_cast<int>(d->axes.size()))
         HFX_THROW("dynamic_shapes", "expected an axis of '{}' in [0, {}), got {}", input, d->axes.size(), axis);
-      // A sum whose other terms this program does not have (a past in a prefill) is the one dim left.
-      std::string name;
-      for (size_t start = 0, plus; start <= d->axes[axis].size(); start = plus + 1) {
-        plus = d->axes[axis].find('+', start);
-        std::string part = d->axes[axis].substr(start, plus == std::string::npos ? std::string::npos : plus - start);
-        if (spec.dims.count(part) && !(spec.dims[part].hint == 0 && !spec.dims[part].dynamic))
-          name = name.empty() ? part : name + "+" + part;
-        if (plus == std::string::npos) break;
+    if (std::find(spec.inputs.begin(), spec.inputs.end(), input) == spec.inputs.end()) continue;
+    for (const auto& [axis, dim] : axes) {
+      std::vector<std::string> terms = live_terms(spec, d->axes[axis]);
+      if (terms.size() > 1) {
+        sums.push_back({input, axis, dim, terms});
+        continue;
       }
-      if (name.empty() || name.find('+') != std::string::npos || !spec.dims.count(name))
-        HFX_THROW("dynamic_shapes", "expected '{}' axis {} to be one named dim in program '{}', got '{}'; name the axis of the "
-                  "input that carries each of its terms instead", input, axis, spec.name, d->axes[axis]);
-      DimSpec& s = spec.dims[name];
+      if (terms.empty())
+        HFX_THROW("dynamic_shapes", "expected '{}' axis {} to be a dim of program '{}', got the fixed size '{}'", input, axis, spec.name,
+                  d->axes[axis]);
+      auto [it, fresh] = named.emplace(terms[0], dim.name);
+      if (!fresh && it->second != dim.name)
+        HFX_THROW("dynamic_shapes", "expected one Dim for '{}' (the same axis of several inputs), got '{}' and '{}'", terms[0],
+                  it->second, dim.name);
+      DimSpec& s = spec.dims[terms[0]];
       if (s.hint < dim.min || s.hint > dim.max)
         HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input, axis,
                   dim.name, dim.min, dim.max, s.hint);
       s = DimSpec{dim.name, true, dim.min, dim.max, s.hint};
     }
   }
+  for (const Sum& x : sums) bound_sum(spec, x.input, x.axis, x.dim, x.terms);
 }
 
 ProgramSpec causal_lm_program(const CausalLM& model, const CaptureOptions& o) {

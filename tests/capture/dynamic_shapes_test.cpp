@@ -1,0 +1,153 @@
+// Explicit dynamic_shapes against the recorded-call programs: names that the model does not have are an
+// error listing the valid ones (library and CLI: non-zero exit, no output folder); the seeds' example
+// (input_ids and attention_mask sharing Dim("batch") and Dim("sequence")) works for every program of a
+// generation export — a single dim takes the Dim's name and range, an axis that sums past and new
+// tokens (the attention mask of a cached call) has its total bounded by it; two Dims for one dim conflict.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+
+#include "hfx/capture/capture.h"
+#include "hfx/core/error.h"
+#include "hfx/export/exporter.h"
+#include "hfx/models/tiny.h"
+
+namespace fs = std::filesystem;
+using namespace hfx;
+
+namespace {
+
+std::unique_ptr<Model> tiny_llama() {
+  nlohmann::json cfg = tiny_model_config("llama", TinyOptions{});
+  ModelConfig mc = architecture("llama").parse_config(cfg);
+  return make_model(cfg, io::WeightStore::from_tensors(tiny_weights(mc, DType::F32, 0)));
+}
+
+std::string error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
+}
+
+const ProgramSpec& program(const std::vector<ProgramSpec>& ps, const std::string& name) {
+  for (const auto& p : ps)
+    if (p.name == name) return p;
+  throw std::runtime_error("no program " + name);
+}
+
+CaptureOptions seeds_example() {
+  CaptureOptions o;
+  Dim batch{"batch", 1, 16}, sequence{"sequence", 1, 4096};
+  o.dynamic_shapes["input_ids"] = {{0, batch}, {1, sequence}};
+  o.dynamic_shapes["attention_mask"] = {{0, batch}, {1, sequence}};
+  return o;
+}
+
+}  // namespace
+
+TEST(DynamicShapes, UnknownInputNameListsTheValidOnes) {
+  auto m = tiny_llama();
+  CaptureOptions o;
+  o.dynamic_shapes["input_idz"][1] = Dim{"seq", 1, 64};
+  std::string msg = error_of([&] { generation_programs(*m, o); });
+  EXPECT_NE(msg.find("[dynamic_shapes]"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("got 'input_idz'"), std::string::npos) << msg;
+  for (const char* valid : {"input_ids", "attention_mask", "position_ids", "past_key_values.0.key"})
+    EXPECT_NE(msg.find(valid), std::string::npos) << valid << " not listed in: " << msg;
+}
+
+TEST(DynamicShapes, UnknownAxisIsAnError) {
+  auto m = tiny_llama();
+  CaptureOptions o;
+  o.dynamic_shapes["input_ids"][2] = Dim{"seq", 1, 64};
+  std::string msg = error_of([&] { generation_programs(*m, o); });
+  EXPECT_NE(msg.find("expected an axis of 'input_ids' in [0, 2), got 2"), std::string::npos) << msg;
+}
+
+TEST(DynamicShapes, TwoDimsForOneDimConflict) {
+  auto m = tiny_llama();
+  CaptureOptions o;
+  o.dynamic_shapes["input_ids"][1] = Dim{"seq_a", 1, 64};
+  o.dynamic_shapes["position_ids"][1] = Dim{"seq_b", 1, 64};
+  std::string msg = error_of([&] { generation_programs(*m, o); });
+  EXPECT_NE(msg.find("expected one Dim for 'sequence_length'"), std::string::npos) << msg;
+}
+
+// The seeds' OnnxConfig example, applied to the programs recorded from a real generation.
+TEST(DynamicShapes, SeedsExampleNamesAndBoundsEveryProgram) {
+  auto m = tiny_llama();
+  std::vector<ProgramSpec> ps = generation_programs(*m, seeds_example());
+  const ProgramSpec& prefill = program(ps, "prefill");
+  EXPECT_EQ(prefill.dims.at("batch_size").symbol, "batch");
+  EXPECT_EQ(prefill.dims.at("batch_size").max, 16);
+  EXPECT_EQ(prefill.dims.at("sequence_length").symbol, "sequence");
+  EXPECT_EQ(prefill.dims.at("sequence_length").max, 4096);
+  // The prefill's attention mask has no past term: its axis 1 is the same dim as input_ids' axis 1.
+  CapturedProgram cp = capture_program(*m, prefill);
+  EXPECT_EQ(cp.contract.at("attention_mask")[1].symbol, "sequence");
+  EXPECT_EQ(cp.contract.at("input_ids")[0].symbol, "batch");
+
+  // The merged program's mask spans past + new tokens: the Dim bounds the total, so the past's range
+  // shrinks to leave room for at least one new token.
+  const ProgramSpec& merged = program(ps, "model");
+  EXPECT_EQ(merged.dims.at("sequence_length").symbol, "sequence");
+  EXPECT_EQ(merged.dims.at("past_sequence_length").min, 0);
+  EXPECT_EQ(merged.dims.at("past_sequence_length").max, 4095);
+  CapturedProgram cm = capture_program(*m, merged);
+  EXPECT_EQ(cm.graph->find_input("attention_mask")->type.shape[1].str(), "past_sequence_length + sequence");
+
+  // A tighter total is honoured too, and one that the recorded calls do not fit is an error.
+  CaptureOptions o = seeds_example();
+  o.dynamic_shapes["input_ids"][1] = o.dynamic_shapes["attention_mask"][1] = Dim{"sequence", 1, 100};
+  ps = generation_programs(*m, o);
+  EXPECT_EQ(program(ps, "decode").dims.at("past_sequence_length").max, 99);
+  o.dynamic_shapes["input_ids"][1] = o.dynamic_shapes["attention_mask"][1] = Dim{"sequence", 1, 2};
+  std::string msg = error_of([&] { generation_programs(*m, o); });
+  EXPECT_NE(msg.find("inside Dim('sequence', min=1, max=2)"), std::string::npos) << msg;
+  // In a prefill the mask's axis is the new tokens' dim itself: a second name for it conflicts.
+  o = seeds_example();
+  o.dynamic_shapes["attention_mask"][1] = Dim{"total", 1, 100};
+  msg = error_of([&] { generation_programs(*m, o); });
+  EXPECT_NE(msg.find("expected one Dim for 'sequence_length'"), std::string::npos) << msg;
+}
+
+#ifdef HFX_CLI
+namespace {
+int run_status(const std::string& cmd, std::string& out) {
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return -1;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) out.append(buf, n);
+  int st = ::pclose(p);
+  return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+}  // namespace
+
+// Through the CLI: an unknown name in --config's dynamic_shapes fails the export before anything is
+// written, and a previous export in the same folder is kept.
+TEST(DynamicShapes, CliUnknownNameFailsWithoutOutput) {
+  fs::path dir = fs::path(testing::TempDir()) / ("hfx_ds_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  create_tiny("llama", (dir / "ckpt").string());
+  std::ofstream((dir / "cfg.json").string())
+      << R"({"format": "onnx", "dynamic_shapes": {"attention_mask": {"1": {"name": "sequence", "min": 1, "max": 64}},
+            "input_idz": {"1": {"name": "sequence", "min": 1, "max": 64}}}})";
+  std::string out;
+  int rc = run_status(std::string(HFX_CLI) + " export " + (dir / "ckpt").string() + " --format onnx --config " +
+                          (dir / "cfg.json").string() + " -o " + (dir / "out").string(),
+                      out);
+  EXPECT_NE(rc, 0) << out;
+  EXPECT_NE(out.find("[dynamic_shapes] expected an input name of llama among [input_ids"), std::string::npos) << out;
+  EXPECT_FALSE(fs::exists(dir / "out"));
+  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".out.tmp"), std::string::npos);
+  fs::remove_all(dir);
+}
+#endif
