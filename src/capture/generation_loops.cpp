@@ -54,7 +54,7 @@ NamedVars CallRecorder::call(const std::string& kind, const std::string& compone
       continue;
     }
     taken.emplace_back(d.name, v);
-    rc.inputs.push_back({d.name, v.dtype(), concrete(v, d.name, component)});
+    rc.inputs.push_back({d.name, v.dtype(), concrete(v, d.name, component), ctx.eager() ? v.tensor() : Tensor()});
   }
   out_.push_back(std::move(rc));
   return model_.call(component, ctx.builder(), taken, opts);
@@ -168,11 +168,11 @@ const GenerationLoop& generation_loop(Structure s) {
   static const std::vector<GenerationLoop> table = {
       {Structure::DecoderOnly, decoder_only,
        {{"prefill", "model", {"prefill"}}, {"decode", "model", {"decode"}}, {"model", "model", {"prefill", "decode"}}}},
-      {Structure::EncoderOnly, encoder_only, {{"model", "model", {"model"}}}},
+      {Structure::EncoderOnly, encoder_only, {{"model", "model", {"model"}, "forward"}}},
       {Structure::EncoderDecoder, encoder_decoder,
-       {{"encoder_model", "encoder", {"encoder"}},
-        {"decoder_model", "decoder", {"decoder"}},
-        {"decoder_with_past_model", "decoder", {"decoder_with_past"}},
+       {{"encoder_model", "encoder", {"encoder"}, "encoder"},
+        {"decoder_model", "decoder", {"decoder"}, "decoder"},
+        {"decoder_with_past_model", "decoder", {"decoder_with_past"}, "decoder_with_past"},
         {"decoder_model_merged", "decoder", {"decoder", "decoder_with_past"}}}},
   };
   for (const auto& l : table)

@@ -18,6 +18,9 @@ struct ProgramDecl {
   std::string name;
   std::string component;
   std::vector<std::string> kinds;
+  /// The method that holds this program in an ExecuTorch .pte ("" = not one: decoder-only models get
+  /// ExecuTorch's static-cache `forward` instead, and the merged decoder is covered by its two halves).
+  std::string executorch_method;
 };
 
 /// Where a loop runs: eagerly (real kernels, greedy tokens) or on shapes only (a static trace into a
@@ -31,6 +34,7 @@ class LoopContext {
   Var ints(const Shape& shape, const std::vector<int64_t>& values);
   /// Greedy next token of each row from logits [B, S, V] (eager) or a fixed id per row (shapes only).
   std::vector<int64_t> next_tokens(const Var& logits, int64_t rows);
+  bool eager() const { return eager_; }
 
  private:
   bool eager_;

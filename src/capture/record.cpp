@@ -158,6 +158,41 @@ std::vector<ProgramSpec> plan_generation(const Model& model, const std::vector<R
   return out;
 }
 
+std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& program, const std::vector<RecordedCall>& calls) {
+  ComponentDecl decl = model.component(program.component);
+  std::vector<ReplayCall> out;
+  for (size_t i = 0; i < calls.size(); i++) {
+    const RecordedCall& c = calls[i];
+    if (c.component != program.component || !std::count(program.kinds.begin(), program.kinds.end(), c.kind)) continue;
+    auto size = call_sizes(decl, program.inputs, c, i);
+    ReplayCall r{c.kind, {}, {}};
+    EagerBuilder b;
+    NamedVars args;
+    for (const std::string& name : program.inputs) {
+      if (const RecordedInput* ri = find_input(c, name)) {
+        if (!ri->value.defined())
+          HFX_THROW("capture", "expected an eager recording (input values) to replay '{}', got shapes only", program.name);
+        r.inputs.emplace_back(name, ri->value);
+        args.emplace_back(name, b.wrap(ri->value));
+        continue;
+      }
+      for (const InputDecl& d : decl.inputs) {
+        if (d.name != name) continue;
+        Shape shape;
+        for (const std::string& ax : d.axes) {
+          int64_t n = 0;
+          for (const std::string& p : split_sum(ax)) n += is_number(p) ? std::stoll(p) : size[p];
+          shape.push_back(n);
+        }
+        r.inputs.emplace_back(name, Tensor::zeros(shape, d.dtype));
+      }
+    }
+    for (auto& [name, v] : model.call(program.component, b, args, program.call)) r.expected.emplace_back(name, v.tensor());
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
 std::vector<ProgramSpec> generation_programs(const Model& model, const CaptureOptions& opts) {
   return plan_generation(model, record_generation(model, generation_samples(model, opts)), opts);
 }

@@ -592,7 +592,10 @@ VerifyReport run_verify(const VerifyOptions& options) {
   }
   std::sort(ptes.begin(), ptes.end());
   std::sort(pt2s.begin(), pt2s.end());
-  HFX_CHECK(!comps.empty() || !ptes.empty() || !pt2s.empty(), kComp,
+  bool any_onnx = false;
+  if (fs::is_directory(cx.out / "onnx"))
+    for (const auto& e : fs::directory_iterator(cx.out / "onnx")) any_onnx |= e.path().extension() == ".onnx";
+  HFX_CHECK(!comps.empty() || any_onnx || !ptes.empty() || !pt2s.empty(), kComp,
             "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte or *.pt2), got none",
             options.out_dir);
 
@@ -637,11 +640,15 @@ VerifyReport run_verify(const VerifyOptions& options) {
   }
   if (ref_problem.empty()) {
     try {
-      cx.model = std::shared_ptr<const CausalLM>(load_causal_lm(cx.reference_dir));
-      cx.tol = tolerance_for(cx.model->config().dtype);
+      std::shared_ptr<const Model> m(load_model(cx.reference_dir));
+      if (m->structure() == Structure::DecoderOnly)
+        cx.model = std::shared_ptr<const CausalLM>(m, &as_causal_lm(*m));
+      else
+        cx.other = m;
+      cx.tol = tolerance_for(m->config().dtype);
       cx.add("reference", "load", "passed",
-             fmt::format("{} ({}, {} layers, {}) from {}", cx.model->config().model_type, dtype_name(cx.model->config().dtype),
-                         cx.model->config().num_hidden_layers, cx.model->config().vocab_size, cx.reference_dir));
+             fmt::format("{} {} ({}, {}, {} layers, vocab {}) from {}", m->config().model_type, m->head(), structure_name(m->structure()),
+                         dtype_name(m->config().dtype), m->config().num_hidden_layers, m->config().vocab_size, cx.reference_dir));
     } catch (const Error& e) {
       ref_problem = fmt::format("expected a loadable reference checkpoint in {}, got: {}", cx.reference_dir, e.what());
     }
@@ -658,11 +665,14 @@ VerifyReport run_verify(const VerifyOptions& options) {
 #endif
     for (const auto& p : ptes) check_pte(cx, p);
     for (const auto& p : pt2s) check_pt2(cx, p);
+  } else if (cx.other) {
+    component_checks(cx, *cx.other, ptes);
+    for (const auto& p : pt2s) check_pt2(cx, p);
   }
   cx.memory["peak_rss_bytes"] = peak_rss_bytes();
   cx.memory["peak_rss_delta_bytes"] = peak_rss_bytes() - rss0;
   cx.memory["how"] = "VmHWM of /proc/self/status (the verify process: eager reference + ONNX Runtime sessions)";
-  if (cx.model) {
+  if (cx.model || cx.other) {
     int64_t total = 0;
     for (const auto& c : comps) total += c.info.value("size_bytes", int64_t{0});
     for (const auto& p : ptes) total += static_cast<int64_t>(fs::file_size(p));

@@ -50,7 +50,8 @@ struct Context {
   VerifyOptions opt;
   std::filesystem::path out;
   std::string reference_dir;
-  std::shared_ptr<const CausalLM> model;
+  std::shared_ptr<const CausalLM> model;  ///< the reference when it is a decoder-only causal LM
+  std::shared_ptr<const Model> other;     ///< the reference when it has another structure
   Tolerance tol;
   std::vector<CheckResult> checks;
   nlohmann::json layer_diff;      ///< per-layer errors of the component diffed (null when none)
@@ -68,6 +69,10 @@ int64_t peak_rss_bytes();
 std::vector<int64_t> test_tokens(int64_t vocab, int64_t row, int64_t n, int64_t salt);
 /// Range of a contract axis: input_ids axis 0/1, past_key_values.0.key axis 2. {0, -1} if absent.
 std::pair<int64_t, int64_t> contract_range(const ShapeContract& c, const std::string& input, int axis);
+
+/// Models of other structures: every exported program (onnx/<program>.onnx, each method of the .pte
+/// files) replays the real calls of the model's generation loop against eager (component_verify.cpp).
+void component_checks(Context& cx, const Model& m, const std::vector<std::filesystem::path>& ptes);
 
 /// Numerics, shape matrix, rejection probes, op placement, latency and the per-layer diff of every
 /// ONNX component through ONNX Runtime (ort_verify.cpp; absent without ONNX Runtime).

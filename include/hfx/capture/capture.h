@@ -105,6 +105,7 @@ struct RecordedInput {
   std::string name;
   DType dtype = DType::I64;
   Shape shape;
+  Tensor value;  ///< the values, in eager recordings only (undefined otherwise)
 };
 /// One real component call made by a generation loop.
 struct RecordedCall {
@@ -136,6 +137,17 @@ std::vector<ProgramSpec> plan_generation(const Model& model, const std::vector<R
                                          const CaptureOptions& opts);
 /// record_generation over default_generation_samples + plan_generation.
 std::vector<ProgramSpec> generation_programs(const Model& model, const CaptureOptions& opts);
+
+/// One real call replayed against an exported program: the program's inputs in its order (an optional
+/// cache input the call did not have is an empty tensor, size 0 along its past axis, as a merged
+/// program takes it) and the eager outputs of the same call under the program's CallOptions.
+struct ReplayCall {
+  std::string kind;
+  std::vector<std::pair<std::string, Tensor>> inputs;
+  std::vector<std::pair<std::string, Tensor>> expected;
+};
+/// The calls of an eager recording (record_generation(..., eager = true)) that `program` covers.
+std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& program, const std::vector<RecordedCall>& eager_calls);
 
 /// The legacy single-call path for causal LMs: one program of kind `opts.kind` with the dims and hints
 /// of `opts` (batch/sequence/past Dims, sample sizes), explicit Dims applied.

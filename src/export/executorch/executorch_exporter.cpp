@@ -6,6 +6,7 @@
 
 #include <fmt/format.h>
 
+#include "capture/generation_loops.h"
 #include "export/executorch/static_cache.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
@@ -71,6 +72,29 @@ std::vector<PteConstMethod> metadata_methods(const ModelConfig& mc, const Execut
   return m;
 }
 
+// Metadata of a component program (encoder-only, encoder-decoder): what a runner needs to drive the
+// methods without config.json; no KV-cache methods, since the cache leaves are plain inputs/outputs.
+std::vector<PteConstMethod> component_metadata(const Model& model, const ExecutorchConfig& cfg) {
+  const ModelConfig& mc = model.config();
+  std::vector<PteConstMethod> m;
+  m.push_back({"get_max_seq_len", {cfg.max_seq_len}});
+  m.push_back({"get_vocab_size", {mc.vocab_size}});
+  m.push_back({"get_n_layers", {mc.num_hidden_layers}});
+  PteConstMethod eos{"get_eos_ids", {}};
+  for (int64_t e : mc.eos_token_ids) eos.values.push_back(e);
+  m.push_back(eos);
+  if (model.structure() == Structure::EncoderDecoder) {
+    const auto& raw = mc.raw;
+    int64_t start = raw.contains("decoder_start_token_id") && raw["decoder_start_token_id"].is_number_integer()
+                        ? raw["decoder_start_token_id"].get<int64_t>()
+                        : mc.pad_token_id.value_or(0);
+    m.push_back({"get_decoder_start_token_id", {start}});
+  }
+  m.push_back({"use_kv_cache", {model.structure() == Structure::EncoderDecoder}});
+  m.push_back({"enable_dynamic_shape", {cfg.dynamic}});
+  return m;
+}
+
 const ExecutorchConfig& as_executorch(const ExportConfig& c) {
   auto* e = dynamic_cast<const ExecutorchConfig*>(&c);
   if (!e) HFX_THROW("executorch", "expected an executorch config, got a '{}' config", c.format);
@@ -127,10 +151,58 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   return out;
 }
 
+ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& cfg, const CaptureOptions& opts) {
+  check_export_skip("executorch", model.config().model_type);
+  ExecutorchProgram out;
+  // ── Stage 1: Backend preparation ──
+  const BackendPrep& prep = backend_prep(cfg.backend);
+  if (!prep.warning.empty()) out.warnings.push_back("[executorch] " + prep.warning);
+  if (cfg.max_seq_len < 2) HFX_THROW("executorch", "expected max_seq_len >= 2, got {}", cfg.max_seq_len);
+  // One rule for every method: sequences up to max_seq_len, decoder pasts up to max_seq_len - 1.
+  CaptureOptions o = opts;
+  o.sequence.max = std::min(o.sequence.max, cfg.max_seq_len);
+  o.past.max = std::min(o.past.max, cfg.max_seq_len - 1);
+  std::vector<ProgramSpec> plan = generation_programs(model, o);
+  std::vector<PteMethodSpec> methods;
+  std::vector<std::shared_ptr<Graph>> graphs;
+  for (const capture::ProgramDecl& pd : capture::generation_loop(model.structure()).programs) {
+    if (pd.executorch_method.empty()) continue;
+    const ProgramSpec* spec = nullptr;
+    for (const ProgramSpec& p : plan)
+      if (p.name == pd.name) spec = &p;
+    if (!spec) HFX_THROW("executorch", "expected a planned program '{}' for method '{}', got none", pd.name, pd.executorch_method);
+    CapturedProgram cp;
+    {
+      // ── Stages 2–3: Torch and ExecuTorch patches ── (no static cache here: stage 3 passes through)
+      PatchScope torch_patches("executorch", 2);
+      PatchScope executorch_patches("executorch", 3);
+      cp = capture_program(model, *spec, opts.prefer_deferred_runtime_asserts_over_guards);
+    }
+    Graph& g = *cp.graph;
+    g.metadata()["executorch.backend"] = prep.name;
+    g.metadata()["executorch.constant_dtype"] = dtype_name(prep.constant_dtype);
+    // ── Stage 4: Program fixes ──
+    apply_program_fixes("executorch", 4, g, out.warnings);
+    // ── Stage 5: Node fixes ──
+    apply_node_fixes("executorch", 5, g);
+    g.eliminate_dead_code();
+    g.verify();
+    cp.component = pd.executorch_method;
+    graphs.push_back(cp.graph);
+    methods.push_back(PteMethodSpec{pd.executorch_method, graphs.back().get(), {}});
+    out.components.push_back(std::move(cp));
+  }
+  out.forward = out.components.front();
+  out.metadata = component_metadata(model, cfg);
+  out.pte = write_pte(methods, out.metadata);
+  return out;
+}
+
 ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                                               const std::string& out_dir) {
   const ExecutorchConfig& cfg = as_executorch(config);
-  ExecutorchProgram p = build_executorch_program(as_causal_lm(model), cfg, opts);
+  ExecutorchProgram p = model.structure() == Structure::DecoderOnly ? build_executorch_program(as_causal_lm(model), cfg, opts)
+                                                                     : build_component_program(model, cfg, opts);
   std::filesystem::create_directories(out_dir);
   std::string path = (std::filesystem::path(out_dir) / "model.pte").string();
   {
@@ -141,7 +213,10 @@ ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureO
   ExportResult r;
   r.out_dir = out_dir;
   r.files.push_back({"model", "model.pte", "program"});
-  r.programs.push_back(std::move(p.forward));
+  if (p.components.empty())
+    r.programs.push_back(std::move(p.forward));
+  else
+    for (auto& c : p.components) r.programs.push_back(std::move(c));
   r.warnings = std::move(p.warnings);
   return r;
 }

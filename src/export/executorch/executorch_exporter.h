@@ -1,8 +1,9 @@
 // src/export/executorch/executorch_exporter.h — the ExecuTorch backend: stages, program, artifact.
 //
-// ExecutorchExporter (format "executorch") captures the model's forward(tokens, input_pos) over a static
+// ExecutorchExporter (format "executorch") captures a causal LM's forward(tokens, input_pos) over a static
 // KV cache and writes one .pte holding that method and the metadata methods ExecuTorch's LLM runners
-// read. Its stages, in order (each a `// ── Stage N ──` block in the .cpp):
+// read; other structures get one method per component program (encoder-only: forward; encoder-decoder:
+// encoder, decoder, decoder_with_past). Its stages, in order (each a `// ── Stage N ──` block in the .cpp):
 //   1. Backend preparation — the backend-preparation table below (xnnpack: CPU f32; cuda: bf16 weights,
 //      needs a CUDA runtime, said at export).
 //   2. Torch patches — PatchScope("executorch", 2) around capture: hfx.sdpa / hfx.rms_norm / hfx.rope
@@ -36,7 +37,10 @@ const BackendPrep& backend_prep(const std::string& name);
 
 /// A built program before it is written to disk.
 struct ExecutorchProgram {
-  CapturedProgram forward;  ///< the forward graph after stages 4–5
+  CapturedProgram forward;  ///< the forward graph after stages 4–5 (the first method's, for components)
+  /// Models that are not decoder-only: one program per method (encoder-only: forward; encoder-decoder:
+  /// encoder, decoder, decoder_with_past), named by the method.
+  std::vector<CapturedProgram> components;
   PteWriteResult pte;
   std::vector<std::string> warnings;
   std::vector<PteConstMethod> metadata;
@@ -44,6 +48,10 @@ struct ExecutorchProgram {
 
 /// Runs stages 1–5 and the writer. `opts` gives the sample size (sample_sequence) and explicit Dims.
 ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& cfg, const CaptureOptions& opts);
+/// The same stages for a model of another structure: each program the generation loop declares with an
+/// ExecuTorch method (capture/generation_loops.h) becomes that method, its signature the program's (cache
+/// leaves are plain inputs and outputs, dims bounded by max_seq_len), plus metadata methods.
+ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& cfg, const CaptureOptions& opts);
 
 class ExecutorchExporter : public Exporter {
  public:

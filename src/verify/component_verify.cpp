@@ -1,0 +1,176 @@
+// Verification of models that are not causal LMs (encoder-only, encoder-decoder): the real calls of the
+// model's own generation loop are recorded eagerly (inputs and outputs), then each exported program —
+// onnx/<program>.onnx in ONNX Runtime, each method of model.pte in the independent .pte executor — is
+// fed the same inputs and its outputs compared with eager's, by name. The causal-LM checks in
+// verify.cpp / ort_verify.cpp stay richer (shape matrix, rejection probes, greedy, layer diff); this is
+// the structure-independent core that every new structure gets by declaring its loop.
+#include <filesystem>
+
+#include <fmt/format.h>
+
+#include "capture/generation_loops.h"
+#include "hfx/core/error.h"
+#include "verify/pte_reader.h"
+#include "verify/verify_internal.h"
+#ifdef HFX_HAVE_ORT
+#include "hfx/runtime/ort_session.h"
+#endif
+
+namespace hfx::verify::detail {
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+// The samples: generation's defaults (batch 1; batch 2 of unequal lengths) and a padded batch of 3.
+std::vector<GenerationSample> verify_samples(const Model& m) {
+  std::vector<GenerationSample> s = default_generation_samples(m.config().vocab_size);
+  GenerationSample three;
+  for (int64_t row = 0; row < 3; row++) three.prompts.push_back(test_tokens(m.config().vocab_size, row, 3 + 4 * row, 21));
+  three.max_new_tokens = 3;
+  s.push_back(three);
+  return s;
+}
+
+struct Worst {
+  double max_abs = 0;
+  std::string where;
+  int calls = 0;
+};
+
+void compare(Worst& w, const std::string& name, const std::string& kind, const std::vector<float>& got, const Tensor& want) {
+  std::vector<float> ref = want.to_floats();
+  ErrorStats e = error_stats(got, ref, 0);
+  if (e.max_abs > w.max_abs || !e.finite) {
+    w.max_abs = e.finite ? e.max_abs : INFINITY;
+    w.where = fmt::format("{} in a {} call", name, kind);
+  }
+}
+
+void report(Context& cx, const std::string& comp, const Worst& w, const std::string& runtime) {
+  json info = {{"calls", w.calls}, {"max_abs", w.max_abs}, {"worst", w.where}, {"runtime", runtime}};
+  const double tol = cx.tol.logits_abs;
+  if (w.calls == 0)
+    cx.add(comp, "numerics", "failed", "expected recorded calls to replay, got none", info);
+  else if (w.max_abs <= tol)
+    cx.add(comp, "numerics", "passed",
+           fmt::format("{} real calls of the generation loop replayed in {}: max abs {:.3g} <= {:.0e} vs eager (worst: {})", w.calls,
+                       runtime, w.max_abs, tol, w.where),
+           info);
+  else
+    cx.add(comp, "numerics", "failed",
+           fmt::format("expected outputs within {:.0e} of eager over {} replayed calls in {}, got max abs {:.3g} at {}", tol, w.calls,
+                       runtime, w.max_abs, w.where),
+           info);
+}
+
+#ifdef HFX_HAVE_ORT
+rt::RtTensor to_rt(const Tensor& t) {
+  std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
+  if (t.dtype() == DType::I64) {
+    Tensor c = t.contiguous();
+    return rt::RtTensor::i64(shape, std::span<const int64_t>(c.data<int64_t>(), static_cast<size_t>(c.numel())));
+  }
+  std::vector<float> v = t.to_floats();
+  return rt::RtTensor::f32(shape, v);
+}
+
+void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::vector<ReplayCall>& calls, const fs::path& file) {
+  const std::string comp = p.name;
+  try {
+    rt::SessionOptions so;
+    so.intra_op_threads = 2;
+    rt::OrtSession s(file, so);
+    Worst w;
+    for (const ReplayCall& c : calls) {
+      rt::NamedTensors feeds;
+      for (const auto& [name, t] : c.inputs) feeds.emplace_back(name, to_rt(t));
+      for (const std::string& name : s.input_names()) {
+        bool given = false;
+        for (const auto& f : feeds) given |= f.first == name;
+        if (!given && name == "use_cache_branch") {
+          bool past = false;
+          for (const auto& [n, t] : c.inputs) past |= n.rfind("past_key_values.", 0) == 0 && t.numel() > 0;
+          uint8_t b = past;
+          feeds.emplace_back(name, rt::RtTensor{"bool", {1}, {b}});
+        }
+      }
+      auto out = s.run(feeds);
+      for (const auto& [name, want] : c.expected)
+        for (const auto& [oname, got] : out)
+          if (oname == name) compare(w, name, c.kind, got.to_f32(), want);
+      w.calls++;
+    }
+    report(cx, comp, w, "ONNX Runtime");
+  } catch (const Error& e) {
+    cx.add(comp, "numerics", "failed", fmt::format("expected {} to load and run in ONNX Runtime, got: {}", file.filename().string(), e.what()));
+  }
+  (void)m;
+}
+#endif
+
+void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const ProgramSpec& p, const std::vector<ReplayCall>& calls,
+                const std::string& file) {
+  const std::string comp = fmt::format("{}:{}", file, method);
+  try {
+    PteMethod& pm = prog.method(method);
+    Worst w;
+    for (const ReplayCall& c : calls) {
+      std::vector<Tensor> in;
+      for (const auto& [name, t] : c.inputs) in.push_back(t);
+      std::vector<PteOutput> out = pm.run(in);
+      if (out.size() != c.expected.size())
+        HFX_THROW("verify", "expected {} outputs from method '{}', got {}", c.expected.size(), method, out.size());
+      for (size_t i = 0; i < out.size(); i++)
+        compare(w, c.expected[i].first, c.kind, std::get<Tensor>(out[i]).to_floats(), c.expected[i].second);
+      w.calls++;
+    }
+    report(cx, comp, w, "the .pte executor");
+  } catch (const Error& e) {
+    cx.add(comp, "numerics", "failed", fmt::format("expected method '{}' of {} to run, got: {}", method, file, e.what()));
+  }
+  (void)p;
+}
+
+}  // namespace
+
+void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& ptes) {
+  std::vector<RecordedCall> calls = record_generation(m, verify_samples(m), true);
+  std::vector<ProgramSpec> plan = plan_generation(m, calls, CaptureOptions{});
+  const auto& loop = capture::generation_loop(m.structure());
+  std::vector<std::shared_ptr<PteProgram>> programs;
+  for (const auto& f : ptes) programs.push_back(PteProgram::load_file(f.string()));
+  int ran = 0;
+  for (const ProgramSpec& p : plan) {
+    std::vector<ReplayCall> replay = replay_calls(m, p, calls);
+    fs::path onnx = cx.out / "onnx" / (p.name + ".onnx");
+    if (fs::exists(onnx)) {
+#ifdef HFX_HAVE_ORT
+      replay_onnx(cx, m, p, replay, onnx);
+#else
+      cx.add(p.name, "numerics", "skipped", "hfx was built without ONNX Runtime: the ONNX graph was not run");
+#endif
+      ran++;
+    }
+    std::string method;
+    for (const auto& pd : loop.programs)
+      if (pd.name == p.name) method = pd.executorch_method;
+    for (size_t i = 0; i < programs.size() && !method.empty(); i++) {
+      auto names = programs[i]->method_names();
+      if (std::find(names.begin(), names.end(), method) == names.end()) {
+        cx.add(ptes[i].filename().string(), "signature", "failed",
+               fmt::format("expected a method '{}' (program {}) in {}, got [{}]", method, p.name, ptes[i].filename().string(),
+                           fmt::join(names, ", ")));
+        continue;
+      }
+      replay_pte(cx, *programs[i], method, p, replay, ptes[i].filename().string());
+      ran++;
+    }
+  }
+  if (ran == 0)
+    cx.add("verify", "numerics", "failed",
+           fmt::format("expected onnx/<program>.onnx or a .pte for the programs of this {} model ({}), got none",
+                       structure_name(m.structure()), fmt::join(m.component_names(), ", ")));
+}
+
+}  // namespace hfx::verify::detail
