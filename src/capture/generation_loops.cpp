@@ -54,7 +54,8 @@ NamedVars CallRecorder::call(const std::string& kind, const std::string& compone
       continue;
     }
     taken.emplace_back(d.name, v);
-    rc.inputs.push_back({d.name, v.dtype(), concrete(v, d.name, component), ctx.eager() ? v.tensor() : Tensor()});
+    bool cache = std::any_of(decl.cache.begin(), decl.cache.end(), [&](const CacheLeafDecl& c) { return c.past_input == d.name; });
+    rc.inputs.push_back({d.name, v.dtype(), concrete(v, d.name, component), ctx.eager() ? v.tensor() : Tensor(), cache});
   }
   out_.push_back(std::move(rc));
   return model_.call(component, ctx.builder(), taken, opts);

@@ -106,6 +106,7 @@ struct RecordedInput {
   DType dtype = DType::I64;
   Shape shape;
   Tensor value;  ///< the values, in eager recordings only (undefined otherwise)
+  bool cache = false;  ///< a cache leaf (a past_* input the component declares in ComponentDecl::cache)
 };
 /// One real component call made by a generation loop.
 struct RecordedCall {
