@@ -4,13 +4,15 @@
 
 #include "commands.h"
 #include "hfx/core/dtype.h"
+#include "hfx/core/error.h"
 #include "hfx/models/tiny.h"
 
 namespace hfx::cli {
 
 void register_create_tiny(CLI::App& app) {
   struct Args {
-    std::string arch, out, preset = "tiny", dtype, head;
+    std::string arch, out, preset = "tiny", dtype, head, pooling;
+    bool sentence_transformers = false;
     uint64_t seed = 0;
     int64_t layers = 0;
   };
@@ -26,8 +28,14 @@ void register_create_tiny(CLI::App& app) {
   cmd->add_option("--layers", a->layers, "number of layers (default: the preset's)");
   cmd->add_option("--head", a->head, "task head: base | masked_lm | sequence_classification | token_classification | "
                                      "seq2seq_lm | causal_lm (default: the architecture's first)");
+  cmd->add_flag("--sentence-transformers", a->sentence_transformers,
+                "also write the sentence-transformers modules (modules.json, 1_Pooling, 2_Normalize); encoder base models");
+  cmd->add_option("--pooling", a->pooling, "with --sentence-transformers: mean (default) | cls | max");
   cmd->callback([a] {
+    if (!a->pooling.empty() && !a->sentence_transformers)
+      HFX_THROW("create-tiny", "expected --pooling together with --sentence-transformers, got --pooling {} alone", a->pooling);
     TinyOptions o;
+    if (a->sentence_transformers) o.sentence_pooling = a->pooling.empty() ? "mean" : a->pooling;
     o.preset = a->preset;
     if (!a->dtype.empty()) o.dtype = dtype_from_name(a->dtype);
     o.seed = a->seed;

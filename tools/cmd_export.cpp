@@ -29,7 +29,10 @@ struct ExportArgs {
 };
 
 const char* kSideFiles[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                            "special_tokens_map.json", "chat_template.jinja"};
+                            "special_tokens_map.json", "chat_template.jinja",
+                            // sentence-transformers: the modules after the Transformer (pooling, normalization)
+                            "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+                            "1_Pooling/config.json"};
 
 void run_export(const ExportArgs& a) {
   auto model = load_model(a.model);
@@ -75,8 +78,11 @@ void run_export(const ExportArgs& a) {
     ExportResult r = exporter->export_for_generation(*model, opts, configs, tmp.string());
     for (const char* f : kSideFiles) {
       fs::path src = fs::path(a.model) / f;
-      if (fs::exists(src)) fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
+      if (!fs::exists(src)) continue;
+      fs::create_directories((tmp / f).parent_path());
+      fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
     }
+    if (fs::is_directory(fs::path(a.model) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
     // Transformers.js loads external data only when config.json says so.
     if (a.format == "onnx" && cfg->to_json().value("external_data", false) && fs::exists(tmp / "config.json")) {
       auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));

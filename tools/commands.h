@@ -15,4 +15,5 @@ void register_release(CLI::App& app);
 void register_rollback(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_create_tiny(CLI::App& app);
+void register_embed(CLI::App& app);
 }  // namespace hfx::cli

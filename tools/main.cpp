@@ -16,6 +16,7 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_rollback,
     hfx::cli::register_verify,
     hfx::cli::register_create_tiny,
+    hfx::cli::register_embed,
 };
 }  // namespace
 

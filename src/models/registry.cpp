@@ -11,6 +11,11 @@ const Architecture& gemma_architecture();
 const Architecture& gemma2_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
+const Architecture& bert_architecture();
+const Architecture& roberta_architecture();
+const Architecture& xlm_roberta_architecture();
+const Architecture& distilbert_architecture();
+const Architecture& modernbert_architecture();
 }  // namespace hfx::models
 
 namespace hfx {
@@ -20,6 +25,9 @@ std::vector<const Architecture*> all_architectures() {
   static const std::vector<const Architecture*> all = {
       &llama_architecture(), &mistral_architecture(), &qwen2_architecture(), &qwen3_architecture(),
       &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
+      // encoder-only
+      &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
+      &modernbert_architecture(),
   };
   return all;
 }

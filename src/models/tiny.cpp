@@ -30,7 +30,8 @@ uint64_t fnv1a(const std::string& s) {
 
 bool is_norm_weight(const std::string& name, const Shape& shape) {
   if (shape.size() != 1 || name.size() < 7 || name.compare(name.size() - 7, 7, ".weight") != 0) return false;
-  return name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos;
+  return name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos ||
+         name.find("LayerNorm") != std::string::npos;
 }
 
 tok::TinyTokenizerKind tokenizer_kind(const Architecture& a) { return tok::tiny_tokenizer_kind_from_name(a.tiny_tokenizer); }
@@ -74,7 +75,7 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
   nlohmann::json j = arch.tiny_config(opt.preset);
   if (opt.dtype) j["torch_dtype"] = dtype_name(*opt.dtype);
   if (opt.layers > 0) {
-    j[j.contains("n_layer") ? "n_layer" : "num_hidden_layers"] = opt.layers;
+    j[j.contains("n_layer") ? "n_layer" : j.contains("n_layers") ? "n_layers" : "num_hidden_layers"] = opt.layers;
     j.erase("layer_types");
   }
   set_head(arch, j, opt.head);
@@ -89,6 +90,46 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
   if (auto p = tk.pad_id()) j["pad_token_id"] = *p;
   t.config = j;
   return t;
+}
+
+// The sentence-transformers files around a base encoder: Transformer → Pooling → Normalize.
+void check_sentence_pooling(const Architecture& arch, const nlohmann::json& config, const std::string& pooling) {
+  if (pooling.empty()) return;
+  if (pooling != "mean" && pooling != "cls" && pooling != "max")
+    HFX_THROW("model", "expected sentence-transformers pooling mean, cls or max, got '{}'", pooling);
+  std::string head = head_of(arch, config);
+  if (head != "base")
+    HFX_THROW("model", "expected an encoder base model (head base) for a sentence-transformers checkpoint, got {} with head {}",
+              arch.model_type, head);
+}
+
+void write_sentence_transformers(const std::string& dir, const ModelConfig& cfg, const std::string& pooling) {
+  namespace fs = std::filesystem;
+  auto path = [&](const std::string& f) { return (fs::path(dir) / f).string(); };
+  nlohmann::json modules = nlohmann::json::array(
+      {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
+       {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}},
+       {{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}}});
+  nlohmann::json pool = {{"word_embedding_dimension", cfg.hidden_size},
+                         {"pooling_mode_cls_token", pooling == "cls"},
+                         {"pooling_mode_mean_tokens", pooling == "mean"},
+                         {"pooling_mode_max_tokens", pooling == "max"},
+                         {"pooling_mode_mean_sqrt_len_tokens", false},
+                         {"pooling_mode_weightedmean_tokens", false},
+                         {"pooling_mode_lasttoken", false},
+                         {"include_prompt", true}};
+  fs::create_directories(fs::path(dir) / "1_Pooling");
+  fs::create_directories(fs::path(dir) / "2_Normalize");
+  io::write_file_atomic(path("modules.json"), modules.dump(2) + "\n");
+  io::write_file_atomic(path("1_Pooling/config.json"), pool.dump(2) + "\n");
+  io::write_file_atomic(path("sentence_bert_config.json"),
+                        nlohmann::json{{"max_seq_length", cfg.max_position_embeddings}, {"do_lower_case", false}}.dump(2) + "\n");
+  io::write_file_atomic(path("config_sentence_transformers.json"),
+                        nlohmann::json{{"__version__", {{"sentence_transformers", "3.0.1"}, {"transformers", "4.47.0"}}},
+                                       {"prompts", nlohmann::json::object()},
+                                       {"default_prompt_name", nullptr},
+                                       {"similarity_fn_name", "cosine"}}
+                                .dump(2) + "\n");
 }
 
 }  // namespace
@@ -143,6 +184,7 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
   TinyText t = make_text(model_type, opt);
   ModelConfig cfg = parse_model_config(t.config);
   const Architecture& arch = architecture(model_type);
+  check_sentence_pooling(arch, t.config, opt.sentence_pooling);
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) HFX_THROW("model", "cannot create folder '{}': {}", dir, ec.message());
@@ -167,6 +209,7 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
   io::write_file_atomic(path("generation_config.json"), gen.dump(2) + "\n");
   io::write_file_atomic(path("tokenizer.json"), t.tokenizer_json);
   io::write_file_atomic(path("tokenizer_config.json"), t.tokenizer_config_json);
+  if (!opt.sentence_pooling.empty()) write_sentence_transformers(dir, cfg, opt.sentence_pooling);
   return t.config;
 }
 

@@ -666,7 +666,9 @@ VerifyReport run_verify(const VerifyOptions& options) {
     for (const auto& p : ptes) check_pte(cx, p);
     for (const auto& p : pt2s) check_pt2(cx, p);
   } else if (cx.other) {
-    component_checks(cx, *cx.other, ptes);
+    // A folder with only .pt2 archives: running them needs PyTorch (check_pt2 says so), as for the
+    // decoder-only models; every other folder must replay the recorded calls somewhere.
+    if (any_onnx || !ptes.empty() || pt2s.empty()) component_checks(cx, *cx.other, ptes);
     for (const auto& p : pt2s) check_pt2(cx, p);
   }
   cx.memory["peak_rss_bytes"] = peak_rss_bytes();

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <filesystem>
 #include <string>
 #include <vector>
@@ -15,10 +16,36 @@
 
 namespace hfx::test {
 
+/// A decoder-only causal LM architecture: no heads declared, or causal_lm as the default head.
+inline bool is_decoder_only(const Architecture& a) { return a.heads.empty() || a.heads.front().first == "causal_lm"; }
+/// An encoder-only architecture: its heads include masked_lm (bert, roberta, ...).
+inline bool is_encoder_only(const Architecture& a) {
+  for (const auto& h : a.heads)
+    if (h.first == "masked_lm") return true;
+  return false;
+}
+
+/// The decoder-only model types: the suites written for causal LMs run over these.
 inline std::vector<std::string> all_model_types() {
   std::vector<std::string> r;
-  for (const Architecture* a : all_architectures()) r.push_back(a->model_type);
+  for (const Architecture* a : all_architectures())
+    if (is_decoder_only(*a)) r.push_back(a->model_type);
   return r;
+}
+
+/// The encoder-only model types.
+inline std::vector<std::string> encoder_model_types() {
+  std::vector<std::string> r;
+  for (const Architecture* a : all_architectures())
+    if (is_encoder_only(*a)) r.push_back(a->model_type);
+  return r;
+}
+
+/// A gtest parameter name from a model type ("xlm-roberta" → "xlm_roberta").
+inline std::string param_name(std::string s) {
+  for (char& c : s)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return s;
 }
 
 /// A fresh folder under the temp dir, removed on destruction.

@@ -24,6 +24,10 @@ struct TinyOptions {
   /// Task head (Architecture::heads: "base", "masked_lm", ...); empty = the architecture's default. Sets
   /// config.json's `architectures`; classification heads also get id2label/label2id.
   std::string head;
+  /// Non-empty: also write a sentence-transformers model around the checkpoint (modules.json,
+  /// 1_Pooling/config.json with this pooling mode — "mean", "cls" or "max" —, an empty 2_Normalize/,
+  /// sentence_bert_config.json, config_sentence_transformers.json). Encoder-only base models only.
+  std::string sentence_pooling;
 };
 
 /// The config.json create-tiny writes (vocab_size already matched to the fixture tokenizer).

@@ -4,6 +4,7 @@
 #pragma once
 #include <gtest/gtest.h>
 
+#include <cctype>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -18,6 +19,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/tiny.h"
 
 namespace hfx::dynamo::testing {
 
@@ -44,6 +46,32 @@ inline std::unique_ptr<CausalLM> tiny_model(const Architecture& a, uint64_t seed
     w[name] = Tensor::from_floats(shape, v, DType::F32);
   }
   return make_causal_lm(cfg, io::WeightStore::from_tensors(w));
+}
+
+/// An encoder-only model as `hfx create-tiny ARCH --head HEAD` makes it, in memory.
+inline std::unique_ptr<Model> tiny_encoder(const std::string& arch, const std::string& head, uint64_t seed = 1) {
+  TinyOptions o;
+  o.head = head;
+  json cfg = tiny_model_config(arch, o);
+  return make_model(cfg, io::WeightStore::from_tensors(tiny_weights(parse_model_config(cfg), DType::F32, seed)));
+}
+
+/// (model_type, head) of every encoder-only architecture (the ones with a masked_lm head).
+inline std::vector<std::pair<std::string, std::string>> encoder_arch_heads() {
+  std::vector<std::pair<std::string, std::string>> v;
+  for (const Architecture* a : all_architectures()) {
+    bool enc = false;
+    for (const auto& h : a->heads) enc = enc || h.first == "masked_lm";
+    if (enc)
+      for (const auto& h : a->heads) v.emplace_back(a->model_type, h.first);
+  }
+  return v;
+}
+inline std::string encoder_case_name(const ::testing::TestParamInfo<std::pair<std::string, std::string>>& i) {
+  std::string n = i.param.first + "_" + i.param.second;
+  for (char& c : n)
+    if (!std::isalnum(static_cast<unsigned char>(c))) c = '_';
+  return n;
 }
 
 /// A written archive held in memory with its records by name (without the top folder).

@@ -1,0 +1,73 @@
+// xlm-roberta: XLMRobertaModel / XLMRobertaForMaskedLM / XLMRobertaForSequenceClassification / XLMRobertaForTokenClassification —
+// the BERT encoder with RoBERTa's embeddings (position ids = cumsum(input_ids != pad) * (input_ids != pad)
+// + pad, so positions start at pad + 1 and max_position_embeddings is 2 more than the usable length),
+// RobertaLMHead (dense → gelu → layer_norm → decoder tied to the word embeddings) and
+// RobertaClassificationHead (dense → tanh → out_proj on the first token). Config names as XLMRobertaConfig
+// reads them. Optimum exports input_ids and attention_mask only; hfx adds token_type_ids when the
+// checkpoint has more than one token type (type_vocab_size > 1), where they change the output.
+#include "encoder_blocks.h"
+#include "hfx/core/error.h"
+
+namespace hfx::models {
+namespace {
+
+const BertFamilyOptions kOptions{.prefix = "roberta", .roberta = true};
+
+ModelConfig parse(const json& j) {
+  ConfigDefaults d;
+  d.vocab_size = 30522;
+  d.hidden_size = 768;
+  d.intermediate_size = 3072;
+  d.num_hidden_layers = 12;
+  d.num_attention_heads = 12;
+  d.max_position_embeddings = 512;
+  d.norm_eps = 1e-12;
+  d.norm_eps_key = "layer_norm_eps";
+  d.tie_word_embeddings = true;
+  d.bos = 0;
+  d.eos = 2;
+  json m = j;
+  if (!jhas(m, "pad_token_id")) m["pad_token_id"] = 1;
+  ModelConfig c = parse_bert_family(m, "xlm-roberta", d);
+  c.max_position_embeddings -= position_offset(c, kOptions);  // usable length; the table has offset more rows
+  if (c.max_position_embeddings <= 0)
+    HFX_THROW("model", "expected max_position_embeddings > pad_token_id + 1 for {}, got {}", c.model_type,
+              c.max_position_embeddings + position_offset(c, kOptions));
+  c.raw = j;
+  (void)encoder_head(c);  // an unsupported architectures[0] fails here, at load and create
+  return c;
+}
+
+json tiny(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("xlm-roberta", preset, "tiny");
+  json j = tiny_encoder_config("xlm-roberta", 500);
+  j["architectures"] = {"XLMRobertaModel"};
+  j["hidden_act"] = "gelu";
+  j["layer_norm_eps"] = 1e-5;
+  j["type_vocab_size"] = 1;
+  j["max_position_embeddings"] = 130;  // 128 usable positions after the pad offset
+  j["position_embedding_type"] = "absolute";
+  return j;
+}
+
+}  // namespace
+
+const Architecture& xlm_roberta_architecture() {
+  static const Architecture a{
+      .model_type = "xlm-roberta",
+      .parse_config = parse,
+      .weight_specs = [](const ModelConfig& c) { return bert_family_weight_specs(c, kOptions); },
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
+        const bool token_types = jget<int64_t>(c.raw, "type_vocab_size", 2) > 1;
+        return std::make_unique<BertFamilyEncoder>(std::move(c), std::move(w), kOptions, token_types);
+      },
+      .tiny_config = tiny,
+      .tiny_tokenizer = "xlmr_unigram",
+      .tiny_norm_mean = 1.0,
+      .optional_weights = bert_family_optional_weights("roberta"),
+      .heads = encoder_heads("XLMRoberta"),
+  };
+  return a;
+}
+
+}  // namespace hfx::models
