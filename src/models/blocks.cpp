@@ -90,9 +90,9 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
       HFX_THROW("model", "expected a positive sliding_window for sliding_attention layers, got {}", cfg.sliding_window);
 }
 
-Var W(Builder& b, const CausalLM& m, const std::string& name) { return F::to(m.w(b, name), DType::F32); }
+Var W(Builder& b, const Model& m, const std::string& name) { return F::to(m.w(b, name), DType::F32); }
 
-Var linear(Builder& b, const CausalLM& m, const Var& x, const std::string& local, bool bias) {
+Var linear(Builder& b, const Model& m, const Var& x, const std::string& local, bool bias) {
   Scope s(b, local);
   std::string n = b.scope();
   Var y = F::linear(x, W(b, m, n + ".weight"), bias ? W(b, m, n + ".bias") : Var());
@@ -100,7 +100,7 @@ Var linear(Builder& b, const CausalLM& m, const Var& x, const std::string& local
   return y;
 }
 
-Var rms_norm(Builder& b, const CausalLM& m, const Var& x, const std::string& local, double eps, double offset) {
+Var rms_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps, double offset) {
   Scope s(b, local);
   Var y = F::rms_norm(x, W(b, m, b.scope() + ".weight"), eps, offset);
   b.name_output(y);

@@ -48,11 +48,11 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
 
 // ---- blocks (every call names its output after the HF module of the current scope) ----
 /// A weight cast to f32.
-Var W(Builder& b, const CausalLM& m, const std::string& name);
+Var W(Builder& b, const Model& m, const std::string& name);
 /// Scope(local) + linear (weight [out, in], optional bias) + name_output.
-Var linear(Builder& b, const CausalLM& m, const Var& x, const std::string& local, bool bias);
+Var linear(Builder& b, const Model& m, const Var& x, const std::string& local, bool bias);
 /// Scope(local) + hfx.rms_norm + name_output.
-Var rms_norm(Builder& b, const CausalLM& m, const Var& x, const std::string& local, double eps, double offset);
+Var rms_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps, double offset);
 /// Activation by transformers' ACT2FN name (silu/swish, gelu, gelu_new, gelu_pytorch_tanh, relu, ...).
 Var activation(const Var& x, const std::string& name);
 /// Additive padding mask [B, 1, 1, T] from attention_mask [B, T]: 0 where 1, finfo(f32).min where 0.

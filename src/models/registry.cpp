@@ -11,6 +11,9 @@ const Architecture& gemma_architecture();
 const Architecture& gemma2_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
+const Architecture& t5_architecture();
+const Architecture& bart_architecture();
+const Architecture& marian_architecture();
 }  // namespace hfx::models
 
 namespace hfx {
@@ -20,6 +23,7 @@ std::vector<const Architecture*> all_architectures() {
   static const std::vector<const Architecture*> all = {
       &llama_architecture(), &mistral_architecture(), &qwen2_architecture(), &qwen3_architecture(),
       &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
+      &t5_architecture(),    &bart_architecture(),    &marian_architecture(),
   };
   return all;
 }

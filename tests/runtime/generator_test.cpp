@@ -273,7 +273,8 @@ std::vector<int64_t> greedy_full(const hfx::CausalLM& m, std::vector<int64_t> id
 
 std::vector<std::string> arch_names() {
   std::vector<std::string> r;
-  for (const auto* a : hfx::all_architectures()) r.push_back(a->model_type);
+  for (const auto* a : hfx::all_architectures())
+    if (a->heads.empty() || a->heads.front().first == "causal_lm") r.push_back(a->model_type);  // causal LMs
   return r;
 }
 
