@@ -591,6 +591,22 @@ void sdpa_attention23(Cx& cx, const Node& n) {
       m = cx.op(&n, "Where", {m, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)}, "mask_bias");
     else
       m = cx.cast(&n, m, mv->type.dtype, f);
+    if (bias.empty()) {
+      // ORT's Attention kernel does not broadcast the bias over queries: a padding mask [B, 1, 1, T]
+      // without a causal part is expanded to [B, 1, S, T] (encoders, cross-attention).
+      const SymShape& ms = mv->type.shape;
+      const Sym& qs = n.inputs[0]->type.shape[2];
+      if (ms.size() >= 2 && ms[ms.size() - 2].is_const() && ms[ms.size() - 2].value() == 1 && !(qs.is_const() && qs.value() == 1)) {
+        std::string S1 = cx.op(&n, "Shape", {q}, "S");
+        Cx::attr(last(cx), "start", int64_t{2});
+        Cx::attr(last(cx), "end", int64_t{3});
+        std::vector<std::string> parts;
+        for (size_t i = 0; i < ms.size(); i++) parts.push_back(i + 2 == ms.size() ? S1 : cx.i64s({1}));
+        std::string shape = cx.op(&n, "Concat", parts, "mask_shape");
+        Cx::attr(last(cx), "axis", int64_t{0});
+        m = cx.op(&n, "Expand", {m, shape}, "mask_over_queries");
+      }
+    }
     bias = bias.empty() ? m : cx.op(&n, "Add", {bias, m}, "bias_mask");
   }
   std::string o = bias.empty() ? cx.out(n) : cx.tmp(&n, "attention");
