@@ -249,6 +249,11 @@ Var BartFamilyLM::embed(Builder& b, const std::string& stack, const Var& ids, co
     b.name_output(h);
   }
   Sym S = ids.size(1);
+  // Both position tables have max_position_embeddings rows (past the offset). When tracing, the ranges
+  // may not tell, so this records a guard that export turns into a runtime check (as gpt2 does).
+  if (!b.env().le(past + S, Sym(o_.max_positions)))
+    HFX_THROW(config().model_type, "expected past + sequence <= max_position_embeddings = {}, got {}", o_.max_positions,
+              b.env().hint(past + S));
   Var pos = F::arange(b, past + Sym(o_.position_offset), past + S + Sym(o_.position_offset));
   Var pe;
   {
