@@ -3,7 +3,8 @@
 // decoder_with_past_model.onnx (cached steps) and decoder_model_merged.onnx (empty past first, then
 // the caches), every output (logits and all present.N.{decoder,encoder}.{key,value}) at ≤ 1e-4 relative
 // to max(1, |ref|), batch 1 (5 and 11 tokens) and batch 3 right-padded (6, 13, 2 tokens), three decoder
-// steps each. Then greedy text-to-text over the export (ORT engine: encoder + merged decoder) equals the
+// steps each; opsets 18 and 23 and target ort (com.microsoft GroupQueryAttention where it applies: the
+// causal decoder self-attention). Then greedy text-to-text over the export (ORT engine: encoder + merged decoder) equals the
 // eager engine for 32 tokens, with plain argmax and with the checkpoint's generation config.
 #include <gtest/gtest.h>
 
@@ -26,6 +27,7 @@ constexpr double kTol = 1e-4;
 struct P {
   std::string name, arch, preset;
   int opset;
+  std::string target = "standard";
 };
 void PrintTo(const P& p, std::ostream* os) { *os << p.name; }
 
@@ -79,6 +81,7 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
   std::shared_ptr<const Model> m(load_model((dir.path / "ckpt").string()));
   OnnxConfig oc;
   oc.opset = p.opset;
+  oc.target = p.target;
   CaptureOptions co;
   auto exp = make_onnx_exporter();
   ExportResult r = exp->export_for_generation(*m, co, {{"default", &oc}}, (dir.path / "out").string());
@@ -129,7 +132,7 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
       for (const CacheLeafDecl& c : decl.cache) past.emplace_back(c.past_input, get(out, c.present_output));
     }
   }
-  std::printf("  [%s opset %d] worst relative error ORT vs eager %.3g\n", p.name.c_str(), p.opset, worst);
+  std::printf("  [%s opset %d %s] worst relative error ORT vs eager %.3g\n", p.name.c_str(), p.opset, p.target.c_str(), worst);
 
   // Greedy over the export folder (ORT engine) equals eager, 32 tokens, batch 3.
   const std::vector<std::vector<int64_t>> prompts = {{30, 31, 32, 33, 34, 35}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}, {60, 61}};
@@ -150,7 +153,8 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
 INSTANTIATE_TEST_SUITE_P(Archs, OrtSeq2Seq,
                          ::testing::Values(P{"t5", "t5", "tiny", 18}, P{"t5_gated", "t5", "tiny-gated", 18}, P{"bart", "bart", "tiny", 18},
                                            P{"marian", "marian", "tiny", 18}, P{"t5_opset23", "t5", "tiny", 23},
-                                           P{"bart_opset23", "bart", "tiny", 23}),
+                                           P{"bart_opset23", "bart", "tiny", 23}, P{"t5_ort", "t5", "tiny", 18, "ort"},
+                                           P{"bart_ort", "bart", "tiny", 18, "ort"}, P{"marian_ort", "marian", "tiny", 18, "ort"}),
                          [](const auto& i) { return i.param.name; });
 
 }  // namespace
