@@ -55,9 +55,11 @@ struct Text2TextSettings {
   std::optional<int64_t> forced_bos_token_id, forced_eos_token_id;
   std::vector<std::vector<int64_t>> bad_words_ids;
 };
-/// From generation_config.json (when present) over config.json, the way transformers 4.47 does:
-/// config.json's generation fields win when it has non-default ones (the legacy rule); pad defaults to
-/// the first eos; decoder start falls back to bos. Throws hfx::Error("generate", ...) when neither is set.
+/// Each field from generation_config.json when it sets it, else from config.json; pad defaults to the
+/// first eos; decoder start falls back to bos (transformers' _get_decoder_start_token_id). Throws
+/// hfx::Error("generate", ...) when neither is set. This equals transformers 4.47 whenever the two files
+/// agree on the fields they both set (what save_pretrained and create-tiny write); transformers' legacy
+/// rule that rebuilds the whole config from config.json in some cases is not modelled.
 Text2TextSettings text2text_settings(const nlohmann::json& config, const std::optional<nlohmann::json>& generation_config);
 
 /// Whether config.json describes an encoder-decoder model (is_encoder_decoder, or a seq2seq head).
