@@ -3,12 +3,15 @@
 // files in it). One prompt streams its tokens as they come; several are batched (left padding) and
 // printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
 #include <cstdio>
+#include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
+#include "hfx/runtime/text2text.h"
 
 namespace hfx::cli {
 
@@ -26,7 +29,39 @@ struct GenerateArgs {
   int threads = 0;
 };
 
+// Encoder-decoder checkpoints and exports (t5, bart, marian): greedy text-to-text.
+bool is_text2text_dir(const std::string& dir) {
+  std::string path = dir + "/config.json";
+  if (!std::filesystem::exists(path)) return false;
+  try {
+    return is_text2text_config(nlohmann::json::parse(io::read_file(path)));
+  } catch (const nlohmann::json::exception&) {
+    return false;  // the generator reports the bad JSON
+  }
+}
+
+void run_text2text(const GenerateArgs& a) {
+  HFX_CHECK(!(a.temperature || a.top_k || a.top_p || a.seed) && a.repetition_penalty == 1.0f && a.stop.empty() && !a.ignore_eos,
+            "generate", "expected greedy decoding for an encoder-decoder model (no sampling, repetition penalty, stop or "
+            "--ignore-eos), got some");
+  Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
+  Text2TextResult r = g.generate(a.prompts, a.max_new_tokens);
+  if (a.json) {
+    nlohmann::json j;
+    j["engine"] = g.engine().name();
+    for (size_t i = 0; i < r.texts.size(); i++)
+      j["rows"].push_back({{"prompt", a.prompts[i]}, {"prompt_ids", r.prompt_ids[i]}, {"ids", r.ids[i]}, {"text", r.texts[i]},
+                           {"finish_reason", r.finish_reasons[i]}});
+    fmt::print("{}\n", j.dump(2));
+    return;
+  }
+  if (r.texts.size() == 1) fmt::print("{}\n", r.texts[0]);
+  else
+    for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
+}
+
 void run_generate(const GenerateArgs& a) {
+  if (is_text2text_dir(a.model)) return run_text2text(a);
   const bool sampling_flags = a.temperature || a.top_k || a.top_p || a.seed;
   HFX_CHECK(!(a.greedy && sampling_flags), "generate",
             "expected either --greedy or sampling flags (--temperature/--top-k/--top-p/--seed), got both");

@@ -183,6 +183,7 @@ void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io
 std::unique_ptr<Model> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w) {
   ModelConfig cfg = parse_model_config(config);
   const Architecture& arch = architecture(cfg.model_type);
+  if (!arch.heads.empty()) (void)head_of(arch, config);  // a class the architecture does not declare is refused
   auto files = w->files();
   std::string where = files.empty() ? std::string("the in-memory weights") : files.front();
   if (files.size() > 1) where = std::filesystem::path(files.front()).parent_path().string();

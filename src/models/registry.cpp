@@ -16,6 +16,9 @@ const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
 const Architecture& distilbert_architecture();
 const Architecture& modernbert_architecture();
+const Architecture& t5_architecture();
+const Architecture& bart_architecture();
+const Architecture& marian_architecture();
 }  // namespace hfx::models
 
 namespace hfx {
@@ -28,6 +31,8 @@ std::vector<const Architecture*> all_architectures() {
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),
+      // encoder-decoder
+      &t5_architecture(),    &bart_architecture(),    &marian_architecture(),
   };
   return all;
 }

@@ -203,7 +203,7 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
   }
   nlohmann::json gen = {{"_from_model_config", true}, {"transformers_version", t.config.value("transformers_version", "4.56.0")}};
   for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_bos_token_id",
-                        "forced_eos_token_id"})
+                        "forced_eos_token_id", "bad_words_ids"})
     if (t.config.contains(k)) gen[k] = t.config[k];
   io::write_file_atomic(path("config.json"), t.config.dump(2) + "\n");
   io::write_file_atomic(path("generation_config.json"), gen.dump(2) + "\n");

@@ -111,7 +111,7 @@ PyObj sample_inputs_for(const Graph& g, int64_t vocab) {
       std::vector<int64_t> ids(n);
       for (int64_t i = 0; i < n; i++) ids[i] = (7 * i + 3) % std::max<int64_t>(vocab, 1);
       t = Tensor::from_ints(s, ids, v->type.dtype);
-    } else if (v->name == "attention_mask") {
+    } else if (v->name == "attention_mask" || v->name == "encoder_attention_mask") {
       t = Tensor::full(s, 1.0, v->type.dtype);
     } else if (v->name == "position_ids") {
       std::vector<int64_t> pos(n);
@@ -126,7 +126,10 @@ PyObj sample_inputs_for(const Graph& g, int64_t vocab) {
     }
     int layer = -1;
     char kind[16] = {0};
-    if (std::sscanf(v->name.c_str(), "past_key_values.%d.%15s", &layer, kind) == 2) {
+    // Grouped exactly as the input treespec groups them (program.cpp): only ".key" / ".value" leaves
+    // form the (key, value) layers; other cache leaves (past_key_values.N.decoder.key) stay flat keywords.
+    if (std::sscanf(v->name.c_str(), "past_key_values.%d.%15s", &layer, kind) == 2 &&
+        (std::string(kind) == "key" || std::string(kind) == "value")) {
       if (static_cast<int>(layers.size()) <= layer) layers.resize(layer + 1, PyObj::tuple({}));
       layers[layer].items.push_back(PyObj::tensor(t));
       continue;

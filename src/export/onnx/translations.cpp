@@ -592,26 +592,19 @@ void sdpa_attention23(Cx& cx, const Node& n) {
     else
       m = cx.cast(&n, m, mv->type.dtype, f);
     if (bias.empty()) {
-      // ONNX Runtime's Attention kernel takes a bias whose query axis is q's length, not 1: a padding
-      // mask [B, 1, 1, T] of a non-causal (encoder) attention is expanded to [B, 1, S, T]. With a
-      // causal/window bias [S, T] the Add below broadcasts it already.
-      const int64_t mr = rank_of(mv);
-      auto qd = mr >= 2 ? mv->type.shape[mr - 2].maybe_value() : std::optional<int64_t>(1);
-      if (qd && *qd == 1) {
-        std::string ms = cx.op(&n, "Shape", {m}, "mask_shape");
+      // ORT's Attention kernel does not broadcast the bias over queries: a padding mask [B, 1, 1, T]
+      // without a causal part is expanded to [B, 1, S, T] (encoders, cross-attention).
+      const SymShape& ms = mv->type.shape;
+      const Sym& qs = n.inputs[0]->type.shape[2];
+      if (ms.size() >= 2 && ms[ms.size() - 2].is_const() && ms[ms.size() - 2].value() == 1 && !(qs.is_const() && qs.value() == 1)) {
         std::string S1 = cx.op(&n, "Shape", {q}, "S");
         Cx::attr(last(cx), "start", int64_t{2});
         Cx::attr(last(cx), "end", int64_t{3});
-        std::string T1 = cx.op(&n, "Shape", {k}, "T");
-        Cx::attr(last(cx), "start", int64_t{2});
-        Cx::attr(last(cx), "end", int64_t{3});
         std::vector<std::string> parts;
-        if (mr > 2) parts.push_back(cx.op(&n, "Slice", {ms, cx.i64s({0}), cx.i64s({mr - 2})}, "mask_lead"));
-        parts.push_back(S1);
-        parts.push_back(T1);
-        std::string shape = cx.op(&n, "Concat", parts, "mask_full_shape");
+        for (size_t i = 0; i < ms.size(); i++) parts.push_back(i + 2 == ms.size() ? S1 : cx.i64s({1}));
+        std::string shape = cx.op(&n, "Concat", parts, "mask_shape");
         Cx::attr(last(cx), "axis", int64_t{0});
-        m = cx.op(&n, "Expand", {m, shape}, "mask_full");
+        m = cx.op(&n, "Expand", {m, shape}, "mask_over_queries");
       }
     }
     bias = bias.empty() ? m : cx.op(&n, "Add", {bias, m}, "bias_mask");

@@ -136,6 +136,118 @@ void collect_symbols(const std::string& expr, std::set<std::string>& out) {
   }
 }
 
+// The checks every written archive passes: one stored, 64-byte aligned top folder with valid CRCs, every
+// JSON field against the kept schema, parameters lifted under their HF names with bytes equal to the
+// checkpoint's, ATen/sym node targets, treespecs that parse back and match the flat signature, a range
+// constraint for every symbol, sample inputs that parse back. What a caller checks next comes back in `f`.
+struct ArchiveFacts {
+  json kw_keys, out_keys, symbols, range_constraints;
+};
+void check_archive(const Model& model, const Archive& ar, const std::string& component, const SchemaChecker& checker,
+                   ArchiveFacts& f) {
+  // ---- structure
+  EXPECT_EQ(ar.root, component);
+  for (const auto& [name, rec] : ar.records) {
+    EXPECT_EQ(rec.method, 0) << name;
+    EXPECT_EQ(rec.data_offset % 64, 0u) << name;
+    EXPECT_EQ(crc32_update(0, ar.bytes.data() + rec.data_offset, rec.size), rec.crc) << name;
+  }
+  std::set<std::string> roots;
+  for (const auto& r2 : read_zip_index(ar.bytes)) roots.insert(r2.name.substr(0, r2.name.find('/')));
+  EXPECT_EQ(roots.size(), 1u);
+  EXPECT_EQ(ar.read("archive_format"), "pt2");
+  EXPECT_EQ(ar.read("archive_version"), "0");
+  EXPECT_EQ(ar.read("byteorder"), "little");
+  EXPECT_EQ(ar.read(".data/version"), "6\n");
+  ASSERT_TRUE(ar.has("models/model.json"));
+  ASSERT_TRUE(ar.has(weights_config_path("model")));
+  ASSERT_TRUE(ar.has(constants_config_path("model")));
+  ASSERT_TRUE(ar.has(sample_inputs_path("model")));
+
+  // ---- every JSON field against the kept schema
+  json ep = ar.read_json("models/model.json");
+  std::vector<std::string> errs;
+  checker.check(ep, "ExportedProgram", "ExportedProgram", errs);
+  json wcfg = ar.read_json(weights_config_path("model"));
+  checker.check(wcfg, "PayloadConfig", "weights_config", errs);
+  checker.check(ar.read_json(constants_config_path("model")), "PayloadConfig", "constants_config", errs);
+  for (size_t i = 0; i < std::min<size_t>(errs.size(), 20); i++) ADD_FAILURE() << errs[i];
+  EXPECT_EQ(ep["schema_version"]["major"], 8);
+
+  // ---- signature: parameters lifted with their HF names, then user inputs
+  const auto& specs = ep["graph_module"]["signature"]["input_specs"];
+  const auto& graph = ep["graph_module"]["graph"];
+  ASSERT_EQ(specs.size(), graph["inputs"].size());
+  std::set<std::string> param_names;
+  size_t users = 0;
+  bool user_seen = false;
+  for (size_t i = 0; i < specs.size(); i++) {
+    if (specs[i].contains("parameter")) {
+      EXPECT_FALSE(user_seen) << "parameters come before user inputs";
+      param_names.insert(specs[i]["parameter"]["parameter_name"].get<std::string>());
+      EXPECT_EQ(specs[i]["parameter"]["arg"]["name"], graph["inputs"][i]["as_tensor"]["name"]);
+    } else if (specs[i].contains("user_input")) {
+      user_seen = true;
+      users++;
+    }
+  }
+  for (const auto& name : param_names) EXPECT_TRUE(model.weights().has(name)) << name;
+
+  // ---- node targets are real ATen overloads or sym ops
+  for (const auto& n : graph["nodes"]) {
+    std::string t = n["target"];
+    EXPECT_TRUE(t.rfind("torch.ops.aten.", 0) == 0 || t.rfind("_operator.", 0) == 0 || t.rfind("torch.sym_", 0) == 0) << t;
+    for (const auto& in : n["inputs"]) EXPECT_FALSE(in["name"].get<std::string>().empty()) << t;
+  }
+
+  // ---- weights round trip: raw little-endian bytes equal the checkpoint's
+  ASSERT_EQ(wcfg["config"].size(), param_names.size());
+  for (auto& [fqn, meta] : wcfg["config"].items()) {
+    Tensor want = model.weights().get(fqn).contiguous();
+    std::string raw = ar.read("data/weights/" + meta["path_name"].get<std::string>());
+    ASSERT_EQ(raw.size(), want.nbytes()) << fqn;
+    EXPECT_EQ(std::memcmp(raw.data(), want.raw(), raw.size()), 0) << fqn;
+    EXPECT_TRUE(meta["is_param"].get<bool>());
+    EXPECT_FALSE(meta["use_pickle"].get<bool>());
+    json sizes = json::array();
+    for (int64_t d : want.shape()) sizes.push_back(json{{"as_int", d}});
+    EXPECT_EQ(meta["tensor_meta"]["sizes"], sizes) << fqn;
+  }
+
+  // ---- treespecs parse back and match the flat signature
+  const auto& root = ep["graph_module"]["module_call_graph"][0];
+  EXPECT_EQ(root["fqn"], "");
+  json in_spec = json::parse(root["signature"]["in_spec"].get<std::string>());
+  json out_spec = json::parse(root["signature"]["out_spec"].get<std::string>());
+  EXPECT_EQ(in_spec[0], 1);
+  EXPECT_EQ(count_leaves(in_spec[1]), static_cast<int>(users));
+  EXPECT_EQ(count_leaves(out_spec[1]), static_cast<int>(graph["outputs"].size()));
+  EXPECT_EQ(root["signature"]["inputs"].size(), users);
+  json kw_keys = json::parse(in_spec[1]["children_spec"][1]["context"].get<std::string>());
+  EXPECT_EQ(kw_keys, root["signature"]["forward_arg_names"]);
+  json out_keys = json::parse(out_spec[1]["context"].get<std::string>());
+
+  // ---- range constraints: every symbol used anywhere has one, matching the capture's Dims
+  std::set<std::string> used;
+  for (auto& [name, tv] : graph["tensor_values"].items())
+    for (const auto& d : tv["sizes"])
+      if (d.contains("as_expr")) collect_symbols(d["as_expr"]["expr_str"], used);
+  for (auto& [name, sv] : graph["sym_int_values"].items())
+    if (sv.contains("as_expr")) collect_symbols(sv["as_expr"]["expr_str"], used);
+  const auto& rc = ep["range_constraints"];
+  for (const auto& s : used) EXPECT_TRUE(rc.contains(s)) << s;
+  EXPECT_FALSE(used.empty());
+  json custom = json::parse(ep["graph_module"]["metadata"]["custom"].get<std::string>());
+  // ---- sample inputs parse back with the in_spec's structure
+  PyObj samples = torch_load(ar.read(sample_inputs_path("model")));
+  ASSERT_EQ(samples.kind, PyObj::Kind::Tuple);
+  ASSERT_EQ(samples.items[1].entries.size(), kw_keys.size());
+  f.kw_keys = kw_keys;
+  f.out_keys = out_keys;
+  f.symbols = custom["hfx"]["symbols"];
+  f.range_constraints = rc;
+}
+
 class DynamoArch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DynamoArch, PrefillAndDecodeArchives) {
@@ -152,113 +264,64 @@ TEST_P(DynamoArch, PrefillAndDecodeArchives) {
   for (const char* component : {"prefill", "decode"}) {
     SCOPED_TRACE(component);
     Archive ar = Archive::open((out / (std::string(component) + ".pt2")).string());
-    // ---- structure
-    EXPECT_EQ(ar.root, component);
-    for (const auto& [name, rec] : ar.records) {
-      EXPECT_EQ(rec.method, 0) << name;
-      EXPECT_EQ(rec.data_offset % 64, 0u) << name;
-      EXPECT_EQ(crc32_update(0, ar.bytes.data() + rec.data_offset, rec.size), rec.crc) << name;
+    ArchiveFacts f;
+    check_archive(*model, ar, component, checker, f);
+    if (HasFatalFailure()) return;
+    EXPECT_EQ(std::string(component) == "decode", f.kw_keys.back() == "past_key_values");
+    EXPECT_EQ(f.out_keys, json({"logits", "past_key_values"}));
+    for (auto& [torch_sym, hfx_sym] : f.symbols.items()) {
+      if (hfx_sym == "batch_size") EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
+      if (hfx_sym == "past_sequence_length") EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);  // decode: a past of >= 1
     }
-    std::set<std::string> roots;
-    for (const auto& r2 : read_zip_index(ar.bytes)) roots.insert(r2.name.substr(0, r2.name.find('/')));
-    EXPECT_EQ(roots.size(), 1u);
-    EXPECT_EQ(ar.read("archive_format"), "pt2");
-    EXPECT_EQ(ar.read("archive_version"), "0");
-    EXPECT_EQ(ar.read("byteorder"), "little");
-    EXPECT_EQ(ar.read(".data/version"), "6\n");
-    ASSERT_TRUE(ar.has("models/model.json"));
-    ASSERT_TRUE(ar.has(weights_config_path("model")));
-    ASSERT_TRUE(ar.has(constants_config_path("model")));
-    ASSERT_TRUE(ar.has(sample_inputs_path("model")));
-
-    // ---- every JSON field against the kept schema
-    json ep = ar.read_json("models/model.json");
-    std::vector<std::string> errs;
-    checker.check(ep, "ExportedProgram", "ExportedProgram", errs);
-    json wcfg = ar.read_json(weights_config_path("model"));
-    checker.check(wcfg, "PayloadConfig", "weights_config", errs);
-    checker.check(ar.read_json(constants_config_path("model")), "PayloadConfig", "constants_config", errs);
-    for (size_t i = 0; i < std::min<size_t>(errs.size(), 20); i++) ADD_FAILURE() << errs[i];
-    EXPECT_EQ(ep["schema_version"]["major"], 8);
-
-    // ---- signature: parameters lifted with their HF names, then user inputs
-    const auto& specs = ep["graph_module"]["signature"]["input_specs"];
-    const auto& graph = ep["graph_module"]["graph"];
-    ASSERT_EQ(specs.size(), graph["inputs"].size());
-    std::set<std::string> param_names;
-    size_t users = 0;
-    bool user_seen = false;
-    for (size_t i = 0; i < specs.size(); i++) {
-      if (specs[i].contains("parameter")) {
-        EXPECT_FALSE(user_seen) << "parameters come before user inputs";
-        param_names.insert(specs[i]["parameter"]["parameter_name"].get<std::string>());
-        EXPECT_EQ(specs[i]["parameter"]["arg"]["name"], graph["inputs"][i]["as_tensor"]["name"]);
-      } else if (specs[i].contains("user_input")) {
-        user_seen = true;
-        users++;
-      }
-    }
-    for (const auto& name : param_names) EXPECT_TRUE(model->weights().has(name)) << name;
-
-    // ---- node targets are real ATen overloads or sym ops
-    for (const auto& n : graph["nodes"]) {
-      std::string t = n["target"];
-      EXPECT_TRUE(t.rfind("torch.ops.aten.", 0) == 0 || t.rfind("_operator.", 0) == 0 || t.rfind("torch.sym_", 0) == 0) << t;
-      for (const auto& in : n["inputs"]) EXPECT_FALSE(in["name"].get<std::string>().empty()) << t;
-    }
-
-    // ---- weights round trip: raw little-endian bytes equal the checkpoint's
-    ASSERT_EQ(wcfg["config"].size(), param_names.size());
-    for (auto& [fqn, meta] : wcfg["config"].items()) {
-      Tensor want = model->weights().get(fqn).contiguous();
-      std::string raw = ar.read("data/weights/" + meta["path_name"].get<std::string>());
-      ASSERT_EQ(raw.size(), want.nbytes()) << fqn;
-      EXPECT_EQ(std::memcmp(raw.data(), want.raw(), raw.size()), 0) << fqn;
-      EXPECT_TRUE(meta["is_param"].get<bool>());
-      EXPECT_FALSE(meta["use_pickle"].get<bool>());
-      json sizes = json::array();
-      for (int64_t d : want.shape()) sizes.push_back(json{{"as_int", d}});
-      EXPECT_EQ(meta["tensor_meta"]["sizes"], sizes) << fqn;
-    }
-
-    // ---- treespecs parse back and match the flat signature
-    const auto& root = ep["graph_module"]["module_call_graph"][0];
-    EXPECT_EQ(root["fqn"], "");
-    json in_spec = json::parse(root["signature"]["in_spec"].get<std::string>());
-    json out_spec = json::parse(root["signature"]["out_spec"].get<std::string>());
-    EXPECT_EQ(in_spec[0], 1);
-    EXPECT_EQ(count_leaves(in_spec[1]), static_cast<int>(users));
-    EXPECT_EQ(count_leaves(out_spec[1]), static_cast<int>(graph["outputs"].size()));
-    EXPECT_EQ(root["signature"]["inputs"].size(), users);
-    json kw_keys = json::parse(in_spec[1]["children_spec"][1]["context"].get<std::string>());
-    EXPECT_EQ(kw_keys, root["signature"]["forward_arg_names"]);
-    EXPECT_EQ(std::string(component) == "decode", kw_keys.back() == "past_key_values");
-    json out_keys = json::parse(out_spec[1]["context"].get<std::string>());
-    EXPECT_EQ(out_keys, json({"logits", "past_key_values"}));
-
-    // ---- range constraints: every symbol used anywhere has one, matching the capture's Dims
-    std::set<std::string> used;
-    for (auto& [name, tv] : graph["tensor_values"].items())
-      for (const auto& d : tv["sizes"])
-        if (d.contains("as_expr")) collect_symbols(d["as_expr"]["expr_str"], used);
-    for (auto& [name, sv] : graph["sym_int_values"].items())
-      if (sv.contains("as_expr")) collect_symbols(sv["as_expr"]["expr_str"], used);
-    const auto& rc = ep["range_constraints"];
-    for (const auto& s : used) EXPECT_TRUE(rc.contains(s)) << s;
-    EXPECT_FALSE(used.empty());
-    json custom = json::parse(ep["graph_module"]["metadata"]["custom"].get<std::string>());
-    for (auto& [torch_sym, hfx_sym] : custom["hfx"]["symbols"].items()) {
-      if (hfx_sym == "batch_size") EXPECT_EQ(rc[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
-      if (hfx_sym == "past_sequence_length") EXPECT_EQ(rc[torch_sym]["min_val"], 1);  // decode: a past of >= 1
-    }
-
-    // ---- sample inputs parse back with the in_spec's structure
-    PyObj samples = torch_load(ar.read(sample_inputs_path("model")));
-    ASSERT_EQ(samples.kind, PyObj::Kind::Tuple);
-    ASSERT_EQ(samples.items[1].entries.size(), kw_keys.size());
   }
   if (!std::getenv("HFX_DYNAMO_KEEP")) fs::remove_all(out);  // HFX_DYNAMO_KEEP=1 keeps the archives to inspect
 }
+
+// Encoder-decoder families: one archive per single-call program (encoder_model, decoder_model,
+// decoder_with_past_model; the merged decoder is an ONNX-only program), each passing the same checks,
+// with the component's declared inputs and outputs as flat keyword leaves.
+struct Seq2SeqCase {
+  std::string name, arch, preset;
+};
+void PrintTo(const Seq2SeqCase& c, std::ostream* os) { *os << c.name; }
+class DynamoSeq2Seq : public ::testing::TestWithParam<Seq2SeqCase> {};
+
+TEST_P(DynamoSeq2Seq, ComponentArchives) {
+  const Seq2SeqCase& c = GetParam();
+  auto model = tiny_any_model(architecture(c.arch), c.preset);
+  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_s2s_" + c.name + "_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  DynamoConfig cfg;
+  ExportResult r = make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
+  ASSERT_EQ(r.files.size(), 3u);
+  SchemaChecker checker(kept_schema());
+  for (const char* program : {"encoder_model", "decoder_model", "decoder_with_past_model"}) {
+    SCOPED_TRACE(program);
+    Archive ar = Archive::open((out / (std::string(program) + ".pt2")).string());
+    ArchiveFacts f;
+    check_archive(*model, ar, program, checker, f);
+    if (HasFatalFailure()) return;
+    const bool encoder = std::string(program) == "encoder_model", past = std::string(program) == "decoder_with_past_model";
+    ComponentDecl decl = model->component(encoder ? "encoder" : "decoder");
+    json want_in = json::array(), want_out = json::array();
+    for (const InputDecl& d : decl.inputs)
+      if (!d.optional || past) want_in.push_back(d.name);
+    for (const std::string& o : decl.outputs) want_out.push_back(o);
+    EXPECT_EQ(f.kw_keys, want_in);
+    EXPECT_EQ(f.out_keys, want_out);
+    for (auto& [torch_sym, hfx_sym] : f.symbols.items()) {
+      if (hfx_sym == "batch_size") EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
+      if (hfx_sym.get<std::string>().rfind("past_", 0) == 0) EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);
+    }
+  }
+  EXPECT_FALSE(fs::exists(out / "decoder_model_merged.pt2"));
+  if (!std::getenv("HFX_DYNAMO_KEEP")) fs::remove_all(out);
+}
+
+INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoSeq2Seq,
+                         ::testing::Values(Seq2SeqCase{"t5", "t5", "tiny"}, Seq2SeqCase{"t5_gated", "t5", "tiny-gated"},
+                                           Seq2SeqCase{"bart", "bart", "tiny"}, Seq2SeqCase{"marian", "marian", "tiny"}),
+                         [](const auto& i) { return i.param.name; });
 
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;

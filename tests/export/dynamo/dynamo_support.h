@@ -30,9 +30,10 @@ inline std::string slurp(const std::string& path) {
   return std::string((std::istreambuf_iterator<char>(f)), std::istreambuf_iterator<char>());
 }
 
-/// A tiny model of `a` with deterministic random weights (norm weights near the architecture's mean).
-inline std::unique_ptr<CausalLM> tiny_model(const Architecture& a, uint64_t seed = 1) {
-  json cfg = a.tiny_config("tiny");
+/// A tiny model of `a` (any structure) with deterministic random weights (norm weights near the
+/// architecture's mean).
+inline std::unique_ptr<Model> tiny_any_model(const Architecture& a, const std::string& preset = "tiny", uint64_t seed = 1) {
+  json cfg = a.tiny_config(preset);
   ModelConfig mc = a.parse_config(cfg);
   std::map<std::string, Tensor> w;
   std::mt19937_64 rng(seed);
@@ -45,7 +46,14 @@ inline std::unique_ptr<CausalLM> tiny_model(const Architecture& a, uint64_t seed
     for (auto& x : v) x = u(rng) + (norm ? static_cast<float>(a.tiny_norm_mean) : 0.f);
     w[name] = Tensor::from_floats(shape, v, DType::F32);
   }
-  return make_causal_lm(cfg, io::WeightStore::from_tensors(w));
+  return make_model(cfg, io::WeightStore::from_tensors(w));
+}
+
+/// The same for a decoder-only causal LM.
+inline std::unique_ptr<CausalLM> tiny_model(const Architecture& a, uint64_t seed = 1) {
+  auto m = tiny_any_model(a, "tiny", seed);
+  as_causal_lm(*m);
+  return std::unique_ptr<CausalLM>(static_cast<CausalLM*>(m.release()));
 }
 
 /// An encoder-only model as `hfx create-tiny ARCH --head HEAD` makes it, in memory.
