@@ -43,7 +43,7 @@ void compare(Worst& w, const std::string& name, const std::string& kind, const s
   ErrorStats e = error_stats(got, ref, 0);
   if (e.max_abs > w.max_abs || !e.finite) {
     w.max_abs = e.finite ? e.max_abs : INFINITY;
-    w.where = fmt::format("{} in a {} call", name, kind);
+    w.where = fmt::format("{} of a {} call", name, kind);
   }
 }
 

@@ -224,7 +224,10 @@ class MethodEmitter {
       EV e;
       e.kind = fb::KernelTypes::Int;
       int r = add(e);
-      call("executorch_prim", op, {a, b}, r);
+      // ExecuTorch registers these as "executorch_prim::<op>.Scalar": operator name "executorch_prim::<op>",
+      // overload "Scalar" (as its emitter writes them).
+      std::string o(op);
+      call("executorch_prim::" + o.substr(0, o.find('.')), o.substr(o.find('.') + 1), {a, b}, r);
       return r;
     };
     int r = -1;
