@@ -114,9 +114,14 @@ TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
   ASSERT_TRUE(fs::exists(f.out / "modules.json"));
   ASSERT_TRUE(fs::exists(f.out / "1_Pooling/config.json"));
   json r = tjs(f, "feature-extraction", kTexts, {{"pooling", "mean"}, {"normalize", true}});
-  rt::EmbedResult eager = rt::embed(f.ckpt.string(), kTexts), ort = rt::embed(f.out.string(), kTexts);
-  EXPECT_EQ(eager.engine, "eager");
+  rt::EmbedResult eager = rt::embed(f.ckpt.string(), kTexts);
+#ifdef HFX_HAVE_ORT
+  rt::EmbedResult ort = rt::embed(f.out.string(), kTexts);
   EXPECT_EQ(ort.engine, "ort");
+#else
+  rt::EmbedResult ort = eager;  // hfx without ONNX Runtime embeds checkpoints only
+#endif
+  EXPECT_EQ(eager.engine, "eager");
   EXPECT_EQ(eager.settings.source, "modules.json");
   for (size_t i = 0; i < kTexts.size(); i++) {
     std::vector<int64_t> ids(eager.tokens.input_ids.begin() + i * eager.tokens.seq,
@@ -140,6 +145,9 @@ TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
   EXPECT_LE(d_single, kTol);
   EXPECT_LE(d_batch, kTol);
   EXPECT_LE(d_ort, kTol);
+  std::printf("  [%s feature-extraction] max |TJS - hfx eager| single %.3g, batch %.3g; |hfx ORT - eager| %.3g\n", arch.c_str(),
+              d_single, d_batch, d_ort);
+#ifdef HFX_HAVE_ORT
   // The CLI on the export folder prints the same vectors.
   int rc = 0;
   std::string cli = std::string(HFX_CLI) + " embed " + f.out.string() + " --json";
@@ -153,8 +161,8 @@ TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
   for (size_t i = 0; i < kTexts.size(); i++)
     for (int64_t e = 0; e < E; e++) d_cli = std::max(d_cli, std::fabs(c["embeddings"][i][e].get<double>() - eager.vectors[i][e]));
   EXPECT_LE(d_cli, kTol);
-  std::printf("  [%s feature-extraction] max |TJS - hfx eager| single %.3g, batch %.3g; |hfx ORT - eager| %.3g; CLI %.3g\n",
-              arch.c_str(), d_single, d_batch, d_ort, d_cli);
+  std::printf("  [%s feature-extraction] max |hfx embed CLI on the export - eager| %.3g\n", arch.c_str(), d_cli);
+#endif
   fs::remove_all(f.dir);
 }
 
