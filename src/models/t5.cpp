@@ -285,7 +285,10 @@ const Architecture& t5_architecture() {
       .tiny_config = tiny,
       .tiny_tokenizer = "t5_unigram",
       .tiny_norm_mean = 1.0,
-      .optional_weights = {R"((en|de)coder\.embed_tokens\.weight)"},
+      // Tied copies of `shared`, and the unused cross-attention bias old checkpoints (t5-small) carry, which
+      // transformers ignores too (_keys_to_ignore_on_load_unexpected).
+      .optional_weights = {R"((en|de)coder\.embed_tokens\.weight)",
+                           R"(decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight)"},
       .heads = {{"seq2seq_lm", "T5ForConditionalGeneration"}},
   };
   return a;
