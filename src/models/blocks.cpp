@@ -3,6 +3,7 @@
 // window, softcap), rope on q/k before the cache update, SwiGLU/GeGLU MLP.
 #include "blocks.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -69,15 +70,29 @@ ModelConfig parse_common(const json& j, const std::string& model_type, const Con
   return c;
 }
 
-void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding) {
+void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding,
+                     const std::vector<std::string>& supported) {
   const json& j = cfg.raw;
   cfg.layer_types.clear();
   if (jhas(j, "layer_types")) {
+    if (!j["layer_types"].is_array())
+      HFX_THROW("model", "expected layer_types to be a list of strings, got {}", j["layer_types"].dump());
+    auto join = [](const std::vector<std::string>& v) {
+      std::string r;
+      for (const auto& x : v) r += (r.empty() ? "" : ", ") + x;
+      return r;
+    };
+    int64_t i = 0;
     for (const auto& t : j["layer_types"]) {
+      if (!t.is_string())
+        HFX_THROW("model", "expected a layer type string at layer {}, got {}", i, t.dump());
       std::string s = t.get<std::string>();
-      if (s != "full_attention" && s != "sliding_attention")
-        HFX_THROW("model", "expected layer_types entries 'full_attention' or 'sliding_attention', got '{}'", s);
+      if (std::find(kLayerTypes.begin(), kLayerTypes.end(), s) == kLayerTypes.end())
+        HFX_THROW("model", "expected a layer type among [{}], got '{}' at layer {}", join(kLayerTypes), s, i);
+      if (std::find(supported.begin(), supported.end(), s) == supported.end())
+        HFX_THROW("model", "expected a layer type {} runs ({}), got '{}' at layer {}", cfg.model_type, join(supported), s, i);
       cfg.layer_types.push_back(s);
+      i++;
     }
     if (static_cast<int64_t>(cfg.layer_types.size()) != cfg.num_hidden_layers)
       HFX_THROW("model", "expected {} layer_types (num_hidden_layers), got {}", cfg.num_hidden_layers, cfg.layer_types.size());
@@ -140,6 +155,30 @@ Var keep_last(const Var& h, int64_t keep) {
 
 // ---- decoder ----
 
+MoeOptions parse_moe(const ModelConfig& c, const char* experts_key, int64_t def_experts, int64_t def_top_k) {
+  MoeOptions m;
+  try {
+    m.num_experts = jget<int64_t>(c.raw, experts_key, def_experts);
+    m.top_k = jget<int64_t>(c.raw, "num_experts_per_tok", def_top_k);
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW("model", "expected integer {} and num_experts_per_tok, got: {}", experts_key, e.what());
+  }
+  if (m.num_experts <= 0) HFX_THROW("model", "expected {} > 0, got {}", experts_key, m.num_experts);
+  if (m.top_k <= 0 || m.top_k > m.num_experts)
+    HFX_THROW("model", "expected 0 < num_experts_per_tok <= {} ({}), got {}", experts_key, m.num_experts, m.top_k);
+  return m;
+}
+
+std::vector<bool> sparse_layers_by_step(const ModelConfig& c) {
+  int64_t step = jget<int64_t>(c.raw, "decoder_sparse_step", 1);
+  std::vector<int64_t> dense = jget<std::vector<int64_t>>(c.raw, "mlp_only_layers", {});
+  if (step <= 0) HFX_THROW("model", "expected decoder_sparse_step > 0, got {}", step);
+  std::vector<bool> r;
+  for (int64_t i = 0; i < c.num_hidden_layers; i++)
+    r.push_back(std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % step == 0);
+  return r;
+}
+
 WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) {
   WeightSpecs s;
   const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads, K = c.num_key_value_heads,
@@ -165,10 +204,32 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
       s.push_back({p + "self_attn.q_norm.weight", {D}});
       s.push_back({p + "self_attn.k_norm.weight", {D}});
     }
+    if (o.qk_norm_flat) {
+      s.push_back({p + "self_attn.q_norm.weight", {H * D}});
+      s.push_back({p + "self_attn.k_norm.weight", {K * D}});
+    }
     s.push_back({p + "post_attention_layernorm.weight", {E}});
     if (o.sandwich_norms) {
       s.push_back({p + "pre_feedforward_layernorm.weight", {E}});
       s.push_back({p + "post_feedforward_layernorm.weight", {E}});
+    }
+    if (o.moe.sparse(i)) {
+      const auto& m = o.moe;
+      const std::string q = p + m.block + ".";
+      s.push_back({q + "gate.weight", {m.num_experts, E}});
+      for (int64_t x = 0; x < m.num_experts; x++) {
+        std::string e = q + "experts." + std::to_string(x) + ".";
+        s.push_back({e + (m.mixtral_names ? "w1" : "gate_proj") + ".weight", {m.intermediate, E}});
+        s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
+        s.push_back({e + (m.mixtral_names ? "w3" : "up_proj") + ".weight", {m.intermediate, E}});
+      }
+      if (m.shared_intermediate > 0) {
+        s.push_back({q + "shared_expert.gate_proj.weight", {m.shared_intermediate, E}});
+        s.push_back({q + "shared_expert.up_proj.weight", {m.shared_intermediate, E}});
+        s.push_back({q + "shared_expert.down_proj.weight", {E, m.shared_intermediate}});
+        s.push_back({q + "shared_expert_gate.weight", {1, E}});
+      }
+      continue;
     }
     if (o.fused_gate_up) {
       s.push_back({p + "mlp.gate_up_proj.weight", {2 * I, E}});
@@ -203,6 +264,17 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
     k = linear(b, *this, x, "k_proj", o_.qkv_bias);
     v = linear(b, *this, x, "v_proj", o_.qkv_bias);
   }
+  if (o_.qk_norm_flat) {
+    q = rms_norm(b, *this, q, "q_norm", c.norm_eps, o_.norm_offset);
+    k = rms_norm(b, *this, k, "k_norm", c.norm_eps, o_.norm_offset);
+  }
+  if (o_.clip_qkv > 0) {
+    // torch.clamp(x, -clip, clip) as min(max(x, -clip), clip).
+    Var lo = b.constant(Tensor::scalar(-o_.clip_qkv)), hi = b.constant(Tensor::scalar(o_.clip_qkv));
+    q = F::minimum(F::maximum(q, lo), hi);
+    k = F::minimum(F::maximum(k, lo), hi);
+    v = F::minimum(F::maximum(v, lo), hi);
+  }
   q = F::reshape(q, {B, S, H, D});
   k = F::reshape(k, {B, S, K, D});
   v = F::reshape(v, {B, S, K, D});
@@ -225,8 +297,50 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
   return o;
 }
 
-Var DecoderLM::mlp(Builder& b, const Var& x) const {
+Var DecoderLM::moe(Builder& b, const Var& x) const {
+  const auto& m = o_.moe;
+  Scope s(b, m.block);
+  const int64_t E = m.num_experts;
+  Var logits = linear(b, *this, x, "gate", false);   // router [B, S, E]
+  Var p = F::softmax(logits, -1);                     // transformers: softmax in f32 before top-k
+  // Top-k as k argmaxes: each picks the largest remaining probability and knocks it out (probabilities are
+  // >= 0, so -1 never wins). `sel` is the [B, S, E] top-k mask; ties (measure zero) go to the lower index.
+  Var ids = F::arange(b, Sym(0), Sym(E));             // [E] int64
+  Var minus_one = b.constant(Tensor::scalar(-1.0)), zero = b.constant(Tensor::scalar(0.0));
+  Var cur = p, sel;
+  for (int64_t k = 0; k < m.top_k; k++) {
+    Var hit = F::eq(ids, F::argmax(cur, -1, /*keepdim=*/true));  // [B, S, E] bool
+    sel = sel.defined() ? F::logical_or(sel, hit) : hit;
+    if (k + 1 < m.top_k) cur = F::where(hit, minus_one, cur);
+  }
+  Var wts = F::where(sel, p, zero);  // routing weights scattered into a dense [B, S, E] matrix
+  if (m.norm_topk_prob) wts = F::div(wts, F::sum(wts, {-1}, /*keepdim=*/true));
+  auto expert = [&](const std::string& scope, const char* g, const char* u, const char* d) {
+    Scope se(b, scope);
+    Var gate = linear(b, *this, x, g, false), up = linear(b, *this, x, u, false);
+    Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), d, false);
+    b.name_output(y);
+    return y;
+  };
+  Var out;
+  for (int64_t e = 0; e < E; e++) {
+    Var y = m.mixtral_names ? expert("experts." + std::to_string(e), "w1", "w3", "w2")
+                            : expert("experts." + std::to_string(e), "gate_proj", "up_proj", "down_proj");
+    y = F::mul(y, F::slice(wts, -1, e, e + 1));
+    out = out.defined() ? F::add(out, y) : y;
+  }
+  if (m.shared_intermediate > 0) {
+    Var y = expert("shared_expert", "gate_proj", "up_proj", "down_proj");
+    Var g = F::sigmoid(linear(b, *this, x, "shared_expert_gate", false));  // [B, S, 1]
+    out = F::add(out, F::mul(g, y));
+  }
+  b.name_output(out);
+  return out;
+}
+
+Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
   const auto& c = config();
+  if (o_.moe.sparse(layer)) return moe(b, x);
   Scope s(b, "mlp");
   Var gate, up;
   if (o_.fused_gate_up) {
@@ -273,7 +387,7 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
       h = F::add(h, att);
       x = rms_norm(b, *this, h, o_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", c.norm_eps,
                    o_.norm_offset);
-      Var m = mlp(b, x);
+      Var m = mlp(b, x, i);
       if (o_.sandwich_norms) m = rms_norm(b, *this, m, "post_feedforward_layernorm", c.norm_eps, o_.norm_offset);
       h = F::add(h, m);
       b.name_output(h);

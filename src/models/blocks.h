@@ -43,8 +43,14 @@ struct ConfigDefaults {
 /// dtype), bos/pad/eos (int or list), num_key_value_heads (default heads), head_dim, layer_types
 /// (explicit, else all full). Checks divisibility.
 ModelConfig parse_common(const json& j, const std::string& model_type, const ConfigDefaults& d);
-/// Sets cfg.layer_types from config.json's layer_types, else from `fallback(i)`; checks the length.
-void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding_fallback);
+/// The layer-type vocabulary config.json's `layer_types` may use (transformers' names).
+inline const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_attention", "chunked_attention",
+                                                     "linear_attention", "mamba", "conv"};
+/// Sets cfg.layer_types from config.json's layer_types, else from `fallback(i)`; checks the length. An entry
+/// outside kLayerTypes, or one that is not in `supported` (what this architecture runs), is
+/// `[model] expected …, got '<type>' at layer N`.
+void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding_fallback,
+                     const std::vector<std::string>& supported = {"full_attention", "sliding_attention"});
 
 // ---- blocks (every call names its output after the HF module of the current scope) ----
 /// A weight cast to f32.
@@ -63,6 +69,24 @@ Var positions(Builder& b, const ForwardArgs& a, const Sym& past);
 Var keep_last(const Var& h, int64_t keep);
 
 // ---- the Llama-family decoder ----
+/// A sparse mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE). Routing is softmax over the
+/// router logits, then the top-k experts per token (optionally renormalized to sum 1); every expert runs
+/// densely on every token and the outputs are combined with a dense [tokens, experts] weight that is zero
+/// off the top-k — no data-dependent control flow, so every backend exports it as it is.
+struct MoeOptions {
+  int64_t num_experts = 0;   ///< 0: a dense MLP on every layer
+  int64_t top_k = 0;
+  int64_t intermediate = 0;  ///< each expert's intermediate size
+  bool norm_topk_prob = false;
+  std::string block = "mlp";         ///< Mixtral: block_sparse_moe
+  bool mixtral_names = false;        ///< experts.N.w1 (gate) / w3 (up) / w2 (down) instead of gate/up/down_proj
+  int64_t shared_intermediate = 0;   ///< Qwen2-MoE shared_expert (0: none), gated by sigmoid(shared_expert_gate)
+  std::vector<bool> sparse_layers;   ///< per layer: MoE (true) or the dense MLP of intermediate_size
+  bool sparse(int64_t layer) const {
+    return num_experts > 0 && (sparse_layers.empty() || sparse_layers.at(static_cast<size_t>(layer)));
+  }
+};
+
 struct DecoderOptions {
   std::string act = "silu";
   double norm_offset = 0.0;       ///< RMSNorm x·(offset + w) (Gemma: 1)
@@ -70,12 +94,22 @@ struct DecoderOptions {
   bool fused_qkv = false;         ///< Phi-3 self_attn.qkv_proj
   bool fused_gate_up = false;     ///< Phi-3 mlp.gate_up_proj
   bool qk_norm = false;           ///< Qwen3 q_norm / k_norm over head_dim
+  bool qk_norm_flat = false;      ///< OLMoE q_norm [H·D] / k_norm [K·D] on the projections, before the head split
+  double clip_qkv = 0.0;          ///< OLMoE: clamp q/k/v to ±clip_qkv (0: none)
   bool sandwich_norms = false;    ///< Gemma-2 post_attention / pre_feedforward / post_feedforward norms
   bool scale_embeddings = false;  ///< Gemma: × sqrt(hidden) rounded to the model dtype
   double attn_softcap = 0.0, final_softcap = 0.0;
   double attn_scale = 0.0;        ///< 0: head_dim^-0.5
   RopeConfig rope;
+  MoeOptions moe;
 };
+
+/// Reads and checks the router sizes: `experts_key` (num_local_experts / num_experts) and
+/// num_experts_per_tok, both positive with top-k <= experts; else `[model] expected …`.
+MoeOptions parse_moe(const ModelConfig& c, const char* experts_key, int64_t def_experts, int64_t def_top_k);
+/// Qwen2-MoE / Qwen3-MoE / sparse-step families: layer i is sparse when it is not in mlp_only_layers and
+/// (i + 1) % decoder_sparse_step == 0.
+std::vector<bool> sparse_layers_by_step(const ModelConfig& c);
 
 WeightSpecs decoder_weight_specs(const ModelConfig& cfg, const DecoderOptions& o);
 
@@ -88,7 +122,8 @@ class DecoderLM : public CausalLM {
 
  private:
   Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask, KVCache* cache) const;
-  Var mlp(Builder& b, const Var& x) const;
+  Var mlp(Builder& b, const Var& x, int64_t layer) const;
+  Var moe(Builder& b, const Var& x) const;
   DecoderOptions o_;
 };
 

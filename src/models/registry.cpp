@@ -11,6 +11,10 @@ const Architecture& gemma_architecture();
 const Architecture& gemma2_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
+const Architecture& mixtral_architecture();
+const Architecture& qwen2_moe_architecture();
+const Architecture& qwen3_moe_architecture();
+const Architecture& olmoe_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
@@ -28,6 +32,8 @@ std::vector<const Architecture*> all_architectures() {
   static const std::vector<const Architecture*> all = {
       &llama_architecture(), &mistral_architecture(), &qwen2_architecture(), &qwen3_architecture(),
       &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
+      // mixture-of-experts decoders
+      &mixtral_architecture(), &qwen2_moe_architecture(), &qwen3_moe_architecture(), &olmoe_architecture(),
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),

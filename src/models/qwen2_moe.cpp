@@ -1,0 +1,70 @@
+// qwen2_moe: Qwen2MoeForCausalLM — Qwen2 attention (q/k/v biases) with a sparse MoE MLP on the layers
+// decoder_sparse_step / mlp_only_layers select (the others: the dense MLP of intermediate_size). mlp.gate
+// routes to num_experts_per_tok of num_experts experts mlp.experts.N.{gate,up,down}_proj of
+// moe_intermediate_size (softmax, top-k, renormalized only when norm_topk_prob); every token also goes
+// through mlp.shared_expert (shared_expert_intermediate_size) scaled by sigmoid(mlp.shared_expert_gate).
+#include "blocks.h"
+
+namespace hfx::models {
+namespace {
+
+ModelConfig parse(const json& j) {
+  ConfigDefaults d;
+  d.vocab_size = 151936;
+  d.hidden_size = 2048;
+  d.intermediate_size = 5632;
+  d.num_hidden_layers = 24;
+  d.num_attention_heads = 16;
+  d.max_position_embeddings = 32768;
+  d.bos = std::nullopt;
+  d.eos = std::nullopt;
+  ModelConfig c = parse_common(j, "qwen2_moe", d);
+  bool use = jget<bool>(j, "use_sliding_window", false);
+  c.sliding_window = use ? sliding_window_of(j, 4096) : 0;
+  int64_t max_window_layers = jget<int64_t>(j, "max_window_layers", 28);
+  set_layer_types(c, [&](int64_t i) { return c.sliding_window > 0 && i >= max_window_layers; });
+  parse_moe(c, "num_experts", 60, 4);
+  sparse_layers_by_step(c);
+  return c;
+}
+
+DecoderOptions options(const ModelConfig& c) {
+  DecoderOptions o;
+  o.act = jget<std::string>(c.raw, "hidden_act", "silu");
+  o.qkv_bias = true;
+  o.rope = rope_config(c);
+  o.moe = parse_moe(c, "num_experts", 60, 4);
+  o.moe.intermediate = jget<int64_t>(c.raw, "moe_intermediate_size", 1408);
+  o.moe.shared_intermediate = jget<int64_t>(c.raw, "shared_expert_intermediate_size", 5632);
+  o.moe.norm_topk_prob = jget<bool>(c.raw, "norm_topk_prob", false);
+  o.moe.sparse_layers = sparse_layers_by_step(c);
+  return o;
+}
+
+json tiny(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("qwen2_moe", preset, "tiny");
+  json j = tiny_decoder_config("Qwen2MoeForCausalLM", "qwen2_moe");
+  j.erase("head_dim");  // Qwen2-MoE has none: hidden / heads
+  j["hidden_act"] = "silu";
+  j["use_sliding_window"] = false;
+  j["sliding_window"] = nullptr;
+  j["max_window_layers"] = 2;
+  j["rope_theta"] = 1000000.0;
+  j["num_experts"] = 4;
+  j["num_experts_per_tok"] = 2;
+  j["moe_intermediate_size"] = 32;
+  j["shared_expert_intermediate_size"] = 96;
+  j["norm_topk_prob"] = false;
+  j["decoder_sparse_step"] = 1;
+  j["mlp_only_layers"] = json::array();
+  return j;
+}
+
+}  // namespace
+
+const Architecture& qwen2_moe_architecture() {
+  static const Architecture a = decoder_architecture<parse, options>("qwen2_moe", tiny, "byte_level", 1.0);
+  return a;
+}
+
+}  // namespace hfx::models

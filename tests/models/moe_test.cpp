@@ -1,0 +1,243 @@
+// Mixture-of-experts decoders (mixtral, qwen2_moe, qwen3_moe, olmoe):
+//   * eager vs goldens from the real transformers (4.47; 4.51 for qwen3_moe), made by
+//     tools/hf_goldens/make_causal_goldens.sh on the very checkpoints `create-tiny` writes: logits at every
+//     position of three batch-1 prompts (lengths 6, 13, 2) and 32 greedy tokens (transformers' generate());
+//   * routing: top-k and the renormalization each change the output;
+//   * bad input: missing / mis-shaped expert weights, num_experts_per_tok > experts, layer types.
+// Tolerance 1e-4 absolute at f32 on logits of magnitude ~1; the measured worst differences are printed
+// (see the report in the commit message).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+#include <sys/wait.h>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/runtime/generator.h"
+#include "models/model_test_util.h"
+
+namespace hfx::test {
+namespace {
+
+using nlohmann::json;
+constexpr double kTol = 1e-4;
+
+const std::vector<std::string> kMoe = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe"};
+
+std::string error_of(const std::function<void()>& fn) {
+  try {
+    fn();
+  } catch (const std::exception& e) {
+    return e.what();
+  }
+  return "";
+}
+
+class MoeGoldens : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeGoldens, EagerMatchesTransformers) {
+  const std::string arch = GetParam();
+  json g = json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + arch + "-lm.json"));
+  TempDir dir("moe_golden_" + arch);
+  create_tiny(arch, dir.path.string(), TinyOptions{});
+  std::shared_ptr<const Model> base(load_model(dir.path.string()));
+  auto lm = std::dynamic_pointer_cast<const CausalLM>(base);
+  ASSERT_TRUE(lm);
+  double worst = 0;
+  for (const auto& p : g["prompts"]) {
+    std::vector<int64_t> ids = p["input_ids"].get<std::vector<int64_t>>();
+    const int64_t S = static_cast<int64_t>(ids.size());
+    SCOPED_TRACE("prompt of " + std::to_string(S));
+    EagerBuilder eb;
+    ForwardArgs a;
+    a.input_ids = eb.wrap(ints({1, S}, ids));
+    a.attention_mask = eb.wrap(ints({1, S}, std::vector<int64_t>(S, 1)));
+    Tensor logits = lm->forward(eb, a).logits.tensor().contiguous();
+    const int64_t V = logits.size(2);
+    const auto& want = p["logits"];
+    ASSERT_EQ(static_cast<int64_t>(want.size()), S);
+    const float* got = logits.data<float>();
+    for (int64_t s = 0; s < S; s++) {
+      ASSERT_EQ(static_cast<int64_t>(want[s].size()), V);
+      for (int64_t v = 0; v < V; v++) worst = std::max(worst, std::fabs(got[s * V + v] - want[s][v].get<double>()));
+    }
+    // 32 greedy tokens with the cache, as generate() does (no EOS stop).
+    Generator gen(std::make_unique<EagerEngine>(lm), nullptr, {});
+    GenerationOptions o;
+    o.max_new_tokens = 32;
+    o.ignore_eos = true;
+    auto r = gen.generate_ids({ids}, o);
+    EXPECT_EQ(r.ids[0], p["greedy_new_tokens"].get<std::vector<int64_t>>());
+  }
+  EXPECT_LE(worst, kTol);
+  std::printf("  [%s] eager vs transformers %s: worst |logit diff| %.3g\n", arch.c_str(),
+              g["transformers_version"].get<std::string>().c_str(), worst);
+}
+
+INSTANTIATE_TEST_SUITE_P(Moe, MoeGoldens, ::testing::ValuesIn(kMoe),
+                         [](const auto& i) { return param_name(i.param); });
+
+// Routing is live: top-k of E, all E experts (num_experts_per_tok = E) and, where the family reads it,
+// norm_topk_prob flipped, each change the logits (the goldens pin down which one transformers computes).
+Tensor logits_of(const CausalLM& m) {
+  Batch b = left_pad({{5, 6, 7, 8, 9, 10, 11}});
+  EagerBuilder eb;
+  ForwardArgs a;
+  a.input_ids = eb.wrap(ints({1, b.T}, b.ids));
+  a.attention_mask = eb.wrap(ints({1, b.T}, b.mask));
+  return m.forward(eb, a).logits.tensor().contiguous();
+}
+double max_diff(const Tensor& x, const Tensor& y) {
+  double d = 0;
+  for (int64_t i = 0; i < x.numel(); i++) d = std::max(d, static_cast<double>(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
+  return d;
+}
+
+TEST(MoeRouting, TopKAndNormalizationChangeTheOutput) {
+  for (const std::string& arch : kMoe) {
+    SCOPED_TRACE(arch);
+    auto m = tiny_in_memory(arch, 3);
+    const auto& raw = m->config().raw;
+    const int64_t E = raw.value("num_local_experts", raw.value("num_experts", int64_t{0}));
+    Tensor base = logits_of(*m);
+    EXPECT_GT(max_diff(base, logits_of(*tiny_in_memory(arch, 3, json{{"num_experts_per_tok", E}}))), 1e-3);
+    if (arch != "mixtral")  // Mixtral always renormalizes
+      EXPECT_GT(max_diff(base, logits_of(*tiny_in_memory(arch, 3, json{{"norm_topk_prob", !raw.value("norm_topk_prob", false)}}))), 1e-3);
+  }
+}
+
+// ---- bad input ----
+std::pair<json, std::map<std::string, Tensor>> parts(const std::string& arch) {
+  json cfg = tiny_model_config(arch, TinyOptions{});
+  ModelConfig mc = parse_model_config(cfg);
+  return {cfg, tiny_weights(mc, DType::F32, 0)};
+}
+
+TEST(MoeErrors, MissingExpertWeight) {
+  auto [cfg, w] = parts("mixtral");
+  w.erase("model.layers.1.block_sparse_moe.experts.3.w2.weight");
+  std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
+  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.block_sparse_moe.experts.3.w2.weight' of shape [64, 128], got none"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(MoeErrors, MisShapedExpertAndSharedExpertGate) {
+  auto [cfg, w] = parts("qwen2_moe");
+  w["model.layers.0.mlp.experts.1.up_proj.weight"] = Tensor::zeros({31, 64});
+  std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
+  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.0.mlp.experts.1.up_proj.weight' of shape [32, 64], got [31, 64]"),
+            std::string::npos)
+      << msg;
+  auto [cfg2, w2] = parts("qwen2_moe");
+  w2.erase("model.layers.1.mlp.shared_expert_gate.weight");
+  msg = error_of([&] { make_model(cfg2, io::WeightStore::from_tensors(w2)); });
+  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.mlp.shared_expert_gate.weight' of shape [1, 64], got none"),
+            std::string::npos)
+      << msg;
+}
+
+TEST(MoeErrors, TopKAboveExperts) {
+  for (const auto& [arch, key] : std::vector<std::pair<std::string, std::string>>{
+           {"mixtral", "num_local_experts"}, {"qwen2_moe", "num_experts"}, {"qwen3_moe", "num_experts"}, {"olmoe", "num_experts"}}) {
+    json cfg = tiny_model_config(arch, TinyOptions{});
+    int64_t E = cfg[key].get<int64_t>();
+    cfg["num_experts_per_tok"] = E + 1;
+    std::string msg = error_of([&] { parse_model_config(cfg); });
+    EXPECT_NE(msg.find("[model] expected 0 < num_experts_per_tok <= " + key + " (" + std::to_string(E) + "), got " +
+                       std::to_string(E + 1)),
+              std::string::npos)
+        << arch << ": " << msg;
+  }
+}
+
+TEST(LayerTypes, VocabularyAndUnsupportedTypes) {
+  json cfg = tiny_model_config("qwen3_moe", TinyOptions{});
+  cfg["layer_types"] = {"full_attention", "mamba"};
+  std::string msg = error_of([&] { parse_model_config(cfg); });
+  EXPECT_NE(msg.find("[model] expected a layer type qwen3_moe runs (full_attention, sliding_attention), got 'mamba' at layer 1"),
+            std::string::npos)
+      << msg;
+  cfg["layer_types"] = {"full_attention", "ssm_attention"};
+  msg = error_of([&] { parse_model_config(cfg); });
+  EXPECT_NE(msg.find("[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
+                     "linear_attention, mamba, conv], got 'ssm_attention' at layer 1"),
+            std::string::npos)
+      << msg;
+  cfg["layer_types"] = {"full_attention", "full_attention"};
+  EXPECT_NO_THROW(parse_model_config(cfg));
+  json ol = tiny_model_config("olmoe", TinyOptions{});
+  ol["layer_types"] = {"sliding_attention", "full_attention"};
+  msg = error_of([&] { parse_model_config(ol); });
+  EXPECT_NE(msg.find("[model] expected a layer type olmoe runs (full_attention), got 'sliding_attention' at layer 0"),
+            std::string::npos)
+      << msg;
+}
+
+struct Proc {
+  int rc = -1;
+  std::string out;
+};
+Proc sh(const std::string& cmd) {
+  Proc r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = ::pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+// `hfx export` on a bad MoE checkpoint: a non-zero exit, the [model] message, and no output folder.
+TEST(MoeErrors, CliExportRefusesBadCheckpointsAndWritesNothing) {
+  namespace fs = std::filesystem;
+  TempDir dir("moe_cli");
+  const std::string cli = HFX_CLI;
+  const fs::path good = dir.path / "good";
+  ASSERT_EQ(sh(cli + " create-tiny mixtral -o " + good.string()).rc, 0);
+  auto variant = [&](const std::string& name, const std::function<void(json&, std::map<std::string, Tensor>&)>& edit) {
+    fs::path d = dir.path / name;
+    fs::create_directories(d);
+    for (const auto& e : fs::directory_iterator(good)) fs::copy(e.path(), d / e.path().filename());
+    json cfg = json::parse(io::read_file((good / "config.json").string()));
+    auto w = io::WeightStore::open_dir(good.string());
+    std::map<std::string, Tensor> t;
+    for (const auto& n : w->names()) t[n] = w->get(n);
+    edit(cfg, t);
+    std::vector<std::pair<std::string, Tensor>> list(t.begin(), t.end());
+    io::write_safetensors((d / "model.safetensors").string(), list);
+    io::write_file_atomic((d / "config.json").string(), cfg.dump(2));
+    return d;
+  };
+  struct Bad {
+    fs::path ckpt;
+    std::string want;
+  };
+  std::vector<Bad> bad = {
+      {variant("topk", [](json& c, auto&) { c["num_experts_per_tok"] = 5; }),
+       "[model] expected 0 < num_experts_per_tok <= num_local_experts (4), got 5"},
+      {variant("missing", [](json&, auto& t) { t.erase("model.layers.0.block_sparse_moe.experts.2.w1.weight"); }),
+       "[model] expected tensor 'model.layers.0.block_sparse_moe.experts.2.w1.weight' of shape [128, 64], got none"},
+      {variant("shape", [](json&, auto& t) { t["model.layers.1.block_sparse_moe.gate.weight"] = Tensor::zeros({3, 64}); }),
+       "[model] expected tensor 'model.layers.1.block_sparse_moe.gate.weight' of shape [4, 64], got [3, 64]"},
+      {variant("layer_type", [](json& c, auto&) { c["layer_types"] = {"full_attention", "linear_attention"}; }),
+       "got 'linear_attention' at layer 1"},
+  };
+  for (const auto& b : bad)
+    for (const char* format : {"onnx", "executorch", "dynamo"}) {
+      SCOPED_TRACE(b.ckpt.filename().string() + " " + format);
+      fs::path out = dir.path / ("out_" + b.ckpt.filename().string() + "_" + format);
+      Proc p = sh(cli + " export " + b.ckpt.string() + " --format " + format + " -o " + out.string());
+      EXPECT_NE(p.rc, 0) << p.out;
+      EXPECT_NE(p.out.find(b.want), std::string::npos) << p.out;
+      EXPECT_FALSE(fs::exists(out));
+    }
+}
+
+}  // namespace
+}  // namespace hfx::test
