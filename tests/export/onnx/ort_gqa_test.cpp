@@ -190,10 +190,14 @@ TEST_P(OrtGqa, OneGroupQueryAttentionPerLayerAndMatchesEager) {
   for (const auto& w : x.gqa_warnings) std::printf("  [%s] %s\n", arch.c_str(), w.c_str());
   EXPECT_TRUE(x.gqa_warnings.empty()) << "GroupQueryAttention fell back for " << arch;
   const int L = static_cast<int>(model->cache_layout().size());
+  // The one Softmax a mixture-of-experts layer keeps is its router's (over `<block>.gate` logits).
+  int routers = 0;
+  for (const auto& [w, shape] : architecture(arch).weight_specs(model->config()))
+    if (w.size() > 12 && w.compare(w.size() - 12, 12, ".gate.weight") == 0) routers++;
   for (const char* comp : {"prefill", "decode", "model"}) {
     fs::path f = x.dir.path / "onnx" / (std::string(comp) + ".onnx");
     EXPECT_EQ(count_op(f, "GroupQueryAttention"), L) << comp;
-    EXPECT_EQ(count_op(f, "Softmax"), 0) << comp << ": attention left decomposed";
+    EXPECT_EQ(count_op(f, "Softmax"), routers) << comp << ": attention left decomposed";
   }
   check_model(*model, x);
 }
@@ -259,7 +263,11 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
   o.ignore_eos = true;
   auto eager = Generator::open(ckpt, {.engine = "eager"});
   auto ort = Generator::open(out, {.engine = "ort"});
-  bool tjs = system("node --version > /dev/null 2>&1") == 0 && fs::exists(fs::path(HFX_NODE_MODULES) / "@huggingface/transformers");
+  // Transformers.js 4.3.1 has no class for these model types ("Unsupported model type"): only hfx's
+  // generator consumes their export.
+  const bool tjs_knows = arch != "mixtral" && arch != "olmoe";
+  bool tjs = tjs_knows && system("node --version > /dev/null 2>&1") == 0 &&
+             fs::exists(fs::path(HFX_NODE_MODULES) / "@huggingface/transformers");
   for (size_t batch : {size_t{1}, size_t{3}}) {
     std::vector<std::vector<int64_t>> p(prompts.begin(), prompts.begin() + batch);
     auto ref = eager.generate_ids(p, o);
@@ -272,6 +280,7 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
     for (size_t b = 0; b < batch; b++)
       EXPECT_EQ(j["sequences"][b].get<std::vector<int64_t>>(), ref.ids[b]) << "Transformers.js, batch " << batch << " row " << b;
   }
+  if (!tjs_knows) GTEST_SKIP() << "Transformers.js 4.3.1 does not support " << arch << ": only the hfx generator was checked";
   if (!tjs) GTEST_SKIP() << "Transformers.js not installed (scripts/setup.sh): only the hfx generator was checked";
 }
 
