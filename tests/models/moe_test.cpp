@@ -239,5 +239,29 @@ TEST(MoeErrors, CliExportRefusesBadCheckpointsAndWritesNothing) {
     }
 }
 
+// `hfx export` + `hfx verify --reference` for every format: ONNX (recorded calls replayed in ONNX
+// Runtime), ExecuTorch (.pte prefill + 16 decode steps in the independent executor), Dynamo (.pt2
+// structure; its numerics need PyTorch, tools/pt2_check, and are covered by DynamoInterpret here).
+class MoeCli : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(MoeCli, EveryFormatExportsAndVerifies) {
+  namespace fs = std::filesystem;
+  const std::string arch = GetParam(), cli = HFX_CLI;
+  TempDir dir("moe_verify_" + arch);
+  const std::string ckpt = (dir.path / "ckpt").string();
+  ASSERT_EQ(sh(cli + " create-tiny " + arch + " -o " + ckpt).rc, 0);
+  for (const char* format : {"onnx", "executorch", "dynamo"}) {
+    SCOPED_TRACE(format);
+    const std::string out = (dir.path / format).string();
+    Proc e = sh(cli + " export " + ckpt + " --format " + format + " -o " + out);
+    ASSERT_EQ(e.rc, 0) << e.out;
+    Proc v = sh(cli + " verify " + out + " --reference " + ckpt);
+    EXPECT_EQ(v.rc, 0) << v.out;
+    EXPECT_NE(v.out.find("VERIFIED"), std::string::npos) << v.out;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Moe, MoeCli, ::testing::ValuesIn(kMoe), [](const auto& i) { return param_name(i.param); });
+
 }  // namespace
 }  // namespace hfx::test
