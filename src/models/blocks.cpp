@@ -216,8 +216,12 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
     if (o.moe.sparse(i)) {
       const auto& m = o.moe;
       const std::string q = p + m.block + ".";
-      s.push_back({q + "gate.weight", {m.num_experts, E}});
-      for (int64_t x = 0; x < m.num_experts; x++) {
+      s.push_back({q + m.router + ".weight", {m.num_experts, E}});
+      if (m.stacked) {
+        s.push_back({q + "input_linear.weight", {m.num_experts, 2 * m.intermediate, E}});
+        s.push_back({q + "output_linear.weight", {m.num_experts, E, m.intermediate}});
+      }
+      for (int64_t x = 0; x < m.num_experts && !m.stacked; x++) {
         std::string e = q + "experts." + std::to_string(x) + ".";
         s.push_back({e + (m.mixtral_names ? "w1" : "gate_proj") + ".weight", {m.intermediate, E}});
         s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
@@ -300,8 +304,9 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
 Var DecoderLM::moe(Builder& b, const Var& x) const {
   const auto& m = o_.moe;
   Scope s(b, m.block);
+  const std::string blk = b.scope() + ".";
   const int64_t E = m.num_experts;
-  Var logits = linear(b, *this, x, "gate", false);   // router [B, S, E]
+  Var logits = linear(b, *this, x, m.router, false);  // router [B, S, E]
   Var p = F::softmax(logits, -1);                     // transformers: softmax in f32 before top-k
   // Top-k as k argmaxes: each picks the largest remaining probability and knocks it out (probabilities are
   // >= 0, so -1 never wins). `sel` is the [B, S, E] top-k mask; ties (measure zero) go to the lower index.
@@ -323,7 +328,26 @@ Var DecoderLM::moe(Builder& b, const Var& x) const {
     return y;
   };
   Var out;
-  for (int64_t e = 0; e < E; e++) {
+  if (m.stacked) {
+    // GraniteMoE's parallel experts as two linears over all experts: input_linear [E, 2I, H] viewed as
+    // [E·2I, H], then each expert's act(gate)·up scaled by its routing weight and output_linear [E, H, I]
+    // viewed as [H, E·I], which sums the weighted experts in its contraction.
+    const int64_t I = m.intermediate, H = config().hidden_size;
+    Sym B = x.size(0), S = x.size(1);
+    Var h;
+    {
+      Scope si(b, "input_linear");
+      h = F::linear(x, F::reshape(W(b, *this, blk + "input_linear.weight"), {E * 2 * I, H}));
+      b.name_output(h);
+    }
+    h = F::reshape(h, {B, S, E, 2 * I});
+    Var a = F::mul(activation(F::slice(h, -1, 0, I), o_.act), F::slice(h, -1, I, 2 * I));  // [B, S, E, I]
+    a = F::reshape(F::mul(a, F::unsqueeze(wts, -1)), {B, S, E * I});
+    Scope so(b, "output_linear");
+    out = F::linear(a, F::reshape(F::permute(W(b, *this, blk + "output_linear.weight"), {1, 0, 2}), {H, E * I}));
+    b.name_output(out);
+  }
+  for (int64_t e = 0; e < E && !m.stacked; e++) {
     Var y = m.mixtral_names ? expert("experts." + std::to_string(e), "w1", "w3", "w2")
                             : expert("experts." + std::to_string(e), "gate_proj", "up_proj", "down_proj");
     y = F::mul(y, F::slice(wts, -1, e, e + 1));
@@ -369,6 +393,7 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
       b.name_output(h);
     }
     h = F::to(h, DType::F32);
+    if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
     if (o_.scale_embeddings) {
       // transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
       double norm = std::sqrt(static_cast<double>(c.hidden_size));
@@ -384,11 +409,13 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
       Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
       Var att = attention(b, x, static_cast<int>(i), cos, sin, mask, a.cache);
       if (o_.sandwich_norms) att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
+      if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
       h = F::add(h, att);
       x = rms_norm(b, *this, h, o_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", c.norm_eps,
                    o_.norm_offset);
       Var m = mlp(b, x, i);
       if (o_.sandwich_norms) m = rms_norm(b, *this, m, "post_feedforward_layernorm", c.norm_eps, o_.norm_offset);
+      if (o_.residual_multiplier != 1.0) m = F::mul(m, o_.residual_multiplier);
       h = F::add(h, m);
       b.name_output(h);
     }
@@ -400,6 +427,10 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     Scope sl(b, "lm_head");
     logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
     b.name_output(logits);
+  }
+  if (o_.logits_scaling != 1.0) {
+    logits = F::div(logits, b.constant(Tensor::scalar(o_.logits_scaling)));  // GraniteMoE: logits / logits_scaling
+    b.name_output(logits, "logits");
   }
   if (o_.final_softcap > 0) {
     // logits / cap → tanh → × cap, as Gemma2ForCausalLM does.

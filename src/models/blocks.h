@@ -80,6 +80,8 @@ struct MoeOptions {
   bool norm_topk_prob = false;
   std::string block = "mlp";         ///< Mixtral: block_sparse_moe
   bool mixtral_names = false;        ///< experts.N.w1 (gate) / w3 (up) / w2 (down) instead of gate/up/down_proj
+  bool stacked = false;              ///< GraniteMoE: input_linear [E, 2I, H] (gate | up) and output_linear [E, H, I]
+  std::string router = "gate";       ///< GraniteMoE: router.layer
   int64_t shared_intermediate = 0;   ///< Qwen2-MoE shared_expert (0: none), gated by sigmoid(shared_expert_gate)
   std::vector<bool> sparse_layers;   ///< per layer: MoE (true) or the dense MLP of intermediate_size
   bool sparse(int64_t layer) const {
@@ -100,6 +102,7 @@ struct DecoderOptions {
   bool scale_embeddings = false;  ///< Gemma: × sqrt(hidden) rounded to the model dtype
   double attn_softcap = 0.0, final_softcap = 0.0;
   double attn_scale = 0.0;        ///< 0: head_dim^-0.5
+  double embedding_multiplier = 1.0, residual_multiplier = 1.0, logits_scaling = 1.0;  ///< Granite
   RopeConfig rope;
   MoeOptions moe;
 };

@@ -15,6 +15,7 @@ const Architecture& mixtral_architecture();
 const Architecture& qwen2_moe_architecture();
 const Architecture& qwen3_moe_architecture();
 const Architecture& olmoe_architecture();
+const Architecture& granitemoe_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
@@ -34,6 +35,7 @@ std::vector<const Architecture*> all_architectures() {
       &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(), &qwen2_moe_architecture(), &qwen3_moe_architecture(), &olmoe_architecture(),
+      &granitemoe_architecture(),
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),

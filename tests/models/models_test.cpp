@@ -149,7 +149,7 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
     node_scopes.insert(n->name.substr(0, n->name.find('/')));
   }
   auto aliased = [](const std::string& e) {
-    for (const char* t : {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2"})
+    for (const char* t : {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear"})
       if (e.size() >= std::strlen(t) && e.compare(e.size() - std::strlen(t), std::strlen(t), t) == 0) return true;
     return false;
   };

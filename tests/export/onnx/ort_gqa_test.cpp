@@ -190,10 +190,12 @@ TEST_P(OrtGqa, OneGroupQueryAttentionPerLayerAndMatchesEager) {
   for (const auto& w : x.gqa_warnings) std::printf("  [%s] %s\n", arch.c_str(), w.c_str());
   EXPECT_TRUE(x.gqa_warnings.empty()) << "GroupQueryAttention fell back for " << arch;
   const int L = static_cast<int>(model->cache_layout().size());
-  // The one Softmax a mixture-of-experts layer keeps is its router's (over `<block>.gate` logits).
+  // The one Softmax a mixture-of-experts layer keeps is its router's (`<block>.gate`, GraniteMoE's
+  // `<block>.router.layer`).
   int routers = 0;
+  auto ends = [](const std::string& w, const std::string& t) { return w.size() > t.size() && w.compare(w.size() - t.size(), t.size(), t) == 0; };
   for (const auto& [w, shape] : architecture(arch).weight_specs(model->config()))
-    if (w.size() > 12 && w.compare(w.size() - 12, 12, ".gate.weight") == 0) routers++;
+    if (ends(w, ".gate.weight") || ends(w, ".router.layer.weight")) routers++;
   for (const char* comp : {"prefill", "decode", "model"}) {
     fs::path f = x.dir.path / "onnx" / (std::string(comp) + ".onnx");
     EXPECT_EQ(count_op(f, "GroupQueryAttention"), L) << comp;
@@ -265,7 +267,7 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
   auto ort = Generator::open(out, {.engine = "ort"});
   // Transformers.js 4.3.1 has no class for these model types ("Unsupported model type"): only hfx's
   // generator consumes their export.
-  const bool tjs_knows = arch != "mixtral" && arch != "olmoe";
+  const bool tjs_knows = arch != "mixtral" && arch != "olmoe" && arch != "granitemoe";
   bool tjs = tjs_knows && system("node --version > /dev/null 2>&1") == 0 &&
              fs::exists(fs::path(HFX_NODE_MODULES) / "@huggingface/transformers");
   for (size_t batch : {size_t{1}, size_t{3}}) {

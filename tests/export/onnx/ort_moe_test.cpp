@@ -86,8 +86,9 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
 
 INSTANTIATE_TEST_SUITE_P(Moe, OrtMoe,
                          ::testing::Values(P{"mixtral", "standard"}, P{"qwen2_moe", "standard"}, P{"qwen3_moe", "standard"},
-                                           P{"olmoe", "standard"}, P{"mixtral", "ort"}, P{"qwen2_moe", "ort"},
-                                           P{"qwen3_moe", "ort"}, P{"olmoe", "ort"}),
+                                           P{"olmoe", "standard"}, P{"granitemoe", "standard"}, P{"mixtral", "ort"},
+                                           P{"qwen2_moe", "ort"}, P{"qwen3_moe", "ort"}, P{"olmoe", "ort"},
+                                           P{"granitemoe", "ort"}),
                          [](const auto& i) { return i.param.arch + "_" + i.param.target; });
 
 }  // namespace
