@@ -301,6 +301,14 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
   return o;
 }
 
+// --target ort and com.microsoft.MoE (ONNX Runtime 1.30): not used. Its CPU kernel takes the router
+// logits, applies softmax → top-k → optional renormalization (normalize_routing_weights) itself, and runs
+// gated experts only as a fused SwiGLU (swiglu_fusion=1: gate and up interleaved in one fc1 [E, 2I, H];
+// "FC3 is not implemented for CPU MoE"), G·sigmoid(alpha·G)·(L + beta) with activation_alpha/beta
+// attributes — so alpha=1, beta=0 would be these families' silu(gate)·up. Lowering to it needs the block
+// as one op (an hfx.moe in the op table with kernel, shape rule and a decomposition for the standard ONNX,
+// ExecuTorch and Dynamo lowerings) and an interleaved fc1 initializer; neither exists yet, and nothing was
+// measured against eager, so the ort target keeps the dense form below (which matches eager to ~3e-6).
 Var DecoderLM::moe(Builder& b, const Var& x) const {
   const auto& m = o_.moe;
   Scope s(b, m.block);
