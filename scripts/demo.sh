@@ -2,16 +2,19 @@
 # scripts/demo.sh — the main job on a small default model that hfx makes itself:
 # create a tiny random Llama checkpoint, export it to ONNX for generation, and generate from the
 # artifact through ONNX Runtime and from the checkpoint eagerly. Run after scripts/setup.sh.
+# It builds only what it runs: the hfx binary (CMake target hfx_cli, with libhfx), not the tests and
+# benches. HFX_BUILD_DIR picks another build folder (default build/).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
-bash scripts/build.sh release
-HFX=build/hfx
+bash scripts/build.sh release hfx_cli
+HFX=${HFX_BUILD_DIR:-build}/hfx
 OUT=${HFX_DEMO_OUT:-out/demo}
 mkdir -p "$OUT"
 $HFX create-tiny llama -o "$OUT/tiny-llama"
+$HFX inspect "$OUT/tiny-llama"
 $HFX export "$OUT/tiny-llama" --format onnx -o "$OUT/tiny-llama-onnx"
-$HFX verify "$OUT/tiny-llama-onnx" --reference "$OUT/tiny-llama"
+$HFX verify "$OUT/tiny-llama-onnx"   # the reference is the source recorded in the manifest
 
 $HFX generate "$OUT/tiny-llama-onnx" --prompt "Hello, world" --max-new-tokens 16 --greedy
 $HFX generate "$OUT/tiny-llama" --prompt "Hello, world" --max-new-tokens 16 --greedy

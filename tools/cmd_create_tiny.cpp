@@ -20,6 +20,7 @@ void register_create_tiny(CLI::App& app) {
   std::string archs;
   for (const Architecture* x : all_architectures()) archs += (archs.empty() ? "" : ", ") + x->model_type;
   auto* cmd = app.add_subcommand("create-tiny", "Write a random checkpoint (config, weights, tokenizer) for an architecture");
+  cmd->footer("Example:\n  hfx create-tiny llama -o tiny-llama\n  hfx create-tiny bert --head masked_lm -o tiny-bert");
   cmd->add_option("arch", a->arch, "model_type: " + archs)->required();
   cmd->add_option("-o,--out", a->out, "output folder")->required();
   cmd->add_option("--preset", a->preset, "tiny (default) or a real model's shape, e.g. llama-3.2-1b, llama-100m");

@@ -19,6 +19,7 @@ void register_embed(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("embed", "Sentence embeddings (pooled, normalized) from a checkpoint or an export folder");
+  cmd->footer("Example:\n  hfx create-tiny bert -o tiny-bert --sentence-transformers\n  hfx embed tiny-bert --text 'hello world' --json");
   cmd->add_option("model", a->model, "checkpoint folder or export folder (onnx/model.onnx)")->required();
   cmd->add_option("--text", a->texts, "a text to embed (repeatable)");
   cmd->add_option("--pooling", a->pooling, "mean | cls | max (default: the folder's 1_Pooling/config.json, else mean)");

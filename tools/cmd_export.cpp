@@ -2,6 +2,7 @@
 // component, copy the tokenizer and config files next to the artifacts. The export is written into a
 // temporary folder beside OUT and moved into place only when it is complete, so a failed export never
 // leaves a half-written OUT and never destroys the previous one.
+#include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
 #include <fstream>
@@ -34,7 +35,39 @@ const char* kSideFiles[] = {"config.json", "generation_config.json", "tokenizer.
                             "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
                             "1_Pooling/config.json"};
 
+std::string human_bytes(uintmax_t b) {
+  if (b >= (uintmax_t(1) << 30)) return fmt::format("{:.2f} GiB", b / double(uintmax_t(1) << 30));
+  if (b >= (1u << 20)) return fmt::format("{:.2f} MiB", b / double(1u << 20));
+  if (b >= (1u << 10)) return fmt::format("{:.1f} KiB", b / 1024.0);
+  return fmt::format("{} B", b);
+}
+
+// The one-screen summary after an export: programs with their captured node counts, files with sizes,
+// the time and the warnings (which the manifest keeps too).
+void print_summary(const ExportArgs& a, const Model& model, const ExportResult& r, const fs::path& out, double seconds) {
+  fmt::print("exported {} ({} {}, {}) to {} in {:.1f} s\n", a.model, model.config().model_type, model.head(),
+             structure_name(model.structure()), out.string(), seconds);
+  fmt::print("programs (captured nodes):");
+  for (const auto& p : r.programs) fmt::print(" {} ({})", p.component, p.graph ? p.graph->nodes().size() : 0);
+  fmt::print("\n");
+  uintmax_t total = 0;
+  for (const auto& e : fs::recursive_directory_iterator(out)) {
+    if (!e.is_regular_file()) continue;
+    uintmax_t sz = e.file_size();
+    total += sz;
+    std::string rel = fs::relative(e.path(), out).generic_string();
+    bool artifact = false;
+    for (const auto& f : r.files) artifact |= f.path == rel;
+    if (artifact || rel.find(".onnx") != std::string::npos || rel.ends_with(".pte") || rel.ends_with(".pt2"))
+      fmt::print("  {:<40} {:>12}\n", rel, human_bytes(sz));
+  }
+  fmt::print("  {:<40} {:>12}  (all files, with tokenizer, config and manifest.json)\n", "total", human_bytes(total));
+  fmt::print("warnings: {}\n", r.warnings.empty() ? "none" : std::to_string(r.warnings.size()) + " (kept in manifest.json)");
+  for (const auto& w : r.warnings) fmt::print("  - {}\n", w);
+}
+
 void run_export(const ExportArgs& a) {
+  auto t_start = std::chrono::steady_clock::now();
   auto model = load_model(a.model);
   check_export_skip(a.format, model->config().model_type);
 
@@ -72,6 +105,7 @@ void run_export(const ExportArgs& a) {
   fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
+  ExportResult result;
   try {
     auto exporter = make_exporter(a.format);
     std::map<std::string, const ExportConfig*> configs{{"*", cfg.get()}};
@@ -93,8 +127,11 @@ void run_export(const ExportArgs& a) {
     // The release manifest: checksums of every file, versions, config and the shape contract per component.
     std::map<std::string, ShapeContract> contracts;
     for (const auto& p : r.programs) contracts[p.component] = p.contract;
-    verify::build_manifest(tmp.string(), a.model, a.format, cfg->to_json(), contracts).write(tmp.string());
+    verify::Manifest man = verify::build_manifest(tmp.string(), a.model, a.format, cfg->to_json(), contracts);
+    man.warnings = r.warnings;
+    man.write(tmp.string());
     for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
+    result = std::move(r);
   } catch (...) {
     fs::remove_all(tmp);
     throw;
@@ -104,7 +141,8 @@ void run_export(const ExportArgs& a) {
   if (fs::exists(out)) fs::rename(out, prev);
   fs::rename(tmp, out);
   if (fs::exists(prev)) fs::remove_all(prev);
-  fmt::print("exported {} ({}) to {}\n", a.model, a.format, out.string());
+  double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
+  print_summary(a, *model, result, out, seconds);
 }
 
 }  // namespace
@@ -112,6 +150,7 @@ void run_export(const ExportArgs& a) {
 void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   auto* cmd = app.add_subcommand("export", "Export a checkpoint folder for generation (prefill, decode and merged graphs)");
+  cmd->footer("Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n  hfx export tiny-llama --format executorch --backend xnnpack -o tiny-llama-pte");
   cmd->add_option("model", a->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");

@@ -110,6 +110,7 @@ void run_generate(const GenerateArgs& a) {
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
+  cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy");
   cmd->add_option("model", a->model, "Checkpoint folder or export folder")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)")->required();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->check(CLI::NonNegativeNumber);

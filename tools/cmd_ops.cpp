@@ -8,6 +8,7 @@ namespace hfx::cli {
 
 void register_ops(CLI::App& app) {
   auto* cmd = app.add_subcommand("ops", "List the op table");
+  cmd->footer("Example:\n  hfx ops");
   cmd->callback([] {
     for (const OpSchema* s : all_op_schemas()) {
       std::string attrs;

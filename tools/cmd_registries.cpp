@@ -9,6 +9,7 @@ namespace hfx::cli {
 
 void register_registries(CLI::App& app) {
   auto* cmd = app.add_subcommand("registries", "List export patches, fixes, translations and lists with stage and reason");
+  cmd->footer("Example:\n  hfx registries --backend onnx");
   auto backend = std::make_shared<std::string>();
   cmd->add_option("--backend", *backend, "onnx | executorch | dynamo");
   cmd->callback([backend] {

@@ -45,6 +45,7 @@ void register_release(CLI::App& app) {
   auto out = std::make_shared<std::string>();
   auto into = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("release", "Copy a verified export into RELEASES/ and make it current (atomically)");
+  cmd->footer("Example:\n  hfx release tiny-llama-onnx --into releases/");
   cmd->add_option("out", *out, "Export folder with a passed manifest.json")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--into", *into, "Releases folder")->required();
   cmd->callback([out, into] {
@@ -54,6 +55,7 @@ void register_release(CLI::App& app) {
 
   auto m = std::make_shared<ManifestArgs>();
   auto* mc = app.add_subcommand("manifest", "Write (--source MODEL) or check (--check) OUT/manifest.json");
+  mc->footer("Example:\n  hfx manifest tiny-llama-onnx --check");
   mc->add_option("out", m->out, "Export folder")->required()->check(CLI::ExistingDirectory);
   mc->add_option("--source", m->source, "Checkpoint folder the export came from");
   mc->add_flag("--check", m->check, "Re-hash every file against the manifest");
@@ -63,6 +65,7 @@ void register_release(CLI::App& app) {
 void register_rollback(CLI::App& app) {
   auto dir = std::make_shared<std::string>();
   auto* cmd = app.add_subcommand("rollback", "Point RELEASES/current at the previous verified release");
+  cmd->footer("Example:\n  hfx rollback releases/");
   cmd->add_option("releases", *dir, "Releases folder")->required()->check(CLI::ExistingDirectory);
   cmd->callback([dir] {
     std::string name = verify::rollback(*dir);

@@ -14,6 +14,7 @@ namespace hfx::cli {
 void register_verify(CLI::App& app) {
   auto o = std::make_shared<verify::VerifyOptions>();
   auto* cmd = app.add_subcommand("verify", "Check an export folder against its model: checksums, signature, numerics, shapes, latency");
+  cmd->footer("Example:\n  hfx verify tiny-llama-onnx                  (reference: the manifest's source)\n  hfx verify tiny-llama-onnx --reference tiny-llama");
   cmd->add_option("out", o->out_dir, "Export folder")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--reference", o->reference, "Checkpoint folder (default: the checkpoint files copied into OUT)");
   cmd->add_option("--shapes", o->shapes, "Shapes to check, BATCHxSEQ[+PAST] comma-separated (default: from the contract)");

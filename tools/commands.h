@@ -16,4 +16,5 @@ void register_rollback(CLI::App& app);
 void register_verify(CLI::App& app);
 void register_create_tiny(CLI::App& app);
 void register_embed(CLI::App& app);
+void register_inspect(CLI::App& app);
 }  // namespace hfx::cli

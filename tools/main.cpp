@@ -1,6 +1,9 @@
 // The hfx binary: parses the command line and dispatches to the subcommands registered below.
-// Errors from any component are printed as one line on stderr and exit with status 1.
+// Exit status: 0 success, 1 failure (an hfx::Error from any component, printed as one line on stderr),
+// 2 usage error (an unknown command, an unknown option, a missing or invalid argument).
 #include <cstdio>
+#include <cstring>
+#include <string>
 
 #include "commands.h"
 #include "hfx/core/error.h"
@@ -17,7 +20,20 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_verify,
     hfx::cli::register_create_tiny,
     hfx::cli::register_embed,
+    hfx::cli::register_inspect,
 };
+
+bool has_command(const CLI::App& app, const std::string& name) {
+  return !app.get_subcommands([&](const CLI::App* c) { return c->check_name(name); }).empty();
+}
+
+std::string command_list(const CLI::App& app) {
+  std::string s;
+  for (const CLI::App* c : app.get_subcommands([](const CLI::App*) { return true; }))
+    s += "  " + c->get_name() + std::string(c->get_name().size() < 14 ? 14 - c->get_name().size() : 1, ' ') +
+         c->get_description() + "\n";
+  return s;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -25,10 +41,20 @@ int main(int argc, char** argv) {
   app.require_subcommand(1);
   app.set_version_flag("--version", HFX_VERSION_STRING);
   for (auto reg : kCommands) reg(app);
+  app.footer("Run 'hfx COMMAND --help' for a command's options and an example.");
+  // An unknown command or none: CLI11 would say "A subcommand is required" (exit 106).
+  if (argc < 2 || (argv[1][0] != '-' && !has_command(app, argv[1]))) {
+    if (argc < 2) std::fprintf(stderr, "hfx: expected a command, got none\n");
+    else std::fprintf(stderr, "hfx: unknown command '%s'\n", argv[1]);
+    std::fprintf(stderr, "commands:\n%s", command_list(app).c_str());
+    return 2;
+  }
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help and --version are "errors" with status 0; every other parse error is a usage error.
+    int rc = app.exit(e);
+    return rc == 0 ? 0 : 2;
   } catch (const hfx::Error& e) {
     std::fprintf(stderr, "hfx: %s\n", e.what());
     return 1;

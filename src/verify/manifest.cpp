@@ -152,6 +152,7 @@ json Manifest::to_json() const {
     files_j.push_back(fj);
   }
   j["files"] = files_j;
+  j["warnings"] = warnings;
   j["verify"] = {{"status", verify.status}, {"checked_at", verify.checked_at}, {"report", verify.report}};
   return j;
 }
@@ -186,6 +187,10 @@ Manifest Manifest::from_json(const json& j) {
               "expected a path inside the export folder, got '{}'", mf.path);
     mf.details = f.value("details", json());
     m.files.push_back(std::move(mf));
+  }
+  if (j.contains("warnings")) {
+    HFX_CHECK(j["warnings"].is_array(), kComp, "expected field 'warnings' to be a list, got {}", j["warnings"].type_name());
+    for (const auto& w : j["warnings"]) m.warnings.push_back(w.get<std::string>());
   }
   if (j.contains("verify")) {
     const json& v = j["verify"];

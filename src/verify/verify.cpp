@@ -620,6 +620,8 @@ VerifyReport run_verify(const VerifyOptions& options) {
   } else {
     cx.add("manifest", "checksums", "skipped", "no manifest.json in the folder (write one with `hfx manifest OUT --source MODEL`)");
   }
+  if (manifest)
+    for (const auto& w : manifest->warnings) cx.add("manifest", "export warning", "info", w);
 
   // 2. The reference model.
   VerifyReport rep;
@@ -631,12 +633,18 @@ VerifyReport run_verify(const VerifyOptions& options) {
       cx.reference_dir = options.reference;
   } else if (fs::exists(cx.out / "config.json") && has_weights(cx.out)) {
     cx.reference_dir = cx.out.string();
+  } else if (manifest && !manifest->source_path.empty() && fs::exists(fs::path(manifest->source_path) / "config.json") &&
+             has_weights(manifest->source_path)) {
+    // No --reference: the checkpoint the export was made from, as the manifest records it.
+    cx.reference_dir = manifest->source_path;
   } else {
     ref_problem = fmt::format(
         "expected the checkpoint weights (model.safetensors) in {} or --reference MODEL, got neither: the export folder holds no "
         "weights and no --reference was given{}",
         options.out_dir,
-        manifest && !manifest->source_path.empty() ? fmt::format(" (the manifest names the source {})", manifest->source_path) : "");
+        manifest && !manifest->source_path.empty()
+            ? fmt::format(" (the manifest names the source {}, which is not a readable checkpoint folder)", manifest->source_path)
+            : "");
   }
   if (ref_problem.empty()) {
     try {

@@ -65,6 +65,7 @@ struct Manifest {
   nlohmann::json export_config;                     ///< ExportConfig::to_json()
   std::map<std::string, ShapeContract> contracts;   ///< component → input → axes
   std::vector<ManifestFile> files;
+  std::vector<std::string> warnings;  ///< the exporter's warnings (ExportResult::warnings), shown by verify
   VerifyRecord verify;
 
   nlohmann::json to_json() const;
