@@ -228,12 +228,23 @@ TEST_F(VerifyCli, ContractWidenedBeyondTheGraphFailsTheShapeMatrix) {
   EXPECT_TRUE(probe_failed) << "the graph refuses the claimed past 8192";
 }
 
-TEST_F(VerifyCli, NoWeightsAndNoReferenceSaysSo) {
+TEST_F(VerifyCli, NoWeightsAndNoReferenceUsesTheManifestSourceOrSaysSo) {
   fs::path d = copy("noref", /*with_weights=*/false);
+  // The export's manifest names the checkpoint it was made from: that is the reference.
+  Proc m = verify(d, "--no-manifest --shapes 1x1,2x8,1x1+7");
+  EXPECT_EQ(m.rc, 0) << m.out;
+  EXPECT_NE(m.out.find("from " + fs::weakly_canonical(root() / "ck").string()), std::string::npos) << m.out;
+  // A manifest source that is not a checkpoint folder: the clear error, exit 1.
+  auto j = nlohmann::json::parse(hfx::io::read_file((d / "manifest.json").string()));
+  j["model"]["source_path"] = (root() / "gone").string();
+  std::ofstream(d / "manifest.json", std::ios::trunc) << j.dump(2);
   Proc r = verify(d);
-  EXPECT_NE(r.rc, 0) << r.out;
+  EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("expected the checkpoint weights (model.safetensors) in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no --reference was given"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("the manifest names the source " + (root() / "gone").string() + ", which is not a readable checkpoint folder"),
+            std::string::npos)
+      << r.out;
   Proc ok = verify(d, "--reference " + (root() / "ck").string() + " --shapes 1x1,2x8,1x1+7");
   EXPECT_EQ(ok.rc, 0) << ok.out;
 }
