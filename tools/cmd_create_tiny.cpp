@@ -34,7 +34,7 @@ void register_create_tiny(CLI::App& app) {
   cmd->add_option("--pooling", a->pooling, "with --sentence-transformers: mean (default) | cls | max");
   cmd->callback([a] {
     if (!a->pooling.empty() && !a->sentence_transformers)
-      HFX_THROW("create-tiny", "expected --pooling together with --sentence-transformers, got --pooling {} alone", a->pooling);
+      throw UsageError("create-tiny", fmt::format("expected --pooling together with --sentence-transformers, got --pooling {} alone", a->pooling));
     TinyOptions o;
     if (a->sentence_transformers) o.sentence_pooling = a->pooling.empty() ? "mean" : a->pooling;
     o.preset = a->preset;

@@ -25,7 +25,7 @@ void register_embed(CLI::App& app) {
   cmd->add_option("--pooling", a->pooling, "mean | cls | max (default: the folder's 1_Pooling/config.json, else mean)");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] {
-    if (a->texts.empty()) HFX_THROW("embed", "expected at least one --text, got none");
+    if (a->texts.empty()) throw UsageError("embed", "expected at least one --text, got none");
     std::optional<rt::Pooling> pooling;
     if (!a->pooling.empty()) pooling = rt::pooling_from_name(a->pooling);
     rt::EmbedResult r = rt::embed(a->model, a->texts, pooling);

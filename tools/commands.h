@@ -4,7 +4,14 @@
 #include <CLI/CLI.hpp>
 #include <functional>
 
+#include "hfx/core/error.h"
+
 namespace hfx::cli {
+/// A misuse of the command line found by a command itself (flags that need each other, a missing
+/// repeated option): printed like any error, but the exit status is 2, as for CLI11's parse errors.
+struct UsageError : Error {
+  using Error::Error;
+};
 /// Adds a subcommand to `app`; its callback runs the command and throws hfx::Error on failure.
 using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);

@@ -55,6 +55,9 @@ int main(int argc, char** argv) {
     // --help and --version are "errors" with status 0; every other parse error is a usage error.
     int rc = app.exit(e);
     return rc == 0 ? 0 : 2;
+  } catch (const hfx::cli::UsageError& e) {
+    std::fprintf(stderr, "hfx: %s\nRun with --help for more information.\n", e.what());
+    return 2;
   } catch (const hfx::Error& e) {
     std::fprintf(stderr, "hfx: %s\n", e.what());
     return 1;

@@ -222,7 +222,10 @@ TEST(CliConventions, UsageErrorsExitTwo) {
   for (const std::string& args : {std::string("export"), std::string("export ") + d.string() + " --bogus -o x",
                                   std::string("export ") + (d / "missing").string() + " -o x", std::string("inspect"),
                                   std::string("generate ") + d.string() + " --prompt a --max-new-tokens notanumber",
-                                  std::string("--no-such-flag")}) {
+                                  std::string("--no-such-flag"),
+                                  // misuses a command finds itself
+                                  std::string("create-tiny llama -o ") + (d / "t").string() + " --pooling mean",
+                                  std::string("embed ") + d.string()}) {
     Proc p = sh(cli() + " " + args);
     EXPECT_EQ(p.rc, 2) << args << "\n" << p.out;
   }
