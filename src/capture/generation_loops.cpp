@@ -168,7 +168,9 @@ void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, 
 const GenerationLoop& generation_loop(Structure s) {
   static const std::vector<GenerationLoop> table = {
       {Structure::DecoderOnly, decoder_only,
-       {{"prefill", "model", {"prefill"}}, {"decode", "model", {"decode"}}, {"model", "model", {"prefill", "decode"}}}},
+       // ExecuTorch methods: used for decoders whose cache is state leaves; KV decoders get the static-cache
+       // forward(tokens, input_pos) instead (src/export/executorch/executorch_exporter.cpp).
+       {{"prefill", "model", {"prefill"}, "prefill"}, {"decode", "model", {"decode"}, "decode"}, {"model", "model", {"prefill", "decode"}}}},
       {Structure::EncoderOnly, encoder_only, {{"model", "model", {"model"}, "forward"}}},
       {Structure::EncoderDecoder, encoder_decoder,
        {{"encoder_model", "encoder", {"encoder"}, "encoder"},

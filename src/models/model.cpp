@@ -67,6 +67,12 @@ Var Model::w_opt(Builder& b, const std::string& name) const {
   return b.param(name, weights_->get(name));
 }
 
+bool kv_cache_only(const Model& m) {
+  for (const CacheLeafDecl& l : m.component(m.component_names().front()).cache)
+    if (l.layer_type != "full_attention" && l.layer_type != "sliding_attention") return false;
+  return true;
+}
+
 std::vector<ComponentDecl> CausalLM::components() const {
   ComponentDecl c;
   c.name = "model";

@@ -16,6 +16,7 @@ const Architecture& qwen2_moe_architecture();
 const Architecture& qwen3_moe_architecture();
 const Architecture& olmoe_architecture();
 const Architecture& granitemoe_architecture();
+const Architecture& mamba_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
@@ -36,6 +37,8 @@ std::vector<const Architecture*> all_architectures() {
       // mixture-of-experts decoders
       &mixtral_architecture(), &qwen2_moe_architecture(), &qwen3_moe_architecture(), &olmoe_architecture(),
       &granitemoe_architecture(),
+      // state-space decoders
+      &mamba_architecture(),
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),

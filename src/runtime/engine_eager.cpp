@@ -1,6 +1,9 @@
-// EagerEngine: the model library's own forward as a generation engine. One EagerBuilder lives as long
-// as the cache does (the cache's Vars belong to it); each step wraps the int64 inputs, runs forward with
-// logits_to_keep = 1 and copies the [B, 1, V] logits out.
+// EagerEngine: the model library's own component `model` as a generation engine. Each step runs in a
+// fresh EagerBuilder (so nothing a builder keeps grows with the length generated): it wraps the int64
+// inputs and the cache tensors of the previous step, calls the component with logits_to_keep = 1, copies
+// the [B, 1, V] logits out and carries every declared cache leaf
+// (present.N.key → past_key_values.N.key, present_ssm.N → past_ssm.N, ...) to the next step, so KV and
+// state-space caches run through the same code.
 #include "hfx/core/error.h"
 #include "hfx/models/model.h"
 #include "hfx/runtime/generator.h"
@@ -8,9 +11,9 @@
 namespace hfx {
 
 struct EagerEngine::State {
-  explicit State(const CausalLM& m) : cache(m.cache_layout()) {}
-  EagerBuilder builder;
-  DynamicCache cache;
+  explicit State(const CausalLM& m) : decl(m.component("model")) {}
+  ComponentDecl decl;
+  std::vector<std::pair<std::string, Tensor>> leaves;  ///< the cache leaves of the last step, by past input name
   int64_t past = 0;
 };
 
@@ -37,14 +40,18 @@ void EagerEngine::step(std::span<const int64_t> input_ids, std::span<const int64
             "expected an attention mask of [{}, {}], got {} values", batch, total, attention_mask.size());
   HFX_CHECK(static_cast<int64_t>(position_ids.size()) == batch * seq, "generate", "expected position ids of [{}, {}], got {} values",
             batch, seq, position_ids.size());
-  ForwardArgs a;
-  a.input_ids = s.builder.wrap(Tensor::from_ints({batch, seq}, {input_ids.begin(), input_ids.end()}));
-  a.attention_mask = s.builder.wrap(Tensor::from_ints({batch, total}, {attention_mask.begin(), attention_mask.end()}));
-  a.position_ids = s.builder.wrap(Tensor::from_ints({batch, seq}, {position_ids.begin(), position_ids.end()}));
-  a.cache = &s.cache;
-  a.logits_to_keep = 1;
-  ForwardOut out = model_->forward(s.builder, a);
-  const Tensor& t = out.logits.tensor();  // [B, 1, V]
+  EagerBuilder b;
+  NamedVars in{{"input_ids", b.wrap(Tensor::from_ints({batch, seq}, {input_ids.begin(), input_ids.end()}))},
+               {"attention_mask", b.wrap(Tensor::from_ints({batch, total}, {attention_mask.begin(), attention_mask.end()}))},
+               {"position_ids", b.wrap(Tensor::from_ints({batch, seq}, {position_ids.begin(), position_ids.end()}))}};
+  for (const auto& [name, t] : s.leaves) in.emplace_back(name, b.wrap(t));
+  NamedVars out = model_->call("model", b, in, CallOptions{1, true});
+  s.leaves.clear();
+  for (const CacheLeafDecl& c : s.decl.cache)
+    if (Var v = get(out, c.present_output)) s.leaves.emplace_back(c.past_input, v.tensor());
+  Var lv = get(out, "logits");
+  HFX_CHECK(lv.defined(), "generate", "expected logits from component 'model' of {}, got none", model_->config().model_type);
+  const Tensor& t = lv.tensor();  // [B, 1, V]
   HFX_CHECK(t.dim() == 3 && t.size(0) == batch, "generate", "expected logits [{}, 1, V], got {}", batch, shape_to_string(t.shape()));
   const int64_t V = t.size(2);
   Tensor last = t.select(1, t.size(1) - 1);  // [B, V]

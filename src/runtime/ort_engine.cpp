@@ -2,8 +2,12 @@
 // byte-copying run): the int64 inputs are views of the loop's own buffers, and each step's present.N.*
 // outputs are moved into the past_key_values.N.* slots of the next step, so the KV cache is never
 // copied on the host. The first step of the merged graph gets empty pasts [B, Hkv, 0, D].
+// State leaves (a state-space model's past_conv.N / past_ssm.N, as Transformers.js names them) have no
+// past axis: their empty past is all zeros of the declared shape with the batch size, and each step's
+// present_conv.N / present_ssm.N are moved into them the same way.
 #include <filesystem>
 #include <cstdio>
+#include <cstring>
 #include <map>
 #include <optional>
 
@@ -39,7 +43,17 @@ struct Graph {
   int logits_index = -1;
   std::vector<int> present_key, present_value;  // output index of present.N.key/value (-1 if absent)
   std::vector<int64_t> logits_shape;
+  /// State leaves: input past_X (not past_key_values.*) with its declared type and shape; output present_X.
+  struct State {
+    std::string name;
+    ONNXTensorElementDataType type;
+    std::vector<int64_t> shape;
+    int present = -1;
+  };
+  std::vector<State> states;
 };
+
+bool is_state_leaf(const std::string& n) { return n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0; }
 
 Graph load_graph(const fs::path& path, int threads) {
   Graph g;
@@ -64,6 +78,11 @@ Graph load_graph(const fs::path& path, int threads) {
       auto info = type.GetTensorTypeAndShapeInfo();
       pasts[layer] = {info.GetElementType(), info.GetShape()};
     }
+    if (is_state_leaf(n)) {
+      Ort::TypeInfo type = g.session.GetInputTypeInfo(i);
+      auto info = type.GetTensorTypeAndShapeInfo();
+      g.states.push_back({n, info.GetElementType(), info.GetShape(), -1});
+    }
   }
   g.layers = static_cast<int64_t>(pasts.size());
   for (int64_t l = 0; l < g.layers; l++) {
@@ -81,9 +100,19 @@ Graph load_graph(const fs::path& path, int threads) {
   HFX_CHECK(g.logits_index >= 0, kComp, "expected an output named 'logits' in {}, got outputs [{}]", path.string(),
             fmt::join(g.out_names, ", "));
   for (const auto& n : g.in_names)
-    HFX_CHECK(n == "input_ids" || n == "attention_mask" || n == "position_ids" || n.rfind("past_key_values.", 0) == 0, kComp,
-              "expected inputs input_ids, attention_mask, position_ids and past_key_values.N.key/value in {}, got '{}'",
-              path.string(), n);
+    HFX_CHECK(n == "input_ids" || n == "attention_mask" || n == "position_ids" || n.rfind("past_", 0) == 0, kComp,
+              "expected inputs input_ids, attention_mask, position_ids, past_key_values.N.key/value and state leaves past_*.N in "
+              "{}, got '{}'", path.string(), n);
+  for (auto& st : g.states) {
+    std::string present = "present_" + st.name.substr(5);
+    for (size_t i = 0; i < g.out_names.size(); i++)
+      if (g.out_names[i] == present) st.present = static_cast<int>(i);
+    HFX_CHECK(st.present >= 0, kComp, "expected output {} for the state input {} in {}, got outputs [{}]", present, st.name,
+              path.string(), fmt::join(g.out_names, ", "));
+    for (size_t a = 1; a < st.shape.size(); a++)
+      HFX_CHECK(st.shape[a] > 0, kComp, "expected the state input {} of {} to have fixed sizes beyond the batch, got [{}]", st.name,
+                path.string(), fmt::join(st.shape, ", "));
+  }
   // present outputs of every layer the cache has (prefill graphs have no past inputs but still present outputs)
   int64_t nl = g.layers;
   for (const auto& n : g.out_names) {
@@ -117,8 +146,16 @@ class OrtEngine final : public Engine {
     } else {
       HFX_THROW(kComp, "expected {}/model.onnx (merged) or prefill.onnx + decode.onnx, got neither", onnx.string());
     }
-    HFX_CHECK(main_.layers > 0, kComp, "expected past_key_values.N.key/value inputs in the {} graph, got none",
+    HFX_CHECK(main_.layers > 0 || !main_.states.empty(), kComp,
+              "expected past_key_values.N.key/value or past_conv/past_ssm.N inputs in the {} graph, got none",
               prefill_ ? "decode" : "merged");
+    if (prefill_)
+      for (const auto& st : main_.states) {
+        bool found = false;
+        for (const auto& n : prefill_->out_names) found = found || n == "present_" + st.name.substr(5);
+        HFX_CHECK(found, kComp, "expected the prefill graph to return present_{}, got outputs [{}]", st.name.substr(5),
+                  fmt::join(prefill_->out_names, ", "));
+      }
     for (int64_t l = 0; l < main_.layers; l++)
       HFX_CHECK(main_.present_key[l] >= 0 && main_.present_value[l] >= 0, kComp,
                 "expected outputs present.{0}.key and present.{0}.value, got outputs [{1}]", l, fmt::join(main_.out_names, ", "));
@@ -151,6 +188,7 @@ class OrtEngine final : public Engine {
   int64_t past_length() const override { return past_len_; }
   void reset() override {
     for (auto& v : past_) v = Ort::Value(nullptr);
+    state_.clear();
     past_len_ = 0;
   }
 
@@ -178,6 +216,21 @@ class OrtEngine final : public Engine {
         feeds.push_back(i64(attention_mask, mask_shape));
       } else if (n == "position_ids") {
         feeds.push_back(i64(position_ids, ids_shape));
+      } else if (is_state_leaf(n)) {
+        Ort::Value& v = state_[n];
+        if (!v) {
+          // empty past: the zero state, [B, declared sizes...]
+          const Graph::State* st = nullptr;
+          for (const auto& x : g.states)
+            if (x.name == n) st = &x;
+          std::vector<int64_t> shape = st->shape;
+          shape[0] = batch;
+          v = Ort::Value::CreateTensor(alloc_, shape.data(), shape.size(), st->type);
+          auto info = v.GetTensorTypeAndShapeInfo();
+          const size_t bytes = info.GetElementCount() * (st->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2);
+          std::memset(v.GetTensorMutableRawData(), 0, bytes);
+        }
+        feeds.push_back(std::move(v));
       } else {
         int layer = -1;
         char kind[8] = {0};
@@ -236,6 +289,12 @@ class OrtEngine final : public Engine {
       auto ps = past_[2 * l].GetTensorTypeAndShapeInfo().GetShape();
       HFX_CHECK(ps.size() == 4 && ps[2] == total, kComp, "expected present.{}.key [B, Hkv, {}, D], got [{}]", l, total, fmt::join(ps, ", "));
     }
+    // state leaves: present_X → past_X, moved; a prefill graph (no state inputs) fills them for the decode graph
+    for (const auto& st : main_.states) {
+      const std::string present = "present_" + st.name.substr(5);
+      for (size_t i = 0; i < g.out_names.size(); i++)
+        if (g.out_names[i] == present) state_[st.name] = std::move(outs[i]);
+    }
     past_len_ = total;
   }
 
@@ -255,6 +314,7 @@ class OrtEngine final : public Engine {
   Ort::MemoryInfo mem_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   std::vector<Ort::Value> feeds_;
   std::vector<Ort::Value> past_;  // [2 * layer + 0/1] = key/value
+  std::map<std::string, Ort::Value> state_;  // state leaves by past input name
   int64_t past_len_ = 0;
 };
 

@@ -7,6 +7,7 @@
 // q_proj/k_proj rows are permuted into llama.cpp's interleaved rope layout (what convert_hf_to_gguf.py
 // does); `qwen2` uses NEOX rope and takes them unpermuted.
 #pragma once
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -181,6 +182,53 @@ inline Tensor plus_one(const Tensor& t) {
 inline void write_gguf(const std::string& path, const std::string& arch, const CausalLM& m, const nlohmann::json& tok) {
   const ModelConfig& c = m.config();
   const auto& W = m.weights();
+  if (arch == "mamba") {
+    // What convert_hf_to_gguf.py's MambaModel writes: no attention keys (head counts 0), the ssm sizes,
+    // conv1d.weight [I, 1, K] squeezed to [I, K], A = -exp(A_log) stored as ssm_a.
+    const int64_t H = c.hidden_size, I = c.intermediate_size;
+    const int64_t N = c.raw.value("state_size", int64_t{16}), K = c.raw.value("conv_kernel", int64_t{4});
+    const int64_t R = c.raw.contains("time_step_rank") && c.raw["time_step_rank"].is_number_integer()
+                          ? c.raw["time_step_rank"].get<int64_t>()
+                          : (H + 15) / 16;
+    Writer w;
+    w.kv_str("general.architecture", "mamba");
+    w.kv_str("general.name", "hfx-tiny");
+    w.kv_u32("general.alignment", 32);
+    w.kv_u32("mamba.context_length", 1u << 20);
+    w.kv_u32("mamba.embedding_length", static_cast<uint32_t>(H));
+    w.kv_u32("mamba.feed_forward_length", 0);
+    w.kv_u32("mamba.attention.head_count", 0);
+    w.kv_u32("mamba.block_count", static_cast<uint32_t>(c.num_hidden_layers));
+    w.kv_u32("mamba.ssm.conv_kernel", static_cast<uint32_t>(K));
+    w.kv_u32("mamba.ssm.inner_size", static_cast<uint32_t>(I));
+    w.kv_u32("mamba.ssm.state_size", static_cast<uint32_t>(N));
+    w.kv_u32("mamba.ssm.time_step_rank", static_cast<uint32_t>(R));
+    w.kv_f32("mamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+    w.kv_u32("mamba.vocab_size", static_cast<uint32_t>(c.vocab_size));
+    add_gpt2_vocab(w, tok, c.vocab_size);
+    if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+    if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+    w.tensor("token_embd.weight", W.get("backbone.embeddings.weight"));
+    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+      std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+      w.tensor(q + "attn_norm.weight", W.get(p + "norm.weight"));
+      w.tensor(q + "ssm_in.weight", W.get(p + "mixer.in_proj.weight"));
+      w.tensor(q + "ssm_conv1d.weight", W.get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K}));
+      w.tensor(q + "ssm_conv1d.bias", W.get(p + "mixer.conv1d.bias"));
+      w.tensor(q + "ssm_x.weight", W.get(p + "mixer.x_proj.weight"));
+      w.tensor(q + "ssm_dt.weight", W.get(p + "mixer.dt_proj.weight"));
+      w.tensor(q + "ssm_dt.bias", W.get(p + "mixer.dt_proj.bias"));
+      std::vector<float> a = W.get(p + "mixer.A_log").to_floats();
+      for (float& x : a) x = -std::exp(x);
+      w.tensor(q + "ssm_a", Tensor::from_floats({I, N}, a));
+      w.tensor(q + "ssm_d", W.get(p + "mixer.D"));
+      w.tensor(q + "ssm_out.weight", W.get(p + "mixer.out_proj.weight"));
+    }
+    w.tensor("output_norm.weight", W.get("backbone.norm_f.weight"));
+    if (!c.tie_word_embeddings) w.tensor("output.weight", W.get("lm_head.weight"));
+    w.write(path);
+    return;
+  }
   const bool gemma = arch == "gemma" || arch == "gemma2";
   auto norm = [&](const std::string& n) { return gemma ? plus_one(W.get(n)) : W.get(n); };
   Writer w;

@@ -86,7 +86,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, LlamaCppReference,
                                            Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
                                            Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
                                            Case{"phi3", "phi3", {{"sliding_window", nullptr}}},
-                                           Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4}),
+                                           Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4},
+                                           // the selective scan against llama.cpp's ggml_ssm_scan / ggml_ssm_conv
+                                           Case{"mamba", "mamba", nlohmann::json::object(), 1e-5}),
                          [](const auto& info) { return info.param.model_type; });
 
 }  // namespace

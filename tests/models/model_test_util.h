@@ -25,11 +25,21 @@ inline bool is_encoder_only(const Architecture& a) {
   return false;
 }
 
-/// The decoder-only model types: the suites written for causal LMs run over these.
+/// A decoder-only architecture whose layers all keep a KV cache (full or sliding attention).
+inline bool has_kv_cache_only(const Architecture& a) {
+  for (const std::string& t : a.parse_config(a.tiny_config("tiny")).layer_types)
+    if (t != "full_attention" && t != "sliding_attention") return false;
+  return true;
+}
+
+/// The decoder-only model types with a KV cache: the suites written for causal LMs run over these. They
+/// drive CausalLM::forward with a DynamicCache (past_key_values.N.key/value), or the ExecuTorch static
+/// KV cache; a state-space model (mamba) carries conv/ssm leaves instead and is covered by its own
+/// tests (tests/models/mamba_test.cpp, tests/export/onnx/ort_mamba_test.cpp).
 inline std::vector<std::string> all_model_types() {
   std::vector<std::string> r;
   for (const Architecture* a : all_architectures())
-    if (is_decoder_only(*a)) r.push_back(a->model_type);
+    if (is_decoder_only(*a) && has_kv_cache_only(*a)) r.push_back(a->model_type);
   return r;
 }
 

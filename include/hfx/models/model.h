@@ -158,6 +158,11 @@ class CausalLM : public Model {
                  const CallOptions& opts = {}) const override;
 };
 
+/// Whether every cache leaf of the model's first component is a KV pair (layer type full_attention or
+/// sliding_attention): the paths written for KV caches (ExecuTorch's static cache, verify's causal-LM
+/// checks) take these; a state-space model's conv/ssm leaves go the structure-independent way.
+bool kv_cache_only(const Model& m);
+
 /// One architecture, registered once in src/models/registry.cpp.
 struct Architecture {
   std::string model_type;

@@ -201,8 +201,12 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
 ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                                               const std::string& out_dir) {
   const ExecutorchConfig& cfg = as_executorch(config);
-  ExecutorchProgram p = model.structure() == Structure::DecoderOnly ? build_executorch_program(as_causal_lm(model), cfg, opts)
-                                                                     : build_component_program(model, cfg, opts);
+  // A decoder with a KV cache gets ExecuTorch's static-cache forward(tokens, input_pos); one whose cache is
+  // state leaves (mamba's conv/ssm, fixed-size already) gets the loop's prefill and decode as methods,
+  // the leaves as plain inputs and outputs.
+  ExecutorchProgram p = model.structure() == Structure::DecoderOnly && kv_cache_only(model)
+                            ? build_executorch_program(as_causal_lm(model), cfg, opts)
+                            : build_component_program(model, cfg, opts);
   std::filesystem::create_directories(out_dir);
   std::string path = (std::filesystem::path(out_dir) / "model.pte").string();
   {

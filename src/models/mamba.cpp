@@ -1,0 +1,314 @@
+// mamba: MambaForCausalLM — a stack of selective state-space mixers (no attention). Each layer keeps two
+// cache leaves instead of a KV pair: past_conv.N [B, d_inner, conv_kernel-1] (the last inputs of the
+// depthwise causal convolution) and past_ssm.N [B, d_inner, d_state] (the recurrent state), named as
+// Transformers.js names the mamba layers of its hybrids (present_conv.N / present_ssm.N out). The empty
+// past is the all-zero state: transformers' prefill zero-pads the convolution and starts the scan from
+// zeros, so one graph serves prefill (zeros fed or the leaves absent) and decode (the carried state).
+//
+// The selective scan h_t = exp(dt_t·A)·h_{t-1} + dt_t·B_t·x_t runs without a loop over time: with the
+// segment sums seg[t, s] = Σ_{s<k≤t} dt_k·A (a cumsum over a lower-triangular repeat, so no difference of
+// large cumulative sums), h_t = exp(seg[t, -1])·h_0 + Σ_{s≤t} exp(seg[t, s])·dt_s·B_s·x_s, a masked
+// matmul over the sequence. Every backend runs it with existing ops (cumsum, exp, where, matmul); the
+// cost is O(S²·d_inner·d_state) memory in a prefill of S tokens and O(d_inner·d_state) per decoded token.
+//
+// Padding follows transformers 4.47's MambaMixer.slow_forward: the attention mask multiplies the mixer's
+// input before and after the convolution. With left padding the padded positions contribute x = 0, so
+// B = x_proj(0) = 0 and the state stays zero: a left-padded row gives the same logits as the row alone.
+#include <cmath>
+#include <limits>
+
+#include "blocks.h"
+#include "hfx/core/error.h"
+
+namespace hfx::models {
+namespace {
+
+struct MambaDims {
+  int64_t H, I, N, K, R;  // hidden, d_inner, d_state, conv kernel, dt rank
+  bool conv_bias, bias;
+};
+
+MambaDims dims_of(const ModelConfig& c) {
+  const json& j = c.raw;
+  MambaDims d{};
+  d.H = c.hidden_size;
+  d.I = c.intermediate_size;
+  d.N = jget<int64_t>(j, "state_size", 16);
+  d.K = jget<int64_t>(j, "conv_kernel", 4);
+  d.conv_bias = jget<bool>(j, "use_conv_bias", true);
+  d.bias = jget<bool>(j, "use_bias", false);
+  if (j.contains("time_step_rank") && j["time_step_rank"].is_number_integer())
+    d.R = j["time_step_rank"].get<int64_t>();
+  else
+    d.R = (d.H + 15) / 16;  // "auto": ceil(hidden_size / 16)
+  return d;
+}
+
+ModelConfig parse(const json& j) {
+  json m = j;
+  const int64_t H = jget<int64_t>(j, "hidden_size", 768);
+  m["hidden_size"] = H;
+  m["num_hidden_layers"] = jget<int64_t>(j, "num_hidden_layers", 32);
+  m["intermediate_size"] = static_cast<int64_t>(jget<double>(j, "expand", 2.0) * static_cast<double>(H));
+  // No attention: one "head" keeps parse_common's divisibility checks meaningful.
+  m["num_attention_heads"] = 1;
+  m["num_key_value_heads"] = 1;
+  m.erase("head_dim");
+  m.erase("layer_types");
+  ConfigDefaults d;
+  d.vocab_size = 50280;
+  d.norm_eps = 1e-5;
+  d.norm_eps_key = "layer_norm_epsilon";
+  d.tie_word_embeddings = true;
+  d.bos = 0;
+  d.eos = 0;
+  ModelConfig c = parse_common(m, "mamba", d);
+  c.raw = j;
+  if (!c.pad_token_id) c.pad_token_id = jget<int64_t>(j, "pad_token_id", 0);
+  if (jhas(j, "layer_types")) set_layer_types(c, [](int64_t) { return false; }, {"mamba"});
+  else c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
+  MambaDims md = dims_of(c);
+  if (md.N <= 0 || md.K < 1 || md.R <= 0 || md.I <= 0)
+    HFX_THROW("model", "expected positive state_size, conv_kernel, time_step_rank and expand for mamba, got {}, {}, {} and {}",
+              md.N, md.K, md.R, md.I);
+  const std::string act = jget<std::string>(j, "hidden_act", "silu");
+  if (act != "silu" && act != "swish") HFX_THROW("model", "expected hidden_act 'silu' for mamba, got '{}'", act);
+  return c;
+}
+
+WeightSpecs specs(const ModelConfig& c) {
+  const MambaDims d = dims_of(c);
+  WeightSpecs s{{"backbone.embeddings.weight", {c.vocab_size, d.H}}};
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    std::string p = "backbone.layers." + std::to_string(i) + ".";
+    s.push_back({p + "norm.weight", {d.H}});
+    s.push_back({p + "mixer.A_log", {d.I, d.N}});
+    s.push_back({p + "mixer.D", {d.I}});
+    s.push_back({p + "mixer.conv1d.weight", {d.I, 1, d.K}});
+    if (d.conv_bias) s.push_back({p + "mixer.conv1d.bias", {d.I}});
+    s.push_back({p + "mixer.in_proj.weight", {2 * d.I, d.H}});
+    if (d.bias) s.push_back({p + "mixer.in_proj.bias", {2 * d.I}});
+    s.push_back({p + "mixer.x_proj.weight", {d.R + 2 * d.N, d.I}});
+    s.push_back({p + "mixer.dt_proj.weight", {d.I, d.R}});
+    s.push_back({p + "mixer.dt_proj.bias", {d.I}});
+    s.push_back({p + "mixer.out_proj.weight", {d.H, d.I}});
+    if (d.bias) s.push_back({p + "mixer.out_proj.bias", {d.H}});
+  }
+  s.push_back({"backbone.norm_f.weight", {d.H}});
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, d.H}});
+  return s;
+}
+
+// torch.nn.functional.softplus (beta 1, threshold 20).
+Var softplus(const Var& z) {
+  Var big = F::gt(z, F::full(z.builder(), {}, 20.0));
+  return F::where(big, z, F::log(F::add(F::exp(z), 1.0)));
+}
+
+class MambaLM : public CausalLM {
+ public:
+  using CausalLM::CausalLM;
+
+  std::vector<CacheLayerSpec> cache_layout() const override {
+    std::vector<CacheLayerSpec> r(static_cast<size_t>(config().num_hidden_layers));
+    for (auto& s : r) s.layer_type = "mamba";
+    return r;
+  }
+
+  std::vector<ComponentDecl> components() const override {
+    const MambaDims d = dims_of(config());
+    ComponentDecl c;
+    c.name = "model";
+    // The mask spans past + new tokens as the decoder-only loop (and Transformers.js) feed it; only its
+    // last sequence_length columns are read.
+    c.inputs = {{"input_ids", DType::I64, {"batch_size", "sequence_length"}},
+                {"attention_mask", DType::I64, {"batch_size", "past_sequence_length+sequence_length"}}};
+    c.outputs = {"logits"};
+    for (int64_t i = 0; i < config().num_hidden_layers; i++) {
+      for (const char* kind : {"conv", "ssm"}) {
+        std::string past = fmt::format("past_{}.{}", kind, i), present = fmt::format("present_{}.{}", kind, i);
+        std::string last = std::string(kind) == "conv" ? std::to_string(d.K - 1) : std::to_string(d.N);
+        c.inputs.push_back({past, DType::F32, {"batch_size", std::to_string(d.I), last}, true});
+        c.outputs.push_back(present);
+        c.cache.push_back({static_cast<int>(i), kind, config().layer_types[static_cast<size_t>(i)], 0, past, present});
+      }
+    }
+    return {c};
+  }
+
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+    if (component != "model") (void)this->component(component);
+    Var ids = get(in, "input_ids");
+    if (!ids) HFX_THROW("model", "expected input 'input_ids' for component 'model' of mamba, got none");
+    const int64_t L = config().num_hidden_layers;
+    std::vector<Var> conv(static_cast<size_t>(L)), ssm(static_cast<size_t>(L));
+    for (int64_t i = 0; i < L; i++) {
+      conv[static_cast<size_t>(i)] = get(in, fmt::format("past_conv.{}", i));
+      ssm[static_cast<size_t>(i)] = get(in, fmt::format("past_ssm.{}", i));
+    }
+    Var logits = run(b, ids, get(in, "attention_mask"), conv, ssm, opts.logits_to_keep);
+    NamedVars r{{"logits", logits}};
+    if (!opts.use_cache) return r;
+    for (int64_t i = 0; i < L; i++) {
+      r.emplace_back(fmt::format("present_conv.{}", i), conv[static_cast<size_t>(i)]);
+      r.emplace_back(fmt::format("present_ssm.{}", i), ssm[static_cast<size_t>(i)]);
+    }
+    return r;
+  }
+
+  // A full recomputation from the zero state; a KV cache cannot hold conv/ssm states.
+  ForwardOut forward(Builder& b, const ForwardArgs& a) const override {
+    if (a.cache)
+      HFX_THROW("model", "expected no KV cache for mamba (its cache is the conv/ssm leaves of component 'model'), got one");
+    std::vector<Var> conv(static_cast<size_t>(config().num_hidden_layers)), ssm(conv.size());
+    return {run(b, a.input_ids, a.attention_mask, conv, ssm, a.logits_to_keep)};
+  }
+
+ private:
+  // conv/ssm: the past states per layer (absent = zeros), replaced by the present ones.
+  Var run(Builder& b, const Var& ids, const Var& attention_mask, std::vector<Var>& conv, std::vector<Var>& ssm,
+          int64_t keep) const {
+    const auto& c = config();
+    Sym S = ids.size(1);
+    Var mask;  // [B, S, 1] f32: the last S columns of the attention mask
+    if (attention_mask) {
+      Sym T = attention_mask.size(1);
+      mask = F::unsqueeze(F::to(F::slice(attention_mask, 1, T - S, T), DType::F32), 2);
+    }
+    Var h;
+    {
+      Scope sb(b, "backbone");
+      {
+        Scope s(b, "embeddings");
+        h = F::to(F::embedding(w(b, "backbone.embeddings.weight"), ids), DType::F32);
+        b.name_output(h);
+      }
+      for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+        Scope sl(b, "layers." + std::to_string(i));
+        Var x = rms_norm(b, *this, h, "norm", c.norm_eps, 0.0);
+        Var m = mixer(b, x, mask, conv[static_cast<size_t>(i)], ssm[static_cast<size_t>(i)]);
+        h = F::add(h, m);
+        b.name_output(h);
+      }
+      h = rms_norm(b, *this, h, "norm_f", c.norm_eps, 0.0);
+    }
+    h = keep_last(h, keep);
+    Scope sl(b, "lm_head");
+    Var logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight"));
+    b.name_output(logits);
+    return logits;
+  }
+
+  // MambaMixer.slow_forward on x [B, S, H]; conv_state [B, I, K-1] and ssm_state [B, I, N] in and out.
+  Var mixer(Builder& b, const Var& x, const Var& mask, Var& conv_state, Var& ssm_state) const {
+    const MambaDims d = dims_of(config());
+    Scope sm(b, "mixer");
+    const std::string p = b.scope() + ".";
+    Sym B = x.size(0), S = x.size(1);
+    Var xz = linear(b, *this, x, "in_proj", d.bias);  // [B, S, 2I]
+    Var xs = F::slice(xz, 2, 0, d.I), gate = F::slice(xz, 2, d.I, 2 * d.I);
+    if (mask) xs = F::mul(xs, mask);
+    // Depthwise causal convolution over [past inputs | new inputs] along time.
+    Var xt = F::transpose(xs, 1, 2);  // [B, I, S]
+    Var past = conv_state ? F::to(conv_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.K - 1)}, 0.0);
+    Var xc = F::cat({past, xt}, 2);  // [B, I, K-1+S]
+    Var cw = F::reshape(W(b, *this, p + "conv1d.weight"), {Sym(d.I), Sym(d.K)});
+    Var y;
+    {
+      Scope sc(b, "conv1d");
+      for (int64_t k = 0; k < d.K; k++) {
+        Var term = F::mul(F::slice(xc, 2, Sym(k), S + Sym(k)), F::slice(cw, 1, k, k + 1));
+        y = y ? F::add(y, term) : term;
+      }
+      if (d.conv_bias) y = F::add(y, F::unsqueeze(W(b, *this, p + "conv1d.bias"), 1));
+      b.name_output(y);
+    }
+    conv_state = F::slice(xc, 2, S, S + Sym(d.K - 1));
+    Var u = F::silu(F::transpose(y, 1, 2));  // [B, S, I]
+    if (mask) u = F::mul(u, mask);
+    // Selection: dt, B, C from x_proj; dt through dt_proj and softplus.
+    Var sp = linear(b, *this, u, "x_proj", false);  // [B, S, R + 2N]
+    Var dt_low = F::slice(sp, 2, 0, d.R);
+    Var Bm = F::slice(sp, 2, d.R, d.R + d.N), Cm = F::slice(sp, 2, d.R + d.N, d.R + 2 * d.N);
+    Var dt = softplus(linear(b, *this, dt_low, "dt_proj", true));  // [B, S, I]
+    Var A = F::neg(F::exp(W(b, *this, p + "A_log")));                // [I, N]
+    Var scan;
+    {
+      Scope ss(b, "ssm");
+      // [B, I, N, S] layouts: the scan runs along the last axis.
+      Var dA = F::permute(F::mul(F::unsqueeze(dt, 3), A), {0, 2, 3, 1});                      // [B, I, N, S]
+      Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)), {0, 2, 3, 1});  // [B, I, N, S]
+      Var t_idx = F::unsqueeze(F::arange(b, Sym(0), S), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), S), 0);
+      Var strict = F::gt(t_idx, s_idx), lower = F::ge(t_idx, s_idx);  // [S, S] (t, s)
+      Var zero = F::full(b, {}, 0.0);
+      // seg[t, s] = Σ_{s<k≤t} dA_k: repeat dA_k along s, keep k > s, cumsum over k.
+      Var rep = F::where(strict, F::unsqueeze(dA, 4), zero);  // [B, I, N, S(k), S(s)]
+      Var seg = F::cumsum(rep, 3);
+      Var decay = F::where(lower, F::exp(seg), zero);                                // [B, I, N, S(t), S(s)]
+      Var hs = F::squeeze(F::matmul(decay, F::unsqueeze(dBu, 4)), 4);                // [B, I, N, S]
+      Var h0 = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.N)}, 0.0);
+      hs = F::add(hs, F::mul(F::exp(F::cumsum(dA, 3)), F::unsqueeze(h0, 3)));        // + exp(Σ_{k≤t} dA_k)·h0
+      ssm_state = F::squeeze(F::slice(hs, 3, S - Sym(1), S), 3);                     // [B, I, N]
+      // y_t = C_t · h_t + D·x_t
+      Var yt = F::sum(F::mul(F::permute(hs, {0, 3, 1, 2}), F::unsqueeze(Cm, 2)), {3});  // [B, S, I]
+      scan = F::add(yt, F::mul(u, W(b, *this, p + "D")));
+      b.name_output(scan);
+    }
+    scan = F::mul(scan, F::silu(gate));
+    return linear(b, *this, scan, "out_proj", d.bias);
+  }
+};
+
+json tiny(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("mamba", preset, "tiny");
+  return json{{"architectures", {"MambaForCausalLM"}},
+              {"model_type", "mamba"},
+              {"vocab_size", 512},
+              {"hidden_size", 64},
+              {"state_size", 16},
+              {"num_hidden_layers", 2},
+              {"layer_norm_epsilon", 1e-5},
+              {"pad_token_id", 0},
+              {"bos_token_id", 0},
+              {"eos_token_id", 0},
+              {"expand", 2},
+              {"conv_kernel", 4},
+              {"use_bias", false},
+              {"use_conv_bias", true},
+              {"hidden_act", "silu"},
+              {"initializer_range", 0.1},
+              {"residual_in_fp32", true},
+              {"time_step_rank", "auto"},
+              {"time_step_scale", 1.0},
+              {"time_step_min", 0.001},
+              {"time_step_max", 0.1},
+              {"time_step_init_scheme", "random"},
+              {"time_step_floor", 1e-4},
+              {"rescale_prenorm_residual", false},
+              {"use_mambapy", false},
+              // Untied: with std-0.1 weights a tied head mostly echoes the input token, which makes greedy
+              // goldens uninformative. Tied checkpoints (the released ones) load the same way.
+              {"tie_word_embeddings", false},
+              {"use_cache", true},
+              {"torch_dtype", "float32"},
+              {"transformers_version", "4.47.0"}};
+}
+
+}  // namespace
+
+const Architecture& mamba_architecture() {
+  static const Architecture a{
+      .model_type = "mamba",
+      .parse_config = parse,
+      .weight_specs = specs,
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
+        return std::make_unique<MambaLM>(std::move(c), std::move(w));
+      },
+      .tiny_config = tiny,
+      .tiny_tokenizer = "byte_level",
+      .tiny_norm_mean = 1.0,
+  };
+  return a;
+}
+
+}  // namespace hfx::models
