@@ -85,23 +85,6 @@ std::map<std::string, int64_t> call_sizes(const ComponentDecl& decl, const std::
                   index, c.kind, decl.name, it->second, r->shape[a], d.name, a);
     }
   }
-  // A dim that only appears inside a sum (the past length of a state-space model, whose cache leaves
-  // have no past axis) is what the sum leaves over.
-  for (const InputDecl& d : decl.inputs) {
-    const RecordedInput* r = find_input(c, d.name);
-    if (!r) continue;
-    for (size_t a = 0; a < d.axes.size(); a++) {
-      if (d.axes[a].find('+') == std::string::npos) continue;
-      int64_t known = 0;
-      std::vector<std::string> unknown;
-      for (const std::string& p : split_sum(d.axes[a])) {
-        if (is_number(p)) known += std::stoll(p);
-        else if (auto it = size.find(p); it != size.end()) known += it->second;
-        else unknown.push_back(p);
-      }
-      if (unknown.size() == 1) size.emplace(unknown.front(), r->shape[a] - known);
-    }
-  }
   for (const InputDecl& d : decl.inputs)
     if (!find_input(c, d.name) && std::find(inputs.begin(), inputs.end(), d.name) != inputs.end())
       for (const std::string& ax : d.axes)

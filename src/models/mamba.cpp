@@ -120,9 +120,10 @@ class MambaLM : public CausalLM {
     ComponentDecl c;
     c.name = "model";
     // The mask spans past + new tokens as the decoder-only loop (and Transformers.js) feed it; only its
-    // last sequence_length columns are read.
+    // last sequence_length columns are read. Its length is a dim of its own: no leaf has a past axis, and
+    // ExecuTorch wants every symbol to be the size of some input axis.
     c.inputs = {{"input_ids", DType::I64, {"batch_size", "sequence_length"}},
-                {"attention_mask", DType::I64, {"batch_size", "past_sequence_length+sequence_length"}}};
+                {"attention_mask", DType::I64, {"batch_size", "total_sequence_length"}}};
     c.outputs = {"logits"};
     for (int64_t i = 0; i < config().num_hidden_layers; i++) {
       for (const char* kind : {"conv", "ssm"}) {

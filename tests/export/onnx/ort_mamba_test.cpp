@@ -142,6 +142,8 @@ TEST(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
   OnnxConfig oc;
   auto exp = make_onnx_exporter();
   exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, (dir.path / "out").string());
+  for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
+    std::filesystem::copy_file(dir.path / "ckpt" / f, dir.path / "out" / f, std::filesystem::copy_options::overwrite_existing);
   // Batch 3, left-padded, 32 greedy tokens: prefill.onnx then decode.onnx in the ORT engine.
   const std::vector<std::vector<int64_t>> prompts = {{5, 17, 29, 41, 53, 65}, {7}, {3, 9, 27, 81}};
   test::Batch bt = test::left_pad(prompts);
