@@ -1,5 +1,6 @@
 // The one list of architectures. Each lives in its own file (src/models/<model_type>.cpp) and exposes
-// one function returning its Architecture; adding an architecture is a file plus one line here.
+// one function returning its Architecture (xlm-roberta is a variant row in roberta.cpp); adding an
+// architecture is a file plus one line here.
 #include "hfx/models/model.h"
 
 namespace hfx::models {

@@ -1,4 +1,6 @@
-// roberta: RobertaModel / RobertaForMaskedLM / RobertaForSequenceClassification / RobertaForTokenClassification —
+// roberta and xlm-roberta (XLMRobertaModel … : the same modeling code, XLMRobertaConfig differs only in
+// defaults; hfx declares both from one variant table): RobertaModel / RobertaForMaskedLM /
+// RobertaForSequenceClassification / RobertaForTokenClassification —
 // the BERT encoder with RoBERTa's embeddings (position ids = cumsum(input_ids != pad) * (input_ids != pad)
 // + pad, so positions start at pad + 1 and max_position_embeddings is 2 more than the usable length),
 // RobertaLMHead (dense → gelu → layer_norm → decoder tied to the word embeddings) and
@@ -13,9 +15,21 @@ namespace {
 
 const BertFamilyOptions kOptions{.prefix = "roberta", .roberta = true};
 
+// What differs between the two model types.
+struct Variant {
+  const char* model_type;
+  const char* class_prefix;  ///< "Roberta" / "XLMRoberta"
+  const char* tokenizer;     ///< create-tiny's tokenizer kind
+  int64_t default_vocab;     ///< the config class's vocab_size default
+  int tiny_vocab;
+};
+constexpr Variant kRoberta{"roberta", "Roberta", "roberta_bpe", 50265, 400};
+constexpr Variant kXlmRoberta{"xlm-roberta", "XLMRoberta", "xlmr_unigram", 30522, 500};
+
+template <const Variant& V>
 ModelConfig parse(const json& j) {
   ConfigDefaults d;
-  d.vocab_size = 50265;
+  d.vocab_size = V.default_vocab;
   d.hidden_size = 768;
   d.intermediate_size = 3072;
   d.num_hidden_layers = 12;
@@ -28,7 +42,7 @@ ModelConfig parse(const json& j) {
   d.eos = 2;
   json m = j;
   if (!jhas(m, "pad_token_id")) m["pad_token_id"] = 1;
-  ModelConfig c = parse_bert_family(m, "roberta", d);
+  ModelConfig c = parse_bert_family(m, V.model_type, d);
   c.max_position_embeddings -= position_offset(c, kOptions);  // usable length; the table has offset more rows
   if (c.max_position_embeddings <= 0)
     HFX_THROW("model", "expected max_position_embeddings > pad_token_id + 1 for {}, got {}", c.model_type,
@@ -38,10 +52,11 @@ ModelConfig parse(const json& j) {
   return c;
 }
 
+template <const Variant& V>
 json tiny(const std::string& preset) {
-  if (preset != "tiny") unknown_preset("roberta", preset, "tiny");
-  json j = tiny_encoder_config("roberta", 400);
-  j["architectures"] = {"RobertaModel"};
+  if (preset != "tiny") unknown_preset(V.model_type, preset, "tiny");
+  json j = tiny_encoder_config(V.model_type, V.tiny_vocab);
+  j["architectures"] = {std::string(V.class_prefix) + "Model"};
   j["hidden_act"] = "gelu";
   j["layer_norm_eps"] = 1e-5;
   j["type_vocab_size"] = 1;
@@ -50,23 +65,33 @@ json tiny(const std::string& preset) {
   return j;
 }
 
-}  // namespace
-
-const Architecture& roberta_architecture() {
-  static const Architecture a{
-      .model_type = "roberta",
-      .parse_config = parse,
+template <const Variant& V>
+Architecture variant_architecture() {
+  return Architecture{
+      .model_type = V.model_type,
+      .parse_config = parse<V>,
       .weight_specs = [](const ModelConfig& c) { return bert_family_weight_specs(c, kOptions); },
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         const bool token_types = jget<int64_t>(c.raw, "type_vocab_size", 2) > 1;
         return std::make_unique<BertFamilyEncoder>(std::move(c), std::move(w), kOptions, token_types);
       },
-      .tiny_config = tiny,
-      .tiny_tokenizer = "roberta_bpe",
+      .tiny_config = tiny<V>,
+      .tiny_tokenizer = V.tokenizer,
       .tiny_norm_mean = 1.0,
       .optional_weights = bert_family_optional_weights("roberta"),
-      .heads = encoder_heads("Roberta"),
+      .heads = encoder_heads(V.class_prefix),
   };
+}
+
+}  // namespace
+
+const Architecture& roberta_architecture() {
+  static const Architecture a = variant_architecture<kRoberta>();
+  return a;
+}
+
+const Architecture& xlm_roberta_architecture() {
+  static const Architecture a = variant_architecture<kXlmRoberta>();
   return a;
 }
 
