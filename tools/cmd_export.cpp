@@ -23,7 +23,7 @@ namespace hfx::cli {
 namespace {
 
 struct ExportArgs {
-  std::string model, out, format = "onnx", config_file, target = "standard", backend = "xnnpack";
+  std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable";
   int opset = 18;
   bool external_data = false, no_dynamic = false, no_optimize = false;
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
@@ -150,7 +150,7 @@ void run_export(const ExportArgs& a) {
 void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
   auto* cmd = app.add_subcommand("export", "Export a checkpoint folder for generation (prefill, decode and merged graphs)");
-  cmd->footer("Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n  hfx export tiny-llama --format executorch --backend xnnpack -o tiny-llama-pte");
+  cmd->footer("Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n  hfx export tiny-llama --format executorch --backend portable -o tiny-llama-pte");
   cmd->add_option("model", a->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
@@ -159,7 +159,7 @@ void register_export(CLI::App& app) {
   cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data");
   cmd->add_option("--target", a->target, "ONNX: standard | ort (com.microsoft fused ops)");
   cmd->add_flag("--no-optimize", a->no_optimize, "ONNX: skip graph optimization");
-  cmd->add_option("--backend", a->backend, "ExecuTorch: xnnpack | cuda");
+  cmd->add_option("--backend", a->backend, "ExecuTorch: portable (portable kernels, no delegate)");
   cmd->add_option("--max-seq-len", a->max_seq_len, "ExecuTorch: static cache length");
   cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");
   cmd->add_option("--max-batch", a->max_batch, "Upper bound of the batch dim");

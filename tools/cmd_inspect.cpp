@@ -16,6 +16,7 @@
 #include "commands.h"
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
+#include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
@@ -51,6 +52,10 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
   nlohmann::json j = {{"backend", name}, {"format", format}, {"command", fmt::format("hfx export MODEL --format {}{}", format, option)}};
   try {
     check_export_skip(format, mt);
+    if (auto at = option.find("--backend "); at != std::string::npos) {
+      ExecutorchConfig probe;  // from_json refuses a backend hfx does not really write, saying why
+      probe.from_json({{"backend", option.substr(at + 10)}});
+    }
   } catch (const Error& e) {
     j["supported"] = false;
     j["reason"] = e.what();
@@ -69,8 +74,6 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
       for (const auto& p : loop.programs)
         if (!p.executorch_method.empty()) methods.push_back(p.executorch_method);
     artifacts.push_back("model.pte: " + join(methods));
-    if (option.find("cuda") != std::string::npos)
-      notes.push_back("weights stored as bfloat16 for a CUDA ExecuTorch runtime; a CPU-only runtime runs it on portable kernels, slowly");
   } else if (format == "dynamo") {
     for (const auto& p : loop.programs) {
       if (p.kinds.size() > 1) {
@@ -159,8 +162,8 @@ nlohmann::json inspect(const std::string& dir) {
   j["backends"] = nlohmann::json::array({
       backend_json("onnx standard", "onnx", "", *m),
       backend_json("onnx ort", "onnx", " --target ort", *m),
+      backend_json("executorch portable", "executorch", " --backend portable", *m),
       backend_json("executorch xnnpack", "executorch", " --backend xnnpack", *m),
-      backend_json("executorch cuda", "executorch", " --backend cuda", *m),
       backend_json("dynamo", "dynamo", "", *m),
   });
   return j;

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include "hfx/export/exporter.h"
 
+#include "export/executorch/executorch_exporter.h"
 #include "hfx/core/error.h"
 
 namespace hfx {
@@ -195,7 +196,7 @@ void ExecutorchConfig::from_json(const nlohmann::json& j) {
   ExportConfig::from_json(j);
   take(j, "backend", backend, format);
   take(j, "max_seq_len", max_seq_len, format);
-  if (backend != "xnnpack" && backend != "cuda") HFX_THROW("config", "expected backend 'xnnpack' or 'cuda', got '{}'", backend);
+  et::backend_prep(backend);  // throws "[executorch] expected a backend among [...]" for a name hfx does not write
   if (max_seq_len < 1) HFX_THROW("config", "expected max_seq_len >= 1, got {}", max_seq_len);
 }
 

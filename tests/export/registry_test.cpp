@@ -128,9 +128,12 @@ TEST(ExportConfig, RoundTripsThroughJson) {
   bad["opsett"] = 18;
   EXPECT_THROW(d.from_json(bad), Error);
   ExecutorchConfig e;
-  e.backend = "cuda";
+  e.max_seq_len = 77;
   ExecutorchConfig f;
   f.from_json(e.to_json());
-  EXPECT_EQ(f.backend, "cuda");
+  EXPECT_EQ(f.backend, "portable");
+  EXPECT_EQ(f.max_seq_len, 77);
+  e.backend = "cuda";  // hfx writes no CUDA delegate: refused, not silently portable
+  EXPECT_THROW(f.from_json(e.to_json()), Error);
   EXPECT_THROW(config_from_json(nlohmann::json{{"format", "tflite"}}), Error);
 }

@@ -147,8 +147,10 @@ TEST(CliInspect, DecoderLlama) {
   EXPECT_TRUE(has(dyn["artifacts"], "prefill.pt2"));
   EXPECT_TRUE(has(dyn["artifacts"], "decode.pt2"));
   EXPECT_FALSE(has(dyn["artifacts"], "model.pt2"));  // merged: not a torch.export program
-  EXPECT_NE(backend(j, "executorch xnnpack")["artifacts"][0].get<std::string>().find("forward"), std::string::npos);
-  EXPECT_FALSE(backend(j, "executorch cuda")["notes"].empty());
+  EXPECT_NE(backend(j, "executorch portable")["artifacts"][0].get<std::string>().find("forward"), std::string::npos);
+  // A delegate hfx does not write is listed as unsupported, with the reason.
+  EXPECT_FALSE(backend(j, "executorch xnnpack")["supported"].get<bool>());
+  EXPECT_NE(backend(j, "executorch xnnpack")["reason"].get<std::string>().find("delegate payloads"), std::string::npos);
   fs::remove_all(d);
 }
 
@@ -167,7 +169,7 @@ TEST(CliInspect, EncoderBertMaskedLm) {
   EXPECT_EQ(ins, (std::vector<std::string>{"input_ids", "attention_mask", "token_type_ids"}));
   EXPECT_EQ(backend(j, "onnx standard")["artifacts"], json::array({"onnx/model.onnx"}));
   EXPECT_EQ(backend(j, "dynamo")["artifacts"], json::array({"model.pt2"}));
-  EXPECT_EQ(backend(j, "executorch xnnpack")["artifacts"], json::array({"model.pte: forward"}));
+  EXPECT_EQ(backend(j, "executorch portable")["artifacts"], json::array({"model.pte: forward"}));
   fs::remove_all(d);
 }
 
@@ -189,7 +191,7 @@ TEST(CliInspect, EncoderDecoderT5) {
     EXPECT_TRUE(has(onnx["artifacts"], p)) << p;
   EXPECT_EQ(backend(j, "dynamo")["artifacts"],
             json::array({"encoder_model.pt2", "decoder_model.pt2", "decoder_with_past_model.pt2"}));
-  EXPECT_EQ(backend(j, "executorch xnnpack")["artifacts"], json::array({"model.pte: encoder, decoder, decoder_with_past"}));
+  EXPECT_EQ(backend(j, "executorch portable")["artifacts"], json::array({"model.pte: encoder, decoder, decoder_with_past"}));
   fs::remove_all(d);
 }
 
@@ -247,8 +249,12 @@ TEST(CliConventions, ExportSummaryAndWarningsKeptInManifestShownByVerify) {
   fs::path d = tmpdir("warn");
   fs::path ckpt = d / "ckpt", out = d / "out";
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + ckpt.string()).rc, 0);
-  // The cuda backend always warns (bfloat16 weights for a CUDA runtime): the warning goes into the manifest.
-  Proc e = sh(cli() + " export " + ckpt.string() + " --format executorch --backend cuda -o " + out.string());
+  // A config.json without bos_token_id makes the ExecuTorch export warn (get_bos_id returns -1): the
+  // warning goes into the manifest.
+  json cfg = json::parse(slurp(ckpt / "config.json"));
+  cfg.erase("bos_token_id");
+  std::ofstream(ckpt / "config.json") << cfg.dump(2);
+  Proc e = sh(cli() + " export " + ckpt.string() + " --format executorch -o " + out.string());
   ASSERT_EQ(e.rc, 0) << e.out;
   for (const char* s : {"programs (captured nodes): forward (", "model.pte", "total", "warnings: 1 (kept in manifest.json)", " s\n"})
     EXPECT_NE(e.out.find(s), std::string::npos) << s << "\n" << e.out;
@@ -256,10 +262,10 @@ TEST(CliConventions, ExportSummaryAndWarningsKeptInManifestShownByVerify) {
   ASSERT_TRUE(m.contains("warnings")) << m.dump();
   ASSERT_EQ(m["warnings"].size(), 1u);
   std::string w0 = m["warnings"][0];
-  EXPECT_NE(w0.find("bfloat16"), std::string::npos) << w0;
-  // verify shows it. (Its exit status is not asserted here: the bfloat16 .pte is compared with the float32
-  // eager reference at the float32 tolerance, a separate matter.)
+  EXPECT_NE(w0.find("bos_token_id"), std::string::npos) << w0;
+  // verify shows it, and the export passes.
   Proc v = sh(cli() + " verify " + out.string() + " --no-manifest");
+  EXPECT_EQ(v.rc, 0) << v.out;
   EXPECT_NE(v.out.find("export warning"), std::string::npos) << v.out;
   EXPECT_NE(v.out.find(w0), std::string::npos) << v.out;
   fs::remove_all(d);

@@ -50,7 +50,7 @@ struct OnnxConfig : ExportConfig {
 
 struct ExecutorchConfig : ExportConfig {
   ExecutorchConfig() { format = "executorch"; }
-  std::string backend = "xnnpack";  ///< "xnnpack" (CPU f32) or "cuda" (bf16; needs a CUDA runtime)
+  std::string backend = "portable";  ///< "portable": CPU f32, portable kernels only (no delegate payloads yet)
   int64_t max_seq_len = 128;
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;

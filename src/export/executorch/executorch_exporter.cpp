@@ -16,16 +16,15 @@ namespace hfx::et {
 
 // The backend-preparation table (stage 1), declared once. ExecuTorch's own exporter moves the model to
 // the device and dtype here and picks a partitioner; hfx's model is never changed, so a row says which
-// dtype the weights take in the program and what the artifact needs at run time.
+// dtype the weights take in the program and what the artifact needs at run time. Only what hfx really
+// writes is a row: hfx writes no delegate payloads yet, so there is no `xnnpack` or GPU row — a name for
+// a delegate that never runs would be a label that does nothing.
 const std::vector<BackendPrep>& backend_prep_table() {
   static const std::vector<BackendPrep> t = {
-      {"xnnpack", "cpu", DType::F32, "XnnpackPartitioner",
+      {"portable", "cpu", DType::F32, "",
        "",
-       "CPU, float32 weights and activations; every op is a portable kernel, so any ExecuTorch CPU runtime loads it"},
-      {"cuda", "cuda", DType::BF16, "CudaPartitioner",
-       "backend 'cuda': weights are stored as bfloat16 and this artifact is meant for an ExecuTorch runtime built with "
-       "CUDA support; on a CPU-only runtime it runs on the portable kernels, slowly",
-       "GPU, bfloat16 weights (activations stay float32, as the model computes them)"},
+       "CPU, float32 weights and activations; every op is a portable kernel (no delegate), so any ExecuTorch CPU "
+       "runtime built with the portable kernel library loads it"},
   };
   return t;
 }
@@ -36,6 +35,11 @@ const BackendPrep& backend_prep(const std::string& name) {
     if (b.name == name) return b;
     known += (known.empty() ? "" : ", ") + b.name;
   }
+  if (name == "xnnpack" || name == "cuda" || name == "vulkan" || name == "coreml" || name == "qnn")
+    HFX_THROW("executorch",
+              "expected a backend among [{}], got '{}': hfx does not write {} delegate payloads yet, so such a program "
+              "would be the portable one under another name; use --backend portable",
+              known, name, name);
   HFX_THROW("executorch", "expected a backend among [{}], got '{}'", known, name);
 }
 

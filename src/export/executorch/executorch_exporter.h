@@ -4,8 +4,8 @@
 // KV cache and writes one .pte holding that method and the metadata methods ExecuTorch's LLM runners
 // read; other structures get one method per component program (encoder-only: forward; encoder-decoder:
 // encoder, decoder, decoder_with_past). Its stages, in order (each a `// ── Stage N ──` block in the .cpp):
-//   1. Backend preparation — the backend-preparation table below (xnnpack: CPU f32; cuda: bf16 weights,
-//      needs a CUDA runtime, said at export).
+//   1. Backend preparation — the backend-preparation table below (portable: CPU f32, portable kernels; no
+//      delegate rows until hfx writes delegate payloads).
 //   2. Torch patches — PatchScope("executorch", 2) around capture: hfx.sdpa / hfx.rms_norm / hfx.rope
 //      replaced by their op-table decompositions, so only portable ops remain.
 //   3. ExecuTorch patches — PatchScope("executorch", 3) around capture: static-cache attention masked by
@@ -24,10 +24,10 @@ namespace hfx::et {
 
 /// One row of the backend-preparation table (declared once, in executorch_exporter.cpp).
 struct BackendPrep {
-  std::string name;         ///< "xnnpack", "cuda"
-  std::string device;       ///< where ExecuTorch runs it: "cpu", "cuda"
+  std::string name;         ///< "portable"
+  std::string device;       ///< where ExecuTorch runs it: "cpu"
   DType constant_dtype;     ///< dtype of the weights in the program
-  std::string partitioner;  ///< the ExecuTorch partitioner this targets (hfx writes portable ops, undelegated)
+  std::string partitioner;  ///< the ExecuTorch partitioner whose delegate payloads hfx writes ("" = none, portable ops)
   std::string warning;      ///< said at every export with this backend ("" = none)
   std::string reason;       ///< why the row exists
 };

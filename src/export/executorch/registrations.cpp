@@ -214,9 +214,9 @@ bool fix_cap_unbounded(Graph& g, std::vector<std::string>& warnings) {
 
 // Weights in the dtype the backend-preparation row chose (graph metadata "executorch.constant_dtype").
 // Every weight (Param) of another float dtype is stored in that dtype and cast back to the dtype the
-// model reads it in, inside the program (cuda: bfloat16 weights, float32 math). Then each cast of a
+// model reads it in, inside the program (a row with bfloat16 weights keeps float32 math). Then each cast of a
 // constant whose result is the chosen dtype (or not a float) is folded into a constant, so no weight is
-// copied at every call (xnnpack: a bfloat16 checkpoint becomes float32 constants).
+// copied at every call (portable: a bfloat16 checkpoint becomes float32 constants).
 bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
   auto it = g.metadata().find("executorch.constant_dtype");
   if (it == g.metadata().end()) return false;
@@ -269,7 +269,7 @@ void register_executorch_entries() {
                 "yet supported'); a dim without an upper bound gets one, with a warning naming it."});
   pf.push_back({kBackend, 4, "constant_dtype", fix_constant_dtype,
                 "Applies the backend-preparation dtype to the weights: the model casts every weight to float32 at use, which "
-                "would copy each weight on every call; the cast is folded (xnnpack) or the weight stored in bfloat16 (cuda)."});
+                "would copy each weight on every call; the cast of each weight is folded into a float32 constant at export."});
 
   auto& nf = node_fix_registry();
   nf.push_back({kBackend, 5, "linear_to_mm", fix_linear,
@@ -281,8 +281,8 @@ void register_executorch_entries() {
   nf.push_back({kBackend, 5, "silu_to_sigmoid_mul", fix_silu,
                 "The portable library has no aten::silu kernel: x * sigmoid(x)."});
   nf.push_back({kBackend, 5, "pow_small_int_to_mul", fix_pow,
-                "aten.pow.Tensor_Scalar with an integer exponent 2..4 becomes a chain of aten.mul.Tensor: exact, cheaper, and "
-                "what XNNPACK can take (it has no pow)."});
+                "aten.pow.Tensor_Scalar with an integer exponent 2..4 becomes a chain of aten.mul.Tensor: exact and cheaper "
+                "than the portable pow kernel."});
   nf.push_back({kBackend, 5, "drop_identity_to_copy", fix_identity_cast,
                 "_to_copy to the dtype a tensor already has is a full copy in ExecuTorch; it is dropped."});
 }
@@ -290,8 +290,8 @@ void register_executorch_entries() {
 std::vector<RegistryLine> executorch_registry_lines() {
   std::vector<RegistryLine> v;
   for (const auto& b : et::backend_prep_table()) {
-    std::string what = fmt::format("{} ({}, {} weights, partitioner {}): {}", b.name, b.device, dtype_name(b.constant_dtype),
-                                   b.partitioner, b.reason);
+    std::string what = fmt::format("{} ({}, {} weights, {}): {}", b.name, b.device, dtype_name(b.constant_dtype),
+                                   b.partitioner.empty() ? "no partitioner" : "partitioner " + b.partitioner, b.reason);
     if (!b.warning.empty()) what += "; warns: " + b.warning;
     v.push_back({"backend_prep", kBackend, 1, b.name, what});
   }
