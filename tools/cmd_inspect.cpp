@@ -244,11 +244,11 @@ void register_inspect(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("inspect", "Show what a checkpoint is and what hfx can export it to, before any export");
-  cmd->add_option("model", a->model, "Hugging Face checkpoint folder")->required();
+  cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_flag("--json", a->json, "Print the inventory as JSON");
   cmd->footer("Example:\n  hfx create-tiny llama -o tiny && hfx inspect tiny --json");
   cmd->callback([a] {
-    nlohmann::json j = inspect(a->model);
+    nlohmann::json j = inspect(resolve_model(a->model));
     if (a->json) fmt::print("{}\n", j.dump(2));
     else fmt::print("{}", render(j));
   });
