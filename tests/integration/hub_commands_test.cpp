@@ -85,13 +85,15 @@ TEST_F(HubCommands, TheSameIdWorksForEveryCommand) {
   const fs::path llama = commit_dir(kMain), bert = commit_dir(kBert);
   ASSERT_EQ(hub_sh(hfx("inspect org/tiny-llama --json")).rc, 0);
   ASSERT_EQ(hub_sh(hfx("inspect org/tiny-bert --json")).rc, 0);
+  clear_requests();  // the cache is filled: from here on every command with an id runs offline
   auto run = [this](const std::string& args, const std::string& extra) { return hfx(args, extra); };
   // inspect: the same inventory but for the path it was read from.
   auto [ia, ib] =
       same_output(this, "inspect org/tiny-llama --json", "inspect " + llama.string() + " --json", run);
   json ja = json::parse(ia), jb = json::parse(ib);
-  ja.erase("path");
-  jb.erase("path");
+  EXPECT_EQ(ja["id"], "org/tiny-llama");
+  EXPECT_EQ(ja["revision"], kMain);
+  for (const char* k : {"path", "id", "revision"}) ja.erase(k), jb.erase(k);
   EXPECT_EQ(ja, jb);
   auto gen = same_output(
       this, "generate org/tiny-llama --prompt 'hello world' --max-new-tokens 6 --greedy --json",
@@ -109,6 +111,13 @@ TEST_F(HubCommands, TheSameIdWorksForEveryCommand) {
       hfx("verify " + out + " --reference org/tiny-llama --tokens 4 --warm-runs 1", "HF_HUB_OFFLINE=1"));
   EXPECT_EQ(p.rc, 0) << p.out;
   EXPECT_NE(p.out.find(fmt::format("snapshots/{}", kMain)), std::string::npos) << p.out;
+  // manifest --source with the id records the id and the commit.
+  p = hub_sh(hfx("manifest " + out + " --source org/tiny-llama", "HF_HUB_OFFLINE=1"));
+  ASSERT_EQ(p.rc, 0) << p.out;
+  json man = json::parse(hub_slurp(work_ / "out" / "manifest.json"));
+  EXPECT_EQ(man["model"]["id"], "org/tiny-llama");
+  EXPECT_EQ(man["model"]["revision"], kMain);
+  EXPECT_TRUE(requests().empty());
 }
 
 // `hfx verify OUT` without --reference: the manifest's source is a snapshot; when that folder is gone, the

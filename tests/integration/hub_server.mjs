@@ -13,8 +13,9 @@
 // ("token" present: the repo is gated and needs "Authorization: Bearer <token>").
 // ROOT/controls.json (read on every request, optional): {"drop_once": ["org/name/file"], "corrupt": [..]}:
 // drop_once sends half of that file's bytes then destroys the socket, once per distinct controls.json;
-// corrupt serves the file with one byte flipped (same size). Every request is appended to
-// ROOT/requests.log as one JSON line {method, url, range, auth} before it is answered.
+// corrupt serves the file with one byte flipped (same size); "blob_delay_ms": N holds every blob answer
+// N ms (to see downloads overlap). Every request is appended to ROOT/requests.log as one JSON line
+// {method, url, range, auth, t (ms)} before it is answered.
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import http from 'node:http';
@@ -110,7 +111,7 @@ function controlFor(key) {
 function handle(req, res, port) {
   const url = new URL(req.url, `http://127.0.0.1:${port}`);
   fs.appendFileSync(logPath, JSON.stringify({ method: req.method, url: req.url, range: req.headers.range || '',
-                                              auth: req.headers.authorization || '' }) + '\n');
+                                              auth: req.headers.authorization || '', t: Date.now() }) + '\n');
   let m = /^\/api\/models\/([^/]+\/[^/]+)\/revision\/([^/]+)$/.exec(url.pathname);
   if (m && req.method === 'GET') {
     const repoId = decodeURIComponent(m[1]);
@@ -147,7 +148,9 @@ function handle(req, res, port) {
     const dir = repo && repo.commits[url.searchParams.get('commit')];
     const abs = dir && !file.includes('..') && path.join(dir, file);
     if (!abs || !fs.existsSync(abs) || digest(abs).sha256 !== m[1]) return fail(res, 404, 'EntryNotFound', 'no such blob');
-    return sendBytes(req, res, fs.readFileSync(abs), { ETag: `"${m[1]}"` }, controlFor(`${repoId}/${file}`));
+    const send = () => sendBytes(req, res, fs.readFileSync(abs), { ETag: `"${m[1]}"` }, controlFor(`${repoId}/${file}`));
+    const delay = readJson(path.join(root, 'controls.json'), {}).blob_delay_ms || 0;
+    return delay ? setTimeout(send, delay) : send();
   }
   fail(res, 404, 'RepoNotFound', `no route for ${req.method} ${url.pathname}`);
 }

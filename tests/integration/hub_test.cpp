@@ -6,6 +6,8 @@
 // messages, revision pinning and parallel shard downloads. The server logs every request it answers.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -182,6 +184,9 @@ TEST_F(HubDownload, RevisionIsPinnedToItsCommit) {
   p = hub_sh(hfx(std::string("inspect org/tiny-llama@") + kV1 + " --json"));
   ASSERT_EQ(p.rc, 0) << p.out;
   EXPECT_TRUE(requests().empty());
+  json inv = json::parse(p.out);
+  EXPECT_EQ(inv["id"], "org/tiny-llama");
+  EXPECT_EQ(inv["revision"], kV1);
   // main is another commit with other weights.
   p = hub_sh(hfx("inspect org/tiny-llama --json"));
   ASSERT_EQ(p.rc, 0) << p.out;
@@ -191,12 +196,19 @@ TEST_F(HubDownload, RevisionIsPinnedToItsCommit) {
 }
 
 TEST_F(HubDownload, ShardsFromTheIndexDownloadInParallel) {
+  // Each blob answer is held 1.5 s: one download at a time would space the two shard requests by >= 1.5 s.
+  set_controls({{"blob_delay_ms", 1500}});
   HubProc p = hub_sh(hfx("export org/tiny-llama-sharded --format onnx -o " + (work_ / "out").string()));
   ASSERT_EQ(p.rc, 0) << p.out;
   for (const char* f : {"model.safetensors.index.json", "model-00001-of-00002.safetensors",
                         "model-00002-of-00002.safetensors"})
     expect_cached("org/tiny-llama-sharded", kSharded, f);
-  EXPECT_EQ(count(requests(), "GET", "/lfs-blobs/"), 2u);
+  std::vector<int64_t> t;
+  for (const auto& r : requests())
+    if (r["method"] == "GET" && r["url"].get<std::string>().find("/lfs-blobs/") != std::string::npos)
+      t.push_back(r["t"].get<int64_t>());
+  ASSERT_EQ(t.size(), 2u);
+  EXPECT_LT(std::abs(t[1] - t[0]), 1500) << "the second shard was requested after the first one finished";
 }
 
 }  // namespace
