@@ -98,6 +98,9 @@ HttpResponse http_perform(const HttpRequest& req) {
   if (req.method == "HEAD") curl_easy_setopt(h, CURLOPT_NOBODY, 1L);
   curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, req.follow_redirects ? 1L : 0L);
   curl_easy_setopt(h, CURLOPT_MAXREDIRS, 10L);
+  // Only HTTP(S), for the request and for wherever a redirect points.
+  curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http,https");
+  curl_easy_setopt(h, CURLOPT_REDIR_PROTOCOLS_STR, "http,https");
   curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
   curl_easy_setopt(h, CURLOPT_HEADERDATA, &t);
   curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_body);
@@ -113,9 +116,6 @@ HttpResponse http_perform(const HttpRequest& req) {
   long code = 0;
   curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &code);
   resp.status = code;
-  char* eff = nullptr;
-  curl_easy_getinfo(h, CURLINFO_EFFECTIVE_URL, &eff);
-  if (eff) resp.effective_url = eff;
   if (rc != CURLE_OK) {
     resp.transport_error = rc;
     resp.transport_message = err[0] ? err : curl_easy_strerror(rc);
