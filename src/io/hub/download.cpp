@@ -1,7 +1,8 @@
 // src/io/hub/download.cpp — one repo's files into the cache, as huggingface_hub's hf_hub_download does:
-//   HEAD {endpoint}/{repo}/resolve/{commit}/{file} without following redirects: X-Linked-Etag (the
-//   sha256 of an LFS file) or ETag (the git blob sha1), X-Linked-Size or Content-Length, and for LFS
-//   files a redirect to where the bytes are (a relative redirect is a renamed repo and is followed).
+//   HEAD {endpoint}/{repo}/resolve/{commit}/{file} without following redirects: X-Repo-Commit (must be
+//   that commit), X-Linked-Etag (the sha256 of an LFS file) or ETag (the git blob sha1), X-Linked-Size
+//   or Content-Length, and for LFS files a redirect to where the bytes are (a relative redirect is a
+//   renamed repo and is followed).
 //   GET that URL into blobs/<etag>.incomplete, with "Range: bytes=N-" when N bytes are already there,
 //   under the same lock file huggingface_hub takes (.locks/models--ORG--NAME/<etag>.lock).
 // A complete file is checked (size; sha256 for LFS) before it is renamed into blobs/; a bad one is
@@ -141,6 +142,11 @@ Downloader::Plan Downloader::head(const std::string& file) const {
     if (hop == 5) HFX_THROW("hub", "expected at most 5 redirects for {}, got more (last {})", p.url, loc);
     p.url = o_.endpoint + loc;  // a renamed repo
   }
+  // Files are asked for by commit hash: an answer for another commit is not this snapshot's file.
+  const std::string answered = r.header("x-repo-commit");
+  if (!answered.empty() && answered != commit_)
+    HFX_THROW("hub", "expected {} at commit {} (X-Repo-Commit), got {} from {}: check HF_ENDPOINT", file,
+              commit_, answered, p.url);
   const std::string linked = r.header("x-linked-etag");
   p.lfs = !linked.empty();
   p.etag = normalize_etag(p.lfs ? linked : r.header("etag"));
