@@ -159,7 +159,7 @@ void run_export(const ExportArgs& a) {
 
 void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "Export a checkpoint folder for generation (prefill, decode and merged graphs)");
+  auto* cmd = app.add_subcommand("export", "Export a checkpoint (folder or model id) for generation (prefill, decode and merged graphs)");
   cmd->footer(
       "Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n"
       "  hfx export HuggingFaceTB/SmolLM2-135M --format onnx -o smollm2-onnx   (model id: the HF cache, else the Hub)\n"

@@ -83,14 +83,15 @@ void check_response(const HttpResponse& r, const std::string& repo, const std::s
   const std::string code = r.header("x-error-code");
   const std::string what = where(repo, revision, file);
   if (r.status == 401 || r.status == 403) {
+    // The Hub answers 401 RepoNotFound to an anonymous request for a repo that is private or does not exist.
+    const std::string kind = code == "RepoNotFound" ? "private or does not exist" : "gated or private";
     HFX_THROW(
         "hub",
-        "expected access to {}, got {} {} from {}: the repo is gated or private ({}); set HF_TOKEN to a "
-        "token that "
-        "can read it ({}/settings/tokens) and accept the model's terms on its page {}/{}, or check the id",
-        what, r.status, r.status == 401 ? "Unauthorized" : "Forbidden", url,
-        o.token.empty() ? "no token was sent: HF_TOKEN is unset" : "the token sent was refused", o.endpoint,
-        o.endpoint, repo);
+        "expected access to {}, got {} {}{} from {}: the repo is {} ({}); check the id, or set HF_TOKEN "
+        "to a token that can read it ({}/settings/tokens) and accept the model's terms on its page {}/{}",
+        what, r.status, r.status == 401 ? "Unauthorized" : "Forbidden", code.empty() ? "" : " " + code, url,
+        kind, o.token.empty() ? "no token was sent: HF_TOKEN is unset" : "the token sent was refused",
+        o.endpoint, o.endpoint, repo);
   }
   if (r.status == 404 && code == "RevisionNotFound")
     HFX_THROW(
