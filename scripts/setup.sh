@@ -29,6 +29,7 @@ PACKAGES=(
   libprotobuf-dev protobuf-compiler libonnx-dev
   libflatbuffers-dev flatbuffers-compiler flatbuffers-compiler-dev  # -compiler-dev: flatbuffers::flatc target
   nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev libpcre2-dev libssl-dev libutf8proc-dev
+  libcurl4-openssl-dev  # model ids: downloads from the Hugging Face Hub
   libzip-dev zipcmp zipmerge ziptool  # libzip's CMake config fails unless its three tools exist
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-liberation  # headless screenshots of HTML reports in tests

@@ -20,7 +20,7 @@ void register_embed(CLI::App& app) {
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("embed", "Sentence embeddings (pooled, normalized) from a checkpoint or an export folder");
   cmd->footer("Example:\n  hfx create-tiny bert -o tiny-bert --sentence-transformers\n  hfx embed tiny-bert --text 'hello world' --json");
-  cmd->add_option("model", a->model, "checkpoint folder or export folder (onnx/model.onnx)")->required();
+  cmd->add_option("model", a->model, "checkpoint folder, export folder (onnx/model.onnx) or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("--text", a->texts, "a text to embed (repeatable)");
   cmd->add_option("--pooling", a->pooling, "mean | cls | max (default: the folder's 1_Pooling/config.json, else mean)");
   cmd->add_flag("--json", a->json, "print one JSON object");
@@ -28,7 +28,7 @@ void register_embed(CLI::App& app) {
     if (a->texts.empty()) throw UsageError("embed", "expected at least one --text, got none");
     std::optional<rt::Pooling> pooling;
     if (!a->pooling.empty()) pooling = rt::pooling_from_name(a->pooling);
-    rt::EmbedResult r = rt::embed(a->model, a->texts, pooling);
+    rt::EmbedResult r = rt::embed(resolve_model(a->model), a->texts, pooling);
     const size_t dim = r.vectors.empty() ? 0 : r.vectors.front().size();
     if (a->json) {
       nlohmann::json j = {{"model", a->model},

@@ -10,6 +10,7 @@
 
 #include "commands.h"
 #include "hfx/core/error.h"
+#include "hfx/core/progress.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
@@ -68,7 +69,11 @@ void print_summary(const ExportArgs& a, const Model& model, const ExportResult& 
 
 void run_export(const ExportArgs& a) {
   auto t_start = std::chrono::steady_clock::now();
-  auto model = load_model(a.model);
+  const std::string dir = resolve_model(a.model);
+  // Steps: load, the programs (capture + lowering + writing: the long one), side files, manifest.
+  Progress bar("export " + fs::path(a.out).filename().string(), 4, Progress::Unit::kSteps);
+  bar.update(0, "load " + a.model);
+  auto model = load_model(dir);
   check_export_skip(a.format, model->config().model_type);
 
   std::unique_ptr<ExportConfig> cfg = make_config(a.format);
@@ -107,16 +112,18 @@ void run_export(const ExportArgs& a) {
   fs::create_directories(tmp);
   ExportResult result;
   try {
+    bar.update(1, a.format + " programs");
     auto exporter = make_exporter(a.format);
     std::map<std::string, const ExportConfig*> configs{{"*", cfg.get()}};
     ExportResult r = exporter->export_for_generation(*model, opts, configs, tmp.string());
+    bar.update(2, "tokenizer and config files");
     for (const char* f : kSideFiles) {
-      fs::path src = fs::path(a.model) / f;
+      fs::path src = fs::path(dir) / f;
       if (!fs::exists(src)) continue;
       fs::create_directories((tmp / f).parent_path());
       fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
     }
-    if (fs::is_directory(fs::path(a.model) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
+    if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
     // Transformers.js loads external data only when config.json says so.
     if (a.format == "onnx" && cfg->to_json().value("external_data", false) && fs::exists(tmp / "config.json")) {
       auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
@@ -125,9 +132,10 @@ void run_export(const ExportArgs& a) {
     }
     io::write_file_atomic((tmp / "export_config.json").string(), cfg->to_json().dump(2));
     // The release manifest: checksums of every file, versions, config and the shape contract per component.
+    bar.update(3, "manifest");
     std::map<std::string, ShapeContract> contracts;
     for (const auto& p : r.programs) contracts[p.component] = p.contract;
-    verify::Manifest man = verify::build_manifest(tmp.string(), a.model, a.format, cfg->to_json(), contracts);
+    verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg->to_json(), contracts);
     man.warnings = r.warnings;
     man.write(tmp.string());
     for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
@@ -141,6 +149,8 @@ void run_export(const ExportArgs& a) {
   if (fs::exists(out)) fs::rename(out, prev);
   fs::rename(tmp, out);
   if (fs::exists(prev)) fs::remove_all(prev);
+  bar.update(4, "done");
+  bar.finish();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   print_summary(a, *model, result, out, seconds);
 }
@@ -149,9 +159,13 @@ void run_export(const ExportArgs& a) {
 
 void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "Export a checkpoint folder for generation (prefill, decode and merged graphs)");
-  cmd->footer("Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n  hfx export tiny-llama --format executorch --backend portable -o tiny-llama-pte");
-  cmd->add_option("model", a->model, "Hugging Face checkpoint folder")->required()->check(CLI::ExistingDirectory);
+  auto* cmd = app.add_subcommand("export", "Export a checkpoint (folder or model id) for generation (prefill, decode and merged graphs)");
+  cmd->footer(
+      "Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n"
+      "  hfx export HuggingFaceTB/SmolLM2-135M --format onnx -o smollm2-onnx   (model id: the HF cache, else the Hub)\n"
+      "  HF_HUB_OFFLINE=1 hfx export HuggingFaceTB/SmolLM2-135M@main --format onnx -o smollm2-onnx   (cache only)\n"
+      "  hfx export tiny-llama --format executorch --backend portable -o tiny-llama-pte");
+  cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");

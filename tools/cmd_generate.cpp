@@ -2,13 +2,17 @@
 // over an export folder through ONNX Runtime (`--engine eager` runs the reference from the checkpoint
 // files in it). One prompt streams its tokens as they come; several are batched (left padding) and
 // printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
+#include <unistd.h>
+
 #include <cstdio>
+#include <optional>
 #include <filesystem>
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "commands.h"
 #include "hfx/core/error.h"
+#include "hfx/core/progress.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/runtime/text2text.h"
@@ -16,6 +20,8 @@
 namespace hfx::cli {
 
 namespace {
+
+constexpr int64_t kBarTokens = 32;  // fewer new tokens (all rows together) come back too fast for a bar
 
 struct GenerateArgs {
   std::string model, engine = "auto";
@@ -60,7 +66,8 @@ void run_text2text(const GenerateArgs& a) {
     for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
 }
 
-void run_generate(const GenerateArgs& a) {
+void run_generate(GenerateArgs a) {
+  a.model = resolve_model(a.model);
   if (is_text2text_dir(a.model)) return run_text2text(a);
   const bool sampling_flags = a.temperature || a.top_k || a.top_p || a.seed;
   HFX_CHECK(!(a.greedy && sampling_flags), "generate",
@@ -79,15 +86,21 @@ void run_generate(const GenerateArgs& a) {
 
   Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
   const bool stream = a.prompts.size() == 1 && !a.json;
-  TokenCallback cb;
-  if (stream)
-    cb = [](const TokenEvent& e) {
-      if (!e.text.empty()) {
-        std::fwrite(e.text.data(), 1, e.text.size(), stdout);
-        std::fflush(stdout);
-      }
-    };
+  // Long generations show a token bar, unless the text itself streams to the same terminal.
+  const int64_t budget = a.max_new_tokens * static_cast<int64_t>(a.prompts.size());
+  std::optional<Progress> bar;
+  if (budget >= kBarTokens && !(stream && ::isatty(STDOUT_FILENO)))
+    bar.emplace("generate", static_cast<uint64_t>(budget), Progress::Unit::kTokens);
+  uint64_t tokens = 0;
+  TokenCallback cb = [&](const TokenEvent& e) {
+    if (bar) bar->update(++tokens);
+    if (stream && !e.text.empty()) {
+      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+      std::fflush(stdout);
+    }
+  };
   GenerationResult r = g.generate(a.prompts, o, cb);
+  if (bar) bar->finish();
   if (a.json) {
     nlohmann::json j;
     j["engine"] = g.engine().name();
@@ -111,7 +124,7 @@ void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
   cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy");
-  cmd->add_option("model", a->model, "Checkpoint folder or export folder")->required()->check(CLI::ExistingDirectory);
+  cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)")->required();
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--greedy", a->greedy, "Argmax decoding (the default without sampling flags)");

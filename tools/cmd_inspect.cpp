@@ -20,6 +20,7 @@
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/verify/manifest.h"
 
 namespace fs = std::filesystem;
 
@@ -116,6 +117,10 @@ nlohmann::json inspect(const std::string& dir) {
   const ModelConfig& cfg = m->config();
   nlohmann::json j;
   j["path"] = fs::absolute(dir).string();
+  // The id and revision as the manifest will record them (a hub snapshot: ORG/NAME and its commit).
+  const auto [id, revision] = verify::model_identity(dir);
+  j["id"] = id;
+  j["revision"] = revision;
   j["model_type"] = mt;
   j["class"] = config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
                    ? config["architectures"][0].get<std::string>()
@@ -180,6 +185,8 @@ std::string render(const nlohmann::json& j) {
   std::string s;
   auto line = [&](const std::string& k, const std::string& v) { s += fmt::format("{:<14}{}\n", k, v); };
   line("model", j["path"].get<std::string>());
+  line("id", j["id"].get<std::string>() +
+                 (j["revision"].get<std::string>().empty() ? "" : " @ " + j["revision"].get<std::string>()));
   line("model_type", j["model_type"].get<std::string>());
   line("class", j["class"].get<std::string>().empty() ? "(none in config.json)" : j["class"].get<std::string>());
   line("head", j["head"].get<std::string>());
@@ -247,11 +254,13 @@ void register_inspect(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("inspect", "Show what a checkpoint is and what hfx can export it to, before any export");
-  cmd->add_option("model", a->model, "Hugging Face checkpoint folder")->required();
+  cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_flag("--json", a->json, "Print the inventory as JSON");
-  cmd->footer("Example:\n  hfx create-tiny llama -o tiny && hfx inspect tiny --json");
+  cmd->footer(
+      "Example:\n  hfx create-tiny llama -o tiny && hfx inspect tiny --json\n"
+      "  hfx inspect HuggingFaceTB/SmolLM2-135M@main   (a model id: the HF cache, else the Hub)");
   cmd->callback([a] {
-    nlohmann::json j = inspect(a->model);
+    nlohmann::json j = inspect(resolve_model(a->model));
     if (a->json) fmt::print("{}\n", j.dump(2));
     else fmt::print("{}", render(j));
   });

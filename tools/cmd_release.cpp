@@ -33,7 +33,7 @@ void run_manifest(const ManifestArgs& a) {
     cfg = nlohmann::json::parse(io::read_file(cfg_path));
     format = cfg.value("format", "");
   }
-  verify::Manifest m = verify::build_manifest(a.out, a.source, format, cfg, {});
+  verify::Manifest m = verify::build_manifest(a.out, resolve_model(a.source), format, cfg, {});
   m.write(a.out);
   fmt::print("wrote {}/manifest.json ({} files, model {}{}{})\n", a.out, m.files.size(), m.model_id, m.revision.empty() ? "" : " @ ",
              m.revision);
@@ -57,7 +57,7 @@ void register_release(CLI::App& app) {
   auto* mc = app.add_subcommand("manifest", "Write (--source MODEL) or check (--check) OUT/manifest.json");
   mc->footer("Example:\n  hfx manifest tiny-llama-onnx --check");
   mc->add_option("out", m->out, "Export folder")->required()->check(CLI::ExistingDirectory);
-  mc->add_option("--source", m->source, "Checkpoint folder the export came from");
+  mc->add_option("--source", m->source, "Checkpoint folder or model id ORG/NAME[@REVISION] the export came from");
   mc->add_flag("--check", m->check, "Re-hash every file against the manifest");
   mc->callback([m] { run_manifest(*m); });
 }

@@ -3,6 +3,7 @@
 #pragma once
 #include <CLI/CLI.hpp>
 #include <functional>
+#include <string>
 
 #include "hfx/core/error.h"
 
@@ -12,6 +13,11 @@ namespace hfx::cli {
 struct UsageError : Error {
   using Error::Error;
 };
+/// A MODEL argument as a folder: an existing folder wins; otherwise `ORG/NAME[@REVISION]` is resolved
+/// through the Hugging Face cache, downloading what is missing unless HF_HUB_OFFLINE=1 (hfx/io/hub.h),
+/// with a download progress bar. A malformed id or a missing folder is a UsageError (exit 2); a failed
+/// resolution is an hfx::Error("hub") (exit 1).
+std::string resolve_model(const std::string& arg);
 /// Adds a subcommand to `app`; its callback runs the command and throws hfx::Error on failure.
 using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);

@@ -7,6 +7,7 @@
 
 #include "commands.h"
 #include "hfx/core/error.h"
+#include "hfx/core/progress.h"
 
 namespace {
 // The one list of subcommands.
@@ -40,6 +41,9 @@ int main(int argc, char** argv) {
   CLI::App app{"hfx: export Hugging Face checkpoints to verified ONNX, ExecuTorch and ExportedProgram artifacts"};
   app.require_subcommand(1);
   app.set_version_flag("--version", HFX_VERSION_STRING);
+  // Progress bars (stderr, only on a terminal) off; accepted before or after the command's own options.
+  app.add_flag_callback("-q,--quiet", [] { hfx::set_progress_enabled(false); }, "No progress bars on stderr");
+  app.fallthrough();
   for (auto reg : kCommands) reg(app);
   app.footer("Run 'hfx COMMAND --help' for a command's options and an example.");
   // An unknown command or none: CLI11 would say "A subcommand is required" (exit 106).

@@ -60,6 +60,7 @@ struct Context {
   void add(std::string component, std::string check, std::string status, std::string message,
            nlohmann::json data = nullptr) {
     checks.push_back({std::move(component), std::move(check), std::move(status), std::move(message), std::move(data)});
+    if (opt.on_check) opt.on_check(checks.size(), checks.back().component + " " + checks.back().check);
   }
 };
 

@@ -197,7 +197,12 @@ TEST(CliInspect, EncoderDecoderT5) {
 
 TEST(CliInspect, NotACheckpointOrUnknownModelType) {
   fs::path d = tmpdir("bad");
-  Proc a = sh(cli() + " inspect " + (d / "missing").string());
+  // A folder that does not exist is a usage error, as for every command that takes MODEL (resolve_model).
+  Proc m = sh(cli() + " inspect " + (d / "missing").string());
+  EXPECT_EQ(m.rc, 2) << m.out;
+  EXPECT_NE(m.out.find("[hub] expected an existing folder or a model id ORG/NAME[@REVISION], got"), std::string::npos) << m.out;
+  fs::create_directories(d / "empty");
+  Proc a = sh(cli() + " inspect " + (d / "empty").string());
   EXPECT_EQ(a.rc, 1) << a.out;
   EXPECT_NE(a.out.find("[inspect] expected a checkpoint folder with config.json, got"), std::string::npos) << a.out;
   fs::create_directories(d / "odd");

@@ -23,6 +23,7 @@
 // ONNX Runtime the ONNX numerics are reported as skipped (and the verify does not pass).
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -57,6 +58,8 @@ struct VerifyOptions {
   int threads = 2;           ///< ORT intra-op threads and kernel threads
   bool write_manifest = true;  ///< record the result in OUT/manifest.json when it exists
   bool quiet = false;        ///< no terminal table
+  /// Called after each check with the number of checks so far and the last one's "component check".
+  std::function<void(size_t checks_done, const std::string& last)> on_check;
 };
 
 /// One line of the report.
