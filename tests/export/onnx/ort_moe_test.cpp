@@ -3,12 +3,14 @@
 // the merged model.onnx, then 32 greedy decode steps. Every step's last-position logits agree with eager
 // to ≤ 1e-4 (relative to max(1, |ref|)), and ORT's argmax is eager's at every step, for opset 18 and
 // --target ort. (OrtExportModels covers prefill/decode/merged graphs with the present KV; OrtGeneration
-// and TransformersJs the tokens through each consumer.)
+// and TransformersJs the tokens through each consumer.) With --target ort every sparse layer is one
+// com.microsoft.MoE in each graph (moe_fusion.h) and the dense expert form is gone; opset 18 has none.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "export/onnx/onnx_test_util.h"
 #include "hfx/export/exporter.h"
@@ -34,6 +36,19 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   return e;
 }
 
+// (com.microsoft.MoE nodes, ArgMax nodes) of an ONNX file.
+std::pair<int, int> moe_and_argmax(const fs::path& file) {
+  onnx::ModelProto m;
+  std::ifstream in(file, std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in)) << file;
+  int moe = 0, argmax = 0;
+  for (const auto& n : m.graph().node()) {
+    moe += n.op_type() == "MoE" && n.domain() == "com.microsoft";
+    argmax += n.op_type() == "ArgMax";
+  }
+  return {moe, argmax};
+}
+
 TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
   const P& p = GetParam();
   std::shared_ptr<const CausalLM> model(test::tiny_in_memory(p.arch, 5));
@@ -42,6 +57,20 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
   oc.target = p.target;
   auto exp = make_onnx_exporter();
   exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, dir.path.string());
+  int sparse = 0;  // one router per sparse layer: <block>.gate, GraniteMoE's <block>.router.layer
+  auto ends = [](const std::string& w, const std::string& t) {
+    return w.size() > t.size() && w.compare(w.size() - t.size(), t.size(), t) == 0;
+  };
+  for (const auto& [w, shape] : architecture(p.arch).weight_specs(model->config()))
+    sparse += ends(w, ".gate.weight") || ends(w, ".router.layer.weight");
+  ASSERT_GT(sparse, 0);
+  for (const char* comp : {"prefill", "decode", "model"}) {
+    auto [moe, argmax] = moe_and_argmax(dir.path / "onnx" / (std::string(comp) + ".onnx"));
+    // The dense form picks the top-k by k ArgMax nodes per layer; the fused op leaves none.
+    EXPECT_EQ(moe, p.target == "ort" ? sparse : 0) << comp;
+    if (p.target == "ort") EXPECT_EQ(argmax, 0) << comp;
+    else EXPECT_GT(argmax, 0) << comp;
+  }
   auto ort = make_ort_engine(dir.path.string(), 2);
   EagerEngine eager(model);
 
