@@ -60,11 +60,6 @@ Graph load_graph(const fs::path& path, int threads) {
   Ort::SessionOptions so;
   if (threads > 0) so.SetIntraOpNumThreads(threads);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
-  // Every decode step feeds a new shape (the mask, or the past, grows by one), so ORT's memory pattern,
-  // cached per input shape, is planned every step and never reused while its cache keeps growing:
-  // measured on a tiny mamba, per-step cost rose ~40% over 2048 steps with it, and stays flat without
-  // (bench/ssm_decode_bench, docs/benchmarks.md). Allocations still come from the CPU arena.
-  so.DisableMemPattern();
   try {
     g.session = Ort::Session(env(), path.c_str(), so);
   } catch (const Ort::Exception& e) {
