@@ -14,11 +14,11 @@
 // less than wall time. The short rate counts from the prefill's event (steps 0..n-1 over n-1 gaps).
 #include <algorithm>
 #include <chrono>
-#include <ctime>
-#include <functional>
 #include <cstdio>
 #include <cstdlib>
+#include <ctime>
 #include <filesystem>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -40,10 +40,10 @@ double median(std::vector<double> v) {
 }
 
 struct Run {
-  double tok_s = 0;                      // decode steps / decode wall
-  double engine_tok_s = 0;               // decode steps / time inside Engine::step while decoding
-  std::vector<double> step_end;          // seconds since start, at each token event
-  std::vector<double> cpu_end;           // process CPU seconds since start, at each token event
+  double tok_s = 0;              // decode steps / decode wall
+  double engine_tok_s = 0;       // decode steps / time inside Engine::step while decoding
+  std::vector<double> step_end;  // seconds since start, at each token event
+  std::vector<double> cpu_end;   // process CPU seconds since start, at each token event
 };
 
 double cpu_now() { return static_cast<double>(std::clock()) / CLOCKS_PER_SEC; }
@@ -67,13 +67,16 @@ Run generate(hfx::Generator& g, int64_t n, int64_t prompt) {
 }
 
 // tok/s over steps [a, b) of a run (event i marks the end of decode step i, event 0 the prefill).
-double window(const std::vector<double>& t, size_t a, size_t b) { return static_cast<double>(b - a) / (t[b] - t[a]); }
+double window(const std::vector<double>& t, size_t a, size_t b) {
+  return static_cast<double>(b - a) / (t[b] - t[a]);
+}
 
-void bench(const std::string& name, const std::function<hfx::Generator()>& make, int64_t s, int64_t l, int reps,
-           int64_t prompt, int threads) {
+void bench(const std::string& name, const std::function<hfx::Generator()>& make, int64_t s, int64_t l,
+           int reps, int64_t prompt, int threads) {
   hfx::Generator g = make();
   generate(g, s, prompt);  // warm-up (allocator, ORT arenas)
-  std::vector<double> short_v, long_v, first_v, last_v, eng_short, eng_long, cpu_short, cpu_long, cpu_first, cpu_last;
+  std::vector<double> short_v, long_v, first_v, last_v, eng_short, eng_long, cpu_short, cpu_long, cpu_first,
+      cpu_last;
   for (int i = 0; i < reps; i++) {
     Run sr = generate(g, s, prompt);
     short_v.push_back(sr.tok_s);
@@ -93,7 +96,8 @@ void bench(const std::string& name, const std::function<hfx::Generator()>& make,
   if (std::getenv("HFX_BENCH_WINDOWS")) {  // per-256-step CPU tok/s of the last long run, to see a trend
     Run lr = generate(g, l, prompt);
     std::fprintf(stderr, "[%s] cpu tok/s per 256 steps:", name.c_str());
-    for (size_t w = 1; w + 256 < lr.cpu_end.size(); w += 256) std::fprintf(stderr, " %.0f", window(lr.cpu_end, w, w + 256));
+    for (size_t w = 1; w + 256 < lr.cpu_end.size(); w += 256)
+      std::fprintf(stderr, " %.0f", window(lr.cpu_end, w, w + 256));
     std::fprintf(stderr, "\n");
   }
   std::printf(
@@ -103,10 +107,10 @@ void bench(const std::string& name, const std::function<hfx::Generator()>& make,
       "\"engine_only_tok_s_short\":%.1f,\"engine_only_tok_s_long\":%.1f,"
       "\"cpu_tok_s_short\":%.1f,\"cpu_tok_s_long\":%.1f,\"cpu_ratio_long_over_short\":%.3f,"
       "\"cpu_long_first_tok_s\":%.1f,\"cpu_long_last_tok_s\":%.1f}\n",
-      name.c_str(), threads, static_cast<long long>(prompt), static_cast<long long>(s), static_cast<long long>(l), reps, a, b,
-      b / a, static_cast<long long>(s), median(first_v), static_cast<long long>(s), median(last_v), median(eng_short),
-      median(eng_long), median(cpu_short), median(cpu_long), median(cpu_long) / median(cpu_short), median(cpu_first),
-      median(cpu_last));
+      name.c_str(), threads, static_cast<long long>(prompt), static_cast<long long>(s),
+      static_cast<long long>(l), reps, a, b, b / a, static_cast<long long>(s), median(first_v),
+      static_cast<long long>(s), median(last_v), median(eng_short), median(eng_long), median(cpu_short),
+      median(cpu_long), median(cpu_long) / median(cpu_short), median(cpu_first), median(cpu_last));
   std::fflush(stdout);
 }
 
@@ -114,7 +118,9 @@ void bench(const std::string& name, const std::function<hfx::Generator()>& make,
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: ssm_decode_bench WORK_DIR [--threads 1] [--short 64] [--long 2048] [--reps 3] [--prompt 16]\n");
+    std::fprintf(stderr,
+                 "usage: ssm_decode_bench WORK_DIR [--threads 1] [--short 64] [--long 2048] [--reps 3] "
+                 "[--prompt 16]\n");
     return 2;
   }
   const fs::path work(argv[1]);
@@ -123,13 +129,19 @@ int main(int argc, char** argv) {
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i];
     const long long v = std::stoll(argv[i + 1]);
-    if (k == "--threads") threads = static_cast<int>(v);
-    else if (k == "--short") s = v;
-    else if (k == "--long") l = v;
-    else if (k == "--reps") reps = static_cast<int>(v);
-    else if (k == "--prompt") prompt = v;
+    if (k == "--threads")
+      threads = static_cast<int>(v);
+    else if (k == "--short")
+      s = v;
+    else if (k == "--long")
+      l = v;
+    else if (k == "--reps")
+      reps = static_cast<int>(v);
+    else if (k == "--prompt")
+      prompt = v;
     else {
-      std::fprintf(stderr, "[bench] expected --threads, --short, --long, --reps or --prompt, got '%s'\n", k.c_str());
+      std::fprintf(stderr, "[bench] expected --threads, --short, --long, --reps or --prompt, got '%s'\n",
+                   k.c_str());
       return 2;
     }
   }
@@ -140,11 +152,18 @@ int main(int argc, char** argv) {
     hfx::create_tiny("mamba", ckpt.string());
     std::shared_ptr<const hfx::CausalLM> model = hfx::load_causal_lm(ckpt.string());
     hfx::OnnxConfig oc;
-    hfx::make_onnx_exporter()->export_for_generation(*model, hfx::CaptureOptions{}, {{"default", &oc}}, out.string());
+    hfx::make_onnx_exporter()->export_for_generation(*model, hfx::CaptureOptions{}, {{"default", &oc}},
+                                                     out.string());
     auto tok = std::make_shared<const hfx::tok::Tokenizer>(hfx::tok::Tokenizer::from_dir(ckpt.string()));
-    bench("eager", [&] { return hfx::Generator::open(ckpt.string(), {"eager", threads}); }, s, l, reps, prompt, threads);
-    bench("ort", [&] { return hfx::Generator(hfx::make_ort_engine(out.string(), threads), tok, {0}, 0); }, s, l, reps, prompt,
-          threads);
+    bench(
+        "eager",
+        [&] {
+          return hfx::Generator::open(ckpt.string(), {"eager", threads});
+        },
+        s, l, reps, prompt, threads);
+    bench(
+        "ort", [&] { return hfx::Generator(hfx::make_ort_engine(out.string(), threads), tok, {0}, 0); }, s, l,
+        reps, prompt, threads);
   } catch (const std::exception& e) {
     std::fprintf(stderr, "%s\n", e.what());
     return 1;

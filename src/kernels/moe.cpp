@@ -3,8 +3,8 @@
 // repeated argmax), optionally renormalized to sum 1. Each expert then runs only on the tokens routed to
 // it: their rows are gathered into one [n, H] block so the projections are single sgemm calls (through
 // kernels::linear), and the weighted outputs are scattered back. Weights come either stacked
-// (gate_up [E, 2I, H], gate rows first or alternating with up rows, down [E, H, I]) or as E (gate [I, H], up [I, H], down [H, I])
-// triples, the layouts checked by the op's shape rule.
+// (gate_up [E, 2I, H], gate rows first or alternating with up rows, down [E, H, I]) or as E (gate [I, H], up
+// [I, H], down [H, I]) triples, the layouts checked by the op's shape rule.
 #include <algorithm>
 #include <cmath>
 #include <numeric>
@@ -27,8 +27,8 @@ float act_of(float g, const std::string& act) {
 }
 
 // Routing of `T` tokens over `E` experts: per expert, the (token, weight) pairs routed to it.
-std::vector<std::vector<std::pair<int64_t, float>>> route(const std::vector<float>& logits, int64_t T, int64_t E,
-                                                          int64_t k, bool normalize) {
+std::vector<std::vector<std::pair<int64_t, float>>> route(const std::vector<float>& logits, int64_t T,
+                                                          int64_t E, int64_t k, bool normalize) {
   std::vector<std::vector<std::pair<int64_t, float>>> r(static_cast<size_t>(E));
   std::vector<float> p(static_cast<size_t>(E));
   std::vector<int64_t> idx(static_cast<size_t>(E));
@@ -57,9 +57,12 @@ Tensors moe(const Tensors& in, const Attrs& a) {
   if (a.i("top_k") < 1 || a.i("top_k") > E)
     HFX_THROW("kernels", "expected hfx.moe top_k in [1, {}] (the expert count), got {}", E, a.i("top_k"));
   if (!stacked && static_cast<int64_t>(in.size()) != 2 + 3 * E)
-    HFX_THROW("kernels", "expected hfx.moe to get {} expert weights (gate, up, down for each of {} experts) or stacked "
-              "gate_up [E, 2I, H] and down [E, H, I], got {} inputs", 3 * E, E, in.size() - 2);
-  if (stacked && (in[2].size(0) != E || in[3].dim() != 3 || in[3].size(0) != E || in[2].size(1) != 2 * in[3].size(2)))
+    HFX_THROW("kernels",
+              "expected hfx.moe to get {} expert weights (gate, up, down for each of {} experts) or stacked "
+              "gate_up [E, 2I, H] and down [E, H, I], got {} inputs",
+              3 * E, E, in.size() - 2);
+  if (stacked &&
+      (in[2].size(0) != E || in[3].dim() != 3 || in[3].size(0) != E || in[2].size(1) != 2 * in[3].size(2)))
     HFX_THROW("kernels", "expected hfx.moe gate_up [{}, 2I, H] and down [{}, H, I], got {} and {}", E, E,
               shape_to_string(in[2].shape()), shape_to_string(in[3].shape()));
   auto routes = route(in[1].to_floats(), T, E, a.i("top_k"), a.b("normalize"));

@@ -136,8 +136,11 @@ namespace {
 std::string moe_activation(const std::string& name) {
   if (name == "silu" || name == "swish") return "silu";
   if (name == "gelu" || name == "relu") return name;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh") return "gelu_tanh";
-  HFX_THROW("model", "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'", name);
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
+    return "gelu_tanh";
+  HFX_THROW("model",
+            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'",
+            name);
 }
 }  // namespace
 

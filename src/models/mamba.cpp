@@ -135,15 +135,17 @@ Var chunked_scan(Builder& b, const Var& dA, const Var& dBu, const Var& h0, const
   // tight (ExecuTorch plans buffers for the bounds: nc·Q² <= 2·16² at S <= 32).
   Sym Q = sym_min(S, Sym(kChunk)), nc = floordiv(S + Sym(kChunk - 1), Sym(kChunk)), Sp = nc * Q;
   Var pad = F::full(b, {B, I, N, Sp - S}, 0.0);
-  Var a = F::reshape(F::cat({dA, pad}, 3), {B, I, N, nc, Q}), x = F::reshape(F::cat({dBu, pad}, 3), {B, I, N, nc, Q});
-  Var intra = masked_scan(b, a, x, Q);                                       // [B, I, N, nc, Q] from zero
-  Var cum = F::cumsum(a, 4);                                                 // Σ_{k≤t} dA_k within the chunk
-  Var end = F::squeeze(F::slice(intra, 4, Q - Sym(1), Q), 4);                // [B, I, N, nc]
-  Var total = F::squeeze(F::slice(cum, 4, Q - Sym(1), Q), 4);                // [B, I, N, nc]
+  Var a = F::reshape(F::cat({dA, pad}, 3), {B, I, N, nc, Q}),
+      x = F::reshape(F::cat({dBu, pad}, 3), {B, I, N, nc, Q});
+  Var intra = masked_scan(b, a, x, Q);                         // [B, I, N, nc, Q] from zero
+  Var cum = F::cumsum(a, 4);                                   // Σ_{k≤t} dA_k within the chunk
+  Var end = F::squeeze(F::slice(intra, 4, Q - Sym(1), Q), 4);  // [B, I, N, nc]
+  Var total = F::squeeze(F::slice(cum, 4, Q - Sym(1), Q), 4);  // [B, I, N, nc]
   // State after chunk c: the chunk scan of the end states, plus h0 decayed through chunks 0..c.
-  Var after = F::add(masked_scan(b, total, end, nc), F::mul(F::exp(F::cumsum(total, 3)), F::unsqueeze(h0, 3)));
+  Var after =
+      F::add(masked_scan(b, total, end, nc), F::mul(F::exp(F::cumsum(total, 3)), F::unsqueeze(h0, 3)));
   Var incoming = F::cat({F::unsqueeze(h0, 3), F::slice(after, 3, Sym(0), nc - Sym(1))}, 3);  // [B, I, N, nc]
-  Var hs = F::add(intra, F::mul(F::exp(cum), F::unsqueeze(incoming, 4)));   // [B, I, N, nc, Q]
+  Var hs = F::add(intra, F::mul(F::exp(cum), F::unsqueeze(incoming, 4)));  // [B, I, N, nc, Q]
   return F::slice(F::reshape(hs, {B, I, N, Sp}), 3, Sym(0), S);
 }
 
@@ -280,10 +282,11 @@ class MambaLM : public CausalLM {
       Scope ss(b, "ssm");
       // [B, I, N, S] layouts: the scan runs along the last axis.
       Var dA = F::permute(F::mul(F::unsqueeze(dt, 3), A), {0, 2, 3, 1});                      // [B, I, N, S]
-      Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)), {0, 2, 3, 1});  // [B, I, N, S]
+      Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)),
+                           {0, 2, 3, 1});  // [B, I, N, S]
       Var h0 = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.N)}, 0.0);
-      Var hs = chunked_scan(b, dA, dBu, h0, Sym(d.I), Sym(d.N));                               // [B, I, N, S]
-      ssm_state = F::squeeze(F::slice(hs, 3, S - Sym(1), S), 3);                               // [B, I, N]
+      Var hs = chunked_scan(b, dA, dBu, h0, Sym(d.I), Sym(d.N));  // [B, I, N, S]
+      ssm_state = F::squeeze(F::slice(hs, 3, S - Sym(1), S), 3);  // [B, I, N]
       // y_t = C_t · h_t + D·x_t
       Var yt = F::sum(F::mul(F::permute(hs, {0, 3, 1, 2}), F::unsqueeze(Cm, 2)), {3});  // [B, S, I]
       scan = F::add(yt, F::mul(u, W(b, *this, p + "D")));

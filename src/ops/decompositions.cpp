@@ -176,9 +176,11 @@ std::vector<Var> moe(Builder& b, const std::vector<Var>& in, const Attrs& a) {
     out = F::linear(y, down);
   } else {
     if (static_cast<int64_t>(in.size()) != 2 + 3 * E)
-      HFX_THROW("decomp", "expected hfx.moe with {} expert weights (gate, up, down per expert), got {}", 3 * E, in.size() - 2);
+      HFX_THROW("decomp", "expected hfx.moe with {} expert weights (gate, up, down per expert), got {}",
+                3 * E, in.size() - 2);
     for (int64_t e = 0; e < E; e++) {
-      Var g = F::linear(xf, F::to(in[2 + 3 * e], DType::F32)), u = F::linear(xf, F::to(in[3 + 3 * e], DType::F32));
+      Var g = F::linear(xf, F::to(in[2 + 3 * e], DType::F32)),
+          u = F::linear(xf, F::to(in[3 + 3 * e], DType::F32));
       Var y = F::linear(F::mul(moe_act(g, act), u), F::to(in[4 + 3 * e], DType::F32));
       y = F::mul(y, F::slice(wts, -1, e, e + 1));
       out = out.defined() ? F::add(out, y) : y;

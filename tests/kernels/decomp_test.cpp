@@ -84,9 +84,10 @@ TEST(KernelsDecomp, MoeSparseKernelMatchesDenseDecomposition) {
               in.push_back(b.wrap(rand_t({H, I}, DType::F32, seed++, -0.5f, 0.5f)));
             }
           }
-          compare(b, "hfx.moe", in,
-                  {{"top_k", k}, {"normalize", norm}, {"act", std::string(act)}, {"interleaved", layout == 1}},
-                  fmt::format("moe {} k {} norm {} layout {}", act, k, norm, layout));
+          compare(
+              b, "hfx.moe", in,
+              {{"top_k", k}, {"normalize", norm}, {"act", std::string(act)}, {"interleaved", layout == 1}},
+              fmt::format("moe {} k {} norm {} layout {}", act, k, norm, layout));
         }
 }
 
@@ -94,9 +95,10 @@ TEST(KernelsDecomp, MoeRejectsMisShapedExperts) {
   EagerBuilder b;
   Var x = b.wrap(rand_t({1, 3, 16}, DType::F32, 1)), l = b.wrap(rand_t({1, 3, 4}, DType::F32, 2));
   Var gu = b.wrap(rand_t({4, 16, 16}, DType::F32, 3)), down_bad = b.wrap(rand_t({4, 16, 7}, DType::F32, 4));
-  EXPECT_THROW(F::moe(x, l, {gu, down_bad}, 2, true), hfx::Error);             // down [E, H, I] with I 7 != 16/2
-  EXPECT_THROW(F::moe(x, l, {gu, b.wrap(rand_t({4, 16, 8}, DType::F32, 5))}, 5, true), hfx::Error);  // top_k > E
-  EXPECT_THROW(F::moe(x, l, {gu}, 2, true), hfx::Error);                       // too few inputs
+  EXPECT_THROW(F::moe(x, l, {gu, down_bad}, 2, true), hfx::Error);  // down [E, H, I] with I 7 != 16/2
+  EXPECT_THROW(F::moe(x, l, {gu, b.wrap(rand_t({4, 16, 8}, DType::F32, 5))}, 5, true),
+               hfx::Error);                               // top_k > E
+  EXPECT_THROW(F::moe(x, l, {gu}, 2, true), hfx::Error);  // too few inputs
   EXPECT_NO_THROW(F::moe(x, l, {gu, b.wrap(rand_t({4, 16, 8}, DType::F32, 6))}, 2, true));
 }
 

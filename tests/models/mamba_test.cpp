@@ -142,8 +142,9 @@ TEST(Mamba, ChunkedPrefillEqualsTokenByTokenRecurrence) {
   NamedVars leaves;
   double worst = 0;
   for (size_t n = 1; n <= ids.size(); n++) {
-    NamedVars args{{"input_ids", b.wrap(ints({1, 1}, {ids[n - 1]}))},
-                   {"attention_mask", b.wrap(ints({1, static_cast<int64_t>(n)}, std::vector<int64_t>(n, 1)))}};
+    NamedVars args{
+        {"input_ids", b.wrap(ints({1, 1}, {ids[n - 1]}))},
+        {"attention_mask", b.wrap(ints({1, static_cast<int64_t>(n)}, std::vector<int64_t>(n, 1)))}};
     args.insert(args.end(), leaves.begin(), leaves.end());
     NamedVars step = m->call("model", b, args, CallOptions{1, true});
     leaves = carry(*m, step);

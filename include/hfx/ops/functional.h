@@ -102,7 +102,7 @@ Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale
 /// either {gate_up [E, 2I, H] (gate rows first; attribute `interleaved`: gate, up alternating, as the
 /// ONNX Runtime lowering packs it), down [E, H, I]} or E triples {gate [I, H], up [I, H],
 /// down [H, I]}. act: silu, relu, gelu or gelu_tanh.
-Var moe(const Var& x, const Var& router_logits, const std::vector<Var>& experts, int64_t top_k, bool normalize,
-        const std::string& act = "silu");
+Var moe(const Var& x, const Var& router_logits, const std::vector<Var>& experts, int64_t top_k,
+        bool normalize, const std::string& act = "silu");
 
 }  // namespace hfx::F

@@ -29,8 +29,10 @@ void register_dynamo_entries() {
           return op_schema("hfx.moe").decompose(b, inputs, normalize_attrs(op_schema("hfx.moe"), attrs));
         };
       },
-      "core ATen has no mixture-of-experts or grouped-matmul op: the routed experts are recorded as the op table's "
-      "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core ATen gets one"});
+      "core ATen has no mixture-of-experts or grouped-matmul op: the routed experts are recorded as the op "
+      "table's "
+      "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core "
+      "ATen gets one"});
 }
 
 }  // namespace hfx

@@ -18,7 +18,8 @@ std::string target_of(const Graph& g) {
 
 // The data behind a weight input: a parameter or constant, possibly through the models' casts to f32.
 const Tensor* weight_data(const Value* v) {
-  while (v && v->kind == ValueKind::NodeOutput && v->producer->op == "aten._to_copy") v = v->producer->inputs.at(0);
+  while (v && v->kind == ValueKind::NodeOutput && v->producer->op == "aten._to_copy")
+    v = v->producer->inputs.at(0);
   if (v && (v->kind == ValueKind::Param || v->kind == ValueKind::Const) && v->data.defined()) return &v->data;
   return nullptr;
 }
@@ -30,9 +31,11 @@ bool packed_for_ort(const Node& n) {
 // Why com.microsoft.MoE cannot compute `n` ("" = it can).
 std::string why_not_fused(const Node& n) {
   if (n.attrs.s("act") != "silu")
-    return fmt::format("act '{}' (the CPU kernel gates experts only as SwiGLU, i.e. silu(gate)·up)", n.attrs.s("act"));
+    return fmt::format("act '{}' (the CPU kernel gates experts only as SwiGLU, i.e. silu(gate)·up)",
+                       n.attrs.s("act"));
   for (size_t i = 2; i < n.inputs.size(); i++)
-    if (!weight_data(n.inputs[i])) return fmt::format("expert weight input {} is computed, not a parameter", i);
+    if (!weight_data(n.inputs[i]))
+      return fmt::format("expert weight input {} is computed, not a parameter", i);
   return "";
 }
 
@@ -49,7 +52,8 @@ std::pair<Tensor, Tensor> pack(const Node& n, int64_t E) {
   const int64_t I = expert(0, 0).size(0), H = expert(0, 0).size(1);
   std::vector<float> fc1(static_cast<size_t>(E * 2 * I * H)), fc2(static_cast<size_t>(E * H * I));
   for (int64_t e = 0; e < E; e++) {
-    std::vector<float> g = expert(e, 0).to_floats(), u = expert(e, 1).to_floats(), d = expert(e, 2).to_floats();
+    std::vector<float> g = expert(e, 0).to_floats(), u = expert(e, 1).to_floats(),
+                       d = expert(e, 2).to_floats();
     for (int64_t r = 0; r < I; r++) {
       std::copy_n(g.data() + r * H, H, fc1.data() + (e * 2 * I + 2 * r) * H);
       std::copy_n(u.data() + r * H, H, fc1.data() + (e * 2 * I + 2 * r + 1) * H);
@@ -68,7 +72,8 @@ bool fix_moe_pack_for_ort(Graph& g, std::vector<std::string>& warnings) {
     Node& n = *up;
     if (n.op != "hfx.moe" || packed_for_ort(n)) continue;
     if (std::string why = why_not_fused(n); !why.empty()) {
-      warnings.push_back(fmt::format("hfx.moe '{}': com.microsoft.MoE does not apply ({}); dense experts", n.name, why));
+      warnings.push_back(
+          fmt::format("hfx.moe '{}': com.microsoft.MoE does not apply ({}); dense experts", n.name, why));
       continue;
     }
     const int64_t E = n.inputs[1]->type.shape.back().value();
@@ -95,13 +100,16 @@ bool fix_moe_dense_experts(Graph& g, std::vector<std::string>&) {
 void moe_translation(LoweringContext& cx, const Node& n) {
   if (cx.target() != "ort" || !packed_for_ort(n))
     HFX_THROW("onnx",
-              "expected hfx.moe '{}' to be packed for com.microsoft.MoE (target ort, act silu) or decomposed by the stage-3 "
-              "fixes moe_pack_for_ort / moe_dense_experts, got target '{}', act '{}'; export through the ONNX exporter",
+              "expected hfx.moe '{}' to be packed for com.microsoft.MoE (target ort, act silu) or decomposed "
+              "by the stage-3 "
+              "fixes moe_pack_for_ort / moe_dense_experts, got target '{}', act '{}'; export through the "
+              "ONNX exporter",
               n.name, cx.target(), n.attrs.s("act"));
   const int64_t E = n.inputs[1]->type.shape.back().value();
-  std::string router = cx.op(&n, "Reshape", {cx.in_as(n, 1, DType::F32), cx.i64s({-1, E})}, "router_logits_2d");
-  auto& p = cx.emit("MoE", {cx.in_as(n, 0, DType::F32), router, cx.in(n, 2), "", cx.in(n, 3)}, {cx.out(n)}, &n,
-                    "com.microsoft");
+  std::string router =
+      cx.op(&n, "Reshape", {cx.in_as(n, 1, DType::F32), cx.i64s({-1, E})}, "router_logits_2d");
+  auto& p = cx.emit("MoE", {cx.in_as(n, 0, DType::F32), router, cx.in(n, 2), "", cx.in(n, 3)}, {cx.out(n)},
+                    &n, "com.microsoft");
   LoweringContext::attr(p, "k", n.attrs.i("top_k"));
   LoweringContext::attr(p, "normalize_routing_weights", static_cast<int64_t>(n.attrs.b("normalize")));
   LoweringContext::attr(p, "activation_type", std::string("swiglu"));

@@ -208,14 +208,21 @@ std::vector<RegistryLine> onnx_registry_lines() {
 void register_onnx_entries() {
   auto& pf = program_fix_registry();
   pf.push_back({"onnx", 3, "moe_pack_for_ort", fix_moe_pack_for_ort,
-                "target=ort: com.microsoft.MoE (ONNX Runtime 1.30 CPU) computes hfx.moe with act silu exactly (softmax → "
-                "top-k → optional renormalization; SwiGLU with alpha 1, beta 0 = silu(gate)·up) but wants the experts as one "
-                "fc1 [E, 2I, H] with gate and up rows interleaved (swiglu_fusion=1; FC3 is not implemented on CPU) and fc2 "
-                "[E, H, I]: the weights are packed into those two parameters. Other activations are left to moe_dense_experts."});
+                "target=ort: com.microsoft.MoE (ONNX Runtime 1.30 CPU) computes hfx.moe with act silu "
+                "exactly (softmax → "
+                "top-k → optional renormalization; SwiGLU with alpha 1, beta 0 = silu(gate)·up) but wants "
+                "the experts as one "
+                "fc1 [E, 2I, H] with gate and up rows interleaved (swiglu_fusion=1; FC3 is not implemented "
+                "on CPU) and fc2 "
+                "[E, H, I]: the weights are packed into those two parameters. Other activations are left to "
+                "moe_dense_experts."});
   pf.push_back({"onnx", 3, "moe_dense_experts", fix_moe_dense_experts,
-                "ai.onnx has no mixture-of-experts op and no grouped matmul: hfx.moe becomes the op table's dense form (top-k "
-                "by repeated ArgMax into a dense routing matrix, every expert on every token, weighted sum), no data-dependent "
-                "shapes. Applies to every hfx.moe not packed by moe_pack_for_ort (target standard; ort with an activation "
+                "ai.onnx has no mixture-of-experts op and no grouped matmul: hfx.moe becomes the op table's "
+                "dense form (top-k "
+                "by repeated ArgMax into a dense routing matrix, every expert on every token, weighted sum), "
+                "no data-dependent "
+                "shapes. Applies to every hfx.moe not packed by moe_pack_for_ort (target standard; ort with "
+                "an activation "
                 "other than silu). Remove for a target with a fused MoE."});
 }
 

@@ -711,7 +711,8 @@ std::map<std::string, OnnxTranslationEntry> build() {
       "opset 23: Attention with an explicit bias (softcap → decomposed); ort: com.microsoft GroupQueryAttention "
       "owning the KV concat (padding mask as attention_bias; else decomposed with a warning)");
   add("hfx.moe", moe_translation,
-      "ort: com.microsoft.MoE (swiglu, interleaved fc1) after the stage-3 fix moe_pack_for_ort; otherwise the "
+      "ort: com.microsoft.MoE (swiglu, interleaved fc1) after the stage-3 fix moe_pack_for_ort; otherwise "
+      "the "
       "stage-3 fix moe_dense_experts has already decomposed it");
   return t;
 }

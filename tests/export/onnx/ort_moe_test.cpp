@@ -13,8 +13,10 @@
 #include <fstream>
 
 #include "export/onnx/onnx_test_util.h"
+#include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/onnx.h"
+#include "hfx/export/registry.h"
 #include "hfx/runtime/generator.h"
 #include "models/model_test_util.h"
 
@@ -68,8 +70,10 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
     auto [moe, argmax] = moe_and_argmax(dir.path / "onnx" / (std::string(comp) + ".onnx"));
     // The dense form picks the top-k by k ArgMax nodes per layer; the fused op leaves none.
     EXPECT_EQ(moe, p.target == "ort" ? sparse : 0) << comp;
-    if (p.target == "ort") EXPECT_EQ(argmax, 0) << comp;
-    else EXPECT_GT(argmax, 0) << comp;
+    if (p.target == "ort")
+      EXPECT_EQ(argmax, 0) << comp;
+    else
+      EXPECT_GT(argmax, 0) << comp;
   }
   auto ort = make_ort_engine(dir.path.string(), 2);
   EagerEngine eager(model);
@@ -111,6 +115,41 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
   }
   std::printf("  [%s %s] batch 3 left-padded, 48-token prefill + 32 decode steps: worst relative error %.3g\n",
               p.arch.c_str(), p.target.c_str(), worst);
+}
+
+// The two stage-3 registry entries are what decides the graph: without moe_pack_for_ort, --target ort
+// keeps the dense form; without moe_dense_experts, the standard export has no lowering for hfx.moe and
+// fails naming the fix.
+TEST(OrtMoeRegistry, EachStage3EntryChangesTheExport) {
+  std::shared_ptr<const CausalLM> model(test::tiny_in_memory("mixtral", 5));
+  auto without = [&](const std::string& fix, const std::string& target) {
+    auto& reg = program_fix_registry();
+    auto it = std::find_if(reg.begin(), reg.end(),
+                           [&](const ProgramFixEntry& e) { return e.backend == "onnx" && e.name == fix; });
+    EXPECT_NE(it, reg.end()) << fix;
+    ProgramFixEntry saved = *it;
+    size_t at = static_cast<size_t>(it - reg.begin());
+    reg.erase(it);
+    TempDir dir("moe_without_" + fix);
+    OnnxConfig oc;
+    oc.target = target;
+    std::string error;
+    try {
+      make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}},
+                                                  dir.path.string());
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    reg.insert(reg.begin() + static_cast<ptrdiff_t>(at), saved);
+    int moe = -1;
+    if (error.empty()) moe = moe_and_argmax(dir.path / "onnx" / "model.onnx").first;
+    return std::make_pair(error, moe);
+  };
+  auto [err_pack, moe_pack] = without("moe_pack_for_ort", "ort");
+  EXPECT_EQ(err_pack, "");
+  EXPECT_EQ(moe_pack, 0) << "--target ort without moe_pack_for_ort must keep the dense experts";
+  auto [err_dense, moe_dense] = without("moe_dense_experts", "standard");
+  EXPECT_NE(err_dense.find("moe_dense_experts"), std::string::npos) << err_dense;
 }
 
 INSTANTIATE_TEST_SUITE_P(Moe, OrtMoe,

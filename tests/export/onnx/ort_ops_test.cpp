@@ -127,13 +127,18 @@ std::vector<OpCase> cases() {
   // hfx.moe: stacked (GraniteMoE) and per-expert weights; target ort packs them for com.microsoft.MoE
   // (the stage-3 fixes run below), gelu keeps the dense form there too.
   const In logits4{"logits", {"B", "S", "4"}}, logits3{"logits", {"B", "S", "3"}};
-  const In gate_up{"gate_up", {"4", "12", "8"}, DType::F32, "normal", true}, down{"down", {"4", "8", "6"}, DType::F32, "normal", true};
-  c.push_back({"moe_stacked", "hfx.moe", {x, logits4, gate_up, down}, {{"top_k", int64_t{2}}, {"normalize", true}}});
-  c.push_back({"moe_stacked_gelu", "hfx.moe", {x, logits4, gate_up, down},
+  const In gate_up{"gate_up", {"4", "12", "8"}, DType::F32, "normal", true},
+      down{"down", {"4", "8", "6"}, DType::F32, "normal", true};
+  c.push_back(
+      {"moe_stacked", "hfx.moe", {x, logits4, gate_up, down}, {{"top_k", int64_t{2}}, {"normalize", true}}});
+  c.push_back({"moe_stacked_gelu",
+               "hfx.moe",
+               {x, logits4, gate_up, down},
                {{"top_k", int64_t{1}}, {"act", std::string("gelu_tanh")}}});
   std::vector<In> per_expert{x, logits3};
   for (int e = 0; e < 3; e++)
-    for (auto [n, d] : std::vector<std::pair<std::string, std::vector<std::string>>>{{"gate", {"5", "8"}}, {"up", {"5", "8"}}, {"down", {"8", "5"}}})
+    for (auto [n, d] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"gate", {"5", "8"}}, {"up", {"5", "8"}}, {"down", {"8", "5"}}})
       per_expert.push_back({n + std::to_string(e), d, DType::F32, "normal", true});
   c.push_back({"moe_experts", "hfx.moe", per_expert, {{"top_k", int64_t{2}}}});
   c.push_back({"sdpa_window", "hfx.sdpa", {q, k, v}, {{"scale", 0.35}, {"window", int64_t{3}}}});
