@@ -38,7 +38,7 @@ HFX_KERNEL(to_copy);
 // factories
 HFX_KERNEL(arange); HFX_KERNEL(full);
 // composite (fused)
-HFX_KERNEL(rms_norm); HFX_KERNEL(rope); HFX_KERNEL(sdpa);
+HFX_KERNEL(rms_norm); HFX_KERNEL(rope); HFX_KERNEL(sdpa); HFX_KERNEL(moe);
 
 #undef HFX_KERNEL
 

@@ -131,6 +131,19 @@ Var activation(const Var& x, const std::string& name) {
   HFX_THROW("model", "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'", name);
 }
 
+namespace {
+// hidden_act → hfx.moe's act attribute (the same functions activation() applies).
+std::string moe_activation(const std::string& name) {
+  if (name == "silu" || name == "swish") return "silu";
+  if (name == "gelu" || name == "relu") return name;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
+    return "gelu_tanh";
+  HFX_THROW("model",
+            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'",
+            name);
+}
+}  // namespace
+
 Var padding_mask(Builder& b, const Var& attention_mask) {
   if (!attention_mask.defined()) return Var();
   Var keep = F::to(attention_mask, DType::Bool);                 // [B, T]
@@ -301,68 +314,41 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
   return o;
 }
 
-// --target ort and com.microsoft.MoE (ONNX Runtime 1.30): not used. Its CPU kernel takes the router
-// logits, applies softmax → top-k → optional renormalization (normalize_routing_weights) itself, and runs
-// gated experts only as a fused SwiGLU (swiglu_fusion=1: gate and up interleaved in one fc1 [E, 2I, H];
-// "FC3 is not implemented for CPU MoE"), G·sigmoid(alpha·G)·(L + beta) with activation_alpha/beta
-// attributes — so alpha=1, beta=0 would be these families' silu(gate)·up. Lowering to it needs the block
-// as one op (an hfx.moe in the op table with kernel, shape rule and a decomposition for the standard ONNX,
-// ExecuTorch and Dynamo lowerings) and an interleaved fc1 initializer; neither exists yet, and nothing was
-// measured against eager, so the ort target keeps the dense form below (which matches eager to ~3e-6).
+// The routed experts are one hfx.moe op (eager: a sparse kernel that runs each expert on its tokens only;
+// backends without a fused MoE get the op table's dense decomposition through their registry entry;
+// --target ort lowers it to com.microsoft.MoE). The router linear and Qwen2-MoE's shared expert stay
+// outside: every family here routes by softmax → top-k → optional renormalization, which the op
+// covers (GraniteMoE's softmax over the top-k logits is exactly that renormalization).
 Var DecoderLM::moe(Builder& b, const Var& x) const {
   const auto& m = o_.moe;
   Scope s(b, m.block);
   const std::string blk = b.scope() + ".";
-  const int64_t E = m.num_experts;
   Var logits = linear(b, *this, x, m.router, false);  // router [B, S, E]
-  Var p = F::softmax(logits, -1);                     // transformers: softmax in f32 before top-k
-  // Top-k as k argmaxes: each picks the largest remaining probability and knocks it out (probabilities are
-  // >= 0, so -1 never wins). `sel` is the [B, S, E] top-k mask; ties (measure zero) go to the lower index.
-  Var ids = F::arange(b, Sym(0), Sym(E));             // [E] int64
-  Var minus_one = b.constant(Tensor::scalar(-1.0)), zero = b.constant(Tensor::scalar(0.0));
-  Var cur = p, sel;
-  for (int64_t k = 0; k < m.top_k; k++) {
-    Var hit = F::eq(ids, F::argmax(cur, -1, /*keepdim=*/true));  // [B, S, E] bool
-    sel = sel.defined() ? F::logical_or(sel, hit) : hit;
-    if (k + 1 < m.top_k) cur = F::where(hit, minus_one, cur);
-  }
-  Var wts = F::where(sel, p, zero);  // routing weights scattered into a dense [B, S, E] matrix
-  if (m.norm_topk_prob) wts = F::div(wts, F::sum(wts, {-1}, /*keepdim=*/true));
-  auto expert = [&](const std::string& scope, const char* g, const char* u, const char* d) {
-    Scope se(b, scope);
-    Var gate = linear(b, *this, x, g, false), up = linear(b, *this, x, u, false);
-    Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), d, false);
-    b.name_output(y);
-    return y;
-  };
-  Var out;
+  std::vector<Var> experts;
   if (m.stacked) {
-    // GraniteMoE's parallel experts as two linears over all experts: input_linear [E, 2I, H] viewed as
-    // [E·2I, H], then each expert's act(gate)·up scaled by its routing weight and output_linear [E, H, I]
-    // viewed as [H, E·I], which sums the weighted experts in its contraction.
-    const int64_t I = m.intermediate, H = config().hidden_size;
-    Sym B = x.size(0), S = x.size(1);
-    Var h;
-    {
-      Scope si(b, "input_linear");
-      h = F::linear(x, F::reshape(W(b, *this, blk + "input_linear.weight"), {E * 2 * I, H}));
-      b.name_output(h);
+    experts = {w(b, blk + "input_linear.weight"), w(b, blk + "output_linear.weight")};
+  } else {
+    for (int64_t e = 0; e < m.num_experts; e++) {
+      const std::string p = blk + "experts." + std::to_string(e) + ".";
+      for (const char* n : m.mixtral_names ? std::vector<const char*>{"w1", "w3", "w2"}
+                                           : std::vector<const char*>{"gate_proj", "up_proj", "down_proj"})
+        experts.push_back(w(b, p + n + ".weight"));
     }
-    h = F::reshape(h, {B, S, E, 2 * I});
-    Var a = F::mul(activation(F::slice(h, -1, 0, I), o_.act), F::slice(h, -1, I, 2 * I));  // [B, S, E, I]
-    a = F::reshape(F::mul(a, F::unsqueeze(wts, -1)), {B, S, E * I});
-    Scope so(b, "output_linear");
-    out = F::linear(a, F::reshape(F::permute(W(b, *this, blk + "output_linear.weight"), {1, 0, 2}), {H, E * I}));
+  }
+  Var out;
+  {
+    Scope se(b, "experts");
+    out = F::moe(x, logits, experts, m.top_k, m.norm_topk_prob, moe_activation(o_.act));
     b.name_output(out);
   }
-  for (int64_t e = 0; e < E && !m.stacked; e++) {
-    Var y = m.mixtral_names ? expert("experts." + std::to_string(e), "w1", "w3", "w2")
-                            : expert("experts." + std::to_string(e), "gate_proj", "up_proj", "down_proj");
-    y = F::mul(y, F::slice(wts, -1, e, e + 1));
-    out = out.defined() ? F::add(out, y) : y;
-  }
   if (m.shared_intermediate > 0) {
-    Var y = expert("shared_expert", "gate_proj", "up_proj", "down_proj");
+    Var y;
+    {
+      Scope ss(b, "shared_expert");
+      Var gate = linear(b, *this, x, "gate_proj", false), up = linear(b, *this, x, "up_proj", false);
+      y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", false);
+      b.name_output(y);
+    }
     Var g = F::sigmoid(linear(b, *this, x, "shared_expert_gate", false));  // [B, S, 1]
     out = F::add(out, F::mul(g, y));
   }

@@ -8,8 +8,10 @@
 // The selective scan h_t = exp(dt_t·A)·h_{t-1} + dt_t·B_t·x_t runs without a loop over time: with the
 // segment sums seg[t, s] = Σ_{s<k≤t} dt_k·A (a cumsum over a lower-triangular repeat, so no difference of
 // large cumulative sums), h_t = exp(seg[t, -1])·h_0 + Σ_{s≤t} exp(seg[t, s])·dt_s·B_s·x_s, a masked
-// matmul over the sequence. Every backend runs it with existing ops (cumsum, exp, where, matmul); the
-// cost is O(S²·d_inner·d_state) memory in a prefill of S tokens and O(d_inner·d_state) per decoded token.
+// matmul. It runs in chunks of a fixed length (chunked_scan: within each chunk, then across the chunk
+// end states), so a prefill of S tokens takes O(S·Q + (S/Q)²) memory per channel, not O(S²), with no
+// data-dependent control flow; every backend runs it with existing ops (cumsum, exp, where, matmul,
+// cat, reshape). A decoded token is one chunk of one step: O(d_inner·d_state).
 //
 // Padding follows transformers 4.47's MambaMixer.slow_forward: the attention mask multiplies the mixer's
 // input before and after the convolution. With left padding the padded positions contribute x = 0, so
@@ -103,6 +105,48 @@ WeightSpecs specs(const ModelConfig& c) {
 Var softplus(const Var& z) {
   Var big = F::gt(z, F::full(z.builder(), {}, 20.0));
   return F::where(big, z, F::log(F::add(F::exp(z), 1.0)));
+}
+
+// h_t = exp(dA_t)·h_{t-1} + dBu_t over the last axis of dA, dBu [B, I, N, S] from h0 [B, I, N]; all states
+// [B, I, N, S]. Chunks of Q = min(S, kChunk) steps (the sequence zero-padded to a multiple of Q: dA = 0,
+// dBu = 0 keeps the state, so padding after the end changes nothing): inside a chunk, from a zero state,
+// the segment-sum masked matmul over [Q, Q]; the chunk end states then go through the same form over
+// the [nc, nc] chunks to give each chunk's incoming state, added with its decay. Memory is
+// O(S·Q + (S/Q)²) per channel instead of O(S²); decode (S = 1) is one chunk of one step.
+Var masked_scan(Builder& b, const Var& dA, const Var& dBu, const Sym& L) {
+  // Along the last axis of length L: h_t = Σ_{s≤t} exp(Σ_{s<k≤t} dA_k)·dBu_s (from a zero state).
+  Var t_idx = F::unsqueeze(F::arange(b, Sym(0), L), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), L), 0);
+  Var strict = F::gt(t_idx, s_idx), lower = F::ge(t_idx, s_idx);  // [L, L] (t, s)
+  Var zero = F::full(b, {}, 0.0);
+  const int64_t last = dA.dim() - 1;
+  // seg[t, s] = Σ_{s<k≤t} dA_k: repeat dA_k along s, keep k > s, cumsum over k (no difference of large sums).
+  Var seg = F::cumsum(F::where(strict, F::unsqueeze(dA, last + 1), zero), last);  // [..., L(t), L(s)]
+  Var decay = F::where(lower, F::exp(seg), zero);
+  // Σ_s decay[t, s]·dBu[s] as multiply + sum, not matmul: a decode step is B·I·N products of 1×1 matrices,
+  // which a batched matmul pays per matrix (measured: the largest item of an eager mamba decode step).
+  return F::sum(F::mul(decay, F::unsqueeze(dBu, last)), {last + 1});  // [..., L(t)]
+}
+
+constexpr int64_t kChunk = 16;  // (2·S)^(1/3) at S = 2048 balances the S·Q and (S/Q)² terms
+
+Var chunked_scan(Builder& b, const Var& dA, const Var& dBu, const Var& h0, const Sym& I, const Sym& N) {
+  Sym B = dA.size(0), S = dA.size(3);
+  // nc = ceil(S / kChunk) is also ceil(S / Q) (S <= kChunk: one chunk of S steps), and keeps nc's bound
+  // tight (ExecuTorch plans buffers for the bounds: nc·Q² <= 2·16² at S <= 32).
+  Sym Q = sym_min(S, Sym(kChunk)), nc = floordiv(S + Sym(kChunk - 1), Sym(kChunk)), Sp = nc * Q;
+  Var pad = F::full(b, {B, I, N, Sp - S}, 0.0);
+  Var a = F::reshape(F::cat({dA, pad}, 3), {B, I, N, nc, Q}),
+      x = F::reshape(F::cat({dBu, pad}, 3), {B, I, N, nc, Q});
+  Var intra = masked_scan(b, a, x, Q);                         // [B, I, N, nc, Q] from zero
+  Var cum = F::cumsum(a, 4);                                   // Σ_{k≤t} dA_k within the chunk
+  Var end = F::squeeze(F::slice(intra, 4, Q - Sym(1), Q), 4);  // [B, I, N, nc]
+  Var total = F::squeeze(F::slice(cum, 4, Q - Sym(1), Q), 4);  // [B, I, N, nc]
+  // State after chunk c: the chunk scan of the end states, plus h0 decayed through chunks 0..c.
+  Var after =
+      F::add(masked_scan(b, total, end, nc), F::mul(F::exp(F::cumsum(total, 3)), F::unsqueeze(h0, 3)));
+  Var incoming = F::cat({F::unsqueeze(h0, 3), F::slice(after, 3, Sym(0), nc - Sym(1))}, 3);  // [B, I, N, nc]
+  Var hs = F::add(intra, F::mul(F::exp(cum), F::unsqueeze(incoming, 4)));  // [B, I, N, nc, Q]
+  return F::slice(F::reshape(hs, {B, I, N, Sp}), 3, Sym(0), S);
 }
 
 class MambaLM : public CausalLM {
@@ -238,18 +282,11 @@ class MambaLM : public CausalLM {
       Scope ss(b, "ssm");
       // [B, I, N, S] layouts: the scan runs along the last axis.
       Var dA = F::permute(F::mul(F::unsqueeze(dt, 3), A), {0, 2, 3, 1});                      // [B, I, N, S]
-      Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)), {0, 2, 3, 1});  // [B, I, N, S]
-      Var t_idx = F::unsqueeze(F::arange(b, Sym(0), S), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), S), 0);
-      Var strict = F::gt(t_idx, s_idx), lower = F::ge(t_idx, s_idx);  // [S, S] (t, s)
-      Var zero = F::full(b, {}, 0.0);
-      // seg[t, s] = Σ_{s<k≤t} dA_k: repeat dA_k along s, keep k > s, cumsum over k.
-      Var rep = F::where(strict, F::unsqueeze(dA, 4), zero);  // [B, I, N, S(k), S(s)]
-      Var seg = F::cumsum(rep, 3);
-      Var decay = F::where(lower, F::exp(seg), zero);                                // [B, I, N, S(t), S(s)]
-      Var hs = F::squeeze(F::matmul(decay, F::unsqueeze(dBu, 4)), 4);                // [B, I, N, S]
+      Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)),
+                           {0, 2, 3, 1});  // [B, I, N, S]
       Var h0 = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.N)}, 0.0);
-      hs = F::add(hs, F::mul(F::exp(F::cumsum(dA, 3)), F::unsqueeze(h0, 3)));        // + exp(Σ_{k≤t} dA_k)·h0
-      ssm_state = F::squeeze(F::slice(hs, 3, S - Sym(1), S), 3);                     // [B, I, N]
+      Var hs = chunked_scan(b, dA, dBu, h0, Sym(d.I), Sym(d.N));  // [B, I, N, S]
+      ssm_state = F::squeeze(F::slice(hs, 3, S - Sym(1), S), 3);  // [B, I, N]
       // y_t = C_t · h_t + D·x_t
       Var yt = F::sum(F::mul(F::permute(hs, {0, 3, 1, 2}), F::unsqueeze(Cm, 2)), {3});  // [B, S, I]
       scan = F::add(yt, F::mul(u, W(b, *this, p + "D")));

@@ -4,6 +4,7 @@
 // Shapes stay symbolic: sizes come from Var::size, the causal mask from arange over (T - S, T).
 #include "ops/decompositions.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -119,6 +120,73 @@ std::vector<Var> sdpa(Builder& b, const std::vector<Var>& in, const Attrs& a) {
   // a row with every key disallowed is NaN after softmax; the op defines it as zeros
   p = F::where(F::eq(p, p), p, F::full(b, {}, 0.0, DType::F32));
   return {F::to(F::matmul(p, vf), result_dtype(q.dtype()))};
+}
+
+namespace {
+Var moe_act(const Var& g, const std::string& act) {
+  if (act == "silu") return F::silu(g);
+  if (act == "relu") return F::relu(g);
+  if (act == "gelu") return F::gelu(g, "none");
+  if (act == "gelu_tanh") return F::gelu(g, "tanh");
+  HFX_THROW("decomp", "expected hfx.moe act silu, relu, gelu or gelu_tanh, got '{}'", act);
+}
+}  // namespace
+
+// The dense expert form: the routing weights scattered into a dense [..., E] matrix by top_k repeated
+// argmaxes (each knocks out the largest remaining probability; probabilities are >= 0, so -1 never
+// wins; ties go to the lower index), every expert run on every token and weighted by its column (zero
+// off its tokens). No data-dependent shapes or control flow, at the cost of E expert MLPs per token.
+std::vector<Var> moe(Builder& b, const std::vector<Var>& in, const Attrs& a) {
+  need(in, 4, std::max<size_t>(in.size(), 4), "hfx.moe");
+  const Var& x = in[0];
+  auto Em = in[1].size(-1).maybe_value();
+  if (!Em) HFX_THROW("decomp", "expected a constant expert count for hfx.moe, got {}", in[1].size(-1).str());
+  const int64_t E = *Em, k = attr_i(a, "top_k", 1);
+  const std::string act = a.has("act") ? a.s("act") : "silu";
+  Var p = F::softmax(F::to(in[1], DType::F32), -1);
+  Var ids = F::arange(b, Sym(0), Sym(E));
+  Var minus_one = F::full(b, {}, -1.0), zero = F::full(b, {}, 0.0);
+  Var cur = p, sel;
+  for (int64_t j = 0; j < k; j++) {
+    Var hit = F::eq(ids, F::argmax(cur, -1, /*keepdim=*/true));  // [..., E] bool
+    sel = sel.defined() ? F::logical_or(sel, hit) : hit;
+    if (j + 1 < k) cur = F::where(hit, minus_one, cur);
+  }
+  Var wts = F::where(sel, p, zero);
+  if (attr_b(a, "normalize", false)) wts = F::div(wts, F::sum(wts, {-1}, /*keepdim=*/true));
+  Var xf = F::to(x, DType::F32), out;
+  if (in.size() == 4 && in[2].dim() == 3) {
+    // Stacked: one linear over all experts (gate_up viewed as [E·2I, H]); the weighted activations
+    // [..., E·I] then meet down viewed as [H, E·I], whose contraction sums the experts.
+    const Sym I2 = in[2].size(1), H = in[2].size(2);
+    const Sym I = floordiv(I2, Sym(2));
+    SymShape lead;
+    for (int64_t d = 0; d + 1 < x.dim(); d++) lead.push_back(x.size(d));
+    SymShape eh = lead;
+    eh.insert(eh.end(), {Sym(E), I2});
+    Var h = F::reshape(F::linear(xf, F::reshape(F::to(in[2], DType::F32), {Sym(E) * I2, H})), eh);
+    const bool il = attr_b(a, "interleaved", false);
+    Var gate = il ? F::slice(h, -1, Sym(0), I2, 2) : F::slice(h, -1, Sym(0), I);
+    Var up = il ? F::slice(h, -1, Sym(1), I2, 2) : F::slice(h, -1, I, I2);
+    Var y = F::mul(moe_act(gate, act), up);  // [..., E, I]
+    SymShape ei = lead;
+    ei.push_back(Sym(E) * I);
+    y = F::reshape(F::mul(y, F::unsqueeze(wts, -1)), ei);
+    Var down = F::reshape(F::permute(F::to(in[3], DType::F32), {1, 0, 2}), {H, Sym(E) * I});
+    out = F::linear(y, down);
+  } else {
+    if (static_cast<int64_t>(in.size()) != 2 + 3 * E)
+      HFX_THROW("decomp", "expected hfx.moe with {} expert weights (gate, up, down per expert), got {}",
+                3 * E, in.size() - 2);
+    for (int64_t e = 0; e < E; e++) {
+      Var g = F::linear(xf, F::to(in[2 + 3 * e], DType::F32)),
+          u = F::linear(xf, F::to(in[3 + 3 * e], DType::F32));
+      Var y = F::linear(F::mul(moe_act(g, act), u), F::to(in[4 + 3 * e], DType::F32));
+      y = F::mul(y, F::slice(wts, -1, e, e + 1));
+      out = out.defined() ? F::add(out, y) : y;
+    }
+  }
+  return {F::to(out, result_dtype(x.dtype()))};
 }
 
 }  // namespace hfx::decomp

@@ -8,4 +8,5 @@ namespace hfx::decomp {
 std::vector<Var> rms_norm(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
 std::vector<Var> rope(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
 std::vector<Var> sdpa(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
+std::vector<Var> moe(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
 }  // namespace hfx::decomp

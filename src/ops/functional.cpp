@@ -108,4 +108,11 @@ Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale
   return call1("hfx.sdpa", in, {{"scale", scale}, {"causal", causal}, {"window", window}, {"softcap", softcap}});
 }
 
+Var moe(const Var& x, const Var& router_logits, const std::vector<Var>& experts, int64_t top_k,
+        bool normalize, const std::string& act) {
+  std::vector<Var> in{x, router_logits};
+  in.insert(in.end(), experts.begin(), experts.end());
+  return call1("hfx.moe", in, {{"top_k", top_k}, {"normalize", normalize}, {"act", act}});
+}
+
 }  // namespace hfx::F

@@ -344,6 +344,49 @@ Out infer_sdpa(const In& in, const Attrs&, ShapeEnv& env) {
   return {TensorType{q.dtype, s}};
 }
 
+// hfx.moe: x[..., H], logits[..., E], then {gate_up [E, 2I, H], down [E, H, I]} or E triples
+// {gate [I, H], up [I, H], down [H, I]}; out = x's shape. Checked here so a mis-shaped expert weight
+// names itself when the model is built, not deep in a kernel.
+Out infer_moe(const In& in, const Attrs& a, ShapeEnv& env) {
+  const char* op = "hfx.moe";
+  const auto& x = need(in, 0, op);
+  const auto& l = need(in, 1, op);
+  auto same = [&](const Sym& p, const Sym& q) { return p.same(q) || env.eq(p, q); };
+  if (x.shape.empty() || l.shape.size() != x.shape.size())
+    HFX_THROW("ops", "expected hfx.moe x[..., H] and router logits[..., E] of the same rank, got {} and {}",
+              x.str(), l.str());
+  auto E = l.shape.back().maybe_value();
+  if (!E || *E <= 0)
+    HFX_THROW("ops", "expected a constant expert count (router logits' last dim) in hfx.moe, got {}",
+              l.str());
+  const int64_t k = a.i("top_k");
+  if (k <= 0 || k > *E)
+    HFX_THROW("ops", "expected hfx.moe top_k in [1, {}] (the expert count), got {}", *E, k);
+  const Sym H = x.shape.back();
+  const size_t n = in.size() - 2;
+  if (n == 2 && need(in, 2, op).shape.size() == 3) {
+    const auto &gu = *in[2], &dn = need(in, 3, op);
+    if (!gu.shape[0].same(Sym(*E)) || !same(gu.shape[2], H) || dn.shape.size() != 3 ||
+        !dn.shape[0].same(Sym(*E)) || !same(dn.shape[1], H) || !same(dn.shape[2] * Sym(2), gu.shape[1]))
+      HFX_THROW("ops", "expected hfx.moe gate_up [{}, 2I, {}] and down [{}, {}, I], got {} and {}", *E,
+                H.str(), *E, H.str(), gu.str(), dn.str());
+    return {x};
+  }
+  if (static_cast<int64_t>(n) != 3 * *E)
+    HFX_THROW("ops",
+              "expected hfx.moe to get {} expert weights (gate, up, down for each of {} experts), got {}",
+              3 * *E, *E, n);
+  for (int64_t e = 0; e < *E; e++) {
+    const auto &g = need(in, 2 + 3 * e, op), &u = need(in, 3 + 3 * e, op), &d = need(in, 4 + 3 * e, op);
+    if (g.shape.size() != 2 || u.shape.size() != 2 || d.shape.size() != 2 || !same(g.shape[1], H) ||
+        !same(u.shape[1], H) || !same(g.shape[0], u.shape[0]) || !same(d.shape[0], H) ||
+        !same(d.shape[1], g.shape[0]))
+      HFX_THROW("ops", "expected hfx.moe expert {} gate [I, {}], up [I, {}], down [{}, I], got {}, {} and {}",
+                e, H.str(), H.str(), H.str(), g.str(), u.str(), d.str());
+  }
+  return {x};
+}
+
 #define BIN(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return binary(i, a, e, n); }
 #define CMP(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return compare(i, a, e, n); }
 #define RED(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return reduce(i, a, e, n); }
@@ -432,6 +475,12 @@ std::vector<OpSchema> build_table() {
   add({"hfx.rope", 3, 3, 1, {opt("interleaved", false)}, infer_rope, K::rope, decomp::rope, "rotary embedding"});
   add({"hfx.sdpa", 3, 4, 1, {req("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)}, infer_sdpa, K::sdpa,
        decomp::sdpa, "scaled dot-product attention (causal, GQA, sliding window, softcap, additive mask)"});
+  add({"hfx.moe", 4, -1, 1,
+       {req("top_k"), opt("normalize", false), opt("act", std::string("silu"), "silu, relu, gelu or gelu_tanh"),
+        opt("interleaved", false, "stacked gate_up rows alternate gate, up (else gate rows, then up)")},
+       infer_moe, K::moe, decomp::moe,
+       "sparse mixture-of-experts MLP: softmax routing, top_k (optionally renormalized), gated experts "
+       "(stacked or per expert)"});
   return t;
 }
 

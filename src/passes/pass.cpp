@@ -43,6 +43,26 @@ Pass dead_code_elimination_pass() {
               [](Graph& g) { return g.eliminate_dead_code() > 0; }};
 }
 
+void decompose_node(Graph& g, Node* n) {
+  const OpSchema& s = n->schema();
+  if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
+  TraceBuilder tb(g);
+  // Name the new nodes after the composite they replace.
+  tb.push_scope(n->name);
+  std::vector<Var> in;
+  for (Value* v : n->inputs) in.push_back(v ? tb.wrap(v) : Var());
+  size_t before = g.nodes().size();
+  std::vector<Var> out = s.decompose(tb, in, n->attrs);
+  // Move the freshly appended nodes in front of the composite node.
+  std::vector<Node*> fresh;
+  auto it = g.nodes().begin();
+  std::advance(it, before);
+  for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
+  for (Node* f : fresh) g.move_before(f, n);
+  for (size_t i = 0; i < out.size(); i++) g.replace_all_uses(n->outputs[i], out[i].value());
+  g.erase_node(n);
+}
+
 Pass decompose_pass(const std::vector<std::string>& ops) {
   std::set<std::string> want(ops.begin(), ops.end());
   return Pass{"decompose", "requires: composite ops listed have a decomposition; ensures: none of them remain",
@@ -50,26 +70,7 @@ Pass decompose_pass(const std::vector<std::string>& ops) {
                 std::vector<Node*> todo;
                 for (const auto& n : g.nodes())
                   if (want.count(n->op)) todo.push_back(n.get());
-                for (Node* n : todo) {
-                  const OpSchema& s = n->schema();
-                  if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
-                  TraceBuilder tb(g);
-                  // Name the new nodes after the composite they replace.
-                  std::string scope = n->name;
-                  tb.push_scope(scope);
-                  std::vector<Var> in;
-                  for (Value* v : n->inputs) in.push_back(v ? tb.wrap(v) : Var());
-                  size_t before = g.nodes().size();
-                  std::vector<Var> out = s.decompose(tb, in, n->attrs);
-                  // Move the freshly appended nodes in front of the composite node.
-                  std::vector<Node*> fresh;
-                  auto it = g.nodes().begin();
-                  std::advance(it, before);
-                  for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
-                  for (Node* f : fresh) g.move_before(f, n);
-                  for (size_t i = 0; i < out.size(); i++) g.replace_all_uses(n->outputs[i], out[i].value());
-                  g.erase_node(n);
-                }
+                for (Node* n : todo) decompose_node(g, n);
                 return !todo.empty();
               }};
 }

@@ -3,6 +3,9 @@
 // S and T (the causal mask comes from arange over symbolic sizes).
 #include <memory>
 
+#include <fmt/format.h>
+
+#include "hfx/core/error.h"
 #include "hfx/ir/graph.h"
 #include "hfx/ops/builder.h"
 #include "hfx/ops/functional.h"
@@ -55,6 +58,48 @@ TEST(KernelsDecomp, RopeFusedMatchesDecomposition) {
         compare(b, "hfx.rope", {x, c, s}, {{"interleaved", inter}},
                 std::string("rope ") + dtype_name(dt) + (inter ? " interleaved" : " half") + " R " + std::to_string(R));
       }
+}
+
+// The sparse kernel (experts on their routed rows only) against the dense form, for both weight layouts
+// (stacked gate|up, interleaved, per expert), every activation, top-1/top-k/all experts, with and
+// without renormalization, on [B, S, H] and flat [T, H] inputs.
+TEST(KernelsDecomp, MoeSparseKernelMatchesDenseDecomposition) {
+  EagerBuilder b;
+  uint32_t seed = 300;
+  const int64_t E = 4, H = 16, I = 8;
+  for (const char* act : {"silu", "relu", "gelu", "gelu_tanh"})
+    for (int64_t k : {int64_t{1}, int64_t{2}, E})
+      for (bool norm : {false, true})
+        for (int layout = 0; layout < 3; layout++) {
+          Shape xs = layout == 1 ? Shape{7, H} : Shape{2, 5, H}, ls = xs;
+          ls.back() = E;
+          std::vector<Var> in{b.wrap(rand_t(xs, DType::F32, seed++)), b.wrap(rand_t(ls, DType::F32, seed++))};
+          if (layout < 2) {
+            in.push_back(b.wrap(rand_t({E, 2 * I, H}, DType::F32, seed++, -0.5f, 0.5f)));
+            in.push_back(b.wrap(rand_t({E, H, I}, DType::F32, seed++, -0.5f, 0.5f)));
+          } else {
+            for (int64_t e = 0; e < E; e++) {
+              in.push_back(b.wrap(rand_t({I, H}, DType::F32, seed++, -0.5f, 0.5f)));
+              in.push_back(b.wrap(rand_t({I, H}, DType::F32, seed++, -0.5f, 0.5f)));
+              in.push_back(b.wrap(rand_t({H, I}, DType::F32, seed++, -0.5f, 0.5f)));
+            }
+          }
+          compare(
+              b, "hfx.moe", in,
+              {{"top_k", k}, {"normalize", norm}, {"act", std::string(act)}, {"interleaved", layout == 1}},
+              fmt::format("moe {} k {} norm {} layout {}", act, k, norm, layout));
+        }
+}
+
+TEST(KernelsDecomp, MoeRejectsMisShapedExperts) {
+  EagerBuilder b;
+  Var x = b.wrap(rand_t({1, 3, 16}, DType::F32, 1)), l = b.wrap(rand_t({1, 3, 4}, DType::F32, 2));
+  Var gu = b.wrap(rand_t({4, 16, 16}, DType::F32, 3)), down_bad = b.wrap(rand_t({4, 16, 7}, DType::F32, 4));
+  EXPECT_THROW(F::moe(x, l, {gu, down_bad}, 2, true), hfx::Error);  // down [E, H, I] with I 7 != 16/2
+  EXPECT_THROW(F::moe(x, l, {gu, b.wrap(rand_t({4, 16, 8}, DType::F32, 5))}, 5, true),
+               hfx::Error);                               // top_k > E
+  EXPECT_THROW(F::moe(x, l, {gu}, 2, true), hfx::Error);  // too few inputs
+  EXPECT_NO_THROW(F::moe(x, l, {gu, b.wrap(rand_t({4, 16, 8}, DType::F32, 6))}, 2, true));
 }
 
 TEST(KernelsDecomp, SdpaFusedMatchesDecomposition) {

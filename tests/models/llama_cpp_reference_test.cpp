@@ -32,6 +32,7 @@ struct Case {
   std::string model_type, gguf_arch;
   nlohmann::json overrides;
   double tol = 1e-5;  // GELU archs: llama.cpp rounds GELU through an f16 lookup table
+  size_t tokens = 12;  // mamba: 45, so the chunked scan (16-step chunks) crosses two chunk boundaries
 };
 
 class LlamaCppReference : public ::testing::TestWithParam<Case> {};
@@ -55,6 +56,8 @@ TEST_P(LlamaCppReference, SoftmaxMatches) {
   gguf::write_gguf(gguf, c.gguf_arch, *m, tok);
 
   std::vector<int64_t> ids = {1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180};
+  for (size_t i = ids.size(); i < c.tokens; i++)
+    ids.push_back(static_cast<int64_t>((i * 131 + 17) % 500) + 3);
   std::string list;
   for (auto t : ids) list += (list.empty() ? "" : ",") + std::to_string(t);
   const int64_t V = m->config().vocab_size;
@@ -77,19 +80,20 @@ TEST_P(LlamaCppReference, SoftmaxMatches) {
   EXPECT_LE(max_diff, c.tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, LlamaCppReference,
-                         ::testing::Values(Case{"llama", "llama", nlohmann::json::object()},
-                                           // llama.cpp's llama arch has no sliding window
-                                           Case{"mistral", "llama", {{"sliding_window", nullptr}}},
-                                           Case{"qwen2", "qwen2", nlohmann::json::object()},
-                                           Case{"qwen3", "qwen3", nlohmann::json::object()},
-                                           Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
-                                           Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
-                                           Case{"phi3", "phi3", {{"sliding_window", nullptr}}},
-                                           Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4},
-                                           // the selective scan against llama.cpp's ggml_ssm_scan / ggml_ssm_conv
-                                           Case{"mamba", "mamba", nlohmann::json::object(), 1e-5}),
-                         [](const auto& info) { return info.param.model_type; });
+INSTANTIATE_TEST_SUITE_P(
+    Archs, LlamaCppReference,
+    ::testing::Values(Case{"llama", "llama", nlohmann::json::object()},
+                      // llama.cpp's llama arch has no sliding window
+                      Case{"mistral", "llama", {{"sliding_window", nullptr}}},
+                      Case{"qwen2", "qwen2", nlohmann::json::object()},
+                      Case{"qwen3", "qwen3", nlohmann::json::object()},
+                      Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
+                      Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
+                      Case{"phi3", "phi3", {{"sliding_window", nullptr}}},
+                      Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4},
+                      // the selective scan against llama.cpp's ggml_ssm_scan / ggml_ssm_conv
+                      Case{"mamba", "mamba", nlohmann::json::object(), 1e-5, 45}),
+    [](const auto& info) { return info.param.model_type; });
 
 }  // namespace
 }  // namespace hfx::test

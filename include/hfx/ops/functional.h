@@ -96,5 +96,13 @@ Var rope(const Var& x, const Var& cos, const Var& sin, bool interleaved = false)
 /// [B, Hq, S, T].
 Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale, bool causal, int64_t window = 0,
          double softcap = 0.0);
+/// hfx.moe: a sparse mixture-of-experts MLP over x[..., H] with router logits[..., E]. Each token goes to
+/// the top_k experts of softmax(logits) (renormalized to sum 1 when `normalize`); expert e computes
+/// down_e(act(gate_e x) * up_e x) and the outputs are summed with the routing weights. `experts` is
+/// either {gate_up [E, 2I, H] (gate rows first; attribute `interleaved`: gate, up alternating, as the
+/// ONNX Runtime lowering packs it), down [E, H, I]} or E triples {gate [I, H], up [I, H],
+/// down [H, I]}. act: silu, relu, gelu or gelu_tanh.
+Var moe(const Var& x, const Var& router_logits, const std::vector<Var>& experts, int64_t top_k,
+        bool normalize, const std::string& act = "silu");
 
 }  // namespace hfx::F

@@ -31,5 +31,8 @@ Pass dead_code_elimination_pass();
 /// Replaces each composite op (hfx.sdpa, hfx.rms_norm, hfx.rope) named in `ops` by its reference
 /// decomposition (from the op table), in place.
 Pass decompose_pass(const std::vector<std::string>& ops);
+/// Replaces the composite node `n` of `g` by its decomposition, in place (new nodes named under n's
+/// name, placed before it). Throws hfx::Error("passes", ...) when its op has no decomposition.
+void decompose_node(Graph& g, Node* n);
 
 }  // namespace hfx

@@ -758,18 +758,21 @@ std::vector<AtenRow> aten_table_rows() {
   std::vector<AtenRow> rows;
   for (const auto& e : aten_table()) rows.push_back({e.hfx_op, e.target, e.note});
   rows.push_back({"hfx.rope", "(decomposed)", "no ATen op for rotary embedding"});
+  rows.push_back({"hfx.moe", "(decomposed)", "no ATen op for mixture-of-experts: dense experts"});
   return rows;
 }
 
 int lower_composites(Graph& g) {
   std::vector<std::string> ops;
   int count = 0;
-  bool rope = false, sdpa = false;
+  bool rope = false, sdpa = false, moe = false;
   for (const auto& n : g.nodes()) {
     if (n->op == "hfx.rope") rope = true, count++;
+    if (n->op == "hfx.moe") moe = true, count++;
     if (n->op == "hfx.sdpa" && !sdpa_is_exact(*n)) sdpa = true, count++;
   }
   if (rope) run_pass(g, decompose_pass({"hfx.rope"}));
+  if (moe) run_pass(g, decompose_pass({"hfx.moe"}));
   if (sdpa) {
     // Decompose only the inexact ones: mark the exact ones by moving them aside is not possible with
     // decompose_pass, so decompose per node through the op table directly.

@@ -3,6 +3,7 @@
 // Stage 2 patch: hfx.rope has no ATen op, so capture records its decomposition directly (the nodes
 // are then named after the attention module that applied it). lower_composites does the same for a
 // graph captured without the patch, so the patch is an optimisation of naming, not of correctness.
+// hfx.moe likewise: no ATen op, so its dense decomposition is recorded.
 #include "hfx/export/registry.h"
 #include "hfx/ops/op_schema.h"
 
@@ -19,6 +20,19 @@ void register_dynamo_entries() {
         };
       },
       "torch has no rotary-embedding ATen op (aten has no rope); remove when one exists in core ATen"});
+  patch_registry().push_back(PatchEntry{
+      "dynamo",
+      2,
+      {"hfx.moe"},
+      [](const OpHandler*) -> OpHandler {
+        return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
+          return op_schema("hfx.moe").decompose(b, inputs, normalize_attrs(op_schema("hfx.moe"), attrs));
+        };
+      },
+      "core ATen has no mixture-of-experts or grouped-matmul op: the routed experts are recorded as the op "
+      "table's "
+      "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core "
+      "ATen gets one"});
 }
 
 }  // namespace hfx

@@ -261,6 +261,13 @@ void register_executorch_entries() {
   patches.push_back(decomposition_patch(
       "hfx.rope", "The portable kernel library has no rotary-embedding kernel: slice/neg/cat/mul/add from portable ops "
                   "(the op table's decomposition)."));
+  patches.push_back(decomposition_patch(
+      "hfx.moe",
+      "The portable kernel library has no mixture-of-experts or grouped-matmul kernel: the routed experts "
+      "become "
+      "the op table's dense form (top-k by repeated argmax into a dense routing matrix, every expert on "
+      "every "
+      "token, weighted sum). Remove when a backend with a grouped/MoE kernel is targeted."));
   patches.push_back(static_cache_attention_patch());
 
   auto& pf = program_fix_registry();

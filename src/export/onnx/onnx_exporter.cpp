@@ -16,6 +16,7 @@
 #include <memory>
 
 #include "export/onnx/lowering.h"
+#include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
@@ -147,6 +148,7 @@ class OnnxExporter : public Exporter {
       }
 
       // ── Stage 3: FX node fixes ──
+      g.metadata()[kOnnxTargetKey] = cfg.target;  // fixes that depend on the target read it here
       apply_node_fixes("onnx", 3, g);
       apply_program_fixes("onnx", 3, g, warnings);
       std::string why;
@@ -203,6 +205,25 @@ std::vector<RegistryLine> onnx_registry_lines() {
 
 /// The ONNX backend's patches and fixes (stages 1–3). None are needed today: the translations handle
 /// every op of the table directly. Add entries here with their stage and reason.
-void register_onnx_entries() {}
+void register_onnx_entries() {
+  auto& pf = program_fix_registry();
+  pf.push_back({"onnx", 3, "moe_pack_for_ort", fix_moe_pack_for_ort,
+                "target=ort: com.microsoft.MoE (ONNX Runtime 1.30 CPU) computes hfx.moe with act silu "
+                "exactly (softmax → "
+                "top-k → optional renormalization; SwiGLU with alpha 1, beta 0 = silu(gate)·up) but wants "
+                "the experts as one "
+                "fc1 [E, 2I, H] with gate and up rows interleaved (swiglu_fusion=1; FC3 is not implemented "
+                "on CPU) and fc2 "
+                "[E, H, I]: the weights are packed into those two parameters. Other activations are left to "
+                "moe_dense_experts."});
+  pf.push_back({"onnx", 3, "moe_dense_experts", fix_moe_dense_experts,
+                "ai.onnx has no mixture-of-experts op and no grouped matmul: hfx.moe becomes the op table's "
+                "dense form (top-k "
+                "by repeated ArgMax into a dense routing matrix, every expert on every token, weighted sum), "
+                "no data-dependent "
+                "shapes. Applies to every hfx.moe not packed by moe_pack_for_ort (target standard; ort with "
+                "an activation "
+                "other than silu). Remove for a target with a fused MoE."});
+}
 
 }  // namespace hfx

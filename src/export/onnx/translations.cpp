@@ -13,6 +13,7 @@
 
 #include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
+#include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
 
 namespace hfx::onnx_export {
@@ -709,6 +710,10 @@ std::map<std::string, OnnxTranslationEntry> build() {
       "opset 18: MatMul/Softmax with grouped heads by broadcasting and position-built causal/window masks; "
       "opset 23: Attention with an explicit bias (softcap → decomposed); ort: com.microsoft GroupQueryAttention "
       "owning the KV concat (padding mask as attention_bias; else decomposed with a warning)");
+  add("hfx.moe", moe_translation,
+      "ort: com.microsoft.MoE (swiglu, interleaved fc1) after the stage-3 fix moe_pack_for_ort; otherwise "
+      "the "
+      "stage-3 fix moe_dense_experts has already decomposed it");
   return t;
 }
 

@@ -281,7 +281,7 @@ TEST(ExecutorchPte, RegistryListsBackendPreparationAndEveryEntryHasAReason) {
   int stage2 = 0;
   for (const auto& p : patch_registry())
     if (p.backend == "executorch" && p.stage == 2) stage2++;
-  EXPECT_EQ(stage2, 3) << "sdpa, rms_norm, rope";
+  EXPECT_EQ(stage2, 4) << "sdpa, rms_norm, rope, moe";
 }
 
 // ---------------------------------------------------------------- every architecture

@@ -3,16 +3,20 @@
 // the merged model.onnx, then 32 greedy decode steps. Every step's last-position logits agree with eager
 // to ≤ 1e-4 (relative to max(1, |ref|)), and ORT's argmax is eager's at every step, for opset 18 and
 // --target ort. (OrtExportModels covers prefill/decode/merged graphs with the present KV; OrtGeneration
-// and TransformersJs the tokens through each consumer.)
+// and TransformersJs the tokens through each consumer.) With --target ort every sparse layer is one
+// com.microsoft.MoE in each graph (moe_fusion.h) and the dense expert form is gone; opset 18 has none.
 #include <gtest/gtest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <fstream>
 
 #include "export/onnx/onnx_test_util.h"
+#include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/onnx.h"
+#include "hfx/export/registry.h"
 #include "hfx/runtime/generator.h"
 #include "models/model_test_util.h"
 
@@ -34,6 +38,19 @@ double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   return e;
 }
 
+// (com.microsoft.MoE nodes, ArgMax nodes) of an ONNX file.
+std::pair<int, int> moe_and_argmax(const fs::path& file) {
+  onnx::ModelProto m;
+  std::ifstream in(file, std::ios::binary);
+  EXPECT_TRUE(m.ParseFromIstream(&in)) << file;
+  int moe = 0, argmax = 0;
+  for (const auto& n : m.graph().node()) {
+    moe += n.op_type() == "MoE" && n.domain() == "com.microsoft";
+    argmax += n.op_type() == "ArgMax";
+  }
+  return {moe, argmax};
+}
+
 TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
   const P& p = GetParam();
   std::shared_ptr<const CausalLM> model(test::tiny_in_memory(p.arch, 5));
@@ -42,6 +59,22 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
   oc.target = p.target;
   auto exp = make_onnx_exporter();
   exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, dir.path.string());
+  int sparse = 0;  // one router per sparse layer: <block>.gate, GraniteMoE's <block>.router.layer
+  auto ends = [](const std::string& w, const std::string& t) {
+    return w.size() > t.size() && w.compare(w.size() - t.size(), t.size(), t) == 0;
+  };
+  for (const auto& [w, shape] : architecture(p.arch).weight_specs(model->config()))
+    sparse += ends(w, ".gate.weight") || ends(w, ".router.layer.weight");
+  ASSERT_GT(sparse, 0);
+  for (const char* comp : {"prefill", "decode", "model"}) {
+    auto [moe, argmax] = moe_and_argmax(dir.path / "onnx" / (std::string(comp) + ".onnx"));
+    // The dense form picks the top-k by k ArgMax nodes per layer; the fused op leaves none.
+    EXPECT_EQ(moe, p.target == "ort" ? sparse : 0) << comp;
+    if (p.target == "ort")
+      EXPECT_EQ(argmax, 0) << comp;
+    else
+      EXPECT_GT(argmax, 0) << comp;
+  }
   auto ort = make_ort_engine(dir.path.string(), 2);
   EagerEngine eager(model);
 
@@ -82,6 +115,41 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
   }
   std::printf("  [%s %s] batch 3 left-padded, 48-token prefill + 32 decode steps: worst relative error %.3g\n",
               p.arch.c_str(), p.target.c_str(), worst);
+}
+
+// The two stage-3 registry entries are what decides the graph: without moe_pack_for_ort, --target ort
+// keeps the dense form; without moe_dense_experts, the standard export has no lowering for hfx.moe and
+// fails naming the fix.
+TEST(OrtMoeRegistry, EachStage3EntryChangesTheExport) {
+  std::shared_ptr<const CausalLM> model(test::tiny_in_memory("mixtral", 5));
+  auto without = [&](const std::string& fix, const std::string& target) {
+    auto& reg = program_fix_registry();
+    auto it = std::find_if(reg.begin(), reg.end(),
+                           [&](const ProgramFixEntry& e) { return e.backend == "onnx" && e.name == fix; });
+    EXPECT_NE(it, reg.end()) << fix;
+    ProgramFixEntry saved = *it;
+    size_t at = static_cast<size_t>(it - reg.begin());
+    reg.erase(it);
+    TempDir dir("moe_without_" + fix);
+    OnnxConfig oc;
+    oc.target = target;
+    std::string error;
+    try {
+      make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}},
+                                                  dir.path.string());
+    } catch (const Error& e) {
+      error = e.what();
+    }
+    reg.insert(reg.begin() + static_cast<ptrdiff_t>(at), saved);
+    int moe = -1;
+    if (error.empty()) moe = moe_and_argmax(dir.path / "onnx" / "model.onnx").first;
+    return std::make_pair(error, moe);
+  };
+  auto [err_pack, moe_pack] = without("moe_pack_for_ort", "ort");
+  EXPECT_EQ(err_pack, "");
+  EXPECT_EQ(moe_pack, 0) << "--target ort without moe_pack_for_ort must keep the dense experts";
+  auto [err_dense, moe_dense] = without("moe_dense_experts", "standard");
+  EXPECT_NE(err_dense.find("moe_dense_experts"), std::string::npos) << err_dense;
 }
 
 INSTANTIATE_TEST_SUITE_P(Moe, OrtMoe,

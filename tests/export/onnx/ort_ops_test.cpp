@@ -1,13 +1,16 @@
 // Per-op conformance of the ONNX lowering: for every op of the op table, a tiny graph traced with
-// symbolic dims is lowered (opset 18, opset 23, target ort), run in ONNX Runtime at two different sizes,
+// symbolic dims goes through the ONNX backend's stage-3 program fixes and is lowered (opset 18, opset 23,
+// target ort), run in ONNX Runtime at two different sizes,
 // and compared with the eager kernel. The cases are data: op, inputs (symbolic dims, generator),
 // attributes, tolerance. A test checks that every op of the table has at least one case.
 #include <gtest/gtest.h>
 
 #include <set>
 
-#include "hfx/ops/op_schema.h"
+#include "export/onnx/moe_fusion.h"
 #include "export/onnx/onnx_test_util.h"
+#include "hfx/export/registry.h"
+#include "hfx/ops/op_schema.h"
 
 namespace hfx::onnx_test {
 namespace {
@@ -121,6 +124,23 @@ std::vector<OpCase> cases() {
   c.push_back({"sdpa_gqa_causal", "hfx.sdpa", {q, k, v}, {{"scale", 0.0}}});
   c.push_back({"sdpa_mha", "hfx.sdpa", {q, {"k", {"B", "4", "T", "8"}}, {"v", {"B", "4", "T", "8"}}}, {{"scale", 0.3}}});
   c.push_back({"sdpa_noncausal", "hfx.sdpa", {q, k, v}, {{"scale", 0.35}, {"causal", false}}});
+  // hfx.moe: stacked (GraniteMoE) and per-expert weights; target ort packs them for com.microsoft.MoE
+  // (the stage-3 fixes run below), gelu keeps the dense form there too.
+  const In logits4{"logits", {"B", "S", "4"}}, logits3{"logits", {"B", "S", "3"}};
+  const In gate_up{"gate_up", {"4", "12", "8"}, DType::F32, "normal", true},
+      down{"down", {"4", "8", "6"}, DType::F32, "normal", true};
+  c.push_back(
+      {"moe_stacked", "hfx.moe", {x, logits4, gate_up, down}, {{"top_k", int64_t{2}}, {"normalize", true}}});
+  c.push_back({"moe_stacked_gelu",
+               "hfx.moe",
+               {x, logits4, gate_up, down},
+               {{"top_k", int64_t{1}}, {"act", std::string("gelu_tanh")}}});
+  std::vector<In> per_expert{x, logits3};
+  for (int e = 0; e < 3; e++)
+    for (auto [n, d] : std::vector<std::pair<std::string, std::vector<std::string>>>{
+             {"gate", {"5", "8"}}, {"up", {"5", "8"}}, {"down", {"8", "5"}}})
+      per_expert.push_back({n + std::to_string(e), d, DType::F32, "normal", true});
+  c.push_back({"moe_experts", "hfx.moe", per_expert, {{"top_k", int64_t{2}}}});
   c.push_back({"sdpa_window", "hfx.sdpa", {q, k, v}, {{"scale", 0.35}, {"window", int64_t{3}}}});
   c.push_back({"sdpa_softcap", "hfx.sdpa", {q, k, v}, {{"scale", 0.35}, {"softcap", 2.0}}});
   c.push_back({"sdpa_float_mask", "hfx.sdpa", {q, k, v, {"m", {"B", "1", "S", "T"}, DType::F32, "mask"}}, {{"scale", 0.35}}});
@@ -231,6 +251,10 @@ TEST_P(OrtOpConformance, MatchesEagerAtTwoSizes) {
   auto outs = tb.call(oc.op, vars, oc.attrs);
   g.add_output("out", outs[0].value());
 
+  // The backend's stage-3 program fixes (hfx.moe: packed for com.microsoft.MoE, or dense experts).
+  g.metadata()[onnx_export::kOnnxTargetKey] = cfg.target;
+  std::vector<std::string> warnings;
+  apply_program_fixes("onnx", 3, g, warnings);
   TempDir dir(oc.name);
   onnx_export::LowerOptions lo;
   lo.opset = cfg.opset;
