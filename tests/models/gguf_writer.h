@@ -176,12 +176,69 @@ inline Tensor plus_one(const Tensor& t) {
   return Tensor::from_floats(t.shape(), v);
 }
 
+/// One Mamba-2 mixer's tensors as convert_hf_to_gguf.py's Mamba2Model writes them: conv1d.weight
+/// [C, 1, K] squeezed to [C, K], dt_bias as ssm_dt.bias, A = -exp(A_log) and D as [heads, 1], the gated
+/// norm's weight as [n_groups, inner / n_groups].
+inline void add_ssd_mixer(Writer& w, const io::WeightStore& W, const std::string& p, const std::string& q,
+                          int64_t inner, int64_t groups, bool conv_bias) {
+  Tensor cw = W.get(p + "conv1d.weight").to(DType::F32).contiguous();
+  w.tensor(q + "ssm_in.weight", W.get(p + "in_proj.weight"));
+  w.tensor(q + "ssm_conv1d.weight", cw.reshape({cw.size(0), cw.size(2)}));
+  if (conv_bias) w.tensor(q + "ssm_conv1d.bias", W.get(p + "conv1d.bias"));
+  w.tensor(q + "ssm_dt.bias", W.get(p + "dt_bias"));
+  std::vector<float> a = W.get(p + "A_log").to_floats();
+  for (float& x : a) x = -std::exp(x);
+  const int64_t H = static_cast<int64_t>(a.size());
+  w.tensor(q + "ssm_a", Tensor::from_floats({H, 1}, a));
+  w.tensor(q + "ssm_d", W.get(p + "D").to(DType::F32).contiguous().reshape({H, 1}));
+  w.tensor(q + "ssm_norm.weight", W.get(p + "norm.weight").to(DType::F32).contiguous().reshape({groups, inner / groups}));
+  w.tensor(q + "ssm_out.weight", W.get(p + "out_proj.weight"));
+}
+
+/// mamba2 as convert_hf_to_gguf.py's Mamba2Model writes it (time_step_rank = the head count).
+inline void write_mamba2(const std::string& path, const CausalLM& m, const nlohmann::json& tok) {
+  const ModelConfig& c = m.config();
+  const auto& W = m.weights();
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t N = c.raw.at("state_size").get<int64_t>(), K = c.raw.at("conv_kernel").get<int64_t>();
+  const int64_t G = c.raw.at("n_groups").get<int64_t>(), heads = c.raw.at("num_heads").get<int64_t>();
+  Writer w;
+  w.kv_str("general.architecture", "mamba2");
+  w.kv_str("general.name", "hfx-tiny");
+  w.kv_u32("general.alignment", 32);
+  w.kv_u32("mamba2.context_length", 1u << 20);
+  w.kv_u32("mamba2.embedding_length", static_cast<uint32_t>(H));
+  w.kv_u32("mamba2.feed_forward_length", 0);
+  w.kv_u32("mamba2.attention.head_count", 0);
+  w.kv_u32("mamba2.block_count", static_cast<uint32_t>(c.num_hidden_layers));
+  w.kv_u32("mamba2.ssm.conv_kernel", static_cast<uint32_t>(K));
+  w.kv_u32("mamba2.ssm.inner_size", static_cast<uint32_t>(I));
+  w.kv_u32("mamba2.ssm.state_size", static_cast<uint32_t>(N));
+  w.kv_u32("mamba2.ssm.time_step_rank", static_cast<uint32_t>(heads));
+  w.kv_u32("mamba2.ssm.group_count", static_cast<uint32_t>(G));
+  w.kv_f32("mamba2.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  w.kv_u32("mamba2.vocab_size", static_cast<uint32_t>(c.vocab_size));
+  add_gpt2_vocab(w, tok, c.vocab_size);
+  if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+  if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  w.tensor("token_embd.weight", W.get("backbone.embeddings.weight"));
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    w.tensor(q + "attn_norm.weight", W.get(p + "norm.weight"));
+    add_ssd_mixer(w, W, p + "mixer.", q, I, G, c.raw.value("use_conv_bias", true));
+  }
+  w.tensor("output_norm.weight", W.get("backbone.norm_f.weight"));
+  if (!c.tie_word_embeddings) w.tensor("output.weight", W.get("lm_head.weight"));
+  w.write(path);
+}
+
 /// A GGUF of an hfx model for llama.cpp arch `arch`: llama (permuted q/k), qwen2 (q/k/v biases, NEOX),
 /// qwen3 (q/k norms), gemma / gemma2 (norms + 1, sandwich norms, softcaps, sliding window), phi3 (fused
 /// qkv and gate_up, partial rotary), gpt2 (Conv1D weights transposed to [out, in], LayerNorm biases).
 inline void write_gguf(const std::string& path, const std::string& arch, const CausalLM& m, const nlohmann::json& tok) {
   const ModelConfig& c = m.config();
   const auto& W = m.weights();
+  if (arch == "mamba2") return write_mamba2(path, m, tok);
   if (arch == "mamba") {
     // What convert_hf_to_gguf.py's MambaModel writes: no attention keys (head counts 0), the ssm sizes,
     // conv1d.weight [I, 1, K] squeezed to [I, K], A = -exp(A_log) stored as ssm_a.

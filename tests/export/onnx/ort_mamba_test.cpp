@@ -1,4 +1,4 @@
-// mamba exported to ONNX (prefill, decode, merged model) with opset 18, opset 23 and target ort, run in
+// mamba and mamba2 exported to ONNX (prefill, decode, merged model) with opset 18, opset 23 and target ort, run in
 // ONNX Runtime against the eager model: logits and every present_conv.N / present_ssm.N at ≤ 1e-4 absolute
 // for batch 1 and a left-padded batch of 3, prompts of 1, 7 and 64 tokens, and a decode step after the
 // 64-token prefill (decode.onnx and the merged graph fed the eager states). The merged graph's first call
@@ -85,6 +85,7 @@ NamedVars as_past(const NamedVars& present) {
 }
 
 struct Cfg {
+  std::string arch;
   int opset;
   std::string target, tag;
 };
@@ -93,14 +94,14 @@ class OrtMamba : public ::testing::TestWithParam<Cfg> {};
 
 TEST_P(OrtMamba, PrefillDecodeAndMergedMatchEager) {
   const Cfg& c = GetParam();
-  auto model = test::tiny_in_memory("mamba", 7);
-  TempDir dir("mamba_" + c.tag);
+  auto model = test::tiny_in_memory(c.arch, 7);
+  TempDir dir(c.arch + "_" + c.tag);
   OnnxConfig oc;
   oc.opset = c.opset;
   oc.target = c.target;
   auto exp = make_onnx_exporter();
   ExportResult r = exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, dir.path.string());
-  for (const auto& w : r.warnings) std::printf("  [mamba %s] warning: %s\n", c.tag.c_str(), w.c_str());
+  for (const auto& w : r.warnings) std::printf("  [%s %s] warning: %s\n", c.arch.c_str(), c.tag.c_str(), w.c_str());
   rt::SessionOptions so;
   so.intra_op_threads = 2;
   rt::OrtSession prefill(dir.path / "onnx/prefill.onnx", so), decode(dir.path / "onnx/decode.onnx", so),
@@ -128,16 +129,21 @@ TEST_P(OrtMamba, PrefillDecodeAndMergedMatchEager) {
       worst = std::max(worst, check_graph(decode, "decode after 64 " + tag, dc, past, ref2));
       worst = std::max(worst, check_graph(merged, "merged decode after 64 " + tag, dc, past, ref2));
     }
-  std::printf("  [mamba %s] worst |ORT - eager| %.3g\n", c.tag.c_str(), worst);
+  std::printf("  [%s %s] worst |ORT - eager| %.3g\n", c.arch.c_str(), c.tag.c_str(), worst);
 }
 
 INSTANTIATE_TEST_SUITE_P(Cfgs, OrtMamba,
-                         ::testing::Values(Cfg{18, "standard", "opset18"}, Cfg{23, "standard", "opset23"}, Cfg{18, "ort", "ort"}),
-                         [](const auto& info) { return info.param.tag; });
+                         ::testing::Values(Cfg{"mamba", 18, "standard", "opset18"}, Cfg{"mamba", 23, "standard", "opset23"},
+                                           Cfg{"mamba", 18, "ort", "ort"}, Cfg{"mamba2", 18, "standard", "opset18"},
+                                           Cfg{"mamba2", 23, "standard", "opset23"}, Cfg{"mamba2", 18, "ort", "ort"}),
+                         [](const auto& info) { return info.param.arch + "_" + info.param.tag; });
 
-TEST(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
-  TempDir dir("mamba_generate");
-  create_tiny("mamba", (dir.path / "ckpt").string());
+class OrtMambaGenerate : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
+  const std::string arch = GetParam();
+  TempDir dir(arch + "_generate");
+  create_tiny(arch, (dir.path / "ckpt").string());
   std::shared_ptr<const CausalLM> model(load_causal_lm((dir.path / "ckpt").string()));
   OnnxConfig oc;
   auto exp = make_onnx_exporter();
@@ -175,7 +181,7 @@ TEST(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
     ort->step(tok_o, mask, pos, bt.B, 1, lo);
     eager_engine.step(tok_e, mask, pos, bt.B, 1, le);
   }
-  std::printf("  [mamba generate] 32 greedy tokens, batch 3 left-padded: worst |ORT - eager| logit %.3g\n", worst);
+  std::printf("  [%s generate] 32 greedy tokens, batch 3 left-padded: worst |ORT - eager| logit %.3g\n", arch.c_str(), worst);
   EXPECT_LE(worst, kTol);
 #ifdef HFX_CLI
   // The CLI over both engines gives the same text.
@@ -195,6 +201,9 @@ TEST(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
   EXPECT_EQ(o, e);
 #endif
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, OrtMambaGenerate, ::testing::Values("mamba", "mamba2"),
+                         [](const auto& info) { return info.param; });
 
 }  // namespace
 }  // namespace hfx::onnx_test
