@@ -50,13 +50,17 @@ ModelConfig parse(const json& j) {
   ModelConfig c = parse_common(m, "mamba2", d);
   c.raw = j;
   if (!c.pad_token_id) c.pad_token_id = jget<int64_t>(j, "pad_token_id", 1);
-  if (jhas(j, "layer_types")) set_layer_types(c, [](int64_t) { return false; }, {"mamba"});
-  else c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
+  if (jhas(j, "layer_types"))
+    set_layer_types(c, [](int64_t) { return false; }, {"mamba"});
+  else
+    c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
   check_ssd_dims(dims_of(c), "mamba2");
   const std::string act = jget<std::string>(j, "hidden_act", "silu");
-  if (act != "silu" && act != "swish") HFX_THROW("model", "expected hidden_act 'silu' for mamba2, got '{}'", act);
+  if (act != "silu" && act != "swish")
+    HFX_THROW("model", "expected hidden_act 'silu' for mamba2, got '{}'", act);
   if (!jget<bool>(j, "rms_norm", true))
-    HFX_THROW("model", "expected rms_norm true for mamba2 (the gated RMSNorm transformers always applies), got false");
+    HFX_THROW("model",
+              "expected rms_norm true for mamba2 (the gated RMSNorm transformers always applies), got false");
   return c;
 }
 
@@ -94,10 +98,15 @@ class Mamba2LM : public CausalLM {
     c.outputs = {"logits"};
     for (int64_t i = 0; i < config().num_hidden_layers; i++) {
       const std::string type = config().layer_types[static_cast<size_t>(i)];
-      c.inputs.push_back({fmt::format("past_conv.{}", i), DType::F32,
-                          {"batch_size", std::to_string(d.conv_dim()), std::to_string(d.kernel - 1)}, true});
-      c.inputs.push_back({fmt::format("past_ssm.{}", i), DType::F32,
-                          {"batch_size", std::to_string(d.heads), std::to_string(d.head_dim), std::to_string(d.state)}, true});
+      c.inputs.push_back({fmt::format("past_conv.{}", i),
+                          DType::F32,
+                          {"batch_size", std::to_string(d.conv_dim()), std::to_string(d.kernel - 1)},
+                          true});
+      c.inputs.push_back(
+          {fmt::format("past_ssm.{}", i),
+           DType::F32,
+           {"batch_size", std::to_string(d.heads), std::to_string(d.head_dim), std::to_string(d.state)},
+           true});
       for (const char* kind : {"conv", "ssm"}) {
         c.outputs.push_back(fmt::format("present_{}.{}", kind, i));
         c.cache.push_back({static_cast<int>(i), kind, type, 0, fmt::format("past_{}.{}", kind, i),
@@ -107,7 +116,8 @@ class Mamba2LM : public CausalLM {
     return {c};
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     if (component != "model") (void)this->component(component);
     Var ids = get(in, "input_ids");
     if (!ids) HFX_THROW("model", "expected input 'input_ids' for component 'model' of mamba2, got none");
@@ -130,14 +140,16 @@ class Mamba2LM : public CausalLM {
   // A full recomputation from the zero state; a KV cache cannot hold conv/ssm states.
   ForwardOut forward(Builder& b, const ForwardArgs& a) const override {
     if (a.cache)
-      HFX_THROW("model", "expected no KV cache for mamba2 (its cache is the conv/ssm leaves of component 'model'), got one");
+      HFX_THROW(
+          "model",
+          "expected no KV cache for mamba2 (its cache is the conv/ssm leaves of component 'model'), got one");
     std::vector<Var> conv(static_cast<size_t>(config().num_hidden_layers)), ssm(conv.size());
     return {run(b, a.input_ids, a.attention_mask, conv, ssm, a.logits_to_keep)};
   }
 
  private:
-  Var run(Builder& b, const Var& ids, const Var& attention_mask, std::vector<Var>& conv, std::vector<Var>& ssm,
-          int64_t keep) const {
+  Var run(Builder& b, const Var& ids, const Var& attention_mask, std::vector<Var>& conv,
+          std::vector<Var>& ssm, int64_t keep) const {
     const auto& c = config();
     const SsdDims d = dims_of(c);
     Sym S = ids.size(1);
@@ -169,7 +181,8 @@ class Mamba2LM : public CausalLM {
     }
     h = keep_last(h, keep);
     Scope sl(b, "lm_head");
-    Var logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight"));
+    Var logits =
+        F::linear(h, W(b, *this, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight"));
     b.name_output(logits);
     return logits;
   }

@@ -25,14 +25,20 @@ namespace hfx::models {
 void check_ssd_dims(const SsdDims& d, const std::string& mt) {
   if (d.hidden <= 0 || d.inner <= 0 || d.state <= 0 || d.kernel < 1 || d.heads <= 0 || d.head_dim <= 0 ||
       d.groups <= 0 || d.chunk <= 0)
-    HFX_THROW("model", "expected positive hidden/intermediate/state/conv_kernel/heads/head_dim/n_groups/chunk_size sizes "
-              "for {}, got {}/{}/{}/{}/{}/{}/{}/{}", mt, d.hidden, d.inner, d.state, d.kernel, d.heads, d.head_dim,
-              d.groups, d.chunk);
+    HFX_THROW(
+        "model",
+        "expected positive hidden/intermediate/state/conv_kernel/heads/head_dim/n_groups/chunk_size sizes "
+        "for {}, got {}/{}/{}/{}/{}/{}/{}/{}",
+        mt, d.hidden, d.inner, d.state, d.kernel, d.heads, d.head_dim, d.groups, d.chunk);
   if (d.heads * d.head_dim != d.inner)
-    HFX_THROW("model", "expected num_heads · head_dim = expand · hidden_size for {}, got {} · {} != {}; fix the config's "
-              "head sizes", mt, d.heads, d.head_dim, d.inner);
+    HFX_THROW(
+        "model",
+        "expected num_heads · head_dim = expand · hidden_size for {}, got {} · {} != {}; fix the config's "
+        "head sizes",
+        mt, d.heads, d.head_dim, d.inner);
   if (d.heads % d.groups != 0)
-    HFX_THROW("model", "expected num_heads divisible by n_groups for {}, got {} heads and {} groups", mt, d.heads, d.groups);
+    HFX_THROW("model", "expected num_heads divisible by n_groups for {}, got {} heads and {} groups", mt,
+              d.heads, d.groups);
 }
 
 void ssd_weight_specs(WeightSpecs& s, const std::string& p, const SsdDims& d) {
@@ -58,19 +64,19 @@ void read_time_step_limit(SsdDims& d, const json& j) {
   d.dt_max = hi.is_number() && std::isfinite(hi.get<double>()) ? hi.get<double>() : 0.0;
 }
 
-namespace {
-
-// torch.nn.functional.softplus (beta 1, threshold 20).
 Var softplus(const Var& z) {
   Var big = F::gt(z, F::full(z.builder(), {}, 20.0));
   return F::where(big, z, F::log(F::add(F::exp(z), 1.0)));
 }
 
+namespace {
+
 // exp(segment_sum(v)) on v [..., T]: out[..., t, s] = exp(Σ_{s<k≤t} v_k) for s ≤ t, 0 above the diagonal.
 Var exp_segsum(Builder& b, const Var& v, const Sym& T) {
   Var t_idx = F::unsqueeze(F::arange(b, Sym(0), T), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), T), 0);
   Var zero = F::full(b, {}, 0.0);
-  Var rep = F::where(F::gt(t_idx, s_idx), F::unsqueeze(v, static_cast<int64_t>(v.dim())), zero);  // [..., T(k), T(s)]: v_k where k > s
+  // [..., T(k), T(s)]: v_k where k > s
+  Var rep = F::where(F::gt(t_idx, s_idx), F::unsqueeze(v, static_cast<int64_t>(v.dim())), zero);
   Var seg = F::cumsum(rep, static_cast<int64_t>(rep.dim()) - 2);
   return F::where(F::ge(t_idx, s_idx), F::exp(seg), zero);
 }
@@ -89,31 +95,37 @@ Var to_chunks(const Var& x, const Sym& B, const Sym& nc, int64_t Q, int64_t H, i
 
 // The chunked scan: x [B, S, H, P], dt [B, S, H], A [H], Bh/Ch [B, S, H, N], h0 [B, H, P, N] →
 // y [B, S, H, P] (without the D skip); h0 becomes the final state.
-Var chunked_scan(Builder& b, const SsdDims& d, const Var& x, const Var& dt, const Var& A, const Var& Bh, const Var& Ch,
-                 Var& h0) {
+Var chunked_scan(Builder& b, const SsdDims& d, const Var& x, const Var& dt, const Var& A, const Var& Bh,
+                 const Var& Ch, Var& h0) {
   const int64_t Q = d.chunk, H = d.heads, P = d.head_dim, N = d.state;
   Sym Bs = x.size(0), S = x.size(1);
   Sym nc = floordiv(S + Sym(Q - 1), Sym(Q)), pad = nc * Sym(Q) - S;
   Var xdt = to_chunks(pad_seq(b, F::mul(x, F::unsqueeze(dt, 3)), pad), Bs, nc, Q, H, P);  // [B, c, H, Q, P]
-  Var Bc = to_chunks(pad_seq(b, Bh, pad), Bs, nc, Q, H, N), Cc = to_chunks(pad_seq(b, Ch, pad), Bs, nc, Q, H, N);
-  Var a = F::permute(F::reshape(pad_seq(b, F::mul(dt, A), pad), {Bs, nc, Sym(Q), Sym(H)}), {0, 1, 3, 2});  // [B, c, H, Q]
+  Var Bc = to_chunks(pad_seq(b, Bh, pad), Bs, nc, Q, H, N),
+      Cc = to_chunks(pad_seq(b, Ch, pad), Bs, nc, Q, H, N);
+  Var a = F::permute(F::reshape(pad_seq(b, F::mul(dt, A), pad), {Bs, nc, Sym(Q), Sym(H)}),
+                     {0, 1, 3, 2});  // [B, c, H, Q]
   Var acs = F::cumsum(a, 3);
   // 1. Within each chunk: (C_l · B_s) · exp(seg[l, s]) applied to x_s·dt_s.
-  Var G = F::matmul(Cc, F::transpose(Bc, 3, 4));                   // [B, c, H, Q(l), Q(s)]
+  Var G = F::matmul(Cc, F::transpose(Bc, 3, 4));                     // [B, c, H, Q(l), Q(s)]
   Var y_diag = F::matmul(F::mul(G, exp_segsum(b, a, Sym(Q))), xdt);  // [B, c, H, Q, P]
   // 2. Each chunk's own final state from the zero state: Σ_l exp(acs_last - acs_l) · x_l·dt_l ⊗ B_l.
-  Var decay_states = F::exp(F::sub(F::slice(acs, 3, Q - 1, Q), acs));              // [B, c, H, Q]
-  Var states = F::matmul(F::transpose(F::mul(xdt, F::unsqueeze(decay_states, 4)), 3, 4), Bc);  // [B, c, H, P, N]
+  Var decay_states = F::exp(F::sub(F::slice(acs, 3, Q - 1, Q), acs));  // [B, c, H, Q]
+  Var states =
+      F::matmul(F::transpose(F::mul(xdt, F::unsqueeze(decay_states, 4)), 3, 4), Bc);  // [B, c, H, P, N]
   // 3. States passed between chunks: chunk 0 is the past state; decay by the chunk totals' segment sums.
-  Var all = F::cat({F::unsqueeze(h0, 1), states}, 1);                            // [B, c+1, H, P, N]
+  Var all = F::cat({F::unsqueeze(h0, 1), states}, 1);                             // [B, c+1, H, P, N]
   Var totals = F::permute(F::squeeze(F::slice(acs, 3, Q - 1, Q), 3), {0, 2, 1});  // [B, H, c]
-  totals = F::cat({F::full(b, {Bs, Sym(H), Sym(1)}, 0.0), totals}, 2);           // [B, H, c+1]
+  totals = F::cat({F::full(b, {Bs, Sym(H), Sym(1)}, 0.0), totals}, 2);            // [B, H, c+1]
   Var flat = F::reshape(F::permute(all, {0, 2, 1, 3, 4}), {Bs, Sym(H), nc + Sym(1), Sym(P * N)});
-  Var passed = F::reshape(F::matmul(exp_segsum(b, totals, nc + Sym(1)), flat), {Bs, Sym(H), nc + Sym(1), Sym(P), Sym(N)});
-  h0 = F::squeeze(F::slice(passed, 2, nc, nc + Sym(1)), 2);                      // [B, H, P, N]
-  Var start = F::permute(F::slice(passed, 2, Sym(0), nc), {0, 2, 1, 3, 4});      // [B, c, H, P, N]: state entering chunk c
+  Var passed = F::reshape(F::matmul(exp_segsum(b, totals, nc + Sym(1)), flat),
+                          {Bs, Sym(H), nc + Sym(1), Sym(P), Sym(N)});
+  h0 = F::squeeze(F::slice(passed, 2, nc, nc + Sym(1)), 2);  // [B, H, P, N]
+  Var start = F::permute(F::slice(passed, 2, Sym(0), nc),
+                         {0, 2, 1, 3, 4});  // [B, c, H, P, N]: state entering chunk c
   // 4. The entering state read out by C, decayed to each position.
-  Var y_off = F::mul(F::matmul(Cc, F::transpose(start, 3, 4)), F::unsqueeze(F::exp(acs), 4));  // [B, c, H, Q, P]
+  Var y_off =
+      F::mul(F::matmul(Cc, F::transpose(start, 3, 4)), F::unsqueeze(F::exp(acs), 4));  // [B, c, H, Q, P]
   Var y = F::reshape(F::permute(F::add(y_diag, y_off), {0, 1, 3, 2, 4}), {Bs, nc * Sym(Q), Sym(H), Sym(P)});
   return F::slice(y, 1, Sym(0), S);
 }
@@ -161,7 +173,8 @@ Var ssd_mixer(Builder& b, const Model& m, const SsdDims& d, const Var& x, const 
   Var xbc = conv1d(b, m, d, F::slice(proj, 2, I, I + CD), conv_state);
   if (mask) xbc = F::mul(xbc, mask);
   Var xs = F::reshape(F::slice(xbc, 2, 0, I), {B, S, Sym(H), Sym(d.head_dim)});
-  Var Bh = per_head(F::slice(xbc, 2, I, I + GN), d, B, S), Ch = per_head(F::slice(xbc, 2, I + GN, I + 2 * GN), d, B, S);
+  Var Bh = per_head(F::slice(xbc, 2, I, I + GN), d, B, S),
+      Ch = per_head(F::slice(xbc, 2, I + GN, I + 2 * GN), d, B, S);
   Var dt = softplus(F::add(dt_in, W(b, m, p + "dt_bias")));  // [B, S, H]
   if (d.dt_min > 0) dt = F::maximum(dt, F::full(b, {}, d.dt_min));
   if (d.dt_max > 0) dt = F::minimum(dt, F::full(b, {}, d.dt_max));
@@ -169,7 +182,8 @@ Var ssd_mixer(Builder& b, const Model& m, const SsdDims& d, const Var& x, const 
   Var y;
   {
     Scope ss(b, "ssm");
-    Var h = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, Sym(H), Sym(d.head_dim), Sym(d.state)}, 0.0);
+    Var h = ssm_state ? F::to(ssm_state, DType::F32)
+                      : F::full(b, {B, Sym(H), Sym(d.head_dim), Sym(d.state)}, 0.0);
     y = chunked_scan(b, d, xs, dt, A, Bh, Ch, h);
     ssm_state = h;
     y = F::add(y, F::mul(xs, F::unsqueeze(W(b, m, p + "D"), 1)));  // D skip

@@ -1,5 +1,5 @@
-// mamba and mamba2 through the CLI and `hfx verify`, per backend: `hfx export --format onnx|executorch|dynamo` on a
-// create-tiny checkpoint, then verify replays the decoder-only loop's recorded eager calls (batch 1,
+// mamba, mamba2 and granitemoehybrid through the CLI and `hfx verify`, per backend: `hfx export --format
+// onnx|executorch|dynamo` on a create-tiny checkpoint, then verify replays the decoder-only loop's recorded eager calls (batch 1,
 // batch 2 of unequal lengths, a left-padded batch of 3; prefill then decode steps, the conv/ssm leaves
 // carried) against onnx/{prefill,decode,model}.onnx in ONNX Runtime and the .pte's methods prefill and
 // decode in the independent .pte executor, every output by name. The .pt2 archives are read back by
@@ -78,7 +78,7 @@ TEST_P(MambaExport, EveryBackendExportsAndVerifies) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, MambaExport, ::testing::Values("mamba", "mamba2"),
+INSTANTIATE_TEST_SUITE_P(Archs, MambaExport, ::testing::Values("mamba", "mamba2", "granitemoehybrid"),
                          [](const auto& info) { return info.param; });
 
 std::pair<int, std::string> run_capture(const std::string& args) {
@@ -91,11 +91,22 @@ std::pair<int, std::string> run_capture(const std::string& args) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
-TEST(Mamba2Export, BadInputFailsWithNothingWritten) {
+// Per architecture: a mis-shaped A_log, a mis-shaped conv1d weight (its x|B|C channels), an unknown layer type.
+struct BadInput {
+  std::string arch, a_log, a_log_want, conv, conv_want;
+  std::vector<std::string> layer_types;
+  std::string layer_want;
+};
+
+class SsmBadInput : public ::testing::TestWithParam<BadInput> {};
+
+TEST_P(SsmBadInput, FailsWithNothingWritten) {
+  const BadInput& c = GetParam();
   Dir d;
   const fs::path good = d.path / "good";
-  create_tiny("mamba2", good.string());
-  auto variant = [&](const std::string& name, const std::function<void(nlohmann::json&, std::map<std::string, Tensor>&)>& f) {
+  create_tiny(c.arch, good.string());
+  auto variant = [&](const std::string& name,
+                     const std::function<void(nlohmann::json&, std::map<std::string, Tensor>&)>& f) {
     fs::path v = d.path / name;
     fs::create_directories(v);
     for (const auto& e : fs::directory_iterator(good)) fs::copy(e.path(), v / e.path().filename());
@@ -110,11 +121,9 @@ TEST(Mamba2Export, BadInputFailsWithNothingWritten) {
     return v;
   };
   const std::vector<std::pair<fs::path, std::string>> bad = {
-      {variant("a_log", [](auto&, auto& t) { t["backbone.layers.1.mixer.A_log"] = Tensor::zeros({3}); }),
-       "[model] expected tensor 'backbone.layers.1.mixer.A_log' of shape [4], got [3]"},
-      {variant("conv", [](auto&, auto& t) { t["backbone.layers.0.mixer.conv1d.weight"] = Tensor::zeros({128, 1, 4}); }),
-       "[model] expected tensor 'backbone.layers.0.mixer.conv1d.weight' of shape [256, 1, 4], got [128, 1, 4]"},
-      {variant("layer_type", [](auto& c, auto&) { c["layer_types"] = {"mamba", "mamba3"}; }), "got 'mamba3' at layer 1"},
+      {variant("a_log", [&](auto&, auto& t) { t[c.a_log] = Tensor::zeros({3}); }), c.a_log_want},
+      {variant("conv", [&](auto&, auto& t) { t[c.conv] = Tensor::zeros({128, 1, 4}); }), c.conv_want},
+      {variant("layer_type", [&](auto& cfg, auto&) { cfg["layer_types"] = c.layer_types; }), c.layer_want},
   };
   for (const auto& [ckpt, want] : bad)
     for (const char* format : {"onnx", "executorch", "dynamo"}) {
@@ -126,6 +135,21 @@ TEST(Mamba2Export, BadInputFailsWithNothingWritten) {
       EXPECT_FALSE(fs::exists(out));
     }
 }
+
+INSTANTIATE_TEST_SUITE_P(
+    Archs, SsmBadInput,
+    ::testing::Values(
+        BadInput{"mamba2", "backbone.layers.1.mixer.A_log",
+                 "[model] expected tensor 'backbone.layers.1.mixer.A_log' of shape [4], got [3]",
+                 "backbone.layers.0.mixer.conv1d.weight",
+                 "[model] expected tensor 'backbone.layers.0.mixer.conv1d.weight' of shape [256, 1, 4], got [128, 1, 4]",
+                 {"mamba", "mamba3"}, "got 'mamba3' at layer 1"},
+        BadInput{"granitemoehybrid", "model.layers.2.mamba.A_log",
+                 "[model] expected tensor 'model.layers.2.mamba.A_log' of shape [4], got [3]",
+                 "model.layers.0.mamba.conv1d.weight",
+                 "[model] expected tensor 'model.layers.0.mamba.conv1d.weight' of shape [160, 1, 4], got [128, 1, 4]",
+                 {"mamba", "attention", "mamba", "mamba3"}, "got 'mamba3' at layer 3"}),
+    [](const auto& info) { return info.param.arch; });
 
 }  // namespace
 }  // namespace hfx

@@ -98,7 +98,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, LlamaCppReference,
                                            // the chunked SSD scan against llama.cpp's mamba2 (ggml_ssm_scan with
                                            // heads); one group: llama.cpp's gated norm is per group, transformers'
                                            // over the whole inner size, the same only then
-                                           Case{"mamba2", "mamba2", {{"n_groups", 1}}, 1e-5}),
+                                           Case{"mamba2", "mamba2", {{"n_groups", 1}}, 1e-5},
+                                           // mamba, attention and MoE layers: llama.cpp's granitehybrid
+                                           Case{"granitemoehybrid", "granitehybrid", nlohmann::json::object(), 1e-5}),
                          [](const auto& info) { return info.param.model_type; });
 
 }  // namespace

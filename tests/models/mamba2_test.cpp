@@ -1,12 +1,12 @@
 // mamba2 (Mamba2ForCausalLM) in the model library (the suites shared with mamba are StateSpace in
 // tests/models/mamba_test.cpp):
 //   * goldens from the real transformers 4.51 (tests/data/goldens/mamba2-lm.json, made by
-//     `HFO_RUN=/work/hfo/run-4.51.sh tools/hf_goldens/make_nocache_goldens.sh ./build/hfx mamba2`): last-position
-//     logits of prompts of 1, 6 and 13 tokens and 32 greedy tokens, which transformers decoded by full
-//     recomputation and hfx decodes with its cache. With chunk_size 8 the 13-token prompt and the greedy
-//     continuations span up to 6 chunks. Not 4.47: its torch_forward sums the inter-chunk decay over the wrong
-//     axis (fixed by 4.51), so its logits differ from the recurrence from the second chunk on (0.013 at
-//     the 13-token prompt's last position, greedy tokens diverge);
+//     `HFO_RUN=/work/hfo/run-4.51.sh tools/hf_goldens/make_nocache_goldens.sh ./build/hfx mamba2`):
+//     last-position logits of prompts of 1, 6 and 13 tokens and 32 greedy tokens, which transformers decoded
+//     by full recomputation and hfx decodes with its cache. With chunk_size 8 the 13-token prompt and the
+//     greedy continuations span up to 6 chunks. Not 4.47: its torch_forward sums the inter-chunk decay over
+//     the wrong axis (fixed by 4.51), so its logits differ from the recurrence from the second chunk on
+//     (0.013 at the 13-token prompt's last position, greedy tokens diverge);
 //   * the chunked scan's state passing: a 40-token prefill (5 chunks) equals feeding the same tokens one per
 //     call through the carried state, logits and final states, with 2 groups over 4 heads as well;
 //   * the cache leaves: past_conv.N [B, conv_dim, K-1] and past_ssm.N [B, heads, head_dim, state];
@@ -37,19 +37,23 @@ void check_chunks_equal_steps(const json& overrides, const char* tag) {
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 40; i++) ids.push_back((i * 37 + 11) % 500 + 1);
   EagerBuilder b;
-  NamedVars whole = m->call("model", b, {{"input_ids", b.wrap(ints({1, 40}, ids))}, {"attention_mask", b.wrap(ints({1, 40}, std::vector<int64_t>(40, 1)))}},
+  NamedVars whole = m->call("model", b,
+                            {{"input_ids", b.wrap(ints({1, 40}, ids))},
+                             {"attention_mask", b.wrap(ints({1, 40}, std::vector<int64_t>(40, 1)))}},
                             CallOptions{1, true});
   NamedVars out, leaves;
   for (int64_t i = 0; i < 40; i++) {
-    NamedVars args{{"input_ids", b.wrap(ints({1, 1}, {ids[static_cast<size_t>(i)]}))},
-                   {"attention_mask", b.wrap(ints({1, i + 1}, std::vector<int64_t>(static_cast<size_t>(i + 1), 1)))}};
+    NamedVars args{
+        {"input_ids", b.wrap(ints({1, 1}, {ids[static_cast<size_t>(i)]}))},
+        {"attention_mask", b.wrap(ints({1, i + 1}, std::vector<int64_t>(static_cast<size_t>(i + 1), 1)))}};
     args.insert(args.end(), leaves.begin(), leaves.end());
     out = m->call("model", b, args, CallOptions{1, true});
     leaves = carry(*m, out);
   }
   double worst = 0;
   for (const auto& [name, v] : whole) worst = std::max(worst, max_abs_t(v.tensor(), get(out, name).tensor()));
-  std::printf("[mamba2 %s] 40-token chunked prefill vs 40 one-token steps: worst %.3g (logits and states)\n", tag, worst);
+  std::printf("[mamba2 %s] 40-token chunked prefill vs 40 one-token steps: worst %.3g (logits and states)\n",
+              tag, worst);
   EXPECT_LE(worst, 1e-4);
 }
 
@@ -67,8 +71,10 @@ TEST(Mamba2, DeclaresConvAndSsmLeavesOfLayerTypeMamba) {
   EXPECT_EQ(c.cache[3].present_output, "present_ssm.1");
   for (const auto& l : c.cache) EXPECT_EQ(l.layer_type, "mamba");
   for (const auto& i : c.inputs)
-    if (i.name == "past_conv.1") EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "256", "3"}));  // 128 + 2·4·16
-    else if (i.name == "past_ssm.1") EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "4", "32", "16"}));
+    if (i.name == "past_conv.1")
+      EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "256", "3"}));  // 128 + 2·4·16
+    else if (i.name == "past_ssm.1")
+      EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "4", "32", "16"}));
 }
 
 std::string config_error(json cfg) {
@@ -85,30 +91,35 @@ TEST(Mamba2, ConfigErrorsNameTheProblem) {
   cfg["layer_types"] = {"mamba", "attention"};
   EXPECT_NE(config_error(cfg).find("got 'attention' at layer 1"), std::string::npos) << config_error(cfg);
   cfg["layer_types"] = {"full_attention", "mamba"};
-  EXPECT_NE(config_error(cfg).find("[model] expected a layer type mamba2 runs (mamba), got 'full_attention' at layer 0"),
+  EXPECT_NE(config_error(cfg).find(
+                "[model] expected a layer type mamba2 runs (mamba), got 'full_attention' at layer 0"),
             std::string::npos)
       << config_error(cfg);
   cfg.erase("layer_types");
   cfg["head_dim"] = 16;
-  EXPECT_NE(config_error(cfg).find("expected num_heads · head_dim = expand · hidden_size for mamba2, got 4 · 16 != 128"),
+  EXPECT_NE(config_error(cfg).find(
+                "expected num_heads · head_dim = expand · hidden_size for mamba2, got 4 · 16 != 128"),
             std::string::npos)
       << config_error(cfg);
   cfg["head_dim"] = 32;
   cfg["n_groups"] = 3;
-  EXPECT_NE(config_error(cfg).find("expected num_heads divisible by n_groups for mamba2, got 4 heads and 3 groups"),
-            std::string::npos)
+  EXPECT_NE(
+      config_error(cfg).find("expected num_heads divisible by n_groups for mamba2, got 4 heads and 3 groups"),
+      std::string::npos)
       << config_error(cfg);
 }
 
 TEST(Mamba2, BadWeightsNameTheTensor) {
   json cfg = architecture("mamba2").tiny_config("tiny");
   ModelConfig mc = parse_model_config(cfg);
-  for (const auto& [name, shape, want] :
-       std::vector<std::tuple<std::string, Shape, std::string>>{
-           {"backbone.layers.1.mixer.in_proj.weight", {388, 64},
+  for (const auto& [name, shape, want] : std::vector<std::tuple<std::string, Shape, std::string>>{
+           {"backbone.layers.1.mixer.in_proj.weight",
+            {388, 64},
             "expected tensor 'backbone.layers.1.mixer.in_proj.weight' of shape [388, 64], got [300, 64]"},
-           {"backbone.layers.0.mixer.conv1d.weight", {256, 1, 4},
-            "expected tensor 'backbone.layers.0.mixer.conv1d.weight' of shape [256, 1, 4], got [256, 1, 3]"}}) {
+           {"backbone.layers.0.mixer.conv1d.weight",
+            {256, 1, 4},
+            "expected tensor 'backbone.layers.0.mixer.conv1d.weight' of shape [256, 1, 4], got [256, 1, "
+            "3]"}}) {
     auto w = tiny_weights(mc, DType::F32, 0);
     Shape bad = shape;
     bad.back() == 64 ? bad[0] = 300 : bad.back() = 3;

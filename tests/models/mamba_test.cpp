@@ -30,7 +30,7 @@ TEST(Mamba, MatchesTransformersGoldens) {
   EXPECT_LE(worst_step, 1e-4);
 }
 
-// The state-space suites run over every architecture whose layers are all `mamba` (mamba, mamba2).
+// The state-space suites run over the architectures with mamba layers (mamba, mamba2, granitemoehybrid).
 class StateSpace : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(StateSpace, CacheEqualsRecomputeOnLeftPaddedBatch) {
@@ -108,7 +108,7 @@ TEST_P(StateSpace, GeneratorEagerMatchesRecompute) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, StateSpace, ::testing::Values("mamba", "mamba2"),
+INSTANTIATE_TEST_SUITE_P(Archs, StateSpace, ::testing::Values("mamba", "mamba2", "granitemoehybrid"),
                          [](const auto& info) { return info.param; });
 
 TEST(Mamba, DeclaresConvAndSsmLeavesOfLayerTypeMamba) {

@@ -18,11 +18,14 @@ inline std::vector<std::vector<float>> last_rows(const Var& logits) {
   Tensor t = logits.tensor().contiguous();
   const int64_t B = t.size(0), S = t.size(1), V = t.size(2);
   std::vector<std::vector<float>> r(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; b++) r[b].assign(t.data<float>() + (b * S + S - 1) * V, t.data<float>() + (b * S + S) * V);
+  for (int64_t b = 0; b < B; b++)
+    r[b].assign(t.data<float>() + (b * S + S - 1) * V, t.data<float>() + (b * S + S) * V);
   return r;
 }
 
-inline int64_t argmax(const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
+inline int64_t argmax(const std::vector<float>& v) {
+  return std::max_element(v.begin(), v.end()) - v.begin();
+}
 
 inline double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
   double m = 0;
@@ -31,8 +34,10 @@ inline double max_abs(const std::vector<float>& a, const std::vector<float>& b) 
 }
 
 /// One call of component `model`: ids/mask [B, *], the carried leaves appended.
-inline NamedVars call(const Model& m, EagerBuilder& b, const Batch& in, const NamedVars& leaves, bool use_cache = true) {
-  NamedVars args{{"input_ids", b.wrap(ints({in.B, in.T}, in.ids))}, {"attention_mask", b.wrap(ints({in.B, in.T}, in.mask))}};
+inline NamedVars call(const Model& m, EagerBuilder& b, const Batch& in, const NamedVars& leaves,
+                      bool use_cache = true) {
+  NamedVars args{{"input_ids", b.wrap(ints({in.B, in.T}, in.ids))},
+                 {"attention_mask", b.wrap(ints({in.B, in.T}, in.mask))}};
   args.insert(args.end(), leaves.begin(), leaves.end());
   return m.call("model", b, args, CallOptions{1, use_cache});
 }
@@ -49,12 +54,14 @@ inline NamedVars carry(const Model& m, const NamedVars& out) {
 /// first): each prompt's last-position logits in one call, then its greedy tokens decoded with the cache
 /// (one token per call). Returns {worst last-logit difference, worst greedy-step logit difference}.
 inline std::pair<double, double> check_nocache_goldens(const std::string& arch) {
-  const nlohmann::json g =
-      nlohmann::json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + arch + "-lm.json"));
+  const nlohmann::json g = nlohmann::json::parse(
+      io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + arch + "-lm.json"));
   TempDir dir(arch + "_goldens");
   create_tiny(arch, dir.path.string());
-  EXPECT_EQ(io::sha256_file((dir.path / "model.safetensors").string()), g["weights_sha256"].get<std::string>())
-      << "create-tiny " << arch << " no longer writes the checkpoint the goldens were made from; rerun "
+  EXPECT_EQ(io::sha256_file((dir.path / "model.safetensors").string()),
+            g["weights_sha256"].get<std::string>())
+      << "create-tiny " << arch
+      << " no longer writes the checkpoint the goldens were made from; rerun "
          "tools/hf_goldens/make_nocache_goldens.sh";
   auto m = load_causal_lm(dir.path.string());
   double worst_logit = 0, worst_step = 0;
@@ -71,7 +78,8 @@ inline std::pair<double, double> check_nocache_goldens(const std::string& arch) 
       std::vector<float> row = last_rows(get(out, "logits"))[0];
       int64_t t = argmax(row);
       got.push_back(t);
-      worst_step = std::max(worst_step, std::fabs(static_cast<double>(row[static_cast<size_t>(t)]) - want_step[i]));
+      worst_step =
+          std::max(worst_step, std::fabs(static_cast<double>(row[static_cast<size_t>(t)]) - want_step[i]));
       mask.push_back(1);
       // input_ids [1, 1], attention_mask [1, past + 1], the carried leaves
       NamedVars args{{"input_ids", b.wrap(ints({1, 1}, {t}))},
@@ -82,8 +90,8 @@ inline std::pair<double, double> check_nocache_goldens(const std::string& arch) 
     }
     EXPECT_EQ(got, want_tokens) << arch << ", prompt of " << ids.size() << " tokens";
   }
-  std::printf("[%s goldens] worst |logit - transformers| %.3g (last positions), %.3g (greedy steps)\n", arch.c_str(),
-              worst_logit, worst_step);
+  std::printf("[%s goldens] worst |logit - transformers| %.3g (last positions), %.3g (greedy steps)\n",
+              arch.c_str(), worst_logit, worst_step);
   return {worst_logit, worst_step};
 }
 
