@@ -302,8 +302,10 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
   q = F::transpose(q, 1, 2);  // [B, H, S, D]
   k = F::transpose(k, 1, 2);
   v = F::transpose(v, 1, 2);
-  q = F::rope(q, cos, sin);
-  k = F::rope(k, cos, sin);
+  if (cos) {
+    q = F::rope(q, cos, sin);
+    k = F::rope(k, cos, sin);
+  }
   if (cache) std::tie(k, v) = cache->update(layer, k, v);
   const bool sliding = c.layer_types.at(layer) == "sliding_attention";
   double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));

@@ -123,10 +123,14 @@ class DecoderLM : public CausalLM {
   ForwardOut forward(Builder& b, const ForwardArgs& args) const override;
   const DecoderOptions& options() const { return o_; }
 
- private:
+ protected:
+  /// self_attn of `layer` in the current scope; rotary only when cos/sin are given (a NoPE layer passes none).
   Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask, KVCache* cache) const;
   Var mlp(Builder& b, const Var& x, int64_t layer) const;
+  /// The sparse MoE block (o_.moe) in the current scope.
   Var moe(Builder& b, const Var& x) const;
+
+ private:
   DecoderOptions o_;
 };
 

@@ -21,6 +21,7 @@
 
 #include "blocks.h"
 #include "hfx/core/error.h"
+#include "ssd.h"
 
 namespace hfx::models {
 namespace {
@@ -99,12 +100,6 @@ WeightSpecs specs(const ModelConfig& c) {
   s.push_back({"backbone.norm_f.weight", {d.H}});
   if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, d.H}});
   return s;
-}
-
-// torch.nn.functional.softplus (beta 1, threshold 20).
-Var softplus(const Var& z) {
-  Var big = F::gt(z, F::full(z.builder(), {}, 20.0));
-  return F::where(big, z, F::log(F::add(F::exp(z), 1.0)));
 }
 
 // h_t = exp(dA_t)·h_{t-1} + dBu_t over the last axis of dA, dBu [B, I, N, S] from h0 [B, I, N]; all states

@@ -18,6 +18,8 @@ const Architecture& qwen3_moe_architecture();
 const Architecture& olmoe_architecture();
 const Architecture& granitemoe_architecture();
 const Architecture& mamba_architecture();
+const Architecture& mamba2_architecture();
+const Architecture& granitemoehybrid_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
@@ -39,7 +41,9 @@ std::vector<const Architecture*> all_architectures() {
       &mixtral_architecture(), &qwen2_moe_architecture(), &qwen3_moe_architecture(), &olmoe_architecture(),
       &granitemoe_architecture(),
       // state-space decoders
-      &mamba_architecture(),
+      &mamba_architecture(), &mamba2_architecture(),
+      // hybrids (mamba and attention layers)
+      &granitemoehybrid_architecture(),
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),

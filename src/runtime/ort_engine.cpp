@@ -38,8 +38,10 @@ struct Graph {
   std::vector<const char*> in_ptrs, out_ptrs;
   bool has_mask = false, has_pos = false;
   int64_t layers = 0;  // number of past_key_values.N.key inputs
-  std::vector<ONNXTensorElementDataType> past_type;
-  std::vector<std::vector<int64_t>> past_shape;  // declared [B, Hkv, P, D] (-1 where symbolic)
+  /// Their layer indices: 0..layers-1, or a hybrid's attention layers only (its other layers carry states).
+  std::vector<int64_t> kv_layers;
+  std::map<int64_t, ONNXTensorElementDataType> past_type;
+  std::map<int64_t, std::vector<int64_t>> past_shape;  // declared [B, Hkv, P, D] (-1 where symbolic)
   int logits_index = -1;
   std::vector<int> present_key, present_value;  // output index of present.N.key/value (-1 if absent)
   std::vector<int64_t> logits_shape;
@@ -85,11 +87,10 @@ Graph load_graph(const fs::path& path, int threads) {
     }
   }
   g.layers = static_cast<int64_t>(pasts.size());
-  for (int64_t l = 0; l < g.layers; l++) {
-    HFX_CHECK(pasts.count(l), kComp, "expected inputs past_key_values.0..{}.key in {}, got no layer {}", g.layers - 1,
-              path.string(), l);
-    g.past_type.push_back(pasts[l].first);
-    g.past_shape.push_back(pasts[l].second);
+  for (const auto& [l, p] : pasts) {
+    g.kv_layers.push_back(l);
+    g.past_type[l] = p.first;
+    g.past_shape[l] = p.second;
   }
   for (size_t i = 0; i < g.session.GetOutputCount(); i++) g.out_names.push_back(g.session.GetOutputNameAllocated(i, alloc).get());
   for (size_t i = 0; i < g.out_names.size(); i++)
@@ -114,7 +115,7 @@ Graph load_graph(const fs::path& path, int threads) {
                 path.string(), fmt::join(st.shape, ", "));
   }
   // present outputs of every layer the cache has (prefill graphs have no past inputs but still present outputs)
-  int64_t nl = g.layers;
+  int64_t nl = g.kv_layers.empty() ? 0 : g.kv_layers.back() + 1;
   for (const auto& n : g.out_names) {
     int layer = -1;
     if (std::sscanf(n.c_str(), "present.%d.key", &layer) == 1) nl = std::max<int64_t>(nl, layer + 1);
@@ -156,16 +157,20 @@ class OrtEngine final : public Engine {
         HFX_CHECK(found, kComp, "expected the prefill graph to return present_{}, got outputs [{}]", st.name.substr(5),
                   fmt::join(prefill_->out_names, ", "));
       }
-    for (int64_t l = 0; l < main_.layers; l++)
+    for (int64_t l : main_.kv_layers)
       HFX_CHECK(main_.present_key[l] >= 0 && main_.present_value[l] >= 0, kComp,
                 "expected outputs present.{0}.key and present.{0}.value, got outputs [{1}]", l, fmt::join(main_.out_names, ", "));
     if (prefill_)
-      HFX_CHECK(static_cast<int64_t>(prefill_->present_key.size()) == main_.layers, kComp,
-                "expected the prefill graph to return present.N.* for {} layers, got {}", main_.layers, prefill_->present_key.size());
+      HFX_CHECK(prefill_->present_key.size() == main_.present_key.size(), kComp,
+                "expected the prefill graph to return present.N.* up to layer {}, got {}", main_.present_key.size(),
+                prefill_->present_key.size());
     auto cfg_path = d / "config.json";
     if (fs::exists(cfg_path)) config_ = nlohmann::json::parse(io::read_file(cfg_path.string()), nullptr, false);
     // Past dims: declared Hkv and D when fixed, else config.json.
-    for (int64_t l = 0; l < main_.layers; l++) {
+    const size_t slots = main_.present_key.size();  // highest KV layer + 1
+    kv_heads_.assign(slots, 0);
+    head_dim_.assign(slots, 0);
+    for (int64_t l : main_.kv_layers) {
       const auto& s = main_.past_shape[l];
       HFX_CHECK(s.size() == 4, kComp, "expected past_key_values.{}.key of rank 4 [B, Hkv, P, D], got rank {}", l, s.size());
       int64_t h = s[1] > 0 ? s[1] : cfg_int("num_key_value_heads", cfg_int("num_attention_heads", -1));
@@ -174,13 +179,13 @@ class OrtEngine final : public Engine {
         hd = cfg_int("hidden_size", -1) / cfg_int("num_attention_heads", -1);
       HFX_CHECK(h > 0 && hd > 0, kComp,
                 "expected fixed heads and head_dim in past_key_values.{}.key or a config.json beside the graphs, got neither", l);
-      kv_heads_.push_back(h);
-      head_dim_.push_back(hd);
+      kv_heads_[static_cast<size_t>(l)] = h;
+      head_dim_[static_cast<size_t>(l)] = hd;
     }
     const auto& ls = main_.logits_shape;
     vocab_ = !ls.empty() && ls.back() > 0 ? ls.back() : cfg_int("vocab_size", -1);
     HFX_CHECK(vocab_ > 0, kComp, "expected a fixed vocabulary dim on 'logits' or vocab_size in config.json, got neither");
-    past_.resize(2 * main_.layers);
+    past_.resize(2 * slots);
   }
 
   std::string name() const override { return "ort"; }
@@ -280,7 +285,7 @@ class OrtEngine final : public Engine {
       }
     }
     // present → next past, moved (no copy)
-    for (int64_t l = 0; l < main_.layers; l++) {
+    for (int64_t l : main_.kv_layers) {
       int ki = g.present_key.size() > static_cast<size_t>(l) ? g.present_key[l] : -1;
       int vi = g.present_value.size() > static_cast<size_t>(l) ? g.present_value[l] : -1;
       HFX_CHECK(ki >= 0 && vi >= 0, kComp, "expected outputs present.{0}.key/value, got outputs [{1}]", l, fmt::join(g.out_names, ", "));

@@ -4,8 +4,9 @@
 //     sha256 is checked first): last-position logits of prompts of 1, 6 and 13 tokens (the 1-token one is
 //     shorter than conv_kernel - 1) and 32 greedy tokens, which transformers decoded by full recomputation
 //     and hfx decodes with its conv/ssm cache (prefill, then one token per call);
-//   * the cache equals recomputation on a left-padded batch of 3 over 24 steps, and a left-padded row gives
-//     its unpadded logits (transformers zeroes padded inputs, so the state stays zero through them);
+//   * for mamba and mamba2 (suite StateSpace): the cache equals recomputation on a left-padded batch of 3
+//     over 24 steps, and a left-padded row gives its unpadded logits (transformers zeroes padded inputs, so
+//     the state stays zero through them); the eager engine equals recomputation;
 //   * the cache leaves: names past_conv.N / past_ssm.N ↔ present_conv.N / present_ssm.N, layer type mamba;
 //   * config errors: an unknown or unsupported layer type names the layer, bad weights name the tensor.
 #include <gtest/gtest.h>
@@ -16,85 +17,24 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
-#include "models/model_test_util.h"
+#include "models/ssm_test_util.h"
 
 namespace hfx::test {
 namespace {
 
 using nlohmann::json;
 
-// Logits of one call of component `model` at the last position of each row: [B][V].
-std::vector<std::vector<float>> last_rows(const Var& logits) {
-  Tensor t = logits.tensor().contiguous();
-  const int64_t B = t.size(0), S = t.size(1), V = t.size(2);
-  std::vector<std::vector<float>> r(static_cast<size_t>(B));
-  for (int64_t b = 0; b < B; b++) r[b].assign(t.data<float>() + (b * S + S - 1) * V, t.data<float>() + (b * S + S) * V);
-  return r;
-}
-
-int64_t argmax(const std::vector<float>& v) { return std::max_element(v.begin(), v.end()) - v.begin(); }
-
-double max_abs(const std::vector<float>& a, const std::vector<float>& b) {
-  double m = 0;
-  for (size_t i = 0; i < a.size(); i++) m = std::max(m, std::fabs(static_cast<double>(a[i]) - b[i]));
-  return m;
-}
-
-// One call of component `model`: ids/mask [B, *], the carried leaves appended.
-NamedVars call(const Model& m, EagerBuilder& b, const Batch& in, const NamedVars& leaves, bool use_cache = true) {
-  NamedVars args{{"input_ids", b.wrap(ints({in.B, in.T}, in.ids))}, {"attention_mask", b.wrap(ints({in.B, in.T}, in.mask))}};
-  args.insert(args.end(), leaves.begin(), leaves.end());
-  return m.call("model", b, args, CallOptions{1, use_cache});
-}
-
-NamedVars carry(const Model& m, const NamedVars& out) {
-  NamedVars r;
-  for (const CacheLeafDecl& c : m.component("model").cache)
-    if (Var v = get(out, c.present_output)) r.emplace_back(c.past_input, v);
-  return r;
-}
-
 TEST(Mamba, MatchesTransformersGoldens) {
-  const json g = json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/mamba-lm.json"));
-  TempDir dir("mamba_goldens");
-  create_tiny("mamba", dir.path.string());
-  ASSERT_EQ(io::sha256_file((dir.path / "model.safetensors").string()), g["weights_sha256"].get<std::string>())
-      << "create-tiny mamba no longer writes the checkpoint the goldens were made from; rerun "
-         "tools/hf_goldens/make_nocache_goldens.sh";
-  auto m = load_causal_lm(dir.path.string());
-  double worst_logit = 0, worst_step = 0;
-  for (const auto& p : g["prompts"]) {
-    std::vector<int64_t> ids = p["ids"].get<std::vector<int64_t>>();
-    std::vector<float> want = p["last_logits"].get<std::vector<float>>();
-    EagerBuilder b;
-    NamedVars out = call(*m, b, left_pad({ids}), {});
-    worst_logit = std::max(worst_logit, max_abs(last_rows(get(out, "logits"))[0], want));
-    // Greedy with the conv/ssm cache: one token per call.
-    std::vector<int64_t> want_tokens = p["greedy_new_tokens"].get<std::vector<int64_t>>(), got;
-    std::vector<float> want_step = p["greedy_step_logits"].get<std::vector<float>>();
-    std::vector<int64_t> mask(ids.size(), 1);
-    for (size_t i = 0; i < want_tokens.size(); i++) {
-      std::vector<float> row = last_rows(get(out, "logits"))[0];
-      int64_t t = argmax(row);
-      got.push_back(t);
-      worst_step = std::max(worst_step, std::fabs(static_cast<double>(row[static_cast<size_t>(t)]) - want_step[i]));
-      mask.push_back(1);
-      // input_ids [1, 1], attention_mask [1, past + 1], the carried leaves
-      NamedVars args{{"input_ids", b.wrap(ints({1, 1}, {t}))},
-                     {"attention_mask", b.wrap(ints({1, static_cast<int64_t>(mask.size())}, mask))}};
-      NamedVars leaves = carry(*m, out);
-      args.insert(args.end(), leaves.begin(), leaves.end());
-      out = m->call("model", b, args, CallOptions{1, true});
-    }
-    EXPECT_EQ(got, want_tokens) << "prompt of " << ids.size() << " tokens";
-  }
-  std::printf("[mamba goldens] worst |logit - transformers| %.3g (last positions), %.3g (greedy steps)\n", worst_logit, worst_step);
+  auto [worst_logit, worst_step] = check_nocache_goldens("mamba");
   EXPECT_LE(worst_logit, 1e-4);
   EXPECT_LE(worst_step, 1e-4);
 }
 
-TEST(Mamba, CacheEqualsRecomputeOnLeftPaddedBatch) {
-  auto m = tiny_in_memory("mamba", 3);
+// The state-space suites run over the architectures with mamba layers (mamba, mamba2, granitemoehybrid).
+class StateSpace : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(StateSpace, CacheEqualsRecomputeOnLeftPaddedBatch) {
+  auto m = tiny_in_memory(GetParam(), 3);
   const std::vector<std::vector<int64_t>> prompts = {{5, 9, 33, 2, 100, 7, 8}, {44}, {3, 4, 5, 6}};
   Batch full = left_pad(prompts);
   EagerBuilder cb;
@@ -127,7 +67,7 @@ TEST(Mamba, CacheEqualsRecomputeOnLeftPaddedBatch) {
     args.insert(args.end(), leaves.begin(), leaves.end());
     out = m->call("model", cb, args, CallOptions{1, true});
   }
-  std::printf("[mamba] cache vs recompute, batch 3 left-padded, 24 steps: worst %.3g\n", worst);
+  std::printf("[%s] cache vs recompute, batch 3 left-padded, 24 steps: worst %.3g\n", GetParam().c_str(), worst);
   EXPECT_LE(worst, 1e-4);
 }
 
@@ -157,8 +97,8 @@ TEST(Mamba, ChunkedPrefillEqualsTokenByTokenRecurrence) {
   EXPECT_LE(worst, 1e-4);
 }
 
-TEST(Mamba, LeftPaddedRowsGiveTheirUnpaddedLogits) {
-  auto m = tiny_in_memory("mamba", 1);
+TEST_P(StateSpace, LeftPaddedRowsGiveTheirUnpaddedLogits) {
+  auto m = tiny_in_memory(GetParam(), 1);
   const std::vector<std::vector<int64_t>> prompts = {{5, 9, 33, 2, 100, 7, 8, 1, 2}, {44, 45}, {3, 4, 5, 6}};
   EagerBuilder b;
   auto batched = last_rows(get(call(*m, b, left_pad(prompts), {}), "logits"));
@@ -167,13 +107,13 @@ TEST(Mamba, LeftPaddedRowsGiveTheirUnpaddedLogits) {
     EagerBuilder one;
     worst = std::max(worst, max_abs(batched[r], last_rows(get(call(*m, one, left_pad({prompts[r]}), {}), "logits"))[0]));
   }
-  std::printf("[mamba] left-padded batch vs rows alone: worst %.3g\n", worst);
+  std::printf("[%s] left-padded batch vs rows alone: worst %.3g\n", GetParam().c_str(), worst);
   EXPECT_LE(worst, 1e-5);
 }
 
-TEST(Mamba, GeneratorEagerMatchesRecompute) {
+TEST_P(StateSpace, GeneratorEagerMatchesRecompute) {
   // The eager engine (hfx generate --engine eager) carries the conv/ssm leaves by the declaration.
-  std::shared_ptr<const CausalLM> m = tiny_in_memory("mamba", 2);
+  std::shared_ptr<const CausalLM> m = tiny_in_memory(GetParam(), 2);
   const std::vector<int64_t> prompt = {11, 12, 13, 14, 15};
   EagerEngine e(m);
   std::vector<int64_t> ids = prompt, mask(prompt.size(), 1), pos;
@@ -193,6 +133,9 @@ TEST(Mamba, GeneratorEagerMatchesRecompute) {
     EXPECT_LE(max_abs(logits, want), 1e-4) << "step " << s;
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, StateSpace, ::testing::Values("mamba", "mamba2", "granitemoehybrid"),
+                         [](const auto& info) { return info.param; });
 
 TEST(Mamba, DeclaresConvAndSsmLeavesOfLayerTypeMamba) {
   auto m = tiny_in_memory("mamba");

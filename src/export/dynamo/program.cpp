@@ -112,8 +112,10 @@ bool is_cache_leaf(const std::string& name, const char* prefix, int* layer, std:
   return *kind == "key" || *kind == "value";
 }
 
-// Groups names into (plain keys, cache layers). Cache leaves become one list of (key, value) tuples.
+// Groups names into (plain keys, cache layers). Cache leaves become one list of (key, value) tuples
+// (unless groups_kv_leaves says they stay flat).
 ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix, const char* cache_key) {
+  const bool group = groups_kv_leaves(names);
   std::vector<std::string> keys;
   ojson children = ojson::array();
   int layers = 0;
@@ -121,7 +123,7 @@ ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix,
   for (const auto& n : names) {
     int layer;
     std::string kind;
-    if (is_cache_leaf(n, cache_prefix, &layer, &kind)) {
+    if (group && is_cache_leaf(n, cache_prefix, &layer, &kind)) {
       layers = std::max(layers, layer + 1);
       if (!cache_seen) {
         cache_seen = true;
@@ -161,6 +163,12 @@ std::string dump_spec(const ojson& spec) {
   return out;
 }
 }  // namespace
+
+bool groups_kv_leaves(const std::vector<std::string>& names) {
+  for (const auto& n : names)
+    if ((n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0) || n.rfind("present_", 0) == 0) return false;
+  return true;
+}
 
 std::string input_treespec(const std::vector<std::string>& input_names) {
   ojson args = node_spec("builtins.tuple", "null", ojson::array());
@@ -894,10 +902,11 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
   std::vector<std::string> arg_names;
   {
     std::vector<std::string> seen;
+    const bool group = groups_kv_leaves(sp.user_inputs);
     for (const auto& n : sp.user_inputs) {
       int layer;
       std::string kind;
-      std::string k = is_cache_leaf(n, "past_key_values", &layer, &kind) ? "past_key_values" : n;
+      std::string k = group && is_cache_leaf(n, "past_key_values", &layer, &kind) ? "past_key_values" : n;
       if (std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
     }
     arg_names = seen;

@@ -50,6 +50,11 @@ int lower_composites(Graph& g);
 
 /// The treespec strings torch.utils._pytree.treespec_dumps would write for the program's inputs
 /// ((), {name: leaf, ..., "past_key_values": [(k, v), ...]}) and outputs ({"logits": leaf, ...}).
+/// Whether the past_key_values.N.key/value (present.N.*) leaves among `names` form torch.export's list of
+/// (key, value) tuples: only when no state leaf (past_conv.N, present_ssm.N, ...) sits beside them. A
+/// hybrid's leaves all stay flat keywords: its KV layers are not contiguous in the flattened order and its
+/// cache has no standard pytree.
+bool groups_kv_leaves(const std::vector<std::string>& names);
 std::string input_treespec(const std::vector<std::string>& input_names);
 std::string output_treespec(const std::vector<std::string>& output_names);
 

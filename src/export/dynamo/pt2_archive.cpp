@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "export/dynamo/program.h"
 #include "export/dynamo/zip.h"
 #include "hfx/core/error.h"
 
@@ -100,8 +101,12 @@ PyObj sample_inputs_for(const Graph& g, int64_t vocab) {
   std::vector<std::pair<std::string, PyObj>> kwargs;
   std::vector<PyObj> layers;
   int64_t past = 0;
-  for (const Value* v : g.inputs())
+  std::vector<std::string> names;
+  for (const Value* v : g.inputs()) {
+    names.push_back(v->name);
     if (v->name == "past_key_values.0.key") past = env.hint(v->type.shape.at(2));
+  }
+  const bool group = groups_kv_leaves(names);
   for (const Value* v : g.inputs()) {
     Shape s;
     for (const auto& d : v->type.shape) s.push_back(env.hint(d));
@@ -128,7 +133,7 @@ PyObj sample_inputs_for(const Graph& g, int64_t vocab) {
     char kind[16] = {0};
     // Grouped exactly as the input treespec groups them (program.cpp): only ".key" / ".value" leaves
     // form the (key, value) layers; other cache leaves (past_key_values.N.decoder.key) stay flat keywords.
-    if (std::sscanf(v->name.c_str(), "past_key_values.%d.%15s", &layer, kind) == 2 &&
+    if (group && std::sscanf(v->name.c_str(), "past_key_values.%d.%15s", &layer, kind) == 2 &&
         (std::string(kind) == "key" || std::string(kind) == "value")) {
       if (static_cast<int>(layers.size()) <= layer) layers.resize(layer + 1, PyObj::tuple({}));
       layers[layer].items.push_back(PyObj::tensor(t));

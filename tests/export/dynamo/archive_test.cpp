@@ -13,6 +13,7 @@
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/torch_save.h"
 #include "export/dynamo/dynamo_support.h"
+#include "models/model_test_util.h"
 
 namespace hfx::dynamo {
 namespace {
@@ -323,12 +324,12 @@ INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoSeq2Seq,
                                            Seq2SeqCase{"bart", "bart", "tiny"}, Seq2SeqCase{"marian", "marian", "tiny"}),
                          [](const auto& i) { return i.param.name; });
 
-// Decoders with a KV cache (the archive's past_key_values list of (key, value) tuples); mamba's flat
-// conv/ssm leaves are checked by tests/export/dynamo/interpreter_test.cpp (DynamoInterpretMamba).
+// Decoders with a KV cache (the archive's past_key_values list of (key, value) tuples); the flat conv/ssm
+// leaves of mamba and mamba2 are checked by tests/export/dynamo/interpreter_test.cpp (DynamoInterpretMamba).
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
-    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && a->model_type != "mamba") v.push_back(a->model_type);
+    if (hfx::test::is_decoder_only(*a) && hfx::test::has_kv_cache_only(*a)) v.push_back(a->model_type);
   return v;
 }
 

@@ -10,6 +10,7 @@
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/torch_save.h"
 #include "export/dynamo/dynamo_support.h"
+#include "models/model_test_util.h"
 #include "hfx/ops/builder.h"
 #include "hfx/ops/op_schema.h"
 
@@ -315,21 +316,24 @@ INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoInterpretSeq2Seq,
                                            std::pair<std::string, std::string>{"bart", "tiny"}, std::pair<std::string, std::string>{"marian", "tiny"}),
                          [](const auto& i) { return i.param.first + (i.param.second == "tiny" ? "" : "_gated"); });
 
-// Decoders with a KV cache (past_key_values as a list of (key, value) tuples); mamba's flat conv/ssm
-// leaves are checked by DynamoInterpretMamba below.
+// Decoders with a KV cache (past_key_values as a list of (key, value) tuples); the flat conv/ssm leaves
+// of mamba and mamba2 are checked by DynamoInterpretMamba below.
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
-    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && a->model_type != "mamba") v.push_back(a->model_type);
+    if (hfx::test::is_decoder_only(*a) && hfx::test::has_kv_cache_only(*a)) v.push_back(a->model_type);
   return v;
 }
 
-// mamba: prefill.pt2 and decode.pt2 (the conv/ssm states as flat keyword leaves past_conv.N / past_ssm.N)
+// mamba, mamba2, granitemoehybrid: prefill.pt2 and decode.pt2 (the conv/ssm states as flat keyword leaves
+// past_conv.N / past_ssm.N, and beside them the hybrid's attention KV, flat too: past_key_values.N.key)
 // run by the interpreter on their sample inputs equal the model's component `model` on them, every
 // output by name.
-TEST(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
-  auto model = tiny_model(architecture("mamba"));
-  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_mamba_" + std::to_string(::getpid()));
+class DynamoInterpretMamba : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
+  auto model = tiny_model(architecture(GetParam()));
+  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_" + GetParam() + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
   make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
@@ -350,7 +354,7 @@ TEST(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
       flat.push_back(v.t);
       inputs.emplace_back(k, b.wrap(v.t));
     }
-    if (std::string(program) == "decode") EXPECT_TRUE(get(inputs, "past_ssm.1").defined());
+    if (std::string(program) == "decode") EXPECT_TRUE(get(inputs, model->component("model").cache.back().past_input).defined());
     size_t user = 0;
     const auto& specs = ep["graph_module"]["signature"]["input_specs"];
     for (size_t i = 0; i < specs.size(); i++) {
@@ -372,6 +376,9 @@ TEST(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
   }
   fs::remove_all(out);
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, DynamoInterpretMamba, ::testing::Values("mamba", "mamba2", "granitemoehybrid"),
+                         [](const auto& info) { return info.param; });
 
 INSTANTIATE_TEST_SUITE_P(All, DynamoInterpret, ::testing::ValuesIn(arch_names()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

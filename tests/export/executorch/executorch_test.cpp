@@ -16,6 +16,7 @@
 #include "export/executorch/executorch_exporter.h"
 #include "export/executorch/pte_writer.h"
 #include "export/executorch/static_cache.h"
+#include "models/model_test_util.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
@@ -360,12 +361,12 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
   RecordProperty("max_abs_diff", std::to_string(worst));
 }
 
-// Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); mamba's .pte has
-// methods prefill/decode over its conv/ssm leaves and is checked by ExecutorchMamba below.
+// Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); the state-space models' .pte
+// (methods prefill/decode over conv/ssm leaves) is checked by tests/integration/mamba_export_test.cpp.
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
-    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && a->model_type != "mamba") v.push_back(a->model_type);
+    if (hfx::test::is_decoder_only(*a) && hfx::test::has_kv_cache_only(*a)) v.push_back(a->model_type);
   return v;
 }
 
