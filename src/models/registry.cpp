@@ -18,6 +18,7 @@ const Architecture& qwen3_moe_architecture();
 const Architecture& olmoe_architecture();
 const Architecture& granitemoe_architecture();
 const Architecture& mamba_architecture();
+const Architecture& lfm2_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
@@ -40,6 +41,8 @@ std::vector<const Architecture*> all_architectures() {
       &granitemoe_architecture(),
       // state-space decoders
       &mamba_architecture(),
+      // hybrid decoders (per-layer-type caches)
+      &lfm2_architecture(),
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),

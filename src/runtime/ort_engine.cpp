@@ -4,7 +4,8 @@
 // copied on the host. The first step of the merged graph gets empty pasts [B, Hkv, 0, D].
 // State leaves (a state-space model's past_conv.N / past_ssm.N, as Transformers.js names them) have no
 // past axis: their empty past is all zeros of the declared shape with the batch size, and each step's
-// present_conv.N / present_ssm.N are moved into them the same way.
+// present_conv.N / present_ssm.N are moved into them the same way. A hybrid (lfm2) has key/value inputs on
+// its attention layers only: the layers between them carry state leaves instead.
 #include <filesystem>
 #include <cstdio>
 #include <cstring>
@@ -37,7 +38,9 @@ struct Graph {
   std::vector<std::string> in_names, out_names;
   std::vector<const char*> in_ptrs, out_ptrs;
   bool has_mask = false, has_pos = false;
-  int64_t layers = 0;  // number of past_key_values.N.key inputs
+  int64_t layers = 0;        // 1 + the last layer N with a past_key_values.N.key input
+  std::vector<bool> has_kv;  // per layer below `layers`: has past_key_values.N.key/value (a hybrid's other
+                             // layers carry state leaves)
   std::vector<ONNXTensorElementDataType> past_type;
   std::vector<std::vector<int64_t>> past_shape;  // declared [B, Hkv, P, D] (-1 where symbolic)
   int logits_index = -1;
@@ -84,10 +87,11 @@ Graph load_graph(const fs::path& path, int threads) {
       g.states.push_back({n, info.GetElementType(), info.GetShape(), -1});
     }
   }
-  g.layers = static_cast<int64_t>(pasts.size());
+  g.layers = pasts.empty() ? 0 : pasts.rbegin()->first + 1;
   for (int64_t l = 0; l < g.layers; l++) {
-    HFX_CHECK(pasts.count(l), kComp, "expected inputs past_key_values.0..{}.key in {}, got no layer {}", g.layers - 1,
-              path.string(), l);
+    g.has_kv.push_back(pasts.count(l) > 0);
+    HFX_CHECK(pasts.count(l) || !g.states.empty(), kComp, "expected inputs past_key_values.0..{}.key in {}, got no layer {}",
+              g.layers - 1, path.string(), l);
     g.past_type.push_back(pasts[l].first);
     g.past_shape.push_back(pasts[l].second);
   }
@@ -157,7 +161,7 @@ class OrtEngine final : public Engine {
                   fmt::join(prefill_->out_names, ", "));
       }
     for (int64_t l = 0; l < main_.layers; l++)
-      HFX_CHECK(main_.present_key[l] >= 0 && main_.present_value[l] >= 0, kComp,
+      HFX_CHECK(!main_.has_kv[l] || (main_.present_key[l] >= 0 && main_.present_value[l] >= 0), kComp,
                 "expected outputs present.{0}.key and present.{0}.value, got outputs [{1}]", l, fmt::join(main_.out_names, ", "));
     if (prefill_)
       HFX_CHECK(static_cast<int64_t>(prefill_->present_key.size()) == main_.layers, kComp,
@@ -166,6 +170,11 @@ class OrtEngine final : public Engine {
     if (fs::exists(cfg_path)) config_ = nlohmann::json::parse(io::read_file(cfg_path.string()), nullptr, false);
     // Past dims: declared Hkv and D when fixed, else config.json.
     for (int64_t l = 0; l < main_.layers; l++) {
+      if (!main_.has_kv[l]) {  // a hybrid's state-leaf layer
+        kv_heads_.push_back(0);
+        head_dim_.push_back(0);
+        continue;
+      }
       const auto& s = main_.past_shape[l];
       HFX_CHECK(s.size() == 4, kComp, "expected past_key_values.{}.key of rank 4 [B, Hkv, P, D], got rank {}", l, s.size());
       int64_t h = s[1] > 0 ? s[1] : cfg_int("num_key_value_heads", cfg_int("num_attention_heads", -1));
@@ -281,6 +290,7 @@ class OrtEngine final : public Engine {
     }
     // present → next past, moved (no copy)
     for (int64_t l = 0; l < main_.layers; l++) {
+      if (!main_.has_kv[l]) continue;
       int ki = g.present_key.size() > static_cast<size_t>(l) ? g.present_key[l] : -1;
       int vi = g.present_value.size() > static_cast<size_t>(l) ? g.present_value[l] : -1;
       HFX_CHECK(ki >= 0 && vi >= 0, kComp, "expected outputs present.{0}.key/value, got outputs [{1}]", l, fmt::join(g.out_names, ", "));

@@ -5,6 +5,8 @@
 # writes, per prompt (lengths 1, 6, 13 by default; IDS="1,2 3,4,5" overrides), the last-position logits and
 # 32 greedy tokens decoded by full recomputation (--greedy-method nocache: transformers 4.47's cached Mamba
 # decoding is wrong for prompts shorter than conv_kernel - 1, the README's known issue). Numbers only.
+# HFO_RUN picks another oracle runner, e.g. HFO_RUN=/work/hfo/run-new.sh (transformers 4.56.2, for lfm2; see
+# /work/hfo/NEW_TREE.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"
@@ -15,7 +17,7 @@ TMP="$(mktemp -d /tmp/hfg_causal.XXXXXX)"; trap 'rm -rf "$TMP"' EXIT
 "$HFX" create-tiny "$ARCH" -o "$TMP/$ARCH" "$@" >/dev/null
 args=()
 for p in $IDS; do args+=(--ids "$p"); done
-"$HFO/run.sh" "$TMP/$ARCH" "${args[@]}" --greedy 32 --greedy-method nocache >"$TMP/oracle.json"
+"${HFO_RUN:-$HFO/run.sh}" "$TMP/$ARCH" "${args[@]}" --greedy 32 --greedy-method nocache >"$TMP/oracle.json"
 DEST="${GOLDENS_DIR:-$ROOT/tests/data/goldens}"
 mkdir -p "$DEST"
 /usr/bin/python3 - "$TMP/oracle.json" "$TMP/$ARCH/model.safetensors" "$DEST/$ARCH-lm.json" "hfx create-tiny $ARCH${*:+ $*}" "$IDS" <<'PY'
