@@ -67,8 +67,7 @@ ModelConfig parse(const json& j) {
   d.tie_word_embeddings = true;
   d.bos = 1;
   d.eos = 2;
-  if (!jhas(j, "num_key_value_heads")) m["num_key_value_heads"] = 8;
-  if (!jhas(j, "num_hidden_layers")) m["num_hidden_layers"] = 32;
+  if (!jhas(j, "num_key_value_heads")) m["num_key_value_heads"] = 8;  // Lfm2Config's default, not the heads
   ModelConfig c = parse_common(m, "lfm2", d);
   c.raw = j;
   if (!c.pad_token_id) c.pad_token_id = jget<int64_t>(j, "pad_token_id", 0);
@@ -80,22 +79,28 @@ ModelConfig parse(const json& j) {
     try {
       full = jget<std::vector<int64_t>>(j, "full_attn_idxs", {});
     } catch (const json::exception&) {
-      HFX_THROW("model", "expected full_attn_idxs to be a list of layer indices for lfm2, got {}", j["full_attn_idxs"].dump());
+      HFX_THROW("model", "expected full_attn_idxs to be a list of layer indices for lfm2, got {}",
+                j["full_attn_idxs"].dump());
     }
     const bool all = !jhas(j, "full_attn_idxs");
     for (int64_t i : full)
       if (i < 0 || i >= c.num_hidden_layers)
-        HFX_THROW("model", "expected full_attn_idxs in [0, {}) (num_hidden_layers), got {}", c.num_hidden_layers, i);
+        HFX_THROW("model", "expected full_attn_idxs in [0, {}) (num_hidden_layers), got {}",
+                  c.num_hidden_layers, i);
     c.layer_types.clear();
     for (int64_t i = 0; i < c.num_hidden_layers; i++)
-      c.layer_types.push_back(all || std::find(full.begin(), full.end(), i) != full.end() ? "full_attention" : "conv");
+      c.layer_types.push_back(all || std::find(full.begin(), full.end(), i) != full.end() ? "full_attention"
+                                                                                          : "conv");
   }
   if (std::find(c.layer_types.begin(), c.layer_types.end(), "full_attention") == c.layer_types.end())
-    HFX_THROW("model", "expected at least one full_attention layer for lfm2 (transformers' Lfm2HybridConvCache counts the "
-              "past length on the first one), got layer_types all 'conv'; add an attention layer to layer_types");
+    HFX_THROW(
+        "model",
+        "expected at least one full_attention layer for lfm2 (transformers' Lfm2HybridConvCache counts the "
+        "past length on the first one), got layer_types all 'conv'; add an attention layer to layer_types");
   const Lfm2Dims dd = dims_of(c);
   if (dd.L < 1 || dd.I <= 0)
-    HFX_THROW("model", "expected conv_L_cache >= 1 and a positive feed_forward size for lfm2, got {} and {}", dd.L, dd.I);
+    HFX_THROW("model", "expected conv_L_cache >= 1 and a positive feed_forward size for lfm2, got {} and {}",
+              dd.L, dd.I);
   return c;
 }
 
@@ -144,7 +149,8 @@ class Lfm2LM : public CausalLM {
 
   std::vector<CacheLayerSpec> cache_layout() const override {
     std::vector<CacheLayerSpec> r;
-    for (const auto& t : config().layer_types) r.push_back({config().num_key_value_heads, config().head_dim, t, 0});
+    for (const auto& t : config().layer_types)
+      r.push_back({config().num_key_value_heads, config().head_dim, t, 0});
     return r;
   }
 
@@ -157,34 +163,40 @@ class Lfm2LM : public CausalLM {
                 {"attention_mask", DType::I64, {"batch_size", "past_sequence_length+sequence_length"}},
                 {"position_ids", DType::I64, {"batch_size", "sequence_length"}}};
     m.outputs = {"logits"};
+    // The conv leaves first, then the key/value leaves as one block: torch.export's treespec
+    // (src/export/dynamo/program.cpp) lists past_key_values as one entry, so its leaves must be adjacent.
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      const int layer = static_cast<int>(i);
-      if (is_conv(c, i)) {
-        std::string past = fmt::format("past_conv.{}", i), present = fmt::format("present_conv.{}", i);
-        m.inputs.push_back({past, DType::F32, {"batch_size", std::to_string(d.H), std::to_string(d.L)}, true});
-        m.outputs.push_back(present);
-        m.cache.push_back({layer, "conv", "conv", 0, past, present});
-        continue;
-      }
+      if (!is_conv(c, i)) continue;
+      std::string past = fmt::format("past_conv.{}", i), present = fmt::format("present_conv.{}", i);
+      m.inputs.push_back({past, DType::F32, {"batch_size", std::to_string(d.H), std::to_string(d.L)}, true});
+      m.outputs.push_back(present);
+      m.cache.push_back({static_cast<int>(i), "conv", "conv", 0, past, present});
+    }
+    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+      if (is_conv(c, i)) continue;
       for (const char* kind : {"key", "value"}) {
-        std::string past = fmt::format("past_key_values.{}.{}", i, kind), present = fmt::format("present.{}.{}", i, kind);
-        m.inputs.push_back({past, DType::F32,
+        std::string past = fmt::format("past_key_values.{}.{}", i, kind),
+                    present = fmt::format("present.{}.{}", i, kind);
+        m.inputs.push_back({past,
+                            DType::F32,
                             {"batch_size", std::to_string(c.num_key_value_heads), "past_sequence_length",
                              std::to_string(c.head_dim)},
                             true});
         m.outputs.push_back(present);
-        m.cache.push_back({layer, kind, "full_attention", 0, past, present});
+        m.cache.push_back({static_cast<int>(i), kind, "full_attention", 0, past, present});
       }
     }
     return {m};
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     if (component != "model") (void)this->component(component);
     const auto& c = config();
     ForwardArgs a;
     a.input_ids = get(in, "input_ids");
-    if (!a.input_ids) HFX_THROW("model", "expected input 'input_ids' for component 'model' of lfm2, got none");
+    if (!a.input_ids)
+      HFX_THROW("model", "expected input 'input_ids' for component 'model' of lfm2, got none");
     a.attention_mask = get(in, "attention_mask");
     a.position_ids = get(in, "position_ids");
     a.logits_to_keep = opts.logits_to_keep;
@@ -200,14 +212,9 @@ class Lfm2LM : public CausalLM {
     }
     NamedVars r{{"logits", run(b, a, cache)}};
     if (!opts.use_cache) return r;
-    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      const auto& l = cache[static_cast<size_t>(i)];
-      if (is_conv(c, i)) {
-        r.emplace_back(fmt::format("present_conv.{}", i), l.conv);
-      } else {
-        r.emplace_back(fmt::format("present.{}.key", i), l.key);
-        r.emplace_back(fmt::format("present.{}.value", i), l.value);
-      }
+    for (const CacheLeafDecl& l : Model::component("model").cache) {  // in signature order
+      const LayerCache& lc = cache[static_cast<size_t>(l.layer)];
+      r.emplace_back(l.present_output, l.kind == "conv" ? lc.conv : l.kind == "key" ? lc.key : lc.value);
     }
     return r;
   }
@@ -215,14 +222,17 @@ class Lfm2LM : public CausalLM {
   // A full recomputation from the empty past; a KV cache cannot hold the conv states.
   ForwardOut forward(Builder& b, const ForwardArgs& a) const override {
     if (a.cache)
-      HFX_THROW("model", "expected no KV cache for lfm2 (its cache is the conv and key/value leaves of component 'model'), got one");
+      HFX_THROW("model",
+                "expected no KV cache for lfm2 (its cache is the conv and key/value leaves of component "
+                "'model'), got one");
     std::vector<LayerCache> cache(static_cast<size_t>(config().num_hidden_layers));
     return {run(b, a, cache)};
   }
 
  private:
   Var run(Builder& b, const ForwardArgs& a, std::vector<LayerCache>& cache) const;
-  Var attention(Builder& b, const Var& x, const Var& cos, const Var& sin, const Var& mask, LayerCache& lc) const;
+  Var attention(Builder& b, const Var& x, const Var& cos, const Var& sin, const Var& mask,
+                LayerCache& lc) const;
   Var short_conv(Builder& b, const Var& x, const Var& mask, Var& state) const;
   Var feed_forward(Builder& b, const Var& x) const;
 };
@@ -258,7 +268,8 @@ Var Lfm2LM::run(Builder& b, const ForwardArgs& a, std::vector<LayerCache>& cache
       Scope sl(b, "layers." + std::to_string(i));
       auto& lc = cache[static_cast<size_t>(i)];
       Var x = rms_norm(b, *this, h, "operator_norm", c.norm_eps, 0.0);
-      Var op = is_conv(c, i) ? short_conv(b, x, conv_mask, lc.conv) : attention(b, x, cos, sin, attn_mask, lc);
+      Var op =
+          is_conv(c, i) ? short_conv(b, x, conv_mask, lc.conv) : attention(b, x, cos, sin, attn_mask, lc);
       h = F::add(h, op);
       h = F::add(h, feed_forward(b, rms_norm(b, *this, h, "ffn_norm", c.norm_eps, 0.0)));
       b.name_output(h);
@@ -267,14 +278,16 @@ Var Lfm2LM::run(Builder& b, const ForwardArgs& a, std::vector<LayerCache>& cache
   }
   h = keep_last(h, a.logits_to_keep);
   Scope sl(b, "lm_head");
-  Var logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
+  Var logits =
+      F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
   b.name_output(logits);
   return logits;
 }
 
 // Lfm2Attention: q/k/v projections, q_layernorm / k_layernorm over head_dim, rope, the past keys/values
 // prepended, causal GQA attention, out_proj.
-Var Lfm2LM::attention(Builder& b, const Var& x, const Var& cos, const Var& sin, const Var& mask, LayerCache& lc) const {
+Var Lfm2LM::attention(Builder& b, const Var& x, const Var& cos, const Var& sin, const Var& mask,
+                      LayerCache& lc) const {
   const auto& c = config();
   Scope s(b, "self_attn");
   const int64_t H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
@@ -304,7 +317,8 @@ Var Lfm2LM::short_conv(Builder& b, const Var& x, const Var& mask, Var& state) co
   Sym B = x.size(0), S = x.size(1);
   Var xin = mask ? F::mul(x, mask) : x;
   Var bcx = F::transpose(linear(b, *this, xin, "in_proj", d.conv_bias), 1, 2);  // [B, 3·hidden, S]
-  Var gb = F::slice(bcx, 1, 0, d.H), gc = F::slice(bcx, 1, d.H, 2 * d.H), gx = F::slice(bcx, 1, 2 * d.H, 3 * d.H);
+  Var gb = F::slice(bcx, 1, 0, d.H), gc = F::slice(bcx, 1, d.H, 2 * d.H),
+      gx = F::slice(bcx, 1, 2 * d.H, 3 * d.H);
   Var bx = F::mul(gb, gx);
   if (mask) bx = F::mul(bx, F::transpose(mask, 1, 2));
   Var past = state ? F::to(state, DType::F32) : F::full(b, {B, Sym(d.H), Sym(d.L)}, 0.0);
@@ -331,7 +345,9 @@ Var Lfm2LM::short_conv(Builder& b, const Var& x, const Var& mask, Var& state) co
 // Lfm2MLP: w2(silu(w1(x)) · w3(x)).
 Var Lfm2LM::feed_forward(Builder& b, const Var& x) const {
   Scope s(b, "feed_forward");
-  Var y = linear(b, *this, F::mul(F::silu(linear(b, *this, x, "w1", false)), linear(b, *this, x, "w3", false)), "w2", false);
+  Var y =
+      linear(b, *this, F::mul(F::silu(linear(b, *this, x, "w1", false)), linear(b, *this, x, "w3", false)),
+             "w2", false);
   b.name_output(y);
   return y;
 }

@@ -90,8 +90,9 @@ Graph load_graph(const fs::path& path, int threads) {
   g.layers = pasts.empty() ? 0 : pasts.rbegin()->first + 1;
   for (int64_t l = 0; l < g.layers; l++) {
     g.has_kv.push_back(pasts.count(l) > 0);
-    HFX_CHECK(pasts.count(l) || !g.states.empty(), kComp, "expected inputs past_key_values.0..{}.key in {}, got no layer {}",
-              g.layers - 1, path.string(), l);
+    HFX_CHECK(pasts.count(l) || !g.states.empty(), kComp,
+              "expected inputs past_key_values.0..{}.key in {}, got no layer {}", g.layers - 1, path.string(),
+              l);
     g.past_type.push_back(pasts[l].first);
     g.past_shape.push_back(pasts[l].second);
   }

@@ -112,17 +112,22 @@ bool is_cache_leaf(const std::string& name, const char* prefix, int* layer, std:
   return *kind == "key" || *kind == "value";
 }
 
-// Groups names into (plain keys, cache layers). Cache leaves become one list of (key, value) tuples.
+// Groups names into (plain keys, cache layers). Cache leaves become one list of (key, value) tuples; a
+// hybrid's layers without keys/values (lfm2's conv layers, whose states are flat keywords) are empty
+// tuples, as sample_inputs_for (pt2_archive.cpp) lays the list out.
 ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix, const char* cache_key) {
   std::vector<std::string> keys;
   ojson children = ojson::array();
   int layers = 0;
   bool cache_seen = false;
+  std::vector<bool> has_kv;
   for (const auto& n : names) {
     int layer;
     std::string kind;
     if (is_cache_leaf(n, cache_prefix, &layer, &kind)) {
       layers = std::max(layers, layer + 1);
+      if (static_cast<int>(has_kv.size()) < layers) has_kv.resize(static_cast<size_t>(layers), false);
+      has_kv[static_cast<size_t>(layer)] = true;
       if (!cache_seen) {
         cache_seen = true;
         keys.push_back(cache_key);
@@ -135,7 +140,10 @@ ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix,
   }
   if (cache_seen) {
     ojson layer_specs = ojson::array();
-    for (int i = 0; i < layers; i++) layer_specs.push_back(node_spec("builtins.tuple", "null", ojson::array({leaf_spec(), leaf_spec()})));
+    for (int i = 0; i < layers; i++) {
+      ojson kv = has_kv[static_cast<size_t>(i)] ? ojson::array({leaf_spec(), leaf_spec()}) : ojson::array();
+      layer_specs.push_back(node_spec("builtins.tuple", "null", kv));
+    }
     for (auto& c : children)
       if (c.is_null()) c = node_spec("builtins.list", "null", layer_specs);
   }

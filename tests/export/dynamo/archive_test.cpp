@@ -13,6 +13,7 @@
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/torch_save.h"
 #include "export/dynamo/dynamo_support.h"
+#include "models/model_test_util.h"
 
 namespace hfx::dynamo {
 namespace {
@@ -328,7 +329,8 @@ INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoSeq2Seq,
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
-    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && a->model_type != "mamba") v.push_back(a->model_type);
+    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && test::has_kv_cache_only(*a))
+      v.push_back(a->model_type);
   return v;
 }
 

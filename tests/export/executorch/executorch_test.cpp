@@ -23,6 +23,7 @@
 #include "hfx/ops/functional.h"
 #include "hfx_gen/program_generated.h"
 #include "verify/pte_reader.h"
+#include "models/model_test_util.h"
 
 namespace hfx {
 namespace {
@@ -366,7 +367,8 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
-    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && a->model_type != "mamba") v.push_back(a->model_type);
+    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && test::has_kv_cache_only(*a))
+      v.push_back(a->model_type);
   return v;
 }
 
