@@ -20,6 +20,7 @@ const Architecture& granitemoe_architecture();
 const Architecture& mamba_architecture();
 const Architecture& mamba2_architecture();
 const Architecture& granitemoehybrid_architecture();
+const Architecture& lfm2_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
@@ -42,8 +43,8 @@ std::vector<const Architecture*> all_architectures() {
       &granitemoe_architecture(),
       // state-space decoders
       &mamba_architecture(), &mamba2_architecture(),
-      // hybrids (mamba and attention layers)
-      &granitemoehybrid_architecture(),
+      // hybrids (per-layer-type caches: mamba or short-conv layers beside attention)
+      &granitemoehybrid_architecture(), &lfm2_architecture(),
       // encoder-only
       &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
       &modernbert_architecture(),

@@ -4,7 +4,8 @@
 // copied on the host. The first step of the merged graph gets empty pasts [B, Hkv, 0, D].
 // State leaves (a state-space model's past_conv.N / past_ssm.N, as Transformers.js names them) have no
 // past axis: their empty past is all zeros of the declared shape with the batch size, and each step's
-// present_conv.N / present_ssm.N are moved into them the same way.
+// present_conv.N / present_ssm.N are moved into them the same way. A hybrid (lfm2) has key/value inputs on
+// its attention layers only: the layers between them carry state leaves instead.
 #include <filesystem>
 #include <cstdio>
 #include <cstring>

@@ -7,6 +7,8 @@
 # decoding is wrong for prompts shorter than conv_kernel - 1, the README's known issue). Numbers only.
 # HFO_RUN=$HFO/run-4.51.sh for mamba2 (4.47's chunked scan is wrong from the second chunk on),
 # HFO_RUN=tools/hf_goldens/run_granitemoehybrid_oracle.sh for granitemoehybrid (in neither tree).
+# HFO_RUN picks another oracle runner, e.g. HFO_RUN=/work/hfo/run-new.sh (transformers 4.56.2, for lfm2; see
+# /work/hfo/NEW_TREE.md).
 set -euo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 ROOT="$(cd "$HERE/../.." && pwd)"

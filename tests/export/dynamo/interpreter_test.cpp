@@ -316,24 +316,34 @@ INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoInterpretSeq2Seq,
                                            std::pair<std::string, std::string>{"bart", "tiny"}, std::pair<std::string, std::string>{"marian", "tiny"}),
                          [](const auto& i) { return i.param.first + (i.param.second == "tiny" ? "" : "_gated"); });
 
-// Decoders with a KV cache (past_key_values as a list of (key, value) tuples); the flat conv/ssm leaves
-// of mamba and mamba2 are checked by DynamoInterpretMamba below.
+// Decoders with a KV cache (past_key_values as a list of (key, value) tuples); the flat leaves of
+// state-space and hybrid decoders are checked by DynamoInterpretStateLeaves below.
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
-    if (hfx::test::is_decoder_only(*a) && hfx::test::has_kv_cache_only(*a)) v.push_back(a->model_type);
+    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && test::has_kv_cache_only(*a))
+      v.push_back(a->model_type);
   return v;
 }
 
-// mamba, mamba2, granitemoehybrid: prefill.pt2 and decode.pt2 (the conv/ssm states as flat keyword leaves
-// past_conv.N / past_ssm.N, and beside them the hybrid's attention KV, flat too: past_key_values.N.key)
-// run by the interpreter on their sample inputs equal the model's component `model` on them, every
-// output by name.
-class DynamoInterpretMamba : public ::testing::TestWithParam<std::string> {};
+// Decoders whose cache is not all KV pairs (mamba's conv/ssm states, lfm2's conv states beside the
+// attention layers' keys/values): prefill.pt2 and decode.pt2 (every leaf a flat keyword, past_conv.N,
+// past_ssm.N, past_key_values.N.key) run by the interpreter on their sample inputs equal the model's
+// component `model` on them, every output by name.
+std::vector<std::string> state_leaf_arch_names() {
+  std::vector<std::string> v;
+  for (const Architecture* a : all_architectures())
+    if ((a->heads.empty() || a->heads.front().first == "causal_lm") && !test::has_kv_cache_only(*a))
+      v.push_back(a->model_type);
+  return v;
+}
 
-TEST_P(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
+class DynamoInterpretStateLeaves : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(DynamoInterpretStateLeaves, WrittenProgramsMatchEagerComponent) {
   auto model = tiny_model(architecture(GetParam()));
-  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_" + GetParam() + "_" + std::to_string(::getpid()));
+  fs::path out =
+      fs::temp_directory_path() / ("hfx_dynamo_interp_" + GetParam() + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
   make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
@@ -350,11 +360,22 @@ TEST_P(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
     NamedVars inputs;
     std::vector<Tensor> flat;
     for (const auto& [k, v] : samples.items[1].entries) {
+      if (k == "past_key_values") {  // a hybrid's attention layers: (key, value) per layer, () elsewhere
+        for (size_t l = 0; l < v.items.size(); l++)
+          for (size_t j = 0; j < v.items[l].items.size(); j++) {
+            flat.push_back(v.items[l].items[j].t);
+            std::string name = "past_key_values." + std::to_string(l) + (j ? ".value" : ".key");
+            inputs.emplace_back(name, b.wrap(flat.back()));
+          }
+        continue;
+      }
       ASSERT_EQ(v.kind, PyObj::Kind::Tensor) << k << ": state leaves are flat keywords";
       flat.push_back(v.t);
       inputs.emplace_back(k, b.wrap(v.t));
     }
-    if (std::string(program) == "decode") EXPECT_TRUE(get(inputs, model->component("model").cache.back().past_input).defined());
+    if (std::string(program) == "decode")
+      for (const CacheLeafDecl& l : model->component("model").cache)
+        EXPECT_TRUE(get(inputs, l.past_input).defined()) << l.past_input;
     size_t user = 0;
     const auto& specs = ep["graph_module"]["signature"]["input_specs"];
     for (size_t i = 0; i < specs.size(); i++) {
@@ -365,6 +386,16 @@ TEST_P(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
       else it.tensors[name] = flat.at(user++);
     }
     ASSERT_EQ(user, flat.size());
+    // The treespecs a torch consumer unflattens with hold exactly the program's user inputs / outputs.
+    std::function<int(const json&)> leaves = [&](const json& spec) {
+      int n = spec["type"].is_null() ? 1 : 0;
+      for (const auto& c : spec["children_spec"]) n += leaves(c);
+      return n;
+    };
+    const json& sig = ep["graph_module"]["module_call_graph"][0]["signature"];
+    EXPECT_EQ(leaves(json::parse(sig["in_spec"].get<std::string>())[1]), static_cast<int>(flat.size()));
+    EXPECT_EQ(leaves(json::parse(sig["out_spec"].get<std::string>())[1]),
+              static_cast<int>(graph["outputs"].size()));
     it.run(graph);
     NamedVars ref = model->call("model", b, inputs, CallOptions{0, true});
     ASSERT_EQ(graph["outputs"].size(), ref.size());
@@ -377,8 +408,9 @@ TEST_P(DynamoInterpretMamba, WrittenProgramsMatchEagerComponent) {
   fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, DynamoInterpretMamba, ::testing::Values("mamba", "mamba2", "granitemoehybrid"),
-                         [](const auto& info) { return info.param; });
+INSTANTIATE_TEST_SUITE_P(StateLeaves, DynamoInterpretStateLeaves,
+                         ::testing::ValuesIn(state_leaf_arch_names()),
+                         [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 INSTANTIATE_TEST_SUITE_P(All, DynamoInterpret, ::testing::ValuesIn(arch_names()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });

@@ -24,6 +24,7 @@
 #include "hfx/ops/functional.h"
 #include "hfx_gen/program_generated.h"
 #include "verify/pte_reader.h"
+#include "models/model_test_util.h"
 
 namespace hfx {
 namespace {
