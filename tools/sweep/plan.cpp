@@ -2,6 +2,7 @@
 // misspelt or unsupported key is an error rather than a silently ignored setting.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <ctime>
 #include <set>
@@ -102,9 +103,10 @@ Model parse_model(const json& j, const fs::path& base, size_t i) {
   if (j.is_string()) {
     path = j.get<std::string>();
   } else {
-    check_keys(j, {"name", "path"}, where);
+    check_keys(j, {"name", "path", "variants"}, where);
     path = get<std::string>(j, "path", where, "");
     m.name = get<std::string>(j, "name", where, "");
+    m.variants = get<std::vector<std::string>>(j, "variants", where, {});
   }
   m.path = fs::weakly_canonical(base / path);
   HFX_CHECK(fs::is_regular_file(m.path / "config.json"), kComp,
@@ -155,10 +157,17 @@ Plan load_plan(const fs::path& file) {
   for (size_t i = 0; i < j["variants"].size(); ++i) p.variants.push_back(parse_variant(j["variants"][i], plan_verify, i));
   if (j.contains("resources")) p.resources = parse_resources(j["resources"]);
   p.source = j;
-  for (size_t i = 0; i < p.models.size(); ++i) p.source["models"][i] = {{"name", p.models[i].name}, {"path", p.models[i].path}};
-  std::set<std::string> ids;
+  std::set<std::string> ids, names;
+  for (const Variant& v : p.variants) names.insert(v.name);
+  for (size_t i = 0; i < p.models.size(); ++i) {
+    p.source["models"][i] = {{"name", p.models[i].name}, {"path", p.models[i].path}};
+    if (!p.models[i].variants.empty()) p.source["models"][i]["variants"] = p.models[i].variants;
+    for (const auto& v : p.models[i].variants)
+      HFX_CHECK(names.count(v), kComp, "expected models[{}].variants to name variants of the plan, got '{}'", i, v);
+  }
   for (const Model& m : p.models)
     for (const Variant& v : p.variants) {
+      if (!m.variants.empty() && std::find(m.variants.begin(), m.variants.end(), v.name) == m.variants.end()) continue;
       Task t{static_cast<int>(p.tasks.size()), m.name + "." + v.name, &m, &v};
       HFX_CHECK(ids.insert(t.id).second, kComp, "expected unique model and variant names, got task '{}' twice; "
                 "give the models or variants distinct 'name's", t.id);

@@ -85,8 +85,8 @@ std::string render_table(const json& s) {
     out += fmt::format("{:<20}", m.get<std::string>());
     for (const auto& v : s["variants"]) {
       const json* t = find_task(s, m, v);
-      std::string st = t ? t->value("status", "missing") : "missing";
-      std::string cell = st == "passed" ? "PASS " + sci(t->value("worst_abs", json())) : upper(st);
+      std::string st = t ? t->value("status", "missing") : "n/a";
+      std::string cell = st == "passed" ? "PASS " + sci(t->value("worst_abs", json())) : t ? upper(st) : st;
       if (t && st != "passed" && t->contains("stage")) cell += " (" + (*t)["stage"].get<std::string>() + ")";
       out += fmt::format(" {:<20}", cell);
     }
@@ -94,7 +94,7 @@ std::string render_table(const json& s) {
   }
   std::string counts;
   for (const auto& [k, v] : s["counts"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.get<int>(), k);
-  out += fmt::format("{} tasks: {}  (PASS e: worst max abs error against eager; - : no numerics check)\n",
+  out += fmt::format("{} tasks: {}  (PASS e: worst max abs error against eager; - : no numerics check; n/a: not in the plan)\n",
                      s["tasks"].size(), counts);
   for (const auto& t : s["tasks"])
     if (t.value("status", "") != "passed")
@@ -107,7 +107,7 @@ std::string render_html(const json& s) {
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hfx sweep {0}</title>\n<style>"
       "body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;"
       "padding:.3em .6em;vertical-align:top}}td.passed{{background:#e3f6e3}}td.failed,td.killed,td.timeout"
-      "{{background:#fbe2e2}}td.missing{{background:#eee}}.f{{font-size:.85em;color:#333}}</style></head>\n<body>"
+      "{{background:#fbe2e2}}td.missing,td.na{{background:#eee}}.f{{font-size:.85em;color:#333}}</style></head>\n<body>"
       "<h1>hfx sweep: {0}</h1>\n<p>engine {1}, written {2}; cells: status, worst max abs error against eager, "
       "artifact size, cold start, batch-1 decode speed; a cell links its verify report.</p>\n"
       "<table id=\"matrix\"><tr><th>model</th>",
@@ -118,10 +118,10 @@ std::string render_html(const json& s) {
     h += "<tr><th>" + esc(m.get<std::string>()) + "</th>";
     for (const auto& v : s["variants"]) {
       const json* t = find_task(s, m, v);
-      std::string st = t ? t->value("status", "missing") : "missing";
+      std::string st = t ? t->value("status", "missing") : "n/a";
       std::string label = upper(st);
       if (t && t->contains("report")) label = "<a href=\"" + esc((*t)["report"]) + "\">" + label + "</a>";
-      h += fmt::format("<td class=\"{}\" id=\"{}\">{}", esc(st), t ? esc(t->value("id", "")) : "", label);
+      h += fmt::format("<td class=\"{}\" id=\"{}\">{}", t ? esc(st) : "na", t ? esc(t->value("id", "")) : "", label);
       if (t && st == "passed")
         h += fmt::format("<div class=\"f\">err {}<br>{}<br>load {}<br>decode {}</div>", sci(t->value("worst_abs", json())),
                          size_str(t->value("artifact_bytes", json())),

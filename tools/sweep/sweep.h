@@ -44,7 +44,8 @@ struct Variant {
 
 struct Model {
   std::string name;
-  fs::path path;  // absolute checkpoint folder
+  fs::path path;                      // absolute checkpoint folder
+  std::vector<std::string> variants;  // names of the variants this model runs (empty: all)
 };
 
 /// One expanded task: model × variant, with its stable id `<model>.<variant>` and its index in the plan.
@@ -62,7 +63,7 @@ struct Plan {
   std::vector<Variant> variants;
   Resources resources;
   json source;  // the plan with model paths made absolute (written to RESULTS/plan.json)
-  std::vector<Task> tasks;  // models × variants, model-major
+  std::vector<Task> tasks;  // models × variants (a model's own variant list if it has one), model-major
 };
 
 /// Reads and expands a JSON plan (relative model paths are relative to the plan file). Throws hfx::Error
