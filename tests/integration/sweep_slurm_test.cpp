@@ -20,21 +20,28 @@ class SlurmCluster : public ::testing::Test {
   void SetUp() override {
     dir_ = tmpdir("slurm_" + std::string(::testing::UnitTest::GetInstance()->current_test_info()->name()));
     std::string port = std::to_string(20000 + (::getpid() % 20000) * 2);
-    Proc p = sh(script() + " start " + (dir_ / "cluster").string() + " " + port);
+    // munged's socket path must fit in 108 bytes: the cluster gets a short folder of its own.
+    cluster_ = fs::temp_directory_path() / ("hfx-slurm-" + std::to_string(::getpid()));
+    fs::remove_all(cluster_);
+    fs::create_directories(cluster_);
+    Proc p = sh(script() + " start " + cluster_.string() + " " + port);
     ASSERT_EQ(p.rc, 0) << "single-node Slurm did not start: " << p.out;
-    ::setenv("SLURM_CONF", (dir_ / "cluster" / "slurm.conf").c_str(), 1);
+    ::setenv("SLURM_CONF", (cluster_ / "slurm.conf").c_str(), 1);
     started_ = true;
   }
   void TearDown() override {
     if (started_) {
-      Proc p = sh(script() + " stop " + (dir_ / "cluster").string());
+      Proc p = sh(script() + " stop " + cluster_.string());
       EXPECT_EQ(p.rc, 0) << p.out;
     }
     ::unsetenv("SLURM_CONF");
-    if (!HasFailure()) fs::remove_all(dir_);
+    if (!HasFailure()) {
+      fs::remove_all(dir_);
+      fs::remove_all(cluster_);
+    }
   }
   static std::string script() { return std::string(HFX_SOURCE_DIR) + "/tests/integration/slurm_cluster.sh"; }
-  fs::path dir_;
+  fs::path dir_, cluster_;
   bool started_ = false;
 };
 
@@ -70,8 +77,9 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
 
 TEST_F(SlurmCluster, ScancelledTaskIsReportedKilledAndResumeCompletesIt) {
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (dir_ / "ckpt" / "llama").string()).rc, 0);
-  // Default verify settings: the task runs for seconds, long enough to be cancelled mid-way.
-  std::ofstream(dir_ / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}]})";
+  // The runner is stopped as soon as its temporary folder appears; export + verify take longer than that.
+  std::ofstream(dir_ / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
+    "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4,2x1+4,1x3+2"}})";
   fs::path r = dir_ / "results";
   pid_t sweep = start_sweep((dir_ / "plan.json").string() + " -o " + r.string() + " --engine slurm", dir_ / "log1");
   ASSERT_GT(wait_for_runner(r, "llama.onnx"), 0) << slurp(dir_ / "log1");

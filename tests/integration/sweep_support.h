@@ -117,7 +117,8 @@ inline void check_passed_task(const fs::path& results, const json& t) {
   if (w < 0) EXPECT_TRUE(t["worst_abs"].is_null()) << t.dump();
   else EXPECT_DOUBLE_EQ(t["worst_abs"].get<double>(), w) << t.dump();
   int64_t graph = 0;
-  for (const auto& f : read_json(d / "export" / "manifest.json")["files"])
+  json manifest = read_json(d / "export" / "manifest.json");
+  for (const auto& f : manifest["files"])
     if (f["role"] == "graph" || f["role"] == "weights") graph += f["size"].get<int64_t>();
   EXPECT_EQ(t["artifact_bytes"].get<int64_t>(), graph);
   EXPECT_EQ(t["export"]["exit_code"], 0);

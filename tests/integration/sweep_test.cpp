@@ -80,8 +80,9 @@ TEST(Sweep, LocalBrokenCheckpointFailsAloneResumeRunsOnlyIt) {
 TEST(Sweep, KilledTaskIsReportedAndResumeCompletesIt) {
   fs::path d = tmpdir("killed");
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "ckpt" / "llama").string()).rc, 0);
-  // Default verify settings: the task runs for seconds, long enough to be killed mid-way.
-  std::ofstream(d / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}]})";
+  // The runner is stopped as soon as its temporary folder appears; export + verify take longer than that.
+  std::ofstream(d / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
+    "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4,2x1+4,1x3+2"}})";
   fs::path r = d / "results";
   pid_t sweep = start_sweep((d / "plan.json").string() + " -o " + r.string(), d / "log1");
   pid_t runner = wait_for_runner(r, "llama.onnx");
