@@ -34,7 +34,8 @@ void run_sweep(const SweepArgs& a, bool jobs_given) {
   if (a.engine != "local" && a.engine != "slurm")
     throw UsageError("sweep", fmt::format("expected --engine local or slurm, got '{}'", a.engine));
   if (a.engine == "slurm" && jobs_given)
-    throw UsageError("sweep", "expected --jobs only with --engine local, got it with slurm (Slurm schedules the tasks)");
+    throw UsageError(
+        "sweep", "expected --jobs only with --engine local, got it with slurm (Slurm schedules the tasks)");
   sweep::Plan plan = sweep::load_plan(a.plan);
   fs::path results = fs::absolute(a.out);
   if (a.task >= 0) {
@@ -43,8 +44,10 @@ void run_sweep(const SweepArgs& a, bool jobs_given) {
     fs::create_directories(results / "tasks");
     std::string run_id = a.run_id.empty() ? sweep::new_run_id() : a.run_id;
     sweep::json r = sweep::run_task(plan, plan.tasks[a.task], results, run_id);
-    fmt::print("{}: {}{}\n", r.value("id", ""), r.value("status", ""), r.contains("reason") ? "  " + r.value("reason", "") : "");
-    if (r.value("status", "") != "passed") throw Error("sweep", fmt::format("task {} {}", r.value("id", ""), r.value("status", "")));
+    fmt::print("{}: {}{}\n", r.value("id", ""), r.value("status", ""),
+               r.contains("reason") ? "  " + r.value("reason", "") : "");
+    if (r.value("status", "") != "passed")
+      throw Error("sweep", fmt::format("task {} {}", r.value("id", ""), r.value("status", "")));
     return;
   }
   fs::create_directories(results / "tasks");
@@ -52,12 +55,14 @@ void run_sweep(const SweepArgs& a, bool jobs_given) {
   // Tasks (local processes and Slurm array tasks) read the copy, whose model paths are absolute.
   plan = sweep::load_plan(results / "plan.json");
   std::vector<const sweep::Task*> todo;
-  if (a.resume) todo = sweep::tasks_to_resume(plan, results);
+  if (a.resume)
+    todo = sweep::tasks_to_resume(plan, results);
   else
     for (const auto& t : plan.tasks) todo.push_back(&t);
   std::string run_id = sweep::new_run_id();
-  fmt::print("sweep {}: {} tasks ({} models x {} variants), running {} on {}{}\n", plan.name, plan.tasks.size(),
-             plan.models.size(), plan.variants.size(), todo.size(), a.engine, a.resume ? " (resume)" : "");
+  fmt::print("sweep {}: {} tasks ({} models x {} variants), running {} on {}{}\n", plan.name,
+             plan.tasks.size(), plan.models.size(), plan.variants.size(), todo.size(), a.engine,
+             a.resume ? " (resume)" : "");
   std::fflush(stdout);
   if (!todo.empty()) {
     if (a.engine == "slurm") {
@@ -70,13 +75,15 @@ void run_sweep(const SweepArgs& a, bool jobs_given) {
   }
   sweep::json s = sweep::write_summary(plan, results, a.engine);
   std::fputs(sweep::render_table(s).c_str(), stdout);
-  fmt::print("summary: {} and {}\n", (results / "summary.json").string(), (results / "summary.html").string());
+  fmt::print("summary: {} and {}\n", (results / "summary.json").string(),
+             (results / "summary.html").string());
   std::fflush(stdout);
   if (!s.value("passed", false)) {
     int bad = 0;
     for (const auto& t : s["tasks"]) bad += t.value("status", "") != "passed";
-    throw Error("sweep", fmt::format("{} of {} tasks did not pass (see the table above; rerun them with --resume)", bad,
-                                     s["tasks"].size()));
+    throw Error("sweep",
+                fmt::format("{} of {} tasks did not pass (see the table above; rerun them with --resume)",
+                            bad, s["tasks"].size()));
   }
 }
 
@@ -84,11 +91,13 @@ void run_sweep(const SweepArgs& a, bool jobs_given) {
 
 void register_sweep(CLI::App& app) {
   auto a = std::make_shared<SweepArgs>();
-  auto* cmd = app.add_subcommand("sweep", "Export and verify a plan of models x variants, locally or on Slurm");
+  auto* cmd =
+      app.add_subcommand("sweep", "Export and verify a plan of models x variants, locally or on Slurm");
   cmd->footer(
       "Plan (JSON):\n"
       "  {\"name\": \"zoo\", \"models\": [\"tiny-llama\", {\"name\": \"gpt2\", \"path\": \"ckpt/gpt2\"}],\n"
-      "   \"variants\": [{\"format\": \"onnx\"}, {\"name\": \"ort\", \"format\": \"onnx\", \"target\": \"ort\"},\n"
+      "   \"variants\": [{\"format\": \"onnx\"}, {\"name\": \"ort\", \"format\": \"onnx\", \"target\": "
+      "\"ort\"},\n"
       "                {\"format\": \"executorch\"}, {\"format\": \"dynamo\"}],\n"
       "   \"verify\": {\"tokens\": 8, \"warm_runs\": 1, \"threads\": 1},\n"
       "   \"resources\": {\"cpus\": 1, \"mem_mb\": 2048, \"time_min\": 30}}\n"
@@ -101,7 +110,8 @@ void register_sweep(CLI::App& app) {
   cmd->add_option("--engine", a->engine, "local (default) | slurm (one sbatch --array job)");
   auto* jobs = cmd->add_option("--jobs", a->jobs, "local: tasks at once (default: cores / resources.cpus)");
   cmd->add_flag("--resume", a->resume, "Run only the tasks without a passed result in RESULTS");
-  cmd->add_option("--task", a->task, "Run task K of the plan only (what each local process or array task runs)");
+  cmd->add_option("--task", a->task,
+                  "Run task K of the plan only (what each local process or array task runs)");
   cmd->add_option("--run-id", a->run_id, "Run id recorded in the task's result (set by the coordinator)");
   auto* cmp = cmd->add_subcommand("compare", "List what got worse between two results folders");
   cmp->add_option("old", a->old_dir, "Earlier results folder")->required()->check(CLI::ExistingDirectory);
@@ -111,7 +121,8 @@ void register_sweep(CLI::App& app) {
     int worse = 0;
     std::fputs(sweep::compare_results(a->old_dir, a->new_dir, worse).c_str(), stdout);
     std::fflush(stdout);
-    if (worse) throw Error("sweep", fmt::format("{} regressions between {} and {}", worse, a->old_dir, a->new_dir));
+    if (worse)
+      throw Error("sweep", fmt::format("{} regressions between {} and {}", worse, a->old_dir, a->new_dir));
   });
   cmd->callback([a, cmp, jobs] {
     if (cmp->parsed()) return;

@@ -32,14 +32,16 @@ fi
 
 port=$3
 for b in munged mungekey slurmctld slurmd sinfo sbatch scontrol; do
-  command -v $b >/dev/null || { echo "slurm_cluster: expected $b on PATH, got none; run scripts/setup.sh" >&2; exit 1; }
+  command -v $b >/dev/null ||
+    { echo "slurm_cluster: expected $b on PATH, got none; run scripts/setup.sh" >&2; exit 1; }
 done
 mkdir -p "$dir/munge" "$dir/state" "$dir/spool" "$dir/log"
 chmod 0755 "$dir" "$dir/munge"
-mungekey --create --keyfile="$dir/munge/munge.key" --force 2>/dev/null || mungekey --create --keyfile="$dir/munge/munge.key"
+mungekey --create --keyfile="$dir/munge/munge.key" --force
 chmod 0600 "$dir/munge/munge.key"
-munged --socket="$dir/munge/munge.socket" --key-file="$dir/munge/munge.key" --pid-file="$dir/munge/munged.pid" \
-  --log-file="$dir/munge/munged.log" --seed-file="$dir/munge/munged.seed" --origin=127.0.0.1
+m="$dir/munge"
+munged --socket="$m/munge.socket" --key-file="$m/munge.key" --pid-file="$m/munged.pid" \
+  --log-file="$m/munged.log" --seed-file="$m/munged.seed" --origin=127.0.0.1
 cpus=$(nproc)
 mem=$(awk '/MemTotal/ {print int($2 / 1024 / 2)}' /proc/meminfo)
 cat > "$dir/slurm.conf" <<EOF
@@ -80,5 +82,6 @@ for _ in $(seq 100); do
   [ "$state" = idle ] && exit 0
   sleep 0.2
 done
-echo "slurm_cluster: expected node localhost idle within 20 s, got '${state:-no answer}'; logs in $dir/log" >&2
+echo "slurm_cluster: expected node localhost idle within 20 s, got '${state:-no answer}'" \
+  "(logs in $dir/log)" >&2
 exit 1

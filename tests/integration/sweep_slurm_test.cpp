@@ -1,9 +1,9 @@
 // `hfx sweep --engine slurm` on a private single-node Slurm cluster started for each test from Debian's
-// slurmctld, slurmd and munge (tests/integration/slurm_cluster.sh: no systemd, private ports, stopped by pid).
-// Slurm missing is a failure, not a skip: scripts/setup.sh installs it.
-// - the plan of sweep_test.cpp (architectures × {onnx, onnx --target ort, executorch, dynamo} and a corrupted
-//   checkpoint) gives the same per-task status, stage, reason, worst error and sizes on Slurm as locally;
-//   `--resume` after fixing the checkpoint submits only that task.
+// slurmctld, slurmd and munge (tests/integration/slurm_cluster.sh: no systemd, private ports, stopped by
+// pid). Slurm missing is a failure, not a skip: scripts/setup.sh installs it.
+// - the plan of sweep_test.cpp (architectures × {onnx, onnx --target ort, executorch, dynamo} and a
+//   corrupted checkpoint) gives the same per-task status, stage, reason, worst error and sizes on Slurm as
+//   locally; `--resume` after fixing the checkpoint submits only that task.
 // - an array task cancelled with scancel mid-way is reported killed, its partial outputs discarded, and a
 //   `--resume` on Slurm completes it.
 #include <cstdlib>
@@ -68,7 +68,8 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
 
   fs::copy_file(dir_ / "ckpt" / "llama" / "model.safetensors", dir_ / "ckpt" / "broken" / "model.safetensors",
                 fs::copy_options::overwrite_existing);
-  Proc again = sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm --resume");
+  Proc again =
+      sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   // broken.onnx is the plan's last task: index 8.
   EXPECT_NE(again.out.find("(array 8, 1 tasks)"), std::string::npos) << again.out;
@@ -81,7 +82,8 @@ TEST_F(SlurmCluster, ScancelledTaskIsReportedKilledAndResumeCompletesIt) {
   std::ofstream(dir_ / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
     "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4,2x1+4,1x3+2"}})";
   fs::path r = dir_ / "results";
-  pid_t sweep = start_sweep((dir_ / "plan.json").string() + " -o " + r.string() + " --engine slurm", dir_ / "log1");
+  pid_t sweep =
+      start_sweep((dir_ / "plan.json").string() + " -o " + r.string() + " --engine slurm", dir_ / "log1");
   ASSERT_GT(wait_for_runner(r, "llama.onnx"), 0) << slurp(dir_ / "log1");
   Proc q = sh("squeue -h -o %i");
   ASSERT_EQ(q.rc, 0) << q.out;
@@ -96,7 +98,8 @@ TEST_F(SlurmCluster, ScancelledTaskIsReportedKilledAndResumeCompletesIt) {
   EXPECT_FALSE(fs::exists(r / "tasks" / "llama.onnx" / "export"));
   EXPECT_TRUE(leftovers(r).empty());
 
-  Proc again = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + r.string() + " --engine slurm --resume");
+  Proc again = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + r.string() +
+                  " --engine slurm --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   json done = task(read_json(r / "summary.json"), "llama.onnx");
   EXPECT_EQ(done["status"], "passed");

@@ -1,6 +1,6 @@
 // tests/integration/sweep_support.h — helpers shared by the `hfx sweep` tests (sweep_test.cpp for the local
-// engine, sweep_slurm_test.cpp for the Slurm engine): running the binary, tiny checkpoints with one corrupted,
-// the test plan, and reading the results back independently of hfx.
+// engine, sweep_slurm_test.cpp for the Slurm engine): running the binary, tiny checkpoints with one
+// corrupted, the test plan, and reading the results back independently of hfx.
 #pragma once
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -20,7 +20,6 @@ namespace sweep_test {
 
 namespace fs = std::filesystem;
 using nlohmann::json;
-
 
 struct Proc {
   int rc = -1;
@@ -63,23 +62,28 @@ inline void make_checkpoints(const fs::path& dir, const std::vector<std::string>
     ASSERT_EQ(c.rc, 0) << c.out;
   }
   fs::copy(dir / "llama", dir / "broken", fs::copy_options::recursive);
-  fs::resize_file(dir / "broken" / "model.safetensors", fs::file_size(dir / "llama" / "model.safetensors") / 2);
+  fs::resize_file(dir / "broken" / "model.safetensors",
+                  fs::file_size(dir / "llama" / "model.safetensors") / 2);
 }
 
 // The plan: archs × 4 variants, the broken checkpoint with the onnx variant only. Short verify settings
-// keep CI time down; the shapes leave out batch>1 chunks over a cache (see the report on GroupQueryAttention).
+// keep CI time down; the shapes leave out batch>1 chunks over a cache (see the report on
+// GroupQueryAttention).
 inline fs::path write_plan(const fs::path& dir, const std::vector<std::string>& archs, const json& variants) {
   json models = json::array();
   for (const auto& a : archs) models.push_back("ckpt/" + a);
   models.push_back({{"name", "broken"}, {"path", "ckpt/broken"}, {"variants", {"onnx"}}});
-  json plan = {{"name", "tiny-zoo"}, {"models", models}, {"variants", variants},
+  json plan = {{"name", "tiny-zoo"},
+               {"models", models},
+               {"variants", variants},
                {"verify", {{"tokens", 4}, {"warm_runs", 1}, {"threads", 1}, {"shapes", "1x4,2x1+4,1x3+2"}}},
                {"resources", {{"cpus", 1}, {"mem_mb", 1024}, {"time_min", 10}}}};
   std::ofstream(dir / "plan.json") << plan.dump(2);
   return dir / "plan.json";
 }
 
-inline const json kFourVariants = json::parse(R"([{"format": "onnx"}, {"name": "onnx-ort", "format": "onnx", "target": "ort"},
+inline const json kFourVariants =
+    json::parse(R"([{"format": "onnx"}, {"name": "onnx-ort", "format": "onnx", "target": "ort"},
                                           {"format": "executorch"}, {"format": "dynamo"}])");
 
 inline const json& task(const json& summary, const std::string& id) {
@@ -96,8 +100,10 @@ inline double worst_numerics(const json& j) {
   std::function<void(const json&)> walk = [&](const json& x) {
     if (x.is_object())
       for (const auto& [k, v] : x.items()) {
-        if (k == "max_abs" && v.is_number()) w = std::max(w, v.get<double>());
-        else walk(v);
+        if (k == "max_abs" && v.is_number())
+          w = std::max(w, v.get<double>());
+        else
+          walk(v);
       }
     else if (x.is_array())
       for (const auto& v : x) walk(v);
@@ -114,8 +120,10 @@ inline void check_passed_task(const fs::path& results, const json& t) {
   json v = read_json(d / "export" / "verify.json");
   EXPECT_TRUE(v["passed"].get<bool>()) << d;
   double w = worst_numerics(v);
-  if (w < 0) EXPECT_TRUE(t["worst_abs"].is_null()) << t.dump();
-  else EXPECT_DOUBLE_EQ(t["worst_abs"].get<double>(), w) << t.dump();
+  if (w < 0)
+    EXPECT_TRUE(t["worst_abs"].is_null()) << t.dump();
+  else
+    EXPECT_DOUBLE_EQ(t["worst_abs"].get<double>(), w) << t.dump();
   int64_t graph = 0;
   json manifest = read_json(d / "export" / "manifest.json");
   for (const auto& f : manifest["files"])
@@ -136,8 +144,10 @@ inline std::vector<std::string> leftovers(const fs::path& results) {
 inline json comparable(const json& summary) {
   json out = json::object();
   for (const auto& t : summary["tasks"])
-    out[t["id"].get<std::string>()] = {{"status", t["status"]}, {"stage", t.value("stage", "")},
-                                       {"reason", t.value("reason", "")}, {"worst_abs", t.value("worst_abs", json())},
+    out[t["id"].get<std::string>()] = {{"status", t["status"]},
+                                       {"stage", t.value("stage", "")},
+                                       {"reason", t.value("reason", "")},
+                                       {"worst_abs", t.value("worst_abs", json())},
                                        {"artifact_bytes", t.value("artifact_bytes", json())}};
   return out;
 }

@@ -1,7 +1,8 @@
 // `hfx sweep` through the hfx binary, on tiny checkpoints:
 // - local engine: a plan of architectures × {onnx, onnx --target ort, executorch, dynamo} plus one corrupted
-//   checkpoint; only the corrupted task fails, with its reason in summary.json and the table; after fixing the
-//   checkpoint `--resume` runs only that task; `sweep compare` names it as fixed one way and worse the other.
+//   checkpoint; only the corrupted task fails, with its reason in summary.json and the table; after fixing
+//   the checkpoint `--resume` runs only that task; `sweep compare` names it as fixed one way and worse the
+//   other.
 // - a task runner killed with SIGKILL mid-way is reported killed, its partial outputs discarded, and a
 //   `--resume` completes it.
 // - summary.html renders in headless chromium with the matrix and no console message.
@@ -21,7 +22,8 @@ TEST(Sweep, UsageErrors) {
   EXPECT_EQ(y.rc, 1);
   EXPECT_NE(y.out.find("YAML plans are not supported"), std::string::npos) << y.out;
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "llama").string()).rc, 0);
-  std::ofstream(d / "typo.json") << R"({"models": ["llama"], "variants": [{"format": "onnx", "taget": "ort"}]})";
+  std::ofstream(d / "typo.json")
+      << R"({"models": ["llama"], "variants": [{"format": "onnx", "taget": "ort"}]})";
   Proc t = sh(cli() + " sweep " + (d / "typo.json").string() + " -o " + (d / "r").string());
   EXPECT_EQ(t.rc, 1);
   EXPECT_NE(t.out.find("unknown key 'taget' in variants[0]"), std::string::npos) << t.out;
@@ -62,8 +64,10 @@ TEST(Sweep, LocalBrokenCheckpointFailsAloneResumeRunsOnlyIt) {
   json after = read_json(r / "summary.json");
   EXPECT_TRUE(after["passed"].get<bool>());
   for (const auto& t : after["tasks"]) {
-    if (t["id"] == "broken.onnx") EXPECT_NE(t["run_id"], task(before, "broken.onnx")["run_id"]);
-    else EXPECT_EQ(t["run_id"], task(before, t["id"])["run_id"]) << t["id"];
+    if (t["id"] == "broken.onnx")
+      EXPECT_NE(t["run_id"], task(before, "broken.onnx")["run_id"]);
+    else
+      EXPECT_EQ(t["run_id"], task(before, t["id"])["run_id"]) << t["id"];
   }
   check_passed_task(r, task(after, "broken.onnx"));
 
@@ -119,8 +123,10 @@ TEST(Sweep, SummaryHtmlRendersInChromium) {
   ASSERT_EQ(c.rc, 0) << c.out;
   // The DOM as chromium parsed it: the matrix with one cell per task, the broken one failed with its reason.
   EXPECT_NE(c.out.find("<table id=\"matrix\">"), std::string::npos) << c.out;
-  EXPECT_NE(c.out.find("<td class=\"passed\" id=\"llama.onnx\"><a href=\"tasks/llama.onnx/export/verify.html\">"),
-            std::string::npos) << c.out;
+  EXPECT_NE(
+      c.out.find("<td class=\"passed\" id=\"llama.onnx\"><a href=\"tasks/llama.onnx/export/verify.html\">"),
+      std::string::npos)
+      << c.out;
   EXPECT_NE(c.out.find("<td class=\"failed\" id=\"broken.onnx\">"), std::string::npos) << c.out;
   EXPECT_NE(c.out.find("<td class=\"na\" id=\"\">N/A</td>"), std::string::npos) << c.out;
   std::string console = slurp(d / "console.log");

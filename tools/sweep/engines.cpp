@@ -6,10 +6,10 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <map>
 #include <set>
 #include <sstream>
@@ -27,7 +27,8 @@ namespace {
 
 constexpr const char* kComp = "sweep";
 
-std::vector<std::string> runner_argv(const fs::path& results, const std::string& run_id, const std::string& task) {
+std::vector<std::string> runner_argv(const fs::path& results, const std::string& run_id,
+                                     const std::string& task) {
   return {self_exe(), "sweep", (results / "plan.json").string(), "--task", task, "-o", results.string(),
           "--run-id", run_id};
 }
@@ -121,8 +122,9 @@ std::map<std::string, std::string> fields(const std::string& line) {
 }
 
 bool terminal(const std::string& state) {
-  static const std::set<std::string> done = {"COMPLETED", "FAILED", "CANCELLED", "TIMEOUT", "OUT_OF_MEMORY",
-                                             "NODE_FAIL", "PREEMPTED", "BOOT_FAIL", "DEADLINE"};
+  static const std::set<std::string> done = {"COMPLETED", "FAILED",        "CANCELLED",
+                                             "TIMEOUT",   "OUT_OF_MEMORY", "NODE_FAIL",
+                                             "PREEMPTED", "BOOT_FAIL",     "DEADLINE"};
   return done.count(state) > 0;
 }
 
@@ -132,8 +134,10 @@ std::map<int, std::pair<std::string, std::string>> wait_array(const std::string&
   std::map<int, std::pair<std::string, std::string>> ended;
   while (true) {
     Captured c = capture("scontrol -o show job " + job);
-    HFX_CHECK(c.rc == 0, kComp, "expected scontrol to show job {}, got exit {}: {}; is MinJobAge long enough "
-              "to keep finished jobs?", job, c.rc, c.out);
+    HFX_CHECK(c.rc == 0, kComp,
+              "expected scontrol to show job {}, got exit {}: {}; is MinJobAge long enough "
+              "to keep finished jobs?",
+              job, c.rc, c.out);
     bool pending = false;
     std::istringstream in(c.out);
     for (std::string line; std::getline(in, line);) {
@@ -162,7 +166,8 @@ void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs
   while (next < tasks.size() || !running.empty()) {
     while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
       const Task* t = tasks[next++];
-      running[spawn(runner_argv(results, run_id, std::to_string(t->index)), results / "logs" / (t->id + ".log"))] = t;
+      running[spawn(runner_argv(results, run_id, std::to_string(t->index)),
+                    results / "logs" / (t->id + ".log"))] = t;
     }
     int st = 0;
     pid_t pid = ::waitpid(-1, &st, 0);
@@ -175,10 +180,12 @@ void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs
     const Task& t = *it->second;
     running.erase(it);
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1, sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
-    std::string reason = sig ? fmt::format("task runner killed by signal {} ({}); its partial outputs were discarded",
-                                           sig, strsignal(sig))
-                             : fmt::format("task runner exited {} without a result (see logs/{}.log)", code, t.id);
-    print_done(settle(results, t, run_id, code, sig, sig ? "killed" : "failed", reason), ++done, tasks.size());
+    std::string reason =
+        sig ? fmt::format("task runner killed by signal {} ({}); its partial outputs were discarded", sig,
+                          strsignal(sig))
+            : fmt::format("task runner exited {} without a result (see logs/{}.log)", code, t.id);
+    print_done(settle(results, t, run_id, code, sig, sig ? "killed" : "failed", reason), ++done,
+               tasks.size());
   }
   (void)plan;
 }
@@ -199,8 +206,10 @@ void run_slurm(const Plan& plan, const std::vector<const Task*>& tasks, const fs
       sd.string(), results.string(), cmd);
   io::write_file_atomic((sd / "sweep.sbatch").string(), script);
   Captured sub = capture("sbatch --parsable " + quote((sd / "sweep.sbatch").string()));
-  HFX_CHECK(sub.rc == 0, kComp, "expected sbatch to accept the job array, got exit {}: {}; check that Slurm is "
-            "reachable (sinfo) and SLURM_CONF is set", sub.rc, sub.out);
+  HFX_CHECK(sub.rc == 0, kComp,
+            "expected sbatch to accept the job array, got exit {}: {}; check that Slurm is "
+            "reachable (sinfo) and SLURM_CONF is set",
+            sub.rc, sub.out);
   std::string job = sub.out.substr(0, sub.out.find_first_of(";\n"));
   fmt::print("submitted Slurm job {} (array {}, {} tasks)\n", job, array_spec(tasks), tasks.size());
   std::fflush(stdout);
@@ -215,11 +224,12 @@ void run_slurm(const Plan& plan, const std::vector<const Task*>& tasks, const fs
     const auto& [state, exit] = ended[t->index];
     int code = std::atoi(exit.c_str()), sig = std::atoi(exit.substr(exit.find(':') + 1).c_str());
     std::string status = state == "CANCELLED" || state == "OUT_OF_MEMORY" ? "killed"
-                         : state == "TIMEOUT"                              ? "timeout"
-                                                                           : (sig ? "killed" : "failed");
-    std::string reason = fmt::format("Slurm array task {}_{} ended {} (ExitCode {}) without a result; its partial "
-                                     "outputs were discarded (log: slurm/task-{}.log)", job, t->index, state, exit,
-                                     t->index);
+                         : state == "TIMEOUT"                             ? "timeout"
+                                                                          : (sig ? "killed" : "failed");
+    std::string reason = fmt::format(
+        "Slurm array task {}_{} ended {} (ExitCode {}) without a result; its partial "
+        "outputs were discarded (log: slurm/task-{}.log)",
+        job, t->index, state, exit, t->index);
     json res = settle(results, *t, run_id, code, sig, status, reason);
     if (res.value("stage", "") == "runner") print_done(res, ++done, tasks.size());
   }

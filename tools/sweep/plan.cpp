@@ -24,8 +24,10 @@ void check_keys(const json& j, const std::set<std::string>& known, const std::st
   for (const auto& [k, v] : j.items()) {
     if (known.count(k)) continue;
     if (k == "dtypes" || k == "quantization" || k == "dtype")
-      HFX_THROW(kComp, "expected no '{}' in {}: hfx export has no dtype or quantization option; write one "
-                "checkpoint per dtype (hfx create-tiny --dtype D) and list each as a model", k, where);
+      HFX_THROW(kComp,
+                "expected no '{}' in {}: hfx export has no dtype or quantization option; write one "
+                "checkpoint per dtype (hfx create-tiny --dtype D) and list each as a model",
+                k, where);
     std::string list;
     for (const auto& s : known) list += (list.empty() ? "" : ", ") + s;
     HFX_THROW(kComp, "unknown key '{}' in {}; expected one of: {}", k, where, list);
@@ -39,7 +41,9 @@ T get(const json& j, const std::string& key, const std::string& where, T dflt) {
     return j.at(key).get<T>();
   } catch (const json::exception&) {
     HFX_THROW(kComp, "expected '{}' in {} to be a {}, got {} {}", key, where,
-              std::is_same_v<T, std::string> ? "string" : std::is_same_v<T, bool> ? "boolean" : "number/list",
+              std::is_same_v<T, std::string> ? "string"
+              : std::is_same_v<T, bool>      ? "boolean"
+                                             : "number/list",
               j.at(key).type_name(), j.at(key).dump());
   }
 }
@@ -69,8 +73,9 @@ std::vector<std::string> verify_args(const json& v, const std::string& where) {
 
 Variant parse_variant(const json& j, const json& plan_verify, size_t i) {
   std::string where = fmt::format("variants[{}]", i);
-  check_keys(j, {"name", "format", "target", "backend", "opset", "static", "external_data", "export_args", "verify"},
-             where);
+  check_keys(
+      j, {"name", "format", "target", "backend", "opset", "static", "external_data", "export_args", "verify"},
+      where);
   Variant v;
   v.format = get<std::string>(j, "format", where, "");
   HFX_CHECK(v.format == "onnx" || v.format == "executorch" || v.format == "dynamo", kComp,
@@ -81,7 +86,8 @@ Variant parse_variant(const json& j, const json& plan_verify, size_t i) {
   v.is_static = get<bool>(j, "static", where, false);
   v.external_data = get<bool>(j, "external_data", where, false);
   HFX_CHECK(v.format == "onnx" || (v.target.empty() && v.opset == 0 && !v.external_data), kComp,
-            "expected target/opset/external_data only on onnx variants, got them in {} (format {})", where, v.format);
+            "expected target/opset/external_data only on onnx variants, got them in {} (format {})", where,
+            v.format);
   HFX_CHECK(v.format == "executorch" || v.backend.empty(), kComp,
             "expected backend only on executorch variants, got it in {} (format {})", where, v.format);
   v.export_args = get<std::vector<std::string>>(j, "export_args", where, {});
@@ -91,7 +97,8 @@ Variant parse_variant(const json& j, const json& plan_verify, size_t i) {
     verify.update(j["verify"]);
   }
   v.verify_args = verify_args(verify, where + ".verify");
-  std::string dflt = v.format + (v.target.empty() ? "" : "-" + v.target) + (v.backend.empty() ? "" : "-" + v.backend);
+  std::string dflt =
+      v.format + (v.target.empty() ? "" : "-" + v.target) + (v.backend.empty() ? "" : "-" + v.backend);
   v.name = safe_name(get<std::string>(j, "name", where, dflt), where);
   return v;
 }
@@ -111,7 +118,8 @@ Model parse_model(const json& j, const fs::path& base, size_t i) {
   m.path = fs::weakly_canonical(base / path);
   HFX_CHECK(fs::is_regular_file(m.path / "config.json"), kComp,
             "expected {} to be a checkpoint folder with config.json, got '{}'; models are local folders "
-            "(download a hub id first, or make one with hfx create-tiny)", where, m.path.string());
+            "(download a hub id first, or make one with hfx create-tiny)",
+            where, m.path.string());
   if (m.name.empty()) m.name = m.path.filename().string();
   safe_name(m.name, where);
   return m;
@@ -124,7 +132,8 @@ Resources parse_resources(const json& j) {
   r.mem_mb = get<int64_t>(j, "mem_mb", "resources", r.mem_mb);
   r.time_min = get<int>(j, "time_min", "resources", r.time_min);
   HFX_CHECK(r.cpus >= 1 && r.mem_mb >= 64 && r.time_min >= 1, kComp,
-            "expected resources cpus >= 1, mem_mb >= 64, time_min >= 1, got {}, {}, {}", r.cpus, r.mem_mb, r.time_min);
+            "expected resources cpus >= 1, mem_mb >= 64, time_min >= 1, got {}, {}, {}", r.cpus, r.mem_mb,
+            r.time_min);
   return r;
 }
 
@@ -133,7 +142,8 @@ Resources parse_resources(const json& j) {
 Plan load_plan(const fs::path& file) {
   std::string ext = file.extension().string();
   if (ext == ".yaml" || ext == ".yml")
-    HFX_THROW(kComp, "expected a JSON plan, got '{}': YAML plans are not supported; write the same keys as JSON",
+    HFX_THROW(kComp,
+              "expected a JSON plan, got '{}': YAML plans are not supported; write the same keys as JSON",
               file.string());
   HFX_CHECK(fs::is_regular_file(file), kComp, "expected a plan file, got '{}' (no such file)", file.string());
   Plan p;
@@ -149,12 +159,14 @@ Plan load_plan(const fs::path& file) {
   HFX_CHECK(j.contains("models") && j["models"].is_array() && !j["models"].empty(), kComp,
             "expected 'models' to be a non-empty list of checkpoint folders in {}", file.string());
   HFX_CHECK(j.contains("variants") && j["variants"].is_array() && !j["variants"].empty(), kComp,
-            "expected 'variants' to be a non-empty list in {}, e.g. [{{\"format\": \"onnx\"}}]", file.string());
+            "expected 'variants' to be a non-empty list in {}, e.g. [{{\"format\": \"onnx\"}}]",
+            file.string());
   json plan_verify = j.value("verify", json::object());
   check_keys(plan_verify, {"shapes", "tokens", "warm_runs", "threads"}, "verify");
   fs::path base = fs::absolute(file).parent_path();
   for (size_t i = 0; i < j["models"].size(); ++i) p.models.push_back(parse_model(j["models"][i], base, i));
-  for (size_t i = 0; i < j["variants"].size(); ++i) p.variants.push_back(parse_variant(j["variants"][i], plan_verify, i));
+  for (size_t i = 0; i < j["variants"].size(); ++i)
+    p.variants.push_back(parse_variant(j["variants"][i], plan_verify, i));
   if (j.contains("resources")) p.resources = parse_resources(j["resources"]);
   p.source = j;
   std::set<std::string> ids, names;
@@ -163,14 +175,18 @@ Plan load_plan(const fs::path& file) {
     p.source["models"][i] = {{"name", p.models[i].name}, {"path", p.models[i].path}};
     if (!p.models[i].variants.empty()) p.source["models"][i]["variants"] = p.models[i].variants;
     for (const auto& v : p.models[i].variants)
-      HFX_CHECK(names.count(v), kComp, "expected models[{}].variants to name variants of the plan, got '{}'", i, v);
+      HFX_CHECK(names.count(v), kComp, "expected models[{}].variants to name variants of the plan, got '{}'",
+                i, v);
   }
   for (const Model& m : p.models)
     for (const Variant& v : p.variants) {
-      if (!m.variants.empty() && std::find(m.variants.begin(), m.variants.end(), v.name) == m.variants.end()) continue;
+      if (!m.variants.empty() && std::find(m.variants.begin(), m.variants.end(), v.name) == m.variants.end())
+        continue;
       Task t{static_cast<int>(p.tasks.size()), m.name + "." + v.name, &m, &v};
-      HFX_CHECK(ids.insert(t.id).second, kComp, "expected unique model and variant names, got task '{}' twice; "
-                "give the models or variants distinct 'name's", t.id);
+      HFX_CHECK(ids.insert(t.id).second, kComp,
+                "expected unique model and variant names, got task '{}' twice; "
+                "give the models or variants distinct 'name's",
+                t.id);
       p.tasks.push_back(t);
     }
   return p;

@@ -20,11 +20,20 @@ std::string esc(const std::string& s) {
   std::string o;
   for (char c : s) {
     switch (c) {
-      case '&': o += "&amp;"; break;
-      case '<': o += "&lt;"; break;
-      case '>': o += "&gt;"; break;
-      case '"': o += "&quot;"; break;
-      default: o += c;
+      case '&':
+        o += "&amp;";
+        break;
+      case '<':
+        o += "&lt;";
+        break;
+      case '>':
+        o += "&gt;";
+        break;
+      case '"':
+        o += "&quot;";
+        break;
+      default:
+        o += c;
     }
   }
   return o;
@@ -56,8 +65,14 @@ json write_summary(const Plan& plan, const fs::path& results, const std::string&
   std::map<std::string, int> counts;
   for (const Task& t : plan.tasks) {
     auto r = read_result(results, t);
-    json row = r ? *r : json{{"id", t.id}, {"index", t.index}, {"model", t.model->name}, {"variant", t.variant->name},
-                             {"format", t.variant->format}, {"status", "missing"}, {"reason", "no result yet"}};
+    json row = r ? *r
+                 : json{{"id", t.id},
+                        {"index", t.index},
+                        {"model", t.model->name},
+                        {"variant", t.variant->name},
+                        {"format", t.variant->format},
+                        {"status", "missing"},
+                        {"reason", "no result yet"}};
     if (r && fs::exists(task_dir(results, t) / "export" / "verify.html"))
       row["report"] = "tasks/" + t.id + "/export/verify.html";
     counts[row.value("status", "missing")]++;
@@ -69,8 +84,14 @@ json write_summary(const Plan& plan, const fs::path& results, const std::string&
   std::time_t now = std::time(nullptr);
   char buf[32];
   std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
-  json s = {{"schema", "hfx.sweep/1"}, {"plan", plan.name}, {"engine", engine}, {"written_at", buf},
-            {"models", models}, {"variants", variants}, {"counts", counts}, {"tasks", tasks},
+  json s = {{"schema", "hfx.sweep/1"},
+            {"plan", plan.name},
+            {"engine", engine},
+            {"written_at", buf},
+            {"models", models},
+            {"variants", variants},
+            {"counts", counts},
+            {"tasks", tasks},
             {"passed", counts["passed"] == static_cast<int>(plan.tasks.size())}};
   io::write_file_atomic((results / "summary.json").string(), s.dump(2));
   io::write_file_atomic((results / "summary.html").string(), render_html(s));
@@ -93,22 +114,29 @@ std::string render_table(const json& s) {
     out += "\n";
   }
   std::string counts;
-  for (const auto& [k, v] : s["counts"].items()) counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.get<int>(), k);
-  out += fmt::format("{} tasks: {}  (PASS e: worst max abs error against eager; - : no numerics check; n/a: not in the plan)\n",
-                     s["tasks"].size(), counts);
+  for (const auto& [k, v] : s["counts"].items())
+    counts += fmt::format("{}{} {}", counts.empty() ? "" : ", ", v.get<int>(), k);
+  out += fmt::format(
+      "{} tasks: {}  (PASS e: worst max abs error against eager; - : no numerics check; n/a: not in the "
+      "plan)\n",
+      s["tasks"].size(), counts);
   for (const auto& t : s["tasks"])
     if (t.value("status", "") != "passed")
-      out += fmt::format("  {} {}: {}\n", t.value("id", ""), upper(t.value("status", "")), t.value("reason", ""));
+      out += fmt::format("  {} {}: {}\n", t.value("id", ""), upper(t.value("status", "")),
+                         t.value("reason", ""));
   return out;
 }
 
 std::string render_html(const json& s) {
   std::string h = fmt::format(
       "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hfx sweep {0}</title>\n<style>"
-      "body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse}}td,th{{border:1px solid #bbb;"
+      "body{{font-family:sans-serif;margin:1.5em}}table{{border-collapse:collapse}}td,th{{border:1px solid "
+      "#bbb;"
       "padding:.3em .6em;vertical-align:top}}td.passed{{background:#e3f6e3}}td.failed,td.killed,td.timeout"
-      "{{background:#fbe2e2}}td.missing,td.na{{background:#eee}}.f{{font-size:.85em;color:#333}}</style></head>\n<body>"
-      "<h1>hfx sweep: {0}</h1>\n<p>engine {1}, written {2}; cells: status, worst max abs error against eager, "
+      "{{background:#fbe2e2}}td.missing,td.na{{background:#eee}}.f{{font-size:.85em;color:#333}}</style></"
+      "head>\n<body>"
+      "<h1>hfx sweep: {0}</h1>\n<p>engine {1}, written {2}; cells: status, worst max abs error against "
+      "eager, "
       "artifact size, cold start, batch-1 decode speed; a cell links its verify report.</p>\n"
       "<table id=\"matrix\"><tr><th>model</th>",
       esc(s.value("plan", "")), esc(s.value("engine", "")), esc(s.value("written_at", "")));
@@ -121,12 +149,15 @@ std::string render_html(const json& s) {
       std::string st = t ? t->value("status", "missing") : "n/a";
       std::string label = upper(st);
       if (t && t->contains("report")) label = "<a href=\"" + esc((*t)["report"]) + "\">" + label + "</a>";
-      h += fmt::format("<td class=\"{}\" id=\"{}\">{}", t ? esc(st) : "na", t ? esc(t->value("id", "")) : "", label);
+      h += fmt::format("<td class=\"{}\" id=\"{}\">{}", t ? esc(st) : "na", t ? esc(t->value("id", "")) : "",
+                       label);
       if (t && st == "passed")
-        h += fmt::format("<div class=\"f\">err {}<br>{}<br>load {}<br>decode {}</div>", sci(t->value("worst_abs", json())),
-                         size_str(t->value("artifact_bytes", json())),
-                         t->contains("load_ms") ? fmt::format("{:.0f} ms", (*t)["load_ms"].get<double>()) : "-",
-                         t->contains("decode_tok_s") ? fmt::format("{:.0f} tok/s", (*t)["decode_tok_s"].get<double>()) : "-");
+        h += fmt::format(
+            "<div class=\"f\">err {}<br>{}<br>load {}<br>decode {}</div>", sci(t->value("worst_abs", json())),
+            size_str(t->value("artifact_bytes", json())),
+            t->contains("load_ms") ? fmt::format("{:.0f} ms", (*t)["load_ms"].get<double>()) : "-",
+            t->contains("decode_tok_s") ? fmt::format("{:.0f} tok/s", (*t)["decode_tok_s"].get<double>())
+                                        : "-");
       else if (t)
         h += "<div class=\"f\">" + esc(t->value("reason", "")) + "</div>";
       h += "</td>";
@@ -136,15 +167,17 @@ std::string render_html(const json& s) {
   h += "</table>\n<h2>Tasks not passed</h2>\n<ul id=\"failures\">";
   for (const auto& t : s["tasks"])
     if (t.value("status", "") != "passed")
-      h += fmt::format("<li><b>{}</b> {}: {} (<a href=\"tasks/{}/\">outputs</a>)</li>", esc(t.value("id", "")),
-                       esc(upper(t.value("status", ""))), esc(t.value("reason", "")), esc(t.value("id", "")));
+      h +=
+          fmt::format("<li><b>{}</b> {}: {} (<a href=\"tasks/{}/\">outputs</a>)</li>", esc(t.value("id", "")),
+                      esc(upper(t.value("status", ""))), esc(t.value("reason", "")), esc(t.value("id", "")));
   return h + "</ul>\n</body></html>\n";
 }
 
 std::string compare_results(const fs::path& old_dir, const fs::path& new_dir, int& worse) {
   auto load = [](const fs::path& d) {
     fs::path f = d / "summary.json";
-    HFX_CHECK(fs::exists(f), kComp, "expected a sweep results folder with summary.json, got '{}'", d.string());
+    HFX_CHECK(fs::exists(f), kComp, "expected a sweep results folder with summary.json, got '{}'",
+              d.string());
     return json::parse(io::read_file(f.string()));
   };
   json a = load(old_dir), b = load(new_dir);
@@ -166,14 +199,20 @@ std::string compare_results(const fs::path& old_dir, const fs::path& new_dir, in
     const json& o = old_by_id[id];
     int before = worse;
     std::string so = o.value("status", ""), sn = n.value("status", "");
-    if (so == "passed" && sn != "passed") flag(id, fmt::format("status passed -> {}: {}", sn, n.value("reason", "")));
+    if (so == "passed" && sn != "passed")
+      flag(id, fmt::format("status passed -> {}: {}", sn, n.value("reason", "")));
     if (so != "passed" && sn == "passed") ++better;
-    auto num = [](const json& t, const char* k) { return t.contains(k) && t[k].is_number() ? t[k].get<double>() : NAN; };
+    auto num = [](const json& t, const char* k) {
+      return t.contains(k) && t[k].is_number() ? t[k].get<double>() : NAN;
+    };
     double eo = num(o, "worst_abs"), en = num(n, "worst_abs");
-    // Numerics: worse when the error at least doubles and grows by more than float32's rounding at unit scale.
+    // Numerics: worse when the error at least doubles and grows by more than float32's rounding at unit
+    // scale.
     if (en > 2 * eo && en - eo > 1e-6) flag(id, fmt::format("worst error {:.2e} -> {:.2e}", eo, en));
     double zo = num(o, "artifact_bytes"), zn = num(n, "artifact_bytes");
-    if (zn > zo * 1.01) flag(id, fmt::format("artifact size {} -> {} (+{:.1f}%)", size_str(zo), size_str(zn), 100 * (zn / zo - 1)));
+    if (zn > zo * 1.01)
+      flag(id,
+           fmt::format("artifact size {} -> {} (+{:.1f}%)", size_str(zo), size_str(zn), 100 * (zn / zo - 1)));
     double so_ = num(o, "decode_tok_s"), sn_ = num(n, "decode_tok_s");
     if (sn_ < so_ * 0.8) flag(id, fmt::format("batch-1 decode {:.0f} -> {:.0f} tok/s", so_, sn_));
     double lo = num(o, "load_ms"), ln = num(n, "load_ms");
@@ -182,8 +221,8 @@ std::string compare_results(const fs::path& old_dir, const fs::path& new_dir, in
     old_by_id.erase(id);
   }
   for (const auto& [id, o] : old_by_id) flag(id, "missing from the new results");
-  return fmt::format("compare {} -> {}: {} worse, {} fixed, {} not worse\n{}", old_dir.string(), new_dir.string(), worse,
-                     better, same, out);
+  return fmt::format("compare {} -> {}: {} worse, {} fixed, {} not worse\n{}", old_dir.string(),
+                     new_dir.string(), worse, better, same, out);
 }
 
 }  // namespace hfx::sweep

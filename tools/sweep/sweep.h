@@ -62,7 +62,7 @@ struct Plan {
   std::vector<Model> models;
   std::vector<Variant> variants;
   Resources resources;
-  json source;  // the plan with model paths made absolute (written to RESULTS/plan.json)
+  json source;              // the plan with model paths made absolute (written to RESULTS/plan.json)
   std::vector<Task> tasks;  // models × variants (a model's own variant list if it has one), model-major
 };
 
@@ -100,8 +100,8 @@ std::optional<json> read_result(const fs::path& results, const Task& t);
 /// Writes a result for a task whose runner ended without writing one (killed, cancelled, out of memory,
 /// timed out by the scheduler): `status` killed|timeout|failed and `reason` say how. Stale temporary
 /// folders of the task are removed; nothing the runner left counts.
-void record_lost_task(const fs::path& results, const Task& t, const std::string& run_id, const std::string& status,
-                      int exit_code, int signal, const std::string& reason);
+void record_lost_task(const fs::path& results, const Task& t, const std::string& run_id,
+                      const std::string& status, int exit_code, int signal, const std::string& reason);
 
 /// The tasks `--resume` must run: those without a result or whose result did not pass.
 std::vector<const Task*> tasks_to_resume(const Plan& plan, const fs::path& results);
@@ -124,7 +124,8 @@ json write_summary(const Plan& plan, const fs::path& results, const std::string&
 /// The terminal table: model rows × variant columns (status and worst error), then each failure's reason.
 std::string render_table(const json& summary);
 
-/// The HTML page: the same matrix with sizes, load time and decode speed, each cell linking its verify report.
+/// The HTML page: the same matrix with sizes, load time and decode speed, each cell linking its verify
+/// report.
 std::string render_html(const json& summary);
 
 /// `hfx sweep compare OLD NEW`: what got worse between two results folders (status, numerics, size,

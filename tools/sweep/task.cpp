@@ -52,8 +52,10 @@ std::string failure_line(const fs::path& log) {
 void max_abs_in(const json& j, double& worst) {
   if (j.is_object()) {
     for (const auto& [k, v] : j.items()) {
-      if (k == "max_abs" && v.is_number()) worst = std::max(worst, v.get<double>());
-      else max_abs_in(v, worst);
+      if (k == "max_abs" && v.is_number())
+        worst = std::max(worst, v.get<double>());
+      else
+        max_abs_in(v, worst);
     }
   } else if (j.is_array()) {
     for (const auto& v : j) max_abs_in(v, worst);
@@ -84,13 +86,15 @@ void read_figures(const fs::path& out, json& r) {
     if (check == "greedy" && !r.contains("decode_tok_s") && c["data"].is_object())
       for (const auto& run : c["data"].value("runs", json::array()))
         if (run.value("batch", 0) == 1) r["decode_tok_s"] = run.value("artifact_tokens_per_s", 0.0);
-    if (check == "memory" && c["data"].is_object()) r["peak_rss_bytes"] = c["data"].value("peak_rss_bytes", 0);
+    if (check == "memory" && c["data"].is_object())
+      r["peak_rss_bytes"] = c["data"].value("peak_rss_bytes", 0);
   }
   r["worst_abs"] = worst >= 0 ? json(worst) : json(nullptr);
 }
 
 json step_json(const ProcEnd& e) {
-  return {{"exit_code", e.exit_code}, {"signal", e.signal}, {"timed_out", e.timed_out}, {"seconds", e.seconds}};
+  return {
+      {"exit_code", e.exit_code}, {"signal", e.signal}, {"timed_out", e.timed_out}, {"seconds", e.seconds}};
 }
 
 // Moves `tmp` to `dst`, the previous result (if any) surviving until the new one is in place.
@@ -176,8 +180,13 @@ json run_task(const Plan& plan, const Task& t, const fs::path& results, const st
   fs::path tmp = results / "tasks" / fmt::format(".{}.tmp.{}", t.id, ::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  json r = {{"id", t.id}, {"index", t.index}, {"model", t.model->name}, {"variant", t.variant->name},
-            {"format", t.variant->format}, {"run_id", run_id}, {"started_at", utc_now()}};
+  json r = {{"id", t.id},
+            {"index", t.index},
+            {"model", t.model->name},
+            {"variant", t.variant->name},
+            {"format", t.variant->format},
+            {"run_id", run_id},
+            {"started_at", utc_now()}};
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   r["host"] = host;
@@ -213,8 +222,8 @@ json run_task(const Plan& plan, const Task& t, const fs::path& results, const st
   return r;
 }
 
-void record_lost_task(const fs::path& results, const Task& t, const std::string& run_id, const std::string& status,
-                      int exit_code, int signal, const std::string& reason) {
+void record_lost_task(const fs::path& results, const Task& t, const std::string& run_id,
+                      const std::string& status, int exit_code, int signal, const std::string& reason) {
   fs::path tasks = results / "tasks";
   fs::create_directories(tasks);
   std::string prefix = "." + t.id + ".tmp.";
@@ -223,9 +232,17 @@ void record_lost_task(const fs::path& results, const Task& t, const std::string&
   fs::path tmp = tasks / fmt::format(".{}.lost.{}", t.id, ::getpid());
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  json r = {{"id", t.id}, {"index", t.index}, {"model", t.model->name}, {"variant", t.variant->name},
-            {"format", t.variant->format}, {"run_id", run_id}, {"status", status}, {"stage", "runner"},
-            {"runner", {{"exit_code", exit_code}, {"signal", signal}}}, {"reason", reason}, {"started_at", utc_now()}};
+  json r = {{"id", t.id},
+            {"index", t.index},
+            {"model", t.model->name},
+            {"variant", t.variant->name},
+            {"format", t.variant->format},
+            {"run_id", run_id},
+            {"status", status},
+            {"stage", "runner"},
+            {"runner", {{"exit_code", exit_code}, {"signal", signal}}},
+            {"reason", reason},
+            {"started_at", utc_now()}};
   if (signal) r["signal"] = signal;
   io::write_file_atomic((tmp / "result.json").string(), r.dump(2));
   swap_into_place(tmp, task_dir(results, t));
