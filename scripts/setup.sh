@@ -33,6 +33,7 @@ PACKAGES=(
   libzip-dev zipcmp zipmerge ziptool  # libzip's CMake config fails unless its three tools exist
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-liberation  # headless screenshots of HTML reports in tests
+  slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster
 )
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)

@@ -22,6 +22,7 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_create_tiny,
     hfx::cli::register_embed,
     hfx::cli::register_inspect,
+    hfx::cli::register_sweep,
 };
 
 bool has_command(const CLI::App& app, const std::string& name) {
