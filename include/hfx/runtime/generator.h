@@ -94,12 +94,17 @@ struct GenerationOptions {
   bool ignore_eos = false;
   bool add_special_tokens = true;       ///< prompts encoded with the post-processor (BOS etc.)
   bool skip_special_tokens = true;      ///< in decoded/streamed text
+  /// Batch 1 only: the engine's cache already holds the first `cached_tokens` ids of the prompt (what the
+  /// previous call left there: its prompt and every generated id but the last), so only the rest is
+  /// prefilled. 0: the cache is dropped and the whole prompt prefilled.
+  int64_t cached_tokens = 0;
 };
 
 struct GenerationStats {
   double prefill_s = 0, decode_s = 0;   ///< wall time of the prefill step / of every decode step
   double engine_s = 0;                  ///< time inside Engine::step (all steps)
-  int64_t prompt_tokens = 0;            ///< batch × padded prompt length
+  int64_t prompt_tokens = 0;            ///< tokens prefilled: batch × padded prompt length, less cached_tokens
+  int64_t cached_tokens = 0;            ///< prompt tokens taken from the cache instead (options.cached_tokens)
   int64_t decode_steps = 0;
   int64_t new_tokens = 0;               ///< tokens kept over all rows
 };
