@@ -103,7 +103,10 @@ void run_chat(const GenerateArgs& a) {
     fmt::print("\n");
     std::fflush(stdout);
     const ChatTurnStats& t = chat.last_turn();
-    const char* dropped = t.cache_dropped ? " (cache dropped: the conversation re-rendered differently)" : "";
+    std::string dropped;
+    if (t.cache_dropped) dropped = " (cache dropped: the conversation re-rendered differently from the start)";
+    if (t.cropped_tokens > 0)
+      dropped = fmt::format(" ({} cached ids cut: the conversation re-rendered differently there)", t.cropped_tokens);
     fmt::print(stderr, "hfx: chat turn {}: {} prompt tokens, {} prefilled, {} from the cache{}; {} engine, {} new tokens ({})\n",
                n, t.prompt_tokens, t.prefilled_tokens, t.cached_tokens, dropped, g.engine().name(), r.stats.new_tokens,
                r.finish_reasons[0]);

@@ -36,16 +36,22 @@ std::vector<int64_t> ChatSession::encode(const std::string& rendered) const {
 GenerationResult ChatSession::send(const std::string& user, GenerationOptions options,
                                    const TokenCallback& callback) {
   const std::vector<int64_t> ids = encode(render_with(user));
-  // Reuse the cache only when it holds a prefix of the new ids, and leaves at least one id to prefill.
-  const bool reuse = !cached_.empty() && cached_.size() < ids.size() &&
-                     gen_.engine().past_length() == static_cast<int64_t>(cached_.size()) &&
-                     std::equal(cached_.begin(), cached_.end(), ids.begin());
   last_ = {};
   last_.prompt_tokens = static_cast<int64_t>(ids.size());
-  last_.cache_dropped = !cached_.empty() && !reuse;
-  options.cached_tokens = reuse ? static_cast<int64_t>(cached_.size()) : 0;
-  last_.cached_tokens = options.cached_tokens;
-  last_.prefilled_tokens = last_.prompt_tokens - last_.cached_tokens;
+  // The cache keeps the longest common prefix of the ids it holds and the new ones, leaving at least one
+  // id to prefill (the step that gives the first logits).
+  Engine& engine = gen_.engine();
+  int64_t keep = 0;
+  if (!cached_.empty() && engine.past_length() == static_cast<int64_t>(cached_.size())) {
+    const size_t n = std::min(cached_.size(), ids.size() - 1);
+    keep = std::mismatch(cached_.begin(), cached_.begin() + n, ids.begin()).first - cached_.begin();
+    if (keep > 0 && keep < engine.past_length() && !engine.crop(keep)) keep = 0;
+  }
+  last_.cropped_tokens = keep > 0 ? static_cast<int64_t>(cached_.size()) - keep : 0;
+  last_.cache_dropped = !cached_.empty() && keep == 0;
+  options.cached_tokens = keep;
+  last_.cached_tokens = keep;
+  last_.prefilled_tokens = last_.prompt_tokens - keep;
 
   cached_.clear();  // a failed turn leaves the cache unknown
   GenerationResult r = gen_.generate_ids({ids}, options, callback);

@@ -6,11 +6,12 @@
 // and appends the decoded reply as the assistant's message.
 //
 // The engine's KV cache is kept between turns: after a turn it holds the prompt and every generated id
-// but the last. When the next turn's ids start with exactly those ids, only the rest is prefilled
-// (GenerationOptions::cached_tokens); when the template renders earlier turns differently (e.g. it drops
-// the reasoning of past replies, or the reply re-tokenizes differently), the cache is dropped and the
-// whole conversation is prefilled. Either way the reply is the one a fresh run over the whole
-// conversation gives.
+// but the last. The next turn's ids are compared with those: the cache keeps their common prefix (cut with
+// Engine::crop where the re-rendered conversation differs, e.g. a reply that re-tokenizes differently or a
+// template that drops the reasoning of past replies) and only the rest is prefilled
+// (GenerationOptions::cached_tokens). Where nothing is shared or the engine cannot crop (a state-space
+// cache), the cache is dropped and the whole conversation prefilled. Either way the reply is the one a
+// fresh run over the whole conversation gives.
 //
 //   hfx::Generator g = hfx::Generator::open("Qwen2.5-0.5B-Instruct");
 //   hfx::ChatSession chat(g, hfx::tok::ChatTemplate::from_dir("Qwen2.5-0.5B-Instruct"), "Be brief.");
@@ -34,7 +35,8 @@ struct ChatTurnStats {
   int64_t prompt_tokens = 0;     ///< ids of the rendered conversation
   int64_t cached_tokens = 0;     ///< of those, taken from the cache
   int64_t prefilled_tokens = 0;  ///< of those, prefilled this turn
-  bool cache_dropped = false;    ///< the cache held ids the new rendering does not start with
+  int64_t cropped_tokens = 0;    ///< cached ids after the common prefix, cut from the cache
+  bool cache_dropped = false;    ///< the cache was dropped whole (nothing shared, or no crop)
 };
 
 class ChatSession {

@@ -46,6 +46,10 @@ class Engine {
   virtual void reset() = 0;
   /// Tokens already in the cache (P).
   virtual int64_t past_length() const = 0;
+  /// Keeps the first `length` positions of the cache (0 < length <= P) and drops the rest, as HF's
+  /// DynamicCache.crop. Returns false, with the cache untouched, where the engine cannot (a state-space
+  /// cache has no positions to cut).
+  virtual bool crop(int64_t length) { return false; }
   /// Runs input_ids [B, S], attention_mask [B, P + S] and position_ids [B, S] (int64, row-major) and
   /// writes the logits of each row's last position to `logits` [B, V] (resized when needed).
   virtual void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
@@ -61,6 +65,7 @@ class EagerEngine : public Engine {
   int64_t vocab_size() const override;
   void reset() override;
   int64_t past_length() const override;
+  bool crop(int64_t length) override;
   void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
             std::span<const int64_t> position_ids, int64_t batch, int64_t seq, std::vector<float>& logits) override;
   const CausalLM& model() const { return *model_; }
