@@ -163,7 +163,7 @@ void run_generate(const GenerateArgs& a) {
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
-  cmd->footer("Examples:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
+  cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
               "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
               "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)");
   cmd->add_option("model", a->model, "Checkpoint folder or export folder")->required()->check(CLI::ExistingDirectory);
