@@ -94,7 +94,8 @@ void print_text(const TokenEvent& e) {
 // line on stderr per turn says how many prompt tokens came from the cache.
 void run_chat(const GenerateArgs& a) {
   HFX_CHECK(!is_text2text_dir(a.model), "generate",
-            "expected a decoder-only model for --chat, got an encoder-decoder one in '{}' (use --prompt)", a.model);
+            "expected a decoder-only model for --chat, got an encoder-decoder one in '{}' (use --prompt)",
+            a.model);
   Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
   ChatSession chat(g, tok::ChatTemplate::from_dir(a.model), a.system);
   const GenerationOptions o = options_from(a);
@@ -104,12 +105,13 @@ void run_chat(const GenerateArgs& a) {
     std::fflush(stdout);
     const ChatTurnStats& t = chat.last_turn();
     std::string dropped;
-    if (t.cache_dropped) dropped = " (cache dropped: the conversation re-rendered differently from the start)";
+    if (t.cache_dropped) dropped = " (cache dropped: the conversation re-rendered differently from its start)";
     if (t.cropped_tokens > 0)
-      dropped = fmt::format(" ({} cached ids cut: the conversation re-rendered differently there)", t.cropped_tokens);
-    fmt::print(stderr, "hfx: chat turn {}: {} prompt tokens, {} prefilled, {} from the cache{}; {} engine, {} new tokens ({})\n",
-               n, t.prompt_tokens, t.prefilled_tokens, t.cached_tokens, dropped, g.engine().name(), r.stats.new_tokens,
-               r.finish_reasons[0]);
+      dropped = fmt::format(" ({} cached ids cut: the conversation re-rendered differently there)",
+                            t.cropped_tokens);
+    fmt::print(stderr, "hfx: chat turn {}: {} prompt tokens, {} prefilled, {} from the cache{}; ", n, t.prompt_tokens,
+               t.prefilled_tokens, t.cached_tokens, dropped);
+    fmt::print(stderr, "{} engine, {} new tokens ({})\n", g.engine().name(), r.stats.new_tokens, r.finish_reasons[0]);
   };
   if (!a.interactive) return turn(*a.chat, 1);
   const bool tty = ::isatty(STDIN_FILENO);

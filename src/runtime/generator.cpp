@@ -217,10 +217,10 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
   const int64_t P = options.cached_tokens;  // prompt tokens already in the engine's cache
   if (P > 0) {
     HFX_CHECK(prompts.size() == 1 && P < static_cast<int64_t>(prompts[0].size()), kComp,
-              "expected one prompt longer than its {} cached tokens, got {} prompt(s) of {} tokens", P, prompts.size(),
-              prompts[0].size());
-    HFX_CHECK(engine_->past_length() == P, kComp, "expected the {} engine to hold the {} cached tokens, got {}", engine_->name(), P,
-              engine_->past_length());
+              "expected one prompt longer than its {} cached tokens, got {} prompt(s) of {} tokens", P,
+              prompts.size(), prompts[0].size());
+    HFX_CHECK(engine_->past_length() == P, kComp, "expected the {} engine to hold the {} cached tokens, got {}",
+              engine_->name(), P, engine_->past_length());
   }
   const std::vector<int64_t>& eos = options.eos_token_ids.empty() ? eos_ : options.eos_token_ids;
   const int64_t V = engine_->vocab_size();
