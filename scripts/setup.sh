@@ -8,6 +8,9 @@
 #      skipped when node_modules already matches package-lock.json (HFX_FORCE_NPM=1 forces it)
 #   4. checks that libonnxruntime.so.1 and the ONNX Runtime C++ headers are where cmake/onnxruntime.cmake
 #      looks for them
+#   5. extracts llama.cpp's Jinja engine (common/jinja, common/json.*, common/unicode.*, LICENSE; MIT) from the
+#      llama.cpp source bundle that node-llama-cpp ships into deps/llama-jinja and applies
+#      cmake/llama_jinja/*.patch (cmake/llama_jinja.cmake builds it into libhfx for chat templates)
 #
 # Runs as root, or through sudo otherwise.
 set -euo pipefail
@@ -76,4 +79,36 @@ fi
   (expected from com.github.asus4.onnxruntime@0.4.9 in deps/npm; rerun with HFX_FORCE_NPM=1)"
 api=$(sed -n 's/^#define ORT_API_VERSION \([0-9]*\).*/\1/p' "$ORT_INC/onnxruntime_c_api.h")
 log "ONNX Runtime: $ORT_LIB (headers: ORT_API_VERSION $api)"
+
+# ---- 5. llama.cpp's Jinja engine ----
+# node-llama-cpp carries llama.cpp's source as a git bundle; only the Jinja engine and the two small
+# helpers it includes are taken, then cmake/llama_jinja/*.patch are applied (fixes to Jinja semantics,
+# each described in its header). The stamp holds the bundle's commit and the patches' hash, so a new
+# node-llama-cpp or a changed patch re-extracts.
+BUNDLE="$NPM_DIR/node_modules/node-llama-cpp/llama/gitRelease.bundle"
+JINJA_DIR="$ROOT/deps/llama-jinja"
+[[ -f "$BUNDLE" ]] || die "llama.cpp source bundle not found at $BUNDLE (expected from node-llama-cpp in deps/npm;
+  rerun with HFX_FORCE_NPM=1)"
+commit=$(git bundle list-heads "$BUNDLE" | awk '$2 == "HEAD" {print $1}')
+[[ -n "$commit" ]] || die "expected a HEAD in $BUNDLE, got: $(git bundle list-heads "$BUNDLE" | head -3)"
+patches=("$ROOT"/cmake/llama_jinja/*.patch)
+stamp="$commit $(cat "${patches[@]}" | sha256sum | awk '{print $1}')"
+if [[ -f "$JINJA_DIR/REVISION" && "$(cat "$JINJA_DIR/REVISION")" == "$stamp" ]]; then
+  log "deps/llama-jinja: llama.cpp $commit already extracted"
+else
+  tmp=$(mktemp -d)
+  trap 'rm -rf "$tmp"' EXIT
+  git init -q "$tmp/repo"
+  git -C "$tmp/repo" fetch -q "$BUNDLE" HEAD
+  mkdir -p "$tmp/out"
+  git -C "$tmp/repo" archive "$commit" LICENSE common/jinja common/json.h common/json.cpp common/unicode.h \
+    common/unicode.cpp | tar -x -C "$tmp/out"
+  for p in "${patches[@]}"; do
+    (cd "$tmp/out" && git apply "$p") || die "could not apply $p to llama.cpp $commit"
+  done
+  echo "$stamp" >"$tmp/out/REVISION"
+  rm -rf "$JINJA_DIR"
+  mv "$tmp/out" "$JINJA_DIR"
+  log "deps/llama-jinja: llama.cpp $commit (common/jinja, $(ls "$JINJA_DIR/common/jinja" | wc -l) files, ${#patches[@]} patch(es))"
+fi
 log "done"

@@ -2,9 +2,12 @@
 // over an export folder through ONNX Runtime (`--engine eager` runs the reference from the checkpoint
 // files in it). One prompt streams its tokens as they come; several are batched (left padding) and
 // printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
+// `--chat TEXT` (and `--system TEXT`) renders the model's chat template around the message; `--chat -i`
+// reads user turns from stdin, one a line, keeping the conversation and its KV cache (hfx/runtime/chat.h).
 #include <unistd.h>
 
 #include <cstdio>
+#include <iostream>
 #include <optional>
 #include <filesystem>
 #include <fmt/format.h>
@@ -14,6 +17,7 @@
 #include "hfx/core/error.h"
 #include "hfx/core/progress.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/runtime/chat.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/runtime/text2text.h"
 
@@ -26,8 +30,9 @@ constexpr int64_t kBarTokens = 32;  // fewer new tokens (all rows together) come
 struct GenerateArgs {
   std::string model, engine = "auto";
   std::vector<std::string> prompts, stop;
+  std::optional<std::string> chat, system;
   int64_t max_new_tokens = 64;
-  bool greedy = false, json = false, ignore_eos = false, raw = false;
+  bool greedy = false, json = false, ignore_eos = false, raw = false, interactive = false;
   std::optional<float> temperature, top_p;
   std::optional<int64_t> top_k;
   std::optional<uint64_t> seed;
@@ -66,9 +71,7 @@ void run_text2text(const GenerateArgs& a) {
     for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
 }
 
-void run_generate(GenerateArgs a) {
-  a.model = resolve_model(a.model);
-  if (is_text2text_dir(a.model)) return run_text2text(a);
+GenerationOptions options_from(const GenerateArgs& a) {
   const bool sampling_flags = a.temperature || a.top_k || a.top_p || a.seed;
   HFX_CHECK(!(a.greedy && sampling_flags), "generate",
             "expected either --greedy or sampling flags (--temperature/--top-k/--top-p/--seed), got both");
@@ -83,7 +86,64 @@ void run_generate(GenerateArgs a) {
   if (a.top_p) o.sampling.top_p = *a.top_p;
   if (a.seed) o.sampling.seed = *a.seed;
   o.sampling.repetition_penalty = a.repetition_penalty;
+  return o;
+}
 
+void print_text(const TokenEvent& e) {
+  if (e.text.empty()) return;
+  std::fwrite(e.text.data(), 1, e.text.size(), stdout);
+  std::fflush(stdout);
+}
+
+// --chat: one turn, or (-i) one turn per stdin line. Each reply is streamed and ends with a newline; a
+// line on stderr per turn says how many prompt tokens came from the cache.
+void run_chat(const GenerateArgs& a) {
+  HFX_CHECK(!is_text2text_dir(a.model), "generate",
+            "expected a decoder-only model for --chat, got an encoder-decoder one in '{}' (use --prompt)",
+            a.model);
+  Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
+  ChatSession chat(g, tok::ChatTemplate::from_dir(a.model), a.system);
+  const GenerationOptions o = options_from(a);
+  auto turn = [&](const std::string& user, int n) {
+    GenerationResult r = chat.send(user, o, print_text);
+    fmt::print("\n");
+    std::fflush(stdout);
+    const ChatTurnStats& t = chat.last_turn();
+    std::string dropped;
+    if (t.cache_dropped) dropped = " (cache dropped: the conversation re-rendered differently from its start)";
+    if (t.cropped_tokens > 0)
+      dropped = fmt::format(" ({} cached ids cut: the conversation re-rendered differently there)",
+                            t.cropped_tokens);
+    fmt::print(stderr, "hfx: chat turn {}: {} prompt tokens, {} prefilled, {} from the cache{}; ", n, t.prompt_tokens,
+               t.prefilled_tokens, t.cached_tokens, dropped);
+    fmt::print(stderr, "{} engine, {} new tokens ({})\n", g.engine().name(), r.stats.new_tokens, r.finish_reasons[0]);
+  };
+  if (!a.interactive) return turn(*a.chat, 1);
+  const bool tty = ::isatty(STDIN_FILENO);
+  int n = 0;
+  std::string line;
+  if (a.chat && !a.chat->empty()) turn(*a.chat, ++n);
+  while (true) {
+    if (tty) fmt::print(stderr, "> ");
+    if (!std::getline(std::cin, line)) break;
+    if (!line.empty()) turn(line, ++n);
+  }
+}
+
+void run_generate(GenerateArgs a) {
+  a.model = resolve_model(a.model);
+  if (a.chat || a.interactive) {
+    if (!a.prompts.empty() || a.json || a.raw)
+      throw UsageError("generate", "expected --chat without --prompt, --json or --no-special-tokens, got them together");
+    if (a.interactive && !a.chat) throw UsageError("generate", "expected --interactive together with --chat, got it alone");
+    if (!a.interactive && a.chat->empty())
+      throw UsageError("generate", "expected a message after --chat (or --chat -i for an interactive chat), got none");
+    return run_chat(a);
+  }
+  if (a.system) throw UsageError("generate", "expected --system together with --chat, got it alone");
+  if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
+  if (is_text2text_dir(a.model)) return run_text2text(a);
+  const GenerationOptions o = options_from(a);
   Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
   const bool stream = a.prompts.size() == 1 && !a.json;
   // Long generations show a token bar, unless the text itself streams to the same terminal.
@@ -94,10 +154,7 @@ void run_generate(GenerateArgs a) {
   uint64_t tokens = 0;
   TokenCallback cb = [&](const TokenEvent& e) {
     if (bar) bar->update(++tokens);
-    if (stream && !e.text.empty()) {
-      std::fwrite(e.text.data(), 1, e.text.size(), stdout);
-      std::fflush(stdout);
-    }
+    if (stream) print_text(e);
   };
   GenerationResult r = g.generate(a.prompts, o, cb);
   if (bar) bar->finish();
@@ -123,9 +180,17 @@ void run_generate(GenerateArgs a) {
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
   auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
-  cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy");
+  cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
+              "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
+              "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)");
   cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")->required();
-  cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)")->required();
+  cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)");
+  CLI::Option* chat =
+      cmd->add_option("--chat", a->chat, "User message, wrapped in the model's chat template (value optional with -i)")
+          ->expected(0, 1);
+  cmd->add_option("--system", a->system, "System prompt for --chat");
+  cmd->add_flag("-i,--interactive", a->interactive,
+                "With --chat: read user turns from stdin line by line, keeping the conversation and its KV cache");
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->check(CLI::NonNegativeNumber);
   cmd->add_flag("--greedy", a->greedy, "Argmax decoding (the default without sampling flags)");
   cmd->add_option("--temperature", a->temperature, "Sampling temperature (> 0)");
@@ -139,7 +204,10 @@ void register_generate(CLI::App& app) {
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
   cmd->add_flag("--json", a->json, "Print prompts, ids, texts and finish reasons as JSON");
-  cmd->callback([a] { run_generate(*a); });
+  cmd->callback([a, chat] {
+    if (chat->count() > 0 && !a->chat) a->chat = "";  // a bare --chat (for -i)
+    run_generate(*a);
+  });
 }
 
 }  // namespace hfx::cli

@@ -30,6 +30,19 @@ void EagerEngine::reset() { state_ = std::make_unique<State>(*model_); }
 
 int64_t EagerEngine::past_length() const { return state_->past; }
 
+bool EagerEngine::crop(int64_t length) {
+  State& s = *state_;
+  if (length <= 0 || length > s.past) return false;
+  // Only KV leaves [B, H, P, D] have positions to cut; conv/ssm state leaves summarize the whole past.
+  for (const CacheLeafDecl& c : s.decl.cache)
+    if (c.kind != "key" && c.kind != "value") return false;
+  for (const auto& [name, t] : s.leaves)
+    if (t.dim() != 4 || t.size(2) != s.past) return false;
+  for (auto& [name, t] : s.leaves) t = t.slice(2, 0, length).contiguous();
+  s.past = length;
+  return true;
+}
+
 void EagerEngine::step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
                        std::span<const int64_t> position_ids, int64_t batch, int64_t seq, std::vector<float>& logits) {
   State& s = *state_;

@@ -214,6 +214,14 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
   for (const auto& s : options.stop)
     if (!s.empty()) stops.push_back(s);
   HFX_CHECK(stops.empty() || tokenizer_, kComp, "expected a tokenizer to match stop strings, got none");
+  const int64_t P = options.cached_tokens;  // prompt tokens already in the engine's cache
+  if (P > 0) {
+    HFX_CHECK(prompts.size() == 1 && P < static_cast<int64_t>(prompts[0].size()), kComp,
+              "expected one prompt longer than its {} cached tokens, got {} prompt(s) of {} tokens", P,
+              prompts.size(), prompts[0].size());
+    HFX_CHECK(engine_->past_length() == P, kComp, "expected the {} engine to hold the {} cached tokens, got {}",
+              engine_->name(), P, engine_->past_length());
+  }
   const std::vector<int64_t>& eos = options.eos_token_ids.empty() ? eos_ : options.eos_token_ids;
   const int64_t V = engine_->vocab_size();
   const int64_t B = static_cast<int64_t>(prompts.size());
@@ -252,8 +260,11 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
     }
     count[r] = static_cast<int64_t>(p.size());
   }
-  pos = positions_from_mask(mask, B, L, L);
-  res.stats.prompt_tokens = B * L;
+  // With a cached prefix (batch 1, no padding) only the last L - P ids are fed, at positions P..L-1.
+  pos = positions_from_mask(mask, B, L, L - P);
+  if (P > 0) input_ids.erase(input_ids.begin(), input_ids.begin() + P);
+  res.stats.prompt_tokens = B * (L - P);
+  res.stats.cached_tokens = P;
 
   // Generated ids → text, without a final EOS id.
   auto decode_row = [&](const std::vector<int64_t>& gen) {
@@ -270,13 +281,13 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
   std::vector<int64_t> step_ids(B), step_pos(B);
   int64_t total = L;
   int64_t active = B;
-  engine_->reset();
+  if (P == 0) engine_->reset();
   if (options.max_new_tokens == 0) {
     for (auto& row : rows) row.reason = "length";
     active = 0;
   } else {
     auto t0 = Clock::now();
-    engine_->step(input_ids, mask, pos, B, L, logits);
+    engine_->step(input_ids, mask, pos, B, L - P, logits);
     res.stats.prefill_s = res.stats.engine_s = seconds_since(t0);
   }
 

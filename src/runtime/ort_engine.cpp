@@ -198,6 +198,34 @@ class OrtEngine final : public Engine {
     past_len_ = 0;
   }
 
+  // Copies the first `length` positions of every past [B, Hkv, P, D] into new tensors. State leaves
+  // (conv/ssm) have no positions to cut: false.
+  bool crop(int64_t length) override {
+    if (length <= 0 || length > past_len_ || !main_.states.empty()) return false;
+    for (const auto& v : past_) {
+      if (!v) return false;
+      const auto et = v.GetTensorTypeAndShapeInfo().GetElementType();
+      if (et != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT && et != ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT16 &&
+          et != ONNX_TENSOR_ELEMENT_DATA_TYPE_BFLOAT16)
+        return false;
+    }
+    for (auto& v : past_) {
+      auto info = v.GetTensorTypeAndShapeInfo();
+      const auto et = info.GetElementType();
+      std::vector<int64_t> shape = info.GetShape(), cut = shape;
+      cut[2] = length;
+      Ort::Value c = Ort::Value::CreateTensor(alloc_, cut.data(), cut.size(), et);
+      const size_t row = static_cast<size_t>(shape[3]) * (et == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2);
+      const char* src = static_cast<const char*>(v.GetTensorRawData());
+      char* dst = static_cast<char*>(c.GetTensorMutableRawData());
+      for (int64_t bh = 0; bh < shape[0] * shape[1]; bh++)
+        std::memcpy(dst + bh * length * row, src + bh * shape[2] * row, length * row);
+      v = std::move(c);
+    }
+    past_len_ = length;
+    return true;
+  }
+
   void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask, std::span<const int64_t> position_ids,
             int64_t batch, int64_t seq, std::vector<float>& logits) override {
     const int64_t total = past_len_ + seq;

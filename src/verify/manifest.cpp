@@ -56,7 +56,8 @@ std::string role_of(const std::string& rel) {
     return "weights";
   if (ext == ".onnx" || ext == ".pte" || ext == ".pt2" || ext == ".ort") return "graph";
   if (name == "tokenizer.json" || name == "tokenizer_config.json" || name == "special_tokens_map.json" ||
-      name == "chat_template.jinja" || name == "merges.txt" || name == "vocab.json" || name == "vocab.txt" || ext == ".model")
+      name == "chat_template.jinja" || name == "chat_template.json" || name == "merges.txt" || name == "vocab.json" ||
+      name == "vocab.txt" || ext == ".model")
     return "tokenizer";
   if (name == "config.json" || name == "generation_config.json" || name == "export_config.json") return "config";
   return "artifact";

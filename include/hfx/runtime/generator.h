@@ -46,6 +46,10 @@ class Engine {
   virtual void reset() = 0;
   /// Tokens already in the cache (P).
   virtual int64_t past_length() const = 0;
+  /// Keeps the first `length` positions of the cache (0 < length <= P) and drops the rest, as HF's
+  /// DynamicCache.crop. Returns false, with the cache untouched, where the engine cannot (a state-space
+  /// cache has no positions to cut).
+  virtual bool crop(int64_t length) { return false; }
   /// Runs input_ids [B, S], attention_mask [B, P + S] and position_ids [B, S] (int64, row-major) and
   /// writes the logits of each row's last position to `logits` [B, V] (resized when needed).
   virtual void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
@@ -61,6 +65,7 @@ class EagerEngine : public Engine {
   int64_t vocab_size() const override;
   void reset() override;
   int64_t past_length() const override;
+  bool crop(int64_t length) override;
   void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
             std::span<const int64_t> position_ids, int64_t batch, int64_t seq, std::vector<float>& logits) override;
   const CausalLM& model() const { return *model_; }
@@ -94,12 +99,17 @@ struct GenerationOptions {
   bool ignore_eos = false;
   bool add_special_tokens = true;       ///< prompts encoded with the post-processor (BOS etc.)
   bool skip_special_tokens = true;      ///< in decoded/streamed text
+  /// Batch 1 only: the engine's cache already holds the first `cached_tokens` ids of the prompt (what the
+  /// previous call left there: its prompt and every generated id but the last), so only the rest is
+  /// prefilled. 0: the cache is dropped and the whole prompt prefilled.
+  int64_t cached_tokens = 0;
 };
 
 struct GenerationStats {
   double prefill_s = 0, decode_s = 0;   ///< wall time of the prefill step / of every decode step
   double engine_s = 0;                  ///< time inside Engine::step (all steps)
-  int64_t prompt_tokens = 0;            ///< batch × padded prompt length
+  int64_t prompt_tokens = 0;            ///< tokens prefilled: batch × padded prompt length, less cached_tokens
+  int64_t cached_tokens = 0;            ///< prompt tokens taken from the cache instead (options.cached_tokens)
   int64_t decode_steps = 0;
   int64_t new_tokens = 0;               ///< tokens kept over all rows
 };

@@ -1,0 +1,67 @@
+// ChatSession (see include/hfx/runtime/chat.h): the conversation, its rendering and the bookkeeping of
+// which ids the engine's cache holds between turns.
+#include "hfx/runtime/chat.h"
+
+#include <algorithm>
+
+#include "hfx/core/error.h"
+#include "hfx/tokenizers/tokenizer.h"
+
+namespace hfx {
+
+using ojson = nlohmann::ordered_json;
+
+ChatSession::ChatSession(Generator& generator, tok::ChatTemplate chat_template,
+                         std::optional<std::string> system)
+    : gen_(generator), template_(std::move(chat_template)) {
+  HFX_CHECK(gen_.tokenizer() != nullptr, "chat",
+            "expected a tokenizer (tokenizer.json) beside the model, got none");
+  if (system) messages_.push_back({{"role", "system"}, {"content", *system}});
+}
+
+std::string ChatSession::render_with(const std::string& user) const {
+  tok::ChatInputs in;
+  in.messages = messages_;
+  in.messages.push_back({{"role", "user"}, {"content", user}});
+  in.add_generation_prompt = true;
+  return template_.render(in);
+}
+
+std::vector<int64_t> ChatSession::encode(const std::string& rendered) const {
+  // The template wrote the special tokens (BOS, turn markers) itself: adding them again would double BOS.
+  auto ids = gen_.tokenizer()->encode(rendered, /*add_special_tokens=*/false);
+  return {ids.begin(), ids.end()};
+}
+
+GenerationResult ChatSession::send(const std::string& user, GenerationOptions options,
+                                   const TokenCallback& callback) {
+  const std::vector<int64_t> ids = encode(render_with(user));
+  last_ = {};
+  last_.prompt_tokens = static_cast<int64_t>(ids.size());
+  // The cache keeps the longest common prefix of the ids it holds and the new ones, leaving at least one
+  // id to prefill (the step that gives the first logits).
+  Engine& engine = gen_.engine();
+  int64_t keep = 0;
+  if (!cached_.empty() && engine.past_length() == static_cast<int64_t>(cached_.size())) {
+    const size_t n = std::min(cached_.size(), ids.size() - 1);
+    keep = std::mismatch(cached_.begin(), cached_.begin() + n, ids.begin()).first - cached_.begin();
+    if (keep > 0 && keep < engine.past_length() && !engine.crop(keep)) keep = 0;
+  }
+  last_.cropped_tokens = keep > 0 ? static_cast<int64_t>(cached_.size()) - keep : 0;
+  last_.cache_dropped = !cached_.empty() && keep == 0;
+  options.cached_tokens = keep;
+  last_.cached_tokens = keep;
+  last_.prefilled_tokens = last_.prompt_tokens - keep;
+
+  cached_.clear();  // a failed turn leaves the cache unknown
+  GenerationResult r = gen_.generate_ids({ids}, options, callback);
+  messages_.push_back({{"role", "user"}, {"content", user}});
+  messages_.push_back({{"role", "assistant"}, {"content", r.texts[0]}});
+  // The loop feeds every generated id but the last one back through the engine.
+  cached_ = ids;
+  if (!r.ids[0].empty()) cached_.insert(cached_.end(), r.ids[0].begin(), r.ids[0].end() - 1);
+  if (gen_.engine().past_length() != static_cast<int64_t>(cached_.size())) cached_.clear();
+  return r;
+}
+
+}  // namespace hfx

@@ -1,0 +1,153 @@
+// `hfx generate --chat` end to end on a tiny random llama: a single turn, an interactive conversation
+// from piped stdin (turn 2 must take the earlier turns from the KV cache, as the per-turn stderr line
+// reports), the same conversation over an ONNX export (ONNX Runtime; the export keeps the chat
+// template), and the errors. Every reply must equal a fresh greedy run of the library over the whole
+// rendered conversation.
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+#include <cstdlib>
+#include <filesystem>
+#include <regex>
+
+#include "hfx/io/safetensors.h"
+#include "hfx/runtime/generator.h"
+#include "hfx/tokenizers/chat_template.h"
+#include "hfx/tokenizers/tokenizer.h"
+
+namespace fs = std::filesystem;
+using ojson = nlohmann::ordered_json;
+
+namespace {
+
+constexpr const char* kTurnTemplate =
+    "{{ bos_token }}{% for m in messages %}{{ m.role }}:\n{{ m.content }}{{ eos_token }}\n{% endfor %}"
+    "{% if add_generation_prompt %}assistant:\n{% endif %}";
+
+struct CliRun {
+  int rc = -1;
+  std::string out, err;
+};
+
+CliRun sh(const std::string& cmd, const fs::path& dir) {
+  const fs::path o = dir / "stdout.txt", e = dir / "stderr.txt";
+  int st = std::system((cmd + " > " + o.string() + " 2> " + e.string()).c_str());
+  CliRun r;
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  r.out = hfx::io::read_file(o.string());
+  r.err = hfx::io::read_file(e.string());
+  return r;
+}
+
+struct ChatCli : ::testing::Test {
+  static inline fs::path dir;
+  static void SetUpTestSuite() {
+    dir = fs::temp_directory_path() / ("hfx_chat_cli_" + std::to_string(::getpid()));
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+    const std::string cli = HFX_CLI;
+    ASSERT_EQ(sh(cli + " create-tiny llama --dtype float32 -o " + (dir / "ckpt").string(), dir).rc, 0);
+    hfx::io::write_file_atomic((dir / "ckpt" / "chat_template.jinja").string(), kTurnTemplate);
+    CliRun e =
+        sh(cli + " export " + (dir / "ckpt").string() + " --format onnx -o " + (dir / "out").string(), dir);
+    ASSERT_EQ(e.rc, 0) << e.err;
+  }
+  static void TearDownTestSuite() { fs::remove_all(dir); }
+
+  // The reply of a fresh greedy run over `messages` + `user` (6 new tokens).
+  static std::string fresh(const ojson& messages, const std::string& user) {
+    auto t = hfx::tok::ChatTemplate::from_dir((dir / "ckpt").string());
+    hfx::Generator g = hfx::Generator::open((dir / "ckpt").string(), {.engine = "eager"});
+    hfx::tok::ChatInputs in;
+    in.messages = messages;
+    in.messages.push_back({{"role", "user"}, {"content", user}});
+    in.add_generation_prompt = true;
+    auto ids = g.tokenizer()->encode(t.render(in), false);
+    hfx::GenerationOptions o;
+    o.max_new_tokens = 6;
+    return g.generate_ids({{ids.begin(), ids.end()}}, o).texts[0];
+  }
+};
+
+}  // namespace
+
+TEST_F(ChatCli, SingleTurnWithSystemPrompt) {
+  CliRun r = sh(std::string(HFX_CLI) + " generate " + (dir / "ckpt").string() +
+                    " --chat 'Hello there' --system 'You are terse.' --max-new-tokens 6",
+                dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const ojson sys = ojson::array({{{"role", "system"}, {"content", "You are terse."}}});
+  EXPECT_EQ(r.out, fresh(sys, "Hello there") + "\n");
+  EXPECT_NE(r.err.find("hfx: chat turn 1: "), std::string::npos) << r.err;
+}
+
+TEST_F(ChatCli, InteractiveKeepsCacheOnEagerAndOnnx) {
+  const std::vector<std::string> turns = {"Hello there", "Tell me more", "Why?"};
+  ojson messages = ojson::array({{{"role", "system"}, {"content", "You are terse."}}});
+  std::string expected;
+  for (const auto& u : turns) {
+    std::string reply = fresh(messages, u);
+    expected += reply + "\n";
+    messages.push_back({{"role", "user"}, {"content", u}});
+    messages.push_back({{"role", "assistant"}, {"content", reply}});
+  }
+  EXPECT_TRUE(fs::exists(dir / "out" / "chat_template.jinja")) << "the export must keep the chat template";
+  for (const char* model : {"ckpt", "out"}) {
+    CliRun r =
+        sh("printf 'Hello there\\nTell me more\\n\\nWhy?\\n' | " + std::string(HFX_CLI) + " generate " +
+               (dir / model).string() + " --chat -i --system 'You are terse.' --max-new-tokens 6",
+           dir);
+    ASSERT_EQ(r.rc, 0) << model << ": " << r.err;
+    EXPECT_EQ(r.out, expected) << model;
+    EXPECT_NE(r.err.find(std::string(model) == "out" ? "ort engine" : "chat turn"), std::string::npos)
+        << r.err;
+    // "hfx: chat turn N: P prompt tokens, F prefilled, C from the cache"
+    const std::regex line(R"(chat turn (\d+): (\d+) prompt tokens, (\d+) prefilled, (\d+) from the cache)");
+    int turns_seen = 0;
+    for (auto it = std::sregex_iterator(r.err.begin(), r.err.end(), line); it != std::sregex_iterator();
+         ++it) {
+      const int n = std::stoi((*it)[1]), prompt = std::stoi((*it)[2]), prefilled = std::stoi((*it)[3]),
+                cached = std::stoi((*it)[4]);
+      turns_seen++;
+      EXPECT_EQ(prefilled + cached, prompt) << model << " turn " << n;
+      if (n == 1) EXPECT_EQ(cached, 0) << model;
+      // Later turns take the earlier ones from the cache (turn 3 after cutting it where this random model's
+      // second reply re-encodes differently) and still give the fresh run's reply, checked above.
+      if (n > 1) EXPECT_GT(cached, prefilled) << model << " turn " << n << " must reuse the cache: " << r.err;
+    }
+    EXPECT_EQ(turns_seen, 3) << model << ": " << r.err;
+  }
+}
+
+TEST_F(ChatCli, ErrorsAndUsage) {
+  const std::string cli = HFX_CLI;
+  fs::path bare = dir / "no_template";
+  fs::create_directories(bare);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json"})
+    fs::copy_file(dir / "ckpt" / f, bare / f, fs::copy_options::overwrite_existing);
+  ojson config = ojson::parse(hfx::io::read_file((dir / "ckpt" / "tokenizer_config.json").string()));
+  config.erase("chat_template");
+  hfx::io::write_file_atomic((bare / "tokenizer_config.json").string(), config.dump());
+  CliRun r = sh(cli + " generate " + bare.string() + " --chat hi", dir);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(
+      r.err.find("[chat] expected a chat_template in tokenizer_config.json or chat_template.json, got none — "
+                 "pass --prompt without --chat"),
+      std::string::npos)
+      << r.err;
+  // A template's raise_exception reaches the user as its message.
+  hfx::io::write_file_atomic((bare / "chat_template.jinja").string(),
+                             "{{ raise_exception('Conversation roles must alternate user/assistant') }}");
+  r = sh(cli + " generate " + bare.string() + " --chat hi", dir);
+  EXPECT_EQ(r.rc, 1);
+  EXPECT_NE(r.err.find("[chat] the chat template raised an exception: Conversation roles must alternate"),
+            std::string::npos)
+      << r.err;
+  const std::string ckpt = (dir / "ckpt").string();
+  for (const std::string& args :
+       {" --system x --prompt y", " --chat", " --chat hi --prompt y", " -i --prompt y", ""}) {
+    r = sh(cli + " generate " + ckpt + args, dir);
+    EXPECT_EQ(r.rc, 2) << args << ": " << r.err;
+  }
+}
