@@ -6,12 +6,13 @@
 //
 // libzip does not say where a record's bytes lie in the file, which torch_load (tensors map straight
 // out of the archive) and the alignment tests need. So the archive is served to libzip by a source
-// callback that notes where libzip reads: opening a record makes libzip read the name and extra-field
-// lengths of its local header (4 bytes at header + 26), and the data follows those two fields.
+// callback that notes where libzip reads: opening the archive with ZIP_CHECKCONS makes libzip read every
+// record's local header at the offset its central entry gives, and the data follows that header.
 #include <zip.h>
 
 #include <algorithm>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "export/dynamo/zip.h"
@@ -109,22 +110,30 @@ struct ZipReader::Impl {
   }
   std::string problem() { return zip_error_strerror(zip_get_error(za)); }
 
-  // Where libzip finds record `i`: the 4-byte read it makes of the local header's name and extra-field
-  // lengths (at header + 26) while opening the record, which the data follows.
-  void locate(zip_uint64_t i, ZipRecord& r) {
+  // Local headers by name, as libzip read them while opening the archive: with ZIP_CHECKCONS it reads each
+  // record's 30-byte local header (at the offset the central directory gives) and checks its name against
+  // the central entry.
+  std::map<std::string, uint64_t> headers;
+
+  void note_headers() {
+    const std::string& s = *src.bytes;
+    for (const auto& [pos, len] : src.reads) {
+      if (len != 30 || pos + 30 > s.size() || s.compare(pos, 4, "PK\x03\x04", 4) != 0) continue;
+      const uint64_t n = le16(s, pos + 26);
+      if (pos + 30 + n <= s.size()) headers.emplace(s.substr(pos + 30, n), pos);
+    }
     src.reads.clear();
-    src.noting = true;
-    zip_file_t* f = zip_fopen_index(za, i, ZIP_FL_COMPRESSED);
-    src.noting = false;
-    HFX_CHECK(f != nullptr, kComp, "expected record '{}' to open, got: {}", r.name, problem());
-    zip_fclose(f);
-    auto it = std::find_if(src.reads.rbegin(), src.reads.rend(), [](const auto& rd) { return rd.second == 4; });
-    HFX_CHECK(it != src.reads.rend() && it->first >= 26, kComp,
-              "expected libzip to read the local header of '{}', got no such read (libzip changed how it opens records?)",
+  }
+
+  void locate(ZipRecord& r) {
+    auto it = headers.find(r.name);
+    HFX_CHECK(it != headers.end(), kComp,
+              "expected libzip to have read the local header of '{}', got no such read (libzip changed how it opens "
+              "archives?)",
               r.name);
     const std::string& s = *src.bytes;
-    r.header_offset = it->first - 26;
-    r.data_offset = it->first + 4 + le16(s, it->first) + le16(s, it->first + 2);
+    r.header_offset = it->second;
+    r.data_offset = it->second + 30 + le16(s, it->second + 26) + le16(s, it->second + 28);
     HFX_CHECK(r.data_offset <= s.size() && r.compressed_size <= s.size() - r.data_offset, kComp,
               "expected the data of '{}' inside the file ({} bytes), got {} bytes at {}", r.name, s.size(),
               r.compressed_size, r.data_offset);
@@ -173,13 +182,16 @@ ZipReader::ZipReader(const std::string& bytes, ZipLimits limits) : impl_(std::ma
   zip_error_init(&err);
   zip_source_t* source = zip_source_function_create(serve, &m.src, &err);
   HFX_CHECK(source != nullptr, kComp, "expected libzip to accept a memory source, got: {}", zip_error_strerror(&err));
+  m.src.noting = true;
   m.za = zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &err);
+  m.src.noting = false;
   if (!m.za) {
     zip_source_free(source);
     std::string why = open_problem(err);
     zip_error_fini(&err);
     HFX_THROW(kComp, "expected a zip archive ({} bytes), got {}", bytes.size(), why);
   }
+  m.note_headers();
   const zip_int64_t n = zip_get_num_entries(m.za, 0);
   HFX_CHECK(n >= 0 && static_cast<uint64_t>(n) <= limits.max_records, kComp,
             "expected at most {} records, got {}", limits.max_records, n);
@@ -198,7 +210,7 @@ ZipReader::ZipReader(const std::string& bytes, ZipLimits limits) : impl_(std::ma
     check_name(r.name);
     HFX_CHECK(names.insert(r.name).second, kComp, "expected unique record names, got '{}' twice", r.name);
     check_sizes(r, limits, inflated_total);
-    m.locate(i, r);
+    m.locate(r);
     records_.push_back(std::move(r));
   }
   check_overlaps(records_);
