@@ -18,7 +18,8 @@ std::vector<int64_t> ids_of(const nlohmann::json& j, const char* key) {
     r.push_back(it->get<int64_t>());
   } else if (it->is_array()) {
     for (const auto& x : *it) {
-      HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
+      HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be an int or a list of ints, got {}", key,
+                it->dump());
       r.push_back(x.get<int64_t>());
     }
   } else {

@@ -34,17 +34,18 @@ void run_all(void (*fn)(const uint8_t*, size_t), const std::vector<fs::path>& fi
     try {
       fn(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
     } catch (const std::exception& e) {
-      ADD_FAILURE() << p << ": expected a read or an hfx::Error, got " << typeid(e).name() << ": " << e.what();
+      ADD_FAILURE() << p << ": expected a read or an hfx::Error, got " << typeid(e).name() << ": "
+                    << e.what();
     }
   }
 }
 
-#define HFX_FUZZ_CORPUS_TEST(name)                                                   \
-  TEST(FuzzCorpus, name) {                                                           \
-    auto seeds = inputs(#name, false);                                               \
+#define HFX_FUZZ_CORPUS_TEST(name)                                                \
+  TEST(FuzzCorpus, name) {                                                        \
+    auto seeds = inputs(#name, false);                                            \
     ASSERT_FALSE(seeds.empty()) << "expected a seed corpus in tests/fuzz/" #name; \
-    run_all(hfx_fuzz_##name, seeds);                                                 \
-  }                                                                                  \
+    run_all(hfx_fuzz_##name, seeds);                                              \
+  }                                                                               \
   TEST(FuzzRegressions, name) { run_all(hfx_fuzz_##name, inputs(#name, true)); }
 HFX_FUZZ_TARGETS(HFX_FUZZ_CORPUS_TEST)
 

@@ -31,14 +31,18 @@ void put32(std::string& s, uint32_t v) {
 struct Rec {
   std::string name, data;  ///< data as stored (compressed when method is 8)
   uint16_t method = 0;
-  uint32_t size = 0;       ///< declared uncompressed size
+  uint32_t size = 0;  ///< declared uncompressed size
   uint32_t crc = 0;
-  uint32_t stored = 0;     ///< declared compressed size (0: data.size())
+  uint32_t stored = 0;  ///< declared compressed size (0: data.size())
 };
 
 Rec stored(const std::string& name, const std::string& data) {
-  return {name, data, 0, static_cast<uint32_t>(data.size()),
-          hfx::dynamo::crc32_update(0, data.data(), data.size()), 0};
+  return {name,
+          data,
+          0,
+          static_cast<uint32_t>(data.size()),
+          hfx::dynamo::crc32_update(0, data.data(), data.size()),
+          0};
 }
 
 // Raw deflate of `plain`, declared as `declared` bytes uncompressed.
@@ -59,22 +63,22 @@ Rec deflated(const std::string& name, const std::string& plain, uint32_t declare
 std::string header(uint32_t sig, const Rec& r, bool central, uint32_t offset) {
   std::string h;
   put32(h, sig);
-  if (central) put16(h, 20);                           // made by
-  put16(h, 20);                                        // needed
-  put16(h, 0);                                         // flags
+  if (central) put16(h, 20);  // made by
+  put16(h, 20);               // needed
+  put16(h, 0);                // flags
   put16(h, r.method);
-  put16(h, 0);                                         // time
-  put16(h, 0x21);                                      // date
+  put16(h, 0);     // time
+  put16(h, 0x21);  // date
   put32(h, r.crc);
   put32(h, r.stored ? r.stored : static_cast<uint32_t>(r.data.size()));
   put32(h, r.size);
   put16(h, static_cast<uint32_t>(r.name.size()));
-  put16(h, 0);                                         // extra
+  put16(h, 0);  // extra
   if (central) {
-    put16(h, 0);                                       // comment
-    put16(h, 0);                                       // disk
-    put16(h, 0);                                       // internal attributes
-    put32(h, 0);                                       // external attributes
+    put16(h, 0);  // comment
+    put16(h, 0);  // disk
+    put16(h, 0);  // internal attributes
+    put32(h, 0);  // external attributes
     put32(h, offset);
   }
   return h + r.name;
@@ -124,7 +128,9 @@ Proc sh(const std::string& cmd) {
 
 class CraftedPt2 : public testing::Test {
  protected:
-  static fs::path root() { return fs::path(testing::TempDir()) / ("hfx_pt2_crafted_" + std::to_string(::getpid())); }
+  static fs::path root() {
+    return fs::path(testing::TempDir()) / ("hfx_pt2_crafted_" + std::to_string(::getpid()));
+  }
   static void SetUpTestSuite() {
     fs::remove_all(root());
     fs::create_directories(root());
@@ -143,7 +149,8 @@ class CraftedPt2 : public testing::Test {
       std::ofstream(fs::path(keep) / ("crafted_" + name + ".pt2"), std::ios::binary) << archive;
     return sh(std::string(HFX_CLI) + " verify " + dir.string());
   }
-  static void expect_refused(const std::string& name, const std::string& archive, const std::string& message) {
+  static void expect_refused(const std::string& name, const std::string& archive,
+                             const std::string& message) {
     Proc p = verify(name, archive);
     EXPECT_NE(p.rc, 0) << p.out;
     EXPECT_NE(p.out.find("model.pt2"), std::string::npos) << p.out;
@@ -182,7 +189,8 @@ TEST_F(CraftedPt2, OverlappingRecordsAreRefused) {
   // The first record's declared size runs over the second record's header and data.
   auto recs = valid_records();
   const std::string second_header = header(0x04034b50, recs[1], false, 0);
-  recs[0].stored = recs[0].size = static_cast<uint32_t>(recs[0].data.size() + second_header.size() + recs[1].data.size());
+  recs[0].stored = recs[0].size =
+      static_cast<uint32_t>(recs[0].data.size() + second_header.size() + recs[1].data.size());
   expect_refused("overlap", zip(recs), "expected records that do not overlap");
 }
 
@@ -195,7 +203,8 @@ TEST_F(CraftedPt2, DotDotNameIsRefused) {
 TEST_F(CraftedPt2, AbsoluteNameIsRefused) {
   auto recs = valid_records();
   recs.push_back(stored("/etc/cron.d/escape", "x"));
-  expect_refused("absolute", zip(recs), "expected record names relative to the archive, got the absolute path");
+  expect_refused("absolute", zip(recs),
+                 "expected record names relative to the archive, got the absolute path");
 }
 
 TEST(ZipReader, RefusalsAreHfxErrors) {

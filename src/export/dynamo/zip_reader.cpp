@@ -36,7 +36,9 @@ zip_int64_t serve(void* user, void* data, zip_uint64_t len, zip_source_cmd_t cmd
   auto* m = static_cast<MemorySource*>(user);
   const uint64_t size = m->bytes->size();
   switch (cmd) {
-    case ZIP_SOURCE_OPEN: m->pos = 0; return 0;
+    case ZIP_SOURCE_OPEN:
+      m->pos = 0;
+      return 0;
     case ZIP_SOURCE_READ: {
       const uint64_t n = std::min<uint64_t>(len, m->pos < size ? size - m->pos : 0);
       if (n) std::memcpy(data, m->bytes->data() + m->pos, n);
@@ -44,7 +46,8 @@ zip_int64_t serve(void* user, void* data, zip_uint64_t len, zip_source_cmd_t cmd
       m->pos += n;
       return static_cast<zip_int64_t>(n);
     }
-    case ZIP_SOURCE_CLOSE: return 0;
+    case ZIP_SOURCE_CLOSE:
+      return 0;
     case ZIP_SOURCE_STAT: {
       auto* st = ZIP_SOURCE_GET_ARGS(zip_stat_t, data, len, &m->error);
       if (!st) return -1;
@@ -53,20 +56,25 @@ zip_int64_t serve(void* user, void* data, zip_uint64_t len, zip_source_cmd_t cmd
       st->valid |= ZIP_STAT_SIZE;
       return sizeof(*st);
     }
-    case ZIP_SOURCE_ERROR: return zip_error_to_data(&m->error, data, len);
-    case ZIP_SOURCE_FREE: return 0;  // the MemorySource belongs to ZipReader::Impl
+    case ZIP_SOURCE_ERROR:
+      return zip_error_to_data(&m->error, data, len);
+    case ZIP_SOURCE_FREE:
+      return 0;  // the MemorySource belongs to ZipReader::Impl
     case ZIP_SOURCE_SEEK: {
       zip_int64_t p = zip_source_seek_compute_offset(m->pos, size, data, len, &m->error);
       if (p < 0) return -1;
       m->pos = static_cast<uint64_t>(p);
       return 0;
     }
-    case ZIP_SOURCE_TELL: return static_cast<zip_int64_t>(m->pos);
+    case ZIP_SOURCE_TELL:
+      return static_cast<zip_int64_t>(m->pos);
     case ZIP_SOURCE_SUPPORTS:
-      return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE, ZIP_SOURCE_STAT,
-                                            ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE, ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL,
-                                            ZIP_SOURCE_SUPPORTS, -1);
-    default: zip_error_set(&m->error, ZIP_ER_OPNOTSUPP, 0); return -1;
+      return zip_source_make_command_bitmap(ZIP_SOURCE_OPEN, ZIP_SOURCE_READ, ZIP_SOURCE_CLOSE,
+                                            ZIP_SOURCE_STAT, ZIP_SOURCE_ERROR, ZIP_SOURCE_FREE,
+                                            ZIP_SOURCE_SEEK, ZIP_SOURCE_TELL, ZIP_SOURCE_SUPPORTS, -1);
+    default:
+      zip_error_set(&m->error, ZIP_ER_OPNOTSUPP, 0);
+      return -1;
   }
 }
 
@@ -79,7 +87,8 @@ uint16_t le16(const std::string& s, uint64_t o) {
 void check_name(const std::string& name) {
   HFX_CHECK(!name.empty(), kComp, "expected every record to have a name, got an empty one");
   const bool absolute = name[0] == '/' || name[0] == '\\' || (name.size() > 1 && name[1] == ':');
-  HFX_CHECK(!absolute, kComp, "expected record names relative to the archive, got the absolute path '{}'", name);
+  HFX_CHECK(!absolute, kComp, "expected record names relative to the archive, got the absolute path '{}'",
+            name);
   size_t b = 0;
   while (b <= name.size()) {
     size_t e = name.find_first_of("/\\", b);
@@ -95,8 +104,10 @@ std::string open_problem(const zip_error_t& err) {
     case ZIP_ER_NOZIP:
       return "no readable end-of-central-directory record (not a zip, or the end of the file is cut off)";
     case ZIP_ER_INCONS:
-      return "a central directory that disagrees with the local headers or the file size (truncated or crafted)";
-    default: return zip_error_strerror(const_cast<zip_error_t*>(&err));
+      return "a central directory that disagrees with the local headers or the file size (truncated or "
+             "crafted)";
+    default:
+      return zip_error_strerror(const_cast<zip_error_t*>(&err));
   }
 }
 
@@ -128,7 +139,8 @@ struct ZipReader::Impl {
   void locate(ZipRecord& r) {
     auto it = headers.find(r.name);
     HFX_CHECK(it != headers.end(), kComp,
-              "expected libzip to have read the local header of '{}', got no such read (libzip changed how it opens "
+              "expected libzip to have read the local header of '{}', got no such read (libzip changed how "
+              "it opens "
               "archives?)",
               r.name);
     const std::string& s = *src.bytes;
@@ -147,23 +159,26 @@ void check_sizes(const ZipRecord& r, const ZipLimits& limits, uint64_t& inflated
             "expected record '{}' stored or deflated, got compression method {}", r.name, r.method);
   if (r.method == ZIP_CM_STORE) {
     HFX_CHECK(r.size == r.compressed_size, kComp,
-              "expected stored record '{}' to declare equal sizes, got {} bytes uncompressed and {} stored", r.name,
-              r.size, r.compressed_size);
+              "expected stored record '{}' to declare equal sizes, got {} bytes uncompressed and {} stored",
+              r.name, r.size, r.compressed_size);
     return;
   }
   HFX_CHECK(r.size <= limits.max_inflated_record && r.size / limits.max_ratio <= r.compressed_size, kComp,
-            "expected compressed record '{}' to inflate to at most {} bytes at most {}:1, got {} bytes declared from {} "
+            "expected compressed record '{}' to inflate to at most {} bytes at most {}:1, got {} bytes "
+            "declared from {} "
             "(a zip bomb?)",
             r.name, limits.max_inflated_record, limits.max_ratio, r.size, r.compressed_size);
   inflated_total += r.size;
-  HFX_CHECK(inflated_total <= limits.max_inflated_total, kComp,
-            "expected the compressed records to inflate to at most {} bytes in all, got {} by '{}' (a zip bomb?)",
-            limits.max_inflated_total, inflated_total, r.name);
+  HFX_CHECK(
+      inflated_total <= limits.max_inflated_total, kComp,
+      "expected the compressed records to inflate to at most {} bytes in all, got {} by '{}' (a zip bomb?)",
+      limits.max_inflated_total, inflated_total, r.name);
 }
 
 // Records sorted by where they start must each end before the next one starts.
 void check_overlaps(std::vector<ZipRecord> recs) {
-  std::sort(recs.begin(), recs.end(), [](const auto& a, const auto& b) { return a.header_offset < b.header_offset; });
+  std::sort(recs.begin(), recs.end(),
+            [](const auto& a, const auto& b) { return a.header_offset < b.header_offset; });
   for (size_t k = 1; k < recs.size(); k++) {
     const ZipRecord &a = recs[k - 1], &b = recs[k];
     HFX_CHECK(a.data_offset + a.compressed_size <= b.header_offset, kComp,
@@ -181,7 +196,8 @@ ZipReader::ZipReader(const std::string& bytes, ZipLimits limits) : impl_(std::ma
   zip_error_t err;
   zip_error_init(&err);
   zip_source_t* source = zip_source_function_create(serve, &m.src, &err);
-  HFX_CHECK(source != nullptr, kComp, "expected libzip to accept a memory source, got: {}", zip_error_strerror(&err));
+  HFX_CHECK(source != nullptr, kComp, "expected libzip to accept a memory source, got: {}",
+            zip_error_strerror(&err));
   m.src.noting = true;
   m.za = zip_open_from_source(source, ZIP_RDONLY | ZIP_CHECKCONS, &err);
   m.src.noting = false;
@@ -199,8 +215,8 @@ ZipReader::ZipReader(const std::string& bytes, ZipLimits limits) : impl_(std::ma
   uint64_t inflated_total = 0;
   for (zip_int64_t i = 0; i < n; i++) {
     zip_stat_t st;
-    HFX_CHECK(zip_stat_index(m.za, i, ZIP_FL_ENC_RAW, &st) == 0, kComp, "expected record {} to stat, got: {}", i,
-              m.problem());
+    HFX_CHECK(zip_stat_index(m.za, i, ZIP_FL_ENC_RAW, &st) == 0, kComp, "expected record {} to stat, got: {}",
+              i, m.problem());
     ZipRecord r;
     r.name = st.name ? st.name : "";
     r.size = st.size;
@@ -237,9 +253,10 @@ std::string ZipReader::read(size_t i) const {
   zip_fclose(f);
   HFX_CHECK(k >= 0, kComp, "expected record '{}' to read back, got: {}", r.name, why);
   HFX_CHECK(out.size() <= r.size, kComp,
-            "expected record '{}' to inflate to its declared {} bytes, got more (a zip bomb?)", r.name, r.size);
-  HFX_CHECK(out.size() == r.size, kComp, "expected record '{}' to inflate to its declared {} bytes, got {}", r.name,
-            r.size, out.size());
+            "expected record '{}' to inflate to its declared {} bytes, got more (a zip bomb?)", r.name,
+            r.size);
+  HFX_CHECK(out.size() == r.size, kComp, "expected record '{}' to inflate to its declared {} bytes, got {}",
+            r.name, r.size, out.size());
   return out;
 }
 

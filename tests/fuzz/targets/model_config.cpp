@@ -1,4 +1,5 @@
-// config.json → ModelConfig, as load_model reads it: JSON, model_type, the architecture's parse, the head class.
+// config.json → ModelConfig, as load_model reads it: JSON, model_type, the architecture's parse, the head
+// class.
 #include <nlohmann/json.hpp>
 
 #include "fuzz/fuzz_support.h"

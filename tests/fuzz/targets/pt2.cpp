@@ -4,5 +4,6 @@
 #include "verify/verify_internal.h"
 
 void hfx_fuzz_pt2(const uint8_t* data, size_t size) {
-  hfx::fuzz::refused_or_read([&] { (void)hfx::verify::detail::read_pt2_structure(hfx::fuzz::text(data, size)); });
+  hfx::fuzz::refused_or_read(
+      [&] { (void)hfx::verify::detail::read_pt2_structure(hfx::fuzz::text(data, size)); });
 }

@@ -1,6 +1,6 @@
 // model.safetensors: the header (length, JSON, dtypes, shapes, offsets) and every tensor view it yields.
-#include "fuzz/fuzz_support.h"
 #include "hfx/io/safetensors.h"
+#include "fuzz/fuzz_support.h"
 
 void hfx_fuzz_safetensors(const uint8_t* data, size_t size) {
   const auto path = hfx::fuzz::put("st/model.safetensors", data, size);

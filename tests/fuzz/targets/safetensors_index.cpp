@@ -7,8 +7,11 @@ const std::filesystem::path& folder() {
   static const std::filesystem::path dir = [] {
     auto d = hfx::fuzz::scratch() / "sharded";
     std::filesystem::create_directories(d);
-    auto t = [](std::vector<float> v) { return hfx::Tensor::from_floats({static_cast<int64_t>(v.size())}, v); };
-    hfx::io::write_safetensors((d / "model-00001-of-00002.safetensors").string(), {{"a", t({1, 2})}, {"b", t({3})}});
+    auto t = [](std::vector<float> v) {
+      return hfx::Tensor::from_floats({static_cast<int64_t>(v.size())}, v);
+    };
+    hfx::io::write_safetensors((d / "model-00001-of-00002.safetensors").string(),
+                               {{"a", t({1, 2})}, {"b", t({3})}});
     hfx::io::write_safetensors((d / "model-00002-of-00002.safetensors").string(), {{"c", t({4, 5, 6})}});
     return d;
   }();

@@ -7,7 +7,8 @@
 
 namespace {
 const std::string& base_tokenizer() {
-  static const std::string s = hfx::tok::make_tiny_tokenizer_json(hfx::tok::TinyTokenizerKind::SentencePieceBPE, 512);
+  static const std::string s =
+      hfx::tok::make_tiny_tokenizer_json(hfx::tok::TinyTokenizerKind::SentencePieceBPE, 512);
   return s;
 }
 }  // namespace
