@@ -2,7 +2,7 @@
 # scripts/setup.sh — installs everything hfx needs to build and test on Debian 12. Idempotent: a second
 # run installs nothing and takes seconds.
 #
-#   1. apt packages (compilers, CMake, ONNX/protobuf, flatbuffers, GoogleTest, ..., chromium)
+#   1. apt packages (compilers, CMake, ONNX/protobuf, flatbuffers, GoogleTest, ..., chromium, clang-16 for fuzzing)
 #   2. node + npm only if `node` is missing (an existing Node 20 / npm 11 is left alone)
 #   3. `npm ci` in deps/npm (ONNX Runtime library + headers, Transformers.js, tokenizers, node-llama-cpp),
 #      skipped when node_modules already matches package-lock.json (HFX_FORCE_NPM=1 forces it)
@@ -34,6 +34,8 @@ PACKAGES=(
   nlohmann-json3-dev libcli11-dev libfmt-dev libopenblas-dev libpcre2-dev libssl-dev libutf8proc-dev
   libcurl4-openssl-dev  # model ids: downloads from the Hugging Face Hub
   libzip-dev zipcmp zipmerge ziptool  # libzip's CMake config fails unless its three tools exist
+  zlib1g-dev  # tests craft deflated zip records
+  clang-16 libclang-rt-16-dev  # scripts/fuzz.sh: libFuzzer + ASan/UBSan (clang 14 lacks std::source_location)
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-liberation  # headless screenshots of HTML reports in tests
   slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster

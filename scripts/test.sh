@@ -4,6 +4,8 @@
 #   2. asan preset (HFX_CI_ASAN=1, the default; 0 skips it): only the tests whose names match the regex
 #      HFX_ASAN_TESTS (default Malformed|Safetensors|Symbolic, i.e. *Malformed*|*Safetensors*|*Symbolic*).
 #      None matching is fine.
+#   3. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
+#      tests/fuzz for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
 # Ends with one line "tests: N passed, M failed" over both runs. Parallelism: HFX_JOBS (default 2).
 set -euo pipefail
 
@@ -52,6 +54,21 @@ if [[ "$ASAN" == 1 ]]; then
   fi
 else
   echo "[test] HFX_CI_ASAN=$ASAN: asan preset skipped"
+fi
+
+if [[ "${HFX_CI_FUZZ:-1}" == 1 ]]; then
+  rc=0
+  bash scripts/fuzz.sh --ci 2>&1 | tee "$logs/fuzz.log" || rc=$?
+  ok=$(grep -c '^\[fuzz\] .* 0 crashes$' "$logs/fuzz.log" || true)
+  bad=$(grep -c '^\[fuzz\] .* FAILED' "$logs/fuzz.log" || true)
+  passed=$((passed + ok))
+  failed=$((failed + bad))
+  if ((rc != 0)); then
+    status=$rc
+    ((bad > 0)) || failed=$((failed + 1))  # the fuzz build itself failed
+  fi
+else
+  echo "[test] HFX_CI_FUZZ=${HFX_CI_FUZZ}: fuzz targets skipped"
 fi
 
 echo "tests: $passed passed, $failed failed"

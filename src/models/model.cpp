@@ -154,7 +154,14 @@ const Architecture& architecture(const std::string& model_type) {
 ModelConfig parse_model_config(const nlohmann::json& config) {
   if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
     HFX_THROW("model", "expected config.json to name its model_type (one of {}), got none", supported_list());
-  return architecture(config["model_type"].get<std::string>()).parse_config(config);
+  const Architecture& arch = architecture(config["model_type"].get<std::string>());
+  try {
+    return arch.parse_config(config);
+  } catch (const nlohmann::json::exception& e) {
+    // The architectures read fields with nlohmann's typed getters: a field of the wrong type ends up here.
+    HFX_THROW("model", "expected config.json fields of the types {} reads, got: {}; fix config.json", arch.model_type,
+              e.what());
+  }
 }
 
 void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io::WeightStore& w, const std::string& where) {

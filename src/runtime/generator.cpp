@@ -15,6 +15,7 @@
 #include "hfx/tokenizers/tokenizer.h"
 #include "hfx/verify/manifest.h"
 #include "kernels/kernels.h"
+#include "runtime/generation_config.h"
 
 namespace hfx {
 namespace fs = std::filesystem;
@@ -33,23 +34,6 @@ std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
   } catch (const nlohmann::json::exception& e) {
     HFX_THROW(kComp, "expected valid JSON in {}, got: {}", p.string(), e.what());
   }
-}
-
-std::vector<int64_t> ids_of(const nlohmann::json& j, const char* key) {
-  std::vector<int64_t> r;
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return r;
-  if (it->is_number_integer()) {
-    r.push_back(it->get<int64_t>());
-  } else if (it->is_array()) {
-    for (const auto& x : *it) {
-      HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
-      r.push_back(x.get<int64_t>());
-    }
-  } else {
-    HFX_THROW(kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
-  }
-  return r;
 }
 
 void add_unique(std::vector<int64_t>& v, int64_t x) {
@@ -107,16 +91,6 @@ std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t 
     }
   }
   return pos;
-}
-
-std::vector<int64_t> eos_ids_from_json_text(const std::string& json_text) {
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(json_text);
-  } catch (const nlohmann::json::exception& e) {
-    HFX_THROW(kComp, "expected valid JSON with eos_token_id, got: {}", e.what());
-  }
-  return ids_of(j, "eos_token_id");
 }
 
 bool is_export_dir(const std::string& dir) {

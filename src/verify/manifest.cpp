@@ -113,6 +113,25 @@ bool read_varint(std::istream& in, uint64_t& v) {
   return false;
 }
 
+// Text from a file goes into manifest.json: invalid UTF-8 becomes U+FFFD, so dumping the JSON cannot fail.
+std::string utf8_or_replaced(const std::string& s) {
+  std::string out;
+  const auto* p = reinterpret_cast<const utf8proc_uint8_t*>(s.data());
+  const auto n = static_cast<utf8proc_ssize_t>(s.size());
+  for (utf8proc_ssize_t i = 0; i < n;) {
+    utf8proc_int32_t c = 0;
+    const utf8proc_ssize_t k = utf8proc_iterate(p + i, n - i, &c);
+    if (k <= 0) {
+      out += "\xEF\xBF\xBD";
+      i++;
+    } else {
+      out.append(s, static_cast<size_t>(i), static_cast<size_t>(k));
+      i += k;
+    }
+  }
+  return out;
+}
+
 bool read_varint_buf(const std::string& s, size_t& i, uint64_t& v) {
   v = 0;
   for (int shift = 0; shift < 64 && i < s.size(); shift += 7) {
@@ -304,6 +323,8 @@ std::map<std::string, std::string> dependency_versions() {
 json onnx_model_info(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   HFX_CHECK(in.good(), kComp, "expected a readable ONNX file {}, got none", path);
+  std::error_code ec;
+  const uint64_t file_size = fs::file_size(path, ec);
   json info;
   json opsets = json::object();
   uint64_t key = 0;
@@ -316,11 +337,14 @@ json onnx_model_info(const std::string& path) {
       if (field == 5) info["model_version"] = v;
     } else if (wire == 2) {
       if (!read_varint(in, v)) break;
+      // A length from the file is trusted only as far as the file goes (no allocation beyond it).
+      const auto at = static_cast<uint64_t>(in.tellg());
+      if (ec || at > file_size || v > file_size - at) break;
       if (field == 8 || field == 2 || field == 3) {  // opset_import, producer_name, producer_version
         std::string buf(v, '\0');
         in.read(buf.data(), static_cast<std::streamsize>(v));
-        if (field == 2) info["producer_name"] = buf;
-        if (field == 3) info["producer_version"] = buf;
+        if (field == 2) info["producer_name"] = utf8_or_replaced(buf);
+        if (field == 3) info["producer_version"] = utf8_or_replaced(buf);
         if (field == 8) {
           std::string domain;
           uint64_t version = 0, k = 0, n = 0;
@@ -336,7 +360,7 @@ json onnx_model_info(const std::string& path) {
               break;
             }
           }
-          opsets[domain] = version;
+          opsets[utf8_or_replaced(domain)] = version;
         }
       } else {
         in.seekg(static_cast<std::streamoff>(v), std::ios::cur);  // the graph: skipped, never parsed

@@ -9,6 +9,8 @@
 #include <functional>
 #include <set>
 
+#include <unistd.h>
+
 #include <flatbuffers/flatbuffers.h>
 
 #include "hfx/core/error.h"
@@ -22,6 +24,26 @@ namespace {
 
 uint32_t le32(const uint8_t* p) { return p[0] | p[1] << 8 | p[2] << 16 | static_cast<uint32_t>(p[3]) << 24; }
 uint64_t le64(const uint8_t* p) { return le32(p) | static_cast<uint64_t>(le32(p + 4)) << 32; }
+// [off, off + n) inside [0, limit), without the wraparound `off + n > limit` has for offsets from the file.
+bool fits(uint64_t off, uint64_t n, uint64_t limit) { return off <= limit && n <= limit - off; }
+
+// Planned memory a method may ask for: what the machine has, unless the caller set a smaller bound.
+uint64_t planned_limit(uint64_t requested) {
+  if (requested) return requested;
+  const long pages = ::sysconf(_SC_PHYS_PAGES), page = ::sysconf(_SC_PAGE_SIZE);
+  return pages > 0 && page > 0 ? static_cast<uint64_t>(pages) * static_cast<uint64_t>(page) : UINT64_MAX;
+}
+
+// Bytes of a tensor of `sizes` (each >= 0), refusing products that overflow.
+uint64_t tensor_bytes(const flatbuffers::Vector<int32_t>& sizes, size_t elem, size_t value) {
+  uint64_t n = elem;
+  for (int32_t x : sizes) {
+    if (x < 0) HFX_THROW("pte", "expected non-negative sizes on tensor value {}, got {}", value, x);
+    if (__builtin_mul_overflow(n, static_cast<uint64_t>(x), &n))
+      HFX_THROW("pte", "expected the sizes of tensor value {} to fit in 64-bit bytes, got an overflow", value);
+  }
+  return n;
+}
 
 DType dtype_of(fb::ScalarType s) {
   switch (s) {
@@ -72,8 +94,9 @@ std::shared_ptr<PteProgram> PteProgram::load_file(const std::string& path) {
   return load_bytes(std::move(bytes));
 }
 
-std::shared_ptr<PteProgram> PteProgram::load_bytes(std::vector<uint8_t> bytes) {
+std::shared_ptr<PteProgram> PteProgram::load_bytes(std::vector<uint8_t> bytes, uint64_t max_planned_bytes) {
   std::shared_ptr<PteProgram> p(new PteProgram());
+  p->max_planned_bytes_ = max_planned_bytes;
   p->bytes_ = std::make_shared<std::vector<uint8_t>>(std::move(bytes));
   p->parse();
   return p;
@@ -94,7 +117,7 @@ void PteProgram::parse() {
     header_.segment_data_size = len >= 32 ? le64(b.data() + 32) : 0;
     if (header_.program_size > b.size())
       HFX_THROW("pte", "expected program size {} within the file of {} bytes", header_.program_size, b.size());
-    if (header_.segment_base_offset && header_.segment_base_offset + header_.segment_data_size > b.size())
+    if (header_.segment_base_offset && !fits(header_.segment_base_offset, header_.segment_data_size, b.size()))
       HFX_THROW("pte", "expected segments [{}, +{}) within the file of {} bytes", header_.segment_base_offset,
                 header_.segment_data_size, b.size());
   }
@@ -413,9 +436,20 @@ void PteMethod::Impl::init() {
   const fb::Program* p = fb::GetProgram(b.data());
   const auto* values = plan->values();
   // planned memory: non_const_buffer_sizes[0] is reserved; memory id k uses entry k
-  if (plan->non_const_buffer_sizes())
+  if (plan->non_const_buffer_sizes()) {
+    // Sizes come from the file: their sum is bounded before anything is allocated.
+    const uint64_t limit = planned_limit(prog->max_planned_bytes_);
+    uint64_t total = 0;
+    for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++) {
+      const int64_t n = plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k));
+      if (n < 0 || !fits(total, static_cast<uint64_t>(n), limit))
+        HFX_THROW("pte", "expected planned memory within {} bytes, got buffer {} of {} bytes after {} (a corrupt or hostile plan?)",
+                  limit, k, n, total);
+      total += static_cast<uint64_t>(n);
+    }
     for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++)
-      arenas.push_back(Storage::allocate(static_cast<size_t>(plan->non_const_buffer_sizes()->Get(k))));
+      arenas.push_back(Storage::allocate(static_cast<size_t>(plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k)))));
+  }
   // constant segment
   const uint8_t* cseg = nullptr;
   size_t cseg_size = 0;
@@ -426,7 +460,9 @@ void PteMethod::Impl::init() {
     const auto* seg = p->segments()->Get(cs->segment_index());
     cseg = b.data() + prog->header_.segment_base_offset + seg->offset();
     cseg_size = seg->size();
-    if (prog->header_.segment_base_offset + seg->offset() + cseg_size > b.size()) HFX_THROW("pte", "expected the constant segment inside the file");
+    if (!fits(prog->header_.segment_base_offset, seg->offset(), b.size()) ||
+        !fits(prog->header_.segment_base_offset + seg->offset(), cseg_size, b.size()))
+      HFX_THROW("pte", "expected the constant segment inside the file");
     coffs = cs->offsets();
   }
   const uint8_t* mseg = nullptr;
@@ -436,6 +472,9 @@ void PteMethod::Impl::init() {
     const auto* ms = p->mutable_data_segments()->Get(0);
     if (!p->segments() || ms->segment_index() >= p->segments()->size()) HFX_THROW("pte", "expected a valid mutable data segment index");
     const auto* seg = p->segments()->Get(ms->segment_index());
+    if (!fits(prog->header_.segment_base_offset, seg->offset(), b.size()) ||
+        !fits(prog->header_.segment_base_offset + seg->offset(), seg->size(), b.size()))
+      HFX_THROW("pte", "expected the mutable data segment inside the file");
     mseg = b.data() + prog->header_.segment_base_offset + seg->offset();
     mseg_size = seg->size();
     moffs = ms->offsets();
@@ -485,26 +524,26 @@ void PteMethod::Impl::init() {
         for (int32_t x : *t->sizes()) s.bound.push_back(x);
         s.cur = s.bound;
         s.dynamic = t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_BOUND;
-        size_t nbytes = static_cast<size_t>(shape_numel(s.bound)) * dtype_size(s.dtype);
+        size_t nbytes = tensor_bytes(*t->sizes(), dtype_size(s.dtype), i);
         s.capacity = nbytes;
         uint32_t dbi = t->data_buffer_idx();
         if (const auto* ai = t->allocation_info()) {
           uint32_t mid = ai->memory_id();
           if (mid < 1 || mid > arenas.size()) HFX_THROW("pte", "expected memory_id in [1, {}] at value {}, got {}", arenas.size(), i, mid);
           uint64_t off = ai->memory_offset_low() | static_cast<uint64_t>(ai->memory_offset_high()) << 32;
-          if (off + nbytes > arenas[mid - 1]->nbytes)
+          if (!fits(off, nbytes, arenas[mid - 1]->nbytes))
             HFX_THROW("pte", "expected value {} ([{}, +{}) in memory {}) inside its arena of {} bytes", i, off, nbytes, mid, arenas[mid - 1]->nbytes);
           s.ptr = static_cast<uint8_t*>(arenas[mid - 1]->data) + off;
           if (dbi > 0) {
             if (!moffs || dbi >= moffs->size()) HFX_THROW("pte", "expected mutable data index {} within mutable_data_segments[0]", dbi);
             uint64_t mo = moffs->Get(dbi);
-            if (mo + nbytes > mseg_size) HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
+            if (!fits(mo, nbytes, mseg_size)) HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
             s.initial = mseg + mo;
           }
         } else if (dbi > 0) {
           if (!coffs || dbi >= coffs->size()) HFX_THROW("pte", "expected constant index {} within constant_segment.offsets", dbi);
           uint64_t co = coffs->Get(dbi);
-          if (co + nbytes > cseg_size) HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi, co, nbytes, cseg_size);
+          if (!fits(co, nbytes, cseg_size)) HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi, co, nbytes, cseg_size);
           s.ptr = const_cast<uint8_t*>(cseg + co);
           s.constant = true;
         }

@@ -30,7 +30,9 @@ class PteProgram {
  public:
   /// Parses and verifies a .pte; throws hfx::Error("pte", ...) on a malformed file.
   static std::shared_ptr<PteProgram> load_file(const std::string& path);
-  static std::shared_ptr<PteProgram> load_bytes(std::vector<uint8_t> bytes);
+  /// `max_planned_bytes` bounds the planned memory a method may allocate (0: the machine's physical memory);
+  /// a plan asking for more is refused with hfx::Error("pte", ...) before anything is allocated.
+  static std::shared_ptr<PteProgram> load_bytes(std::vector<uint8_t> bytes, uint64_t max_planned_bytes = 0);
   ~PteProgram();
 
   std::vector<std::string> method_names() const;
@@ -52,6 +54,7 @@ class PteProgram {
   void parse();
   std::shared_ptr<std::vector<uint8_t>> bytes_;
   Header header_;
+  uint64_t max_planned_bytes_ = 0;
   std::map<std::string, std::unique_ptr<PteMethod>> methods_;
   friend class PteMethod;
 };

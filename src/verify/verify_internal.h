@@ -4,6 +4,7 @@
 #include <filesystem>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -11,6 +12,7 @@
 
 #include "hfx/capture/capture.h"
 #include "hfx/models/model.h"
+#include "hfx/verify/manifest.h"
 #include "hfx/verify/verify.h"
 
 namespace hfx::verify::detail {
@@ -70,6 +72,20 @@ int64_t peak_rss_bytes();
 std::vector<int64_t> test_tokens(int64_t vocab, int64_t row, int64_t n, int64_t salt);
 /// Range of a contract axis: input_ids axis 0/1, past_key_values.0.key axis 2. {0, -1} if absent.
 std::pair<int64_t, int64_t> contract_range(const ShapeContract& c, const std::string& input, int axis);
+
+/// What `hfx verify` learns of a .pt2 archive without PyTorch.
+struct Pt2Structure {
+  std::vector<std::string> names;  ///< every record
+  int programs = 0;                ///< models/*.json records, each checked to be JSON
+  bool has_weights = false, has_version = false;
+};
+/// Reads a .pt2 held in memory through dynamo::ZipReader (which refuses crafted archives).
+/// Throws hfx::Error("pt2", ...).
+Pt2Structure read_pt2_structure(const std::string& bytes);
+
+/// Static checks of one ONNX component (protobuf parse, metadata contracts, graph guards, external data
+/// files, signature); failures become checks of `cx`. `c.path` must exist.
+void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<Manifest>& manifest);
 
 /// Models of other structures: every exported program (onnx/<program>.onnx, each method of the .pte
 /// files) replays the real calls of the model's generation loop against eager (component_verify.cpp).

@@ -297,7 +297,11 @@ struct Unpickler {
 
 PyObj torch_load(const std::string& bytes) {
   std::map<std::string, ZipRecord> recs;
-  for (const auto& r : read_zip_index(bytes)) recs[r.name] = r;
+  for (const auto& r : read_zip_index(bytes)) {
+    // Tensors are viewed in place, so every record must be stored as torch.save writes it.
+    if (r.method != 0) HFX_THROW("pt2", "expected stored records in a torch.save file, got compression method {} for {}", r.method, r.name);
+    recs[r.name] = r;
+  }
   auto it = recs.find("archive/data.pkl");
   if (it == recs.end()) HFX_THROW("pt2", "expected archive/data.pkl in a torch.save file, got none");
   std::string pkl = bytes.substr(it->second.data_offset, it->second.size);

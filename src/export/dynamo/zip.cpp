@@ -1,4 +1,4 @@
-// Aligned stored zip writer and a small index reader (see zip.h).
+// Aligned stored zip writer (see zip.h); archives are read through libzip in zip_reader.cpp.
 #include "export/dynamo/zip.h"
 
 #include <fcntl.h>
@@ -40,11 +40,6 @@ void put32(std::string& s, uint32_t v) {
 void put64(std::string& s, uint64_t v) {
   for (int i = 0; i < 8; i++) s.push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
-uint16_t get16(const std::string& s, uint64_t o) {
-  return static_cast<uint16_t>(static_cast<uint8_t>(s[o]) | (static_cast<uint8_t>(s[o + 1]) << 8));
-}
-uint32_t get32(const std::string& s, uint64_t o) { return get16(s, o) | (static_cast<uint32_t>(get16(s, o + 2)) << 16); }
-uint64_t get64(const std::string& s, uint64_t o) { return get32(s, o) | (static_cast<uint64_t>(get32(s, o + 4)) << 32); }
 
 constexpr uint32_t kMax32 = 0xFFFFFFFFu;
 constexpr uint16_t kDosDate = (0 << 9) | (1 << 5) | 1;  // 1980-01-01: deterministic archives
@@ -264,60 +259,6 @@ void AlignedZipWriter::finish() {
   put16(tail, 0);
   sink_->write(tail.data(), tail.size());
   finished_ = true;
-}
-
-std::vector<ZipRecord> read_zip_index(const std::string& s) {
-  if (s.size() < 22) HFX_THROW("pt2", "expected a zip archive, got {} bytes", s.size());
-  uint64_t eocd = std::string::npos;
-  for (uint64_t i = s.size() - 22 + 1; i-- > 0 && s.size() - i <= 22 + 65535;) {
-    if (get32(s, i) == 0x06054b50) {
-      eocd = i;
-      break;
-    }
-  }
-  if (eocd == std::string::npos) HFX_THROW("pt2", "expected an end-of-central-directory record, got none");
-  uint64_t n = get16(s, eocd + 10), cd_size = get32(s, eocd + 12), cd_off = get32(s, eocd + 16);
-  if (eocd >= 20 && get32(s, eocd - 20) == 0x07064b50) {
-    uint64_t z = get64(s, eocd - 20 + 8);
-    if (z + 56 > s.size() || get32(s, z) != 0x06064b50) HFX_THROW("pt2", "expected a ZIP64 end record at {}, got none", z);
-    n = get64(s, z + 32);
-    cd_size = get64(s, z + 40);
-    cd_off = get64(s, z + 48);
-  }
-  if (cd_off + cd_size > s.size()) HFX_THROW("pt2", "expected the central directory inside the file, got offset {} size {}", cd_off, cd_size);
-  std::vector<ZipRecord> out;
-  uint64_t p = cd_off;
-  for (uint64_t i = 0; i < n; i++) {
-    if (p + 46 > s.size() || get32(s, p) != 0x02014b50) HFX_THROW("pt2", "expected central directory entry {} at {}, got garbage", i, p);
-    ZipRecord r;
-    r.method = get16(s, p + 10);
-    r.crc = get32(s, p + 16);
-    r.compressed_size = get32(s, p + 20);
-    r.size = get32(s, p + 24);
-    uint16_t nl = get16(s, p + 28), xl = get16(s, p + 30), cl = get16(s, p + 32);
-    r.header_offset = get32(s, p + 42);
-    r.name = s.substr(p + 46, nl);
-    // ZIP64 extra: the fields present are those set to 0xFFFFFFFF, in order.
-    uint64_t x = p + 46 + nl, xe = x + xl;
-    while (x + 4 <= xe) {
-      uint16_t id = get16(s, x), len = get16(s, x + 2);
-      if (id == 0x0001) {
-        uint64_t q = x + 4;
-        if (r.size == kMax32) r.size = get64(s, q), q += 8;
-        if (r.compressed_size == kMax32) r.compressed_size = get64(s, q), q += 8;
-        if (r.header_offset == kMax32) r.header_offset = get64(s, q);
-      }
-      x += 4 + len;
-    }
-    uint64_t h = r.header_offset;
-    if (h + 30 > s.size() || get32(s, h) != 0x04034b50) HFX_THROW("pt2", "expected a local header for '{}' at {}, got garbage", r.name, h);
-    r.data_offset = h + 30 + get16(s, h + 26) + get16(s, h + 28);
-    if (r.data_offset + r.compressed_size > s.size())
-      HFX_THROW("pt2", "expected the data of '{}' inside the file, got {} bytes at {}", r.name, r.compressed_size, r.data_offset);
-    out.push_back(r);
-    p += 46 + nl + xl + cl;
-  }
-  return out;
 }
 
 }  // namespace hfx::dynamo
