@@ -119,7 +119,8 @@ json inspect_checked(const fs::path& dir, const std::string& arch, const std::st
                                std::to_string(z.parameters), std::string("backends")})
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   EXPECT_EQ(j["backends"].size(), 5u);
-  for (const auto& b : j["backends"]) EXPECT_TRUE(b["supported"].get<bool>()) << b.dump();
+  for (const auto& b : j["backends"])  // xnnpack: refused with its reason until hfx writes delegate payloads
+    EXPECT_EQ(b["supported"].get<bool>(), b["backend"] != "executorch xnnpack") << b.dump();
   return j;
 }
 
@@ -254,10 +255,10 @@ TEST(CliConventions, ExportSummaryAndWarningsKeptInManifestShownByVerify) {
   fs::path d = tmpdir("warn");
   fs::path ckpt = d / "ckpt", out = d / "out";
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + ckpt.string()).rc, 0);
-  // A config.json without bos_token_id makes the ExecuTorch export warn (get_bos_id returns -1): the
-  // warning goes into the manifest.
+  // A config.json whose bos_token_id is an empty list makes the ExecuTorch export warn (get_bos_id returns
+  // -1): the warning goes into the manifest.
   json cfg = json::parse(slurp(ckpt / "config.json"));
-  cfg.erase("bos_token_id");
+  cfg["bos_token_id"] = json::array();
   std::ofstream(ckpt / "config.json") << cfg.dump(2);
   Proc e = sh(cli() + " export " + ckpt.string() + " --format executorch -o " + out.string());
   ASSERT_EQ(e.rc, 0) << e.out;

@@ -164,7 +164,10 @@ struct Unpickler {
     std::string module, name;  // Global
     DType storage_dt = DType::F32;
     std::string key;  // PersId
+    Item() = default;
+    explicit Item(K kind, PyObj obj = {}) : k(kind), o(std::move(obj)) {}
   };
+  static Item obj(PyObj o) { return Item(Item::K::Obj, std::move(o)); }
   std::vector<Item> st;
 
   uint32_t u32() {
@@ -193,23 +196,23 @@ struct Unpickler {
       switch (op) {
         case PROTO: p++; break;
         case STOP: return st.back().o;
-        case MARK: st.push_back(Item{Item::K::Mark}); break;
-        case NONE: st.push_back(Item{Item::K::Obj, PyObj::none()}); break;
-        case NEWFALSE: st.push_back(Item{Item::K::Obj, PyObj::integer(0)}); break;
-        case NEWTRUE: st.push_back(Item{Item::K::Obj, PyObj::integer(1)}); break;
-        case BININT: st.push_back(Item{Item::K::Obj, PyObj::integer(static_cast<int32_t>(u32()))}); break;
+        case MARK: st.push_back(Item(Item::K::Mark)); break;
+        case NONE: st.push_back(obj(PyObj::none())); break;
+        case NEWFALSE: st.push_back(obj(PyObj::integer(0))); break;
+        case NEWTRUE: st.push_back(obj(PyObj::integer(1))); break;
+        case BININT: st.push_back(obj(PyObj::integer(static_cast<int32_t>(u32())))); break;
         case LONG1: {
           int n = static_cast<uint8_t>(pkl.at(p++));
           uint64_t v = 0;
           for (int i = 0; i < n; i++) v |= static_cast<uint64_t>(static_cast<uint8_t>(pkl.at(p + i))) << (8 * i);
           if (n < 8 && n > 0 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
           p += n;
-          st.push_back(Item{Item::K::Obj, PyObj::integer(static_cast<int64_t>(v))});
+          st.push_back(obj(PyObj::integer(static_cast<int64_t>(v))));
           break;
         }
         case BINUNICODE: {
           uint32_t n = u32();
-          st.push_back(Item{Item::K::Obj, PyObj::str(pkl.substr(p, n))});
+          st.push_back(obj(PyObj::str(pkl.substr(p, n))));
           p += n;
           break;
         }
@@ -222,9 +225,9 @@ struct Unpickler {
           st.push_back(g);
           break;
         }
-        case EMPTY_TUPLE: st.push_back(Item{Item::K::Obj, PyObj::tuple({})}); break;
-        case EMPTY_LIST: st.push_back(Item{Item::K::Obj, PyObj::list({})}); break;
-        case EMPTY_DICT: st.push_back(Item{Item::K::Obj, PyObj::dict({})}); break;
+        case EMPTY_TUPLE: st.push_back(obj(PyObj::tuple({}))); break;
+        case EMPTY_LIST: st.push_back(obj(PyObj::list({}))); break;
+        case EMPTY_DICT: st.push_back(obj(PyObj::dict({}))); break;
         case TUPLE: {
           auto xs = pop_mark();
           // A tuple holding a global is the persistent id of a storage; keep its parts as items.
@@ -261,7 +264,7 @@ struct Unpickler {
           Item fn = st.back();
           st.pop_back();
           if (fn.k == Item::K::Global && fn.name == "OrderedDict") {
-            st.push_back(Item{Item::K::Obj, PyObj::dict({})});
+            st.push_back(obj(PyObj::dict({})));
           } else if (fn.k == Item::K::Global && fn.name == "_rebuild_tensor_v2") {
             // args were collected by TUPLE; the storage item was turned into an Obj there, so the
             // persistent id is remembered in `pending_`.
@@ -275,7 +278,7 @@ struct Unpickler {
                        s.storage_dt, shape, strides, off * static_cast<int64_t>(dtype_size(s.storage_dt)));
             copy_to_contiguous(src, t.raw(), s.storage_dt);
             pending_.pop_back();
-            st.push_back(Item{Item::K::Obj, PyObj::tensor(t)});
+            st.push_back(obj(PyObj::tensor(t)));
           } else {
             HFX_THROW("pt2", "expected only tensor and OrderedDict reductions in the pickle, got {}.{}", fn.module, fn.name);
           }
