@@ -102,6 +102,35 @@ std::shared_ptr<PteProgram> PteProgram::load_bytes(std::vector<uint8_t> bytes, u
   return p;
 }
 
+namespace {
+// flatbuffers 2.0.8's verifier checks a vector's length prefix for 4-byte alignment but not its elements:
+// an int64/uint64/double vector at an offset that is 4 but not 8 mod 8 passes VerifyProgramBuffer, and
+// every Get() on it is then a misaligned load (found by the `pte` fuzz target). ExecuTorch's writer, and
+// hfx's, align these vectors; a file that does not is refused here, once, before anything reads them.
+template <typename T>
+void require_aligned(const flatbuffers::Vector<T>* v, const uint8_t* base, const char* what) {
+  if (v && v->size() > 0 && (v->Data() - base) % alignof(T) != 0)
+    HFX_THROW("pte", "expected {} of 8-byte elements at an 8-byte aligned offset, got offset {} "
+              "(a corrupt program?)", what, static_cast<long long>(v->Data() - base));
+}
+
+void check_wide_vectors_aligned(const fb::Program* prog, const uint8_t* base) {
+  if (prog->constant_segment())
+    require_aligned(prog->constant_segment()->offsets(), base, "constant_segment.offsets");
+  if (prog->mutable_data_segments())
+    for (const auto* ms : *prog->mutable_data_segments())
+      require_aligned(ms->offsets(), base, "mutable_data_segments.offsets");
+  for (const auto* ep : *prog->execution_plan()) {
+    require_aligned(ep->non_const_buffer_sizes(), base, "execution_plan.non_const_buffer_sizes");
+    if (!ep->values()) continue;
+    for (const auto* ev : *ep->values()) {
+      if (const auto* l = ev->val_as_IntList()) require_aligned(l->items(), base, "IntList.items");
+      if (const auto* l = ev->val_as_DoubleList()) require_aligned(l->items(), base, "DoubleList.items");
+    }
+  }
+}
+}  // namespace
+
 void PteProgram::parse() {
   const auto& b = *bytes_;
   if (b.size() < 8) HFX_THROW("pte", "expected at least 8 bytes, got {}", b.size());
@@ -125,6 +154,7 @@ void PteProgram::parse() {
   if (!fb::VerifyProgramBuffer(v)) HFX_THROW("pte", "expected a Program flatbuffer that passes the verifier, got a corrupt one");
   const fb::Program* prog = fb::GetProgram(b.data());
   if (!prog->execution_plan()) HFX_THROW("pte", "expected execution plans, got none");
+  check_wide_vectors_aligned(prog, b.data());
   if (prog->constant_buffer() && prog->constant_buffer()->size() > 0)
     HFX_THROW("pte", "expected constants in constant_segment, got {} deprecated inline constant_buffer entries", prog->constant_buffer()->size());
 }
@@ -484,6 +514,9 @@ void PteMethod::Impl::init() {
     const fb::EValue* ev = values->Get(static_cast<flatbuffers::uoffset_t>(i));
     Slot& s = slots[i];
     s.kind = ev->val_type();
+    // The verifier accepts a union whose type is set and whose value is absent.
+    if (s.kind != fb::KernelTypes::Null && !ev->val())
+      HFX_THROW("pte", "expected a value for EValue {} of type {}, got none", i, static_cast<int>(s.kind));
     switch (s.kind) {
       case fb::KernelTypes::Null: break;
       case fb::KernelTypes::Int: s.i = ev->val_as_Int()->int_val(); break;
