@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # scripts/sweep_all_archs.sh — the full matrix of issue 19: a tiny checkpoint of every architecture
 # `hfx create-tiny` knows × {onnx, onnx --target ort, executorch, dynamo}, through `hfx sweep`.
-#   scripts/sweep_all_archs.sh WORKDIR [local|slurm]   (slurm: SLURM_CONF must name a running cluster,
+#   [JOBS=N] scripts/sweep_all_archs.sh WORKDIR [local|slurm]   (slurm: SLURM_CONF must name a running cluster,
 #   e.g. tests/integration/slurm_cluster.sh start DIR PORT; export SLURM_CONF=DIR/slurm.conf)
 # Writes WORKDIR/ckpt/<arch>, WORKDIR/all-archs.json and WORKDIR/results-<engine>/; exit status as hfx sweep.
 set -euo pipefail
@@ -24,5 +24,5 @@ cat > "$work/all-archs.json" <<JSON
  "resources": {"cpus": 1, "mem_mb": 1024, "time_min": 2}}
 JSON
 jobs=()
-[ "$engine" = local ] && jobs=(--jobs "$(nproc)")
+[ "$engine" = local ] && jobs=(--jobs "${JOBS:-$(nproc)}")
 exec "$HFX" sweep "$work/all-archs.json" -o "$work/results-$engine" --engine "$engine" "${jobs[@]}"

@@ -11,6 +11,7 @@
 // OPENBLAS_CORETYPE set — looked up with dlsym, so another BLAS build just skips this.
 #include <cblas.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -152,7 +153,11 @@ struct OpenBlasCoreFix {
   OpenBlasCoreFix() { fix_openblas_core(); }
 } openblas_core_fix;
 
+// The CPUs this process may run on (sched_getaffinity), so a process pinned by taskset, Slurm or
+// `hfx sweep` gets one thread per CPU it holds; hardware_concurrency counts every online CPU.
 int default_threads() {
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   unsigned h = std::thread::hardware_concurrency();
   return h == 0 ? 1 : static_cast<int>(h);
 }
