@@ -21,7 +21,7 @@ cat > "$work/all-archs.json" <<JSON
  "variants": [{"format": "onnx"}, {"name": "onnx-ort", "format": "onnx", "target": "ort"},
               {"format": "executorch"}, {"format": "dynamo"}],
  "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4,2x1+4,1x3+2"},
- "resources": {"cpus": 1, "mem_mb": 1024, "time_min": 2}}
+ "resources": {"cpus": 1, "mem_mb": 2048, "time_min": 10}}
 JSON
 jobs=()
 [ "$engine" = local ] && jobs=(--jobs "${JOBS:-$(nproc)}")

@@ -39,12 +39,14 @@ std::string utc_now() {
 }
 
 // The last "hfx: ..." line of a step's log: the error the CLI printed, i.e. the reason the step failed.
+// A command-line parse error (an option this hfx does not have, e.g. a plan's --dtype) is CLI11's line
+// before its "Run with --help" hint.
 std::string failure_line(const fs::path& log) {
   std::ifstream f(log);
   std::string line, last, any;
   while (std::getline(f, line)) {
     if (line.rfind("hfx: ", 0) == 0 && line.rfind("hfx: warning", 0) != 0) last = line.substr(5);
-    if (!line.empty()) any = line;
+    if (!line.empty() && line != "Run with --help for more information.") any = line;
   }
   return last.empty() ? any : last;
 }
