@@ -166,19 +166,24 @@ TEST(SweepPlan, DtypeFlagReachesExportAndARefusedVariantFailsAlone) {
 TEST(SweepPlan, LocalMemoryLimitBindsAndIsReportedOutOfMemory) {
   fs::path d = tmpdir("plan_oom");
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "ckpt" / "llama").string()).rc, 0);
-  // 16 MiB: less than the hfx binary itself holds resident once its libraries are mapped.
+  // 256 MiB: export of the tiny llama stays far below it (tens of MiB resident), verify goes far above it
+  // (the eager reference and ONNX Runtime sessions together: several hundred MiB).
   std::ofstream(d / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
-    "resources": {"cpus": 1, "mem_mb": 16, "time_min": 5}})";
+    "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4"},
+    "resources": {"cpus": 1, "mem_mb": 256, "time_min": 5}})";
   fs::path r = d / "results";
   Proc run = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string());
   EXPECT_EQ(run.rc, 1) << run.out;
   json t = read_json(r / "tasks" / "llama.onnx" / "result.json");
   EXPECT_EQ(t["status"], "out_of_memory") << t.dump();
-  EXPECT_EQ(t["stage"], "export");
-  EXPECT_TRUE(t["export"]["out_of_memory"].get<bool>());
-  EXPECT_GT(t["export"]["peak_rss_bytes"].get<int64_t>(), int64_t{16} << 20);
-  EXPECT_EQ(t["reason"].get<std::string>().rfind("out of memory: export reached", 0), 0u) << t.dump();
-  EXPECT_NE(t["reason"].get<std::string>().find("limit of 16 MiB (resources.mem_mb)"), std::string::npos);
+  EXPECT_EQ(t["stage"], "verify");
+  EXPECT_FALSE(t["export"]["out_of_memory"].get<bool>());
+  EXPECT_LT(t["export"]["peak_rss_bytes"].get<int64_t>(), int64_t{256} << 20);
+  EXPECT_TRUE(t["verify_step"]["out_of_memory"].get<bool>());
+  EXPECT_GT(t["verify_step"]["peak_rss_bytes"].get<int64_t>(), int64_t{256} << 20);
+  EXPECT_EQ(t["verify_step"]["signal"], SIGKILL);
+  EXPECT_EQ(t["reason"].get<std::string>().rfind("out of memory: verify reached", 0), 0u) << t.dump();
+  EXPECT_NE(t["reason"].get<std::string>().find("limit of 256 MiB (resources.mem_mb)"), std::string::npos);
   EXPECT_FALSE(fs::exists(r / "tasks" / "llama.onnx" / "export"));
   EXPECT_NE(run.out.find("llama.onnx OUT_OF_MEMORY: out of memory"), std::string::npos) << run.out;
 
@@ -222,6 +227,8 @@ TEST(SweepPlan, LocalTasksRunOnCpusOfTheirOwn) {
     EXPECT_EQ(held.back().size(), 1u) << t.dump();
   }
   // With two CPUs or more, the two tasks ran at once, each on a CPU the other did not hold.
-  if (n >= 2) EXPECT_NE(held[0], held[1]);
+  if (n >= 2) {
+    EXPECT_NE(held[0], held[1]);
+  }
   fs::remove_all(d);
 }
