@@ -2,8 +2,8 @@
 // with --dry-run), dtypes × quantize expand into named variants that pass --dtype / --quantize to
 // hfx export, a variant hfx export refuses fails that task alone with export's own message (the same
 // export run here directly is the reference), malformed plans exit 2 with a [sweep] line, and the
-// plan's resources bind on the local engine: a task over its memory limit is reported out_of_memory,
-// each task runs on CPUs of its own. Model ids in plans: sweep_hub_test.cpp.
+// plan's resources bind on the local engine: a task over its memory limit is reported out_of_memory, one
+// over its time limit timeout, each task runs on CPUs of its own. Model ids in plans: sweep_hub_test.cpp.
 #include <fmt/format.h>
 
 #include "integration/sweep_support.h"
@@ -230,5 +230,28 @@ TEST(SweepPlan, LocalTasksRunOnCpusOfTheirOwn) {
   if (n >= 2) {
     EXPECT_NE(held[0], held[1]);
   }
+  fs::remove_all(d);
+}
+
+TEST(SweepPlan, LocalTimeLimitBindsAndIsReportedTimeout) {
+  fs::path d = tmpdir("plan_timeout");
+  ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "ckpt" / "llama").string()).rc, 0);
+  // 0.05 min = 3 s: export + verify of the tiny llama over these shapes take longer than that.
+  std::ofstream(d / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
+    "verify": {"tokens": 8, "warm_runs": 3, "threads": 1, "shapes": "1x4,2x1+4,1x3+2,1x16"},
+    "resources": {"time_min": 0.05}})";
+  fs::path r = d / "results";
+  Proc run = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string());
+  EXPECT_EQ(run.rc, 1) << run.out;
+  json t = read_json(r / "tasks" / "llama.onnx" / "result.json");
+  EXPECT_EQ(t["status"], "timeout") << t.dump();
+  std::string stage = t["stage"];
+  EXPECT_TRUE(t[stage == "export" ? "export" : "verify_step"]["timed_out"].get<bool>()) << t.dump();
+  EXPECT_NE(
+      t["reason"].get<std::string>().find("exceeded the task's time limit (0.05 min, resources.time_min)"),
+      std::string::npos)
+      << t.dump();
+  EXPECT_LT(t["duration_s"].get<double>(), 30.0);
+  EXPECT_FALSE(fs::exists(r / "tasks" / "llama.onnx" / "export"));
   fs::remove_all(d);
 }

@@ -9,6 +9,7 @@
 
 #include <fcntl.h>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -226,8 +227,8 @@ void run_slurm(const Plan& plan, const std::vector<const Task*>& tasks, const fs
       "#!/bin/sh\n# hfx sweep {}: one array task per plan task (index = task index in {})\n"
       "#SBATCH --job-name=hfx-sweep-{}\n#SBATCH --array={}\n#SBATCH --cpus-per-task={}\n#SBATCH --mem={}M\n"
       "#SBATCH --time={}\n#SBATCH --output={}/task-%a.log\n#SBATCH --chdir={}\nexec {}\n",
-      plan.name, (results / "plan.json").string(), plan.name, array_spec(tasks), r.cpus, r.mem_mb, r.time_min,
-      sd.string(), results.string(), cmd);
+      plan.name, (results / "plan.json").string(), plan.name, array_spec(tasks), r.cpus, r.mem_mb,
+      static_cast<int>(std::ceil(r.time_min)), sd.string(), results.string(), cmd);
   io::write_file_atomic((sd / "sweep.sbatch").string(), script);
   Captured sub = capture("sbatch --parsable " + quote((sd / "sweep.sbatch").string()));
   HFX_CHECK(sub.rc == 0, kComp,

@@ -194,9 +194,9 @@ Resources parse_resources(const json& j) {
   Resources r;
   r.cpus = get<int>(j, "cpus", "resources", r.cpus);
   r.mem_mb = get<int64_t>(j, "mem_mb", "resources", r.mem_mb);
-  r.time_min = get<int>(j, "time_min", "resources", r.time_min);
-  HFX_CHECK(r.cpus >= 1 && r.mem_mb >= 64 && r.time_min >= 1, kComp,
-            "expected resources cpus >= 1, mem_mb >= 64, time_min >= 1, got {}, {}, {}", r.cpus, r.mem_mb,
+  r.time_min = get<double>(j, "time_min", "resources", r.time_min);
+  HFX_CHECK(r.cpus >= 1 && r.mem_mb >= 64 && r.time_min > 0, kComp,
+            "expected resources cpus >= 1, mem_mb >= 64, time_min > 0, got {}, {}, {}", r.cpus, r.mem_mb,
             r.time_min);
   return r;
 }

@@ -31,7 +31,7 @@ using nlohmann::json;
 struct Resources {
   int cpus = 1;
   int64_t mem_mb = 2048;
-  int time_min = 30;
+  double time_min = 30;  // minutes, fractions allowed (Slurm gets it rounded up to whole minutes)
 };
 
 /// One export variant: `hfx export MODEL --format F [--target T] [--backend B] [--opset N] [--static]

@@ -123,8 +123,9 @@ void set_failure(json& r, const std::string& stage, const ProcEnd& e, const fs::
   r["stage"] = stage;
   if (e.timed_out) {
     r["status"] = "timeout";
-    r["reason"] = fmt::format("{} exceeded the task's time limit ({} min, resources.time_min) and was killed",
-                              stage, res.time_min);
+    r["reason"] =
+        fmt::format("{} exceeded the task's time limit ({:g} min, resources.time_min) and was killed", stage,
+                    res.time_min);
   } else if (e.out_of_memory) {
     r["status"] = "out_of_memory";
     r["reason"] = fmt::format(
