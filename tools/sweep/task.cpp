@@ -234,6 +234,8 @@ json run_task(const Plan& plan, const Task& t, const fs::path& results, const st
                    fmt::format("hfx {}", fmt::join(verify_argv(t, "OUT"), " "))};
   ex.insert(ex.begin(), exe);
   ve.insert(ve.begin(), exe);
+  // The task's CPU count is its thread count on every engine: numerics depend on the summation order.
+  ::setenv("HFX_NUM_THREADS", std::to_string(plan.resources.cpus).c_str(), 1);
   double limit = plan.resources.time_min * 60.0;
   int64_t mem = plan.resources.mem_mb << 20;
   ProcEnd e = run_process(ex, tmp / "export.log", limit, mem);
