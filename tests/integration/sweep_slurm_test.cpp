@@ -6,6 +6,7 @@
 //   locally; `--resume` after fixing the checkpoint submits only that task.
 // - an array task cancelled with scancel mid-way is reported killed, its partial outputs discarded, and a
 //   `--resume` on Slurm completes it.
+// - a task over its memory limit (resources.mem_mb) is reported out_of_memory on Slurm as locally.
 #include <cstdlib>
 
 #include "integration/sweep_support.h"
@@ -104,4 +105,22 @@ TEST_F(SlurmCluster, ScancelledTaskIsReportedKilledAndResumeCompletesIt) {
   json done = task(read_json(r / "summary.json"), "llama.onnx");
   EXPECT_EQ(done["status"], "passed");
   check_passed_task(r, done);
+}
+
+TEST_F(SlurmCluster, MemoryLimitBindsOnSlurmAsLocally) {
+  ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (dir_ / "ckpt" / "llama").string()).rc, 0);
+  // The test cluster confines nothing (no cgroups): the task runner's own limit is what binds, here as
+  // locally. 256 MiB: export stays below it, verify goes far above it (see sweep_plan_test.cpp).
+  std::ofstream(dir_ / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
+    "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4"},
+    "resources": {"cpus": 1, "mem_mb": 256, "time_min": 5}})";
+  Proc slurm = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + (dir_ / "slurm").string() +
+                  " --engine slurm");
+  EXPECT_EQ(slurm.rc, 1) << slurm.out;
+  Proc local = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + (dir_ / "local").string());
+  EXPECT_EQ(local.rc, 1) << local.out;
+  EXPECT_NE(slurp(dir_ / "slurm" / "slurm" / "sweep.sbatch").find("#SBATCH --mem=256M"), std::string::npos);
+  json sl = read_json(dir_ / "slurm" / "summary.json"), lo = read_json(dir_ / "local" / "summary.json");
+  EXPECT_EQ(task(sl, "llama.onnx")["status"], "out_of_memory") << sl.dump();
+  EXPECT_EQ(comparable(sl), comparable(lo)) << comparable(sl).dump(1) << "\n" << comparable(lo).dump(1);
 }
