@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/sweep_all_archs.sh — the full matrix of issue 19: a tiny checkpoint of every architecture
 # `hfx create-tiny` knows × {onnx, onnx --target ort, executorch, dynamo}, through `hfx sweep`.
-#   [JOBS=N] scripts/sweep_all_archs.sh WORKDIR [local|slurm]   (slurm: SLURM_CONF must name a running cluster,
-#   e.g. tests/integration/slurm_cluster.sh start DIR PORT; export SLURM_CONF=DIR/slurm.conf)
+#   [JOBS=N] scripts/sweep_all_archs.sh WORKDIR [local|slurm]   (JOBS: local tasks at once, default nproc;
+#   slurm: SLURM_CONF must name a running cluster, e.g. tests/integration/slurm_cluster.sh start DIR PORT;
+#   export SLURM_CONF=DIR/slurm.conf)
 # Writes WORKDIR/ckpt/<arch>, WORKDIR/all-archs.json and WORKDIR/results-<engine>/; exit status as hfx sweep.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

@@ -119,8 +119,8 @@ fs::path task_dir(const fs::path& results, const Task& t);
 std::optional<json> read_result(const fs::path& results, const Task& t);
 
 /// Writes a result for a task whose runner ended without writing one (killed, cancelled, out of memory,
-/// timed out by the scheduler): `status` killed|out_of_memory|timeout|failed and `reason` say how. Stale temporary
-/// folders of the task are removed; nothing the runner left counts.
+/// timed out by the scheduler): `status` killed|out_of_memory|timeout|failed and `reason` say how. Stale
+/// temporary folders of the task are removed; nothing the runner left counts.
 void record_lost_task(const fs::path& results, const Task& t, const std::string& run_id,
                       const std::string& status, int exit_code, int signal, const std::string& reason);
 
