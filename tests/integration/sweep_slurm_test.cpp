@@ -49,7 +49,10 @@ class SlurmCluster : public ::testing::Test {
 }  // namespace
 
 TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
-  const std::vector<std::string> archs = {"llama", "qwen2"};
+  // bert: its eager reference sums in a different order with 1 thread than with 2, so its worst errors match
+  // only because a task computes with resources.cpus threads on both engines (HFX_NUM_THREADS), pinned
+  // locally and unpinned on this cluster.
+  const std::vector<std::string> archs = {"llama", "qwen2", "bert"};
   make_checkpoints(dir_ / "ckpt", archs);
   fs::path plan = write_plan(dir_, archs, kFourVariants);
   Proc local = sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "local").string() + " --jobs 2");
@@ -57,7 +60,7 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
   Proc slurm = sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm");
   EXPECT_EQ(slurm.rc, 1) << slurm.out;
   EXPECT_NE(slurm.out.find("submitted Slurm job"), std::string::npos) << slurm.out;
-  EXPECT_NE(slurm.out.find("(array 0-8, 9 tasks)"), std::string::npos) << slurm.out;
+  EXPECT_NE(slurm.out.find("(array 0-12, 13 tasks)"), std::string::npos) << slurm.out;
   json sl = read_json(dir_ / "slurm" / "summary.json"), lo = read_json(dir_ / "local" / "summary.json");
   EXPECT_EQ(sl["engine"], "slurm");
   EXPECT_EQ(comparable(sl), comparable(lo)) << comparable(sl).dump(1) << "\n" << comparable(lo).dump(1);
@@ -65,15 +68,15 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
   for (const auto& t : sl["tasks"])
     if (t["id"] != "broken.onnx") check_passed_task(dir_ / "slurm", t);
   // Each array task wrote its log where the batch script says.
-  EXPECT_TRUE(fs::exists(dir_ / "slurm" / "slurm" / "task-8.log"));
+  EXPECT_TRUE(fs::exists(dir_ / "slurm" / "slurm" / "task-12.log"));
 
   fs::copy_file(dir_ / "ckpt" / "llama" / "model.safetensors", dir_ / "ckpt" / "broken" / "model.safetensors",
                 fs::copy_options::overwrite_existing);
   Proc again =
       sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
-  // broken.onnx is the plan's last task: index 8.
-  EXPECT_NE(again.out.find("(array 8, 1 tasks)"), std::string::npos) << again.out;
+  // broken.onnx is the plan's last task: index 12.
+  EXPECT_NE(again.out.find("(array 12, 1 tasks)"), std::string::npos) << again.out;
   EXPECT_TRUE(read_json(dir_ / "slurm" / "summary.json")["passed"].get<bool>());
 }
 
