@@ -43,15 +43,18 @@ pid_t spawn(const std::vector<std::string>& argv, const fs::path& log, const std
   if (pid == 0) {
     ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (::getppid() != parent) ::_exit(127);
-    cpu_set_t set;
-    CPU_ZERO(&set);
-    for (int c : cpus) CPU_SET(c, &set);
-    if (::sched_setaffinity(0, sizeof set, &set) != 0) ::_exit(126);
     int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (fd >= 0) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       ::close(fd);
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+      std::fprintf(stderr, "hfx: [sweep] could not pin the task to its CPUs: %s\n", std::strerror(errno));
+      ::_exit(126);
     }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -162,8 +165,6 @@ std::map<int, std::pair<std::string, std::string>> wait_array(const std::string&
   }
 }
 
-}  // namespace
-
 // The CPUs this process may run on, which the local engine hands out to tasks.
 std::vector<int> allowed_cpus() {
   cpu_set_t set;
@@ -174,6 +175,8 @@ std::vector<int> allowed_cpus() {
     if (CPU_ISSET(c, &set)) cpus.push_back(c);
   return cpus;
 }
+
+}  // namespace
 
 void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs::path& results, int jobs,
                const std::string& run_id) {
