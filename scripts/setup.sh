@@ -39,6 +39,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-liberation  # headless screenshots of HTML reports in tests
   slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster
+  libyaml-cpp-dev  # `hfx sweep PLAN.yaml`: YAML plans
 )
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)

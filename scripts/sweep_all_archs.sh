@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/sweep_all_archs.sh — the full matrix of issue 19: a tiny checkpoint of every architecture
 # `hfx create-tiny` knows × {onnx, onnx --target ort, executorch, dynamo}, through `hfx sweep`.
-#   scripts/sweep_all_archs.sh WORKDIR [local|slurm]   (slurm: SLURM_CONF must name a running cluster,
-#   e.g. tests/integration/slurm_cluster.sh start DIR PORT; export SLURM_CONF=DIR/slurm.conf)
+#   [JOBS=N] scripts/sweep_all_archs.sh WORKDIR [local|slurm]   (JOBS: local tasks at once, default nproc;
+#   slurm: SLURM_CONF must name a running cluster, e.g. tests/integration/slurm_cluster.sh start DIR PORT;
+#   export SLURM_CONF=DIR/slurm.conf)
 # Writes WORKDIR/ckpt/<arch>, WORKDIR/all-archs.json and WORKDIR/results-<engine>/; exit status as hfx sweep.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -21,8 +22,8 @@ cat > "$work/all-archs.json" <<JSON
  "variants": [{"format": "onnx"}, {"name": "onnx-ort", "format": "onnx", "target": "ort"},
               {"format": "executorch"}, {"format": "dynamo"}],
  "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4,2x1+4,1x3+2"},
- "resources": {"cpus": 1, "mem_mb": 1024, "time_min": 2}}
+ "resources": {"cpus": 1, "mem_mb": 2048, "time_min": 10}}
 JSON
 jobs=()
-[ "$engine" = local ] && jobs=(--jobs "$(nproc)")
+[ "$engine" = local ] && jobs=(--jobs "${JOBS:-$(nproc)}")
 exec "$HFX" sweep "$work/all-archs.json" -o "$work/results-$engine" --engine "$engine" "${jobs[@]}"

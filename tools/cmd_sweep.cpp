@@ -1,8 +1,8 @@
-// `hfx sweep PLAN.json -o RESULTS [--engine local|slurm] [--jobs N] [--resume]`: exports and verifies every
-// model × variant of a plan (tools/sweep/), on this machine or as one Slurm job array, and writes
-// RESULTS/summary.json, RESULTS/summary.html and the table. `hfx sweep PLAN --task K -o RESULTS` runs one
-// task (what each local process and each Slurm array task runs); `hfx sweep compare OLD NEW` lists what got
-// worse between two results folders.
+// `hfx sweep PLAN.json|PLAN.yaml -o RESULTS [--engine local|slurm] [--jobs N] [--resume]`: exports and
+// verifies every model × variant of a plan (tools/sweep/), on this machine or as one Slurm job array, and
+// writes RESULTS/summary.json, RESULTS/summary.html and the table. `--dry-run` prints the expanded tasks.
+// `hfx sweep PLAN --task K -o RESULTS` runs one task (what each local process and each Slurm array task
+// runs); `hfx sweep compare OLD NEW` lists what got worse between two results folders.
 #include <unistd.h>
 
 #include <algorithm>
@@ -25,11 +25,15 @@ namespace {
 struct SweepArgs {
   std::string plan, out, engine = "local", run_id, old_dir, new_dir;
   int jobs = 0, task = -1;
-  bool resume = false;
+  bool resume = false, dry_run = false;
 };
 
 void run_sweep(const SweepArgs& a, bool jobs_given) {
-  if (a.plan.empty()) throw UsageError("sweep", "expected a plan file (PLAN.json), got none");
+  if (a.plan.empty()) throw UsageError("sweep", "expected a plan file (PLAN.json or PLAN.yaml), got none");
+  if (a.dry_run) {
+    std::puts(sweep::describe_tasks(sweep::load_plan(a.plan)).dump(2).c_str());
+    return;
+  }
   if (a.out.empty()) throw UsageError("sweep", "expected -o RESULTS, got none");
   if (a.engine != "local" && a.engine != "slurm")
     throw UsageError("sweep", fmt::format("expected --engine local or slurm, got '{}'", a.engine));
@@ -94,22 +98,33 @@ void register_sweep(CLI::App& app) {
   auto* cmd =
       app.add_subcommand("sweep", "Export and verify a plan of models x variants, locally or on Slurm");
   cmd->footer(
-      "Plan (JSON):\n"
-      "  {\"name\": \"zoo\", \"models\": [\"tiny-llama\", {\"name\": \"gpt2\", \"path\": \"ckpt/gpt2\"}],\n"
+      "Plan (JSON, or the same keys in YAML as PLAN.yaml):\n"
+      "  {\"name\": \"zoo\", \"models\": [\"tiny-llama\", {\"name\": \"gpt2\", \"path\": \"ckpt/gpt2\"},\n"
+      "              \"org/model@main\", {\"name\": \"m\", \"id\": \"org/other\"}],\n"
       "   \"variants\": [{\"format\": \"onnx\"}, {\"name\": \"ort\", \"format\": \"onnx\", \"target\": "
       "\"ort\"},\n"
       "                {\"format\": \"executorch\"}, {\"format\": \"dynamo\"}],\n"
+      "   \"dtypes\": [\"f32\"], \"quantize\": [\"none\"],\n"
       "   \"verify\": {\"tokens\": 8, \"warm_runs\": 1, \"threads\": 1},\n"
       "   \"resources\": {\"cpus\": 1, \"mem_mb\": 2048, \"time_min\": 30}}\n"
-      "Example:\n  hfx sweep zoo.json -o results --jobs 2\n  hfx sweep zoo.json -o results --engine slurm\n"
+      "Models: a folder (relative to the plan) or a model id ORG/NAME[@REV], pinned to its commit.\n"
+      "dtypes x quantize expand each variant into <variant>[-<dtype>][-<quantize>], passing --dtype D and\n"
+      "--quantize Q to hfx export (f32 and none are its defaults and today its only values: no suffix, no\n"
+      "flag; a value hfx export refuses fails that task with its message). The task runner enforces\n"
+      "resources on both engines: mem_mb (resident memory, else out_of_memory), time_min (else timeout),\n"
+      "cpus (the task's thread count; locally also the CPUs it is pinned to).\n"
+      "Example:\n  hfx sweep zoo.json -o results --jobs 2\n  hfx sweep zoo.yaml --dry-run\n"
+      "  hfx sweep zoo.json -o results --engine slurm\n"
       "  hfx sweep zoo.json -o results --resume          (reruns only failed or missing tasks)\n"
       "  hfx sweep compare old-results results\n"
       "Exit status: 0 every task passed, 1 a task did not pass (or compare found something worse), 2 usage.");
-  cmd->add_option("plan", a->plan, "Plan file (JSON)");
+  cmd->add_option("plan", a->plan, "Plan file (.json, or .yaml/.yml)");
   cmd->add_option("-o,--out", a->out, "Results folder");
   cmd->add_option("--engine", a->engine, "local (default) | slurm (one sbatch --array job)");
   auto* jobs = cmd->add_option("--jobs", a->jobs, "local: tasks at once (default: cores / resources.cpus)");
   cmd->add_flag("--resume", a->resume, "Run only the tasks without a passed result in RESULTS");
+  cmd->add_flag("--dry-run", a->dry_run,
+                "Print the expanded tasks (ids, export and verify commands) as JSON; run nothing");
   cmd->add_option("--task", a->task,
                   "Run task K of the plan only (what each local process or array task runs)");
   cmd->add_option("--run-id", a->run_id, "Run id recorded in the task's result (set by the coordinator)");

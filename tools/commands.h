@@ -6,6 +6,7 @@
 #include <string>
 
 #include "hfx/core/error.h"
+#include "hfx/io/hub.h"
 
 namespace hfx::cli {
 /// A misuse of the command line found by a command itself (flags that need each other, a missing
@@ -18,6 +19,9 @@ struct UsageError : Error {
 /// with a download progress bar. A malformed id or a missing folder is a UsageError (exit 2); a failed
 /// resolution is an hfx::Error("hub") (exit 1).
 std::string resolve_model(const std::string& arg);
+/// A model id `ORG/NAME[@REVISION]` through the Hugging Face cache, as resolve_model resolves one (same
+/// download, progress bar and errors), with the commit it resolved to (`hfx sweep` pins plans to it).
+hub::Snapshot resolve_model_id(const std::string& arg);
 /// Adds a subcommand to `app`; its callback runs the command and throws hfx::Error on failure.
 using Register = void (*)(CLI::App& app);
 void register_ops(CLI::App& app);

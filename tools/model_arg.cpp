@@ -21,6 +21,10 @@ std::string resolve_model(const std::string& arg) {
         "hub", fmt::format("expected an existing folder or a model id ORG/NAME[@REVISION], got '{}' (no such "
                            "folder)",
                            arg));
+  return resolve_model_id(arg).dir;
+}
+
+hub::Snapshot resolve_model_id(const std::string& arg) {
   std::string why;
   std::optional<hub::ModelId> id = hub::parse_model_id(arg, &why);
   if (!id)
@@ -38,7 +42,7 @@ std::string resolve_model(const std::string& arg) {
   if (!s.downloaded.empty())
     fmt::print(stderr, "hfx: downloaded {} file{} of {}@{} ({}) into {}\n", s.downloaded.size(),
                s.downloaded.size() == 1 ? "" : "s", s.repo, s.revision, s.commit, s.dir);
-  return s.dir;
+  return s;
 }
 
 }  // namespace hfx::cli

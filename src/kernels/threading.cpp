@@ -11,6 +11,7 @@
 // OPENBLAS_CORETYPE set — looked up with dlsym, so another BLAS build just skips this.
 #include <cblas.h>
 #include <dlfcn.h>
+#include <sched.h>
 #include <strings.h>
 
 #include <algorithm>
@@ -152,7 +153,17 @@ struct OpenBlasCoreFix {
   OpenBlasCoreFix() { fix_openblas_core(); }
 } openblas_core_fix;
 
+// HFX_NUM_THREADS when set (`hfx sweep` sets it to a task's resources.cpus, so a task computes with the same
+// thread count, hence the same summation order and numerics, on every engine and machine); else the CPUs
+// this process may run on (sched_getaffinity), so a process pinned by taskset or Slurm gets one thread per
+// CPU it holds (hardware_concurrency counts every online CPU).
 int default_threads() {
+  if (const char* env = std::getenv("HFX_NUM_THREADS")) {
+    int n = std::atoi(env);
+    if (n > 0) return n;
+  }
+  cpu_set_t set;
+  if (sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0) return CPU_COUNT(&set);
   unsigned h = std::thread::hardware_concurrency();
   return h == 0 ? 1 : static_cast<int>(h);
 }

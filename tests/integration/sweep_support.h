@@ -77,7 +77,7 @@ inline fs::path write_plan(const fs::path& dir, const std::vector<std::string>& 
                {"models", models},
                {"variants", variants},
                {"verify", {{"tokens", 4}, {"warm_runs", 1}, {"threads", 1}, {"shapes", "1x4,2x1+4,1x3+2"}}},
-               {"resources", {{"cpus", 1}, {"mem_mb", 1024}, {"time_min", 10}}}};
+               {"resources", {{"cpus", 1}, {"mem_mb", 2048}, {"time_min", 10}}}};
   std::ofstream(dir / "plan.json") << plan.dump(2);
   return dir / "plan.json";
 }

@@ -17,10 +17,10 @@ TEST(Sweep, UsageErrors) {
   Proc h = sh(cli() + " sweep --help");
   EXPECT_EQ(h.rc, 0);
   EXPECT_NE(h.out.find("Example:"), std::string::npos) << h.out;
-  std::ofstream(d / "plan.yaml") << "models: []\n";
+  std::ofstream(d / "plan.yaml") << "models: []\nvariants: [{format: onnx}]\n";
   Proc y = sh(cli() + " sweep " + (d / "plan.yaml").string() + " -o " + (d / "r").string());
   EXPECT_EQ(y.rc, 1);
-  EXPECT_NE(y.out.find("YAML plans are not supported"), std::string::npos) << y.out;
+  EXPECT_NE(y.out.find("expected 'models' to be a non-empty list"), std::string::npos) << y.out;
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "llama").string()).rc, 0);
   std::ofstream(d / "typo.json")
       << R"({"models": ["llama"], "variants": [{"format": "onnx", "taget": "ort"}]})";

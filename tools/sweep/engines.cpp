@@ -1,6 +1,7 @@
 // tools/sweep/engines.cpp — where tasks run. Both engines start the same task runner,
 // `hfx sweep RESULTS/plan.json --task K -o RESULTS --run-id ID`, and both treat a task whose runner ended
 // without writing a result of this run as lost (killed, cancelled, out of memory, timed out).
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -8,6 +9,7 @@
 
 #include <fcntl.h>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstring>
 #include <map>
@@ -33,8 +35,8 @@ std::vector<std::string> runner_argv(const fs::path& results, const std::string&
           "--run-id", run_id};
 }
 
-// Starts a runner with output to `log`; it dies with this process (PR_SET_PDEATHSIG).
-pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
+// Starts a runner with output to `log`, pinned to `cpus`; it dies with this process (PR_SET_PDEATHSIG).
+pid_t spawn(const std::vector<std::string>& argv, const fs::path& log, const std::vector<int>& cpus) {
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   HFX_CHECK(pid >= 0, kComp, "expected to start a task, got fork error: {}", std::strerror(errno));
@@ -46,6 +48,13 @@ pid_t spawn(const std::vector<std::string>& argv, const fs::path& log) {
       ::dup2(fd, 1);
       ::dup2(fd, 2);
       ::close(fd);
+    }
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    for (int c : cpus) CPU_SET(c, &set);
+    if (::sched_setaffinity(0, sizeof set, &set) != 0) {
+      std::fprintf(stderr, "hfx: [sweep] could not pin the task to its CPUs: %s\n", std::strerror(errno));
+      ::_exit(126);
     }
     std::vector<char*> args;
     for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
@@ -156,18 +165,37 @@ std::map<int, std::pair<std::string, std::string>> wait_array(const std::string&
   }
 }
 
+// The CPUs this process may run on, which the local engine hands out to tasks.
+std::vector<int> allowed_cpus() {
+  cpu_set_t set;
+  HFX_CHECK(::sched_getaffinity(0, sizeof set, &set) == 0, kComp,
+            "expected to read this process's CPUs, got: {}", std::strerror(errno));
+  std::vector<int> cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
 }  // namespace
 
 void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs::path& results, int jobs,
                const std::string& run_id) {
   fs::create_directories(results / "logs");
-  std::map<pid_t, const Task*> running;
+  // Each running task holds resources.cpus CPUs of its own, as Slurm would give it.
+  std::vector<int> free_cpus = allowed_cpus();
+  const size_t per_task = static_cast<size_t>(plan.resources.cpus);
+  HFX_CHECK(per_task <= free_cpus.size(), kComp,
+            "expected resources.cpus <= {} (the CPUs this process may use), got {}; lower it or run on Slurm",
+            free_cpus.size(), per_task);
+  std::map<pid_t, std::pair<const Task*, std::vector<int>>> running;
   size_t next = 0, done = 0;
   while (next < tasks.size() || !running.empty()) {
-    while (next < tasks.size() && static_cast<int>(running.size()) < jobs) {
+    while (next < tasks.size() && static_cast<int>(running.size()) < jobs && free_cpus.size() >= per_task) {
       const Task* t = tasks[next++];
+      std::vector<int> mine(free_cpus.end() - static_cast<long>(per_task), free_cpus.end());
+      free_cpus.resize(free_cpus.size() - per_task);
       running[spawn(runner_argv(results, run_id, std::to_string(t->index)),
-                    results / "logs" / (t->id + ".log"))] = t;
+                    results / "logs" / (t->id + ".log"), mine)] = {t, mine};
     }
     int st = 0;
     pid_t pid = ::waitpid(-1, &st, 0);
@@ -177,7 +205,8 @@ void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs
     }
     auto it = running.find(pid);
     if (it == running.end()) continue;
-    const Task& t = *it->second;
+    const Task& t = *it->second.first;
+    free_cpus.insert(free_cpus.end(), it->second.second.begin(), it->second.second.end());
     running.erase(it);
     int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1, sig = WIFSIGNALED(st) ? WTERMSIG(st) : 0;
     std::string reason =
@@ -187,7 +216,6 @@ void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs
     print_done(settle(results, t, run_id, code, sig, sig ? "killed" : "failed", reason), ++done,
                tasks.size());
   }
-  (void)plan;
 }
 
 void run_slurm(const Plan& plan, const std::vector<const Task*>& tasks, const fs::path& results,
@@ -202,8 +230,8 @@ void run_slurm(const Plan& plan, const std::vector<const Task*>& tasks, const fs
       "#!/bin/sh\n# hfx sweep {}: one array task per plan task (index = task index in {})\n"
       "#SBATCH --job-name=hfx-sweep-{}\n#SBATCH --array={}\n#SBATCH --cpus-per-task={}\n#SBATCH --mem={}M\n"
       "#SBATCH --time={}\n#SBATCH --output={}/task-%a.log\n#SBATCH --chdir={}\nexec {}\n",
-      plan.name, (results / "plan.json").string(), plan.name, array_spec(tasks), r.cpus, r.mem_mb, r.time_min,
-      sd.string(), results.string(), cmd);
+      plan.name, (results / "plan.json").string(), plan.name, array_spec(tasks), r.cpus, r.mem_mb,
+      static_cast<int>(std::ceil(r.time_min)), sd.string(), results.string(), cmd);
   io::write_file_atomic((sd / "sweep.sbatch").string(), script);
   Captured sub = capture("sbatch --parsable " + quote((sd / "sweep.sbatch").string()));
   HFX_CHECK(sub.rc == 0, kComp,
@@ -223,9 +251,10 @@ void run_slurm(const Plan& plan, const std::vector<const Task*>& tasks, const fs
   for (const Task* t : tasks) {
     const auto& [state, exit] = ended[t->index];
     int code = std::atoi(exit.c_str()), sig = std::atoi(exit.substr(exit.find(':') + 1).c_str());
-    std::string status = state == "CANCELLED" || state == "OUT_OF_MEMORY" ? "killed"
-                         : state == "TIMEOUT"                             ? "timeout"
-                                                                          : (sig ? "killed" : "failed");
+    std::string status = state == "CANCELLED"       ? "killed"
+                         : state == "OUT_OF_MEMORY" ? "out_of_memory"
+                         : state == "TIMEOUT"       ? "timeout"
+                                                    : (sig ? "killed" : "failed");
     std::string reason = fmt::format(
         "Slurm array task {}_{} ended {} (ExitCode {}) without a result; its partial "
         "outputs were discarded (log: slurm/task-{}.log)",

@@ -25,18 +25,22 @@ namespace hfx::sweep {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
-/// Resources one task asks for (Slurm --cpus-per-task, --mem, --time; locally the time limit is enforced
-/// by the task itself and cpus sets the default parallelism).
+/// Resources one task asks for: Slurm --cpus-per-task, --mem, --time. The task runner itself (the same on
+/// both engines) kills a step whose resident memory passes mem_mb (reported out_of_memory) or that runs
+/// past time_min (reported timeout); the local engine also pins each task to `cpus` CPUs of its own.
 struct Resources {
   int cpus = 1;
   int64_t mem_mb = 2048;
-  int time_min = 30;
+  double time_min = 30;  // minutes, fractions allowed (Slurm gets it rounded up to whole minutes)
 };
 
 /// One export variant: `hfx export MODEL --format F [--target T] [--backend B] [--opset N] [--static]
-/// [--external-data] ARGS...` then `hfx verify OUT VERIFY_ARGS...`.
+/// [--external-data] [--dtype D] [--quantize Q] ARGS...` then `hfx verify OUT VERIFY_ARGS...`. A plan
+/// variant with `dtypes` × `quantize` lists expands into one Variant per pair, named
+/// `<base>[-<dtype>][-<quantize>]` (f32 and none, hfx export's defaults, add no suffix and no flag).
 struct Variant {
-  std::string name, format, target, backend;
+  std::string name, base, format, target, backend;
+  std::string dtype = "f32", quantize = "none";
   int opset = 0;  // 0: hfx export's default
   bool is_static = false, external_data = false;
   std::vector<std::string> export_args, verify_args;
@@ -44,8 +48,9 @@ struct Variant {
 
 struct Model {
   std::string name;
-  fs::path path;                      // absolute checkpoint folder
-  std::vector<std::string> variants;  // names of the variants this model runs (empty: all)
+  fs::path path;                      // absolute checkpoint folder (for a model id: its cache snapshot)
+  std::string id;                     // model id pinned to its commit, ORG/NAME@COMMIT; empty for a folder
+  std::vector<std::string> variants;  // variants this model runs, by name or base name (empty: all)
 };
 
 /// One expanded task: model × variant, with its stable id `<model>.<variant>` and its index in the plan.
@@ -66,9 +71,20 @@ struct Plan {
   std::vector<Task> tasks;  // models × variants (a model's own variant list if it has one), model-major
 };
 
-/// Reads and expands a JSON plan (relative model paths are relative to the plan file). Throws hfx::Error
-/// naming the key on any unknown key, wrong type or missing checkpoint folder; a .yaml/.yml plan is refused.
+/// Reads and expands a JSON or YAML (.yaml/.yml) plan; relative model paths are relative to the plan file,
+/// model ids (ORG/NAME[@REV]) are resolved through the Hugging Face cache as `hfx export` resolves them
+/// (downloading unless HF_HUB_OFFLINE=1) and pinned to their commit, so every task reads the same snapshot
+/// offline. A file that does not parse is a cli::UsageError (exit 2); an unknown key, wrong type or missing
+/// checkpoint is an hfx::Error naming the key.
 Plan load_plan(const fs::path& file);
+
+/// A YAML plan as the JSON document it spells (plain scalars typed by YAML 1.2 core rules: null, bool,
+/// int, float, else string; quoted scalars stay strings). Throws cli::UsageError with line and column.
+json yaml_to_json(const std::string& text, const fs::path& file);
+
+/// The expanded plan for `hfx sweep PLAN --dry-run`: every task's id, model, variant, dtype, quantize and
+/// its export and verify commands.
+json describe_tasks(const Plan& plan);
 
 /// The argv (without the binary) of the task's export and verify steps, `out` the export folder.
 std::vector<std::string> export_argv(const Task& t, const fs::path& out);
@@ -77,17 +93,22 @@ std::vector<std::string> verify_argv(const Task& t, const fs::path& out);
 /// Path of this hfx binary (/proc/self/exe), the one every task runs.
 std::string self_exe();
 
-/// How one process ended: exit code, or the signal that killed it, or killed by the task's time limit.
+/// How one process ended: exit code, or the signal that killed it, or killed by the task's time or memory
+/// limit; and the largest resident set size seen while it ran.
 struct ProcEnd {
   int exit_code = -1;
   int signal = 0;
   bool timed_out = false;
+  bool out_of_memory = false;
+  int64_t peak_rss = 0;
   double seconds = 0;
 };
 
 /// Runs argv (argv[0] a path) with stdout+stderr to `log`; killed (SIGKILL) at `deadline_s` seconds
-/// (<= 0: none). The child dies with its parent (PR_SET_PDEATHSIG), so killing a task kills its steps.
-ProcEnd run_process(const std::vector<std::string>& argv, const fs::path& log, double deadline_s);
+/// (<= 0: none) or when its resident set (VmRSS, sampled every 20 ms) passes `mem_limit` bytes (<= 0:
+/// none). The child dies with its parent (PR_SET_PDEATHSIG), so killing a task kills its steps.
+ProcEnd run_process(const std::vector<std::string>& argv, const fs::path& log, double deadline_s,
+                    int64_t mem_limit = 0);
 
 /// Runs one task (`hfx sweep PLAN --task K`): export + verify into a temporary folder renamed into
 /// RESULTS/tasks/<id>. Returns the result.json it wrote.
@@ -98,8 +119,8 @@ fs::path task_dir(const fs::path& results, const Task& t);
 std::optional<json> read_result(const fs::path& results, const Task& t);
 
 /// Writes a result for a task whose runner ended without writing one (killed, cancelled, out of memory,
-/// timed out by the scheduler): `status` killed|timeout|failed and `reason` say how. Stale temporary
-/// folders of the task are removed; nothing the runner left counts.
+/// timed out by the scheduler): `status` killed|out_of_memory|timeout|failed and `reason` say how. Stale
+/// temporary folders of the task are removed; nothing the runner left counts.
 void record_lost_task(const fs::path& results, const Task& t, const std::string& run_id,
                       const std::string& status, int exit_code, int signal, const std::string& reason);
 
@@ -109,7 +130,8 @@ std::vector<const Task*> tasks_to_resume(const Plan& plan, const fs::path& resul
 /// A fresh run id (UTC time and pid): results carry it, so a coordinator knows which results are new.
 std::string new_run_id();
 
-/// Engine local: runs `tasks` with at most `jobs` task processes at once (each `hfx sweep --task K`).
+/// Engine local: runs `tasks` with at most `jobs` task processes at once (each `hfx sweep --task K`), each
+/// pinned (sched_setaffinity) to resources.cpus CPUs no other running task holds.
 void run_local(const Plan& plan, const std::vector<const Task*>& tasks, const fs::path& results, int jobs,
                const std::string& run_id);
 

@@ -2,6 +2,7 @@
 // runner, in a temporary folder renamed into RESULTS/tasks/<id> at the end. The result records how each
 // step ended and the figures read back from the export's own verify.json and manifest.json.
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
@@ -38,12 +39,14 @@ std::string utc_now() {
 }
 
 // The last "hfx: ..." line of a step's log: the error the CLI printed, i.e. the reason the step failed.
+// A command-line parse error (an option this hfx does not have, e.g. a plan's --dtype) is CLI11's line
+// before its "Run with --help" hint.
 std::string failure_line(const fs::path& log) {
   std::ifstream f(log);
   std::string line, last, any;
   while (std::getline(f, line)) {
     if (line.rfind("hfx: ", 0) == 0 && line.rfind("hfx: warning", 0) != 0) last = line.substr(5);
-    if (!line.empty()) any = line;
+    if (!line.empty() && line != "Run with --help for more information.") any = line;
   }
   return last.empty() ? any : last;
 }
@@ -93,8 +96,16 @@ void read_figures(const fs::path& out, json& r) {
 }
 
 json step_json(const ProcEnd& e) {
-  return {
-      {"exit_code", e.exit_code}, {"signal", e.signal}, {"timed_out", e.timed_out}, {"seconds", e.seconds}};
+  return {{"exit_code", e.exit_code},         {"signal", e.signal},           {"timed_out", e.timed_out},
+          {"out_of_memory", e.out_of_memory}, {"peak_rss_bytes", e.peak_rss}, {"seconds", e.seconds}};
+}
+
+// Resident set size of a running process (VmRSS of /proc/PID/status), 0 once it is gone.
+int64_t rss_bytes(pid_t pid) {
+  std::ifstream f(fmt::format("/proc/{}/status", pid));
+  for (std::string line; std::getline(f, line);)
+    if (line.rfind("VmRSS:", 0) == 0) return std::atoll(line.c_str() + 6) * 1024;
+  return 0;
 }
 
 // Moves `tmp` to `dst`, the previous result (if any) surviving until the new one is in place.
@@ -105,12 +116,23 @@ void swap_into_place(const fs::path& tmp, const fs::path& dst) {
   fs::remove_all(prev);
 }
 
-// Outcome of a step that did not exit 0: killed by a signal, by the time limit, or failed with a message.
-void set_failure(json& r, const std::string& stage, const ProcEnd& e, const fs::path& log) {
+// Outcome of a step that did not exit 0: killed by a signal, by the time or memory limit, or failed with a
+// message.
+void set_failure(json& r, const std::string& stage, const ProcEnd& e, const fs::path& log,
+                 const Resources& res) {
   r["stage"] = stage;
   if (e.timed_out) {
     r["status"] = "timeout";
-    r["reason"] = fmt::format("{} exceeded the task's time limit and was killed", stage);
+    r["reason"] =
+        fmt::format("{} exceeded the task's time limit ({:g} min, resources.time_min) and was killed", stage,
+                    res.time_min);
+  } else if (e.out_of_memory) {
+    r["status"] = "out_of_memory";
+    // The reason leaves the sampled peak out (it is in the step's peak_rss_bytes): the same task over the
+    // same limit reads the same on every engine and run.
+    r["reason"] = fmt::format(
+        "out of memory: {} went over the task's limit of {} MiB resident (resources.mem_mb) and was killed",
+        stage, res.mem_mb);
   } else if (e.signal) {
     r["status"] = "killed";
     r["signal"] = e.signal;
@@ -123,7 +145,8 @@ void set_failure(json& r, const std::string& stage, const ProcEnd& e, const fs::
 
 }  // namespace
 
-ProcEnd run_process(const std::vector<std::string>& argv, const fs::path& log, double deadline_s) {
+ProcEnd run_process(const std::vector<std::string>& argv, const fs::path& log, double deadline_s,
+                    int64_t mem_limit) {
   double t0 = now_s();
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
@@ -146,13 +169,20 @@ ProcEnd run_process(const std::vector<std::string>& argv, const fs::path& log, d
   }
   ProcEnd e;
   int st = 0;
-  // Poll rather than block, so the time limit can be enforced.
+  // Poll rather than block, so the time and memory limits can be enforced. Memory is the resident set,
+  // sampled as Slurm's jobacct_gather samples it for OverMemoryKill: the same limit binds on both engines,
+  // whether or not the cluster confines jobs by cgroup.
   while (true) {
     pid_t w = ::waitpid(pid, &st, WNOHANG);
     if (w == pid) break;
     if (w < 0 && errno != EINTR) break;
-    if (deadline_s > 0 && now_s() - t0 > deadline_s && !e.timed_out) {
-      e.timed_out = true;
+    bool over = false;
+    if (int64_t rss = rss_bytes(pid); rss > 0) {
+      e.peak_rss = std::max(e.peak_rss, rss);
+      over = mem_limit > 0 && rss > mem_limit;
+    }
+    if (!e.timed_out && !e.out_of_memory && (over || (deadline_s > 0 && now_s() - t0 > deadline_s))) {
+      (over ? e.out_of_memory : e.timed_out) = true;
       ::kill(pid, SIGKILL);
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
@@ -185,28 +215,40 @@ json run_task(const Plan& plan, const Task& t, const fs::path& results, const st
             {"model", t.model->name},
             {"variant", t.variant->name},
             {"format", t.variant->format},
+            {"dtype", t.variant->dtype},
+            {"quantize", t.variant->quantize},
             {"run_id", run_id},
             {"started_at", utc_now()}};
   char host[256] = {};
   ::gethostname(host, sizeof host - 1);
   r["host"] = host;
+  // The CPUs the task ran on: the local engine's pinning, or whatever the scheduler gave it.
+  cpu_set_t cpus;
+  if (::sched_getaffinity(0, sizeof cpus, &cpus) == 0) {
+    r["cpus_allowed"] = json::array();
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &cpus)) r["cpus_allowed"].push_back(c);
+  }
   std::string exe = self_exe();
   std::vector<std::string> ex = export_argv(t, tmp / "export"), ve = verify_argv(t, tmp / "export");
   r["commands"] = {fmt::format("hfx {}", fmt::join(export_argv(t, "OUT"), " ")),
                    fmt::format("hfx {}", fmt::join(verify_argv(t, "OUT"), " "))};
   ex.insert(ex.begin(), exe);
   ve.insert(ve.begin(), exe);
+  // The task's CPU count is its thread count on every engine: numerics depend on the summation order.
+  ::setenv("HFX_NUM_THREADS", std::to_string(plan.resources.cpus).c_str(), 1);
   double limit = plan.resources.time_min * 60.0;
-  ProcEnd e = run_process(ex, tmp / "export.log", limit);
+  int64_t mem = plan.resources.mem_mb << 20;
+  ProcEnd e = run_process(ex, tmp / "export.log", limit, mem);
   r["export"] = step_json(e);
   r["status"] = "passed";
   if (e.exit_code != 0) {
-    set_failure(r, "export", e, tmp / "export.log");
+    set_failure(r, "export", e, tmp / "export.log", plan.resources);
   } else {
-    ProcEnd v = run_process(ve, tmp / "verify.log", limit - (now_s() - t0));
+    ProcEnd v = run_process(ve, tmp / "verify.log", limit - (now_s() - t0), mem);
     r["verify_step"] = step_json(v);
-    if (v.exit_code != 0) set_failure(r, "verify", v, tmp / "verify.log");
-    if (!v.signal && !v.timed_out) read_figures(tmp / "export", r);
+    if (v.exit_code != 0) set_failure(r, "verify", v, tmp / "verify.log", plan.resources);
+    if (!v.signal) read_figures(tmp / "export", r);
   }
   // Reasons name the task's final folder relative to RESULTS, so two runs of a plan compare equal.
   if (r.contains("reason")) {
@@ -215,7 +257,8 @@ json run_task(const Plan& plan, const Task& t, const fs::path& results, const st
     r["reason"] = reason;
   }
   // A step that died mid-way leaves partial outputs: they never count, only the logs stay.
-  if (r["status"] == "killed" || r["status"] == "timeout") fs::remove_all(tmp / "export");
+  if (r["status"] == "killed" || r["status"] == "timeout" || r["status"] == "out_of_memory")
+    fs::remove_all(tmp / "export");
   r["duration_s"] = now_s() - t0;
   io::write_file_atomic((tmp / "result.json").string(), r.dump(2));
   swap_into_place(tmp, task_dir(results, t));
