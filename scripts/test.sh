@@ -14,7 +14,8 @@
 # HFX_REQUIRE_ORACLES=1 (.ci/run sets it) turns a test whose oracle (node, the npm packages, chromium) is
 # missing from a skip into a failure that names the oracle (tests/support/oracle.h), and makes CMake refuse
 # to configure without ONNX Runtime. Ends with one line "tests: N passed, M failed, K skipped" over all
-# tiers; K counts ctest's skipped tests. Parallelism: HFX_JOBS (default 2). Each tier prints its wall time.
+# tiers; K counts ctest's skipped tests. Parallelism: HFX_JOBS (default 2). Each tier prints its wall time and
+# CPU seconds ("[test] tier NAME: W s wall, C CPU-s").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -47,15 +48,25 @@ run_ctest() {
   fi
   ((rc == 0)) || status=$rc
 }
-# tier NAME — prints the wall time since the previous tier began.
-tier_start=$SECONDS
-tier() {
-  echo "[test] tier $1: $((SECONDS - tier_start)) s wall"
-  tier_start=$SECONDS
-}
-
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
+# child_cpu — sets CHILD_CPU to the CPU seconds (user + system) of every command this script has waited for.
+# The `times` builtin must run in this shell (a pipe or $(...) would run it in a subshell with no children).
+child_cpu() {
+  times >"$logs/times"
+  CHILD_CPU=$(tail -1 "$logs/times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] }
+                                             printf "%.0f", s }')
+}
+# tier NAME — prints the wall time and the CPU seconds since the previous tier began (the CI breakdown).
+tier_start=$SECONDS
+child_cpu
+tier_cpu=$CHILD_CPU
+tier() {
+  child_cpu
+  echo "[test] tier $1: $((SECONDS - tier_start)) s wall, $((CHILD_CPU - tier_cpu)) CPU-s"
+  tier_start=$SECONDS
+  tier_cpu=$CHILD_CPU
+}
 
 if [[ "$ASAN" == 1 ]]; then
   bash scripts/build.sh release hfx_cli
