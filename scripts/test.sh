@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # scripts/test.sh — builds and tests hfx (run scripts/setup.sh first). The CI tiers (.ci/run):
 #   1. release (build/, -O2, NDEBUG): libhfx and the hfx binary only — what the fuzz build links and what the
-#      reproducibility check runs. With HFX_CI_ASAN=0 the release tree builds and runs the whole suite instead
-#      (the quick local run).
+#      reproducibility check runs (HFX_CI_BASE_PRESET=quick: build-quick/ at -O0 instead, for a tighter CI
+#      budget). With HFX_CI_ASAN=0 the release tree builds and runs the whole suite instead (the quick local
+#      run).
 #   2. asan (HFX_CI_ASAN=1, the default): build-asan/, Debug (assertions and the pass verifier on) at -O1 with
 #      AddressSanitizer + UndefinedBehaviorSanitizer: the WHOLE suite, `ctest --preset asan`. Leak reports of
 #      third-party code are suppressed by tests/sanitizers/lsan.supp (one reason per entry).
@@ -21,6 +22,15 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export HFX_JOBS="${HFX_JOBS:-2}"
 ASAN="${HFX_CI_ASAN:-1}"
+# The tree beside the sanitizer one (libhfx for the fuzz build, the second hfx of the reproducibility step):
+# release (-O2, the default) or quick (-O0 + precompiled headers: cheaper to compile; the budget fallback).
+BASE_PRESET="${HFX_CI_BASE_PRESET:-release}"
+case "$BASE_PRESET" in
+  release) BASE_DIR=build ;;
+  quick) BASE_DIR=build-quick ;;
+  *) echo "[test] error: expected HFX_CI_BASE_PRESET release or quick, got '$BASE_PRESET'" >&2; exit 2 ;;
+esac
+export HFX_FUZZ_BASE_PRESET="$BASE_PRESET"
 cd "$ROOT"
 
 passed=0
@@ -69,8 +79,8 @@ tier() {
 }
 
 if [[ "$ASAN" == 1 ]]; then
-  bash scripts/build.sh release hfx_cli
-  tier "release build (libhfx, hfx)"
+  bash scripts/build.sh "$BASE_PRESET" hfx_cli
+  tier "$BASE_PRESET build (libhfx, hfx)"
 
   bash scripts/build.sh asan
   tier "asan build (everything)"
@@ -82,9 +92,9 @@ if [[ "$ASAN" == 1 ]]; then
   tier "asan suite"
 
   rc=0
-  bash scripts/repro_check.sh build/hfx build-asan/hfx || rc=$?
+  bash scripts/repro_check.sh "$BASE_DIR/hfx" build-asan/hfx || rc=$?
   if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
-  tier "reproducibility (release vs asan tree)"
+  tier "reproducibility ($BASE_PRESET vs asan tree)"
 else
   echo "[test] HFX_CI_ASAN=$ASAN: the whole suite in the release tree, no sanitizer tier"
   bash scripts/build.sh release
