@@ -82,12 +82,12 @@ if [[ "$ASAN" == 1 ]]; then
   bash scripts/build.sh "$BASE_PRESET" hfx_cli
   tier "$BASE_PRESET build (libhfx, hfx)"
 
-  bash scripts/build.sh asan
-  tier "asan build (everything)"
-  # The sanitizer options (and the LeakSanitizer suppressions) come with the test preset (CMakePresets.json);
-  # the same for the repro step's sanitized hfx.
+  # The sanitizer options and LeakSanitizer suppressions of the test preset (CMakePresets.json), also for
+  # what runs sanitized outside ctest: the test listing at build time (gtest_discover_tests), the repro step.
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0"
+  bash scripts/build.sh asan
+  tier "asan build (everything)"
   run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS"
   tier "asan suite"
 
