@@ -4,8 +4,9 @@
 #      reproducibility check runs (HFX_CI_BASE_PRESET=quick: build-quick/ at -O0 instead, for a tighter CI
 #      budget). With HFX_CI_ASAN=0 the release tree builds and runs the whole suite instead (the quick local
 #      run).
-#   2. asan (HFX_CI_ASAN=1, the default): build-asan/, Debug (assertions and the pass verifier on) at -O1 with
-#      AddressSanitizer + UndefinedBehaviorSanitizer: the WHOLE suite, `ctest --preset asan`. Leak reports of
+#   2. asan (HFX_CI_ASAN=1, the default): build-asan/, Debug (assertions and the pass verifier on), libhfx at
+#      -O1 (tests, CLI at -O0), AddressSanitizer + UndefinedBehaviorSanitizer: the WHOLE suite, `ctest --preset
+#      asan`. Leak reports of
 #      third-party code are suppressed by tests/sanitizers/lsan.supp (one reason per entry).
 #   3. reproducibility (with tier 2): scripts/repro_check.sh build/hfx build-asan/hfx — the same tiny
 #      checkpoints exported by the two build trees in every format give byte-identical folders; counts as
