@@ -6,8 +6,7 @@
 #      run).
 #   2. asan (HFX_CI_ASAN=1, the default): build-asan/, Debug (assertions and the pass verifier on), libhfx at
 #      -O1 (tests, CLI at -O0), AddressSanitizer + UndefinedBehaviorSanitizer: the WHOLE suite, `ctest --preset
-#      asan`. Leak reports of
-#      third-party code are suppressed by tests/sanitizers/lsan.supp (one reason per entry).
+#      asan`. Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
 #   3. reproducibility (with tier 2): scripts/repro_check.sh build/hfx build-asan/hfx — the same tiny
 #      checkpoints exported by the two build trees in every format give byte-identical folders; counts as
 #      one test.
