@@ -44,6 +44,11 @@ elseif(EXISTS "${HFX_ORT_LIB_DIR}/libonnxruntime.so.1" AND EXISTS "${_hfx_ort_in
   install(FILES "${HFX_ORT_LIB_DIR}/libonnxruntime.so.1" DESTINATION ${CMAKE_INSTALL_LIBDIR})
   install(FILES ${_hfx_ort_headers} DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/onnxruntime)
   message(STATUS "hfx: ONNX Runtime from ${HFX_ORT_LIB_DIR}")
+elseif("$ENV{HFX_REQUIRE_ORACLES}" STREQUAL "1")
+  # CI (.ci/run) requires every oracle: without ONNX Runtime the ORT tests would silently not be built.
+  message(FATAL_ERROR "[oracle] expected ONNX Runtime (libonnxruntime.so.1 from onnxruntime-node and the "
+                      "C++ headers from com.github.asus4.onnxruntime) under ${HFX_ORT_ROOT}, got none: run "
+                      "scripts/setup.sh (npm ci in deps/npm). HFX_REQUIRE_ORACLES=1 makes this an error.")
 else()
   message(WARNING "hfx: ONNX Runtime not found under ${HFX_ORT_ROOT} (run scripts/setup.sh); "
                   "ORT parts are not built")

@@ -18,7 +18,12 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 CC_BIN="${HFX_FUZZ_CC:-clang-16}"
 CXX_BIN="${CC_BIN/clang/clang++}"
-BASE="${HFX_BUILD_DIR:-$ROOT/build}"
+BASE_PRESET="${HFX_FUZZ_BASE_PRESET:-release}"  # or quick (-O0): scripts/test.sh's HFX_CI_BASE_PRESET
+[[ "$BASE_PRESET" == release || "$BASE_PRESET" == quick ]] ||
+  { echo "[fuzz] error: expected HFX_FUZZ_BASE_PRESET release or quick, got '$BASE_PRESET'" >&2; exit 2; }
+BASE_DEFAULT="$ROOT/build"
+[[ "$BASE_PRESET" == quick ]] && BASE_DEFAULT="$ROOT/build-quick"
+BASE="${HFX_BUILD_DIR:-$BASE_DEFAULT}"
 OUT="${HFX_FUZZ_DIR:-$ROOT/build-fuzz}"
 JOBS="${HFX_JOBS:-$(nproc)}"
 
@@ -45,8 +50,8 @@ if ((${#targets[@]} == 0)); then
   for f in tests/fuzz/targets/*.cpp; do targets+=("$(basename "$f" .cpp)"); done
 fi
 
-echo "[fuzz] release library (g++) in $BASE"
-HFX_BUILD_DIR="$BASE" HFX_JOBS="$JOBS" bash scripts/build.sh release hfx >/dev/null
+echo "[fuzz] $BASE_PRESET library (g++) in $BASE"
+HFX_BUILD_DIR="$BASE" HFX_JOBS="$JOBS" bash scripts/build.sh "$BASE_PRESET" hfx >/dev/null
 echo "[fuzz] fuzz targets ($CXX_BIN, ASan+UBSan) in $OUT"
 cmake -S . -B "$OUT" -G Ninja -DHFX_FUZZ=ON -DHFX_FUZZ_BASE="$BASE" -DCMAKE_BUILD_TYPE=Fuzz \
   -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" ${HFX_FUZZ_CMAKE_ARGS:-} >/dev/null

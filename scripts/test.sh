@@ -1,59 +1,105 @@
 #!/usr/bin/env bash
-# scripts/test.sh — builds and tests hfx (run scripts/setup.sh first).
-#   1. release preset: the whole suite, `ctest --preset release`
-#   2. asan preset (HFX_CI_ASAN=1, the default; 0 skips it): only the tests whose names match the regex
-#      HFX_ASAN_TESTS (default Malformed|Safetensors|Symbolic, i.e. *Malformed*|*Safetensors*|*Symbolic*).
-#      None matching is fine.
-#   3. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
+# scripts/test.sh — builds and tests hfx (run scripts/setup.sh first). The CI tiers (.ci/run):
+#   1. release (build/, -O2, NDEBUG): libhfx and the hfx binary only — what the fuzz build links and what the
+#      reproducibility check runs (HFX_CI_BASE_PRESET=quick: build-quick/ at -O0 instead, for a tighter CI
+#      budget). With HFX_CI_ASAN=0 the release tree builds and runs the whole suite instead (the quick local
+#      run).
+#   2. asan (HFX_CI_ASAN=1, the default): build-asan/, Debug (assertions and the pass verifier on), libhfx at
+#      -O1 (tests, CLI at -O0), AddressSanitizer + UndefinedBehaviorSanitizer: the WHOLE suite, `ctest --preset
+#      asan`. Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
+#   3. reproducibility (with tier 2): scripts/repro_check.sh build/hfx build-asan/hfx — the same tiny
+#      checkpoints exported by the two build trees in every format give byte-identical folders; counts as
+#      one test.
+#   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
 #      tests/fuzz for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
-# Ends with one line "tests: N passed, M failed" over both runs. Parallelism: HFX_JOBS (default 2).
+# HFX_REQUIRE_ORACLES=1 (.ci/run sets it) turns a test whose oracle (node, the npm packages, chromium) is
+# missing from a skip into a failure that names the oracle (tests/support/oracle.h), and makes CMake refuse
+# to configure without ONNX Runtime. Ends with one line "tests: N passed, M failed, K skipped" over all
+# tiers; K counts ctest's skipped tests. Parallelism: HFX_JOBS (default 2). Each tier prints its wall time and
+# CPU seconds ("[test] tier NAME: W s wall, C CPU-s").
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export HFX_JOBS="${HFX_JOBS:-2}"
 ASAN="${HFX_CI_ASAN:-1}"
-ASAN_TESTS="${HFX_ASAN_TESTS:-Malformed|Safetensors|Symbolic|Tensor|Tokenizer}"
+# The tree beside the sanitizer one (libhfx for the fuzz build, the second hfx of the reproducibility step):
+# release (-O2, the default) or quick (-O0 + precompiled headers: cheaper to compile; the budget fallback).
+BASE_PRESET="${HFX_CI_BASE_PRESET:-release}"
+case "$BASE_PRESET" in
+  release) BASE_DIR=build ;;
+  quick) BASE_DIR=build-quick ;;
+  *) echo "[test] error: expected HFX_CI_BASE_PRESET release or quick, got '$BASE_PRESET'" >&2; exit 2 ;;
+esac
+export HFX_FUZZ_BASE_PRESET="$BASE_PRESET"
 cd "$ROOT"
 
 passed=0
 failed=0
+skipped=0
 status=0
-# run_ctest LOG ARGS... — runs ctest, echoing its output, and adds its totals to passed/failed.
+# run_ctest LOG ARGS... — runs ctest, echoing its output, and adds its totals to passed/failed/skipped.
 run_ctest() {
   local log=$1
   shift
   local rc=0
   ctest "$@" 2>&1 | tee "$log" || rc=$?
-  local line total nfail
+  local line total nfail nskip
   line=$(grep -E 'tests passed, [0-9]+ tests? failed out of [0-9]+' "$log" | tail -1 || true)
   if [[ -n "$line" ]]; then
     nfail=$(sed -E 's/.* ([0-9]+) tests? failed out of.*/\1/' <<<"$line")
     total=$(sed -E 's/.*failed out of ([0-9]+).*/\1/' <<<"$line")
-    passed=$((passed + total - nfail))
+    # ctest counts a skipped test (GTEST_SKIP) as not failed; it lists it under "did not run" as (Skipped).
+    nskip=$(grep -cE '^[[:space:]]+[0-9]+ - .*\(Skipped\)$' "$log" || true)
+    passed=$((passed + total - nfail - nskip))
     failed=$((failed + nfail))
+    skipped=$((skipped + nskip))
+  else
+    failed=$((failed + 1))  # ctest itself failed (no summary)
   fi
   ((rc == 0)) || status=$rc
 }
-
 logs=$(mktemp -d)
 trap 'rm -rf "$logs"' EXIT
-
-bash scripts/build.sh release
-run_ctest "$logs/release.log" --preset release -j "$HFX_JOBS"
+# child_cpu — sets CHILD_CPU to the CPU seconds (user + system) of every command this script has waited for.
+# The `times` builtin must run in this shell (a pipe or $(...) would run it in a subshell with no children).
+child_cpu() {
+  times >"$logs/times"
+  CHILD_CPU=$(tail -1 "$logs/times" | awk '{ s = 0; for (i = 1; i <= 2; i++) { split($i, t, /[ms]/); s += t[1] * 60 + t[2] }
+                                             printf "%.0f", s }')
+}
+# tier NAME — prints the wall time and the CPU seconds since the previous tier began (the CI breakdown).
+tier_start=$SECONDS
+child_cpu
+tier_cpu=$CHILD_CPU
+tier() {
+  child_cpu
+  echo "[test] tier $1: $((SECONDS - tier_start)) s wall, $((CHILD_CPU - tier_cpu)) CPU-s"
+  tier_start=$SECONDS
+  tier_cpu=$CHILD_CPU
+}
 
 if [[ "$ASAN" == 1 ]]; then
+  bash scripts/build.sh "$BASE_PRESET" hfx_cli
+  tier "$BASE_PRESET build (libhfx, hfx)"
+
+  # The sanitizer options and LeakSanitizer suppressions of the test preset (CMakePresets.json), also for
+  # what runs sanitized outside ctest: the test listing at build time (gtest_discover_tests), the repro step.
+  export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
+  export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0"
   bash scripts/build.sh asan
-  export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:abort_on_error=1}"
-  export UBSAN_OPTIONS="${UBSAN_OPTIONS:-print_stacktrace=1:halt_on_error=1}"
-  # List first, then grep the file: `ctest | grep -q` under pipefail fails when grep closes the pipe early.
-  ctest --preset asan -N -R "$ASAN_TESTS" > "$logs/asan-list.txt" 2>&1 || true
-  if grep -qE '^ *Test +#' "$logs/asan-list.txt"; then
-    run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS" -R "$ASAN_TESTS"
-  else
-    echo "[test] asan: no test matches '$ASAN_TESTS' (fine)"
-  fi
+  tier "asan build (everything)"
+  run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS"
+  tier "asan suite"
+
+  rc=0
+  bash scripts/repro_check.sh "$BASE_DIR/hfx" build-asan/hfx || rc=$?
+  if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
+  tier "reproducibility ($BASE_PRESET vs asan tree)"
 else
-  echo "[test] HFX_CI_ASAN=$ASAN: asan preset skipped"
+  echo "[test] HFX_CI_ASAN=$ASAN: the whole suite in the release tree, no sanitizer tier"
+  bash scripts/build.sh release
+  run_ctest "$logs/release.log" --preset release -j "$HFX_JOBS"
+  tier "release build and suite"
 fi
 
 if [[ "${HFX_CI_FUZZ:-1}" == 1 ]]; then
@@ -67,9 +113,10 @@ if [[ "${HFX_CI_FUZZ:-1}" == 1 ]]; then
     status=$rc
     ((bad > 0)) || failed=$((failed + 1))  # the fuzz build itself failed
   fi
+  tier "fuzz"
 else
   echo "[test] HFX_CI_FUZZ=${HFX_CI_FUZZ}: fuzz targets skipped"
 fi
 
-echo "tests: $passed passed, $failed failed"
+echo "tests: $passed passed, $failed failed, $skipped skipped"
 exit "$status"

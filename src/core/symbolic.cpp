@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <fmt/format.h>
+#include <string_view>
 
 #include "hfx/core/error.h"
 
@@ -28,6 +29,26 @@ int64_t py_floordiv(int64_t a, int64_t b) {
   return q;
 }
 int64_t py_mod(int64_t a, int64_t b) { return a - py_floordiv(a, b) * b; }
+
+// Guard places end up in artifacts (ONNX metadata, .pt2 assertion messages), so they must not depend on
+// where hfx was built: std::source_location holds whatever path the compiler was given (absolute with
+// CMake, "../src/..." through ccache's base dir). Keep the path from the last "src/", "include/",
+// "tools/" or "tests/" folder on, i.e. relative to the source root; a caller outside such a tree keeps
+// only its file name.
+std::string source_relative(std::string_view file) {
+  size_t from = std::string_view::npos;  // start of the last root folder component
+  for (size_t start = 0; start < file.size();) {
+    size_t end = std::min(file.find('/', start), file.size());
+    std::string_view part = file.substr(start, end - start);
+    if (end < file.size() && (part == "src" || part == "include" || part == "tools" || part == "tests")) from = start;
+    start = end + 1;
+  }
+  if (from != std::string_view::npos) return std::string(file.substr(from));
+  size_t slash = file.rfind('/');
+  return std::string(slash == std::string_view::npos ? file : file.substr(slash + 1));
+}
+
+std::string place(const std::source_location& loc) { return fmt::format("{}:{}", source_relative(loc.file_name()), loc.line()); }
 
 std::string make_text(Sym::Kind k, int64_t v, const std::string& name, const std::vector<Sym>& args) {
   switch (k) {
@@ -433,7 +454,7 @@ bool ShapeEnv::decide(const Sym& diff, int64_t lower, std::source_location loc, 
   if (r.min >= lower) return true;
   if (r.max < lower) return false;
   bool result = hint(diff) >= lower;
-  std::string where = fmt::format("{}:{}", loc.file_name(), loc.line());
+  std::string where = place(loc);
   if (result) {
     guards_.push_back(Guard{diff, lower, kInf, where, what});
   } else {
@@ -459,7 +480,7 @@ bool ShapeEnv::eq(const Sym& e, const Sym& v, std::source_location loc) {
   SymRange r = bounds(d);
   if (r.min == 0 && r.max == 0) return true;
   if (r.min > 0 || r.max < 0) return false;
-  std::string where = fmt::format("{}:{}", loc.file_name(), loc.line());
+  std::string where = place(loc);
   int64_t h = hint(d);
   if (h == 0) {
     guards_.push_back(Guard{d, 0, 0, where, e.str() + " == " + v.str()});
@@ -474,7 +495,7 @@ int64_t ShapeEnv::specialize(const Sym& e, std::source_location loc) {
   int64_t h = hint(e);
   SymRange r = bounds(e);
   if (r.min == r.max) return r.min;
-  guards_.push_back(Guard{e, h, h, fmt::format("{}:{}", loc.file_name(), loc.line()),
+  guards_.push_back(Guard{e, h, h, place(loc),
                           fmt::format("{} specialized to {}", e.str(), h)});
   return h;
 }

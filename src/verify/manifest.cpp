@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -39,8 +40,17 @@ namespace {
 
 constexpr const char* kComp = "manifest";
 
+// The time written into manifest.json. SOURCE_DATE_EPOCH (reproducible-builds.org) replaces the clock,
+// so that two exports of the same checkpoint give byte-identical folders, manifest included (CI's
+// scripts/repro_check.sh compares the exports of two build trees that way).
 std::string utc_now() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
+    const std::string v = epoch;
+    HFX_CHECK(v.size() <= 12 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }), kComp,
+              "expected SOURCE_DATE_EPOCH to be whole seconds since 1970-01-01 UTC, got '{}'; unset it or fix it", v);
+    t = static_cast<std::time_t>(std::stoll(v));
+  }
   std::tm tm{};
   gmtime_r(&t, &tm);
   char buf[32];

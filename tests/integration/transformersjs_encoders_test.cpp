@@ -25,6 +25,7 @@
 #include "hfx/runtime/embed.h"
 #include "hfx/tokenizers/tokenizer.h"
 #include "models/encoder_test_util.h"
+#include "support/oracle.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -97,17 +98,13 @@ Tensor eager_one(const Fixture& f, const std::string& text, std::vector<int64_t>
 
 std::string label(const Model& m, int64_t i) { return m.config().raw["id2label"][std::to_string(i)].get<std::string>(); }
 
-bool ready() {
-  return system("node --version > /dev/null 2>&1") == 0 && fs::exists(fs::path(HFX_NODE_MODULES) / "@huggingface/transformers");
-}
-
 const std::vector<std::string> kTexts = {"The quick brown fox jumps over the lazy dog.", "hello world",
                                          "Sentence embeddings compare meaning, not spelling; 42 times."};
 
 class TjsEncoders : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
-  if (!ready()) GTEST_SKIP() << "node or @huggingface/transformers missing (scripts/setup.sh)";
+  HFX_REQUIRE_ORACLE(test::kTransformersJs);
   const std::string arch = GetParam();
   Fixture f;
   make(f, arch, "st", "--sentence-transformers --pooling mean");
@@ -167,7 +164,7 @@ TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
 }
 
 TEST_P(TjsEncoders, TextClassification) {
-  if (!ready()) GTEST_SKIP() << "node or @huggingface/transformers missing (scripts/setup.sh)";
+  HFX_REQUIRE_ORACLE(test::kTransformersJs);
   const std::string arch = GetParam();
   Fixture f;
   make(f, arch, "seqcls", "--head sequence_classification");
@@ -194,7 +191,7 @@ TEST_P(TjsEncoders, TextClassification) {
 }
 
 TEST_P(TjsEncoders, TokenClassification) {
-  if (!ready()) GTEST_SKIP() << "node or @huggingface/transformers missing (scripts/setup.sh)";
+  HFX_REQUIRE_ORACLE(test::kTransformersJs);
   const std::string arch = GetParam();
   Fixture f;
   make(f, arch, "tokcls", "--head token_classification");
@@ -224,7 +221,7 @@ TEST_P(TjsEncoders, TokenClassification) {
 }
 
 TEST_P(TjsEncoders, FillMask) {
-  if (!ready()) GTEST_SKIP() << "node or @huggingface/transformers missing (scripts/setup.sh)";
+  HFX_REQUIRE_ORACLE(test::kTransformersJs);
   const std::string arch = GetParam();
   Fixture f;
   make(f, arch, "mlm", "--head masked_lm");

@@ -12,6 +12,7 @@
 
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
+#include "support/oracle.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -42,9 +43,7 @@ class TransformersJs : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TransformersJs, SameGreedyTokensAsEager) {
   const std::string arch = GetParam();
-  if (system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
-  if (!fs::exists(fs::path(HFX_NODE_MODULES) / "@huggingface/transformers"))
-    GTEST_SKIP() << "deps/npm/node_modules lacks @huggingface/transformers (run scripts/setup.sh)";
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   fs::path dir = fs::temp_directory_path() / ("hfx_tjs_" + arch + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/runtime/text2text.h"
+#include "support/oracle.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -40,9 +41,7 @@ class TransformersJsText2Text : public ::testing::TestWithParam<T2T> {};
 
 TEST_P(TransformersJsText2Text, SameGreedyTokensAsHfx) {
   const T2T& t = GetParam();
-  if (system("node --version > /dev/null 2>&1") != 0) GTEST_SKIP() << "node is not installed (scripts/setup.sh installs it)";
-  if (!fs::exists(fs::path(HFX_NODE_MODULES) / "@huggingface/transformers"))
-    GTEST_SKIP() << "deps/npm/node_modules lacks @huggingface/transformers (run scripts/setup.sh)";
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   fs::path dir = fs::temp_directory_path() / ("hfx_tjs_t2t_" + t.name + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   fs::create_directories(dir);

@@ -1,7 +1,7 @@
 // Logits against an independent implementation: llama.cpp through node-llama-cpp on the same weights
 // (written as GGUF F32 by tests/models/gguf_writer.h). Compares full next-token softmax distributions
 // at every position of a token sequence and prints the max abs difference per architecture.
-// Skipped when deps/npm/node_modules (node-llama-cpp) is not installed.
+// Needs node-llama-cpp under deps/npm/node_modules (support/oracle.h: a failure in CI, a skip otherwise).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -12,6 +12,7 @@
 #include "hfx/ops/functional.h"
 #include "models/gguf_writer.h"
 #include "models/model_test_util.h"
+#include "support/oracle.h"
 
 namespace hfx::test {
 namespace {
@@ -38,9 +39,8 @@ struct Case {
 class LlamaCppReference : public ::testing::TestWithParam<Case> {};
 
 TEST_P(LlamaCppReference, SoftmaxMatches) {
+  HFX_REQUIRE_ORACLE(hfx::test::kNodeLlamaCpp);
   const std::string nm = HFX_NODE_MODULES;
-  if (!std::filesystem::exists(std::filesystem::path(nm) / "node-llama-cpp" / "dist" / "index.js"))
-    GTEST_SKIP() << "node-llama-cpp is not installed under " << nm << " (run scripts/setup.sh)";
   const Case& c = GetParam();
   TempDir dir("llamacpp_" + c.model_type);
   TinyOptions o;

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
+#include "support/oracle.h"
 
 namespace fs = std::filesystem;
 using hfx::tok::Tokenizer;
@@ -48,31 +49,24 @@ std::vector<std::string> corpus() {
   return out;
 }
 
-// Runs the node oracle once for all fixtures; empty json + reason when it cannot run.
+// Runs the node oracle once for all fixtures (callers check first that it is installed); empty json
+// and the failed command when it did not run.
 struct Oracle {
   json result;
-  std::string skip_reason;
+  std::string error;
 };
 
 const Oracle& oracle() {
   static const Oracle o = [] {
     Oracle r;
     fs::path nm(HFX_NODE_MODULES);
-    if (std::system("node --version > /dev/null 2>&1") != 0) {
-      r.skip_reason = "node is not on PATH";
-      return r;
-    }
-    if (!fs::exists(nm / "tokenizers" / "package.json")) {
-      r.skip_reason = "npm package 'tokenizers' is not installed under " + nm.string();
-      return r;
-    }
     fs::path out = fs::temp_directory_path() / ("hfx_tok_oracle_" + std::to_string(::getpid()) + ".json");
     std::string cmd = "node '" + (fs::path(HFX_SOURCE_DIR) / "tests/tokenizers/oracle.js").string() + "' '" + nm.string() +
                       "' '" + (kData / "corpus.txt").string() + "'";
     for (auto& f : kFixtures) cmd += " '" + (kData / f).string() + "'";
     cmd += " > '" + out.string() + "'";
     if (std::system(cmd.c_str()) != 0) {
-      r.skip_reason = "the node oracle failed: " + cmd;
+      r.error = "the node oracle failed: " + cmd;
       return r;
     }
     r.result = json::parse(slurp(out));
@@ -91,8 +85,9 @@ std::string show(const std::vector<int32_t>& v) {
 class TokenizerParity : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(TokenizerParity, MatchesHuggingFace) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTokenizersJs);
   const Oracle& o = oracle();
-  if (!o.skip_reason.empty()) GTEST_SKIP() << o.skip_reason;
+  ASSERT_TRUE(o.error.empty()) << o.error;
   const fs::path path = kData / GetParam();
   const json& ref = o.result.at(path.string());
   Tokenizer tok = Tokenizer::from_files(path.string());

@@ -15,6 +15,7 @@
 #include <onnx/onnx_pb.h>
 
 #include "hfx/io/safetensors.h"
+#include "support/oracle.h"
 
 namespace fs = std::filesystem;
 
@@ -251,7 +252,7 @@ TEST_F(VerifyCli, NoWeightsAndNoReferenceUsesTheManifestSourceOrSaysSo) {
 
 TEST_F(VerifyCli, HtmlReportRendersInHeadlessChromium) {
   const char* chromium = "/usr/bin/chromium";
-  if (!fs::exists(chromium)) GTEST_SKIP() << "Debian chromium is not installed (scripts/setup.sh installs it)";
+  HFX_REQUIRE_ORACLE(hfx::test::kChromium);
   fs::path d = copy("html");
   Proc v = verify(d);
   ASSERT_EQ(v.rc, 0) << v.out;

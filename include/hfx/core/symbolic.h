@@ -87,7 +87,7 @@ struct Guard {
   Sym expr;          ///< The guarded quantity.
   int64_t lower;     ///< expr >= lower must hold (use lower = upper for equality).
   int64_t upper;     ///< expr <= upper must hold.
-  std::string where; ///< file:line of the code that asked.
+  std::string where; ///< file:line of the code that asked, relative to the source root (no build path).
   std::string what;  ///< the question, e.g. "s1 > 4096".
 };
 
