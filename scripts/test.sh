@@ -1,12 +1,11 @@
 #!/usr/bin/env bash
 # scripts/test.sh — builds and tests hfx (run scripts/setup.sh first). The CI tiers (.ci/run):
-#   1. release (build/, -O2, NDEBUG): libhfx and the hfx binary only — what the fuzz build links and what the
-#      reproducibility check runs (HFX_CI_BASE_PRESET=quick: build-quick/ at -O0 instead, for a tighter CI
-#      budget). With HFX_CI_ASAN=0 the release tree builds and runs the whole suite instead (the quick local
-#      run).
+#   1. release (build/, -O2, NDEBUG): the whole suite, `ctest --preset release` (HFX_CI_BASE_PRESET=quick:
+#      build-quick/ at -O0, only libhfx and hfx, no suite — for a quick local pass over the other tiers).
 #   2. asan (HFX_CI_ASAN=1, the default): build-asan/, Debug (assertions and the pass verifier on), libhfx at
-#      -O1 (tests, CLI at -O0), AddressSanitizer + UndefinedBehaviorSanitizer: the WHOLE suite, `ctest --preset
-#      asan`. Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
+#      -O1 (tests, CLI at -O0), AddressSanitizer + UndefinedBehaviorSanitizer. It runs the tests matching
+#      HFX_ASAN_TESTS (a ctest regex; "all" runs the whole suite, which does not yet fit CI's budget).
+#      Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
 #   3. reproducibility (with tier 2): scripts/repro_check.sh build/hfx build-asan/hfx — the same tiny
 #      checkpoints exported by the two build trees in every format give byte-identical folders; counts as
 #      one test.
@@ -22,6 +21,9 @@ set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 export HFX_JOBS="${HFX_JOBS:-2}"
 ASAN="${HFX_CI_ASAN:-1}"
+# Which tests the sanitizer tree runs: a ctest regex, or "all" for the whole suite. The whole suite under
+# ASan does not fit CI's 30-minute budget on 2 cores yet (issue 18), so CI runs this subset.
+ASAN_TESTS="${HFX_ASAN_TESTS:-Malformed|Safetensors|Symbolic|Tensor|Tokenizer|Fuzz|Crafted}"
 # The tree beside the sanitizer one (libhfx for the fuzz build, the second hfx of the reproducibility step):
 # release (-O2, the default) or quick (-O0 + precompiled headers: cheaper to compile; the budget fallback).
 BASE_PRESET="${HFX_CI_BASE_PRESET:-release}"
@@ -78,28 +80,33 @@ tier() {
   tier_cpu=$CHILD_CPU
 }
 
-if [[ "$ASAN" == 1 ]]; then
-  bash scripts/build.sh "$BASE_PRESET" hfx_cli
-  tier "$BASE_PRESET build (libhfx, hfx)"
+bash scripts/build.sh "$BASE_PRESET" $([[ "$BASE_PRESET" == quick ]] && echo hfx_cli)
+tier "$BASE_PRESET build"
+if [[ "$BASE_PRESET" == release ]]; then
+  run_ctest "$logs/release.log" --preset release -j "$HFX_JOBS"
+  tier "release suite"
+fi
 
+if [[ "$ASAN" == 1 ]]; then
   # The sanitizer options and LeakSanitizer suppressions of the test preset (CMakePresets.json), also for
   # what runs sanitized outside ctest: the test listing at build time (gtest_discover_tests), the repro step.
   export ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
   export LSAN_OPTIONS="suppressions=$ROOT/tests/sanitizers/lsan.supp:print_suppressions=0"
   bash scripts/build.sh asan
   tier "asan build (everything)"
-  run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS"
-  tier "asan suite"
+  if [[ "$ASAN_TESTS" == all ]]; then
+    run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS"
+  else
+    run_ctest "$logs/asan.log" --preset asan -j "$HFX_JOBS" -R "$ASAN_TESTS"
+  fi
+  tier "asan suite ($ASAN_TESTS)"
 
   rc=0
   bash scripts/repro_check.sh "$BASE_DIR/hfx" build-asan/hfx || rc=$?
   if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
   tier "reproducibility ($BASE_PRESET vs asan tree)"
 else
-  echo "[test] HFX_CI_ASAN=$ASAN: the whole suite in the release tree, no sanitizer tier"
-  bash scripts/build.sh release
-  run_ctest "$logs/release.log" --preset release -j "$HFX_JOBS"
-  tier "release build and suite"
+  echo "[test] HFX_CI_ASAN=$ASAN: no sanitizer tier"
 fi
 
 if [[ "${HFX_CI_FUZZ:-1}" == 1 ]]; then
