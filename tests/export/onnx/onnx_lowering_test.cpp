@@ -353,9 +353,6 @@ TEST(OnnxLowering, RegistryListsTranslationsAndIrFixes) {
   EXPECT_GE(fixes, 2);
 }
 
-}  // namespace
-}  // namespace hfx::onnx_test
-
 // Linear weights are stored transposed ([in, out], what MatMul reads: nothing for ONNX Runtime to fold at
 // load); a table that is both an embedding and a tied lm_head is stored once, [H, V], and gathered on axis 1.
 // The external data holds the source bytes transposed (and widened from bf16 with weight_dtype f32).
@@ -403,3 +400,6 @@ TEST(OnnxLowering, LinearWeightsAreStoredTransposedAndTiedTablesGatheredOnAxisOn
   for (const auto& n : torch_like.model.graph().node()) transposes += n.op_type() == "Transpose" && n.input(0) == "w";
   EXPECT_EQ(transposes, 1);
 }
+
+}  // namespace
+}  // namespace hfx::onnx_test
