@@ -447,6 +447,8 @@ VerifyReport run_verify(const VerifyOptions& options) {
     json lines = json::array();
     for (const auto& c : cx.checks) lines.push_back({{"component", c.component}, {"check", c.check}, {"status", c.status}, {"message", c.message}});
     summary["checks"] = lines;
+    // The tolerances the numerics were judged by (the precision row), shown in the manifest too.
+    if (rep.json.contains("tolerances")) summary["tolerances"] = rep.json["tolerances"];
     record_verify_result(cx.out.string(), rep.passed, summary);
   }
   return rep;
