@@ -9,8 +9,8 @@
 // tied embedding gathered on axis 1 gets its axis-0 Gather back — so the two graphs differ only in
 // the layout ONNX Runtime has to fold at load. Each session is created in a forked child (time and peak
 // RSS of that child), alternating hfx / baseline `reps` times, plus hfx's graph with ONNX Runtime's
-// graph optimizations off (the floor: what reading the weights costs). With --hfx, `HFX_BIN generate OUT` runs
-// greedily on ONNX Runtime and its peak RSS (wait4) is compared with the size of the weight file.
+// graph optimizations off (the floor: what reading the weights costs). With --hfx, `HFX_BIN generate OUT`
+// runs greedily on ONNX Runtime and its peak RSS (wait4) is compared with the size of the weight file.
 #include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -55,7 +55,8 @@ std::map<std::string, std::string> ext(const onnx::TensorProto& t) {
 // Bytes of initializer `t` of the export in `dir` (external data only: the bench needs --external-data).
 std::string read_bytes(const fs::path& dir, const onnx::TensorProto& t) {
   auto kv = ext(t);
-  if (kv.empty()) die("expected external data for initializer " + t.name() + " (export with --external-data)");
+  if (kv.empty())
+    die("expected external data for initializer " + t.name() + " (export with --external-data)");
   std::ifstream f(dir / kv["location"], std::ios::binary);
   std::string b(std::stoull(kv["length"]), '\0');
   f.seekg(static_cast<std::streamoff>(std::stoull(kv.count("offset") ? kv["offset"] : "0")));
@@ -126,7 +127,8 @@ void build_baseline(const fs::path& src, const fs::path& dst) {
   uint64_t off = 0;
   for (auto& [name, t] : inits) {
     if (t->external_data_size() == 0) {  // small constants stay embedded in both graphs
-      if (flip.count(name)) die("expected the weight " + name + " in external data (export with --external-data)");
+      if (flip.count(name))
+        die("expected the weight " + name + " in external data (export with --external-data)");
       continue;
     }
     std::string b = read_bytes(src.parent_path(), *t);
@@ -140,8 +142,9 @@ void build_baseline(const fs::path& src, const fs::path& dst) {
     data.seekp(static_cast<std::streamoff>(off));
     data.write(b.data(), static_cast<std::streamsize>(b.size()));
     t->clear_external_data();
-    for (auto [k, v] : std::map<std::string, std::string>{
-             {"location", dst.filename().string() + "_data"}, {"offset", std::to_string(off)}, {"length", std::to_string(b.size())}}) {
+    for (auto [k, v] : std::map<std::string, std::string>{{"location", dst.filename().string() + "_data"},
+                                                          {"offset", std::to_string(off)},
+                                                          {"length", std::to_string(b.size())}}) {
       auto* e = t->add_external_data();
       e->set_key(k);
       e->set_value(v);
@@ -188,8 +191,9 @@ Load generate(const std::string& hfx, const fs::path& out, int tokens) {
   pid_t pid = fork();
   if (pid == 0) {
     std::string n = std::to_string(tokens);
-    execl(hfx.c_str(), hfx.c_str(), "--quiet", "generate", out.c_str(), "--prompt", "The capital of France is", "--max-new-tokens",
-          n.c_str(), "--greedy", "--engine", "ort", static_cast<char*>(nullptr));
+    execl(hfx.c_str(), hfx.c_str(), "--quiet", "generate", out.c_str(), "--prompt",
+          "The capital of France is", "--max-new-tokens", n.c_str(), "--greedy", "--engine", "ort",
+          static_cast<char*>(nullptr));
     _exit(127);
   }
   int st = 0;
@@ -208,11 +212,16 @@ int main(int argc, char** argv) {
   std::string hfx;
   for (int i = 2; i + 1 < argc; i += 2) {
     std::string k = argv[i];
-    if (k == "--threads") threads = std::stoi(argv[i + 1]);
-    else if (k == "--reps") reps = std::stoi(argv[i + 1]);
-    else if (k == "--hfx") hfx = argv[i + 1];
-    else if (k == "--max-new-tokens") tokens = std::stoi(argv[i + 1]);
-    else die("unknown option " + k);
+    if (k == "--threads")
+      threads = std::stoi(argv[i + 1]);
+    else if (k == "--reps")
+      reps = std::stoi(argv[i + 1]);
+    else if (k == "--hfx")
+      hfx = argv[i + 1];
+    else if (k == "--max-new-tokens")
+      tokens = std::stoi(argv[i + 1]);
+    else
+      die("unknown option " + k);
   }
   const fs::path model = out / "onnx" / "model.onnx";
   const fs::path base = out.string() + ".torch_layout/onnx/model.onnx";
@@ -225,19 +234,25 @@ int main(int argc, char** argv) {
     Load a = load_in_child(model, threads), b = load_in_child(base, threads);
     // The floor: hfx's graph with ONNX Runtime's graph optimizations off (reading weights, no rewriting).
     Load c = load_in_child(model, threads, hfx::rt::GraphOpt::Disabled);
-    hfx_s = std::min(hfx_s, a.seconds), torch_s = std::min(torch_s, b.seconds), floor_s = std::min(floor_s, c.seconds);
+    hfx_s = std::min(hfx_s, a.seconds), torch_s = std::min(torch_s, b.seconds),
+    floor_s = std::min(floor_s, c.seconds);
     hfx_kib = std::max(hfx_kib, a.peak_kib), torch_kib = std::max(torch_kib, b.peak_kib);
   }
   const double weights = static_cast<double>(fs::file_size(out / "onnx" / "model.onnx_data"));
-  std::printf("{\"bench\": \"load\", \"out\": \"%s\", \"threads\": %d, \"reps\": %d, \"weight_bytes\": %.0f, "
-              "\"baseline_build_s\": %.2f, \"session_s\": {\"hfx\": %.3f, \"torch_layout\": %.3f, \"hfx_no_graph_opt\": %.3f}, "
-              "\"session_ratio\": %.3f, "
-              "\"session_peak_rss_mib\": {\"hfx\": %.1f, \"torch_layout\": %.1f}",
-              out.c_str(), threads, reps, weights, build_s, hfx_s, torch_s, floor_s, hfx_s / torch_s, hfx_kib / 1024.0, torch_kib / 1024.0);
+  std::printf(
+      "{\"bench\": \"load\", \"out\": \"%s\", \"threads\": %d, \"reps\": %d, \"weight_bytes\": %.0f, "
+      "\"baseline_build_s\": %.2f, \"session_s\": {\"hfx\": %.3f, \"torch_layout\": %.3f, "
+      "\"hfx_no_graph_opt\": %.3f}, "
+      "\"session_ratio\": %.3f, "
+      "\"session_peak_rss_mib\": {\"hfx\": %.1f, \"torch_layout\": %.1f}",
+      out.c_str(), threads, reps, weights, build_s, hfx_s, torch_s, floor_s, hfx_s / torch_s,
+      hfx_kib / 1024.0, torch_kib / 1024.0);
   if (!hfx.empty()) {
     Load g = generate(hfx, out, tokens);
-    std::printf(", \"generate\": {\"tokens\": %d, \"seconds\": %.2f, \"peak_rss_mib\": %.1f, \"peak_rss_over_weights\": %.3f}", tokens,
-                g.seconds, g.peak_kib / 1024.0, g.peak_kib * 1024.0 / weights);
+    std::printf(
+        ", \"generate\": {\"tokens\": %d, \"seconds\": %.2f, \"peak_rss_mib\": %.1f, "
+        "\"peak_rss_over_weights\": %.3f}",
+        tokens, g.seconds, g.peak_kib / 1024.0, g.peak_kib * 1024.0 / weights);
   }
   std::printf("}\n");
   fs::remove_all(fs::path(out.string() + ".torch_layout"));

@@ -39,8 +39,8 @@ bool store_params_as(Graph& g, DType dt) {
     bool output = std::find(g.outputs().begin(), g.outputs().end(), p) != g.outputs().end();
     if (!dtype_is_float(orig) || orig == dt || users[p].empty() || !first || output) continue;
     p->type.dtype = dt;
-    Node* widen = g.add_node_typed("aten._to_copy", {p}, Attrs{{"dtype", orig}}, p->name + "/to_" + dtype_name(orig),
-                                   {TensorType{orig, p->type.shape}});
+    Node* widen = g.add_node_typed("aten._to_copy", {p}, Attrs{{"dtype", orig}},
+                                   p->name + "/to_" + dtype_name(orig), {TensorType{orig, p->type.shape}});
     g.move_before(widen, first);
     first = widen;
     for (Node* u : users[p])

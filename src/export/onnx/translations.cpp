@@ -13,6 +13,7 @@
 
 #include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
+#include "export/onnx/weight_layout.h"
 #include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
 
@@ -301,6 +302,10 @@ void squeeze(Cx& cx, const Node& n) {
 
 void to_copy(Cx& cx, const Node& n) {
   DType from = in_dt(n, 0), to = out_dt(n);
+  if (from == to && param_behind(n.inputs[0])) {
+    cx.rebind(n.outputs[0], cx.in(n, 0));  // a weight's widening (already stored f32): readers take the initializer
+    return;
+  }
   if (from == to) {
     cx.emit("Identity", {cx.in(n, 0)}, {cx.out(n)}, &n);
     return;

@@ -11,7 +11,8 @@ bool is_cast(const Node* n) { return n && n->op == "aten._to_copy" && !n->inputs
 
 // Every reader of `v`, looking through casts: is each a linear's weight or an embedding's table?
 // Counts the linears in `linears`.
-bool only_linear_or_table(const Value* v, const std::map<const Value*, std::vector<Node*>>& users, int& linears) {
+bool only_linear_or_table(const Value* v, const std::map<const Value*, std::vector<Node*>>& users,
+                          int& linears) {
   auto it = users.find(v);
   if (it == users.end()) return true;
   for (const Node* u : it->second) {
@@ -46,7 +47,8 @@ std::set<const Value*> params_to_transpose(const Graph& g) {
   return out;
 }
 
-void declare_params(LoweringContext& cx, const Graph& g, const std::set<const Value*>& read, LoweredModel& lm) {
+void declare_params(LoweringContext& cx, const Graph& g, const std::set<const Value*>& read,
+                    LoweredModel& lm) {
   const LowerOptions& opts = cx.options();
   // Without an explicit weight dtype, a f16/bf16 parameter whose every reader is a cast to f32 (the
   // models' `F::to(w, F32)` at use) or a gather of rows that eager casts afterwards keeps its dtype behind
@@ -54,7 +56,8 @@ void declare_params(LoweringContext& cx, const Graph& g, const std::set<const Va
   auto users = g.users();
   std::set<const Value*> outputs(g.outputs().begin(), g.outputs().end());
   auto only_cast_to_f32 = [&](const Value* v) {
-    if (!opts.keep_param_dtype || (v->type.dtype != DType::F16 && v->type.dtype != DType::BF16) || outputs.count(v))
+    if (!opts.keep_param_dtype || (v->type.dtype != DType::F16 && v->type.dtype != DType::BF16) ||
+        outputs.count(v))
       return false;
     auto it = users.find(v);
     if (it == users.end() || it->second.empty()) return false;

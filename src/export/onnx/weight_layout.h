@@ -24,6 +24,7 @@ std::set<const Value*> params_to_transpose(const Graph& g);
 /// Declares the initializers of the parameters in `read` (dims as stored, dtype as LowerOptions says),
 /// with a Cast to f32 behind each f16/bf16 one, and records their sources (and which are transposed) in
 /// `lm`.
-void declare_params(LoweringContext& cx, const Graph& g, const std::set<const Value*>& read, LoweredModel& lm);
+void declare_params(LoweringContext& cx, const Graph& g, const std::set<const Value*>& read,
+                    LoweredModel& lm);
 
 }  // namespace hfx::onnx_export

@@ -12,8 +12,8 @@
 #include <fstream>
 #include <set>
 
-#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
+#include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
 
@@ -88,7 +88,8 @@ class Precision : public testing::Test {
         EXPECT_EQ(c["status"], "passed") << name << " " << c["component"] << ": " << c["message"];
       }
     EXPECT_GT(numerics, 0) << name << ": no artifact ran against eager";
-    EXPECT_EQ(read_json(out / "manifest.json")["verify"]["report"]["tolerances"]["key"], key);  // shown in the manifest
+    EXPECT_EQ(read_json(out / "manifest.json")["verify"]["report"]["tolerances"]["key"],
+              key);  // shown in the manifest
     return j;
   }
 };
@@ -100,7 +101,8 @@ TEST_F(Precision, OnnxStandardEachDtypeRunsInOrtWithinItsTolerances) {
   export_and_verify("llama", "onnx_bf16", "--format onnx --dtype bf16", "bf16", "bf16");
   // A bf16 checkpoint: auto is f32 (ONNX Runtime CPU computes in f32) and exact; bf16 keeps it exact.
   export_and_verify("llama_bf16", "onnx_ck_bf16_auto", "--format onnx", "f32", "exact");
-  export_and_verify("llama_bf16", "onnx_ck_bf16_bf16", "--format onnx --dtype bf16 --external-data", "bf16", "exact");
+  export_and_verify("llama_bf16", "onnx_ck_bf16_bf16", "--format onnx --dtype bf16 --external-data", "bf16",
+                    "exact");
 }
 
 TEST_F(Precision, OnnxOrtTargetEachDtypeRunsInOrtWithinItsTolerances) {
@@ -121,7 +123,8 @@ TEST_F(Precision, DynamoRecordsItsDtypeAndStoresWeightsInIt) {
   for (auto [ck, dtype, want] : {std::tuple{"llama", "auto", "f32"}, std::tuple{"llama_bf16", "auto", "bf16"},
                                  std::tuple{"llama", "bf16", "bf16"}}) {
     fs::path out = root() / (std::string("dyn_") + ck + "_" + dtype);
-    Proc e = sh(cli() + " export " + (root() / ck).string() + " --format dynamo --dtype " + dtype + " -o " + out.string());
+    Proc e = sh(cli() + " export " + (root() / ck).string() + " --format dynamo --dtype " + dtype + " -o " +
+                out.string());
     ASSERT_EQ(e.rc, 0) << e.out;
     EXPECT_EQ(read_json(out / "manifest.json")["precision"]["dtype"], want) << ck << " " << dtype;
     EXPECT_EQ(read_json(out / "export_config.json")["dtype"], dtype);
@@ -143,7 +146,8 @@ TEST_F(Precision, F32LayoutLeavesNothingToFoldAndTiedTablesAreGatheredTransposed
       int matmul_on_weights = 0;
       for (const auto& n : m.graph().node()) {
         if (n.op_type() == "Transpose" || n.op_type() == "Cast")
-          EXPECT_FALSE(inits.count(n.input(0))) << ck << " " << comp << ": " << n.op_type() << " of initializer " << n.input(0);
+          EXPECT_FALSE(inits.count(n.input(0)))
+              << ck << " " << comp << ": " << n.op_type() << " of initializer " << n.input(0);
         if (n.op_type() == "MatMul" && inits.count(n.input(1))) matmul_on_weights++;
         if (n.op_type() == "Gather" && n.input(0).find("embed_tokens") != std::string::npos) {
           // gemma ties lm_head to the table: stored [H, V] and gathered on axis 1; llama's is untied: axis 0.
@@ -160,9 +164,11 @@ TEST_F(Precision, F32LayoutLeavesNothingToFoldAndTiedTablesAreGatheredTransposed
 
 TEST_F(Precision, RejectsAnUnknownDtypeBeforeWritingAnything) {
   fs::path out = root() / "bad";
-  Proc e = sh(cli() + " export " + (root() / "llama").string() + " --format onnx --dtype fp8 -o " + out.string());
+  Proc e =
+      sh(cli() + " export " + (root() / "llama").string() + " --format onnx --dtype fp8 -o " + out.string());
   EXPECT_EQ(e.rc, 1) << e.out;
-  EXPECT_NE(e.out.find("[config] expected dtype among [auto, f32, f16, bf16], got 'fp8'"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("[config] expected dtype among [auto, f32, f16, bf16], got 'fp8'"), std::string::npos)
+      << e.out;
   EXPECT_FALSE(fs::exists(out));
 }
 
