@@ -24,7 +24,7 @@ namespace hfx::cli {
 namespace {
 
 struct ExportArgs {
-  std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable";
+  std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable", dtype = "auto";
   int opset = 18;
   bool external_data = false, no_dynamic = false, no_optimize = false;
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
@@ -91,6 +91,7 @@ void run_export(const ExportArgs& a) {
     j["dynamic"] = !a.no_dynamic;
     j["max_batch"] = a.max_batch;
     j["max_sequence"] = a.max_sequence;
+    j["dtype"] = a.dtype;
     if (a.format == "onnx") {
       j["opset"] = a.opset;
       j["external_data"] = a.external_data;
@@ -124,8 +125,10 @@ void run_export(const ExportArgs& a) {
       fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
     }
     if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
-    // Transformers.js loads external data only when config.json says so.
-    if (a.format == "onnx" && cfg->to_json().value("external_data", false) && fs::exists(tmp / "config.json")) {
+    // Transformers.js loads external data only when config.json says so (flag or chosen automatically).
+    bool external = false;
+    for (const auto& f : r.files) external |= f.role == "weights" && f.path.ends_with(".onnx_data");
+    if (a.format == "onnx" && external && fs::exists(tmp / "config.json")) {
       auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
       j["transformers.js_config"]["use_external_data_format"] = true;
       io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
@@ -136,6 +139,7 @@ void run_export(const ExportArgs& a) {
     std::map<std::string, ShapeContract> contracts;
     for (const auto& p : r.programs) contracts[p.component] = p.contract;
     verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg->to_json(), contracts);
+    man.precision = cfg->precision(model->config().dtype);
     man.warnings = r.warnings;
     man.write(tmp.string());
     for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
@@ -164,13 +168,16 @@ void register_export(CLI::App& app) {
       "Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n"
       "  hfx export HuggingFaceTB/SmolLM2-135M --format onnx -o smollm2-onnx   (model id: the HF cache, else the Hub)\n"
       "  HF_HUB_OFFLINE=1 hfx export HuggingFaceTB/SmolLM2-135M@main --format onnx -o smollm2-onnx   (cache only)\n"
-      "  hfx export tiny-llama --format executorch --backend portable -o tiny-llama-pte");
+      "  hfx export tiny-llama --format executorch --backend portable -o tiny-llama-pte\n"
+      "  hfx export tiny-llama --format onnx --dtype bf16 -o tiny-llama-onnx-bf16   (half-size weights)");
   cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
   cmd->add_option("--opset", a->opset, "ONNX opset (18..23)");
-  cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data");
+  cmd->add_option("--dtype", a->dtype, "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
+                                       "docs/precision.md)");
+  cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data (automatic above 2 GB)");
   cmd->add_option("--target", a->target, "ONNX: standard | ort (com.microsoft fused ops)");
   cmd->add_flag("--no-optimize", a->no_optimize, "ONNX: skip graph optimization");
   cmd->add_option("--backend", a->backend, "ExecuTorch: portable (portable kernels, no delegate)");

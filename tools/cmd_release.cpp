@@ -4,6 +4,8 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "hfx/export/exporter.h"
+#include "hfx/models/model.h"
 #include "hfx/core/error.h"
 #include <filesystem>
 #include "hfx/io/safetensors.h"
@@ -33,7 +35,10 @@ void run_manifest(const ManifestArgs& a) {
     cfg = nlohmann::json::parse(io::read_file(cfg_path));
     format = cfg.value("format", "");
   }
-  verify::Manifest m = verify::build_manifest(a.out, resolve_model(a.source), format, cfg, {});
+  const std::string source = resolve_model(a.source);
+  verify::Manifest m = verify::build_manifest(a.out, source, format, cfg, {});
+  // The precision record (verify's tolerance key) from the export config and the checkpoint's dtype.
+  if (cfg.is_object() && cfg.contains("format")) m.precision = config_from_json(cfg)->precision(load_model(source)->config().dtype);
   m.write(a.out);
   fmt::print("wrote {}/manifest.json ({} files, model {}{}{})\n", a.out, m.files.size(), m.model_id, m.revision.empty() ? "" : " @ ",
              m.revision);

@@ -63,7 +63,7 @@ void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed
 }
 
 const std::vector<std::string> kCommonKeys = {"format", "dynamic", "dynamic_shapes", "prefer_deferred_runtime_asserts_over_guards",
-                                              "max_batch", "max_sequence"};
+                                              "max_batch", "max_sequence", "dtype"};
 
 std::vector<std::string> with_common(std::vector<std::string> extra) {
   extra.insert(extra.end(), kCommonKeys.begin(), kCommonKeys.end());
@@ -71,6 +71,37 @@ std::vector<std::string> with_common(std::vector<std::string> extra) {
 }
 
 }  // namespace
+
+DType export_dtype_from_name(const std::string& name) {
+  if (name == "f32") return DType::F32;
+  if (name == "f16") return DType::F16;
+  if (name == "bf16") return DType::BF16;
+  HFX_THROW("config", "expected dtype among [auto, f32, f16, bf16], got '{}'", name);
+}
+
+const char* export_dtype_name(DType dt) {
+  switch (dt) {
+    case DType::F32: return "f32";
+    case DType::F16: return "f16";
+    case DType::BF16: return "bf16";
+    default: HFX_THROW("config", "expected a floating dtype (f32, f16, bf16), got {}", dtype_name(dt));
+  }
+}
+
+DType ExportConfig::weight_dtype(DType checkpoint) const {
+  return dtype == "auto" ? auto_dtype(checkpoint) : export_dtype_from_name(dtype);
+}
+
+nlohmann::json ExportConfig::precision(DType checkpoint) const {
+  const DType w = weight_dtype(checkpoint);
+  const char* source = dtype_is_float(checkpoint) ? export_dtype_name(checkpoint) : dtype_name(checkpoint);
+  // Exact when the stored weights hold the checkpoint's values unchanged (same dtype, or widened to f32).
+  const bool exact = w == checkpoint || w == DType::F32;
+  return {{"dtype", export_dtype_name(w)}, {"requested", dtype}, {"checkpoint", source},
+          {"key", exact ? "exact" : export_dtype_name(w)}};
+}
+
+DType ExecutorchConfig::auto_dtype(DType) const { return et::backend_prep(backend).constant_dtype; }
 
 CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
   CaptureOptions o = base;
@@ -134,7 +165,8 @@ nlohmann::json ExportConfig::to_json() const {
           {"dynamic_shapes", ds},
           {"prefer_deferred_runtime_asserts_over_guards", prefer_deferred_runtime_asserts_over_guards},
           {"max_batch", max_batch},
-          {"max_sequence", max_sequence}};
+          {"max_sequence", max_sequence},
+          {"dtype", dtype}};
 }
 
 void ExportConfig::from_json(const nlohmann::json& j) {
@@ -144,6 +176,8 @@ void ExportConfig::from_json(const nlohmann::json& j) {
   take(j, "prefer_deferred_runtime_asserts_over_guards", prefer_deferred_runtime_asserts_over_guards, format);
   take(j, "max_batch", max_batch, format);
   take(j, "max_sequence", max_sequence, format);
+  take(j, "dtype", dtype, format);
+  if (dtype != "auto") export_dtype_from_name(dtype);  // throws for a name outside kExportDtypes
   if (j.contains("dynamic_shapes")) {
     dynamic_shapes.clear();
     const auto& ds = j.at("dynamic_shapes");

@@ -8,6 +8,7 @@
 // its attention layers only: the layers between them carry state leaves instead.
 #include <filesystem>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -63,6 +64,11 @@ Graph load_graph(const fs::path& path, int threads) {
   Ort::SessionOptions so;
   if (threads > 0) so.SetIntraOpNumThreads(threads);
   so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  // No MLAS prepacking: packing every MatMul weight is most of a large model's session creation (1B f32:
+  // 28.9 s with it, 3.3 s without, docs/benchmarks.md) and a second copy of the weights in memory; the
+  // weights, stored [in, out], are read from the memory-mapped external data as they are, and single-row
+  // decode MatMuls do not use packed weights.
+  if (std::getenv("HFX_ORT_PREPACK") == nullptr) so.AddConfigEntry("session.disable_prepacking", "1");
   try {
     g.session = Ort::Session(env(), path.c_str(), so);
   } catch (const Ort::Exception& e) {

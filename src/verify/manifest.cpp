@@ -172,6 +172,7 @@ json Manifest::to_json() const {
   j["hfx_version"] = hfx_version;
   j["dependencies"] = dependencies;
   j["export_config"] = export_config;
+  if (!precision.is_null()) j["precision"] = precision;
   json c = json::object();
   for (const auto& [comp, contract] : contracts) c[comp] = contract_to_json(contract);
   j["contracts"] = c;
@@ -202,6 +203,9 @@ Manifest Manifest::from_json(const json& j) {
   m.hfx_version = j.value("hfx_version", "");
   if (j.contains("dependencies")) m.dependencies = j["dependencies"].get<std::map<std::string, std::string>>();
   m.export_config = j.value("export_config", json());
+  m.precision = j.value("precision", json());
+  HFX_CHECK(m.precision.is_null() || (m.precision.is_object() && m.precision.value("key", json()).is_string()), kComp,
+            "expected field 'precision' to be an object with a string 'key', got {}", m.precision.dump());
   if (j.contains("contracts"))
     for (const auto& [comp, c] : j["contracts"].items()) m.contracts[comp] = contract_from_json(c, comp);
   const json& files = j.at("files");

@@ -188,12 +188,13 @@ CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCas
   r.ran = true;
   const int64_t V = m.config().vocab_size;
   r.logits = error_stats(rt::find_tensor(r.outs, "logits").to_f32(), e.logits, V);
-  r.ok = r.logits.max_abs <= cx.tol.logits_abs;
+  const std::string broke = logits_within(r.logits, cx.tol);
+  r.ok = broke.empty();
   if (!r.ok)
-    r.failure = fmt::format("expected logits within {:.0e} of eager at batch {} sequence {} past {}, got max abs error {:.3g} (max rel {:.3g}, "
-                            "top-5 agreement {:.0f}%)",
-                            cx.tol.logits_abs, sc.batch, sc.sequence, sc.past, r.logits.max_abs, r.logits.max_rel,
-                            100 * r.logits.topk_agreement);
+    r.failure = fmt::format("expected logits within the '{}' tolerances of eager at batch {} sequence {} past {}, got {} (max abs "
+                            "{:.3g}, max rel {:.3g}, top-1 {:.0f}%, top-5 agreement {:.0f}%, KL {:.3g})",
+                            cx.tol.key, sc.batch, sc.sequence, sc.past, broke, r.logits.max_abs, r.logits.max_rel,
+                            100 * r.logits.top1_agreement, 100 * r.logits.topk_agreement, r.logits.kl_max);
   for (size_t i = 0; i < e.present.size(); i++) {
     const std::string n = present_name(i);
     const RtTensor* t = nullptr;
@@ -609,11 +610,14 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     const CaseResult& shown = c.name == "model" && dec.ran && !dec.ok ? dec : pre;
     if (failure.empty())
       cx.add(c.name, "numerics", "passed",
-             fmt::format("{}logits max abs {:.2g} (rel {:.2g}, top-5 {:.0f}%), KV max abs {:.2g} ({}) <= {:.0e}",
+             fmt::format("{}logits max abs {:.2g} (rel {:.2g}, top-1 {:.0f}%, top-5 {:.0f}%, KL {:.2g}), KV max abs {:.2g} ({}) "
+                         "within the '{}' tolerances (logits {:.0e})",
                          c.name == "model" ? "prefill + decode: " : "", std::max(pre.logits.max_abs, dec.logits.max_abs),
                          std::max(pre.logits.max_rel, dec.logits.max_rel),
+                         100 * std::min(pre.logits.top1_agreement, c.name == "model" ? dec.logits.top1_agreement : 1.0),
                          100 * std::min(pre.logits.topk_agreement, c.name == "model" ? dec.logits.topk_agreement : 1.0),
-                         std::max(pre.kv.max_abs, dec.kv.max_abs), shown.kv_worst, cx.tol.logits_abs),
+                         std::max(pre.logits.kl_max, dec.logits.kl_max), std::max(pre.kv.max_abs, dec.kv.max_abs), shown.kv_worst,
+                         cx.tol.key, cx.tol.logits_abs),
              numerics);
     else {
       cx.add(c.name, "numerics", "failed", failure, numerics);

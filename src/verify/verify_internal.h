@@ -17,15 +17,26 @@
 
 namespace hfx::verify::detail {
 
-/// Tolerances of one checkpoint dtype (see tolerance_for in verify.cpp for where the numbers come from).
+/// Tolerances of one precision (a row of the table in tolerances.cpp; docs/precision.md has the
+/// measurements behind each number).
 struct Tolerance {
+  std::string key = "exact";  ///< the precision key (manifest "precision.key"): "exact", "f16", "bf16", ...
   double logits_abs = 1e-4;  ///< max abs error on logits
   double kv_abs = 1e-4;      ///< max abs error on present key/value tensors
   double layer_rel = 1e-4;   ///< per-layer diff: divergence when err > layer_abs + layer_rel * max|eager|
   double layer_abs = 1e-4;
+  double top1_min = 0;       ///< min share of positions whose argmax equals eager's (0: implied by logits_abs)
+  double kl_max = 0;         ///< max KL(eager || artifact) of the next-token distribution, nats (0: not checked)
   std::string basis;         ///< how the numbers were chosen
+  nlohmann::json to_json() const;
 };
-Tolerance tolerance_for(DType dtype);
+/// The row for precision `key` (see ExportConfig::precision) with a checkpoint of `checkpoint` dtype;
+/// throws "[verify] expected a precision key among [...]" for an unknown key.
+Tolerance tolerance_for(const std::string& key, DType checkpoint);
+/// The precision key an export records in its manifest ("exact" for a manifest written before hfx recorded one).
+std::string precision_key(const std::optional<Manifest>& manifest);
+/// "" when `s` is within `t`'s logits bounds (abs, top-1 agreement, KL), else what broke, for a message.
+std::string logits_within(const ErrorStats& s, const Tolerance& t);
 
 /// A contract range that the graph itself enforces (parsed from "hfx.contract: S in [a, b] (input axis n)").
 struct GraphGuard {

@@ -137,3 +137,34 @@ TEST(ExportConfig, RoundTripsThroughJson) {
   EXPECT_THROW(f.from_json(e.to_json()), Error);
   EXPECT_THROW(config_from_json(nlohmann::json{{"format", "tflite"}}), Error);
 }
+
+// --dtype: one field of every config, round-tripping; "auto" resolved per backend in one place.
+TEST(ExportConfig, DtypeRoundTripsAndAutoIsWhatEachRuntimeComputesIn) {
+  for (const std::string format : {"onnx", "executorch", "dynamo"}) {
+    auto c = make_config(format);
+    EXPECT_EQ(c->dtype, "auto");
+    for (const char* d : kExportDtypes) {
+      c->dtype = d;
+      auto back = config_from_json(c->to_json());
+      EXPECT_EQ(back->dtype, d) << format;
+      EXPECT_EQ(back->to_json(), c->to_json()) << format;
+    }
+    c->dtype = "f16";
+    EXPECT_EQ(c->weight_dtype(DType::BF16), DType::F16) << format;
+    EXPECT_EQ(c->precision(DType::F32)["key"], "f16");
+    EXPECT_EQ(c->precision(DType::F16)["key"], "exact");  // the checkpoint's own values
+    nlohmann::json bad = c->to_json();
+    bad["dtype"] = "float16";
+    try {
+      config_from_json(bad);
+      ADD_FAILURE() << "dtype float16 accepted for " << format;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("expected dtype among [auto, f32, f16, bf16], got 'float16'"), std::string::npos) << e.what();
+    }
+  }
+  EXPECT_EQ(OnnxConfig().weight_dtype(DType::BF16), DType::F32);        // ONNX Runtime CPU computes in f32
+  EXPECT_EQ(ExecutorchConfig().weight_dtype(DType::BF16), DType::F32);  // portable kernels: f32
+  EXPECT_EQ(DynamoConfig().weight_dtype(DType::BF16), DType::BF16);     // PyTorch runs the checkpoint's dtype
+  nlohmann::json p = OnnxConfig().precision(DType::BF16);
+  EXPECT_EQ(p, (nlohmann::json{{"dtype", "f32"}, {"requested", "auto"}, {"checkpoint", "bf16"}, {"key", "exact"}}));
+}

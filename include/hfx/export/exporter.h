@@ -31,6 +31,24 @@ struct ExportConfig {
   /// Ranges used when `dynamic` is set and no explicit Dim names an axis.
   int64_t max_batch = 64;
   int64_t max_sequence = 4096;
+  /// Precision of the artifact's floating weights: "auto", "f32", "f16" or "bf16" (kExportDtypes).
+  /// "auto" is what the backend's runtime computes in natively (auto_dtype); docs/precision.md has the
+  /// table. The runtime's arithmetic stays what eager computes (f32 on ONNX Runtime CPU and ExecuTorch
+  /// portable): f16/bf16 weights are widened where they are read. Weight quantization, when added, is
+  /// a field of its own beside this one.
+  std::string dtype = "auto";
+
+  /// The dtype floating weights are stored in for a checkpoint of dtype `checkpoint` (the one place
+  /// "auto" is resolved).
+  DType weight_dtype(DType checkpoint) const;
+  /// What "auto" means for this backend and checkpoint dtype.
+  virtual DType auto_dtype(DType checkpoint) const = 0;
+  /// The precision record of an export, kept in the manifest ("precision") and read by `hfx verify` to
+  /// pick its tolerances: {"dtype": "bf16" (resolved), "requested": "auto", "checkpoint": "f32",
+  /// "key": "bf16"}. `key` indexes verify's tolerance table (docs/precision.md): "exact" when the stored
+  /// weights hold the checkpoint's values (same dtype, or widened to f32), else the dtype they were
+  /// rounded to; a quantized export will use its scheme's key.
+  nlohmann::json precision(DType checkpoint) const;
 
   virtual nlohmann::json to_json() const;
   virtual void from_json(const nlohmann::json& j);  ///< throws hfx::Error("config", ...) on unknown keys or bad types
@@ -43,6 +61,8 @@ struct OnnxConfig : ExportConfig {
   bool external_data = false;
   bool optimize = true;
   std::string target = "standard";  ///< "standard" (ai.onnx ops only) or "ort" (com.microsoft fused ops)
+  /// float32: ONNX Runtime's CPU kernels compute in f32, so f32 weights load without a Cast to fold.
+  DType auto_dtype(DType) const override { return DType::F32; }
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<OnnxConfig>(*this); }
@@ -52,6 +72,8 @@ struct ExecutorchConfig : ExportConfig {
   ExecutorchConfig() { format = "executorch"; }
   std::string backend = "portable";  ///< "portable": CPU f32, portable kernels only (no delegate payloads yet)
   int64_t max_seq_len = 128;
+  /// The backend-preparation row's weight dtype (portable: float32, what its kernels compute in).
+  DType auto_dtype(DType) const override;
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<ExecutorchConfig>(*this); }
@@ -59,6 +81,9 @@ struct ExecutorchConfig : ExportConfig {
 
 struct DynamoConfig : ExportConfig {
   DynamoConfig() { format = "dynamo"; }
+  /// The checkpoint's dtype: PyTorch runs bf16/f16 tensors natively and the program widens weights at
+  /// use exactly as the Hugging Face module does.
+  DType auto_dtype(DType checkpoint) const override { return checkpoint; }
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<DynamoConfig>(*this); }
@@ -107,6 +132,13 @@ std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(const M
                                                                          const std::map<std::string, const ExportConfig*>& configs);
 /// The config for `component` in a per-component map ("*", "default" or "" as fallbacks).
 const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs, const std::string& component);
+
+/// The values `ExportConfig::dtype` takes, in the CLI's order.
+inline constexpr const char* kExportDtypes[] = {"auto", "f32", "f16", "bf16"};
+/// The DType of an export dtype name other than "auto" ("f32" → F32, ...); throws "[config] expected ...".
+DType export_dtype_from_name(const std::string& name);
+/// The short name of a float dtype as `--dtype` spells it (F32 → "f32").
+const char* export_dtype_name(DType dt);
 
 /// Exporter and default config by format name ("onnx", "executorch", "dynamo").
 std::unique_ptr<Exporter> make_exporter(const std::string& format);

@@ -63,6 +63,9 @@ struct Manifest {
   std::string hfx_version;
   std::map<std::string, std::string> dependencies;  ///< library → version
   nlohmann::json export_config;                     ///< ExportConfig::to_json()
+  /// ExportConfig::precision(): the resolved weight dtype and verify's tolerance key; null for a manifest
+  /// written before hfx recorded it.
+  nlohmann::json precision;
   std::map<std::string, ShapeContract> contracts;   ///< component → input → axes
   std::vector<ManifestFile> files;
   std::vector<std::string> warnings;  ///< the exporter's warnings (ExportResult::warnings), shown by verify

@@ -118,6 +118,8 @@ LayerDiff compare_layers(const std::vector<std::string>& order, const std::map<s
 struct ErrorStats {
   double max_abs = 0, max_rel = 0, ref_max = 0;
   double topk_agreement = 1.0;
+  double top1_agreement = 1.0;  ///< share of rows whose argmax matches
+  double kl_max = 0;            ///< max over rows of KL(softmax(ref) || softmax(got)), nats
   int64_t rows = 0;
   bool finite = true;
   nlohmann::json to_json() const;

@@ -19,6 +19,7 @@
 
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/program.h"
+#include "export/weight_dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/patch_point.h"
@@ -47,6 +48,7 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   }
   prog.component = component;
   Graph& g = *prog.graph;
+  g.metadata()[kWeightDtypeKey] = dtype_name(config.weight_dtype(model.config().dtype));  // read by fix_weight_dtype
   apply_node_fixes("dynamo", 2, g);
   apply_program_fixes("dynamo", 2, g, result.warnings);
   dynamo::lower_composites(g);

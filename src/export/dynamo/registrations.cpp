@@ -4,6 +4,7 @@
 // are then named after the attention module that applied it). lower_composites does the same for a
 // graph captured without the patch, so the patch is an optimisation of naming, not of correctness.
 // hfx.moe likewise: no ATen op, so its dense decomposition is recorded.
+#include "export/weight_dtype.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/op_schema.h"
 
@@ -33,6 +34,9 @@ void register_dynamo_entries() {
       "table's "
       "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core "
       "ATen gets one"});
+  program_fix_registry().push_back({"dynamo", 2, "weight_dtype", fix_weight_dtype,
+                                    "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "
+                                    "widened back to the dtype the model reads them in by one _to_copy each."});
 }
 
 }  // namespace hfx

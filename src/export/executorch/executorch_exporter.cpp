@@ -136,7 +136,7 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   }
   Graph& g = *out.forward.graph;
   g.metadata()["executorch.backend"] = prep.name;
-  g.metadata()["executorch.constant_dtype"] = dtype_name(prep.constant_dtype);
+  g.metadata()["executorch.constant_dtype"] = dtype_name(cfg.weight_dtype(mc.dtype));  // --dtype, auto: the row's
 
   // ── Stage 4: Program fixes ──
   apply_program_fixes("executorch", 4, g, out.warnings);
@@ -184,7 +184,7 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
     }
     Graph& g = *cp.graph;
     g.metadata()["executorch.backend"] = prep.name;
-    g.metadata()["executorch.constant_dtype"] = dtype_name(prep.constant_dtype);
+    g.metadata()["executorch.constant_dtype"] = dtype_name(cfg.weight_dtype(model.config().dtype));
     // ── Stage 4: Program fixes ──
     apply_program_fixes("executorch", 4, g, out.warnings);
     // ── Stage 5: Node fixes ──

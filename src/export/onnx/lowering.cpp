@@ -6,6 +6,7 @@
 // that a size used by twenty nodes is computed once. Parameters become initializers whose bytes are
 // attached by write_onnx_model one tensor at a time.
 #include "export/onnx/lowering.h"
+#include "export/onnx/weight_layout.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -19,6 +20,7 @@
 #include <filesystem>
 #include <limits>
 
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
@@ -135,6 +137,11 @@ std::string LoweringContext::out(const Node& n, size_t i) {
 }
 
 void LoweringContext::rebind(const Value* v, const std::string& onnx_name) { names_[v] = onnx_name; }
+
+bool LoweringContext::weight_transposed(const Value* v) const {
+  const Value* p = param_behind(v);
+  return p && transposed_.count(p);
+}
 
 std::string LoweringContext::tmp(const Node* n, const std::string& hint) {
   std::string base = n ? n->name + "/" + hint : hint;
@@ -563,43 +570,8 @@ LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
       if (v) read.insert(v);
   for (const Value* v : g.outputs()) read.insert(v);
 
-  // A f16/bf16 parameter whose every reader is a cast to f32 (the models' `F::to(w, F32)` at use) or a
-  // gather of rows that eager casts afterwards (embedding tables) keeps its dtype: the initializer holds
-  // the checkpoint's bytes and one Cast widens it for all readers (a _to_copy then lowers to Identity).
-  // Widening is exact and commutes with a gather, so the graph computes what eager computes.
-  auto users = g.users();
-  std::set<const Value*> outputs(g.outputs().begin(), g.outputs().end());
-  auto only_cast_to_f32 = [&](const Value* v) {
-    if (!opts.keep_param_dtype || (v->type.dtype != DType::F16 && v->type.dtype != DType::BF16) || outputs.count(v))
-      return false;
-    auto it = users.find(v);
-    if (it == users.end() || it->second.empty()) return false;
-    for (const Node* u : it->second) {
-      bool cast = u->op == "aten._to_copy" && !u->outputs.empty() && u->outputs[0]->type.dtype == DType::F32;
-      bool gather = (u->op == "aten.embedding" || u->op == "aten.index_select") && !u->inputs.empty() &&
-                    u->inputs[0] == v && std::count(u->inputs.begin(), u->inputs.end(), v) == 1;
-      if (!cast && !gather) return false;
-    }
-    return true;
-  };
-  for (const Value* v : g.params()) {
-    if (!read.count(v)) continue;
-    std::string nm = cx.tmp(nullptr, v->name);
-    onnx::TensorProto* t = gp.add_initializer();
-    t->set_name(nm);
-    for (const Sym& d : v->type.shape) t->add_dims(d.value());
-    lm.param_sources[nm] = v;
-    if (only_cast_to_f32(v)) {
-      t->set_data_type(onnx_storage_elem_type(v->type.dtype));
-      std::string wide = cx.tmp(nullptr, v->name + "/f32");
-      auto& c = cx.emit("Cast", {nm}, {wide});
-      LoweringContext::attr(c, "to", static_cast<int64_t>(onnx::TensorProto::FLOAT));
-      cx.rebind(v, wide);
-    } else {
-      t->set_data_type(onnx_elem_type(v->type.dtype));
-      cx.rebind(v, nm);
-    }
-  }
+  cx.set_transposed(opts.pretranspose_weights ? params_to_transpose(g) : std::set<const Value*>{});
+  declare_params(cx, g, read, lm);
   for (const Value* v : g.consts()) {
     if (!read.count(v)) continue;
     std::string nm = cx.tmp(nullptr, v->name);
@@ -838,8 +810,8 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
   if (fd_ < 0) HFX_THROW("onnx", "expected an open external data file for '{}', got a failed one", name);
   const size_t in_size = dtype_size(t.dtype()), out_size = dtype_size(as);
   const uint64_t numel = static_cast<uint64_t>(t.numel());
-  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}", name, dtype_name(as), dtype_name(t.dtype()),
-                                reinterpret_cast<uintptr_t>(t.raw()), t.nbytes());
+  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", name, dtype_name(as), dtype_name(t.dtype()),
+                                reinterpret_cast<uintptr_t>(t.raw()), t.nbytes(), fmt::join(t.strides(), ","));
   if (auto it = extents_.find(key); it != extents_.end()) return it->second;
   pad_to(kAlign);
   Extent e{offset_, numel * out_size};
@@ -937,9 +909,11 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
     if (it == lm.param_sources.end()) continue;
     const Value* v = it->second;
     const DType as = dtype_of_onnx_elem(t->data_type());
+    // Stored transposed (weight_layout.h): a strided view; the writer makes it contiguous one tensor at a time.
+    const Tensor src = lm.transposed.count(t->name()) ? v->data.transpose(0, 1) : v->data;
     st.initializers++;
     if (data) {
-      ExternalDataFile::Extent e = data->add(v->name, v->data, as);
+      ExternalDataFile::Extent e = data->add(v->name, src, as);
       t->clear_raw_data();
       t->clear_external_data();
       t->set_data_location(onnx::TensorProto::EXTERNAL);
@@ -959,7 +933,7 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
                   "expected the weights to fit in one ONNX protobuf (< 2 GB), got more than {} bytes at '{}'; export with "
                   "external_data (--external-data) to write them to {}_data",
                   embedded, v->name, p.filename().string());
-      Tensor c = v->data.dtype() == as ? v->data : v->data.to(as);
+      Tensor c = src.dtype() == as ? src : src.to(as);
       if (!c.is_contiguous()) c = c.contiguous();
       t->set_raw_data(std::string(static_cast<const char*>(c.raw()), n));
     }

@@ -45,6 +45,12 @@ struct LowerOptions {
   /// followed by a Cast node (half the bytes, no conversion when writing; numerics unchanged since the
   /// widening is exact). ONNX Runtime folds the Cast of an initializer when it loads the graph.
   bool keep_param_dtype = true;
+  /// The export's weight dtype (--dtype resolved): every floating parameter is stored as this, f16/bf16
+  /// behind one Cast to f32. Unset: keep_param_dtype's rule.
+  std::optional<DType> weight_dtype;
+  /// Linear weights stored transposed, [in, out], the operand MatMul reads (weight_layout.h): nothing
+  /// for ONNX Runtime to fold at load. Off: MatMul(x, Transpose(W)) as PyTorch's exporter writes it.
+  bool pretranspose_weights = true;
 };
 
 class LoweringContext;
@@ -68,6 +74,7 @@ OnnxTranslation register_onnx_translation(const std::string& op, OnnxTranslation
 struct LoweredModel {
   onnx::ModelProto model;
   std::map<std::string, const Value*> param_sources;  ///< initializer name → graph Param value
+  std::set<std::string> transposed;                   ///< initializers whose bytes are the 2-D source transposed
   std::vector<std::string> warnings;
 };
 
@@ -218,6 +225,10 @@ class LoweringContext {
   /// Export dtype of a value.
   static DType dt(const Value* v) { return export_dtype(v->type.dtype); }
 
+  /// Whether the parameter behind `v` (through casts) is stored transposed ([in, out]; weight_layout.h).
+  bool weight_transposed(const Value* v) const;
+  void set_transposed(std::set<const Value*> params) { transposed_ = std::move(params); }
+
   void use_domain(const std::string& domain, int version);
   const std::map<std::string, int>& domains() const { return domains_; }
   void warn(const std::string& w);
@@ -246,6 +257,7 @@ class LoweringContext {
   std::map<std::string, Sym> derived_;          // symbol → expression over other symbols
   std::map<std::string, int> domains_;
   std::set<std::string> warned_;
+  std::set<const Value*> transposed_;
   int counter_ = 0;
 };
 

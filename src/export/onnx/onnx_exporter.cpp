@@ -14,12 +14,14 @@
 #include <filesystem>
 #include <fstream>
 #include <memory>
+#include <utility>
 
 #include "export/onnx/lowering.h"
 #include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
+#include "hfx/io/safetensors.h"
 #include "hfx/ops/op_schema.h"
 #include "hfx/passes/pass.h"
 
@@ -70,6 +72,31 @@ class Trace {
   Clock::time_point t0_;
 };
 
+// Bytes of the floating weights as the export stores them (others as they are).
+uint64_t stored_weight_bytes(const Model& model, const OnnxConfig& c) {
+  const size_t wide = dtype_size(c.weight_dtype(model.config().dtype));
+  uint64_t total = 0;
+  const io::WeightStore& ws = model.weights();
+  for (const std::string& name : ws.names()) {
+    const io::TensorInfo& ti = ws.info(name);
+    uint64_t numel = 1;
+    for (int64_t d : ti.shape) numel *= static_cast<uint64_t>(d);
+    total += numel * (dtype_is_float(ti.dtype) ? wide : dtype_size(ti.dtype));
+  }
+  return total;
+}
+
+// A protobuf message cannot exceed 2 GiB; graphs and attributes take some of it, hence the headroom.
+constexpr uint64_t kEmbeddedLimit = (uint64_t{2} << 30) - (uint64_t{128} << 20);
+
+bool needs_external_data(const Model& model, const OnnxConfig& c) { return stored_weight_bytes(model, c) > kEmbeddedLimit; }
+
+std::string auto_external_data_note(const Model& model, const OnnxConfig& c) {
+  return fmt::format("weights in onnx/*.onnx_data (external data chosen automatically): {:.2f} GB of {} weights exceed "
+                     "the 2 GB protobuf limit",
+                     static_cast<double>(stored_weight_bytes(model, c)) / 1e9, export_dtype_name(c.weight_dtype(model.config().dtype)));
+}
+
 std::string describe_inputs(const Graph& g) {
   std::string s;
   for (const Value* v : g.inputs()) s += (s.empty() ? "" : ", ") + v->name + ": " + v->type.str();
@@ -84,7 +111,11 @@ class OnnxExporter : public Exporter {
                             const std::string& out_dir) override {
     ExportResult r;
     r.out_dir = out_dir;
-    const OnnxConfig& oc = as_onnx(config);
+    OnnxConfig oc = as_onnx(config);
+    if (!oc.external_data && needs_external_data(model, oc)) {
+      oc.external_data = true;
+      r.warnings.push_back(auto_external_data_note(model, oc));
+    }
     for (const ProgramSpec& p : export_programs(model, merge_config(opts, oc), false))
       export_component(model, p, oc, out_dir, r, nullptr);
     return r;
@@ -98,8 +129,13 @@ class OnnxExporter : public Exporter {
     r.out_dir = out_dir;
     // One external data file for every component that uses external data: the weights are written once.
     std::unique_ptr<ExternalDataFile> data;
+    bool noted = false;
     for (const auto& [spec, c] : generation_plan(model, opts, configs)) {
-      const OnnxConfig& oc = as_onnx(*c);
+      OnnxConfig oc = as_onnx(*c);
+      if (!oc.external_data && needs_external_data(model, oc)) {
+        oc.external_data = true;
+        if (!std::exchange(noted, true)) r.warnings.push_back(auto_external_data_note(model, oc));
+      }
       if (oc.external_data && !data)
         data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(), &model.weights());
       export_component(model, spec, oc, out_dir, r, oc.external_data ? data.get() : nullptr);
@@ -162,6 +198,7 @@ class OnnxExporter : public Exporter {
       lo.target = cfg.target;
       lo.graph_name = arch + "_" + comp;
       lo.contract = prog.contract;
+      lo.weight_dtype = cfg.weight_dtype(model.config().dtype);
       lo.guards = prog.guards;
       lo.metadata = {{"hfx.component", comp}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
       LoweredModel lm = lower_graph(g, lo);

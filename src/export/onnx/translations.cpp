@@ -13,6 +13,7 @@
 
 #include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
+#include "export/onnx/weight_layout.h"
 #include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
 
@@ -127,10 +128,14 @@ void matmul(Cx& cx, const Node& n) {
   cx.emit("MatMul", {cx.in_as(n, 0, t), cx.in_as(n, 1, t)}, {cx.out(n)}, &n);
 }
 
+// The weight is [out, in]; stored transposed ([in, out], weight_layout.h) MatMul reads it as it is.
 void linear(Cx& cx, const Node& n) {
   DType t = out_dt(n);
-  std::string wt = cx.op(&n, "Transpose", {cx.in_as(n, 1, t)}, "weight_t");
-  Cx::attr(last(cx), "perm", std::vector<int64_t>{1, 0});
+  std::string wt = cx.in_as(n, 1, t);
+  if (!cx.weight_transposed(n.inputs[1])) {
+    wt = cx.op(&n, "Transpose", {wt}, "weight_t");
+    Cx::attr(last(cx), "perm", std::vector<int64_t>{1, 0});
+  }
   bool bias = n.inputs.size() > 2 && n.inputs[2];
   if (!bias) {
     cx.emit("MatMul", {cx.in_as(n, 0, t), wt}, {cx.out(n)}, &n);
@@ -185,9 +190,22 @@ void layer_norm(Cx& cx, const Node& n) {
 }
 
 // ---------------------------------------------------------------- indexing and shape
+// A table stored transposed ([H, V]: it is also a tied lm_head's weight, weight_layout.h) is gathered on
+// axis 1, giving [H, ids...], and the hidden axis moved last: a transpose of activations, not weights.
 void embedding(Cx& cx, const Node& n) {
-  auto& p = cx.emit("Gather", {cx.in_as(n, 0, out_dt(n)), cx.in(n, 1)}, {cx.out(n)}, &n);
-  Cx::attr(p, "axis", int64_t{0});
+  if (!cx.weight_transposed(n.inputs[0])) {
+    auto& p = cx.emit("Gather", {cx.in_as(n, 0, out_dt(n)), cx.in(n, 1)}, {cx.out(n)}, &n);
+    Cx::attr(p, "axis", int64_t{0});
+    return;
+  }
+  std::string cols = cx.op(&n, "Gather", {cx.in_as(n, 0, out_dt(n)), cx.in(n, 1)}, "columns");
+  Cx::attr(last(cx), "axis", int64_t{1});
+  std::vector<int64_t> perm;
+  const int64_t r = static_cast<int64_t>(n.inputs[1]->type.shape.size());
+  for (int64_t i = 1; i <= r; i++) perm.push_back(i);
+  perm.push_back(0);
+  auto& p = cx.emit("Transpose", {cols}, {cx.out(n)}, &n);
+  Cx::attr(p, "perm", perm);
 }
 
 void index_select(Cx& cx, const Node& n) {
@@ -284,6 +302,10 @@ void squeeze(Cx& cx, const Node& n) {
 
 void to_copy(Cx& cx, const Node& n) {
   DType from = in_dt(n, 0), to = out_dt(n);
+  if (from == to && param_behind(n.inputs[0])) {
+    cx.rebind(n.outputs[0], cx.in(n, 0));  // a weight's widening (already stored f32): readers take the initializer
+    return;
+  }
   if (from == to) {
     cx.emit("Identity", {cx.in(n, 0)}, {cx.out(n)}, &n);
     return;
@@ -678,7 +700,7 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten.mm", matmul, "MatMul");
   add("aten.bmm", matmul, "MatMul");
   add("aten.matmul", matmul, "MatMul");
-  add("aten.linear", linear, "MatMul(x, Transpose(w)) (+Add bias)");
+  add("aten.linear", linear, "MatMul(x, w stored [in, out]) (+Add bias); MatMul(x, Transpose(w)) when w is not");
   add("aten.sum.dim_IntList", reduce("ReduceSum"), "ReduceSum (axes input)");
   add("aten.mean.dim", reduce("ReduceMean"), "ReduceMean (axes input, opset >= 18)");
   add("aten.amax", reduce("ReduceMax"), "ReduceMax (axes input, opset >= 18)");
@@ -687,7 +709,7 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten._softmax", softmax("Softmax"), "Softmax");
   add("aten._log_softmax", softmax("LogSoftmax"), "LogSoftmax");
   add("aten.layer_norm", layer_norm, "LayerNormalization");
-  add("aten.embedding", embedding, "Gather axis 0");
+  add("aten.embedding", embedding, "Gather axis 0; of a table stored [H, V]: Gather axis 1 + Transpose");
   add("aten.index_select", index_select, "Gather");
   add("aten.index_copy", index_copy, "Transpose + ScatterND + Transpose");
   add("aten.cat", cat, "Concat (+Cast); ort: nothing for a KV concat a GroupQueryAttention owns");

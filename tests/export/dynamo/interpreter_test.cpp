@@ -13,6 +13,7 @@
 #include "models/model_test_util.h"
 #include "hfx/ops/builder.h"
 #include "hfx/ops/op_schema.h"
+#include "verify/verify_internal.h"
 
 namespace hfx::dynamo {
 namespace {
@@ -192,6 +193,64 @@ double max_diff(const Tensor& a, const Tensor& b) {
   return m;
 }
 
+// Runs `component`.pt2 of the export in `out` on its sample inputs and the eager model on the same ones:
+// the max abs difference of the logits and of the worst present key/value.
+std::pair<double, double> interpret_against_eager(const CausalLM& model, const fs::path& out, const char* component) {
+  Archive ar = Archive::open((out / (std::string(component) + ".pt2")).string());
+  json ep = ar.read_json("models/model.json");
+  const json& graph = ep["graph_module"]["graph"];
+  Interpreter it;
+  // Placeholders: parameters and constants from the archive, user inputs from the sample inputs.
+  json wcfg = ar.read_json(weights_config_path("model"))["config"];
+  json ccfg = ar.read_json(constants_config_path("model"))["config"];
+  PyObj samples = torch_load(ar.read(sample_inputs_path("model")));
+  std::vector<Tensor> flat;
+  for (const auto& [k, v] : samples.items[1].entries) {
+    if (v.kind == PyObj::Kind::Tensor) flat.push_back(v.t);
+    else
+      for (const auto& layer : v.items)
+        for (const auto& leaf : layer.items) flat.push_back(leaf.t);
+  }
+  size_t user = 0;
+  const auto& specs = ep["graph_module"]["signature"]["input_specs"];
+  for (size_t i = 0; i < specs.size(); i++) {
+    std::string name = graph["inputs"][i]["as_tensor"]["name"];
+    if (specs[i].contains("parameter")) it.tensors[name] = read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
+    else if (specs[i].contains("tensor_constant"))
+      it.tensors[name] = read_payload(ar, "data/constants/", ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
+    else it.tensors[name] = flat.at(user++);
+  }
+  EXPECT_EQ(user, flat.size());
+  it.run(graph);
+
+  // Eager on the same inputs.
+  EagerBuilder b;
+  ForwardArgs args;
+  std::map<std::string, Tensor> named;
+  for (const auto& [k, v] : samples.items[1].entries)
+    if (v.kind == PyObj::Kind::Tensor) named[k] = v.t;
+  args.input_ids = b.wrap(named.at("input_ids"));
+  args.attention_mask = b.wrap(named.at("attention_mask"));
+  args.position_ids = b.wrap(named.at("position_ids"));
+  DynamicCache cache(model.cache_layout());
+  for (const auto& [k, v] : samples.items[1].entries)
+    if (k == "past_key_values")
+      for (size_t l = 0; l < v.items.size(); l++) cache.set_past(static_cast<int>(l), b.wrap(v.items[l].items[0].t), b.wrap(v.items[l].items[1].t));
+  args.cache = &cache;
+  ForwardOut fo = model.forward(b, args);
+
+  std::vector<Tensor> got;
+  for (const auto& o : graph["outputs"]) got.push_back(it.tensors.at(o["as_tensor"]["name"]));
+  EXPECT_EQ(got.size(), 1 + 2 * model.cache_layout().size());
+  if (got.size() != 1 + 2 * model.cache_layout().size()) return {INFINITY, INFINITY};
+  double kv = 0;
+  for (size_t l = 0; l < model.cache_layout().size(); l++) {
+    kv = std::max(kv, max_diff(got[1 + 2 * l], cache.key(static_cast<int>(l)).tensor()));
+    kv = std::max(kv, max_diff(got[2 + 2 * l], cache.value(static_cast<int>(l)).tensor()));
+  }
+  return {max_diff(got[0], fo.logits.tensor()), kv};
+}
+
 class DynamoInterpret : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(DynamoInterpret, WrittenProgramMatchesEager) {
@@ -201,60 +260,11 @@ TEST_P(DynamoInterpret, WrittenProgramMatchesEager) {
   fs::remove_all(out);
   DynamoConfig cfg;
   make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
-
   for (const char* component : {"prefill", "decode"}) {
     SCOPED_TRACE(component);
-    Archive ar = Archive::open((out / (std::string(component) + ".pt2")).string());
-    json ep = ar.read_json("models/model.json");
-    const json& graph = ep["graph_module"]["graph"];
-    Interpreter it;
-    // Placeholders: parameters and constants from the archive, user inputs from the sample inputs.
-    json wcfg = ar.read_json(weights_config_path("model"))["config"];
-    json ccfg = ar.read_json(constants_config_path("model"))["config"];
-    PyObj samples = torch_load(ar.read(sample_inputs_path("model")));
-    std::vector<Tensor> flat;
-    for (const auto& [k, v] : samples.items[1].entries) {
-      if (v.kind == PyObj::Kind::Tensor) flat.push_back(v.t);
-      else
-        for (const auto& layer : v.items)
-          for (const auto& leaf : layer.items) flat.push_back(leaf.t);
-    }
-    size_t user = 0;
-    const auto& specs = ep["graph_module"]["signature"]["input_specs"];
-    for (size_t i = 0; i < specs.size(); i++) {
-      std::string name = graph["inputs"][i]["as_tensor"]["name"];
-      if (specs[i].contains("parameter")) it.tensors[name] = read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
-      else if (specs[i].contains("tensor_constant"))
-        it.tensors[name] = read_payload(ar, "data/constants/", ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
-      else it.tensors[name] = flat.at(user++);
-    }
-    ASSERT_EQ(user, flat.size());
-    it.run(graph);
-
-    // Eager on the same inputs.
-    EagerBuilder b;
-    ForwardArgs args;
-    std::map<std::string, Tensor> named;
-    for (const auto& [k, v] : samples.items[1].entries)
-      if (v.kind == PyObj::Kind::Tensor) named[k] = v.t;
-    args.input_ids = b.wrap(named.at("input_ids"));
-    args.attention_mask = b.wrap(named.at("attention_mask"));
-    args.position_ids = b.wrap(named.at("position_ids"));
-    DynamicCache cache(model->cache_layout());
-    for (const auto& [k, v] : samples.items[1].entries)
-      if (k == "past_key_values")
-        for (size_t l = 0; l < v.items.size(); l++) cache.set_past(static_cast<int>(l), b.wrap(v.items[l].items[0].t), b.wrap(v.items[l].items[1].t));
-    args.cache = &cache;
-    ForwardOut fo = model->forward(b, args);
-
-    std::vector<Tensor> got;
-    for (const auto& o : graph["outputs"]) got.push_back(it.tensors.at(o["as_tensor"]["name"]));
-    ASSERT_EQ(got.size(), 1 + 2 * model->cache_layout().size());
-    EXPECT_LE(max_diff(got[0], fo.logits.tensor()), 1e-5) << "logits";
-    for (size_t l = 0; l < model->cache_layout().size(); l++) {
-      EXPECT_LE(max_diff(got[1 + 2 * l], cache.key(static_cast<int>(l)).tensor()), 1e-5) << "present key " << l;
-      EXPECT_LE(max_diff(got[2 + 2 * l], cache.value(static_cast<int>(l)).tensor()), 1e-5) << "present value " << l;
-    }
+    auto [logits, kv] = interpret_against_eager(*model, out, component);
+    EXPECT_LE(logits, 1e-5) << "logits";
+    EXPECT_LE(kv, 1e-5) << "present key/value";
   }
   fs::remove_all(out);
 }
@@ -414,6 +424,33 @@ INSTANTIATE_TEST_SUITE_P(StateLeaves, DynamoInterpretStateLeaves,
 
 INSTANTIATE_TEST_SUITE_P(All, DynamoInterpret, ::testing::ValuesIn(arch_names()),
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
+
+// --dtype f16/bf16 on dynamo: the archive's parameters hold that dtype (one _to_copy widens each), and the
+// program matches the f32 eager model within the verify tolerances of that precision.
+TEST(DynamoDtype, HalfWeightsAreStoredHalfAndMatchEagerWithinTheirTolerance) {
+  auto model = tiny_model(architecture("llama"));
+  for (auto [name, st] : {std::pair{"f16", 6}, std::pair{"bf16", 13}}) {
+    SCOPED_TRACE(name);
+    fs::path out = fs::temp_directory_path() / (std::string("hfx_dynamo_dtype_") + name + "_" + std::to_string(::getpid()));
+    fs::remove_all(out);
+    DynamoConfig cfg;
+    cfg.dtype = name;
+    make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
+    Archive ar = Archive::open((out / "decode.pt2").string());
+    json w = ar.read_json(weights_config_path("model"))["config"];
+    ASSERT_TRUE(w.contains("model.layers.0.self_attn.q_proj.weight"));
+    EXPECT_EQ(w["model.layers.0.self_attn.q_proj.weight"]["tensor_meta"]["dtype"], st);
+    const verify::detail::Tolerance tol = verify::detail::tolerance_for(name, DType::F32);
+    for (const char* component : {"prefill", "decode"}) {
+      auto [logits, kv] = interpret_against_eager(*model, out, component);
+      std::printf("[measured] dynamo %s %s: logits max abs %.3g, present max abs %.3g\n", name, component, logits, kv);
+      EXPECT_LE(logits, tol.logits_abs) << component;
+      EXPECT_LE(kv, tol.kv_abs) << component;
+      EXPECT_GT(logits, 0) << component << ": rounded weights must change the logits (else the dtype did nothing)";
+    }
+    fs::remove_all(out);
+  }
+}
 
 // Encoder-only models: model.pt2 read back and run by the interpreter on its sample inputs equals the
 // eager model's output (last_hidden_state or logits) to 1e-5.

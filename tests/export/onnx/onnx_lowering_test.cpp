@@ -353,5 +353,53 @@ TEST(OnnxLowering, RegistryListsTranslationsAndIrFixes) {
   EXPECT_GE(fixes, 2);
 }
 
+// Linear weights are stored transposed ([in, out], what MatMul reads: nothing for ONNX Runtime to fold at
+// load); a table that is both an embedding and a tied lm_head is stored once, [H, V], and gathered on axis 1.
+// The external data holds the source bytes transposed (and widened from bf16 with weight_dtype f32).
+TEST(OnnxLowering, LinearWeightsAreStoredTransposedAndTiedTablesGatheredOnAxisOne) {
+  auto g = std::make_unique<Graph>();
+  Sym B = g->env().create_symbol("batch_size", 1, 64, 2);
+  TraceBuilder tb(*g);
+  Var ids = tb.input("ids", TensorType{DType::I64, {B, Sym(3)}});
+  std::vector<float> ev(10 * 4), wv(6 * 4);
+  for (size_t i = 0; i < ev.size(); i++) ev[i] = 0.125f * static_cast<float>(i) - 2.0f;
+  for (size_t i = 0; i < wv.size(); i++) wv[i] = 0.25f * static_cast<float>(i) - 3.0f;
+  Var e = tb.param("e", Tensor::from_floats({10, 4}, ev, DType::BF16));  // [V, H], tied
+  Var w = tb.param("w", Tensor::from_floats({6, 4}, wv));                // [out, in]
+  Var h = F::to(F::embedding(e, ids), DType::F32);
+  g->add_output("y", F::linear(h, w).value());
+  g->add_output("logits", F::linear(h, F::to(e, DType::F32)).value());
+  onnx_export::LowerOptions lo;
+  lo.weight_dtype = DType::F32;
+  auto lm = onnx_export::lower_graph(*g, lo);
+  const auto& ei = find_init(lm.model, "e");
+  const auto& wi = find_init(lm.model, "w");
+  EXPECT_EQ(std::vector<int64_t>(ei.dims().begin(), ei.dims().end()), (std::vector<int64_t>{4, 10}));
+  EXPECT_EQ(std::vector<int64_t>(wi.dims().begin(), wi.dims().end()), (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(ei.data_type(), onnx::TensorProto::FLOAT);
+  int gathers_axis1 = 0;
+  for (const auto& n : lm.model.graph().node()) {
+    EXPECT_FALSE((n.op_type() == "Transpose" || n.op_type() == "Cast") && (n.input(0) == "e" || n.input(0) == "w")) << n.op_type();
+    if (n.op_type() == "Gather" && n.input(0) == "e")
+      for (const auto& a : n.attribute()) gathers_axis1 += a.name() == "axis" && a.i() == 1;
+  }
+  EXPECT_EQ(gathers_axis1, 1);
+  TempDir dir("layout");
+  onnx_export::write_onnx_model(lm, (dir.path / "model.onnx").string(), true);
+  std::string data = read_bytes(dir.path / "model.onnx_data");
+  for (auto [name, src] : {std::pair{"e", g->find_param("e")->data}, std::pair{"w", g->find_param("w")->data}}) {
+    Tensor want = src.transpose(0, 1).contiguous().to(DType::F32);
+    auto kv = ext_of(find_init(lm.model, name));
+    EXPECT_EQ(data.substr(std::stoull(kv["offset"]), want.nbytes()), std::string(static_cast<const char*>(want.raw()), want.nbytes()))
+        << name;
+  }
+  // PyTorch's layout on request (the load bench's baseline shape): MatMul(x, Transpose(w)).
+  lo.pretranspose_weights = false;
+  auto torch_like = onnx_export::lower_graph(*g, lo);
+  int transposes = 0;
+  for (const auto& n : torch_like.model.graph().node()) transposes += n.op_type() == "Transpose" && n.input(0) == "w";
+  EXPECT_EQ(transposes, 1);
+}
+
 }  // namespace
 }  // namespace hfx::onnx_test
