@@ -17,6 +17,7 @@
 
 #include "hfx/capture/capture.h"
 #include "hfx/models/model.h"
+#include "hfx/quant/quantize.h"
 
 namespace hfx {
 
@@ -43,6 +44,9 @@ struct OnnxConfig : ExportConfig {
   bool external_data = false;
   bool optimize = true;
   std::string target = "standard";  ///< "standard" (ai.onnx ops only) or "ort" (com.microsoft fused ops)
+  /// Weight-only quantization of the linear layers (JSON "quantize": {"method", "group_size",
+  /// "symmetric"}): the exporter quantizes the model first (quant::quantize_model).
+  quant::QuantOptions quantize;
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<OnnxConfig>(*this); }

@@ -14,6 +14,7 @@
 #include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
 #include "export/onnx/moe_fusion.h"
+#include "export/onnx/quant_lowering.h"
 #include "hfx/core/error.h"
 
 namespace hfx::onnx_export {
@@ -679,6 +680,8 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten.bmm", matmul, "MatMul");
   add("aten.matmul", matmul, "MatMul");
   add("aten.linear", linear, "MatMul(x, Transpose(w)) (+Add bias)");
+  add("hfx.linear_q", linear_q_translation,
+      "ort: com.microsoft.MatMulNBits; standard (opset ≥ 21): DequantizeLinear (blocked) → MatMul");
   add("aten.sum.dim_IntList", reduce("ReduceSum"), "ReduceSum (axes input)");
   add("aten.mean.dim", reduce("ReduceMean"), "ReduceMean (axes input, opset >= 18)");
   add("aten.amax", reduce("ReduceMax"), "ReduceMax (axes input, opset >= 18)");
