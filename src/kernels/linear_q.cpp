@@ -1,7 +1,8 @@
 // hfx.linear_q: x[..., K] @ dequant(W)^T with W stored as blockwise 4- or 8-bit codes in MatMulNBits'
 // layout (hfx/quant/quantize.h). Decode-sized calls (few rows of x) read the codes once and fuse the
 // dequantization into the dot products (AVX2+FMA when the CPU has it, a scalar loop otherwise), so a
-// decode step reads bits/32 of the f32 weight bytes; larger calls (prefill) dequantize tiles of rows to
+// decode step reads bits/32 of the f32 weight bytes (the AVX2 loop works on Σ q·x per block and applies
+// scale and zero point once per block); larger calls (prefill) dequantize tiles of rows to
 // f32 and hand them to sgemm, where compute, not weight bytes, bounds the time.
 #include <cblas.h>
 #include <immintrin.h>
@@ -78,39 +79,75 @@ void dot_rows_scalar(const Codes& c, int64_t n, const float* x, int64_t M, float
   for (int64_t m = 0; m < M; m++) y[m] = acc[m];
 }
 
-__attribute__((target("avx2,fma"))) inline __m256 codes8_avx2(const uint8_t* p, int bits) {
-  if (bits == 8) return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(p))));
-  int32_t v;
-  std::memcpy(&v, p, 4);  // 8 codes, low nibble first
-  const __m128i b = _mm_cvtsi32_si128(v), mask = _mm_set1_epi8(0x0F);
-  const __m128i lo = _mm_and_si128(b, mask), hi = _mm_and_si128(_mm_srli_epi16(b, 4), mask);
-  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(_mm_unpacklo_epi8(lo, hi)));
+// x prepared for the AVX2 loop: 4-bit codes are consumed 32 at a time as their low nibbles (elements
+// 0, 2, …, 30 of the chunk) then their high nibbles (1, 3, …, 31), so x is permuted the same way once
+// per call instead of interleaving nibbles per weight; and per block Σx, so that
+// Σ (q − zp)·s·x = s·Σ q·x − s·zp·Σx needs no per-weight subtraction.
+struct Prepared {
+  std::vector<float> x, block_sum;  // [M, K], [M, blocks]
+};
+
+Prepared prepare(const Codes& c, const float* x, int64_t M) {
+  Prepared p;
+  p.x.resize(static_cast<size_t>(M * c.K));
+  p.block_sum.assign(static_cast<size_t>(M * c.blocks), 0.0f);
+  for (int64_t m = 0; m < M; m++) {
+    const float* xr = x + m * c.K;
+    float* o = p.x.data() + m * c.K;
+    for (int64_t k0 = 0; k0 < c.K; k0 += 32)
+      for (int64_t i = 0; i < 32; i++)
+        o[k0 + i] = c.bits == 8 ? xr[k0 + i] : (i < 16 ? xr[k0 + 2 * i] : xr[k0 + 2 * (i - 16) + 1]);
+    for (int64_t k = 0; k < c.K; k++) p.block_sum[m * c.blocks + k / c.group] += xr[k];
+  }
+  return p;
 }
 
-__attribute__((target("avx2,fma"))) float hsum_avx2(__m256 v) {
+__attribute__((target("avx2,fma"))) inline float hsum_avx2(__m256 v) {
   __m128 s = _mm_add_ps(_mm256_castps256_ps128(v), _mm256_extractf128_ps(v, 1));
   s = _mm_add_ps(s, _mm_movehl_ps(s, s));
   s = _mm_add_ss(s, _mm_shuffle_ps(s, s, 1));
   return _mm_cvtss_f32(s);
 }
 
-// The same sum with AVX2: 8 codes → 8 floats, (code − zp)·scale, FMA into one accumulator per row.
-__attribute__((target("avx2,fma"))) void dot_rows_avx2(const Codes& c, int64_t n, const float* x, int64_t M,
+__attribute__((target("avx2,fma"))) inline __m256 bytes8_ps(__m128i v) {
+  return _mm256_cvtepi32_ps(_mm256_cvtepu8_epi32(v));
+}
+
+// y[m] = Σ_k dequant(W[n, k]) · x[m, k] for m < M, AVX2: per block, Σ q·x in f32 lanes (codes widened
+// 8 at a time), then scaled into the row total; the zero point enters once per block through Σx.
+template <int Rows>
+__attribute__((target("avx2,fma"))) void dot_rows_avx2(const Codes& c, int64_t n, const Prepared& p, int64_t m0,
                                                        float* y) {
-  __m256 acc[kMaxFusedRows];
-  for (int64_t m = 0; m < M; m++) acc[m] = _mm256_setzero_ps();
-  const int64_t step = 8 * c.bits / 8;  // bytes per 8 codes
+  __m256 total[Rows];
+  float corr[Rows] = {};
+  for (int m = 0; m < Rows; m++) total[m] = _mm256_setzero_ps();
+  const __m128i mask = _mm_set1_epi8(0x0F);
   for (int64_t b = 0; b < c.blocks; b++) {
-    const uint8_t* p = c.q + (n * c.blocks + b) * c.blob;
-    const __m256 s = _mm256_set1_ps(c.scales[n * c.blocks + b]);
-    const __m256 z = _mm256_set1_ps(static_cast<float>(c.zero(n, b)));
-    for (int64_t j = 0; j < c.group; j += 8, p += step) {
-      const __m256 w = _mm256_mul_ps(_mm256_sub_ps(codes8_avx2(p, c.bits), z), s);
-      for (int64_t m = 0; m < M; m++)
-        acc[m] = _mm256_fmadd_ps(w, _mm256_loadu_ps(x + m * c.K + b * c.group + j), acc[m]);
+    const uint8_t* q = c.q + (n * c.blocks + b) * c.blob;
+    __m256 acc[Rows];
+    for (int m = 0; m < Rows; m++) acc[m] = _mm256_setzero_ps();
+    for (int64_t j = 0; j < c.group; j += 32) {
+      __m256 w[4];
+      if (c.bits == 4) {
+        const __m128i v = _mm_loadu_si128(reinterpret_cast<const __m128i*>(q + j / 2));
+        const __m128i lo = _mm_and_si128(v, mask), hi = _mm_and_si128(_mm_srli_epi16(v, 4), mask);
+        w[0] = bytes8_ps(lo), w[1] = bytes8_ps(_mm_srli_si128(lo, 8));
+        w[2] = bytes8_ps(hi), w[3] = bytes8_ps(_mm_srli_si128(hi, 8));
+      } else {
+        for (int i = 0; i < 4; i++) w[i] = bytes8_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + j + 8 * i)));
+      }
+      for (int m = 0; m < Rows; m++) {
+        const float* xr = p.x.data() + (m0 + m) * c.K + b * c.group + j;
+        for (int i = 0; i < 4; i++) acc[m] = _mm256_fmadd_ps(w[i], _mm256_loadu_ps(xr + 8 * i), acc[m]);
+      }
+    }
+    const float s = c.scales[n * c.blocks + b], zs = s * static_cast<float>(c.zero(n, b));
+    for (int m = 0; m < Rows; m++) {
+      total[m] = _mm256_fmadd_ps(acc[m], _mm256_set1_ps(s), total[m]);
+      corr[m] += zs * p.block_sum[(m0 + m) * c.blocks + b];
     }
   }
-  for (int64_t m = 0; m < M; m++) y[m] = hsum_avx2(acc[m]);
+  for (int m = 0; m < Rows; m++) y[m] = hsum_avx2(total[m]) - corr[m];
 }
 
 bool have_avx2() {
@@ -120,13 +157,17 @@ bool have_avx2() {
 
 void fused(const Codes& c, const float* x, int64_t M, int64_t N, float* y) {
   const bool avx2 = have_avx2();
+  const Prepared p = avx2 ? prepare(c, x, M) : Prepared{};
   for (int64_t m0 = 0; m0 < M; m0 += kMaxFusedRows) {
     const int64_t mm = std::min(kMaxFusedRows, M - m0);
     parallel_for(N, 64, [&](int64_t lo, int64_t hi) {
       float r[kMaxFusedRows];
       for (int64_t n = lo; n < hi; n++) {
-        if (avx2) dot_rows_avx2(c, n, x + m0 * c.K, mm, r);
-        else dot_rows_scalar(c, n, x + m0 * c.K, mm, r);
+        if (!avx2) dot_rows_scalar(c, n, x + m0 * c.K, mm, r);
+        else if (mm == 1) dot_rows_avx2<1>(c, n, p, m0, r);
+        else if (mm == 2) dot_rows_avx2<2>(c, n, p, m0, r);
+        else if (mm == 3) dot_rows_avx2<3>(c, n, p, m0, r);
+        else dot_rows_avx2<4>(c, n, p, m0, r);
         for (int64_t m = 0; m < mm; m++) y[(m0 + m) * N + n] = r[m];
       }
     });
