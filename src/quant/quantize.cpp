@@ -62,10 +62,10 @@ void quantize_block(const float* w, int64_t g, const QuantOptions& o, uint8_t* c
     float lo = 0.0f, hi = 0.0f;  // the range always holds 0, so 0 is exact
     for (int64_t j = 0; j < g; j++) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
     s = (hi - lo) / static_cast<float>(qmax);
-    z = s > 0 ? std::clamp(static_cast<int>(std::lround(-lo / s)), 0, qmax) : 0;
+    z = s > 0 ? std::clamp(static_cast<int>(std::nearbyint(-lo / s)), 0, qmax) : 0;
   }
   for (int64_t j = 0; j < g; j++) {
-    int q = s > 0 ? static_cast<int>(std::lround(w[j] / s)) + z : z;
+    int q = s > 0 ? static_cast<int>(std::nearbyint(w[j] / s)) + z : z;  // half to even
     put_code(codes, first + j, o.bits, std::clamp(q, 0, qmax));
   }
   *scale = s;
