@@ -137,7 +137,8 @@ void agree(const std::string& dir, int64_t steps, int prompts) {
     }
     std::printf("{\"weights\":\"%s\",\"positions\":%lld,\"top1_agreement\":%.4f,\"max_abs_logit_diff\":%.4f,"
                 "\"mean_kl\":%.6f}\n",
-                v.name.c_str(), static_cast<long long>(n), static_cast<double>(same) / static_cast<double>(n), max_d,
+                v.name.c_str(), static_cast<long long>(n), static_cast<double>(same) / static_cast<double>(n),
+                max_d,
                 kl / static_cast<double>(n));
     std::fflush(stdout);
   }

@@ -14,7 +14,9 @@ CACHE="$ROOT/bench/.cache"
 DECODE="${HFX_QUANT_DECODE:-32}"
 REPS="${HFX_QUANT_REPS:-3}"
 mkdir -p "$CACHE"
-echo "{\"cpu\": \"$(lscpu | sed -n 's/^Model name: *//p' | head -1)\", \"cores\": $(nproc), \"load_avg_start\": \"$(cut -d' ' -f1-3 /proc/loadavg)\", \"date\": \"$(date -u +%FT%TZ)\", \"commit\": \"$(git -C "$ROOT" rev-parse --short HEAD)\"}"
+cpu="$(lscpu | sed -n 's/^Model name: *//p' | head -1)"
+printf '{"cpu": "%s", "cores": %s, "load_avg_start": "%s", "date": "%s", "commit": "%s"}\n' "$cpu" "$(nproc)" \
+  "$(cut -d' ' -f1-3 /proc/loadavg)" "$(date -u +%FT%TZ)" "$(git -C "$ROOT" rev-parse --short HEAD)"
 M100="$CACHE/llama-100m"
 [[ -f "$M100/model.safetensors" ]] || "$HFX" create-tiny llama --preset llama-100m -o "$M100" >/dev/null
 
