@@ -38,6 +38,12 @@ struct GenerateArgs {
   std::optional<uint64_t> seed;
   float repetition_penalty = 1.0f;
   int threads = 0;
+  std::string quantize = "none";
+  int group_size = 32;
+  bool symmetric = false;
+  GeneratorConfig config() const {
+    return {.engine = engine, .threads = threads, .quantize = quant::parse_options(quantize, group_size, symmetric)};
+  }
 };
 
 // Encoder-decoder checkpoints and exports (t5, bart, marian): greedy text-to-text.
@@ -55,6 +61,8 @@ void run_text2text(const GenerateArgs& a) {
   HFX_CHECK(!(a.temperature || a.top_k || a.top_p || a.seed) && a.repetition_penalty == 1.0f && a.stop.empty() && !a.ignore_eos,
             "generate", "expected greedy decoding for an encoder-decoder model (no sampling, repetition penalty, stop or "
             "--ignore-eos), got some");
+  HFX_CHECK(a.quantize == "none", "generate", "expected no --quantize for an encoder-decoder model (only decoder-only "
+            "models built on the shared decoder blocks quantize), got --quantize {}", a.quantize);
   Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
   Text2TextResult r = g.generate(a.prompts, a.max_new_tokens);
   if (a.json) {
@@ -101,7 +109,7 @@ void run_chat(const GenerateArgs& a) {
   HFX_CHECK(!is_text2text_dir(a.model), "generate",
             "expected a decoder-only model for --chat, got an encoder-decoder one in '{}' (use --prompt)",
             a.model);
-  Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
+  Generator g = Generator::open(a.model, a.config());
   ChatSession chat(g, tok::ChatTemplate::from_dir(a.model), a.system);
   const GenerationOptions o = options_from(a);
   auto turn = [&](const std::string& user, int n) {
@@ -144,7 +152,7 @@ void run_generate(GenerateArgs a) {
   if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
   if (is_text2text_dir(a.model)) return run_text2text(a);
   const GenerationOptions o = options_from(a);
-  Generator g = Generator::open(a.model, {.engine = a.engine, .threads = a.threads});
+  Generator g = Generator::open(a.model, a.config());
   const bool stream = a.prompts.size() == 1 && !a.json;
   // Long generations show a token bar, unless the text itself streams to the same terminal.
   const int64_t budget = a.max_new_tokens * static_cast<int64_t>(a.prompts.size());
@@ -201,6 +209,9 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--stop", a->stop, "Stop when the text contains this string (repeatable; it is cut off)");
   cmd->add_option("--engine", a->engine, "auto | eager | ort")->check(CLI::IsMember({"auto", "eager", "ort"}));
   cmd->add_option("--threads", a->threads, "Compute threads (0 = default)");
+  cmd->add_option("--quantize", a->quantize, "Eager: quantize the linear layers at load: none | int8 | int4");
+  cmd->add_option("--group-size", a->group_size, "--quantize: input features per scale (32, 64, 128)");
+  cmd->add_flag("--symmetric", a->symmetric, "--quantize: symmetric codes (no zero points)");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
   cmd->add_flag("--json", a->json, "Print prompts, ids, texts and finish reasons as JSON");

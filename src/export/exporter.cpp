@@ -206,10 +206,11 @@ nlohmann::json OnnxConfig::to_json() const {
   j["external_data"] = external_data;
   j["optimize"] = optimize;
   j["target"] = target;
+  if (quantize.enabled()) j["quantize"] = quant::to_json(quantize);
   return j;
 }
 void OnnxConfig::from_json(const nlohmann::json& j) {
-  check_keys(j, with_common({"opset", "external_data", "optimize", "target"}), format);
+  check_keys(j, with_common({"opset", "external_data", "optimize", "target", "quantize"}), format);
   ExportConfig::from_json(j);
   take(j, "opset", opset, format);
   take(j, "external_data", external_data, format);
@@ -217,6 +218,10 @@ void OnnxConfig::from_json(const nlohmann::json& j) {
   take(j, "target", target, format);
   if (opset < 18 || opset > 23) HFX_THROW("config", "expected an ONNX opset in [18, 23], got {}", opset);
   if (target != "standard" && target != "ort") HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
+  if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
+  if (quantize.enabled() && target == "standard" && opset < 21)
+    HFX_THROW("config", "expected opset ≥ 21 with quantize {} on target standard (blocked DequantizeLinear), got {}; "
+              "use --opset 21 or --target ort", quantize.method(), opset);
 }
 
 nlohmann::json ExecutorchConfig::to_json() const {

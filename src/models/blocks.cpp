@@ -8,6 +8,8 @@
 #include <limits>
 
 #include "hfx/core/error.h"
+#include "hfx/quant/linear_q.h"
+#include "hfx/quant/quantize.h"
 
 namespace hfx::models {
 
@@ -107,10 +109,27 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
 
 Var W(Builder& b, const Model& m, const std::string& name) { return F::to(m.w(b, name), DType::F32); }
 
+// x @ weight^T: hfx.linear_q when the store holds the weight's quantized form (quant::quantize_model),
+// else aten.linear on the f32 weight.
+Var matmul_weight(Builder& b, const Model& m, const Var& x, const std::string& weight) {
+  const quant::QuantNames q = quant::quant_names(weight);
+  if (!m.weights().has(q.qweight)) return F::linear(x, W(b, m, weight));
+  Var codes = m.w(b, q.qweight), scales = m.w(b, q.scales), zp = m.w_opt(b, q.zero_points);
+  // bits and group size follow from the shapes: codes [N, K / group, group · bits / 8]
+  const int64_t K = x.size(-1).value(), group = K / codes.size(1).value();
+  return F::linear_q(x, codes, scales, zp, codes.size(2).value() * 8 / group, group);
+}
+
 Var linear(Builder& b, const Model& m, const Var& x, const std::string& local, bool bias) {
   Scope s(b, local);
   std::string n = b.scope();
-  Var y = F::linear(x, W(b, m, n + ".weight"), bias ? W(b, m, n + ".bias") : Var());
+  Var y;
+  if (m.weights().has(quant::quant_names(n + ".weight").qweight)) {
+    y = matmul_weight(b, m, x, n + ".weight");
+    if (bias) y = F::add(y, W(b, m, n + ".bias"));
+  } else {
+    y = F::linear(x, W(b, m, n + ".weight"), bias ? W(b, m, n + ".bias") : Var());
+  }
   b.name_output(y);
   return y;
 }
@@ -421,7 +440,9 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   Var logits;
   {
     Scope sl(b, "lm_head");
-    logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
+    // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h).
+    const bool own = !c.tie_word_embeddings || weights().has(quant::quant_names("lm_head.weight").qweight);
+    logits = matmul_weight(b, *this, h, own ? "lm_head.weight" : "model.embed_tokens.weight");
     b.name_output(logits);
   }
   if (o_.logits_scaling != 1.0) {

@@ -9,6 +9,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/quant/quantize.h"
 
 namespace hfx {
 
@@ -58,6 +59,10 @@ std::vector<std::string> Model::component_names() const {
 }
 
 Var Model::w(Builder& b, const std::string& name) const {
+  if (!weights_->has(name) && weights_->has(quant::quant_names(name).qweight))
+    HFX_THROW("quant", "expected {} to read '{}' through its quantized linear layer, got a float read: this "
+              "layer of {} does not support --quantize yet (decoder-only models built on src/models/blocks.cpp do)",
+              cfg_.model_type, name, cfg_.model_type);
   if (!weights_->has(name)) HFX_THROW("model", "expected tensor '{}' in the checkpoint, got none", name);
   return b.param(name, weights_->get(name));
 }

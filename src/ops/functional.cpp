@@ -1,6 +1,7 @@
 // The functional API: one op-table call per function. Helpers that are not ops (transpose, the -1 of
 // reshape) are resolved here in terms of ops, never by a side path.
 #include "hfx/ops/functional.h"
+#include "hfx/quant/linear_q.h"
 
 #include "hfx/core/error.h"
 
@@ -53,6 +54,12 @@ Var matmul(const Var& a, const Var& b) { return call1("aten.matmul", {a, b}); }
 Var linear(const Var& x, const Var& w, const Var& bias) {
   if (bias.defined()) return call1("aten.linear", {x, w, bias});
   return call1("aten.linear", {x, w});
+}
+Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_points, int64_t bits,
+             int64_t group_size) {
+  Attrs a{{"bits", bits}, {"group_size", group_size}};
+  if (zero_points.defined()) return call1("hfx.linear_q", {x, codes, scales, zero_points}, a);
+  return call1("hfx.linear_q", {x, codes, scales}, a);
 }
 Var sum(const Var& a, const std::vector<int64_t>& d, bool k) { return call1("aten.sum.dim_IntList", {a}, {{"dim", d}, {"keepdim", k}}); }
 Var mean(const Var& a, const std::vector<int64_t>& d, bool k) { return call1("aten.mean.dim", {a}, {{"dim", d}, {"keepdim", k}}); }

@@ -6,6 +6,7 @@
 #include "hfx/core/error.h"
 #include "hfx/ops/op_schema.h"
 #include "kernels/kernels.h"
+#include "kernels/linear_q.h"
 #include "ops/decompositions.h"
 
 namespace hfx {
@@ -132,6 +133,24 @@ Out infer_linear(const In& in, const Attrs&, ShapeEnv& env) {
   SymShape s = x.shape;
   s.back() = w.shape[0];
   return {TensorType{promote_types(x.dtype, w.dtype), s}};
+}
+
+// hfx.linear_q: x[..., K], codes uint8 [N, K / group, group·bits/8], scales f32 [N, K / group],
+// optional zero points uint8 [N, ceil(K / group · bits / 8)] → [..., N] f32.
+Out infer_linear_q(const In& in, const Attrs& a, ShapeEnv&) {
+  const char* op = "hfx.linear_q";
+  const auto &x = need(in, 0, op), &q = need(in, 1, op), &s = need(in, 2, op);
+  const int64_t bits = a.i("bits"), g = a.i("group_size");
+  auto K = x.shape.empty() ? std::nullopt : x.shape.back().maybe_value();
+  auto B = q.shape.size() == 3 ? q.shape[1].maybe_value() : std::nullopt;
+  auto blob = q.shape.size() == 3 ? q.shape[2].maybe_value() : std::nullopt;
+  if (!K || !B || !blob || (bits != 4 && bits != 8) || g <= 0 || *K != *B * g || *blob * 8 != g * bits ||
+      q.dtype != DType::U8 || s.shape.size() != 2 || !s.shape[0].same(q.shape[0]) || !s.shape[1].same(q.shape[1]))
+    HFX_THROW("ops", "expected hfx.linear_q x[..., K] with uint8 codes [N, K/{}, {}] and scales [N, K/{}] ({} bits), "
+              "got {}, {} and {}", g, g * bits / 8, g, bits, x.str(), q.str(), s.str());
+  SymShape out = x.shape;
+  out.back() = q.shape[0];
+  return {TensorType{DType::F32, out}};
 }
 
 Out infer_where(const In& in, const Attrs&, ShapeEnv& env) {
@@ -444,6 +463,8 @@ std::vector<OpSchema> build_table() {
   add({"aten.matmul", 2, 2, 1, {}, [](const In& i, const Attrs& a, ShapeEnv& e) { return infer_matmul(i, a, e, "aten.matmul"); },
        K::matmul, nullptr, "batched matmul with broadcasting"});
   add({"aten.linear", 2, 3, 1, {}, infer_linear, K::linear, nullptr, "x @ w^T + b"});
+  add({"hfx.linear_q", 3, 4, 1, {req("bits", "4 or 8"), req("group_size", "input features per scale")}, infer_linear_q,
+       K::linear_q, nullptr, "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
   // ---- reductions ----
   add({"aten.sum.dim_IntList", 1, 1, 1, {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)}, RED("aten.sum.dim_IntList"), K::sum, nullptr, ""});
   add({"aten.mean.dim", 1, 1, 1, {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)}, RED("aten.mean.dim"), K::mean, nullptr, ""});

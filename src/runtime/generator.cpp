@@ -125,6 +125,9 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
   auto cfg_json = read_json_if_exists(dir / "config.json");
   if (kind == "ort") {
     HFX_CHECK(exported, kComp, "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    HFX_CHECK(!config.quantize.enabled(), kComp,
+              "expected --quantize only with the eager engine, got engine ort on '{}': an export folder is "
+              "quantized when exported (hfx export --quantize)", path);
     engine = make_ort_engine(path, config.threads);
   } else {
     HFX_CHECK(cfg_json.has_value(), kComp,
@@ -144,6 +147,12 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
               "eager engine, got neither (pass the checkpoint folder itself instead)",
               path);
     std::shared_ptr<const CausalLM> model = load_causal_lm(weights_dir);
+    const quant::QuantOptions q = config.quantize.enabled() || !exported ? config.quantize
+                                                                         : quant::export_quantization(path);
+    if (q.enabled()) {
+      std::shared_ptr<Model> qm = quant::quantize_model(*model, q);
+      model = std::shared_ptr<const CausalLM>(qm, &as_causal_lm(*qm));
+    }
     engine = std::make_unique<EagerEngine>(std::move(model));
   }
 

@@ -18,6 +18,7 @@
 #include "export/dynamo/zip.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/quant/quantize.h"
 #include "hfx/verify/manifest.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
@@ -375,6 +376,9 @@ VerifyReport run_verify(const VerifyOptions& options) {
   if (ref_problem.empty()) {
     try {
       std::shared_ptr<const Model> m(load_model(cx.reference_dir));
+      // A quantized export is compared with the reference quantized the same way (its export_config.json).
+      const quant::QuantOptions q = quant::export_quantization(cx.out.string());
+      if (q.enabled()) m = quant::quantize_model(*m, q);
       // The causal-LM checks (ort_verify.cpp) feed past_key_values.N.key/value; a decoder whose cache has
       // other leaves (a state-space model's conv/ssm states) is verified like the other structures, by
       // replaying its loop's recorded calls against each program.

@@ -17,6 +17,7 @@
 
 #include "hfx/capture/capture.h"
 #include "hfx/models/model.h"
+#include "hfx/quant/quantize.h"
 
 namespace hfx {
 
@@ -63,6 +64,9 @@ struct OnnxConfig : ExportConfig {
   std::string target = "standard";  ///< "standard" (ai.onnx ops only) or "ort" (com.microsoft fused ops)
   /// float32: ONNX Runtime's CPU kernels compute in f32, so f32 weights load without a Cast to fold.
   DType auto_dtype(DType) const override { return DType::F32; }
+  /// Weight-only quantization of the linear layers (JSON "quantize": {"method", "group_size",
+  /// "symmetric"}): the exporter quantizes the model first (quant::quantize_model).
+  quant::QuantOptions quantize;
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<OnnxConfig>(*this); }

@@ -26,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "hfx/quant/quantize.h"
 #include "hfx/runtime/sampling.h"
 
 namespace hfx {
@@ -125,6 +126,10 @@ struct GenerationResult {
 struct GeneratorConfig {
   std::string engine = "auto";  ///< "auto" | "eager" | "ort"
   int threads = 0;              ///< kernel / ORT intra-op threads; 0 = default
+  /// Eager only: quantize the linear layers at load (hfx/quant/quantize.h). An export folder whose
+  /// export_config.json says "quantize" is quantized the same way when this is unset, so the eager
+  /// reference runs the exported math.
+  quant::QuantOptions quantize;
 };
 
 class Generator {

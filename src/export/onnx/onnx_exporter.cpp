@@ -103,15 +103,28 @@ std::string describe_inputs(const Graph& g) {
   return s;
 }
 
+// The model with its linear weights quantized (null when `q` asks for none).
+std::unique_ptr<Model> quantize_for_export(const Model& model, const quant::QuantOptions& q) {
+  if (!q.enabled()) return nullptr;
+  int count = 0;
+  auto m = quant::quantize_model(model, q, &count);
+  if (count == 0)
+    HFX_THROW("quant", "expected linear weights [N, K] with K a multiple of {} to quantize in {}, got none",
+              q.group_size, model.config().model_type);
+  return m;
+}
+
 class OnnxExporter : public Exporter {
  public:
   std::string format() const override { return "onnx"; }
 
-  ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
+  ExportResult export_model(const Model& model0, const CaptureOptions& opts, const ExportConfig& config,
                             const std::string& out_dir) override {
     ExportResult r;
     r.out_dir = out_dir;
     OnnxConfig oc = as_onnx(config);
+    std::unique_ptr<Model> quantized = quantize_for_export(model0, oc.quantize);
+    const Model& model = quantized ? *quantized : model0;
     if (!oc.external_data && needs_external_data(model, oc)) {
       oc.external_data = true;
       r.warnings.push_back(auto_external_data_note(model, oc));
@@ -121,10 +134,18 @@ class OnnxExporter : public Exporter {
     return r;
   }
 
-  ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
+  ExportResult export_for_generation(const Model& model0, const CaptureOptions& opts,
                                      const std::map<std::string, const ExportConfig*>& configs,
                                      const std::string& out_dir) override {
     if (configs.empty()) HFX_THROW("export", "expected at least one onnx config for export_for_generation, got none");
+    // One model for every program: the components must agree on quantization.
+    const quant::QuantOptions& q = as_onnx(*configs.begin()->second).quantize;
+    for (const auto& [name, c] : configs)
+      if (quant::to_json(as_onnx(*c).quantize) != quant::to_json(q))
+        HFX_THROW("export", "expected one quantize setting for every component, got {} for '{}' and {} for '{}'",
+                  quant::to_json(q).dump(), configs.begin()->first, quant::to_json(as_onnx(*c).quantize).dump(), name);
+    std::unique_ptr<Model> quantized = quantize_for_export(model0, q);
+    const Model& model = quantized ? *quantized : model0;
     ExportResult r;
     r.out_dir = out_dir;
     // One external data file for every component that uses external data: the weights are written once.

@@ -15,6 +15,7 @@
 #include "export/onnx/lowering.h"
 #include "export/onnx/weight_layout.h"
 #include "export/onnx/moe_fusion.h"
+#include "export/onnx/quant_lowering.h"
 #include "hfx/core/error.h"
 
 namespace hfx::onnx_export {
@@ -701,6 +702,8 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten.bmm", matmul, "MatMul");
   add("aten.matmul", matmul, "MatMul");
   add("aten.linear", linear, "MatMul(x, w stored [in, out]) (+Add bias); MatMul(x, Transpose(w)) when w is not");
+  add("hfx.linear_q", linear_q_translation,
+      "ort: com.microsoft.MatMulNBits; standard (opset ≥ 21): DequantizeLinear (blocked) → MatMul");
   add("aten.sum.dim_IntList", reduce("ReduceSum"), "ReduceSum (axes input)");
   add("aten.mean.dim", reduce("ReduceMean"), "ReduceMean (axes input, opset >= 18)");
   add("aten.amax", reduce("ReduceMax"), "ReduceMax (axes input, opset >= 18)");

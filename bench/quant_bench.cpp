@@ -1,0 +1,173 @@
+// Weight-only quantization, eager engine: decode speed of f32 vs int8 vs int4 in one run, and the
+// distance of the quantized models to the f32 model over the greedy steps of a fixed prompt set.
+// bench/quant_bench.sh runs it beside ort_bench on the quantized ONNX exports. One JSON line per figure.
+//
+//   quant_bench speed MODEL_DIR [--threads 2] [--decode 32] [--reps 3]
+//   quant_bench agree MODEL_DIR [--steps 32] [--prompts 8]
+//
+// speed: a 16-token prefill, then `decode` single-token steps (EagerEngine, KV cache), median of reps
+// after a warm-up, for f32, int8 g32 and int4 g32 (asymmetric, quantized at load).
+// agree: the f32 model generates `steps` greedy tokens after each of `prompts` fixed prompts (ids drawn
+// from a seeded generator, 8–20 tokens). Each quantized model is then run teacher-forced on the same
+// sequences (one forward over prompt + generated tokens, no cache), and at every position that chose a
+// generated token: top-1 agreement with the f32 argmax, max |Δlogit|, and KL(f32 ‖ quantized).
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "hfx/models/model.h"
+#include "hfx/quant/quantize.h"
+#include "hfx/runtime/generator.h"
+#include "kernels/kernels.h"
+
+using namespace hfx;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Variant {
+  std::string name;
+  quant::QuantOptions q;
+};
+std::vector<Variant> variants() {
+  return {{"f32", {}}, {"int8_g32", quant::parse_options("int8", 32, false)},
+          {"int4_g32", quant::parse_options("int4", 32, false)}};
+}
+
+std::shared_ptr<const CausalLM> as_lm(std::unique_ptr<Model> m) {
+  std::shared_ptr<Model> s(std::move(m));
+  return std::shared_ptr<const CausalLM>(s, &as_causal_lm(*s));
+}
+
+double decode_s(EagerEngine& e, int64_t vocab, int64_t steps) {
+  std::vector<int64_t> ids(16), mask(16, 1), pos(16);
+  for (int64_t i = 0; i < 16; i++) ids[i] = (i * 7919 + 13) % vocab, pos[i] = i;
+  std::vector<float> logits;
+  e.reset();
+  e.step(ids, mask, pos, 1, 16, logits);
+  auto t0 = Clock::now();
+  for (int64_t s = 0; s < steps; s++) {
+    const int64_t tok = std::max_element(logits.begin(), logits.end()) - logits.begin(), p = 16 + s;
+    std::vector<int64_t> m(static_cast<size_t>(p + 1), 1);
+    e.step(std::vector<int64_t>{tok}, m, std::vector<int64_t>{p}, 1, 1, logits);
+  }
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
+
+void speed(const std::string& dir, int threads, int64_t decode, int reps) {
+  kernels::set_num_threads(threads);
+  auto base = load_causal_lm(dir);
+  const int64_t V = base->config().vocab_size;
+  double f32 = 0;
+  for (const Variant& v : variants()) {
+    EagerEngine e(v.q.enabled() ? as_lm(quant::quantize_model(*base, v.q)) : as_lm(load_causal_lm(dir)));
+    decode_s(e, V, 2);  // warm-up
+    std::vector<double> t;
+    for (int r = 0; r < reps; r++) t.push_back(decode_s(e, V, decode));
+    std::sort(t.begin(), t.end());
+    const double tok_s = static_cast<double>(decode) / t[t.size() / 2];
+    if (!v.q.enabled()) f32 = tok_s;
+    std::printf("{\"engine\":\"hfx-eager\",\"weights\":\"%s\",\"threads\":%d,\"decode_tokens\":%lld,"
+                "\"decode_tok_s\":%.3f,\"vs_f32\":%.3f}\n",
+                v.name.c_str(), threads, static_cast<long long>(decode), tok_s, tok_s / f32);
+    std::fflush(stdout);
+  }
+}
+
+Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq) {
+  EagerBuilder b;
+  const int64_t S = static_cast<int64_t>(seq.size());
+  std::vector<int64_t> pos(seq.size());
+  for (int64_t i = 0; i < S; i++) pos[i] = i;
+  ForwardArgs a;
+  a.input_ids = b.wrap(Tensor::from_ints({1, S}, seq));
+  a.attention_mask = b.wrap(Tensor::full({1, S}, 1, DType::I64));
+  a.position_ids = b.wrap(Tensor::from_ints({1, S}, pos));
+  return m.forward(b, a).logits.tensor().contiguous();
+}
+
+std::vector<double> log_softmax(const float* x, int64_t V) {
+  double mx = *std::max_element(x, x + V), s = 0;
+  for (int64_t i = 0; i < V; i++) s += std::exp(x[i] - mx);
+  std::vector<double> out(static_cast<size_t>(V));
+  for (int64_t i = 0; i < V; i++) out[i] = x[i] - mx - std::log(s);
+  return out;
+}
+
+void agree(const std::string& dir, int64_t steps, int prompts) {
+  auto f32 = as_lm(load_causal_lm(dir));
+  const int64_t V = f32->config().vocab_size;
+  std::mt19937 rng(1234);
+  std::vector<std::vector<int64_t>> seqs;
+  std::vector<size_t> starts;
+  Generator g(std::make_unique<EagerEngine>(f32), nullptr, {});
+  GenerationOptions go;
+  go.max_new_tokens = steps;
+  go.ignore_eos = true;
+  for (int p = 0; p < prompts; p++) {
+    std::vector<int64_t> prompt(8 + rng() % 13);
+    for (auto& t : prompt) t = static_cast<int64_t>(rng() % V);
+    GenerationResult r = g.generate_ids({prompt}, go);
+    starts.push_back(prompt.size() - 1);
+    prompt.insert(prompt.end(), r.ids[0].begin(), r.ids[0].end());
+    seqs.push_back(std::move(prompt));
+  }
+  std::vector<Tensor> ref;
+  for (const auto& s : seqs) ref.push_back(forward_logits(*f32, s));
+  for (const Variant& v : variants()) {
+    if (!v.q.enabled()) continue;
+    auto qm = as_lm(quant::quantize_model(*f32, v.q));
+    int64_t n = 0, same = 0;
+    double max_d = 0, kl = 0;
+    for (size_t i = 0; i < seqs.size(); i++) {
+      Tensor q = forward_logits(*qm, seqs[i]);
+      for (size_t t = starts[i]; t + 1 < seqs[i].size(); t++) {
+        const float* a = ref[i].data<float>() + t * V;
+        const float* b = q.data<float>() + t * V;
+        same += (std::max_element(a, a + V) - a) == (std::max_element(b, b + V) - b);
+        for (int64_t k = 0; k < V; k++) max_d = std::max(max_d, static_cast<double>(std::fabs(a[k] - b[k])));
+        auto la = log_softmax(a, V), lb = log_softmax(b, V);
+        for (int64_t k = 0; k < V; k++) kl += std::exp(la[k]) * (la[k] - lb[k]);
+        n++;
+      }
+    }
+    std::printf("{\"weights\":\"%s\",\"positions\":%lld,\"top1_agreement\":%.4f,\"max_abs_logit_diff\":%.4f,"
+                "\"mean_kl\":%.6f}\n",
+                v.name.c_str(), static_cast<long long>(n), static_cast<double>(same) / static_cast<double>(n),
+                max_d,
+                kl / static_cast<double>(n));
+    std::fflush(stdout);
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    if (argc < 3 || (std::string(argv[1]) != "speed" && std::string(argv[1]) != "agree")) {
+      std::fprintf(stderr, "usage: quant_bench speed MODEL_DIR [--threads 2] [--decode 32] [--reps 3] | "
+                           "agree MODEL_DIR [--steps 32] [--prompts 8]\n");
+      return 2;
+    }
+    int threads = 2, reps = 3, prompts = 8;
+    int64_t decode = 32, steps = 32;
+    for (int i = 3; i + 1 < argc; i += 2) {
+      std::string k = argv[i], v = argv[i + 1];
+      if (k == "--threads") threads = std::stoi(v);
+      else if (k == "--decode") decode = std::stoll(v);
+      else if (k == "--reps") reps = std::stoi(v);
+      else if (k == "--steps") steps = std::stoll(v);
+      else if (k == "--prompts") prompts = std::stoi(v);
+    }
+    if (std::string(argv[1]) == "speed") speed(argv[2], threads, decode, reps);
+    else agree(argv[2], steps, prompts);
+    return 0;
+  } catch (const std::exception& ex) {
+    std::fprintf(stderr, "quant_bench: %s\n", ex.what());
+    return 1;
+  }
+}

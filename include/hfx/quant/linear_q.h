@@ -1,0 +1,15 @@
+// hfx/quant/linear_q.h — the functional form of hfx.linear_q (weight-only quantized linear).
+#pragma once
+#include <cstdint>
+
+#include "hfx/ops/builder.h"
+
+namespace hfx::F {
+
+/// hfx.linear_q: x[..., K] @ dequant(W)^T with W as blockwise codes in hfx/quant/quantize.h's layout
+/// (codes uint8 [N, K/group, group·bits/8], scales f32 [N, K/group], zero points uint8 or absent =
+/// symmetric). f32 [..., N].
+Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_points, int64_t bits,
+             int64_t group_size);
+
+}  // namespace hfx::F
