@@ -39,6 +39,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-liberation  # headless screenshots of HTML reports in tests
   slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster
+  python3-jinja2  # tests only: Python's Jinja2, the chat-template engine of transformers, as a parity oracle
 )
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)
