@@ -6,8 +6,10 @@
 # Files are grouped with CMake's UNITY_BUILD_MODE GROUP: a source without a group compiles alone, so a
 # new file is always safe. Files that define the same file-local names as another file of their folder
 # stay alone: every architecture file of src/models defines its own parse/options/tiny, every file of
-# tools/sweep its kComp, the ONNX Runtime files (ort_*.cpp) their kComp; the others are listed below. A quick build that fails with "redefinition of '...{anonymous}...'" needs the newer of the
-# two files added to HFX_UNITY_ALONE. Release, debug and sanitizer builds compile every file alone.
+# tools/sweep its kComp, the ONNX Runtime files (ort_*.cpp) their kComp; the others are listed below. A
+# quick build that fails with "redefinition of '...{anonymous}...'", or warns with -Wsubobject-linkage,
+# needs the file it names added to HFX_UNITY_ALONE. Release, debug and sanitizer builds compile every file
+# alone.
 set(HFX_UNITY_ALONE
   src/runtime/generator.cpp       # kComp, read_json_if_exists (also in text2text.cpp, generation_config.cpp)
   src/runtime/text2text.cpp
@@ -16,7 +18,9 @@ set(HFX_UNITY_ALONE
   src/verify/verify.cpp
   src/export/onnx/translations.cpp  # last(Cx&) (also in gqa_fusion.cpp)
   tools/cmd_inspect.cpp           # human_bytes (also in cmd_export.cpp)
-  src/export/dynamo/zip_reader.cpp  # a member of file-local type: -Wsubobject-linkage once it is #included
+  # A class member of a file-local type: -Wsubobject-linkage once the file is #included into another.
+  src/export/dynamo/zip_reader.cpp
+  src/tokenizers/tokenizer.cpp
 )
 # src/models: the shared parts (blocks, caches, rope, the registry) group; the architectures do not.
 set(HFX_UNITY_MODELS_SHARED blocks cache encoder_blocks model registry rope ssd tiny tiny_writer)

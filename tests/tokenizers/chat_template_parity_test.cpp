@@ -88,7 +88,10 @@ Outcome jinja2_outcome(const ojson& r) {
 
 // Where two renderings part: "line N: 'a' vs 'b'", for the one-line report of an engine departure.
 std::string first_difference(const Outcome& a, const Outcome& b) {
-  if (a.kind != b.kind) return a.show().substr(0, 80) + " | vs | " + b.show().substr(0, 80);
+  auto brief = [](const Outcome& o) {
+    return (o.kind == Outcome::kText ? "renders " : "stops with ") + ojson(o.s.substr(0, 60)).dump();
+  };
+  if (a.kind != b.kind) return brief(a) + " vs " + brief(b);
   size_t i = std::mismatch(a.s.begin(), a.s.begin() + std::min(a.s.size(), b.s.size()), b.s.begin()).first -
              a.s.begin();
   const size_t line = std::count(a.s.begin(), a.s.begin() + i, '\n') + 1;
