@@ -192,22 +192,8 @@ class OnnxExporter : public Exporter {
       apply_onnx_ir_fixes(lm.model, lm.warnings);
       trace.phase("ir-fixes");
 
-      std::string rel = "onnx/" + comp + ".onnx";
-      fs::path path = fs::path(out_dir) / rel;
       stage(comp, at, 3, "write", written_ + shared_before);
-      if (shared_data) {
-        // The shared weights stream tensor by tensor: the bar follows the bytes.
-        shared_data->on_written = [&](uint64_t n) { stage(comp, at, 3, "write", written_ + n); };
-        write_onnx_model(lm, path.string(), shared_data);
-        shared_data->on_written = nullptr;
-      } else {
-        write_onnx_model(lm, path.string(), cfg.external_data, &model.weights());
-        if (cfg.external_data) r.files.push_back({comp, rel + "_data", "weights"});
-        written_ += file_bytes(fs::path(out_dir) / (rel + "_data"));
-      }
-      written_ += file_bytes(path);
-      stage(comp, at, 4, "write", written_ + (shared_data ? shared_data->size() : 0));
-      r.files.push_back({comp, rel, "graph"});
+      write_component(model, comp, cfg, out_dir, lm, r, shared_data, at);
       trace.phase("write");
       for (auto& w : lm.warnings) warnings.push_back(std::move(w));
     } catch (const Error& e) {
@@ -216,6 +202,26 @@ class OnnxExporter : public Exporter {
     }
     for (auto& w : warnings) r.warnings.push_back(comp + ": " + w);
     r.programs.push_back(std::move(prog));
+  }
+
+  // OUT/onnx/<comp>.onnx, with its weights embedded, in its own external data or in the shared file.
+  void write_component(const Model& model, const std::string& comp, const OnnxConfig& cfg, const std::string& out_dir,
+                       LoweredModel& lm, ExportResult& r, ExternalDataFile* shared_data, Slot at) {
+    std::string rel = "onnx/" + comp + ".onnx";
+    fs::path path = fs::path(out_dir) / rel;
+    if (shared_data) {
+      // The shared weights stream tensor by tensor: the bar follows the bytes.
+      shared_data->on_written = [&](uint64_t n) { stage(comp, at, 3, "write", written_ + n); };
+      write_onnx_model(lm, path.string(), shared_data);
+      shared_data->on_written = nullptr;
+    } else {
+      write_onnx_model(lm, path.string(), cfg.external_data, &model.weights());
+      if (cfg.external_data) r.files.push_back({comp, rel + "_data", "weights"});
+      written_ += file_bytes(fs::path(out_dir) / (rel + "_data"));
+    }
+    written_ += file_bytes(path);
+    stage(comp, at, 4, "write", written_ + (shared_data ? shared_data->size() : 0));
+    r.files.push_back({comp, rel, "graph"});
   }
 
   uint64_t written_ = 0;  // bytes of graphs (and own external data) written by this export so far
