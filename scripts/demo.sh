@@ -3,8 +3,8 @@
 # create a tiny random Llama checkpoint, export it to ONNX for generation, and generate from the
 # artifact through ONNX Runtime and from the checkpoint eagerly. Run after scripts/setup.sh.
 # It builds only what it runs: the hfx binary (CMake target hfx_cli, with libhfx), not the tests and
-# benches, with the "quick" preset (build-quick/: -O0 and precompiled third-party headers, about 0.64x the
-# release build's CPU time; its kernels are slow, which a tiny model does not notice). HFX_BUILD_DIR picks
+# benches, with the "quick" preset (build-quick/: -O0, precompiled third-party headers and a unity build per
+# source folder, cmake/quick_build.cmake; its kernels are slow, which a tiny model does not notice). HFX_BUILD_DIR picks
 # another build folder (default build-quick/); HFX_DEMO_PRESET=release builds the optimized binary instead.
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"

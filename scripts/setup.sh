@@ -40,6 +40,7 @@ PACKAGES=(
   chromium fonts-liberation  # headless screenshots of HTML reports in tests
   slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster
   libyaml-cpp-dev  # `hfx sweep PLAN.yaml`: YAML plans
+  python3-jinja2  # tests only: Python's Jinja2, the chat-template engine of transformers, as a parity oracle
 )
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)

@@ -68,20 +68,8 @@ void print_summary(const ExportArgs& a, const Model& model, const ExportResult& 
   for (const auto& w : r.warnings) fmt::print("  - {}\n", w);
 }
 
-void run_export(const ExportArgs& a) {
-  auto t_start = std::chrono::steady_clock::now();
-  const std::string dir = resolve_model(a.model);
-  // Steps: load, the programs (capture + lowering + writing: the long one), side files, manifest.
-  Progress bar("export " + fs::path(a.out).filename().string(), 4, Progress::Unit::kSteps);
-  bar.update(0, "load " + a.model);
-  // ExecuTorch and torch.export get no quantized weights yet: hfx writes no op pattern their runtimes
-  // were shown to execute (docs/quantization.md), so the flag is refused rather than ignored.
-  if (a.quantize != "none" && a.format != "onnx")
-    HFX_THROW("export", "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
-              "{} programs yet; export f32 or use --format onnx [--target ort]", a.format, a.format);
-  auto model = load_model(dir);
-  check_export_skip(a.format, model->config().model_type);
-
+// The export config: --config FILE, else the flags.
+std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
   std::unique_ptr<ExportConfig> cfg = make_config(a.format);
   if (!a.config_file.empty()) {
     nlohmann::json j;
@@ -92,77 +80,119 @@ void run_export(const ExportArgs& a) {
     }
     if (!j.contains("format")) j["format"] = a.format;
     cfg->from_json(j);
-  } else {
-    nlohmann::json j = cfg->to_json();
-    j["dynamic"] = !a.no_dynamic;
-    j["max_batch"] = a.max_batch;
-    j["max_sequence"] = a.max_sequence;
-    j["dtype"] = a.dtype;
-    if (a.format == "onnx") {
-      j["opset"] = a.opset;
-      j["external_data"] = a.external_data;
-      j["target"] = a.target;
-      j["optimize"] = !a.no_optimize;
-      if (a.quantize != "none")
-        j["quantize"] = {{"method", a.quantize}, {"group_size", a.group_size}, {"symmetric", a.symmetric}};
-    } else if (a.format == "executorch") {
-      j["backend"] = a.backend;
-      j["max_seq_len"] = a.max_seq_len;
-    }
-    cfg->from_json(j);
+    return cfg;
   }
+  nlohmann::json j = cfg->to_json();
+  j["dynamic"] = !a.no_dynamic;
+  j["max_batch"] = a.max_batch;
+  j["max_sequence"] = a.max_sequence;
+  j["dtype"] = a.dtype;
+  if (a.format == "onnx") {
+    j["opset"] = a.opset;
+    j["external_data"] = a.external_data;
+    j["target"] = a.target;
+    j["optimize"] = !a.no_optimize;
+    if (a.quantize != "none")
+      j["quantize"] = {{"method", a.quantize}, {"group_size", a.group_size}, {"symmetric", a.symmetric}};
+  } else if (a.format == "executorch") {
+    j["backend"] = a.backend;
+    j["max_seq_len"] = a.max_seq_len;
+  }
+  cfg->from_json(j);
+  return cfg;
+}
 
-  // One contract rule for every backend (ranges capped at the model's max positions): exporter.h.
-  CaptureOptions opts = contract_options(*model, *cfg);
+// The tokenizer, config and sentence-transformers files beside the artifacts, and export_config.json.
+void write_side_files(const std::string& dir, const fs::path& tmp, const std::string& format, const ExportConfig& cfg,
+                      const ExportResult& r) {
+  for (const char* f : kSideFiles) {
+    fs::path src = fs::path(dir) / f;
+    if (!fs::exists(src)) continue;
+    fs::create_directories((tmp / f).parent_path());
+    fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
+  }
+  if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
+  // Transformers.js loads external data only when config.json says so (flag or chosen automatically).
+  bool external = false;
+  for (const auto& f : r.files) external |= f.role == "weights" && f.path.ends_with(".onnx_data");
+  if (format == "onnx" && external && fs::exists(tmp / "config.json")) {
+    auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
+    j["transformers.js_config"]["use_external_data_format"] = true;
+    io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
+  }
+  io::write_file_atomic((tmp / "export_config.json").string(), cfg.to_json().dump(2));
+}
 
-  fs::path out = fs::absolute(a.out);
-  fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
+// The bar's steps: load, each component's stages (capture, fixes, lower, write for ONNX; the exporter
+// reports them, with the bytes written, once it has planned the components), side files, manifest.
+struct ExportBar {
+  Progress bar;
+  uint64_t program_steps = 1;
+  explicit ExportBar(const std::string& out) : bar("export " + fs::path(out).filename().string(), 4) {}
+  void on_step(const ExportStep& s) {
+    program_steps = s.components * static_cast<uint64_t>(s.stages);
+    bar.set_total(program_steps + 3);
+    bar.update(1 + s.component_index * s.stages + s.stage_index,
+               fmt::format("{} ({}/{}): {}{}", s.component, s.component_index + 1, s.components, s.stage,
+                           s.bytes_written ? ", " + human_bytes(s.bytes_written) + " written" : ""));
+  }
+};
+
+// Exports into `tmp` (removed on failure): the programs, the side files and the manifest.
+ExportResult export_into(const ExportArgs& a, const std::string& dir, const Model& model, const ExportConfig& cfg,
+                         const fs::path& tmp, ExportBar& progress) {
   fs::remove_all(tmp);
   fs::create_directories(tmp);
-  ExportResult result;
   try {
-    bar.update(1, a.format + " programs");
+    // One contract rule for every backend (ranges capped at the model's max positions): exporter.h.
+    CaptureOptions opts = contract_options(model, cfg);
+    progress.bar.update(1, a.format + ": plan the programs");
     auto exporter = make_exporter(a.format);
-    std::map<std::string, const ExportConfig*> configs{{"*", cfg.get()}};
-    ExportResult r = exporter->export_for_generation(*model, opts, configs, tmp.string());
-    bar.update(2, "tokenizer and config files");
-    for (const char* f : kSideFiles) {
-      fs::path src = fs::path(dir) / f;
-      if (!fs::exists(src)) continue;
-      fs::create_directories((tmp / f).parent_path());
-      fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
-    }
-    if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
-    // Transformers.js loads external data only when config.json says so (flag or chosen automatically).
-    bool external = false;
-    for (const auto& f : r.files) external |= f.role == "weights" && f.path.ends_with(".onnx_data");
-    if (a.format == "onnx" && external && fs::exists(tmp / "config.json")) {
-      auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
-      j["transformers.js_config"]["use_external_data_format"] = true;
-      io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
-    }
-    io::write_file_atomic((tmp / "export_config.json").string(), cfg->to_json().dump(2));
+    exporter->set_progress([&progress](const ExportStep& s) { progress.on_step(s); });
+    std::map<std::string, const ExportConfig*> configs{{"*", &cfg}};
+    ExportResult r = exporter->export_for_generation(model, opts, configs, tmp.string());
+    progress.bar.update(1 + progress.program_steps, "tokenizer and config files");
+    write_side_files(dir, tmp, a.format, cfg, r);
     // The release manifest: checksums of every file, versions, config and the shape contract per component.
-    bar.update(3, "manifest");
+    progress.bar.update(2 + progress.program_steps, "manifest");
     std::map<std::string, ShapeContract> contracts;
     for (const auto& p : r.programs) contracts[p.component] = p.contract;
-    verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg->to_json(), contracts);
-    man.precision = cfg->precision(model->config().dtype);
+    verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg.to_json(), contracts);
+    man.precision = cfg.precision(model.config().dtype);
     man.warnings = r.warnings;
     man.write(tmp.string());
-    for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
-    result = std::move(r);
+    return r;
   } catch (...) {
     fs::remove_all(tmp);
     throw;
   }
+}
+
+void run_export(const ExportArgs& a) {
+  auto t_start = std::chrono::steady_clock::now();
+  const std::string dir = resolve_model(a.model);
+  ExportBar progress(a.out);
+  progress.bar.update(0, "load " + a.model);
+  // ExecuTorch and torch.export get no quantized weights yet: hfx writes no op pattern their runtimes
+  // were shown to execute (docs/quantization.md), so the flag is refused rather than ignored.
+  if (a.quantize != "none" && a.format != "onnx")
+    HFX_THROW("export", "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
+              "{} programs yet; export f32 or use --format onnx [--target ort]", a.format, a.format);
+  auto model = load_model(dir);
+  check_export_skip(a.format, model->config().model_type);
+  std::unique_ptr<ExportConfig> cfg = export_config(a);
+
+  fs::path out = fs::absolute(a.out);
+  fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
+  ExportResult result = export_into(a, dir, *model, *cfg, tmp, progress);
   // Swap into place: the previous export survives until the new one is complete.
   fs::path prev = out.parent_path() / fmt::format(".{}.prev.{}", out.filename().string(), ::getpid());
   if (fs::exists(out)) fs::rename(out, prev);
   fs::rename(tmp, out);
   if (fs::exists(prev)) fs::remove_all(prev);
-  bar.update(4, "done");
-  bar.finish();
+  progress.bar.update(3 + progress.program_steps, "done");
+  progress.bar.finish();
+  for (const auto& w : result.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
   print_summary(a, *model, result, out, seconds);
 }

@@ -30,7 +30,7 @@ constexpr int64_t kBarTokens = 32;  // fewer new tokens (all rows together) come
 struct GenerateArgs {
   std::string model, engine = "auto";
   std::vector<std::string> prompts, stop;
-  std::optional<std::string> chat, system;
+  std::optional<std::string> chat, system, tools;
   int64_t max_new_tokens = 64;
   bool greedy = false, json = false, ignore_eos = false, raw = false, interactive = false;
   std::optional<float> temperature, top_p;
@@ -103,14 +103,37 @@ void print_text(const TokenEvent& e) {
   std::fflush(stdout);
 }
 
+// --tools FILE.json: the tool schemas apply_chat_template(tools=...) takes, checked before the model loads.
+// A template that never reads `tools` would ignore them silently; that is refused, not ignored.
+nlohmann::ordered_json read_tools(const std::string& path, const tok::ChatTemplate& t) {
+  nlohmann::ordered_json tools;
+  try {
+    tools = nlohmann::ordered_json::parse(io::read_file(path));
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW("generate", "expected valid JSON in --tools file '{}', got: {}", path, e.what());
+  }
+  HFX_CHECK(tools.is_array() && !tools.empty(), "generate",
+            "expected --tools file '{}' to hold a non-empty list of tool schemas "
+            "([{{\"type\": \"function\", \"function\": {{\"name\": ...}}}}]), got {}",
+            path, tools.is_array() ? "an empty list" : tools.type_name());
+  HFX_CHECK(t.source(true).find("tools") != std::string::npos, "generate",
+            "expected a chat template that takes tools for --tools, got one that never reads `tools` "
+            "(the model was not trained with tool schemas in its prompt): drop --tools");
+  return tools;
+}
+
 // --chat: one turn, or (-i) one turn per stdin line. Each reply is streamed and ends with a newline; a
 // line on stderr per turn says how many prompt tokens came from the cache.
 void run_chat(const GenerateArgs& a) {
   HFX_CHECK(!is_text2text_dir(a.model), "generate",
             "expected a decoder-only model for --chat, got an encoder-decoder one in '{}' (use --prompt)",
             a.model);
+  tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model);
+  nlohmann::ordered_json tools;
+  if (a.tools) tools = read_tools(*a.tools, chat_template);
   Generator g = Generator::open(a.model, a.config());
-  ChatSession chat(g, tok::ChatTemplate::from_dir(a.model), a.system);
+  ChatSession chat(g, std::move(chat_template), a.system);
+  if (a.tools) chat.set_tools(std::move(tools));
   const GenerationOptions o = options_from(a);
   auto turn = [&](const std::string& user, int n) {
     GenerationResult r = chat.send(user, o, print_text);
@@ -149,6 +172,7 @@ void run_generate(GenerateArgs a) {
     return run_chat(a);
   }
   if (a.system) throw UsageError("generate", "expected --system together with --chat, got it alone");
+  if (a.tools) throw UsageError("generate", "expected --tools together with --chat, got it alone");
   if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
   if (is_text2text_dir(a.model)) return run_text2text(a);
   const GenerationOptions o = options_from(a);
@@ -190,13 +214,18 @@ void register_generate(CLI::App& app) {
   auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
   cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
               "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
-              "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)");
+              "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)\n"
+              "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Weather in Paris?' --tools tools.json\n"
+              "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])");
   cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)");
   CLI::Option* chat =
       cmd->add_option("--chat", a->chat, "User message, wrapped in the model's chat template (value optional with -i)")
           ->expected(0, 1);
   cmd->add_option("--system", a->system, "System prompt for --chat");
+  cmd->add_option("--tools", a->tools,
+                  "With --chat: JSON file with a list of tool schemas, passed to the chat template as `tools`")
+      ->check(CLI::ExistingFile);
   cmd->add_flag("-i,--interactive", a->interactive,
                 "With --chat: read user turns from stdin line by line, keeping the conversation and its KV cache");
   cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->check(CLI::NonNegativeNumber);

@@ -71,6 +71,7 @@ void register_verify(CLI::App& app) {
     opt.reference = opt.reference.empty() ? manifest_model(opt.out_dir) : resolve_model(opt.reference);
     Progress bar("verify " + fs::path(opt.out_dir).filename().string(), 0, Progress::Unit::kSteps);
     opt.on_check = [&bar](size_t done, const std::string& last) { bar.update(done, last); };
+    opt.on_step = [&bar](size_t done, const std::string& what) { bar.update(done, what); };
     verify::VerifyReport r = verify::run_verify(opt);
     bar.finish();
     std::fputs(verify::render_table(r).c_str(), stdout);

@@ -47,10 +47,13 @@ int main(int argc, char** argv) {
   app.fallthrough();
   for (auto reg : kCommands) reg(app);
   app.footer("Run 'hfx COMMAND --help' for a command's options and an example.");
-  // An unknown command or none: CLI11 would say "A subcommand is required" (exit 106).
-  if (argc < 2 || (argv[1][0] != '-' && !has_command(app, argv[1]))) {
+  // An unknown command or none: CLI11 would say "A subcommand is required" (exit 106). The command is the
+  // first word that is not an option (only --quiet, a flag, may come before it).
+  int first = 1;
+  while (first < argc && argv[first][0] == '-') first++;
+  if (argc < 2 || (first < argc && !has_command(app, argv[first]))) {
     if (argc < 2) std::fprintf(stderr, "hfx: expected a command, got none\n");
-    else std::fprintf(stderr, "hfx: unknown command '%s'\n", argv[1]);
+    else std::fprintf(stderr, "hfx: unknown command '%s'\n", argv[first]);
     std::fprintf(stderr, "commands:\n%s", command_list(app).c_str());
     return 2;
   }

@@ -19,9 +19,17 @@ ChatSession::ChatSession(Generator& generator, tok::ChatTemplate chat_template,
   if (system) messages_.push_back({{"role", "system"}, {"content", *system}});
 }
 
+void ChatSession::set_tools(ojson tools) {
+  HFX_CHECK(tools.is_array(), "chat", "expected tools as a list of JSON schemas, got {}", tools.type_name());
+  for (const auto& t : tools)
+    HFX_CHECK(t.is_object(), "chat", "expected each tool to be a JSON schema object, got {}", t.dump());
+  tools_ = std::move(tools);
+}
+
 std::string ChatSession::render_with(const std::string& user) const {
   tok::ChatInputs in;
   in.messages = messages_;
+  in.tools = tools_;
   in.messages.push_back({{"role", "user"}, {"content", user}});
   in.add_generation_prompt = true;
   return template_.render(in);

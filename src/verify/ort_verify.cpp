@@ -629,7 +629,10 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     json cases = json::array();
     std::string shape_failure;
     json latency = json::array();
-    for (const auto& sc : matrix_for(cx, c, notes)) {
+    const std::vector<ShapeCase> matrix = matrix_for(cx, c, notes);
+    for (size_t i = 0; i < matrix.size(); i++) {
+      const ShapeCase& sc = matrix[i];
+      cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch, sc.sequence, sc.past));
       CaseResult r = run_case(cx, c, *s, sc, cx.opt.warm_runs, 3);
       cases.push_back(r.to_json(sc));
       if (r.ran) latency.push_back({{"shape", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence}, {"past", sc.past},

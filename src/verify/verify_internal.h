@@ -75,6 +75,10 @@ struct Context {
     checks.push_back({std::move(component), std::move(check), std::move(status), std::move(message), std::move(data)});
     if (opt.on_check) opt.on_check(checks.size(), checks.back().component + " " + checks.back().check);
   }
+  /// A long check moving on (VerifyOptions::on_step).
+  void step(const std::string& what) const {
+    if (opt.on_step) opt.on_step(checks.size(), what);
+  }
 };
 
 /// Peak resident set size so far (VmHWM of /proc/self/status), in bytes.

@@ -1,7 +1,7 @@
 // `hfx generate --chat` end to end on a tiny random llama: a single turn, an interactive conversation
 // from piped stdin (turn 2 must take the earlier turns from the KV cache, as the per-turn stderr line
 // reports), the same conversation over an ONNX export (ONNX Runtime; the export keeps the chat
-// template), and the errors. Every reply must equal a fresh greedy run of the library over the whole
+// template), --tools, and the errors. Every reply must equal a fresh greedy run of the library over the whole
 // rendered conversation.
 #include <gtest/gtest.h>
 
@@ -118,6 +118,62 @@ TEST_F(ChatCli, InteractiveKeepsCacheOnEagerAndOnnx) {
     }
     EXPECT_EQ(turns_seen, 3) << model << ": " << r.err;
   }
+}
+
+// --tools FILE.json: the schemas reach the template as `tools` (here printed with tojson, the way Qwen's and
+// Llama 3.1's templates print them): the CLI's prompt is the library's rendering with those tools, token for
+// token, and its reply the fresh run's. A template that never reads `tools` is refused, not ignored.
+TEST_F(ChatCli, ToolsReachTheTemplate) {
+  const fs::path model = dir / "with_tools";
+  fs::create_directories(model);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(dir / "ckpt" / f, model / f, fs::copy_options::overwrite_existing);
+  hfx::io::write_file_atomic((model / "chat_template.jinja").string(),
+                             std::string("{% if tools %}tools: {{ tools | tojson }}\n{% endif %}") + kTurnTemplate);
+  const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather",
+      "description": "Weather in a city", "parameters": {"type": "object",
+      "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]}}}])");
+  hfx::io::write_file_atomic((dir / "tools.json").string(), tools.dump());
+
+  auto t = hfx::tok::ChatTemplate::from_dir(model.string());
+  hfx::Generator g = hfx::Generator::open(model.string(), {.engine = "eager"});
+  hfx::tok::ChatInputs in;
+  in.messages = ojson::array({{{"role", "user"}, {"content", "Weather in Paris?"}}});
+  in.add_generation_prompt = true;
+  in.tools = tools;
+  const std::string prompt = t.render(in);
+  ASSERT_NE(prompt.find("tools: [{\"type\": \"function\""), std::string::npos) << prompt;
+  auto ids = g.tokenizer()->encode(prompt, false);
+  hfx::GenerationOptions o;
+  o.max_new_tokens = 6;
+  const std::string reply = g.generate_ids({{ids.begin(), ids.end()}}, o).texts[0];
+
+  const std::string cli = std::string(HFX_CLI) + " generate " + model.string();
+  CliRun r = sh(cli + " --chat 'Weather in Paris?' --max-new-tokens 6 --tools " + (dir / "tools.json").string(), dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  EXPECT_EQ(r.out, reply + "\n");
+  EXPECT_NE(r.err.find("chat turn 1: " + std::to_string(ids.size()) + " prompt tokens"), std::string::npos)
+      << "the CLI's prompt must be the rendering with the tools (" << ids.size() << " tokens): " << r.err;
+
+  // Errors: bad JSON, not a list, a template without tools (exit 1); no --chat, no such file (exit 2).
+  hfx::io::write_file_atomic((dir / "bad.json").string(), "[{");
+  hfx::io::write_file_atomic((dir / "object.json").string(), "{\"name\": \"x\"}");
+  const std::vector<std::pair<std::string, std::string>> bad = {
+      {model.string() + " --chat hi --tools " + (dir / "bad.json").string(), "expected valid JSON in --tools file"},
+      {model.string() + " --chat hi --tools " + (dir / "object.json").string(), "got object"},
+      {(dir / "ckpt").string() + " --chat hi --tools " + (dir / "tools.json").string(),
+       "got one that never reads `tools`"}};
+  for (const auto& [args, message] : bad) {
+    r = sh(std::string(HFX_CLI) + " generate " + args, dir);
+    EXPECT_EQ(r.rc, 1) << args << ": " << r.err;
+    EXPECT_NE(r.err.find(message), std::string::npos) << args << ": " << r.err;
+  }
+  r = sh(cli + " --prompt hi --tools " + (dir / "tools.json").string(), dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("expected --tools together with --chat"), std::string::npos) << r.err;
+  r = sh(cli + " --chat hi --tools " + (dir / "none.json").string(), dir);
+  EXPECT_EQ(r.rc, 2) << r.err;
+  EXPECT_NE(r.err.find("none.json"), std::string::npos) << r.err;
 }
 
 TEST_F(ChatCli, ErrorsAndUsage) {

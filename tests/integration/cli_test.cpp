@@ -222,6 +222,9 @@ TEST(CliConventions, UnknownCommandIsUsageError) {
   for (const char* c : {"export", "generate", "verify", "inspect", "create-tiny"}) EXPECT_NE(p.out.find(c), std::string::npos) << c;
   Proc none = sh(cli());
   EXPECT_EQ(none.rc, 2) << none.out;
+  p = sh(cli() + " --quiet no-such-command");  // after the one global flag, too
+  EXPECT_EQ(p.rc, 2) << p.out;
+  EXPECT_NE(p.out.find("unknown command 'no-such-command'"), std::string::npos) << p.out;
 }
 
 TEST(CliConventions, UsageErrorsExitTwo) {
@@ -242,7 +245,7 @@ TEST(CliConventions, UsageErrorsExitTwo) {
 
 TEST(CliConventions, EveryCommandHelpShowsAnExample) {
   for (const char* c : {"ops", "registries", "export", "generate", "release", "manifest", "rollback", "verify", "create-tiny",
-                        "embed", "inspect"}) {
+                        "embed", "inspect", "sweep"}) {
     Proc p = sh(cli() + " " + c + " --help");
     EXPECT_EQ(p.rc, 0) << c << "\n" << p.out;
     EXPECT_NE(p.out.find("Example:\n  hfx "), std::string::npos) << c << "\n" << p.out;

@@ -8,6 +8,8 @@
 // own component; `export_model` writes one call (`opts.kind` for a causal LM). Configs round-trip through JSON and are
 // found, like exporters, by format name in one registry (src/export/exporter.cpp).
 #pragma once
+#include <cstdint>
+#include <functional>
 #include <map>
 #include <memory>
 #include <string>
@@ -107,9 +109,24 @@ struct ExportResult {
   std::vector<std::string> warnings;
 };
 
+/// Where an export stands, as an exporter reports it to a progress callback (`hfx export`'s bar): the
+/// component at work (`component_index` of `components`, both known once the generation is planned), its
+/// stage (`stage_index` of `stages`: e.g. "capture", "fixes", "lower", "write"), and the bytes of weights
+/// and programs written to OUT so far (during "write" they grow tensor by tensor where weights stream to
+/// an external data file).
+struct ExportStep {
+  std::string component, stage;
+  size_t component_index = 0, components = 1;
+  int stage_index = 0, stages = 1;
+  uint64_t bytes_written = 0;
+};
+using ExportProgressFn = std::function<void(const ExportStep&)>;
+
 class Exporter {
  public:
   virtual ~Exporter() = default;
+  /// Called as the export moves through components, stages and weight bytes (from the exporting thread).
+  void set_progress(ExportProgressFn fn) { progress_ = std::move(fn); }
   virtual std::string format() const = 0;
   /// Exports one call (`opts.kind`) of `model` into `out_dir`.
   virtual ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
@@ -119,6 +136,14 @@ class Exporter {
   virtual ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
                                              const std::map<std::string, const ExportConfig*>& configs,
                                              const std::string& out_dir) = 0;
+
+ protected:
+  void report(const ExportStep& step) const {
+    if (progress_) progress_(step);
+  }
+
+ private:
+  ExportProgressFn progress_;
 };
 
 /// `base` with what the config decides: dynamic, explicit Dims (winning over base's), guard policy.

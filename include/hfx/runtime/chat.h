@@ -45,6 +45,12 @@ class ChatSession {
   ChatSession(Generator& generator, tok::ChatTemplate chat_template,
               std::optional<std::string> system = std::nullopt);
 
+  /// Tool JSON schemas ([{"type": "function", "function": {...}}, ...]) passed as `tools` to every later
+  /// render, as apply_chat_template(tools=...); the template's "tool_use" variant is chosen when it has one.
+  /// Throws hfx::Error("chat", ...) unless `tools` is a list of objects.
+  void set_tools(nlohmann::ordered_json tools);
+  const nlohmann::ordered_json& tools() const { return tools_; }
+
   /// One turn: returns the generation result (texts[0] is the reply). `options.cached_tokens` is set by the
   /// session; batch 1. Throws hfx::Error("chat", ...) from the template (e.g. its raise_exception).
   GenerationResult send(const std::string& user, GenerationOptions options,
@@ -63,6 +69,7 @@ class ChatSession {
   Generator& gen_;
   tok::ChatTemplate template_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
+  nlohmann::ordered_json tools_ = nullptr;  // none: `tools` renders as none
   std::vector<int64_t> cached_;  // the ids in the engine's cache, in order
   ChatTurnStats last_;
 };

@@ -60,6 +60,9 @@ struct VerifyOptions {
   bool quiet = false;        ///< no terminal table
   /// Called after each check with the number of checks so far and the last one's "component check".
   std::function<void(size_t checks_done, const std::string& last)> on_check;
+  /// Called as a long check moves on, before each case of the shape matrix ("prefill shapes 2/5: typical
+  /// 2x16+0"), with the number of checks done so far.
+  std::function<void(size_t checks_done, const std::string& what)> on_step;
 };
 
 /// One line of the report.

@@ -105,10 +105,11 @@ ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptio
   ExportResult r;
   r.out_dir = out_dir;
   std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, config), false);
-  for (const ProgramSpec& p : programs) {
-    if (p.kinds.size() > 1) continue;  // merged programs: see export_for_generation
-    export_component(model, p, config, out_dir, programs.size() == 1 ? "model.pt2" : p.name + ".pt2", r);
-  }
+  std::vector<Job> jobs;
+  for (const ProgramSpec& p : programs)
+    if (p.kinds.size() == 1)  // merged programs: see export_for_generation
+      jobs.push_back({p, &config, programs.size() == 1 ? "model.pt2" : p.name + ".pt2"});
+  export_jobs(model, jobs, out_dir, r);
   return r;
 }
 
@@ -117,12 +118,24 @@ ExportResult DynamoExporter::export_for_generation(const Model& model, const Cap
                                                    const std::string& out_dir) {
   ExportResult r;
   r.out_dir = out_dir;
-  for (const auto& [spec, c] : generation_plan(model, opts, configs)) {
+  std::vector<Job> jobs;
+  for (auto& [spec, c] : generation_plan(model, opts, configs))
     // A merged program's first call feeds empty caches; torch.export programs are one call kind each.
-    if (spec.kinds.size() > 1) continue;
-    export_component(model, spec, *c, out_dir, spec.name + ".pt2", r);
-  }
+    if (spec.kinds.size() == 1) jobs.push_back({spec, c, spec.name + ".pt2"});
+  export_jobs(model, jobs, out_dir, r);
   return r;
+}
+
+void DynamoExporter::export_jobs(const Model& model, const std::vector<Job>& jobs, const std::string& out_dir,
+                                 ExportResult& r) {
+  uint64_t written = 0;
+  for (size_t i = 0; i < jobs.size(); i++) {
+    const std::string& name = jobs[i].spec.name;
+    report({name, "capture and write", i, jobs.size(), 0, 1, written});
+    export_component(model, jobs[i].spec, *jobs[i].config, out_dir, jobs[i].file, r);
+    written += fs::file_size(fs::path(out_dir) / jobs[i].file);
+    report({name, "written", i, jobs.size(), 1, 1, written});
+  }
 }
 
 std::unique_ptr<Exporter> make_dynamo_exporter() { return std::make_unique<DynamoExporter>(); }

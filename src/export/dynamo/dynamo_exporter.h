@@ -3,6 +3,8 @@
 // make_dynamo_exporter() in the exporter table (src/export/exporter.cpp).
 #pragma once
 #include <memory>
+#include <string>
+#include <vector>
 
 #include "hfx/export/exporter.h"
 
@@ -21,6 +23,14 @@ class DynamoExporter : public Exporter {
                                      const std::map<std::string, const ExportConfig*>& configs,
                                      const std::string& out_dir) override;
 
+  /// One program to write: its spec, config and file name in OUT.
+  struct Job {
+    ProgramSpec spec;
+    const ExportConfig* config;
+    std::string file;
+  };
+  /// Exports `jobs` in order, reporting each to the progress callback (Exporter::set_progress).
+  void export_jobs(const Model& model, const std::vector<Job>& jobs, const std::string& out_dir, ExportResult& r);
   /// Captures one program and writes it to OUT/`file`; appends to `result`.
   void export_component(const Model& model, const ProgramSpec& spec, const ExportConfig& config, const std::string& out_dir,
                         const std::string& file, ExportResult& result);

@@ -205,6 +205,8 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
 ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
                                               const std::string& out_dir) {
   const ExecutorchConfig& cfg = as_executorch(config);
+  // One .pte holds every method: one component, captured and lowered, then written.
+  report({"model", "capture and lower", 0, 1, 0, 2, 0});
   // A decoder with a KV cache gets ExecuTorch's static-cache forward(tokens, input_pos); one whose cache is
   // state leaves (mamba's conv/ssm, fixed-size already) gets the loop's prefill and decode as methods,
   // the leaves as plain inputs and outputs.
@@ -213,11 +215,13 @@ ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureO
                             : build_component_program(model, cfg, opts);
   std::filesystem::create_directories(out_dir);
   std::string path = (std::filesystem::path(out_dir) / "model.pte").string();
+  report({"model", "write", 0, 1, 1, 2, 0});
   {
     io::detail::AtomicFile f(path, "executorch");
     f.write(p.pte.bytes.data(), p.pte.bytes.size());
     f.commit();
   }
+  report({"model", "written", 0, 1, 2, 2, p.pte.bytes.size()});
   ExportResult r;
   r.out_dir = out_dir;
   r.files.push_back({"model", "model.pte", "program"});

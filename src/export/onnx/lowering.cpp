@@ -869,6 +869,7 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
   }
   if (store_ && store_->has(name)) store_->release(name);
   extents_[key] = e;
+  if (on_written) on_written(offset_);
   return e;
 }
 

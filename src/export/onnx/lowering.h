@@ -129,6 +129,8 @@ class ExternalDataFile {
   /// Flushes, fsyncs and renames the temp file into place. Idempotent.
   void finish();
   uint64_t size() const { return offset_; }
+  /// Called after each tensor add() writes, with the file's size so far (an export's progress bar).
+  std::function<void(uint64_t bytes)> on_written;
   int64_t tensors() const { return static_cast<int64_t>(extents_.size()); }
   bool finished() const { return finished_; }
 

@@ -129,8 +129,10 @@ class OnnxExporter : public Exporter {
       oc.external_data = true;
       r.warnings.push_back(auto_external_data_note(model, oc));
     }
-    for (const ProgramSpec& p : export_programs(model, merge_config(opts, oc), false))
-      export_component(model, p, oc, out_dir, r, nullptr);
+    const std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, oc), false);
+    written_ = 0;
+    for (size_t i = 0; i < programs.size(); i++)
+      export_component(model, programs[i], oc, out_dir, r, nullptr, {i, programs.size()});
     return r;
   }
 
@@ -151,15 +153,17 @@ class OnnxExporter : public Exporter {
     // One external data file for every component that uses external data: the weights are written once.
     std::unique_ptr<ExternalDataFile> data;
     bool noted = false;
-    for (const auto& [spec, c] : generation_plan(model, opts, configs)) {
-      OnnxConfig oc = as_onnx(*c);
+    const auto plan = generation_plan(model, opts, configs);
+    written_ = 0;
+    for (size_t i = 0; i < plan.size(); i++) {
+      OnnxConfig oc = as_onnx(*plan[i].second);
       if (!oc.external_data && needs_external_data(model, oc)) {
         oc.external_data = true;
         if (!std::exchange(noted, true)) r.warnings.push_back(auto_external_data_note(model, oc));
       }
       if (oc.external_data && !data)
         data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(), &model.weights());
-      export_component(model, spec, oc, out_dir, r, oc.external_data ? data.get() : nullptr);
+      export_component(model, plan[i].first, oc, out_dir, r, oc.external_data ? data.get() : nullptr, {i, plan.size()});
     }
     if (data) {
       Trace trace("model");
@@ -171,14 +175,29 @@ class OnnxExporter : public Exporter {
   }
 
  private:
+  // Which component of how many, for report(): the five stages below are four steps of the bar.
+  struct Slot {
+    size_t index = 0, count = 1;
+  };
+  void stage(const std::string& comp, Slot at, int k, const char* name, uint64_t bytes) const {
+    report({comp, name, at.index, at.count, k, 4, bytes});
+  }
+  static uint64_t file_bytes(const fs::path& p) {
+    std::error_code ec;
+    const auto n = fs::file_size(p, ec);
+    return ec ? 0 : static_cast<uint64_t>(n);
+  }
+
   void export_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg, const std::string& out_dir,
-                        ExportResult& r, ExternalDataFile* shared_data) {
+                        ExportResult& r, ExternalDataFile* shared_data, Slot at) {
     const std::string& arch = model.config().model_type;
     const std::string comp = spec.name;
     check_export_skip("onnx", arch);
     std::vector<std::string> warnings;
     CapturedProgram prog;
     Trace trace(comp);
+    const uint64_t shared_before = shared_data ? shared_data->size() : 0;
+    stage(comp, at, 0, "capture", written_ + shared_before);
 
     // ── Stage 1: Torch patches ──
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
@@ -190,6 +209,7 @@ class OnnxExporter : public Exporter {
     prog.component = comp;
     Graph& g = *prog.graph;
     try {
+      stage(comp, at, 1, "fixes", written_ + shared_before);
       // ── Stage 2: ONNX patches ──
       // Composite ops without a translation are decomposed through the op table; stage-2 patches are
       // active meanwhile (a decomposition runs through a TraceBuilder), and stage-2 node fixes re-run
@@ -213,6 +233,7 @@ class OnnxExporter : public Exporter {
       else if (!why.empty()) warnings.push_back("optimization disabled for " + arch + ": " + why);
       trace.phase("fixes");
 
+      stage(comp, at, 2, "lower", written_ + shared_before);
       // ── Stage 4: ONNX translations ──
       LowerOptions lo;
       lo.opset = cfg.opset;
@@ -229,15 +250,8 @@ class OnnxExporter : public Exporter {
       apply_onnx_ir_fixes(lm.model, lm.warnings);
       trace.phase("ir-fixes");
 
-      std::string rel = "onnx/" + comp + ".onnx";
-      fs::path path = fs::path(out_dir) / rel;
-      if (shared_data) {
-        write_onnx_model(lm, path.string(), shared_data);
-      } else {
-        write_onnx_model(lm, path.string(), cfg.external_data, &model.weights());
-        if (cfg.external_data) r.files.push_back({comp, rel + "_data", "weights"});
-      }
-      r.files.push_back({comp, rel, "graph"});
+      stage(comp, at, 3, "write", written_ + shared_before);
+      write_component(model, comp, cfg, out_dir, lm, r, shared_data, at);
       trace.phase("write");
       for (auto& w : lm.warnings) warnings.push_back(std::move(w));
     } catch (const Error& e) {
@@ -247,6 +261,28 @@ class OnnxExporter : public Exporter {
     for (auto& w : warnings) r.warnings.push_back(comp + ": " + w);
     r.programs.push_back(std::move(prog));
   }
+
+  // OUT/onnx/<comp>.onnx, with its weights embedded, in its own external data or in the shared file.
+  void write_component(const Model& model, const std::string& comp, const OnnxConfig& cfg, const std::string& out_dir,
+                       LoweredModel& lm, ExportResult& r, ExternalDataFile* shared_data, Slot at) {
+    std::string rel = "onnx/" + comp + ".onnx";
+    fs::path path = fs::path(out_dir) / rel;
+    if (shared_data) {
+      // The shared weights stream tensor by tensor: the bar follows the bytes.
+      shared_data->on_written = [&](uint64_t n) { stage(comp, at, 3, "write", written_ + n); };
+      write_onnx_model(lm, path.string(), shared_data);
+      shared_data->on_written = nullptr;
+    } else {
+      write_onnx_model(lm, path.string(), cfg.external_data, &model.weights());
+      if (cfg.external_data) r.files.push_back({comp, rel + "_data", "weights"});
+      written_ += file_bytes(fs::path(out_dir) / (rel + "_data"));
+    }
+    written_ += file_bytes(path);
+    stage(comp, at, 4, "write", written_ + (shared_data ? shared_data->size() : 0));
+    r.files.push_back({comp, rel, "graph"});
+  }
+
+  uint64_t written_ = 0;  // bytes of graphs (and own external data) written by this export so far
 };
 
 }  // namespace

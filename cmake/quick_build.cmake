@@ -1,0 +1,50 @@
+# The quick preset's unity build (HFX_QUICK_BUILD, the demo's build): the sources of one folder compile as
+# one translation unit, so the code they share — nlohmann::json, fmt and the standard library, the IR and
+# builder headers — is parsed, instantiated and compiled once per folder instead of once per file. At -O0
+# that is most of the compile time.
+#
+# Files are grouped with CMake's UNITY_BUILD_MODE GROUP: a source without a group compiles alone, so a
+# new file is always safe. Files that define the same file-local names as another file of their folder
+# stay alone: every architecture file of src/models defines its own parse/options/tiny, every file of
+# tools/sweep its kComp, the ONNX Runtime files (ort_*.cpp) their kComp; the others are listed below. A
+# quick build that fails with "redefinition of '...{anonymous}...'", or warns with -Wsubobject-linkage,
+# needs the file it names added to HFX_UNITY_ALONE. Release, debug and sanitizer builds compile every file
+# alone.
+set(HFX_UNITY_ALONE
+  src/runtime/generator.cpp       # kComp, read_json_if_exists (also in text2text.cpp, generation_config.cpp)
+  src/runtime/text2text.cpp
+  src/tokenizers/processors.cpp   # SequenceP (also in pre_tokenizers.cpp)
+  src/verify/release.cpp          # kComp, utc_now (also in verify.cpp, manifest.cpp)
+  src/verify/verify.cpp
+  src/export/onnx/translations.cpp  # last(Cx&) (also in gqa_fusion.cpp)
+  tools/cmd_inspect.cpp           # human_bytes (also in cmd_export.cpp)
+  # A class member of a file-local type: -Wsubobject-linkage once the file is #included into another.
+  src/export/dynamo/zip_reader.cpp
+  src/tokenizers/tokenizer.cpp
+)
+# src/models: the shared parts (blocks, caches, rope, the registry) group; the architectures do not.
+set(HFX_UNITY_MODELS_SHARED blocks cache encoder_blocks model registry rope ssd tiny tiny_writer)
+
+function(hfx_unity_groups target)
+  get_target_property(sources ${target} SOURCES)
+  foreach(src ${sources})
+    if(NOT src MATCHES "\\.cpp$")
+      continue()
+    endif()
+    file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${src}")
+    get_filename_component(dir "${rel}" DIRECTORY)
+    get_filename_component(stem "${rel}" NAME_WE)
+    if(rel IN_LIST HFX_UNITY_ALONE OR stem MATCHES "^ort_" OR dir STREQUAL "tools/sweep")
+      continue()
+    endif()
+    if(dir STREQUAL "src/models" AND NOT stem IN_LIST HFX_UNITY_MODELS_SHARED)
+      continue()
+    endif()
+    string(REPLACE "/" "_" group "${dir}")
+    set_source_files_properties("${src}" PROPERTIES UNITY_GROUP "${group}")
+  endforeach()
+  set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
+endfunction()
+
+hfx_unity_groups(hfx)
+hfx_unity_groups(hfx_cli)
