@@ -17,9 +17,9 @@
 #include <onnxruntime/onnxruntime_cxx_api.h>
 
 #include "hfx/core/error.h"
-#include "hfx/runtime/shape_restriction.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
+#include "hfx/runtime/shape_restriction.h"
 
 namespace hfx {
 namespace fs = std::filesystem;
@@ -71,9 +71,11 @@ Graph load_graph(const fs::path& path, int threads) {
     HFX_THROW(kComp, "expected a loadable ONNX graph at {}, got: {}", path.string(), e.what());
   }
   Ort::AllocatorWithDefaultOptions alloc;
-  if (Ort::AllocatedStringPtr c = g.session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc)) {
+  if (Ort::AllocatedStringPtr c =
+          g.session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc)) {
     auto j = nlohmann::json::parse(c.get(), nullptr, false);
-    HFX_CHECK(!j.is_discarded(), kComp, "expected JSON in the hfx.contract metadata of {}, got unparsable text", path.string());
+    HFX_CHECK(!j.is_discarded(), kComp,
+              "expected JSON in the hfx.contract metadata of {}, got unparsable text", path.string());
     g.restrictions = rt::restrictions_from_contract(j);
   }
   std::map<int64_t, std::pair<ONNXTensorElementDataType, std::vector<int64_t>>> pasts;
@@ -245,7 +247,8 @@ class OrtEngine final : public Engine {
     rt::check_restrictions(
         g.restrictions,
         [&](const std::string& input, int axis) -> int64_t {
-          if (input == "input_ids" || input == "position_ids") return axis == 0 ? batch : axis == 1 ? seq : -1;
+          if (input == "input_ids" || input == "position_ids")
+            return axis == 0 ? batch : axis == 1 ? seq : -1;
           if (input == "attention_mask") return axis == 0 ? batch : axis == 1 ? total : -1;
           if (input.rfind("past_key_values.", 0) == 0 && axis == 2) return past_len_;
           return -1;

@@ -336,8 +336,8 @@ OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions&
         impl_->session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc);
     if (contract) {
       auto j = nlohmann::json::parse(contract.get(), nullptr, false);
-      HFX_CHECK(!j.is_discarded(), kComp, "expected JSON in the hfx.contract metadata of '{}', got unparsable text",
-                impl_->model_path);
+      HFX_CHECK(!j.is_discarded(), kComp,
+                "expected JSON in the hfx.contract metadata of '{}', got unparsable text", impl_->model_path);
       impl_->restrictions = restrictions_from_contract(j);
     }
   });
@@ -395,7 +395,8 @@ NamedTensors OrtSession::run(const NamedTensors& feeds, const std::vector<std::s
       impl_->restrictions,
       [&](const std::string& input, int axis) -> int64_t {
         for (const auto& [name, t] : feeds)
-          if (name == input) return axis < static_cast<int>(t.shape.size()) ? t.shape[static_cast<size_t>(axis)] : -1;
+          if (name == input)
+            return axis < static_cast<int>(t.shape.size()) ? t.shape[static_cast<size_t>(axis)] : -1;
         return -1;
       },
       kComp);

@@ -330,7 +330,8 @@ Pt2Structure read_pt2_structure(const std::string& bytes) {
     if (n.find("/data/weights/") != std::string::npos) st.has_weights = true;
     if (n.find("archive_format") != std::string::npos || n.find("/version") != std::string::npos) st.has_version = true;
     if (n.find("/models/") == std::string::npos || n.size() <= 5 || n.substr(n.size() - 5) != ".json") {
-      // Every other record (the weights too) is read once: libzip checks its CRC-32, so a damaged byte fails here.
+      // Every other record (the weights too) is read once: libzip checks its CRC-32, so a damaged byte fails
+      // here.
       zip.read(i);
       continue;
     }

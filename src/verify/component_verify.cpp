@@ -111,7 +111,8 @@ void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::v
 #endif
 
 // Calls beyond the method's contract: for every input with a dynamic bound, its last such axis one past
-// its bound (the other inputs as in a real call) — more tokens, a longer past — must fail with an error, not run.
+// its bound (the other inputs as in a real call) — more tokens, a longer past — must fail with an
+// error, not run.
 void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const ReplayCall& sample) {
   json probes = json::array();
   std::string failure;
@@ -124,15 +125,19 @@ void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const Repla
       Shape s = b;
       s[a] += 1;
       std::vector<Tensor> in;
-      for (size_t j = 0; j < sample.inputs.size(); j++) in.push_back(j == i ? Tensor::full(s, 0, t.dtype()) : sample.inputs[j].second);
-      const std::string what = fmt::format("{} axis {} = {} (bound {})", sample.inputs[i].first, a, s[a], b[a]);
+      for (size_t j = 0; j < sample.inputs.size(); j++)
+        in.push_back(j == i ? Tensor::full(s, 0, t.dtype()) : sample.inputs[j].second);
+      const std::string what =
+          fmt::format("{} axis {} = {} (bound {})", sample.inputs[i].first, a, s[a], b[a]);
       pm.reset();
       try {
         pm.run(in);
         probes.push_back({{"probe", what}, {"refused", false}});
-        if (failure.empty()) failure = fmt::format("expected the method to refuse {} (beyond its contract), got outputs", what);
+        if (failure.empty())
+          failure = fmt::format("expected the method to refuse {} (beyond its contract), got outputs", what);
       } catch (const Error& e) {
-        probes.push_back({{"probe", what}, {"refused", true}, {"error", std::string(e.what()).substr(0, 300)}});
+        probes.push_back(
+            {{"probe", what}, {"refused", true}, {"error", std::string(e.what()).substr(0, 300)}});
       }
       break;  // one probe per input: the first bounded axis
     }
@@ -140,8 +145,9 @@ void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const Repla
   pm.reset();
   if (probes.empty()) return;
   if (failure.empty())
-    cx.add(comp, "rejects", "passed", fmt::format("{} out-of-contract calls fail with an error (e.g. {})", probes.size(),
-                                                   probes.front()["probe"].get<std::string>()),
+    cx.add(comp, "rejects", "passed",
+           fmt::format("{} out-of-contract calls fail with an error (e.g. {})", probes.size(),
+                       probes.front()["probe"].get<std::string>()),
            {{"probes", probes}});
   else
     cx.add(comp, "rejects", "failed", failure, {{"probes", probes}});
@@ -170,12 +176,16 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
       w.calls++;
     }
     report(cx, comp, w, "the .pte executor");
-    json lat = {{"calls", w.calls}, {"ms", 1e3 * seconds}, {"input_tokens", tokens}, {"planned_bytes", pm.planned_bytes()}};
+    json lat = {{"calls", w.calls},
+                {"ms", 1e3 * seconds},
+                {"input_tokens", tokens},
+                {"planned_bytes", pm.planned_bytes()}};
     if (tokens > 0 && seconds > 0) lat["tokens_per_s"] = static_cast<double>(tokens) / seconds;
     cx.add(comp, "latency", "info",
-           fmt::format("{} calls in {:.2f} ms{}; planned arena {:.2f} MiB", w.calls, 1e3 * seconds,
-                       tokens > 0 ? fmt::format(", {} input tokens ({:.0f} tokens/s)", tokens, tokens / seconds) : "",
-                       pm.planned_bytes() / 1048576.0),
+           fmt::format(
+               "{} calls in {:.2f} ms{}; planned arena {:.2f} MiB", w.calls, 1e3 * seconds,
+               tokens > 0 ? fmt::format(", {} input tokens ({:.0f} tokens/s)", tokens, tokens / seconds) : "",
+               pm.planned_bytes() / 1048576.0),
            lat);
     if (!calls.empty()) pte_probes(cx, pm, comp, calls.front());
   } catch (const Error& e) {

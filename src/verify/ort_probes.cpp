@@ -45,12 +45,17 @@ std::string who_refused(const std::string& msg) {
 
 }  // namespace
 
-std::vector<ShapeCase> matrix_for(Context& cx, const OnnxComponent& c, const OrtSession& s, std::vector<std::string>& notes) {
+std::vector<ShapeCase> matrix_for(Context& cx, const OnnxComponent& c, const OrtSession& s,
+                                  std::vector<std::string>& notes) {
   if (!cx.opt.shapes.empty()) {
     std::vector<ShapeCase> v;
     for (auto sc : parse_shape_spec(cx.opt.shapes)) {
       if (c.name == "prefill" && sc.past > 0) continue;
       if (c.name == "decode" && (sc.sequence != 1 || sc.past < 1)) continue;
+      if (const rt::ShapeRestriction* r = rt::broken_restriction(s.restrictions(), case_sizes(sc, c.has_past))) {
+        notes.push_back(fmt::format("{} not run: outside the contract ({}), probed for refusal", sc.label, r->require.str()));
+        continue;
+      }
       v.push_back(sc);
     }
     return v;
@@ -86,10 +91,12 @@ std::vector<ShapeCase> matrix_for(Context& cx, const OnnxComponent& c, const Ort
     v.push_back({1, 1, std::max<int64_t>(std::min(P, T > 0 ? T - 1 : P) - 1, 1), "long cache"});
     if (c.name == "model") {
       ShapeCase chunk{typB, 4, 12, "chunk over cache"};
-      if (const rt::ShapeRestriction* r = rt::broken_restriction(s.restrictions(), case_sizes(chunk, c.has_past))) {
-        notes.push_back(fmt::format("chunk over cache run at batch 1: the contract requires {} ({}); the batch-{} call is "
-                                    "probed for refusal",
-                                    r->require.str(), r->why, chunk.batch));
+      if (const rt::ShapeRestriction* r =
+              rt::broken_restriction(s.restrictions(), case_sizes(chunk, c.has_past))) {
+        notes.push_back(fmt::format(
+            "chunk over cache run at batch 1: the contract requires {} ({}); the batch-{} call is "
+            "probed for refusal",
+            r->require.str(), r->why, chunk.batch));
         chunk.batch = 1;
       }
       v.push_back(chunk);
@@ -108,21 +115,31 @@ void rejection_checks(Context& cx, OnnxComponent& c, OrtSession& s) {
   };
   std::vector<Probe> probes;
   const int64_t base_past = c.name == "decode" ? 1 : 0;
-  if (bmax > 0) probes.push_back({fmt::format("batch {} (contract max {})", bmax + 1, bmax), {bmax + 1, 1, base_past, ""}});
+  if (bmax > 0)
+    probes.push_back(
+        {fmt::format("batch {} (contract max {})", bmax + 1, bmax), {bmax + 1, 1, base_past, ""}});
   if (smax > 0 && smax != smin && c.name != "decode")
     probes.push_back({fmt::format("sequence {} (contract max {})", smax + 1, smax), {1, smax + 1, 0, ""}});
-  if (c.has_past && pmax > 0) probes.push_back({fmt::format("past {} (contract max {})", pmax + 1, pmax), {1, 1, pmax + 1, ""}});
-  if (bmin > 1) probes.push_back({fmt::format("batch {} (contract min {})", bmin - 1, bmin), {bmin - 1, 1, base_past, ""}});
-  // Past + sequence beyond the total the contract admits (a learned position table's size), each alone inside its range.
+  if (c.has_past && pmax > 0)
+    probes.push_back({fmt::format("past {} (contract max {})", pmax + 1, pmax), {1, 1, pmax + 1, ""}});
+  if (bmin > 1)
+    probes.push_back(
+        {fmt::format("batch {} (contract min {})", bmin - 1, bmin), {bmin - 1, 1, base_past, ""}});
+  // Past + sequence beyond the total the contract admits (a learned position table's size), each alone inside
+  // its range.
   const int64_t T = total_max(c.contract);
   if (c.has_past && c.name != "decode" && T > 0 && smax >= 2 && pmax >= T - 1 && T - 1 >= 1)
-    probes.push_back({fmt::format("past {} + sequence 2 = {} positions (contract max {})", T - 1, T + 1, T), {1, 2, T - 1, ""}});
+    probes.push_back({fmt::format("past {} + sequence 2 = {} positions (contract max {})", T - 1, T + 1, T),
+                      {1, 2, T - 1, ""}});
   // Each restriction of the contract: the smallest shape inside every range that breaks it.
   for (const rt::ShapeRestriction& r : s.restrictions()) {
     ShapeCase x{std::max<int64_t>(2, bmin), 4, 12, ""};
-    if (!c.has_past || bmax < x.batch || smax < x.sequence || pmax < x.past || !rt::broken_restriction({r}, case_sizes(x, true)))
+    if (!c.has_past || bmax < x.batch || smax < x.sequence || pmax < x.past ||
+        !rt::broken_restriction({r}, case_sizes(x, true)))
       continue;
-    probes.push_back({fmt::format("batch {} x sequence {} over past {} (contract: {})", x.batch, x.sequence, x.past, r.require.str()), x});
+    probes.push_back({fmt::format("batch {} x sequence {} over past {} (contract: {})", x.batch, x.sequence,
+                                  x.past, r.require.str()),
+                      x});
   }
   if (probes.empty()) {
     cx.add(c.name, "rejects", "skipped", "the contract sets no upper bound to probe");
@@ -136,16 +153,20 @@ void rejection_checks(Context& cx, OnnxComponent& c, OrtSession& s) {
       s.run(feeds_for(s, *cx.model, in, nullptr, c.has_past));
       results.push_back({{"probe", p.what}, {"refused", false}});
       if (failure.empty())
-        failure = fmt::format("expected the artifact or the hfx runtime to refuse {} (beyond the contract), got logits", p.what);
+        failure = fmt::format(
+            "expected the artifact or the hfx runtime to refuse {} (beyond the contract), got logits",
+            p.what);
     } catch (const Error& e) {
       std::string msg = e.what();
-      results.push_back({{"probe", p.what}, {"refused", true}, {"by", who_refused(msg)}, {"error", msg.substr(0, 400)}});
+      results.push_back(
+          {{"probe", p.what}, {"refused", true}, {"by", who_refused(msg)}, {"error", msg.substr(0, 400)}});
     }
   }
   if (failure.empty()) {
     std::string by = results.front()["by"];
-    cx.add(c.name, "rejects", "passed", fmt::format("{} out-of-contract shapes refused (e.g. {} by {})", probes.size(),
-                                                     results.front()["probe"].get<std::string>(), by),
+    cx.add(c.name, "rejects", "passed",
+           fmt::format("{} out-of-contract shapes refused (e.g. {} by {})", probes.size(),
+                       results.front()["probe"].get<std::string>(), by),
            {{"probes", results}});
   } else {
     cx.add(c.name, "rejects", "failed", failure, {{"probes", results}});
@@ -162,7 +183,9 @@ void claimed_max_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases
   }
   if (pmax <= 0) return;
   if (pmax > cx.opt.max_probe_past) {
-    cases.push_back({{"label", "claimed max past"}, {"skipped", fmt::format("past {} beyond the probe cap {}", pmax, cx.opt.max_probe_past)}});
+    cases.push_back(
+        {{"label", "claimed max past"},
+         {"skipped", fmt::format("past {} beyond the probe cap {}", pmax, cx.opt.max_probe_past)}});
     return;
   }
   Inputs in = make_inputs(cx.model->config().vocab_size, 1, 1, pmax, 13);
@@ -171,14 +194,27 @@ void claimed_max_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases
     auto out = s.run(feeds_for(s, *cx.model, in, nullptr, true), {"logits"});
     auto v = out.at(0).second.to_f32();
     bool finite = std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-    cases.push_back({{"label", "claimed max past"}, {"batch", 1}, {"sequence", 1}, {"past", pmax}, {"ran", true}, {"ok", finite},
+    cases.push_back({{"label", "claimed max past"},
+                     {"batch", 1},
+                     {"sequence", 1},
+                     {"past", pmax},
+                     {"ran", true},
+                     {"ok", finite},
                      {"first_run_ms", ms_since(t0)}});
     if (!finite && failure.empty())
-      failure = fmt::format("expected finite logits at the claimed max past {} ({}), got NaN/inf", pmax, source);
+      failure =
+          fmt::format("expected finite logits at the claimed max past {} ({}), got NaN/inf", pmax, source);
   } catch (const Error& e) {
-    cases.push_back({{"label", "claimed max past"}, {"batch", 1}, {"sequence", 1}, {"past", pmax}, {"ran", false}, {"error", e.what()}});
+    cases.push_back({{"label", "claimed max past"},
+                     {"batch", 1},
+                     {"sequence", 1},
+                     {"past", pmax},
+                     {"ran", false},
+                     {"error", e.what()}});
     if (failure.empty())
-      failure = fmt::format("expected the graph to run at the past length its contract claims ({} in {}), got: {}", pmax, source, e.what());
+      failure =
+          fmt::format("expected the graph to run at the past length its contract claims ({} in {}), got: {}",
+                      pmax, source, e.what());
   }
 }
 
@@ -202,7 +238,8 @@ void claimed_total_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cas
   const int64_t V = cx.model->config().vocab_size;
   if (pmax + smax > cx.opt.max_probe_past || smax * V * 4 > (int64_t{512} << 20)) {
     cases.push_back({{"label", "claimed max total"},
-                     {"skipped", fmt::format("past {} + sequence {} beyond the probe cap {}", pmax, smax, cx.opt.max_probe_past)}});
+                     {"skipped", fmt::format("past {} + sequence {} beyond the probe cap {}", pmax, smax,
+                                             cx.opt.max_probe_past)}});
     return;
   }
   Inputs in = make_inputs(V, 1, smax, pmax, 17);
@@ -211,15 +248,29 @@ void claimed_total_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cas
     auto out = s.run(feeds_for(s, *cx.model, in, nullptr, true), {"logits"});
     auto v = out.at(0).second.to_f32();
     bool finite = std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-    cases.push_back({{"label", "claimed max total"}, {"batch", 1}, {"sequence", smax}, {"past", pmax}, {"ran", true}, {"ok", finite},
+    cases.push_back({{"label", "claimed max total"},
+                     {"batch", 1},
+                     {"sequence", smax},
+                     {"past", pmax},
+                     {"ran", true},
+                     {"ok", finite},
                      {"first_run_ms", ms_since(t0)}});
     if (!finite && failure.empty())
-      failure = fmt::format("expected finite logits at the claimed max past {} + sequence {} ({}), got NaN/inf", pmax, smax, source);
+      failure =
+          fmt::format("expected finite logits at the claimed max past {} + sequence {} ({}), got NaN/inf",
+                      pmax, smax, source);
   } catch (const Error& e) {
-    cases.push_back({{"label", "claimed max total"}, {"batch", 1}, {"sequence", smax}, {"past", pmax}, {"ran", false}, {"error", e.what()}});
+    cases.push_back({{"label", "claimed max total"},
+                     {"batch", 1},
+                     {"sequence", smax},
+                     {"past", pmax},
+                     {"ran", false},
+                     {"error", e.what()}});
     if (failure.empty())
-      failure = fmt::format("expected the graph to run {} new tokens over a past of {} (both within the contract in {}), got: {}", smax,
-                            pmax, source, e.what());
+      failure = fmt::format(
+          "expected the graph to run {} new tokens over a past of {} (both within the contract in {}), got: "
+          "{}",
+          smax, pmax, source, e.what());
   }
 }
 

@@ -55,7 +55,9 @@ struct EagerStep {
   std::map<std::string, Tensor> intermediates;
 };
 
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 Inputs make_inputs(int64_t vocab, int64_t batch, int64_t seq, int64_t past, int64_t salt) {
   Inputs in{batch, seq, past, {}};

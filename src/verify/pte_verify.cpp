@@ -23,10 +23,13 @@ using nlohmann::json;
 namespace {
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 Tensor ids_tensor(const std::vector<int64_t>& v, bool batch) {
-  return Tensor::from_ints(batch ? Shape{1, static_cast<int64_t>(v.size())} : Shape{static_cast<int64_t>(v.size())}, v);
+  return Tensor::from_ints(
+      batch ? Shape{1, static_cast<int64_t>(v.size())} : Shape{static_cast<int64_t>(v.size())}, v);
 }
 
 // The backend an export folder's program was written for (export_config.json), "portable" by default.
@@ -34,7 +37,8 @@ std::string pte_backend(const fs::path& out) {
   const fs::path p = out / "export_config.json";
   if (!fs::exists(p)) return "portable";
   auto j = json::parse(io::read_file(p.string()), nullptr, false);
-  return j.is_object() && j.contains("backend") && j["backend"].is_string() ? j["backend"].get<std::string>() : "portable";
+  return j.is_object() && j.contains("backend") && j["backend"].is_string() ? j["backend"].get<std::string>()
+                                                                            : "portable";
 }
 
 // Out-of-contract calls of the static-cache forward: each must fail with an error, not run.
@@ -42,7 +46,8 @@ json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failur
   PteMethod& fwd = prog.method("forward");
   const Shape bound = fwd.input_bound(0);  // tokens [1, max S]
   int64_t cache = bound.back();
-  if (std::find(prog.method_names().begin(), prog.method_names().end(), std::string("get_max_seq_len")) != prog.method_names().end())
+  if (std::find(prog.method_names().begin(), prog.method_names().end(), std::string("get_max_seq_len")) !=
+      prog.method_names().end())
     cache = std::get<int64_t>(prog.method("get_max_seq_len").run({}).at(0));
   struct Probe {
     std::string what;
@@ -52,16 +57,19 @@ json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failur
   const int64_t S = bound.back() + 1;
   std::vector<int64_t> pos(static_cast<size_t>(S));
   for (int64_t i = 0; i < S; i++) pos[static_cast<size_t>(i)] = i;
-  probes.push_back({fmt::format("{} tokens (bound {})", S, bound.back()), test_tokens(mc.vocab_size, 0, S, 31), pos});
+  probes.push_back(
+      {fmt::format("{} tokens (bound {})", S, bound.back()), test_tokens(mc.vocab_size, 0, S, 31), pos});
   probes.push_back({fmt::format("a token at position {} (static cache and max positions: {})", cache, cache),
-                    test_tokens(mc.vocab_size, 0, 1, 32), {cache}});
+                    test_tokens(mc.vocab_size, 0, 1, 32),
+                    {cache}});
   json out = json::array();
   for (const auto& p : probes) {
     fwd.reset();
     try {
       fwd.run({ids_tensor(p.tokens, true), ids_tensor(p.pos, false)});
       out.push_back({{"probe", p.what}, {"refused", false}});
-      if (failure.empty()) failure = fmt::format("expected the program to refuse {} (beyond its contract), got logits", p.what);
+      if (failure.empty())
+        failure = fmt::format("expected the program to refuse {} (beyond its contract), got logits", p.what);
     } catch (const Error& e) {
       out.push_back({{"probe", p.what}, {"refused", true}, {"error", std::string(e.what()).substr(0, 400)}});
     }
@@ -84,8 +92,10 @@ PteTolerance pte_tolerance(DType dtype, const std::string& backend) {
     return t;
   }
   t.logits_abs = 1e-5;
-  t.basis = fmt::format("{} checkpoint, portable backend: float32 kernels and constants as eager; 1e-5 abs on logits (measured <= 1.9e-6 on tiny checkpoints)",
-                        dtype_name(dtype));
+  t.basis = fmt::format(
+      "{} checkpoint, portable backend: float32 kernels and constants as eager; 1e-5 abs on logits (measured "
+      "<= 1.9e-6 on tiny checkpoints)",
+      dtype_name(dtype));
   return t;
 }
 
@@ -112,7 +122,8 @@ void check_pte(Context& cx, const fs::path& path) {
     std::vector<int64_t> pos(prompt.size());
     for (size_t i = 0; i < pos.size(); i++) pos[i] = static_cast<int64_t>(i);
     auto t1 = Clock::now();
-    std::vector<float> got = std::get<Tensor>(fwd.run({ids_tensor(prompt, true), ids_tensor(pos, false)})[0]).to_floats();
+    std::vector<float> got =
+        std::get<Tensor>(fwd.run({ids_tensor(prompt, true), ids_tensor(pos, false)})[0]).to_floats();
     const double prefill_s = seconds_since(t1);
     ErrorStats worst = error_stats(got, ref, mc.vocab_size);
     json steps = json::array();
@@ -126,7 +137,8 @@ void check_pte(Context& cx, const fs::path& path) {
       d.cache = &cache;
       auto r = cx.model->forward(eb, d).logits.tensor().to_floats();
       auto t2 = Clock::now();
-      auto o = std::get<Tensor>(fwd.run({ids_tensor({toks[s]}, true), ids_tensor({next}, false)})[0]).to_floats();
+      auto o =
+          std::get<Tensor>(fwd.run({ids_tensor({toks[s]}, true), ids_tensor({next}, false)})[0]).to_floats();
       decode_s += seconds_since(t2);
       ErrorStats e = error_stats(o, r, mc.vocab_size);
       steps.push_back({{"step", fmt::format("decode {}", s)}, {"stats", e.to_json()}});
@@ -140,40 +152,52 @@ void check_pte(Context& cx, const fs::path& path) {
     info["tolerance"] = {{"logits_abs", tol.logits_abs}, {"basis", tol.basis}};
     info["load_ms"] = 1e3 * load_s;
     info["cold_start_ms"] = 1e3 * (load_s + prefill_s);
-    info["latency"] = {{"forward", {{"prefill_tokens", prompt.size()}, {"prefill_ms", 1e3 * prefill_s},
-                                    {"prefill_tokens_per_s", static_cast<double>(prompt.size()) / prefill_s},
-                                    {"decode_steps", 16}, {"decode_ms_per_token", 1e3 * decode_s / 16},
-                                    {"decode_tokens_per_s", 16 / decode_s}}}};
+    info["latency"] = {{"forward",
+                        {{"prefill_tokens", prompt.size()},
+                         {"prefill_ms", 1e3 * prefill_s},
+                         {"prefill_tokens_per_s", static_cast<double>(prompt.size()) / prefill_s},
+                         {"decode_steps", 16},
+                         {"decode_ms_per_token", 1e3 * decode_s / 16},
+                         {"decode_tokens_per_s", 16 / decode_s}}}};
     info["operators"] = prog->operator_names("forward");
     if (worst.max_abs <= tol.logits_abs)
       cx.add(comp, "numerics", "passed",
-             fmt::format("prefill + 16 decode steps vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel {:.3g}, top-5 agreement {:.0f}%",
+             fmt::format("prefill + 16 decode steps vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
+                         "{:.3g}, top-5 agreement {:.0f}%",
                          worst.max_abs, tol.logits_abs, backend, worst.max_rel, 100 * worst.topk_agreement),
              info);
     else
       cx.add(comp, "numerics", "failed",
-             fmt::format("expected logits within {:.0e} of eager over prefill + 16 decode steps ({}), got max abs error {:.3g}",
+             fmt::format("expected logits within {:.0e} of eager over prefill + 16 decode steps ({}), got "
+                         "max abs error {:.3g}",
                          tol.logits_abs, tol.basis, worst.max_abs),
              info);
     cx.add(comp, "latency", "info",
-           fmt::format("forward: prefill {} tokens {:.2f} ms ({:.0f} tokens/s), decode {:.2f} ms/token ({:.0f} tokens/s); load {:.0f} ms",
-                       prompt.size(), 1e3 * prefill_s, prompt.size() / prefill_s, 1e3 * decode_s / 16, 16 / decode_s, 1e3 * load_s),
+           fmt::format("forward: prefill {} tokens {:.2f} ms ({:.0f} tokens/s), decode {:.2f} ms/token "
+                       "({:.0f} tokens/s); load {:.0f} ms",
+                       prompt.size(), 1e3 * prefill_s, prompt.size() / prefill_s, 1e3 * decode_s / 16,
+                       16 / decode_s, 1e3 * load_s),
            info["latency"]);
     std::string failure;
     json probes = forward_probes(*prog, mc, failure);
     if (failure.empty())
       cx.add(comp, "rejects", "passed",
-             fmt::format("{} out-of-contract calls fail with an error (e.g. {}: {})", probes.size(), probes[1]["probe"].get<std::string>(),
+             fmt::format("{} out-of-contract calls fail with an error (e.g. {}: {})", probes.size(),
+                         probes[1]["probe"].get<std::string>(),
                          probes[1]["error"].get<std::string>().substr(0, 160)),
              {{"probes", probes}});
     else
       cx.add(comp, "rejects", "failed", failure, {{"probes", probes}});
     const int64_t hwm = peak_rss_bytes() - rss0;
     cx.add(comp, "memory", "info",
-           fmt::format("program {:.2f} MiB ({:.2f} MiB constants), planned arena forward {:.2f} MiB, peak RSS +{:.1f} MiB during the check",
-                       info["size_bytes"].get<int64_t>() / 1048576.0, info["segment_bytes"].get<uint64_t>() / 1048576.0,
-                       fwd.planned_bytes() / 1048576.0, hwm / 1048576.0),
-           {{"size_bytes", info["size_bytes"]}, {"segment_bytes", info["segment_bytes"]}, {"planned_bytes", info["planned_bytes"]},
+           fmt::format("program {:.2f} MiB ({:.2f} MiB constants), planned arena forward {:.2f} MiB, peak "
+                       "RSS +{:.1f} MiB during the check",
+                       info["size_bytes"].get<int64_t>() / 1048576.0,
+                       info["segment_bytes"].get<uint64_t>() / 1048576.0, fwd.planned_bytes() / 1048576.0,
+                       hwm / 1048576.0),
+           {{"size_bytes", info["size_bytes"]},
+            {"segment_bytes", info["segment_bytes"]},
+            {"planned_bytes", info["planned_bytes"]},
             {"peak_rss_delta_bytes", hwm}});
   } catch (const Error& e) {
     cx.add(comp, "load", "failed", fmt::format("expected {} to load and run, got: {}", comp, e.what()), info);

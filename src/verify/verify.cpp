@@ -174,10 +174,12 @@ void check_pt2(Context& cx, const fs::path& path) {
     if (st.programs == 0)
       cx.add(comp, "structure", "failed", fmt::format("expected a models/*.json ExportedProgram record in {}, got none", comp), info);
     else
-      cx.add(comp, "structure", "passed",
-             fmt::format("{} records, each read and CRC-checked (program{}{}); numerics not verifiable without PyTorch (tools/pt2_check replays it)",
-                         st.names.size(), st.has_weights ? ", weights" : "", st.has_version ? ", version" : ""),
-             info);
+      cx.add(
+          comp, "structure", "passed",
+          fmt::format("{} records, each read and CRC-checked (program{}{}); numerics not verifiable without "
+                      "PyTorch (tools/pt2_check replays it)",
+                      st.names.size(), st.has_weights ? ", weights" : "", st.has_version ? ", version" : ""),
+          info);
   } catch (const Error& e) {
     cx.add(comp, "structure", "failed", fmt::format("expected {} to be a readable .pt2 archive, got: {}", comp, e.what()));
   }

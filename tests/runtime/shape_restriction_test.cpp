@@ -10,7 +10,8 @@ namespace {
 using hfx::rt::AxisSize;
 
 const nlohmann::json kContract = nlohmann::json::parse(R"({"inputs": {}, "restrictions": [
-  {"when": [{"input": "input_ids", "axis": 1, "min": 2}, {"input": "past_key_values.0.key", "axis": 2, "min": 1}],
+  {"when": [{"input": "input_ids", "axis": 1, "min": 2},
+            {"input": "past_key_values.0.key", "axis": 2, "min": 1}],
    "require": {"input": "input_ids", "axis": 0, "max": 1}, "why": "the kernel's rule"}]})");
 
 AxisSize sizes(int64_t batch, int64_t seq, int64_t past) {
@@ -29,7 +30,8 @@ TEST(ShapeRestriction, AppliesOnlyWhenEveryConditionHolds) {
   EXPECT_EQ(hfx::rt::broken_restriction(rs, sizes(2, 1, 12)), nullptr) << "one new token";
   EXPECT_EQ(hfx::rt::broken_restriction(rs, sizes(2, 4, 0)), nullptr) << "empty past";
   EXPECT_EQ(hfx::rt::broken_restriction(rs, sizes(2, 4, -1)), nullptr) << "no past input fed";
-  EXPECT_TRUE(hfx::rt::restrictions_from_contract(nlohmann::json{{"inputs", nlohmann::json::object()}}).empty());
+  EXPECT_TRUE(
+      hfx::rt::restrictions_from_contract(nlohmann::json{{"inputs", nlohmann::json::object()}}).empty());
 }
 
 TEST(ShapeRestriction, RefusalNamesTheRuleAndItsReason) {
@@ -39,11 +41,14 @@ TEST(ShapeRestriction, RefusalNamesTheRuleAndItsReason) {
     FAIL() << "expected a refusal";
   } catch (const hfx::Error& e) {
     EXPECT_STREQ(e.what(),
-                 "[ort] expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and past_key_values.0.key axis 2 >= 1 (out of "
+                 "[ort] expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and past_key_values.0.key "
+                 "axis 2 >= 1 (out of "
                  "the graph's contract: the kernel's rule), got input_ids axis 0 = 2 (input_ids axis 1 = 4, "
                  "past_key_values.0.key axis 2 = 12)");
   }
-  EXPECT_THROW(hfx::rt::restrictions_from_contract(nlohmann::json::parse(R"({"restrictions": [{"when": 3}]})")), hfx::Error);
+  EXPECT_THROW(
+      hfx::rt::restrictions_from_contract(nlohmann::json::parse(R"({"restrictions": [{"when": 3}]})")),
+      hfx::Error);
 }
 
 }  // namespace

@@ -41,7 +41,8 @@ json verified(const std::string& arch, const std::string& extra) {
   fs::create_directories(root());
   Proc a = sh(std::string(HFX_CLI) + " create-tiny " + arch + " -o " + ck.string());
   EXPECT_EQ(a.rc, 0) << a.out;
-  Proc b = sh(std::string(HFX_CLI) + " export " + ck.string() + " --format onnx -o " + out.string() + " " + extra);
+  Proc b =
+      sh(std::string(HFX_CLI) + " export " + ck.string() + " --format onnx -o " + out.string() + " " + extra);
   EXPECT_EQ(b.rc, 0) << b.out;
   Proc v = sh(std::string(HFX_CLI) + " verify " + out.string() + " --tokens 8 --warm-runs 1");
   EXPECT_EQ(v.rc, 0) << v.out;
@@ -77,7 +78,9 @@ TEST(OnnxContract, Gpt2CapsPastPlusSequenceAtItsPositionTable) {
       total = true;
     }
   EXPECT_TRUE(total);
-  EXPECT_EQ(check(j, "model", "contract")->at("message").get<std::string>().find("beyond max_position_embeddings"), std::string::npos);
+  EXPECT_EQ(
+      check(j, "model", "contract")->at("message").get<std::string>().find("beyond max_position_embeddings"),
+      std::string::npos);
 }
 
 TEST(OnnxContract, TargetOrtStatesAndEnforcesTheBatchOneChunkRule) {
@@ -88,9 +91,10 @@ TEST(OnnxContract, TargetOrtStatesAndEnforcesTheBatchOneChunkRule) {
   ASSERT_TRUE(p) << rej->dump();
   EXPECT_TRUE((*p)["refused"].get<bool>());
   EXPECT_EQ((*p)["by"], "the hfx runtime (OrtSession input check)") << p->dump();
-  EXPECT_NE((*p)["error"].get<std::string>().find("expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and "
-                                                  "past_key_values.0.key axis 2 >= 1"),
-            std::string::npos)
+  EXPECT_NE(
+      (*p)["error"].get<std::string>().find("expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and "
+                                            "past_key_values.0.key axis 2 >= 1"),
+      std::string::npos)
       << p->dump();
   bool chunk = false;
   for (const auto& c : (*check(j, "model", "shapes"))["data"]["cases"])

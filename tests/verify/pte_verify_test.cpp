@@ -43,7 +43,8 @@ std::string cli() { return HFX_CLI; }
 fs::path root() { return fs::path(testing::TempDir()) / ("hfx_pte_verify_" + std::to_string(::getpid())); }
 
 // create-tiny + export into root()/<name>; the checkpoint in root()/<name>-ck.
-fs::path exported(const std::string& name, const std::string& create, const std::string& format, const std::string& extra = "") {
+fs::path exported(const std::string& name, const std::string& create, const std::string& format,
+                  const std::string& extra = "") {
   fs::path ck = root() / (name + "-ck"), out = root() / name;
   if (fs::exists(out)) return out;
   Proc a = sh(cli() + " create-tiny " + create + " -o " + ck.string());
@@ -97,12 +98,14 @@ TEST_P(PteVerify, CleanProgramPassesWithLatencyMemoryAndRefusals) {
   const json* mem = check(j, "model.pte", "memory");
   ASSERT_TRUE(mem) << r.out;
   EXPECT_GT((*mem)["data"]["planned_bytes"]["forward"].get<int64_t>(), 0);
-  EXPECT_EQ((*mem)["data"]["size_bytes"].get<int64_t>(), static_cast<int64_t>(fs::file_size(out / "model.pte")));
+  EXPECT_EQ((*mem)["data"]["size_bytes"].get<int64_t>(),
+            static_cast<int64_t>(fs::file_size(out / "model.pte")));
   const json* rej = check(j, "model.pte", "rejects");
   ASSERT_TRUE(rej && (*rej)["status"] == "passed") << r.out;
   ASSERT_EQ((*rej)["data"]["probes"].size(), 2u);
   for (const auto& p : (*rej)["data"]["probes"]) EXPECT_TRUE(p["refused"].get<bool>()) << p.dump();
-  EXPECT_NE((*rej)["data"]["probes"][0]["error"].get<std::string>().find("within its dynamic bound"), std::string::npos);
+  EXPECT_NE((*rej)["data"]["probes"][0]["error"].get<std::string>().find("within its dynamic bound"),
+            std::string::npos);
 }
 
 INSTANTIATE_TEST_SUITE_P(Dtypes, PteVerify, testing::Values("float32", "bfloat16"));
@@ -123,7 +126,8 @@ TEST(PteVerifyDamage, FlippedWeightByteOfThePteIsCaughtByNumerics) {
   Proc r = sh(cli() + " verify " + out.string());
   EXPECT_NE(r.rc, 0) << r.out;
   json j = json::parse(hfx::io::read_file((out / "verify.json").string()));
-  EXPECT_EQ((*check(j, "manifest", "checksums"))["status"], "passed") << "the re-signed manifest matches the damaged file";
+  EXPECT_EQ((*check(j, "manifest", "checksums"))["status"], "passed")
+      << "the re-signed manifest matches the damaged file";
   const json* num = check(j, "model.pte", "numerics");
   ASSERT_TRUE(num) << r.out;
   EXPECT_EQ((*num)["status"], "failed") << r.out;
@@ -149,13 +153,16 @@ TEST(PteVerifyContract, Gpt2ProgramRefusesAPositionPastItsTable) {
   // --max-seq-len beyond n_positions (256 in the tiny config): the export caps the cache at the table.
   fs::path out = exported("gpt2-pte", "gpt2", "executorch", "--max-seq-len 4096");
   json man = json::parse(hfx::io::read_file((out / "manifest.json").string()));
-  EXPECT_NE(man["warnings"].dump().find("max_seq_len 4096 capped at max_position_embeddings 256"), std::string::npos) << man.dump();
+  EXPECT_NE(man["warnings"].dump().find("max_seq_len 4096 capped at max_position_embeddings 256"),
+            std::string::npos)
+      << man.dump();
   Proc r = sh(cli() + " verify " + out.string());
   ASSERT_EQ(r.rc, 0) << r.out;
   json j = json::parse(hfx::io::read_file((out / "verify.json").string()));
   const json* rej = check(j, "model.pte", "rejects");
   ASSERT_TRUE(rej && (*rej)["status"] == "passed") << r.out;
-  EXPECT_NE((*rej)["data"]["probes"][1]["probe"].get<std::string>().find("position 256"), std::string::npos) << rej->dump();
+  EXPECT_NE((*rej)["data"]["probes"][1]["probe"].get<std::string>().find("position 256"), std::string::npos)
+      << rej->dump();
   const std::string err = (*rej)["data"]["probes"][1]["error"];
   EXPECT_NE(err.find("embedding index in [-256, 256), got 256"), std::string::npos) << err;
 }

@@ -53,6 +53,7 @@ const ShapeRestriction* broken_restriction(const std::vector<ShapeRestriction>& 
 
 /// Throws hfx::Error(component, "expected ... when ..., got ...") naming the restriction and its reason
 /// when `size` breaks one.
-void check_restrictions(const std::vector<ShapeRestriction>& rs, const AxisSize& size, const std::string& component);
+void check_restrictions(const std::vector<ShapeRestriction>& rs, const AxisSize& size,
+                        const std::string& component);
 
 }  // namespace hfx::rt

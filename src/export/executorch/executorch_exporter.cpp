@@ -102,10 +102,13 @@ std::vector<PteConstMethod> component_metadata(const Model& model, const Executo
 // The static cache's length and every method's sequence bound, capped at the model's max positions
 // (config.json's max_position_embeddings / n_positions, the one source of truth the capture contract
 // uses too): a learned position table has no row past it, so a program claiming more would fail there.
-int64_t capped_max_seq_len(const ModelConfig& mc, const ExecutorchConfig& cfg, std::vector<std::string>& warnings) {
-  if (mc.max_position_embeddings <= 0 || cfg.max_seq_len <= mc.max_position_embeddings) return cfg.max_seq_len;
-  warnings.push_back(fmt::format("[executorch] max_seq_len {} capped at max_position_embeddings {} of config.json", cfg.max_seq_len,
-                                 mc.max_position_embeddings));
+int64_t capped_max_seq_len(const ModelConfig& mc, const ExecutorchConfig& cfg,
+                           std::vector<std::string>& warnings) {
+  if (mc.max_position_embeddings <= 0 || cfg.max_seq_len <= mc.max_position_embeddings)
+    return cfg.max_seq_len;
+  warnings.push_back(
+      fmt::format("[executorch] max_seq_len {} capped at max_position_embeddings {} of config.json",
+                  cfg.max_seq_len, mc.max_position_embeddings));
   return mc.max_position_embeddings;
 }
 
@@ -117,7 +120,8 @@ const ExecutorchConfig& as_executorch(const ExportConfig& c) {
 
 }  // namespace
 
-ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& config, const CaptureOptions& opts) {
+ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& config,
+                                           const CaptureOptions& opts) {
   const ModelConfig& mc = model.config();
   check_export_skip("executorch", mc.model_type);
   ExecutorchProgram out;
@@ -135,6 +139,12 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   so.max_seq_len = cfg.max_seq_len;
   so.dynamic = cfg.dynamic;
   so.seq = seq_dim(cfg, opts);
+  // A position lives in the cache: more new tokens than the cache holds can never run.
+  if (so.seq.max > cfg.max_seq_len) {
+    out.warnings.push_back(
+        fmt::format("[executorch] Dim '{}' max {} capped at max_seq_len {}", so.seq.name, so.seq.max, cfg.max_seq_len));
+    so.seq.max = cfg.max_seq_len;
+  }
   so.sample_seq = opts.sample_sequence;
   so.logits_to_keep = opts.logits_to_keep;
   {
@@ -169,7 +179,8 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   return out;
 }
 
-ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& config, const CaptureOptions& opts) {
+ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& config,
+                                          const CaptureOptions& opts) {
   check_export_skip("executorch", model.config().model_type);
   ExecutorchProgram out;
   ExecutorchConfig cfg = config;

@@ -552,10 +552,12 @@ void MethodEmitter::emit_guard_checks() {
     bool sourced = true;
     for (const std::string& name : gd.expr.free_symbols()) sourced = sourced && sources_.count(name);
     const SymRange r = env_.bounds(gd.expr);
-    const int64_t lo = gd.lower > -SymRange::kInf ? gd.lower : r.min, hi = gd.upper < SymRange::kInf ? gd.upper : r.max;
+    const int64_t lo = gd.lower > -SymRange::kInf ? gd.lower : r.min,
+                  hi = gd.upper < SymRange::kInf ? gd.upper : r.max;
     if (!sourced || lo <= -SymRange::kInf || hi >= SymRange::kInf || hi - lo > INT32_MAX || hi < lo) {
-      plan_.warnings.push_back(fmt::format("[executorch] deferred guard '{}' ({}) not checked in method '{}': {}", gd.what, gd.where,
-                                           spec_.name, sourced ? "its bounds do not fit a tensor size" : "a symbol has no input axis"));
+      plan_.warnings.push_back(fmt::format(
+          "[executorch] deferred guard '{}' ({}) not checked in method '{}': {}", gd.what, gd.where,
+          spec_.name, sourced ? "its bounds do not fit a tensor size" : "a symbol has no input axis"));
       continue;
     }
     EV e = tensor_ev(TensorType{DType::Bool, {Sym(hi - lo)}}, "contract check", true);
@@ -656,7 +658,8 @@ flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, c
     instrs.push_back(fb::CreateInstruction(b, fb::InstructionArguments::KernelCall, fb::CreateKernelCallDirect(b, c.op, &c.args).Union()));
   // Contract checks carry a stacktrace frame (one FrameList per instruction, empty for the others).
   std::vector<flatbuffers::Offset<fb::FrameList>> frames;
-  const bool checks = std::any_of(p.calls.begin(), p.calls.end(), [](const Call& c) { return !c.check.empty(); });
+  const bool checks =
+      std::any_of(p.calls.begin(), p.calls.end(), [](const Call& c) { return !c.check.empty(); });
   for (const Call& c : p.calls) {
     std::vector<flatbuffers::Offset<fb::Frame>> items;
     if (!c.check.empty()) {

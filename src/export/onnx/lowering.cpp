@@ -437,7 +437,8 @@ void LoweringContext::declare_inputs() {
 }
 
 void LoweringContext::restrict(const nlohmann::json& restriction) {
-  if (std::find(restrictions_.begin(), restrictions_.end(), restriction) == restrictions_.end()) restrictions_.push_back(restriction);
+  if (std::find(restrictions_.begin(), restrictions_.end(), restriction) == restrictions_.end())
+    restrictions_.push_back(restriction);
 }
 
 void LoweringContext::emit_guards() {

@@ -20,8 +20,8 @@
 #include <string>
 #include <vector>
 
-#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+#include <nlohmann/json.hpp>
 
 #include "hfx/capture/capture.h"
 #include "hfx/export/registry.h"

@@ -45,7 +45,8 @@ TEST(PteGuards, CallInsideRunsAndCallOutsideIsRefusedNamingTheGuard) {
   EXPECT_TRUE(r.warnings.empty());
   auto pte = verify::PteProgram::load_bytes(r.bytes);
   auto ops = pte->operator_names("forward");
-  EXPECT_NE(std::find(ops.begin(), ops.end(), "aten::full.out"), ops.end()) << "the checks are portable kernel calls";
+  EXPECT_NE(std::find(ops.begin(), ops.end(), "aten::full.out"), ops.end())
+      << "the checks are portable kernel calls";
   auto& fwd = pte->method("forward");
   for (int64_t s : {3, 40}) {
     auto out = fwd.run({Tensor::full({s, 4}, 1.0)});
@@ -59,7 +60,8 @@ TEST(PteGuards, CallInsideRunsAndCallOutsideIsRefusedNamingTheGuard) {
       const std::string w = e.what();
       EXPECT_NE(w.find("expected a call inside the contract of method 'forward'"), std::string::npos) << w;
       EXPECT_NE(w.find(s > 40 ? "s <= 40" : "s >= 3"), std::string::npos) << w;
-      EXPECT_NE(w.find("pte_guards_test.cpp"), std::string::npos) << "the frame names the code that asked: " << w;
+      EXPECT_NE(w.find("pte_guards_test.cpp"), std::string::npos)
+          << "the frame names the code that asked: " << w;
     }
   }
   // Beyond the input's own bound (64) the input is refused before any instruction.
@@ -88,7 +90,8 @@ TEST(PteGuards, StaticCacheIsCappedAtMaxPositions) {
   const int64_t npos = model->config().max_position_embeddings;
   ASSERT_EQ(npos, 48);
   bool warned = false;
-  for (const auto& w : p.warnings) warned |= w.find(fmt::format("capped at max_position_embeddings {}", npos)) != std::string::npos;
+  for (const auto& w : p.warnings)
+    warned |= w.find(fmt::format("capped at max_position_embeddings {}", npos)) != std::string::npos;
   EXPECT_TRUE(warned);
   auto pte = verify::PteProgram::load_bytes(p.pte.bytes);
   EXPECT_EQ(std::get<int64_t>(pte->method("get_max_seq_len").run({}).at(0)), npos);
