@@ -73,7 +73,7 @@ TEST(PteGuards, CallInsideRunsAndCallOutsideIsRefusedNamingTheGuard) {
   }
 }
 
-TEST(PteGuards, WithoutGuardsTheProgramHasNoCheckAndNoStacktrace) {
+TEST(PteGuards, WithoutGuardsTheProgramHasNoCheck) {
   Guarded p = guarded_graph(true);
   et::PteMethodSpec m{"forward", p.g.get(), {}, {}};
   et::PteWriteResult r = et::write_pte({m}, {});
