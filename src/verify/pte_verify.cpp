@@ -78,6 +78,50 @@ json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failur
   return out;
 }
 
+// Prefill of 7 tokens and 16 decode steps, each against eager (EagerBuilder + DynamicCache), timed.
+struct ForwardRun {
+  ErrorStats worst;
+  json steps = json::array();
+  double prefill_s = 0, decode_s = 0;
+  std::vector<int64_t> prompt;
+};
+ForwardRun run_forward(const CausalLM& model, PteMethod& fwd) {
+  ForwardRun out;
+  const ModelConfig& mc = model.config();
+  out.prompt = test_tokens(mc.vocab_size, 0, 7, 11);
+  EagerBuilder eb;
+  DynamicCache cache(model.cache_layout());
+  ForwardArgs args;
+  args.input_ids = eb.wrap(ids_tensor(out.prompt, true));
+  args.cache = &cache;
+  std::vector<float> ref = model.forward(eb, args).logits.tensor().to_floats();
+  std::vector<int64_t> pos(out.prompt.size());
+  for (size_t i = 0; i < pos.size(); i++) pos[i] = static_cast<int64_t>(i);
+  auto t1 = Clock::now();
+  std::vector<float> got =
+      std::get<Tensor>(fwd.run({ids_tensor(out.prompt, true), ids_tensor(pos, false)})[0]).to_floats();
+  out.prefill_s = seconds_since(t1);
+  out.worst = error_stats(got, ref, mc.vocab_size);
+  out.steps.push_back({{"step", "prefill"}, {"stats", out.worst.to_json()}});
+  int64_t next = static_cast<int64_t>(out.prompt.size());
+  auto toks = test_tokens(mc.vocab_size, 1, 16, 12);
+  for (int s = 0; s < 16; s++) {
+    ForwardArgs d;
+    d.input_ids = eb.wrap(ids_tensor({toks[s]}, true));
+    d.cache = &cache;
+    auto r = model.forward(eb, d).logits.tensor().to_floats();
+    auto t2 = Clock::now();
+    auto o =
+        std::get<Tensor>(fwd.run({ids_tensor({toks[s]}, true), ids_tensor({next}, false)})[0]).to_floats();
+    out.decode_s += seconds_since(t2);
+    ErrorStats e = error_stats(o, r, mc.vocab_size);
+    out.steps.push_back({{"step", fmt::format("decode {}", s)}, {"stats", e.to_json()}});
+    if (e.max_abs > out.worst.max_abs) out.worst = e;
+    next++;
+  }
+  return out;
+}
+
 }  // namespace
 
 PteTolerance pte_tolerance(DType dtype, const std::string& backend) {
@@ -112,39 +156,11 @@ void check_pte(Context& cx, const fs::path& path) {
     info["planned_bytes"] = {{"forward", fwd.planned_bytes()}};
     const double load_s = seconds_since(t0);
     const ModelConfig& mc = cx.model->config();
-    std::vector<int64_t> prompt = test_tokens(mc.vocab_size, 0, 7, 11);
-    EagerBuilder eb;
-    DynamicCache cache(cx.model->cache_layout());
-    ForwardArgs args;
-    args.input_ids = eb.wrap(ids_tensor(prompt, true));
-    args.cache = &cache;
-    std::vector<float> ref = cx.model->forward(eb, args).logits.tensor().to_floats();
-    std::vector<int64_t> pos(prompt.size());
-    for (size_t i = 0; i < pos.size(); i++) pos[i] = static_cast<int64_t>(i);
-    auto t1 = Clock::now();
-    std::vector<float> got =
-        std::get<Tensor>(fwd.run({ids_tensor(prompt, true), ids_tensor(pos, false)})[0]).to_floats();
-    const double prefill_s = seconds_since(t1);
-    ErrorStats worst = error_stats(got, ref, mc.vocab_size);
-    json steps = json::array();
-    steps.push_back({{"step", "prefill"}, {"stats", worst.to_json()}});
-    int64_t next = static_cast<int64_t>(prompt.size());
-    auto toks = test_tokens(mc.vocab_size, 1, 16, 12);
-    double decode_s = 0;
-    for (int s = 0; s < 16; s++) {
-      ForwardArgs d;
-      d.input_ids = eb.wrap(ids_tensor({toks[s]}, true));
-      d.cache = &cache;
-      auto r = cx.model->forward(eb, d).logits.tensor().to_floats();
-      auto t2 = Clock::now();
-      auto o =
-          std::get<Tensor>(fwd.run({ids_tensor({toks[s]}, true), ids_tensor({next}, false)})[0]).to_floats();
-      decode_s += seconds_since(t2);
-      ErrorStats e = error_stats(o, r, mc.vocab_size);
-      steps.push_back({{"step", fmt::format("decode {}", s)}, {"stats", e.to_json()}});
-      if (e.max_abs > worst.max_abs) worst = e;
-      next++;
-    }
+    const ForwardRun run = run_forward(*cx.model, fwd);
+    const ErrorStats& worst = run.worst;
+    const json& steps = run.steps;
+    const double prefill_s = run.prefill_s, decode_s = run.decode_s;
+    const std::vector<int64_t>& prompt = run.prompt;
     const std::string backend = pte_backend(cx.out);
     const PteTolerance tol = pte_tolerance(mc.dtype, backend);
     info["steps"] = steps;
