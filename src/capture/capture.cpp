@@ -5,6 +5,8 @@
 // kind of model it captures.
 #include "hfx/capture/capture.h"
 
+#include <algorithm>
+
 #include <fmt/format.h>
 
 #include "hfx/core/error.h"
@@ -103,6 +105,36 @@ void take_guards(CapturedProgram& prog, const std::string& model_type, bool pref
   }
 }
 
+// A deferred guard that bounds one input axis's expression (gpt2's learned positions: 256 - (past +
+// sequence) >= 0 bounds attention_mask axis 1) narrows that axis in the contract, so the contract claims
+// only what the program can serve; the guard itself stays a runtime assert for the backends.
+void narrow_contract_by_guards(CapturedProgram& prog) {
+  for (const Value* v : prog.graph->inputs()) {
+    auto it = prog.contract.find(v->name);
+    if (it == prog.contract.end()) continue;
+    for (size_t a = 0; a < v->type.shape.size() && a < it->second.size(); a++) {
+      const Sym& x = v->type.shape[a];
+      AxisContract& ax = it->second[a];
+      if (x.is_const() || ax.symbol.empty()) continue;
+      for (const Guard& gd : prog.guards) {
+        // expr = x + c  →  lower - c <= x <= upper - c;  expr = c - x  →  c - upper <= x <= c - lower.
+        int64_t lo = ax.min, hi = ax.max;
+        if (auto c = (gd.expr - x).maybe_value()) {
+          if (gd.lower > -SymRange::kInf) lo = gd.lower - *c;
+          if (gd.upper < SymRange::kInf) hi = gd.upper - *c;
+        } else if (auto c2 = (gd.expr + x).maybe_value()) {
+          if (gd.upper < SymRange::kInf) lo = *c2 - gd.upper;
+          if (gd.lower > -SymRange::kInf) hi = *c2 - gd.lower;
+        } else {
+          continue;
+        }
+        ax.min = std::max(ax.min, lo);
+        ax.max = std::min(ax.max, hi);
+      }
+    }
+  }
+}
+
 }  // namespace
 
 CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred) {
@@ -135,6 +167,7 @@ CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, boo
   g.metadata()["hfx.component"] = prog.component;
   g.metadata()["hfx.model_type"] = model_type;
   take_guards(prog, model_type, prefer_deferred);
+  narrow_contract_by_guards(prog);
   g.eliminate_dead_code();
   return prog;
 }

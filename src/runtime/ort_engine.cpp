@@ -20,6 +20,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
+#include "hfx/runtime/shape_restriction.h"
 
 namespace hfx {
 namespace fs = std::filesystem;
@@ -55,6 +56,7 @@ struct Graph {
     int present = -1;
   };
   std::vector<State> states;
+  std::vector<rt::ShapeRestriction> restrictions;  // of the graph's hfx.contract metadata
 };
 
 bool is_state_leaf(const std::string& n) { return n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0; }
@@ -75,6 +77,13 @@ Graph load_graph(const fs::path& path, int threads) {
     HFX_THROW(kComp, "expected a loadable ONNX graph at {}, got: {}", path.string(), e.what());
   }
   Ort::AllocatorWithDefaultOptions alloc;
+  if (Ort::AllocatedStringPtr c =
+          g.session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc)) {
+    auto j = nlohmann::json::parse(c.get(), nullptr, false);
+    HFX_CHECK(!j.is_discarded(), kComp,
+              "expected JSON in the hfx.contract metadata of {}, got unparsable text", path.string());
+    g.restrictions = rt::restrictions_from_contract(j);
+  }
   std::map<int64_t, std::pair<ONNXTensorElementDataType, std::vector<int64_t>>> pasts;
   for (size_t i = 0; i < g.session.GetInputCount(); i++) {
     std::string n = g.session.GetInputNameAllocated(i, alloc).get();
@@ -240,6 +249,17 @@ class OrtEngine final : public Engine {
               kComp, "expected input_ids/position_ids [{0}, {1}] and attention_mask [{0}, {2}], got {3}, {4} and {5} values", batch,
               seq, total, input_ids.size(), position_ids.size(), attention_mask.size());
     Graph& g = (past_len_ == 0 && prefill_) ? *prefill_ : main_;
+    // A shape combination the graph's contract excludes is refused here, in the contract's words.
+    rt::check_restrictions(
+        g.restrictions,
+        [&](const std::string& input, int axis) -> int64_t {
+          if (input == "input_ids" || input == "position_ids")
+            return axis == 0 ? batch : axis == 1 ? seq : -1;
+          if (input == "attention_mask") return axis == 0 ? batch : axis == 1 ? total : -1;
+          if (input.rfind("past_key_values.", 0) == 0 && axis == 2) return past_len_;
+          return -1;
+        },
+        kComp);
     const OrtMemoryInfo* mem = mem_;
     const int64_t ids_shape[2] = {batch, seq}, mask_shape[2] = {batch, total};
     // ORT only reads inputs; the const_casts hand it views of the caller's buffers.

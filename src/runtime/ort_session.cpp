@@ -10,6 +10,7 @@
 #include <onnxruntime/onnxruntime_cxx_api.h>
 
 #include "hfx/core/error.h"
+#include "hfx/runtime/shape_restriction.h"
 
 namespace hfx::rt {
 namespace {
@@ -288,6 +289,7 @@ struct OrtSession::Impl {
   std::vector<IoInfo> inputs, outputs;
   std::string model_path;
   bool profiling = false;
+  std::vector<ShapeRestriction> restrictions;  // of the graph's hfx.contract metadata
 };
 
 OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions& options)
@@ -330,6 +332,14 @@ OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions&
     for (size_t i = 0, n = impl_->session.GetOutputCount(); i < n; ++i)
       impl_->outputs.push_back(describe(impl_->session.GetOutputNameAllocated(i, alloc).get(),
                                         impl_->session.GetOutputTypeInfo(i)));
+    Ort::AllocatedStringPtr contract =
+        impl_->session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc);
+    if (contract) {
+      auto j = nlohmann::json::parse(contract.get(), nullptr, false);
+      HFX_CHECK(!j.is_discarded(), kComp,
+                "expected JSON in the hfx.contract metadata of '{}', got unparsable text", impl_->model_path);
+      impl_->restrictions = restrictions_from_contract(j);
+    }
   });
 }
 
@@ -338,6 +348,7 @@ OrtSession::OrtSession(OrtSession&&) noexcept = default;
 OrtSession& OrtSession::operator=(OrtSession&&) noexcept = default;
 
 const std::vector<IoInfo>& OrtSession::inputs() const { return impl_->inputs; }
+const std::vector<ShapeRestriction>& OrtSession::restrictions() const { return impl_->restrictions; }
 const std::vector<IoInfo>& OrtSession::outputs() const { return impl_->outputs; }
 
 std::vector<std::string> OrtSession::input_names() const {
@@ -379,6 +390,16 @@ NamedTensors OrtSession::run(const NamedTensors& feeds, const std::vector<std::s
   }
   HFX_CHECK(missing.empty(), kComp, "expected a value for every input, got none for {}",
             fmt::join(missing, ", "));
+  // Combinations of sizes the graph's contract excludes (e.g. GroupQueryAttention's batch-1 rule).
+  check_restrictions(
+      impl_->restrictions,
+      [&](const std::string& input, int axis) -> int64_t {
+        for (const auto& [name, t] : feeds)
+          if (name == input)
+            return axis < static_cast<int>(t.shape.size()) ? t.shape[static_cast<size_t>(axis)] : -1;
+        return -1;
+      },
+      kComp);
   std::vector<std::string> out_names = fetch.empty() ? output_names() : fetch;
   for (const auto& n : out_names) output(n);
 

@@ -329,7 +329,12 @@ Pt2Structure read_pt2_structure(const std::string& bytes) {
     st.names.push_back(n);
     if (n.find("/data/weights/") != std::string::npos) st.has_weights = true;
     if (n.find("archive_format") != std::string::npos || n.find("/version") != std::string::npos) st.has_version = true;
-    if (n.find("/models/") == std::string::npos || n.size() <= 5 || n.substr(n.size() - 5) != ".json") continue;
+    if (n.find("/models/") == std::string::npos || n.size() <= 5 || n.substr(n.size() - 5) != ".json") {
+      // Every other record (the weights too) is read once: libzip checks its CRC-32, so a damaged byte fails
+      // here.
+      zip.read(i);
+      continue;
+    }
     // The ExportedProgram itself must be JSON; reading it also inflates it through libzip's bounds.
     const std::string text = zip.read(i);
     HFX_CHECK(json::accept(text), "pt2", "expected record {} to hold a JSON ExportedProgram, got {} bytes that do not parse", n,

@@ -4,6 +4,7 @@
 // fed the same inputs and its outputs compared with eager's, by name. The causal-LM checks in
 // verify.cpp / ort_verify.cpp stay richer (shape matrix, rejection probes, greedy, layer diff); this is
 // the structure-independent core that every new structure gets by declaring its loop.
+#include <chrono>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -109,16 +110,65 @@ void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::v
 }
 #endif
 
+// Calls beyond the method's contract: for every input with a dynamic bound, its last such axis one past
+// its bound (the other inputs as in a real call) — more tokens, a longer past — must fail with an
+// error, not run.
+void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const ReplayCall& sample) {
+  json probes = json::array();
+  std::string failure;
+  for (size_t i = 0; i < sample.inputs.size(); i++) {
+    const Shape b = pm.input_bound(static_cast<int>(i));
+    const Tensor& t = sample.inputs[i].second;
+    // From the last axis: the sequence or past axis before the batch.
+    for (size_t a = b.size(); a-- > 0 && t.dim() == static_cast<int64_t>(b.size());) {
+      if (t.shape()[a] >= b[a]) continue;  // at its bound in a real call: a static axis
+      Shape s = b;
+      s[a] += 1;
+      std::vector<Tensor> in;
+      for (size_t j = 0; j < sample.inputs.size(); j++)
+        in.push_back(j == i ? Tensor::full(s, 0, t.dtype()) : sample.inputs[j].second);
+      const std::string what =
+          fmt::format("{} axis {} = {} (bound {})", sample.inputs[i].first, a, s[a], b[a]);
+      pm.reset();
+      try {
+        pm.run(in);
+        probes.push_back({{"probe", what}, {"refused", false}});
+        if (failure.empty())
+          failure = fmt::format("expected the method to refuse {} (beyond its contract), got outputs", what);
+      } catch (const Error& e) {
+        probes.push_back(
+            {{"probe", what}, {"refused", true}, {"error", std::string(e.what()).substr(0, 300)}});
+      }
+      break;  // one probe per input: the first bounded axis
+    }
+  }
+  pm.reset();
+  if (probes.empty()) return;
+  if (failure.empty())
+    cx.add(comp, "rejects", "passed",
+           fmt::format("{} out-of-contract calls fail with an error (e.g. {})", probes.size(),
+                       probes.front()["probe"].get<std::string>()),
+           {{"probes", probes}});
+  else
+    cx.add(comp, "rejects", "failed", failure, {{"probes", probes}});
+}
+
 void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const ProgramSpec& p, const std::vector<ReplayCall>& calls,
                 const std::string& file) {
   const std::string comp = fmt::format("{}:{}", file, method);
   try {
     PteMethod& pm = prog.method(method);
     Worst w;
+    double seconds = 0;
+    int64_t tokens = 0;
     for (const ReplayCall& c : calls) {
       std::vector<Tensor> in;
       for (const auto& [name, t] : c.inputs) in.push_back(t);
+      for (const auto& [name, t] : c.inputs)
+        if (name == "input_ids") tokens += t.numel();
+      auto t0 = std::chrono::steady_clock::now();
       std::vector<PteOutput> out = pm.run(in);
+      seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (out.size() != c.expected.size())
         HFX_THROW("verify", "expected {} outputs from method '{}', got {}", c.expected.size(), method, out.size());
       for (size_t i = 0; i < out.size(); i++)
@@ -126,6 +176,18 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
       w.calls++;
     }
     report(cx, comp, w, "the .pte executor");
+    json lat = {{"calls", w.calls},
+                {"ms", 1e3 * seconds},
+                {"input_tokens", tokens},
+                {"planned_bytes", pm.planned_bytes()}};
+    if (tokens > 0 && seconds > 0) lat["tokens_per_s"] = static_cast<double>(tokens) / seconds;
+    cx.add(comp, "latency", "info",
+           fmt::format(
+               "{} calls in {:.2f} ms{}; planned arena {:.2f} MiB", w.calls, 1e3 * seconds,
+               tokens > 0 ? fmt::format(", {} input tokens ({:.0f} tokens/s)", tokens, tokens / seconds) : "",
+               pm.planned_bytes() / 1048576.0),
+           lat);
+    if (!calls.empty()) pte_probes(cx, pm, comp, calls.front());
   } catch (const Error& e) {
     cx.add(comp, "numerics", "failed", fmt::format("expected method '{}' of {} to run, got: {}", method, file, e.what()));
   }

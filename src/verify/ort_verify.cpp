@@ -15,7 +15,7 @@
 #include "hfx/runtime/generator.h"
 #include "hfx/runtime/ort_session.h"
 #include "kernels/kernels.h"
-#include "verify/verify_internal.h"
+#include "verify/ort_internal.h"
 
 namespace hfx::verify::detail {
 namespace fs = std::filesystem;
@@ -25,9 +25,6 @@ using rt::OrtSession;
 using rt::RtTensor;
 
 namespace {
-
-using Clock = std::chrono::steady_clock;
-double ms_since(Clock::time_point t0) { return std::chrono::duration<double, std::milli>(Clock::now() - t0).count(); }
 
 // A float tensor as the graph wants it (float32, float16 or bfloat16).
 RtTensor float_tensor(const std::string& dtype, std::vector<int64_t> shape, const std::vector<float>& v) {
@@ -47,6 +44,8 @@ Tensor to_tensor(const RtTensor& r) {
   return Tensor::from_floats(s, r.to_f32());
 }
 
+}  // namespace
+
 // One eager run: an optional prefill of `past` tokens, then the step of `seq` tokens.
 struct EagerStep {
   std::vector<float> logits;                 // [B, S, V]
@@ -56,10 +55,9 @@ struct EagerStep {
   std::map<std::string, Tensor> intermediates;
 };
 
-struct Inputs {
-  int64_t batch = 1, seq = 1, past = 0;
-  std::vector<int64_t> ids;  // [B, past + S]
-};
+double ms_since(Clock::time_point t0) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - t0).count();
+}
 
 Inputs make_inputs(int64_t vocab, int64_t batch, int64_t seq, int64_t past, int64_t salt) {
   Inputs in{batch, seq, past, {}};
@@ -69,6 +67,8 @@ Inputs make_inputs(int64_t vocab, int64_t batch, int64_t seq, int64_t past, int6
   }
   return in;
 }
+
+namespace {
 
 std::vector<int64_t> cols(const Inputs& in, int64_t from, int64_t to) {
   std::vector<int64_t> v;
@@ -114,6 +114,8 @@ EagerStep eager_step(const CausalLM& m, const Inputs& in, bool collect) {
   return r;
 }
 
+}  // namespace
+
 NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in, const EagerStep* eager, bool has_past) {
   NamedTensors f;
   const int64_t T = in.past + in.seq;
@@ -136,6 +138,8 @@ NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in,
   }
   return f;
 }
+
+namespace {
 
 std::string present_name(size_t idx) { return fmt::format("present.{}.{}", idx / 2, idx % 2 ? "value" : "key"); }
 
@@ -369,166 +373,6 @@ void greedy_check(Context& cx, const std::string& label, const OrtSession* prefi
     cx.add(label, "greedy", "failed", failure, {{"runs", runs}});
 }
 
-// Cases of the shape matrix from the contract (or --shapes).
-std::vector<ShapeCase> matrix_for(Context& cx, const OnnxComponent& c, std::vector<std::string>& notes) {
-  if (!cx.opt.shapes.empty()) {
-    std::vector<ShapeCase> v;
-    for (auto sc : parse_shape_spec(cx.opt.shapes)) {
-      if (c.name == "prefill" && sc.past > 0) continue;
-      if (c.name == "decode" && (sc.sequence != 1 || sc.past < 1)) continue;
-      v.push_back(sc);
-    }
-    return v;
-  }
-  auto [bmin, bmax] = contract_range(c.contract, "input_ids", 0);
-  auto [smin, smax] = contract_range(c.contract, "input_ids", 1);
-  auto [pmin, pmax] = contract_range(c.contract, "past_key_values.0.key", 2);
-  if (bmax < 0) bmin = 1, bmax = 4;
-  if (smax < 0) smin = 1, smax = 64;
-  auto capped = [&](int64_t v, int64_t cap, const char* what) {
-    if (v > cap) {
-      notes.push_back(fmt::format("max {} {} capped at {} against eager (2-core budget)", what, v, cap));
-      return cap;
-    }
-    return v;
-  };
-  const int64_t B = capped(bmax, cx.opt.max_check_batch, "batch");
-  const int64_t S = capped(smax, cx.opt.max_check_sequence, "sequence");
-  const int64_t typB = std::clamp<int64_t>(2, bmin, bmax), typS = std::clamp<int64_t>(16, smin, smax);
-  std::vector<ShapeCase> v;
-  if (c.name != "decode") {
-    v.push_back({bmin, std::max<int64_t>(smin, 1), 0, "min"});
-    v.push_back({typB, typS, 0, "typical"});
-    v.push_back({B, S, 0, "max"});
-  }
-  if (c.has_past) {
-    const int64_t P = capped(pmax < 0 ? 256 : pmax, cx.opt.max_check_sequence, "past");
-    v.push_back({1, 1, 1, "first decode"});
-    v.push_back({typB, 1, 16, "typical decode"});
-    v.push_back({B, 1, 8, "max batch decode"});
-    v.push_back({1, 1, std::max<int64_t>(P - 1, 1), "long cache"});
-    if (c.name == "model") v.push_back({typB, 4, 12, "chunk over cache"});
-  }
-  return v;
-}
-
-std::string who_refused(const std::string& msg) {
-  if (msg.find("hfx.contract") != std::string::npos) return "the artifact (in-graph contract check)";
-  if (msg.find("[ort] expected") != std::string::npos) return "the hfx runtime (OrtSession input check)";
-  return "ONNX Runtime";
-}
-
-// Shapes beyond the contract must be refused, by the graph or by the runtime.
-void rejection_checks(Context& cx, OnnxComponent& c, OrtSession& s) {
-  auto [bmin, bmax] = contract_range(c.contract, "input_ids", 0);
-  auto [smin, smax] = contract_range(c.contract, "input_ids", 1);
-  auto [pmin, pmax] = contract_range(c.contract, "past_key_values.0.key", 2);
-  struct Probe {
-    std::string what;
-    ShapeCase sc;
-  };
-  std::vector<Probe> probes;
-  const int64_t base_past = c.name == "decode" ? 1 : 0;
-  if (bmax > 0) probes.push_back({fmt::format("batch {} (contract max {})", bmax + 1, bmax), {bmax + 1, 1, base_past, ""}});
-  if (smax > 0 && smax != smin && c.name != "decode")
-    probes.push_back({fmt::format("sequence {} (contract max {})", smax + 1, smax), {1, smax + 1, 0, ""}});
-  if (c.has_past && pmax > 0) probes.push_back({fmt::format("past {} (contract max {})", pmax + 1, pmax), {1, 1, pmax + 1, ""}});
-  if (bmin > 1) probes.push_back({fmt::format("batch {} (contract min {})", bmin - 1, bmin), {bmin - 1, 1, base_past, ""}});
-  if (probes.empty()) {
-    cx.add(c.name, "rejects", "skipped", "the contract sets no upper bound to probe");
-    return;
-  }
-  json results = json::array();
-  std::string failure;
-  for (const auto& p : probes) {
-    Inputs in = make_inputs(cx.model->config().vocab_size, p.sc.batch, p.sc.sequence, p.sc.past, 9);
-    try {
-      s.run(feeds_for(s, *cx.model, in, nullptr, c.has_past));
-      results.push_back({{"probe", p.what}, {"refused", false}});
-      if (failure.empty())
-        failure = fmt::format("expected the artifact or the hfx runtime to refuse {} (beyond the contract), got logits", p.what);
-    } catch (const Error& e) {
-      std::string msg = e.what();
-      results.push_back({{"probe", p.what}, {"refused", true}, {"by", who_refused(msg)}, {"error", msg.substr(0, 400)}});
-    }
-  }
-  if (failure.empty()) {
-    std::string by = results.front()["by"];
-    cx.add(c.name, "rejects", "passed", fmt::format("{} out-of-contract shapes refused (e.g. {} by {})", probes.size(),
-                                                     results.front()["probe"].get<std::string>(), by),
-           {{"probes", results}});
-  } else {
-    cx.add(c.name, "rejects", "failed", failure, {{"probes", results}});
-  }
-}
-
-// The claimed max past must really run (artifact alone: the cost is one token over the cache).
-void claimed_max_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases, std::string& failure) {
-  if (!c.has_past) return;
-  int64_t pmax = -1;
-  std::string source;
-  for (const auto& [src, contract] : c.claims) {
-    auto [lo, hi] = contract_range(contract, "past_key_values.0.key", 2);
-    if (hi > pmax) pmax = hi, source = src;
-  }
-  if (pmax <= 0) return;
-  if (pmax > cx.opt.max_probe_past) {
-    cases.push_back({{"label", "claimed max past"}, {"skipped", fmt::format("past {} beyond the probe cap {}", pmax, cx.opt.max_probe_past)}});
-    return;
-  }
-  Inputs in = make_inputs(cx.model->config().vocab_size, 1, 1, pmax, 13);
-  auto t0 = Clock::now();
-  try {
-    auto out = s.run(feeds_for(s, *cx.model, in, nullptr, true), {"logits"});
-    auto v = out.at(0).second.to_f32();
-    bool finite = std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-    cases.push_back({{"label", "claimed max past"}, {"batch", 1}, {"sequence", 1}, {"past", pmax}, {"ran", true}, {"ok", finite},
-                     {"first_run_ms", ms_since(t0)}});
-    if (!finite && failure.empty())
-      failure = fmt::format("expected finite logits at the claimed max past {} ({}), got NaN/inf", pmax, source);
-  } catch (const Error& e) {
-    cases.push_back({{"label", "claimed max past"}, {"batch", 1}, {"sequence", 1}, {"past", pmax}, {"ran", false}, {"error", e.what()}});
-    if (failure.empty())
-      failure = fmt::format("expected the graph to run at the past length its contract claims ({} in {}), got: {}", pmax, source, e.what());
-  }
-}
-
-// A chunk of the claimed max sequence over the claimed max past (merged graph): every position the
-// contract admits must be servable (learned position tables are not, beyond their size).
-void claimed_total_probe(Context& cx, OnnxComponent& c, OrtSession& s, json& cases, std::string& failure) {
-  if (!c.has_past || c.name == "decode") return;
-  int64_t pmax = -1, smax = -1;
-  std::string source;
-  for (const auto& [src, contract] : c.claims) {
-    auto [plo, phi] = contract_range(contract, "past_key_values.0.key", 2);
-    auto [slo, shi] = contract_range(contract, "input_ids", 1);
-    if (phi > 0 && shi > 0 && phi + shi > pmax + smax) pmax = phi, smax = shi, source = src;
-  }
-  if (pmax <= 0 || smax <= 1) return;
-  const int64_t V = cx.model->config().vocab_size;
-  if (pmax + smax > cx.opt.max_probe_past || smax * V * 4 > (int64_t{512} << 20)) {
-    cases.push_back({{"label", "claimed max total"},
-                     {"skipped", fmt::format("past {} + sequence {} beyond the probe cap {}", pmax, smax, cx.opt.max_probe_past)}});
-    return;
-  }
-  Inputs in = make_inputs(V, 1, smax, pmax, 17);
-  auto t0 = Clock::now();
-  try {
-    auto out = s.run(feeds_for(s, *cx.model, in, nullptr, true), {"logits"});
-    auto v = out.at(0).second.to_f32();
-    bool finite = std::all_of(v.begin(), v.end(), [](float x) { return std::isfinite(x); });
-    cases.push_back({{"label", "claimed max total"}, {"batch", 1}, {"sequence", smax}, {"past", pmax}, {"ran", true}, {"ok", finite},
-                     {"first_run_ms", ms_since(t0)}});
-    if (!finite && failure.empty())
-      failure = fmt::format("expected finite logits at the claimed max past {} + sequence {} ({}), got NaN/inf", pmax, smax, source);
-  } catch (const Error& e) {
-    cases.push_back({{"label", "claimed max total"}, {"batch", 1}, {"sequence", smax}, {"past", pmax}, {"ran", false}, {"error", e.what()}});
-    if (failure.empty())
-      failure = fmt::format("expected the graph to run {} new tokens over a past of {} (both within the contract in {}), got: {}", smax,
-                            pmax, source, e.what());
-  }
-}
-
 // Per-layer diff of one component on one shape.
 LayerDiff layer_diff(Context& cx, OnnxComponent& c, const ShapeCase& sc, int threads) {
   std::vector<std::string> names = onnx_module_values(c.path.string());
@@ -629,10 +473,11 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     json cases = json::array();
     std::string shape_failure;
     json latency = json::array();
-    const std::vector<ShapeCase> matrix = matrix_for(cx, c, notes);
+    const std::vector<ShapeCase> matrix = matrix_for(cx, c, *s, notes);
     for (size_t i = 0; i < matrix.size(); i++) {
       const ShapeCase& sc = matrix[i];
-      cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch, sc.sequence, sc.past));
+      cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch, sc.sequence,
+                          sc.past));
       CaseResult r = run_case(cx, c, *s, sc, cx.opt.warm_runs, 3);
       cases.push_back(r.to_json(sc));
       if (r.ran) latency.push_back({{"shape", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence}, {"past", sc.past},

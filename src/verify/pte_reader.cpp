@@ -426,6 +426,11 @@ const std::map<std::string, KernelEntry>& kernel_table() {
                                                            {"dtype", m.out_dtype(a[3])}}));
                                    }};
     k["aten::full.out"] = {4, [](M& m, const Args& a) {
+                             // ExecuTorch's resize refuses negative sizes (safe_numel) before the kernel
+                             // writes.
+                             for (int64_t d : m.int_list(a[0]))
+                               if (d < 0)
+                                 HFX_THROW("pte", "expected non-negative sizes for full.out, got {}", d);
                              m.write(a[2], run_op("aten.full", {}, {{"size", syms(m.int_list(a[0]))}, {"value", m.number(a[1])},
                                                                     {"dtype", m.out_dtype(a[2])}}));
                            }};
@@ -671,6 +676,14 @@ std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
     if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected tensor input {} of '{}'", i, m.name);
     if (x.dtype() != s.dtype)
       HFX_THROW("pte", "expected input {} of '{}' to be {}, got {}", i, m.name, dtype_name(s.dtype), dtype_name(x.dtype()));
+    // The program's bound is the method's contract: ExecuTorch's resize refuses a larger input.
+    bool within = x.dim() == static_cast<int64_t>(s.bound.size());
+    for (size_t d = 0; within && d < s.bound.size(); d++)
+      within = s.dynamic ? x.shape()[d] <= s.bound[d] : x.shape()[d] == s.bound[d];
+    if (!within)
+      HFX_THROW("pte", "expected input {} of '{}' within its {} bound {} (the method's contract), got {}", i,
+                m.name, s.dynamic ? "dynamic" : "static", shape_to_string(s.bound),
+                shape_to_string(x.shape()));
     if (s.ptr) {
       m.write(idx, x);
     } else {
@@ -683,11 +696,25 @@ std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
   }
   for (const auto* chain : *m.plan->chains()) {
     if (!chain->instructions()) continue;
-    for (const auto* ins_ : *chain->instructions()) {
-      switch (ins_->instr_args_type()) {
-        case fb::InstructionArguments::KernelCall: m.exec(ins_->instr_args_as_KernelCall()); break;
-        default:
-          HFX_THROW("pte", "expected only kernel calls in '{}', got {}", m.name, fb::EnumNameInstructionArguments(ins_->instr_args_type()));
+    for (flatbuffers::uoffset_t i = 0; i < chain->instructions()->size(); i++) {
+      const auto* ins_ = chain->instructions()->Get(i);
+      if (ins_->instr_args_type() != fb::InstructionArguments::KernelCall)
+        HFX_THROW("pte", "expected only kernel calls in '{}', got {}", m.name,
+                  fb::EnumNameInstructionArguments(ins_->instr_args_type()));
+      try {
+        m.exec(ins_->instr_args_as_KernelCall());
+      } catch (const Error& e) {
+        // A contract check of the writer names its guard in the instruction's stacktrace frame.
+        const auto* st = chain->stacktrace();
+        const auto* fl = st && i < st->size() ? st->Get(i) : nullptr;
+        const auto* fr = fl && fl->items() && fl->items()->size() > 0 ? fl->items()->Get(0) : nullptr;
+        if (fr && fr->name() && fr->name()->str() == "hfx.contract" && fr->context())
+          HFX_THROW(
+              "pte",
+              "expected a call inside the contract of method '{}' ({} from {}:{}), got sizes outside it: {}",
+              m.name, fr->context()->str(), fr->filename() ? fr->filename()->str() : "?", fr->lineno(),
+              e.what());
+        throw;
       }
     }
   }

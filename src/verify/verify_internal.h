@@ -102,6 +102,16 @@ Pt2Structure read_pt2_structure(const std::string& bytes);
 /// files, signature); failures become checks of `cx`. `c.path` must exist.
 void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<Manifest>& manifest);
 
+/// The tolerance of a .pte program's logits against eager, by checkpoint dtype and ExecuTorch backend.
+struct PteTolerance {
+  double logits_abs = 1e-5;
+  std::string basis;  ///< how the number was chosen (measured errors)
+};
+PteTolerance pte_tolerance(DType dtype, const std::string& backend);
+/// A decoder's static-cache .pte (forward(tokens, input_pos)): numerics vs eager, latency per phase,
+/// memory, size, and out-of-contract calls that must fail (pte_verify.cpp).
+void check_pte(Context& cx, const std::filesystem::path& path);
+
 /// Models of other structures: every exported program (onnx/<program>.onnx, each method of the .pte
 /// files) replays the real calls of the model's generation loop against eager (component_verify.cpp).
 void component_checks(Context& cx, const Model& m, const std::vector<std::filesystem::path>& ptes);

@@ -20,6 +20,8 @@
 #include <utility>
 #include <vector>
 
+#include "hfx/runtime/shape_restriction.h"
+
 namespace hfx::rt {
 
 /// Bytes per element of a dtype name ("float32", "float16", "bfloat16", "float64", "int64", "int32",
@@ -101,9 +103,14 @@ class OrtSession {
   const IoInfo& output(std::string_view name) const;
 
   /// Runs the model. Feeds are checked first against the declared inputs (known name, dtype, rank,
-  /// fixed dims, one value per symbolic dim name, byte count) so that a mistake names the input.
+  /// fixed dims, one value per symbolic dim name, byte count, the contract's restrictions) so that a
+  /// mistake names the input.
   /// `fetch` selects outputs by name; empty = all outputs in declaration order.
   NamedTensors run(const NamedTensors& feeds, const std::vector<std::string>& fetch = {}) const;
+
+  /// Shape rules of the graph's contract (ONNX metadata hfx.contract "restrictions"); run() refuses a
+  /// call that breaks one with hfx::Error("ort", "expected ... (out of the graph's contract: ...)").
+  const std::vector<ShapeRestriction>& restrictions() const;
 
   /// Stops profiling and returns the JSON file's path; empty when profiling was not enabled.
   std::string end_profiling();

@@ -99,6 +99,19 @@ std::vector<PteConstMethod> component_metadata(const Model& model, const Executo
   return m;
 }
 
+// The static cache's length and every method's sequence bound, capped at the model's max positions
+// (config.json's max_position_embeddings / n_positions, the one source of truth the capture contract
+// uses too): a learned position table has no row past it, so a program claiming more would fail there.
+int64_t capped_max_seq_len(const ModelConfig& mc, const ExecutorchConfig& cfg,
+                           std::vector<std::string>& warnings) {
+  if (mc.max_position_embeddings <= 0 || cfg.max_seq_len <= mc.max_position_embeddings)
+    return cfg.max_seq_len;
+  warnings.push_back(
+      fmt::format("[executorch] max_seq_len {} capped at max_position_embeddings {} of config.json",
+                  cfg.max_seq_len, mc.max_position_embeddings));
+  return mc.max_position_embeddings;
+}
+
 const ExecutorchConfig& as_executorch(const ExportConfig& c) {
   auto* e = dynamic_cast<const ExecutorchConfig*>(&c);
   if (!e) HFX_THROW("executorch", "expected an executorch config, got a '{}' config", c.format);
@@ -107,10 +120,13 @@ const ExecutorchConfig& as_executorch(const ExportConfig& c) {
 
 }  // namespace
 
-ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& cfg, const CaptureOptions& opts) {
+ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& config,
+                                           const CaptureOptions& opts) {
   const ModelConfig& mc = model.config();
   check_export_skip("executorch", mc.model_type);
   ExecutorchProgram out;
+  ExecutorchConfig cfg = config;
+  cfg.max_seq_len = capped_max_seq_len(mc, config, out.warnings);
 
   // ── Stage 1: Backend preparation ──
   // Picks the table row; its dtype decision is applied to the captured program's constants by the
@@ -123,6 +139,12 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   so.max_seq_len = cfg.max_seq_len;
   so.dynamic = cfg.dynamic;
   so.seq = seq_dim(cfg, opts);
+  // A position lives in the cache: more new tokens than the cache holds can never run.
+  if (so.seq.max > cfg.max_seq_len) {
+    out.warnings.push_back(
+        fmt::format("[executorch] Dim '{}' max {} capped at max_seq_len {}", so.seq.name, so.seq.max, cfg.max_seq_len));
+    so.seq.max = cfg.max_seq_len;
+  }
   so.sample_seq = opts.sample_sequence;
   so.logits_to_keep = opts.logits_to_keep;
   {
@@ -149,15 +171,20 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   PteMethodSpec fwd;
   fwd.name = "forward";
   fwd.graph = &g;
+  fwd.guards = out.forward.guards;
   for (const CacheLeaf& l : g.cache_leaves()) fwd.mutable_buffers.emplace_back(l.input_name, l.output_name);
   out.metadata = metadata_methods(mc, cfg, out.warnings);
   out.pte = write_pte({fwd}, out.metadata);
+  out.warnings.insert(out.warnings.end(), out.pte.warnings.begin(), out.pte.warnings.end());
   return out;
 }
 
-ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& cfg, const CaptureOptions& opts) {
+ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& config,
+                                          const CaptureOptions& opts) {
   check_export_skip("executorch", model.config().model_type);
   ExecutorchProgram out;
+  ExecutorchConfig cfg = config;
+  cfg.max_seq_len = capped_max_seq_len(model.config(), config, out.warnings);
   // ── Stage 1: Backend preparation ──
   const BackendPrep& prep = backend_prep(cfg.backend);
   if (!prep.warning.empty()) out.warnings.push_back("[executorch] " + prep.warning);
@@ -193,12 +220,13 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
     g.verify();
     cp.component = pd.executorch_method;
     graphs.push_back(cp.graph);
-    methods.push_back(PteMethodSpec{pd.executorch_method, graphs.back().get(), {}});
+    methods.push_back(PteMethodSpec{pd.executorch_method, graphs.back().get(), {}, cp.guards});
     out.components.push_back(std::move(cp));
   }
   out.forward = out.components.front();
   out.metadata = component_metadata(model, cfg);
   out.pte = write_pte(methods, out.metadata);
+  out.warnings.insert(out.warnings.end(), out.pte.warnings.begin(), out.pte.warnings.end());
   return out;
 }
 

@@ -3,12 +3,14 @@
 #include "export/executorch/pte_writer.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <map>
 #include <set>
 
 #include <flatbuffers/flatbuffers.h>
+#include <fmt/format.h>
 
 #include "hfx/core/error.h"
 #include "hfx_gen/program_generated.h"
@@ -56,6 +58,8 @@ struct EV {
 struct Call {
   int op = 0;
   std::vector<int32_t> args;
+  std::string check;  // a contract check: its stacktrace frame's context (the guard), else empty
+  std::string where;  // file:line of the code that asked for the guard
 };
 
 struct Plan {
@@ -65,6 +69,7 @@ struct Plan {
   std::vector<Call> calls;
   std::vector<std::pair<std::string, std::string>> operators;
   std::vector<int64_t> non_const_buffer_sizes{0};
+  std::vector<std::string> warnings;
 };
 
 // Program-wide pools: constants (deduplicated by storage) and zeroed initial states of mutable buffers.
@@ -206,7 +211,7 @@ class MethodEmitter {
       op_index_[key] = op;
     }
     args.push_back(ret);
-    plan_.calls.push_back(Call{op, std::vector<int32_t>(args.begin(), args.end())});
+    plan_.calls.push_back(Call{op, std::vector<int32_t>(args.begin(), args.end()), {}, {}});
   }
   /// Out-variant call of a node with one output: out = node output 0.
   void out_call(const Node& n, const std::string& name, const std::string& overload, std::vector<int> args) {
@@ -305,6 +310,7 @@ class MethodEmitter {
   }
 
   void lower(const Node& n);
+  void emit_guard_checks();
   void plan_memory();
 
   const PteMethodSpec& spec_;
@@ -507,6 +513,7 @@ Plan MethodEmitter::emit() {
       if (d.kind() == Sym::Kind::Symbol && !sources_.count(d.name())) sources_[d.name()] = {idx, static_cast<int>(a)};
     }
   }
+  emit_guard_checks();
   for (const auto& n : g_.nodes()) lower(*n);
   for (Value* v : g_.outputs()) {
     if (auto it = buffer_out.find(v->name); it != buffer_out.end()) {
@@ -532,6 +539,34 @@ Plan MethodEmitter::emit() {
   }
   plan_memory();
   return std::move(plan_);
+}
+
+// The capture's deferred guards (lower <= expr <= upper over input sizes), enforced the way ExecuTorch
+// enforces dynamic bounds, since its runtime registers no assert kernel (its own exporter drops
+// aten._assert_scalar): aten::full.out of size [expr - lower] into a bool tensor bounded at
+// upper - lower. Outside the guard the kernel's resize fails (above the bound: NotSupported; negative:
+// InvalidArgument) and the method stops before any node of the model ran. Each check's stacktrace
+// frame names the guard, so a reader can say which contract the call broke.
+void MethodEmitter::emit_guard_checks() {
+  for (const Guard& gd : spec_.guards) {
+    bool sourced = true;
+    for (const std::string& name : gd.expr.free_symbols()) sourced = sourced && sources_.count(name);
+    const SymRange r = env_.bounds(gd.expr);
+    const int64_t lo = gd.lower > -SymRange::kInf ? gd.lower : r.min,
+                  hi = gd.upper < SymRange::kInf ? gd.upper : r.max;
+    if (!sourced || lo <= -SymRange::kInf || hi >= SymRange::kInf || hi - lo > INT32_MAX || hi < lo) {
+      plan_.warnings.push_back(fmt::format(
+          "[executorch] deferred guard '{}' ({}) not checked in method '{}': {}", gd.what, gd.where,
+          spec_.name, sourced ? "its bounds do not fit a tensor size" : "a symbol has no input axis"));
+      continue;
+    }
+    EV e = tensor_ev(TensorType{DType::Bool, {Sym(hi - lo)}}, "contract check", true);
+    e.dynamic = true;
+    const int out = add(e);
+    call("aten::full", "out", {IL(std::vector<Sym>{gd.expr - Sym(lo)}), I(0), out}, out);
+    plan_.calls.back().check = fmt::format("{} in [{}, {}] ({})", gd.expr.str(), lo, hi, gd.what);
+    plan_.calls.back().where = gd.where;
+  }
 }
 
 // Greedy planning by size: each tensor takes the lowest aligned offset that does not overlap a tensor
@@ -621,7 +656,22 @@ flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, c
   std::vector<flatbuffers::Offset<fb::Instruction>> instrs;
   for (const Call& c : p.calls)
     instrs.push_back(fb::CreateInstruction(b, fb::InstructionArguments::KernelCall, fb::CreateKernelCallDirect(b, c.op, &c.args).Union()));
-  std::vector<flatbuffers::Offset<fb::Chain>> chains{fb::CreateChainDirect(b, &p.inputs, &p.outputs, &instrs)};
+  // Contract checks carry a stacktrace frame (one FrameList per instruction, empty for the others).
+  std::vector<flatbuffers::Offset<fb::FrameList>> frames;
+  const bool checks =
+      std::any_of(p.calls.begin(), p.calls.end(), [](const Call& c) { return !c.check.empty(); });
+  for (const Call& c : p.calls) {
+    std::vector<flatbuffers::Offset<fb::Frame>> items;
+    if (!c.check.empty()) {
+      const size_t colon = c.where.rfind(':');
+      const std::string file = c.where.substr(0, colon);
+      const int line = colon == std::string::npos ? 0 : std::atoi(c.where.c_str() + colon + 1);
+      items.push_back(fb::CreateFrameDirect(b, file.c_str(), line, "hfx.contract", c.check.c_str()));
+    }
+    if (checks) frames.push_back(fb::CreateFrameListDirect(b, &items));
+  }
+  std::vector<flatbuffers::Offset<fb::Chain>> chains{
+      fb::CreateChainDirect(b, &p.inputs, &p.outputs, &instrs, checks ? &frames : nullptr)};
   std::vector<flatbuffers::Offset<fb::Operator>> ops;
   for (const auto& [n, o] : p.operators) ops.push_back(fb::CreateOperatorDirect(b, n.c_str(), o.c_str()));
   std::vector<flatbuffers::Offset<fb::BackendDelegate>> delegates;
@@ -684,6 +734,7 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::v
       all_ops.insert(full);
     }
     res.methods.push_back(st);
+    res.warnings.insert(res.warnings.end(), p.warnings.begin(), p.warnings.end());
   }
   for (const auto& c : const_methods) {
     if (!names.insert(c.name).second) HFX_THROW("executorch", "expected unique method names, got '{}' twice", c.name);

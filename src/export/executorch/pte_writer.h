@@ -28,6 +28,10 @@ struct PteMethodSpec {
   /// load — and the output holding its new value, written in place (`aten::index_put_`). Neither is a
   /// method input or output.
   std::vector<std::pair<std::string, std::string>> mutable_buffers;
+  /// The capture's deferred runtime asserts over input sizes: each becomes a check instruction ahead of
+  /// the model's (aten::full.out into a tensor bounded by the guard: ExecuTorch's resize refuses a call
+  /// outside it), with a stacktrace frame naming the guard.
+  std::vector<Guard> guards;
 };
 
 using PteConstant = std::variant<int64_t, bool, double>;
@@ -60,6 +64,8 @@ struct PteWriteResult {
   int64_t mutable_bytes = 0;
   /// Every operator of every method, each once, sorted.
   std::vector<std::string> operators;
+  /// Guards that could not be checked in the program (a symbol no input size defines).
+  std::vector<std::string> warnings;
 };
 
 /// Writes the program. Throws hfx::Error("executorch", ...) for an op without a portable lowering, an

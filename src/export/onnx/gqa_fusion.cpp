@@ -187,6 +187,21 @@ void emit_gqa(Cx& cx, const GqaPlan& p) {
                                   seqlens, total};
   if (!bias.empty()) ins.insert(ins.end(), {"", "", "", bias});  // cos_cache, sin_cache, position_ids, attention_bias
   auto& g = cx.emit("GroupQueryAttention", ins, {o3, present_k, present_v}, &n, "com.microsoft");
+  // ONNX Runtime's kernel takes several new tokens over a non-empty past only at batch 1: the contract
+  // says so, and hfx's ORT paths refuse such a call by name (hfx/runtime/shape_restriction.h). Every
+  // layer's past has the same length, so the first fused layer states it for all.
+  const Sym& S = p.q->type.shape[2];
+  if (p.past_k && !(S.is_const() && S.value() == 1) && cx.graph().find_input("input_ids") &&
+      cx.restrictions().empty())
+    cx.restrict(
+        {{"when",
+          {{{"input", "input_ids"}, {"axis", 1}, {"min", 2}},
+           {{"input", p.past_k->name}, {"axis", 2}, {"min", 1}}}},
+         {"require", {{"input", "input_ids"}, {"axis", 0}, {"max", 1}}},
+         {"why",
+          "ONNX Runtime's com.microsoft GroupQueryAttention (--target ort) requires batch_size 1 when "
+          "sequence_length > 1 and past context is given; feed such a chunk one row at a time, or export "
+          "with --target standard"}});
   Cx::attr(g, "num_heads", H);
   Cx::attr(g, "kv_num_heads", Hkv);
   Cx::attr(g, "scale", p.scale);

@@ -443,6 +443,11 @@ void LoweringContext::declare_inputs() {
   }
 }
 
+void LoweringContext::restrict(const nlohmann::json& restriction) {
+  if (std::find(restrictions_.begin(), restrictions_.end(), restriction) == restrictions_.end())
+    restrictions_.push_back(restriction);
+}
+
 void LoweringContext::emit_guards() {
   // The guarded tensor: the first input that some node reads (input_ids in a causal LM graph). Every
   // check reshapes it to its own shape when the check holds and to an invalid shape (-2) otherwise, so
@@ -513,20 +518,34 @@ void LoweringContext::emit_guards() {
     checks.push_back({fmt::format("guard {} in [{}, {}] from {}", gd.expr.str(), gd.lower, gd.upper, gd.where), ok});
   }
   if (checks.empty()) return;
-  std::string cur = name(guarded);
-  size_t rank = guarded->type.shape.size();
-  std::string bad = i64s(std::vector<int64_t>(rank, -2));
-  std::string shp = unique(guarded->name + "/contract_shape");
-  emit("Shape", {cur}, {shp});
+  auto gate = [&](const Value* v, const std::string& ok, const std::string& what, const std::string& after) {
+    std::string cur = name(v), shp = unique(v->name + "/contract_shape"), target = unique("contract/target");
+    emit("Shape", {cur}, {shp});
+    emit("Where", {ok, shp, i64s(std::vector<int64_t>(v->type.shape.size(), -2))}, {target});
+    if (!after.empty()) {  // + an empty tensor from the last named check: this gate runs after it
+      std::string t2 = unique("contract/target");
+      attr(emit("Concat", {target, after}, {t2}), "axis", int64_t{0});
+      target = t2;
+    }
+    std::string next = unique(v->name + "/checked");
+    emit("Reshape", {cur, target}, {next}).set_name(unique("hfx.contract: " + what));
+    rebind(v, next);
+  };
+  std::string all;
   for (const auto& c : checks) {
-    std::string target = unique("contract/target");
-    emit("Where", {c.ok, shp, bad}, {target});
-    std::string next = unique(guarded->name + "/checked");
-    auto& p = emit("Reshape", {cur, target}, {next});
-    p.set_name(unique("hfx.contract: " + c.what));
-    cur = next;
+    gate(guarded, c.ok, c.what, "");
+    all = both(all, c.ok);
   }
-  rebind(guarded, cur);
+  // The named checks above fail first (their message says which contract was broken).
+  std::string after = unique("contract/after_checks");
+  auto& sp = emit("Shape", {name(guarded)}, {after});
+  attr(sp, "start", int64_t{0});
+  attr(sp, "end", int64_t{0});
+  // The other integer inputs (positions, masks) pass the same checks, so no node reads an input of an
+  // out-of-contract call before a check stops it (a Gather of position_ids past a learned table would).
+  for (const Value* v : g_.inputs())
+    if (v != guarded && users.count(v) && !users.at(v).empty() && !dtype_is_float(v->type.dtype))
+      gate(v, all, "every check above (" + v->name + ")", after);
 }
 
 // ------------------------------------------------------------------ registration
@@ -662,7 +681,9 @@ LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
   for (const auto& gd : opts.guards)
     guards.push_back({{"expr", gd.expr.str()}, {"lower", gd.lower}, {"upper", gd.upper}, {"where", gd.where}, {"what", gd.what}});
   meta("hfx.schema_version", "1");
-  meta("hfx.contract", nlohmann::json{{"inputs", contract}, {"guards", guards}}.dump());
+  nlohmann::json cj = {{"inputs", contract}, {"guards", guards}};
+  if (!cx.restrictions().empty()) cj["restrictions"] = cx.restrictions();
+  meta("hfx.contract", cj.dump());
   meta("hfx.target", opts.target);
   for (const auto& [k, v] : opts.metadata) meta(k, v);
   return lm;

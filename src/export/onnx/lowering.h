@@ -21,6 +21,7 @@
 #include <vector>
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
+#include <nlohmann/json.hpp>
 
 #include "hfx/capture/capture.h"
 #include "hfx/export/registry.h"
@@ -235,6 +236,11 @@ class LoweringContext {
   const std::map<std::string, int>& domains() const { return domains_; }
   void warn(const std::string& w);
 
+  /// A shape rule the graph's contract states beyond its ranges (hfx/runtime/shape_restriction.h);
+  /// written into the hfx.contract metadata as "restrictions", once per distinct rule.
+  void restrict(const nlohmann::json& restriction);
+  const std::vector<nlohmann::json>& restrictions() const { return restrictions_; }
+
   /// Emits the contract checks (symbol ranges and deferred guards) in front of the graph.
   void emit_guards();
   /// Registers the graph inputs (called first).
@@ -260,6 +266,7 @@ class LoweringContext {
   std::map<std::string, int> domains_;
   std::set<std::string> warned_;
   std::set<const Value*> transposed_;
+  std::vector<nlohmann::json> restrictions_;
   int counter_ = 0;
 };
 

@@ -153,7 +153,7 @@ TEST(ExecutorchPte, HandGraphMatchesEagerAndKeepsBufferAcrossCalls) {
     EXPECT_NE(n->op, "aten.matmul");
     EXPECT_NE(n->op, "aten.pow.Tensor_Scalar") << "exponent 2 becomes a mul chain";
   }
-  et::PteMethodSpec m{"forward", p.g.get(), {{"buf", "buf_out"}}};
+  et::PteMethodSpec m{"forward", p.g.get(), {{"buf", "buf_out"}}, {}};
   et::PteWriteResult r = et::write_pte({m}, {{"get_answer", {int64_t{42}, true, 2.5}}});
   expect_portable(r.operators);
   EXPECT_TRUE(verifies(r.bytes));
@@ -185,7 +185,7 @@ TEST(ExecutorchPte, HandGraphMatchesEagerAndKeepsBufferAcrossCalls) {
 
 TEST(ExecutorchPte, FlatcDecodesTheDocumentedStructure) {
   HandProgram p = trace_hand(16);
-  et::PteMethodSpec m{"forward", p.g.get(), {{"buf", "buf_out"}}};
+  et::PteMethodSpec m{"forward", p.g.get(), {{"buf", "buf_out"}}, {}};
   et::PteWriteResult r = et::write_pte({m}, {{"get_max_seq_len", {int64_t{16}}}});
   // headers
   ASSERT_GT(r.bytes.size(), 64u);
@@ -254,7 +254,7 @@ TEST(ExecutorchPte, RefusesUnboundedDimsAndTheProgramFixCapsThem) {
   Sym S = g->env().create_symbol("tokens_len", 2, SymRange::kInf, 8);
   Var x = tb.input("x", TensorType{DType::F32, {S, Sym(4)}});
   g->add_output("y", F::relu(x).value());
-  et::PteMethodSpec m{"forward", g.get(), {}};
+  et::PteMethodSpec m{"forward", g.get(), {}, {}};
   try {
     et::write_pte({m}, {});
     FAIL() << "expected an error";

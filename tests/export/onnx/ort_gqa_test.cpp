@@ -305,7 +305,9 @@ INSTANTIATE_TEST_SUITE_P(Archs, OrtGqaConsumers, ::testing::ValuesIn(test::all_m
 // the merged target=ort graph fails with that error (it is not a silent wrong answer). hfx's generator
 // and Transformers.js never run that shape (prefill on an empty past, then one token per step); batch 1
 // chunks work (checked above). Use target=standard for batched chunked prefill.
-TEST(OrtGqaLimits, BatchedChunkOnAPastIsRefusedWithORTsError) {
+// ONNX Runtime's GroupQueryAttention refuses it ("batch_size must be 1 when sequence_length > 1 and past
+// context is given"); the graph's contract states the rule and hfx's session refuses the call first, by name.
+TEST(OrtGqaLimits, BatchedChunkOnAPastIsRefusedByTheContract) {
   auto model = test::tiny_in_memory("llama", 7);
   Exported x(*model, "llama_gqa_chunk");
   rt::OrtSession merged(x.dir.path / "onnx/model.onnx", rt::SessionOptions{.intra_op_threads = 2});
@@ -318,10 +320,16 @@ TEST(OrtGqaLimits, BatchedChunkOnAPastIsRefusedWithORTsError) {
   Ref r = eager(*model, c, ref.k, ref.v);
   try {
     run_check(merged, "chunk", *model, c, past, r);
-    ADD_FAILURE() << "expected ONNX Runtime to refuse a batch-2 chunk on a past (if it now runs it, drop this limit)";
+    ADD_FAILURE() << "expected the contract to refuse a batch-2 chunk on a past";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("batch_size must be 1"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[ort] expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and "
+                                         "past_key_values.0.key axis 2 >= 1 (out of the graph's contract: ONNX Runtime's "
+                                         "com.microsoft GroupQueryAttention"),
+              std::string::npos)
+        << e.what();
   }
+  ASSERT_EQ(merged.restrictions().size(), 1u);
+  EXPECT_EQ(merged.restrictions()[0].require.str(), "input_ids axis 0 <= 1");
 }
 
 }  // namespace
