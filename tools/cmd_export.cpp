@@ -1,7 +1,8 @@
 // `hfx export MODEL --format onnx|executorch|dynamo -o OUT`: load, capture prefill/decode, export each
 // component, copy the tokenizer and config files next to the artifacts. The export is written into a
 // temporary folder beside OUT and moved into place only when it is complete, so a failed export never
-// leaves a half-written OUT and never destroys the previous one.
+// leaves a half-written OUT and never destroys the previous one, even when it is killed (kill -9) or the disk
+// fills up (tests/integration/export_faults_test.cpp).
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -10,10 +11,12 @@
 
 #include "commands.h"
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 #include "hfx/core/progress.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/io/staged_dir.h"
 #include "hfx/models/model.h"
 #include "hfx/verify/manifest.h"
 
@@ -67,6 +70,41 @@ void print_summary(const ExportArgs& a, const Model& model, const ExportResult& 
   for (const auto& w : r.warnings) fmt::print("  - {}\n", w);
 }
 
+// Writes one complete export into `tmp`: the programs, the side files, export_config.json and manifest.json.
+ExportResult write_export(const ExportArgs& a, const std::string& dir, const Model& model,
+                          const ExportConfig& cfg, const CaptureOptions& opts, const fs::path& tmp,
+                          Progress& bar) {
+  bar.update(1, a.format + " programs");
+  auto exporter = make_exporter(a.format);
+  std::map<std::string, const ExportConfig*> configs{{"*", &cfg}};
+  ExportResult r = exporter->export_for_generation(model, opts, configs, tmp.string());
+  bar.update(2, "tokenizer and config files");
+  for (const char* f : kSideFiles) {
+    fs::path src = fs::path(dir) / f;
+    if (!fs::exists(src)) continue;
+    fs::create_directories((tmp / f).parent_path());
+    fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
+  }
+  if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
+  // Transformers.js loads external data only when config.json says so.
+  if (a.format == "onnx" && cfg.to_json().value("external_data", false) && fs::exists(tmp / "config.json")) {
+    auto j =
+        jsonc::parse(io::read_file((tmp / "config.json").string()), "export", (tmp / "config.json").string());
+    j["transformers.js_config"]["use_external_data_format"] = true;
+    io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
+  }
+  io::write_file_atomic((tmp / "export_config.json").string(), cfg.to_json().dump(2));
+  // The release manifest: checksums of every file, versions, config and the shape contract per component.
+  bar.update(3, "manifest");
+  std::map<std::string, ShapeContract> contracts;
+  for (const auto& p : r.programs) contracts[p.component] = p.contract;
+  verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg.to_json(), contracts);
+  man.warnings = r.warnings;
+  man.write(tmp.string());
+  for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
+  return r;
+}
+
 void run_export(const ExportArgs& a) {
   auto t_start = std::chrono::steady_clock::now();
   const std::string dir = resolve_model(a.model);
@@ -78,12 +116,8 @@ void run_export(const ExportArgs& a) {
 
   std::unique_ptr<ExportConfig> cfg = make_config(a.format);
   if (!a.config_file.empty()) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(io::read_file(a.config_file));
-    } catch (const nlohmann::json::exception& e) {
-      HFX_THROW("export", "expected a JSON export config in {}, got a parse error: {}", a.config_file, e.what());
-    }
+    nlohmann::json j =
+        jsonc::parse(io::read_file(a.config_file), "export", "the export config " + a.config_file);
     if (!j.contains("format")) j["format"] = a.format;
     cfg->from_json(j);
   } else {
@@ -106,49 +140,17 @@ void run_export(const ExportArgs& a) {
   // One contract rule for every backend (ranges capped at the model's max positions): exporter.h.
   CaptureOptions opts = contract_options(*model, *cfg);
 
+  // Everything goes to a temp folder beside OUT, swapped into place when complete (hfx/io/staged_dir.h).
   fs::path out = fs::absolute(a.out);
-  fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
+  io::StagedDir staged(out.string());
   ExportResult result;
   try {
-    bar.update(1, a.format + " programs");
-    auto exporter = make_exporter(a.format);
-    std::map<std::string, const ExportConfig*> configs{{"*", cfg.get()}};
-    ExportResult r = exporter->export_for_generation(*model, opts, configs, tmp.string());
-    bar.update(2, "tokenizer and config files");
-    for (const char* f : kSideFiles) {
-      fs::path src = fs::path(dir) / f;
-      if (!fs::exists(src)) continue;
-      fs::create_directories((tmp / f).parent_path());
-      fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
-    }
-    if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
-    // Transformers.js loads external data only when config.json says so.
-    if (a.format == "onnx" && cfg->to_json().value("external_data", false) && fs::exists(tmp / "config.json")) {
-      auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
-      j["transformers.js_config"]["use_external_data_format"] = true;
-      io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
-    }
-    io::write_file_atomic((tmp / "export_config.json").string(), cfg->to_json().dump(2));
-    // The release manifest: checksums of every file, versions, config and the shape contract per component.
-    bar.update(3, "manifest");
-    std::map<std::string, ShapeContract> contracts;
-    for (const auto& p : r.programs) contracts[p.component] = p.contract;
-    verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg->to_json(), contracts);
-    man.warnings = r.warnings;
-    man.write(tmp.string());
-    for (const auto& w : r.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
-    result = std::move(r);
-  } catch (...) {
-    fs::remove_all(tmp);
-    throw;
+    result = write_export(a, dir, *model, *cfg, opts, staged.path(), bar);
+  } catch (const fs::filesystem_error& e) {
+    HFX_THROW("export", "expected to write the export into {}, got {} ({}); the previous output is unchanged",
+              staged.path(), e.code().message(), e.what());
   }
-  // Swap into place: the previous export survives until the new one is complete.
-  fs::path prev = out.parent_path() / fmt::format(".{}.prev.{}", out.filename().string(), ::getpid());
-  if (fs::exists(out)) fs::rename(out, prev);
-  fs::rename(tmp, out);
-  if (fs::exists(prev)) fs::remove_all(prev);
+  staged.commit();
   bar.update(4, "done");
   bar.finish();
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();

@@ -105,12 +105,13 @@ void take_guards(CapturedProgram& prog, const std::string& model_type, bool pref
 
 }  // namespace
 
-CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred) {
+CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred,
+                                PatchTable* patches) {
   CapturedProgram prog;
   prog.component = spec.name;
   prog.graph = std::make_shared<Graph>();
   Graph& g = *prog.graph;
-  TraceBuilder tb(g);
+  TraceBuilder tb(g, patches);
   const ComponentDecl decl = model.component(spec.component);
   const std::string& model_type = model.config().model_type;
   Symbols syms{spec, g.env(), {}};

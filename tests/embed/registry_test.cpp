@@ -1,0 +1,193 @@
+// Registry behaviour: patches are active only during their scope and restored after an exception;
+// fixes apply at their stage only; the export-skip list refuses with its reason.
+#include <gtest/gtest.h>
+
+#include "hfx/core/error.h"
+#include "hfx/export/exporter.h"
+#include "hfx/export/registry.h"
+#include "hfx/ops/functional.h"
+
+using namespace hfx;
+
+namespace {
+// Appends an entry for the test's duration.
+template <typename Vec>
+struct Temp {
+  Vec& v;
+  size_t n;
+  Temp(Vec& vec, typename Vec::value_type e) : v(vec), n(vec.size()) { v.push_back(std::move(e)); }
+  ~Temp() { v.resize(n); }
+};
+
+int count_op(const Graph& g, const std::string& op) {
+  int c = 0;
+  for (const auto& n : g.nodes()) c += n->op == op;
+  return c;
+}
+}  // namespace
+
+TEST(Registry, PatchIsActiveOnlyInsideItsScopeAndRestoredAfterThrow) {
+  // Replace aten.exp by exp(x) * 1 ... observable as an extra mul node while the patch is active.
+  Temp t(patch_registry(),
+         PatchEntry{"test",
+                    1,
+                    {"aten.exp"},
+                    [](const OpHandler*, ExportContext&) {
+                      return OpHandler([](Builder& b, const std::vector<Var>& in, const Attrs& a) {
+                        Var e = b.call("aten.exp", in, a).at(0);  // the original (no recursion)
+                        return std::vector<Var>{F::mul(e, 1.0)};
+                      });
+                    },
+                    "test patch"});
+  ExportContext ctx;
+  auto trace = [](PatchTable* patches) {
+    Graph g;
+    TraceBuilder tb(g, patches);
+    Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});
+    g.add_output("y", F::exp(x).value());
+    return std::make_pair(count_op(g, "aten.exp"), count_op(g, "aten.mul.Scalar"));
+  };
+  EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 0));
+  {
+    PatchScope scope(ctx, "test", 1);
+    EXPECT_EQ(scope.installed(), 1);
+    EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 1));
+    // Per export: a trace over another export's table (or none) does not see this scope's patch.
+    ExportContext other;
+    EXPECT_EQ(trace(&other.patches), std::make_pair(1, 0));
+    EXPECT_EQ(trace(nullptr), std::make_pair(1, 0));
+  }
+  EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 0));
+  EXPECT_EQ(ctx.patches.size(), 0u);
+  try {
+    PatchScope scope(ctx, "test", 1);
+    throw Error("test", "boom");
+  } catch (const Error&) {
+  }
+  EXPECT_EQ(ctx.patches.size(), 0u);
+  EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 0));
+  // A scope for another stage installs nothing.
+  PatchScope other(ctx, "test", 2);
+  EXPECT_EQ(other.installed(), 0);
+}
+
+// A factory that throws after earlier patches of the same scope were installed: the scope undoes
+// them, its members are destroyed once (the old constructor ran its own destructor and then the
+// members' destructors again: a double free that the asan preset reports), and the table is back to
+// what it was, including a patch installed by an enclosing scope.
+TEST(Registry, PatchScopeUndoesItsPatchesWhenAFactoryThrows) {
+  auto mul_by = [](double k) {
+    return [k](const OpHandler*, ExportContext&) {
+      return OpHandler([k](Builder& b, const std::vector<Var>& in, const Attrs& a) {
+        return std::vector<Var>{F::mul(b.call("aten.exp", in, a).at(0), k)};
+      });
+    };
+  };
+  Temp outer(patch_registry(), PatchEntry{"test", 1, {"aten.exp"}, mul_by(2.0), "outer"});
+  Temp first(patch_registry(),
+             PatchEntry{"test", 2, {"aten.exp", "aten.neg"}, mul_by(3.0), "installed, then undone"});
+  Temp thrower(patch_registry(), PatchEntry{"test",
+                                            2,
+                                            {"aten.tanh"},
+                                            [](const OpHandler*, ExportContext&) -> OpHandler {
+                                              HFX_THROW("test",
+                                                        "expected a factory that works, got one that throws");
+                                            },
+                                            "throws"});
+  ExportContext ctx;
+  PatchScope outer_scope(ctx, "test", 1);
+  const OpHandler* before = ctx.patches.active("aten.exp");
+  ASSERT_NE(before, nullptr);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    try {
+      PatchScope scope(ctx, "test", 2);
+      ADD_FAILURE() << "expected the throwing factory to abort the scope";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("got one that throws"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx.patches.size(), 1u);
+    EXPECT_EQ(ctx.patches.active("aten.exp"), before);
+    EXPECT_EQ(ctx.patches.active("aten.neg"), nullptr);
+    EXPECT_EQ(ctx.patches.active("aten.tanh"), nullptr);
+  }
+}
+
+TEST(Registry, NodeFixAppliesAtItsStageOnly) {
+  Temp t(node_fix_registry(),
+         NodeFixEntry{"test", 3, "neg_to_mul",
+                      [](Graph& g, Node& n) {
+                        if (n.op != "aten.neg") return false;
+                        Node* m = g.add_node("aten.mul.Scalar", n.inputs, Attrs{{"other", -1.0}}, n.name);
+                        g.move_before(m, &n);
+                        g.replace_all_uses(n.outputs[0], m->outputs[0]);
+                        return true;
+                      },
+                      "test fix"});
+  Graph g;
+  TraceBuilder tb(g);
+  Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});
+  g.add_output("y", F::neg(x).value());
+  EXPECT_EQ(apply_node_fixes("test", 2, g), 0);
+  EXPECT_EQ(count_op(g, "aten.neg"), 1);
+  EXPECT_EQ(apply_node_fixes("test", 3, g), 1);
+  EXPECT_EQ(count_op(g, "aten.neg"), 0);
+  EXPECT_EQ(count_op(g, "aten.mul.Scalar"), 1);
+  g.verify();
+}
+
+TEST(Registry, ExportSkipRefusesWithItsReason) {
+  Temp t(export_skip_registry(),
+         ExportSkipEntry{"onnx", "test-arch", "needs a vectorized router in the model"});
+  EXPECT_NO_THROW(check_export_skip("onnx", "llama"));
+  try {
+    check_export_skip("onnx", "test-arch");
+    FAIL();
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("needs a vectorized router"), std::string::npos);
+  }
+  EXPECT_NO_THROW(check_export_skip("dynamo", "test-arch"));
+}
+
+TEST(Registry, ListingNamesStageAndReason) {
+  Temp t(disable_optimize_registry(), DisableOptimizeEntry{"test", "arch-x", "upstream#123"});
+  std::string why;
+  EXPECT_TRUE(optimize_disabled("test", "arch-x", &why));
+  EXPECT_EQ(why, "upstream#123");
+  auto lines = registry_listing("test");
+  ASSERT_FALSE(lines.empty());
+  bool found = false;
+  for (const auto& l : lines) found |= l.kind == "disable_optimize" && l.reason == "upstream#123";
+  EXPECT_TRUE(found);
+  for (const auto& e : patch_registry()) EXPECT_FALSE(e.reason.empty()) << e.paths.at(0);
+  for (const auto& e : node_fix_registry()) EXPECT_FALSE(e.reason.empty()) << e.name;
+  for (const auto& e : program_fix_registry()) EXPECT_FALSE(e.reason.empty()) << e.name;
+  for (const auto& e : disable_optimize_registry()) EXPECT_FALSE(e.upstream_bug.empty()) << e.model_type;
+  for (const auto& e : export_skip_registry()) EXPECT_FALSE(e.reason.empty()) << e.model_type;
+}
+
+TEST(ExportConfig, RoundTripsThroughJson) {
+  OnnxConfig c;
+  c.opset = 23;
+  c.external_data = true;
+  c.target = "ort";
+  c.dynamic_shapes["input_ids"][1] = Dim{"seq", 1, 512};
+  OnnxConfig d;
+  d.from_json(c.to_json());
+  EXPECT_EQ(d.to_json(), c.to_json());
+  EXPECT_EQ(d.dynamic_shapes["input_ids"][1].max, 512);
+  nlohmann::json bad = c.to_json();
+  bad["opset"] = 30;
+  EXPECT_THROW(d.from_json(bad), Error);
+  bad = c.to_json();
+  bad["opsett"] = 18;
+  EXPECT_THROW(d.from_json(bad), Error);
+  ExecutorchConfig e;
+  e.max_seq_len = 77;
+  ExecutorchConfig f;
+  f.from_json(e.to_json());
+  EXPECT_EQ(f.backend, "portable");
+  EXPECT_EQ(f.max_seq_len, 77);
+  e.backend = "cuda";  // hfx writes no CUDA delegate: refused, not silently portable
+  EXPECT_THROW(f.from_json(e.to_json()), Error);
+  EXPECT_THROW(config_from_json(nlohmann::json{{"format", "tflite"}}), Error);
+}
