@@ -169,7 +169,7 @@ std::unique_ptr<Model> make_bpe(const json& j) {
   auto opt_str = [&](const char* k) -> std::optional<std::string> {
     auto it = j.find(k);
     if (it == j.end() || it->is_null()) return std::nullopt;
-    return it->get<std::string>();
+    return jsonc::as<std::string>(*it, kComp, std::string("tokenizer.json model.") + k);
   };
   m->unk_token = opt_str("unk_token");
   m->prefix = opt_str("continuing_subword_prefix");

@@ -138,7 +138,8 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j) {
     b->clean_text = get_or<bool>(j, "clean_text", true, "tokenizer.json normalizer");
     b->handle_chinese_chars = get_or<bool>(j, "handle_chinese_chars", true, "tokenizer.json normalizer");
     b->lowercase = get_or<bool>(j, "lowercase", true, "tokenizer.json normalizer");
-    if (j.contains("strip_accents") && !j["strip_accents"].is_null()) b->strip_accents = j["strip_accents"].get<bool>();
+    if (jsonc::has(j, "strip_accents"))
+      b->strip_accents = jsonc::as<bool>(j["strip_accents"], kComp, "tokenizer.json normalizer.strip_accents");
     return b;
   }
   HFX_THROW(kComp, "expected normalizer.type to be one of Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "

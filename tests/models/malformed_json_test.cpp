@@ -22,9 +22,9 @@ TEST(MalformedJson, ModelConfigOfEveryArchitecture) {
     ASSERT_NO_THROW(parse_model_config(cfg)) << a->model_type;
     // layer_types is not in every tiny config; add it so that its malformed forms are tried everywhere.
     if (!cfg.contains("layer_types")) cfg["layer_types"] = json::array({"full_attention"});
-    testing::for_each_mutation(cfg, 3, 4, [&](const std::string& what, const json& doc) {
+    jsontest::for_each_mutation(cfg, 3, 4, [&](const std::string& what, const json& doc) {
       documents++;
-      testing::expect_clear_refusal(a->model_type + " " + what, "model",
+      jsontest::expect_clear_refusal(a->model_type + " " + what, "model",
                                     [&] { (void)parse_model_config(doc); });
     });
   }
@@ -61,14 +61,14 @@ TEST(MalformedJson, GenerationSettings) {
                     {"pad_token_id", 0},  {"decoder_start_token_id", 0}, {"bad_words_ids", {{3}, {4, 5}}}};
   const json gen = {{"eos_token_id", {1, 2}}, {"forced_bos_token_id", 2}, {"bos_token_id", 0}};
   ASSERT_NO_THROW(text2text_settings(cfg, gen));
-  testing::for_each_mutation(cfg, 3, 4, [&](const std::string& what, const json& doc) {
-    testing::expect_clear_refusal("config.json " + what, "generate", [&] {
+  jsontest::for_each_mutation(cfg, 3, 4, [&](const std::string& what, const json& doc) {
+    jsontest::expect_clear_refusal("config.json " + what, "generate", [&] {
       (void)is_text2text_config(doc);
       (void)text2text_settings(doc, gen);
     });
   });
-  testing::for_each_mutation(gen, 3, 4, [&](const std::string& what, const json& doc) {
-    testing::expect_clear_refusal("generation_config.json " + what, "generate",
+  jsontest::for_each_mutation(gen, 3, 4, [&](const std::string& what, const json& doc) {
+    jsontest::expect_clear_refusal("generation_config.json " + what, "generate",
                                   [&] { (void)text2text_settings(cfg, doc); });
   });
 }
@@ -78,15 +78,15 @@ TEST(MalformedJson, ExportConfigOfEveryFormat) {
     json j = make_config(format)->to_json();
     j["dynamic_shapes"] = {{"input_ids", {{"1", {{"name", "seq"}, {"min", 1}, {"max", 64}}}}}};
     ASSERT_NO_THROW(make_config(format)->from_json(j)) << format;
-    testing::for_each_mutation(j, 4, 4, [&](const std::string& what, const json& doc) {
-      testing::expect_clear_refusal(format + " " + what, "config|export|executorch",
+    jsontest::for_each_mutation(j, 4, 4, [&](const std::string& what, const json& doc) {
+      jsontest::expect_clear_refusal(format + " " + what, "config|export|executorch",
                                     [&] { (void)config_from_json(doc); });
     });
   }
   // An axis key that is not an index was a raw std::invalid_argument (std::stoi).
   json j = make_config("onnx")->to_json();
   j["dynamic_shapes"] = {{"input_ids", {{"seq", {{"name", "s"}, {"min", 1}, {"max", 8}}}}}};
-  testing::expect_clear_refusal("axis key 'seq'", "config", [&] { (void)config_from_json(j); });
+  jsontest::expect_clear_refusal("axis key 'seq'", "config", [&] { (void)config_from_json(j); });
   EXPECT_THROW(config_from_json(j), Error);
 }
 
@@ -105,8 +105,8 @@ TEST(MalformedJson, Manifest) {
       {"warnings", {"w"}},
       {"verify", {{"status", "passed"}, {"checked_at", ""}, {"report", json::object()}}}};
   ASSERT_NO_THROW(verify::Manifest::from_json(m));
-  testing::for_each_mutation(m, 5, 4, [&](const std::string& what, const json& doc) {
-    testing::expect_clear_refusal("manifest.json " + what, "manifest",
+  jsontest::for_each_mutation(m, 5, 4, [&](const std::string& what, const json& doc) {
+    jsontest::expect_clear_refusal("manifest.json " + what, "manifest",
                                   [&] { (void)verify::Manifest::from_json(doc); });
   });
 }

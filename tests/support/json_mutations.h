@@ -15,7 +15,7 @@
 
 #include "hfx/core/error.h"
 
-namespace hfx::testing {
+namespace hfx::jsontest {
 
 /// Values of every JSON type, each wrong for most fields.
 inline std::vector<nlohmann::json> wrong_values() {
@@ -64,4 +64,4 @@ inline void expect_clear_refusal(const std::string& what, const std::string& com
   }
 }
 
-}  // namespace hfx::testing
+}  // namespace hfx::jsontest

@@ -26,9 +26,9 @@ TEST(TokenizerMalformed, TokenizerJsonFieldsOfEveryKind) {
     const json doc = fixture(name);
     ASSERT_NO_THROW(hfx::tok::Tokenizer::from_json_string(doc.dump())) << name;
     int n = 0;
-    hfx::testing::for_each_mutation(doc, 4, 3, [&](const std::string& what, const json& m) {
+    hfx::jsontest::for_each_mutation(doc, 4, 5, [&](const std::string& what, const json& m) {
       n++;
-      hfx::testing::expect_clear_refusal(std::string(name) + " " + what, "tokenizer",
+      hfx::jsontest::expect_clear_refusal(std::string(name) + " " + what, "tokenizer",
                                          [&] { (void)hfx::tok::Tokenizer::from_json_string(m.dump()); });
     });
     EXPECT_GT(n, 100) << name;
@@ -45,8 +45,8 @@ TEST(TokenizerMalformed, TokenizerConfigFields) {
                     {"model_max_length", 128},
                     {"tokenizer_class", "PreTrainedTokenizerFast"}};
   ASSERT_NO_THROW(hfx::tok::Tokenizer::from_json_string(tj, cfg.dump()));
-  hfx::testing::for_each_mutation(cfg, 4, 4, [&](const std::string& what, const json& m) {
-    hfx::testing::expect_clear_refusal("tokenizer_config.json " + what, "tokenizer",
+  hfx::jsontest::for_each_mutation(cfg, 4, 4, [&](const std::string& what, const json& m) {
+    hfx::jsontest::expect_clear_refusal("tokenizer_config.json " + what, "tokenizer",
                                        [&] { (void)hfx::tok::Tokenizer::from_json_string(tj, m.dump()); });
   });
 }
