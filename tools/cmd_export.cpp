@@ -1,7 +1,8 @@
 // `hfx export MODEL --format onnx|executorch|dynamo -o OUT`: load, capture prefill/decode, export each
 // component, copy the tokenizer and config files next to the artifacts. The export is written into a
 // temporary folder beside OUT and moved into place only when it is complete, so a failed export never
-// leaves a half-written OUT and never destroys the previous one.
+// leaves a half-written OUT and never destroys the previous one, even when it is killed (kill -9) or the disk
+// fills up (tests/integration/export_faults_test.cpp).
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
@@ -10,10 +11,12 @@
 
 #include "commands.h"
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 #include "hfx/core/progress.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/io/staged_dir.h"
 #include "hfx/models/model.h"
 #include "hfx/verify/manifest.h"
 
@@ -72,12 +75,8 @@ void print_summary(const ExportArgs& a, const Model& model, const ExportResult& 
 std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
   std::unique_ptr<ExportConfig> cfg = make_config(a.format);
   if (!a.config_file.empty()) {
-    nlohmann::json j;
-    try {
-      j = nlohmann::json::parse(io::read_file(a.config_file));
-    } catch (const nlohmann::json::exception& e) {
-      HFX_THROW("export", "expected a JSON export config in {}, got a parse error: {}", a.config_file, e.what());
-    }
+    nlohmann::json j =
+        jsonc::parse(io::read_file(a.config_file), "export", "the export config " + a.config_file);
     if (!j.contains("format")) j["format"] = a.format;
     cfg->from_json(j);
     return cfg;
@@ -141,8 +140,6 @@ struct ExportBar {
 // Exports into `tmp` (removed on failure): the programs, the side files and the manifest.
 ExportResult export_into(const ExportArgs& a, const std::string& dir, const Model& model, const ExportConfig& cfg,
                          const fs::path& tmp, ExportBar& progress) {
-  fs::remove_all(tmp);
-  fs::create_directories(tmp);
   try {
     // One contract rule for every backend (ranges capped at the model's max positions): exporter.h.
     CaptureOptions opts = contract_options(model, cfg);
@@ -162,9 +159,9 @@ ExportResult export_into(const ExportArgs& a, const std::string& dir, const Mode
     man.warnings = r.warnings;
     man.write(tmp.string());
     return r;
-  } catch (...) {
-    fs::remove_all(tmp);
-    throw;
+  } catch (const fs::filesystem_error& e) {
+    HFX_THROW("export", "expected to write the export into {}, got {} ({}); the previous output is unchanged",
+              tmp.string(), e.code().message(), e.what());
   }
 }
 
@@ -182,14 +179,12 @@ void run_export(const ExportArgs& a) {
   check_export_skip(a.format, model->config().model_type);
   std::unique_ptr<ExportConfig> cfg = export_config(a);
 
+  // Everything goes to a temp folder beside OUT, swapped into place when complete (hfx/io/staged_dir.h):
+  // a failed or killed export leaves the previous OUT as it was.
   fs::path out = fs::absolute(a.out);
-  fs::path tmp = out.parent_path() / fmt::format(".{}.tmp.{}", out.filename().string(), ::getpid());
-  ExportResult result = export_into(a, dir, *model, *cfg, tmp, progress);
-  // Swap into place: the previous export survives until the new one is complete.
-  fs::path prev = out.parent_path() / fmt::format(".{}.prev.{}", out.filename().string(), ::getpid());
-  if (fs::exists(out)) fs::rename(out, prev);
-  fs::rename(tmp, out);
-  if (fs::exists(prev)) fs::remove_all(prev);
+  io::StagedDir staged(out.string());
+  ExportResult result = export_into(a, dir, *model, *cfg, staged.path(), progress);
+  staged.commit();
   progress.bar.update(3 + progress.program_steps, "done");
   progress.bar.finish();
   for (const auto& w : result.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);

@@ -137,12 +137,13 @@ void narrow_contract_by_guards(CapturedProgram& prog) {
 
 }  // namespace
 
-CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred) {
+CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred,
+                                PatchTable* patches) {
   CapturedProgram prog;
   prog.component = spec.name;
   prog.graph = std::make_shared<Graph>();
   Graph& g = *prog.graph;
-  TraceBuilder tb(g);
+  TraceBuilder tb(g, patches);
   const ComponentDecl decl = model.component(spec.component);
   const std::string& model_type = model.config().model_type;
   Symbols syms{spec, g.env(), {}};

@@ -4,6 +4,7 @@
 
 #include "export/executorch/executorch_exporter.h"
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 
 namespace hfx {
 
@@ -44,11 +45,7 @@ nlohmann::json dim_json(const Dim& d) { return {{"name", d.name}, {"min", d.min}
 template <typename T>
 void take(const nlohmann::json& j, const char* key, T& out, const std::string& format) {
   if (!j.contains(key)) return;
-  try {
-    out = j.at(key).get<T>();
-  } catch (const nlohmann::json::exception& e) {
-    HFX_THROW("config", "expected '{}' of the {} config to have the right type, got {} ({})", key, format, j.at(key).dump(), e.what());
-  }
+  out = jsonc::as<T>(j.at(key), "config", fmt::format("'{}' of the {} export config", key, format));
 }
 
 void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed, const std::string& format) {
@@ -183,16 +180,17 @@ void ExportConfig::from_json(const nlohmann::json& j) {
     const auto& ds = j.at("dynamic_shapes");
     if (!ds.is_object()) HFX_THROW("config", "expected dynamic_shapes to map input names to axes, got {}", ds.dump());
     for (auto it = ds.begin(); it != ds.end(); ++it) {
+      const std::string input = "dynamic_shapes." + it.key();
+      jsonc::object(it.value(), "config", input + " (axis index → Dim)");
       for (auto at = it.value().begin(); at != it.value().end(); ++at) {
-        const auto& d = at.value();
+        const std::string where = input + "." + at.key();
+        if (at.key().empty() || at.key().size() > 3 ||
+            at.key().find_first_not_of("0123456789") != std::string::npos)
+          HFX_THROW("config", "expected an axis index (0, 1, ...) as key of {}, got '{}'", input, at.key());
         Dim dim;
-        try {
-          dim.name = d.at("name").get<std::string>();
-          dim.min = d.at("min").get<int64_t>();
-          dim.max = d.at("max").get<int64_t>();
-        } catch (const nlohmann::json::exception&) {
-          HFX_THROW("config", "expected Dim {{name, min, max}} at dynamic_shapes.{}.{}, got {}", it.key(), at.key(), d.dump());
-        }
+        dim.name = jsonc::get<std::string>(at.value(), "name", "config", where);
+        dim.min = jsonc::get<int64_t>(at.value(), "min", "config", where);
+        dim.max = jsonc::get<int64_t>(at.value(), "max", "config", where);
         if (dim.min > dim.max) HFX_THROW("config", "expected min <= max for Dim '{}', got [{}, {}]", dim.name, dim.min, dim.max);
         dynamic_shapes[it.key()][std::stoi(at.key())] = dim;
       }

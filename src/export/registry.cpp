@@ -9,26 +9,30 @@
 
 namespace hfx {
 
-PatchScope::PatchScope(const std::string& backend, int stage) {
+PatchScope::PatchScope(ExportContext& ctx, const std::string& backend, int stage) : table_(ctx.patches) {
   try {
     for (const PatchEntry& e : patch_registry()) {
       if (e.backend != backend || e.stage != stage) continue;
       for (const std::string& path : e.paths) {
-        const OpHandler* cur = active_patch(path);
-        OpHandler repl = e.factory(cur);
-        auto prev = swap_patch(path, std::make_unique<OpHandler>(std::move(repl)));
+        const OpHandler* cur = table_.active(path);
+        OpHandler repl = e.factory(cur, ctx);
+        auto prev = table_.swap(path, std::make_unique<OpHandler>(std::move(repl)));
         saved_.emplace_back(path, std::move(prev));
       }
     }
   } catch (...) {
-    this->~PatchScope();
+    // A throwing factory: undo what this scope installed. The members are destroyed once, by the
+    // constructor's unwinding (the destructor does not run for a constructor that throws).
+    restore();
     throw;
   }
 }
 
-PatchScope::~PatchScope() {
+PatchScope::~PatchScope() { restore(); }
+
+void PatchScope::restore() {
   // Restore in reverse order so stacked patches unwind correctly.
-  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) swap_patch(it->first, std::move(it->second));
+  for (auto it = saved_.rbegin(); it != saved_.rend(); ++it) table_.swap(it->first, std::move(it->second));
   saved_.clear();
 }
 

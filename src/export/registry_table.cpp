@@ -3,6 +3,9 @@
 // here in a fixed order.
 #include "hfx/export/registry.h"
 
+#include <atomic>
+#include <mutex>
+
 namespace hfx {
 
 // Each backend's entries (defined next to its stages, in src/export/<backend>/).
@@ -24,15 +27,21 @@ Tables& raw() {
   return t;
 }
 
-// Fills the tables on first use. The register_* functions call back into the accessors below,
-// which must then see the tables without re-entering the fill.
+// Fills the tables on first use, once per process even when exports start on several threads at once.
+// The register_* functions call back into the accessors below on the filling thread, which must then
+// see the tables without waiting on the fill: hence a recursive mutex, and `filled` for the fast path.
 Tables& tables() {
+  static std::atomic<bool> filled{false};
+  if (filled.load(std::memory_order_acquire)) return raw();
+  static std::recursive_mutex fill;
+  std::lock_guard<std::recursive_mutex> lock(fill);
   static bool started = false;
   if (!started) {
     started = true;
     register_onnx_entries();
     register_executorch_entries();
     register_dynamo_entries();
+    filled.store(true, std::memory_order_release);
   }
   return raw();
 }

@@ -24,7 +24,7 @@ static std::vector<int64_t> id_list(const json& j, const char* key) {
   const json& v = j[key];
   if (v.is_number_integer()) r.push_back(v.get<int64_t>());
   else if (v.is_array())
-    for (const auto& x : v) r.push_back(x.get<int64_t>());
+    r = jsonc::as<std::vector<int64_t>>(v, "model", std::string("config.json.") + key);
   else HFX_THROW("model", "expected {} to be an int or a list of ints, got {}", key, v.dump());
   return r;
 }

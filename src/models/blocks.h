@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "hfx/core/json.h"
 #include "hfx/models/model.h"
 #include "hfx/models/rope.h"
 #include "hfx/ops/functional.h"
@@ -19,12 +20,11 @@ using nlohmann::json;
 using WeightSpecs = std::vector<std::pair<std::string, Shape>>;
 
 // ---- config ----
-/// j[key] when present and not null, else `def`.
+/// j[key] of config.json when present and not null, else `def`; a wrong type is a clear "[model] expected
+/// config.json.<key> to be ..., got ..." (hfx/core/json.h), never a raw JSON exception.
 template <typename T>
 T jget(const json& j, const char* key, T def) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return def;
-  return it->get<T>();
+  return jsonc::get_or<T>(j, key, std::move(def), "model", "config.json");
 }
 bool jhas(const json& j, const char* key);
 

@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 #include "hfx/models/model.h"
 #include "hfx/ops/functional.h"
 
@@ -13,8 +14,7 @@ namespace hfx {
 
 namespace {
 double num(const nlohmann::json& j, const char* k, double def) {
-  auto it = j.find(k);
-  return (it == j.end() || it->is_null()) ? def : it->get<double>();
+  return jsonc::get_or<double>(j, k, def, "model", "config.json rope parameters");
 }
 bool has(const nlohmann::json& j, const char* k) {
   auto it = j.find(k);
@@ -38,8 +38,10 @@ RopeConfig rope_config(const ModelConfig& cfg) {
   rc.theta = num(p, "rope_theta", cfg.rope_theta);
   rc.partial_rotary_factor = num(p, "partial_rotary_factor", num(j, "partial_rotary_factor", 1.0));
   std::string type = "default";
-  if (has(p, "rope_type")) type = p["rope_type"].get<std::string>();
-  else if (has(p, "type")) type = p["type"].get<std::string>();
+  if (has(p, "rope_type"))
+    type = jsonc::get<std::string>(p, "rope_type", "model", "config.json rope parameters");
+  else if (has(p, "type"))
+    type = jsonc::get<std::string>(p, "type", "model", "config.json rope parameters");
   rc.type = type;
   if (type != "default" && type != "linear" && type != "dynamic" && type != "llama3" && type != "yarn")
     HFX_THROW("model", "expected rope type default, linear, dynamic, llama3 or yarn, got '{}' in config.json", type);

@@ -178,7 +178,7 @@ ModelConfig parse_bart_family(const json& j, const std::string& model_type, cons
   m.erase("head_dim");
   ModelConfig c = parse_common(m, model_type, d);
   c.raw = j;
-  if (jhas(j, "decoder_vocab_size") && j["decoder_vocab_size"].get<int64_t>() != c.vocab_size)
+  if (jhas(j, "decoder_vocab_size") && jget<int64_t>(j, "decoder_vocab_size", 0) != c.vocab_size)
     HFX_THROW("model", "expected decoder_vocab_size equal to vocab_size ({}; shared embeddings), got {}", c.vocab_size,
               j["decoder_vocab_size"].dump());
   return c;

@@ -80,9 +80,9 @@ Var TraceBuilder::wrap(Value* v) { return Var(this, v->type, Tensor(), v); }
 Var TraceBuilder::input(const std::string& name, const TensorType& type) { return wrap(g_.add_input(name, type)); }
 
 std::vector<Var> TraceBuilder::call(const std::string& op, const std::vector<Var>& inputs, const Attrs& attrs) {
-  // Export patches (installed by PatchScope for one export) take over the op while they are active.
-  if (const OpHandler* h = active_patch(op)) {
-    PatchRunning guard(op);
+  // Export patches (installed by PatchScope in this export's table) take over the op while they are active.
+  if (const OpHandler* h = patches_ ? patches_->active(op) : nullptr) {
+    PatchTable::Running guard(*patches_, op);
     return (*h)(*this, inputs, attrs);
   }
   std::vector<Value*> in;

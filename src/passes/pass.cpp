@@ -43,10 +43,10 @@ Pass dead_code_elimination_pass() {
               [](Graph& g) { return g.eliminate_dead_code() > 0; }};
 }
 
-void decompose_node(Graph& g, Node* n) {
+void decompose_node(Graph& g, Node* n, PatchTable* patches) {
   const OpSchema& s = n->schema();
   if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
-  TraceBuilder tb(g);
+  TraceBuilder tb(g, patches);
   // Name the new nodes after the composite they replace.
   tb.push_scope(n->name);
   std::vector<Var> in;
@@ -63,14 +63,15 @@ void decompose_node(Graph& g, Node* n) {
   g.erase_node(n);
 }
 
-Pass decompose_pass(const std::vector<std::string>& ops) {
+Pass decompose_pass(const std::vector<std::string>& ops, PatchTable* patches) {
   std::set<std::string> want(ops.begin(), ops.end());
-  return Pass{"decompose", "requires: composite ops listed have a decomposition; ensures: none of them remain",
-              [want](Graph& g) {
+  return Pass{"decompose",
+              "requires: composite ops listed have a decomposition; ensures: none of them remain",
+              [want, patches](Graph& g) {
                 std::vector<Node*> todo;
                 for (const auto& n : g.nodes())
                   if (want.count(n->op)) todo.push_back(n.get());
-                for (Node* n : todo) decompose_node(g, n);
+                for (Node* n : todo) decompose_node(g, n, patches);
                 return !todo.empty();
               }};
 }

@@ -10,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/runtime/generator.h"
@@ -119,7 +120,8 @@ void ban_bad_words(float* row, int64_t V, const std::vector<int64_t>& seq, const
 }  // namespace
 
 bool is_text2text_config(const nlohmann::json& config) {
-  if (config.is_object() && config.value("is_encoder_decoder", false)) return true;
+  if (config.is_object() && jsonc::get_or<bool>(config, "is_encoder_decoder", false, kComp, "config.json"))
+    return true;
   if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string()) return false;
   const Architecture* a = find_architecture(config["model_type"].get<std::string>());
   return a && !a->heads.empty() && head_of(*a, config) == "seq2seq_lm";

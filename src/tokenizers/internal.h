@@ -16,6 +16,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 
 namespace hfx::tok::detail {
 
@@ -156,11 +157,15 @@ std::unique_ptr<Decoder> make_decoder(const json& j);
 /// The field `key` of object `j`; throws "[tokenizer] expected field 'where.key', ..." if missing.
 const json& field(const json& j, const char* key, const std::string& where);
 std::string type_of(const json& j, const std::string& where);
+/// j[key] as T, checked: a wrong type is "[tokenizer] expected <where>.<key> to be ..., got ...".
 template <class T>
-T get_or(const json& j, const char* key, T dflt) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return dflt;
-  return it->get<T>();
+T field_as(const json& j, const char* key, const std::string& where) {
+  return jsonc::as<T>(field(j, key, where), "tokenizer", where + "." + key);
+}
+/// j[key] as T when present and not null, else `dflt`; a wrong type is a clear error (hfx/core/json.h).
+template <class T>
+T get_or(const json& j, const char* key, T dflt, const std::string& where = "tokenizer.json") {
+  return jsonc::get_or<T>(j, key, std::move(dflt), "tokenizer", where);
 }
 /// {"String": s} / {"Regex": r} as used by Split, Replace.
 struct PatternSpec {

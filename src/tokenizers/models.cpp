@@ -169,15 +169,15 @@ std::unique_ptr<Model> make_bpe(const json& j) {
   auto opt_str = [&](const char* k) -> std::optional<std::string> {
     auto it = j.find(k);
     if (it == j.end() || it->is_null()) return std::nullopt;
-    return it->get<std::string>();
+    return jsonc::as<std::string>(*it, kComp, std::string("tokenizer.json model.") + k);
   };
   m->unk_token = opt_str("unk_token");
   m->prefix = opt_str("continuing_subword_prefix");
   m->suffix = opt_str("end_of_word_suffix");
-  m->fuse_unk = get_or<bool>(j, "fuse_unk", false);
-  m->byte_fallback = get_or<bool>(j, "byte_fallback", false);
-  m->ignore_merges = get_or<bool>(j, "ignore_merges", false);
-  if (auto d = get_or<double>(j, "dropout", 0.0); d > 0.0)
+  m->fuse_unk = get_or<bool>(j, "fuse_unk", false, "tokenizer.json model");
+  m->byte_fallback = get_or<bool>(j, "byte_fallback", false, "tokenizer.json model");
+  m->ignore_merges = get_or<bool>(j, "ignore_merges", false, "tokenizer.json model");
+  if (auto d = get_or<double>(j, "dropout", 0.0, "tokenizer.json model"); d > 0.0)
     HFX_THROW(kComp, "expected model.dropout to be null or 0 (deterministic encoding), got {}", d);
   for (int b = 0; b < 256; ++b) m->byte_ids[b] = lookup(m->vocab, fmt::format("<0x{:02X}>", b));
   const json& merges = field(j, "merges", w);
@@ -195,8 +195,8 @@ std::unique_ptr<Model> make_bpe(const json& j) {
       a = line.substr(0, sp);
       b = line.substr(sp + 1);
     } else if (mj.is_array() && mj.size() == 2) {
-      a = mj[0].get<std::string>();
-      b = mj[1].get<std::string>();
+      a = jsonc::as<std::string>(mj[0], kComp, fmt::format("model.merges[{}][0]", rank));
+      b = jsonc::as<std::string>(mj[1], kComp, fmt::format("model.merges[{}][1]", rank));
     } else {
       HFX_THROW(kComp, "expected model.merges[{}] to be \"a b\" or [a, b], got {}", rank, mj.dump());
     }
@@ -412,12 +412,12 @@ std::unique_ptr<Model> make_unigram(const json& j) {
   }
   for (size_t i = 0; i < m->pieces.size(); ++i) m->insert(m->pieces[i].first, static_cast<int32_t>(i));
   if (j.contains("unk_id") && !j["unk_id"].is_null()) {
-    int64_t u = j["unk_id"].get<int64_t>();
+    int64_t u = jsonc::as<int64_t>(j["unk_id"], kComp, "model.unk_id");
     if (u < 0 || static_cast<size_t>(u) >= m->pieces.size())
       HFX_THROW(kComp, "expected model.unk_id < {} (vocabulary size), got {}", m->pieces.size(), u);
     m->unk_id = static_cast<int32_t>(u);
   }
-  m->byte_fallback = get_or<bool>(j, "byte_fallback", false);
+  m->byte_fallback = get_or<bool>(j, "byte_fallback", false, "tokenizer.json model");
   return m;
 }
 
@@ -441,16 +441,16 @@ std::unique_ptr<Model> make_model(const json& j) {
     auto m = std::make_unique<WordPiece>();
     m->vocab = parse_vocab_object(field(j, "vocab", "model(WordPiece)"), "model.vocab");
     m->build_reverse();
-    m->unk_token = get_or<std::string>(j, "unk_token", "[UNK]");
-    m->prefix = get_or<std::string>(j, "continuing_subword_prefix", "##");
-    m->max_chars = get_or<size_t>(j, "max_input_chars_per_word", 100);
+    m->unk_token = get_or<std::string>(j, "unk_token", "[UNK]", "tokenizer.json model");
+    m->prefix = get_or<std::string>(j, "continuing_subword_prefix", "##", "tokenizer.json model");
+    m->max_chars = get_or<size_t>(j, "max_input_chars_per_word", 100, "tokenizer.json model");
     return m;
   }
   if (t == "WordLevel") {
     auto m = std::make_unique<WordLevel>();
     m->vocab = parse_vocab_object(field(j, "vocab", "model(WordLevel)"), "model.vocab");
     m->build_reverse();
-    m->unk_token = get_or<std::string>(j, "unk_token", "<unk>");
+    m->unk_token = get_or<std::string>(j, "unk_token", "<unk>", "tokenizer.json model");
     return m;
   }
   HFX_THROW(kComp, "expected model.type to be one of BPE, WordPiece, WordLevel, Unigram, got '{}'", t);

@@ -119,23 +119,27 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j) {
   if (t == "NFKC") return std::make_unique<UnicodeN>(NormForm::NFKC);
   if (t == "NFKD") return std::make_unique<UnicodeN>(NormForm::NFKD);
   if (t == "Lowercase") return std::make_unique<LowercaseN>();
-  if (t == "Strip") return std::make_unique<StripN>(get_or<bool>(j, "strip_left", false), get_or<bool>(j, "strip_right", false));
+  if (t == "Strip")
+    return std::make_unique<StripN>(get_or<bool>(j, "strip_left", false, "tokenizer.json normalizer"),
+                                    get_or<bool>(j, "strip_right", false, "tokenizer.json normalizer"));
   if (t == "StripAccents") return std::make_unique<StripAccentsN>();
   if (t == "Replace")
-    return std::make_unique<ReplaceN>(parse_pattern(field(j, "pattern", "normalizer(Replace)"), "normalizer(Replace)"),
-                                      field(j, "content", "normalizer(Replace)").get<std::string>());
+    return std::make_unique<ReplaceN>(
+        parse_pattern(field(j, "pattern", "normalizer(Replace)"), "normalizer(Replace)"),
+        field_as<std::string>(j, "content", "normalizer(Replace)"));
   if (t == "Prepend") {
     auto p = std::make_unique<PrependN>();
-    p->prepend = field(j, "prepend", "normalizer(Prepend)").get<std::string>();
+    p->prepend = field_as<std::string>(j, "prepend", "normalizer(Prepend)");
     return p;
   }
   if (t == "ByteLevel") return std::make_unique<ByteLevelN>();
   if (t == "BertNormalizer") {
     auto b = std::make_unique<BertN>();
-    b->clean_text = get_or<bool>(j, "clean_text", true);
-    b->handle_chinese_chars = get_or<bool>(j, "handle_chinese_chars", true);
-    b->lowercase = get_or<bool>(j, "lowercase", true);
-    if (j.contains("strip_accents") && !j["strip_accents"].is_null()) b->strip_accents = j["strip_accents"].get<bool>();
+    b->clean_text = get_or<bool>(j, "clean_text", true, "tokenizer.json normalizer");
+    b->handle_chinese_chars = get_or<bool>(j, "handle_chinese_chars", true, "tokenizer.json normalizer");
+    b->lowercase = get_or<bool>(j, "lowercase", true, "tokenizer.json normalizer");
+    if (jsonc::has(j, "strip_accents"))
+      b->strip_accents = jsonc::as<bool>(j["strip_accents"], kComp, "tokenizer.json normalizer.strip_accents");
     return b;
   }
   HFX_THROW(kComp, "expected normalizer.type to be one of Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "

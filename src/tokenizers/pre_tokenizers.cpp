@@ -126,7 +126,7 @@ struct BertP : PreTokenizer {
 };
 
 Prepend parse_prepend(const json& j) {
-  std::string s = get_or<std::string>(j, "prepend_scheme", "always");
+  std::string s = get_or<std::string>(j, "prepend_scheme", "always", "tokenizer.json pre_tokenizer");
   if (s == "always") return Prepend::Always;
   if (s == "first") return Prepend::First;
   if (s == "never") return Prepend::Never;
@@ -158,39 +158,41 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j) {
   }
   if (t == "ByteLevel") {
     auto b = std::make_unique<ByteLevelP>();
-    b->add_prefix_space = get_or<bool>(j, "add_prefix_space", true);
-    b->use_regex = get_or<bool>(j, "use_regex", true);
+    b->add_prefix_space = get_or<bool>(j, "add_prefix_space", true, "tokenizer.json pre_tokenizer");
+    b->use_regex = get_or<bool>(j, "use_regex", true, "tokenizer.json pre_tokenizer");
     return b;
   }
   if (t == "Split") {
     const std::string w = "pre_tokenizer(Split)";
     return std::make_unique<SplitP>(parse_pattern(field(j, "pattern", w), w),
                                     parse_behavior(field(j, "behavior", w), "pre_tokenizer(Split)"),
-                                    get_or<bool>(j, "invert", false));
+                                    get_or<bool>(j, "invert", false, "tokenizer.json pre_tokenizer"));
   }
   if (t == "Metaspace") {
     auto m = std::make_unique<MetaspaceP>();
-    std::string r = field(j, "replacement", "pre_tokenizer(Metaspace)").get<std::string>();
+    std::string r = field_as<std::string>(j, "replacement", "pre_tokenizer(Metaspace)");
     auto cps = to_cps(r);
     if (cps.size() != 1) HFX_THROW(kComp, "expected Metaspace.replacement to be one character, got '{}'", r);
     m->replacement = cps[0];
     m->rep = r;
     m->scheme = static_cast<Prepend>(metaspace_prepend_scheme(j));
-    m->split = get_or<bool>(j, "split", true);
+    m->split = get_or<bool>(j, "split", true, "tokenizer.json pre_tokenizer");
     return m;
   }
   if (t == "Whitespace") return std::make_unique<WhitespaceP>();
   if (t == "WhitespaceSplit") return std::make_unique<FnSplitP>(is_whitespace, SplitBehavior::Removed);
   if (t == "BertPreTokenizer") return std::make_unique<BertP>();
   if (t == "Digits")
-    return std::make_unique<FnSplitP>(is_numeric, get_or<bool>(j, "individual_digits", false) ? SplitBehavior::Isolated
-                                                                                                : SplitBehavior::Contiguous);
+    return std::make_unique<FnSplitP>(
+        is_numeric, get_or<bool>(j, "individual_digits", false, "tokenizer.json pre_tokenizer")
+                        ? SplitBehavior::Isolated
+                        : SplitBehavior::Contiguous);
   if (t == "Punctuation") {
     SplitBehavior b = j.contains("behavior") ? parse_behavior(j["behavior"], "pre_tokenizer(Punctuation)") : SplitBehavior::Isolated;
     return std::make_unique<FnSplitP>(is_punctuation, b);
   }
   if (t == "CharDelimiterSplit") {
-    auto cps = to_cps(field(j, "delimiter", "pre_tokenizer(CharDelimiterSplit)").get<std::string>());
+    auto cps = to_cps(field_as<std::string>(j, "delimiter", "pre_tokenizer(CharDelimiterSplit)"));
     if (cps.size() != 1) HFX_THROW(kComp, "expected CharDelimiterSplit.delimiter to be one character, got {}", j["delimiter"].dump());
     char32_t d = cps[0];
     return std::make_unique<FnSplitP>([d](char32_t c) { return c == d; }, SplitBehavior::Removed);

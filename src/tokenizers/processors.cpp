@@ -61,8 +61,10 @@ std::vector<TemplateP::Item> parse_template(const json& j, const std::string& wh
   }
   if (!j.is_array()) HFX_THROW(kComp, "expected '{}' to be a template array or string, got {}", where, j.dump());
   for (auto& p : j) {
-    if (p.contains("Sequence")) out.push_back({true, field(p["Sequence"], "id", where + ".Sequence").get<std::string>()});
-    else if (p.contains("SpecialToken")) out.push_back({false, field(p["SpecialToken"], "id", where + ".SpecialToken").get<std::string>()});
+    if (p.contains("Sequence"))
+      out.push_back({true, field_as<std::string>(p["Sequence"], "id", where + ".Sequence")});
+    else if (p.contains("SpecialToken"))
+      out.push_back({false, field_as<std::string>(p["SpecialToken"], "id", where + ".SpecialToken")});
     else if (p.is_string()) from_str(p.get<std::string>());
     else HFX_THROW(kComp, "expected '{}' items to be Sequence or SpecialToken, got {}", where, p.dump());
   }
@@ -281,7 +283,8 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j) {
     p->single = parse_template(field(j, "single", "post_processor(TemplateProcessing)"), "post_processor.single");
     if (j.contains("special_tokens")) {
       for (auto& [name, spec] : j["special_tokens"].items()) {
-        p->specials[name] = field(spec, "ids", "post_processor.special_tokens." + name).get<std::vector<int32_t>>();
+        p->specials[name] =
+            field_as<std::vector<int32_t>>(spec, "ids", "post_processor.special_tokens." + name);
       }
     }
     return p;
@@ -309,7 +312,7 @@ std::unique_ptr<Decoder> make_decoder(const json& j) {
   if (t == "ByteLevel") return std::make_unique<ByteLevelD>();
   if (t == "Metaspace") {
     auto d = std::make_unique<MetaspaceD>();
-    auto cps = to_cps(field(j, "replacement", "decoder(Metaspace)").get<std::string>());
+    auto cps = to_cps(field_as<std::string>(j, "replacement", "decoder(Metaspace)"));
     if (cps.size() != 1) HFX_THROW(kComp, "expected decoder.replacement to be one character, got {}", j["replacement"].dump());
     d->replacement = cps[0];
     d->prepend = metaspace_prepend_scheme(j) != 2;
@@ -319,32 +322,33 @@ std::unique_ptr<Decoder> make_decoder(const json& j) {
   if (t == "Fuse") return std::make_unique<FuseD>();
   if (t == "Strip") {
     auto d = std::make_unique<StripD>();
-    auto cps = to_cps(field(j, "content", "decoder(Strip)").get<std::string>());
+    auto cps = to_cps(field_as<std::string>(j, "content", "decoder(Strip)"));
     if (cps.size() != 1) HFX_THROW(kComp, "expected decoder.content to be one character, got {}", j["content"].dump());
     d->content = cps[0];
-    d->start = get_or<size_t>(j, "start", 0);
-    d->stop = get_or<size_t>(j, "stop", 0);
+    d->start = get_or<size_t>(j, "start", 0, "tokenizer.json decoder");
+    d->stop = get_or<size_t>(j, "stop", 0, "tokenizer.json decoder");
     return d;
   }
   if (t == "Replace")
-    return std::make_unique<ReplaceD>(parse_pattern(field(j, "pattern", "decoder(Replace)"), "decoder(Replace)"),
-                                      field(j, "content", "decoder(Replace)").get<std::string>());
+    return std::make_unique<ReplaceD>(
+        parse_pattern(field(j, "pattern", "decoder(Replace)"), "decoder(Replace)"),
+        field_as<std::string>(j, "content", "decoder(Replace)"));
   if (t == "WordPiece") {
     auto d = std::make_unique<WordPieceD>();
-    d->prefix = get_or<std::string>(j, "prefix", "##");
-    d->cleanup = get_or<bool>(j, "cleanup", true);
+    d->prefix = get_or<std::string>(j, "prefix", "##", "tokenizer.json decoder");
+    d->cleanup = get_or<bool>(j, "cleanup", true, "tokenizer.json decoder");
     return d;
   }
   if (t == "BPEDecoder") {
     auto d = std::make_unique<BPED>();
-    d->suffix = get_or<std::string>(j, "suffix", "</w>");
+    d->suffix = get_or<std::string>(j, "suffix", "</w>", "tokenizer.json decoder");
     return d;
   }
   if (t == "CTC") {
     auto d = std::make_unique<CTCD>();
-    d->pad = get_or<std::string>(j, "pad_token", "<pad>");
-    d->delim = get_or<std::string>(j, "word_delimiter_token", "|");
-    d->cleanup = get_or<bool>(j, "cleanup", true);
+    d->pad = get_or<std::string>(j, "pad_token", "<pad>", "tokenizer.json decoder");
+    d->delim = get_or<std::string>(j, "word_delimiter_token", "|", "tokenizer.json decoder");
+    d->cleanup = get_or<bool>(j, "cleanup", true, "tokenizer.json decoder");
     return d;
   }
   if (t == "Sequence") {

@@ -169,8 +169,8 @@ std::string type_of(const json& j, const std::string& where) {
 
 PatternSpec parse_pattern(const json& j, const std::string& where) {
   if (j.is_object()) {
-    if (j.contains("String")) return {false, j["String"].get<std::string>()};
-    if (j.contains("Regex")) return {true, j["Regex"].get<std::string>()};
+    if (j.contains("String")) return {false, field_as<std::string>(j, "String", where + ".pattern")};
+    if (j.contains("Regex")) return {true, field_as<std::string>(j, "Regex", where + ".pattern")};
   }
   if (j.is_string()) return {false, j.get<std::string>()};
   HFX_THROW(kComp, "expected '{}.pattern' to be {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", where, j.dump());

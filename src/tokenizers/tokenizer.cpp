@@ -284,9 +284,14 @@ static TokenizerConfig parse_config(const json& c) {
     if (t.is_string()) {
       cfg.chat_template = t.get<std::string>();
     } else if (t.is_array()) {  // [{name, template}, ...]: the "default" one, else the first
-      for (auto& e : t)
-        if (e.value("name", "") == "default" && e.contains("template")) cfg.chat_template = e["template"].get<std::string>();
-      if (!cfg.chat_template && !t.empty() && t[0].contains("template")) cfg.chat_template = t[0]["template"].get<std::string>();
+      const std::string where = "tokenizer_config.json chat_template[]";
+      for (auto& e : t) {
+        jsonc::object(e, kComp, where);
+        if (get_or<std::string>(e, "name", "", where) == "default" && jsonc::has(e, "template"))
+          cfg.chat_template = jsonc::get<std::string>(e, "template", kComp, where);
+      }
+      if (!cfg.chat_template && !t.empty() && jsonc::has(t[0], "template"))
+        cfg.chat_template = jsonc::get<std::string>(t[0], "template", kComp, where);
     }
   }
   if (c.contains("tokenizer_class") && c["tokenizer_class"].is_string()) cfg.tokenizer_class = c["tokenizer_class"].get<std::string>();
@@ -321,13 +326,14 @@ Tokenizer Tokenizer::from_json_string(std::string_view tokenizer_json, std::stri
       if (!at.is_array()) HFX_THROW(kComp, "expected tokenizer.json added_tokens to be an array, got {}", at.type_name());
       for (size_t i = 0; i < at.size(); ++i) {
         const json& t = at[i];
+        const std::string where = fmt::format("tokenizer.json added_tokens[{}]", i);
         AddedTok a;
-        a.content = field(t, "content", fmt::format("added_tokens[{}]", i)).get<std::string>();
-        a.single_word = get_or<bool>(t, "single_word", false);
-        a.lstrip = get_or<bool>(t, "lstrip", false);
-        a.rstrip = get_or<bool>(t, "rstrip", false);
-        a.special = get_or<bool>(t, "special", false);
-        a.normalized = get_or<bool>(t, "normalized", !a.special);
+        a.content = field_as<std::string>(t, "content", fmt::format("added_tokens[{}]", i));
+        a.single_word = get_or<bool>(t, "single_word", false, where);
+        a.lstrip = get_or<bool>(t, "lstrip", false, where);
+        a.rstrip = get_or<bool>(t, "rstrip", false, where);
+        a.special = get_or<bool>(t, "special", false, where);
+        a.normalized = get_or<bool>(t, "normalized", !a.special, where);
         toks.push_back(std::move(a));
       }
     }

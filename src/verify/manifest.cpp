@@ -26,6 +26,7 @@
 #endif
 
 #include "hfx/core/error.h"
+#include "hfx/core/json.h"
 #include "hfx/io/safetensors.h"
 
 #ifndef HFX_VERSION
@@ -88,27 +89,27 @@ ShapeContract contract_from_json(const json& j, const std::string& component) {
   HFX_CHECK(j.is_object(), kComp, "expected contracts.{} to be an object, got {}", component, j.type_name());
   for (const auto& [input, axes] : j.items()) {
     HFX_CHECK(axes.is_array(), kComp, "expected contracts.{}.{} to be a list of axes, got {}", component, input, axes.type_name());
+    const std::string where = fmt::format("manifest.json contracts.{}.{}[]", component, input);
     for (const auto& a : axes) {
       AxisContract ax;
-      ax.symbol = a.value("symbol", "");
-      ax.min = a.value("min", int64_t{0});
-      ax.max = a.value("max", int64_t{0});
+      ax.symbol = jsonc::get_or<std::string>(a, "symbol", "", kComp, where);
+      ax.min = jsonc::get_or<int64_t>(a, "min", 0, kComp, where);
+      ax.max = jsonc::get_or<int64_t>(a, "max", 0, kComp, where);
       c[input].push_back(ax);
     }
   }
   return c;
 }
 
+// A required field of manifest.json (or of one of its objects, `where`), checked.
 template <typename T>
-T req(const json& j, const char* key) {
-  auto it = j.find(key);
-  HFX_CHECK(it != j.end(), kComp, "expected field '{}' in manifest.json, got none", key);
-  try {
-    return it->get<T>();
-  } catch (const json::exception& e) {
-    HFX_THROW(kComp, "expected field '{}' of manifest.json to be a {}, got {}", key, std::is_same_v<T, std::string> ? "string" : "number",
-              it->dump());
-  }
+T req(const json& j, const char* key, const std::string& where = "manifest.json") {
+  return jsonc::get<T>(j, key, kComp, where);
+}
+// An optional one: `def` when absent or null.
+template <typename T>
+T opt(const json& j, const char* key, T def, const std::string& where = "manifest.json") {
+  return jsonc::get_or<T>(j, key, std::move(def), kComp, where);
 }
 
 // ---- protobuf wire format, just enough for ModelProto's top-level fields ----
@@ -194,42 +195,48 @@ Manifest Manifest::from_json(const json& j) {
   m.schema_version = req<int>(j, "schema_version");
   HFX_CHECK(m.schema_version >= 1 && m.schema_version <= kSchemaVersion, kComp,
             "expected manifest schema_version 1..{}, got {} (written by a newer hfx?)", kSchemaVersion, m.schema_version);
-  const json& model = j.at("model");
-  m.model_id = req<std::string>(model, "id");
-  m.revision = model.value("revision", "");
-  m.source_path = model.value("source_path", "");
-  m.format = j.value("format", "");
-  m.created_at = j.value("created_at", "");
-  m.hfx_version = j.value("hfx_version", "");
-  if (j.contains("dependencies")) m.dependencies = j["dependencies"].get<std::map<std::string, std::string>>();
+  const json& model =
+      jsonc::object(jsonc::at(j, "model", kComp, "manifest.json"), kComp, "manifest.json.model");
+  m.model_id = req<std::string>(model, "id", "manifest.json.model");
+  m.revision = opt<std::string>(model, "revision", "", "manifest.json.model");
+  m.source_path = opt<std::string>(model, "source_path", "", "manifest.json.model");
+  m.format = opt<std::string>(j, "format", "");
+  m.created_at = opt<std::string>(j, "created_at", "");
+  m.hfx_version = opt<std::string>(j, "hfx_version", "");
+  if (jsonc::has(j, "dependencies")) {
+    const json& deps = jsonc::object(j["dependencies"], kComp, "manifest.json.dependencies");
+    for (const auto& [name, version] : deps.items())
+      m.dependencies[name] = jsonc::as<std::string>(version, kComp, "manifest.json.dependencies." + name);
+  }
   m.export_config = j.value("export_config", json());
   m.precision = j.value("precision", json());
   HFX_CHECK(m.precision.is_null() || (m.precision.is_object() && m.precision.value("key", json()).is_string()), kComp,
             "expected field 'precision' to be an object with a string 'key', got {}", m.precision.dump());
-  if (j.contains("contracts"))
-    for (const auto& [comp, c] : j["contracts"].items()) m.contracts[comp] = contract_from_json(c, comp);
-  const json& files = j.at("files");
-  HFX_CHECK(files.is_array(), kComp, "expected field 'files' to be a list, got {}", files.type_name());
-  for (const auto& f : files) {
+  if (jsonc::has(j, "contracts"))
+    for (const auto& [comp, c] : jsonc::object(j["contracts"], kComp, "manifest.json.contracts").items())
+      m.contracts[comp] = contract_from_json(c, comp);
+  const json& files =
+      jsonc::array(jsonc::at(j, "files", kComp, "manifest.json"), kComp, "manifest.json.files");
+  for (size_t i = 0; i < files.size(); i++) {
+    const json& f = files[i];
+    const std::string where = fmt::format("manifest.json.files[{}]", i);
     ManifestFile mf;
-    mf.path = req<std::string>(f, "path");
-    mf.role = f.value("role", "artifact");
-    mf.size = req<uint64_t>(f, "size");
-    mf.sha256 = req<std::string>(f, "sha256");
+    mf.path = req<std::string>(f, "path", where);
+    mf.role = opt<std::string>(f, "role", "artifact", where);
+    mf.size = req<uint64_t>(f, "size", where);
+    mf.sha256 = req<std::string>(f, "sha256", where);
     HFX_CHECK(mf.sha256.size() == 64, kComp, "expected a 64-digit sha256 for {}, got '{}'", mf.path, mf.sha256);
     HFX_CHECK(!fs::path(mf.path).is_absolute() && mf.path.find("..") == std::string::npos, kComp,
               "expected a path inside the export folder, got '{}'", mf.path);
     mf.details = f.value("details", json());
     m.files.push_back(std::move(mf));
   }
-  if (j.contains("warnings")) {
-    HFX_CHECK(j["warnings"].is_array(), kComp, "expected field 'warnings' to be a list, got {}", j["warnings"].type_name());
-    for (const auto& w : j["warnings"]) m.warnings.push_back(w.get<std::string>());
-  }
-  if (j.contains("verify")) {
-    const json& v = j["verify"];
-    m.verify.status = v.value("status", "unverified");
-    m.verify.checked_at = v.value("checked_at", "");
+  if (jsonc::has(j, "warnings"))
+    m.warnings = jsonc::as<std::vector<std::string>>(j["warnings"], kComp, "manifest.json.warnings");
+  if (jsonc::has(j, "verify")) {
+    const json& v = jsonc::object(j["verify"], kComp, "manifest.json.verify");
+    m.verify.status = opt<std::string>(v, "status", "unverified", "manifest.json.verify");
+    m.verify.checked_at = opt<std::string>(v, "checked_at", "", "manifest.json.verify");
     m.verify.report = v.value("report", json());
     HFX_CHECK(m.verify.status == "unverified" || m.verify.status == "passed" || m.verify.status == "failed", kComp,
               "expected verify.status unverified, passed or failed, got '{}'", m.verify.status);
@@ -306,7 +313,9 @@ std::pair<std::string, std::string> model_identity(const std::string& source_dir
   if (fs::exists(cfg)) {
     try {
       json j = json::parse(io::read_file(cfg.string()));
-      std::string n = j.value("_name_or_path", "");
+      std::string n = j.is_object() && j.contains("_name_or_path") && j["_name_or_path"].is_string()
+                          ? j["_name_or_path"].get<std::string>()
+                          : std::string();
       if (!n.empty() && !fs::path(n).is_absolute() && n.find("..") == std::string::npos) id = n;
     } catch (const json::exception&) {
     }

@@ -20,6 +20,7 @@
 
 #include "hfx/ir/graph.h"
 #include "hfx/models/model.h"
+#include "hfx/ops/patch_point.h"
 
 namespace hfx {
 
@@ -90,8 +91,10 @@ struct ProgramSpec {
 };
 
 /// Captures one program. Throws hfx::Error("capture", ...) naming the architecture, the component and
-/// the inputs if the model's code fails on symbolic inputs.
-CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred_runtime_asserts = true);
+/// the inputs if the model's code fails on symbolic inputs. Ops with a handler in `patches` (the
+/// export's table, see hfx/ops/patch_point.h) go to that handler.
+CapturedProgram capture_program(const Model& model, const ProgramSpec& spec,
+                                bool prefer_deferred_runtime_asserts = true, PatchTable* patches = nullptr);
 
 /// Applies explicit Dims (input name → axis → Dim) to a program: each names an axis that is one named
 /// dim, whose symbol and range it sets. Entries for inputs the program does not take are skipped; an

@@ -23,6 +23,22 @@
 
 namespace hfx {
 
+// ---------------------------------------------------------------- the state of one export
+namespace et {
+struct StaticAttentionContext;
+}
+
+/// The mutable state of one export, passed explicitly through its stages: nothing an export changes
+/// lives in process-global or thread-local storage, so exports may run concurrently on threads of one
+/// process (tests/embed). The registries below are declarations, read-only while exports run.
+struct ExportContext {
+  /// The patch points installed for this export (by PatchScope); captures trace through it.
+  PatchTable patches;
+  /// ExecuTorch: the static-cache positions while a static-cache forward is captured (else nullptr);
+  /// set by et::StaticAttentionScope, read by the stage-3 attention patch.
+  et::StaticAttentionContext* static_attention = nullptr;
+};
+
 // ---------------------------------------------------------------- patch points
 /// A swappable function: a capture-time op handler. During export, patches may replace the handler
 /// for an op (e.g. "hfx.sdpa" → its decomposition for ExecuTorch). Path = the op name, or
@@ -32,22 +48,25 @@ struct PatchEntry {
   std::string backend;  ///< "onnx", "executorch", "dynamo"
   int stage = 0;        ///< the exporter stage that installs it
   std::vector<std::string> paths;
-  /// Gets the original handler (nullptr = the op table's own) and returns the replacement.
-  std::function<OpHandler(const OpHandler* original)> factory;
+  /// Gets the original handler (nullptr = the op table's own) and the export's context (which outlives
+  /// the handler), and returns the replacement.
+  std::function<OpHandler(const OpHandler* original, ExportContext& ctx)> factory;
   std::string reason;   ///< the bug, and when to remove this patch
 };
 
-/// Installs every patch of (backend, stage) for its lifetime; restores the previous handlers on
-/// destruction (also during stack unwinding).
+/// Installs every patch of (backend, stage) in `ctx.patches` for its lifetime; restores the previous
+/// handlers on destruction (also during stack unwinding, and when a factory throws part-way).
 class PatchScope {
  public:
-  PatchScope(const std::string& backend, int stage);
+  PatchScope(ExportContext& ctx, const std::string& backend, int stage);
   ~PatchScope();
   PatchScope(const PatchScope&) = delete;
   PatchScope& operator=(const PatchScope&) = delete;
   int installed() const { return static_cast<int>(saved_.size()); }
 
  private:
+  void restore();
+  PatchTable& table_;
   std::vector<std::pair<std::string, std::unique_ptr<OpHandler>>> saved_;
 };
 
@@ -89,7 +108,8 @@ bool optimize_disabled(const std::string& backend, const std::string& model_type
 void check_export_skip(const std::string& backend, const std::string& model_type);
 
 // ---------------------------------------------------------------- the registries (one place each)
-/// All entries, declared in src/export/registry_table.cpp. Tests may append entries and remove them.
+/// All entries, declared in src/export/registry_table.cpp (filled once, thread-safely, on first use).
+/// Tests may append entries and remove them, while no export runs.
 std::vector<PatchEntry>& patch_registry();
 std::vector<NodeFixEntry>& node_fix_registry();
 std::vector<ProgramFixEntry>& program_fix_registry();

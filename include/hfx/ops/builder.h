@@ -16,6 +16,7 @@
 namespace hfx {
 
 class Builder;
+class PatchTable;
 
 /// A value flowing through model code: a concrete tensor (eager) or a graph value (trace).
 /// A default-constructed Var is "absent" (an omitted optional input).
@@ -107,7 +108,8 @@ class EagerBuilder : public Builder {
 /// Records every op into a Graph (capture).
 class TraceBuilder : public Builder {
  public:
-  explicit TraceBuilder(Graph& g) : g_(g) {}
+  /// Records into `g`; ops with a handler installed in `patches` (one export's table) go to the handler.
+  explicit TraceBuilder(Graph& g, PatchTable* patches = nullptr) : g_(g), patches_(patches) {}
   std::vector<Var> call(const std::string& op, const std::vector<Var>& inputs, const Attrs& attrs) override;
   Var param(const std::string& name, const Tensor& t) override;
   Var constant(const Tensor& t) override;
@@ -120,9 +122,12 @@ class TraceBuilder : public Builder {
   /// Wraps an existing graph value.
   Var wrap(Value* v);
   Graph& graph() { return g_; }
+  /// The export's patch table this trace routes through (nullptr: none).
+  PatchTable* patches() const { return patches_; }
 
  private:
   Graph& g_;
+  PatchTable* patches_ = nullptr;
   std::map<std::string, Value*> params_;
 };
 

@@ -13,6 +13,8 @@
 
 namespace hfx {
 
+class PatchTable;  // hfx/ops/patch_point.h
+
 struct Pass {
   std::string name;
   std::string contract;  ///< "requires ...; ensures ..."
@@ -29,10 +31,11 @@ bool verify_passes_enabled();
 /// Built-in passes usable by every backend.
 Pass dead_code_elimination_pass();
 /// Replaces each composite op (hfx.sdpa, hfx.rms_norm, hfx.rope) named in `ops` by its reference
-/// decomposition (from the op table), in place.
-Pass decompose_pass(const std::vector<std::string>& ops);
+/// decomposition (from the op table), in place. Ops the decompositions call go through the handlers
+/// installed in `patches` (an export's table), if given.
+Pass decompose_pass(const std::vector<std::string>& ops, PatchTable* patches = nullptr);
 /// Replaces the composite node `n` of `g` by its decomposition, in place (new nodes named under n's
 /// name, placed before it). Throws hfx::Error("passes", ...) when its op has no decomposition.
-void decompose_node(Graph& g, Node* n);
+void decompose_node(Graph& g, Node* n, PatchTable* patches = nullptr);
 
 }  // namespace hfx

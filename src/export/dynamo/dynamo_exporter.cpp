@@ -41,10 +41,11 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   // capture does the flattening.
 
   // ── Stage 2: Model patches ──
+  ExportContext ctx;  // this component's patch table: nothing shared with other exports
   CapturedProgram prog;
   {
-    PatchScope patches("dynamo", 2);
-    prog = capture_program(model, spec, config.prefer_deferred_runtime_asserts_over_guards);
+    PatchScope patches(ctx, "dynamo", 2);
+    prog = capture_program(model, spec, config.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
   }
   prog.component = component;
   Graph& g = *prog.graph;
@@ -90,8 +91,9 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
 
   // ── Stage 5: State cleanup ──
   // PatchScope has restored every handler; weights were released one by one while streaming.
-  if (installed_patch_count() != 0)
-    result.warnings.push_back(fmt::format("dynamo: {} patch(es) still installed after exporting '{}'", installed_patch_count(), component));
+  if (ctx.patches.size() != 0)
+    result.warnings.push_back(fmt::format("dynamo: {} patch(es) still installed after exporting '{}'",
+                                          ctx.patches.size(), component));
 
   double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   g.metadata()["hfx.dynamo.bytes"] = std::to_string(bytes);

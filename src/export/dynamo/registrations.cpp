@@ -15,7 +15,7 @@ void register_dynamo_entries() {
       "dynamo",
       2,
       {"hfx.rope"},
-      [](const OpHandler*) -> OpHandler {
+      [](const OpHandler*, ExportContext&) -> OpHandler {
         return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
           return op_schema("hfx.rope").decompose(b, inputs, normalize_attrs(op_schema("hfx.rope"), attrs));
         };
@@ -25,7 +25,7 @@ void register_dynamo_entries() {
       "dynamo",
       2,
       {"hfx.moe"},
-      [](const OpHandler*) -> OpHandler {
+      [](const OpHandler*, ExportContext&) -> OpHandler {
         return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
           return op_schema("hfx.moe").decompose(b, inputs, normalize_attrs(op_schema("hfx.moe"), attrs));
         };

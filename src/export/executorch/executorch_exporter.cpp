@@ -147,14 +147,15 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   }
   so.sample_seq = opts.sample_sequence;
   so.logits_to_keep = opts.logits_to_keep;
+  ExportContext ctx;  // this export's patch table and static-cache state: nothing shared with other exports
   {
     // ── Stage 2: Torch patches ──
     // Composite ops → their decompositions into portable ops, for the duration of the capture.
-    PatchScope torch_patches("executorch", 2);
+    PatchScope torch_patches(ctx, "executorch", 2);
     // ── Stage 3: ExecuTorch patches ──
     // ExecuTorch's static-cache layout: attention over the whole buffer, masked by input_pos.
-    PatchScope executorch_patches("executorch", 3);
-    out.forward = capture_static_forward(model, so);
+    PatchScope executorch_patches(ctx, "executorch", 3);
+    out.forward = capture_static_forward(model, so, ctx);
   }
   Graph& g = *out.forward.graph;
   g.metadata()["executorch.backend"] = prep.name;
@@ -205,9 +206,10 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
     CapturedProgram cp;
     {
       // ── Stages 2–3: Torch and ExecuTorch patches ── (no static cache here: stage 3 passes through)
-      PatchScope torch_patches("executorch", 2);
-      PatchScope executorch_patches("executorch", 3);
-      cp = capture_program(model, *spec, opts.prefer_deferred_runtime_asserts_over_guards);
+      ExportContext ctx;
+      PatchScope torch_patches(ctx, "executorch", 2);
+      PatchScope executorch_patches(ctx, "executorch", 3);
+      cp = capture_program(model, *spec, opts.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
     }
     Graph& g = *cp.graph;
     g.metadata()["executorch.backend"] = prep.name;

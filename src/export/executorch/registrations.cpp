@@ -21,8 +21,10 @@ const char* kBackend = "executorch";
 // ---------------------------------------------------------------- stage 2: torch patches
 // The op's own decomposition from the op table, with normalized attributes.
 PatchEntry decomposition_patch(const std::string& op, const std::string& reason) {
-  return PatchEntry{kBackend, 2, {op},
-                    [op](const OpHandler*) -> OpHandler {
+  return PatchEntry{kBackend,
+                    2,
+                    {op},
+                    [op](const OpHandler*, ExportContext&) -> OpHandler {
                       return [op](Builder& b, const std::vector<Var>& in, const Attrs& attrs) {
                         const OpSchema& s = op_schema(op);
                         return s.decompose(b, in, normalize_attrs(s, attrs));
@@ -38,12 +40,15 @@ PatchEntry decomposition_patch(const std::string& op, const std::string& reason)
 // was installed before (the stage-2 decomposition).
 PatchEntry static_cache_attention_patch() {
   return PatchEntry{
-      kBackend, 3, {"hfx.sdpa"},
-      [](const OpHandler* original) -> OpHandler {
-        return [original](Builder& b, const std::vector<Var>& in, const Attrs& attrs) -> std::vector<Var> {
+      kBackend,
+      3,
+      {"hfx.sdpa"},
+      [](const OpHandler* original, ExportContext& export_ctx) -> OpHandler {
+        return [original, &export_ctx](Builder& b, const std::vector<Var>& in,
+                                       const Attrs& attrs) -> std::vector<Var> {
           const OpSchema& s = op_schema("hfx.sdpa");
           Attrs a = normalize_attrs(s, attrs);
-          et::StaticAttentionContext* ctx = et::static_attention_context();
+          et::StaticAttentionContext* ctx = export_ctx.static_attention;
           auto klen = in.size() > 1 && in[1].defined() ? in[1].size(2).maybe_value() : std::nullopt;
           if (ctx && klen && *klen == ctx->max_seq_len) {
             if (!a.b("causal"))
@@ -60,9 +65,12 @@ PatchEntry static_cache_attention_patch() {
           return b.call("hfx.sdpa", in, a);
         };
       },
-      "ExecuTorch's LLM runners keep the KV cache in fixed buffers [1, Hkv, max_seq_len, D] updated in place at "
-      "input_pos; hfx.sdpa's bottom-right causal alignment assumes a cache that grows, so inside the static-cache "
-      "capture attention is masked by position instead. Remove when hfx.sdpa takes explicit query positions."};
+      "ExecuTorch's LLM runners keep the KV cache in fixed buffers [1, Hkv, max_seq_len, D] updated in place "
+      "at "
+      "input_pos; hfx.sdpa's bottom-right causal alignment assumes a cache that grows, so inside the "
+      "static-cache "
+      "capture attention is masked by position instead. Remove when hfx.sdpa takes explicit query "
+      "positions."};
 }
 
 // ---------------------------------------------------------------- node-rewrite helper

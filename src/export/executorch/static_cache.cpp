@@ -31,18 +31,13 @@ std::string StaticCache::buffer_name(int layer, const std::string& kind) {
   return fmt::format("kv_cache.{}.{}", layer, kind == "key" ? "k_cache" : "v_cache");
 }
 
-namespace {
-thread_local StaticAttentionContext* g_ctx = nullptr;
-}
-
-StaticAttentionContext* static_attention_context() { return g_ctx; }
-
-StaticAttentionScope::StaticAttentionScope(Var input_pos, int64_t max_seq_len) : prev_(g_ctx) {
+StaticAttentionScope::StaticAttentionScope(ExportContext& export_ctx, Var input_pos, int64_t max_seq_len)
+    : export_ctx_(export_ctx), prev_(export_ctx.static_attention) {
   ctx_.input_pos = std::move(input_pos);
   ctx_.max_seq_len = max_seq_len;
-  g_ctx = &ctx_;
+  export_ctx_.static_attention = &ctx_;
 }
-StaticAttentionScope::~StaticAttentionScope() { g_ctx = prev_; }
+StaticAttentionScope::~StaticAttentionScope() { export_ctx_.static_attention = prev_; }
 
 Var static_position_mask(Builder& b, StaticAttentionContext& ctx, int64_t window) {
   if (auto it = ctx.masks.find(window); it != ctx.masks.end()) return it->second;
@@ -59,14 +54,15 @@ Var static_position_mask(Builder& b, StaticAttentionContext& ctx, int64_t window
   return mask;
 }
 
-CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptureOptions& o) {
+CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptureOptions& o,
+                                       ExportContext& ctx) {
   if (o.max_seq_len < 1) HFX_THROW("executorch", "expected max_seq_len >= 1, got {}", o.max_seq_len);
   CapturedProgram prog;
   prog.component = "forward";
   prog.graph = std::make_shared<Graph>();
   Graph& g = *prog.graph;
   ShapeEnv& env = g.env();
-  TraceBuilder tb(g);
+  TraceBuilder tb(g, &ctx.patches);
   const ModelConfig& cfg = model.config();
 
   Sym S(1);
@@ -99,7 +95,7 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
       }
     }
     StaticCache cache(layout, o.max_seq_len, ks, vs, pos);
-    StaticAttentionScope attention(pos, o.max_seq_len);
+    StaticAttentionScope attention(ctx, pos, o.max_seq_len);
     ForwardArgs args;
     args.input_ids = tokens;
     args.position_ids = F::unsqueeze(pos, 0);  // [1, S]

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "hfx/capture/capture.h"
+#include "hfx/export/registry.h"
 #include "hfx/models/model.h"
 
 namespace hfx::et {
@@ -45,23 +46,23 @@ class StaticCache : public KVCache {
   Var input_pos_;
 };
 
-/// What the attention patch needs while a static-cache forward runs (set by StaticAttentionScope).
+/// What the attention patch needs while a static-cache forward runs (set by StaticAttentionScope in the
+/// export's context).
 struct StaticAttentionContext {
   Var input_pos;            ///< int64 [S]
   int64_t max_seq_len = 0;  ///< key length of the static cache
   std::map<int64_t, Var> masks;  ///< additive f32 [S, max_seq_len] per window (0 = full), built once
 };
-/// The innermost active context on this thread, or nullptr.
-StaticAttentionContext* static_attention_context();
-
+/// Sets `export_ctx.static_attention` for its lifetime (and restores the previous one).
 class StaticAttentionScope {
  public:
-  StaticAttentionScope(Var input_pos, int64_t max_seq_len);
+  StaticAttentionScope(ExportContext& export_ctx, Var input_pos, int64_t max_seq_len);
   ~StaticAttentionScope();
   StaticAttentionScope(const StaticAttentionScope&) = delete;
   StaticAttentionScope& operator=(const StaticAttentionScope&) = delete;
 
  private:
+  ExportContext& export_ctx_;
   StaticAttentionContext ctx_;
   StaticAttentionContext* prev_;
 };
@@ -79,7 +80,8 @@ struct StaticCaptureOptions {
 
 /// Captures forward(tokens, input_pos) with a StaticCache. Graph inputs: tokens, input_pos and the cache
 /// buffers (listed in cache_leaves with their "_out" outputs); outputs: logits [1, S, V] then the
-/// updated buffers. Install the export patches (PatchScope) around this call.
-CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptureOptions& o);
+/// updated buffers. Install the export patches (PatchScope over `ctx`) around this call.
+CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptureOptions& o,
+                                       ExportContext& ctx);
 
 }  // namespace hfx::et

@@ -193,6 +193,7 @@ class OnnxExporter : public Exporter {
     const std::string& arch = model.config().model_type;
     const std::string comp = spec.name;
     check_export_skip("onnx", arch);
+    ExportContext ctx;  // this component's patch table: nothing shared with other exports
     std::vector<std::string> warnings;
     CapturedProgram prog;
     Trace trace(comp);
@@ -202,8 +203,8 @@ class OnnxExporter : public Exporter {
     // ── Stage 1: Torch patches ──
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
     {
-      PatchScope patches("onnx", 1);
-      prog = capture_program(model, spec, cfg.prefer_deferred_runtime_asserts_over_guards);
+      PatchScope patches(ctx, "onnx", 1);
+      prog = capture_program(model, spec, cfg.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
     }
     trace.phase("capture");
     prog.component = comp;
@@ -215,12 +216,12 @@ class OnnxExporter : public Exporter {
       // active meanwhile (a decomposition runs through a TraceBuilder), and stage-2 node fixes re-run
       // over the nodes the decompositions produced.
       {
-        PatchScope patches("onnx", 2);
+        PatchScope patches(ctx, "onnx", 2);
         std::vector<std::string> decompose;
         const auto& table = onnx_translation_table();
         for (const auto& n : g.nodes())
           if (n->schema().composite() && !table.count(n->op)) decompose.push_back(n->op);
-        if (!decompose.empty()) run_pass(g, decompose_pass(decompose));
+        if (!decompose.empty()) run_pass(g, decompose_pass(decompose, &ctx.patches));
         apply_node_fixes("onnx", 2, g);
       }
 

@@ -28,48 +28,101 @@ int count_op(const Graph& g, const std::string& op) {
 
 TEST(Registry, PatchIsActiveOnlyInsideItsScopeAndRestoredAfterThrow) {
   // Replace aten.exp by exp(x) * 1 ... observable as an extra mul node while the patch is active.
-  Temp t(patch_registry(), PatchEntry{"test", 1, {"aten.exp"}, [](const OpHandler*) {
-                                        return OpHandler([](Builder& b, const std::vector<Var>& in, const Attrs& a) {
-                                          Var e = b.call("aten.exp", in, a).at(0);  // the original (no recursion)
-                                          return std::vector<Var>{F::mul(e, 1.0)};
-                                        });
-                                      }, "test patch"});
-  size_t before = installed_patch_count();
-  auto trace = [] {
+  Temp t(patch_registry(),
+         PatchEntry{"test",
+                    1,
+                    {"aten.exp"},
+                    [](const OpHandler*, ExportContext&) {
+                      return OpHandler([](Builder& b, const std::vector<Var>& in, const Attrs& a) {
+                        Var e = b.call("aten.exp", in, a).at(0);  // the original (no recursion)
+                        return std::vector<Var>{F::mul(e, 1.0)};
+                      });
+                    },
+                    "test patch"});
+  ExportContext ctx;
+  auto trace = [](PatchTable* patches) {
     Graph g;
-    TraceBuilder tb(g);
+    TraceBuilder tb(g, patches);
     Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});
     g.add_output("y", F::exp(x).value());
     return std::make_pair(count_op(g, "aten.exp"), count_op(g, "aten.mul.Scalar"));
   };
-  EXPECT_EQ(trace(), std::make_pair(1, 0));
+  EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 0));
   {
-    PatchScope scope("test", 1);
+    PatchScope scope(ctx, "test", 1);
     EXPECT_EQ(scope.installed(), 1);
-    EXPECT_EQ(trace(), std::make_pair(1, 1));
+    EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 1));
+    // Per export: a trace over another export's table (or none) does not see this scope's patch.
+    ExportContext other;
+    EXPECT_EQ(trace(&other.patches), std::make_pair(1, 0));
+    EXPECT_EQ(trace(nullptr), std::make_pair(1, 0));
   }
-  EXPECT_EQ(trace(), std::make_pair(1, 0));
-  EXPECT_EQ(installed_patch_count(), before);
+  EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 0));
+  EXPECT_EQ(ctx.patches.size(), 0u);
   try {
-    PatchScope scope("test", 1);
+    PatchScope scope(ctx, "test", 1);
     throw Error("test", "boom");
   } catch (const Error&) {
   }
-  EXPECT_EQ(installed_patch_count(), before);
-  EXPECT_EQ(trace(), std::make_pair(1, 0));
+  EXPECT_EQ(ctx.patches.size(), 0u);
+  EXPECT_EQ(trace(&ctx.patches), std::make_pair(1, 0));
   // A scope for another stage installs nothing.
-  PatchScope other("test", 2);
+  PatchScope other(ctx, "test", 2);
   EXPECT_EQ(other.installed(), 0);
 }
 
+// A factory that throws after earlier patches of the same scope were installed: the scope undoes
+// them, its members are destroyed once (the old constructor ran its own destructor and then the
+// members' destructors again: a double free that the asan preset reports), and the table is back to
+// what it was, including a patch installed by an enclosing scope.
+TEST(Registry, PatchScopeUndoesItsPatchesWhenAFactoryThrows) {
+  auto mul_by = [](double k) {
+    return [k](const OpHandler*, ExportContext&) {
+      return OpHandler([k](Builder& b, const std::vector<Var>& in, const Attrs& a) {
+        return std::vector<Var>{F::mul(b.call("aten.exp", in, a).at(0), k)};
+      });
+    };
+  };
+  Temp outer(patch_registry(), PatchEntry{"test", 1, {"aten.exp"}, mul_by(2.0), "outer"});
+  Temp first(patch_registry(),
+             PatchEntry{"test", 2, {"aten.exp", "aten.neg"}, mul_by(3.0), "installed, then undone"});
+  Temp thrower(patch_registry(), PatchEntry{"test",
+                                            2,
+                                            {"aten.tanh"},
+                                            [](const OpHandler*, ExportContext&) -> OpHandler {
+                                              HFX_THROW("test",
+                                                        "expected a factory that works, got one that throws");
+                                            },
+                                            "throws"});
+  ExportContext ctx;
+  PatchScope outer_scope(ctx, "test", 1);
+  const OpHandler* before = ctx.patches.active("aten.exp");
+  ASSERT_NE(before, nullptr);
+  for (int attempt = 0; attempt < 3; attempt++) {
+    try {
+      PatchScope scope(ctx, "test", 2);
+      ADD_FAILURE() << "expected the throwing factory to abort the scope";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find("got one that throws"), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(ctx.patches.size(), 1u);
+    EXPECT_EQ(ctx.patches.active("aten.exp"), before);
+    EXPECT_EQ(ctx.patches.active("aten.neg"), nullptr);
+    EXPECT_EQ(ctx.patches.active("aten.tanh"), nullptr);
+  }
+}
+
 TEST(Registry, NodeFixAppliesAtItsStageOnly) {
-  Temp t(node_fix_registry(), NodeFixEntry{"test", 3, "neg_to_mul", [](Graph& g, Node& n) {
-                                             if (n.op != "aten.neg") return false;
-                                             Node* m = g.add_node("aten.mul.Scalar", n.inputs, Attrs{{"other", -1.0}}, n.name);
-                                             g.move_before(m, &n);
-                                             g.replace_all_uses(n.outputs[0], m->outputs[0]);
-                                             return true;
-                                           }, "test fix"});
+  Temp t(node_fix_registry(),
+         NodeFixEntry{"test", 3, "neg_to_mul",
+                      [](Graph& g, Node& n) {
+                        if (n.op != "aten.neg") return false;
+                        Node* m = g.add_node("aten.mul.Scalar", n.inputs, Attrs{{"other", -1.0}}, n.name);
+                        g.move_before(m, &n);
+                        g.replace_all_uses(n.outputs[0], m->outputs[0]);
+                        return true;
+                      },
+                      "test fix"});
   Graph g;
   TraceBuilder tb(g);
   Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});
@@ -83,7 +136,8 @@ TEST(Registry, NodeFixAppliesAtItsStageOnly) {
 }
 
 TEST(Registry, ExportSkipRefusesWithItsReason) {
-  Temp t(export_skip_registry(), ExportSkipEntry{"onnx", "test-arch", "needs a vectorized router in the model"});
+  Temp t(export_skip_registry(),
+         ExportSkipEntry{"onnx", "test-arch", "needs a vectorized router in the model"});
   EXPECT_NO_THROW(check_export_skip("onnx", "llama"));
   try {
     check_export_skip("onnx", "test-arch");
