@@ -170,13 +170,13 @@ const GenerationLoop& generation_loop(Structure s) {
       {Structure::DecoderOnly, decoder_only,
        // ExecuTorch methods: used for decoders whose cache is state leaves; KV decoders get the static-cache
        // forward(tokens, input_pos) instead (src/export/executorch/executorch_exporter.cpp).
-       {{"prefill", "model", {"prefill"}, "prefill"}, {"decode", "model", {"decode"}, "decode"}, {"model", "model", {"prefill", "decode"}}}},
+       {{"prefill", "model", {"prefill"}, "prefill"}, {"decode", "model", {"decode"}, "decode"}, {"model", "model", {"prefill", "decode"}, ""}}},
       {Structure::EncoderOnly, encoder_only, {{"model", "model", {"model"}, "forward"}}},
       {Structure::EncoderDecoder, encoder_decoder,
        {{"encoder_model", "encoder", {"encoder"}, "encoder"},
         {"decoder_model", "decoder", {"decoder"}, "decoder"},
         {"decoder_with_past_model", "decoder", {"decoder_with_past"}, "decoder_with_past"},
-        {"decoder_model_merged", "decoder", {"decoder", "decoder_with_past"}}}},
+        {"decoder_model_merged", "decoder", {"decoder", "decoder_with_past"}, ""}}},
   };
   for (const auto& l : table)
     if (l.structure == s) return l;

@@ -8,7 +8,9 @@
 namespace hfx::rt {
 
 std::vector<float> ort_last_hidden_state(const std::string& dir, const TokenBatch& tb, int64_t* dim) {
-  OrtSession s(std::filesystem::path(dir) / "onnx" / "model.onnx", {.intra_op_threads = 0});
+  SessionOptions opt;
+  opt.intra_op_threads = 0;
+  OrtSession s(std::filesystem::path(dir) / "onnx" / "model.onnx", opt);
   NamedTensors feeds;
   for (const auto& in : s.inputs()) {
     if (in.name == "input_ids") feeds.push_back({in.name, RtTensor::i64({tb.batch, tb.seq}, tb.input_ids)});

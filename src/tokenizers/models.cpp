@@ -81,7 +81,15 @@ struct BPE : VocabModel {
       int64_t n = static_cast<int64_t>(syms.size());
       syms.push_back({id, n - 1, n + 1, len});
     };
-    std::optional<std::pair<int32_t, size_t>> unk;
+    // A pending unknown piece (id, bytes), fused with the next one when fuse_unk. Two plain fields rather
+    // than an optional<pair>: GCC 12 -O2 reports the optional's members as maybe-uninitialized.
+    struct PendingUnk {
+      bool set = false;
+      int32_t id = 0;
+      size_t len = 0;
+      explicit operator bool() const { return set; }
+      void reset() { set = false; }
+    } unk;
     std::string s;
     for (size_t i = 0; i < w.size();) {
       size_t b = i;
@@ -93,7 +101,7 @@ struct BPE : VocabModel {
       if (last && suffix) s += *suffix;
       if (auto id = lookup(vocab, s)) {
         if (unk) {
-          add(unk->first, unk->second);
+          add(unk.id, unk.len);
           unk.reset();
         }
         add(*id, byte_len);
@@ -109,14 +117,14 @@ struct BPE : VocabModel {
       }
       if (unk_token) {
         if (unk && fuse_unk) {
-          unk->second += byte_len;
+          unk.len += byte_len;
         } else {
-          if (unk) add(unk->first, unk->second);
-          unk = std::make_pair(unk_id(), byte_len);
+          if (unk) add(unk.id, unk.len);
+          unk = {true, unk_id(), byte_len};
         }
       }
     }
-    if (unk) add(unk->first, unk->second);
+    if (unk) add(unk.id, unk.len);
     if (!syms.empty()) syms.back().next = -1;
     merge_all(syms);
     for (auto& sy : syms)

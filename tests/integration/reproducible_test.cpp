@@ -56,16 +56,22 @@ TEST(Reproducible, EveryFormatWrittenTwiceInOneProcessIsByteIdenticalAndPathFree
       fs::create_directories(out);
       ExportResult r = ex->export_model(*m, o, *cfg, out.string());
       ASSERT_FALSE(r.programs.empty());
-      ASSERT_FALSE(r.programs[0].guards.empty()) << "expected the dynamic rope to record a guard";
-      place = r.programs[0].guards[0].where;
-      EXPECT_EQ(place.rfind("src/models/", 0), 0u) << place;
+      // ExecuTorch caps the tokens dim at its static cache length (64 here), so no question is left to
+      // guard there; the other formats keep the 256 range and record the rope's guard.
+      if (format == "executorch") {
+        EXPECT_TRUE(r.programs[0].guards.empty());
+      } else {
+        ASSERT_FALSE(r.programs[0].guards.empty()) << "expected the dynamic rope to record a guard";
+        place = r.programs[0].guards[0].where;
+        EXPECT_EQ(place.rfind("src/models/", 0), 0u) << place;
+      }
       runs[i] = files_of(out);
     }
     ASSERT_FALSE(runs[0].empty());
     ASSERT_EQ(runs[0].size(), runs[1].size());
     std::vector<std::string> with_place;
     for (const auto& [name, bytes] : runs[0]) {
-      if (bytes.find(place) != std::string::npos) with_place.push_back(name);
+      if (!place.empty() && bytes.find(place) != std::string::npos) with_place.push_back(name);
       EXPECT_TRUE(runs[1].count(name) && runs[1][name] == bytes) << name << " differs between two exports in one process";
       EXPECT_EQ(bytes.find(source_dir), std::string::npos) << name << " holds the source path " << source_dir;
     }

@@ -161,7 +161,7 @@ class CraftedPt2 : public testing::Test {
 TEST_F(CraftedPt2, WellFormedArchivePassesStructure) {
   // The control: the same builder's valid archive is read (its structure check passes).
   Proc p = verify("valid", zip(valid_records()));
-  EXPECT_NE(p.out.find("3 records (program, weights, version)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("3 records, each read and CRC-checked (program, weights, version)"), std::string::npos) << p.out;
 }
 
 TEST_F(CraftedPt2, TruncatedCentralDirectoryIsRefused) {

@@ -109,7 +109,7 @@ ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptio
   std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, config), false);
   std::vector<Job> jobs;
   for (const ProgramSpec& p : programs)
-    if (p.kinds.size() == 1)  // merged programs: see export_for_generation
+    if (p.kinds.size() <= 1)  // merged programs (two kinds): see export_for_generation
       jobs.push_back({p, &config, programs.size() == 1 ? "model.pt2" : p.name + ".pt2"});
   export_jobs(model, jobs, out_dir, r);
   return r;
@@ -123,7 +123,7 @@ ExportResult DynamoExporter::export_for_generation(const Model& model, const Cap
   std::vector<Job> jobs;
   for (auto& [spec, c] : generation_plan(model, opts, configs))
     // A merged program's first call feeds empty caches; torch.export programs are one call kind each.
-    if (spec.kinds.size() == 1) jobs.push_back({spec, c, spec.name + ".pt2"});
+    if (spec.kinds.size() <= 1) jobs.push_back({spec, c, spec.name + ".pt2"});
   export_jobs(model, jobs, out_dir, r);
   return r;
 }
