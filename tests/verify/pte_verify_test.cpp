@@ -15,6 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "support/shell.h"
 #include "hfx/io/safetensors.h"
 
 namespace fs = std::filesystem;
@@ -22,22 +23,8 @@ using nlohmann::json;
 
 namespace {
 
-struct Proc {
-  int rc = -1;
-  std::string out;
-};
-
-Proc sh(const std::string& cmd) {
-  Proc r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using hfx::testsupport::Proc;
+using hfx::testsupport::sh;
 
 std::string cli() { return HFX_CLI; }
 fs::path root() { return fs::path(testing::TempDir()) / ("hfx_pte_verify_" + std::to_string(::getpid())); }

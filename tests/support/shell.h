@@ -1,0 +1,30 @@
+// Running a shell command from a test (the hfx CLI, node oracles) and reading what it printed.
+#pragma once
+
+#include <sys/wait.h>
+
+#include <cstdio>
+#include <string>
+
+namespace hfx::testsupport {
+
+/// Exit status (-1 when the command did not exit normally) and stdout+stderr together.
+struct Proc {
+  int rc = -1;
+  std::string out;
+};
+
+/// Runs `cmd` through /bin/sh with stderr merged into stdout.
+inline Proc sh(const std::string& cmd) {
+  Proc r;
+  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  if (!p) return r;
+  char buf[4096];
+  size_t n;
+  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
+  int st = ::pclose(p);
+  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+  return r;
+}
+
+}  // namespace hfx::testsupport
