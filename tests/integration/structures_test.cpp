@@ -17,6 +17,7 @@
 
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "support/shell.h"
 
 namespace fs = std::filesystem;
 using namespace hfx;
@@ -35,22 +36,8 @@ std::vector<Case> cases() {
   return out;
 }
 
-struct Proc {
-  int rc = -1;
-  std::string out;
-};
-
-Proc sh(const std::string& cmd) {
-  Proc r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using hfx::testsupport::Proc;
+using hfx::testsupport::sh;
 
 std::string cli() { return HFX_CLI; }
 

@@ -20,6 +20,7 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
 #include "models/model_test_util.h"
+#include "support/shell.h"
 
 namespace hfx::test {
 namespace {
@@ -180,21 +181,8 @@ TEST(LayerTypes, VocabularyAndUnsupportedTypes) {
       << msg;
 }
 
-struct Proc {
-  int rc = -1;
-  std::string out;
-};
-Proc sh(const std::string& cmd) {
-  Proc r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
-  if (!p) return r;
-  char buf[4096];
-  size_t n;
-  while ((n = std::fread(buf, 1, sizeof buf, p)) > 0) r.out.append(buf, n);
-  int st = ::pclose(p);
-  r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
-  return r;
-}
+using hfx::testsupport::Proc;
+using hfx::testsupport::sh;
 
 // `hfx export` on a bad MoE checkpoint: a non-zero exit, the [model] message, and no output folder.
 TEST(MoeErrors, CliExportRefusesBadCheckpointsAndWritesNothing) {
