@@ -107,6 +107,14 @@ if [[ "$ASAN" == 1 ]]; then
   tier "reproducibility ($BASE_PRESET vs asan tree)"
 else
   echo "[test] HFX_CI_ASAN=$ASAN: no sanitizer tier"
+  # The reproducibility step still compares two different build trees: the base one and the cheapest other
+  # one (quick: -O0, unity, only hfx; or release's hfx when quick is the base).
+  if [[ "$BASE_PRESET" == release ]]; then OTHER=quick OTHER_DIR=build-quick; else OTHER=release OTHER_DIR=build; fi
+  bash scripts/build.sh "$OTHER" hfx_cli
+  rc=0
+  bash scripts/repro_check.sh "$BASE_DIR/hfx" "$OTHER_DIR/hfx" || rc=$?
+  if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
+  tier "reproducibility ($BASE_PRESET vs $OTHER tree)"
 fi
 
 if [[ "${HFX_CI_FUZZ:-1}" == 1 ]]; then
