@@ -10,8 +10,8 @@
 #      -O0), AddressSanitizer + UndefinedBehaviorSanitizer. It runs the tests matching HFX_ASAN_TESTS (a ctest
 #      regex; "all" runs the whole suite); the reproducibility step then compares build/ with build-asan/.
 #      Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
-#   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, HFX_JOBS targets at a time, every libFuzzer target of
-#      tests/fuzz for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
+#   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
+#      tests/fuzz, HFX_JOBS at a time, for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
 # HFX_REQUIRE_ORACLES=1 (.ci/run sets it) turns a test whose oracle (node, the npm packages, chromium) is
 # missing from a skip into a failure that names the oracle (tests/support/oracle.h), and makes CMake refuse
 # to configure without ONNX Runtime. Ends with one line "tests: N passed, M failed, K skipped" over all
