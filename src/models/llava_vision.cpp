@@ -7,10 +7,14 @@
 // with no convolution op for the exporters to lower.
 #include "llava_vision.h"
 
+#include <algorithm>
 #include <cmath>
+#include <cstring>
+#include <map>
 
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
+#include "hfx/models/model.h"
 #include "hfx/ops/functional.h"
 
 namespace hfx::models {
@@ -105,6 +109,103 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
   const std::string pact = jsonc::get_or<std::string>(config, "projector_hidden_act", "gelu", kC, "config.json");
   h = act(W.linear(h, "multi_modal_projector.linear_1"), pact);
   return W.linear(h, "multi_modal_projector.linear_2");
+}
+
+namespace {
+
+// The text model over the merged embeddings. The merge (image features replace the embeddings of the
+// image tokens, in order) is done as a lookup: the features become K extra rows of the embedding table and
+// the k-th image token reads row vocab + k, so the unchanged text model computes exactly
+// LlavaForConditionalGeneration's merged forward; the K extra logit columns (zero rows of lm_head) are cut.
+struct MergedLM {
+  std::unique_ptr<CausalLM> lm;
+  int64_t vocab = 0, image_token = 0, features = 0, images = 0;
+};
+
+Tensor append_rows(const Tensor& table, const std::vector<float>& rows, int64_t n) {
+  const Tensor t = table.to(DType::F32).contiguous();
+  const int64_t V = t.shape()[0], D = t.shape()[1];
+  Tensor out = Tensor::zeros({V + n, D}, DType::F32);
+  std::memcpy(out.data<float>(), t.data<float>(), static_cast<size_t>(V * D) * sizeof(float));
+  if (!rows.empty()) std::memcpy(out.data<float>() + V * D, rows.data(), rows.size() * sizeof(float));
+  return out;
+}
+
+MergedLM merged_lm(const io::WeightStore& w, const nlohmann::json& config, const Tensor& pixel_values) {
+  MergedLM m;
+  m.image_token = jsonc::get<int64_t>(config, "image_token_index", "llava", "config.json");
+  std::vector<float> feats;
+  int64_t D = 0;
+  if (pixel_values.defined()) {
+    EagerBuilder b;
+    const Tensor f = llava_image_features(b, w, config, b.wrap(pixel_values)).tensor().contiguous();
+    D = f.shape().back();
+    m.features = f.numel() / D;
+    m.images = f.shape()[0];
+    feats = f.to_floats();
+  }
+  std::map<std::string, Tensor> text;
+  const std::string prefix = "language_model.";
+  for (const std::string& name : w.names())
+    if (name.rfind(prefix, 0) == 0) text[name.substr(prefix.size())] = w.get(name);
+  Tensor& embed = text.at("model.embed_tokens.weight");
+  m.vocab = embed.shape()[0];
+  HFX_CHECK(D == 0 || D == embed.shape()[1], "llava", "expected image features of the text hidden size {}, got {}",
+            embed.shape()[1], D);
+  embed = append_rows(embed, feats, m.features);
+  if (text.count("lm_head.weight")) text["lm_head.weight"] = append_rows(text["lm_head.weight"], {}, m.features);
+  nlohmann::json tc = jsonc::at(config, "text_config", "llava", "config.json");
+  tc["vocab_size"] = m.vocab + m.features;
+  m.lm = make_causal_lm(tc, io::WeightStore::from_tensors(std::move(text)));
+  return m;
+}
+
+// input_ids with the k-th image token replaced by vocab + k; the counts must match.
+std::vector<int64_t> merged_ids(const MergedLM& m, std::vector<int64_t> ids) {
+  int64_t k = 0;
+  for (int64_t& id : ids)
+    if (id == m.image_token) id = m.vocab + k++;
+  HFX_CHECK(k == m.features, "llava",
+            "expected {} image tokens (id {}) in input_ids — {} image(s) × {} features each — got {}; give one "
+            "image per <image> marker of the prompt", m.features, m.image_token, m.images,
+            m.images ? m.features / m.images : 0, k);
+  return ids;
+}
+
+Tensor run(const MergedLM& m, const std::vector<int64_t>& ids, int64_t B) {
+  EagerBuilder b;
+  ForwardArgs a;
+  const int64_t S = static_cast<int64_t>(ids.size()) / B;
+  a.input_ids = b.wrap(Tensor::from_ints({B, S}, ids));
+  const Tensor logits = m.lm->forward(b, a).logits.tensor();
+  return logits.slice(2, 0, m.vocab).contiguous();
+}
+
+}  // namespace
+
+Tensor llava_logits(const io::WeightStore& w, const nlohmann::json& config, const Tensor& input_ids,
+                    const Tensor& pixel_values) {
+  HFX_CHECK(input_ids.shape().size() == 2, "llava", "expected input_ids [batch, sequence], got rank {}",
+            input_ids.shape().size());
+  const MergedLM m = merged_lm(w, config, pixel_values);
+  return run(m, merged_ids(m, input_ids.to_ints()), input_ids.shape()[0]);
+}
+
+std::vector<int64_t> llava_greedy(const io::WeightStore& w, const nlohmann::json& config,
+                                  const std::vector<int64_t>& prompt, const Tensor& pixel_values, int n_new) {
+  const MergedLM m = merged_lm(w, config, pixel_values);
+  std::vector<int64_t> ids = merged_ids(m, prompt), out;
+  const auto& eos = m.lm->config().eos_token_ids;
+  for (int step = 0; step < n_new; step++) {
+    const Tensor logits = run(m, ids, 1);
+    const int64_t S = logits.shape()[1];
+    const float* last = logits.data<float>() + (S - 1) * m.vocab;
+    const int64_t next = std::max_element(last, last + m.vocab) - last;
+    out.push_back(next);
+    ids.push_back(next);
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
+  }
+  return out;
 }
 
 }  // namespace hfx::models
