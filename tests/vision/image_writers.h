@@ -8,6 +8,7 @@
 
 #include <jpeglib.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <stdexcept>
 #include <string>
