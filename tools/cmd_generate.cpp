@@ -167,21 +167,24 @@ void run_chat(const GenerateArgs& a) {
 // --image: a vision-language checkpoint (llava), eager greedy decoding (hfx/runtime/image_text.h).
 void run_image_text(const GenerateArgs& a) {
   if (a.prompts.size() != 1 || a.chat)
-    throw UsageError("generate", fmt::format("expected one --prompt with --image, got {} prompt(s){}", a.prompts.size(),
-                                             a.chat ? " and --chat" : ""));
+    throw UsageError("generate", fmt::format("expected one --prompt with --image, got {} prompt(s){}",
+                                             a.prompts.size(), a.chat ? " and --chat" : ""));
   if (a.engine == "ort")
-    throw UsageError("generate", "expected --engine eager or auto with --image, got ort: llava's ONNX components "
-                                 "(vision_encoder, embed_tokens, decoder_model_merged) are not exported yet");
+    throw UsageError("generate", "expected --engine eager or auto with --image, got ort: llava's ONNX "
+                                 "components (vision_encoder, embed_tokens, decoder_model_merged) are not "
+                                 "exported yet");
   if (a.temperature || a.top_k || a.top_p || a.seed || a.repetition_penalty != 1.0f || !a.stop.empty())
-    throw UsageError("generate", "expected greedy decoding with --image (no sampling, repetition penalty or stop), got them");
+    throw UsageError("generate", "expected greedy decoding with --image (no sampling, repetition penalty or "
+                                 "stop), got them");
+  if (a.ignore_eos || a.raw || a.system || a.tools || a.interactive || a.quantize != "none")
+    throw UsageError("generate", "expected none of --ignore-eos, --no-special-tokens, --system, --tools, "
+                                 "--interactive, --quantize with --image (not supported for llava yet), got one");
   const auto r = rt::generate_with_images(a.model, a.images, a.prompts[0], a.max_new_tokens);
-  if (a.json) {
-    nlohmann::json j = {{"engine", "eager"}, {"images", a.images}};
-    j["rows"].push_back({{"prompt", a.prompts[0]}, {"prompt_ids", r.prompt_ids}, {"ids", r.ids}, {"text", r.text}});
-    fmt::print("{}\n", j.dump(2));
-  } else {
-    fmt::print("{}\n", r.text);
-  }
+  if (!a.json) return fmt::print("{}\n", r.text);
+  nlohmann::json j = {{"engine", "eager"}, {"images", a.images}};
+  j["rows"].push_back(
+      {{"prompt", a.prompts[0]}, {"prompt_ids", r.prompt_ids}, {"ids", r.ids}, {"text", r.text}});
+  fmt::print("{}\n", j.dump(2));
 }
 
 void run_generate(GenerateArgs a) {
@@ -243,8 +246,9 @@ void register_generate(CLI::App& app) {
               "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])");
   cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)");
-  cmd->add_option("--image", a->images, "PNG/JPEG for a vision-language model (llava), repeatable: one <image> "
-                                        "marker per image in the prompt; eager, greedy");
+  cmd->add_option("--image", a->images,
+                  "PNG/JPEG for a vision-language model (llava), repeatable: one <image> marker per image in "
+                  "the prompt; eager, greedy");
   CLI::Option* chat =
       cmd->add_option("--chat", a->chat, "User message, wrapped in the model's chat template (value optional with -i)")
           ->expected(0, 1);

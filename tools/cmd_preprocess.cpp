@@ -17,11 +17,13 @@ void register_preprocess(CLI::App& app) {
   };
   auto a = std::make_shared<Args>();
   auto* cmd = app.add_subcommand("preprocess", "Image processor: images → pixel_values (safetensors)");
-  cmd->footer("Example:\n  hfx preprocess llava-hf/llava-1.5-7b-hf --image cat.jpg -o pixel_values.safetensors");
+  cmd->footer(
+      "Example:\n  hfx preprocess llava-hf/llava-1.5-7b-hf --image cat.jpg -o pixel_values.safetensors");
   cmd->add_option("model", a->model, "folder with preprocessor_config.json, or model id ORG/NAME[@REVISION]")
       ->required();
   cmd->add_option("--image", a->images, "a PNG or JPEG file (repeatable)");
-  cmd->add_option("-o,--out", a->out, "write pixel_values here (safetensors); without it only the shape is printed");
+  cmd->add_option("-o,--out", a->out,
+                  "write pixel_values here (safetensors); without it only the shape is printed");
   cmd->callback([a] {
     if (a->images.empty()) throw UsageError("preprocess", "expected at least one --image, got none");
     const auto cfg = processors::ClipImageProcessorConfig::load(resolve_model(a->model));

@@ -18,7 +18,8 @@ std::vector<const Architecture*> create_only_architectures();
 /// create-tiny's extra steps for one architecture; either member may be null.
 struct TinyHooks {
   /// After the generic config and tokenizer: edits of config.json and the tokenizer files.
-  void (*text)(nlohmann::json& config, std::string& tokenizer_json, std::string& tokenizer_config_json) = nullptr;
+  void (*text)(nlohmann::json& config, std::string& tokenizer_json,
+               std::string& tokenizer_config_json) = nullptr;
   /// The checkpoint's other files (processor configs, chat_template.json), written into `dir`.
   void (*files)(const std::string& dir, const nlohmann::json& config) = nullptr;
 };

@@ -31,7 +31,8 @@ ClipVision clip_vision(const json& v) {
   HFX_CHECK(c.patch > 0 && c.image % c.patch == 0, "model",
             "expected vision_config.image_size divisible by patch_size, got {} and {}", c.image, c.patch);
   HFX_CHECK(c.heads > 0 && c.hidden % c.heads == 0, "model",
-            "expected vision_config.hidden_size divisible by num_attention_heads, got {} and {}", c.hidden, c.heads);
+            "expected vision_config.hidden_size divisible by num_attention_heads, got {} and {}", c.hidden,
+            c.heads);
   return c;
 }
 
@@ -94,14 +95,17 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
   s.push_back({"multi_modal_projector.linear_1.bias", {th}});
   s.push_back({"multi_modal_projector.linear_2.weight", {th, th}});
   s.push_back({"multi_modal_projector.linear_2.bias", {th}});
-  for (auto& [name, shape] : ta.weight_specs(ta.parse_config(text))) s.push_back({"language_model." + name, shape});
+  for (auto& [name, shape] : ta.weight_specs(ta.parse_config(text)))
+    s.push_back({"language_model." + name, shape});
   return s;
 }
 
 std::unique_ptr<Model> create(ModelConfig, std::shared_ptr<io::WeightStore>) {
-  HFX_THROW("model", "expected a model hfx can run and export, got llava (LlavaForConditionalGeneration): only its "
-            "image processor (`hfx preprocess`) and `hfx create-tiny llava` exist so far; the CLIP vision tower, "
-            "projector and the vision_encoder / embed_tokens / decoder components are not implemented yet");
+  HFX_THROW(
+      "model",
+      "expected a model hfx can run and export, got llava (LlavaForConditionalGeneration): only its "
+      "image processor (`hfx preprocess`) and `hfx create-tiny llava` exist so far; the CLIP vision tower, "
+      "projector and the vision_encoder / embed_tokens / decoder components are not implemented yet");
 }
 
 // A tiny llava-1.5: CLIP vision 30×30 pixels in 6×6 patches (25 image tokens after the CLS token is
@@ -110,7 +114,10 @@ json tiny(const std::string& preset) {
   if (preset != "tiny") unknown_preset("llava", preset, "tiny");
   json text = tiny_decoder_config("LlamaForCausalLM", "llama");
   text.erase("architectures");
-  text.update(json{{"hidden_act", "silu"}, {"attention_bias", false}, {"mlp_bias", false}, {"rope_scaling", nullptr},
+  text.update(json{{"hidden_act", "silu"},
+                   {"attention_bias", false},
+                   {"mlp_bias", false},
+                   {"rope_scaling", nullptr},
                    {"vocab_size", 514}});  // the tokenizer's 512 + <image> + <pad>
   return json{{"architectures", {"LlavaForConditionalGeneration"}},
               {"model_type", "llava"},
@@ -127,20 +134,29 @@ json tiny(const std::string& preset) {
               {"torch_dtype", "float32"},
               {"transformers_version", "4.47.0"},
               {"text_config", text},
-              {"vision_config", {{"model_type", "clip_vision_model"}, {"hidden_size", 32}, {"intermediate_size", 64},
-                                 {"num_hidden_layers", 2}, {"num_attention_heads", 4}, {"num_channels", 3},
-                                 {"image_size", 30}, {"patch_size", 6}, {"hidden_act", "quick_gelu"},
-                                 {"layer_norm_eps", 1e-5}, {"projection_dim", 32}}}};
+              {"vision_config",
+               {{"model_type", "clip_vision_model"},
+                {"hidden_size", 32},
+                {"intermediate_size", 64},
+                {"num_hidden_layers", 2},
+                {"num_attention_heads", 4},
+                {"num_channels", 3},
+                {"image_size", 30},
+                {"patch_size", 6},
+                {"hidden_act", "quick_gelu"},
+                {"layer_norm_eps", 1e-5},
+                {"projection_dim", 32}}}};
 }
 
 json added_token(int64_t id, const char* content) {
-  return json{{"id", id},          {"content", content}, {"single_word", false}, {"lstrip", false},
-              {"rstrip", false},   {"normalized", false}, {"special", true}};
+  return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
+              {"rstrip", false}, {"normalized", false}, {"special", true}};
 }
 
 // llava-1.5's tokenizer: the Llama-2 one plus <image> (image_token_index) and <pad>.
 void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer_config_json) {
-  const int64_t image = config.at("image_token_index").get<int64_t>(), pad = config.at("pad_token_id").get<int64_t>();
+  const int64_t image = config.at("image_token_index").get<int64_t>(),
+                pad = config.at("pad_token_id").get<int64_t>();
   json tj = json::parse(tokenizer_json), tc = json::parse(tokenizer_config_json);
   tj["added_tokens"].push_back(added_token(image, "<image>"));
   tj["added_tokens"].push_back(added_token(pad, "<pad>"));
@@ -161,10 +177,13 @@ void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer
 
 // llava-hf/llava-1.5-7b-hf's chat template: "USER: <image>\n<text> ASSISTANT:".
 constexpr const char* kChatTemplate =
-    "{% for message in messages %}{% if message['role'] != 'system' %}{{ message['role'].upper() + ': '}}{% endif %}"
-    "{# Render all images first #}{% for content in message['content'] | selectattr('type', 'equalto', 'image') %}"
+    "{% for message in messages %}{% if message['role'] != 'system' %}{{ message['role'].upper() + ': '}}{% "
+    "endif %}"
+    "{# Render all images first #}{% for content in message['content'] | selectattr('type', 'equalto', "
+    "'image') %}"
     "{{ '<image>\\n' }}{% endfor %}{# Render all text next #}{% if message['role'] != 'assistant' %}"
-    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] + ' '}}"
+    "{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}{{ content['text'] + ' "
+    "'}}"
     "{% endfor %}{% else %}{% for content in message['content'] | selectattr('type', 'equalto', 'text') %}"
     "{% generation %}{{ content['text'] + ' '}}{% endgeneration %}{% endfor %}{% endif %}{% endfor %}"
     "{% if add_generation_prompt %}{{ 'ASSISTANT:' }}{% endif %}";
@@ -185,11 +204,12 @@ void tiny_files(const std::string& dir, const json& config) {
                     {"resample", 3},
                     {"rescale_factor", 1.0 / 255.0},
                     {"size", {{"shortest_edge", v.image}}}};
-  const json proc = {{"image_token", "<image>"},
-                     {"num_additional_image_tokens", 1},
-                     {"patch_size", v.patch},
-                     {"processor_class", "LlavaProcessor"},
-                     {"vision_feature_select_strategy", config.value("vision_feature_select_strategy", "default")}};
+  const json proc = {
+      {"image_token", "<image>"},
+      {"num_additional_image_tokens", 1},
+      {"patch_size", v.patch},
+      {"processor_class", "LlavaProcessor"},
+      {"vision_feature_select_strategy", config.value("vision_feature_select_strategy", "default")}};
   io::write_file_atomic(path("preprocessor_config.json"), pre.dump(2) + "\n");
   io::write_file_atomic(path("processor_config.json"), proc.dump(2) + "\n");
   io::write_file_atomic(path("chat_template.json"), json{{"chat_template", kChatTemplate}}.dump(2) + "\n");

@@ -29,9 +29,15 @@ struct Vision {
 };
 
 Vision vision_of(const nlohmann::json& v) {
-  auto get = [&](const char* k, int64_t d) { return jsonc::get_or<int64_t>(v, k, d, kC, "config.json.vision_config"); };
-  return Vision{get("hidden_size", 768),   get("intermediate_size", 3072), get("num_hidden_layers", 12),
-                get("num_attention_heads", 12), get("num_channels", 3),   get("image_size", 224),
+  auto get = [&](const char* k, int64_t d) {
+    return jsonc::get_or<int64_t>(v, k, d, kC, "config.json.vision_config");
+  };
+  return Vision{get("hidden_size", 768),
+                get("intermediate_size", 3072),
+                get("num_hidden_layers", 12),
+                get("num_attention_heads", 12),
+                get("num_channels", 3),
+                get("image_size", 224),
                 get("patch_size", 32),
                 jsonc::get_or<double>(v, "layer_norm_eps", 1e-5, kC, "config.json.vision_config"),
                 jsonc::get_or<std::string>(v, "hidden_act", "quick_gelu", kC, "config.json.vision_config")};
@@ -41,7 +47,9 @@ Var act(const Var& x, const std::string& name) {
   if (name == "quick_gelu") return F::mul(x, F::sigmoid(F::mul(x, 1.702)));
   if (name == "gelu") return F::gelu(x);
   if (name == "gelu_pytorch_tanh" || name == "gelu_new") return F::gelu(x, "tanh");
-  HFX_THROW("model", "expected an activation quick_gelu, gelu or gelu_pytorch_tanh in the llava config, got '{}'", name);
+  HFX_THROW("model",
+            "expected an activation quick_gelu, gelu or gelu_pytorch_tanh in the llava config, got '{}'",
+            name);
 }
 
 struct Weights {
@@ -66,8 +74,9 @@ Var embeddings(const Weights& W, const Vision& v, const Var& pixels) {
   const Sym B = pixels.size(0);
   Var x = F::reshape(F::to(pixels, DType::F32), {B, v.channels, g, v.patch, g, v.patch});
   x = F::reshape(F::permute(x, {0, 2, 4, 1, 3, 5}), {B, g * g, v.channels * v.patch * v.patch});
-  Var patches = F::matmul(x, F::transpose(F::reshape(W(p + "patch_embedding.weight"),
-                                                     {v.hidden, v.channels * v.patch * v.patch}), 0, 1));
+  Var patches = F::matmul(
+      x, F::transpose(F::reshape(W(p + "patch_embedding.weight"), {v.hidden, v.channels * v.patch * v.patch}),
+                      0, 1));
   Var cls = F::expand(F::reshape(W(p + "class_embedding"), {1, 1, v.hidden}), {B, 1, v.hidden});
   return F::add(F::cat({cls, patches}, 1), W(p + "position_embedding.weight"));
 }
@@ -89,7 +98,8 @@ Var encoder_layer(const Weights& W, const Vision& v, const Var& h, int64_t i) {
 
 }  // namespace
 
-Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config, const Var& pixel_values) {
+Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
+                         const Var& pixel_values) {
   const Vision v = vision_of(jsonc::at(config, "vision_config", kC, "config.json"));
   const Weights W{b, w};
   const int64_t fl = jsonc::get_or<int64_t>(config, "vision_feature_layer", -2, kC, "config.json");
@@ -97,16 +107,17 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
   // needs `upto` layers.
   const int64_t upto = fl < 0 ? v.layers + 1 + fl : fl;
   HFX_CHECK(upto >= 0 && upto <= v.layers, "model",
-            "expected vision_feature_layer in [-{}, {}] (an index into the {} hidden states), got {}", v.layers + 1,
-            v.layers, v.layers + 1, fl);
-  HFX_CHECK(pixel_values.dim() == 4, "model", "expected pixel_values [batch, {}, {}, {}], got rank {}", v.channels,
-            v.image, v.image, pixel_values.dim());
+            "expected vision_feature_layer in [-{}, {}] (an index into the {} hidden states), got {}",
+            v.layers + 1, v.layers, v.layers + 1, fl);
+  HFX_CHECK(pixel_values.dim() == 4, "model", "expected pixel_values [batch, {}, {}, {}], got rank {}",
+            v.channels, v.image, v.image, pixel_values.dim());
   Var h = W.norm(embeddings(W, v, pixel_values), "vision_tower.vision_model.pre_layrnorm", v.eps);
   for (int64_t i = 0; i < upto; i++) h = encoder_layer(W, v, h, i);
   const std::string strategy =
       jsonc::get_or<std::string>(config, "vision_feature_select_strategy", "default", kC, "config.json");
   if (strategy == "default") h = F::slice(h, 1, 1, h.size(1));  // drops the CLS position
-  const std::string pact = jsonc::get_or<std::string>(config, "projector_hidden_act", "gelu", kC, "config.json");
+  const std::string pact =
+      jsonc::get_or<std::string>(config, "projector_hidden_act", "gelu", kC, "config.json");
   h = act(W.linear(h, "multi_modal_projector.linear_1"), pact);
   return W.linear(h, "multi_modal_projector.linear_2");
 }
@@ -150,10 +161,11 @@ MergedLM merged_lm(const io::WeightStore& w, const nlohmann::json& config, const
     if (name.rfind(prefix, 0) == 0) text[name.substr(prefix.size())] = w.get(name);
   Tensor& embed = text.at("model.embed_tokens.weight");
   m.vocab = embed.shape()[0];
-  HFX_CHECK(D == 0 || D == embed.shape()[1], "llava", "expected image features of the text hidden size {}, got {}",
-            embed.shape()[1], D);
+  HFX_CHECK(D == 0 || D == embed.shape()[1], "llava",
+            "expected image features of the text hidden size {}, got {}", embed.shape()[1], D);
   embed = append_rows(embed, feats, m.features);
-  if (text.count("lm_head.weight")) text["lm_head.weight"] = append_rows(text["lm_head.weight"], {}, m.features);
+  if (text.count("lm_head.weight"))
+    text["lm_head.weight"] = append_rows(text["lm_head.weight"], {}, m.features);
   nlohmann::json tc = jsonc::at(config, "text_config", "llava", "config.json");
   tc["vocab_size"] = m.vocab + m.features;
   m.lm = make_causal_lm(tc, io::WeightStore::from_tensors(std::move(text)));
@@ -165,10 +177,11 @@ std::vector<int64_t> merged_ids(const MergedLM& m, std::vector<int64_t> ids) {
   int64_t k = 0;
   for (int64_t& id : ids)
     if (id == m.image_token) id = m.vocab + k++;
-  HFX_CHECK(k == m.features, "llava",
-            "expected {} image tokens (id {}) in input_ids — {} image(s) × {} features each — got {}; give one "
-            "image per <image> marker of the prompt", m.features, m.image_token, m.images,
-            m.images ? m.features / m.images : 0, k);
+  HFX_CHECK(
+      k == m.features, "llava",
+      "expected {} image tokens (id {}) in input_ids — {} image(s) × {} features each — got {}; give one "
+      "image per <image> marker of the prompt",
+      m.features, m.image_token, m.images, m.images ? m.features / m.images : 0, k);
   return ids;
 }
 

@@ -15,7 +15,8 @@ namespace hfx::models {
 
 /// image_features for `pixel_values` with the llava config.json `config` (vision_config,
 /// vision_feature_layer, vision_feature_select_strategy, projector_hidden_act) and its weights.
-Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config, const Var& pixel_values);
+Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
+                         const Var& pixel_values);
 
 /// llava's logits [B, S, vocab] (float32) for input_ids [B, S] (int64) whose image tokens
 /// (config.image_token_index) are exactly one run of image_features per image of pixel_values [N, C, H, W],

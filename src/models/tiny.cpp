@@ -89,7 +89,8 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
   if (auto b = tk.bos_id()) j["bos_token_id"] = *b;
   if (auto e = tk.eos_id()) j["eos_token_id"] = *e;
   if (auto p = tk.pad_id()) j["pad_token_id"] = *p;
-  if (const auto* h = models::tiny_hooks(model_type); h && h->text) h->text(j, t.tokenizer_json, t.tokenizer_config_json);
+  if (const auto* h = models::tiny_hooks(model_type); h && h->text)
+    h->text(j, t.tokenizer_json, t.tokenizer_config_json);
   t.config = j;
   return t;
 }

@@ -14,8 +14,8 @@
 #include <memory>
 
 #include "hfx/core/error.h"
-#include "hfx/processors/image.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/processors/image.h"
 
 namespace hfx::processors {
 namespace {
@@ -176,8 +176,9 @@ Image decode_image(std::string_view bytes, const std::string& what) {
     s->bytes = bytes;
     if (!decode_png_into(s.get(), &img, &what)) {
       if (s->error.rfind("[image]", 0) == 0) throw Error("image", s->error.substr(8));
-      HFX_THROW("image", "expected a valid PNG in {}, got libpng error: {}; re-export or re-download the file",
-                what, s->error);
+      HFX_THROW("image",
+                "expected a valid PNG in {}, got libpng error: {}; re-export or re-download the file", what,
+                s->error);
     }
     return img;
   }
@@ -186,13 +187,16 @@ Image decode_image(std::string_view bytes, const std::string& what) {
     auto e = std::make_unique<JpegError>();
     if (!decode_jpeg_into(e.get(), bytes, &img, &what)) {
       if (e->error.rfind("[image]", 0) == 0) throw Error("image", e->error.substr(8));
-      HFX_THROW("image", "expected a valid JPEG in {}, got libjpeg error: {}; re-export or re-download the file",
-                what, e->error);
+      HFX_THROW("image",
+                "expected a valid JPEG in {}, got libjpeg error: {}; re-export or re-download the file", what,
+                e->error);
     }
     return img;
   }
-  HFX_THROW("image", "expected a PNG or JPEG file in {}, got {} bytes with neither signature; convert the "
-            "image to PNG or JPEG", what, bytes.size());
+  HFX_THROW("image",
+            "expected a PNG or JPEG file in {}, got {} bytes with neither signature; convert the "
+            "image to PNG or JPEG",
+            what, bytes.size());
 }
 
 Image read_image(const std::string& path) {

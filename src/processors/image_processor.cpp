@@ -54,22 +54,30 @@ struct Filter {
 
 Filter filter_of(Resample r) {
   switch (r) {
-    case Resample::Box: return {box_filter, 0.5};
-    case Resample::Bilinear: return {bilinear_filter, 1.0};
-    case Resample::Hamming: return {hamming_filter, 1.0};
-    case Resample::Bicubic: return {bicubic_filter, 2.0};
-    case Resample::Lanczos: return {lanczos_filter, 3.0};
-    case Resample::Nearest: break;
+    case Resample::Box:
+      return {box_filter, 0.5};
+    case Resample::Bilinear:
+      return {bilinear_filter, 1.0};
+    case Resample::Hamming:
+      return {hamming_filter, 1.0};
+    case Resample::Bicubic:
+      return {bicubic_filter, 2.0};
+    case Resample::Lanczos:
+      return {lanczos_filter, 3.0};
+    case Resample::Nearest:
+      break;
   }
-  HFX_THROW("image", "expected resample 1 (lanczos), 2 (bilinear), 3 (bicubic), 4 (box) or 5 (hamming), got "
-            "{} (nearest is not supported); set `resample` in preprocessor_config.json", static_cast<int>(r));
+  HFX_THROW("image",
+            "expected resample 1 (lanczos), 2 (bilinear), 3 (bicubic), 4 (box) or 5 (hamming), got "
+            "{} (nearest is not supported); set `resample` in preprocessor_config.json",
+            static_cast<int>(r));
 }
 
 // One output pixel's window: first input index, count, and fixed-point weights.
 struct Coeffs {
   int ksize = 0;
-  std::vector<int> bounds;   // [out] → (xmin, xmax)
-  std::vector<int32_t> kk;   // [out * ksize]
+  std::vector<int> bounds;  // [out] → (xmin, xmax)
+  std::vector<int32_t> kk;  // [out * ksize]
 };
 
 // Pillow's precompute_coeffs + normalize_coeffs_8bpc for the box [0, in_size).
@@ -193,7 +201,8 @@ Image center_crop(const Image& in, int64_t width, int64_t height) {
     for (int64_t x = 0; x < width; x++) {
       const int64_t sx = x + left;
       if (sx < 0 || sx >= in.width) continue;
-      for (int ch = 0; ch < 3; ch++) out.rgb[(y * width + x) * 3 + ch] = in.rgb[(sy * in.width + sx) * 3 + ch];
+      for (int ch = 0; ch < 3; ch++)
+        out.rgb[(y * width + x) * 3 + ch] = in.rgb[(sy * in.width + sx) * 3 + ch];
     }
   }
   return out;
@@ -218,9 +227,10 @@ Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<
       cur = resize(cur, w, h, cfg.resample);
     }
     if (cfg.do_center_crop) cur = center_crop(cur, cfg.crop_width, cfg.crop_height);
-    HFX_CHECK(ready.empty() || (cur.width == ready[0].width && cur.height == ready[0].height), "image processor",
-              "expected images of one size to batch (set do_center_crop), got {}x{} and {}x{}", ready[0].width,
-              ready[0].height, cur.width, cur.height);
+    HFX_CHECK(ready.empty() || (cur.width == ready[0].width && cur.height == ready[0].height),
+              "image processor",
+              "expected images of one size to batch (set do_center_crop), got {}x{} and {}x{}",
+              ready[0].width, ready[0].height, cur.width, cur.height);
     ready.push_back(std::move(cur));
   }
   const int64_t H = ready[0].height, W = ready[0].width, N = static_cast<int64_t>(ready.size());
@@ -238,25 +248,30 @@ Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<
   return out;
 }
 
-ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::json& j, std::string_view where) {
+ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::json& j,
+                                                             std::string_view where) {
   constexpr std::string_view kC = "image processor";
   jsonc::object(j, kC, where);
   ClipImageProcessorConfig c;
-  const std::string type = jsonc::get_or<std::string>(j, "image_processor_type", "CLIPImageProcessor", kC, where);
+  const std::string type =
+      jsonc::get_or<std::string>(j, "image_processor_type", "CLIPImageProcessor", kC, where);
   HFX_CHECK(type == "CLIPImageProcessor" || type == "CLIPImageProcessorFast", std::string(kC),
             "expected image_processor_type CLIPImageProcessor in {}, got '{}' (hfx implements the CLIP "
-            "processor that llava checkpoints use)", where, type);
+            "processor that llava checkpoints use)",
+            where, type);
   c.do_resize = jsonc::get_or<bool>(j, "do_resize", c.do_resize, kC, where);
   const auto& size = jsonc::at(j, "size", kC, where);
-  c.shortest_edge = size.is_object() ? jsonc::get<int64_t>(size, "shortest_edge", kC, std::string(where) + ".size")
-                                     : jsonc::as<int64_t>(size, kC, std::string(where) + ".size");
+  c.shortest_edge = size.is_object()
+                        ? jsonc::get<int64_t>(size, "shortest_edge", kC, std::string(where) + ".size")
+                        : jsonc::as<int64_t>(size, kC, std::string(where) + ".size");
   c.resample = static_cast<Resample>(jsonc::get_or<int>(j, "resample", 3, kC, where));
   if (c.do_resize) filter_of(c.resample);  // rejects an unsupported filter here, not at the first image
   c.do_center_crop = jsonc::get_or<bool>(j, "do_center_crop", c.do_center_crop, kC, where);
   if (c.do_center_crop) {
     const auto& crop = jsonc::at(j, "crop_size", kC, where);
     const std::string cw = std::string(where) + ".crop_size";
-    c.crop_height = crop.is_object() ? jsonc::get<int64_t>(crop, "height", kC, cw) : jsonc::as<int64_t>(crop, kC, cw);
+    c.crop_height =
+        crop.is_object() ? jsonc::get<int64_t>(crop, "height", kC, cw) : jsonc::as<int64_t>(crop, kC, cw);
     c.crop_width = crop.is_object() ? jsonc::get<int64_t>(crop, "width", kC, cw) : c.crop_height;
   }
   c.do_rescale = jsonc::get_or<bool>(j, "do_rescale", c.do_rescale, kC, where);
@@ -265,13 +280,14 @@ ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::jso
   for (const char* key : {"image_mean", "image_std"}) {
     if (!jsonc::has(j, key)) continue;
     auto v = jsonc::as<std::vector<double>>(j[key], kC, std::string(where) + "." + key);
-    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key, v.size());
+    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key,
+              v.size());
     float* dst = std::string_view(key) == "image_mean" ? c.image_mean : c.image_std;
     for (int i = 0; i < 3; i++) dst[i] = static_cast<float>(v[i]);
   }
   HFX_CHECK(c.shortest_edge > 0 && c.crop_height > 0 && c.crop_width > 0, std::string(kC),
-            "expected positive size and crop_size in {}, got {} and {}x{}", where, c.shortest_edge, c.crop_height,
-            c.crop_width);
+            "expected positive size and crop_size in {}, got {} and {}x{}", where, c.shortest_edge,
+            c.crop_height, c.crop_width);
   return c;
 }
 
@@ -279,7 +295,8 @@ ClipImageProcessorConfig ClipImageProcessorConfig::load(const std::string& dir) 
   const std::string path = (std::filesystem::path(dir) / "preprocessor_config.json").string();
   HFX_CHECK(std::filesystem::exists(path), "image processor",
             "expected preprocessor_config.json in '{}', got none; a vision model folder needs its processor "
-            "files", dir);
+            "files",
+            dir);
   return from_json(jsonc::parse(io::read_file(path), "image processor", path), path);
 }
 

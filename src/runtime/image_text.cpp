@@ -16,13 +16,12 @@
 namespace hfx::rt {
 namespace {
 
-nlohmann::json read_json(const std::string& path) {
-  return nlohmann::json::parse(io::read_file(path));
-}
+nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(io::read_file(path)); }
 
 size_t count_markers(const std::string& prompt, const std::string& marker) {
   size_t n = 0;
-  for (size_t at = prompt.find(marker); at != std::string::npos; at = prompt.find(marker, at + marker.size())) n++;
+  for (size_t at = prompt.find(marker); at != std::string::npos; at = prompt.find(marker, at + marker.size()))
+    n++;
   return n;
 }
 
@@ -42,15 +41,17 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   const std::string type = config.value("model_type", "");
   HFX_CHECK(type == "llava", "generate",
             "expected a llava checkpoint folder for --image (the vision-language model hfx runs so far), got "
-            "model_type '{}' in '{}'", type, dir);
+            "model_type '{}' in '{}'",
+            type, dir);
   std::string marker = "<image>";
   if (fs::exists(fs::path(dir) / "processor_config.json"))
     marker = read_json((fs::path(dir) / "processor_config.json").string()).value("image_token", marker);
   const size_t markers = count_markers(prompt, marker);
-  HFX_CHECK(markers == image_paths.size(), "generate",
-            "expected one {} marker per image in the prompt ({} image(s) given), got {} marker(s); write {} where "
-            "each image goes, e.g. 'USER: {}\\nWhat is this? ASSISTANT:'", marker, image_paths.size(), markers,
-            marker, marker);
+  HFX_CHECK(
+      markers == image_paths.size(), "generate",
+      "expected one {} marker per image in the prompt ({} image(s) given), got {} marker(s); write {} where "
+      "each image goes, e.g. 'USER: {}\\nWhat is this? ASSISTANT:'",
+      marker, image_paths.size(), markers, marker, marker);
 
   const auto proc = processors::ClipImageProcessorConfig::load(dir);
   std::vector<processors::Image> images;
@@ -62,11 +63,14 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   const int64_t per_image = features_per_image(config);
   ImageTextResult r;
   for (int32_t id : tok.encode(prompt)) {
-    if (id == image_token) r.prompt_ids.insert(r.prompt_ids.end(), static_cast<size_t>(per_image), image_token);
-    else r.prompt_ids.push_back(id);
+    if (id == image_token)
+      r.prompt_ids.insert(r.prompt_ids.end(), static_cast<size_t>(per_image), image_token);
+    else
+      r.prompt_ids.push_back(id);
   }
   const auto weights = io::WeightStore::open_dir(dir);
-  r.ids = models::llava_greedy(*weights, config, r.prompt_ids, pixel_values, static_cast<int>(max_new_tokens));
+  r.ids =
+      models::llava_greedy(*weights, config, r.prompt_ids, pixel_values, static_cast<int>(max_new_tokens));
   const std::vector<int32_t> ids32(r.ids.begin(), r.ids.end());
   r.text = tok.decode(ids32);
   return r;

@@ -4,7 +4,8 @@
 //   - Pillow (Debian's python3-pil), run as transformers' CLIPImageProcessor runs it
 //     (clip_pil_oracle.py): the cropped bytes must be IDENTICAL and pixel_values within 1e-6 (float32
 //     rounding of rescale/normalize) for every image, resized or not;
-//   - Transformers.js 4.3.1's AutoImageProcessor (clip_tjs_oracle.mjs): pixel_values within 1e-6 (measured 2.4e-7) for
+//   - Transformers.js 4.3.1's AutoImageProcessor (clip_tjs_oracle.mjs): pixel_values within 1e-6
+//   (measured 2.4e-7) for
 //     every image whose shortest edge is already the target (no resampling). Transformers.js resizes
 //     with sharp's affine bicubic interpolation (libvips, no antialiasing), not Pillow's filter, so
 //     resized images differ from it by design; the test prints that difference (figures in docs/vision.md).
@@ -13,11 +14,11 @@
 
 #include <unistd.h>
 
+#include <zlib.h>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
-#include <zlib.h>
 #include <nlohmann/json.hpp>
 
 #include <fmt/format.h>
@@ -25,9 +26,9 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/processors/image.h"
-#include "vision/image_writers.h"
 #include "support/oracle.h"
 #include "support/shell.h"
+#include "vision/image_writers.h"
 
 namespace fs = std::filesystem;
 using hfx::testsupport::JpegKind;
@@ -100,8 +101,10 @@ class ImageProcessorTest : public ::testing::Test {
     uint32_t seed = 1;
     for (const Case& c : kCases) {
       const std::string p = (dir_ / c.name).string();
-      if (c.png) hfx::testsupport::write_png(p, c.w, c.h, PngKind(c.kind), seed++);
-      else hfx::testsupport::write_jpeg(p, c.w, c.h, JpegKind(c.kind), seed++);
+      if (c.png)
+        hfx::testsupport::write_png(p, c.w, c.h, PngKind(c.kind), seed++);
+      else
+        hfx::testsupport::write_jpeg(p, c.w, c.h, JpegKind(c.kind), seed++);
       paths_ += " '" + p + "'";
       if (c.tjs_reads) tjs_paths_ += " '" + p + "'";
     }
@@ -118,8 +121,10 @@ TEST_F(ImageProcessorTest, EqualsPillowBytesAndTransformersJsPixelValues) {
   HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   auto pil = hfx::testsupport::sh(std::string(kPython) + " -c 'import PIL'");
   if (pil.rc != 0) {
-    const std::string why = "[oracle] expected Pillow for /usr/bin/python3 (Debian's python3-pil; scripts/setup.sh "
-                            "installs it), got: " + pil.out;
+    const std::string why =
+        "[oracle] expected Pillow for /usr/bin/python3 (Debian's python3-pil; scripts/setup.sh "
+        "installs it), got: " +
+        pil.out;
     if (hfx::test::oracles_required()) GTEST_FAIL() << why;
     GTEST_SKIP() << why;
   }
@@ -152,7 +157,8 @@ TEST_F(ImageProcessorTest, EqualsPillowBytesAndTransformersJsPixelValues) {
     const auto pil_f = read_f32((dir_ / "pil" / (std::to_string(i) + ".f32")).string());
     ASSERT_EQ(pil_f.size(), size_t(pv.numel()));
     double max_pil = 0, max_tjs = 0, sum_tjs = 0;
-    for (size_t k = 0; k < pil_f.size(); k++) max_pil = std::max(max_pil, double(std::fabs(mine[k] - pil_f[k])));
+    for (size_t k = 0; k < pil_f.size(); k++)
+      max_pil = std::max(max_pil, double(std::fabs(mine[k] - pil_f[k])));
     EXPECT_LE(max_pil, 1e-6);  // measured 2.4e-7: one float32 ulp of values near 2
     const bool resampled = std::min(c.w, c.h) != 336;
     if (c.tjs_reads) {
@@ -168,8 +174,9 @@ TEST_F(ImageProcessorTest, EqualsPillowBytesAndTransformersJsPixelValues) {
         tjs_equal++;
       }
     }
-    const std::string vs_tjs = c.tjs_reads ? fmt::format("max|hfx-tjs|={:.3g}  mean|hfx-tjs|={:.3g}", max_tjs, sum_tjs)
-                                           : std::string("(Transformers.js cannot read it)");
+    const std::string vs_tjs =
+        c.tjs_reads ? fmt::format("max|hfx-tjs|={:.3g}  mean|hfx-tjs|={:.3g}", max_tjs, sum_tjs)
+                    : std::string("(Transformers.js cannot read it)");
     std::printf("[image processor] %-22s %4lldx%-4lld resampled=%d  max|hfx-pil|=%.3g  %s\n", c.name.c_str(),
                 (long long)c.w, (long long)c.h, resampled, max_pil, vs_tjs.c_str());
   }
@@ -180,7 +187,9 @@ TEST_F(ImageProcessorTest, EqualsPillowBytesAndTransformersJsPixelValues) {
 
 namespace {
 
-std::string cut(const std::string& bytes, double frac) { return bytes.substr(0, size_t(bytes.size() * frac)); }
+std::string cut(const std::string& bytes, double frac) {
+  return bytes.substr(0, size_t(bytes.size() * frac));
+}
 
 // A valid PNG whose IHDR claims w × h (CRC fixed), so only the size check can refuse it.
 std::string with_ihdr_size(std::string png, uint32_t w, uint32_t h) {
@@ -199,9 +208,12 @@ TEST_F(ImageProcessorTest, CorruptTruncatedOrOversizedImagesFailClearly) {
   std::string bad_crc = png;
   bad_crc[bad_crc.size() / 2] ^= 0x5a;
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {"truncated.png", cut(png, 0.5)},   {"truncated.jpg", cut(jpg, 0.5)},
-      {"corrupt_idat.png", bad_crc},      {"not_an_image.png", "GIF89a this is not a PNG"},
-      {"empty.jpg", ""},                  {"huge.png", with_ihdr_size(png, 20000, 20000)},
+      {"truncated.png", cut(png, 0.5)},
+      {"truncated.jpg", cut(jpg, 0.5)},
+      {"corrupt_idat.png", bad_crc},
+      {"not_an_image.png", "GIF89a this is not a PNG"},
+      {"empty.jpg", ""},
+      {"huge.png", with_ihdr_size(png, 20000, 20000)},
   };
   for (const auto& [name, bytes] : bad) {
     SCOPED_TRACE(name);
@@ -214,8 +226,9 @@ TEST_F(ImageProcessorTest, CorruptTruncatedOrOversizedImagesFailClearly) {
       EXPECT_EQ(std::string(e.what()).rfind("[image] expected ", 0), 0u) << e.what();
       EXPECT_NE(std::string(e.what()).find(", got "), std::string::npos) << e.what();
     }
-    const auto r = hfx::testsupport::sh(std::string(HFX_CLI) + " preprocess '" + (dir_ / "model").string() +
-                                        "' --image '" + p + "' -o '" + (dir_ / "pv.safetensors").string() + "'");
+    const auto r =
+        hfx::testsupport::sh(std::string(HFX_CLI) + " preprocess '" + (dir_ / "model").string() +
+                             "' --image '" + p + "' -o '" + (dir_ / "pv.safetensors").string() + "'");
     EXPECT_EQ(r.rc, 1) << r.out;
     EXPECT_NE(r.out.find("[image] expected "), std::string::npos) << r.out;
     EXPECT_FALSE(fs::exists(dir_ / "pv.safetensors")) << "nothing half-written";
@@ -228,8 +241,8 @@ TEST_F(ImageProcessorTest, CorruptTruncatedOrOversizedImagesFailClearly) {
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto st = hfx::io::SafetensorsFile::open((dir_ / "pv.safetensors").string());
   const hfx::Tensor got = st->get("pixel_values");
-  const hfx::Tensor want = hp::clip_pixel_values(
-      cfg_, {hp::read_image((dir_ / "wide_rgba.png").string()), hp::read_image((dir_ / "photo_down.jpg").string())});
+  const hfx::Tensor want = hp::clip_pixel_values(cfg_, {hp::read_image((dir_ / "wide_rgba.png").string()),
+                                                        hp::read_image((dir_ / "photo_down.jpg").string())});
   ASSERT_EQ(got.shape(), want.shape());
   EXPECT_EQ(std::memcmp(got.raw(), want.raw(), want.nbytes()), 0);
 }

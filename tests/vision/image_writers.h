@@ -22,9 +22,11 @@ inline uint8_t pattern(int64_t x, int64_t y, int c, int64_t w, int64_t h, uint32
   s ^= s >> 13;
   s *= 0x5bd1e995u;
   s ^= s >> 15;
-  const int64_t grad = (x * 255 / std::max<int64_t>(w - 1, 1) * (c + 1) + y * 255 / std::max<int64_t>(h - 1, 1)) / (c + 2);
+  const int64_t grad =
+      (x * 255 / std::max<int64_t>(w - 1, 1) * (c + 1) + y * 255 / std::max<int64_t>(h - 1, 1)) / (c + 2);
   const int64_t stripes = ((x / (3 + c)) + (y / 5)) % 2 ? 40 : -40;
-  return static_cast<uint8_t>(std::clamp<int64_t>(grad + stripes + static_cast<int64_t>(s % 31) - 15, 0, 255));
+  return static_cast<uint8_t>(
+      std::clamp<int64_t>(grad + stripes + static_cast<int64_t>(s % 31) - 15, 0, 255));
 }
 
 enum class PngKind { Rgb, Rgba, Gray, GrayAlpha, Palette, Rgb16, RgbInterlaced };
@@ -37,20 +39,32 @@ inline void write_png(const std::string& path, int64_t w, int64_t h, PngKind kin
   png_init_io(png, f);
   int color = PNG_COLOR_TYPE_RGB, depth = 8, channels = 3;
   switch (kind) {
-    case PngKind::Rgba: color = PNG_COLOR_TYPE_RGBA, channels = 4; break;
-    case PngKind::Gray: color = PNG_COLOR_TYPE_GRAY, channels = 1; break;
-    case PngKind::GrayAlpha: color = PNG_COLOR_TYPE_GRAY_ALPHA, channels = 2; break;
-    case PngKind::Palette: color = PNG_COLOR_TYPE_PALETTE, channels = 1; break;
-    case PngKind::Rgb16: depth = 16; break;
-    default: break;
+    case PngKind::Rgba:
+      color = PNG_COLOR_TYPE_RGBA, channels = 4;
+      break;
+    case PngKind::Gray:
+      color = PNG_COLOR_TYPE_GRAY, channels = 1;
+      break;
+    case PngKind::GrayAlpha:
+      color = PNG_COLOR_TYPE_GRAY_ALPHA, channels = 2;
+      break;
+    case PngKind::Palette:
+      color = PNG_COLOR_TYPE_PALETTE, channels = 1;
+      break;
+    case PngKind::Rgb16:
+      depth = 16;
+      break;
+    default:
+      break;
   }
   png_set_IHDR(png, info, static_cast<png_uint_32>(w), static_cast<png_uint_32>(h), depth, color,
-               kind == PngKind::RgbInterlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE, PNG_COMPRESSION_TYPE_DEFAULT,
-               PNG_FILTER_TYPE_DEFAULT);
+               kind == PngKind::RgbInterlaced ? PNG_INTERLACE_ADAM7 : PNG_INTERLACE_NONE,
+               PNG_COMPRESSION_TYPE_DEFAULT, PNG_FILTER_TYPE_DEFAULT);
   if (kind == PngKind::Palette) {
     std::vector<png_color> pal(256);
     for (int i = 0; i < 256; i++)
-      pal[i] = {static_cast<png_byte>(i), static_cast<png_byte>(255 - i), static_cast<png_byte>((i * 7) % 256)};
+      pal[i] = {static_cast<png_byte>(i), static_cast<png_byte>(255 - i),
+                static_cast<png_byte>((i * 7) % 256)};
     png_set_PLTE(png, info, pal.data(), 256);
   }
   png_write_info(png, info);
@@ -97,7 +111,8 @@ inline void write_jpeg(const std::string& path, int64_t w, int64_t h, JpegKind k
   std::vector<uint8_t> row(static_cast<size_t>(w * c.input_components));
   for (int64_t y = 0; y < h; y++) {
     for (int64_t x = 0; x < w; x++)
-      for (int ch = 0; ch < c.input_components; ch++) row[x * c.input_components + ch] = pattern(x, y, ch, w, h, seed);
+      for (int ch = 0; ch < c.input_components; ch++)
+        row[x * c.input_components + ch] = pattern(x, y, ch, w, h, seed);
     JSAMPROW r = row.data();
     jpeg_write_scanlines(&c, &r, 1);
   }

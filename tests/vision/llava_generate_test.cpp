@@ -19,7 +19,8 @@ namespace fs = std::filesystem;
 
 namespace {
 
-const char* kPrompts[] = {"USER: <image>\nWhat is this? ASSISTANT:", "USER: <image>\n<image>\nCompare them. ASSISTANT:"};
+const char* kPrompts[] = {"USER: <image>\nWhat is this? ASSISTANT:",
+                          "USER: <image>\n<image>\nCompare them. ASSISTANT:"};
 
 class LlavaGenerate : public ::testing::Test {
  protected:
@@ -27,7 +28,8 @@ class LlavaGenerate : public ::testing::Test {
     dir_ = fs::temp_directory_path() / ("hfx_llava_generate_" + std::to_string(::getpid()));
     fs::remove_all(dir_);
     hfx::create_tiny("llava", (dir_ / "llava").string());
-    golden_ = nlohmann::json::parse(hfx::io::read_file(HFX_TEST_DATA "/goldens/llava-tiny.json"))["image_files"];
+    golden_ =
+        nlohmann::json::parse(hfx::io::read_file(HFX_TEST_DATA "/goldens/llava-tiny.json"))["image_files"];
     for (size_t i = 0; i < golden_["images"].size(); i++) {
       const auto& im = golden_["images"][i];
       images_.push_back((dir_ / (std::to_string(i) + ".png")).string());
@@ -37,8 +39,8 @@ class LlavaGenerate : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   hfx::testsupport::Proc generate(const std::string& prompt, size_t n_images, const std::string& extra = "") {
-    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / "llava").string() + "' --prompt '" + prompt +
-                      "' --max-new-tokens 32 " + extra;
+    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / "llava").string() + "' --prompt '" +
+                      prompt + "' --max-new-tokens 32 " + extra;
     for (size_t i = 0; i < n_images; i++) cmd += " --image '" + images_[i] + "'";
     return hfx::testsupport::sh(cmd);
   }
@@ -59,15 +61,18 @@ TEST_F(LlavaGenerate, GreedyTokensEqualTransformersWithOneAndTwoImages) {
     EXPECT_EQ(row["prompt_ids"], want["prompt_ids"]);
     EXPECT_EQ(row["ids"], want["greedy"]);
     std::printf("[llava generate] %zu image(s): %zu prompt ids, greedy %zu tokens %s transformers'\n", n,
-                row["prompt_ids"].size(), row["ids"].size(), row["ids"] == want["greedy"] ? "equal to" : "DIFFER from");
+                row["prompt_ids"].size(), row["ids"].size(),
+                row["ids"] == want["greedy"] ? "equal to" : "DIFFER from");
   }
 }
 
 TEST_F(LlavaGenerate, MarkersAndImagesMustAgree) {
   auto r = generate(kPrompts[1], 1);  // two markers, one image
   EXPECT_EQ(r.rc, 1) << r.out;
-  EXPECT_NE(r.out.find("[generate] expected one <image> marker per image in the prompt (1 image(s) given), got 2"),
-            std::string::npos) << r.out;
+  EXPECT_NE(
+      r.out.find("[generate] expected one <image> marker per image in the prompt (1 image(s) given), got 2"),
+      std::string::npos)
+      << r.out;
   r = generate(kPrompts[0], 2);  // one marker, two images
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("got 1 marker(s)"), std::string::npos) << r.out;

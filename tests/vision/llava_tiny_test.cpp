@@ -22,9 +22,9 @@
 #include "hfx/processors/image.h"
 #include "hfx/tokenizers/chat_template.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "vision/image_writers.h"
 #include "support/oracle.h"
 #include "support/shell.h"
+#include "vision/image_writers.h"
 
 namespace fs = std::filesystem;
 namespace hp = hfx::processors;
@@ -44,9 +44,9 @@ class LlavaTiny : public ::testing::Test {
 };
 
 TEST_F(LlavaTiny, CheckpointHasLlavaFilesTokenAndRefusesToRun) {
-  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
-                        "generation_config.json", "preprocessor_config.json", "processor_config.json",
-                        "chat_template.json"})
+  for (const char* f :
+       {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json",
+        "generation_config.json", "preprocessor_config.json", "processor_config.json", "chat_template.json"})
     EXPECT_TRUE(fs::exists(dir_ / "llava" / f)) << f;
   const auto cfg = nlohmann::json::parse(hfx::io::read_file(model() + "/config.json"));
   EXPECT_EQ(cfg["architectures"][0], "LlavaForConditionalGeneration");
@@ -58,8 +58,10 @@ TEST_F(LlavaTiny, CheckpointHasLlavaFilesTokenAndRefusesToRun) {
 
   // Every weight transformers' LlavaForConditionalGeneration (4.47) has, with its shape.
   const auto st = hfx::io::SafetensorsFile::open(model() + "/model.safetensors");
-  EXPECT_EQ(st->get("vision_tower.vision_model.embeddings.patch_embedding.weight").shape(), (hfx::Shape{32, 3, 6, 6}));
-  EXPECT_EQ(st->get("vision_tower.vision_model.embeddings.position_embedding.weight").shape(), (hfx::Shape{26, 32}));
+  EXPECT_EQ(st->get("vision_tower.vision_model.embeddings.patch_embedding.weight").shape(),
+            (hfx::Shape{32, 3, 6, 6}));
+  EXPECT_EQ(st->get("vision_tower.vision_model.embeddings.position_embedding.weight").shape(),
+            (hfx::Shape{26, 32}));
   EXPECT_EQ(st->get("multi_modal_projector.linear_1.weight").shape(), (hfx::Shape{64, 32}));
   EXPECT_EQ(st->get("language_model.model.embed_tokens.weight").shape(), (hfx::Shape{514, 64}));
   EXPECT_EQ(st->get("language_model.lm_head.weight").shape(), (hfx::Shape{514, 64}));
@@ -79,7 +81,8 @@ TEST_F(LlavaTiny, CheckpointHasLlavaFilesTokenAndRefusesToRun) {
     ADD_FAILURE() << "llava loaded";
   } catch (const hfx::Error& e) {
     EXPECT_NE(std::string(e.what()).find("[model] expected a model hfx can run and export, got llava"),
-              std::string::npos) << e.what();
+              std::string::npos)
+        << e.what();
   }
 }
 
@@ -88,9 +91,9 @@ TEST_F(LlavaTiny, TransformersJsProcessorReadsTheFolder) {
   const std::string image = (dir_ / "cat.png").string();
   hfx::testsupport::write_png(image, 64, 48, hfx::testsupport::PngKind::Rgb, 7);
   const std::string prompt = "USER: <image>\nWhat is this? ASSISTANT:";
-  const auto r = hfx::testsupport::sh("node " HFX_SOURCE_DIR "/tests/vision/llava_processor_tjs.mjs '" HFX_NODE_MODULES
-                                      "' '" + model() + "' '" + image + "' '" + prompt + "' '" +
-                                      (dir_ / "pv.f32").string() + "' 2>/dev/null");
+  const auto r = hfx::testsupport::sh(
+      "node " HFX_SOURCE_DIR "/tests/vision/llava_processor_tjs.mjs '" HFX_NODE_MODULES "' '" + model() +
+      "' '" + image + "' '" + prompt + "' '" + (dir_ / "pv.f32").string() + "' 2>/dev/null");
   ASSERT_EQ(r.rc, 0) << r.out;
   const auto j = nlohmann::json::parse(r.out);
   EXPECT_EQ(j["processor"], "LlavaProcessor");
@@ -101,9 +104,9 @@ TEST_F(LlavaTiny, TransformersJsProcessorReadsTheFolder) {
   // side resamples (resampled images differ by design: sharp vs Pillow, docs/vision.md).
   const std::string square = (dir_ / "square.png").string();
   hfx::testsupport::write_png(square, 30, 30, hfx::testsupport::PngKind::Rgb, 8);
-  const auto r2 = hfx::testsupport::sh("node " HFX_SOURCE_DIR "/tests/vision/llava_processor_tjs.mjs '" HFX_NODE_MODULES
-                                       "' '" + model() + "' '" + square + "' '" + prompt + "' '" +
-                                       (dir_ / "pv2.f32").string() + "' 2>/dev/null");
+  const auto r2 = hfx::testsupport::sh(
+      "node " HFX_SOURCE_DIR "/tests/vision/llava_processor_tjs.mjs '" HFX_NODE_MODULES "' '" + model() +
+      "' '" + square + "' '" + prompt + "' '" + (dir_ / "pv2.f32").string() + "' 2>/dev/null");
   ASSERT_EQ(r2.rc, 0) << r2.out;
   const auto cfg = hp::ClipImageProcessorConfig::load(model());
   const hfx::Tensor pv = hp::clip_pixel_values(cfg, {hp::read_image(square)});
@@ -128,8 +131,10 @@ TEST_F(LlavaTiny, TransformersJsProcessorReadsTheFolder) {
   auto ids = tok.encode(prompt);
   std::vector<int64_t> expanded;
   for (int32_t id : ids) {
-    if (id == image_token) expanded.insert(expanded.end(), 26, image_token);
-    else expanded.push_back(id);
+    if (id == image_token)
+      expanded.insert(expanded.end(), 26, image_token);
+    else
+      expanded.push_back(id);
   }
   EXPECT_EQ(tjs_ids, expanded);
 }
@@ -140,10 +145,11 @@ TEST_F(LlavaTiny, ExportRefusesClearlyForEveryFormat) {
   for (const char* format : {"executorch", "dynamo", "onnx"}) {
     SCOPED_TRACE(format);
     const fs::path out = dir_ / (std::string("out_") + format);
-    const auto r = hfx::testsupport::sh(std::string(HFX_CLI) + " export '" + model() + "' --format " + format +
-                                        " -o '" + out.string() + "'");
+    const auto r = hfx::testsupport::sh(std::string(HFX_CLI) + " export '" + model() + "' --format " +
+                                        format + " -o '" + out.string() + "'");
     EXPECT_EQ(r.rc, 1) << r.out;
-    EXPECT_NE(r.out.find("[model] expected a model hfx can run and export, got llava"), std::string::npos) << r.out;
+    EXPECT_NE(r.out.find("[model] expected a model hfx can run and export, got llava"), std::string::npos)
+        << r.out;
     EXPECT_FALSE(fs::exists(out)) << "nothing written";
   }
 }

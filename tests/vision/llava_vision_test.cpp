@@ -38,7 +38,8 @@ class LlavaEager : public ::testing::Test {
     hfx::Shape shape = golden_["pixel_values_shape"].get<hfx::Shape>();
     shape[0] = n;
     std::vector<float> pv(static_cast<size_t>(hfx::shape_numel(shape)));
-    for (size_t i = 0; i < pv.size(); i++) pv[i] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
+    for (size_t i = 0; i < pv.size(); i++)
+      pv[i] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
     return hfx::Tensor::from_floats(shape, pv);
   }
 
@@ -75,8 +76,10 @@ TEST_F(LlavaEager, LogitsAndGreedyTokensEqualTransformersWithOneAndTwoImages) {
     ASSERT_EQ(logits.shape()[2], 514);
     const double d = max_diff(logits.slice(1, S - 4, S).contiguous(), c["last_logits"]);
     const auto greedy = hfx::models::llava_greedy(*weights_, config_, ids, pixel_values(n), 32);
-    std::printf("[llava eager] %lld image(s): last-4 logits max |hfx - transformers| = %.3g, greedy %zu tokens %s\n",
-                (long long)n, d, greedy.size(), greedy == c["greedy"].get<std::vector<int64_t>>() ? "equal" : "DIFFER");
+    std::printf(
+        "[llava eager] %lld image(s): last-4 logits max |hfx - transformers| = %.3g, greedy %zu tokens %s\n",
+        (long long)n, d, greedy.size(),
+        greedy == c["greedy"].get<std::vector<int64_t>>() ? "equal" : "DIFFER");
     EXPECT_LE(d, 1e-4);
     EXPECT_EQ(greedy, c["greedy"].get<std::vector<int64_t>>());
   }
@@ -88,9 +91,11 @@ TEST_F(LlavaEager, MoreImageTokensThanImagesIsAClearError) {
     hfx::models::llava_greedy(*weights_, config_, two_images, pixel_values(1), 4);
     ADD_FAILURE() << "ran with 50 image tokens and 1 image";
   } catch (const hfx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[llava] expected 25 image tokens (id 512) in input_ids — 1 image(s) × 25 "
-                                         "features each — got 50"),
-              std::string::npos) << e.what();
+    EXPECT_NE(
+        std::string(e.what()).find("[llava] expected 25 image tokens (id 512) in input_ids — 1 image(s) × 25 "
+                                   "features each — got 50"),
+        std::string::npos)
+        << e.what();
   }
 }
 
