@@ -8,6 +8,7 @@
 #include <stdio.h>  // jpeglib.h needs FILE and size_t first
 
 #include <jpeglib.h>
+#include <jerror.h>
 
 #include <csetjmp>
 #include <cstring>
@@ -34,6 +35,7 @@ struct PngState {
   std::string_view bytes;
   size_t pos = 8;  // the signature was checked before libpng starts
   std::string error;
+  std::vector<png_bytep> rows;  // here, not a local: a local set after setjmp is indeterminate after longjmp
   std::jmp_buf jmp;
 };
 
@@ -71,9 +73,7 @@ bool decode_png_into(PngState* s, Image* img, const std::string* what) {
   png_structp png = png_create_read_struct(PNG_LIBPNG_VER_STRING, s, png_error_fn, png_warning_fn);
   if (!png) return s->error = "out of memory", false;
   png_infop info = png_create_info_struct(png);
-  std::vector<png_bytep>* rows = nullptr;
   if (setjmp(s->jmp)) {
-    delete rows;
     png_destroy_read_struct(&png, &info, nullptr);
     return false;
   }
@@ -92,11 +92,10 @@ bool decode_png_into(PngState* s, Image* img, const std::string* what) {
   img->width = w;
   img->height = h;
   img->rgb.assign(static_cast<size_t>(w * h * 3), 0);
-  rows = new std::vector<png_bytep>(static_cast<size_t>(h));
-  for (int64_t y = 0; y < h; y++) (*rows)[y] = img->rgb.data() + y * w * 3;
-  png_read_image(png, rows->data());
+  s->rows.resize(static_cast<size_t>(h));
+  for (int64_t y = 0; y < h; y++) s->rows[y] = img->rgb.data() + y * w * 3;
+  png_read_image(png, s->rows.data());
   png_read_end(png, nullptr);
-  delete rows;
   png_destroy_read_struct(&png, &info, nullptr);
   return true;
 }
@@ -117,10 +116,11 @@ void jpeg_error_exit(j_common_ptr c) {
   std::longjmp(e->jmp, 1);
 }
 
-// A warning (level -1) is corrupt data, a truncated file above all: libjpeg would go on with gray pixels,
-// PIL refuses ("image file is truncated"), and so does hfx.
+// A truncated file is a warning to libjpeg, which then goes on with gray pixels; PIL refuses it ("image file
+// is truncated"), and so does hfx. Other corrupt-data warnings (extraneous bytes before a marker) PIL lets
+// pass, and so does hfx.
 void jpeg_emit_message(j_common_ptr c, int level) {
-  if (level < 0) jpeg_error_exit(c);
+  if (level < 0 && c->err->msg_code == JWRN_JPEG_EOF) jpeg_error_exit(c);
 }
 
 bool decode_jpeg_into(JpegError* e, std::string_view bytes, Image* img, const std::string* what) {

@@ -4,9 +4,10 @@
 // Decoding follows what PIL (and so transformers) does with a file: PNG through libpng with no gamma
 // correction, palettes looked up (transparency ignored), 16-bit samples cut to their high byte, alpha
 // dropped by `convert("RGB")`; JPEG through libjpeg(-turbo) with its defaults (islow IDCT, fancy
-// upsampling). EXIF orientation is not applied. A truncated or corrupt file is an error, never a
-// partly gray image. Resampling is Pillow's ImagingResample (separable, antialiased when downscaling,
-// 22-bit fixed point, horizontal pass first, uint8 between the passes).
+// upsampling). EXIF orientation is not applied. A truncated or undecodable file is an error, never a
+// partly gray image (libjpeg's other corrupt-data warnings, such as extraneous bytes before a marker, pass
+// as in PIL). Resampling is Pillow's ImagingResample (separable, antialiased when downscaling, 22-bit fixed
+// point, horizontal pass first, uint8 between the passes).
 #pragma once
 
 #include <cstdint>
