@@ -1,10 +1,11 @@
-// llava: LlavaForConditionalGeneration (transformers 4.47 layout) — so far its checkpoint only: config
-// (vision_config: CLIPVisionConfig, text_config: the language model's own config), every weight name and
-// shape (vision_tower.vision_model.*, multi_modal_projector.linear_{1,2}, language_model.{model.*,lm_head}),
-// and `hfx create-tiny llava` with the processor files of a llava-1.5 checkpoint (preprocessor_config.json,
-// processor_config.json, chat_template.json, an <image> token). The model itself (CLIP vision tower,
-// projector, merged decoding) does not run yet: `create` refuses with a clear error, and llava stays out of
-// all_architectures() (src/models/registry.cpp), which every capture/export/verify sweep walks.
+// llava: LlavaForConditionalGeneration (transformers 4.47 layout) as a checkpoint: config (vision_config:
+// CLIPVisionConfig, text_config: the language model's own config), every weight name and shape
+// (vision_tower.vision_model.*, multi_modal_projector.linear_{1,2}, language_model.{model.*,lm_head}), and
+// `hfx create-tiny llava` with the processor files of a llava-1.5 checkpoint (preprocessor_config.json,
+// processor_config.json, chat_template.json, an <image> token). The model runs eagerly through
+// src/models/llava_vision.h (`hfx generate --image`) but is not an hfx Model with components yet: `create`
+// refuses with a clear error, and llava stays out of all_architectures() (src/models/registry.cpp), which
+// every capture/export/verify sweep walks.
 #include <filesystem>
 
 #include "blocks.h"
@@ -103,9 +104,10 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
 std::unique_ptr<Model> create(ModelConfig, std::shared_ptr<io::WeightStore>) {
   HFX_THROW(
       "model",
-      "expected a model hfx can run and export, got llava (LlavaForConditionalGeneration): only its "
-      "image processor (`hfx preprocess`) and `hfx create-tiny llava` exist so far; the CLIP vision tower, "
-      "projector and the vision_encoder / embed_tokens / decoder components are not implemented yet");
+      "expected a model hfx can run and export, got llava (LlavaForConditionalGeneration): llava runs "
+      "only eagerly through `hfx generate CKPT --image FILE --prompt TEXT` (src/models/llava_vision.h); its "
+      "vision_encoder / embed_tokens / decoder components, and so export, verify and inspect, are not "
+      "implemented yet");
 }
 
 // A tiny llava-1.5: CLIP vision 30×30 pixels in 6×6 patches (25 image tokens after the CLS token is

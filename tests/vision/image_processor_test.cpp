@@ -271,3 +271,41 @@ TEST(ImageProcessorConfig, RejectsWhatItDoesNotImplement) {
 }
 
 }  // namespace
+
+namespace {
+
+// Damaged files of every kind the decoders take: each truncation point and byte flip either decodes (a flip
+// in pixel data can leave a valid file) or is an "[image] expected …" error — never a crash, a hang or
+// another exception (the sanitizer tier runs this under ASan/UBSan).
+TEST_F(ImageProcessorTest, DamagedFilesDecodeOrFailCleanly) {
+  uint64_t state = 0x9e3779b97f4a7c15ull;
+  auto next = [&] {
+    state ^= state << 13, state ^= state >> 7, state ^= state << 17;
+    return state;
+  };
+  int decoded = 0, refused = 0;
+  for (const char* name : {"square_rgb.png", "wide_palette.png", "interlaced.png", "rgb16.png",
+                           "odd_ycc420.jpg", "progressive444.jpg", "tall_gray.jpg"}) {
+    const std::string good = hfx::io::read_file((dir_ / name).string());
+    for (int k = 0; k < 40; k++) {
+      std::string bad = good;
+      if (k % 2 == 0) {
+        bad.resize(next() % good.size());
+      } else {
+        for (int f = 0; f < 1 + int(next() % 4); f++) bad[next() % bad.size()] ^= char(1 + next() % 255);
+      }
+      try {
+        const hp::Image img = hp::decode_image(bad, name);
+        EXPECT_EQ(img.rgb.size(), size_t(img.width * img.height * 3));
+        decoded++;
+      } catch (const hfx::Error& e) {
+        EXPECT_EQ(std::string(e.what()).rfind("[image] expected ", 0), 0u) << e.what();
+        refused++;
+      }
+    }
+  }
+  std::printf("[image processor] damaged files: %d decoded, %d refused\n", decoded, refused);
+  EXPECT_GT(refused, 0);
+}
+
+}  // namespace
