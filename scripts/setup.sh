@@ -35,6 +35,8 @@ PACKAGES=(
   libcurl4-openssl-dev  # model ids: downloads from the Hugging Face Hub
   libzip-dev zipcmp zipmerge ziptool  # libzip's CMake config fails unless its three tools exist
   zlib1g-dev  # tests craft deflated zip records
+  libpng-dev libjpeg62-turbo-dev  # image decoding for vision models (src/processors/image_decode.cpp)
+  python3-pil  # tests only: Pillow, the resampler transformers' image processors use, as a parity oracle
   clang-16 libclang-rt-16-dev  # scripts/fuzz.sh: libFuzzer + ASan/UBSan (clang 14 lacks std::source_location)
   libgtest-dev libgmock-dev libbenchmark-dev
   chromium fonts-liberation  # headless screenshots of HTML reports in tests

@@ -4,6 +4,8 @@
 // printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
 // `--chat TEXT` (and `--system TEXT`) renders the model's chat template around the message; `--chat -i`
 // reads user turns from stdin, one a line, keeping the conversation and its KV cache (hfx/runtime/chat.h).
+// `--image FILE` (repeatable, one <image> marker each in the prompt) runs a llava checkpoint eagerly
+// (hfx/runtime/image_text.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -19,6 +21,7 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/chat.h"
 #include "hfx/runtime/generator.h"
+#include "hfx/runtime/image_text.h"
 #include "hfx/runtime/text2text.h"
 
 namespace hfx::cli {
@@ -29,7 +32,7 @@ constexpr int64_t kBarTokens = 32;  // fewer new tokens (all rows together) come
 
 struct GenerateArgs {
   std::string model, engine = "auto";
-  std::vector<std::string> prompts, stop;
+  std::vector<std::string> prompts, stop, images;
   std::optional<std::string> chat, system, tools;
   int64_t max_new_tokens = 64;
   bool greedy = false, json = false, ignore_eos = false, raw = false, interactive = false;
@@ -161,8 +164,32 @@ void run_chat(const GenerateArgs& a) {
   }
 }
 
+// --image: a vision-language checkpoint (llava), eager greedy decoding (hfx/runtime/image_text.h).
+void run_image_text(const GenerateArgs& a) {
+  if (a.prompts.size() != 1 || a.chat)
+    throw UsageError("generate", fmt::format("expected one --prompt with --image, got {} prompt(s){}",
+                                             a.prompts.size(), a.chat ? " and --chat" : ""));
+  if (a.engine == "ort")
+    throw UsageError("generate", "expected --engine eager or auto with --image, got ort: llava's ONNX "
+                                 "components (vision_encoder, embed_tokens, decoder_model_merged) are not "
+                                 "exported yet");
+  if (a.temperature || a.top_k || a.top_p || a.seed || a.repetition_penalty != 1.0f || !a.stop.empty())
+    throw UsageError("generate", "expected greedy decoding with --image (no sampling, repetition penalty or "
+                                 "stop), got them");
+  if (a.ignore_eos || a.raw || a.system || a.tools || a.interactive || a.quantize != "none")
+    throw UsageError("generate", "expected none of --ignore-eos, --no-special-tokens, --system, --tools, "
+                                 "--interactive, --quantize with --image (not supported for llava yet), got one");
+  const auto r = rt::generate_with_images(a.model, a.images, a.prompts[0], a.max_new_tokens);
+  if (!a.json) return fmt::print("{}\n", r.text);
+  nlohmann::json j = {{"engine", "eager"}, {"images", a.images}};
+  j["rows"].push_back(
+      {{"prompt", a.prompts[0]}, {"prompt_ids", r.prompt_ids}, {"ids", r.ids}, {"text", r.text}});
+  fmt::print("{}\n", j.dump(2));
+}
+
 void run_generate(GenerateArgs a) {
   a.model = resolve_model(a.model);
+  if (!a.images.empty()) return run_image_text(a);
   if (a.chat || a.interactive) {
     if (!a.prompts.empty() || a.json || a.raw)
       throw UsageError("generate", "expected --chat without --prompt, --json or --no-special-tokens, got them together");
@@ -219,6 +246,9 @@ void register_generate(CLI::App& app) {
               "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])");
   cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)");
+  cmd->add_option("--image", a->images,
+                  "PNG/JPEG for a vision-language model (llava), repeatable: one <image> marker per image in "
+                  "the prompt; eager, greedy");
   CLI::Option* chat =
       cmd->add_option("--chat", a->chat, "User message, wrapped in the model's chat template (value optional with -i)")
           ->expected(0, 1);

@@ -9,6 +9,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/tokenizers/tokenizer.h"
+#include "create_only.h"
 #include "tiny_writer.h"
 
 namespace hfx {
@@ -88,6 +89,8 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
   if (auto b = tk.bos_id()) j["bos_token_id"] = *b;
   if (auto e = tk.eos_id()) j["eos_token_id"] = *e;
   if (auto p = tk.pad_id()) j["pad_token_id"] = *p;
+  if (const auto* h = models::tiny_hooks(model_type); h && h->text)
+    h->text(j, t.tokenizer_json, t.tokenizer_config_json);
   t.config = j;
   return t;
 }
@@ -210,6 +213,7 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
   io::write_file_atomic(path("tokenizer.json"), t.tokenizer_json);
   io::write_file_atomic(path("tokenizer_config.json"), t.tokenizer_config_json);
   if (!opt.sentence_pooling.empty()) write_sentence_transformers(dir, cfg, opt.sentence_pooling);
+  if (const auto* h = models::tiny_hooks(model_type); h && h->files) h->files(dir, t.config);
   return t.config;
 }
 

@@ -1,0 +1,80 @@
+// hfx/processors/image.h — images for vision-language models: decode (PNG, JPEG), resample, and the
+// CLIP image processor that turns images into `pixel_values` as Hugging Face's CLIPImageProcessor does.
+//
+// Decoding follows what PIL (and so transformers) does with a file: PNG through libpng with no gamma
+// correction, palettes looked up (transparency ignored), 16-bit samples cut to their high byte, alpha
+// dropped by `convert("RGB")`; JPEG through libjpeg(-turbo) with its defaults (islow IDCT, fancy
+// upsampling). EXIF orientation is not applied. A truncated or undecodable file is an error, never a
+// partly gray image (libjpeg's other corrupt-data warnings, such as extraneous bytes before a marker, pass
+// as in PIL). Resampling is Pillow's ImagingResample (separable, antialiased when downscaling, 22-bit fixed
+// point, horizontal pass first, uint8 between the passes).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/core/tensor.h"
+
+namespace hfx::processors {
+
+/// An 8-bit RGB image, rows top to bottom, pixels interleaved (HWC).
+struct Image {
+  int64_t width = 0;
+  int64_t height = 0;
+  std::vector<uint8_t> rgb;  ///< width * height * 3 bytes
+};
+
+/// Largest image decoded, in pixels: Pillow's DecompressionBombError threshold (2 × MAX_IMAGE_PIXELS).
+constexpr int64_t kMaxImagePixels = 2 * 89478485LL;
+
+/// Decodes a PNG or JPEG (by its signature) to RGB. `what` names the source in errors.
+/// Throws hfx::Error("image", …) on an unknown format, a corrupt or truncated file, or an image over
+/// kMaxImagePixels.
+Image decode_image(std::string_view bytes, const std::string& what);
+/// Reads and decodes the file at `path`.
+Image read_image(const std::string& path);
+
+/// Pillow's resampling filters, numbered as PIL.Image.Resampling (the `resample` of preprocessor configs).
+enum class Resample : int { Nearest = 0, Lanczos = 1, Bilinear = 2, Bicubic = 3, Box = 4, Hamming = 5 };
+
+/// Resizes as Pillow's Image.resize((width, height), resample) on an RGB image (Nearest is not supported).
+Image resize(const Image& in, int64_t width, int64_t height, Resample filter);
+
+/// Crops the centered width × height window as transformers' center_crop: offsets (size - crop) // 2,
+/// zero (black) padding where the image is smaller than the window.
+Image center_crop(const Image& in, int64_t width, int64_t height);
+
+/// The fields of a CLIPImageProcessor preprocessor_config.json (llava, CLIP, …) that change pixel values.
+struct ClipImageProcessorConfig {
+  bool do_resize = true;
+  int64_t shortest_edge = 224;  ///< size.shortest_edge (or size as one integer)
+  Resample resample = Resample::Bicubic;
+  bool do_center_crop = true;
+  int64_t crop_height = 224, crop_width = 224;
+  bool do_rescale = true;
+  double rescale_factor = 1.0 / 255.0;
+  bool do_normalize = true;
+  float image_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+  float image_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+
+  /// Parses preprocessor_config.json (transformers' CLIPImageProcessor defaults for absent keys). Throws
+  /// hfx::Error("image processor", …) for another image_processor_type or a value of the wrong type.
+  static ClipImageProcessorConfig from_json(const nlohmann::json& j, std::string_view where);
+  /// Reads DIR/preprocessor_config.json.
+  static ClipImageProcessorConfig load(const std::string& dir);
+};
+
+/// The size (width, height) transformers' CLIPImageProcessor resizes an image to: the shortest edge
+/// becomes `shortest_edge`, the other int(shortest_edge * long / short).
+std::pair<int64_t, int64_t> clip_resize_size(const ClipImageProcessorConfig& cfg, int64_t width,
+                                             int64_t height);
+
+/// pixel_values [N, 3, H, W] float32 for `images`: resize, center crop, rescale, normalize, in the
+/// order and arithmetic of transformers (rescale in double then float32; normalize in float32).
+Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<Image>& images);
+
+}  // namespace hfx::processors

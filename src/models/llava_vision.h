@@ -1,0 +1,33 @@
+// llava, eager. The vision side: CLIP vision tower (transformers' CLIPVisionModel), the hidden state
+// `vision_feature_layer` selects, the 'default' strategy's CLS drop, and LlavaMultiModalProjector
+// (linear_1 → act → linear_2) — pixel_values [B, C, H, W] → image_features [B, patches, text hidden].
+// Written on the functional API (eager and traced alike); weights under vision_tower.vision_model.* and
+// multi_modal_projector.*. Then the merge and the language model, as LlavaForConditionalGeneration.forward:
+// the image features replace the embeddings of the image tokens, in order, and the text model runs on the
+// result (llava_logits, llava_greedy).
+#pragma once
+#include <nlohmann/json.hpp>
+
+#include "hfx/io/safetensors.h"
+#include "hfx/ops/builder.h"
+
+namespace hfx::models {
+
+/// image_features for `pixel_values` with the llava config.json `config` (vision_config,
+/// vision_feature_layer, vision_feature_select_strategy, projector_hidden_act) and its weights.
+Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
+                         const Var& pixel_values);
+
+/// llava's logits [B, S, vocab] (float32) for input_ids [B, S] (int64) whose image tokens
+/// (config.image_token_index) are exactly one run of image_features per image of pixel_values [N, C, H, W],
+/// in order; without images, pass an undefined pixel_values. Throws hfx::Error("llava", "expected K image
+/// tokens …, got M …") when the counts differ (a prompt with more <image> markers than images).
+Tensor llava_logits(const io::WeightStore& w, const nlohmann::json& config, const Tensor& input_ids,
+                    const Tensor& pixel_values);
+
+/// Greedy decoding of `n_new` tokens after `prompt` (one row, image tokens expanded as for llava_logits),
+/// by full recomputation at every step; stops early at an eos_token_id of the text config.
+std::vector<int64_t> llava_greedy(const io::WeightStore& w, const nlohmann::json& config,
+                                  const std::vector<int64_t>& prompt, const Tensor& pixel_values, int n_new);
+
+}  // namespace hfx::models
