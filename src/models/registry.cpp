@@ -29,6 +29,7 @@ const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
 const Architecture& bart_architecture();
 const Architecture& marian_architecture();
+const Architecture& whisper_architecture();
 }  // namespace hfx::models
 
 namespace hfx {
@@ -50,6 +51,8 @@ std::vector<const Architecture*> all_architectures() {
       &modernbert_architecture(),
       // encoder-decoder
       &t5_architecture(),    &bart_architecture(),    &marian_architecture(),
+      // speech encoder-decoder (log-mel features in)
+      &whisper_architecture(),
   };
   return all;
 }
