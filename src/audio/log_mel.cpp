@@ -17,8 +17,12 @@ namespace {
 constexpr double kMinLogHertz = 1000.0, kMinLogMel = 15.0;
 const double kLogStep = 27.0 / std::log(6.4);
 
-double hertz_to_mel(double f) { return f >= kMinLogHertz ? kMinLogMel + std::log(f / kMinLogHertz) * kLogStep : 3.0 * f / 200.0; }
-double mel_to_hertz(double m) { return m >= kMinLogMel ? kMinLogHertz * std::exp((m - kMinLogMel) / kLogStep) : 200.0 * m / 3.0; }
+double hertz_to_mel(double f) {
+  return f >= kMinLogHertz ? kMinLogMel + std::log(f / kMinLogHertz) * kLogStep : 3.0 * f / 200.0;
+}
+double mel_to_hertz(double m) {
+  return m >= kMinLogMel ? kMinLogHertz * std::exp((m - kMinLogMel) / kLogStep) : 200.0 * m / 3.0;
+}
 
 // numpy's np.pad(x, n, mode="reflect"): the edge sample is not repeated.
 std::vector<double> reflect_pad(const std::vector<float>& x, int64_t n) {
@@ -37,16 +41,19 @@ std::mutex g_plan_mutex;
 
 }  // namespace
 
-std::vector<double> mel_filter_bank_slaney(int64_t n_fft, int64_t n_mels, double f_min, double f_max, int64_t sampling_rate) {
+std::vector<double> mel_filter_bank_slaney(int64_t n_fft, int64_t n_mels, double f_min, double f_max,
+                                           int64_t sampling_rate) {
   const int64_t bins = n_fft / 2 + 1;
   const double mel_min = hertz_to_mel(f_min), mel_max = hertz_to_mel(f_max);
   std::vector<double> filter_freqs(static_cast<size_t>(n_mels + 2));
   for (int64_t i = 0; i < n_mels + 2; i++)  // np.linspace(mel_min, mel_max, n_mels + 2)
-    filter_freqs[static_cast<size_t>(i)] = mel_to_hertz(mel_min + (mel_max - mel_min) * static_cast<double>(i) / static_cast<double>(n_mels + 1));
+    filter_freqs[static_cast<size_t>(i)] = mel_to_hertz(
+        mel_min + (mel_max - mel_min) * static_cast<double>(i) / static_cast<double>(n_mels + 1));
   std::vector<double> fb(static_cast<size_t>(bins * n_mels));
   for (int64_t k = 0; k < bins; k++) {
     // np.linspace(0, sampling_rate // 2, bins)
-    const double f = static_cast<double>(sampling_rate / 2) * static_cast<double>(k) / static_cast<double>(bins - 1);
+    const double f =
+        static_cast<double>(sampling_rate / 2) * static_cast<double>(k) / static_cast<double>(bins - 1);
     for (int64_t m = 0; m < n_mels; m++) {
       const double lo = filter_freqs[m], mid = filter_freqs[m + 1], hi = filter_freqs[m + 2];
       const double down = -(lo - f) / (mid - lo), up = (hi - f) / (hi - mid);
@@ -66,7 +73,8 @@ std::vector<float> whisper_log_mel(const std::vector<float>& samples, const Whis
   const int64_t frames = 1 + (static_cast<int64_t>(x.size()) - n_fft) / hop;
   const int64_t keep = std::min<int64_t>(frames - 1, cfg.nb_max_frames);  // Whisper drops the last frame
   std::vector<double> window(static_cast<size_t>(n_fft));
-  for (int64_t i = 0; i < n_fft; i++) window[i] = 0.5 - 0.5 * std::cos(2.0 * M_PI * static_cast<double>(i) / static_cast<double>(n_fft));
+  for (int64_t i = 0; i < n_fft; i++)
+    window[i] = 0.5 - 0.5 * std::cos(2.0 * M_PI * static_cast<double>(i) / static_cast<double>(n_fft));
   const std::vector<double> fb = mel_filter_bank_slaney(n_fft, M, 0.0, 8000.0, cfg.sampling_rate);
 
   double* in = fftw_alloc_real(static_cast<size_t>(n_fft));
@@ -80,7 +88,8 @@ std::vector<float> whisper_log_mel(const std::vector<float>& samples, const Whis
   std::vector<double> power(static_cast<size_t>(bins));
   float max_log = -std::numeric_limits<float>::infinity();
   for (int64_t t = 0; t < keep; t++) {
-    for (int64_t i = 0; i < n_fft; i++) in[i] = x[static_cast<size_t>(t * hop + i)] * window[static_cast<size_t>(i)];
+    for (int64_t i = 0; i < n_fft; i++)
+      in[i] = x[static_cast<size_t>(t * hop + i)] * window[static_cast<size_t>(i)];
     fftw_execute(plan);
     for (int64_t k = 0; k < bins; k++) power[k] = out[k][0] * out[k][0] + out[k][1] * out[k][1];
     for (int64_t m = 0; m < M; m++) {

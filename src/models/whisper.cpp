@@ -20,8 +20,8 @@ namespace hfx::models {
 namespace {
 
 struct WhisperOptions {
-  int64_t d_model = 0, mel_bins = 0, encoder_layers = 0, decoder_layers = 0, encoder_heads = 0, decoder_heads = 0,
-          encoder_ffn = 0, decoder_ffn = 0, max_source = 0, max_target = 0, vocab = 0;
+  int64_t d_model = 0, mel_bins = 0, encoder_layers = 0, decoder_layers = 0, encoder_heads = 0,
+          decoder_heads = 0, encoder_ffn = 0, decoder_ffn = 0, max_source = 0, max_target = 0, vocab = 0;
   std::string act = "gelu";
   bool scale_embedding = false;
   int64_t frames() const { return 2 * max_source; }  // conv1 stride 1, conv2 stride 2
@@ -45,11 +45,14 @@ WhisperOptions options(const ModelConfig& c) {
   o.scale_embedding = jget<bool>(j, "scale_embedding", false);
   for (int64_t h : {o.encoder_heads, o.decoder_heads})
     if (h <= 0 || o.d_model % h)
-      HFX_THROW("model", "expected d_model ({}) to be a multiple of the attention heads, got {}", o.d_model, h);
-  if (o.encoder_layers <= 0 || o.decoder_layers <= 0 || o.mel_bins <= 0 || o.max_source <= 0 || o.max_target <= 0)
-    HFX_THROW("model", "expected positive encoder_layers, decoder_layers, num_mel_bins, max_source_positions and "
-              "max_target_positions, got {}, {}, {}, {}, {}", o.encoder_layers, o.decoder_layers, o.mel_bins, o.max_source,
-              o.max_target);
+      HFX_THROW("model", "expected d_model ({}) to be a multiple of the attention heads, got {}", o.d_model,
+                h);
+  if (o.encoder_layers <= 0 || o.decoder_layers <= 0 || o.mel_bins <= 0 || o.max_source <= 0 ||
+      o.max_target <= 0)
+    HFX_THROW("model",
+              "expected positive encoder_layers, decoder_layers, num_mel_bins, max_source_positions and "
+              "max_target_positions, got {}, {}, {}, {}, {}",
+              o.encoder_layers, o.decoder_layers, o.mel_bins, o.max_source, o.max_target);
   return o;
 }
 
@@ -76,8 +79,10 @@ ModelConfig parse(const json& j) {
 WeightSpecs weight_specs(const ModelConfig& c) {
   const WhisperOptions o = options(c);
   const int64_t E = o.d_model;
-  WeightSpecs s = {{"model.encoder.conv1.weight", {E, o.mel_bins, 3}}, {"model.encoder.conv1.bias", {E}},
-                   {"model.encoder.conv2.weight", {E, E, 3}},          {"model.encoder.conv2.bias", {E}},
+  WeightSpecs s = {{"model.encoder.conv1.weight", {E, o.mel_bins, 3}},
+                   {"model.encoder.conv1.bias", {E}},
+                   {"model.encoder.conv2.weight", {E, E, 3}},
+                   {"model.encoder.conv2.bias", {E}},
                    {"model.encoder.embed_positions.weight", {o.max_source, E}}};
   auto attn = [&](const std::string& p) {
     for (const char* n : {"k_proj", "v_proj", "q_proj", "out_proj"}) {
@@ -123,14 +128,16 @@ Var conv1d_k3(Builder& b, const Model& m, const Var& x, const std::string& local
   Var w = W(b, m, n + ".weight");  // [O, C, 3]
   const Sym O = w.size(0), C = w.size(1);
   auto T = x.size(1).maybe_value();
-  HFX_CHECK(T.has_value(), "whisper", "expected a static number of frames for {}, got {}", n, x.size(1).str());
+  HFX_CHECK(T.has_value(), "whisper", "expected a static number of frames for {}, got {}", n,
+            x.size(1).str());
   const int64_t T_out = (*T + 2 - 3) / stride + 1;
   Var zeros = F::full(b, {x.size(0), Sym(1), C}, 0.0);
   Var xp = F::cat({zeros, x, zeros}, 1);  // [B, T + 2, C]
   std::vector<Var> taps;
-  for (int64_t k = 0; k < 3; k++) taps.push_back(F::slice(xp, 1, Sym(k), Sym(k + stride * (T_out - 1) + 1), stride));
-  Var cols = F::cat(taps, 2);                                             // [B, T', 3·C], tap-major
-  Var wk = F::reshape(F::permute(w, {0, 2, 1}), {O, Sym(3) * C});         // [O, 3·C], tap-major
+  for (int64_t k = 0; k < 3; k++)
+    taps.push_back(F::slice(xp, 1, Sym(k), Sym(k + stride * (T_out - 1) + 1), stride));
+  Var cols = F::cat(taps, 2);                                      // [B, T', 3·C], tap-major
+  Var wk = F::reshape(F::permute(w, {0, 2, 1}), {O, Sym(3) * C});  // [O, 3·C], tap-major
   Var y = F::linear(cols, wk, W(b, m, n + ".bias"));
   b.name_output(y);
   return y;
@@ -138,11 +145,14 @@ Var conv1d_k3(Builder& b, const Model& m, const Var& x, const std::string& local
 
 class WhisperLM : public Seq2SeqLM {
  public:
-  WhisperLM(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : Seq2SeqLM(std::move(cfg), std::move(w)), o_(options(config())) {}
+  WhisperLM(ModelConfig cfg, std::shared_ptr<io::WeightStore> w)
+      : Seq2SeqLM(std::move(cfg), std::move(w)), o_(options(config())) {}
 
   std::vector<ComponentDecl> components() const override {
     std::vector<ComponentDecl> c = Seq2SeqLM::components();
-    c[0].inputs = {{"input_features", DType::F32, {"batch_size", std::to_string(o_.mel_bins), std::to_string(o_.frames())}}};
+    c[0].inputs = {{"input_features",
+                    DType::F32,
+                    {"batch_size", std::to_string(o_.mel_bins), std::to_string(o_.frames())}}};
     auto& dec = c[1].inputs;
     std::erase_if(dec, [](const InputDecl& i) { return i.name == "encoder_attention_mask"; });
     for (InputDecl& i : dec)
@@ -150,10 +160,12 @@ class WhisperLM : public Seq2SeqLM {
     return c;
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     if (component != "encoder") return Seq2SeqLM::call(component, b, in, opts);
     Var f = get(in, "input_features");
-    if (!f) HFX_THROW("model", "expected input 'input_features' for component 'encoder' of whisper, got none");
+    if (!f)
+      HFX_THROW("model", "expected input 'input_features' for component 'encoder' of whisper, got none");
     return {{"last_hidden_state", encode_features(b, f)}};
   }
 
@@ -161,7 +173,9 @@ class WhisperLM : public Seq2SeqLM {
     HFX_THROW("whisper", "expected input_features (a log-mel spectrogram) for the encoder, got input_ids");
   }
   Var decode(Builder& b, Seq2SeqDecoderArgs& args) const override;
-  Seq2SeqDims dims() const override { return {o_.d_model, o_.decoder_layers, o_.decoder_heads, o_.d_model / o_.decoder_heads}; }
+  Seq2SeqDims dims() const override {
+    return {o_.d_model, o_.decoder_layers, o_.decoder_heads, o_.d_model / o_.decoder_heads};
+  }
 
  private:
   Var encode_features(Builder& b, const Var& features) const;
@@ -183,8 +197,8 @@ Var WhisperLM::encode_features(Builder& b, const Var& features) const {
   Scope sm(b, "model.encoder");
   HFX_CHECK(features.shape().size() == 3 && b.env().eq(features.size(1), Sym(o_.mel_bins)) &&
                 b.env().eq(features.size(2), Sym(o_.frames())),
-            "whisper", "expected input_features [batch, {}, {}] (max_source_positions * 2 frames), got {}", o_.mel_bins, o_.frames(),
-            shape_str(features.shape()));
+            "whisper", "expected input_features [batch, {}, {}] (max_source_positions * 2 frames), got {}",
+            o_.mel_bins, o_.frames(), shape_str(features.shape()));
   Var x = F::transpose(features, 1, 2);  // [B, frames, mel]: the convolutions run time-major
   x = F::gelu(conv1d_k3(b, *this, x, "conv1", 1));
   x = F::gelu(conv1d_k3(b, *this, x, "conv2", 2));
@@ -213,15 +227,17 @@ Var WhisperLM::decoder_layer(Builder& b, const Var& h, const Var& enc, Seq2SeqLa
   Var y = layer_norm(b, *this, h, "self_attn_layer_norm", 1e-5);
   {
     Scope s(b, "self_attn");
-    y = seq2seq_self_attention(b, *this, y, a, Var(), /*causal=*/true, c ? c->past_self_k : Var(), c ? c->past_self_v : Var(),
-                               c ? &c->self_k : nullptr, c ? &c->self_v : nullptr);
+    y = seq2seq_self_attention(b, *this, y, a, Var(), /*causal=*/true, c ? c->past_self_k : Var(),
+                               c ? c->past_self_v : Var(), c ? &c->self_k : nullptr,
+                               c ? &c->self_v : nullptr);
   }
   Var x = F::add(h, y);
   y = layer_norm(b, *this, x, "encoder_attn_layer_norm", 1e-5);
   {
     Scope s(b, "encoder_attn");
-    y = seq2seq_cross_attention(b, *this, y, enc, a, Var(), c ? c->past_cross_k : Var(), c ? c->past_cross_v : Var(),
-                                c ? &c->cross_k : nullptr, c ? &c->cross_v : nullptr);
+    y = seq2seq_cross_attention(b, *this, y, enc, a, Var(), c ? c->past_cross_k : Var(),
+                                c ? c->past_cross_v : Var(), c ? &c->cross_k : nullptr,
+                                c ? &c->cross_v : nullptr);
   }
   x = F::add(x, y);
   x = F::add(x, ffn(b, layer_norm(b, *this, x, "final_layer_norm", 1e-5)));
@@ -243,7 +259,8 @@ Var WhisperLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
     }
     // A guard that export turns into a runtime check, as bart's positions do.
     if (!b.env().le(past + S, Sym(o_.max_target)))
-      HFX_THROW("whisper", "expected past + sequence <= max_target_positions = {}, got {}", o_.max_target, b.env().hint(past + S));
+      HFX_THROW("whisper", "expected past + sequence <= max_target_positions = {}, got {}", o_.max_target,
+                b.env().hint(past + S));
     {
       Scope s(b, "embed_positions");
       Var pos = F::arange(b, past, past + S);
@@ -252,7 +269,8 @@ Var WhisperLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
     }
     for (int64_t i = 0; i < o_.decoder_layers; i++) {
       Scope sl(b, "layers." + std::to_string(i));
-      h = decoder_layer(b, h, a.encoder_hidden_states, a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
+      h = decoder_layer(b, h, a.encoder_hidden_states,
+                        a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
     }
     h = layer_norm(b, *this, h, "layer_norm", 1e-5);
   }
@@ -260,7 +278,9 @@ Var WhisperLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
   Var logits;
   {
     Scope sl(b, "proj_out");
-    logits = F::linear(h, W(b, *this, config().tie_word_embeddings ? "model.decoder.embed_tokens.weight" : "proj_out.weight"));
+    logits = F::linear(
+        h,
+        W(b, *this, config().tie_word_embeddings ? "model.decoder.embed_tokens.weight" : "proj_out.weight"));
     b.name_output(logits, "logits");
   }
   return logits;
@@ -310,13 +330,17 @@ void whisper_tiny_extras(const std::string& dir, json& config, json& gen) {
   json begin_suppress = space ? json{*space, eot} : json{eot};
   // The real lists suppress punctuation-like pieces and the task/marker tokens; these keep that shape.
   json suppress = json::array();
-  for (const char* t : {"\"", "#", "(", ")", "*", "+", "/", ":", ";", "<", "=", ">", "@", "[", "\\", "]", "^", "_", "`", "{", "|", "}", "~"})
+  for (const char* t : {"\"", "#", "(",  ")", "*", "+", "/", ":", ";", "<", "=", ">",
+                        "@",  "[", "\\", "]", "^", "_", "`", "{", "|", "}", "~"})
     if (auto i = tk.token_to_id(t)) suppress.push_back(*i);
-  for (const char* t : {"<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>"}) suppress.push_back(id(t));
+  for (const char* t :
+       {"<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>"})
+    suppress.push_back(id(t));
   config["decoder_start_token_id"] = sot;
   config["begin_suppress_tokens"] = begin_suppress;
   config["suppress_tokens"] = suppress;
-  config["forced_decoder_ids"] = {{1, lang.begin().value()}, {2, id("<|transcribe|>")}, {3, id("<|notimestamps|>")}};
+  config["forced_decoder_ids"] = {
+      {1, lang.begin().value()}, {2, id("<|transcribe|>")}, {3, id("<|notimestamps|>")}};
   gen.erase("_from_model_config");
   gen["decoder_start_token_id"] = sot;
   gen["begin_suppress_tokens"] = begin_suppress;
@@ -330,7 +354,8 @@ void whisper_tiny_extras(const std::string& dir, json& config, json& gen) {
   gen["max_initial_timestamp_index"] = 50;
   gen["max_length"] = config.value("max_target_positions", 448);
   gen["return_timestamps"] = false;
-  io::write_file_atomic(dir + "/preprocessor_config.json", audio::WhisperFeatureConfig{}.to_json().dump(2) + "\n");
+  io::write_file_atomic(dir + "/preprocessor_config.json",
+                        audio::WhisperFeatureConfig{}.to_json().dump(2) + "\n");
 }
 
 const Architecture& whisper_architecture() {

@@ -28,7 +28,8 @@ namespace {
 
 struct Tmp {
   fs::path path;
-  explicit Tmp(const std::string& tag) : path(fs::temp_directory_path() / ("hfx_audio_" + tag + "_" + std::to_string(::getpid()))) {
+  explicit Tmp(const std::string& tag)
+      : path(fs::temp_directory_path() / ("hfx_audio_" + tag + "_" + std::to_string(::getpid()))) {
     fs::remove_all(path);
     fs::create_directories(path);
   }
@@ -64,11 +65,14 @@ std::string wav_bytes(uint16_t format, uint16_t bits, int rate, const std::strin
 
 std::string pcm16(const std::vector<float>& x) {
   std::string d;
-  for (float v : x) put16(d, static_cast<uint16_t>(static_cast<int16_t>(std::lround(std::clamp(v, -1.0f, 1.0f) * 32767.0f))));
+  for (float v : x)
+    put16(d, static_cast<uint16_t>(static_cast<int16_t>(std::lround(std::clamp(v, -1.0f, 1.0f) * 32767.0f))));
   return d;
 }
 
-void write_file(const fs::path& p, const std::string& bytes) { std::ofstream(p, std::ios::binary).write(bytes.data(), bytes.size()); }
+void write_file(const fs::path& p, const std::string& bytes) {
+  std::ofstream(p, std::ios::binary).write(bytes.data(), bytes.size());
+}
 
 std::vector<float> tones(int rate, double seconds) {
   std::vector<float> x(static_cast<size_t>(rate * seconds));
@@ -83,7 +87,8 @@ std::vector<float> chirp(int rate, double seconds) {
   std::vector<float> x(static_cast<size_t>(rate * seconds));
   for (size_t i = 0; i < x.size(); i++) {
     const double t = static_cast<double>(i) / rate;
-    x[i] = static_cast<float>(0.3 * std::sin(2 * M_PI * (200.0 * t + 50.0 * t * t)) * (0.6 + 0.4 * std::sin(2 * M_PI * 0.7 * t)));
+    x[i] = static_cast<float>(0.3 * std::sin(2 * M_PI * (200.0 * t + 50.0 * t * t)) *
+                              (0.6 + 0.4 * std::sin(2 * M_PI * 0.7 * t)));
   }
   return x;
 }
@@ -92,14 +97,20 @@ std::vector<float> chirp(int rate, double seconds) {
 
 TEST(AudioFeatures, MatchTransformersJsWhisperFeatureExtractor) {
   HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
-  ASSERT_EQ(std::system("command -v espeak-ng > /dev/null"), 0) << "[oracle] expected espeak-ng, got none: run scripts/setup.sh";
+  ASSERT_EQ(std::system("command -v espeak-ng > /dev/null"), 0)
+      << "[oracle] expected espeak-ng, got none: run scripts/setup.sh";
   Tmp tmp("features");
   const fs::path ckpt = tmp.path / "whisper";
   hfx::create_tiny("whisper", ckpt.string());
-  const auto cfg = hfx::audio::WhisperFeatureConfig::from_json(json::parse(hfx::io::read_file((ckpt / "preprocessor_config.json").string())));
+  const auto cfg = hfx::audio::WhisperFeatureConfig::from_json(
+      json::parse(hfx::io::read_file((ckpt / "preprocessor_config.json").string())));
 
-  const fs::path speech = tmp.path / "speech.wav", tone = tmp.path / "tone8k.wav", longc = tmp.path / "chirp44k.wav";
-  ASSERT_EQ(std::system(("espeak-ng -w " + speech.string() + " 'hello world, this is a test of the speech model'").c_str()), 0);
+  const fs::path speech = tmp.path / "speech.wav", tone = tmp.path / "tone8k.wav",
+                 longc = tmp.path / "chirp44k.wav";
+  ASSERT_EQ(
+      std::system(
+          ("espeak-ng -w " + speech.string() + " 'hello world, this is a test of the speech model'").c_str()),
+      0);
   const std::vector<float> t8 = tones(8000, 1.7);
   write_file(tone, wav_bytes(1, 16, 8000, pcm16(t8), static_cast<uint32_t>(2 * t8.size())));
   hfx::audio::write_wav_f32(longc.string(), chirp(44100, 33.0), 44100);
@@ -112,26 +123,32 @@ TEST(AudioFeatures, MatchTransformersJsWhisperFeatureExtractor) {
     if (clip == tone) {
       ASSERT_EQ(w.sample_rate, 8000);
       ASSERT_EQ(w.samples.size(), t8.size());
-      for (size_t i = 0; i < t8.size(); i += 97) EXPECT_NEAR(w.samples[i], std::lround(t8[i] * 32767.0f) / 32768.0f, 1e-7);
+      for (size_t i = 0; i < t8.size(); i += 97)
+        EXPECT_NEAR(w.samples[i], std::lround(t8[i] * 32767.0f) / 32768.0f, 1e-7);
     }
-    const std::vector<float> x = hfx::audio::resample(w.samples, w.sample_rate, static_cast<int>(cfg.sampling_rate));
+    const std::vector<float> x =
+        hfx::audio::resample(w.samples, w.sample_rate, static_cast<int>(cfg.sampling_rate));
     const fs::path wav16 = tmp.path / ("clip" + std::to_string(k++) + "_16k.wav");
     hfx::audio::write_wav_f32(wav16.string(), x, static_cast<int>(cfg.sampling_rate));
     mine.push_back(hfx::audio::whisper_log_mel(x, cfg));
     args += " " + wav16.string();
   }
-  hfx::testsupport::Proc p = hfx::testsupport::sh("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_whisper.mjs " +
-                                                  HFX_NODE_MODULES + " " + ckpt.string() + " features 0" + args);
+  hfx::testsupport::Proc p = hfx::testsupport::sh(
+      "node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_whisper.mjs " +
+      HFX_NODE_MODULES + " " + ckpt.string() + " features 0" + args);
   ASSERT_EQ(p.rc, 0) << p.out;
   for (size_t c = 0; c < mine.size(); c++) {
-    const std::string bytes = hfx::io::read_file((tmp.path / ("clip" + std::to_string(c) + "_16k.wav.features.f32")).string());
+    const std::string bytes =
+        hfx::io::read_file((tmp.path / ("clip" + std::to_string(c) + "_16k.wav.features.f32")).string());
     ASSERT_EQ(bytes.size(), mine[c].size() * 4) << "clip " << c;
     std::vector<float> theirs(mine[c].size());
     std::memcpy(theirs.data(), bytes.data(), bytes.size());
     double worst = 0;
-    for (size_t i = 0; i < theirs.size(); i++) worst = std::max(worst, std::fabs(static_cast<double>(theirs[i]) - mine[c][i]));
+    for (size_t i = 0; i < theirs.size(); i++)
+      worst = std::max(worst, std::fabs(static_cast<double>(theirs[i]) - mine[c][i]));
     EXPECT_LE(worst, 1e-4) << "clip " << c;
-    std::printf("  [features] clip %zu: max |hfx - Transformers.js| = %.3g over %zu values\n", c, worst, theirs.size());
+    std::printf("  [features] clip %zu: max |hfx - Transformers.js| = %.3g over %zu values\n", c, worst,
+                theirs.size());
   }
 }
 
@@ -142,7 +159,8 @@ TEST(AudioResample, SoxrMatchesTonesComputedAt16k) {
     ASSERT_NEAR(static_cast<double>(x.size()), 16000.0, 1.0) << rate;
     double worst = 0;
     // The filter's edges see the clip's abrupt start and end; the interior is the steady state.
-    for (size_t i = 400; i + 400 < std::min(x.size(), want.size()); i++) worst = std::max(worst, std::fabs(double(x[i]) - want[i]));
+    for (size_t i = 400; i + 400 < std::min(x.size(), want.size()); i++)
+      worst = std::max(worst, std::fabs(double(x[i]) - want[i]));
     EXPECT_LE(worst, 1e-5) << rate;  // measured 2.5e-7 (8 kHz), 3.6e-7 (44.1 kHz)
     std::printf("  [resample] %d Hz -> 16 kHz: max |soxr - analytic| = %.3g (interior)\n", rate, worst);
   }
@@ -154,8 +172,10 @@ TEST(AudioErrors, BadFilesFailClearly) {
   hfx::create_tiny("whisper", ckpt.string());
   const std::vector<float> x = tones(16000, 0.5);
   const std::string data = pcm16(x);
-  const fs::path truncated = tmp.path / "truncated.wav", corrupt = tmp.path / "corrupt.wav", ulaw = tmp.path / "ulaw.wav";
-  write_file(truncated, wav_bytes(1, 16, 16000, data.substr(0, data.size() / 2), static_cast<uint32_t>(data.size())));
+  const fs::path truncated = tmp.path / "truncated.wav", corrupt = tmp.path / "corrupt.wav",
+                 ulaw = tmp.path / "ulaw.wav";
+  write_file(truncated,
+             wav_bytes(1, 16, 16000, data.substr(0, data.size() / 2), static_cast<uint32_t>(data.size())));
   std::string noise(4096, '\0');
   for (size_t i = 0; i < noise.size(); i++) noise[i] = static_cast<char>((i * 2654435761u) >> 13);
   write_file(corrupt, noise);
@@ -166,7 +186,8 @@ TEST(AudioErrors, BadFilesFailClearly) {
   };
   for (const Case& c : {Case{truncated, "truncated"}, Case{corrupt, "libsndfile"}, Case{ulaw, "u-law"}}) {
     EXPECT_THROW(hfx::audio::read_audio(c.file.string()), hfx::Error) << c.file;
-    hfx::testsupport::Proc p = hfx::testsupport::sh(std::string(HFX_CLI) + " transcribe " + ckpt.string() + " " + c.file.string());
+    hfx::testsupport::Proc p =
+        hfx::testsupport::sh(std::string(HFX_CLI) + " transcribe " + ckpt.string() + " " + c.file.string());
     EXPECT_NE(p.rc, 0) << p.out;
     EXPECT_NE(p.out.find("[audio] expected"), std::string::npos) << p.out;
     EXPECT_NE(p.out.find(c.want), std::string::npos) << p.out;

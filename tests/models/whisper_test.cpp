@@ -27,16 +27,18 @@ std::vector<float> golden_features(int64_t b, int64_t mels, int64_t frames) {
   std::vector<float> f(static_cast<size_t>(mels * frames));
   for (int64_t m = 0; m < mels; m++)
     for (int64_t t = 0; t < frames; t++)
-      f[static_cast<size_t>(m * frames + t)] =
-          static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(m * frames + t) + 1.3 * static_cast<double>(b)));
+      f[static_cast<size_t>(m * frames + t)] = static_cast<float>(
+          0.5 * std::sin(0.37 * static_cast<double>(m * frames + t) + 1.3 * static_cast<double>(b)));
   return f;
 }
 
 TEST(WhisperGoldens, EagerMatchesTransformers) {
-  const json g = json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/whisper-lm.json"));
+  const json g =
+      json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/whisper-lm.json"));
   TempDir dir("whisper_goldens");
   create_tiny("whisper", dir.path.string());
-  ASSERT_EQ(io::sha256_file((dir.path / "model.safetensors").string()), g["weights_sha256"].get<std::string>())
+  ASSERT_EQ(io::sha256_file((dir.path / "model.safetensors").string()),
+            g["weights_sha256"].get<std::string>())
       << "create-tiny whisper no longer writes the checkpoint the golden was made from; regenerate it";
   std::shared_ptr<const Model> m(load_model(dir.path.string()));
   ASSERT_EQ(m->structure(), Structure::EncoderDecoder);
@@ -69,21 +71,24 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
 
     const auto dec_ids = gd["decoder_input_ids"][b].get<std::vector<int64_t>>();
     const int64_t S = static_cast<int64_t>(dec_ids.size());
-    NamedVars out = m->call("decoder", eb, {{"input_ids", eb.wrap(Tensor::from_ints({1, S}, dec_ids))}, {"encoder_hidden_states", enc}},
-                            CallOptions{0, false});
+    NamedVars out =
+        m->call("decoder", eb,
+                {{"input_ids", eb.wrap(Tensor::from_ints({1, S}, dec_ids))}, {"encoder_hidden_states", enc}},
+                CallOptions{0, false});
     const Tensor l = get(out, "logits").tensor().contiguous();
     const int64_t V = l.size(2);
     const float* lp = l.data<float>();
     for (int64_t s = 0; s < S; s++)
       for (size_t k = 0; k < ids.size(); k++)
         worst_dec = std::max(worst_dec, std::fabs(lp[s * V + ids[k]] - gd["logits"][b][s][k].get<double>()));
-    for (int64_t v = 0; v < V; v++) worst_dec = std::max(worst_dec, std::fabs(lp[(S - 1) * V + v] - gd["last_row"][b][v].get<double>()));
+    for (int64_t v = 0; v < V; v++)
+      worst_dec = std::max(worst_dec, std::fabs(lp[(S - 1) * V + v] - gd["last_row"][b][v].get<double>()));
   }
   EXPECT_LE(worst_enc, kTol);
   EXPECT_LE(worst_sum, kTol);
   EXPECT_LE(worst_dec, kTol);
-  std::printf("  [whisper] encoder max|diff| %.3g (mean-sum diff %.3g), decoder logits max|diff| %.3g\n", worst_enc, worst_sum,
-              worst_dec);
+  std::printf("  [whisper] encoder max|diff| %.3g (mean-sum diff %.3g), decoder logits max|diff| %.3g\n",
+              worst_enc, worst_sum, worst_dec);
 
   // Greedy: transformers' generate() returns the prompt then the new tokens.
   Transcriber t = Transcriber::open(dir.path.string(), "eager");
@@ -98,7 +103,8 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
     got.insert(got.end(), r.ids.begin(), r.ids.end());
     EXPECT_EQ(r.prompt, gg["prompt"].get<std::vector<int64_t>>());
     EXPECT_EQ(got, gg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
-    std::printf("  [whisper] row %lld: %zu greedy tokens equal to transformers' generate()\n", static_cast<long long>(b), r.ids.size());
+    std::printf("  [whisper] row %lld: %zu greedy tokens equal to transformers' generate()\n",
+                static_cast<long long>(b), r.ids.size());
   }
 }
 

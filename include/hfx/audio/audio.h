@@ -39,9 +39,9 @@ struct WhisperFeatureConfig {
   int64_t sampling_rate = 16000;
   int64_t hop_length = 160;
   int64_t n_fft = 400;
-  int64_t chunk_length = 30;      ///< seconds
-  int64_t n_samples = 480000;     ///< chunk_length * sampling_rate
-  int64_t nb_max_frames = 3000;   ///< n_samples / hop_length
+  int64_t chunk_length = 30;     ///< seconds
+  int64_t n_samples = 480000;    ///< chunk_length * sampling_rate
+  int64_t nb_max_frames = 3000;  ///< n_samples / hop_length
   double padding_value = 0.0;
   /// From preprocessor_config.json (transformers' defaults for absent fields); checks the sizes agree.
   static WhisperFeatureConfig from_json(const nlohmann::json& j);
@@ -51,7 +51,8 @@ struct WhisperFeatureConfig {
 
 /// mel_filter_bank(1 + n_fft/2, feature_size, 0, 8000, sampling_rate, norm="slaney", mel_scale="slaney")
 /// as transformers.audio_utils computes it: [n_fft/2 + 1, feature_size], row-major, float64.
-std::vector<double> mel_filter_bank_slaney(int64_t n_fft, int64_t n_mels, double f_min, double f_max, int64_t sampling_rate);
+std::vector<double> mel_filter_bank_slaney(int64_t n_fft, int64_t n_mels, double f_min, double f_max,
+                                           int64_t sampling_rate);
 
 /// WhisperFeatureExtractor on one clip already at `cfg.sampling_rate`: pad (padding_value) or truncate to
 /// n_samples, periodic Hann window, centered reflect-padded STFT (float64), power spectrum, mel filters,

@@ -39,7 +39,8 @@ class SpeechSeq2SeqEngine {
   /// Runs the encoder on input_features [B, mels, frames] (row-major) and drops the decoder caches.
   virtual void encode(std::span<const float> features, int64_t batch, int64_t mels, int64_t frames) = 0;
   /// One decoder call on input_ids [B, S] over the caches; writes the last position's logits [B, V].
-  virtual void step(std::span<const int64_t> input_ids, int64_t batch, int64_t seq, std::vector<float>& logits) = 0;
+  virtual void step(std::span<const int64_t> input_ids, int64_t batch, int64_t seq,
+                    std::vector<float>& logits) = 0;
 };
 
 /// The model library's own components on the CPU kernels.
@@ -59,12 +60,13 @@ struct WhisperSettings {
   bool is_multilingual = false;
   int64_t max_length = 448;
 };
-WhisperSettings whisper_settings(const nlohmann::json& config, const std::optional<nlohmann::json>& generation_config);
+WhisperSettings whisper_settings(const nlohmann::json& config,
+                                 const std::optional<nlohmann::json>& generation_config);
 
 struct TranscribeOptions {
-  std::string language;            ///< "en", "english" or "<|en|>"; empty: English (as Transformers.js defaults)
+  std::string language;  ///< "en", "english" or "<|en|>"; empty: English (as Transformers.js defaults)
   std::string task = "transcribe";  ///< "transcribe" | "translate"
-  int64_t max_new_tokens = 0;      ///< 0: up to max_length
+  int64_t max_new_tokens = 0;       ///< 0: up to max_length
 };
 
 struct TranscribeResult {
