@@ -3,6 +3,7 @@
 //     different lengths and sample rates — speech from espeak-ng (22.05 kHz, ~3 s), a two-tone clip at
 //     8 kHz (1.7 s, PCM16) and a chirp at 44.1 kHz longer than 30 s (truncated) — each decoded and
 //     resampled by hfx, then handed to both feature extractors as the same 16 kHz float WAV;
+//   * a FLAC file decodes to the same samples (and features) as the same clip in a WAV;
 //   * libsoxr's resampling of the 8 kHz and 44.1 kHz tones against the same tones computed at 16 kHz;
 //   * a corrupt file, a truncated WAV and a µ-law WAV give `[audio] expected ..., got ...` and a
 //     non-zero exit from `hfx transcribe`.
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+
+#include <sndfile.h>
 
 #include "hfx/audio/audio.h"
 #include "hfx/core/error.h"
@@ -150,6 +153,31 @@ TEST(AudioFeatures, MatchTransformersJsWhisperFeatureExtractor) {
     std::printf("  [features] clip %zu: max |hfx - Transformers.js| = %.3g over %zu values\n", c, worst,
                 theirs.size());
   }
+}
+
+// FLAC (lossless) decodes to exactly the PCM16 samples of the same clip in a WAV, so both give the same
+// input_features. The FLAC file is written by libsndfile's FLAC encoder.
+TEST(AudioDecode, FlacEqualsWav) {
+  Tmp tmp("flac");
+  const std::vector<float> x = tones(22050, 1.3);
+  const fs::path wav = tmp.path / "clip.wav", flac = tmp.path / "clip.flac";
+  write_file(wav, wav_bytes(1, 16, 22050, pcm16(x), static_cast<uint32_t>(2 * x.size())));
+  SF_INFO info{};
+  info.samplerate = 22050;
+  info.channels = 1;
+  info.format = SF_FORMAT_FLAC | SF_FORMAT_PCM_16;
+  SNDFILE* sf = sf_open(flac.string().c_str(), SFM_WRITE, &info);
+  ASSERT_NE(sf, nullptr) << sf_strerror(nullptr);
+  std::vector<short> q(x.size());
+  for (size_t i = 0; i < x.size(); i++) q[i] = static_cast<short>(std::lround(std::clamp(x[i], -1.0f, 1.0f) * 32767.0f));
+  ASSERT_EQ(sf_write_short(sf, q.data(), static_cast<sf_count_t>(q.size())), static_cast<sf_count_t>(q.size()));
+  sf_close(sf);
+  const hfx::audio::Waveform a = hfx::audio::read_audio(wav.string()), b = hfx::audio::read_audio(flac.string());
+  ASSERT_EQ(b.sample_rate, 22050);
+  ASSERT_EQ(a.samples, b.samples);
+  const hfx::audio::WhisperFeatureConfig cfg;
+  EXPECT_EQ(hfx::audio::whisper_log_mel(hfx::audio::resample(a.samples, 22050, 16000), cfg),
+            hfx::audio::whisper_log_mel(hfx::audio::resample(b.samples, 22050, 16000), cfg));
 }
 
 TEST(AudioResample, SoxrMatchesTonesComputedAt16k) {
