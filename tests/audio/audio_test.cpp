@@ -169,10 +169,13 @@ TEST(AudioDecode, FlacEqualsWav) {
   SNDFILE* sf = sf_open(flac.string().c_str(), SFM_WRITE, &info);
   ASSERT_NE(sf, nullptr) << sf_strerror(nullptr);
   std::vector<short> q(x.size());
-  for (size_t i = 0; i < x.size(); i++) q[i] = static_cast<short>(std::lround(std::clamp(x[i], -1.0f, 1.0f) * 32767.0f));
-  ASSERT_EQ(sf_write_short(sf, q.data(), static_cast<sf_count_t>(q.size())), static_cast<sf_count_t>(q.size()));
+  for (size_t i = 0; i < x.size(); i++)
+    q[i] = static_cast<short>(std::lround(std::clamp(x[i], -1.0f, 1.0f) * 32767.0f));
+  ASSERT_EQ(sf_write_short(sf, q.data(), static_cast<sf_count_t>(q.size())),
+            static_cast<sf_count_t>(q.size()));
   sf_close(sf);
-  const hfx::audio::Waveform a = hfx::audio::read_audio(wav.string()), b = hfx::audio::read_audio(flac.string());
+  const hfx::audio::Waveform a = hfx::audio::read_audio(wav.string()),
+                             b = hfx::audio::read_audio(flac.string());
   ASSERT_EQ(b.sample_rate, 22050);
   ASSERT_EQ(a.samples, b.samples);
   const hfx::audio::WhisperFeatureConfig cfg;
