@@ -36,6 +36,7 @@ struct ExportArgs {
 
 const char* kSideFiles[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
                             "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
+                            "preprocessor_config.json",  // audio / image processors (Whisper's feature extractor)
                             // sentence-transformers: the modules after the Transformer (pooling, normalization)
                             "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
                             "1_Pooling/config.json"};

@@ -36,4 +36,5 @@ void register_embed(CLI::App& app);
 void register_inspect(CLI::App& app);
 void register_sweep(CLI::App& app);
 void register_preprocess(CLI::App& app);
+void register_transcribe(CLI::App& app);
 }  // namespace hfx::cli

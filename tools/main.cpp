@@ -24,6 +24,7 @@ const hfx::cli::Register kCommands[] = {
     hfx::cli::register_inspect,
     hfx::cli::register_sweep,
     hfx::cli::register_preprocess,
+    hfx::cli::register_transcribe,
 };
 
 bool has_command(const CLI::App& app, const std::string& name) {

@@ -4,6 +4,8 @@
 #include "capture/generation_loops.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 #include <fmt/format.h>
 
@@ -20,6 +22,16 @@ Var LoopContext::ints(const Shape& shape, const std::vector<int64_t>& values) {
   if (eager_) return eb_.wrap(Tensor::from_ints(shape, values));
   SymShape s(shape.begin(), shape.end());
   return tb_.input(fmt::format("in{}", inputs_++), TensorType{DType::I64, s});
+}
+
+Var LoopContext::floats(const Shape& shape, const std::vector<float>& values) {
+  if (eager_) {
+    Tensor t = Tensor::empty(shape, DType::F32);
+    std::copy(values.begin(), values.end(), t.data<float>());
+    return eb_.wrap(t);
+  }
+  SymShape s(shape.begin(), shape.end());
+  return tb_.input(fmt::format("in{}", inputs_++), TensorType{DType::F32, s});
 }
 
 std::vector<int64_t> LoopContext::next_tokens(const Var& logits, int64_t rows) {
@@ -146,15 +158,53 @@ int64_t decoder_start(const Model& m) {
   return pad_id(m);
 }
 
+// An audio encoder (Whisper) takes input_features of its declared fixed [mel bins, frames]; the samples
+// are a smooth pattern in the log-mel range. Its decoder starts from a 4-token prompt, as Whisper's
+// generate() does (<|startoftranscript|> <|lang|> <|task|> <|notimestamps|>: config.json's
+// forced_decoder_ids after the start, padded with the start), so the decoder's sequence axis is dynamic.
+std::optional<InputDecl> audio_input(const Model& m) {
+  for (const InputDecl& d : m.component("encoder").inputs)
+    if (d.name == "input_features") return d;
+  return std::nullopt;
+}
+
+Var audio_features(const InputDecl& d, int64_t rows, LoopContext& b) {
+  Shape shape{rows};
+  for (size_t i = 1; i < d.axes.size(); i++) shape.push_back(std::stoll(d.axes[i]));
+  int64_t n = 1;
+  for (int64_t x : shape) n *= x;
+  std::vector<float> v(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++) v[static_cast<size_t>(i)] = static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(i)));
+  return b.floats(shape, v);
+}
+
+std::vector<int64_t> decoder_prompt(const Model& m, bool audio) {
+  std::vector<int64_t> p{decoder_start(m)};
+  if (!audio) return p;
+  const auto& raw = m.config().raw;
+  if (raw.contains("forced_decoder_ids") && raw["forced_decoder_ids"].is_array())
+    for (const auto& f : raw["forced_decoder_ids"])
+      if (f.is_array() && f.size() == 2 && f[1].is_number_integer() && p.size() < 4) p.push_back(f[1].get<int64_t>());
+  while (p.size() < 4) p.push_back(p.front());
+  return p;
+}
+
 void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
   Batch in = pad(s, pad_id(m), false);
   Var mask = b.ints({in.rows, in.len}, in.mask);
-  NamedVars enc = rec.call("encoder", "encoder", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}, {"attention_mask", mask}});
+  const std::optional<InputDecl> audio = audio_input(m);
+  NamedVars enc_in{{"input_ids", b.ints({in.rows, in.len}, in.ids)}, {"attention_mask", mask}};
+  if (audio) enc_in = {{"input_features", audio_features(*audio, in.rows, b)}};
+  NamedVars enc = rec.call("encoder", "encoder", b, enc_in);
   Var hidden = get(enc, "last_hidden_state");
   if (!hidden) HFX_THROW("capture", "expected the encoder of {} to return last_hidden_state, got none", m.config().model_type);
   ComponentDecl decl = m.component("decoder");
-  std::vector<int64_t> tok(in.rows, decoder_start(m));
-  NamedVars inputs{{"input_ids", b.ints({in.rows, 1}, tok)}, {"encoder_attention_mask", mask}, {"encoder_hidden_states", hidden}};
+  const std::vector<int64_t> prompt = decoder_prompt(m, audio.has_value());
+  std::vector<int64_t> tok;
+  for (int64_t r = 0; r < in.rows; r++) tok.insert(tok.end(), prompt.begin(), prompt.end());
+  NamedVars inputs{{"input_ids", b.ints({in.rows, static_cast<int64_t>(prompt.size())}, tok)},
+                   {"encoder_attention_mask", mask},
+                   {"encoder_hidden_states", hidden}};
   for (int64_t step = 0; step < s.max_new_tokens; step++) {
     NamedVars outs = rec.call(step == 0 ? "decoder" : "decoder_with_past", "decoder", b, inputs, CallOptions{1, true});
     tok = b.next_tokens(get(outs, "logits"), in.rows);

@@ -32,6 +32,8 @@ class LoopContext {
   Builder& builder();
   /// An int64 input tensor of `shape` holding `values`.
   Var ints(const Shape& shape, const std::vector<int64_t>& values);
+  /// A float32 input tensor of `shape` holding `values`.
+  Var floats(const Shape& shape, const std::vector<float>& values);
   /// Greedy next token of each row from logits [B, S, V] (eager) or a fixed id per row (shapes only).
   std::vector<int64_t> next_tokens(const Var& logits, int64_t rows);
   bool eager() const { return eager_; }

@@ -114,7 +114,10 @@ DimSpec range_for(const std::string& dim, const CaptureOptions& o, const std::ve
   if (dim == "batch_size") return DimSpec{o.batch.name, true, o.batch.min, o.batch.max, hint};
   if (dim.rfind("past_", 0) == 0) {
     std::string name = dim == "past_sequence_length" ? o.past.name : dim;
-    return DimSpec{name, true, lo == 0 ? 0 : std::max<int64_t>(o.past.min, 1), o.past.max, hint};
+    // A range covers every size the real calls had: Whisper's cross-attention past is its 1500 encoder
+    // positions, beyond the decoder's own past range.
+    const int64_t hi = std::max(o.past.max, *std::max_element(seen.begin(), seen.end()));
+    return DimSpec{name, true, lo == 0 ? 0 : std::max<int64_t>(o.past.min, 1), hi, hint};
   }
   std::string name = dim == "sequence_length" ? o.sequence.name : dim;
   return DimSpec{name, true, o.sequence.min, o.sequence.max, hint};

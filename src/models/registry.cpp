@@ -33,6 +33,7 @@ const Architecture& bart_architecture();
 const Architecture& marian_architecture();
 const Architecture& llava_architecture();
 const TinyHooks& llava_tiny_hooks();
+const Architecture& whisper_architecture();
 }  // namespace hfx::models
 
 namespace hfx {
@@ -54,6 +55,8 @@ std::vector<const Architecture*> all_architectures() {
       &modernbert_architecture(),
       // encoder-decoder
       &t5_architecture(),    &bart_architecture(),    &marian_architecture(),
+      // speech encoder-decoder (log-mel features in)
+      &whisper_architecture(),
   };
   return all;
 }

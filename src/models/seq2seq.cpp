@@ -104,7 +104,7 @@ Var attend(Builder& b, const Model& m, const Var& q, const Var& k, const Var& v,
 Var seq2seq_self_attention(Builder& b, const Model& m, const Var& x, const AttnLayout& a, const Var& mask, bool causal,
                            const Var& past_k, const Var& past_v, Var* present_k, Var* present_v) {
   Var q = split_heads(linear(b, m, x, a.q, a.bias), a.heads, a.head_dim);
-  Var k = split_heads(linear(b, m, x, a.k, a.bias), a.heads, a.head_dim);
+  Var k = split_heads(linear(b, m, x, a.k, a.bias && a.k_bias), a.heads, a.head_dim);
   Var v = split_heads(linear(b, m, x, a.v, a.bias), a.heads, a.head_dim);
   if (past_k && past_v) {
     k = F::cat({past_k, k}, 2);
@@ -121,7 +121,7 @@ Var seq2seq_cross_attention(Builder& b, const Model& m, const Var& x, const Var&
   // Only the encoder positions the past does not hold yet are projected: all of them in a first call
   // (empty or absent past), none in a cached step.
   Var rest = past_k ? F::slice(enc, 1, past_k.size(2), enc.size(1)) : enc;
-  Var k = split_heads(linear(b, m, rest, a.k, a.bias), a.heads, a.head_dim);
+  Var k = split_heads(linear(b, m, rest, a.k, a.bias && a.k_bias), a.heads, a.head_dim);
   Var v = split_heads(linear(b, m, rest, a.v, a.bias), a.heads, a.head_dim);
   if (past_k && past_v) {
     k = F::cat({past_k, k}, 2);

@@ -63,6 +63,7 @@ struct AttnLayout {
   double scale = 1.0;  ///< T5: 1 (no scaling); BART: head_dim^-0.5
   bool bias = false;
   const char *q = "q", *k = "k", *v = "v", *o = "o";
+  bool k_bias = true;  ///< with `bias`: whether k has one too (Whisper's k_proj has none)
 };
 
 /// Self-attention in the current scope (the attention module): q/k/v from x, k/v appended to the past

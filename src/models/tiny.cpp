@@ -208,10 +208,11 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
   for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_bos_token_id",
                         "forced_eos_token_id", "bad_words_ids"})
     if (t.config.contains(k)) gen[k] = t.config[k];
-  io::write_file_atomic(path("config.json"), t.config.dump(2) + "\n");
-  io::write_file_atomic(path("generation_config.json"), gen.dump(2) + "\n");
   io::write_file_atomic(path("tokenizer.json"), t.tokenizer_json);
   io::write_file_atomic(path("tokenizer_config.json"), t.tokenizer_config_json);
+  if (models::TinyExtras extras = models::tiny_extras(model_type)) extras(dir, t.config, gen);
+  io::write_file_atomic(path("config.json"), t.config.dump(2) + "\n");
+  io::write_file_atomic(path("generation_config.json"), gen.dump(2) + "\n");
   if (!opt.sentence_pooling.empty()) write_sentence_transformers(dir, cfg, opt.sentence_pooling);
   if (const auto* h = models::tiny_hooks(model_type); h && h->files) h->files(dir, t.config);
   return t.config;

@@ -51,4 +51,11 @@ void SafetensorsStreamWriter::commit() {
   file_->commit();
 }
 
+TinyExtras tiny_extras(const std::string& model_type) {
+  static const std::pair<const char*, TinyExtras> kTable[] = {{"whisper", whisper_tiny_extras}};
+  for (const auto& [type, fn] : kTable)
+    if (model_type == type) return fn;
+  return nullptr;
+}
+
 }  // namespace hfx::models

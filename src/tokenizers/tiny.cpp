@@ -339,6 +339,7 @@ constexpr KindName kKindNames[] = {
     {TinyTokenizerKind::WordPiece, "wordpiece"},         {TinyTokenizerKind::RobertaBPE, "roberta_bpe"},
     {TinyTokenizerKind::ModernBertBPE, "modernbert_bpe"}, {TinyTokenizerKind::T5Unigram, "t5_unigram"},
     {TinyTokenizerKind::XlmrUnigram, "xlmr_unigram"},    {TinyTokenizerKind::MarianUnigram, "marian_unigram"},
+    {TinyTokenizerKind::WhisperBPE, "whisper_bpe"},
 };
 
 // The decoder-only kinds: BOS added by the post-processor, a small chat template.
@@ -416,6 +417,13 @@ void encoder_config(TinyTokenizerKind kind, ojson& c) {
       c["target_lang"] = "de";
       c["tokenizer_class"] = "MarianTokenizer";
       break;
+    case K::WhisperBPE:  // openai/whisper-*: every special is <|endoftext|>
+      c["add_prefix_space"] = false;
+      specials("<|endoftext|>", nullptr, "<|endoftext|>", nullptr, "<|endoftext|>", nullptr, "<|endoftext|>");
+      c["errors"] = "replace";
+      c["model_max_length"] = 1024;
+      c["tokenizer_class"] = "WhisperTokenizer";
+      break;
     default:
       HFX_THROW(kComp, "expected an encoder TinyTokenizerKind, got {}", static_cast<int>(kind));
   }
@@ -433,6 +441,7 @@ std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size) {
     case TinyTokenizerKind::T5Unigram: return t5_unigram_json(vocab_size);
     case TinyTokenizerKind::XlmrUnigram: return xlmr_unigram_json(vocab_size);
     case TinyTokenizerKind::MarianUnigram: return marian_unigram_json(vocab_size);
+    case TinyTokenizerKind::WhisperBPE: return whisper_bpe_json(vocab_size);
   }
   HFX_THROW(kComp, "expected a TinyTokenizerKind, got {}", static_cast<int>(kind));
 }

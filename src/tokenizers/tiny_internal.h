@@ -73,5 +73,6 @@ std::string modernbert_bpe_json(int vocab_size);
 std::string t5_unigram_json(int vocab_size);
 std::string xlmr_unigram_json(int vocab_size);
 std::string marian_unigram_json(int vocab_size);
+std::string whisper_bpe_json(int vocab_size);
 
 }  // namespace hfx::tok::detail::tiny

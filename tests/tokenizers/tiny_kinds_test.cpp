@@ -48,6 +48,7 @@ const Case kCases[] = {
     {TinyTokenizerKind::XlmrUnigram, 1000, "XLMRobertaTokenizer"},
     {TinyTokenizerKind::MarianUnigram, 256, "MarianTokenizer"},
     {TinyTokenizerKind::MarianUnigram, 1000, "MarianTokenizer"},
+    {TinyTokenizerKind::WhisperBPE, 2000, "WhisperTokenizer"},
 };
 
 std::string case_name(const Case& c) {
@@ -365,7 +366,7 @@ TEST(TinyTokenizerKindLayout, DeterministicNamesAndLimits) {
     EXPECT_EQ(std::string(e.what()),
               "[tokenizer] expected one of [byte_level, sentencepiece, wordpiece, roberta_bpe, "
               "modernbert_bpe, t5_unigram, "
-              "xlmr_unigram, marian_unigram], got bert");
+              "xlmr_unigram, marian_unigram, whisper_bpe], got bert");
   }
 }
 

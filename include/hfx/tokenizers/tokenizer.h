@@ -124,6 +124,10 @@ enum class TinyTokenizerKind {
                      ///< <s>=0 <pad>=1 </s>=2 <unk>=3, "<s> $A </s>", <mask> last (lstrip)
   MarianUnigram,     ///< "marian_unigram": Helsinki-NLP/opus-mt-en-de as converted to tokenizer.json: NFKC, Metaspace,
                      ///< Unigram, </s>=0 <unk>=1, <pad> last, "$A </s>"
+  WhisperBPE,        ///< "whisper_bpe": openai/whisper-*: ByteLevel BPE, then <|endoftext|> <|startoftranscript|>, language
+                     ///< tokens, <|translate|> <|transcribe|> <|startoflm|> <|startofprev|> <|nocaptions|>
+                     ///< <|notimestamps|>, timestamps <|0.00|>..<|30.00|>; "<|startoftranscript|> <|notimestamps|> $A
+                     ///< <|endoftext|>"
 };
 
 /// A tokenizer.json with exactly `vocab_size` tokens (added tokens included). BPE kinds learn merges
@@ -131,17 +135,17 @@ enum class TinyTokenizerKind {
 /// continuation symbols), Unigram kinds score pieces by log-probability (counts re-estimated with
 /// Viterbi segmentation of the corpus). Deterministic: the same arguments give the same bytes.
 /// Minimum sizes: ByteLevelBPE 260, SentencePieceBPE 262, WordPiece 64, RobertaBPE 262,
-/// ModernBertBPE 290, T5Unigram 160, XlmrUnigram 64, MarianUnigram 64; throws hfx::Error below.
+/// ModernBertBPE 290, T5Unigram 160, XlmrUnigram 64, MarianUnigram 64, WhisperBPE 1782; throws hfx::Error below.
 /// Vocabularies larger than the corpus supports are filled with reserved / unused tokens.
 std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size);
 /// The matching tokenizer_config.json text: tokenizer_class (PreTrainedTokenizerFast, BertTokenizer,
-/// RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer, MarianTokenizer), model_max_length and the
+/// RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer, MarianTokenizer, WhisperTokenizer), model_max_length and the
 /// special tokens; the decoder-only kinds add add_bos_token and a small chat template, WordPiece
 /// do_lower_case.
 std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind);
 
 /// The kind's name as listed in the enum ("byte_level", "sentencepiece", "wordpiece", "roberta_bpe",
-/// "modernbert_bpe", "t5_unigram", "xlmr_unigram", "marian_unigram").
+/// "modernbert_bpe", "t5_unigram", "xlmr_unigram", "marian_unigram", "whisper_bpe").
 const char* tiny_tokenizer_kind_name(TinyTokenizerKind kind);
 /// The kind with that name; throws hfx::Error("tokenizer", "expected one of [...], got NAME").
 TinyTokenizerKind tiny_tokenizer_kind_from_name(const std::string& name);

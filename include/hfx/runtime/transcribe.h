@@ -1,0 +1,109 @@
+// hfx/runtime/transcribe.h — greedy speech recognition with Whisper, from a checkpoint (eager) or an
+// export folder (ONNX Runtime over onnx/encoder_model.onnx and onnx/decoder_model_merged.onnx).
+//
+// The audio goes through hfx/audio/audio.h (decode, resample to the feature extractor's rate, log-mel);
+// the rules are Whisper's greedy generate() as transformers and Transformers.js apply them with the
+// checkpoint's generation_config.json: the decoder starts from the prompt <|startoftranscript|>
+// <|lang|> <|task|> <|notimestamps|> (multilingual; English-only models: <|startoftranscript|>
+// <|notimestamps|>) in one call, then one token per call over the caches; suppress_tokens are banned at
+// every step and begin_suppress_tokens at the first generated one; a row stops at an EOS id.
+// Timestamps (return_timestamps) are not implemented.
+//
+//   auto t = hfx::Transcriber::open("out/");          // export folder → ONNX Runtime
+//   auto r = t.transcribe_file("speech.wav", {.language = "en"});
+#pragma once
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/audio/audio.h"
+
+namespace hfx {
+class Model;
+namespace tok {
+class Tokenizer;
+}
+
+/// The audio encoder once, then decoder calls; the engine keeps the decoder's caches.
+class SpeechSeq2SeqEngine {
+ public:
+  virtual ~SpeechSeq2SeqEngine() = default;
+  virtual std::string name() const = 0;  ///< "eager" | "ort"
+  virtual int64_t vocab_size() const = 0;
+  /// Runs the encoder on input_features [B, mels, frames] (row-major) and drops the decoder caches.
+  virtual void encode(std::span<const float> features, int64_t batch, int64_t mels, int64_t frames) = 0;
+  /// One decoder call on input_ids [B, S] over the caches; writes the last position's logits [B, V].
+  virtual void step(std::span<const int64_t> input_ids, int64_t batch, int64_t seq,
+                    std::vector<float>& logits) = 0;
+};
+
+/// The model library's own components on the CPU kernels.
+std::unique_ptr<SpeechSeq2SeqEngine> make_eager_speech_engine(std::shared_ptr<const Model> model);
+/// ONNX Runtime over DIR/onnx/encoder_model.onnx + decoder_model_merged.onnx (empty pasts first). Throws
+/// hfx::Error("transcribe", ...) when hfx was built without ONNX Runtime or a file is missing.
+std::unique_ptr<SpeechSeq2SeqEngine> make_ort_speech_engine(const std::string& dir, int threads = 0);
+
+/// What Whisper's greedy generation reads from generation_config.json (config.json as a fallback).
+struct WhisperSettings {
+  int64_t decoder_start_token_id = 0;
+  std::vector<int64_t> eos_token_ids;
+  std::vector<int64_t> suppress_tokens, begin_suppress_tokens;
+  std::map<std::string, int64_t> lang_to_id;  ///< "<|en|>" → id
+  std::map<std::string, int64_t> task_to_id;  ///< "transcribe" / "translate" → id
+  std::optional<int64_t> no_timestamps_token_id;
+  bool is_multilingual = false;
+  int64_t max_length = 448;
+};
+WhisperSettings whisper_settings(const nlohmann::json& config,
+                                 const std::optional<nlohmann::json>& generation_config);
+
+struct TranscribeOptions {
+  std::string language;  ///< "en", "english" or "<|en|>"; empty: English (as Transformers.js defaults)
+  std::string task = "transcribe";  ///< "transcribe" | "translate"
+  int64_t max_new_tokens = 0;       ///< 0: up to max_length
+};
+
+struct TranscribeResult {
+  std::vector<int64_t> prompt;  ///< the decoder prompt (start, language, task, no-timestamps)
+  std::vector<int64_t> ids;     ///< generated, without the prompt (EOS kept)
+  std::string text;             ///< decoded without special tokens
+  std::string finish_reason;    ///< "eos" | "length"
+};
+
+class Transcriber {
+ public:
+  /// `path` is a checkpoint (eager) or an export folder (ONNX Runtime unless engine = "eager"); both need
+  /// preprocessor_config.json and generation_config.json.
+  static Transcriber open(const std::string& path, const std::string& engine = "auto", int threads = 0);
+  Transcriber(std::unique_ptr<SpeechSeq2SeqEngine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
+              WhisperSettings settings, audio::WhisperFeatureConfig features);
+  Transcriber(Transcriber&&) noexcept;
+  ~Transcriber();
+
+  /// Reads, resamples and transcribes a WAV / FLAC file.
+  TranscribeResult transcribe_file(const std::string& path, const TranscribeOptions& opts = {});
+  /// Mono samples at `sample_rate` (resampled to the feature extractor's rate).
+  TranscribeResult transcribe(const audio::Waveform& wave, const TranscribeOptions& opts = {});
+  /// input_features [mels, frames] of one clip.
+  TranscribeResult transcribe_features(std::span<const float> features, const TranscribeOptions& opts = {});
+  /// The decoder prompt for `opts` (throws hfx::Error("transcribe", ...) for an unknown language or task).
+  std::vector<int64_t> prompt(const TranscribeOptions& opts) const;
+
+  SpeechSeq2SeqEngine& engine() { return *engine_; }
+  const WhisperSettings& settings() const { return settings_; }
+  const audio::WhisperFeatureConfig& feature_config() const { return features_; }
+
+ private:
+  std::unique_ptr<SpeechSeq2SeqEngine> engine_;
+  std::shared_ptr<const tok::Tokenizer> tokenizer_;
+  WhisperSettings settings_;
+  audio::WhisperFeatureConfig features_;
+};
+
+}  // namespace hfx

@@ -1,0 +1,264 @@
+// Greedy Whisper transcription (see include/hfx/runtime/transcribe.h): the settings as transformers and
+// Transformers.js read them, the eager engine over the model's `encoder` / `decoder` components, the
+// prompt, and the loop with SuppressTokens / SuppressTokensAtBegin and EOS.
+#include "hfx/runtime/transcribe.h"
+
+#include <algorithm>
+#include <filesystem>
+#include <limits>
+
+#include <fmt/format.h>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/models/model.h"
+#include "hfx/ops/builder.h"
+#include "hfx/runtime/generator.h"
+#include "hfx/tokenizers/tokenizer.h"
+#include "hfx/verify/manifest.h"
+
+namespace hfx {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kComp = "transcribe";
+
+std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
+  if (!fs::exists(p)) return std::nullopt;
+  try {
+    return nlohmann::json::parse(io::read_file(p.string()));
+  } catch (const nlohmann::json::exception& e) {
+    HFX_THROW(kComp, "expected valid JSON in {}, got: {}", p.string(), e.what());
+  }
+}
+
+std::vector<int64_t> ints(const nlohmann::json& v, const char* key) {
+  if (v.is_number_integer()) return {v.get<int64_t>()};
+  HFX_CHECK(v.is_array(), kComp, "expected {} to be an int or a list of ints, got {}", key, v.dump());
+  std::vector<int64_t> r;
+  for (const auto& x : v) {
+    HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be a list of ints, got {}", key, v.dump());
+    r.push_back(x.get<int64_t>());
+  }
+  return r;
+}
+
+std::map<std::string, int64_t> id_map(const nlohmann::json& v, const char* key) {
+  HFX_CHECK(v.is_object(), kComp, "expected {} to be an object of ids, got {}", key, v.dump());
+  std::map<std::string, int64_t> r;
+  for (auto it = v.begin(); it != v.end(); ++it) {
+    HFX_CHECK(it.value().is_number_integer(), kComp, "expected {}['{}'] to be an id, got {}", key, it.key(),
+              it.value().dump());
+    r[it.key()] = it.value().get<int64_t>();
+  }
+  return r;
+}
+
+class EagerSpeech : public SpeechSeq2SeqEngine {
+ public:
+  explicit EagerSpeech(std::shared_ptr<const Model> m) : m_(std::move(m)) {
+    HFX_CHECK(m_ && m_->structure() == Structure::EncoderDecoder, kComp,
+              "expected an encoder-decoder speech model, got {}",
+              m_ ? structure_name(m_->structure()) : "none");
+    const ComponentDecl enc = m_->component("encoder");
+    HFX_CHECK(!enc.inputs.empty() && enc.inputs[0].name == "input_features", kComp,
+              "expected an encoder that takes input_features (Whisper), got {} taking '{}'",
+              m_->config().model_type, enc.inputs.empty() ? "nothing" : enc.inputs[0].name);
+    decl_ = m_->component("decoder");
+  }
+  std::string name() const override { return "eager"; }
+  int64_t vocab_size() const override { return m_->config().vocab_size; }
+
+  void encode(std::span<const float> f, int64_t B, int64_t mels, int64_t frames) override {
+    HFX_CHECK(static_cast<int64_t>(f.size()) == B * mels * frames, kComp,
+              "expected input_features of [{}, {}, {}], got {} values", B, mels, frames, f.size());
+    b_ = std::make_unique<EagerBuilder>();
+    Tensor t = Tensor::empty({B, mels, frames}, DType::F32);
+    std::copy(f.begin(), f.end(), t.data<float>());
+    hidden_ = get(m_->call("encoder", *b_, {{"input_features", b_->wrap(t)}}), "last_hidden_state");
+    past_.clear();
+  }
+
+  void step(std::span<const int64_t> ids, int64_t B, int64_t S, std::vector<float>& logits) override {
+    HFX_CHECK(b_ != nullptr, kComp, "expected encode() before a decoder step, got none");
+    NamedVars in{{"input_ids", b_->wrap(Tensor::from_ints({B, S}, {ids.begin(), ids.end()}))},
+                 {"encoder_hidden_states", hidden_}};
+    in.insert(in.end(), past_.begin(), past_.end());
+    NamedVars out = m_->call("decoder", *b_, in, CallOptions{1, true});
+    past_.clear();
+    for (const CacheLeafDecl& c : decl_.cache) past_.emplace_back(c.past_input, get(out, c.present_output));
+    const Var lv = get(out, "logits");
+    const Tensor& t = lv.tensor();  // [B, 1, V]
+    Tensor last = t.select(1, t.size(1) - 1);
+    logits.resize(static_cast<size_t>(B * t.size(2)));
+    copy_to_contiguous(last, logits.data(), DType::F32);
+  }
+
+ private:
+  std::shared_ptr<const Model> m_;
+  ComponentDecl decl_;
+  std::unique_ptr<EagerBuilder> b_;
+  Var hidden_;
+  NamedVars past_;
+};
+
+}  // namespace
+
+WhisperSettings whisper_settings(const nlohmann::json& cfg, const std::optional<nlohmann::json>& gen) {
+  auto field = [&](const char* key) -> const nlohmann::json* {
+    if (gen && gen->contains(key) && !(*gen)[key].is_null()) return &(*gen)[key];
+    if (cfg.contains(key) && !cfg[key].is_null()) return &cfg[key];
+    return nullptr;
+  };
+  WhisperSettings s;
+  const nlohmann::json* start = field("decoder_start_token_id");
+  HFX_CHECK(start && start->is_number_integer(), kComp,
+            "expected decoder_start_token_id in generation_config.json or config.json, "
+            "got {}",
+            start ? start->dump() : "none");
+  s.decoder_start_token_id = start->get<int64_t>();
+  if (const auto* e = field("eos_token_id")) s.eos_token_ids = ints(*e, "eos_token_id");
+  if (const auto* v = field("suppress_tokens")) s.suppress_tokens = ints(*v, "suppress_tokens");
+  if (const auto* v = field("begin_suppress_tokens"))
+    s.begin_suppress_tokens = ints(*v, "begin_suppress_tokens");
+  if (const auto* v = field("lang_to_id")) s.lang_to_id = id_map(*v, "lang_to_id");
+  if (const auto* v = field("task_to_id")) s.task_to_id = id_map(*v, "task_to_id");
+  if (const auto* v = field("no_timestamps_token_id"))
+    s.no_timestamps_token_id = ints(*v, "no_timestamps_token_id").at(0);
+  if (const auto* v = field("is_multilingual")) s.is_multilingual = v->is_boolean() && v->get<bool>();
+  if (const auto* v = field("max_length")) s.max_length = ints(*v, "max_length").at(0);
+  return s;
+}
+
+std::unique_ptr<SpeechSeq2SeqEngine> make_eager_speech_engine(std::shared_ptr<const Model> model) {
+  return std::make_unique<EagerSpeech>(std::move(model));
+}
+
+#ifndef HFX_HAVE_ORT
+std::unique_ptr<SpeechSeq2SeqEngine> make_ort_speech_engine(const std::string& dir, int) {
+  HFX_THROW(kComp,
+            "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)",
+            dir);
+}
+#endif
+
+Transcriber::Transcriber(std::unique_ptr<SpeechSeq2SeqEngine> engine,
+                         std::shared_ptr<const tok::Tokenizer> tokenizer, WhisperSettings settings,
+                         audio::WhisperFeatureConfig features)
+    : engine_(std::move(engine)),
+      tokenizer_(std::move(tokenizer)),
+      settings_(std::move(settings)),
+      features_(features) {
+  HFX_CHECK(engine_ != nullptr, kComp, "expected an engine, got none");
+}
+Transcriber::Transcriber(Transcriber&&) noexcept = default;
+Transcriber::~Transcriber() = default;
+
+Transcriber Transcriber::open(const std::string& path, const std::string& engine, int threads) {
+  const fs::path dir(path);
+  HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)",
+            path);
+  const bool exported = is_export_dir(path);
+  const std::string kind = engine == "auto" ? (exported ? "ort" : "eager") : engine;
+  HFX_CHECK(kind == "eager" || kind == "ort", kComp, "expected engine auto, eager or ort, got '{}'", engine);
+  auto cfg = read_json_if_exists(dir / "config.json");
+  HFX_CHECK(cfg.has_value(), kComp, "expected config.json in '{}', got none", path);
+  auto pre = read_json_if_exists(dir / "preprocessor_config.json");
+  HFX_CHECK(pre.has_value(), kComp,
+            "expected preprocessor_config.json (WhisperFeatureExtractor's settings) in '{}', got none", path);
+  std::unique_ptr<SpeechSeq2SeqEngine> e;
+  if (kind == "ort") {
+    HFX_CHECK(exported, kComp,
+              "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    e = make_ort_speech_engine(path, threads);
+  } else {
+    std::string weights = path;
+    if (!fs::exists(dir / "model.safetensors") && exported && fs::exists(dir / "manifest.json"))
+      weights = verify::Manifest::read(path).source_path;
+    e = make_eager_speech_engine(std::shared_ptr<const Model>(load_model(weights)));
+  }
+  std::shared_ptr<const tok::Tokenizer> tk;
+  if (fs::exists(dir / "tokenizer.json"))
+    tk = std::make_shared<const tok::Tokenizer>(tok::Tokenizer::from_dir(path));
+  return Transcriber(std::move(e), std::move(tk),
+                     whisper_settings(*cfg, read_json_if_exists(dir / "generation_config.json")),
+                     audio::WhisperFeatureConfig::from_json(*pre));
+}
+
+std::vector<int64_t> Transcriber::prompt(const TranscribeOptions& o) const {
+  const WhisperSettings& s = settings_;
+  std::vector<int64_t> p{s.decoder_start_token_id};
+  if (s.is_multilingual) {
+    std::string lang = o.language.empty() ? "en" : o.language;
+    if (lang.rfind("<|", 0) != 0) lang = "<|" + lang + "|>";
+    auto it = s.lang_to_id.find(lang);
+    if (it == s.lang_to_id.end()) {
+      std::string known;
+      for (const auto& [k, v] : s.lang_to_id)
+        known += (known.empty() ? "" : ", ") + k.substr(2, k.size() - 4);
+      HFX_THROW(kComp, "expected a language of this model among [{}], got '{}'", known, o.language);
+    }
+    p.push_back(it->second);
+    auto t = s.task_to_id.find(o.task);
+    HFX_CHECK(t != s.task_to_id.end(), kComp, "expected task transcribe or translate (task_to_id), got '{}'",
+              o.task);
+    p.push_back(t->second);
+  } else {
+    HFX_CHECK(
+        o.language.empty() && o.task == "transcribe", kComp,
+        "expected no --language / task for an English-only model (is_multilingual false), got '{}' / '{}'",
+        o.language, o.task);
+  }
+  if (s.no_timestamps_token_id) p.push_back(*s.no_timestamps_token_id);
+  return p;
+}
+
+TranscribeResult Transcriber::transcribe_file(const std::string& path, const TranscribeOptions& opts) {
+  return transcribe(audio::read_audio(path), opts);
+}
+
+TranscribeResult Transcriber::transcribe(const audio::Waveform& w, const TranscribeOptions& opts) {
+  const auto x = audio::resample(w.samples, w.sample_rate, static_cast<int>(features_.sampling_rate));
+  return transcribe_features(audio::whisper_log_mel(x, features_), opts);
+}
+
+TranscribeResult Transcriber::transcribe_features(std::span<const float> f, const TranscribeOptions& opts) {
+  const WhisperSettings& s = settings_;
+  TranscribeResult r;
+  r.prompt = prompt(opts);
+  const int64_t V = engine_->vocab_size(), P = static_cast<int64_t>(r.prompt.size());
+  const int64_t budget = s.max_length - P;
+  const int64_t n = opts.max_new_tokens > 0 ? std::min(opts.max_new_tokens, budget) : budget;
+  HFX_CHECK(n > 0, kComp, "expected max_length ({}) above the prompt's {} tokens, got none left",
+            s.max_length, P);
+  engine_->encode(f, 1, features_.feature_size, features_.nb_max_frames);
+  std::vector<int64_t> next = r.prompt;
+  std::vector<float> logits;
+  r.finish_reason = "length";
+  for (int64_t step = 0; step < n; step++) {
+    engine_->step(next, 1, static_cast<int64_t>(next.size()), logits);
+    HFX_CHECK(static_cast<int64_t>(logits.size()) == V, kComp, "expected logits [1, {}], got {} values", V,
+              logits.size());
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (int64_t t : s.suppress_tokens)
+      if (t >= 0 && t < V) logits[t] = kNegInf;
+    if (step == 0)  // SuppressTokensAtBegin: the first position after the prompt
+      for (int64_t t : s.begin_suppress_tokens)
+        if (t >= 0 && t < V) logits[t] = kNegInf;
+    const int64_t tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    r.ids.push_back(tok);
+    next = {tok};
+    if (std::find(s.eos_token_ids.begin(), s.eos_token_ids.end(), tok) != s.eos_token_ids.end()) {
+      r.finish_reason = "eos";
+      break;
+    }
+  }
+  if (tokenizer_) {
+    std::vector<int32_t> t(r.ids.begin(), r.ids.end());
+    r.text = tokenizer_->decode(t, true);
+  }
+  return r;
+}
+
+}  // namespace hfx

@@ -1,0 +1,204 @@
+// Whisper exported to ONNX (`hfx export --format onnx`): onnx/encoder_model.onnx and
+// onnx/decoder_model_merged.onnx in Transformers.js's layout, preprocessor_config.json beside them.
+//   * ONNX Runtime equals eager ≤ 1e-4 at f32: the encoder's last_hidden_state; the merged decoder's
+//     logits and presents on the 4-token prompt with empty pasts, then on one token over those pasts;
+//   * `hfx transcribe` gives the same greedy tokens over the checkpoint (eager) and the export (ort), and
+//     Transformers.js 4.3.1 (model.generate() and the automatic-speech-recognition pipeline's text) gives
+//     them too on the export folder as it is: a speech clip from espeak-ng (22.05 kHz), a tone clip at
+//     8 kHz and one at 44.1 kHz;
+//   * `hfx export --format executorch|dynamo` refuses whisper with the export-skip reason.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/audio/audio.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/models/model.h"
+#include "hfx/models/tiny.h"
+#include "hfx/ops/builder.h"
+#include "hfx/runtime/ort_session.h"
+#include "support/oracle.h"
+#include "support/shell.h"
+
+namespace fs = std::filesystem;
+using hfx::testsupport::sh;
+using nlohmann::json;
+
+namespace {
+
+struct Folder {
+  fs::path path;
+  explicit Folder(const std::string& tag)
+      : path(fs::temp_directory_path() / ("hfx_whisper_" + tag + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Folder() {
+    std::error_code ec;
+    fs::remove_all(path, ec);
+  }
+};
+
+std::string cli() { return HFX_CLI; }
+
+// Exports a fresh tiny whisper once per test binary run (both tests read it).
+const fs::path& exported() {
+  static Folder f("export");
+  static bool done = false;
+  if (!done) {
+    hfx::create_tiny("whisper", (f.path / "ckpt").string());
+    auto p = sh(cli() + " export " + (f.path / "ckpt").string() + " --format onnx -o " +
+                (f.path / "out").string());
+    EXPECT_EQ(p.rc, 0) << p.out;
+    done = true;
+  }
+  return f.path;
+}
+
+double max_diff(const std::vector<float>& a, const hfx::Tensor& b) {
+  hfx::Tensor c = b.contiguous();
+  EXPECT_EQ(static_cast<int64_t>(a.size()), c.numel());
+  double w = 0;
+  for (size_t i = 0; i < a.size() && static_cast<int64_t>(i) < c.numel(); i++)
+    w = std::max(w, std::fabs(double(a[i]) - c.data<float>()[i]));
+  return w;
+}
+
+}  // namespace
+
+TEST(WhisperOnnx, ComponentsEqualEagerInOnnxRuntime) {
+  const fs::path& d = exported();
+  for (const char* f : {"onnx/encoder_model.onnx", "onnx/decoder_model_merged.onnx",
+                        "preprocessor_config.json", "generation_config.json", "tokenizer.json"})
+    ASSERT_TRUE(fs::exists(d / "out" / f)) << f;
+  std::shared_ptr<const hfx::Model> m(hfx::load_model((d / "ckpt").string()));
+  const int64_t mels = 80, frames = 3000;
+  std::vector<float> feats(static_cast<size_t>(mels * frames));
+  for (size_t i = 0; i < feats.size(); i++)
+    feats[i] = static_cast<float>(0.5 * std::sin(0.011 * double(i)) + 0.1 * std::cos(0.7 * double(i)));
+
+  hfx::rt::OrtSession enc((d / "out/onnx/encoder_model.onnx"), {});
+  hfx::rt::OrtSession dec((d / "out/onnx/decoder_model_merged.onnx"), {});
+  auto ort_enc =
+      enc.run({{"input_features", hfx::rt::RtTensor::f32({1, mels, frames}, feats)}}, {"last_hidden_state"});
+  hfx::EagerBuilder eb;
+  hfx::Tensor x = hfx::Tensor::empty({1, mels, frames}, hfx::DType::F32);
+  std::copy(feats.begin(), feats.end(), x.data<float>());
+  hfx::Var hidden = hfx::get(m->call("encoder", eb, {{"input_features", eb.wrap(x)}}), "last_hidden_state");
+  const double w_enc = max_diff(ort_enc.at(0).second.to_f32(), hidden.tensor());
+  EXPECT_LE(w_enc, 1e-4);
+
+  // Decoder: the prompt with empty pasts, then one token over the presents (what Transformers.js feeds).
+  const json gen = json::parse(hfx::io::read_file((d / "ckpt/generation_config.json").string()));
+  std::vector<int64_t> prompt = {gen["decoder_start_token_id"], gen["lang_to_id"]["<|en|>"],
+                                 gen["task_to_id"]["transcribe"], gen["no_timestamps_token_id"]};
+  const hfx::ComponentDecl decl = m->component("decoder");
+  hfx::rt::NamedTensors feeds{{"input_ids", hfx::rt::RtTensor::i64({1, 4}, prompt)},
+                              {"encoder_hidden_states", ort_enc.at(0).second}};
+  std::vector<std::string> fetch{"logits"};
+  for (const auto& c : decl.cache) {
+    feeds.emplace_back(c.past_input, hfx::rt::RtTensor::zeros("float32", {1, 4, 0, 16}));
+    fetch.push_back(c.present_output);
+  }
+  hfx::NamedVars in{{"input_ids", eb.wrap(hfx::Tensor::from_ints({1, 4}, prompt))},
+                    {"encoder_hidden_states", hidden}};
+  hfx::NamedVars out = m->call("decoder", eb, in, hfx::CallOptions{0, true});
+  auto ort_out = dec.run(feeds, fetch);
+  double w_dec = 0;
+  for (size_t i = 0; i < fetch.size(); i++)
+    w_dec = std::max(w_dec, max_diff(ort_out[i].second.to_f32(), hfx::get(out, fetch[i]).tensor()));
+  // Step 2: one token over the pasts.
+  hfx::rt::NamedTensors feeds2{{"input_ids", hfx::rt::RtTensor::i64({1, 1}, std::vector<int64_t>{300})},
+                               {"encoder_hidden_states", ort_enc.at(0).second}};
+  hfx::NamedVars in2{{"input_ids", eb.wrap(hfx::Tensor::from_ints({1, 1}, {300}))},
+                     {"encoder_hidden_states", hidden}};
+  for (size_t i = 0; i < decl.cache.size(); i++) {
+    feeds2.emplace_back(decl.cache[i].past_input, ort_out[i + 1].second);
+    in2.emplace_back(decl.cache[i].past_input, hfx::get(out, decl.cache[i].present_output));
+  }
+  auto ort_out2 = dec.run(feeds2, fetch);
+  hfx::NamedVars out2 = m->call("decoder", eb, in2, hfx::CallOptions{0, true});
+  for (size_t i = 0; i < fetch.size(); i++)
+    w_dec = std::max(w_dec, max_diff(ort_out2[i].second.to_f32(), hfx::get(out2, fetch[i]).tensor()));
+  EXPECT_LE(w_dec, 1e-4);
+  std::printf(
+      "  [whisper onnx] encoder max|ORT - eager| %.3g, merged decoder (prompt + cached step, logits and "
+      "presents) %.3g\n",
+      w_enc, w_dec);
+}
+
+TEST(WhisperOnnx, SameGreedyTokensEagerOrtAndTransformersJs) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
+  ASSERT_EQ(std::system("command -v espeak-ng > /dev/null"), 0)
+      << "[oracle] expected espeak-ng, got none: run scripts/setup.sh";
+  const fs::path& d = exported();
+  Folder clips("clips");
+  const fs::path speech = clips.path / "speech.wav", t8 = clips.path / "tone8k.wav",
+                 t44 = clips.path / "tone44k.wav";
+  ASSERT_EQ(
+      std::system(
+          ("espeak-ng -w " + speech.string() + " 'the quick brown fox jumps over the lazy dog'").c_str()),
+      0);
+  for (auto [path, rate] : {std::pair{t8, 8000}, std::pair{t44, 44100}}) {
+    std::vector<float> x(static_cast<size_t>(rate * 2.5));
+    for (size_t i = 0; i < x.size(); i++)
+      x[i] = static_cast<float>(0.5 * std::sin(2 * M_PI * 523.25 * double(i) / rate));
+    hfx::audio::write_wav_f32(path.string(), x, rate);
+  }
+  const int n = 24;
+  std::string wavs;
+  std::vector<json> eager, ort;
+  size_t k = 0;
+  for (const fs::path& c : {speech, t8, t44}) {
+    auto e = sh(cli() + " transcribe " + (d / "ckpt").string() + " " + c.string() +
+                " --language en --json --max-new-tokens " + std::to_string(n));
+    auto o = sh(cli() + " transcribe " + (d / "out").string() + " " + c.string() +
+                " --language en --json --max-new-tokens " + std::to_string(n));
+    ASSERT_EQ(e.rc, 0) << e.out;
+    ASSERT_EQ(o.rc, 0) << o.out;
+    eager.push_back(json::parse(e.out));
+    ort.push_back(json::parse(o.out));
+    EXPECT_EQ(eager.back()["engine"], "eager");
+    EXPECT_EQ(ort.back()["engine"], "ort");
+    EXPECT_EQ(eager.back()["ids"], ort.back()["ids"]) << c;
+    // Transformers.js gets the clip as hfx decoded and resampled it (16 kHz float WAV).
+    hfx::audio::Waveform w = hfx::audio::read_audio(c.string());
+    const fs::path w16 = clips.path / ("clip" + std::to_string(k++) + "_16k.wav");
+    hfx::audio::write_wav_f32(w16.string(), hfx::audio::resample(w.samples, w.sample_rate, 16000), 16000);
+    wavs += " " + w16.string();
+  }
+  auto p = sh("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_whisper.mjs " +
+              HFX_NODE_MODULES + " " + (d / "out").string() + " asr " + std::to_string(n) + wavs);
+  ASSERT_EQ(p.rc, 0) << p.out;
+  const json j = json::parse(p.out.substr(p.out.rfind("{\"sequences\"")));
+  for (size_t c = 0; c < eager.size(); c++) {
+    std::vector<int64_t> want = eager[c]["prompt"].get<std::vector<int64_t>>();
+    for (const auto& id : eager[c]["ids"]) want.push_back(id.get<int64_t>());
+    EXPECT_EQ(j["sequences"][c].get<std::vector<int64_t>>(), want) << "clip " << c;
+    std::string text = eager[c]["text"].get<std::string>();
+    const auto b = text.find_first_not_of(' '), e = text.find_last_not_of(' ');
+    text = b == std::string::npos ? "" : text.substr(b, e - b + 1);  // the pipeline trims its text
+    EXPECT_EQ(j["texts"][c].get<std::string>(), text) << "clip " << c;
+    std::printf(
+        "  [whisper] clip %zu: %zu tokens equal (eager, ort, Transformers.js generate); pipeline text "
+        "equal\n",
+        c, eager[c]["ids"].size());
+  }
+}
+
+TEST(WhisperOnnx, ExecutorchAndDynamoRefuseClearly) {
+  Folder f("refuse");
+  hfx::create_tiny("whisper", (f.path / "ckpt").string());
+  for (const char* fmt : {"executorch", "dynamo"}) {
+    auto p = sh(cli() + " export " + (f.path / "ckpt").string() + " --format " + fmt + " -o " +
+                (f.path / fmt).string());
+    EXPECT_NE(p.rc, 0) << p.out;
+    EXPECT_NE(p.out.find("export-skip list"), std::string::npos) << p.out;
+    EXPECT_NE(p.out.find("whisper"), std::string::npos) << p.out;
+    EXPECT_FALSE(fs::exists(f.path / fmt / "manifest.json")) << fmt;
+  }
+}

@@ -1,0 +1,112 @@
+// Whisper (WhisperForConditionalGeneration) against goldens from the real transformers 4.47
+// (tests/data/goldens/whisper-lm.json, made by tools/hf_goldens/make_whisper_goldens.sh on the very
+// checkpoint create-tiny writes here; the weights' sha256 is checked first). Two batch rows of
+// input_features from the formula in the golden:
+//   * encoder last_hidden_state: 30 stored frames (every d_model column), and sum / sum |x| of the whole,
+//   * decoder logits under teacher forcing (a use_cache=false call over the prompt + 4 tokens),
+//   * greedy tokens of transformers' Whisper generate() (language en, transcribe) against hfx's
+//     Transcriber on the eager engine (cached decoder calls, suppress / begin-suppress tokens).
+// Tolerance 1e-4 absolute at f32; the measured worst differences are printed.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdio>
+
+#include "hfx/io/safetensors.h"
+#include "hfx/runtime/transcribe.h"
+#include "models/model_test_util.h"
+
+namespace hfx::test {
+namespace {
+
+using nlohmann::json;
+constexpr double kTol = 1e-4;
+
+// features[b, m, t] = 0.5 * sin(0.37 * (m * frames + t) + 1.3 * b), as make_whisper_goldens.py computes it.
+std::vector<float> golden_features(int64_t b, int64_t mels, int64_t frames) {
+  std::vector<float> f(static_cast<size_t>(mels * frames));
+  for (int64_t m = 0; m < mels; m++)
+    for (int64_t t = 0; t < frames; t++)
+      f[static_cast<size_t>(m * frames + t)] = static_cast<float>(
+          0.5 * std::sin(0.37 * static_cast<double>(m * frames + t) + 1.3 * static_cast<double>(b)));
+  return f;
+}
+
+TEST(WhisperGoldens, EagerMatchesTransformers) {
+  const json g =
+      json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/whisper-lm.json"));
+  TempDir dir("whisper_goldens");
+  create_tiny("whisper", dir.path.string());
+  ASSERT_EQ(io::sha256_file((dir.path / "model.safetensors").string()),
+            g["weights_sha256"].get<std::string>())
+      << "create-tiny whisper no longer writes the checkpoint the golden was made from; regenerate it";
+  std::shared_ptr<const Model> m(load_model(dir.path.string()));
+  ASSERT_EQ(m->structure(), Structure::EncoderDecoder);
+  const int64_t mels = m->config().raw["num_mel_bins"].get<int64_t>(), frames = g["frames"].get<int64_t>();
+  const json& ge = g["encoder"];
+  const json& gd = g["decoder"];
+  const auto rows = ge["rows"].get<std::vector<int64_t>>();
+  const auto ids = gd["logit_ids"].get<std::vector<int64_t>>();
+  double worst_enc = 0, worst_sum = 0, worst_dec = 0;
+  for (int64_t b = 0; b < 2; b++) {
+    EagerBuilder eb;
+    Tensor x = Tensor::empty({1, mels, frames}, DType::F32);
+    const std::vector<float> f = golden_features(b, mels, frames);
+    std::copy(f.begin(), f.end(), x.data<float>());
+    Var enc = get(m->call("encoder", eb, {{"input_features", eb.wrap(x)}}), "last_hidden_state");
+    const Tensor h = enc.tensor().contiguous();
+    const int64_t T = h.size(1), D = h.size(2);
+    const float* p = h.data<float>();
+    for (size_t i = 0; i < rows.size(); i++)
+      for (int64_t d = 0; d < D; d++)
+        worst_enc = std::max(worst_enc, std::fabs(p[rows[i] * D + d] - ge["values"][b][i][d].get<double>()));
+    double sum = 0, abs_sum = 0;
+    for (int64_t i = 0; i < T * D; i++) {
+      sum += p[i];
+      abs_sum += std::fabs(p[i]);
+    }
+    // Sums over 96k values: compared relative to sum |x|, so the bound is the per-value one on average.
+    worst_sum = std::max({worst_sum, std::fabs(sum - ge["sum"][b].get<double>()) / (T * D),
+                          std::fabs(abs_sum - ge["abs_sum"][b].get<double>()) / (T * D)});
+
+    const auto dec_ids = gd["decoder_input_ids"][b].get<std::vector<int64_t>>();
+    const int64_t S = static_cast<int64_t>(dec_ids.size());
+    NamedVars out =
+        m->call("decoder", eb,
+                {{"input_ids", eb.wrap(Tensor::from_ints({1, S}, dec_ids))}, {"encoder_hidden_states", enc}},
+                CallOptions{0, false});
+    const Tensor l = get(out, "logits").tensor().contiguous();
+    const int64_t V = l.size(2);
+    const float* lp = l.data<float>();
+    for (int64_t s = 0; s < S; s++)
+      for (size_t k = 0; k < ids.size(); k++)
+        worst_dec = std::max(worst_dec, std::fabs(lp[s * V + ids[k]] - gd["logits"][b][s][k].get<double>()));
+    for (int64_t v = 0; v < V; v++)
+      worst_dec = std::max(worst_dec, std::fabs(lp[(S - 1) * V + v] - gd["last_row"][b][v].get<double>()));
+  }
+  EXPECT_LE(worst_enc, kTol);
+  EXPECT_LE(worst_sum, kTol);
+  EXPECT_LE(worst_dec, kTol);
+  std::printf("  [whisper] encoder max|diff| %.3g (mean-sum diff %.3g), decoder logits max|diff| %.3g\n",
+              worst_enc, worst_sum, worst_dec);
+
+  // Greedy: transformers' generate() returns the prompt then the new tokens.
+  Transcriber t = Transcriber::open(dir.path.string(), "eager");
+  const json& gg = g["greedy"];
+  TranscribeOptions o;
+  o.language = "en";
+  o.max_new_tokens = gg["max_new_tokens"].get<int64_t>();
+  for (int64_t b = 0; b < 2; b++) {
+    const std::vector<float> f = golden_features(b, mels, frames);
+    TranscribeResult r = t.transcribe_features(f, o);
+    std::vector<int64_t> got = r.prompt;
+    got.insert(got.end(), r.ids.begin(), r.ids.end());
+    EXPECT_EQ(r.prompt, gg["prompt"].get<std::vector<int64_t>>());
+    EXPECT_EQ(got, gg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
+    std::printf("  [whisper] row %lld: %zu greedy tokens equal to transformers' generate()\n",
+                static_cast<long long>(b), r.ids.size());
+  }
+}
+
+}  // namespace
+}  // namespace hfx::test

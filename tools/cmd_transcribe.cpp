@@ -1,0 +1,53 @@
+// `hfx transcribe MODEL FILE.wav [--language xx] [--task transcribe|translate] [--max-new-tokens N]
+// [--engine auto|eager|ort] [--json]`: greedy Whisper transcription of a WAV / FLAC file from a
+// checkpoint (eager) or an export folder (ONNX Runtime); see hfx/runtime/transcribe.h.
+#include <fmt/format.h>
+
+#include <nlohmann/json.hpp>
+
+#include "commands.h"
+#include "hfx/core/error.h"
+#include "hfx/runtime/transcribe.h"
+
+namespace hfx::cli {
+
+void register_transcribe(CLI::App& app) {
+  struct Args {
+    std::string model, file, engine = "auto";
+    TranscribeOptions opts;
+    bool json = false;
+  };
+  auto a = std::make_shared<Args>();
+  auto* cmd = app.add_subcommand(
+      "transcribe", "Speech to text with Whisper from a checkpoint or an export folder (greedy)");
+  cmd->footer(
+      "Example:\n  hfx create-tiny whisper -o tiny-whisper\n  espeak-ng -w hello.wav 'hello world'\n"
+      "  hfx transcribe tiny-whisper hello.wav --language en --json");
+  cmd->add_option(
+         "model", a->model,
+         "checkpoint folder, export folder (onnx/encoder_model.onnx) or model id ORG/NAME[@REVISION]")
+      ->required();
+  cmd->add_option("file", a->file, "audio file: WAV or FLAC, any sample rate (resampled to the model's)")
+      ->required();
+  cmd->add_option("--language", a->opts.language,
+                  "language code (en, de, ...) of a multilingual model (default: en)");
+  cmd->add_option("--task", a->opts.task, "transcribe | translate (multilingual models)");
+  cmd->add_option("--max-new-tokens", a->opts.max_new_tokens,
+                  "at most N generated tokens (default: up to max_length)");
+  cmd->add_option("--engine", a->engine, "auto (export folder: ort, checkpoint: eager) | eager | ort");
+  cmd->add_flag("--json", a->json, "print one JSON object (prompt, ids, text, finish reason)");
+  cmd->callback([a] {
+    Transcriber t = Transcriber::open(resolve_model(a->model), a->engine);
+    TranscribeResult r = t.transcribe_file(a->file, a->opts);
+    if (a->json) {
+      nlohmann::json j = {
+          {"model", a->model}, {"file", a->file}, {"engine", t.engine().name()},     {"prompt", r.prompt},
+          {"ids", r.ids},      {"text", r.text},  {"finish_reason", r.finish_reason}};
+      fmt::print("{}\n", j.dump());
+      return;
+    }
+    fmt::print("{}\n", r.text);
+  });
+}
+
+}  // namespace hfx::cli

@@ -1,0 +1,88 @@
+"""Goldens for Whisper from the real transformers (WhisperForConditionalGeneration, float32, eager attention,
+CPU, eval) on an `hfx create-tiny whisper` checkpoint. Run through tools/hf_goldens/make_whisper_goldens.sh.
+
+The input_features are a formula both sides compute (no 240k numbers in the repository):
+    features[b, m, t] = 0.5 * sin(0.37 * (m * FRAMES + t) + 1.3 * b)   (float32)
+Written (numbers only):
+  encoder: last_hidden_state rows at frames 0, 50, 100, ... (all d_model columns) per batch row, plus the
+           sum and the sum of |x| over the whole tensor;
+  decoder: teacher-forced logits over `decoder_input_ids` (the Whisper prompt + 4 tokens): every position's
+           logits at the vocabulary ids in `logit_ids`, and the full last-position row;
+  greedy:  model.generate(input_features, language="en", task="transcribe", max_new_tokens=N) per row (the
+           real Whisper generation: forced prompt, suppress_tokens, begin_suppress_tokens).
+"""
+import argparse
+import hashlib
+import json
+import math
+import os
+import sys
+
+import numpy as np
+import torch
+
+import oracle  # /work/hfo/oracle.py: load_state_dict_file, load_into
+from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration
+
+
+def features(batch, mels, frames):
+    m = np.arange(mels, dtype=np.float64)[:, None]
+    t = np.arange(frames, dtype=np.float64)[None, :]
+    return np.stack([(0.5 * np.sin(0.37 * (m * frames + t) + 1.3 * b)).astype(np.float32) for b in range(batch)])
+
+
+def r(x):
+    return float(f"{x:.9g}")
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("ckpt")
+    ap.add_argument("-o", "--out", required=True)
+    ap.add_argument("--source", default="")
+    ap.add_argument("--max-new-tokens", type=int, default=24)
+    a = ap.parse_args()
+    config = WhisperConfig.from_pretrained(a.ckpt)
+    torch.manual_seed(0)
+    model = WhisperForConditionalGeneration._from_config(config, attn_implementation="eager", torch_dtype=torch.float32)
+    notes = oracle.load_into(model, oracle.load_state_dict_file(a.ckpt))
+    model = model.float().eval()
+    gen = GenerationConfig.from_pretrained(a.ckpt)
+    frames = 2 * config.max_source_positions
+    feats = features(2, config.num_mel_bins, frames)
+    x = torch.from_numpy(feats)
+    sot = gen.decoder_start_token_id
+    prompt = [sot, gen.lang_to_id["<|en|>"], gen.task_to_id["transcribe"], gen.no_timestamps_token_id]
+    body = [300, 301, 415, 7]
+    dec = torch.tensor([prompt + body, prompt + body[::-1]], dtype=torch.long)
+    logit_ids = sorted(set([0, 1, 5, 100, 255, 256, 300, config.vocab_size - 1] + list(range(sot - 3, sot + 16))))
+    with torch.no_grad():
+        enc = model.model.encoder(x).last_hidden_state
+        logits = model(input_features=x, decoder_input_ids=dec).logits
+        greedy = []
+        for b in range(2):
+            out = model.generate(x[b:b + 1], generation_config=gen, language="en", task="transcribe",
+                                 max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
+            greedy.append([int(t) for t in out[0].tolist()])
+    rows = list(range(0, config.max_source_positions, 50))
+    golden = {
+        "source": a.source,
+        "weights_sha256": hashlib.sha256(open(os.path.join(a.ckpt, "model.safetensors"), "rb").read()).hexdigest(), "transformers": __import__("transformers").__version__, "torch": torch.__version__,
+        "notes": notes, "features": "0.5*sin(0.37*(m*FRAMES+t)+1.3*b)", "frames": frames,
+        "encoder": {"rows": rows,
+                    "values": [[[r(v) for v in enc[b, t].tolist()] for t in rows] for b in range(2)],
+                    "sum": [r(float(enc[b].double().sum())) for b in range(2)],
+                    "abs_sum": [r(float(enc[b].double().abs().sum())) for b in range(2)]},
+        "decoder": {"decoder_input_ids": dec.tolist(), "logit_ids": logit_ids,
+                    "logits": [[[r(logits[b, s, i].item()) for i in logit_ids] for s in range(dec.shape[1])] for b in range(2)],
+                    "last_row": [[r(v) for v in logits[b, -1].tolist()] for b in range(2)]},
+        "greedy": {"prompt": prompt, "max_new_tokens": a.max_new_tokens, "sequences": greedy},
+    }
+    with open(a.out, "w") as f:
+        json.dump(golden, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {a.out}: greedy {greedy}", file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
