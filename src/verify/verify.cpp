@@ -15,11 +15,12 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
 
@@ -259,10 +260,10 @@ VerifyReport run_verify(const VerifyOptions& options) {
             options.out_dir);
 
   // 1. Checksums.
-  std::optional<Manifest> manifest;
+  std::optional<artifact::Manifest> manifest;
   if (fs::exists(cx.out / "manifest.json")) {
     try {
-      manifest = Manifest::read(cx.out.string());
+      manifest = artifact::Manifest::read(cx.out.string());
       auto t0 = std::chrono::steady_clock::now();
       auto mm = manifest->verify_checksums(cx.out.string());
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -385,7 +386,7 @@ VerifyReport run_verify(const VerifyOptions& options) {
     summary["checks"] = lines;
     // The tolerances the numerics were judged by (the precision row), shown in the manifest too.
     if (rep.json.contains("tolerances")) summary["tolerances"] = rep.json["tolerances"];
-    record_verify_result(cx.out.string(), rep.passed, summary);
+    artifact::record_verify_result(cx.out.string(), rep.passed, summary);
   }
   return rep;
 }
