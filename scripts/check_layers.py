@@ -116,7 +116,8 @@ def check(root):
             dep = resolve(root, rel, target)
             if dep is None:
                 if target.startswith('hfx/'):
-                    errors.append(f'{rel}: expected "{target}" to name a header under include/, got no such file')
+                    errors.append(f'{rel}: expected "{target}" to name a header under include/, '
+                                  'got no such file')
                 continue
             graph.setdefault(rel, set()).add(dep)
             dep_layer, private = layer_of(dep)
@@ -125,8 +126,9 @@ def check(root):
             if dep_layer not in rank:
                 continue  # reported once for the file itself
             if rank[dep_layer] > rank[layer]:
-                errors.append(f'{rel}: wrong-way include of "{target}": layer {layer} may include only layers '
-                              f'below it, got {dep_layer} (above it); move the shared part down or invert the call')
+                errors.append(f'{rel}: wrong-way include of "{target}": layer {layer} may include only '
+                              f'layers below it, got {dep_layer} (above it); move the shared part down or '
+                              'invert the call')
             elif private is not None and not rel.startswith(f'src/{private}/'):
                 errors.append(f'{rel}: expected headers of src/{private}/ sub-folders to stay private to '
                               f'src/{private}/, got an include of "{target}"; move it to a shared layer')
@@ -137,7 +139,8 @@ def check(root):
 
 
 def main():
-    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else os.path.join(os.path.dirname(__file__), '..'))
+    default_root = os.path.join(os.path.dirname(__file__), '..')
+    root = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else default_root)
     errors = check(root)
     for e in errors:
         print(f'[layers] {e}')

@@ -28,7 +28,8 @@ struct ExportArgs {
   std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable", dtype = "auto";
   std::string quantize = "none";
   int opset = OnnxConfig::kDefaultOpset, group_size = 32;
-  bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false, max_seq_len_given = false;
+  bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false;
+  bool max_seq_len_given = false;  // --max-seq-len on the command line (it is refused outside executorch)
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
 };
 
@@ -127,15 +128,17 @@ void run_export(const ExportArgs& a) {
     HFX_THROW("export", "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
               "{} programs yet; export f32 or use --format onnx [--target ort]", a.format, a.format);
   if (a.max_seq_len_given && a.format != "executorch")
-    HFX_THROW("export", "expected --max-seq-len with --format executorch (its static cache length), got --format {}; "
-              "use --max-sequence to bound the sequence dims of every format", a.format);
+    HFX_THROW("export",
+              "expected --max-seq-len with --format executorch (its static cache length), got --format {}; "
+              "use --max-sequence to bound the sequence dims of every format",
+              a.format);
   auto model = load_model(dir);
   check_export_skip(a.format, model->config().model_type);
   std::unique_ptr<ExportConfig> cfg = export_config(a);
   // The export folder (contract, programs, side files, manifest, staged swap) is the library's:
   // hfx/artifact/export_folder.h.
-  artifact::ExportFolderResult r = artifact::export_folder(
-      *model, dir, a.out, *cfg, [&progress](const std::string& s, const ExportStep* st) { progress.on_stage(s, st); });
+  auto on_stage = [&progress](const std::string& s, const ExportStep* st) { progress.on_stage(s, st); };
+  artifact::ExportFolderResult r = artifact::export_folder(*model, dir, a.out, *cfg, on_stage);
   progress.bar.update(3 + progress.program_steps, "done");
   progress.bar.finish();
   for (const auto& w : r.export_result.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
@@ -158,7 +161,8 @@ void register_export(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
-  cmd->add_option("--opset", a->opset, fmt::format("ONNX opset ({}..{})", OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset));
+  cmd->add_option("--opset", a->opset,
+                  fmt::format("ONNX opset ({}..{})", OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset));
   cmd->add_option("--dtype", a->dtype, "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
                                        "docs/precision.md)");
   cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data (automatic above 2 GB)");

@@ -18,14 +18,16 @@ const std::vector<std::string>& export_side_files() {
       "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
       "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
       // sentence-transformers: the modules after the Transformer (pooling, normalization)
-      "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json", "1_Pooling/config.json"};
+      "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+      "1_Pooling/config.json"};
   return files;
 }
 
 namespace {
 
 // The tokenizer, config and sentence-transformers files beside the artifacts, and export_config.json.
-void write_side_files(const std::string& dir, const fs::path& tmp, const ExportConfig& cfg, const ExportResult& r) {
+void write_side_files(const std::string& dir, const fs::path& tmp, const ExportConfig& cfg,
+                      const ExportResult& r) {
   for (const std::string& f : export_side_files()) {
     fs::path src = fs::path(dir) / f;
     if (!fs::exists(src)) continue;
@@ -78,8 +80,9 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
 
 }  // namespace
 
-ExportFolderResult export_folder(const Model& model, const std::string& source_dir, const std::string& out_dir,
-                                 const ExportConfig& config, const ExportFolderProgress& progress) {
+ExportFolderResult export_folder(const Model& model, const std::string& source_dir,
+                                 const std::string& out_dir, const ExportConfig& config,
+                                 const ExportFolderProgress& progress) {
   check_export_skip(config.format, model.config().model_type);
   // Everything goes to a temp folder beside OUT, swapped into place when complete (hfx/io/staged_dir.h):
   // a failed or killed export leaves the previous OUT as it was.

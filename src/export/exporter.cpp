@@ -120,7 +120,8 @@ CaptureOptions contract_options(const Model& model, const ExportConfig& c) {
   CaptureOptions o = merge_config(CaptureOptions{}, c);
   o.batch.max = c.max_batch;
   const int64_t bound = c.sequence_bound();
-  int64_t max_pos = model.config().max_position_embeddings > 0 ? model.config().max_position_embeddings : bound;
+  const int64_t positions = model.config().max_position_embeddings;
+  const int64_t max_pos = positions > 0 ? positions : bound;
   o.sequence.max = std::min(bound, max_pos);
   o.past.max = std::max<int64_t>(1, std::min(bound, max_pos) - 1);
   o.sample_batch = std::min(o.sample_batch, o.batch.max);

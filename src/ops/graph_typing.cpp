@@ -17,7 +17,8 @@ Node* add_node(Graph& g, const std::string& op, const std::vector<Value*>& input
   Attrs norm = normalize_attrs(s, attrs);
   int n = static_cast<int>(inputs.size());
   if (n < s.min_inputs || (s.max_inputs >= 0 && n > s.max_inputs))
-    HFX_THROW("graph", "expected {}..{} inputs for {} at '{}', got {}", s.min_inputs, s.max_inputs, op, name, n);
+    HFX_THROW("graph", "expected {}..{} inputs for {} at '{}', got {}", s.min_inputs, s.max_inputs, op, name,
+              n);
   std::vector<const TensorType*> in;
   for (Value* v : inputs) in.push_back(v ? &v->type : nullptr);
   std::vector<TensorType> outs;
@@ -33,7 +34,8 @@ void verify_graph(const Graph& g) {
   std::unordered_set<const Value*> defined;
   std::set<std::string> names;
   auto def = [&](const Value* v) {
-    if (!names.insert(v->name).second) HFX_THROW("verifier", "expected unique value names, got '{}' twice", v->name);
+    if (!names.insert(v->name).second)
+      HFX_THROW("verifier", "expected unique value names, got '{}' twice", v->name);
     defined.insert(v);
   };
   for (Value* v : g.inputs()) def(v);
@@ -46,8 +48,8 @@ void verify_graph(const Graph& g) {
     for (size_t i = 0; i < n->inputs.size(); i++) {
       Value* v = n->inputs[i];
       if (v && !defined.count(v))
-        HFX_THROW("verifier", "expected input {} of node '{}' ({}) to be defined before use, got '{}'", i, n->name,
-                  n->op, v->name);
+        HFX_THROW("verifier", "expected input {} of node '{}' ({}) to be defined before use, got '{}'", i,
+                  n->name, n->op, v->name);
       in.push_back(v ? &v->type : nullptr);
     }
     ShapeEnv scratch = g.env();

@@ -62,8 +62,9 @@ class CheckLayers(unittest.TestCase):
         self.assertIn('[layers] 1 violation(s)', out)
 
     def test_wrong_way_include_from_a_private_header_fails(self):
-        rc, out = self.run_on(dict(CLEAN, **{'src/ops/detail.h': '#pragma once\n#include "hfx/verify/report.h"\n',
-                                             'include/hfx/verify/report.h': '#pragma once\n'}))
+        rc, out = self.run_on(dict(CLEAN, **{
+            'src/ops/detail.h': '#pragma once\n#include "hfx/verify/report.h"\n',
+            'include/hfx/verify/report.h': '#pragma once\n'}))
         self.assertEqual(rc, 1, out)
         self.assertIn('src/ops/detail.h: wrong-way include', out)
 

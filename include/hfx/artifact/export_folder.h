@@ -26,17 +26,18 @@ using ExportFolderProgress = std::function<void(const std::string& stage, const 
 
 /// What export_folder wrote.
 struct ExportFolderResult {
-  std::string out_dir;  ///< absolute OUT
+  std::string out_dir;         ///< absolute OUT
   ExportResult export_result;  ///< the artifact files, captured programs and warnings
-  Manifest manifest;  ///< as written to OUT/manifest.json
+  Manifest manifest;           ///< as written to OUT/manifest.json
 };
 
 /// Exports `model` (loaded from the checkpoint folder `source_dir`, whose side files are copied and whose
 /// identity the manifest records) in `config.format` into `out_dir`, replacing it atomically. Throws
 /// hfx::Error naming the component ("export", "config", a backend's, "io") on failure; OUT is then unchanged.
 /// SOURCE_DATE_EPOCH pins the manifest's time (reproducible folders).
-ExportFolderResult export_folder(const Model& model, const std::string& source_dir, const std::string& out_dir,
-                                 const ExportConfig& config, const ExportFolderProgress& progress = {});
+ExportFolderResult export_folder(const Model& model, const std::string& source_dir,
+                                 const std::string& out_dir, const ExportConfig& config,
+                                 const ExportFolderProgress& progress = {});
 
 /// The checkpoint files export_folder copies beside the artifacts when present, relative to the checkpoint.
 const std::vector<std::string>& export_side_files();

@@ -11,9 +11,10 @@
 
 namespace hfx {
 
-/// The dynamic-shape contract of a captured graph: per input, per axis, a symbol and its range or a fixed size.
+/// The dynamic-shape contract of a captured graph: per input, per axis, a symbol and its range or a fixed
+/// size.
 struct AxisContract {
-  std::string symbol;  ///< empty if static
+  std::string symbol;        ///< empty if static
   int64_t min = 0, max = 0;  ///< for static: both equal the size
 };
 using ShapeContract = std::map<std::string, std::vector<AxisContract>>;
