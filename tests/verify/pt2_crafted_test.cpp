@@ -207,7 +207,7 @@ TEST_F(CraftedPt2, AbsoluteNameIsRefused) {
                  "expected record names relative to the archive, got the absolute path");
 }
 
-TEST(io::ZipReader, RefusalsAreHfxErrors) {
+TEST(ZipReader, RefusalsAreHfxErrors) {
   // The library call behind verify: the same defects surface as hfx::Error("pt2", ...).
   auto recs = valid_records();
   recs.push_back(stored("a/../../b", "x"));
