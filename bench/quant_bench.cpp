@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "hfx/models/model.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
 #include "hfx/runtime/generator.h"
 #include "kernels/kernels.h"

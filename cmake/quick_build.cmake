@@ -14,12 +14,12 @@ set(HFX_UNITY_ALONE
   src/runtime/generator.cpp       # kComp, read_json_if_exists (also in text2text.cpp, generation_config.cpp)
   src/runtime/text2text.cpp
   src/tokenizers/processors.cpp   # SequenceP (also in pre_tokenizers.cpp)
-  src/verify/release.cpp          # kComp, utc_now (also in verify.cpp, manifest.cpp)
+  src/artifact/release.cpp        # kComp, utc_now (also in verify.cpp, manifest.cpp)
   src/verify/verify.cpp
   src/export/onnx/translations.cpp  # last(Cx&) (also in gqa_fusion.cpp)
   tools/cmd_inspect.cpp           # human_bytes (also in cmd_export.cpp)
   # A class member of a file-local type: -Wsubobject-linkage once the file is #included into another.
-  src/export/dynamo/zip_reader.cpp
+  src/io/zip_reader.cpp
   src/tokenizers/tokenizer.cpp
 )
 # src/models: the shared parts (blocks, caches, rope, the registry) group; the architectures do not.

@@ -1,24 +1,22 @@
-// `hfx export MODEL --format onnx|executorch|dynamo -o OUT`: load, capture prefill/decode, export each
-// component, copy the tokenizer and config files next to the artifacts. The export is written into a
-// temporary folder beside OUT and moved into place only when it is complete, so a failed export never
-// leaves a half-written OUT and never destroys the previous one, even when it is killed (kill -9) or the disk
-// fills up (tests/integration/export_faults_test.cpp).
+// `hfx export MODEL --format onnx|executorch|dynamo -o OUT`: flags → an ExportConfig, load the model, then
+// the library's export_folder (hfx/artifact/export_folder.h) writes OUT: the programs, the tokenizer and
+// config files, the manifest, staged beside OUT and swapped into place only when complete, so a failed
+// export never leaves a half-written OUT and never destroys the previous one, even when it is killed
+// (kill -9) or the disk fills up (tests/integration/export_faults_test.cpp). This file adds the progress
+// bar and the summary.
 #include <chrono>
 #include <filesystem>
 #include <fmt/format.h>
-#include <fstream>
-#include <unistd.h>
 
 #include "commands.h"
+#include "hfx/artifact/export_folder.h"
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
 #include "hfx/core/progress.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
-#include "hfx/io/staged_dir.h"
 #include "hfx/models/model.h"
-#include "hfx/verify/manifest.h"
 
 namespace fs = std::filesystem;
 
@@ -29,17 +27,11 @@ namespace {
 struct ExportArgs {
   std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable", dtype = "auto";
   std::string quantize = "none";
-  int opset = 18, group_size = 32;
+  int opset = OnnxConfig::kDefaultOpset, group_size = 32;
   bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false;
+  bool max_seq_len_given = false;  // --max-seq-len on the command line (it is refused outside executorch)
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
 };
-
-const char* kSideFiles[] = {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-                            "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
-                            "preprocessor_config.json",  // audio / image processors (Whisper's feature extractor)
-                            // sentence-transformers: the modules after the Transformer (pooling, normalization)
-                            "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
-                            "1_Pooling/config.json"};
 
 std::string human_bytes(uintmax_t b) {
   if (b >= (uintmax_t(1) << 30)) return fmt::format("{:.2f} GiB", b / double(uintmax_t(1) << 30));
@@ -102,33 +94,14 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
   return cfg;
 }
 
-// The tokenizer, config and sentence-transformers files beside the artifacts, and export_config.json.
-void write_side_files(const std::string& dir, const fs::path& tmp, const std::string& format, const ExportConfig& cfg,
-                      const ExportResult& r) {
-  for (const char* f : kSideFiles) {
-    fs::path src = fs::path(dir) / f;
-    if (!fs::exists(src)) continue;
-    fs::create_directories((tmp / f).parent_path());
-    fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
-  }
-  if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
-  // Transformers.js loads external data only when config.json says so (flag or chosen automatically).
-  bool external = false;
-  for (const auto& f : r.files) external |= f.role == "weights" && f.path.ends_with(".onnx_data");
-  if (format == "onnx" && external && fs::exists(tmp / "config.json")) {
-    auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
-    j["transformers.js_config"]["use_external_data_format"] = true;
-    io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
-  }
-  io::write_file_atomic((tmp / "export_config.json").string(), cfg.to_json().dump(2));
-}
-
-// The bar's steps: load, each component's stages (capture, fixes, lower, write for ONNX; the exporter
+// The bar's steps: load, plan, each component's stages (capture, fixes, lower, write for ONNX; the exporter
 // reports them, with the bytes written, once it has planned the components), side files, manifest.
 struct ExportBar {
   Progress bar;
   uint64_t program_steps = 1;
-  explicit ExportBar(const std::string& out) : bar("export " + fs::path(out).filename().string(), 4) {}
+  std::string format;
+  ExportBar(const std::string& out, const std::string& format)
+      : bar("export " + fs::path(out).filename().string(), 4), format(format) {}
   void on_step(const ExportStep& s) {
     program_steps = s.components * static_cast<uint64_t>(s.stages);
     bar.set_total(program_steps + 3);
@@ -136,61 +109,41 @@ struct ExportBar {
                fmt::format("{} ({}/{}): {}{}", s.component, s.component_index + 1, s.components, s.stage,
                            s.bytes_written ? ", " + human_bytes(s.bytes_written) + " written" : ""));
   }
-};
-
-// Exports into `tmp` (removed on failure): the programs, the side files and the manifest.
-ExportResult export_into(const ExportArgs& a, const std::string& dir, const Model& model, const ExportConfig& cfg,
-                         const fs::path& tmp, ExportBar& progress) {
-  try {
-    // One contract rule for every backend (ranges capped at the model's max positions): exporter.h.
-    CaptureOptions opts = contract_options(model, cfg);
-    progress.bar.update(1, a.format + ": plan the programs");
-    auto exporter = make_exporter(a.format);
-    exporter->set_progress([&progress](const ExportStep& s) { progress.on_step(s); });
-    std::map<std::string, const ExportConfig*> configs{{"*", &cfg}};
-    ExportResult r = exporter->export_for_generation(model, opts, configs, tmp.string());
-    progress.bar.update(1 + progress.program_steps, "tokenizer and config files");
-    write_side_files(dir, tmp, a.format, cfg, r);
-    // The release manifest: checksums of every file, versions, config and the shape contract per component.
-    progress.bar.update(2 + progress.program_steps, "manifest");
-    std::map<std::string, ShapeContract> contracts;
-    for (const auto& p : r.programs) contracts[p.component] = p.contract;
-    verify::Manifest man = verify::build_manifest(tmp.string(), dir, a.format, cfg.to_json(), contracts);
-    man.precision = cfg.precision(model.config().dtype);
-    man.warnings = r.warnings;
-    man.write(tmp.string());
-    return r;
-  } catch (const fs::filesystem_error& e) {
-    HFX_THROW("export", "expected to write the export into {}, got {} ({}); the previous output is unchanged",
-              tmp.string(), e.code().message(), e.what());
+  void on_stage(const std::string& stage, const ExportStep* step) {
+    if (step) on_step(*step);
+    else if (stage == "plan") bar.update(1, format + ": plan the programs");
+    else if (stage == "side files") bar.update(1 + program_steps, "tokenizer and config files");
+    else if (stage == "manifest") bar.update(2 + program_steps, "manifest");
   }
-}
+};
 
 void run_export(const ExportArgs& a) {
   auto t_start = std::chrono::steady_clock::now();
   const std::string dir = resolve_model(a.model);
-  ExportBar progress(a.out);
+  ExportBar progress(a.out, a.format);
   progress.bar.update(0, "load " + a.model);
   // ExecuTorch and torch.export get no quantized weights yet: hfx writes no op pattern their runtimes
   // were shown to execute (docs/quantization.md), so the flag is refused rather than ignored.
   if (a.quantize != "none" && a.format != "onnx")
     HFX_THROW("export", "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
               "{} programs yet; export f32 or use --format onnx [--target ort]", a.format, a.format);
+  if (a.max_seq_len_given && a.format != "executorch")
+    HFX_THROW("export",
+              "expected --max-seq-len with --format executorch (its static cache length), got --format {}; "
+              "use --max-sequence to bound the sequence dims of every format",
+              a.format);
   auto model = load_model(dir);
   check_export_skip(a.format, model->config().model_type);
   std::unique_ptr<ExportConfig> cfg = export_config(a);
-
-  // Everything goes to a temp folder beside OUT, swapped into place when complete (hfx/io/staged_dir.h):
-  // a failed or killed export leaves the previous OUT as it was.
-  fs::path out = fs::absolute(a.out);
-  io::StagedDir staged(out.string());
-  ExportResult result = export_into(a, dir, *model, *cfg, staged.path(), progress);
-  staged.commit();
+  // The export folder (contract, programs, side files, manifest, staged swap) is the library's:
+  // hfx/artifact/export_folder.h.
+  auto on_stage = [&progress](const std::string& s, const ExportStep* st) { progress.on_stage(s, st); };
+  artifact::ExportFolderResult r = artifact::export_folder(*model, dir, a.out, *cfg, on_stage);
   progress.bar.update(3 + progress.program_steps, "done");
   progress.bar.finish();
-  for (const auto& w : result.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
+  for (const auto& w : r.export_result.warnings) fmt::print(stderr, "hfx: warning: {}\n", w);
   double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - t_start).count();
-  print_summary(a, *model, result, out, seconds);
+  print_summary(a, *model, r.export_result, r.out_dir, seconds);
 }
 
 }  // namespace
@@ -208,7 +161,8 @@ void register_export(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
-  cmd->add_option("--opset", a->opset, "ONNX opset (18..23)");
+  cmd->add_option("--opset", a->opset,
+                  fmt::format("ONNX opset ({}..{})", OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset));
   cmd->add_option("--dtype", a->dtype, "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
                                        "docs/precision.md)");
   cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data (automatic above 2 GB)");
@@ -218,11 +172,14 @@ void register_export(CLI::App& app) {
   cmd->add_option("--group-size", a->group_size, "ONNX --quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "ONNX --quantize: symmetric codes (no zero points)");
   cmd->add_option("--backend", a->backend, "ExecuTorch: portable (portable kernels, no delegate)");
-  cmd->add_option("--max-seq-len", a->max_seq_len, "ExecuTorch: static cache length");
+  cmd->add_option("--max-seq-len", a->max_seq_len, "ExecuTorch: static cache length (also bounds its sequence dims)");
   cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");
   cmd->add_option("--max-batch", a->max_batch, "Upper bound of the batch dim");
   cmd->add_option("--max-sequence", a->max_sequence, "Upper bound of sequence and past dims");
-  cmd->callback([a] { run_export(*a); });
+  cmd->callback([a, cmd] {
+    a->max_seq_len_given = cmd->count("--max-seq-len") > 0;
+    run_export(*a);
+  });
 }
 
 }  // namespace hfx::cli

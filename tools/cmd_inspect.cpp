@@ -20,7 +20,7 @@
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
 namespace fs = std::filesystem;
 
@@ -118,7 +118,7 @@ nlohmann::json inspect(const std::string& dir) {
   nlohmann::json j;
   j["path"] = fs::absolute(dir).string();
   // The id and revision as the manifest will record them (a hub snapshot: ORG/NAME and its commit).
-  const auto [id, revision] = verify::model_identity(dir);
+  const auto [id, revision] = artifact::model_identity(dir);
   j["id"] = id;
   j["revision"] = revision;
   j["model_type"] = mt;

@@ -1,5 +1,5 @@
 // `hfx release OUT --into RELEASES/`, `hfx rollback RELEASES/`, and `hfx manifest OUT` (write or check
-// the release manifest of an export folder). The work is in src/verify/release.cpp; these only parse and
+// the release manifest of an export folder). The work is in src/artifact/release.cpp; these only parse and
 // print.
 #include <fmt/format.h>
 
@@ -9,7 +9,7 @@
 #include "hfx/core/error.h"
 #include <filesystem>
 #include "hfx/io/safetensors.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
 namespace hfx::cli {
 
@@ -22,7 +22,7 @@ struct ManifestArgs {
 
 void run_manifest(const ManifestArgs& a) {
   if (a.check) {
-    verify::Manifest m = verify::Manifest::read(a.out);
+    artifact::Manifest m = artifact::Manifest::read(a.out);
     if (auto mm = m.verify_checksums(a.out)) throw Error("manifest", mm->message().substr(std::string("[manifest] ").size()));
     fmt::print("{}: {} files match; model {} {}; verify {}\n", a.out, m.files.size(), m.model_id, m.revision, m.verify.status);
     return;
@@ -36,7 +36,7 @@ void run_manifest(const ManifestArgs& a) {
     format = cfg.value("format", "");
   }
   const std::string source = resolve_model(a.source);
-  verify::Manifest m = verify::build_manifest(a.out, source, format, cfg, {});
+  artifact::Manifest m = artifact::build_manifest(a.out, source, format, cfg, {});
   // The precision record (verify's tolerance key) from the export config and the checkpoint's dtype.
   if (cfg.is_object() && cfg.contains("format")) m.precision = config_from_json(cfg)->precision(load_model(source)->config().dtype);
   m.write(a.out);
@@ -54,7 +54,7 @@ void register_release(CLI::App& app) {
   cmd->add_option("out", *out, "Export folder with a passed manifest.json")->required()->check(CLI::ExistingDirectory);
   cmd->add_option("--into", *into, "Releases folder")->required();
   cmd->callback([out, into] {
-    std::string name = verify::release(*out, *into);
+    std::string name = artifact::release(*out, *into);
     fmt::print("released {} as {}/{} (now current)\n", *out, *into, name);
   });
 
@@ -73,7 +73,7 @@ void register_rollback(CLI::App& app) {
   cmd->footer("Example:\n  hfx rollback releases/");
   cmd->add_option("releases", *dir, "Releases folder")->required()->check(CLI::ExistingDirectory);
   cmd->callback([dir] {
-    std::string name = verify::rollback(*dir);
+    std::string name = artifact::rollback(*dir);
     fmt::print("current is now {}/{}\n", *dir, name);
   });
 }

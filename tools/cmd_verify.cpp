@@ -11,7 +11,7 @@
 #include "hfx/core/error.h"
 #include "hfx/core/progress.h"
 #include "hfx/io/hub.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 #include "hfx/verify/verify.h"
 
 namespace fs = std::filesystem;
@@ -28,9 +28,9 @@ std::string manifest_model(const std::string& out) {
       fs::exists(fs::path(out) / "model.safetensors.index.json") ||
       !fs::exists(fs::path(out) / "manifest.json"))
     return "";
-  verify::Manifest m;
+  artifact::Manifest m;
   try {
-    m = verify::Manifest::read(out);
+    m = artifact::Manifest::read(out);
   } catch (const Error&) {
     return "";  // verify reports the unreadable manifest
   }

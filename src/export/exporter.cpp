@@ -108,8 +108,8 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
   o.prefer_deferred_runtime_asserts_over_guards = c.prefer_deferred_runtime_asserts_over_guards;
   // The config's bounds cap the caller's ranges (never widen them).
   o.batch.max = std::min(o.batch.max, c.max_batch);
-  o.sequence.max = std::min(o.sequence.max, c.max_sequence);
-  o.past.max = std::min(o.past.max, c.max_sequence);
+  o.sequence.max = std::min(o.sequence.max, c.sequence_bound());
+  o.past.max = std::min(o.past.max, c.sequence_bound());
   o.sample_batch = std::min(o.sample_batch, o.batch.max);
   o.sample_sequence = std::min(o.sample_sequence, o.sequence.max);
   o.sample_past = std::min(o.sample_past, o.past.max);
@@ -119,9 +119,11 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
 CaptureOptions contract_options(const Model& model, const ExportConfig& c) {
   CaptureOptions o = merge_config(CaptureOptions{}, c);
   o.batch.max = c.max_batch;
-  int64_t max_pos = model.config().max_position_embeddings > 0 ? model.config().max_position_embeddings : c.max_sequence;
-  o.sequence.max = std::min(c.max_sequence, max_pos);
-  o.past.max = std::max<int64_t>(1, std::min(c.max_sequence, max_pos) - 1);
+  const int64_t bound = c.sequence_bound();
+  const int64_t positions = model.config().max_position_embeddings;
+  const int64_t max_pos = positions > 0 ? positions : bound;
+  o.sequence.max = std::min(bound, max_pos);
+  o.past.max = std::max<int64_t>(1, std::min(bound, max_pos) - 1);
   o.sample_batch = std::min(o.sample_batch, o.batch.max);
   o.sample_sequence = std::min(o.sample_sequence, o.sequence.max);
   o.sample_past = std::min(o.sample_past, o.past.max);
@@ -214,7 +216,8 @@ void OnnxConfig::from_json(const nlohmann::json& j) {
   take(j, "external_data", external_data, format);
   take(j, "optimize", optimize, format);
   take(j, "target", target, format);
-  if (opset < 18 || opset > 23) HFX_THROW("config", "expected an ONNX opset in [18, 23], got {}", opset);
+  if (opset < kMinOpset || opset > kMaxOpset)
+    HFX_THROW("config", "expected an ONNX opset in [{}, {}], got {}", kMinOpset, kMaxOpset, opset);
   if (target != "standard" && target != "ort") HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
   if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
   if (quantize.enabled() && target == "standard" && opset < 21)

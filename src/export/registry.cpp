@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "hfx/core/error.h"
+#include "hfx/ops/op_schema.h"
 #include "hfx/passes/pass.h"
 
 namespace hfx {
@@ -46,7 +47,7 @@ int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
       if (e.fix(g, *n)) changes++;
     if (verify_passes_enabled()) {
       try {
-        g.verify();
+        verify_graph(g);
       } catch (const Error& err) {
         HFX_THROW("registry", "expected a valid graph after node fix '{}' ({} stage {}), got: {}", e.name, backend, stage, err.what());
       }
@@ -61,7 +62,7 @@ int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::ve
   for (const ProgramFixEntry& e : program_fix_registry()) {
     if (e.backend != backend || e.stage != stage) continue;
     if (e.fix(g, warnings)) changes++;
-    if (verify_passes_enabled()) g.verify();
+    if (verify_passes_enabled()) verify_graph(g);
   }
   return changes;
 }

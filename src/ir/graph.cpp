@@ -1,6 +1,5 @@
-// Graph construction, dump and verifier. The verifier re-runs shape inference on every node and
-// compares with the recorded types, so a pass that rewrites a node inconsistently is caught at the
-// pass that did it (debug builds run it after every pass; see passes/pass.h).
+// Graph construction and dump. Typing a node and the verifier need the op table, a layer above this one:
+// they are hfx::add_node and hfx::verify_graph in src/ops/graph_typing.cpp.
 #include "hfx/ir/graph.h"
 
 #include <algorithm>
@@ -8,7 +7,6 @@
 #include <unordered_set>
 
 #include "hfx/core/error.h"
-#include "hfx/ops/op_schema.h"
 
 namespace hfx {
 
@@ -25,8 +23,6 @@ bool TensorType::same(const TensorType& o) const {
     if (!shape[i].same(o.shape[i])) return false;
   return true;
 }
-
-const OpSchema& Node::schema() const { return op_schema(op); }
 
 Graph::Graph(std::shared_ptr<ShapeEnv> env) : env_(env ? std::move(env) : std::make_shared<ShapeEnv>()) {}
 
@@ -72,24 +68,6 @@ Value* Graph::add_const(const Tensor& data, const std::string& hint) {
   v->data = data.contiguous();
   consts_.push_back(v);
   return v;
-}
-
-Node* Graph::add_node(const std::string& op, const std::vector<Value*>& inputs, const Attrs& attrs,
-                      const std::string& name) {
-  const OpSchema& s = op_schema(op);
-  Attrs norm = normalize_attrs(s, attrs);
-  int n = static_cast<int>(inputs.size());
-  if (n < s.min_inputs || (s.max_inputs >= 0 && n > s.max_inputs))
-    HFX_THROW("graph", "expected {}..{} inputs for {} at '{}', got {}", s.min_inputs, s.max_inputs, op, name, n);
-  std::vector<const TensorType*> in;
-  for (Value* v : inputs) in.push_back(v ? &v->type : nullptr);
-  std::vector<TensorType> outs;
-  try {
-    outs = s.infer(in, norm, *env_);
-  } catch (const Error& e) {
-    HFX_THROW("graph", "shape inference of {} at '{}' failed: {}", op, name, e.what());
-  }
-  return add_node_typed(op, inputs, norm, name, outs);
 }
 
 Node* Graph::add_node_typed(const std::string& op, const std::vector<Value*>& inputs, const Attrs& attrs,
@@ -218,45 +196,6 @@ std::string Graph::dump() const {
   for (size_t i = 0; i < outputs_.size(); i++) s += (i ? ", " : "") + std::string("%") + outputs_[i]->name;
   s += ")\n}\n";
   return s;
-}
-
-void Graph::verify() const {
-  std::unordered_set<const Value*> defined;
-  std::set<std::string> names;
-  auto def = [&](const Value* v, const char* what) {
-    if (!names.insert(v->name).second) HFX_THROW("verifier", "expected unique value names, got '{}' twice", v->name);
-    defined.insert(v);
-    (void)what;
-  };
-  for (Value* v : inputs_) def(v, "input");
-  for (Value* v : params_) def(v, "param");
-  for (Value* v : consts_) def(v, "const");
-  for (const auto& n : nodes_) {
-    const OpSchema* s = find_op_schema(n->op);
-    if (!s) HFX_THROW("verifier", "expected a known op at node '{}', got '{}'", n->name, n->op);
-    std::vector<const TensorType*> in;
-    for (size_t i = 0; i < n->inputs.size(); i++) {
-      Value* v = n->inputs[i];
-      if (v && !defined.count(v))
-        HFX_THROW("verifier", "expected input {} of node '{}' ({}) to be defined before use, got '{}'", i, n->name, n->op,
-                  v->name);
-      in.push_back(v ? &v->type : nullptr);
-    }
-    ShapeEnv scratch = *env_;
-    std::vector<TensorType> outs = s->infer(in, n->attrs, scratch);
-    if (outs.size() != n->outputs.size())
-      HFX_THROW("verifier", "expected {} outputs at node '{}' ({}), got {}", outs.size(), n->name, n->op, n->outputs.size());
-    for (size_t i = 0; i < outs.size(); i++) {
-      if (!outs[i].same(n->outputs[i]->type))
-        HFX_THROW("verifier", "expected output {} of '{}' ({}) to have type {}, got {}", i, n->name, n->op, outs[i].str(),
-                  n->outputs[i]->type.str());
-      if (n->outputs[i]->producer != n.get())
-        HFX_THROW("verifier", "expected '{}' to be produced by '{}'", n->outputs[i]->name, n->name);
-      def(n->outputs[i], "node");
-    }
-  }
-  for (Value* o : outputs_)
-    if (!defined.count(o)) HFX_THROW("verifier", "expected graph output '{}' to be defined, got an undefined value", o->name);
 }
 
 }  // namespace hfx

@@ -8,7 +8,7 @@
 #include <limits>
 
 #include "hfx/core/error.h"
-#include "hfx/quant/linear_q.h"
+#include "hfx/ops/linear_q.h"
 #include "hfx/quant/quantize.h"
 
 namespace hfx::models {

@@ -96,7 +96,7 @@ std::vector<Var> TraceBuilder::call(const std::string& op, const std::vector<Var
   std::string shortop = op.substr(op.find('.') + 1);
   if (auto p = shortop.find('.'); p != std::string::npos) shortop = shortop.substr(0, p);
   name = name.empty() ? shortop : name + "/" + shortop;
-  Node* n = g_.add_node(op, in, attrs, name);
+  Node* n = add_node(g_, op, in, attrs, name);
   std::vector<Var> res;
   for (Value* o : n->outputs) res.push_back(wrap(o));
   return res;

@@ -1,7 +1,7 @@
 // The functional API: one op-table call per function. Helpers that are not ops (transpose, the -1 of
 // reshape) are resolved here in terms of ops, never by a side path.
 #include "hfx/ops/functional.h"
-#include "hfx/quant/linear_q.h"
+#include "hfx/ops/linear_q.h"
 
 #include "hfx/core/error.h"
 

@@ -23,7 +23,7 @@ bool run_pass(Graph& g, const Pass& p) {
   bool changed = p.run(g);
   if (verify_passes_enabled()) {
     try {
-      g.verify();
+      verify_graph(g);
     } catch (const Error& e) {
       HFX_THROW("passes", "expected a valid graph after pass '{}' ({}), got: {}", p.name, p.contract, e.what());
     }
@@ -44,7 +44,7 @@ Pass dead_code_elimination_pass() {
 }
 
 void decompose_node(Graph& g, Node* n, PatchTable* patches) {
-  const OpSchema& s = n->schema();
+  const OpSchema& s = op_schema(n->op);
   if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
   TraceBuilder tb(g, patches);
   // Name the new nodes after the composite they replace.

@@ -13,7 +13,8 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
+#include "hfx/models/quantize_model.h"
 #include "kernels/kernels.h"
 #include "runtime/generation_config.h"
 
@@ -139,7 +140,7 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
     std::string weights_dir = path;
     const bool has_weights = fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
     if (!has_weights && exported && fs::exists(dir / "manifest.json")) {
-      const std::string src = verify::Manifest::read(path).source_path;
+      const std::string src = artifact::Manifest::read(path).source_path;
       if (!src.empty() && fs::exists(fs::path(src) / "config.json")) weights_dir = src;
     }
     HFX_CHECK(has_weights || weights_dir != path || !exported, kComp,

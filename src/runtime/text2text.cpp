@@ -15,7 +15,7 @@
 #include "hfx/models/model.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
 namespace hfx {
 namespace fs = std::filesystem;
@@ -186,7 +186,7 @@ Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::
   } else {
     std::string weights = path;
     if (!fs::exists(dir / "model.safetensors") && exported && fs::exists(dir / "manifest.json"))
-      weights = verify::Manifest::read(path).source_path;
+      weights = artifact::Manifest::read(path).source_path;
     e = make_eager_seq2seq_engine(std::shared_ptr<const Model>(load_model(weights)));
   }
   std::shared_ptr<const tok::Tokenizer> tk;

@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 #include "verify/verify_internal.h"
 
@@ -231,7 +231,7 @@ void check_contract_ranges(Context& cx, OnnxComponent& c) {
 
 namespace detail {
 
-void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<Manifest>& manifest) {
+void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifact::Manifest>& manifest) {
   onnx::ModelProto m;
   {
     std::ifstream f(c.path, std::ios::binary);
@@ -321,7 +321,7 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<Manife
 }
 
 Pt2Structure read_pt2_structure(const std::string& bytes) {
-  dynamo::ZipReader zip(bytes);
+  io::ZipReader zip(bytes);
   Pt2Structure st;
   const auto& recs = zip.records();
   for (size_t i = 0; i < recs.size(); i++) {

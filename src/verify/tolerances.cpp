@@ -83,7 +83,7 @@ Tolerance tolerance_for(const std::string& key, DType checkpoint) {
             key);
 }
 
-std::string precision_key(const std::optional<Manifest>& manifest) {
+std::string precision_key(const std::optional<artifact::Manifest>& manifest) {
   if (!manifest || manifest->precision.is_null()) return "exact";
   return manifest->precision.value("key", std::string("exact"));
 }

@@ -15,11 +15,12 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
 
@@ -224,16 +225,18 @@ json report_json(const Context& cx, const VerifyReport& r, const std::vector<Onn
 
 }  // namespace
 
-VerifyReport run_verify(const VerifyOptions& options) {
-  Context cx;
-  cx.opt = options;
-  HFX_CHECK(!options.out_dir.empty() && fs::is_directory(options.out_dir), kComp, "expected an export folder, got '{}' (not a folder)",
-            options.out_dir);
-  cx.out = fs::absolute(options.out_dir).lexically_normal();
-  const int64_t rss0 = peak_rss_bytes();
+namespace {
 
-  // Artifacts present.
-  std::vector<OnnxComponent> comps;
+// What the export folder holds to verify.
+struct Artifacts {
+  std::vector<OnnxComponent> comps;  ///< model / prefill / decode .onnx found
+  std::vector<fs::path> ptes, pt2s;  ///< sorted
+  bool any_onnx = false;             ///< any .onnx under onnx/, named or not
+};
+
+// The artifacts of the folder: the ONNX components hfx names, every .pte and .pt2; fails when none.
+Artifacts find_artifacts(const Context& cx) {
+  Artifacts a;
   for (const char* n : {"model", "prefill", "decode"}) {
     fs::path p = cx.out / "onnx" / (std::string(n) + ".onnx");
     if (!fs::exists(p)) p = cx.out / (std::string(n) + ".onnx");
@@ -242,27 +245,29 @@ VerifyReport run_verify(const VerifyOptions& options) {
     c.name = n;
     c.path = p;
     c.rel = fs::relative(p, cx.out).generic_string();
-    comps.push_back(std::move(c));
+    a.comps.push_back(std::move(c));
   }
-  std::vector<fs::path> ptes, pt2s;
   for (const auto& e : fs::directory_iterator(cx.out)) {
-    if (e.path().extension() == ".pte") ptes.push_back(e.path());
-    if (e.path().extension() == ".pt2") pt2s.push_back(e.path());
+    if (e.path().extension() == ".pte") a.ptes.push_back(e.path());
+    if (e.path().extension() == ".pt2") a.pt2s.push_back(e.path());
   }
-  std::sort(ptes.begin(), ptes.end());
-  std::sort(pt2s.begin(), pt2s.end());
-  bool any_onnx = false;
+  std::sort(a.ptes.begin(), a.ptes.end());
+  std::sort(a.pt2s.begin(), a.pt2s.end());
   if (fs::is_directory(cx.out / "onnx"))
-    for (const auto& e : fs::directory_iterator(cx.out / "onnx")) any_onnx |= e.path().extension() == ".onnx";
-  HFX_CHECK(!comps.empty() || any_onnx || !ptes.empty() || !pt2s.empty(), kComp,
+    for (const auto& e : fs::directory_iterator(cx.out / "onnx")) a.any_onnx |= e.path().extension() == ".onnx";
+  HFX_CHECK(!a.comps.empty() || a.any_onnx || !a.ptes.empty() || !a.pt2s.empty(), kComp,
             "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte or *.pt2), got none",
-            options.out_dir);
+            cx.opt.out_dir);
 
-  // 1. Checksums.
-  std::optional<Manifest> manifest;
+  return a;
+}
+
+// 1. Checksums: the manifest when the folder has a readable one, its checksums checked.
+std::optional<artifact::Manifest> check_manifest(Context& cx) {
+  std::optional<artifact::Manifest> manifest;
   if (fs::exists(cx.out / "manifest.json")) {
     try {
-      manifest = Manifest::read(cx.out.string());
+      manifest = artifact::Manifest::read(cx.out.string());
       auto t0 = std::chrono::steady_clock::now();
       auto mm = manifest->verify_checksums(cx.out.string());
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
@@ -282,14 +287,18 @@ VerifyReport run_verify(const VerifyOptions& options) {
   if (manifest)
     for (const auto& w : manifest->warnings) cx.add("manifest", "export warning", "info", w);
 
-  // 2. The reference model.
-  VerifyReport rep;
+  return manifest;
+}
+
+// 2. The reference model: --reference, the folder itself, or the manifest's source; fails the check
+// "reference load" when none loads.
+void load_reference(Context& cx, const std::optional<artifact::Manifest>& manifest) {
   std::string ref_problem;
-  if (!options.reference.empty()) {
-    if (!fs::exists(fs::path(options.reference) / "config.json") || !has_weights(options.reference))
-      ref_problem = fmt::format("expected a checkpoint folder (config.json + model.safetensors) for --reference, got '{}'", options.reference);
+  if (!cx.opt.reference.empty()) {
+    if (!fs::exists(fs::path(cx.opt.reference) / "config.json") || !has_weights(cx.opt.reference))
+      ref_problem = fmt::format("expected a checkpoint folder (config.json + model.safetensors) for --reference, got '{}'", cx.opt.reference);
     else
-      cx.reference_dir = options.reference;
+      cx.reference_dir = cx.opt.reference;
   } else if (fs::exists(cx.out / "config.json") && has_weights(cx.out)) {
     cx.reference_dir = cx.out.string();
   } else if (manifest && !manifest->source_path.empty() && fs::exists(fs::path(manifest->source_path) / "config.json") &&
@@ -300,7 +309,7 @@ VerifyReport run_verify(const VerifyOptions& options) {
     ref_problem = fmt::format(
         "expected the checkpoint weights (model.safetensors) in {} or --reference MODEL, got neither: the export folder holds no "
         "weights and no --reference was given{}",
-        options.out_dir,
+        cx.opt.out_dir,
         manifest && !manifest->source_path.empty()
             ? fmt::format(" (the manifest names the source {}, which is not a readable checkpoint folder)", manifest->source_path)
             : "");
@@ -328,30 +337,38 @@ VerifyReport run_verify(const VerifyOptions& options) {
   }
   if (!ref_problem.empty()) cx.add("reference", "load", "failed", ref_problem);
 
+}
+
+// 3. The checks of each artifact against the reference.
+void run_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifest>& manifest) {
   if (cx.model) {
-    for (auto& c : comps) check_onnx_static(cx, c, manifest);
+    for (auto& c : a.comps) check_onnx_static(cx, c, manifest);
 #ifdef HFX_HAVE_ORT
-    if (!comps.empty()) ort_checks(cx, comps);
+    if (!a.comps.empty()) ort_checks(cx, a.comps);
 #else
-    for (auto& c : comps)
+    for (auto& c : a.comps)
       cx.add(c.name, "numerics", "skipped", "hfx was built without ONNX Runtime: the ONNX graphs were not run");
 #endif
-    for (const auto& p : ptes) check_pte(cx, p);
-    for (const auto& p : pt2s) check_pt2(cx, p);
+    for (const auto& p : a.ptes) check_pte(cx, p);
+    for (const auto& p : a.pt2s) check_pt2(cx, p);
   } else if (cx.other) {
     // A folder with only .pt2 archives: running them needs PyTorch (check_pt2 says so), as for the
     // decoder-only models; every other folder must replay the recorded calls somewhere.
-    if (any_onnx || !ptes.empty() || pt2s.empty()) component_checks(cx, *cx.other, ptes);
-    for (const auto& p : pt2s) check_pt2(cx, p);
+    if (a.any_onnx || !a.ptes.empty() || a.pt2s.empty()) component_checks(cx, *cx.other, a.ptes);
+    for (const auto& p : a.pt2s) check_pt2(cx, p);
   }
+}
+
+// Peak memory of the verify process, and the artifacts' size beside it.
+void report_memory(Context& cx, const Artifacts& a, int64_t rss0) {
   cx.memory["peak_rss_bytes"] = peak_rss_bytes();
   cx.memory["peak_rss_delta_bytes"] = peak_rss_bytes() - rss0;
   cx.memory["how"] = "VmHWM of /proc/self/status (the verify process: eager reference + ONNX Runtime sessions)";
   if (cx.model || cx.other) {
     int64_t total = 0;
-    for (const auto& c : comps) total += c.info.value("size_bytes", int64_t{0});
-    for (const auto& p : ptes) total += static_cast<int64_t>(fs::file_size(p));
-    for (const auto& p : pt2s) total += static_cast<int64_t>(fs::file_size(p));
+    for (const auto& c : a.comps) total += c.info.value("size_bytes", int64_t{0});
+    for (const auto& p : a.ptes) total += static_cast<int64_t>(fs::file_size(p));
+    for (const auto& p : a.pt2s) total += static_cast<int64_t>(fs::file_size(p));
     cx.add("verify", "memory", "info",
            fmt::format("peak RSS {:.1f} MiB (+{:.1f} MiB during verify); artifacts {:.2f} MiB in all",
                        cx.memory["peak_rss_bytes"].get<int64_t>() / 1048576.0, cx.memory["peak_rss_delta_bytes"].get<int64_t>() / 1048576.0,
@@ -359,6 +376,13 @@ VerifyReport run_verify(const VerifyOptions& options) {
            cx.memory);
   }
 
+}
+
+// The verdict (no failure, and something was really run against the reference), the reports written
+// (verify.json, verify.html) and, when asked, the manifest's verify section.
+VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifact::Manifest>& manifest) {
+  VerifyReport rep;
+  const VerifyOptions& options = cx.opt;
   // Verdict: no failure, and something was really run against the reference.
   bool ran = false;
   for (const auto& c : cx.checks) {
@@ -371,7 +395,7 @@ VerifyReport run_verify(const VerifyOptions& options) {
   }
   rep.passed = rep.first_failure.empty();
   rep.checks = cx.checks;
-  rep.json = report_json(cx, rep, comps);
+  rep.json = report_json(cx, rep, a.comps);
 
   rep.json_path = options.json_path.empty() ? (cx.out / "verify.json").string() : options.json_path;
   rep.html_path = options.html_path.empty() ? (cx.out / "verify.html").string() : options.html_path;
@@ -385,9 +409,26 @@ VerifyReport run_verify(const VerifyOptions& options) {
     summary["checks"] = lines;
     // The tolerances the numerics were judged by (the precision row), shown in the manifest too.
     if (rep.json.contains("tolerances")) summary["tolerances"] = rep.json["tolerances"];
-    record_verify_result(cx.out.string(), rep.passed, summary);
+    artifact::record_verify_result(cx.out.string(), rep.passed, summary);
   }
   return rep;
+}
+
+}  // namespace
+
+VerifyReport run_verify(const VerifyOptions& options) {
+  Context cx;
+  cx.opt = options;
+  HFX_CHECK(!options.out_dir.empty() && fs::is_directory(options.out_dir), kComp, "expected an export folder, got '{}' (not a folder)",
+            options.out_dir);
+  cx.out = fs::absolute(options.out_dir).lexically_normal();
+  const int64_t rss0 = peak_rss_bytes();
+  Artifacts a = find_artifacts(cx);
+  const std::optional<artifact::Manifest> manifest = check_manifest(cx);
+  load_reference(cx, manifest);
+  run_checks(cx, a, manifest);
+  report_memory(cx, a, rss0);
+  return finish(cx, a, manifest);
 }
 
 std::string render_table(const VerifyReport& r) {

@@ -12,7 +12,7 @@
 
 #include "hfx/capture/capture.h"
 #include "hfx/models/model.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 #include "hfx/verify/verify.h"
 
 namespace hfx::verify::detail {
@@ -34,7 +34,7 @@ struct Tolerance {
 /// throws "[verify] expected a precision key among [...]" for an unknown key.
 Tolerance tolerance_for(const std::string& key, DType checkpoint);
 /// The precision key an export records in its manifest ("exact" for a manifest written before hfx recorded one).
-std::string precision_key(const std::optional<Manifest>& manifest);
+std::string precision_key(const std::optional<artifact::Manifest>& manifest);
 /// "" when `s` is within `t`'s logits bounds (abs, top-1 agreement, KL), else what broke, for a message.
 std::string logits_within(const ErrorStats& s, const Tolerance& t);
 
@@ -100,7 +100,7 @@ Pt2Structure read_pt2_structure(const std::string& bytes);
 
 /// Static checks of one ONNX component (protobuf parse, metadata contracts, graph guards, external data
 /// files, signature); failures become checks of `cx`. `c.path` must exist.
-void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<Manifest>& manifest);
+void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifact::Manifest>& manifest);
 
 /// The tolerance of a .pte program's logits against eager, by checkpoint dtype and ExecuTorch backend.
 struct PteTolerance {

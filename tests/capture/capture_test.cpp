@@ -12,6 +12,7 @@
 #include "hfx/export/exporter.h"
 #include "hfx/models/tiny.h"
 #include "hfx/ops/functional.h"
+#include "hfx/ops/op_schema.h"
 
 namespace fs = std::filesystem;
 using namespace hfx;
@@ -45,7 +46,7 @@ TEST(Capture, MergedSignatureAndContract) {
   o.kind = CallKind::Merged;
   CapturedProgram p = capture_causal_lm(*m, o);
   const Graph& g = *p.graph;
-  g.verify();
+  verify_graph(g);
   std::vector<std::string> in, out;
   for (Value* v : g.inputs()) in.push_back(v->name);
   for (Value* v : g.outputs()) out.push_back(v->name);

@@ -6,6 +6,7 @@
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/functional.h"
+#include "hfx/ops/op_schema.h"
 
 using namespace hfx;
 
@@ -117,7 +118,7 @@ TEST(Registry, NodeFixAppliesAtItsStageOnly) {
          NodeFixEntry{"test", 3, "neg_to_mul",
                       [](Graph& g, Node& n) {
                         if (n.op != "aten.neg") return false;
-                        Node* m = g.add_node("aten.mul.Scalar", n.inputs, Attrs{{"other", -1.0}}, n.name);
+                        Node* m = add_node(g, "aten.mul.Scalar", n.inputs, Attrs{{"other", -1.0}}, n.name);
                         g.move_before(m, &n);
                         g.replace_all_uses(n.outputs[0], m->outputs[0]);
                         return true;
@@ -132,7 +133,7 @@ TEST(Registry, NodeFixAppliesAtItsStageOnly) {
   EXPECT_EQ(apply_node_fixes("test", 3, g), 1);
   EXPECT_EQ(count_op(g, "aten.neg"), 0);
   EXPECT_EQ(count_op(g, "aten.mul.Scalar"), 1);
-  g.verify();
+  verify_graph(g);
 }
 
 TEST(Registry, ExportSkipRefusesWithItsReason) {

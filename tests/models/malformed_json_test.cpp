@@ -9,7 +9,7 @@
 #include "hfx/export/exporter.h"
 #include "hfx/models/model.h"
 #include "hfx/runtime/text2text.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 #include "support/json_mutations.h"
 
 using namespace hfx;
@@ -104,9 +104,9 @@ TEST(MalformedJson, Manifest) {
        {{{"path", "onnx/model.onnx"}, {"role", "graph"}, {"size", 3}, {"sha256", std::string(64, 'a')}}}},
       {"warnings", {"w"}},
       {"verify", {{"status", "passed"}, {"checked_at", ""}, {"report", json::object()}}}};
-  ASSERT_NO_THROW(verify::Manifest::from_json(m));
+  ASSERT_NO_THROW(artifact::Manifest::from_json(m));
   jsontest::for_each_mutation(m, 5, 4, [&](const std::string& what, const json& doc) {
     jsontest::expect_clear_refusal("manifest.json " + what, "manifest",
-                                  [&] { (void)verify::Manifest::from_json(doc); });
+                                  [&] { (void)artifact::Manifest::from_json(doc); });
   });
 }

@@ -9,6 +9,7 @@
 
 #include "hfx/core/error.h"
 #include "hfx/ops/functional.h"
+#include "hfx/ops/op_schema.h"
 #include "models/model_test_util.h"
 
 namespace hfx::test {
@@ -139,7 +140,7 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   ForwardOut out = m->forward(tb, a);
   g.add_output("logits", out.logits.value());
   EXPECT_EQ(out.logits.dtype(), DType::F32);
-  ASSERT_NO_THROW(g.verify());
+  ASSERT_NO_THROW(verify_graph(g));
   // A module is found by its named output value or, when its output is also its parent's output
   // (o_proj → self_attn, down_proj → mlp, lm_head → the graph output "logits"), by the node it ran:
   // node names are "<module path>/<op>".

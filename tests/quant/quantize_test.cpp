@@ -9,7 +9,7 @@
 #include "hfx/core/error.h"
 #include "hfx/ops/builder.h"
 #include "hfx/ops/functional.h"
-#include "hfx/quant/linear_q.h"
+#include "hfx/ops/linear_q.h"
 #include "hfx/quant/quantize.h"
 
 namespace hfx {

@@ -19,7 +19,7 @@
 #include "hfx/ops/functional.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
 namespace fs = std::filesystem;
 using hfx::GenerationOptions;
@@ -429,7 +429,7 @@ TEST(OrtGenerator, SplitGraphsStreamingAndEagerFromTheExportFolder) {
 
   // --engine eager on the export folder: weights through the manifest's source path
   EXPECT_THROW(Generator::open(out, {.engine = "eager"}), hfx::Error);  // no weights, no manifest
-  hfx::verify::build_manifest(out, t.dir, "onnx", {}, {}).write(out);
+  hfx::artifact::build_manifest(out, t.dir, "onnx", {}, {}).write(out);
   Generator ref2 = Generator::open(out, {.engine = "eager"});
   EXPECT_EQ(ref2.engine().name(), "eager");
   EXPECT_EQ(ref2.generate_ids(prompts, o).ids, ref.ids);
@@ -468,7 +468,7 @@ TEST(OrtGenerator, Cli) {
   EXPECT_EQ(run(std::string(HFX_CLI) + " manifest " + copy + " --check", &o), 0);
   EXPECT_NE(run(std::string(HFX_CLI) + " release " + copy + " --into " + copy + "_releases", &o), 0);
   EXPECT_FALSE(fs::exists(fs::path(copy + "_releases") / "current"));
-  hfx::verify::record_verify_result(copy, true, {{"summary", "test"}});
+  hfx::artifact::record_verify_result(copy, true, {{"summary", "test"}});
   EXPECT_EQ(run(std::string(HFX_CLI) + " release " + copy + " --into " + copy + "_releases", &o), 0);
   EXPECT_TRUE(fs::is_symlink(fs::path(copy + "_releases") / "current"));
 }

@@ -12,7 +12,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 
 namespace fs = std::filesystem;
@@ -41,7 +41,7 @@ Rec stored(const std::string& name, const std::string& data) {
           data,
           0,
           static_cast<uint32_t>(data.size()),
-          hfx::dynamo::crc32_update(0, data.data(), data.size()),
+          hfx::io::crc32_update(0, data.data(), data.size()),
           0};
 }
 
@@ -57,7 +57,7 @@ Rec deflated(const std::string& name, const std::string& plain, uint32_t declare
   EXPECT_EQ(deflate(&z, Z_FINISH), Z_STREAM_END);
   out.resize(z.total_out);
   deflateEnd(&z);
-  return {name, out, 8, declared, hfx::dynamo::crc32_update(0, plain.data(), plain.size()), 0};
+  return {name, out, 8, declared, hfx::io::crc32_update(0, plain.data(), plain.size()), 0};
 }
 
 std::string header(uint32_t sig, const Rec& r, bool central, uint32_t offset) {
@@ -211,10 +211,10 @@ TEST(ZipReader, RefusalsAreHfxErrors) {
   // The library call behind verify: the same defects surface as hfx::Error("pt2", ...).
   auto recs = valid_records();
   recs.push_back(stored("a/../../b", "x"));
-  EXPECT_THROW(hfx::dynamo::ZipReader(zip(recs)), hfx::Error);
-  EXPECT_THROW(hfx::dynamo::ZipReader(std::string("PK\x05\x06", 4)), hfx::Error);
+  EXPECT_THROW(hfx::io::ZipReader(zip(recs)), hfx::Error);
+  EXPECT_THROW(hfx::io::ZipReader(std::string("PK\x05\x06", 4)), hfx::Error);
   std::string ok = zip(valid_records());
-  hfx::dynamo::ZipReader r(ok);
+  hfx::io::ZipReader r(ok);
   ASSERT_EQ(r.records().size(), 3u);
   EXPECT_EQ(r.read(1), kProgram);
   EXPECT_EQ(ok.substr(r.records()[1].data_offset, r.records()[1].size), kProgram);

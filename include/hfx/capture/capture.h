@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "hfx/ir/contract.h"
 #include "hfx/ir/graph.h"
 #include "hfx/models/model.h"
 #include "hfx/ops/patch_point.h"
@@ -57,13 +58,6 @@ struct CaptureOptions {
   /// Samples whose generation export_for_generation records (empty: default_generation_samples).
   std::vector<std::vector<std::vector<int64_t>>> sample_prompts;
 };
-
-/// The dynamic-shape contract of a captured graph: per input, per axis, a symbol and its range or a fixed size.
-struct AxisContract {
-  std::string symbol;  ///< empty if static
-  int64_t min = 0, max = 0;  ///< for static: both equal the size
-};
-using ShapeContract = std::map<std::string, std::vector<AxisContract>>;
 
 struct CapturedProgram {
   std::string component;  ///< "model", "prefill", "decode", ...

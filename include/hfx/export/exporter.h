@@ -8,6 +8,7 @@
 // own component; `export_model` writes one call (`opts.kind` for a causal LM). Configs round-trip through JSON and are
 // found, like exporters, by format name in one registry (src/export/exporter.cpp).
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -34,6 +35,9 @@ struct ExportConfig {
   /// Ranges used when `dynamic` is set and no explicit Dim names an axis.
   int64_t max_batch = 64;
   int64_t max_sequence = 4096;
+  /// The bound this config puts on every sequence and past dim: max_sequence, and for ExecuTorch also its
+  /// static cache length. contract_options resolves it with the model's max positions, once per export.
+  virtual int64_t sequence_bound() const { return max_sequence; }
   /// Precision of the artifact's floating weights: "auto", "f32", "f16" or "bf16" (kExportDtypes).
   /// "auto" is what the backend's runtime computes in natively (auto_dtype); docs/precision.md has the
   /// table. The runtime's arithmetic stays what eager computes (f32 on ONNX Runtime CPU and ExecuTorch
@@ -60,7 +64,9 @@ struct ExportConfig {
 
 struct OnnxConfig : ExportConfig {
   OnnxConfig() { format = "onnx"; }
-  int opset = 18;
+  /// The opsets hfx writes; the default is declared here only (the CLI and the lowering read it).
+  static constexpr int kDefaultOpset = 18, kMinOpset = 18, kMaxOpset = 23;
+  int opset = kDefaultOpset;
   bool external_data = false;
   bool optimize = true;
   std::string target = "standard";  ///< "standard" (ai.onnx ops only) or "ort" (com.microsoft fused ops)
@@ -77,7 +83,10 @@ struct OnnxConfig : ExportConfig {
 struct ExecutorchConfig : ExportConfig {
   ExecutorchConfig() { format = "executorch"; }
   std::string backend = "portable";  ///< "portable": CPU f32, portable kernels only (no delegate payloads yet)
+  /// The static KV cache's length: a further bound on every sequence dim (a position lives in the cache).
+  /// The program's length is the resolved contract's sequence max (contract_options), never more.
   int64_t max_seq_len = 128;
+  int64_t sequence_bound() const override { return std::min(max_sequence, max_seq_len); }
   /// The backend-preparation row's weight dtype (portable: float32, what its kernels compute in).
   DType auto_dtype(DType) const override;
   nlohmann::json to_json() const override;
@@ -148,9 +157,11 @@ class Exporter {
 
 /// `base` with what the config decides: dynamic, explicit Dims (winning over base's), guard policy.
 CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& config);
-/// The capture options of one export of `model` under `config`: batch range [1, max_batch]; sequence and
-/// past ranges capped so that past + sequence never exceeds the model's max positions. Every backend and
-/// the CLI use this one rule, so all formats of one export promise the same contract.
+/// The capture options of one export of `model` under `config`, resolved once per export: batch range
+/// [1, max_batch]; sequence range [1, min(config.sequence_bound(), max positions)] and past ranges capped
+/// so that past + sequence never exceeds it. The one place the contract's bounds are decided: export_folder
+/// (hfx/artifact/export_folder.h) passes it to every backend, and each backend (ExecuTorch's static cache
+/// length included) reads its bounds from it, so all formats of one export promise the same contract.
 CaptureOptions contract_options(const Model& model, const ExportConfig& config);
 /// The programs an export writes: for_generation → the recorded generation's programs; otherwise one
 /// program of kind opts.kind for a causal LM (the generation programs for other structures).

@@ -17,7 +17,6 @@
 
 namespace hfx {
 
-struct OpSchema;
 struct Node;
 
 /// dtype + symbolic shape.
@@ -47,7 +46,6 @@ struct Node {
   std::vector<Value*> outputs;
   Attrs attrs;
   std::string name;  ///< module path + local suffix
-  const OpSchema& schema() const;
 };
 
 /// Metadata about the KV cache leaves of a graph: which inputs/outputs are which layer's key/value.
@@ -73,9 +71,8 @@ class Graph {
   Value* add_input(const std::string& name, const TensorType& type);
   Value* add_param(const std::string& name, const Tensor& data);
   Value* add_const(const Tensor& data, const std::string& hint = "const");
-  /// Adds a node; output types are inferred by the op's schema. Name is made unique.
-  Node* add_node(const std::string& op, const std::vector<Value*>& inputs, const Attrs& attrs, const std::string& name);
-  /// Adds a node with given output types (no inference; for passes that know better).
+  /// Adds a node with given output types. Name is made unique. The graph knows no op table (it is a layer
+  /// below the ops): hfx::add_node (hfx/ops/op_schema.h) adds a node typed by its op's schema.
   Node* add_node_typed(const std::string& op, const std::vector<Value*>& inputs, const Attrs& attrs,
                        const std::string& name, const std::vector<TensorType>& out_types);
   /// Declares a graph output under `name` (renames the value).
@@ -107,8 +104,7 @@ class Graph {
 
   /// Readable dump: signature, then one line per node: `%name: f32[s0, 4] = aten.mm(%a, %b) {attrs}`.
   std::string dump() const;
-  /// Checks types, shapes (re-inferred), use-def order and names. Throws hfx::Error("verifier", ...).
-  void verify() const;
+  // The verifier, which re-infers types from the op table, is hfx::verify_graph (hfx/ops/op_schema.h).
 
  private:
   Value* new_value(const std::string& name, const TensorType& t, ValueKind k);

@@ -55,4 +55,13 @@ Attrs normalize_attrs(const OpSchema& op, const Attrs& attrs);
 /// The table itself (defined in src/ops/op_table.cpp).
 const std::vector<OpSchema>& op_table();
 
+/// Adds a node to `g` typed by its op's schema: attributes normalized (defaults filled), arity checked and
+/// output types inferred over g's symbols. Name is made unique. Throws hfx::Error("graph", ...) naming
+/// the op and node on a wrong arity or a failed inference.
+Node* add_node(Graph& g, const std::string& op, const std::vector<Value*>& inputs, const Attrs& attrs,
+               const std::string& name);
+/// The graph verifier: every op known, every input defined before use, names unique, and each node's
+/// output types equal to a fresh inference from its schema. Throws hfx::Error("verifier", ...).
+void verify_graph(const Graph& g);
+
 }  // namespace hfx

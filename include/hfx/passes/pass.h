@@ -1,7 +1,7 @@
 // hfx/passes/pass.h — graph passes with a name, a contract and a `changed` result.
 //
 // A pass states what it needs (precondition) and what it guarantees (postcondition) in its contract
-// text; `run_pass` runs it and, in debug builds or with HFX_VERIFY_PASSES=1, runs Graph::verify()
+// text; `run_pass` runs it and, in debug builds or with HFX_VERIFY_PASSES=1, runs hfx::verify_graph
 // after it, so a broken rewrite is caught at the pass that made it. Pipelines are named lists of
 // passes so the CLI and tests can run one pass alone.
 #pragma once

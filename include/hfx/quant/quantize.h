@@ -28,10 +28,6 @@
 
 #include "hfx/core/tensor.h"
 
-namespace hfx {
-class Model;
-}
-
 namespace hfx::quant {
 
 /// What --quantize, --group-size and --symmetric ask for.
@@ -71,13 +67,6 @@ Tensor dequantize(const QuantizedWeight& q);
 /// given K; throws hfx::Error("quant", ...) naming `name` when the shapes do not fit together.
 QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tensor& zero_points, int64_t K,
                          const std::string& name);
-
-/// A copy of `model` whose store also holds the quantized form of every linear weight it quantizes:
-/// each 2-d float `*.weight` whose name has no `embed`, `norm`, `wpe`/`wte` or `experts.` and whose K is a multiple
-/// of the group size, plus `lm_head.weight` built from the tied embedding when the embeddings are tied.
-/// The quantized float tensors leave the store, so a layer that still reads one as float fails naming
-/// it (Model::w). Returns the number of weights quantized through `count`.
-std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o, int* count = nullptr);
 
 /// {"method": "int4", "group_size": 32, "symmetric": false} (the manifest / export_config form).
 nlohmann::json to_json(const QuantOptions& o);

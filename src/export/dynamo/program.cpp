@@ -788,7 +788,7 @@ int lower_composites(Graph& g) {
     for (const auto& n : g.nodes())
       if (n->op == "hfx.sdpa" && !sdpa_is_exact(*n)) todo.push_back(n.get());
     for (Node* n : todo) {
-      const OpSchema& s = n->schema();
+      const OpSchema& s = op_schema(n->op);
       TraceBuilder tb(g);
       tb.push_scope(n->name);
       std::vector<Var> ins;

@@ -7,7 +7,7 @@
 #include <filesystem>
 
 #include "export/dynamo/program.h"
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 
 namespace hfx::dynamo {
@@ -34,7 +34,7 @@ int scalar_type_of(DType dt) {
 }
 
 // Streams one tensor's bytes into an open record (in chunks, so a mapped weight is never copied whole).
-void stream_tensor(AlignedZipWriter& z, const std::string& record, const Tensor& t) {
+void stream_tensor(io::AlignedZipWriter& z, const std::string& record, const Tensor& t) {
   Tensor c = t.is_contiguous() ? t : t.contiguous();
   const size_t n = c.nbytes();
   z.begin(record, n);
@@ -56,7 +56,7 @@ json concrete_tensor_meta(DType dt, const Shape& shape) {
 uint64_t write_pt2(const std::string& path, const SerializedProgram& sp, const Pt2WriteOptions& o) {
   std::string root = std::filesystem::path(path).stem().string();
   if (root.empty()) root = "archive";
-  AlignedZipWriter z(file_sink(path), root);
+  io::AlignedZipWriter z(io::file_sink(path), root);
   z.add("archive_format", std::string("pt2"));
   z.add("archive_version", std::string(kArchiveVersion));
   z.add("byteorder", std::string("little"));

@@ -3,7 +3,7 @@
 
 #include <cstring>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 
 namespace hfx::dynamo {
@@ -138,7 +138,7 @@ std::string torch_save(const PyObj& obj) {
   p.obj(obj);
   p.out.push_back(STOP);
   std::string bytes;
-  AlignedZipWriter z(memory_sink(&bytes), "archive");
+  io::AlignedZipWriter z(io::memory_sink(&bytes), "archive");
   z.add("data.pkl", p.out);
   z.add("byteorder", std::string("little"));
   for (const auto& [key, t] : p.storages) z.add("data/" + key, t.raw(), t.nbytes());
@@ -154,7 +154,7 @@ namespace {
 struct Unpickler {
   const std::string& pkl;
   const std::string& zip;
-  std::map<std::string, ZipRecord> records;
+  std::map<std::string, io::ZipRecord> records;
   size_t p = 0;
 
   // The stack holds PyObj plus markers and a few internal kinds.
@@ -299,8 +299,8 @@ struct Unpickler {
 }  // namespace
 
 PyObj torch_load(const std::string& bytes) {
-  std::map<std::string, ZipRecord> recs;
-  for (const auto& r : read_zip_index(bytes)) {
+  std::map<std::string, io::ZipRecord> recs;
+  for (const auto& r : io::read_zip_index(bytes)) {
     // Tensors are viewed in place, so every record must be stored as torch.save writes it.
     if (r.method != 0) HFX_THROW("pt2", "expected stored records in a torch.save file, got compression method {} for {}", r.method, r.name);
     recs[r.name] = r;

@@ -2,6 +2,7 @@
 // patch/fix stages are registered in registrations.cpp; this file only runs the stages in order.
 #include "export/executorch/executorch_exporter.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <fmt/format.h>
@@ -10,6 +11,7 @@
 #include "export/executorch/static_cache.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
+#include "hfx/ops/op_schema.h"
 #include "io/fileutil.h"
 
 namespace hfx::et {
@@ -112,6 +114,14 @@ int64_t capped_max_seq_len(const ModelConfig& mc, const ExecutorchConfig& cfg,
   return mc.max_position_embeddings;
 }
 
+// The static cache's length: the config's max_seq_len capped at the model's max positions (with the
+// warning above) and at the contract's sequence max, which contract_options resolved once for this export
+// (--max-sequence bounds the .pte as it bounds the .onnx and .pt2 of the same export).
+int64_t cache_length(const ModelConfig& mc, const ExecutorchConfig& cfg, const CaptureOptions& opts,
+                     std::vector<std::string>& warnings) {
+  return std::min(capped_max_seq_len(mc, cfg, warnings), opts.sequence.max);
+}
+
 const ExecutorchConfig& as_executorch(const ExportConfig& c) {
   auto* e = dynamic_cast<const ExecutorchConfig*>(&c);
   if (!e) HFX_THROW("executorch", "expected an executorch config, got a '{}' config", c.format);
@@ -126,7 +136,7 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   check_export_skip("executorch", mc.model_type);
   ExecutorchProgram out;
   ExecutorchConfig cfg = config;
-  cfg.max_seq_len = capped_max_seq_len(mc, config, out.warnings);
+  cfg.max_seq_len = cache_length(mc, config, opts, out.warnings);
 
   // ── Stage 1: Backend preparation ──
   // Picks the table row; its dtype decision is applied to the captured program's constants by the
@@ -167,7 +177,7 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   // ── Stage 5: Node fixes ──
   apply_node_fixes("executorch", 5, g);
   g.eliminate_dead_code();
-  g.verify();
+  verify_graph(g);
 
   PteMethodSpec fwd;
   fwd.name = "forward";
@@ -185,7 +195,7 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
   check_export_skip("executorch", model.config().model_type);
   ExecutorchProgram out;
   ExecutorchConfig cfg = config;
-  cfg.max_seq_len = capped_max_seq_len(model.config(), config, out.warnings);
+  cfg.max_seq_len = cache_length(model.config(), config, opts, out.warnings);
   // ── Stage 1: Backend preparation ──
   const BackendPrep& prep = backend_prep(cfg.backend);
   if (!prep.warning.empty()) out.warnings.push_back("[executorch] " + prep.warning);
@@ -219,7 +229,7 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
     // ── Stage 5: Node fixes ──
     apply_node_fixes("executorch", 5, g);
     g.eliminate_dead_code();
-    g.verify();
+    verify_graph(g);
     cp.component = pd.executorch_method;
     graphs.push_back(cp.graph);
     methods.push_back(PteMethodSpec{pd.executorch_method, graphs.back().get(), {}, cp.guards});

@@ -235,7 +235,8 @@ bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
   for (Value* p : std::vector<Value*>(g.params().begin(), g.params().end())) {
     if (!p->data.defined() || !dtype_is_float(p->type.dtype) || p->type.dtype == want || users[p].empty() || !first) continue;
     Value* stored = g.add_const(p->data.to(want), p->name + "." + dtype_name(want));
-    Node* cast = g.add_node("aten._to_copy", {stored}, Attrs{{"dtype", p->type.dtype}}, p->name + "/to_" + dtype_name(p->type.dtype));
+    Node* cast = add_node(g, "aten._to_copy", {stored}, Attrs{{"dtype", p->type.dtype}},
+                          p->name + "/to_" + dtype_name(p->type.dtype));
     g.move_before(cast, first);
     g.replace_all_uses(p, cast->outputs[0]);
     changed = true;

@@ -24,6 +24,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/capture/capture.h"
+#include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/ir/graph.h"
 
@@ -35,7 +36,7 @@ namespace hfx::onnx_export {
 
 /// What lowering needs to know besides the graph.
 struct LowerOptions {
-  int opset = 18;                     ///< 18..23
+  int opset = OnnxConfig::kDefaultOpset;  ///< OnnxConfig::kMinOpset..kMaxOpset
   std::string target = "standard";    ///< "standard" or "ort"
   std::string graph_name = "hfx";
   ShapeContract contract;             ///< stored as metadata and enforced by in-graph guards

@@ -24,6 +24,7 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/ops/op_schema.h"
 #include "hfx/passes/pass.h"
+#include "hfx/models/quantize_model.h"
 
 namespace hfx {
 
@@ -220,7 +221,7 @@ class OnnxExporter : public Exporter {
         std::vector<std::string> decompose;
         const auto& table = onnx_translation_table();
         for (const auto& n : g.nodes())
-          if (n->schema().composite() && !table.count(n->op)) decompose.push_back(n->op);
+          if (op_schema(n->op).composite() && !table.count(n->op)) decompose.push_back(n->op);
         if (!decompose.empty()) run_pass(g, decompose_pass(decompose, &ctx.patches));
         apply_node_fixes("onnx", 2, g);
       }

@@ -23,14 +23,14 @@ namespace fs = std::filesystem;
 
 TEST(DynamoZip, Crc32KnownValue) {
   const char* s = "123456789";
-  EXPECT_EQ(crc32_update(0, s, 9), 0xCBF43926u);
-  EXPECT_EQ(crc32_update(crc32_update(0, s, 4), s + 4, 5), 0xCBF43926u);
+  EXPECT_EQ(io::crc32_update(0, s, 9), 0xCBF43926u);
+  EXPECT_EQ(io::crc32_update(io::crc32_update(0, s, 4), s + 4, 5), 0xCBF43926u);
 }
 
 TEST(DynamoZip, StoredAlignedOneFolderAndReadableByLibzip) {
   std::string bytes;
   {
-    AlignedZipWriter z(memory_sink(&bytes), "pkg");
+    io::AlignedZipWriter z(io::memory_sink(&bytes), "pkg");
     z.add("a", std::string("x"));
     z.add("empty", std::string());
     std::string big(100003, 'q');
@@ -42,14 +42,14 @@ TEST(DynamoZip, StoredAlignedOneFolderAndReadableByLibzip) {
     EXPECT_THROW(z.add("a", std::string("dup")), Error);
     z.finish();
   }
-  auto recs = read_zip_index(bytes);
+  auto recs = io::read_zip_index(bytes);
   ASSERT_EQ(recs.size(), 4u);
   for (const auto& r : recs) {
     EXPECT_EQ(r.name.substr(0, 4), "pkg/") << r.name;
     EXPECT_EQ(r.method, 0) << r.name;
     EXPECT_EQ(r.size, r.compressed_size);
     EXPECT_EQ(r.data_offset % 64, 0u) << r.name;
-    EXPECT_EQ(crc32_update(0, bytes.data() + r.data_offset, r.size), r.crc) << r.name;
+    EXPECT_EQ(io::crc32_update(0, bytes.data() + r.data_offset, r.size), r.crc) << r.name;
   }
   // An independent reader (libzip) checks the CRCs and the directory.
   zip_error_t ze;
@@ -68,7 +68,7 @@ TEST(DynamoZip, StoredAlignedOneFolderAndReadableByLibzip) {
 
 TEST(DynamoZip, StreamedRecordMustMatchDeclaredSize) {
   std::string bytes;
-  AlignedZipWriter z(memory_sink(&bytes), "pkg");
+  io::AlignedZipWriter z(io::memory_sink(&bytes), "pkg");
   z.begin("w", 4);
   z.append("ab", 2);
   EXPECT_THROW(z.end(), Error);
@@ -80,7 +80,7 @@ TEST(DynamoTorchSave, SampleInputsRoundTrip) {
   PyObj o = PyObj::tuple({PyObj::tuple({}), PyObj::dict({{"input_ids", PyObj::tensor(ids)},
                                                         {"past_key_values", PyObj::list({PyObj::tuple({PyObj::tensor(k), PyObj::tensor(k)})})}})});
   std::string bytes = torch_save(o);
-  auto recs = read_zip_index(bytes);
+  auto recs = io::read_zip_index(bytes);
   std::set<std::string> names;
   for (const auto& r : recs) {
     names.insert(r.name);
@@ -151,10 +151,10 @@ void check_archive(const Model& model, const Archive& ar, const std::string& com
   for (const auto& [name, rec] : ar.records) {
     EXPECT_EQ(rec.method, 0) << name;
     EXPECT_EQ(rec.data_offset % 64, 0u) << name;
-    EXPECT_EQ(crc32_update(0, ar.bytes.data() + rec.data_offset, rec.size), rec.crc) << name;
+    EXPECT_EQ(io::crc32_update(0, ar.bytes.data() + rec.data_offset, rec.size), rec.crc) << name;
   }
   std::set<std::string> roots;
-  for (const auto& r2 : read_zip_index(ar.bytes)) roots.insert(r2.name.substr(0, r2.name.find('/')));
+  for (const auto& r2 : io::read_zip_index(ar.bytes)) roots.insert(r2.name.substr(0, r2.name.find('/')));
   EXPECT_EQ(roots.size(), 1u);
   EXPECT_EQ(ar.read("archive_format"), "pt2");
   EXPECT_EQ(ar.read("archive_version"), "0");

@@ -15,7 +15,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
@@ -85,11 +85,11 @@ inline std::string encoder_case_name(const ::testing::TestParamInfo<std::pair<st
 /// A written archive held in memory with its records by name (without the top folder).
 struct Archive {
   std::string bytes, root;
-  std::map<std::string, ZipRecord> records;
+  std::map<std::string, io::ZipRecord> records;
   static Archive open(const std::string& path) {
     Archive a;
     a.bytes = slurp(path);
-    for (const auto& r : read_zip_index(a.bytes)) {
+    for (const auto& r : io::read_zip_index(a.bytes)) {
       auto slash = r.name.find('/');
       if (a.root.empty()) a.root = r.name.substr(0, slash);
       a.records[r.name.substr(slash + 1)] = r;

@@ -22,6 +22,7 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/ops/functional.h"
+#include "hfx/ops/op_schema.h"
 #include "hfx_gen/program_generated.h"
 #include "verify/pte_reader.h"
 #include "models/model_test_util.h"
@@ -141,7 +142,7 @@ HandProgram trace_hand(int64_t max_s) {
   g.add_output("buf_out", o.buf.value());
   apply_node_fixes("executorch", 5, g);
   g.eliminate_dead_code();
-  g.verify();
+  verify_graph(g);
   return p;
 }
 

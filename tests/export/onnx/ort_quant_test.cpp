@@ -14,6 +14,7 @@
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/onnx.h"
+#include "hfx/models/quantize_model.h"
 #include "models/model_test_util.h"
 
 namespace hfx::onnx_test {

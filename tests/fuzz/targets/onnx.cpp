@@ -3,7 +3,7 @@
 #include <optional>
 
 #include "fuzz/fuzz_support.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 #include "verify/verify_internal.h"
 
 void hfx_fuzz_onnx(const uint8_t* data, size_t size) {
@@ -21,5 +21,5 @@ void hfx_fuzz_onnx(const uint8_t* data, size_t size) {
     d::check_onnx_static(cx, c, std::nullopt);
   });
   // What `hfx manifest` records of the graph, dumped as manifest.json is.
-  hfx::fuzz::refused_or_read([&] { (void)hfx::verify::onnx_model_info(path.string()).dump(); });
+  hfx::fuzz::refused_or_read([&] { (void)hfx::artifact::onnx_model_info(path.string()).dump(); });
 }

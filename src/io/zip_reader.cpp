@@ -15,10 +15,10 @@
 #include <map>
 #include <set>
 
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 #include "hfx/core/error.h"
 
-namespace hfx::dynamo {
+namespace hfx::io {
 
 namespace {
 
@@ -262,4 +262,4 @@ std::string ZipReader::read(size_t i) const {
 
 std::vector<ZipRecord> read_zip_index(const std::string& bytes) { return ZipReader(bytes).records(); }
 
-}  // namespace hfx::dynamo
+}  // namespace hfx::io

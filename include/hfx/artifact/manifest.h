@@ -1,4 +1,4 @@
-// hfx/verify/manifest.h — the release manifest of an export folder, and releases with rollback.
+// hfx/artifact/manifest.h — the release manifest of an export folder, and releases with rollback.
 //
 // `OUT/manifest.json` says what an export folder is and whether it may be served: the model id and
 // revision (the hub snapshot hash when the source was a HF cache snapshot `.../snapshots/<hash>/`),
@@ -22,9 +22,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "hfx/capture/capture.h"
+#include "hfx/ir/contract.h"
 
-namespace hfx::verify {
+namespace hfx::artifact {
 
 /// One file of an export folder.
 struct ManifestFile {
@@ -129,4 +129,4 @@ std::string release(const std::string& out_dir, const std::string& releases_dir)
 /// hfx::Error("release", ...) if there is none. Returns the name now current.
 std::string rollback(const std::string& releases_dir);
 
-}  // namespace hfx::verify
+}  // namespace hfx::artifact

@@ -1,4 +1,4 @@
-// Releases side by side with an atomically switched `current` symlink; see include/hfx/verify/manifest.h.
+// Releases side by side with an atomically switched `current` symlink; see include/hfx/artifact/manifest.h.
 // Every visible change is one rename: the copy is made under a hidden temp name and renamed to its
 // release name only when complete and re-verified; `current` is replaced by renaming a fresh
 // `current.tmp` symlink over it; history.json is rewritten atomically. An flock on RELEASES/.lock
@@ -21,9 +21,9 @@
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
-namespace hfx::verify {
+namespace hfx::artifact {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -261,4 +261,4 @@ std::string rollback(const std::string& releases_dir) {
             skipped.empty() ? "" : "; skipped: ", fmt::format("{}", fmt::join(skipped, "; ")));
 }
 
-}  // namespace hfx::verify
+}  // namespace hfx::artifact

@@ -1,7 +1,7 @@
-// The release manifest; see include/hfx/verify/manifest.h. Hashing streams each file (io::sha256_file);
+// The release manifest; see include/hfx/artifact/manifest.h. Hashing streams each file (io::sha256_file);
 // .onnx headers are read field by field from the protobuf wire format so that a multi-GB graph is
 // never parsed just to learn its IR version and opsets.
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
 #include <algorithm>
 #include <chrono>
@@ -33,7 +33,7 @@
 #define HFX_VERSION "unknown"
 #endif
 
-namespace hfx::verify {
+namespace hfx::artifact {
 namespace fs = std::filesystem;
 using nlohmann::json;
 
@@ -450,4 +450,4 @@ void record_verify_result(const std::string& out_dir, bool passed, const json& r
   m.write(out_dir);
 }
 
-}  // namespace hfx::verify
+}  // namespace hfx::artifact

@@ -13,10 +13,10 @@
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
-#include "hfx/verify/manifest.h"
+#include "hfx/artifact/manifest.h"
 
 namespace fs = std::filesystem;
-namespace V = hfx::verify;
+namespace V = hfx::artifact;
 
 namespace {
 

@@ -9,7 +9,7 @@
 #include <string>
 #include <vector>
 
-namespace hfx::dynamo {
+namespace hfx::io {
 
 /// CRC-32 (IEEE, as zip and zlib use it), continuing from `crc` (0 to start).
 uint32_t crc32_update(uint32_t crc, const void* data, size_t n);
@@ -105,4 +105,4 @@ class ZipReader {
 /// The records of a zip held in memory (ZipReader(bytes).records()). Throws hfx::Error("pt2", ...).
 std::vector<ZipRecord> read_zip_index(const std::string& bytes);
 
-}  // namespace hfx::dynamo
+}  // namespace hfx::io

@@ -1,4 +1,4 @@
-// hfx/quant/linear_q.h — the functional form of hfx.linear_q (weight-only quantized linear).
+// hfx/ops/linear_q.h — the functional form of hfx.linear_q (weight-only quantized linear).
 #pragma once
 #include <cstdint>
 

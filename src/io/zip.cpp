@@ -1,5 +1,5 @@
 // Aligned stored zip writer (see zip.h); archives are read through libzip in zip_reader.cpp.
-#include "export/dynamo/zip.h"
+#include "io/zip.h"
 
 #include <fcntl.h>
 #include <unistd.h>
@@ -10,7 +10,7 @@
 
 #include "hfx/core/error.h"
 
-namespace hfx::dynamo {
+namespace hfx::io {
 
 namespace {
 
@@ -261,4 +261,4 @@ void AlignedZipWriter::finish() {
   finished_ = true;
 }
 
-}  // namespace hfx::dynamo
+}  // namespace hfx::io

@@ -1,0 +1,98 @@
+// export_folder: the export, its side files and its manifest, staged and swapped into place. Moved here
+// from the CLI so that `hfx export` and programs embedding hfx write the same folder (one implementation).
+#include "hfx/artifact/export_folder.h"
+
+#include <filesystem>
+
+#include "hfx/core/error.h"
+#include "hfx/export/registry.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/io/staged_dir.h"
+
+namespace fs = std::filesystem;
+
+namespace hfx::artifact {
+
+const std::vector<std::string>& export_side_files() {
+  static const std::vector<std::string> files{
+      "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
+      "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
+      "preprocessor_config.json", "processor_config.json",  // audio / image processors
+      // sentence-transformers: the modules after the Transformer (pooling, normalization)
+      "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
+      "1_Pooling/config.json"};
+  return files;
+}
+
+namespace {
+
+// The tokenizer, config and sentence-transformers files beside the artifacts, and export_config.json.
+void write_side_files(const std::string& dir, const fs::path& tmp, const ExportConfig& cfg,
+                      const ExportResult& r) {
+  for (const std::string& f : export_side_files()) {
+    fs::path src = fs::path(dir) / f;
+    if (!fs::exists(src)) continue;
+    fs::create_directories((tmp / f).parent_path());
+    fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
+  }
+  if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
+  // Transformers.js loads external data only when config.json says so (flag or chosen automatically).
+  bool external = false;
+  for (const auto& f : r.files) external |= f.role == "weights" && f.path.ends_with(".onnx_data");
+  if (cfg.format == "onnx" && external && fs::exists(tmp / "config.json")) {
+    auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
+    j["transformers.js_config"]["use_external_data_format"] = true;
+    io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
+  }
+  io::write_file_atomic((tmp / "export_config.json").string(), cfg.to_json().dump(2));
+}
+
+// Exports into `tmp` (removed by the caller's StagedDir on failure): the programs, side files, manifest.
+ExportFolderResult export_into(const Model& model, const std::string& dir, const ExportConfig& cfg,
+                               const fs::path& tmp, const ExportFolderProgress& progress) {
+  auto report = [&](const std::string& stage, const ExportStep* step) {
+    if (progress) progress(stage, step);
+  };
+  try {
+    // The contract is resolved here, once, and every backend reads its bounds from it (exporter.h).
+    CaptureOptions opts = contract_options(model, cfg);
+    report("plan", nullptr);
+    auto exporter = make_exporter(cfg.format);
+    exporter->set_progress([&report](const ExportStep& s) { report(s.stage, &s); });
+    std::map<std::string, const ExportConfig*> configs{{"*", &cfg}};
+    ExportFolderResult out;
+    out.export_result = exporter->export_for_generation(model, opts, configs, tmp.string());
+    report("side files", nullptr);
+    write_side_files(dir, tmp, cfg, out.export_result);
+    // The release manifest: checksums of every file, versions, config and the shape contract per component.
+    report("manifest", nullptr);
+    std::map<std::string, ShapeContract> contracts;
+    for (const auto& p : out.export_result.programs) contracts[p.component] = p.contract;
+    out.manifest = build_manifest(tmp.string(), dir, cfg.format, cfg.to_json(), contracts);
+    out.manifest.precision = cfg.precision(model.config().dtype);
+    out.manifest.warnings = out.export_result.warnings;
+    out.manifest.write(tmp.string());
+    return out;
+  } catch (const fs::filesystem_error& e) {
+    HFX_THROW("export", "expected to write the export into {}, got {} ({}); the previous output is unchanged",
+              tmp.string(), e.code().message(), e.what());
+  }
+}
+
+}  // namespace
+
+ExportFolderResult export_folder(const Model& model, const std::string& source_dir,
+                                 const std::string& out_dir, const ExportConfig& config,
+                                 const ExportFolderProgress& progress) {
+  check_export_skip(config.format, model.config().model_type);
+  // Everything goes to a temp folder beside OUT, swapped into place when complete (hfx/io/staged_dir.h):
+  // a failed or killed export leaves the previous OUT as it was.
+  fs::path out = fs::absolute(out_dir);
+  io::StagedDir staged(out.string());
+  ExportFolderResult r = export_into(model, source_dir, config, staged.path(), progress);
+  staged.commit();
+  r.out_dir = out.string();
+  return r;
+}
+
+}  // namespace hfx::artifact
