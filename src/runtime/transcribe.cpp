@@ -14,6 +14,7 @@
 #include "hfx/models/model.h"
 #include "hfx/ops/builder.h"
 #include "hfx/runtime/generator.h"
+#include "runtime/eager_decoder.h"
 #include "hfx/tokenizers/tokenizer.h"
 #include "hfx/artifact/manifest.h"
 
@@ -84,15 +85,7 @@ class EagerSpeech : public SpeechSeq2SeqEngine {
     HFX_CHECK(b_ != nullptr, kComp, "expected encode() before a decoder step, got none");
     NamedVars in{{"input_ids", b_->wrap(Tensor::from_ints({B, S}, {ids.begin(), ids.end()}))},
                  {"encoder_hidden_states", hidden_}};
-    in.insert(in.end(), past_.begin(), past_.end());
-    NamedVars out = m_->call("decoder", *b_, in, CallOptions{1, true});
-    past_.clear();
-    for (const CacheLeafDecl& c : decl_.cache) past_.emplace_back(c.past_input, get(out, c.present_output));
-    const Var lv = get(out, "logits");
-    const Tensor& t = lv.tensor();  // [B, 1, V]
-    Tensor last = t.select(1, t.size(1) - 1);
-    logits.resize(static_cast<size_t>(B * t.size(2)));
-    copy_to_contiguous(last, logits.data(), DType::F32);
+    runtime_detail::eager_decoder_step(*m_, decl_, *b_, std::move(in), past_, B, logits);
   }
 
  private:
