@@ -13,6 +13,7 @@
 set(HFX_UNITY_ALONE
   src/runtime/generator.cpp       # kComp, read_json_if_exists (also in text2text.cpp, generation_config.cpp)
   src/runtime/text2text.cpp
+  src/runtime/transcribe.cpp      # kComp (also in generator.cpp, text2text.cpp)
   src/tokenizers/processors.cpp   # SequenceP (also in pre_tokenizers.cpp)
   src/artifact/release.cpp        # kComp, utc_now (also in verify.cpp, manifest.cpp)
   src/verify/verify.cpp
