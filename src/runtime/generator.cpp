@@ -17,6 +17,7 @@
 #include "hfx/models/quantize_model.h"
 #include "kernels/kernels.h"
 #include "runtime/generation_config.h"
+#include "runtime/json_file.h"
 
 namespace hfx {
 namespace fs = std::filesystem;
@@ -29,12 +30,7 @@ using Clock = std::chrono::steady_clock;
 double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
-  if (!fs::exists(p)) return std::nullopt;
-  try {
-    return nlohmann::json::parse(io::read_file(p.string()));
-  } catch (const nlohmann::json::exception& e) {
-    HFX_THROW(kComp, "expected valid JSON in {}, got: {}", p.string(), e.what());
-  }
+  return runtime_detail::read_json_if_exists(p, kComp);
 }
 
 void add_unique(std::vector<int64_t>& v, int64_t x) {

@@ -17,6 +17,7 @@
 #include "runtime/eager_decoder.h"
 #include "hfx/tokenizers/tokenizer.h"
 #include "hfx/artifact/manifest.h"
+#include "runtime/json_file.h"
 
 namespace hfx {
 namespace fs = std::filesystem;
@@ -26,12 +27,7 @@ namespace {
 constexpr const char* kComp = "transcribe";
 
 std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
-  if (!fs::exists(p)) return std::nullopt;
-  try {
-    return nlohmann::json::parse(io::read_file(p.string()));
-  } catch (const nlohmann::json::exception& e) {
-    HFX_THROW(kComp, "expected valid JSON in {}, got: {}", p.string(), e.what());
-  }
+  return runtime_detail::read_json_if_exists(p, kComp);
 }
 
 std::vector<int64_t> ints(const nlohmann::json& v, const char* key) {
