@@ -338,20 +338,28 @@ Tokenizer Tokenizer::from_json_string(std::string_view tokenizer_json, std::stri
       }
     }
     impl->add_tokens(toks);
-    if (!config_json.empty()) {
-      json c;
-      try {
-        c = json::parse(config_json);
-      } catch (const json::exception& e) {
-        HFX_THROW(kComp, "expected valid JSON in tokenizer_config.json, got parse error: {}", e.what());
-      }
-      impl->config = parse_config(c);
-    }
+    if (!config_json.empty()) impl->config = parse_config_json(config_json);
   } catch (const json::exception& e) {
     HFX_THROW(kComp, "expected tokenizer.json fields of the right types, got {}", e.what());
   }
   return Tokenizer(std::move(impl));
 }
+
+TokenizerConfig Tokenizer::parse_config_json(std::string_view config_json) {
+  json c;
+  try {
+    c = json::parse(config_json);
+  } catch (const json::exception& e) {
+    HFX_THROW(kComp, "expected valid JSON in tokenizer_config.json, got parse error: {}", e.what());
+  }
+  try {
+    return parse_config(c);
+  } catch (const json::exception& e) {
+    HFX_THROW(kComp, "expected tokenizer_config.json fields of the right types, got {}", e.what());
+  }
+}
+
+void Tokenizer::set_config(TokenizerConfig config) { impl_->config = std::move(config); }
 
 Tokenizer Tokenizer::from_files(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path) {
   std::string tj = read_file(tokenizer_json_path, "tokenizer.json");

@@ -51,6 +51,11 @@ class Tokenizer {
   static Tokenizer from_dir(const std::string& dir);
   /// Parses tokenizer.json text (and optional tokenizer_config.json text; empty = none).
   static Tokenizer from_json_string(std::string_view tokenizer_json, std::string_view config_json = "");
+  /// Parses tokenizer_config.json text as the loaders above do; bad input throws `[tokenizer] expected …`.
+  static TokenizerConfig parse_config_json(std::string_view config_json);
+  /// Replaces the tokenizer_config.json settings (special tokens, chat template, limits) of this tokenizer,
+  /// e.g. to try several configs over one tokenizer.json without parsing it again (the fuzz target does).
+  void set_config(TokenizerConfig config);
 
   Tokenizer(Tokenizer&&) noexcept;
   Tokenizer& operator=(Tokenizer&&) noexcept;
