@@ -6,9 +6,9 @@
 #      by two build trees (release; quick: -O0, unity, only hfx) in every format give byte-identical folders;
 #      counts as one test.
 #   3. asan (HFX_CI_ASAN=1; off by default and in .ci/run: a second full build does not fit CI's 30 minutes
-#      on 2 cores): build-asan/, Debug (assertions and the pass verifier on), libhfx at -O1 (tests, CLI at
-#      -O0), AddressSanitizer + UndefinedBehaviorSanitizer. It runs the tests matching HFX_ASAN_TESTS (a ctest
-#      regex; "all" runs the whole suite); the reproducibility step then compares build/ with build-asan/.
+#      on 2 cores): build-asan/, Debug (assertions and the pass verifier on), libhfx, tests and CLI at -O1,
+#      AddressSanitizer + UndefinedBehaviorSanitizer. It runs the tests matching HFX_ASAN_TESTS (a ctest regex;
+#      "all" runs the whole suite); the reproducibility step then compares build/ with build-asan/.
 #      Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
 #   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
 #      tests/fuzz, HFX_JOBS at a time, for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
