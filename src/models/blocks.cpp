@@ -18,6 +18,14 @@ bool jhas(const json& j, const char* key) {
   return it != j.end() && !it->is_null();
 }
 
+int64_t scaled_size(double factor, int64_t base, const char* key) {
+  const double size = factor * static_cast<double>(base);
+  if (!std::isfinite(factor) || factor <= 0 || !(size < 0x1p40))
+    HFX_THROW("model", "expected config.json.{} to be a positive number giving a size below 2^40 (x {}), got {}", key,
+              base, factor);
+  return static_cast<int64_t>(size);
+}
+
 static std::vector<int64_t> id_list(const json& j, const char* key) {
   std::vector<int64_t> r;
   if (!jhas(j, key)) return r;

@@ -27,6 +27,10 @@ T jget(const json& j, const char* key, T def) {
   return jsonc::get_or<T>(j, key, std::move(def), "model", "config.json");
 }
 bool jhas(const json& j, const char* key);
+/// int(factor · base), as transformers computes sizes derived from a config float (mamba2's `expand`,
+/// lfm2's `block_ffn_dim_multiplier`). A factor that is not finite and positive, or a product of 2^40 or
+/// more, is "[model] expected config.json.<key> ..." instead of an undefined float-to-integer conversion.
+int64_t scaled_size(double factor, int64_t base, const char* key);
 
 /// Per-architecture defaults of the common fields (transformers' config class defaults).
 struct ConfigDefaults {

@@ -34,7 +34,7 @@ ModelConfig parse(const json& j) {
   const int64_t H = jget<int64_t>(j, "hidden_size", 4096);
   m["hidden_size"] = H;
   m["num_hidden_layers"] = jget<int64_t>(j, "num_hidden_layers", 64);
-  m["intermediate_size"] = static_cast<int64_t>(jget<double>(j, "expand", 2.0) * static_cast<double>(H));
+  m["intermediate_size"] = scaled_size(jget<double>(j, "expand", 2.0), H, "expand");
   // No attention: one "head" keeps parse_common's divisibility checks meaningful.
   m["num_attention_heads"] = 1;
   m["num_key_value_heads"] = 1;

@@ -47,6 +47,9 @@ RopeConfig rope_config(const ModelConfig& cfg) {
     HFX_THROW("model", "expected rope type default, linear, dynamic, llama3 or yarn, got '{}' in config.json", type);
   if (type != "default" && !has(p, "factor") && type != "yarn")
     HFX_THROW("model", "expected rope_scaling.factor for rope type '{}', got none", type);
+  // Checked before the conversion below: a factor of 1e300 would make it undefined behaviour.
+  if (!(rc.partial_rotary_factor > 0 && rc.partial_rotary_factor <= 1))
+    HFX_THROW("model", "expected config.json partial_rotary_factor in (0, 1], got {}", rc.partial_rotary_factor);
   rc.dim = static_cast<int64_t>(static_cast<double>(cfg.head_dim) * rc.partial_rotary_factor);
   if (rc.dim <= 0 || rc.dim % 2) HFX_THROW("model", "expected an even positive rotary dim, got {}", rc.dim);
   rc.params = p;

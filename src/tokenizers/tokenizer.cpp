@@ -298,7 +298,10 @@ static TokenizerConfig parse_config(const json& c) {
   if (c.contains("model_max_length")) {
     const json& m = c["model_max_length"];
     if (m.is_number_integer()) cfg.model_max_length = m.get<int64_t>();
-    else if (m.is_number_float() && m.get<double>() < 9.0e18) cfg.model_max_length = static_cast<int64_t>(m.get<double>());
+    // transformers writes 1e30 for "no limit": a float outside int64's range means none (converting it would be
+    // undefined behaviour), as does a negative one.
+    else if (m.is_number_float() && m.get<double>() >= 0 && m.get<double>() < 9.0e18)
+      cfg.model_max_length = static_cast<int64_t>(m.get<double>());
   }
   return cfg;
 }

@@ -7,7 +7,9 @@
 //   [component] expected <where>.<key> to be an integer, got a string "12" — fix <where> ...
 // `where` names the file or object being read (e.g. "config.json", "tokenizer.json model").
 #pragma once
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -61,12 +63,23 @@ struct Kind<std::vector<T>> {
   static constexpr const char* name = "a list";
 };
 
-// An integral value: an integer, or a float with no fraction (configs written by other tools say 4096.0).
-inline bool integral(const json& v) {
-  if (v.is_number_integer()) return true;
+// An integral value of T's range: an integer, or a float with no fraction (configs written by other tools
+// say 4096.0). Checked before any conversion: a float outside int64's range (1e86 in a fuzzed config.json)
+// converted to an integer is undefined behaviour, and a value outside T's range would wrap silently.
+template <typename T>
+bool integral_fits(const json& v) {
+  using L = std::numeric_limits<T>;
+  if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(L::max());
+  if (v.is_number_integer()) {
+    const int64_t i = v.get<int64_t>();
+    if constexpr (std::is_unsigned_v<T>) return i >= 0;
+    else return i >= static_cast<int64_t>(L::min()) && i <= static_cast<int64_t>(L::max());
+  }
   if (!v.is_number_float()) return false;
-  double d = v.get<double>();
-  return d == static_cast<double>(static_cast<int64_t>(d));
+  const double d = v.get<double>();
+  // [L::min(), L::max() + 1): both bounds are exact in double (0 or -2^k, and 2^k for k = 31, 63, 64).
+  const double lo = static_cast<double>(L::min()), hi = 2.0 * static_cast<double>(L::max() / 2 + 1);
+  return std::isfinite(d) && d == std::trunc(d) && d >= lo && d < hi;
 }
 }  // namespace detail
 
@@ -81,9 +94,20 @@ T as(const json& v, std::string_view component, std::string_view where) {
     if (!v.is_string()) type_mismatch(component, where, detail::Kind<T>::name, v);
     return v.get<std::string>();
   } else if constexpr (std::is_integral_v<T>) {
-    if (!detail::integral(v) || (std::is_unsigned_v<T> && v.get<double>() < 0))
-      type_mismatch(component, where, detail::Kind<T>::name, v);
-    return static_cast<T>(v.is_number_float() ? static_cast<int64_t>(v.get<double>()) : v.get<int64_t>());
+    if (!detail::integral_fits<T>(v)) {
+      const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
+                                                       v.get<double>() == std::trunc(v.get<double>()));
+      if (!integral || (std::is_unsigned_v<T> && !v.is_number_unsigned() && v.get<double>() < 0))
+        type_mismatch(component, where, detail::Kind<T>::name, v);
+      using L = std::numeric_limits<T>;
+      type_mismatch(component, where,
+                    std::string(detail::Kind<T>::name) + " from " + std::to_string(L::min()) + " to " +
+                        std::to_string(L::max()),
+                    v);
+    }
+    if (v.is_number_float()) return static_cast<T>(v.get<double>());
+    if (v.is_number_unsigned()) return static_cast<T>(v.get<uint64_t>());
+    return static_cast<T>(v.get<int64_t>());
   } else if constexpr (std::is_floating_point_v<T>) {
     if (!v.is_number()) type_mismatch(component, where, detail::Kind<T>::name, v);
     return v.get<T>();
