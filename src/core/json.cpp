@@ -34,6 +34,17 @@ void type_mismatch(std::string_view component, std::string_view where, std::stri
             describe(v));
 }
 
+void out_of_range(std::string_view component, std::string_view where, std::string_view kind, long double lo,
+                  long double hi, const json& v) {
+  HFX_THROW(std::string(component), "expected {} to be {} from {:.0f} to {:.0f}, got {} (fix that value in the file)",
+            where, kind, lo, hi, describe(v));
+}
+
+namespace detail {
+std::string member(std::string_view where, const char* key) { return fmt::format("{}.{}", where, key); }
+std::string element(std::string_view where, size_t i) { return fmt::format("{}[{}]", where, i); }
+}  // namespace detail
+
 const json& object(const json& obj, std::string_view component, std::string_view where) {
   if (!obj.is_object()) type_mismatch(component, where, "an object", obj);
   return obj;

@@ -27,7 +27,16 @@ std::string describe(const json& v);
 [[noreturn]] void type_mismatch(std::string_view component, std::string_view where, std::string_view want,
                                 const json& v);
 
+/// Throws hfx::Error(component, "expected <where> to be <kind> from <lo> to <hi>, got <describe(v)> ...").
+[[noreturn]] void out_of_range(std::string_view component, std::string_view where, std::string_view kind,
+                               long double lo, long double hi, const json& v);
+
 namespace detail {
+// "<where>.<key>" and "<where>[i]", built out of line: inlined at every accessor call, GCC 12 reported false
+// -Wstringop-overflow / -Warray-bounds on these concatenations.
+std::string member(std::string_view where, const char* key);
+std::string element(std::string_view where, size_t i);
+
 template <typename T>
 struct Kind;
 template <>
@@ -100,10 +109,8 @@ T as(const json& v, std::string_view component, std::string_view where) {
       if (!integral || (std::is_unsigned_v<T> && !v.is_number_unsigned() && v.get<double>() < 0))
         type_mismatch(component, where, detail::Kind<T>::name, v);
       using L = std::numeric_limits<T>;
-      type_mismatch(component, where,
-                    std::string(detail::Kind<T>::name) + " from " + std::to_string(L::min()) + " to " +
-                        std::to_string(L::max()),
-                    v);
+      out_of_range(component, where, detail::Kind<T>::name, static_cast<long double>(L::min()),
+                   static_cast<long double>(L::max()), v);
     }
     if (v.is_number_float()) return static_cast<T>(v.get<double>());
     if (v.is_number_unsigned()) return static_cast<T>(v.get<uint64_t>());
@@ -116,7 +123,7 @@ T as(const json& v, std::string_view component, std::string_view where) {
     T out;
     for (size_t i = 0; i < v.size(); i++)
       out.push_back(
-          as<typename T::value_type>(v[i], component, std::string(where) + "[" + std::to_string(i) + "]"));
+          as<typename T::value_type>(v[i], component, detail::element(where, i)));
     return out;
   }
 }
@@ -136,13 +143,13 @@ T get_or(const json& obj, const char* key, T def, std::string_view component, st
   if (!obj.is_object()) type_mismatch(component, where, "an object", obj);
   auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) return def;
-  return as<T>(*it, component, std::string(where) + "." + key);
+  return as<T>(*it, component, detail::member(where, key));
 }
 
 /// obj[key] as T; the key must be present.
 template <typename T>
 T get(const json& obj, const char* key, std::string_view component, std::string_view where) {
-  return as<T>(at(obj, key, component, where), component, std::string(where) + "." + key);
+  return as<T>(at(obj, key, component, where), component, detail::member(where, key));
 }
 
 /// Parses `text` (the contents of `where`), turning a syntax error into hfx::Error(component, ...).
