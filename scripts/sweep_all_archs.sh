@@ -14,7 +14,8 @@ mkdir -p "$work/ckpt"
 # "(checkpoint only)" architecture has no export yet and is left out. Each model gets the variants that
 # `hfx inspect --json` says hfx exports (the export-skip registry decides, e.g. whisper: onnx only); every
 # cell left out is printed with its reason, so the matrix never hides a refusal.
-archs=$("$HFX" create-tiny --help | sed -n 's/.*model_type: //p' | tr ',' '\n' | grep -v 'checkpoint only' | tr -d ' ')
+all=$("$HFX" create-tiny --help | sed -n 's/.*model_type: //p' | tr ',' '\n')
+archs=$(grep -v 'checkpoint only' <<<"$all" | tr -d ' ')
 models=""
 for a in $archs; do
   [ -f "$work/ckpt/$a/config.json" ] || "$HFX" create-tiny "$a" -o "$work/ckpt/$a" >/dev/null
@@ -30,7 +31,7 @@ for b in json.load(sys.stdin)["backends"]:
 print(json.dumps(ok))' "$a")
   models+="${models:+, }{\"name\": \"${a//_/-}\", \"path\": \"ckpt/$a\", \"variants\": $variants}"
 done
-"$HFX" create-tiny --help | sed -n 's/.*model_type: //p' | tr ',' '\n' | grep 'checkpoint only' |
+{ grep 'checkpoint only' <<<"$all" || true; } |
   while read -r a _; do echo "[sweep_all_archs] left out $a: checkpoint only (no export yet)" >&2; done
 # mem_mb 3072: verify of the tiny mamba .pte peaks at 2.3 GiB because its prefill method plans a 2.27 GiB
 # arena for the contract's largest call (batch 64 x 128 tokens of the scan's expanded state); every other

@@ -72,11 +72,20 @@ struct Kind<std::vector<T>> {
   static constexpr const char* name = "a list";
 };
 
-// An integral value of T's range: an integer, or a float with no fraction (configs written by other tools
-// say 4096.0). Checked before any conversion: a float outside int64's range (1e86 in a fuzzed config.json)
-// converted to an integer is undefined behaviour, and a value outside T's range would wrap silently.
+// An integral value: an integer, or a finite float with no fraction (configs written by other tools say
+// 4096.0).
+inline bool integral(const json& v) {
+  if (v.is_number_integer()) return true;
+  if (!v.is_number_float()) return false;
+  const double d = v.get<double>();
+  return std::isfinite(d) && d == std::trunc(d);
+}
+inline bool negative(const json& v) { return !v.is_number_unsigned() && v.get<double>() < 0; }
+// Whether an integral `v` lies in T's range. Checked before any conversion: a float outside int64's range
+// (a 40-digit integer in a fuzzed config.json) converted to an integer is undefined behaviour, and a value
+// outside T's range would wrap silently.
 template <typename T>
-bool integral_fits(const json& v) {
+bool fits(const json& v) {
   using L = std::numeric_limits<T>;
   if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(L::max());
   if (v.is_number_integer()) {
@@ -84,11 +93,10 @@ bool integral_fits(const json& v) {
     if constexpr (std::is_unsigned_v<T>) return i >= 0;
     else return i >= static_cast<int64_t>(L::min()) && i <= static_cast<int64_t>(L::max());
   }
-  if (!v.is_number_float()) return false;
-  const double d = v.get<double>();
   // [L::min(), L::max() + 1): both bounds are exact in double (0 or -2^k, and 2^k for k = 31, 63, 64).
-  const double lo = static_cast<double>(L::min()), hi = 2.0 * static_cast<double>(L::max() / 2 + 1);
-  return std::isfinite(d) && d == std::trunc(d) && d >= lo && d < hi;
+  const double d = v.get<double>(), lo = static_cast<double>(L::min());
+  const double hi = 2.0 * static_cast<double>(L::max() / 2 + 1);
+  return d >= lo && d < hi;
 }
 }  // namespace detail
 
@@ -103,15 +111,12 @@ T as(const json& v, std::string_view component, std::string_view where) {
     if (!v.is_string()) type_mismatch(component, where, detail::Kind<T>::name, v);
     return v.get<std::string>();
   } else if constexpr (std::is_integral_v<T>) {
-    if (!detail::integral_fits<T>(v)) {
-      const bool integral = v.is_number_integer() || (v.is_number_float() && std::isfinite(v.get<double>()) &&
-                                                       v.get<double>() == std::trunc(v.get<double>()));
-      if (!integral || (std::is_unsigned_v<T> && !v.is_number_unsigned() && v.get<double>() < 0))
-        type_mismatch(component, where, detail::Kind<T>::name, v);
-      using L = std::numeric_limits<T>;
+    if (!detail::integral(v) || (std::is_unsigned_v<T> && detail::negative(v)))
+      type_mismatch(component, where, detail::Kind<T>::name, v);
+    using L = std::numeric_limits<T>;
+    if (!detail::fits<T>(v))
       out_of_range(component, where, detail::Kind<T>::name, static_cast<long double>(L::min()),
                    static_cast<long double>(L::max()), v);
-    }
     if (v.is_number_float()) return static_cast<T>(v.get<double>());
     if (v.is_number_unsigned()) return static_cast<T>(v.get<uint64_t>());
     return static_cast<T>(v.get<int64_t>());
