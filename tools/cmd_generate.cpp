@@ -4,8 +4,8 @@
 // printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
 // `--chat TEXT` (and `--system TEXT`) renders the model's chat template around the message; `--chat -i`
 // reads user turns from stdin, one a line, keeping the conversation and its KV cache (hfx/runtime/chat.h).
-// `--image FILE` (repeatable, one <image> marker each in the prompt) runs a llava checkpoint eagerly
-// (hfx/runtime/image_text.h).
+// `--image FILE` (repeatable, one <image> marker each in the prompt) runs a llava checkpoint eagerly or
+// its ONNX export folder in ONNX Runtime (hfx/runtime/image_text.h).
 #include <unistd.h>
 
 #include <cstdio>
@@ -164,24 +164,21 @@ void run_chat(const GenerateArgs& a) {
   }
 }
 
-// --image: a vision-language checkpoint (llava), eager greedy decoding (hfx/runtime/image_text.h).
+// --image: a vision-language checkpoint (llava, eager) or its ONNX export (ort): greedy decoding
+// (hfx/runtime/image_text.h).
 void run_image_text(const GenerateArgs& a) {
   if (a.prompts.size() != 1 || a.chat)
     throw UsageError("generate", fmt::format("expected one --prompt with --image, got {} prompt(s){}",
                                              a.prompts.size(), a.chat ? " and --chat" : ""));
-  if (a.engine == "ort")
-    throw UsageError("generate", "expected --engine eager or auto with --image, got ort: llava's ONNX "
-                                 "components (vision_encoder, embed_tokens, decoder_model_merged) are not "
-                                 "exported yet");
   if (a.temperature || a.top_k || a.top_p || a.seed || a.repetition_penalty != 1.0f || !a.stop.empty())
     throw UsageError("generate", "expected greedy decoding with --image (no sampling, repetition penalty or "
                                  "stop), got them");
   if (a.ignore_eos || a.raw || a.system || a.tools || a.interactive || a.quantize != "none")
     throw UsageError("generate", "expected none of --ignore-eos, --no-special-tokens, --system, --tools, "
                                  "--interactive, --quantize with --image (not supported for llava yet), got one");
-  const auto r = rt::generate_with_images(a.model, a.images, a.prompts[0], a.max_new_tokens);
+  const auto r = rt::generate_with_images(a.model, a.images, a.prompts[0], a.max_new_tokens, a.engine);
   if (!a.json) return fmt::print("{}\n", r.text);
-  nlohmann::json j = {{"engine", "eager"}, {"images", a.images}};
+  nlohmann::json j = {{"engine", r.engine}, {"images", a.images}};
   j["rows"].push_back(
       {{"prompt", a.prompts[0]}, {"prompt_ids", r.prompt_ids}, {"ids", r.ids}, {"text", r.text}});
   fmt::print("{}\n", j.dump(2));

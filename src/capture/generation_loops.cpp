@@ -168,7 +168,9 @@ std::optional<InputDecl> audio_input(const Model& m) {
   return std::nullopt;
 }
 
-Var audio_features(const InputDecl& d, int64_t rows, LoopContext& b) {
+// A float input of `rows` × the declaration's fixed trailing dims (log-mel features, pixels): a smooth
+// pattern in the range such inputs have.
+Var patterned_floats(const InputDecl& d, int64_t rows, LoopContext& b) {
   Shape shape{rows};
   for (size_t i = 1; i < d.axes.size(); i++) shape.push_back(std::stoll(d.axes[i]));
   int64_t n = 1;
@@ -194,7 +196,7 @@ void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, 
   Var mask = b.ints({in.rows, in.len}, in.mask);
   const std::optional<InputDecl> audio = audio_input(m);
   NamedVars enc_in{{"input_ids", b.ints({in.rows, in.len}, in.ids)}, {"attention_mask", mask}};
-  if (audio) enc_in = {{"input_features", audio_features(*audio, in.rows, b)}};
+  if (audio) enc_in = {{"input_features", patterned_floats(*audio, in.rows, b)}};
   NamedVars enc = rec.call("encoder", "encoder", b, enc_in);
   Var hidden = get(enc, "last_hidden_state");
   if (!hidden) HFX_THROW("capture", "expected the encoder of {} to return last_hidden_state, got none", m.config().model_type);
@@ -213,6 +215,83 @@ void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, 
   }
 }
 
+// A vision-language sample: one image per row, its K image tokens right after the row's first token (where
+// a chat template puts "<image>" after BOS). The pixels are a smooth pattern of the declared [C, H, W]; a
+// prompt id equal to the image token is replaced, so a row has exactly K image tokens.
+GenerationSample with_image_tokens(const GenerationSample& s, int64_t image_token, int64_t k) {
+  GenerationSample r = s;
+  for (auto& p : r.prompts) {
+    for (int64_t& id : p)
+      if (id == image_token) id = 1;
+    p.insert(p.begin() + std::min<std::ptrdiff_t>(1, static_cast<std::ptrdiff_t>(p.size())), static_cast<size_t>(k),
+             image_token);
+  }
+  return r;
+}
+
+// LlavaForConditionalGeneration's merge: the image features replace, in order, the rows of the image tokens.
+// Each row's image run starts at `starts[r]` (known to the loop that placed it), so it is slices and concats.
+Var merge_image_features(const Var& embeds, const Var& features, const std::vector<int64_t>& starts, int64_t k) {
+  std::vector<Var> rows;
+  const Sym len = embeds.size(1);
+  for (size_t r = 0; r < starts.size(); r++) {
+    const int64_t ri = static_cast<int64_t>(r);
+    Var e = F::slice(embeds, 0, ri, ri + 1);
+    std::vector<Var> parts{F::slice(e, 1, 0, starts[r]), F::slice(features, 0, ri, ri + 1)};
+    parts.push_back(F::slice(e, 1, starts[r] + k, len));
+    rows.push_back(F::cat(parts, 1));
+  }
+  return F::cat(rows, 0);
+}
+
+void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
+  const int64_t rows = static_cast<int64_t>(s.prompts.size());
+  const InputDecl pixels = m.component("vision_encoder").inputs.front();
+  NamedVars vis = rec.call("vision_encoder", "vision_encoder", b, {{pixels.name, patterned_floats(pixels, rows, b)}});
+  Var features = get(vis, "image_features");
+  const std::optional<int64_t> k = features ? features.size(1).maybe_value() : std::nullopt;
+  if (!k) HFX_THROW("capture", "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed K, got none", m.config().model_type);
+  const auto& raw = m.config().raw;
+  if (!raw.contains("image_token_index") || !raw["image_token_index"].is_number_integer())
+    HFX_THROW("capture", "expected config.json.image_token_index of {} to be an integer, got none", m.config().model_type);
+  const int64_t image_token = raw["image_token_index"].get<int64_t>();
+  const GenerationSample sample = with_image_tokens(s, image_token, *k);
+  Batch in = pad(sample, pad_id(m), true);
+  std::vector<int64_t> starts;
+  for (const auto& p : sample.prompts) starts.push_back(in.len - static_cast<int64_t>(p.size()) + 1);
+  ComponentDecl decl = m.component("decoder");
+  std::vector<int64_t> mask = in.mask, pos(in.ids.size());
+  for (int64_t r = 0; r < in.rows; r++)
+    for (int64_t j = 0, c = 0; j < in.len; j++) {
+      c += mask[r * in.len + j];
+      pos[r * in.len + j] = std::max<int64_t>(c - 1, 0);
+    }
+  NamedVars emb = rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}});
+  NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, *k)},
+                   {"attention_mask", b.ints({in.rows, in.len}, mask)},
+                   {"position_ids", b.ints({in.rows, in.len}, pos)}};
+  int64_t total = in.len;
+  std::vector<int64_t> last_pos(in.rows);
+  for (int64_t r = 0; r < in.rows; r++) last_pos[r] = pos[r * in.len + in.len - 1];
+  for (int64_t step = 0; step < s.max_new_tokens; step++) {
+    NamedVars outs = rec.call(step == 0 ? "prefill" : "decode", "decoder", b, inputs, CallOptions{1, true});
+    std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
+    std::vector<int64_t> grown;
+    for (int64_t r = 0; r < in.rows; r++) {
+      grown.insert(grown.end(), mask.begin() + r * total, mask.begin() + (r + 1) * total);
+      grown.push_back(1);
+      last_pos[r] += 1;
+    }
+    mask = std::move(grown);
+    total += 1;
+    emb = rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, 1}, tok)}});
+    inputs = {{"inputs_embeds", get(emb, "inputs_embeds")},
+              {"attention_mask", b.ints({in.rows, total}, mask)},
+              {"position_ids", b.ints({in.rows, 1}, last_pos)}};
+    carry_cache(decl, outs, inputs);
+  }
+}
+
 }  // namespace
 
 const GenerationLoop& generation_loop(Structure s) {
@@ -227,6 +306,15 @@ const GenerationLoop& generation_loop(Structure s) {
         {"decoder_model", "decoder", {"decoder"}, "decoder"},
         {"decoder_with_past_model", "decoder", {"decoder_with_past"}, "decoder_with_past"},
         {"decoder_model_merged", "decoder", {"decoder", "decoder_with_past"}, ""}}},
+      // Transformers.js' and Optimum's vision-language layout (the merged decoder), the decoder's two call
+      // kinds also on their own (a .pt2 program is one call kind); the ExecuTorch method names are those
+      // of its multimodal runner.
+      {Structure::VisionLanguage, vision_language,
+       {{"vision_encoder", "vision_encoder", {"vision_encoder"}, "vision_encoder"},
+        {"embed_tokens", "embed_tokens", {"embed_tokens"}, "token_embedding"},
+        {"decoder_model", "decoder", {"prefill"}, ""},
+        {"decoder_with_past_model", "decoder", {"decode"}, ""},
+        {"decoder_model_merged", "decoder", {"prefill", "decode"}, "text_decoder"}}},
   };
   for (const auto& l : table)
     if (l.structure == s) return l;

@@ -182,7 +182,8 @@ Var padding_mask(Builder& b, const Var& attention_mask) {
 
 Var positions(Builder& b, const ForwardArgs& a, const Sym& past) {
   if (a.position_ids.defined()) return a.position_ids;
-  Sym B = a.input_ids.size(0), S = a.input_ids.size(1);
+  const Var& tokens = a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids;
+  Sym B = tokens.size(0), S = tokens.size(1);
   Var p = F::unsqueeze(F::arange(b, past, past + S), 0);  // [1, S]
   return F::expand(p, {B, S});
 }
@@ -405,12 +406,12 @@ Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
 
 ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   const auto& c = config();
-  Sym S = a.input_ids.size(1);
+  Sym S = (a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids).size(1);
   Sym past = a.cache ? a.cache->past_length() : Sym(0);
-  Var h;
+  Var h = a.inputs_embeds;
   {
     Scope sm(b, "model");
-    {
+    if (!h.defined()) {
       Scope se(b, "embed_tokens");
       h = F::embedding(w(b, "model.embed_tokens.weight"), a.input_ids);
       b.name_output(h);

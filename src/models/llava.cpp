@@ -1,16 +1,18 @@
-// llava: LlavaForConditionalGeneration (transformers 4.47 layout) as a checkpoint: config (vision_config:
-// CLIPVisionConfig, text_config: the language model's own config), every weight name and shape
-// (vision_tower.vision_model.*, multi_modal_projector.linear_{1,2}, language_model.{model.*,lm_head}), and
-// `hfx create-tiny llava` with the processor files of a llava-1.5 checkpoint (preprocessor_config.json,
-// processor_config.json, chat_template.json, an <image> token). The model runs eagerly through
-// src/models/llava_vision.h (`hfx generate --image`) but is not an hfx Model with components yet: `create`
-// refuses with a clear error, and llava stays out of all_architectures() (src/models/registry.cpp), which
-// every capture/export/verify sweep walks.
+// llava: LlavaForConditionalGeneration (transformers 4.47 layout): config (vision_config: CLIPVisionConfig,
+// text_config: the language model's own config), every weight name and shape (vision_tower.vision_model.*,
+// multi_modal_projector.linear_{1,2}, language_model.{model.*,lm_head}), `hfx create-tiny llava` with the
+// processor files of a llava-1.5 checkpoint (preprocessor_config.json, processor_config.json,
+// chat_template.json, an <image> token), and the model as three components, as Optimum and Transformers.js
+// split it: `vision_encoder` (pixel_values → image_features: CLIP tower, feature layer, projector;
+// src/models/llava_vision.h), `embed_tokens` (input_ids → inputs_embeds) and `decoder` (the text model on
+// embeddings, with its KV cache). The vision-language generation loop (src/capture/generation_loops.cpp)
+// writes the image features over the image tokens' embeddings between the two.
 #include <filesystem>
 
 #include "blocks.h"
 #include "create_only.h"
 #include "hfx/io/safetensors.h"
+#include "llava_vision.h"
 
 namespace hfx::models {
 namespace {
@@ -101,13 +103,69 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
   return s;
 }
 
-std::unique_ptr<Model> create(ModelConfig, std::shared_ptr<io::WeightStore>) {
-  HFX_THROW(
-      "model",
-      "expected a model hfx can run and export, got llava (LlavaForConditionalGeneration): llava runs "
-      "only eagerly through `hfx generate CKPT --image FILE --prompt TEXT` (src/models/llava_vision.h); its "
-      "vision_encoder / embed_tokens / decoder components, and so export, verify and inspect, are not "
-      "implemented yet");
+// The language model is the text architecture's own CausalLM over the same weights, read under
+// "language_model."; its `model` component becomes `decoder`, taking inputs_embeds instead of input_ids.
+class Llava : public Model {
+ public:
+  Llava(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : Model(std::move(cfg), std::move(w)) {
+    const json& text = sub(config().raw, "text_config");
+    const Architecture& ta = text_architecture(config().raw);
+    std::unique_ptr<Model> m = ta.create(ta.parse_config(text), weights_ptr());
+    lm_.reset(dynamic_cast<CausalLM*>(m.get()));
+    HFX_CHECK(lm_, "model", "expected llava's text_config to be a decoder-only causal LM, got {}", ta.model_type);
+    m.release();
+    lm_->set_weight_prefix("language_model.");
+    vision_ = clip_vision(sub(config().raw, "vision_config"));
+  }
+  Structure structure() const override { return Structure::VisionLanguage; }
+  std::string head() const override { return "image_text_to_text"; }
+
+  std::vector<ComponentDecl> components() const override {
+    const std::string px = std::to_string(vision_.image);
+    ComponentDecl vision{"vision_encoder",
+                         {{"pixel_values", DType::F32, {"batch_size", std::to_string(vision_.channels), px, px}}},
+                         {"image_features"},
+                         {}};
+    ComponentDecl embed{"embed_tokens", {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}}, {"inputs_embeds"}, {}};
+    ComponentDecl decoder = lm_->components().front();
+    decoder.name = "decoder";
+    for (InputDecl& d : decoder.inputs)
+      if (d.name == "input_ids")
+        d = {"inputs_embeds", DType::F32, {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+    return {vision, embed, decoder};
+  }
+
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+    auto need = [&](const char* name) {
+      Var v = get(in, name);
+      if (!v) HFX_THROW("model", "expected input '{}' for component '{}' of llava, got none", name, component);
+      return v;
+    };
+    if (component == "vision_encoder")
+      return {{"image_features", llava_image_features(b, weights(), config().raw, need("pixel_values"))}};
+    if (component == "embed_tokens") {
+      Scope s(b, "language_model.model.embed_tokens");
+      Var e = F::to(F::embedding(w(b, "language_model.model.embed_tokens.weight"), need("input_ids")), DType::F32);
+      b.name_output(e);
+      return {{"inputs_embeds", e}};
+    }
+    if (component == "decoder") {
+      need("inputs_embeds");
+      // Intermediates keep the text model's names (model.layers.N...); its weights are read and named
+      // under language_model. (set_weight_prefix), as the checkpoint stores them.
+      return lm_->call("model", b, in, opts);
+    }
+    (void)this->component(component);  // throws, listing the components
+    return {};
+  }
+
+ private:
+  std::unique_ptr<CausalLM> lm_;
+  ClipVision vision_;
+};
+
+std::unique_ptr<Model> create(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) {
+  return std::make_unique<Llava>(std::move(cfg), std::move(w));
 }
 
 // A tiny llava-1.5: CLIP vision 30×30 pixels in 6×6 patches (25 image tokens after the CLS token is

@@ -18,6 +18,7 @@ const char* structure_name(Structure s) {
     case Structure::DecoderOnly: return "decoder-only";
     case Structure::EncoderOnly: return "encoder-only";
     case Structure::EncoderDecoder: return "encoder-decoder";
+    case Structure::VisionLanguage: return "vision-language";
   }
   return "?";
 }
@@ -59,6 +60,7 @@ std::vector<std::string> Model::component_names() const {
 }
 
 Var Model::w(Builder& b, const std::string& name) const {
+  if (!weight_prefix_.empty()) return b.param(weight_prefix_ + name, weights_->get(weight_prefix_ + name));
   if (!weights_->has(name) && weights_->has(quant::quant_names(name).qweight))
     HFX_THROW("quant", "expected {} to read '{}' through its quantized linear layer, got a float read: this "
               "layer of {} does not support --quantize yet (decoder-only models built on src/models/blocks.cpp do)",
@@ -68,8 +70,8 @@ Var Model::w(Builder& b, const std::string& name) const {
 }
 
 Var Model::w_opt(Builder& b, const std::string& name) const {
-  if (!weights_->has(name)) return Var();
-  return b.param(name, weights_->get(name));
+  if (!weights_->has(weight_prefix_ + name)) return Var();
+  return b.param(weight_prefix_ + name, weights_->get(weight_prefix_ + name));
 }
 
 bool kv_cache_only(const Model& m) {
@@ -106,7 +108,9 @@ NamedVars CausalLM::call(const std::string& component, Builder& b, const NamedVa
   if (component != "model") (void)this->component(component);  // throws, listing the components
   ForwardArgs args;
   args.input_ids = get(in, "input_ids");
-  if (!args.input_ids) HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none", config().model_type);
+  args.inputs_embeds = get(in, "inputs_embeds");  // a vision-language model's decoder (hfx/models/component.h)
+  if (!args.input_ids && !args.inputs_embeds)
+    HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none", config().model_type);
   args.attention_mask = get(in, "attention_mask");
   args.position_ids = get(in, "position_ids");
   args.logits_to_keep = opts.logits_to_keep;

@@ -1,20 +1,26 @@
-// Image-text-to-text over a llava checkpoint: what transformers' LlavaProcessor + generate() do, eagerly —
-// the image processor, the marker expansion to one image token per image feature, greedy decoding of the
-// merged forward (src/models/llava_vision.h).
+// Image-text-to-text over a llava model: what transformers' LlavaProcessor + generate() do — the image
+// processor, the marker expansion to one image token per image feature, the vision encoder once, the image
+// features written over the image tokens' embeddings, then greedy decoding with the decoder's KV cache —
+// on the model's own components eagerly, or on the exported components in ONNX Runtime
+// (src/runtime/ort_image_text.cpp).
 #include "hfx/runtime/image_text.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/models/model.h"
 #include "hfx/processors/image.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "models/llava_vision.h"
 
 namespace hfx::rt {
 namespace {
+
+namespace fs = std::filesystem;
+constexpr const char* kComp = "generate";
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(io::read_file(path)); }
 
@@ -25,52 +31,155 @@ size_t count_markers(const std::string& prompt, const std::string& marker) {
   return n;
 }
 
-// Image features per image: the vision tower's patches, plus the CLS position unless 'default' drops it.
-int64_t features_per_image(const nlohmann::json& config) {
-  const auto& v = config.at("vision_config");
-  const int64_t g = v.value("image_size", int64_t{224}) / v.value("patch_size", int64_t{32});
-  return g * g + (config.value("vision_feature_select_strategy", "default") == "default" ? 0 : 1);
+// The eager engine: each call runs one component in its own EagerBuilder; the cache is kept as tensors
+// (present.N.* of a call become past_key_values.N.* of the next).
+class EagerImageText : public ImageTextEngine {
+ public:
+  explicit EagerImageText(const std::string& dir) : m_(load_model(dir)) {
+    HFX_CHECK(m_->structure() == Structure::VisionLanguage, kComp, "expected a vision-language checkpoint, got {} {}",
+              structure_name(m_->structure()), m_->config().model_type);
+    decoder_ = m_->component("decoder");
+  }
+  std::string name() const override { return "eager"; }
+
+  std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pshape,
+                                   std::vector<int64_t>& shape) override {
+    EagerBuilder b;
+    const Tensor px = Tensor::from_floats(Shape(pshape.begin(), pshape.end()), {pixels.begin(), pixels.end()});
+    const Tensor f = get(m_->call("vision_encoder", b, {{"pixel_values", b.wrap(px)}}), "image_features").tensor();
+    shape.assign(f.shape().begin(), f.shape().end());
+    return f.contiguous().to_floats();
+  }
+
+  std::vector<float> embed(std::span<const int64_t> ids) override {
+    EagerBuilder b;
+    const Tensor t = Tensor::from_ints({1, static_cast<int64_t>(ids.size())}, {ids.begin(), ids.end()});
+    return get(m_->call("embed_tokens", b, {{"input_ids", b.wrap(t)}}), "inputs_embeds").tensor().contiguous().to_floats();
+  }
+
+  void reset() override {
+    past_.clear();
+    total_ = 0;
+  }
+
+  std::vector<float> step(std::span<const float> embeds, int64_t seq) override {
+    EagerBuilder b;
+    const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
+    std::vector<int64_t> pos(static_cast<size_t>(seq));
+    for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
+    total_ += seq;
+    NamedVars in{{"inputs_embeds", b.wrap(Tensor::from_floats({1, seq, hidden}, {embeds.begin(), embeds.end()}))},
+                 {"attention_mask", b.wrap(Tensor::from_ints({1, total_}, std::vector<int64_t>(total_, 1)))},
+                 {"position_ids", b.wrap(Tensor::from_ints({1, seq}, pos))}};
+    for (const auto& [name, t] : past_) in.emplace_back(name, b.wrap(t));
+    const NamedVars out = m_->call("decoder", b, in, CallOptions{1, true});
+    past_.clear();
+    for (const CacheLeafDecl& c : decoder_.cache) past_.emplace_back(c.past_input, get(out, c.present_output).tensor());
+    return get(out, "logits").tensor().contiguous().to_floats();  // [1, 1, V]
+  }
+
+ private:
+  std::unique_ptr<Model> m_;
+  ComponentDecl decoder_;
+  std::vector<std::pair<std::string, Tensor>> past_;
+  int64_t total_ = 0;
+};
+
+// The prompt's embeddings with the k-th image token's row replaced by the k-th image feature.
+std::vector<float> merged_embeddings(ImageTextEngine& e, const std::vector<int64_t>& ids, int64_t image_token,
+                                     const std::vector<float>& features, int64_t hidden) {
+  std::vector<float> emb = e.embed(ids);
+  HFX_CHECK(static_cast<int64_t>(emb.size()) == static_cast<int64_t>(ids.size()) * hidden, kComp,
+            "expected inputs_embeds of hidden size {} from embed_tokens, got {} values for {} tokens", hidden,
+            emb.size(), ids.size());
+  size_t k = 0;
+  const size_t n = features.size() / static_cast<size_t>(hidden);
+  for (size_t i = 0; i < ids.size(); i++) {
+    if (ids[i] != image_token) continue;
+    HFX_CHECK(k < n, kComp, "expected at most {} image tokens (id {}) in the prompt, got more", n, image_token);
+    std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(k * hidden), hidden,
+                emb.begin() + static_cast<std::ptrdiff_t>(i * hidden));
+    k++;
+  }
+  HFX_CHECK(k == n, kComp, "expected {} image tokens (id {}) for the image features, got {}", n, image_token, k);
+  return emb;
+}
+
+int64_t argmax(const std::vector<float>& logits) {
+  return std::max_element(logits.begin(), logits.end()) - logits.begin();
 }
 
 }  // namespace
 
+std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir) {
+  return std::make_unique<EagerImageText>(checkpoint_dir);
+}
+
+#ifndef HFX_HAVE_ORT
+std::unique_ptr<ImageTextEngine> make_ort_image_text_engine(const std::string& dir, int) {
+  HFX_THROW(kComp, "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)", dir);
+}
+#endif
+
 ImageTextResult generate_with_images(const std::string& dir, const std::vector<std::string>& image_paths,
-                                     const std::string& prompt, int64_t max_new_tokens) {
-  namespace fs = std::filesystem;
+                                     const std::string& prompt, int64_t max_new_tokens, const std::string& engine) {
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
-  HFX_CHECK(type == "llava", "generate",
-            "expected a llava checkpoint folder for --image (the vision-language model hfx runs so far), got "
-            "model_type '{}' in '{}'",
+  HFX_CHECK(type == "llava", kComp,
+            "expected a llava checkpoint or export folder for --image (the vision-language model hfx runs so "
+            "far), got model_type '{}' in '{}'",
             type, dir);
+  HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,
+            "expected engine auto, eager or ort, got '{}'", engine);
   std::string marker = "<image>";
   if (fs::exists(fs::path(dir) / "processor_config.json"))
     marker = read_json((fs::path(dir) / "processor_config.json").string()).value("image_token", marker);
   const size_t markers = count_markers(prompt, marker);
   HFX_CHECK(
-      markers == image_paths.size(), "generate",
+      markers == image_paths.size(), kComp,
       "expected one {} marker per image in the prompt ({} image(s) given), got {} marker(s); write {} where "
       "each image goes, e.g. 'USER: {}\\nWhat is this? ASSISTANT:'",
       marker, image_paths.size(), markers, marker, marker);
+  const bool onnx = fs::exists(fs::path(dir) / "onnx" / "vision_encoder.onnx");
+  const bool use_ort = engine == "ort" || (engine == "auto" && onnx);
+  std::unique_ptr<ImageTextEngine> e = use_ort ? make_ort_image_text_engine(dir) : make_eager_image_text_engine(dir);
 
   const auto proc = processors::ClipImageProcessorConfig::load(dir);
   std::vector<processors::Image> images;
   for (const auto& p : image_paths) images.push_back(processors::read_image(p));
-  const Tensor pixel_values = images.empty() ? Tensor() : processors::clip_pixel_values(proc, images);
-
+  std::vector<float> features;
+  int64_t per_image = 0, hidden = parse_model_config(config).hidden_size;
+  if (!images.empty()) {
+    const Tensor px = processors::clip_pixel_values(proc, images).contiguous();
+    const std::vector<float> pixels = px.to_floats();
+    std::vector<int64_t> shape;
+    features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, shape);
+    HFX_CHECK(shape.size() == 3, kComp, "expected image_features [images, K, hidden], got rank {}", shape.size());
+    per_image = shape[1];
+    hidden = shape[2];
+  }
   const auto tok = tok::Tokenizer::from_dir(dir);
   const int64_t image_token = config.at("image_token_index").get<int64_t>();
-  const int64_t per_image = features_per_image(config);
   ImageTextResult r;
+  r.engine = e->name();
   for (int32_t id : tok.encode(prompt)) {
     if (id == image_token)
       r.prompt_ids.insert(r.prompt_ids.end(), static_cast<size_t>(per_image), image_token);
     else
       r.prompt_ids.push_back(id);
   }
-  const auto weights = io::WeightStore::open_dir(dir);
-  r.ids =
-      models::llava_greedy(*weights, config, r.prompt_ids, pixel_values, static_cast<int>(max_new_tokens));
+  const std::vector<int64_t> eos = parse_model_config(config).eos_token_ids;  // the text model's
+  e->reset();
+  std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
+  int64_t seq = static_cast<int64_t>(r.prompt_ids.size());
+  for (int64_t step = 0; step < max_new_tokens; step++) {
+    const int64_t next = argmax(e->step(embeds, seq));
+    r.ids.push_back(next);
+    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
+    const int64_t one[1] = {next};
+    embeds = e->embed(one);
+    seq = 1;
+  }
   const std::vector<int32_t> ids32(r.ids.begin(), r.ids.end());
   r.text = tok.decode(ids32);
   return r;

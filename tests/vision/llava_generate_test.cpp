@@ -3,6 +3,11 @@
 // (CLIPImageProcessor on the same PNGs, LlavaForConditionalGeneration greedy by full recomputation:
 // tests/data/goldens/llava-tiny.json "image_files", from tools/hf_goldens/make_llava_goldens.py) with one and
 // with two images. A prompt with more <image> markers than images is a clear error (exit 1).
+// The ONNX export (onnx/vision_encoder.onnx, embed_tokens.onnx, decoder_model_merged.onnx) gives the same
+// 32 tokens in ONNX Runtime (`hfx generate OUT --image`), and Transformers.js 4.3.1's
+// LlavaForConditionalGeneration over the same files gives the tokens hfx gives (llava_generate_tjs.mjs, on
+// images whose shortest edge is already the processor's size: Transformers.js resizes with sharp, not
+// Pillow, so resized pixels differ from transformers' by design — tests/vision/image_processor_test.cpp).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -12,6 +17,7 @@
 
 #include "hfx/io/safetensors.h"
 #include "hfx/models/tiny.h"
+#include "support/oracle.h"
 #include "support/shell.h"
 #include "vision/image_writers.h"
 
@@ -38,11 +44,24 @@ class LlavaGenerate : public ::testing::Test {
   }
   void TearDown() override { fs::remove_all(dir_); }
 
-  hfx::testsupport::Proc generate(const std::string& prompt, size_t n_images, const std::string& extra = "") {
-    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / "llava").string() + "' --prompt '" +
-                      prompt + "' --max-new-tokens 32 " + extra;
-    for (size_t i = 0; i < n_images; i++) cmd += " --image '" + images_[i] + "'";
+  hfx::testsupport::Proc generate(const std::string& prompt, size_t n_images, const std::string& extra = "",
+                                  const std::string& model = "llava", const std::vector<std::string>* images = nullptr) {
+    if (!images) images = &images_;
+    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / model).string() + "' --prompt '" + prompt +
+                      "' --max-new-tokens 32 " + extra;
+    for (size_t i = 0; i < n_images; i++) cmd += " --image '" + (*images)[i] + "'";
     return hfx::testsupport::sh(cmd);
+  }
+  nlohmann::json generate_json(const std::string& prompt, size_t n_images, const std::string& model,
+                               const std::vector<std::string>* images = nullptr) {
+    const auto r = generate(prompt, n_images, "--json 2>/dev/null", model, images);
+    EXPECT_EQ(r.rc, 0) << r.out;
+    return r.rc == 0 ? nlohmann::json::parse(r.out) : nlohmann::json();
+  }
+  void export_onnx() {
+    const auto r = hfx::testsupport::sh(std::string(HFX_CLI) + " export '" + (dir_ / "llava").string() +
+                                        "' --format onnx -o '" + (dir_ / "onnx-out").string() + "' 2>&1");
+    ASSERT_EQ(r.rc, 0) << r.out;
   }
 
   fs::path dir_;
@@ -76,9 +95,61 @@ TEST_F(LlavaGenerate, MarkersAndImagesMustAgree) {
   r = generate(kPrompts[0], 2);  // one marker, two images
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("got 1 marker(s)"), std::string::npos) << r.out;
-  r = generate(kPrompts[0], 1, "--engine ort");
-  EXPECT_EQ(r.rc, 2) << r.out;
-  EXPECT_NE(r.out.find("llava's ONNX components"), std::string::npos) << r.out;
+  r = generate(kPrompts[0], 1, "--engine ort");  // a checkpoint has no ONNX components
+  EXPECT_EQ(r.rc, 1) << r.out;
+  EXPECT_NE(r.out.find("[generate] expected vision_encoder.onnx in"), std::string::npos) << r.out;
+}
+
+TEST_F(LlavaGenerate, OnnxExportGreedyTokensEqualTransformersWithOneAndTwoImages) {
+  export_onnx();
+  for (const char* f : {"vision_encoder.onnx", "embed_tokens.onnx", "decoder_model_merged.onnx"})
+    EXPECT_TRUE(fs::exists(dir_ / "onnx-out" / "onnx" / f)) << f;
+  for (const char* f : {"preprocessor_config.json", "processor_config.json", "chat_template.json"})
+    EXPECT_TRUE(fs::exists(dir_ / "onnx-out" / f)) << f;
+  for (size_t n = 1; n <= 2; n++) {
+    SCOPED_TRACE(n);
+    const auto j = generate_json(kPrompts[n - 1], n, "onnx-out");
+    ASSERT_FALSE(j.is_null());
+    EXPECT_EQ(j["engine"], "ort");
+    const auto& want = golden_["cases"][n - 1];
+    EXPECT_EQ(j["rows"][0]["prompt_ids"], want["prompt_ids"]);
+    EXPECT_EQ(j["rows"][0]["ids"], want["greedy"]);
+    std::printf("[llava onnx] %zu image(s): greedy %zu tokens from ONNX Runtime %s transformers'\n", n,
+                j["rows"][0]["ids"].size(), j["rows"][0]["ids"] == want["greedy"] ? "equal to" : "DIFFER from");
+  }
+}
+
+TEST_F(LlavaGenerate, TransformersJsRunsTheOnnxExportWithTheSameTokens) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
+  export_onnx();
+  // 40×30 and 30×30: the shortest edge is the processor's 30, so no resampling (see the file comment).
+  std::vector<std::string> images;
+  const std::pair<int64_t, int64_t> sizes[] = {{40, 30}, {30, 30}};
+  for (size_t i = 0; i < 2; i++) {
+    images.push_back((dir_ / ("unresized" + std::to_string(i) + ".png")).string());
+    hfx::testsupport::write_png(images.back(), sizes[i].first, sizes[i].second, hfx::testsupport::PngKind::Rgb,
+                                uint32_t(7 + i));
+  }
+  for (size_t n = 1; n <= 2; n++) {
+    SCOPED_TRACE(n);
+    std::string cmd = "node '" HFX_SOURCE_DIR "/tests/vision/llava_generate_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+                      (dir_ / "onnx-out").string() + "' 32 '" + kPrompts[n - 1] + "'";
+    for (size_t i = 0; i < n; i++) cmd += " '" + images[i] + "'";
+    const auto r = hfx::testsupport::sh(cmd + " 2>&1");
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const auto tjs = nlohmann::json::parse(r.out.substr(r.out.find('{')));
+    EXPECT_EQ(tjs["model"], "LlavaForConditionalGeneration");
+    const auto ort = generate_json(kPrompts[n - 1], n, "onnx-out", &images);
+    const auto eager = generate_json(kPrompts[n - 1], n, "llava", &images);
+    ASSERT_FALSE(ort.is_null() || eager.is_null());
+    EXPECT_EQ(tjs["prompt_ids"], ort["rows"][0]["prompt_ids"]);
+    EXPECT_EQ(tjs["ids"], ort["rows"][0]["ids"]);
+    EXPECT_EQ(eager["rows"][0]["ids"], ort["rows"][0]["ids"]);
+    EXPECT_EQ(tjs["ids"].size(), 32u);
+    std::printf("[llava transformers.js] %zu image(s): %zu tokens, Transformers.js %s hfx (ONNX Runtime), eager %s\n",
+                n, tjs["ids"].size(), tjs["ids"] == ort["rows"][0]["ids"] ? "equals" : "DIFFERS from",
+                eager["rows"][0]["ids"] == ort["rows"][0]["ids"] ? "equal" : "DIFFERENT");
+  }
 }
 
 }  // namespace

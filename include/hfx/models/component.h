@@ -22,8 +22,11 @@ enum class Structure {
   DecoderOnly,     ///< `model` with a self-attention cache: prefill, then one decode call per token
   EncoderOnly,     ///< `model` called once on the whole input (no generation)
   EncoderDecoder,  ///< `encoder` once, then `decoder` with self- and cross-attention caches per token
+  /// `vision_encoder` once per image, `embed_tokens` on the prompt, the image features written over the
+  /// embeddings of the image tokens, then `decoder` on embeddings: prefill and one decode call per token
+  VisionLanguage,
 };
-/// "decoder-only", "encoder-only", "encoder-decoder".
+/// "decoder-only", "encoder-only", "encoder-decoder", "vision-language".
 const char* structure_name(Structure s);
 
 /// One input a component may take. Each entry of `axes` is a named dim ("batch_size"), a sum of named

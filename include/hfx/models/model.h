@@ -94,6 +94,10 @@ class DynamicCache : public KVCache {
 
 struct ForwardArgs {
   Var input_ids;       ///< int64 [B, S]
+  /// float32 [B, S, hidden]: the token embeddings instead of input_ids (a vision-language model's
+  /// decoder, after the image features replaced the image tokens' rows); scaling the architecture applies
+  /// to embeddings (Gemma's sqrt(hidden), Granite's multiplier) still applies.
+  Var inputs_embeds;
   Var attention_mask;  ///< int64 [B, past + S] (1 = token, 0 = padding); absent = all ones
   Var position_ids;    ///< int64 [B, S]; absent = past .. past + S - 1
   KVCache* cache = nullptr;  ///< absent = no cache (full recomputation)
@@ -136,10 +140,14 @@ class Model {
   /// A weight by its Hugging Face name, as a Var of `b` (stored dtype; blocks cast it to f32 at use).
   Var w(Builder& b, const std::string& name) const;
   Var w_opt(Builder& b, const std::string& name) const;  ///< absent if the checkpoint lacks it
+  /// This model is part of a larger checkpoint whose weights carry `prefix` (llava's language model:
+  /// "language_model."): w() and w_opt() read `prefix + name`, and the graphs name the weights so.
+  void set_weight_prefix(std::string prefix) { weight_prefix_ = std::move(prefix); }
 
  private:
   ModelConfig cfg_;
   std::shared_ptr<io::WeightStore> weights_;
+  std::string weight_prefix_;
 };
 
 /// A decoder-only causal LM: one component `model` (input_ids, attention_mask, position_ids,

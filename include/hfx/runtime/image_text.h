@@ -1,27 +1,59 @@
-// hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava checkpoint folder.
+// hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava checkpoint folder
+// (eager) or its export folder (ONNX Runtime over onnx/vision_encoder.onnx, onnx/embed_tokens.onnx and
+// onnx/decoder_model_merged.onnx, as Transformers.js loads them).
 //
 // The prompt carries one image marker (processor_config.json's `image_token`, "<image>") per image; each
 // marker is tokenized to image_token_index and expanded to as many image tokens as the vision encoder gives
-// features per image; the images go through the folder's image processor (hfx/processors/image.h); the
-// model's merged forward runs eagerly (src/models/llava_vision.h) with greedy decoding. The ONNX engine is
-// not there yet for llava.
+// features per image; the images go through the folder's image processor (hfx/processors/image.h). Then
+// LlavaForConditionalGeneration's generate(): the vision encoder once, the prompt's embeddings with the
+// image features written over the image tokens' rows in order, a prefill of the decoder on them and one
+// decoder call per new token over its KV cache (greedy; stops at an eos id of the config).
+//
+//   auto r = hfx::rt::generate_with_images("out/llava-onnx", {"cat.png"}, "USER: <image>\nWhat is it? ASSISTANT:", 32);
 #pragma once
 #include <cstdint>
+#include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
 namespace hfx::rt {
 
+/// A vision-language model's three components; the engine keeps the decoder's KV cache.
+class ImageTextEngine {
+ public:
+  virtual ~ImageTextEngine() = default;
+  virtual std::string name() const = 0;  ///< "eager" | "ort"
+  /// image_features [images, K, hidden] (row-major, `shape` set) for pixel_values [images, C, H, W].
+  virtual std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pixel_shape,
+                                           std::vector<int64_t>& shape) = 0;
+  /// inputs_embeds [1, S, hidden] of input_ids [1, S].
+  virtual std::vector<float> embed(std::span<const int64_t> ids) = 0;
+  /// Drops the decoder's cache (the next step is a prefill).
+  virtual void reset() = 0;
+  /// One decoder call on inputs_embeds [1, S, hidden] over the cache; returns the last position's logits.
+  virtual std::vector<float> step(std::span<const float> embeds, int64_t seq) = 0;
+};
+
+/// The model library's llava components on the CPU kernels, from a checkpoint folder.
+std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir);
+/// ONNX Runtime over DIR/onnx/{vision_encoder,embed_tokens,decoder_model_merged}.onnx (empty pasts first).
+/// Throws hfx::Error("generate", ...) naming a missing file.
+std::unique_ptr<ImageTextEngine> make_ort_image_text_engine(const std::string& export_dir, int threads = 0);
+
 struct ImageTextResult {
+  std::string engine;               ///< "eager" | "ort"
   std::vector<int64_t> prompt_ids;  ///< after expanding the image markers
   std::vector<int64_t> ids;         ///< new tokens
   std::string text;                 ///< the new tokens decoded (special tokens kept)
 };
 
-/// Greedy image-text-to-text from the llava checkpoint in `dir`. Throws hfx::Error("generate", "expected
-/// one <image> marker per image (N images), got M markers …") when the prompt and the images disagree, and
-/// the image and model errors of the parts.
+/// Greedy image-text-to-text from `dir`: a llava checkpoint (engine "eager") or its export folder ("ort");
+/// "auto" picks ort when DIR/onnx/vision_encoder.onnx exists. Throws hfx::Error("generate", "expected one
+/// <image> marker per image (N images), got M markers …") when the prompt and the images disagree, and the
+/// image and model errors of the parts.
 ImageTextResult generate_with_images(const std::string& dir, const std::vector<std::string>& image_paths,
-                                     const std::string& prompt, int64_t max_new_tokens);
+                                     const std::string& prompt, int64_t max_new_tokens,
+                                     const std::string& engine = "auto");
 
 }  // namespace hfx::rt

@@ -1,0 +1,99 @@
+// The ONNX Runtime vision-language engine: onnx/vision_encoder.onnx (pixel_values → image_features) once
+// per prompt, onnx/embed_tokens.onnx (input_ids → inputs_embeds) for the prompt and each new token, and
+// onnx/decoder_model_merged.onnx fed as Transformers.js feeds it: the prompt's merged embeddings with empty
+// pasts [1, H, 0, D] first, then one token's embeddings with the previous present.N.* as
+// past_key_values.N.*, an all-ones attention_mask and the positions after the past.
+#include <filesystem>
+
+#include "hfx/core/error.h"
+#include "hfx/runtime/image_text.h"
+#include "hfx/runtime/ort_session.h"
+
+namespace hfx::rt {
+namespace fs = std::filesystem;
+
+namespace {
+
+constexpr const char* kComp = "generate";
+
+class OrtImageText : public ImageTextEngine {
+ public:
+  OrtImageText(const std::string& dir, int threads) {
+    SessionOptions so;
+    so.intra_op_threads = threads;
+    const fs::path onnx = fs::path(dir) / "onnx";
+    for (const char* f : {"vision_encoder.onnx", "embed_tokens.onnx", "decoder_model_merged.onnx"})
+      HFX_CHECK(fs::exists(onnx / f), kComp,
+                "expected {} in {} for generation with images, got none; export the checkpoint with `hfx "
+                "export CKPT --format onnx`",
+                f, onnx.string());
+    vision_ = std::make_unique<OrtSession>(onnx / "vision_encoder.onnx", so);
+    embed_ = std::make_unique<OrtSession>(onnx / "embed_tokens.onnx", so);
+    dec_ = std::make_unique<OrtSession>(onnx / "decoder_model_merged.onnx", so);
+    for (const IoInfo& i : dec_->inputs())
+      if (i.name.rfind("past_key_values.", 0) == 0) {
+        HFX_CHECK(i.shape.size() == 4 && i.shape[1].fixed() && i.shape[3].fixed(), kComp,
+                  "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads and "
+                  "head_dim, got {}",
+                  i.name, i.shape_str());
+        past_names_.push_back(i.name);
+        past_dims_.push_back({i.shape[1].value, i.shape[3].value});
+      }
+  }
+  std::string name() const override { return "ort"; }
+
+  std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pshape,
+                                   std::vector<int64_t>& shape) override {
+    NamedTensors out = vision_->run({{"pixel_values", RtTensor::f32(pshape, pixels)}}, {"image_features"});
+    shape = out.at(0).second.shape;
+    return out.at(0).second.to_f32();
+  }
+
+  std::vector<float> embed(std::span<const int64_t> ids) override {
+    NamedTensors out =
+        embed_->run({{"input_ids", RtTensor::i64({1, static_cast<int64_t>(ids.size())}, ids)}}, {"inputs_embeds"});
+    return out.at(0).second.to_f32();
+  }
+
+  void reset() override {
+    past_.clear();
+    for (size_t i = 0; i < past_names_.size(); i++)
+      past_.emplace_back(past_names_[i], RtTensor::zeros("float32", {1, past_dims_[i].first, 0, past_dims_[i].second}));
+    total_ = 0;
+  }
+
+  std::vector<float> step(std::span<const float> embeds, int64_t seq) override {
+    const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
+    std::vector<int64_t> pos(static_cast<size_t>(seq));
+    for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
+    total_ += seq;
+    const std::vector<int64_t> mask(static_cast<size_t>(total_), 1);
+    NamedTensors feeds{{"inputs_embeds", RtTensor::f32({1, seq, hidden}, embeds)},
+                       {"attention_mask", RtTensor::i64({1, total_}, mask)},
+                       {"position_ids", RtTensor::i64({1, seq}, pos)}};
+    for (auto& p : past_) feeds.emplace_back(p.first, std::move(p.second));
+    std::vector<std::string> fetch{"logits"};
+    for (const auto& n : past_names_) fetch.push_back("present" + n.substr(std::string("past_key_values").size()));
+    NamedTensors out = dec_->run(feeds, fetch);
+    past_.clear();
+    for (size_t i = 0; i < past_names_.size(); i++) past_.emplace_back(past_names_[i], std::move(out[i + 1].second));
+    const std::vector<float> l = out[0].second.to_f32();  // [1, T, V]
+    const int64_t T = out[0].second.shape[1], V = out[0].second.shape[2];
+    return {l.begin() + (T - 1) * V, l.end()};
+  }
+
+ private:
+  std::unique_ptr<OrtSession> vision_, embed_, dec_;
+  std::vector<std::string> past_names_;
+  std::vector<std::pair<int64_t, int64_t>> past_dims_;
+  NamedTensors past_;
+  int64_t total_ = 0;
+};
+
+}  // namespace
+
+std::unique_ptr<ImageTextEngine> make_ort_image_text_engine(const std::string& dir, int threads) {
+  return std::make_unique<OrtImageText>(dir, threads);
+}
+
+}  // namespace hfx::rt
