@@ -10,12 +10,12 @@ ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HFX="${HFX:-$ROOT/build/hfx}"
 work=$1 engine=${2:-local}
 mkdir -p "$work/ckpt"
-# The architectures: the model_type list of `hfx create-tiny --help` (the registry is the one source); a
-# "(checkpoint only)" architecture has no export yet and is left out. Each model gets the variants that
+# The architectures: the model_type list of `hfx create-tiny --help` (the registry is the one source). Each
+# model gets the variants that
 # `hfx inspect --json` says hfx exports (the export-skip registry decides, e.g. whisper: onnx only); every
 # cell left out is printed with its reason, so the matrix never hides a refusal.
 all=$("$HFX" create-tiny --help | sed -n 's/.*model_type: //p' | tr ',' '\n')
-archs=$(grep -v 'checkpoint only' <<<"$all" | tr -d ' ')
+archs=$(tr -d ' ' <<<"$all")
 models=""
 for a in $archs; do
   [ -f "$work/ckpt/$a/config.json" ] || "$HFX" create-tiny "$a" -o "$work/ckpt/$a" >/dev/null
@@ -31,8 +31,6 @@ for b in json.load(sys.stdin)["backends"]:
 print(json.dumps(ok))' "$a")
   models+="${models:+, }{\"name\": \"${a//_/-}\", \"path\": \"ckpt/$a\", \"variants\": $variants}"
 done
-{ grep 'checkpoint only' <<<"$all" || true; } |
-  while read -r a _; do echo "[sweep_all_archs] left out $a: checkpoint only (no export yet)" >&2; done
 # mem_mb 3072: verify of the tiny mamba .pte peaks at 2.3 GiB because its prefill method plans a 2.27 GiB
 # arena for the contract's largest call (batch 64 x 128 tokens of the scan's expanded state); every other
 # task stays under 800 MiB. The plan's limit binds (a task over it is reported out_of_memory).

@@ -6,7 +6,7 @@
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/models/tiny.h"
-#include "models/create_only.h"
+#include "models/tiny_hooks.h"
 
 namespace hfx::cli {
 
@@ -20,8 +20,6 @@ void register_create_tiny(CLI::App& app) {
   auto a = std::make_shared<Args>();
   std::string archs;
   for (const Architecture* x : all_architectures()) archs += (archs.empty() ? "" : ", ") + x->model_type;
-  for (const Architecture* x : models::create_only_architectures())
-    archs += ", " + x->model_type + " (checkpoint only)";
   auto* cmd = app.add_subcommand("create-tiny", "Write a random checkpoint (config, weights, tokenizer) for an architecture");
   cmd->footer("Example:\n  hfx create-tiny llama -o tiny-llama\n  hfx create-tiny bert --head masked_lm -o tiny-bert");
   cmd->add_option("arch", a->arch, "model_type: " + archs)->required();

@@ -10,7 +10,7 @@
 #include <filesystem>
 
 #include "blocks.h"
-#include "create_only.h"
+#include "tiny_hooks.h"
 #include "hfx/io/safetensors.h"
 #include "llava_vision.h"
 
@@ -286,7 +286,7 @@ const Architecture& llava_architecture() {
                               .tiny_tokenizer = "sentencepiece",
                               .tiny_norm_mean = 1.0,
                               .optional_weights = {},
-                              .heads = {}};
+                              .heads = {{"image_text_to_text", "LlavaForConditionalGeneration"}}};
   return a;
 }
 

@@ -1,8 +1,8 @@
 // The one list of architectures. Each lives in its own file (src/models/<model_type>.cpp) and exposes
 // one function returning its Architecture (xlm-roberta is a variant row in roberta.cpp); adding an
-// architecture is a file plus one line here. Architectures that hfx can only create and check so far (llava)
-// are a second list (src/models/create_only.h), out of the sweeps over all_architectures().
-#include "create_only.h"
+// architecture is a file plus one line here; create-tiny's extra steps for an architecture (llava's processor
+// files) are one line of tiny_hooks().
+#include "tiny_hooks.h"
 #include "hfx/models/model.h"
 
 namespace hfx::models {
@@ -57,6 +57,8 @@ std::vector<const Architecture*> all_architectures() {
       &t5_architecture(),    &bart_architecture(),    &marian_architecture(),
       // speech encoder-decoder (log-mel features in)
       &whisper_architecture(),
+      // vision-language (vision encoder, token embeddings, decoder on embeddings)
+      &llava_architecture(),
   };
   return all;
 }
@@ -64,19 +66,12 @@ std::vector<const Architecture*> all_architectures() {
 const Architecture* find_architecture(const std::string& model_type) {
   for (const Architecture* a : all_architectures())
     if (a->model_type == model_type) return a;
-  for (const Architecture* a : models::create_only_architectures())
-    if (a->model_type == model_type) return a;
   return nullptr;
 }
 
 }  // namespace hfx
 
 namespace hfx::models {
-
-std::vector<const Architecture*> create_only_architectures() {
-  static const std::vector<const Architecture*> v = {&llava_architecture()};
-  return v;
-}
 
 const TinyHooks* tiny_hooks(const std::string& model_type) {
   static const std::vector<std::pair<std::string, const TinyHooks*>> hooks = {{"llava", &llava_tiny_hooks()}};

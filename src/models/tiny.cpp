@@ -9,7 +9,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "create_only.h"
+#include "tiny_hooks.h"
 #include "tiny_writer.h"
 
 namespace hfx {

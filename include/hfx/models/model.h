@@ -120,7 +120,7 @@ class Model {
   /// Which generation loop drives the components.
   virtual Structure structure() const = 0;
   /// The task head, as transformers names the class suffix: "causal_lm", "base", "masked_lm",
-  /// "sequence_classification", "token_classification", "seq2seq_lm".
+  /// "sequence_classification", "token_classification", "seq2seq_lm", "image_text_to_text".
   virtual std::string head() const = 0;
   /// Every component with its declared inputs and cache leaves.
   virtual std::vector<ComponentDecl> components() const = 0;
@@ -191,7 +191,7 @@ struct Architecture {
   /// Weights a checkpoint may carry that the model ignores (regexes over names, e.g. rotary inv_freq).
   std::vector<std::string> optional_weights = {};
   /// The task heads the architecture supports: head name ("causal_lm", "base", "masked_lm",
-  /// "sequence_classification", "token_classification", "seq2seq_lm") → the transformers class that
+  /// "sequence_classification", "token_classification", "seq2seq_lm", "image_text_to_text". → the transformers class that
   /// config.json's `architectures` names for it. The first is the default (create-tiny, and configs
   /// without `architectures`). Empty: one head, "causal_lm".
   std::vector<std::pair<std::string, std::string>> heads = {};

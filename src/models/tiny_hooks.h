@@ -1,8 +1,5 @@
-// Architectures hfx can create and check (create-tiny, weight names and shapes) but not run or export yet:
-// the vision-language models of issue 13 while their components are being built. find_architecture finds
-// them; all_architectures(), which every capture, export and verify sweep walks, does not list them, and
-// their `create` refuses with a clear error. Also the create-tiny hooks such a checkpoint needs beyond the
-// generic config, weights and tokenizer (an image token, processor files).
+// The create-tiny hooks a checkpoint may need beyond the generic config, weights and tokenizer: llava's
+// image token and processor files (preprocessor_config.json, processor_config.json, chat_template.json).
 #pragma once
 #include <string>
 #include <vector>
@@ -12,8 +9,6 @@
 #include "hfx/models/model.h"
 
 namespace hfx::models {
-
-std::vector<const Architecture*> create_only_architectures();
 
 /// create-tiny's extra steps for one architecture; either member may be null.
 struct TinyHooks {
