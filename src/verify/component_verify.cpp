@@ -42,7 +42,7 @@ struct Worst {
 void compare(Worst& w, const std::string& name, const std::string& kind, const std::vector<float>& got, const Tensor& want) {
   std::vector<float> ref = want.to_floats();
   ErrorStats e = error_stats(got, ref, 0);
-  if (e.max_abs > w.max_abs || !e.finite) {
+  if (e.max_abs > w.max_abs || !e.finite || w.where.empty()) {  // the first output names the worst until one differs more
     w.max_abs = e.finite ? e.max_abs : INFINITY;
     w.where = fmt::format("{} of a {} call", name, kind);
   }
