@@ -1,5 +1,5 @@
 // `hfx transcribe MODEL FILE.wav [--language xx] [--task transcribe|translate] [--max-new-tokens N]
-// [--engine auto|eager|ort] [--json]`: greedy Whisper transcription of a WAV / FLAC file from a
+// [--timestamps] [--engine auto|eager|ort] [--json]`: greedy Whisper transcription of a WAV / FLAC file from a
 // checkpoint (eager) or an export folder (ONNX Runtime); see hfx/runtime/transcribe.h.
 #include <fmt/format.h>
 
@@ -34,6 +34,8 @@ void register_transcribe(CLI::App& app) {
   cmd->add_option("--task", a->opts.task, "transcribe | translate (multilingual models)");
   cmd->add_option("--max-new-tokens", a->opts.max_new_tokens,
                   "at most N generated tokens (default: up to max_length)");
+  cmd->add_flag("--timestamps", a->opts.timestamps,
+                "segment timestamps (transformers' return_timestamps): one '[start --> end] text' line each");
   cmd->add_option("--engine", a->engine, "auto (export folder: ort, checkpoint: eager) | eager | ort");
   cmd->add_flag("--json", a->json, "print one JSON object (prompt, ids, text, finish reason)");
   cmd->callback([a] {
@@ -43,10 +45,16 @@ void register_transcribe(CLI::App& app) {
       nlohmann::json j = {
           {"model", a->model}, {"file", a->file}, {"engine", t.engine().name()},     {"prompt", r.prompt},
           {"ids", r.ids},      {"text", r.text},  {"finish_reason", r.finish_reason}};
+      if (a->opts.timestamps) {
+        j["segments"] = nlohmann::json::array();
+        for (const auto& s : r.segments)
+          j["segments"].push_back({{"start", s.start}, {"end", s.end}, {"ids", s.ids}, {"text", s.text}});
+      }
       fmt::print("{}\n", j.dump());
       return;
     }
-    fmt::print("{}\n", r.text);
+    if (!a->opts.timestamps) return fmt::print("{}\n", r.text);
+    for (const auto& s : r.segments) fmt::print("[{:.2f} --> {:.2f}] {}\n", s.start, s.end, s.text);
   });
 }
 

@@ -2,6 +2,7 @@
 // Transformers.js read them, the eager engine over the model's `encoder` / `decoder` components, the
 // prompt, and the loop with SuppressTokens / SuppressTokensAtBegin and EOS.
 #include "hfx/runtime/transcribe.h"
+#include "whisper_timestamps.h"
 
 #include <algorithm>
 #include <filesystem>
@@ -115,6 +116,8 @@ WhisperSettings whisper_settings(const nlohmann::json& cfg, const std::optional<
   if (const auto* v = field("task_to_id")) s.task_to_id = id_map(*v, "task_to_id");
   if (const auto* v = field("no_timestamps_token_id"))
     s.no_timestamps_token_id = ints(*v, "no_timestamps_token_id").at(0);
+  if (const auto* v = field("max_initial_timestamp_index"))
+    s.max_initial_timestamp_index = ints(*v, "max_initial_timestamp_index").at(0);
   if (const auto* v = field("is_multilingual")) s.is_multilingual = v->is_boolean() && v->get<bool>();
   if (const auto* v = field("max_length")) s.max_length = ints(*v, "max_length").at(0);
   return s;
@@ -199,8 +202,36 @@ std::vector<int64_t> Transcriber::prompt(const TranscribeOptions& o) const {
         "expected no --language / task for an English-only model (is_multilingual false), got '{}' / '{}'",
         o.language, o.task);
   }
-  if (s.no_timestamps_token_id) p.push_back(*s.no_timestamps_token_id);
+  if (o.timestamps)
+    HFX_CHECK(s.no_timestamps_token_id, kComp,
+              "expected no_timestamps_token_id in generation_config.json for timestamps (the timestamp tokens "
+              "follow it), got none");
+  else if (s.no_timestamps_token_id)
+    p.push_back(*s.no_timestamps_token_id);
   return p;
+}
+
+// transformers' segments (whisper_timestamps.h), timed at time_precision = chunk_length / encoder positions
+// (30 s / 1500 = 0.02 s), each segment's text its text tokens decoded; r.text joins them.
+void Transcriber::add_segments(TranscribeResult& r, int64_t timestamp_begin) const {
+  std::vector<int64_t> ids = r.ids;
+  if (r.finish_reason == "eos" && !ids.empty()) ids.pop_back();
+  const double precision =
+      static_cast<double>(features_.chunk_length) / (static_cast<double>(features_.nb_max_frames) / 2.0);
+  const double window = static_cast<double>(features_.nb_max_frames) / 2.0;
+  r.text.clear();
+  for (const whisper::SegmentSpan& sp : whisper::segment_spans(ids, timestamp_begin, window)) {
+    TranscribeSegment seg;
+    seg.ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(sp.begin), ids.begin() + static_cast<std::ptrdiff_t>(sp.end));
+    seg.start = sp.start * precision;
+    seg.end = sp.stop * precision;
+    std::vector<int32_t> text;
+    for (int64_t t : seg.ids)
+      if (t < timestamp_begin) text.push_back(static_cast<int32_t>(t));
+    if (tokenizer_) seg.text = tokenizer_->decode(text, true);
+    r.text += seg.text;
+    r.segments.push_back(std::move(seg));
+  }
 }
 
 TranscribeResult Transcriber::transcribe_file(const std::string& path, const TranscribeOptions& opts) {
@@ -222,6 +253,11 @@ TranscribeResult Transcriber::transcribe_features(std::span<const float> f, cons
   HFX_CHECK(n > 0, kComp, "expected max_length ({}) above the prompt's {} tokens, got none left",
             s.max_length, P);
   engine_->encode(f, 1, features_.feature_size, features_.nb_max_frames);
+  whisper::TimestampRules rules;
+  if (opts.timestamps) {
+    HFX_CHECK(!s.eos_token_ids.empty(), kComp, "expected eos_token_id in generation_config.json for timestamps, got none");
+    rules = {*s.no_timestamps_token_id, s.eos_token_ids.front(), s.max_initial_timestamp_index};
+  }
   std::vector<int64_t> next = r.prompt;
   std::vector<float> logits;
   r.finish_reason = "length";
@@ -235,6 +271,7 @@ TranscribeResult Transcriber::transcribe_features(std::span<const float> f, cons
     if (step == 0)  // SuppressTokensAtBegin: the first position after the prompt
       for (int64_t t : s.begin_suppress_tokens)
         if (t >= 0 && t < V) logits[t] = kNegInf;
+    if (opts.timestamps) whisper::apply_timestamp_rules(rules, r.ids, logits);
     const int64_t tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
     r.ids.push_back(tok);
     next = {tok};
@@ -242,6 +279,10 @@ TranscribeResult Transcriber::transcribe_features(std::span<const float> f, cons
       r.finish_reason = "eos";
       break;
     }
+  }
+  if (opts.timestamps) {
+    add_segments(r, rules.timestamp_begin());
+    return r;
   }
   if (tokenizer_) {
     std::vector<int32_t> t(r.ids.begin(), r.ids.end());

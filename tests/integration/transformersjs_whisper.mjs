@@ -2,6 +2,7 @@
 // usage: node transformersjs_whisper.mjs NODE_MODULES OUT_DIR MODE MAX_NEW_TOKENS WAV16K [WAV16K ...]
 //   MODE features: writes WAVi.features.f32 (WhisperFeatureExtractor's input_features, float32 LE) beside each WAV
 //   MODE asr: prints {"sequences": [[generate() ids after the prompt], ...], "texts": [pipeline text, ...]}
+//   MODE asr_timestamps: the same with return_timestamps: true, plus "chunks": [[{timestamp, text}, ...], ...]
 // Each WAV16K is a mono 32-bit float WAV at the feature extractor's rate (hfx writes it after decoding and
 // resampling), read here by a minimal RIFF parser so that nothing of hfx decodes it on this side.
 import fs from 'node:fs';
@@ -43,16 +44,22 @@ if (mode === 'features') {
   process.stdout.write(JSON.stringify({ dims: (await processor(audios[0])).input_features.dims }) + '\n');
 } else {
   const n = Number(maxNew);
+  const ts = mode === 'asr_timestamps';
   const processor = await AutoProcessor.from_pretrained(id);
   const model = await AutoModelForSpeechSeq2Seq.from_pretrained(id, { dtype: 'fp32' });
   const sequences = [];
   for (const a of audios) {
     const { input_features } = await processor(a);
-    const out = await model.generate({ inputs: input_features, language: 'en', task: 'transcribe', max_new_tokens: n, do_sample: false });
+    const out = await model.generate({ inputs: input_features, language: 'en', task: 'transcribe', max_new_tokens: n, do_sample: false,
+                                       return_timestamps: ts });
     sequences.push(Array.from(out.data, Number));
   }
   const pipe = await pipeline('automatic-speech-recognition', id, { dtype: 'fp32' });
-  const texts = [];
-  for (const a of audios) texts.push((await pipe(a, { language: 'en', task: 'transcribe', max_new_tokens: n })).text);
-  process.stdout.write(JSON.stringify({ sequences, texts }) + '\n');
+  const texts = [], chunks = [];
+  for (const a of audios) {
+    const r = await pipe(a, { language: 'en', task: 'transcribe', max_new_tokens: n, return_timestamps: ts });
+    texts.push(r.text);
+    if (ts) chunks.push(r.chunks);
+  }
+  process.stdout.write(JSON.stringify(ts ? { sequences, texts, chunks } : { sequences, texts }) + '\n');
 }

@@ -6,6 +6,11 @@
 //     Transformers.js 4.3.1 (model.generate() and the automatic-speech-recognition pipeline's text) gives
 //     them too on the export folder as it is: a speech clip from espeak-ng (22.05 kHz), a tone clip at
 //     8 kHz and one at 44.1 kHz;
+//   * with --timestamps (transformers' return_timestamps): eager and ort give the same tokens and segments
+//     (tests/models/whisper_test.cpp checks them against transformers 4.47). Transformers.js 4.3.1 is not a
+//     reference here: its WhisperTimeStampLogitsProcessor skips max_initial_timestamp_index and the
+//     non-decreasing rule, so its first token is a later timestamp than transformers allows; the test
+//     asserts that departure, so that a Transformers.js that fixes it turns the check into an equality;
 //   * `hfx export --format executorch|dynamo` refuses whisper with the export-skip reason.
 #include <gtest/gtest.h>
 
@@ -188,6 +193,52 @@ TEST(WhisperOnnx, SameGreedyTokensEagerOrtAndTransformersJs) {
         "equal\n",
         c, eager[c]["ids"].size());
   }
+}
+
+TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
+  ASSERT_EQ(std::system("command -v espeak-ng > /dev/null"), 0)
+      << "[oracle] expected espeak-ng, got none: run scripts/setup.sh";
+  const fs::path& d = exported();
+  Folder clips("ts_clips");
+  const fs::path speech = clips.path / "speech.wav";
+  ASSERT_EQ(std::system(("espeak-ng -w " + speech.string() + " 'the quick brown fox jumps over the lazy dog'").c_str()), 0);
+  const int n = 24;
+  auto run = [&](const fs::path& model) {
+    auto p = sh(cli() + " transcribe " + model.string() + " " + speech.string() +
+                " --language en --timestamps --json --max-new-tokens " + std::to_string(n));
+    EXPECT_EQ(p.rc, 0) << p.out;
+    return p.rc == 0 ? json::parse(p.out) : json();
+  };
+  const json eager = run(d / "ckpt"), ort = run(d / "out");
+  ASSERT_FALSE(eager.is_null() || ort.is_null());
+  EXPECT_EQ(eager["ids"], ort["ids"]);
+  EXPECT_EQ(eager["segments"], ort["segments"]);
+  ASSERT_FALSE(eager["segments"].empty());
+  // The prompt has no <|notimestamps|>.
+  EXPECT_EQ(eager["prompt"].size(), 3u);
+
+  hfx::audio::Waveform w = hfx::audio::read_audio(speech.string());
+  const fs::path w16 = clips.path / "speech_16k.wav";
+  hfx::audio::write_wav_f32(w16.string(), hfx::audio::resample(w.samples, w.sample_rate, 16000), 16000);
+  auto p = sh("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_whisper.mjs " + HFX_NODE_MODULES +
+              " " + (d / "out").string() + " asr_timestamps " + std::to_string(n) + " " + w16.string());
+  ASSERT_EQ(p.rc, 0) << p.out;
+  const json j = json::parse(p.out.substr(p.out.rfind("{\"sequences\"")));
+  const auto tjs = j["sequences"][0].get<std::vector<int64_t>>();
+  const auto gen = json::parse(hfx::io::read_file((d / "out" / "generation_config.json").string()));
+  const int64_t timestamp_begin = gen["no_timestamps_token_id"].get<int64_t>() + 1;
+  const int64_t last_initial = timestamp_begin + gen["max_initial_timestamp_index"].get<int64_t>();
+  const int64_t first = eager["ids"][0].get<int64_t>();
+  EXPECT_GE(first, timestamp_begin);
+  EXPECT_LE(first, last_initial);  // transformers' rule, which hfx keeps
+  ASSERT_GT(tjs.size(), 3u);
+  EXPECT_GT(tjs[3], last_initial) << "Transformers.js now applies max_initial_timestamp_index: compare its tokens "
+                                     "with hfx's for equality instead";
+  std::printf("  [whisper timestamps] eager = ort: %zu tokens, %zu segments; first timestamp %lld (<= %lld); "
+              "Transformers.js's first: %lld (no max_initial_timestamp_index)\n",
+              eager["ids"].size(), eager["segments"].size(), static_cast<long long>(first),
+              static_cast<long long>(last_initial), static_cast<long long>(tjs[3]));
 }
 
 TEST(WhisperOnnx, ExecutorchAndDynamoRefuseClearly) {

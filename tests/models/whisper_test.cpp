@@ -5,11 +5,15 @@
 //   * encoder last_hidden_state: 30 stored frames (every d_model column), and sum / sum |x| of the whole,
 //   * decoder logits under teacher forcing (a use_cache=false call over the prompt + 4 tokens),
 //   * greedy tokens of transformers' Whisper generate() (language en, transcribe) against hfx's
-//     Transcriber on the eager engine (cached decoder calls, suppress / begin-suppress tokens).
+//     Transcriber on the eager engine (cached decoder calls, suppress / begin-suppress tokens),
+//   * the same with timestamps (return_timestamps=True): transformers returns the prompt and the finished
+//     segments' tokens, which hfx's segments, concatenated, must equal; the raw tokens hfx generated start
+//     with them.
 // Tolerance 1e-4 absolute at f32; the measured worst differences are printed.
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstdio>
 
 #include "hfx/io/safetensors.h"
@@ -105,6 +109,32 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
     EXPECT_EQ(got, gg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
     std::printf("  [whisper] row %lld: %zu greedy tokens equal to transformers' generate()\n",
                 static_cast<long long>(b), r.ids.size());
+  }
+
+  const json& tg = g["timestamps"];
+  o.timestamps = true;
+  for (int64_t b = 0; b < 2; b++) {
+    const std::vector<float> f = golden_features(b, mels, frames);
+    TranscribeResult r = t.transcribe_features(f, o);
+    EXPECT_EQ(r.prompt, tg["prompt"].get<std::vector<int64_t>>());
+    std::vector<int64_t> got = r.prompt;
+    double last_end = 0;
+    for (const TranscribeSegment& s : r.segments) {
+      got.insert(got.end(), s.ids.begin(), s.ids.end());
+      EXPECT_LE(last_end, s.start);
+      EXPECT_LE(s.start, s.end);
+      last_end = s.end;
+    }
+    const auto want = tg["sequences"][b].get<std::vector<int64_t>>();
+    EXPECT_EQ(got, want) << "row " << b;
+    ASSERT_GE(r.ids.size() + r.prompt.size(), want.size());
+    EXPECT_TRUE(std::equal(want.begin() + static_cast<std::ptrdiff_t>(r.prompt.size()), want.end(), r.ids.begin()))
+        << "row " << b << ": the generated tokens start with transformers' segments";
+    ASSERT_FALSE(r.segments.empty());
+    std::printf("  [whisper] row %lld with timestamps: %zu segments (%.2f-%.2f s ... %.2f s), %zu tokens equal to "
+                "transformers' generate(return_timestamps=True)\n",
+                static_cast<long long>(b), r.segments.size(), r.segments[0].start, r.segments[0].end,
+                r.segments.back().end, want.size() - r.prompt.size());
   }
 }
 

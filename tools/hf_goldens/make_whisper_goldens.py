@@ -9,7 +9,9 @@ Written (numbers only):
   decoder: teacher-forced logits over `decoder_input_ids` (the Whisper prompt + 4 tokens): every position's
            logits at the vocabulary ids in `logit_ids`, and the full last-position row;
   greedy:  model.generate(input_features, language="en", task="transcribe", max_new_tokens=N) per row (the
-           real Whisper generation: forced prompt, suppress_tokens, begin_suppress_tokens).
+           real Whisper generation: forced prompt, suppress_tokens, begin_suppress_tokens);
+  timestamps: the same with return_timestamps=True (no <|notimestamps|> in the prompt,
+           WhisperTimeStampLogitsProcessor; generate() returns the prompt and the finished segments' tokens).
 """
 import argparse
 import hashlib
@@ -64,6 +66,12 @@ def main():
             out = model.generate(x[b:b + 1], generation_config=gen, language="en", task="transcribe",
                                  max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
             greedy.append([int(t) for t in out[0].tolist()])
+        timestamps = []
+        for b in range(2):
+            out = model.generate(x[b:b + 1], generation_config=gen, language="en", task="transcribe",
+                                 return_timestamps=True, max_new_tokens=a.max_new_tokens, do_sample=False,
+                                 num_beams=1)
+            timestamps.append([int(t) for t in out[0].tolist()])
     rows = list(range(0, config.max_source_positions, 50))
     golden = {
         "source": a.source,
@@ -77,11 +85,12 @@ def main():
                     "logits": [[[r(logits[b, s, i].item()) for i in logit_ids] for s in range(dec.shape[1])] for b in range(2)],
                     "last_row": [[r(v) for v in logits[b, -1].tolist()] for b in range(2)]},
         "greedy": {"prompt": prompt, "max_new_tokens": a.max_new_tokens, "sequences": greedy},
+        "timestamps": {"prompt": prompt[:3], "max_new_tokens": a.max_new_tokens, "sequences": timestamps},
     }
     with open(a.out, "w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote {a.out}: greedy {greedy}", file=sys.stderr)
+    print(f"wrote {a.out}: greedy {greedy}, timestamps {timestamps}", file=sys.stderr)
 
 
 if __name__ == "__main__":

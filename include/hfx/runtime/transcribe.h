@@ -7,7 +7,12 @@
 // <|lang|> <|task|> <|notimestamps|> (multilingual; English-only models: <|startoftranscript|>
 // <|notimestamps|>) in one call, then one token per call over the caches; suppress_tokens are banned at
 // every step and begin_suppress_tokens at the first generated one; a row stops at an EOS id.
-// Timestamps (return_timestamps) are not implemented.
+// With timestamps (transformers' return_timestamps=True) the prompt has no <|notimestamps|> and
+// WhisperTimeStampLogitsProcessor's rules apply after the suppressions, as in transformers 4.47: the first
+// token is a timestamp no later than max_initial_timestamp_index, timestamps come in pairs (except right
+// before EOS), never decrease, and a timestamp is forced when the timestamps' total probability beats every
+// text token. The result is split into segments at timestamp pairs; an unfinished last segment (text with
+// no closing timestamp) is dropped, as transformers drops it.
 //
 //   auto t = hfx::Transcriber::open("out/");          // export folder → ONNX Runtime
 //   auto r = t.transcribe_file("speech.wav", {.language = "en"});
@@ -56,7 +61,8 @@ struct WhisperSettings {
   std::vector<int64_t> suppress_tokens, begin_suppress_tokens;
   std::map<std::string, int64_t> lang_to_id;  ///< "<|en|>" → id
   std::map<std::string, int64_t> task_to_id;  ///< "transcribe" / "translate" → id
-  std::optional<int64_t> no_timestamps_token_id;
+  std::optional<int64_t> no_timestamps_token_id;  ///< timestamps are the ids after it
+  std::optional<int64_t> max_initial_timestamp_index;
   bool is_multilingual = false;
   int64_t max_length = 448;
 };
@@ -67,6 +73,14 @@ struct TranscribeOptions {
   std::string language;  ///< "en", "english" or "<|en|>"; empty: English (as Transformers.js defaults)
   std::string task = "transcribe";  ///< "transcribe" | "translate"
   int64_t max_new_tokens = 0;       ///< 0: up to max_length
+  bool timestamps = false;          ///< segment timestamps (return_timestamps)
+};
+
+/// One timed segment: from its opening to its closing timestamp token.
+struct TranscribeSegment {
+  double start = 0, end = 0;  ///< seconds (token - timestamp_begin) × time_precision
+  std::vector<int64_t> ids;   ///< the segment's tokens, both timestamps included
+  std::string text;           ///< its text tokens decoded
 };
 
 struct TranscribeResult {
@@ -74,6 +88,9 @@ struct TranscribeResult {
   std::vector<int64_t> ids;     ///< generated, without the prompt (EOS kept)
   std::string text;             ///< decoded without special tokens
   std::string finish_reason;    ///< "eos" | "length"
+  /// With timestamps: the finished segments (their ids concatenated are what transformers' generate returns
+  /// after the prompt); `text` is then their texts joined.
+  std::vector<TranscribeSegment> segments;
 };
 
 class Transcriber {
@@ -100,6 +117,8 @@ class Transcriber {
   const audio::WhisperFeatureConfig& feature_config() const { return features_; }
 
  private:
+  void add_segments(TranscribeResult& r, int64_t timestamp_begin) const;
+
   std::unique_ptr<SpeechSeq2SeqEngine> engine_;
   std::shared_ptr<const tok::Tokenizer> tokenizer_;
   WhisperSettings settings_;
