@@ -26,7 +26,7 @@ namespace {
 
 struct ExportArgs {
   std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable", dtype = "auto";
-  std::string quantize = "none";
+  std::string quantize = "none", activations = "f32";
   int opset = OnnxConfig::kDefaultOpset, group_size = 32;
   bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false;
   bool max_seq_len_given = false;  // --max-seq-len on the command line (it is refused outside executorch)
@@ -85,7 +85,8 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
     j["target"] = a.target;
     j["optimize"] = !a.no_optimize;
     if (a.quantize != "none")
-      j["quantize"] = {{"method", a.quantize}, {"group_size", a.group_size}, {"symmetric", a.symmetric}};
+      j["quantize"] = {{"method", a.quantize}, {"group_size", a.group_size}, {"symmetric", a.symmetric},
+                       {"activations", a.activations}};
   } else if (a.format == "executorch") {
     j["backend"] = a.backend;
     j["max_seq_len"] = a.max_seq_len;
@@ -127,6 +128,9 @@ void run_export(const ExportArgs& a) {
   if (a.quantize != "none" && a.format != "onnx")
     HFX_THROW("export", "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
               "{} programs yet; export f32 or use --format onnx [--target ort]", a.format, a.format);
+  if (a.activations != "f32" && a.quantize == "none")
+    HFX_THROW("export", "expected --activations {} together with --quantize int4 or int8 (it sets how MatMulNBits "
+              "computes), got no --quantize", a.activations);
   if (a.max_seq_len_given && a.format != "executorch")
     HFX_THROW("export",
               "expected --max-seq-len with --format executorch (its static cache length), got --format {}; "
@@ -171,6 +175,10 @@ void register_export(CLI::App& app) {
   cmd->add_option("--quantize", a->quantize, "ONNX: weight-only quantization of the linear layers: none | int8 | int4");
   cmd->add_option("--group-size", a->group_size, "ONNX --quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "ONNX --quantize: symmetric codes (no zero points)");
+  cmd->add_option("--activations", a->activations,
+                  "ONNX --quantize --target ort: f32 (default: the eager kernels' math) | int8 (MatMulNBits "
+                  "accuracy_level 4: activations quantized per block at run time, ONNX Runtime's fast path)")
+      ->check(CLI::IsMember({"f32", "int8"}));
   cmd->add_option("--backend", a->backend, "ExecuTorch: portable (portable kernels, no delegate)");
   cmd->add_option("--max-seq-len", a->max_seq_len, "ExecuTorch: static cache length (also bounds its sequence dims)");
   cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");

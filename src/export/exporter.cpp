@@ -98,6 +98,12 @@ nlohmann::json ExportConfig::precision(DType checkpoint) const {
           {"key", exact ? "exact" : export_dtype_name(w)}};
 }
 
+nlohmann::json OnnxConfig::precision(DType checkpoint) const {
+  nlohmann::json p = ExportConfig::precision(checkpoint);
+  if (quantize.int8_activations) p["key"] = "int8-activations";  // MatMulNBits accuracy_level 4
+  return p;
+}
+
 DType ExecutorchConfig::auto_dtype(DType) const { return et::backend_prep(backend).constant_dtype; }
 
 CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
@@ -220,6 +226,9 @@ void OnnxConfig::from_json(const nlohmann::json& j) {
     HFX_THROW("config", "expected an ONNX opset in [{}, {}], got {}", kMinOpset, kMaxOpset, opset);
   if (target != "standard" && target != "ort") HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
   if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
+  if (quantize.int8_activations && target != "ort")
+    HFX_THROW("config", "expected --target ort with --activations int8 (ONNX Runtime's MatMulNBits computes "
+              "with int8 activations; standard ONNX has no such op), got target {}", target);
   if (quantize.enabled() && target == "standard" && opset < 21)
     HFX_THROW("config", "expected opset ≥ 21 with quantize {} on target standard (blocked DequantizeLinear), got {}; "
               "use --opset 21 or --target ort", quantize.method(), opset);

@@ -14,7 +14,7 @@ namespace hfx::quant {
 
 std::string QuantOptions::method() const { return bits == 0 ? "none" : "int" + std::to_string(bits); }
 
-QuantOptions parse_options(const std::string& method, int group_size, bool symmetric) {
+QuantOptions parse_options(const std::string& method, int group_size, bool symmetric, const std::string& activations) {
   QuantOptions o;
   if (method == "int4") o.bits = 4;
   else if (method == "int8") o.bits = 8;
@@ -24,6 +24,11 @@ QuantOptions parse_options(const std::string& method, int group_size, bool symme
     HFX_THROW("quant", "expected --group-size 32, 64 or 128, got {}", group_size);
   o.group_size = group_size;
   o.symmetric = symmetric;
+  if (activations != "f32" && activations != "int8")
+    HFX_THROW("quant", "expected --activations f32 or int8, got '{}'", activations);
+  if (activations == "int8" && o.bits == 0)
+    HFX_THROW("quant", "expected --activations int8 together with --quantize int4 or int8, got it without quantization");
+  o.int8_activations = activations == "int8";
   return o;
 }
 
@@ -152,7 +157,10 @@ QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tens
 }
 
 nlohmann::json to_json(const QuantOptions& o) {
-  return {{"method", o.method()}, {"group_size", o.group_size}, {"symmetric", o.symmetric}};
+  return {{"method", o.method()},
+          {"group_size", o.group_size},
+          {"symmetric", o.symmetric},
+          {"activations", o.int8_activations ? "int8" : "f32"}};
 }
 
 QuantOptions from_json(const nlohmann::json& j) {
@@ -160,10 +168,11 @@ QuantOptions from_json(const nlohmann::json& j) {
     HFX_THROW("config", "expected quantize as {{\"method\": \"int4\", \"group_size\": 32, \"symmetric\": false}}, got {}",
               j.dump());
   for (const auto& [k, v] : j.items())
-    if (k != "method" && k != "group_size" && k != "symmetric")
-      HFX_THROW("config", "expected quantize keys among [method, group_size, symmetric], got '{}'", k);
+    if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations")
+      HFX_THROW("config", "expected quantize keys among [method, group_size, symmetric, activations], got '{}'", k);
   try {
-    return parse_options(j.value("method", std::string("none")), j.value("group_size", 32), j.value("symmetric", false));
+    return parse_options(j.value("method", std::string("none")), j.value("group_size", 32), j.value("symmetric", false),
+                         j.value("activations", std::string("f32")));
   } catch (const nlohmann::json::exception& e) {
     HFX_THROW("config", "expected quantize fields of the right types, got {}: {}", j.dump(), e.what());
   }

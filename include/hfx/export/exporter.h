@@ -54,8 +54,10 @@ struct ExportConfig {
   /// pick its tolerances: {"dtype": "bf16" (resolved), "requested": "auto", "checkpoint": "f32",
   /// "key": "bf16"}. `key` indexes verify's tolerance table (docs/precision.md): "exact" when the stored
   /// weights hold the checkpoint's values (same dtype, or widened to f32), else the dtype they were
-  /// rounded to; a quantized export will use its scheme's key.
-  nlohmann::json precision(DType checkpoint) const;
+  /// rounded to. A quantized export is verified against the eager model quantized the same way, so its
+  /// key is the weights' too — unless its runtime computes other math (ONNX's --activations int8:
+  /// "int8-activations").
+  virtual nlohmann::json precision(DType checkpoint) const;
 
   virtual nlohmann::json to_json() const;
   virtual void from_json(const nlohmann::json& j);  ///< throws hfx::Error("config", ...) on unknown keys or bad types
@@ -72,6 +74,7 @@ struct OnnxConfig : ExportConfig {
   std::string target = "standard";  ///< "standard" (ai.onnx ops only) or "ort" (com.microsoft fused ops)
   /// float32: ONNX Runtime's CPU kernels compute in f32, so f32 weights load without a Cast to fold.
   DType auto_dtype(DType) const override { return DType::F32; }
+  nlohmann::json precision(DType checkpoint) const override;
   /// Weight-only quantization of the linear layers (JSON "quantize": {"method", "group_size",
   /// "symmetric"}): the exporter quantizes the model first (quant::quantize_model).
   quant::QuantOptions quantize;

@@ -35,13 +35,19 @@ struct QuantOptions {
   int bits = 0;          ///< 0 = no quantization, 4 or 8
   int group_size = 32;   ///< 32, 64 or 128 input features per block (a power of two, as MatMulNBits wants)
   bool symmetric = false;
+  /// ONNX Runtime (`--target ort`) only: MatMulNBits with accuracy_level 4, i.e. the activations quantized
+  /// to int8 per block at run time (ONNX Runtime's fast CPU path). Other math than the eager kernels' (f32
+  /// activations): verify measures it against its own tolerance row ("int8-activations").
+  bool int8_activations = false;
   bool enabled() const { return bits != 0; }
   /// "none", "int4", "int8".
   std::string method() const;
 };
 
-/// Parses "none" | "int4" | "int8" and checks the group size; throws hfx::Error("quant", ...).
-QuantOptions parse_options(const std::string& method, int group_size, bool symmetric);
+/// Parses "none" | "int4" | "int8", the group size and the activations ("f32" | "int8", the latter only with
+/// a method); throws hfx::Error("quant", ...).
+QuantOptions parse_options(const std::string& method, int group_size, bool symmetric,
+                           const std::string& activations = "f32");
 
 /// The three tensors of one quantized weight (layout in the header comment).
 struct QuantizedWeight {
@@ -68,7 +74,8 @@ Tensor dequantize(const QuantizedWeight& q);
 QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tensor& zero_points, int64_t K,
                          const std::string& name);
 
-/// {"method": "int4", "group_size": 32, "symmetric": false} (the manifest / export_config form).
+/// {"method": "int4", "group_size": 32, "symmetric": false, "activations": "f32"} (the manifest /
+/// export_config form; "activations" may be absent, meaning "f32").
 nlohmann::json to_json(const QuantOptions& o);
 /// The quantization an export folder was written with (its export_config.json's "quantize"; none
 /// when absent). Eager references (hfx generate --engine eager, hfx verify) quantize the same way.

@@ -53,6 +53,8 @@ struct LowerOptions {
   /// Linear weights stored transposed, [in, out], the operand MatMul reads (weight_layout.h): nothing
   /// for ONNX Runtime to fold at load. Off: MatMul(x, Transpose(W)) as PyTorch's exporter writes it.
   bool pretranspose_weights = true;
+  /// MatMulNBits (target ort) with accuracy_level 4: int8 activations (quant::QuantOptions::int8_activations).
+  bool int8_activations = false;
 };
 
 class LoweringContext;
@@ -180,6 +182,7 @@ class LoweringContext {
 
   int opset() const { return opts_.opset; }
   const std::string& target() const { return opts_.target; }
+  bool int8_activations() const { return opts_.int8_activations; }
   const LowerOptions& options() const { return opts_; }
   const Graph& graph() const { return g_; }
   onnx::GraphProto& proto() { return gp_; }

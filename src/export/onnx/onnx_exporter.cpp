@@ -240,6 +240,14 @@ class OnnxExporter : public Exporter {
       LowerOptions lo;
       lo.opset = cfg.opset;
       lo.target = cfg.target;
+      lo.int8_activations = cfg.quantize.int8_activations;
+      if (lo.int8_activations)
+        for (const auto& n : g.nodes())
+          if (n->op == "hfx.moe")
+            HFX_THROW("export", "expected a dense decoder for --activations int8, got {} with a mixture-of-experts block "
+                      "('{}'): int8 activations can switch a router's expert choice (the tiny mixtral, int4: logits off "
+                      "by 0.98, outside verify's 'int8-activations' bounds); export it with --activations f32",
+                      arch, n->name);
       lo.graph_name = arch + "_" + comp;
       lo.contract = prog.contract;
       lo.weight_dtype = cfg.weight_dtype(model.config().dtype);

@@ -7,6 +7,7 @@
 // nothing about real checkpoints (docs/quantization.md has figures on llama-100m).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <fstream>
 #include <random>
 
@@ -46,6 +47,19 @@ int count_ops(const fs::path& file, const std::string& op) {
   int n = 0;
   for (const auto& node : m.graph().node()) n += node.op_type() == op;
   return n;
+}
+
+// The accuracy_level attribute of every MatMulNBits node of `file` (one entry per node).
+std::vector<int64_t> accuracy_levels(const fs::path& file) {
+  onnx::ModelProto m;
+  std::ifstream f(file, std::ios::binary);
+  std::vector<int64_t> out;
+  if (!m.ParseFromIstream(&f)) return out;
+  for (const auto& node : m.graph().node())
+    if (node.op_type() == "MatMulNBits")
+      for (const auto& a : node.attribute())
+        if (a.name() == "accuracy_level") out.push_back(a.i());
+  return out;
 }
 
 Tensor eager_logits(const CausalLM& m, const Tensor& ids, const Tensor& mask, const Tensor& pos) {
@@ -149,6 +163,58 @@ TEST(OrtQuantConfig, RefusesWhatItCannotWrite) {
     FAIL() << "expected gpt2 to refuse --quantize";
   } catch (const Error& e) {
     EXPECT_NE(std::string(e.what()).find("does not support --quantize"), std::string::npos) << e.what();
+  }
+}
+
+// --activations int8 (target ort): every MatMulNBits at accuracy_level 4 (the default export: 0), logits that
+// differ from the eager quantized model's (int8 activations are other math) but stay within verify's
+// 'int8-activations' row; the manifest records that key. What it cannot write is refused: target standard,
+// int8 activations without quantization, a mixture-of-experts model.
+TEST(OrtQuantInt8Activations, AccuracyLevel4WithinItsOwnTolerance) {
+  auto model = test::tiny_in_memory("llama", 7);
+  OnnxConfig oc;
+  oc.target = "ort";
+  oc.quantize = quant::parse_options("int4", 32, false, "int8");
+  EXPECT_EQ(oc.precision(DType::F32)["key"], "int8-activations");
+  EXPECT_EQ(oc.to_json()["quantize"]["activations"], "int8");
+  TempDir dir("llama_a8");
+  make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &oc}}, dir.path.string());
+  const auto levels = accuracy_levels(dir.path / "onnx/model.onnx");
+  ASSERT_FALSE(levels.empty());
+  for (int64_t l : levels) EXPECT_EQ(l, 4);
+  auto qm = quant::quantize_model(*model, oc.quantize);
+  const CausalLM& q = as_causal_lm(*qm);
+  rt::OrtSession merged(dir.path / "onnx/model.onnx", rt::SessionOptions{.intra_op_threads = 2});
+  const int64_t B = 2, S = 7, V = model->config().vocab_size;
+  std::vector<int64_t> ids(B * S), pos(B * S);
+  for (int64_t i = 0; i < B * S; i++) {
+    ids[i] = (i * 37 + 5) % V;
+    pos[i] = i % S;
+  }
+  Tensor tids = Tensor::from_ints({B, S}, ids), tmask = Tensor::full({B, S}, 1, DType::I64), tpos = Tensor::from_ints({B, S}, pos);
+  auto out = merged.run(feeds_for(merged, q, tids, tmask, tpos));
+  const rt::RtTensor& got = rt::find_tensor(out, "logits");
+  const Tensor want = eager_logits(q, tids, tmask, tpos);
+  const std::vector<float> g = got.to_f32(), w = want.contiguous().to_floats();
+  ASSERT_EQ(g.size(), w.size());
+  double max_abs = 0;
+  for (size_t i = 0; i < g.size(); i++) max_abs = std::max(max_abs, double(std::fabs(g[i] - w[i])));
+  EXPECT_GT(max_abs, 1e-4) << "int8 activations compute other math than the eager f32 activations";
+  EXPECT_LE(max_abs, 0.25) << "verify's 'int8-activations' logits bound (src/verify/tolerances.cpp)";
+  std::printf("  [llama int4 --activations int8] logits vs eager quantized (f32 activations): max abs %.3g\n", max_abs);
+
+  OnnxConfig standard;
+  EXPECT_THROW(standard.from_json({{"format", "onnx"}, {"opset", 21}, {"quantize", {{"method", "int4"}, {"activations", "int8"}}}}),
+               Error);
+  EXPECT_THROW(quant::parse_options("none", 32, false, "int8"), Error);
+  EXPECT_THROW(quant::parse_options("int4", 32, false, "int16"), Error);
+  auto mixtral = test::tiny_in_memory("mixtral", 1);
+  TempDir moe("mixtral_a8");
+  try {
+    make_onnx_exporter()->export_for_generation(*mixtral, CaptureOptions{}, {{"*", &oc}}, moe.path.string());
+    FAIL() << "expected mixtral to refuse --activations int8";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected a dense decoder for --activations int8"), std::string::npos) << e.what();
   }
 }
 
