@@ -127,7 +127,18 @@ nlohmann::json inspect(const std::string& dir) {
                    : "";
   j["head"] = m->head();
   j["structure"] = structure_name(m->structure());
-  j["modalities"] = {"text"};
+  // What the model takes in, from its components' declared inputs (text ids, pixels, log-mel features).
+  std::vector<std::string> modalities;
+  auto takes = [&](const char* input) {
+    for (const ComponentDecl& c : m->components())
+      for (const InputDecl& d : c.inputs)
+        if (d.name == input) return true;
+    return false;
+  };
+  if (takes("input_ids")) modalities.push_back("text");
+  if (takes("pixel_values")) modalities.push_back("image");
+  if (takes("input_features")) modalities.push_back("audio");
+  j["modalities"] = modalities;
   j["dtype"] = dtype_name(cfg.dtype);
   j["vocab_size"] = cfg.vocab_size;
   j["max_position_embeddings"] = cfg.max_position_embeddings;
@@ -191,7 +202,9 @@ std::string render(const nlohmann::json& j) {
   line("class", j["class"].get<std::string>().empty() ? "(none in config.json)" : j["class"].get<std::string>());
   line("head", j["head"].get<std::string>());
   line("structure", j["structure"].get<std::string>());
-  line("modalities", "text");
+  std::string mods;
+  for (const auto& x : j["modalities"]) mods += (mods.empty() ? "" : ", ") + x.get<std::string>();
+  line("modalities", mods);
   line("dtype", j["dtype"].get<std::string>());
   line("vocab", std::to_string(j["vocab_size"].get<int64_t>()));
   line("max positions", std::to_string(j["max_position_embeddings"].get<int64_t>()));
