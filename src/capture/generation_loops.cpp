@@ -109,35 +109,47 @@ void carry_cache(const ComponentDecl& decl, const NamedVars& outs, NamedVars& ne
     if (Var v = get(outs, c.present_output)) next.emplace_back(c.past_input, v);
 }
 
-void decoder_only(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
-  Batch in = pad(s, pad_id(m), true);
-  ComponentDecl decl = m.component("model");
-  std::vector<int64_t> mask = in.mask, pos(in.ids.size());
-  for (int64_t r = 0; r < in.rows; r++)
-    for (int64_t j = 0, c = 0; j < in.len; j++) {
-      c += mask[r * in.len + j];
-      pos[r * in.len + j] = std::max<int64_t>(c - 1, 0);
+// The attention mask and positions of left-padded prompts through generation: a position counts the row's
+// real tokens before it (as generate() derives position_ids from the mask); each step appends one token per
+// row.
+struct Positions {
+  int64_t rows = 0, total = 0;
+  std::vector<int64_t> mask, pos, last;
+  explicit Positions(const Batch& in) : rows(in.rows), total(in.len), mask(in.mask), pos(in.ids.size()), last(in.rows) {
+    for (int64_t r = 0; r < rows; r++) {
+      for (int64_t j = 0, c = 0; j < total; j++) {
+        c += mask[r * total + j];
+        pos[r * total + j] = std::max<int64_t>(c - 1, 0);
+      }
+      last[r] = pos[r * total + total - 1];
     }
-  NamedVars inputs{{"input_ids", b.ints({in.rows, in.len}, in.ids)},
-                   {"attention_mask", b.ints({in.rows, in.len}, mask)},
-                   {"position_ids", b.ints({in.rows, in.len}, pos)}};
-  int64_t total = in.len;
-  std::vector<int64_t> last_pos(in.rows);
-  for (int64_t r = 0; r < in.rows; r++) last_pos[r] = pos[r * in.len + in.len - 1];
-  for (int64_t step = 0; step < s.max_new_tokens; step++) {
-    NamedVars outs = rec.call(step == 0 ? "prefill" : "decode", "model", b, inputs, CallOptions{1, true});
-    std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
+  }
+  void step() {
     std::vector<int64_t> grown;
-    for (int64_t r = 0; r < in.rows; r++) {
+    for (int64_t r = 0; r < rows; r++) {
       grown.insert(grown.end(), mask.begin() + r * total, mask.begin() + (r + 1) * total);
       grown.push_back(1);
-      last_pos[r] += 1;
+      last[r] += 1;
     }
     mask = std::move(grown);
     total += 1;
+  }
+};
+
+void decoder_only(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
+  Batch in = pad(s, pad_id(m), true);
+  ComponentDecl decl = m.component("model");
+  Positions p(in);
+  NamedVars inputs{{"input_ids", b.ints({in.rows, in.len}, in.ids)},
+                   {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
+                   {"position_ids", b.ints({in.rows, in.len}, p.pos)}};
+  for (int64_t step = 0; step < s.max_new_tokens; step++) {
+    NamedVars outs = rec.call(step == 0 ? "prefill" : "decode", "model", b, inputs, CallOptions{1, true});
+    std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
+    p.step();
     inputs = {{"input_ids", b.ints({in.rows, 1}, tok)},
-              {"attention_mask", b.ints({in.rows, total}, mask)},
-              {"position_ids", b.ints({in.rows, 1}, last_pos)}};
+              {"attention_mask", b.ints({in.rows, p.total}, p.mask)},
+              {"position_ids", b.ints({in.rows, 1}, p.last)}};
     carry_cache(decl, outs, inputs);
   }
 }
@@ -260,34 +272,19 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
   std::vector<int64_t> starts;
   for (const auto& p : sample.prompts) starts.push_back(in.len - static_cast<int64_t>(p.size()) + 1);
   ComponentDecl decl = m.component("decoder");
-  std::vector<int64_t> mask = in.mask, pos(in.ids.size());
-  for (int64_t r = 0; r < in.rows; r++)
-    for (int64_t j = 0, c = 0; j < in.len; j++) {
-      c += mask[r * in.len + j];
-      pos[r * in.len + j] = std::max<int64_t>(c - 1, 0);
-    }
+  Positions p(in);
   NamedVars emb = rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}});
   NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, *k)},
-                   {"attention_mask", b.ints({in.rows, in.len}, mask)},
-                   {"position_ids", b.ints({in.rows, in.len}, pos)}};
-  int64_t total = in.len;
-  std::vector<int64_t> last_pos(in.rows);
-  for (int64_t r = 0; r < in.rows; r++) last_pos[r] = pos[r * in.len + in.len - 1];
+                   {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
+                   {"position_ids", b.ints({in.rows, in.len}, p.pos)}};
   for (int64_t step = 0; step < s.max_new_tokens; step++) {
     NamedVars outs = rec.call(step == 0 ? "prefill" : "decode", "decoder", b, inputs, CallOptions{1, true});
     std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
-    std::vector<int64_t> grown;
-    for (int64_t r = 0; r < in.rows; r++) {
-      grown.insert(grown.end(), mask.begin() + r * total, mask.begin() + (r + 1) * total);
-      grown.push_back(1);
-      last_pos[r] += 1;
-    }
-    mask = std::move(grown);
-    total += 1;
+    p.step();
     emb = rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, 1}, tok)}});
     inputs = {{"inputs_embeds", get(emb, "inputs_embeds")},
-              {"attention_mask", b.ints({in.rows, total}, mask)},
-              {"position_ids", b.ints({in.rows, 1}, last_pos)}};
+              {"attention_mask", b.ints({in.rows, p.total}, p.mask)},
+              {"position_ids", b.ints({in.rows, 1}, p.last)}};
     carry_cache(decl, outs, inputs);
   }
 }

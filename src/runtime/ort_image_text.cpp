@@ -30,15 +30,7 @@ class OrtImageText : public ImageTextEngine {
     vision_ = std::make_unique<OrtSession>(onnx / "vision_encoder.onnx", so);
     embed_ = std::make_unique<OrtSession>(onnx / "embed_tokens.onnx", so);
     dec_ = std::make_unique<OrtSession>(onnx / "decoder_model_merged.onnx", so);
-    for (const IoInfo& i : dec_->inputs())
-      if (i.name.rfind("past_key_values.", 0) == 0) {
-        HFX_CHECK(i.shape.size() == 4 && i.shape[1].fixed() && i.shape[3].fixed(), kComp,
-                  "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads and "
-                  "head_dim, got {}",
-                  i.name, i.shape_str());
-        past_names_.push_back(i.name);
-        past_dims_.push_back({i.shape[1].value, i.shape[3].value});
-      }
+    cache_ = std::make_unique<DecoderCache>(*dec_, kComp);
   }
   std::string name() const override { return "ort"; }
 
@@ -56,9 +48,7 @@ class OrtImageText : public ImageTextEngine {
   }
 
   void reset() override {
-    past_.clear();
-    for (size_t i = 0; i < past_names_.size(); i++)
-      past_.emplace_back(past_names_[i], RtTensor::zeros("float32", {1, past_dims_[i].first, 0, past_dims_[i].second}));
+    cache_->reset(1);
     total_ = 0;
   }
 
@@ -71,12 +61,11 @@ class OrtImageText : public ImageTextEngine {
     NamedTensors feeds{{"inputs_embeds", RtTensor::f32({1, seq, hidden}, embeds)},
                        {"attention_mask", RtTensor::i64({1, total_}, mask)},
                        {"position_ids", RtTensor::i64({1, seq}, pos)}};
-    for (auto& p : past_) feeds.emplace_back(p.first, std::move(p.second));
+    cache_->feed(feeds);
     std::vector<std::string> fetch{"logits"};
-    for (const auto& n : past_names_) fetch.push_back("present" + n.substr(std::string("past_key_values").size()));
+    fetch.insert(fetch.end(), cache_->presents().begin(), cache_->presents().end());
     NamedTensors out = dec_->run(feeds, fetch);
-    past_.clear();
-    for (size_t i = 0; i < past_names_.size(); i++) past_.emplace_back(past_names_[i], std::move(out[i + 1].second));
+    cache_->take(out, 1);
     const std::vector<float> l = out[0].second.to_f32();  // [1, T, V]
     const int64_t T = out[0].second.shape[1], V = out[0].second.shape[2];
     return {l.begin() + (T - 1) * V, l.end()};
@@ -84,9 +73,7 @@ class OrtImageText : public ImageTextEngine {
 
  private:
   std::unique_ptr<OrtSession> vision_, embed_, dec_;
-  std::vector<std::string> past_names_;
-  std::vector<std::pair<int64_t, int64_t>> past_dims_;
-  NamedTensors past_;
+  std::unique_ptr<DecoderCache> cache_;
   int64_t total_ = 0;
 };
 

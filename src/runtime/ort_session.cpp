@@ -451,6 +451,34 @@ std::string OrtSession::end_profiling() {
   });
 }
 
+DecoderCache::DecoderCache(const OrtSession& decoder, const std::string& component) {
+  for (const IoInfo& i : decoder.inputs())
+    if (i.name.rfind("past_key_values.", 0) == 0) {
+      HFX_CHECK(i.shape.size() == 4 && i.shape[1].fixed() && i.shape[3].fixed(), component,
+                "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads and head_dim, got {}",
+                i.name, i.shape_str());
+      names_.push_back(i.name);
+      presents_.push_back("present" + i.name.substr(std::string("past_key_values").size()));
+      dims_.push_back({i.shape[1].value, i.shape[3].value});
+    }
+}
+
+void DecoderCache::reset(int64_t batch) {
+  past_.clear();
+  for (size_t i = 0; i < names_.size(); i++)
+    past_.emplace_back(names_[i], RtTensor::zeros("float32", {batch, dims_[i].first, 0, dims_[i].second}));
+}
+
+void DecoderCache::feed(NamedTensors& feeds) {
+  for (auto& p : past_) feeds.emplace_back(p.first, std::move(p.second));
+  past_.clear();
+}
+
+void DecoderCache::take(NamedTensors& out, size_t first) {
+  past_.clear();
+  for (size_t i = 0; i < names_.size(); i++) past_.emplace_back(names_[i], std::move(out.at(first + i).second));
+}
+
 }  // namespace hfx::rt
 
 #if defined(__SANITIZE_ADDRESS__)

@@ -25,16 +25,9 @@ class OrtSeq2Seq : public Seq2SeqEngine {
       HFX_CHECK(fs::exists(onnx / f), kComp, "expected {} in {} for text-to-text generation, got none", f, onnx.string());
     enc_ = std::make_unique<rt::OrtSession>(onnx / "encoder_model.onnx", so);
     dec_ = std::make_unique<rt::OrtSession>(onnx / "decoder_model_merged.onnx", so);
-    for (const rt::IoInfo& i : dec_->inputs()) {
-      if (i.name.rfind("past_key_values.", 0) == 0) {
-        HFX_CHECK(i.shape.size() == 4 && i.shape[1].fixed() && i.shape[3].fixed(), kComp,
-                  "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads and head_dim, got {}",
-                  i.name, i.shape_str());
-        past_names_.push_back(i.name);
-        past_dims_.push_back({i.shape[1].value, i.shape[3].value});
-      }
+    cache_ = std::make_unique<rt::DecoderCache>(*dec_, kComp);
+    for (const rt::IoInfo& i : dec_->inputs())
       if (i.name == "use_cache_branch") has_branch_ = true;
-    }
     const rt::IoInfo& logits = dec_->output("logits");
     HFX_CHECK(logits.shape.size() == 3 && logits.shape[2].fixed(), kComp, "expected logits [batch, seq, vocab], got {}",
               logits.shape_str());
@@ -48,9 +41,7 @@ class OrtSeq2Seq : public Seq2SeqEngine {
     rt::NamedTensors out = enc_->run({{"input_ids", rt::RtTensor::i64({B, S}, ids)}, {"attention_mask", mask_}},
                                      {"last_hidden_state"});
     hidden_ = std::move(out.at(0).second);
-    past_.clear();
-    for (size_t i = 0; i < past_names_.size(); i++)
-      past_.emplace_back(past_names_[i], rt::RtTensor::zeros("float32", {B, past_dims_[i].first, 0, past_dims_[i].second}));
+    cache_->reset(B);
     first_ = true;
   }
 
@@ -59,16 +50,15 @@ class OrtSeq2Seq : public Seq2SeqEngine {
     rt::NamedTensors feeds{{"input_ids", rt::RtTensor::i64({B, 1}, ids)},
                            {"encoder_attention_mask", mask_},
                            {"encoder_hidden_states", hidden_}};
-    for (auto& p : past_) feeds.emplace_back(p.first, std::move(p.second));
+    cache_->feed(feeds);
     if (has_branch_) {
       rt::RtTensor flag{"bool", {1}, {static_cast<uint8_t>(first_ ? 0 : 1)}};
       feeds.emplace_back("use_cache_branch", std::move(flag));
     }
     std::vector<std::string> fetch{"logits"};
-    for (const auto& n : past_names_) fetch.push_back("present" + n.substr(std::string("past_key_values").size()));
+    fetch.insert(fetch.end(), cache_->presents().begin(), cache_->presents().end());
     rt::NamedTensors out = dec_->run(feeds, fetch);
-    past_.clear();
-    for (size_t i = 0; i < past_names_.size(); i++) past_.emplace_back(past_names_[i], std::move(out[i + 1].second));
+    cache_->take(out, 1);
     std::vector<float> l = out[0].second.to_f32();  // [B, 1, V]
     logits.assign(l.end() - B * vocab_, l.end());
     if (out[0].second.shape[1] != 1) {  // keep the last position of each row
@@ -82,12 +72,11 @@ class OrtSeq2Seq : public Seq2SeqEngine {
 
  private:
   std::unique_ptr<rt::OrtSession> enc_, dec_;
-  std::vector<std::string> past_names_;
-  std::vector<std::pair<int64_t, int64_t>> past_dims_;
+  std::unique_ptr<rt::DecoderCache> cache_;
   bool has_branch_ = false, first_ = true;
   int64_t vocab_ = 0;
   rt::RtTensor mask_, hidden_;
-  rt::NamedTensors past_;
+
 };
 
 }  // namespace

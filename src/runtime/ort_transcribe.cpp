@@ -26,15 +26,7 @@ class OrtSpeech : public SpeechSeq2SeqEngine {
                 onnx.string());
     enc_ = std::make_unique<rt::OrtSession>(onnx / "encoder_model.onnx", so);
     dec_ = std::make_unique<rt::OrtSession>(onnx / "decoder_model_merged.onnx", so);
-    for (const rt::IoInfo& i : dec_->inputs())
-      if (i.name.rfind("past_key_values.", 0) == 0) {
-        HFX_CHECK(i.shape.size() == 4 && i.shape[1].fixed() && i.shape[3].fixed(), kComp,
-                  "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads "
-                  "and head_dim, got {}",
-                  i.name, i.shape_str());
-        past_names_.push_back(i.name);
-        past_dims_.push_back({i.shape[1].value, i.shape[3].value});
-      }
+    cache_ = std::make_unique<rt::DecoderCache>(*dec_, kComp);
     const rt::IoInfo& logits = dec_->output("logits");
     HFX_CHECK(logits.shape.size() == 3 && logits.shape[2].fixed(), kComp,
               "expected logits [batch, seq, vocab], got {}", logits.shape_str());
@@ -47,23 +39,17 @@ class OrtSpeech : public SpeechSeq2SeqEngine {
     rt::NamedTensors out =
         enc_->run({{"input_features", rt::RtTensor::f32({B, mels, frames}, f)}}, {"last_hidden_state"});
     hidden_ = std::move(out.at(0).second);
-    past_.clear();
-    for (size_t i = 0; i < past_names_.size(); i++)
-      past_.emplace_back(past_names_[i],
-                         rt::RtTensor::zeros("float32", {B, past_dims_[i].first, 0, past_dims_[i].second}));
+    cache_->reset(B);
   }
 
   void step(std::span<const int64_t> ids, int64_t B, int64_t S, std::vector<float>& logits) override {
     HFX_CHECK(!hidden_.shape.empty(), kComp, "expected encode() before a decoder step, got none");
     rt::NamedTensors feeds{{"input_ids", rt::RtTensor::i64({B, S}, ids)}, {"encoder_hidden_states", hidden_}};
-    for (auto& p : past_) feeds.emplace_back(p.first, std::move(p.second));
+    cache_->feed(feeds);
     std::vector<std::string> fetch{"logits"};
-    for (const auto& n : past_names_)
-      fetch.push_back("present" + n.substr(std::string("past_key_values").size()));
+    fetch.insert(fetch.end(), cache_->presents().begin(), cache_->presents().end());
     rt::NamedTensors out = dec_->run(feeds, fetch);
-    past_.clear();
-    for (size_t i = 0; i < past_names_.size(); i++)
-      past_.emplace_back(past_names_[i], std::move(out[i + 1].second));
+    cache_->take(out, 1);
     const std::vector<float> l = out[0].second.to_f32();  // [B, T, V]
     const int64_t T = out[0].second.shape[1];
     logits.resize(static_cast<size_t>(B * vocab_));
@@ -74,11 +60,9 @@ class OrtSpeech : public SpeechSeq2SeqEngine {
 
  private:
   std::unique_ptr<rt::OrtSession> enc_, dec_;
-  std::vector<std::string> past_names_;
-  std::vector<std::pair<int64_t, int64_t>> past_dims_;
+  std::unique_ptr<rt::DecoderCache> cache_;
   int64_t vocab_ = 0;
   rt::RtTensor hidden_;
-  rt::NamedTensors past_;
 };
 
 }  // namespace

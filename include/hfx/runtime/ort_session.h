@@ -120,6 +120,29 @@ class OrtSession {
   std::unique_ptr<Impl> impl_;
 };
 
+/// The KV cache of a merged decoder (Optimum's layout: past_key_values.N.* in, present.N.* out) as the ONNX
+/// Runtime engines carry it from call to call: empty pasts [batch, heads, 0, head_dim] first, then each
+/// call's presents as the next call's pasts.
+class DecoderCache {
+ public:
+  /// Reads `decoder`'s past_key_values.* inputs; throws hfx::Error(component, ...) unless each is [batch,
+  /// heads, past, head_dim] with fixed heads and head_dim.
+  DecoderCache(const OrtSession& decoder, const std::string& component);
+  /// Empty pasts for a batch of `batch` rows (before the first call).
+  void reset(int64_t batch);
+  /// Moves the pasts into `feeds` (the cache is empty until take()).
+  void feed(NamedTensors& feeds);
+  /// The present.* names to fetch, in the order take() expects them.
+  const std::vector<std::string>& presents() const { return presents_; }
+  /// Takes the presents from `out`, where they start at index `first`, as the next pasts.
+  void take(NamedTensors& out, size_t first);
+
+ private:
+  std::vector<std::string> names_, presents_;
+  std::vector<std::pair<int64_t, int64_t>> dims_;
+  NamedTensors past_;
+};
+
 /// Looks up a result by name; throws hfx::Error("ort") if absent.
 const RtTensor& find_tensor(const NamedTensors& tensors, std::string_view name);
 
