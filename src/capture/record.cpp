@@ -30,6 +30,11 @@ std::vector<GenerationSample> generation_samples(const Model& model, const Captu
   std::vector<GenerationSample> samples;
   for (const auto& prompts : opts.sample_prompts) samples.push_back(GenerationSample{prompts, 3});
   if (samples.empty()) samples = default_generation_samples(model.config().vocab_size);
+  // A batch bound below a sample's rows (--max-batch 1, a device's batch): the sample keeps that many rows,
+  // so every recorded call lies inside the range the export declares.
+  for (auto& s : samples)
+    if (opts.batch.max >= 1 && static_cast<int64_t>(s.prompts.size()) > opts.batch.max)
+      s.prompts.resize(static_cast<size_t>(opts.batch.max));
   return samples;
 }
 

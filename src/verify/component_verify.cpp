@@ -23,13 +23,16 @@ using nlohmann::json;
 
 namespace {
 
-// The samples: generation's defaults (batch 1; batch 2 of unequal lengths) and a padded batch of 3.
-std::vector<GenerationSample> verify_samples(const Model& m) {
+// The samples: generation's defaults (batch 1; batch 2 of unequal lengths) and a padded batch of 3, each cut
+// to the export's batch bound.
+std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch) {
   std::vector<GenerationSample> s = default_generation_samples(m.config().vocab_size);
   GenerationSample three;
   for (int64_t row = 0; row < 3; row++) three.prompts.push_back(test_tokens(m.config().vocab_size, row, 3 + 4 * row, 21));
   three.max_new_tokens = 3;
   s.push_back(three);
+  for (auto& x : s)  // an export bounded below a sample's rows (--max-batch) replays that many rows
+    if (max_batch >= 1 && static_cast<int64_t>(x.prompts.size()) > max_batch) x.prompts.resize(static_cast<size_t>(max_batch));
   return s;
 }
 
@@ -197,7 +200,7 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
 }  // namespace
 
 void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& ptes) {
-  std::vector<RecordedCall> calls = record_generation(m, verify_samples(m), true);
+  std::vector<RecordedCall> calls = record_generation(m, verify_samples(m, cx.max_batch), true);
   std::vector<ProgramSpec> plan = plan_generation(m, calls, CaptureOptions{});
   const auto& loop = capture::generation_loop(m.structure());
   std::vector<std::shared_ptr<PteProgram>> programs;

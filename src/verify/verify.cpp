@@ -328,6 +328,8 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
       else
         cx.other = m;
       cx.tol = tolerance_for(precision_key(manifest), m->config().dtype);
+      if (manifest && manifest->export_config.is_object())
+        cx.max_batch = manifest->export_config.value("max_batch", int64_t{0});
       cx.add("reference", "load", "passed",
              fmt::format("{} {} ({}, {}, {} layers, vocab {}) from {}", m->config().model_type, m->head(), structure_name(m->structure()),
                          dtype_name(m->config().dtype), m->config().num_hidden_layers, m->config().vocab_size, cx.reference_dir));

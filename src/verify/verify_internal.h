@@ -66,6 +66,9 @@ struct Context {
   std::shared_ptr<const CausalLM> model;  ///< the reference when it is a decoder-only causal LM
   std::shared_ptr<const Model> other;     ///< the reference when it has another structure
   Tolerance tol;
+  /// The export's batch bound (manifest export_config.max_batch; 0: not recorded): replayed samples keep
+  /// at most this many rows, as the export's own recording did.
+  int64_t max_batch = 0;
   std::vector<CheckResult> checks;
   nlohmann::json layer_diff;      ///< per-layer errors of the component diffed (null when none)
   nlohmann::json memory = nlohmann::json::object();

@@ -11,7 +11,8 @@
 //     reference here: its WhisperTimeStampLogitsProcessor skips max_initial_timestamp_index and the
 //     non-decreasing rule, so its first token is a later timestamp than transformers allows; the test
 //     asserts that departure, so that a Transformers.js that fixes it turns the check into an equality;
-//   * `hfx export --format executorch|dynamo` refuses whisper with the export-skip reason.
+//   * `hfx export --format executorch|dynamo` exports whisper and `hfx verify` passes (the .pte methods'
+//     numerics against eager, the .pt2 archives' structure).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -241,15 +242,31 @@ TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
               static_cast<long long>(last_initial), static_cast<long long>(tjs[3]));
 }
 
-TEST(WhisperOnnx, ExecutorchAndDynamoRefuseClearly) {
-  Folder f("refuse");
+// ExecuTorch (.pte methods encoder, decoder, decoder_with_past) and .pt2 (one program per call kind):
+// exported and verified — the generation loop's real calls replayed in the .pte executor against eager,
+// the .pt2 archives read back. --max-batch 1 (a device's batch): the .pte plans its memory for the
+// contract's largest call, and the encoder's [batch, 80, 3000] features at the default bound of 64 need a
+// 5 GB arena.
+TEST(WhisperExecutorchDynamo, ExportAndVerify) {
+  Folder f("et");
   hfx::create_tiny("whisper", (f.path / "ckpt").string());
   for (const char* fmt : {"executorch", "dynamo"}) {
-    auto p = sh(cli() + " export " + (f.path / "ckpt").string() + " --format " + fmt + " -o " +
-                (f.path / fmt).string());
-    EXPECT_NE(p.rc, 0) << p.out;
-    EXPECT_NE(p.out.find("export-skip list"), std::string::npos) << p.out;
-    EXPECT_NE(p.out.find("whisper"), std::string::npos) << p.out;
-    EXPECT_FALSE(fs::exists(f.path / fmt / "manifest.json")) << fmt;
+    SCOPED_TRACE(fmt);
+    auto p = sh(cli() + " export " + (f.path / "ckpt").string() + " --format " + fmt + " --max-batch 1 -o " +
+                (f.path / fmt).string() + " 2>&1");
+    ASSERT_EQ(p.rc, 0) << p.out;
+    p = sh(cli() + " verify " + (f.path / fmt).string() + " 2>&1");
+    EXPECT_EQ(p.rc, 0) << p.out;
+    EXPECT_NE(p.out.find("VERIFIED"), std::string::npos) << p.out;
+    if (std::string(fmt) == "executorch")
+      for (const char* method : {"model.pte:encoder ", "model.pte:decoder ", "model.pte:decoder_with_past "}) {
+        const size_t at = p.out.find(method);
+        ASSERT_NE(at, std::string::npos) << method << p.out;
+        const std::string line = p.out.substr(at, p.out.find('\n', at) - at);
+        EXPECT_NE(line.find("numerics   PASS"), std::string::npos) << line;
+      }
+    else
+      for (const char* file : {"encoder_model.pt2", "decoder_model.pt2", "decoder_with_past_model.pt2"})
+        EXPECT_TRUE(fs::exists(f.path / fmt / file)) << file;
   }
 }

@@ -37,10 +37,6 @@ void register_dynamo_entries() {
   program_fix_registry().push_back({"dynamo", 2, "weight_dtype", fix_weight_dtype,
                                     "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "
                                     "widened back to the dtype the model reads them in by one _to_copy each."});
-  export_skip_registry().push_back(
-      {"dynamo", "whisper",
-       "Whisper's audio encoder and decoder are verified in ONNX Runtime only; its ExecuTorch methods / .pt2 programs "
-       "have not been checked against eager yet (export --format onnx works). Lift after verify passes on them."});
 }
 
 }  // namespace hfx

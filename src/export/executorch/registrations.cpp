@@ -301,10 +301,6 @@ void register_executorch_entries() {
                 "than the portable pow kernel."});
   nf.push_back({kBackend, 5, "drop_identity_to_copy", fix_identity_cast,
                 "_to_copy to the dtype a tensor already has is a full copy in ExecuTorch; it is dropped."});
-  export_skip_registry().push_back(
-      {kBackend, "whisper",
-       "Whisper's audio encoder and decoder are verified in ONNX Runtime only; its ExecuTorch methods / .pt2 programs "
-       "have not been checked against eager yet (export --format onnx works). Lift after verify passes on them."});
 }
 
 std::vector<RegistryLine> executorch_registry_lines() {
