@@ -30,7 +30,8 @@ void register_transcribe(CLI::App& app) {
   cmd->add_option("file", a->file, "audio file: WAV or FLAC, any sample rate (resampled to the model's)")
       ->required();
   cmd->add_option("--language", a->opts.language,
-                  "language code (en, de, ...) of a multilingual model (default: en)");
+                  "language code (en, de, ...) of a multilingual model (default: en), or auto: detected as "
+                  "transformers' generate() does");
   cmd->add_option("--task", a->opts.task, "transcribe | translate (multilingual models)");
   cmd->add_option("--max-new-tokens", a->opts.max_new_tokens,
                   "at most N generated tokens (default: up to max_length)");
@@ -44,7 +45,7 @@ void register_transcribe(CLI::App& app) {
     if (a->json) {
       nlohmann::json j = {
           {"model", a->model}, {"file", a->file}, {"engine", t.engine().name()},     {"prompt", r.prompt},
-          {"ids", r.ids},      {"text", r.text},  {"finish_reason", r.finish_reason}};
+          {"ids", r.ids},      {"text", r.text},  {"finish_reason", r.finish_reason}, {"language", r.language}};
       if (a->opts.timestamps) {
         j["segments"] = nlohmann::json::array();
         for (const auto& s : r.segments)

@@ -33,12 +33,14 @@ class OrtSpeech : public SpeechSeq2SeqEngine {
     vocab_ = logits.shape[2].value;
   }
   std::string name() const override { return "ort"; }
+  void reset_decoder() override { cache_->reset(batch_); }
   int64_t vocab_size() const override { return vocab_; }
 
   void encode(std::span<const float> f, int64_t B, int64_t mels, int64_t frames) override {
     rt::NamedTensors out =
         enc_->run({{"input_features", rt::RtTensor::f32({B, mels, frames}, f)}}, {"last_hidden_state"});
     hidden_ = std::move(out.at(0).second);
+    batch_ = B;
     cache_->reset(B);
   }
 
@@ -61,7 +63,7 @@ class OrtSpeech : public SpeechSeq2SeqEngine {
  private:
   std::unique_ptr<rt::OrtSession> enc_, dec_;
   std::unique_ptr<rt::DecoderCache> cache_;
-  int64_t vocab_ = 0;
+  int64_t vocab_ = 0, batch_ = 1;
   rt::RtTensor hidden_;
 };
 

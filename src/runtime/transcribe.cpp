@@ -84,6 +84,7 @@ class EagerSpeech : public SpeechSeq2SeqEngine {
                  {"encoder_hidden_states", hidden_}};
     runtime_detail::eager_decoder_step(*m_, decl_, *b_, std::move(in), past_, B, logits);
   }
+  void reset_decoder() override { past_.clear(); }
 
  private:
   std::shared_ptr<const Model> m_;
@@ -244,15 +245,46 @@ TranscribeResult Transcriber::transcribe(const audio::Waveform& w, const Transcr
 }
 
 TranscribeResult Transcriber::transcribe_features(std::span<const float> f, const TranscribeOptions& opts) {
+  if (opts.language != "auto") prompt(opts);  // a bad language or task fails before the encoder runs
+  engine_->encode(f, 1, features_.feature_size, features_.nb_max_frames);
+  if (opts.language != "auto") return transcribe_encoded(opts);
+  TranscribeOptions detected = opts;
+  detected.language = detect_language();
+  return transcribe_encoded(detected);
+}
+
+// transformers' WhisperGenerationMixin.detect_language: the decoder on <|startoftranscript|> alone, the
+// argmax over the language tokens (lang_to_id) only; the caches are dropped after.
+std::string Transcriber::detect_language() {
+  const WhisperSettings& s = settings_;
+  HFX_CHECK(s.is_multilingual && !s.lang_to_id.empty(), kComp,
+            "expected a multilingual model (lang_to_id in generation_config.json) to detect the language, got an "
+            "English-only one; leave --language out");
+  std::vector<float> logits;
+  const int64_t start[1] = {s.decoder_start_token_id};
+  engine_->step(start, 1, 1, logits);
+  engine_->reset_decoder();
+  std::string best;
+  float top = -std::numeric_limits<float>::infinity();
+  for (const auto& [token, id] : s.lang_to_id)
+    if (id >= 0 && id < static_cast<int64_t>(logits.size()) && logits[id] > top) {
+      top = logits[id];
+      best = token;
+    }
+  return best;
+}
+
+// Greedy decoding over the encoded clip: prompt, suppressions, the timestamp rules when asked.
+TranscribeResult Transcriber::transcribe_encoded(const TranscribeOptions& opts) {
   const WhisperSettings& s = settings_;
   TranscribeResult r;
   r.prompt = prompt(opts);
+  if (s.is_multilingual) r.language = opts.language.rfind("<|", 0) == 0 ? opts.language : "<|" + (opts.language.empty() ? std::string("en") : opts.language) + "|>";
   const int64_t V = engine_->vocab_size(), P = static_cast<int64_t>(r.prompt.size());
   const int64_t budget = s.max_length - P;
   const int64_t n = opts.max_new_tokens > 0 ? std::min(opts.max_new_tokens, budget) : budget;
   HFX_CHECK(n > 0, kComp, "expected max_length ({}) above the prompt's {} tokens, got none left",
             s.max_length, P);
-  engine_->encode(f, 1, features_.feature_size, features_.nb_max_frames);
   whisper::TimestampRules rules;
   if (opts.timestamps) {
     HFX_CHECK(!s.eos_token_ids.empty(), kComp, "expected eos_token_id in generation_config.json for timestamps, got none");

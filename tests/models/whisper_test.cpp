@@ -8,7 +8,9 @@
 //     Transcriber on the eager engine (cached decoder calls, suppress / begin-suppress tokens),
 //   * the same with timestamps (return_timestamps=True): transformers returns the prompt and the finished
 //     segments' tokens, which hfx's segments, concatenated, must equal; the raw tokens hfx generated start
-//     with them.
+//     with them,
+//   * language detection (--language auto) against generate() without a language: the same detected
+//     language token in the prompt and the same tokens after it.
 // Tolerance 1e-4 absolute at f32; the measured worst differences are printed.
 #include <gtest/gtest.h>
 
@@ -135,6 +137,24 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
                 "transformers' generate(return_timestamps=True)\n",
                 static_cast<long long>(b), r.segments.size(), r.segments[0].start, r.segments[0].end,
                 r.segments.back().end, want.size() - r.prompt.size());
+  }
+
+  const json& dg = g["detected"];
+  TranscribeOptions a;
+  a.language = "auto";
+  a.max_new_tokens = dg["max_new_tokens"].get<int64_t>();
+  for (int64_t b = 0; b < 2; b++) {
+    const std::vector<float> f = golden_features(b, mels, frames);
+    TranscribeResult r = t.transcribe_features(f, a);
+    std::vector<int64_t> got = r.prompt;
+    got.insert(got.end(), r.ids.begin(), r.ids.end());
+    const auto want = dg["sequences"][b].get<std::vector<int64_t>>();
+    EXPECT_EQ(got, want) << "row " << b;
+    ASSERT_GE(r.prompt.size(), 2u);
+    EXPECT_EQ(t.settings().lang_to_id.at(r.language), r.prompt[1]);
+    std::printf("  [whisper] row %lld, language auto: detected %s (id %lld), %zu tokens equal to transformers' "
+                "generate() without a language\n",
+                static_cast<long long>(b), r.language.c_str(), static_cast<long long>(r.prompt[1]), r.ids.size());
   }
 }
 

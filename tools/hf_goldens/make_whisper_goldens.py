@@ -11,7 +11,8 @@ Written (numbers only):
   greedy:  model.generate(input_features, language="en", task="transcribe", max_new_tokens=N) per row (the
            real Whisper generation: forced prompt, suppress_tokens, begin_suppress_tokens);
   timestamps: the same with return_timestamps=True (no <|notimestamps|> in the prompt,
-           WhisperTimeStampLogitsProcessor; generate() returns the prompt and the finished segments' tokens).
+           WhisperTimeStampLogitsProcessor; generate() returns the prompt and the finished segments' tokens);
+  detected: generate() with no language (detect_language picks the prompt's language token).
 """
 import argparse
 import hashlib
@@ -72,6 +73,11 @@ def main():
                                  return_timestamps=True, max_new_tokens=a.max_new_tokens, do_sample=False,
                                  num_beams=1)
             timestamps.append([int(t) for t in out[0].tolist()])
+        detected = []
+        for b in range(2):
+            out = model.generate(x[b:b + 1], generation_config=gen, task="transcribe",
+                                 max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
+            detected.append([int(t) for t in out[0].tolist()])
     rows = list(range(0, config.max_source_positions, 50))
     golden = {
         "source": a.source,
@@ -86,11 +92,12 @@ def main():
                     "last_row": [[r(v) for v in logits[b, -1].tolist()] for b in range(2)]},
         "greedy": {"prompt": prompt, "max_new_tokens": a.max_new_tokens, "sequences": greedy},
         "timestamps": {"prompt": prompt[:3], "max_new_tokens": a.max_new_tokens, "sequences": timestamps},
+        "detected": {"max_new_tokens": a.max_new_tokens, "sequences": detected},
     }
     with open(a.out, "w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote {a.out}: greedy {greedy}, timestamps {timestamps}", file=sys.stderr)
+    print(f"wrote {a.out}: greedy {greedy}, timestamps {timestamps}, detected {detected}", file=sys.stderr)
 
 
 if __name__ == "__main__":

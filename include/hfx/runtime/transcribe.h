@@ -46,6 +46,8 @@ class SpeechSeq2SeqEngine {
   /// One decoder call on input_ids [B, S] over the caches; writes the last position's logits [B, V].
   virtual void step(std::span<const int64_t> input_ids, int64_t batch, int64_t seq,
                     std::vector<float>& logits) = 0;
+  /// Drops the decoder caches and keeps the encoder's output (a new prompt over the same audio).
+  virtual void reset_decoder() = 0;
 };
 
 /// The model library's own components on the CPU kernels.
@@ -70,7 +72,10 @@ WhisperSettings whisper_settings(const nlohmann::json& config,
                                  const std::optional<nlohmann::json>& generation_config);
 
 struct TranscribeOptions {
-  std::string language;  ///< "en", "english" or "<|en|>"; empty: English (as Transformers.js defaults)
+  /// "en", "english" or "<|en|>"; empty: English (as Transformers.js defaults); "auto": detected as
+  /// transformers' generate() does without a language (one decoder call on <|startoftranscript|>, the
+  /// most likely language token).
+  std::string language;
   std::string task = "transcribe";  ///< "transcribe" | "translate"
   int64_t max_new_tokens = 0;       ///< 0: up to max_length
   bool timestamps = false;          ///< segment timestamps (return_timestamps)
@@ -85,6 +90,7 @@ struct TranscribeSegment {
 
 struct TranscribeResult {
   std::vector<int64_t> prompt;  ///< the decoder prompt (start, language, task, no-timestamps)
+  std::string language;         ///< the prompt's language token ("<|en|>"), given or detected; empty: none
   std::vector<int64_t> ids;     ///< generated, without the prompt (EOS kept)
   std::string text;             ///< decoded without special tokens
   std::string finish_reason;    ///< "eos" | "length"
@@ -118,6 +124,8 @@ class Transcriber {
 
  private:
   void add_segments(TranscribeResult& r, int64_t timestamp_begin) const;
+  std::string detect_language();
+  TranscribeResult transcribe_encoded(const TranscribeOptions& opts);
 
   std::unique_ptr<SpeechSeq2SeqEngine> engine_;
   std::shared_ptr<const tok::Tokenizer> tokenizer_;
