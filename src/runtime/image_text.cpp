@@ -36,8 +36,9 @@ size_t count_markers(const std::string& prompt, const std::string& marker) {
 class EagerImageText : public ImageTextEngine {
  public:
   explicit EagerImageText(const std::string& dir) : m_(load_model(dir)) {
-    HFX_CHECK(m_->structure() == Structure::VisionLanguage, kComp, "expected a vision-language checkpoint, got {} {}",
-              structure_name(m_->structure()), m_->config().model_type);
+    HFX_CHECK(m_->structure() == Structure::VisionLanguage, kComp,
+              "expected a vision-language checkpoint, got {} {}", structure_name(m_->structure()),
+              m_->config().model_type);
     decoder_ = m_->component("decoder");
   }
   std::string name() const override { return "eager"; }
@@ -45,8 +46,10 @@ class EagerImageText : public ImageTextEngine {
   std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pshape,
                                    std::vector<int64_t>& shape) override {
     EagerBuilder b;
-    const Tensor px = Tensor::from_floats(Shape(pshape.begin(), pshape.end()), {pixels.begin(), pixels.end()});
-    const Tensor f = get(m_->call("vision_encoder", b, {{"pixel_values", b.wrap(px)}}), "image_features").tensor();
+    const Tensor px =
+        Tensor::from_floats(Shape(pshape.begin(), pshape.end()), {pixels.begin(), pixels.end()});
+    const Tensor f =
+        get(m_->call("vision_encoder", b, {{"pixel_values", b.wrap(px)}}), "image_features").tensor();
     shape.assign(f.shape().begin(), f.shape().end());
     return f.contiguous().to_floats();
   }
@@ -54,7 +57,10 @@ class EagerImageText : public ImageTextEngine {
   std::vector<float> embed(std::span<const int64_t> ids) override {
     EagerBuilder b;
     const Tensor t = Tensor::from_ints({1, static_cast<int64_t>(ids.size())}, {ids.begin(), ids.end()});
-    return get(m_->call("embed_tokens", b, {{"input_ids", b.wrap(t)}}), "inputs_embeds").tensor().contiguous().to_floats();
+    return get(m_->call("embed_tokens", b, {{"input_ids", b.wrap(t)}}), "inputs_embeds")
+        .tensor()
+        .contiguous()
+        .to_floats();
   }
 
   void reset() override {
@@ -68,13 +74,15 @@ class EagerImageText : public ImageTextEngine {
     std::vector<int64_t> pos(static_cast<size_t>(seq));
     for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
     total_ += seq;
-    NamedVars in{{"inputs_embeds", b.wrap(Tensor::from_floats({1, seq, hidden}, {embeds.begin(), embeds.end()}))},
-                 {"attention_mask", b.wrap(Tensor::from_ints({1, total_}, std::vector<int64_t>(total_, 1)))},
-                 {"position_ids", b.wrap(Tensor::from_ints({1, seq}, pos))}};
+    NamedVars in{
+        {"inputs_embeds", b.wrap(Tensor::from_floats({1, seq, hidden}, {embeds.begin(), embeds.end()}))},
+        {"attention_mask", b.wrap(Tensor::from_ints({1, total_}, std::vector<int64_t>(total_, 1)))},
+        {"position_ids", b.wrap(Tensor::from_ints({1, seq}, pos))}};
     for (const auto& [name, t] : past_) in.emplace_back(name, b.wrap(t));
     const NamedVars out = m_->call("decoder", b, in, CallOptions{1, true});
     past_.clear();
-    for (const CacheLeafDecl& c : decoder_.cache) past_.emplace_back(c.past_input, get(out, c.present_output).tensor());
+    for (const CacheLeafDecl& c : decoder_.cache)
+      past_.emplace_back(c.past_input, get(out, c.present_output).tensor());
     return get(out, "logits").tensor().contiguous().to_floats();  // [1, 1, V]
   }
 
@@ -96,12 +104,14 @@ std::vector<float> merged_embeddings(ImageTextEngine& e, const std::vector<int64
   const size_t n = features.size() / static_cast<size_t>(hidden);
   for (size_t i = 0; i < ids.size(); i++) {
     if (ids[i] != image_token) continue;
-    HFX_CHECK(k < n, kComp, "expected at most {} image tokens (id {}) in the prompt, got more", n, image_token);
+    HFX_CHECK(k < n, kComp, "expected at most {} image tokens (id {}) in the prompt, got more", n,
+              image_token);
     std::copy_n(features.begin() + static_cast<std::ptrdiff_t>(k * hidden), hidden,
                 emb.begin() + static_cast<std::ptrdiff_t>(i * hidden));
     k++;
   }
-  HFX_CHECK(k == n, kComp, "expected {} image tokens (id {}) for the image features, got {}", n, image_token, k);
+  HFX_CHECK(k == n, kComp, "expected {} image tokens (id {}) for the image features, got {}", n, image_token,
+            k);
   return emb;
 }
 
@@ -117,12 +127,15 @@ std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string&
 
 #ifndef HFX_HAVE_ORT
 std::unique_ptr<ImageTextEngine> make_ort_image_text_engine(const std::string& dir, int) {
-  HFX_THROW(kComp, "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)", dir);
+  HFX_THROW(kComp,
+            "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)",
+            dir);
 }
 #endif
 
 ImageTextResult generate_with_images(const std::string& dir, const std::vector<std::string>& image_paths,
-                                     const std::string& prompt, int64_t max_new_tokens, const std::string& engine) {
+                                     const std::string& prompt, int64_t max_new_tokens,
+                                     const std::string& engine) {
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
   HFX_CHECK(type == "llava", kComp,
@@ -142,7 +155,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
       marker, image_paths.size(), markers, marker, marker);
   const bool onnx = fs::exists(fs::path(dir) / "onnx" / "vision_encoder.onnx");
   const bool use_ort = engine == "ort" || (engine == "auto" && onnx);
-  std::unique_ptr<ImageTextEngine> e = use_ort ? make_ort_image_text_engine(dir) : make_eager_image_text_engine(dir);
+  std::unique_ptr<ImageTextEngine> e =
+      use_ort ? make_ort_image_text_engine(dir) : make_eager_image_text_engine(dir);
 
   const auto proc = processors::ClipImageProcessorConfig::load(dir);
   std::vector<processors::Image> images;
@@ -154,7 +168,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
     const std::vector<float> pixels = px.to_floats();
     std::vector<int64_t> shape;
     features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, shape);
-    HFX_CHECK(shape.size() == 3, kComp, "expected image_features [images, K, hidden], got rank {}", shape.size());
+    HFX_CHECK(shape.size() == 3, kComp, "expected image_features [images, K, hidden], got rank {}",
+              shape.size());
     per_image = shape[1];
     hidden = shape[2];
   }

@@ -42,8 +42,8 @@ class OrtImageText : public ImageTextEngine {
   }
 
   std::vector<float> embed(std::span<const int64_t> ids) override {
-    NamedTensors out =
-        embed_->run({{"input_ids", RtTensor::i64({1, static_cast<int64_t>(ids.size())}, ids)}}, {"inputs_embeds"});
+    NamedTensors out = embed_->run({{"input_ids", RtTensor::i64({1, static_cast<int64_t>(ids.size())}, ids)}},
+                                   {"inputs_embeds"});
     return out.at(0).second.to_f32();
   }
 

@@ -10,19 +10,23 @@
 
 namespace hfx::whisper {
 
-void apply_timestamp_rules(const TimestampRules& r, const std::vector<int64_t>& seq, std::vector<float>& logits) {
+void apply_timestamp_rules(const TimestampRules& r, const std::vector<int64_t>& seq,
+                           std::vector<float>& logits) {
   constexpr float kNegInf = -std::numeric_limits<float>::infinity();
   const int64_t V = static_cast<int64_t>(logits.size()), tb = std::min(r.timestamp_begin(), V);
   auto mask = [&](int64_t from, int64_t to) {
-    std::fill(logits.begin() + std::clamp<int64_t>(from, 0, V), logits.begin() + std::clamp<int64_t>(to, 0, V), kNegInf);
+    std::fill(logits.begin() + std::clamp<int64_t>(from, 0, V),
+              logits.begin() + std::clamp<int64_t>(to, 0, V), kNegInf);
   };
   mask(r.no_timestamps, r.no_timestamps + 1);
   const size_t n = seq.size();
   const bool last_ts = n >= 1 && seq[n - 1] >= tb;
   const bool penultimate_ts = n < 2 || seq[n - 2] >= tb;
   if (last_ts) {
-    if (penultimate_ts) mask(tb, V);  // after a pair: text
-    else mask(0, r.eos);              // after a lone timestamp: a timestamp or EOS
+    if (penultimate_ts)
+      mask(tb, V);  // after a pair: text
+    else
+      mask(0, r.eos);  // after a lone timestamp: a timestamp or EOS
   }
   int64_t last = -1;
   for (int64_t t : seq)
@@ -39,8 +43,10 @@ void apply_timestamp_rules(const TimestampRules& r, const std::vector<int64_t>& 
   for (int64_t i = 0; i < V; i++) {
     const double e = std::exp(static_cast<double>(logits[i]) - top);
     sum += e;
-    if (i >= tb) ts += e;
-    else text_max = std::max(text_max, static_cast<double>(logits[i]) - top);
+    if (i >= tb)
+      ts += e;
+    else
+      text_max = std::max(text_max, static_cast<double>(logits[i]) - top);
   }
   const double lse = std::log(sum);
   if (ts > 0 && std::log(ts) - lse > text_max - lse) mask(0, tb);
@@ -67,8 +73,10 @@ std::vector<SegmentSpan> segment_spans(const std::vector<int64_t>& ids, int64_t 
   // A lone timestamp at the end closes the last segment; otherwise the last segment keeps the second
   // timestamp of its pair (its end is the first) and what follows is unfinished.
   const bool single_ending = n >= 2 && !is_ts(n - 2) && is_ts(n - 1);
-  if (single_ending) slices.push_back(n);
-  else slices.back() += 1;
+  if (single_ending)
+    slices.push_back(n);
+  else
+    slices.back() += 1;
   size_t last = 0;
   for (size_t i = 0; i < slices.size(); i++) {
     const size_t s = slices[i];

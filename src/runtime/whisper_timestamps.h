@@ -18,7 +18,8 @@ struct TimestampRules {
 /// the prompt): <|notimestamps|> never; the first token a timestamp ≤ max_initial_timestamp_index; after a
 /// timestamp pair text, after a lone timestamp a timestamp or EOS; no timestamp below the last one; only
 /// timestamps when their total probability beats every text token.
-void apply_timestamp_rules(const TimestampRules& r, const std::vector<int64_t>& generated, std::vector<float>& logits);
+void apply_timestamp_rules(const TimestampRules& r, const std::vector<int64_t>& generated,
+                           std::vector<float>& logits);
 
 /// One segment of `ids` (EOS removed): [begin, end) into ids, and its times in timestamp positions
 /// (seconds / time_precision).
@@ -31,6 +32,7 @@ struct SegmentSpan {
 /// the first) and the text after it is an unfinished segment, dropped. With
 /// no pair the whole sequence is one segment from 0 to its last timestamp (to `window`, the clip's length
 /// in positions, when it has none).
-std::vector<SegmentSpan> segment_spans(const std::vector<int64_t>& ids, int64_t timestamp_begin, double window);
+std::vector<SegmentSpan> segment_spans(const std::vector<int64_t>& ids, int64_t timestamp_begin,
+                                       double window);
 
 }  // namespace hfx::whisper

@@ -28,8 +28,8 @@ bool open_(const std::vector<float>& l, int64_t from, int64_t to) {
 TEST(WhisperTimestamps, FirstTokenIsAnEarlyTimestamp) {
   auto l = flat();
   apply_timestamp_rules(kRules, {}, l);
-  EXPECT_TRUE(banned(l, 0, 20));   // text, EOS and <|notimestamps|>
-  EXPECT_TRUE(open_(l, 20, 26));   // timestamp_begin .. + max_initial_timestamp_index
+  EXPECT_TRUE(banned(l, 0, 20));  // text, EOS and <|notimestamps|>
+  EXPECT_TRUE(open_(l, 20, 26));  // timestamp_begin .. + max_initial_timestamp_index
   EXPECT_TRUE(banned(l, 26, 40));
 }
 

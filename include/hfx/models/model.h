@@ -191,8 +191,8 @@ struct Architecture {
   /// Weights a checkpoint may carry that the model ignores (regexes over names, e.g. rotary inv_freq).
   std::vector<std::string> optional_weights = {};
   /// The task heads the architecture supports: head name ("causal_lm", "base", "masked_lm",
-  /// "sequence_classification", "token_classification", "seq2seq_lm", "image_text_to_text". → the transformers class that
-  /// config.json's `architectures` names for it. The first is the default (create-tiny, and configs
+  /// "sequence_classification", "token_classification", "seq2seq_lm", "image_text_to_text") → the
+  /// transformers class that config.json's `architectures` names for it. The first is the default (create-tiny, and configs
   /// without `architectures`). Empty: one head, "causal_lm".
   std::vector<std::pair<std::string, std::string>> heads = {};
 };

@@ -9,7 +9,8 @@
 // image features written over the image tokens' rows in order, a prefill of the decoder on them and one
 // decoder call per new token over its KV cache (greedy; stops at an eos id of the config).
 //
-//   auto r = hfx::rt::generate_with_images("out/llava-onnx", {"cat.png"}, "USER: <image>\nWhat is it? ASSISTANT:", 32);
+//   auto r = hfx::rt::generate_with_images("out/llava-onnx", {"cat.png"}, "USER: <image>\nWhat is it?
+//   ASSISTANT:", 32);
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -25,7 +26,8 @@ class ImageTextEngine {
   virtual ~ImageTextEngine() = default;
   virtual std::string name() const = 0;  ///< "eager" | "ort"
   /// image_features [images, K, hidden] (row-major, `shape` set) for pixel_values [images, C, H, W].
-  virtual std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pixel_shape,
+  virtual std::vector<float> encode_images(std::span<const float> pixels,
+                                           const std::vector<int64_t>& pixel_shape,
                                            std::vector<int64_t>& shape) = 0;
   /// inputs_embeds [1, S, hidden] of input_ids [1, S].
   virtual std::vector<float> embed(std::span<const int64_t> ids) = 0;
