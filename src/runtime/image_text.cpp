@@ -162,7 +162,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   std::vector<processors::Image> images;
   for (const auto& p : image_paths) images.push_back(processors::read_image(p));
   std::vector<float> features;
-  int64_t per_image = 0, hidden = parse_model_config(config).hidden_size;
+  const ModelConfig text = parse_model_config(config);  // the text model's numbers (llava's parse)
+  int64_t per_image = 0, hidden = text.hidden_size;
   if (!images.empty()) {
     const Tensor px = processors::clip_pixel_values(proc, images).contiguous();
     const std::vector<float> pixels = px.to_floats();
@@ -183,7 +184,7 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
     else
       r.prompt_ids.push_back(id);
   }
-  const std::vector<int64_t> eos = parse_model_config(config).eos_token_ids;  // the text model's
+  const std::vector<int64_t>& eos = text.eos_token_ids;
   e->reset();
   std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
   int64_t seq = static_cast<int64_t>(r.prompt_ids.size());

@@ -53,6 +53,12 @@ std::map<std::string, int64_t> id_map(const nlohmann::json& v, const char* key) 
   return r;
 }
 
+// "en" (or empty: English, as Transformers.js defaults) → "<|en|>"; a token as given stays.
+std::string language_token(const std::string& language) {
+  const std::string lang = language.empty() ? "en" : language;
+  return lang.rfind("<|", 0) == 0 ? lang : "<|" + lang + "|>";
+}
+
 class EagerSpeech : public SpeechSeq2SeqEngine {
  public:
   explicit EagerSpeech(std::shared_ptr<const Model> m) : m_(std::move(m)) {
@@ -183,8 +189,7 @@ std::vector<int64_t> Transcriber::prompt(const TranscribeOptions& o) const {
   const WhisperSettings& s = settings_;
   std::vector<int64_t> p{s.decoder_start_token_id};
   if (s.is_multilingual) {
-    std::string lang = o.language.empty() ? "en" : o.language;
-    if (lang.rfind("<|", 0) != 0) lang = "<|" + lang + "|>";
+    const std::string lang = language_token(o.language);
     auto it = s.lang_to_id.find(lang);
     if (it == s.lang_to_id.end()) {
       std::string known;
@@ -279,7 +284,7 @@ TranscribeResult Transcriber::transcribe_encoded(const TranscribeOptions& opts) 
   const WhisperSettings& s = settings_;
   TranscribeResult r;
   r.prompt = prompt(opts);
-  if (s.is_multilingual) r.language = opts.language.rfind("<|", 0) == 0 ? opts.language : "<|" + (opts.language.empty() ? std::string("en") : opts.language) + "|>";
+  if (s.is_multilingual) r.language = language_token(opts.language);
   const int64_t V = engine_->vocab_size(), P = static_cast<int64_t>(r.prompt.size());
   const int64_t budget = s.max_length - P;
   const int64_t n = opts.max_new_tokens > 0 ? std::min(opts.max_new_tokens, budget) : budget;

@@ -29,6 +29,13 @@ using nlohmann::json;
 constexpr double kTol = 1e-4;
 
 // features[b, m, t] = 0.5 * sin(0.37 * (m * frames + t) + 1.3 * b), as make_whisper_goldens.py computes it.
+// What transformers' generate() returns: the decoder prompt, then the generated tokens.
+std::vector<int64_t> prompt_and_ids(const TranscribeResult& r) {
+  std::vector<int64_t> all = r.prompt;
+  all.insert(all.end(), r.ids.begin(), r.ids.end());
+  return all;
+}
+
 std::vector<float> golden_features(int64_t b, int64_t mels, int64_t frames) {
   std::vector<float> f(static_cast<size_t>(mels * frames));
   for (int64_t m = 0; m < mels; m++)
@@ -105,10 +112,8 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
   for (int64_t b = 0; b < 2; b++) {
     const std::vector<float> f = golden_features(b, mels, frames);
     TranscribeResult r = t.transcribe_features(f, o);
-    std::vector<int64_t> got = r.prompt;
-    got.insert(got.end(), r.ids.begin(), r.ids.end());
     EXPECT_EQ(r.prompt, gg["prompt"].get<std::vector<int64_t>>());
-    EXPECT_EQ(got, gg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
+    EXPECT_EQ(prompt_and_ids(r), gg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
     std::printf("  [whisper] row %lld: %zu greedy tokens equal to transformers' generate()\n",
                 static_cast<long long>(b), r.ids.size());
   }
@@ -146,10 +151,7 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
   for (int64_t b = 0; b < 2; b++) {
     const std::vector<float> f = golden_features(b, mels, frames);
     TranscribeResult r = t.transcribe_features(f, a);
-    std::vector<int64_t> got = r.prompt;
-    got.insert(got.end(), r.ids.begin(), r.ids.end());
-    const auto want = dg["sequences"][b].get<std::vector<int64_t>>();
-    EXPECT_EQ(got, want) << "row " << b;
+    EXPECT_EQ(prompt_and_ids(r), dg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
     ASSERT_GE(r.prompt.size(), 2u);
     EXPECT_EQ(t.settings().lang_to_id.at(r.language), r.prompt[1]);
     std::printf("  [whisper] row %lld, language auto: detected %s (id %lld), %zu tokens equal to transformers' "
