@@ -411,27 +411,31 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   Var h = a.inputs_embeds;
   {
     Scope sm(b, "model");
+    // transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
+    auto scale = [&](Var x) {
+      double norm = Tensor::scalar(std::sqrt(static_cast<double>(c.hidden_size)), c.dtype).item();
+      x = F::mul(x, norm);
+      return c.dtype != DType::F32 ? F::to(F::to(x, c.dtype), DType::F32) : x;
+    };
     if (!h.defined()) {
       Scope se(b, "embed_tokens");
       h = F::embedding(w(b, "model.embed_tokens.weight"), a.input_ids);
+      if (o_.scale_embeddings && o_.scale_in_embedding) h = scale(F::to(h, DType::F32));
       b.name_output(h);
     }
     h = F::to(h, DType::F32);
     if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
-    if (o_.scale_embeddings) {
-      // transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
-      double norm = std::sqrt(static_cast<double>(c.hidden_size));
-      norm = Tensor::scalar(norm, c.dtype).item();
-      h = F::mul(h, norm);
-      if (c.dtype != DType::F32) h = F::to(F::to(h, c.dtype), DType::F32);
-    }
+    if (o_.scale_embeddings && !o_.scale_in_embedding) h = scale(h);
     Var pos = positions(b, a, past);
     auto [cos, sin] = rope_cos_sin(b, o_.rope, pos, past + S);
+    Var cos_local = cos, sin_local = sin;
+    if (o_.rope_local) std::tie(cos_local, sin_local) = rope_cos_sin(b, *o_.rope_local, pos, past + S);
     Var mask = padding_mask(b, a.attention_mask);
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {
       Scope sl(b, "layers." + std::to_string(i));
       Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
-      Var att = attention(b, x, static_cast<int>(i), cos, sin, mask, a.cache);
+      const bool local = c.layer_types.at(i) == "sliding_attention";
+      Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin, mask, a.cache);
       if (o_.sandwich_norms) att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
       if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
       h = F::add(h, att);

@@ -12,6 +12,7 @@ const Architecture& qwen2_architecture();
 const Architecture& qwen3_architecture();
 const Architecture& gemma_architecture();
 const Architecture& gemma2_architecture();
+const Architecture& gemma3_text_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
 const Architecture& mixtral_architecture();
@@ -43,6 +44,7 @@ std::vector<const Architecture*> all_architectures() {
   static const std::vector<const Architecture*> all = {
       &llama_architecture(), &mistral_architecture(), &qwen2_architecture(), &qwen3_architecture(),
       &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
+      &gemma3_text_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(), &qwen2_moe_architecture(), &qwen3_moe_architecture(), &olmoe_architecture(),
       &granitemoe_architecture(),

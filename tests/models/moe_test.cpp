@@ -1,7 +1,5 @@
 // Mixture-of-experts decoders (mixtral, qwen2_moe, qwen3_moe, olmoe, granitemoe):
-//   * eager vs goldens from the real transformers (4.47; 4.51 for qwen3_moe), made by
-//     tools/hf_goldens/make_causal_goldens.sh on the very checkpoints `create-tiny` writes: logits at every
-//     position of three batch-1 prompts (lengths 6, 13, 2) and 32 greedy tokens (transformers' generate());
+//   * eager vs goldens from the real transformers: tests/models/causal_goldens_test.cpp;
 //   * routing: top-k and the renormalization each change the output;
 //   * bad input: missing / mis-shaped expert weights, num_experts_per_tok > experts, layer types.
 // Tolerance 1e-4 absolute at f32 on logits of magnitude ~1. Measured worst |hfx - transformers| (printed):
@@ -38,50 +36,6 @@ std::string error_of(const std::function<void()>& fn) {
   }
   return "";
 }
-
-class MoeGoldens : public ::testing::TestWithParam<std::string> {};
-
-TEST_P(MoeGoldens, EagerMatchesTransformers) {
-  const std::string arch = GetParam();
-  json g = json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + arch + "-lm.json"));
-  TempDir dir("moe_golden_" + arch);
-  create_tiny(arch, dir.path.string(), TinyOptions{});
-  std::shared_ptr<const Model> base(load_model(dir.path.string()));
-  auto lm = std::dynamic_pointer_cast<const CausalLM>(base);
-  ASSERT_TRUE(lm);
-  double worst = 0;
-  for (const auto& p : g["prompts"]) {
-    std::vector<int64_t> ids = p["input_ids"].get<std::vector<int64_t>>();
-    const int64_t S = static_cast<int64_t>(ids.size());
-    SCOPED_TRACE("prompt of " + std::to_string(S));
-    EagerBuilder eb;
-    ForwardArgs a;
-    a.input_ids = eb.wrap(ints({1, S}, ids));
-    a.attention_mask = eb.wrap(ints({1, S}, std::vector<int64_t>(S, 1)));
-    Tensor logits = lm->forward(eb, a).logits.tensor().contiguous();
-    const int64_t V = logits.size(2);
-    const auto& want = p["logits"];
-    ASSERT_EQ(static_cast<int64_t>(want.size()), S);
-    const float* got = logits.data<float>();
-    for (int64_t s = 0; s < S; s++) {
-      ASSERT_EQ(static_cast<int64_t>(want[s].size()), V);
-      for (int64_t v = 0; v < V; v++) worst = std::max(worst, std::fabs(got[s * V + v] - want[s][v].get<double>()));
-    }
-    // 32 greedy tokens with the cache, as generate() does (no EOS stop).
-    Generator gen(std::make_unique<EagerEngine>(lm), nullptr, {});
-    GenerationOptions o;
-    o.max_new_tokens = 32;
-    o.ignore_eos = true;
-    auto r = gen.generate_ids({ids}, o);
-    EXPECT_EQ(r.ids[0], p["greedy_new_tokens"].get<std::vector<int64_t>>());
-  }
-  EXPECT_LE(worst, kTol);
-  std::printf("  [%s] eager vs transformers %s: worst |logit diff| %.3g\n", arch.c_str(),
-              g["transformers_version"].get<std::string>().c_str(), worst);
-}
-
-INSTANTIATE_TEST_SUITE_P(Moe, MoeGoldens, ::testing::ValuesIn(kMoe),
-                         [](const auto& i) { return param_name(i.param); });
 
 // Routing is live: top-k of E, all E experts (num_experts_per_tok = E) and, where the family reads it,
 // norm_topk_prob flipped, each change the logits (the goldens pin down which one transformers computes).
