@@ -34,9 +34,10 @@ void register_transcribe(CLI::App& app) {
                   "transformers' generate() does");
   cmd->add_option("--task", a->opts.task, "transcribe | translate (multilingual models)");
   cmd->add_option("--max-new-tokens", a->opts.max_new_tokens,
-                  "at most N generated tokens (default: up to max_length)");
+                  "at most N generated tokens (default: up to max_length); per 30-second window for longer audio");
   cmd->add_flag("--timestamps", a->opts.timestamps,
-                "segment timestamps (transformers' return_timestamps): one '[start --> end] text' line each");
+                "segment timestamps (transformers' return_timestamps): one '[start --> end] text' line each; always "
+                "on for audio longer than 30 s (transformers' long-form transcription)");
   cmd->add_option("--engine", a->engine, "auto (export folder: ort, checkpoint: eager) | eager | ort");
   cmd->add_flag("--json", a->json, "print one JSON object (prompt, ids, text, finish reason)");
   cmd->callback([a] {
@@ -46,7 +47,7 @@ void register_transcribe(CLI::App& app) {
       nlohmann::json j = {
           {"model", a->model}, {"file", a->file}, {"engine", t.engine().name()},     {"prompt", r.prompt},
           {"ids", r.ids},      {"text", r.text},  {"finish_reason", r.finish_reason}, {"language", r.language}};
-      if (a->opts.timestamps) {
+      if (a->opts.timestamps || !r.segments.empty()) {
         j["segments"] = nlohmann::json::array();
         for (const auto& s : r.segments)
           j["segments"].push_back({{"start", s.start}, {"end", s.end}, {"ids", s.ids}, {"text", s.text}});
@@ -54,7 +55,7 @@ void register_transcribe(CLI::App& app) {
       fmt::print("{}\n", j.dump());
       return;
     }
-    if (!a->opts.timestamps) return fmt::print("{}\n", r.text);
+    if (!a->opts.timestamps && r.segments.empty()) return fmt::print("{}\n", r.text);
     for (const auto& s : r.segments) fmt::print("[{:.2f} --> {:.2f}] {}\n", s.start, s.end, s.text);
   });
 }

@@ -64,14 +64,18 @@ std::vector<double> mel_filter_bank_slaney(int64_t n_fft, int64_t n_mels, double
   return fb;
 }
 
-std::vector<float> whisper_log_mel(const std::vector<float>& samples, const WhisperFeatureConfig& cfg) {
+namespace {
+
+// The clip padded (padding_value) or truncated to `total` samples → [feature_size, out_frames].
+std::vector<float> log_mel(const std::vector<float>& samples, const WhisperFeatureConfig& cfg, int64_t total,
+                           int64_t out_frames) {
   HFX_CHECK(!samples.empty(), "audio", "expected at least one sample, got none");
   const int64_t n_fft = cfg.n_fft, hop = cfg.hop_length, bins = n_fft / 2 + 1, M = cfg.feature_size;
-  std::vector<float> wave(static_cast<size_t>(cfg.n_samples), static_cast<float>(cfg.padding_value));
+  std::vector<float> wave(static_cast<size_t>(total), static_cast<float>(cfg.padding_value));
   std::copy_n(samples.begin(), std::min<size_t>(samples.size(), wave.size()), wave.begin());
   const std::vector<double> x = reflect_pad(wave, n_fft / 2);
   const int64_t frames = 1 + (static_cast<int64_t>(x.size()) - n_fft) / hop;
-  const int64_t keep = std::min<int64_t>(frames - 1, cfg.nb_max_frames);  // Whisper drops the last frame
+  const int64_t keep = std::min<int64_t>(frames - 1, out_frames);  // Whisper drops the last frame
   std::vector<double> window(static_cast<size_t>(n_fft));
   for (int64_t i = 0; i < n_fft; i++)
     window[i] = 0.5 - 0.5 * std::cos(2.0 * M_PI * static_cast<double>(i) / static_cast<double>(n_fft));
@@ -84,7 +88,7 @@ std::vector<float> whisper_log_mel(const std::vector<float>& samples, const Whis
     std::lock_guard<std::mutex> lock(g_plan_mutex);
     plan = fftw_plan_dft_r2c_1d(static_cast<int>(n_fft), in, out, FFTW_ESTIMATE);
   }
-  std::vector<float> mel(static_cast<size_t>(M * cfg.nb_max_frames), 0.0f);
+  std::vector<float> mel(static_cast<size_t>(M * out_frames), 0.0f);
   std::vector<double> power(static_cast<size_t>(bins));
   float max_log = -std::numeric_limits<float>::infinity();
   for (int64_t t = 0; t < keep; t++) {
@@ -96,7 +100,7 @@ std::vector<float> whisper_log_mel(const std::vector<float>& samples, const Whis
       double s = 0;
       for (int64_t k = 0; k < bins; k++) s += fb[static_cast<size_t>(k * M + m)] * power[k];
       const float v = static_cast<float>(std::log10(std::max(1e-10, s)));
-      mel[static_cast<size_t>(m * cfg.nb_max_frames + t)] = v;
+      mel[static_cast<size_t>(m * out_frames + t)] = v;
       max_log = std::max(max_log, v);
     }
   }
@@ -108,10 +112,22 @@ std::vector<float> whisper_log_mel(const std::vector<float>& samples, const Whis
   fftw_free(out);
   for (int64_t m = 0; m < M; m++)
     for (int64_t t = 0; t < keep; t++) {
-      float& v = mel[static_cast<size_t>(m * cfg.nb_max_frames + t)];
+      float& v = mel[static_cast<size_t>(m * out_frames + t)];
       v = (std::max(v, max_log - 8.0f) + 4.0f) / 4.0f;
     }
   return mel;
+}
+
+}  // namespace
+
+std::vector<float> whisper_log_mel(const std::vector<float>& samples, const WhisperFeatureConfig& cfg) {
+  return log_mel(samples, cfg, cfg.n_samples, cfg.nb_max_frames);
+}
+
+std::vector<float> whisper_log_mel_long(const std::vector<float>& samples, const WhisperFeatureConfig& cfg) {
+  const int64_t n = static_cast<int64_t>(samples.size());
+  HFX_CHECK(n >= cfg.hop_length, "audio", "expected at least hop_length ({}) samples, got {}", cfg.hop_length, n);
+  return log_mel(samples, cfg, n, n / cfg.hop_length);
 }
 
 }  // namespace hfx::audio

@@ -127,6 +127,7 @@ WhisperSettings whisper_settings(const nlohmann::json& cfg, const std::optional<
     s.max_initial_timestamp_index = ints(*v, "max_initial_timestamp_index").at(0);
   if (const auto* v = field("is_multilingual")) s.is_multilingual = v->is_boolean() && v->get<bool>();
   if (const auto* v = field("max_length")) s.max_length = ints(*v, "max_length").at(0);
+  if (const auto* v = field("pad_token_id")) s.pad_token_id = ints(*v, "pad_token_id").at(0);
   return s;
 }
 
@@ -219,18 +220,26 @@ std::vector<int64_t> Transcriber::prompt(const TranscribeOptions& o) const {
 
 // transformers' segments (whisper_timestamps.h), timed at time_precision = chunk_length / encoder positions
 // (30 s / 1500 = 0.02 s), each segment's text its text tokens decoded; r.text joins them.
+// Seconds per timestamp position: chunk_length over the encoder's positions (30 / 1500 = 0.02).
+double time_precision(const audio::WhisperFeatureConfig& f) {
+  return static_cast<double>(f.chunk_length) / (static_cast<double>(f.nb_max_frames) / 2.0);
+}
+
 void Transcriber::add_segments(TranscribeResult& r, int64_t timestamp_begin) const {
   std::vector<int64_t> ids = r.ids;
   if (r.finish_reason == "eos" && !ids.empty()) ids.pop_back();
-  const double precision =
-      static_cast<double>(features_.chunk_length) / (static_cast<double>(features_.nb_max_frames) / 2.0);
-  const double window = static_cast<double>(features_.nb_max_frames) / 2.0;
   r.text.clear();
+  append_segments(r, ids, timestamp_begin, static_cast<double>(features_.nb_max_frames) / 2.0, 0.0);
+}
+
+void Transcriber::append_segments(TranscribeResult& r, const std::vector<int64_t>& ids, int64_t timestamp_begin,
+                                  double window, double offset) const {
+  const double precision = time_precision(features_);
   for (const whisper::SegmentSpan& sp : whisper::segment_spans(ids, timestamp_begin, window)) {
     TranscribeSegment seg;
     seg.ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(sp.begin), ids.begin() + static_cast<std::ptrdiff_t>(sp.end));
-    seg.start = sp.start * precision;
-    seg.end = sp.stop * precision;
+    seg.start = offset + sp.start * precision;
+    seg.end = offset + sp.stop * precision;
     std::vector<int32_t> text;
     for (int64_t t : seg.ids)
       if (t < timestamp_begin) text.push_back(static_cast<int32_t>(t));
@@ -246,7 +255,60 @@ TranscribeResult Transcriber::transcribe_file(const std::string& path, const Tra
 
 TranscribeResult Transcriber::transcribe(const audio::Waveform& w, const TranscribeOptions& opts) {
   const auto x = audio::resample(w.samples, w.sample_rate, static_cast<int>(features_.sampling_rate));
-  return transcribe_features(audio::whisper_log_mel(x, features_), opts);
+  if (static_cast<int64_t>(x.size()) <= features_.n_samples)
+    return transcribe_features(audio::whisper_log_mel(x, features_), opts);
+  // Longer than one chunk: transformers' long-form path (the feature extractor with truncation=False).
+  return transcribe_long_features(audio::whisper_log_mel_long(x, features_),
+                                  static_cast<int64_t>(x.size()) / features_.hop_length, opts);
+}
+
+// transformers 4.47 WhisperGenerationMixin.generate with more than nb_max_frames frames (batch 1, greedy, no
+// temperature fallback, condition_on_prev_tokens off): each window is the features from `seek`, zero-padded
+// to nb_max_frames; its sequence loses a non-final EOS and trailing pads, is cut into segments, and moves seek.
+TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f, int64_t frames,
+                                                       const TranscribeOptions& opts) {
+  const int64_t M = features_.feature_size, W = features_.nb_max_frames, stride = 2;
+  HFX_CHECK(frames > 0 && static_cast<int64_t>(f.size()) == M * frames, kComp,
+            "expected input_features [{}, {}] ({} values), got {} values", M, frames, M * frames, f.size());
+  HFX_CHECK(settings_.no_timestamps_token_id && !settings_.eos_token_ids.empty(), kComp,
+            "expected no_timestamps_token_id and eos_token_id in generation_config.json for long-form audio "
+            "(over {} s), got none; cut the audio into {}-second clips",
+            features_.chunk_length, features_.chunk_length);
+  TranscribeOptions o = opts;
+  o.timestamps = true;  // transformers: long-form generation needs (and turns on) timestamps
+  if (o.language != "auto") prompt(o);
+  const int64_t tb = *settings_.no_timestamps_token_id + 1, eos = settings_.eos_token_ids.front();
+  const double precision = time_precision(features_);
+  TranscribeResult all;
+  all.finish_reason = "length";
+  std::vector<float> window(static_cast<size_t>(M * W));
+  for (int64_t seek = 0; seek < frames;) {
+    const int64_t n = std::min(frames - seek, W);
+    std::fill(window.begin(), window.end(), 0.0f);
+    for (int64_t m = 0; m < M; m++)
+      std::copy_n(f.begin() + m * frames + seek, n, window.begin() + m * W);
+    engine_->encode(window, 1, M, W);
+    if (o.language == "auto") o.language = detect_language();  // once, on the first window (as transformers)
+    TranscribeResult r = transcribe_encoded(o);
+    std::vector<int64_t> seq = r.ids;
+    if (seek + W < frames && !seq.empty() && seq.back() == eos) seq.pop_back();
+    if (settings_.pad_token_id && !seq.empty() && seq.back() == *settings_.pad_token_id)  // all pads, as upstream
+      seq.resize(seq.size() - static_cast<size_t>(std::count(seq.begin(), seq.end(), *settings_.pad_token_id)));
+    const size_t before = all.segments.size();
+    // A window without a timestamp pair ends at int(n · time_precision_features / time_precision), computed
+    // by transformers in float32 (a long tensor times Python floats); the offset is float64.
+    const float hop_s = static_cast<float>(features_.hop_length) / static_cast<float>(features_.sampling_rate);
+    const auto positions = static_cast<int64_t>(static_cast<float>(n) * hop_s / static_cast<float>(precision));
+    append_segments(all, seq, tb, static_cast<double>(positions),
+                    static_cast<double>(seek) * precision / static_cast<double>(stride));
+    for (size_t i = before; i < all.segments.size(); i++)
+      all.ids.insert(all.ids.end(), all.segments[i].ids.begin(), all.segments[i].ids.end());
+    all.prompt = r.prompt;
+    all.language = r.language;
+    all.finish_reason = r.finish_reason;
+    seek += whisper::seek_advance(seq, tb, n, stride);
+  }
+  return all;
 }
 
 TranscribeResult Transcriber::transcribe_features(std::span<const float> f, const TranscribeOptions& opts) {

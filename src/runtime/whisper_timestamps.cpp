@@ -87,4 +87,15 @@ std::vector<SegmentSpan> segment_spans(const std::vector<int64_t>& ids, int64_t 
   return out;
 }
 
+int64_t seek_advance(const std::vector<int64_t>& ids, int64_t tb, int64_t window_frames, int64_t input_stride) {
+  const size_t n = ids.size();
+  size_t last_pair = 0;  // one past the last timestamp pair's second token; 0: none
+  for (size_t i = 0; i + 1 < n; i++)
+    if (ids[i] >= tb && ids[i + 1] >= tb) last_pair = i + 2;
+  const bool single_ending = n >= 2 && ids[n - 2] < tb && ids[n - 1] >= tb;
+  if (last_pair == 0 || single_ending) return window_frames;
+  // transformers: slices[-1] += 1, then seek_sequence[last_slice - 2], the pair's first timestamp.
+  return (ids[last_pair - 2] - tb) * input_stride;
+}
+
 }  // namespace hfx::whisper

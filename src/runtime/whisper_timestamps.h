@@ -35,4 +35,10 @@ struct SegmentSpan {
 std::vector<SegmentSpan> segment_spans(const std::vector<int64_t>& ids, int64_t timestamp_begin,
                                        double window);
 
+/// How far transformers' long-form transcription moves on after a window (_retrieve_segment's
+/// segment_offset, in feature frames): the whole window (`window_frames`) when `ids` end with a lone
+/// timestamp or hold no timestamp pair, else to the last pair's timestamp (position × `input_stride`).
+int64_t seek_advance(const std::vector<int64_t>& ids, int64_t timestamp_begin, int64_t window_frames,
+                     int64_t input_stride);
+
 }  // namespace hfx::whisper

@@ -27,6 +27,7 @@
 #include "hfx/models/tiny.h"
 #include "hfx/ops/builder.h"
 #include "hfx/runtime/ort_session.h"
+#include "hfx/runtime/transcribe.h"
 #include "support/oracle.h"
 #include "support/shell.h"
 
@@ -240,6 +241,44 @@ TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
               "Transformers.js's first: %lld (no max_initial_timestamp_index)\n",
               eager["ids"].size(), eager["segments"].size(), static_cast<long long>(first),
               static_cast<long long>(last_initial), static_cast<long long>(tjs[3]));
+}
+
+// Long-form transcription (more than 30 s of features): transformers 4.47's sequential windows, each moved on
+// to its last timestamp pair, against the golden's generate(return_timestamps=True, return_segments=True) on
+// LONG_FRAMES frames of the golden formula — the same segments (tokens, start and end in seconds) and the
+// same sequence, from the checkpoint (eager) and from the export (ONNX Runtime).
+TEST(WhisperLongForm, EagerAndOrtEqualTransformersSegments) {
+  const fs::path& d = exported();
+  const json g =
+      json::parse(hfx::io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/whisper-lm.json"));
+  const json& lg = g["longform"];
+  const int64_t frames = lg["frames"].get<int64_t>(), mels = 80;
+  std::vector<float> f(static_cast<size_t>(mels * frames));
+  for (int64_t m = 0; m < mels; m++)
+    for (int64_t t = 0; t < frames; t++)  // make_whisper_goldens.py's formula, batch row 0
+      f[static_cast<size_t>(m * frames + t)] = static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(m * frames + t)));
+  hfx::TranscribeOptions o;
+  o.language = "en";
+  o.max_new_tokens = lg["max_new_tokens"].get<int64_t>();
+  for (const char* engine : {"eager", "ort"}) {
+    SCOPED_TRACE(engine);
+    hfx::Transcriber t = hfx::Transcriber::open((d / (std::string(engine) == "eager" ? "ckpt" : "out")).string(), engine);
+    const hfx::TranscribeResult r = t.transcribe_long_features(f, frames, o);
+    EXPECT_EQ(r.ids, lg["sequence"].get<std::vector<int64_t>>());
+    ASSERT_EQ(r.segments.size(), lg["segments"].size());
+    for (size_t i = 0; i < r.segments.size(); i++) {
+      const json& s = lg["segments"][i];
+      EXPECT_EQ(r.segments[i].ids, s["tokens"].get<std::vector<int64_t>>()) << "segment " << i;
+      EXPECT_NEAR(r.segments[i].start, s["start"].get<double>(), 1e-6) << "segment " << i;
+      EXPECT_NEAR(r.segments[i].end, s["end"].get<double>(), 1e-6) << "segment " << i;
+    }
+    ASSERT_FALSE(r.segments.empty());
+    EXPECT_GT(r.segments.back().start, 60.0) << "the third window was reached";
+    std::printf("  [whisper long-form, %s] %zu frames: %zu segments (%.2f-%.2f s ... %.2f-%.2f s) and %zu tokens "
+                "equal to transformers'\n", engine, static_cast<size_t>(frames), r.segments.size(),
+                r.segments[0].start, r.segments[0].end, r.segments.back().start, r.segments.back().end,
+                r.ids.size());
+  }
 }
 
 // ExecuTorch (.pte methods encoder, decoder, decoder_with_past) and .pt2 (one program per call kind):

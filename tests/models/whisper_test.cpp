@@ -10,7 +10,10 @@
 //     segments' tokens, which hfx's segments, concatenated, must equal; the raw tokens hfx generated start
 //     with them,
 //   * language detection (--language auto) against generate() without a language: the same detected
-//     language token in the prompt and the same tokens after it.
+//     language token in the prompt and the same tokens after it;
+//   * long-form features: WhisperFeatureExtractor(truncation=False, padding="longest") on a 45-second wave
+//     against audio::whisper_log_mel_long (frame count, 7 whole frames, sums). The long-form segments
+//     are checked in tests/integration/whisper_export_test.cpp (eager and ONNX Runtime).
 // Tolerance 1e-4 absolute at f32; the measured worst differences are printed.
 #include <gtest/gtest.h>
 
@@ -18,6 +21,7 @@
 #include <algorithm>
 #include <cstdio>
 
+#include "hfx/audio/audio.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/transcribe.h"
 #include "models/model_test_util.h"
@@ -158,6 +162,42 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
                 "generate() without a language\n",
                 static_cast<long long>(b), r.language.c_str(), static_cast<long long>(r.prompt[1]), r.ids.size());
   }
+}
+
+TEST(WhisperGoldens, LongFormFeaturesEqualTheFeatureExtractor) {
+  const json g =
+      json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/whisper-lm.json"))["longform_features"];
+  TempDir dir("whisper_long_features");
+  create_tiny("whisper", dir.path.string());
+  const auto cfg = audio::WhisperFeatureConfig::from_json(
+      json::parse(io::read_file((dir.path / "preprocessor_config.json").string())));
+  const int64_t n = g["samples"].get<int64_t>();
+  std::vector<float> w(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++) {  // make_whisper_goldens.py's long_wave, in float64 then float32
+    const double x = static_cast<double>(i);
+    w[static_cast<size_t>(i)] = static_cast<float>(0.3 * std::sin(2 * M_PI * 440 * x / 16000) *
+                                                       (1 + 0.5 * std::sin(2 * M_PI * 0.7 * x / 16000)) +
+                                                   0.05 * std::sin(0.001 * std::pow(x, 1.5) / 16000));
+  }
+  const std::vector<float> f = audio::whisper_log_mel_long(w, cfg);
+  const int64_t M = cfg.feature_size, T = static_cast<int64_t>(f.size()) / M;
+  ASSERT_EQ(T, g["frames"].get<int64_t>());
+  ASSERT_GT(T, cfg.nb_max_frames);
+  double worst = 0, sum = 0, abs_sum = 0;
+  const auto cols = g["cols"].get<std::vector<int64_t>>();
+  for (size_t c = 0; c < cols.size(); c++)
+    for (int64_t m = 0; m < M; m++)
+      worst = std::max(worst, std::fabs(f[static_cast<size_t>(m * T + cols[c])] - g["values"][c][m].get<double>()));
+  for (float v : f) {
+    sum += v;
+    abs_sum += std::fabs(v);
+  }
+  EXPECT_LE(worst, kTol);
+  // Sums over 360k values, compared per value (as the encoder sums above).
+  EXPECT_LE(std::fabs(sum - g["sum"].get<double>()) / static_cast<double>(f.size()), kTol);
+  EXPECT_LE(std::fabs(abs_sum - g["abs_sum"].get<double>()) / static_cast<double>(f.size()), kTol);
+  std::printf("  [whisper long-form features] %lld frames, max|diff| %.3g over %zu frames\n",
+              static_cast<long long>(T), worst, cols.size());
 }
 
 }  // namespace

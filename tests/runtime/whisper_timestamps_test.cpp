@@ -94,5 +94,14 @@ TEST(WhisperTimestamps, SegmentsAtPairsLastUnfinishedDropped) {
   EXPECT_TRUE(segment_spans({}, 20, 1500).empty());
 }
 
+TEST(WhisperTimestamps, SeekAdvanceToTheLastPairOrTheWholeWindow) {
+  // 20 a 25 | 25 b 30 | 30 c: to the last pair's first timestamp (position 10), times the input stride 2.
+  EXPECT_EQ(seek_advance({20, 1, 25, 25, 2, 30, 30, 3}, 20, 3000, 2), 20);
+  // Ending on a lone timestamp, or no pair at all: the whole window.
+  EXPECT_EQ(seek_advance({20, 1, 25, 25, 2, 31}, 20, 3000, 2), 3000);
+  EXPECT_EQ(seek_advance({20, 1, 2, 27}, 20, 1324, 2), 1324);
+  EXPECT_EQ(seek_advance({}, 20, 3000, 2), 3000);
+}
+
 }  // namespace
 }  // namespace hfx::whisper

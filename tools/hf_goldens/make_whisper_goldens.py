@@ -13,6 +13,12 @@ Written (numbers only):
   timestamps: the same with return_timestamps=True (no <|notimestamps|> in the prompt,
            WhisperTimeStampLogitsProcessor; generate() returns the prompt and the finished segments' tokens);
   detected: generate() with no language (detect_language picks the prompt's language token).
+  longform: generate() on LONG_FRAMES (> 3000) frames of the same formula (transformers' sequential long-form
+           transcription: 30-second windows, each advanced to its last timestamp), return_timestamps=True,
+           return_segments=True: the sequence and every segment's start, end and tokens;
+  longform_features: WhisperFeatureExtractor(truncation=False, padding="longest") on LONG_SAMPLES samples of
+           wave(i) = 0.3 sin(2 pi 440 i / 16000) (1 + 0.5 sin(2 pi 0.7 i / 16000)) + 0.05 sin(0.001 i^1.5 / 16000)
+           (float32): the frame count, every mel at the frames in `cols`, the sum and the sum of |x|.
 """
 import argparse
 import hashlib
@@ -32,6 +38,16 @@ def features(batch, mels, frames):
     m = np.arange(mels, dtype=np.float64)[:, None]
     t = np.arange(frames, dtype=np.float64)[None, :]
     return np.stack([(0.5 * np.sin(0.37 * (m * frames + t) + 1.3 * b)).astype(np.float32) for b in range(batch)])
+
+
+LONG_FRAMES = 7300
+LONG_SAMPLES = 16000 * 45 + 123
+
+
+def long_wave(n):
+    i = np.arange(n, dtype=np.float64)
+    w = 0.3 * np.sin(2 * np.pi * 440 * i / 16000) * (1 + 0.5 * np.sin(2 * np.pi * 0.7 * i / 16000))
+    return (w + 0.05 * np.sin(0.001 * i ** 1.5 / 16000)).astype(np.float32)
 
 
 def r(x):
@@ -78,6 +94,22 @@ def main():
             out = model.generate(x[b:b + 1], generation_config=gen, task="transcribe",
                                  max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
             detected.append([int(t) for t in out[0].tolist()])
+        xl = torch.from_numpy(features(1, config.num_mel_bins, LONG_FRAMES))
+        lf = model.generate(xl, generation_config=gen, language="en", task="transcribe", return_timestamps=True,
+                            return_segments=True, max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
+        longform = {"frames": LONG_FRAMES, "max_new_tokens": a.max_new_tokens,
+                    "sequence": [int(t) for t in lf["sequences"][0].tolist()],
+                    "segments": [{"start": r(float(sg["start"])), "end": r(float(sg["end"])),
+                                  "tokens": [int(t) for t in sg["tokens"].tolist()]} for sg in lf["segments"][0]]}
+    from transformers import WhisperFeatureExtractor
+    fe = WhisperFeatureExtractor.from_pretrained(a.ckpt)
+    lfe = fe(long_wave(LONG_SAMPLES), sampling_rate=16000, truncation=False, padding="longest",
+             return_tensors="np").input_features[0]
+    cols = [0, 1, 1000, 2999, 3000, 4321, lfe.shape[1] - 1]
+    longform_features = {"samples": LONG_SAMPLES, "frames": int(lfe.shape[1]), "cols": cols,
+                         "values": [[r(float(lfe[m, t])) for m in range(lfe.shape[0])] for t in cols],
+                         "sum": r(float(lfe.astype(np.float64).sum())),
+                         "abs_sum": r(float(np.abs(lfe.astype(np.float64)).sum()))}
     rows = list(range(0, config.max_source_positions, 50))
     golden = {
         "source": a.source,
@@ -93,6 +125,8 @@ def main():
         "greedy": {"prompt": prompt, "max_new_tokens": a.max_new_tokens, "sequences": greedy},
         "timestamps": {"prompt": prompt[:3], "max_new_tokens": a.max_new_tokens, "sequences": timestamps},
         "detected": {"max_new_tokens": a.max_new_tokens, "sequences": detected},
+        "longform": longform,
+        "longform_features": longform_features,
     }
     with open(a.out, "w") as f:
         json.dump(golden, f, separators=(",", ":"))

@@ -59,5 +59,9 @@ std::vector<double> mel_filter_bank_slaney(int64_t n_fft, int64_t n_mels, double
 /// log10(max(1e-10, ·)), last frame dropped, max(x, max - 8), (x + 4) / 4. Returns
 /// input_features [feature_size, nb_max_frames] row-major, float32.
 std::vector<float> whisper_log_mel(const std::vector<float>& samples, const WhisperFeatureConfig& cfg);
+/// The same over the whole clip, neither padded nor truncated (WhisperFeatureExtractor with
+/// truncation=False, padding="longest": what transformers' long-form transcription reads): input_features
+/// [feature_size, samples / hop_length] row-major, normalized by the whole clip's maximum.
+std::vector<float> whisper_log_mel_long(const std::vector<float>& samples, const WhisperFeatureConfig& cfg);
 
 }  // namespace hfx::audio

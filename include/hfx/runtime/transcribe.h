@@ -13,6 +13,10 @@
 // before EOS), never decrease, and a timestamp is forced when the timestamps' total probability beats every
 // text token. The result is split into segments at timestamp pairs; an unfinished last segment (text with
 // no closing timestamp) is dropped, as transformers drops it.
+// Audio longer than the feature extractor's chunk (30 s) is transcribed as transformers' long-form
+// generate() does (always with timestamps): log-mel over the whole clip, then 30-second windows from a
+// seek position, each decoded from the same prompt and cut into segments; the next window starts at the
+// window's last timestamp pair (or after the whole window when it ends on a lone timestamp or has none).
 //
 //   auto t = hfx::Transcriber::open("out/");          // export folder → ONNX Runtime
 //   auto r = t.transcribe_file("speech.wav", {.language = "en"});
@@ -65,6 +69,7 @@ struct WhisperSettings {
   std::map<std::string, int64_t> task_to_id;  ///< "transcribe" / "translate" → id
   std::optional<int64_t> no_timestamps_token_id;  ///< timestamps are the ids after it
   std::optional<int64_t> max_initial_timestamp_index;
+  std::optional<int64_t> pad_token_id;  ///< long-form: trailing pads of a window's sequence are removed
   bool is_multilingual = false;
   int64_t max_length = 448;
 };
@@ -77,7 +82,7 @@ struct TranscribeOptions {
   /// most likely language token).
   std::string language;
   std::string task = "transcribe";  ///< "transcribe" | "translate"
-  int64_t max_new_tokens = 0;       ///< 0: up to max_length
+  int64_t max_new_tokens = 0;       ///< 0: up to max_length (long-form: per 30-second window)
   bool timestamps = false;          ///< segment timestamps (return_timestamps)
 };
 
@@ -115,6 +120,10 @@ class Transcriber {
   TranscribeResult transcribe(const audio::Waveform& wave, const TranscribeOptions& opts = {});
   /// input_features [mels, frames] of one clip.
   TranscribeResult transcribe_features(std::span<const float> features, const TranscribeOptions& opts = {});
+  /// Long-form transcription of input_features [mels, frames] (any number of frames; see the file comment):
+  /// timestamps on, segment times from the clip's start, `ids` the segments' tokens concatenated.
+  TranscribeResult transcribe_long_features(std::span<const float> features, int64_t frames,
+                                            const TranscribeOptions& opts = {});
   /// The decoder prompt for `opts` (throws hfx::Error("transcribe", ...) for an unknown language or task).
   std::vector<int64_t> prompt(const TranscribeOptions& opts) const;
 
@@ -124,6 +133,9 @@ class Transcriber {
 
  private:
   void add_segments(TranscribeResult& r, int64_t timestamp_begin) const;
+  /// Appends the segments of `ids` (transformers' _retrieve_segment), `offset` seconds from the clip's start.
+  void append_segments(TranscribeResult& r, const std::vector<int64_t>& ids, int64_t timestamp_begin,
+                       double window_positions, double offset) const;
   std::string detect_language();
   TranscribeResult transcribe_encoded(const TranscribeOptions& opts);
 
