@@ -33,11 +33,13 @@ void register_transcribe(CLI::App& app) {
                   "language code (en, de, ...) of a multilingual model (default: en), or auto: detected as "
                   "transformers' generate() does");
   cmd->add_option("--task", a->opts.task, "transcribe | translate (multilingual models)");
-  cmd->add_option("--max-new-tokens", a->opts.max_new_tokens,
-                  "at most N generated tokens (default: up to max_length); per 30-second window for longer audio");
-  cmd->add_flag("--timestamps", a->opts.timestamps,
-                "segment timestamps (transformers' return_timestamps): one '[start --> end] text' line each; always "
-                "on for audio longer than 30 s (transformers' long-form transcription)");
+  cmd->add_option(
+      "--max-new-tokens", a->opts.max_new_tokens,
+      "at most N generated tokens (default: up to max_length); per 30-second window for longer audio");
+  cmd->add_flag(
+      "--timestamps", a->opts.timestamps,
+      "segment timestamps (transformers' return_timestamps): one '[start --> end] text' line each; always "
+      "on for audio longer than 30 s (transformers' long-form transcription)");
   cmd->add_option("--engine", a->engine, "auto (export folder: ort, checkpoint: eager) | eager | ort");
   cmd->add_flag("--json", a->json, "print one JSON object (prompt, ids, text, finish reason)");
   cmd->callback([a] {

@@ -126,7 +126,8 @@ std::vector<float> whisper_log_mel(const std::vector<float>& samples, const Whis
 
 std::vector<float> whisper_log_mel_long(const std::vector<float>& samples, const WhisperFeatureConfig& cfg) {
   const int64_t n = static_cast<int64_t>(samples.size());
-  HFX_CHECK(n >= cfg.hop_length, "audio", "expected at least hop_length ({}) samples, got {}", cfg.hop_length, n);
+  HFX_CHECK(n >= cfg.hop_length, "audio", "expected at least hop_length ({}) samples, got {}", cfg.hop_length,
+            n);
   return log_mel(samples, cfg, n, n / cfg.hop_length);
 }
 

@@ -435,7 +435,8 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
       Scope sl(b, "layers." + std::to_string(i));
       Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
       const bool local = c.layer_types.at(i) == "sliding_attention";
-      Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin, mask, a.cache);
+      Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin, mask,
+                          a.cache);
       if (o_.sandwich_norms) att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
       if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
       h = F::add(h, att);

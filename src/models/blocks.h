@@ -104,7 +104,8 @@ struct DecoderOptions {
   double clip_qkv = 0.0;          ///< OLMoE: clamp q/k/v to ±clip_qkv (0: none)
   bool sandwich_norms = false;    ///< Gemma-2 post_attention / pre_feedforward / post_feedforward norms
   bool scale_embeddings = false;  ///< Gemma: × sqrt(hidden) rounded to the model dtype
-  bool scale_in_embedding = false;  ///< Gemma 3: the scale is embed_tokens' own (inputs_embeds are not scaled)
+  bool scale_in_embedding =
+      false;  ///< Gemma 3: the scale is embed_tokens' own (inputs_embeds are not scaled)
   double attn_softcap = 0.0, final_softcap = 0.0;
   double attn_scale = 0.0;        ///< 0: head_dim^-0.5
   double embedding_multiplier = 1.0, residual_multiplier = 1.0, logits_scaling = 1.0;  ///< Granite

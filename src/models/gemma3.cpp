@@ -29,8 +29,8 @@ ModelConfig parse(const json& j) {
   ModelConfig c = parse_common(j, "gemma3_text", d);
   if (!jhas(j, "num_key_value_heads")) c.num_key_value_heads = 4;  // Gemma3TextConfig's default, not heads
   HFX_CHECK(c.num_attention_heads % c.num_key_value_heads == 0, "model",
-            "expected num_attention_heads divisible by num_key_value_heads, got {} and {}", c.num_attention_heads,
-            c.num_key_value_heads);
+            "expected num_attention_heads divisible by num_key_value_heads, got {} and {}",
+            c.num_attention_heads, c.num_key_value_heads);
   c.sliding_window = sliding_window_of(j, 4096);
   const int64_t pattern = jget<int64_t>(j, "sliding_window_pattern", 6);
   set_layer_types(c, [&](int64_t i) { return pattern > 0 && (i + 1) % pattern != 0; });
@@ -56,7 +56,8 @@ RopeConfig local_rope(const ModelConfig& c) {
 
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
-  o.act = jget<std::string>(c.raw, "hidden_activation", jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
+  o.act = jget<std::string>(c.raw, "hidden_activation",
+                            jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
   o.norm_offset = 1.0;
   o.scale_embeddings = true;
@@ -94,7 +95,8 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& gemma3_text_architecture() {
-  static const Architecture a = decoder_architecture<parse, options>("gemma3_text", tiny, "sentencepiece", 0.0);
+  static const Architecture a =
+      decoder_architecture<parse, options>("gemma3_text", tiny, "sentencepiece", 0.0);
   return a;
 }
 

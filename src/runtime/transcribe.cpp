@@ -232,8 +232,8 @@ void Transcriber::add_segments(TranscribeResult& r, int64_t timestamp_begin) con
   append_segments(r, ids, timestamp_begin, static_cast<double>(features_.nb_max_frames) / 2.0, 0.0);
 }
 
-void Transcriber::append_segments(TranscribeResult& r, const std::vector<int64_t>& ids, int64_t timestamp_begin,
-                                  double window, double offset) const {
+void Transcriber::append_segments(TranscribeResult& r, const std::vector<int64_t>& ids,
+                                  int64_t timestamp_begin, double window, double offset) const {
   const double precision = time_precision(features_);
   for (const whisper::SegmentSpan& sp : whisper::segment_spans(ids, timestamp_begin, window)) {
     TranscribeSegment seg;
@@ -264,7 +264,8 @@ TranscribeResult Transcriber::transcribe(const audio::Waveform& w, const Transcr
 
 // transformers 4.47 WhisperGenerationMixin.generate with more than nb_max_frames frames (batch 1, greedy, no
 // temperature fallback, condition_on_prev_tokens off): each window is the features from `seek`, zero-padded
-// to nb_max_frames; its sequence loses a non-final EOS and trailing pads, is cut into segments, and moves seek.
+// to nb_max_frames; its sequence loses a non-final EOS and trailing pads, is cut into segments, and moves
+// seek.
 TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f, int64_t frames,
                                                        const TranscribeOptions& opts) {
   const int64_t M = features_.feature_size, W = features_.nb_max_frames, stride = 2;
@@ -285,20 +286,23 @@ TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f,
   for (int64_t seek = 0; seek < frames;) {
     const int64_t n = std::min(frames - seek, W);
     std::fill(window.begin(), window.end(), 0.0f);
-    for (int64_t m = 0; m < M; m++)
-      std::copy_n(f.begin() + m * frames + seek, n, window.begin() + m * W);
+    for (int64_t m = 0; m < M; m++) std::copy_n(f.begin() + m * frames + seek, n, window.begin() + m * W);
     engine_->encode(window, 1, M, W);
     if (o.language == "auto") o.language = detect_language();  // once, on the first window (as transformers)
     TranscribeResult r = transcribe_encoded(o);
     std::vector<int64_t> seq = r.ids;
     if (seek + W < frames && !seq.empty() && seq.back() == eos) seq.pop_back();
-    if (settings_.pad_token_id && !seq.empty() && seq.back() == *settings_.pad_token_id)  // all pads, as upstream
-      seq.resize(seq.size() - static_cast<size_t>(std::count(seq.begin(), seq.end(), *settings_.pad_token_id)));
+    if (settings_.pad_token_id && !seq.empty() &&
+        seq.back() == *settings_.pad_token_id)  // all pads, as upstream
+      seq.resize(seq.size() -
+                 static_cast<size_t>(std::count(seq.begin(), seq.end(), *settings_.pad_token_id)));
     const size_t before = all.segments.size();
     // A window without a timestamp pair ends at int(n · time_precision_features / time_precision), computed
     // by transformers in float32 (a long tensor times Python floats); the offset is float64.
-    const float hop_s = static_cast<float>(features_.hop_length) / static_cast<float>(features_.sampling_rate);
-    const auto positions = static_cast<int64_t>(static_cast<float>(n) * hop_s / static_cast<float>(precision));
+    const float hop_s =
+        static_cast<float>(features_.hop_length) / static_cast<float>(features_.sampling_rate);
+    const auto positions =
+        static_cast<int64_t>(static_cast<float>(n) * hop_s / static_cast<float>(precision));
     append_segments(all, seq, tb, static_cast<double>(positions),
                     static_cast<double>(seek) * precision / static_cast<double>(stride));
     for (size_t i = before; i < all.segments.size(); i++)

@@ -87,7 +87,8 @@ std::vector<SegmentSpan> segment_spans(const std::vector<int64_t>& ids, int64_t 
   return out;
 }
 
-int64_t seek_advance(const std::vector<int64_t>& ids, int64_t tb, int64_t window_frames, int64_t input_stride) {
+int64_t seek_advance(const std::vector<int64_t>& ids, int64_t tb, int64_t window_frames,
+                     int64_t input_stride) {
   const size_t n = ids.size();
   size_t last_pair = 0;  // one past the last timestamp pair's second token; 0: none
   for (size_t i = 0; i + 1 < n; i++)

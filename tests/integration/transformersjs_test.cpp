@@ -74,6 +74,7 @@ TEST_P(TransformersJs, SameGreedyTokensAsEager) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, TransformersJs,
-                         ::testing::Values("llama", "qwen2", "gemma2", "gpt2", "mistral", "qwen3", "gemma", "phi3", "qwen2_moe",
-                                           "qwen3_moe", "granitemoehybrid", "lfm2", "gemma3_text"),
+                         ::testing::Values("llama", "qwen2", "gemma2", "gpt2", "mistral", "qwen3", "gemma",
+                                           "phi3", "qwen2_moe", "qwen3_moe", "granitemoehybrid", "lfm2",
+                                           "gemma3_text"),
                          [](const auto& info) { return info.param; });

@@ -256,13 +256,15 @@ TEST(WhisperLongForm, EagerAndOrtEqualTransformersSegments) {
   std::vector<float> f(static_cast<size_t>(mels * frames));
   for (int64_t m = 0; m < mels; m++)
     for (int64_t t = 0; t < frames; t++)  // make_whisper_goldens.py's formula, batch row 0
-      f[static_cast<size_t>(m * frames + t)] = static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(m * frames + t)));
+      f[static_cast<size_t>(m * frames + t)] =
+          static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(m * frames + t)));
   hfx::TranscribeOptions o;
   o.language = "en";
   o.max_new_tokens = lg["max_new_tokens"].get<int64_t>();
   for (const char* engine : {"eager", "ort"}) {
     SCOPED_TRACE(engine);
-    hfx::Transcriber t = hfx::Transcriber::open((d / (std::string(engine) == "eager" ? "ckpt" : "out")).string(), engine);
+    hfx::Transcriber t =
+        hfx::Transcriber::open((d / (std::string(engine) == "eager" ? "ckpt" : "out")).string(), engine);
     const hfx::TranscribeResult r = t.transcribe_long_features(f, frames, o);
     EXPECT_EQ(r.ids, lg["sequence"].get<std::vector<int64_t>>());
     ASSERT_EQ(r.segments.size(), lg["segments"].size());
@@ -274,10 +276,11 @@ TEST(WhisperLongForm, EagerAndOrtEqualTransformersSegments) {
     }
     ASSERT_FALSE(r.segments.empty());
     EXPECT_GT(r.segments.back().start, 60.0) << "the third window was reached";
-    std::printf("  [whisper long-form, %s] %zu frames: %zu segments (%.2f-%.2f s ... %.2f-%.2f s) and %zu tokens "
-                "equal to transformers'\n", engine, static_cast<size_t>(frames), r.segments.size(),
-                r.segments[0].start, r.segments[0].end, r.segments.back().start, r.segments.back().end,
-                r.ids.size());
+    std::printf(
+        "  [whisper long-form, %s] %zu frames: %zu segments (%.2f-%.2f s ... %.2f-%.2f s) and %zu tokens "
+        "equal to transformers'\n",
+        engine, static_cast<size_t>(frames), r.segments.size(), r.segments[0].start, r.segments[0].end,
+        r.segments.back().start, r.segments.back().end, r.ids.size());
   }
 }
 

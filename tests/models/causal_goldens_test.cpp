@@ -1,14 +1,13 @@
-// Decoder-only LMs against goldens from the real transformers (4.47; 4.51 for qwen3_moe and gemma3_text), made
-// by tools/hf_goldens/make_causal_goldens.sh on the very checkpoints `create-tiny` writes: logits at every
-// position of three batch-1 prompts (lengths 6, 13, 2) and 32 greedy tokens (transformers' generate(), or full
-// recomputation where the golden says greedy_method "nocache": gemma3_text, whose 4.51 HybridCache shifts
-// the sliding window one step early, huggingface/transformers#37574). hfx's greedy tokens come from its
-// cached path.
-// Tolerance 1e-4 absolute at f32 on logits of magnitude ~1. Measured worst |hfx - transformers| (printed):
-// mixtral 2.6e-6, qwen2_moe 1.6e-6, qwen3_moe 1.9e-6, olmoe 1.7e-6, granitemoe 3.7e-7, gemma3_text 6.0e-6 —
-// the size of hfx's own cached-vs-recomputed difference on these checkpoints (ModelArch: up to 2.6e-6), so
-// 1e-4 leaves ~40x room for summation order while any routing mistake (a wrong expert) moves logits by
-// > 1e-3 (MoeRouting) and a wrong rope or window by far more.
+// Decoder-only LMs against goldens from the real transformers (4.47; 4.51 for qwen3_moe and gemma3_text),
+// made by tools/hf_goldens/make_causal_goldens.sh on the very checkpoints `create-tiny` writes: logits at
+// every position of three batch-1 prompts (lengths 6, 13, 2) and 32 greedy tokens (transformers' generate(),
+// or full recomputation where the golden says greedy_method "nocache": gemma3_text, whose 4.51 HybridCache
+// shifts the sliding window one step early, huggingface/transformers#37574). hfx's greedy tokens come from
+// its cached path. Tolerance 1e-4 absolute at f32 on logits of magnitude ~1. Measured worst |hfx -
+// transformers| (printed): mixtral 2.6e-6, qwen2_moe 1.6e-6, qwen3_moe 1.9e-6, olmoe 1.7e-6,
+// granitemoe 3.7e-7, gemma3_text 6.0e-6 — the size of hfx's own cached-vs-recomputed difference on these
+// checkpoints (ModelArch: up to 2.6e-6), so 1e-4 leaves ~40x room for summation order while any routing
+// mistake (a wrong expert) moves logits by > 1e-3 (MoeRouting) and a wrong rope or window by far more.
 #include <gtest/gtest.h>
 
 #include <algorithm>
@@ -25,13 +24,15 @@ namespace {
 using nlohmann::json;
 constexpr double kTol = 1e-4;
 
-const std::vector<std::string> kGolden = {"mixtral", "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe", "gemma3_text"};
+const std::vector<std::string> kGolden = {"mixtral", "qwen2_moe",  "qwen3_moe",
+                                          "olmoe",   "granitemoe", "gemma3_text"};
 
 class CausalGoldens : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(CausalGoldens, EagerMatchesTransformers) {
   const std::string arch = GetParam();
-  json g = json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + arch + "-lm.json"));
+  json g =
+      json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + arch + "-lm.json"));
   TempDir dir("causal_golden_" + arch);
   create_tiny(arch, dir.path.string(), TinyOptions{});
   std::shared_ptr<const Model> base(load_model(dir.path.string()));
@@ -53,7 +54,8 @@ TEST_P(CausalGoldens, EagerMatchesTransformers) {
     const float* got = logits.data<float>();
     for (int64_t s = 0; s < S; s++) {
       ASSERT_EQ(static_cast<int64_t>(want[s].size()), V);
-      for (int64_t v = 0; v < V; v++) worst = std::max(worst, std::fabs(got[s * V + v] - want[s][v].get<double>()));
+      for (int64_t v = 0; v < V; v++)
+        worst = std::max(worst, std::fabs(got[s * V + v] - want[s][v].get<double>()));
     }
     // 32 greedy tokens with the cache, as generate() does (no EOS stop).
     Generator gen(std::make_unique<EagerEngine>(lm), nullptr, {});

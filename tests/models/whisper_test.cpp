@@ -165,8 +165,8 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
 }
 
 TEST(WhisperGoldens, LongFormFeaturesEqualTheFeatureExtractor) {
-  const json g =
-      json::parse(io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/whisper-lm.json"))["longform_features"];
+  const json g = json::parse(io::read_file(std::string(HFX_SOURCE_DIR) +
+                                           "/tests/data/goldens/whisper-lm.json"))["longform_features"];
   TempDir dir("whisper_long_features");
   create_tiny("whisper", dir.path.string());
   const auto cfg = audio::WhisperFeatureConfig::from_json(
@@ -187,7 +187,8 @@ TEST(WhisperGoldens, LongFormFeaturesEqualTheFeatureExtractor) {
   const auto cols = g["cols"].get<std::vector<int64_t>>();
   for (size_t c = 0; c < cols.size(); c++)
     for (int64_t m = 0; m < M; m++)
-      worst = std::max(worst, std::fabs(f[static_cast<size_t>(m * T + cols[c])] - g["values"][c][m].get<double>()));
+      worst = std::max(worst,
+                       std::fabs(f[static_cast<size_t>(m * T + cols[c])] - g["values"][c][m].get<double>()));
   for (float v : f) {
     sum += v;
     abs_sum += std::fabs(v);
