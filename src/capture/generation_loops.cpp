@@ -277,6 +277,14 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
   NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, *k)},
                    {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
                    {"position_ids", b.ints({in.rows, in.len}, p.pos)}};
+  // A decoder that takes token_type_ids (gemma3: image tokens attend to each other) gets 1 on image tokens.
+  const bool types = std::any_of(decl.inputs.begin(), decl.inputs.end(),
+                                 [](const InputDecl& d) { return d.name == "token_type_ids"; });
+  if (types) {
+    std::vector<int64_t> t(in.ids.size());
+    for (size_t i = 0; i < t.size(); i++) t[i] = in.ids[i] == image_token ? 1 : 0;
+    inputs.push_back({"token_type_ids", b.ints({in.rows, in.len}, t)});
+  }
   for (int64_t step = 0; step < s.max_new_tokens; step++) {
     NamedVars outs = rec.call(step == 0 ? "prefill" : "decode", "decoder", b, inputs, CallOptions{1, true});
     std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
@@ -285,6 +293,7 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
     inputs = {{"inputs_embeds", get(emb, "inputs_embeds")},
               {"attention_mask", b.ints({in.rows, p.total}, p.mask)},
               {"position_ids", b.ints({in.rows, 1}, p.last)}};
+    if (types) inputs.push_back({"token_type_ids", b.ints({in.rows, 1}, std::vector<int64_t>(in.rows, 0))});
     carry_cache(decl, outs, inputs);
   }
 }

@@ -188,6 +188,28 @@ Var positions(Builder& b, const ForwardArgs& a, const Sym& past) {
   return F::expand(p, {B, S});
 }
 
+std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, const Var& attention_mask,
+                                     const Sym& past, int64_t window) {
+  const Sym S = token_type_ids.size(1);
+  Var qpos = F::unsqueeze(F::arange(b, past, past + S), 1);  // [S, 1]
+  Var rel = F::arange(b, Sym(0) - past, S);                   // key position - past: [T]
+  Var kpos = F::unsqueeze(F::add(rel, b.constant(Tensor::from_ints({}, {0}))), 0);
+  kpos = F::add(kpos, F::unsqueeze(F::arange(b, past, past + Sym(1)), 0));  // key positions 0 .. T-1: [1, T]
+  Var one = b.constant(Tensor::from_ints({}, {1})), zero = b.constant(Tensor::from_ints({}, {0}));
+  // The keys' token types: this chunk's for its own positions, none (text) for the cached ones.
+  Var kt = F::index_select(token_type_ids, 1, F::maximum(rel, zero));          // [B, T]
+  Var kimg = F::logical_and(F::eq(kt, one), F::ge(rel, zero));                   // [B, T]
+  Var qimg = F::unsqueeze(F::unsqueeze(F::eq(token_type_ids, one), 1), 3);      // [B, 1, S, 1]
+  Var both = F::logical_and(qimg, F::unsqueeze(F::unsqueeze(kimg, 1), 2));      // [B, 1, S, T]
+  Var allowed = F::logical_or(F::le(kpos, qpos), both);
+  if (attention_mask.defined())
+    allowed = F::logical_and(allowed, F::unsqueeze(F::unsqueeze(F::to(attention_mask, DType::Bool), 1), 1));
+  Var near = F::gt(kpos, F::sub(qpos, b.constant(Tensor::from_ints({}, {window}))));  // q - k < window
+  Var fzero = b.constant(Tensor::scalar(0.0));
+  Var minv = b.constant(Tensor::scalar(static_cast<double>(std::numeric_limits<float>::lowest())));
+  return {F::where(allowed, fzero, minv), F::where(F::logical_and(allowed, near), fzero, minv)};
+}
+
 Var keep_last(const Var& h, int64_t keep) {
   if (keep <= 0) return h;
   Sym S = h.size(1);
@@ -293,7 +315,7 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
 }
 
 Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
-                         KVCache* cache) const {
+                         KVCache* cache, bool full_mask) const {
   const auto& c = config();
   Scope s(b, "self_attn");
   const int64_t H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
@@ -337,7 +359,8 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
   if (cache) std::tie(k, v) = cache->update(layer, k, v);
   const bool sliding = c.layer_types.at(layer) == "sliding_attention";
   double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
-  Var o = F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0, o_.attn_softcap);
+  Var o = full_mask ? F::sdpa(q, k, v, mask, scale, /*causal=*/false, 0, o_.attn_softcap)
+                    : F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0, o_.attn_softcap);
   o = F::reshape(F::transpose(o, 1, 2), {B, S, H * D});
   o = linear(b, *this, o, "o_proj", o_.o_bias);
   b.name_output(o);
@@ -404,6 +427,23 @@ Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
   return y;
 }
 
+namespace {
+// transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
+Var embedding_scale(const ModelConfig& c, Var x) {
+  const double norm = Tensor::scalar(std::sqrt(static_cast<double>(c.hidden_size)), c.dtype).item();
+  x = F::mul(x, norm);
+  return c.dtype != DType::F32 ? F::to(F::to(x, c.dtype), DType::F32) : x;
+}
+}  // namespace
+
+Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
+  Scope se(b, "embed_tokens");
+  Var h = F::embedding(w(b, "model.embed_tokens.weight"), input_ids);
+  if (o_.scale_embeddings && o_.scale_in_embedding) h = embedding_scale(config(), F::to(h, DType::F32));
+  b.name_output(h);
+  return h;
+}
+
 ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   const auto& c = config();
   Sym S = (a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids).size(1);
@@ -411,32 +451,23 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   Var h = a.inputs_embeds;
   {
     Scope sm(b, "model");
-    // transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
-    auto scale = [&](Var x) {
-      double norm = Tensor::scalar(std::sqrt(static_cast<double>(c.hidden_size)), c.dtype).item();
-      x = F::mul(x, norm);
-      return c.dtype != DType::F32 ? F::to(F::to(x, c.dtype), DType::F32) : x;
-    };
-    if (!h.defined()) {
-      Scope se(b, "embed_tokens");
-      h = F::embedding(w(b, "model.embed_tokens.weight"), a.input_ids);
-      if (o_.scale_embeddings && o_.scale_in_embedding) h = scale(F::to(h, DType::F32));
-      b.name_output(h);
-    }
+    if (!h.defined()) h = embed(b, a.input_ids);
     h = F::to(h, DType::F32);
     if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
-    if (o_.scale_embeddings && !o_.scale_in_embedding) h = scale(h);
+    if (o_.scale_embeddings && !o_.scale_in_embedding) h = embedding_scale(c, h);
     Var pos = positions(b, a, past);
     auto [cos, sin] = rope_cos_sin(b, o_.rope, pos, past + S);
     Var cos_local = cos, sin_local = sin;
     if (o_.rope_local) std::tie(cos_local, sin_local) = rope_cos_sin(b, *o_.rope_local, pos, past + S);
-    Var mask = padding_mask(b, a.attention_mask);
+    Var mask = padding_mask(b, a.attention_mask), mask_local;
+    const bool full = a.token_type_ids.defined();  // Gemma 3 image-text: the whole mask is built here
+    if (full) std::tie(mask, mask_local) = image_text_masks(b, a.token_type_ids, a.attention_mask, past, c.sliding_window);
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {
       Scope sl(b, "layers." + std::to_string(i));
       Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
       const bool local = c.layer_types.at(i) == "sliding_attention";
-      Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin, mask,
-                          a.cache);
+      Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin,
+                          full && local ? mask_local : mask, a.cache, full);
       if (o_.sandwich_norms) att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
       if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
       h = F::add(h, att);

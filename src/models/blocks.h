@@ -71,6 +71,13 @@ Var padding_mask(Builder& b, const Var& attention_mask);
 Var positions(Builder& b, const ForwardArgs& a, const Sym& past);
 /// x[:, -keep:, :] when keep > 0.
 Var keep_last(const Var& h, int64_t keep);
+/// Gemma 3's image-text attention masks (additive f32 [B, 1, S, past + S]; first the global layers', then the
+/// sliding layers'), as transformers 4.51's Gemma3ForConditionalGeneration._update_causal_mask and the sliding
+/// layers' tril build them: key k is visible to query q when k <= q, or when both are image tokens
+/// (token_type_ids == 1) of this chunk; padding keys (attention_mask 0) never; on sliding layers only when
+/// q - k < window.
+std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, const Var& attention_mask,
+                                     const Sym& past, int64_t window);
 
 // ---- the Llama-family decoder ----
 /// A sparse mixture-of-experts MLP (Mixtral, Qwen2-MoE, Qwen3-MoE, OLMoE). Routing is softmax over the
@@ -129,10 +136,15 @@ class DecoderLM : public CausalLM {
       : CausalLM(std::move(cfg), std::move(w)), o_(std::move(o)) {}
   ForwardOut forward(Builder& b, const ForwardArgs& args) const override;
   const DecoderOptions& options() const { return o_; }
+  /// model.embed_tokens on input_ids, in f32, with the scale the module itself applies (Gemma 3's
+  /// sqrt(hidden) in the model dtype); the forward's own embedding.
+  Var embed(Builder& b, const Var& input_ids) const;
 
  protected:
   /// self_attn of `layer` in the current scope; rotary only when cos/sin are given (a NoPE layer passes none).
-  Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask, KVCache* cache) const;
+  /// `full_mask`: `mask` is the whole [B, 1, S, T] mask (image_text_masks); no causal or window rule is added.
+  Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask, KVCache* cache,
+                bool full_mask = false) const;
   Var mlp(Builder& b, const Var& x, int64_t layer) const;
   /// The sparse MoE block (o_.moe) in the current scope.
   Var moe(Builder& b, const Var& x) const;

@@ -28,19 +28,26 @@ struct Vision {
   std::string act;
 };
 
-Vision vision_of(const nlohmann::json& v) {
+// CLIPVisionConfig's defaults; SigLIP's differ in the patch, eps and activation.
+Vision vision_of(const nlohmann::json& v, bool siglip = false) {
   auto get = [&](const char* k, int64_t d) {
     return jsonc::get_or<int64_t>(v, k, d, kC, "config.json.vision_config");
   };
-  return Vision{get("hidden_size", 768),
-                get("intermediate_size", 3072),
-                get("num_hidden_layers", 12),
-                get("num_attention_heads", 12),
-                get("num_channels", 3),
-                get("image_size", 224),
-                get("patch_size", 32),
-                jsonc::get_or<double>(v, "layer_norm_eps", 1e-5, kC, "config.json.vision_config"),
-                jsonc::get_or<std::string>(v, "hidden_act", "quick_gelu", kC, "config.json.vision_config")};
+  Vision r{get("hidden_size", 768),
+           get("intermediate_size", 3072),
+           get("num_hidden_layers", 12),
+           get("num_attention_heads", 12),
+           get("num_channels", 3),
+           get("image_size", 224),
+           get("patch_size", siglip ? 16 : 32),
+           jsonc::get_or<double>(v, "layer_norm_eps", siglip ? 1e-6 : 1e-5, kC, "config.json.vision_config"),
+           jsonc::get_or<std::string>(v, "hidden_act", siglip ? "gelu_pytorch_tanh" : "quick_gelu", kC,
+                                      "config.json.vision_config")};
+  HFX_CHECK(r.patch > 0 && r.image % r.patch == 0 && r.heads > 0 && r.hidden % r.heads == 0, "model",
+            "expected vision_config.image_size divisible by patch_size and hidden_size by num_attention_heads, "
+            "got {}, {}, {}, {}",
+            r.image, r.patch, r.hidden, r.heads);
+  return r;
 }
 
 Var act(const Var& x, const std::string& name) {
@@ -67,9 +74,10 @@ struct Weights {
   }
 };
 
-// CLIPVisionEmbeddings: patches, class embedding first, learned positions.
-Var embeddings(const Weights& W, const Vision& v, const Var& pixels) {
-  const std::string p = "vision_tower.vision_model.embeddings.";
+constexpr const char* kTower = "vision_tower.vision_model.";
+
+// The patch embedding (Conv2d, stride = kernel = patch) as one matmul per patch: [B, patches, hidden].
+Var patch_embedding(const Weights& W, const Vision& v, const Var& pixels, const std::string& p, bool bias) {
   const int64_t g = v.image / v.patch;
   const Sym B = pixels.size(0);
   Var x = F::reshape(F::to(pixels, DType::F32), {B, v.channels, g, v.patch, g, v.patch});
@@ -77,12 +85,20 @@ Var embeddings(const Weights& W, const Vision& v, const Var& pixels) {
   Var patches = F::matmul(
       x, F::transpose(F::reshape(W(p + "patch_embedding.weight"), {v.hidden, v.channels * v.patch * v.patch}),
                       0, 1));
+  return bias ? F::add(patches, W(p + "patch_embedding.bias")) : patches;
+}
+
+// CLIPVisionEmbeddings: patches, class embedding first, learned positions.
+Var embeddings(const Weights& W, const Vision& v, const Var& pixels) {
+  const std::string p = std::string(kTower) + "embeddings.";
+  const Sym B = pixels.size(0);
+  Var patches = patch_embedding(W, v, pixels, p, false);
   Var cls = F::expand(F::reshape(W(p + "class_embedding"), {1, 1, v.hidden}), {B, 1, v.hidden});
   return F::add(F::cat({cls, patches}, 1), W(p + "position_embedding.weight"));
 }
 
 Var encoder_layer(const Weights& W, const Vision& v, const Var& h, int64_t i) {
-  const std::string p = "vision_tower.vision_model.encoder.layers." + std::to_string(i) + ".";
+  const std::string p = std::string(kTower) + "encoder.layers." + std::to_string(i) + ".";
   const int64_t hd = v.hidden / v.heads;
   const Sym B = h.size(0), S = h.size(1);
   Var x = W.norm(h, p + "layer_norm1", v.eps);
@@ -120,6 +136,40 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
       jsonc::get_or<std::string>(config, "projector_hidden_act", "gelu", kC, "config.json");
   h = act(W.linear(h, "multi_modal_projector.linear_1"), pact);
   return W.linear(h, "multi_modal_projector.linear_2");
+}
+
+Var siglip_last_hidden_state(Builder& b, const io::WeightStore& w, const nlohmann::json& vision_config,
+                             const Var& pixel_values) {
+  const Vision v = vision_of(vision_config, /*siglip=*/true);
+  const Weights W{b, w};
+  HFX_CHECK(pixel_values.dim() == 4, "model", "expected pixel_values [batch, {}, {}, {}], got rank {}",
+            v.channels, v.image, v.image, pixel_values.dim());
+  // SiglipVisionEmbeddings: patches (with bias) plus learned positions, no class token.
+  const std::string p = std::string(kTower) + "embeddings.";
+  Var h = F::add(patch_embedding(W, v, pixel_values, p, true), W(p + "position_embedding.weight"));
+  for (int64_t i = 0; i < v.layers; i++) h = encoder_layer(W, v, h, i);
+  return W.norm(h, std::string(kTower) + "post_layernorm", v.eps);
+}
+
+Var gemma3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
+                          const Var& pixel_values) {
+  const nlohmann::json& vc = jsonc::at(config, "vision_config", kC, "config.json");
+  const Vision v = vision_of(vc, /*siglip=*/true);
+  const int64_t tokens = jsonc::get_or<int64_t>(config, "mm_tokens_per_image", 256, kC, "config.json");
+  const int64_t side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(tokens))));
+  const int64_t patches = v.image / v.patch;
+  HFX_CHECK(side * side == tokens && side > 0 && patches % side == 0, "model",
+            "expected mm_tokens_per_image a square whose side divides the {} patches per side, got {}", patches,
+            tokens);
+  Var h = siglip_last_hidden_state(b, w, vc, pixel_values);  // [B, P·P, D], rows y·P + x
+  // Gemma3MultiModalProjector: AvgPool2d(k) over the P×P grid, RMSNorm x·(1 + w), then the projection.
+  const int64_t k = patches / side;
+  const Sym B = h.size(0);
+  Var grid = F::reshape(h, {B, side, k, side, k, v.hidden});
+  Var pooled = F::reshape(F::mean(grid, {2, 4}), {B, tokens, v.hidden});
+  const Weights W{b, w};
+  Var normed = F::rms_norm(pooled, W("multi_modal_projector.mm_soft_emb_norm.weight"), v.eps, 1.0);
+  return F::matmul(normed, W("multi_modal_projector.mm_input_projection_weight"));
 }
 
 namespace {

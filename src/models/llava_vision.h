@@ -18,6 +18,16 @@ namespace hfx::models {
 Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
                          const Var& pixel_values);
 
+/// SigLIP's vision tower (SiglipVisionModel's last_hidden_state, weights under vision_tower.vision_model.):
+/// the patch embedding with its bias, learned positions (no class token), the encoder layers and
+/// post_layernorm — pixel_values [B, C, H, W] → [B, patches, vision hidden].
+Var siglip_last_hidden_state(Builder& b, const io::WeightStore& w, const nlohmann::json& vision_config,
+                             const Var& pixel_values);
+/// Gemma 3's image_features [B, mm_tokens_per_image, text hidden]: SigLIP, then Gemma3MultiModalProjector
+/// (average pooling of the patch grid to mm_tokens_per_image, RMSNorm x·(1 + w), × mm_input_projection_weight).
+Var gemma3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
+                          const Var& pixel_values);
+
 /// llava's logits [B, S, vocab] (float32) for input_ids [B, S] (int64) whose image tokens
 /// (config.image_token_index) are exactly one run of image_features per image of pixel_values [N, C, H, W],
 /// in order; without images, pass an undefined pixel_values. Throws hfx::Error("llava", "expected K image

@@ -113,6 +113,7 @@ NamedVars CausalLM::call(const std::string& component, Builder& b, const NamedVa
     HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none", config().model_type);
   args.attention_mask = get(in, "attention_mask");
   args.position_ids = get(in, "position_ids");
+  args.token_type_ids = get(in, "token_type_ids");
   args.logits_to_keep = opts.logits_to_keep;
   std::vector<CacheLayerSpec> layout = cache_layout();
   DynamicCache cache(layout);

@@ -223,7 +223,8 @@ Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<
   for (const Image& img : images) {
     Image cur = img;
     if (cfg.do_resize) {
-      auto [w, h] = clip_resize_size(cfg, img.width, img.height);
+      auto [w, h] = cfg.resize_height > 0 ? std::pair{cfg.resize_width, cfg.resize_height}
+                                          : clip_resize_size(cfg, img.width, img.height);
       cur = resize(cur, w, h, cfg.resample);
     }
     if (cfg.do_center_crop) cur = center_crop(cur, cfg.crop_width, cfg.crop_height);
@@ -255,18 +256,36 @@ ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::jso
   ClipImageProcessorConfig c;
   const std::string type =
       jsonc::get_or<std::string>(j, "image_processor_type", "CLIPImageProcessor", kC, where);
-  HFX_CHECK(type == "CLIPImageProcessor" || type == "CLIPImageProcessorFast", std::string(kC),
-            "expected image_processor_type CLIPImageProcessor in {}, got '{}' (hfx implements the CLIP "
-            "processor that llava checkpoints use)",
+  const bool clip = type == "CLIPImageProcessor" || type == "CLIPImageProcessorFast";
+  const bool siglip = type == "SiglipImageProcessor" || type == "SiglipImageProcessorFast" ||
+                      type == "Gemma3ImageProcessor" || type == "Gemma3ImageProcessorFast";
+  HFX_CHECK(clip || siglip, std::string(kC),
+            "expected image_processor_type CLIPImageProcessor, SiglipImageProcessor or Gemma3ImageProcessor in "
+            "{}, got '{}' (the processors of llava and gemma3 checkpoints)",
             where, type);
+  HFX_CHECK(!jsonc::get_or<bool>(j, "do_pan_and_scan", false, kC, where), std::string(kC),
+            "expected do_pan_and_scan false or null in {}, got true; hfx does not implement Gemma 3's pan and "
+            "scan crops",
+            where);
   c.do_resize = jsonc::get_or<bool>(j, "do_resize", c.do_resize, kC, where);
   const auto& size = jsonc::at(j, "size", kC, where);
-  c.shortest_edge = size.is_object()
-                        ? jsonc::get<int64_t>(size, "shortest_edge", kC, std::string(where) + ".size")
-                        : jsonc::as<int64_t>(size, kC, std::string(where) + ".size");
-  c.resample = static_cast<Resample>(jsonc::get_or<int>(j, "resample", 3, kC, where));
+  if (siglip) {  // transformers' defaults: 224×224 bilinear, mean and std 0.5, no crop
+    const std::string sw = std::string(where) + ".size";
+    c.resize_height = jsonc::get<int64_t>(size, "height", kC, sw);
+    c.resize_width = jsonc::get<int64_t>(size, "width", kC, sw);
+    HFX_CHECK(c.resize_height > 0 && c.resize_width > 0, std::string(kC),
+              "expected a positive size.height and size.width in {}, got {}x{}", where, c.resize_width,
+              c.resize_height);
+    c.do_center_crop = false;
+    for (int i = 0; i < 3; i++) c.image_mean[i] = c.image_std[i] = 0.5f;
+  } else {
+    c.shortest_edge = size.is_object()
+                          ? jsonc::get<int64_t>(size, "shortest_edge", kC, std::string(where) + ".size")
+                          : jsonc::as<int64_t>(size, kC, std::string(where) + ".size");
+  }
+  c.resample = static_cast<Resample>(jsonc::get_or<int>(j, "resample", siglip ? 2 : 3, kC, where));
   if (c.do_resize) filter_of(c.resample);  // rejects an unsupported filter here, not at the first image
-  c.do_center_crop = jsonc::get_or<bool>(j, "do_center_crop", c.do_center_crop, kC, where);
+  if (clip) c.do_center_crop = jsonc::get_or<bool>(j, "do_center_crop", c.do_center_crop, kC, where);
   if (c.do_center_crop) {
     const auto& crop = jsonc::at(j, "crop_size", kC, where);
     const std::string cw = std::string(where) + ".crop_size";

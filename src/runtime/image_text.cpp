@@ -40,6 +40,8 @@ class EagerImageText : public ImageTextEngine {
               "expected a vision-language checkpoint, got {} {}", structure_name(m_->structure()),
               m_->config().model_type);
     decoder_ = m_->component("decoder");
+    types_ = std::any_of(decoder_.inputs.begin(), decoder_.inputs.end(),
+                         [](const InputDecl& d) { return d.name == "token_type_ids"; });
   }
   std::string name() const override { return "eager"; }
 
@@ -68,7 +70,7 @@ class EagerImageText : public ImageTextEngine {
     total_ = 0;
   }
 
-  std::vector<float> step(std::span<const float> embeds, int64_t seq) override {
+  std::vector<float> step(std::span<const float> embeds, int64_t seq, std::span<const int64_t> types) override {
     EagerBuilder b;
     const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
     std::vector<int64_t> pos(static_cast<size_t>(seq));
@@ -78,6 +80,11 @@ class EagerImageText : public ImageTextEngine {
         {"inputs_embeds", b.wrap(Tensor::from_floats({1, seq, hidden}, {embeds.begin(), embeds.end()}))},
         {"attention_mask", b.wrap(Tensor::from_ints({1, total_}, std::vector<int64_t>(total_, 1)))},
         {"position_ids", b.wrap(Tensor::from_ints({1, seq}, pos))}};
+    if (types_) {
+      std::vector<int64_t> t(static_cast<size_t>(seq), 0);
+      std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())), t.begin());
+      in.emplace_back("token_type_ids", b.wrap(Tensor::from_ints({1, seq}, t)));
+    }
     for (const auto& [name, t] : past_) in.emplace_back(name, b.wrap(t));
     const NamedVars out = m_->call("decoder", b, in, CallOptions{1, true});
     past_.clear();
@@ -91,6 +98,7 @@ class EagerImageText : public ImageTextEngine {
   ComponentDecl decoder_;
   std::vector<std::pair<std::string, Tensor>> past_;
   int64_t total_ = 0;
+  bool types_ = false;  ///< the decoder takes token_type_ids (gemma3)
 };
 
 // The prompt's embeddings with the k-th image token's row replaced by the k-th image feature.
@@ -113,6 +121,34 @@ std::vector<float> merged_embeddings(ImageTextEngine& e, const std::vector<int64
   HFX_CHECK(k == n, kComp, "expected {} image tokens (id {}) for the image features, got {}", n, image_token,
             k);
   return emb;
+}
+
+// The image marker of the prompt and, for gemma3, the text it stands for (Gemma3Processor's
+// full_image_sequence); llava expands its marker after tokenization (empty expansion).
+struct Markers {
+  std::string marker, expansion;
+};
+
+Markers markers_of(const std::string& dir, const std::string& type) {
+  const fs::path proc = fs::path(dir) / "processor_config.json";
+  if (type != "gemma3") {
+    Markers m{"<image>", ""};
+    if (fs::exists(proc)) m.marker = read_json(proc.string()).value("image_token", m.marker);
+    return m;
+  }
+  const nlohmann::json tc = read_json((fs::path(dir) / "tokenizer_config.json").string());
+  HFX_CHECK(fs::exists(proc), kComp, "expected processor_config.json (image_seq_length) in '{}', got none", dir);
+  const nlohmann::json pc = read_json(proc.string());
+  HFX_CHECK(pc.contains("image_seq_length") && pc["image_seq_length"].is_number_integer(), kComp,
+            "expected processor_config.json.image_seq_length in '{}', got none", dir);
+  auto token = [&](const char* key) {
+    HFX_CHECK(tc.contains(key) && tc[key].is_string(), kComp, "expected tokenizer_config.json.{} in '{}', got none",
+              key, dir);
+    return tc[key].get<std::string>();
+  };
+  std::string images;
+  for (int64_t i = 0; i < pc["image_seq_length"].get<int64_t>(); i++) images += token("image_token");
+  return {token("boi_token"), "\n\n" + token("boi_token") + images + token("eoi_token") + "\n\n"};
 }
 
 int64_t argmax(const std::vector<float>& logits) {
@@ -138,15 +174,14 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
                                      const std::string& engine) {
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
-  HFX_CHECK(type == "llava", kComp,
-            "expected a llava checkpoint or export folder for --image (the vision-language model hfx runs so "
-            "far), got model_type '{}' in '{}'",
+  HFX_CHECK(type == "llava" || type == "gemma3", kComp,
+            "expected a llava or gemma3 checkpoint or export folder for --image (the vision-language models "
+            "hfx runs so far), got model_type '{}' in '{}'",
             type, dir);
   HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,
             "expected engine auto, eager or ort, got '{}'", engine);
-  std::string marker = "<image>";
-  if (fs::exists(fs::path(dir) / "processor_config.json"))
-    marker = read_json((fs::path(dir) / "processor_config.json").string()).value("image_token", marker);
+  const Markers mk = markers_of(dir, type);
+  const std::string& marker = mk.marker;
   const size_t markers = count_markers(prompt, marker);
   HFX_CHECK(
       markers == image_paths.size(), kComp,
@@ -178,18 +213,28 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   const int64_t image_token = config.at("image_token_index").get<int64_t>();
   ImageTextResult r;
   r.engine = e->name();
-  for (int32_t id : tok.encode(prompt)) {
-    if (id == image_token)
-      r.prompt_ids.insert(r.prompt_ids.end(), static_cast<size_t>(per_image), image_token);
-    else
-      r.prompt_ids.push_back(id);
+  if (mk.expansion.empty()) {  // llava: each marker token becomes one image token per feature
+    for (int32_t id : tok.encode(prompt)) {
+      if (id == image_token)
+        r.prompt_ids.insert(r.prompt_ids.end(), static_cast<size_t>(per_image), image_token);
+      else
+        r.prompt_ids.push_back(id);
+    }
+  } else {  // gemma3: the marker's text is expanded before tokenization
+    std::string text_prompt = prompt;
+    for (size_t at = text_prompt.find(marker); at != std::string::npos;
+         at = text_prompt.find(marker, at + mk.expansion.size()))
+      text_prompt.replace(at, marker.size(), mk.expansion);
+    for (int32_t id : tok.encode(text_prompt)) r.prompt_ids.push_back(id);
   }
+  std::vector<int64_t> types(r.prompt_ids.size());
+  for (size_t i = 0; i < types.size(); i++) types[i] = r.prompt_ids[i] == image_token ? 1 : 0;
   const std::vector<int64_t>& eos = text.eos_token_ids;
   e->reset();
   std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
   int64_t seq = static_cast<int64_t>(r.prompt_ids.size());
   for (int64_t step = 0; step < max_new_tokens; step++) {
-    const int64_t next = argmax(e->step(embeds, seq));
+    const int64_t next = argmax(e->step(embeds, seq, step == 0 ? std::span<const int64_t>(types) : std::span<const int64_t>()));
     r.ids.push_back(next);
     if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     const int64_t one[1] = {next};

@@ -3,6 +3,7 @@
 // onnx/decoder_model_merged.onnx fed as Transformers.js feeds it: the prompt's merged embeddings with empty
 // pasts [1, H, 0, D] first, then one token's embeddings with the previous present.N.* as
 // past_key_values.N.*, an all-ones attention_mask and the positions after the past.
+#include <algorithm>
 #include <filesystem>
 
 #include "hfx/core/error.h"
@@ -31,6 +32,8 @@ class OrtImageText : public ImageTextEngine {
     embed_ = std::make_unique<OrtSession>(onnx / "embed_tokens.onnx", so);
     dec_ = std::make_unique<OrtSession>(onnx / "decoder_model_merged.onnx", so);
     cache_ = std::make_unique<DecoderCache>(*dec_, kComp);
+    const auto names = dec_->input_names();
+    types_ = std::find(names.begin(), names.end(), "token_type_ids") != names.end();
   }
   std::string name() const override { return "ort"; }
 
@@ -52,7 +55,7 @@ class OrtImageText : public ImageTextEngine {
     total_ = 0;
   }
 
-  std::vector<float> step(std::span<const float> embeds, int64_t seq) override {
+  std::vector<float> step(std::span<const float> embeds, int64_t seq, std::span<const int64_t> types) override {
     const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
     std::vector<int64_t> pos(static_cast<size_t>(seq));
     for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
@@ -61,6 +64,11 @@ class OrtImageText : public ImageTextEngine {
     NamedTensors feeds{{"inputs_embeds", RtTensor::f32({1, seq, hidden}, embeds)},
                        {"attention_mask", RtTensor::i64({1, total_}, mask)},
                        {"position_ids", RtTensor::i64({1, seq}, pos)}};
+    if (types_) {
+      std::vector<int64_t> t(static_cast<size_t>(seq), 0);
+      std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())), t.begin());
+      feeds.emplace_back("token_type_ids", RtTensor::i64({1, seq}, t));
+    }
     cache_->feed(feeds);
     std::vector<std::string> fetch{"logits"};
     fetch.insert(fetch.end(), cache_->presents().begin(), cache_->presents().end());
@@ -75,6 +83,7 @@ class OrtImageText : public ImageTextEngine {
   std::unique_ptr<OrtSession> vision_, embed_, dec_;
   std::unique_ptr<DecoderCache> cache_;
   int64_t total_ = 0;
+  bool types_ = false;  ///< the decoder takes token_type_ids (gemma3)
 };
 
 }  // namespace

@@ -100,6 +100,9 @@ struct ForwardArgs {
   Var inputs_embeds;
   Var attention_mask;  ///< int64 [B, past + S] (1 = token, 0 = padding); absent = all ones
   Var position_ids;    ///< int64 [B, S]; absent = past .. past + S - 1
+  /// int64 [B, S], Gemma 3's image-text model: tokens of type 1 (image tokens) attend to every image token
+  /// of the chunk, also ahead of them (transformers 4.51's bidirectional image attention); absent = causal.
+  Var token_type_ids;
   KVCache* cache = nullptr;  ///< absent = no cache (full recomputation)
   /// Compute logits only for the last `logits_to_keep` positions (0 = all).
   int64_t logits_to_keep = 0;

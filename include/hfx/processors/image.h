@@ -48,10 +48,13 @@ Image resize(const Image& in, int64_t width, int64_t height, Resample filter);
 /// zero (black) padding where the image is smaller than the window.
 Image center_crop(const Image& in, int64_t width, int64_t height);
 
-/// The fields of a CLIPImageProcessor preprocessor_config.json (llava, CLIP, …) that change pixel values.
+/// The fields of a CLIPImageProcessor preprocessor_config.json (llava, CLIP, …) that change pixel values;
+/// also SiglipImageProcessor / Gemma3ImageProcessor (Gemma 3), which resize to size.{height, width} with no
+/// crop (pan-and-scan is refused).
 struct ClipImageProcessorConfig {
   bool do_resize = true;
   int64_t shortest_edge = 224;  ///< size.shortest_edge (or size as one integer)
+  int64_t resize_height = 0, resize_width = 0;  ///< size.{height, width}: the exact size (0: shortest_edge)
   Resample resample = Resample::Bicubic;
   bool do_center_crop = true;
   int64_t crop_height = 224, crop_width = 224;

@@ -1,13 +1,16 @@
-// hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava checkpoint folder
-// (eager) or its export folder (ONNX Runtime over onnx/vision_encoder.onnx, onnx/embed_tokens.onnx and
+// hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava or gemma3 checkpoint
+// folder (eager) or its export folder (ONNX Runtime over onnx/vision_encoder.onnx, onnx/embed_tokens.onnx and
 // onnx/decoder_model_merged.onnx, as Transformers.js loads them).
 //
-// The prompt carries one image marker (processor_config.json's `image_token`, "<image>") per image; each
-// marker is tokenized to image_token_index and expanded to as many image tokens as the vision encoder gives
-// features per image; the images go through the folder's image processor (hfx/processors/image.h). Then
-// LlavaForConditionalGeneration's generate(): the vision encoder once, the prompt's embeddings with the
-// image features written over the image tokens' rows in order, a prefill of the decoder on them and one
-// decoder call per new token over its KV cache (greedy; stops at an eos id of the config).
+// llava: the prompt carries one image marker (processor_config.json's `image_token`, "<image>") per image;
+// each marker is tokenized to image_token_index and expanded to as many image tokens as the vision encoder
+// gives features per image. gemma3: the marker is the tokenizer's boi_token ("<start_of_image>"), replaced
+// before tokenization by "\n\n<start_of_image>" + image_seq_length × "<image_soft_token>" +
+// "<end_of_image>\n\n" as Gemma3Processor does, and the decoder gets token_type_ids (1 on image tokens:
+// transformers 4.51 lets them attend to each other). The images go through the folder's image processor
+// (hfx/processors/image.h). Then the model's generate(): the vision encoder once, the prompt's embeddings
+// with the image features written over the image tokens' rows in order, a prefill of the decoder on them and
+// one decoder call per new token over its KV cache (greedy; stops at an eos id of the config).
 //
 //   auto r = hfx::rt::generate_with_images("out/llava-onnx", {"cat.png"}, "USER: <image>\nWhat is it?
 //   ASSISTANT:", 32);
@@ -34,10 +37,12 @@ class ImageTextEngine {
   /// Drops the decoder's cache (the next step is a prefill).
   virtual void reset() = 0;
   /// One decoder call on inputs_embeds [1, S, hidden] over the cache; returns the last position's logits.
-  virtual std::vector<float> step(std::span<const float> embeds, int64_t seq) = 0;
+  /// `token_types` [S] (1 = image token) goes to a decoder that takes token_type_ids (gemma3); empty: zeros.
+  virtual std::vector<float> step(std::span<const float> embeds, int64_t seq,
+                                  std::span<const int64_t> token_types = {}) = 0;
 };
 
-/// The model library's llava components on the CPU kernels, from a checkpoint folder.
+/// The model library's vision-language components on the CPU kernels, from a checkpoint folder.
 std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir);
 /// ONNX Runtime over DIR/onnx/{vision_encoder,embed_tokens,decoder_model_merged}.onnx (empty pasts first).
 /// Throws hfx::Error("generate", ...) naming a missing file.
@@ -50,7 +55,7 @@ struct ImageTextResult {
   std::string text;                 ///< the new tokens decoded (special tokens kept)
 };
 
-/// Greedy image-text-to-text from `dir`: a llava checkpoint (engine "eager") or its export folder ("ort");
+/// Greedy image-text-to-text from `dir`: a llava or gemma3 checkpoint (engine "eager") or its export folder ("ort");
 /// "auto" picks ort when DIR/onnx/vision_encoder.onnx exists. Throws hfx::Error("generate", "expected one
 /// <image> marker per image (N images), got M markers …") when the prompt and the images disagree, and the
 /// image and model errors of the parts.
