@@ -190,16 +190,19 @@ Var positions(Builder& b, const ForwardArgs& a, const Sym& past) {
 
 std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, const Var& attention_mask,
                                      const Sym& past, int64_t window) {
-  const Sym S = token_type_ids.size(1);
+  const Sym B = token_type_ids.size(0), S = token_type_ids.size(1);
+  // An ONNX caller may leave token_type_ids out (its default is zeros [1, 1], InputDecl::zero_default):
+  // expanded to the declared [B, S] (the embeddings' sizes) before it is indexed.
+  const Var types = F::expand(token_type_ids, {B, S});
   Var qpos = F::unsqueeze(F::arange(b, past, past + S), 1);  // [S, 1]
   Var rel = F::arange(b, Sym(0) - past, S);                   // key position - past: [T]
   Var kpos = F::unsqueeze(F::add(rel, b.constant(Tensor::from_ints({}, {0}))), 0);
   kpos = F::add(kpos, F::unsqueeze(F::arange(b, past, past + Sym(1)), 0));  // key positions 0 .. T-1: [1, T]
   Var one = b.constant(Tensor::from_ints({}, {1})), zero = b.constant(Tensor::from_ints({}, {0}));
   // The keys' token types: this chunk's for its own positions, none (text) for the cached ones.
-  Var kt = F::index_select(token_type_ids, 1, F::maximum(rel, zero));          // [B, T]
+  Var kt = F::index_select(types, 1, F::maximum(rel, zero));                    // [B, T]
   Var kimg = F::logical_and(F::eq(kt, one), F::ge(rel, zero));                   // [B, T]
-  Var qimg = F::unsqueeze(F::unsqueeze(F::eq(token_type_ids, one), 1), 3);      // [B, 1, S, 1]
+  Var qimg = F::unsqueeze(F::unsqueeze(F::eq(types, one), 1), 3);               // [B, 1, S, 1]
   Var both = F::logical_and(qimg, F::unsqueeze(F::unsqueeze(kimg, 1), 2));      // [B, 1, S, T]
   Var allowed = F::logical_or(F::le(kpos, qpos), both);
   if (attention_mask.defined())

@@ -8,7 +8,7 @@
 // is opened between them), which only the caller knows. The vision-language loop
 // (src/capture/generation_loops.cpp) writes the image features over the image tokens' embeddings.
 // `hfx create-tiny gemma3` writes the processor files of a gemma-3 checkpoint (preprocessor_config.json:
-// Gemma3ImageProcessor; processor_config.json: image_seq_length; chat_template.json) and the tokenizer's
+// Gemma3ImageProcessor; processor_config.json: image_seq_length; chat_template.jinja) and the tokenizer's
 // <start_of_image>, <end_of_image> and <image_soft_token>.
 #include <filesystem>
 
@@ -126,8 +126,9 @@ class Gemma3Vlm : public Model {
     for (InputDecl& d : decoder.inputs)
       if (d.name == "input_ids")
         d = {"inputs_embeds", DType::F32, {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
-    decoder.inputs.insert(decoder.inputs.begin() + 1,
-                          InputDecl{"token_type_ids", DType::I64, {"batch_size", "sequence_length"}});
+    InputDecl types{"token_type_ids", DType::I64, {"batch_size", "sequence_length"}};
+    types.zero_default = true;  // Transformers.js does not pass it (its Gemma3 is LlavaForConditionalGeneration)
+    decoder.inputs.insert(decoder.inputs.begin() + 1, types);
     return {vis, embed, decoder};
   }
 
@@ -216,7 +217,7 @@ void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer
   tc["eoi_token"] = "<end_of_image>";
   tc["image_token"] = "<image_soft_token>";
   tc["processor_class"] = "Gemma3Processor";
-  tc.erase("chat_template");  // a processor's template lives in chat_template.json
+  tc.erase("chat_template");  // a processor's template lives in chat_template.jinja
   config["vocab_size"] = config["text_config"]["vocab_size"];
   tokenizer_json = tj.dump(2) + "\n";
   tokenizer_config_json = tc.dump(2) + "\n";
@@ -250,7 +251,9 @@ void tiny_files(const std::string& dir, const json& config) {
   const json proc = {{"image_seq_length", v.tokens}, {"processor_class", "Gemma3Processor"}};
   io::write_file_atomic(path("preprocessor_config.json"), pre.dump(2) + "\n");
   io::write_file_atomic(path("processor_config.json"), proc.dump(2) + "\n");
-  io::write_file_atomic(path("chat_template.json"), json{{"chat_template", kChatTemplate}}.dump(2) + "\n");
+  // chat_template.jinja, as transformers 4.51 saves a processor's template (Transformers.js' Gemma3Processor
+  // reads only this file).
+  io::write_file_atomic(path("chat_template.jinja"), kChatTemplate);
 }
 
 }  // namespace

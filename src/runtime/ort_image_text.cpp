@@ -32,7 +32,8 @@ class OrtImageText : public ImageTextEngine {
     embed_ = std::make_unique<OrtSession>(onnx / "embed_tokens.onnx", so);
     dec_ = std::make_unique<OrtSession>(onnx / "decoder_model_merged.onnx", so);
     cache_ = std::make_unique<DecoderCache>(*dec_, kComp);
-    const auto names = dec_->input_names();
+    auto names = dec_->input_names();
+    for (const std::string& n : dec_->overridable_input_names()) names.push_back(n);  // gemma3's default
     types_ = std::find(names.begin(), names.end(), "token_type_ids") != names.end();
   }
   std::string name() const override { return "ort"; }

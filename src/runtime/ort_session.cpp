@@ -287,6 +287,7 @@ std::string ort_version() { return Ort::GetVersionString(); }
 struct OrtSession::Impl {
   Ort::Session session{nullptr};
   std::vector<IoInfo> inputs, outputs;
+  std::vector<IoInfo> overridable;  ///< inputs backed by an initializer (defaults); not required
   std::string model_path;
   bool profiling = false;
   std::vector<ShapeRestriction> restrictions;  // of the graph's hfx.contract metadata
@@ -329,6 +330,9 @@ OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions&
     for (size_t i = 0, n = impl_->session.GetInputCount(); i < n; ++i)
       impl_->inputs.push_back(
           describe(impl_->session.GetInputNameAllocated(i, alloc).get(), impl_->session.GetInputTypeInfo(i)));
+    for (size_t i = 0, n = impl_->session.GetOverridableInitializerCount(); i < n; ++i)
+      impl_->overridable.push_back(describe(impl_->session.GetOverridableInitializerNameAllocated(i, alloc).get(),
+                                            impl_->session.GetOverridableInitializerTypeInfo(i)));
     for (size_t i = 0, n = impl_->session.GetOutputCount(); i < n; ++i)
       impl_->outputs.push_back(describe(impl_->session.GetOutputNameAllocated(i, alloc).get(),
                                         impl_->session.GetOutputTypeInfo(i)));
@@ -356,6 +360,12 @@ std::vector<std::string> OrtSession::input_names() const {
   for (const auto& i : impl_->inputs) v.push_back(i.name);
   return v;
 }
+std::vector<std::string> OrtSession::overridable_input_names() const {
+  std::vector<std::string> v;
+  for (const auto& i : impl_->overridable) v.push_back(i.name);
+  return v;
+}
+
 std::vector<std::string> OrtSession::output_names() const {
   std::vector<std::string> v;
   for (const auto& o : impl_->outputs) v.push_back(o.name);
@@ -380,7 +390,8 @@ NamedTensors OrtSession::run(const NamedTensors& feeds, const std::vector<std::s
     const auto& [name, tensor] = feeds[i];
     for (size_t j = 0; j < i; ++j)
       HFX_CHECK(feeds[j].first != name, kComp, "expected each input once, got '{}' twice", name);
-    check_feed(input(name), tensor, bound);
+    const IoInfo* over = find_io(impl_->overridable, name);  // an input with a default may be fed too
+    check_feed(over ? *over : input(name), tensor, bound);
   }
   std::vector<std::string> missing;
   for (const auto& decl : impl_->inputs) {

@@ -6,7 +6,12 @@
 //     attend to each other in both directions, as transformers 4.51 builds the mask);
 //   * 32 greedy tokens through the components with the decoder's KV cache (the ImageTextEngine of
 //     `hfx generate --image`), eagerly and over the ONNX export in ONNX Runtime; and without token types (a
-//     purely causal mask) against transformers called without token_type_ids.
+//     purely causal mask) against transformers called without token_type_ids;
+//   * Transformers.js 4.3.1 loads the export folder as it is: Gemma3ForConditionalGeneration (its Llava
+//     subclass) passes no token_type_ids, so the decoder's ONNX default (zeros) applies and its tokens equal
+//     transformers' without token types — with two images they differ from transformers' own generate(), a
+//     departure of Transformers.js that the test asserts; its Gemma3Processor expands <start_of_image> and
+//     makes pixel_values as hfx does (a 32×32 image: no resampling, whose sharp/Pillow filters differ).
 // Tolerance 1e-4 absolute at f32; measured worst differences printed.
 #include <gtest/gtest.h>
 #include <unistd.h>
@@ -22,7 +27,10 @@
 #include "hfx/models/model.h"
 #include "hfx/models/tiny.h"
 #include "hfx/runtime/image_text.h"
+#include "hfx/processors/image.h"
+#include "support/oracle.h"
 #include "support/shell.h"
+#include "vision/image_writers.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -142,6 +150,59 @@ TEST(Gemma3, ComponentsEqualTransformersEagerAndOrt) {
   }
   // The two images' cases differ with and without token types: the bidirectional mask is live.
   EXPECT_NE(g["cases"][1]["greedy"], g["cases"][1]["greedy_causal"]);
+}
+
+TEST(Gemma3, TransformersJsRunsTheExportWithoutTokenTypes) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
+  const fs::path& d = folder();
+  for (const json& c : golden()["cases"]) {
+    const int64_t images = c["images"].get<int64_t>();
+    SCOPED_TRACE(std::to_string(images) + " image(s)");
+    const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/gemma3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+                                        (d / "out").string() + "' generate '" + c["input_ids"].dump() + "' " +
+                                        std::to_string(images));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const json tjs = json::parse(r.out.substr(r.out.rfind("{\"model\"")));
+    EXPECT_EQ(tjs["model"], "Gemma3ForConditionalGeneration");
+    EXPECT_EQ(tjs["ids"], c["greedy_causal"]);
+    if (images == 2)
+      EXPECT_NE(tjs["ids"], c["greedy"]) << "Transformers.js now passes token_type_ids: compare it with greedy";
+    std::printf("  [gemma3 transformers.js] %lld image(s): %zu tokens equal transformers' without token types\n",
+                static_cast<long long>(images), tjs["ids"].size());
+  }
+}
+
+TEST(Gemma3, GenerateWithAnImageMatchesTransformersJsProcessor) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
+  const fs::path& d = folder();
+  Folder f("image");
+  const std::string image = (f.path / "cat.png").string(), prompt = "<start_of_image>Describe this.";
+  hfx::testsupport::write_png(image, 32, 32, hfx::testsupport::PngKind::Rgb, 5);
+  const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/gemma3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+                                      (d / "out").string() + "' processor '" + prompt + "' '" + image + "'");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  const json tjs = json::parse(r.out.substr(r.out.rfind("{\"prompt_ids\"")));
+  // hfx's image processor on the same file.
+  const auto cfg = hfx::processors::ClipImageProcessorConfig::load((d / "out").string());
+  const hfx::Tensor px = hfx::processors::clip_pixel_values(cfg, {hfx::processors::read_image(image)});
+  EXPECT_EQ(tjs["shape"].get<std::vector<int64_t>>(), (std::vector<int64_t>{1, 3, 32, 32}));
+  const double pixels = max_diff(px.contiguous().to_floats(), tjs["pixel_values"]);
+  EXPECT_LE(pixels, 1e-6);
+  // `hfx generate`: the same prompt ids from the checkpoint (eager) and the export (ONNX Runtime), and the
+  // same tokens.
+  json rows[2];
+  const char* models[2] = {"ckpt", "out"};
+  for (int i = 0; i < 2; i++) {
+    const auto g = hfx::testsupport::sh(std::string(HFX_CLI) + " generate '" + (d / models[i]).string() +
+                                        "' --prompt '" + prompt + "' --image '" + image +
+                                        "' --max-new-tokens 16 --json 2>/dev/null");
+    ASSERT_EQ(g.rc, 0) << g.out;
+    rows[i] = json::parse(g.out)["rows"][0];
+    EXPECT_EQ(rows[i]["prompt_ids"], tjs["prompt_ids"]) << models[i];
+  }
+  EXPECT_EQ(rows[0]["ids"], rows[1]["ids"]);
+  std::printf("  [gemma3 processor] %zu prompt ids equal Transformers.js's, pixel_values max|diff| %.3g; eager = "
+              "ort: %zu tokens\n", tjs["prompt_ids"].size(), pixels, rows[0]["ids"].size());
 }
 
 }  // namespace

@@ -38,6 +38,10 @@ struct InputDecl {
   /// May be absent from a call (a past cache in the first call, token_type_ids). An absent cache input
   /// of a merged program is fed as an empty tensor instead (size 0 along its past axis).
   bool optional = false;
+  /// The ONNX export backs it with an initializer of zeros [1, …, 1] (an ONNX graph input's default), so a
+  /// caller may leave it out and the graph broadcasts the default; gemma3's decoder token_type_ids, which
+  /// Transformers.js does not pass. Other formats take it as a plain input.
+  bool zero_default = false;
 };
 
 /// One leaf of a component's cache: the input that carries it in and the output that carries it out.

@@ -97,6 +97,9 @@ class OrtSession {
   const std::vector<IoInfo>& inputs() const;
   const std::vector<IoInfo>& outputs() const;
   std::vector<std::string> input_names() const;
+  /// Inputs backed by an initializer (ONNX defaults, e.g. gemma3's token_type_ids): ONNX Runtime does not
+  /// list them among the inputs, and a run may feed them or leave them out.
+  std::vector<std::string> overridable_input_names() const;
   std::vector<std::string> output_names() const;
   /// The declared input/output with this name; throws hfx::Error("ort") listing the names otherwise.
   const IoInfo& input(std::string_view name) const;

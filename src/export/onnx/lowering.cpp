@@ -232,6 +232,23 @@ std::string LoweringContext::i64s(const std::vector<int64_t>& v) {
   return nm;
 }
 
+// An initializer named as the graph input is its default (ONNX IR >= 4): ONNX Runtime lists such an input
+// as an overridable initializer, not as a required input, so a caller that does not know it (Transformers.js
+// and gemma3's token_type_ids) leaves it out and the graph sees zeros [1, …, 1], which it broadcasts.
+bool LoweringContext::zero_default(const Value* v) const {
+  const auto& z = opts_.zero_default_inputs;
+  return std::find(z.begin(), z.end(), v->name) != z.end();
+}
+
+void LoweringContext::add_zero_default(const Value* v) {
+  onnx::TensorProto* t = gp_.add_initializer();
+  t->set_name(v->name);
+  t->set_data_type(onnx_elem_type(export_dtype(v->type.dtype)));
+  for (size_t i = 0; i < v->type.shape.size(); i++) t->add_dims(1);
+  const Tensor x = Tensor::zeros(Shape(v->type.shape.size(), 1), export_dtype(v->type.dtype));
+  t->set_raw_data(std::string(static_cast<const char*>(x.raw()), x.nbytes()));
+}
+
 std::string LoweringContext::i64(int64_t v) { return scalar(static_cast<double>(v), DType::I64); }
 
 std::string LoweringContext::scalar(double v, DType dt) {
@@ -405,6 +422,7 @@ void LoweringContext::declare_inputs() {
     used_.insert(v->name);
     names_[v] = v->name;
     set_type(gp_.add_input(), v->name, v->type.dtype, v->type.shape);
+    if (zero_default(v)) add_zero_default(v);
   }
   // Reserve output names so that no helper tensor takes them.
   for (const Value* v : g_.outputs())
@@ -412,9 +430,9 @@ void LoweringContext::declare_inputs() {
       used_.insert(v->name);
       names_[v] = v->name;
     }
-  // Symbols read directly from an input axis.
+  // Symbols read directly from an input axis (not from one that may be its [1, …, 1] default).
   for (const Value* v : g_.inputs())
-    for (size_t a = 0; a < v->type.shape.size(); a++) {
+    for (size_t a = 0; a < v->type.shape.size() && !zero_default(v); a++) {
       const Sym& d = v->type.shape[a];
       if (d.kind() == Sym::Kind::Symbol && !origins_.count(d.name())) origins_[d.name()] = {v->name, static_cast<int>(a)};
     }
@@ -489,9 +507,10 @@ void LoweringContext::emit_guards() {
                                   o.input, o.axis),
                       ok});
   }
-  // Input dims that must agree with symbols defined elsewhere (attention_mask = past + sequence).
+  // Input dims that must agree with symbols defined elsewhere (attention_mask = past + sequence). An input
+  // with a zero default may be its [1, …, 1] default instead: the graph broadcasts it (Expand checks).
   for (const Value* v : g_.inputs())
-    for (size_t a = 0; a < v->type.shape.size(); a++) {
+    for (size_t a = 0; a < v->type.shape.size() && !zero_default(v); a++) {
       const Sym& d = v->type.shape[a];
       if (d.is_const()) continue;
       auto o = origins_.find(d.kind() == Sym::Kind::Symbol ? d.name() : "");

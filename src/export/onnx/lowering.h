@@ -55,6 +55,8 @@ struct LowerOptions {
   bool pretranspose_weights = true;
   /// MatMulNBits (target ort) with accuracy_level 4: int8 activations (quant::QuantOptions::int8_activations).
   bool int8_activations = false;
+  /// Graph inputs backed by an initializer of zeros [1, …, 1] (InputDecl::zero_default): callers may omit them.
+  std::vector<std::string> zero_default_inputs;
 };
 
 class LoweringContext;
@@ -179,6 +181,9 @@ DType dtype_of_onnx_elem(int elem);
 class LoweringContext {
  public:
   LoweringContext(const Graph& g, const LowerOptions& o, onnx::GraphProto& gp, std::vector<std::string>& warnings);
+  /// An initializer of zeros [1, …, 1] named as the graph input `v`: its default (LowerOptions::zero_default_inputs).
+  void add_zero_default(const Value* v);
+  bool zero_default(const Value* v) const;
 
   int opset() const { return opts_.opset; }
   const std::string& target() const { return opts_.target; }

@@ -252,6 +252,8 @@ class OnnxExporter : public Exporter {
       lo.contract = prog.contract;
       lo.weight_dtype = cfg.weight_dtype(model.config().dtype);
       lo.guards = prog.guards;
+      for (const InputDecl& d : model.component(spec.component).inputs)
+        if (d.zero_default && g.find_input(d.name)) lo.zero_default_inputs.push_back(d.name);
       lo.metadata = {{"hfx.component", comp}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
       LoweredModel lm = lower_graph(g, lo);
       trace.phase("lower");
