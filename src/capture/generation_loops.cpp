@@ -4,6 +4,7 @@
 #include "capture/generation_loops.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cmath>
 #include <optional>
 
@@ -182,9 +183,12 @@ std::optional<InputDecl> audio_input(const Model& m) {
 
 // A float input of `rows` × the declaration's fixed trailing dims (log-mel features, pixels): a smooth
 // pattern in the range such inputs have.
-Var patterned_floats(const InputDecl& d, int64_t rows, LoopContext& b) {
+// A float input of `rows` rows from a fixed pattern; a named axis after the first (idefics3's num_images)
+// gets `per` entries.
+Var patterned_floats(const InputDecl& d, int64_t rows, LoopContext& b, int64_t per = 1) {
   Shape shape{rows};
-  for (size_t i = 1; i < d.axes.size(); i++) shape.push_back(std::stoll(d.axes[i]));
+  for (size_t i = 1; i < d.axes.size(); i++)
+    shape.push_back(std::isdigit(static_cast<unsigned char>(d.axes[i][0])) ? std::stoll(d.axes[i]) : per);
   int64_t n = 1;
   for (int64_t x : shape) n *= x;
   std::vector<float> v(static_cast<size_t>(n));
@@ -259,14 +263,21 @@ Var merge_image_features(const Var& embeds, const Var& features, const std::vect
 void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
   const int64_t rows = static_cast<int64_t>(s.prompts.size());
   const InputDecl pixels = m.component("vision_encoder").inputs.front();
-  NamedVars vis = rec.call("vision_encoder", "vision_encoder", b, {{pixels.name, patterned_floats(pixels, rows, b)}});
+  // pixel_values [batch, images, C, H, W] (idefics3): `rows` images per prompt, so that the recorded calls
+  // vary the image count as they vary the batch.
+  const int64_t per = pixels.axes.size() == 5 ? rows : 1;
+  NamedVars vis = rec.call("vision_encoder", "vision_encoder", b, {{pixels.name, patterned_floats(pixels, rows, b, per)}});
   Var features = get(vis, "image_features");
-  const std::optional<int64_t> k = features ? features.size(1).maybe_value() : std::nullopt;
-  if (!k) HFX_THROW("capture", "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed K, got none", m.config().model_type);
+  const std::optional<int64_t> k0 = features ? features.size(1).maybe_value() : std::nullopt;
+  const std::optional<int64_t> hidden = features ? features.size(2).maybe_value() : std::nullopt;
+  if (!k0 || !hidden) HFX_THROW("capture", "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed K, got none", m.config().model_type);
+  const std::optional<int64_t> k = *k0 * per;  // image tokens per prompt
+  if (per > 1) features = F::reshape(features, {rows, *k, *hidden});
   const auto& raw = m.config().raw;
-  if (!raw.contains("image_token_index") || !raw["image_token_index"].is_number_integer())
-    HFX_THROW("capture", "expected config.json.image_token_index of {} to be an integer, got none", m.config().model_type);
-  const int64_t image_token = raw["image_token_index"].get<int64_t>();
+  const char* key = raw.contains("image_token_id") ? "image_token_id" : "image_token_index";
+  if (!raw.contains(key) || !raw[key].is_number_integer())
+    HFX_THROW("capture", "expected config.json.image_token_index (or image_token_id) of {} to be an integer, got none", m.config().model_type);
+  const int64_t image_token = raw[key].get<int64_t>();
   const GenerationSample sample = with_image_tokens(s, image_token, *k);
   Batch in = pad(sample, pad_id(m), true);
   std::vector<int64_t> starts;

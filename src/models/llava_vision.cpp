@@ -97,8 +97,8 @@ Var embeddings(const Weights& W, const Vision& v, const Var& pixels) {
   return F::add(F::cat({cls, patches}, 1), W(p + "position_embedding.weight"));
 }
 
-Var encoder_layer(const Weights& W, const Vision& v, const Var& h, int64_t i) {
-  const std::string p = std::string(kTower) + "encoder.layers." + std::to_string(i) + ".";
+Var encoder_layer(const Weights& W, const Vision& v, const Var& h, int64_t i, const std::string& tower = kTower) {
+  const std::string p = tower + "encoder.layers." + std::to_string(i) + ".";
   const int64_t hd = v.hidden / v.heads;
   const Sym B = h.size(0), S = h.size(1);
   Var x = W.norm(h, p + "layer_norm1", v.eps);
@@ -139,16 +139,42 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
 }
 
 Var siglip_last_hidden_state(Builder& b, const io::WeightStore& w, const nlohmann::json& vision_config,
-                             const Var& pixel_values) {
+                             const Var& pixel_values, const std::string& tower) {
   const Vision v = vision_of(vision_config, /*siglip=*/true);
   const Weights W{b, w};
   HFX_CHECK(pixel_values.dim() == 4, "model", "expected pixel_values [batch, {}, {}, {}], got rank {}",
             v.channels, v.image, v.image, pixel_values.dim());
-  // SiglipVisionEmbeddings: patches (with bias) plus learned positions, no class token.
-  const std::string p = std::string(kTower) + "embeddings.";
+  // SiglipVisionEmbeddings: patches (with bias) plus learned positions, no class token. (Idefics3's
+  // embeddings bucketize the positions of a partly padded image; a whole image gets positions 0..P²-1.)
+  const std::string p = tower + "embeddings.";
   Var h = F::add(patch_embedding(W, v, pixel_values, p, true), W(p + "position_embedding.weight"));
-  for (int64_t i = 0; i < v.layers; i++) h = encoder_layer(W, v, h, i);
-  return W.norm(h, std::string(kTower) + "post_layernorm", v.eps);
+  for (int64_t i = 0; i < v.layers; i++) h = encoder_layer(W, v, h, i, tower);
+  return W.norm(h, tower + "post_layernorm", v.eps);
+}
+
+Var idefics3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
+                            const Var& pixel_values) {
+  const nlohmann::json& vc = jsonc::at(config, "vision_config", kC, "config.json");
+  const Vision v = vision_of(vc, /*siglip=*/true);
+  const int64_t sf = jsonc::get_or<int64_t>(config, "scale_factor", 2, kC, "config.json");
+  const int64_t side = v.image / v.patch;
+  HFX_CHECK(sf > 0 && side % sf == 0, "model",
+            "expected scale_factor to divide the {} patches per side, got {}", side, sf);
+  HFX_CHECK(pixel_values.dim() == 5, "model",
+            "expected pixel_values [batch, images, {}, {}, {}], got rank {}", v.channels, v.image, v.image,
+            pixel_values.dim());
+  const Sym N = pixel_values.size(0) * pixel_values.size(1);
+  Var px = F::reshape(pixel_values, {N, v.channels, v.image, v.image});
+  Var h = siglip_last_hidden_state(b, w, vc, px, "model.vision_model.");  // [N, side², D]
+  // Idefics3Connector.pixel_shuffle: each sf×sf block of patches becomes one token of D·sf² channels.
+  const int64_t D = v.hidden, s = side / sf;
+  Var x = F::reshape(h, {N, side, s, D * sf});
+  x = F::permute(x, {0, 2, 1, 3});
+  x = F::reshape(x, {N, s, s, D * sf * sf});
+  x = F::permute(x, {0, 2, 1, 3});
+  x = F::reshape(x, {N, s * s, D * sf * sf});
+  const Weights W{b, w};
+  return F::matmul(x, F::transpose(W("model.connector.modality_projection.proj.weight"), 0, 1));
 }
 
 Var gemma3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
@@ -161,7 +187,7 @@ Var gemma3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::
   HFX_CHECK(side * side == tokens && side > 0 && patches % side == 0, "model",
             "expected mm_tokens_per_image a square whose side divides the {} patches per side, got {}", patches,
             tokens);
-  Var h = siglip_last_hidden_state(b, w, vc, pixel_values);  // [B, P·P, D], rows y·P + x
+  Var h = siglip_last_hidden_state(b, w, vc, pixel_values, kTower);  // [B, P·P, D], rows y·P + x
   // Gemma3MultiModalProjector: AvgPool2d(k) over the P×P grid, RMSNorm x·(1 + w), then the projection.
   const int64_t k = patches / side;
   const Sym B = h.size(0);

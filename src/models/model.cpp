@@ -59,8 +59,15 @@ std::vector<std::string> Model::component_names() const {
   return r;
 }
 
+std::string Model::weight_name(const std::string& name) const {
+  if (rename_to_.empty() && rename_from_.empty()) return name;
+  if (name.compare(0, rename_from_.size(), rename_from_) != 0) return name;
+  return rename_to_ + name.substr(rename_from_.size());
+}
+
 Var Model::w(Builder& b, const std::string& name) const {
-  if (!weight_prefix_.empty()) return b.param(weight_prefix_ + name, weights_->get(weight_prefix_ + name));
+  const std::string stored = weight_name(name);
+  if (stored != name) return b.param(stored, weights_->get(stored));
   if (!weights_->has(name) && weights_->has(quant::quant_names(name).qweight))
     HFX_THROW("quant", "expected {} to read '{}' through its quantized linear layer, got a float read: this "
               "layer of {} does not support --quantize yet (decoder-only models built on src/models/blocks.cpp do)",
@@ -70,8 +77,9 @@ Var Model::w(Builder& b, const std::string& name) const {
 }
 
 Var Model::w_opt(Builder& b, const std::string& name) const {
-  if (!weights_->has(weight_prefix_ + name)) return Var();
-  return b.param(weight_prefix_ + name, weights_->get(weight_prefix_ + name));
+  const std::string stored = weight_name(name);
+  if (!weights_->has(stored)) return Var();
+  return b.param(stored, weights_->get(stored));
 }
 
 bool kv_cache_only(const Model& m) {

@@ -36,6 +36,8 @@ const Architecture& llava_architecture();
 const TinyHooks& llava_tiny_hooks();
 const Architecture& gemma3_architecture();
 const TinyHooks& gemma3_tiny_hooks();
+const Architecture& idefics3_architecture();
+const TinyHooks& idefics3_tiny_hooks();
 const Architecture& whisper_architecture();
 }  // namespace hfx::models
 
@@ -62,7 +64,7 @@ std::vector<const Architecture*> all_architectures() {
       // speech encoder-decoder (log-mel features in)
       &whisper_architecture(),
       // vision-language (vision encoder, token embeddings, decoder on embeddings)
-      &llava_architecture(), &gemma3_architecture(),
+      &llava_architecture(), &gemma3_architecture(), &idefics3_architecture(),
   };
   return all;
 }
@@ -79,7 +81,8 @@ namespace hfx::models {
 
 const TinyHooks* tiny_hooks(const std::string& model_type) {
   static const std::vector<std::pair<std::string, const TinyHooks*>> hooks = {{"llava", &llava_tiny_hooks()},
-                                                                                       {"gemma3", &gemma3_tiny_hooks()}};
+                                                                                       {"gemma3", &gemma3_tiny_hooks()},
+                                                                                       {"idefics3", &idefics3_tiny_hooks()}};
   for (const auto& [type, h] : hooks)
     if (type == model_type) return h;
   return nullptr;

@@ -210,7 +210,7 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
     hidden = shape[2];
   }
   const auto tok = tok::Tokenizer::from_dir(dir);
-  const int64_t image_token = config.at("image_token_index").get<int64_t>();
+  const int64_t image_token = config.at(config.contains("image_token_id") ? "image_token_id" : "image_token_index").get<int64_t>();
   ImageTextResult r;
   r.engine = e->name();
   if (mk.expansion.empty()) {  // llava: each marker token becomes one image token per feature

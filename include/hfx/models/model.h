@@ -145,12 +145,20 @@ class Model {
   Var w_opt(Builder& b, const std::string& name) const;  ///< absent if the checkpoint lacks it
   /// This model is part of a larger checkpoint whose weights carry `prefix` (llava's language model:
   /// "language_model."): w() and w_opt() read `prefix + name`, and the graphs name the weights so.
-  void set_weight_prefix(std::string prefix) { weight_prefix_ = std::move(prefix); }
+  void set_weight_prefix(std::string prefix) { set_weight_rename("", std::move(prefix)); }
+  /// Names that start with `from` are read as `to` + the rest (idefics3's text model: "model." →
+  /// "model.text_model.", its lm_head unchanged); set_weight_prefix(p) is set_weight_rename("", p).
+  void set_weight_rename(std::string from, std::string to) {
+    rename_from_ = std::move(from);
+    rename_to_ = std::move(to);
+  }
+  /// The checkpoint's name of the weight this model calls `name`.
+  std::string weight_name(const std::string& name) const;
 
  private:
   ModelConfig cfg_;
   std::shared_ptr<io::WeightStore> weights_;
-  std::string weight_prefix_;
+  std::string rename_from_, rename_to_;
 };
 
 /// A decoder-only causal LM: one component `model` (input_ids, attention_mask, position_ids,

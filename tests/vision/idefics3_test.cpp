@@ -1,0 +1,162 @@
+// idefics3 (Idefics3ForConditionalGeneration, SmolVLM's architecture) against goldens of the real transformers
+// 4.47 (tests/data/goldens/idefics3-tiny.json, tools/hf_goldens/make_idefics3_goldens.py on the checkpoint
+// `hfx create-tiny idefics3` writes): pixel_values [1, images, 3, 32, 32] from a fixed pattern, one and two
+// whole images.
+//   * image_features of the vision_encoder component (SigLIP under model.vision_model., pixel shuffle by
+//     scale_factor 2, modality projection);
+//   * the prefill's last logits and 32 greedy tokens through the components with the decoder's KV cache
+//     (the ImageTextEngine of `hfx generate --image`), eagerly and over the ONNX export in ONNX Runtime;
+//   * Transformers.js 4.3.1's Idefics3ForConditionalGeneration loads the export folder as it is and gives the
+//     same tokens from the same input_ids and pixel_values.
+// Tolerance 1e-4 absolute at f32; measured worst differences printed.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <filesystem>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/io/safetensors.h"
+#include "hfx/models/tiny.h"
+#include "hfx/runtime/image_text.h"
+#include "support/oracle.h"
+#include "support/shell.h"
+
+namespace fs = std::filesystem;
+using nlohmann::json;
+
+namespace {
+
+constexpr double kTol = 1e-4;
+
+struct Folder {
+  fs::path path;
+  explicit Folder(const std::string& name)
+      : path(fs::temp_directory_path() / ("hfx_idefics3_" + name + "_" + std::to_string(::getpid()))) {
+    fs::remove_all(path);
+    fs::create_directories(path);
+  }
+  ~Folder() { fs::remove_all(path); }
+};
+
+const json& golden() {
+  static const json g =
+      json::parse(hfx::io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/idefics3-tiny.json"));
+  return g;
+}
+
+std::vector<float> pattern_pixels(int64_t n) {
+  std::vector<float> p(static_cast<size_t>(n));
+  for (int64_t i = 0; i < n; i++) p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
+  return p;
+}
+
+// The checkpoint (ckpt/) and its ONNX export (out/), made once.
+const fs::path& folder() {
+  static Folder f("model");
+  static bool done = false;
+  if (!done) {
+    hfx::create_tiny("idefics3", (f.path / "ckpt").string());
+    auto p = hfx::testsupport::sh(std::string(HFX_CLI) + " export " + (f.path / "ckpt").string() +
+                                  " --format onnx -o " + (f.path / "out").string());
+    EXPECT_EQ(p.rc, 0) << p.out;
+    done = true;
+  }
+  return f.path;
+}
+
+double max_diff(const std::vector<float>& got, const json& want) {
+  EXPECT_EQ(got.size(), want.size());
+  double w = 0;
+  for (size_t i = 0; i < got.size() && i < want.size(); i++) w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
+  return w;
+}
+
+// Greedy decoding through an engine: the first `images` images' features over the image tokens, prefill, then
+// one token at a time over the cache; stops at the text model's eos (2).
+std::vector<int64_t> greedy(hfx::rt::ImageTextEngine& e, const json& c, int64_t images, int64_t image_token,
+                            std::vector<float>* last_logits) {
+  auto shape = golden()["pixel_values_shape"].get<std::vector<int64_t>>();
+  const int64_t per = shape[2] * shape[3] * shape[4];
+  const std::vector<float> all = pattern_pixels(shape[1] * per);
+  shape[1] = images;
+  std::vector<int64_t> fshape;
+  const std::vector<float> feats =
+      e.encode_images(std::span<const float>(all.data(), static_cast<size_t>(images * per)), shape, fshape);
+  const int64_t hidden = fshape[2];
+  const auto ids = c["input_ids"].get<std::vector<int64_t>>();
+  std::vector<float> emb = e.embed(ids);
+  size_t k = 0;
+  for (size_t i = 0; i < ids.size(); i++)
+    if (ids[i] == image_token) {
+      std::copy_n(feats.begin() + static_cast<std::ptrdiff_t>(k * hidden), hidden,
+                  emb.begin() + static_cast<std::ptrdiff_t>(i * hidden));
+      k++;
+    }
+  EXPECT_EQ(static_cast<int64_t>(k * hidden), static_cast<int64_t>(feats.size()));
+  e.reset();
+  std::vector<int64_t> out;
+  int64_t seq = static_cast<int64_t>(ids.size());
+  for (int step = 0; step < 32; step++) {
+    const std::vector<float> l = e.step(emb, seq);
+    if (step == 0) *last_logits = l;
+    out.push_back(std::max_element(l.begin(), l.end()) - l.begin());
+    if (out.back() == 2) break;
+    const int64_t one[1] = {out.back()};
+    emb = e.embed(one);
+    seq = 1;
+  }
+  return out;
+}
+
+TEST(Idefics3, ComponentsEqualTransformersEagerAndOrt) {
+  const auto& g = golden();
+  const fs::path& d = folder();
+  const int64_t image_token =
+      json::parse(hfx::io::read_file((d / "ckpt" / "config.json").string()))["image_token_id"].get<int64_t>();
+  for (const char* engine : {"eager", "ort"}) {
+    SCOPED_TRACE(engine);
+    auto e = std::string(engine) == "eager" ? hfx::rt::make_eager_image_text_engine((d / "ckpt").string())
+                                            : hfx::rt::make_ort_image_text_engine((d / "out").string());
+    auto shape = g["pixel_values_shape"].get<std::vector<int64_t>>();
+    const std::vector<float> px = pattern_pixels(shape[1] * shape[2] * shape[3] * shape[4]);
+    std::vector<int64_t> fshape;
+    const double feat = max_diff(e->encode_images(px, shape, fshape), g["image_features"]);
+    EXPECT_EQ(fshape, g["image_features_shape"].get<std::vector<int64_t>>());
+    EXPECT_LE(feat, kTol);
+    double logit = 0;
+    for (const json& c : g["cases"]) {
+      const int64_t images = c["images"].get<int64_t>();
+      SCOPED_TRACE(std::to_string(images) + " image(s)");
+      std::vector<float> last;
+      EXPECT_EQ(greedy(*e, c, images, image_token, &last), c["greedy"].get<std::vector<int64_t>>());
+      logit = std::max(logit, max_diff(last, c["last_logits"].back()));
+    }
+    EXPECT_LE(logit, kTol);
+    std::printf("  [idefics3, %s] image_features max|diff| %.3g, prefill logits %.3g; 32 greedy tokens equal "
+                "(1 and 2 images)\n", engine, feat, logit);
+  }
+}
+
+TEST(Idefics3, TransformersJsRunsTheExportWithTheSameTokens) {
+  HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
+  const fs::path& d = folder();
+  for (const json& c : golden()["cases"]) {
+    const int64_t images = c["images"].get<int64_t>();
+    SCOPED_TRACE(std::to_string(images) + " image(s)");
+    const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/idefics3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+                                        (d / "out").string() + "' '" + c["input_ids"].dump() + "' " +
+                                        std::to_string(images));
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const json tjs = json::parse(r.out.substr(r.out.rfind("{\"model\"")));
+    EXPECT_EQ(tjs["model"], "Idefics3ForConditionalGeneration");
+    EXPECT_EQ(tjs["ids"], c["greedy"]);
+    std::printf("  [idefics3 transformers.js] %lld image(s): %zu tokens equal transformers'\n",
+                static_cast<long long>(images), tjs["ids"].size());
+  }
+}
+
+}  // namespace

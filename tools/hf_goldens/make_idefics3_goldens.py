@@ -1,0 +1,73 @@
+"""Goldens of an `hfx create-tiny idefics3` checkpoint from the real transformers 4.47 (HF oracle): image
+features, logits and greedy tokens with one and with two images.
+
+  /work/hfo/py.sh tools/hf_goldens/make_idefics3_goldens.py DIR OUT.json
+
+pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i of [1, 2, C, H, W]
+(one prompt with two whole images; the test builds the same tensor). Writes "image_features" (the vision model's
+last hidden state through Idefics3Connector: pixel shuffle and modality projection, [2, tokens, hidden]) and
+"cases", one per image count (1, 2): input_ids (text ids around <fake_token_around_image> <image> x tokens
+<fake_token_around_image> per image), the logits of the last 4 positions and 32 greedy tokens by full
+recomputation, stopping at eos_token_id. float32, eager, CPU. Numbers only.
+"""
+import json
+import sys
+
+import torch
+
+import hfo_torch_compat  # noqa: F401  the HF oracle's torch 1.13 shims ($HFO/shims, on py.sh's path)
+from transformers import Idefics3ForConditionalGeneration
+
+
+def greedy(model, ids, pixel_values, n=32):
+    gen = list(ids)
+    eos = model.config.text_config.eos_token_id
+    with torch.no_grad():
+        for _ in range(n):
+            step = model(input_ids=torch.tensor([gen]), pixel_values=pixel_values).logits[0, -1]
+            gen.append(int(step.argmax()))
+            if gen[-1] == eos:
+                break
+    return gen[len(ids):]
+
+
+def main():
+    d, out = sys.argv[1], sys.argv[2]
+    model = Idefics3ForConditionalGeneration.from_pretrained(d, torch_dtype=torch.float32).eval()
+    c = model.config
+    v = c.vision_config
+    shape = [1, 2, v.num_channels, v.image_size, v.image_size]
+    n = 1
+    for s in shape:
+        n *= s
+    pv = (1.5 * torch.sin(0.37 * torch.arange(n, dtype=torch.float64))).float().reshape(shape)
+    with torch.no_grad():
+        h = model.model.vision_model(pixel_values=pv.view(-1, *shape[2:])).last_hidden_state
+        feats = model.model.connector(h)
+    tokens = feats.shape[1]
+    fake = 512  # <fake_token_around_image>
+    image = [fake] + [c.image_token_id] * tokens + [fake]
+    cases = []
+    for n_images in (1, 2):
+        ids = [1, 300, 301] + image + [302, 303]
+        if n_images == 2:
+            ids += image + [304]
+        ids += [305, 306]
+        pv_n = pv[:, :n_images]
+        with torch.no_grad():
+            logits = model(input_ids=torch.tensor([ids]), pixel_values=pv_n).logits[0, -4:]
+        cases.append({"images": n_images, "input_ids": ids,
+                      "last_logits": [[float(f"{x:.7g}") for x in row] for row in logits.tolist()],
+                      "greedy": greedy(model, ids, pv_n)})
+    golden = {"source": "hfx create-tiny idefics3", "transformers": __import__("transformers").__version__,
+              "torch": torch.__version__, "pixel_values": "1.5*sin(0.37*i) over [1, 2, C, H, W]",
+              "pixel_values_shape": shape, "image_features_shape": list(feats.shape),
+              "image_features": [float(f"{x:.7g}") for x in feats.flatten().tolist()], "cases": cases}
+    with open(out, "w") as f:
+        json.dump(golden, f, separators=(",", ":"))
+        f.write("\n")
+    print(f"wrote {out}: " + ", ".join(f"{k['images']} image(s): {k['greedy'][:8]}" for k in cases), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
