@@ -239,7 +239,7 @@ void tiny_files(const std::string& dir, const json& config) {
                     {"processor_class", "Idefics3Processor"},
                     {"resample", 1},
                     {"rescale_factor", 1.0 / 255.0},
-                    {"size", {{"longest_edge", 4 * v.image}}}};
+                    {"size", {{"longest_edge", 2 * v.image}}}};  // at most 2×2 tiles
   const json proc = {{"image_seq_len", v.tokens()}, {"processor_class", "Idefics3Processor"}};
   io::write_file_atomic(path("preprocessor_config.json"), pre.dump(2) + "\n");
   io::write_file_atomic(path("processor_config.json"), proc.dump(2) + "\n");

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <filesystem>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
@@ -123,32 +124,100 @@ std::vector<float> merged_embeddings(ImageTextEngine& e, const std::vector<int64
   return emb;
 }
 
-// The image marker of the prompt and, for gemma3, the text it stands for (Gemma3Processor's
-// full_image_sequence); llava expands its marker after tokenization (empty expansion).
-struct Markers {
-  std::string marker, expansion;
+// What a prompt's images become: pixel_values for the vision encoder and, per image, the text its marker
+// stands for (gemma3: Gemma3Processor's full_image_sequence; idefics3: Idefics3Processor's tiles and global
+// image) — empty for llava, whose marker token is expanded after tokenization.
+struct PreparedImages {
+  std::string marker;
+  Tensor pixels;
+  std::vector<std::string> texts;
 };
 
-Markers markers_of(const std::string& dir, const std::string& type) {
+std::string token_of(const nlohmann::json& tc, const char* key, const std::string& dir) {
+  HFX_CHECK(tc.contains(key) && tc[key].is_string(), kComp, "expected tokenizer_config.json.{} in '{}', got none",
+            key, dir);
+  return tc[key].get<std::string>();
+}
+
+int64_t processor_int(const std::string& dir, const char* key) {
   const fs::path proc = fs::path(dir) / "processor_config.json";
-  if (type != "gemma3") {
-    Markers m{"<image>", ""};
-    if (fs::exists(proc)) m.marker = read_json(proc.string()).value("image_token", m.marker);
-    return m;
-  }
-  const nlohmann::json tc = read_json((fs::path(dir) / "tokenizer_config.json").string());
-  HFX_CHECK(fs::exists(proc), kComp, "expected processor_config.json (image_seq_length) in '{}', got none", dir);
+  HFX_CHECK(fs::exists(proc), kComp, "expected processor_config.json ({}) in '{}', got none", key, dir);
   const nlohmann::json pc = read_json(proc.string());
-  HFX_CHECK(pc.contains("image_seq_length") && pc["image_seq_length"].is_number_integer(), kComp,
-            "expected processor_config.json.image_seq_length in '{}', got none", dir);
-  auto token = [&](const char* key) {
-    HFX_CHECK(tc.contains(key) && tc[key].is_string(), kComp, "expected tokenizer_config.json.{} in '{}', got none",
-              key, dir);
-    return tc[key].get<std::string>();
-  };
-  std::string images;
-  for (int64_t i = 0; i < pc["image_seq_length"].get<int64_t>(); i++) images += token("image_token");
-  return {token("boi_token"), "\n\n" + token("boi_token") + images + token("eoi_token") + "\n\n"};
+  HFX_CHECK(pc.contains(key) && pc[key].is_number_integer(), kComp,
+            "expected processor_config.json.{} in '{}', got none", key, dir);
+  return pc[key].get<int64_t>();
+}
+
+std::string repeat(const std::string& s, int64_t n) {
+  std::string r;
+  for (int64_t i = 0; i < n; i++) r += s;
+  return r;
+}
+
+// Idefics3Processor's get_image_prompt_string (transformers 4.47).
+std::string idefics3_image_text(int64_t rows, int64_t cols, int64_t seq) {
+  const std::string fake = "<fake_token_around_image>", image = repeat("<image>", seq);
+  if (rows == 0 && cols == 0) return fake + "<global-img>" + image + fake;
+  std::string t;
+  for (int64_t r = 0; r < rows; r++) {
+    for (int64_t c = 0; c < cols; c++) t += fake + fmt::format("<row_{}_col_{}>", r + 1, c + 1) + image;
+    t += "\n";
+  }
+  return t + "\n" + fake + "<global-img>" + image + fake;
+}
+
+PreparedImages prepare_images(const std::string& dir, const std::string& type,
+                              const std::vector<processors::Image>& images) {
+  PreparedImages p;
+  if (type == "idefics3") {
+    p.marker = "<image>";
+    const std::string path = (fs::path(dir) / "preprocessor_config.json").string();
+    const auto cfg = processors::Idefics3ImageProcessorConfig::from_json(read_json(path), path);
+    const int64_t seq = processor_int(dir, "image_seq_len");
+    if (images.empty()) return p;
+    processors::Idefics3Pixels px = processors::idefics3_pixel_values(cfg, images);
+    p.pixels = px.pixel_values;
+    for (size_t i = 0; i < images.size(); i++) p.texts.push_back(idefics3_image_text(px.rows[i], px.cols[i], seq));
+    return p;
+  }
+  if (type == "gemma3") {
+    const nlohmann::json tc = read_json((fs::path(dir) / "tokenizer_config.json").string());
+    p.marker = token_of(tc, "boi_token", dir);
+    const std::string text = "\n\n" + p.marker + repeat(token_of(tc, "image_token", dir), processor_int(dir, "image_seq_length")) +
+                             token_of(tc, "eoi_token", dir) + "\n\n";
+    p.texts.assign(images.size(), text);
+  } else {
+    p.marker = "<image>";
+    const fs::path proc = fs::path(dir) / "processor_config.json";
+    if (fs::exists(proc)) p.marker = read_json(proc.string()).value("image_token", p.marker);
+  }
+  if (!images.empty()) p.pixels = processors::clip_pixel_values(processors::ClipImageProcessorConfig::load(dir), images);
+  return p;
+}
+
+// The prompt's ids: each marker replaced by its image's text before tokenization (gemma3, idefics3), or the
+// marker token repeated once per image feature after it (llava).
+std::vector<int64_t> prompt_ids(const tok::Tokenizer& tok, const std::string& prompt, const PreparedImages& p,
+                                int64_t image_token, int64_t per_image) {
+  std::vector<int64_t> ids;
+  if (p.texts.empty()) {
+    for (int32_t id : tok.encode(prompt)) {
+      if (id == image_token)
+        ids.insert(ids.end(), static_cast<size_t>(per_image), image_token);
+      else
+        ids.push_back(id);
+    }
+    return ids;
+  }
+  std::string text;
+  size_t from = 0, k = 0;
+  for (size_t at = prompt.find(p.marker); at != std::string::npos; at = prompt.find(p.marker, from)) {
+    text += prompt.substr(from, at - from) + p.texts.at(k++);
+    from = at + p.marker.size();
+  }
+  text += prompt.substr(from);
+  for (int32_t id : tok.encode(text)) ids.push_back(id);
+  return ids;
 }
 
 int64_t argmax(const std::vector<float>& logits) {
@@ -174,33 +243,31 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
                                      const std::string& engine) {
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
-  HFX_CHECK(type == "llava" || type == "gemma3", kComp,
-            "expected a llava or gemma3 checkpoint or export folder for --image (the vision-language models "
-            "hfx runs so far), got model_type '{}' in '{}'",
+  HFX_CHECK(type == "llava" || type == "gemma3" || type == "idefics3", kComp,
+            "expected a llava, gemma3 or idefics3 checkpoint or export folder for --image (the vision-language "
+            "models hfx runs so far), got model_type '{}' in '{}'",
             type, dir);
   HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,
             "expected engine auto, eager or ort, got '{}'", engine);
-  const Markers mk = markers_of(dir, type);
-  const std::string& marker = mk.marker;
-  const size_t markers = count_markers(prompt, marker);
+  std::vector<processors::Image> images;
+  for (const auto& p : image_paths) images.push_back(processors::read_image(p));
+  const PreparedImages prepared = prepare_images(dir, type, images);
+  const size_t markers = count_markers(prompt, prepared.marker);
   HFX_CHECK(
       markers == image_paths.size(), kComp,
       "expected one {} marker per image in the prompt ({} image(s) given), got {} marker(s); write {} where "
       "each image goes, e.g. 'USER: {}\\nWhat is this? ASSISTANT:'",
-      marker, image_paths.size(), markers, marker, marker);
+      prepared.marker, image_paths.size(), markers, prepared.marker, prepared.marker);
   const bool onnx = fs::exists(fs::path(dir) / "onnx" / "vision_encoder.onnx");
   const bool use_ort = engine == "ort" || (engine == "auto" && onnx);
   std::unique_ptr<ImageTextEngine> e =
       use_ort ? make_ort_image_text_engine(dir) : make_eager_image_text_engine(dir);
 
-  const auto proc = processors::ClipImageProcessorConfig::load(dir);
-  std::vector<processors::Image> images;
-  for (const auto& p : image_paths) images.push_back(processors::read_image(p));
   std::vector<float> features;
-  const ModelConfig text = parse_model_config(config);  // the text model's numbers (llava's parse)
+  const ModelConfig text = parse_model_config(config);  // the text model's numbers (the VLM's parse)
   int64_t per_image = 0, hidden = text.hidden_size;
   if (!images.empty()) {
-    const Tensor px = processors::clip_pixel_values(proc, images).contiguous();
+    const Tensor px = prepared.pixels.contiguous();
     const std::vector<float> pixels = px.to_floats();
     std::vector<int64_t> shape;
     features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, shape);
@@ -213,20 +280,7 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   const int64_t image_token = config.at(config.contains("image_token_id") ? "image_token_id" : "image_token_index").get<int64_t>();
   ImageTextResult r;
   r.engine = e->name();
-  if (mk.expansion.empty()) {  // llava: each marker token becomes one image token per feature
-    for (int32_t id : tok.encode(prompt)) {
-      if (id == image_token)
-        r.prompt_ids.insert(r.prompt_ids.end(), static_cast<size_t>(per_image), image_token);
-      else
-        r.prompt_ids.push_back(id);
-    }
-  } else {  // gemma3: the marker's text is expanded before tokenization
-    std::string text_prompt = prompt;
-    for (size_t at = text_prompt.find(marker); at != std::string::npos;
-         at = text_prompt.find(marker, at + mk.expansion.size()))
-      text_prompt.replace(at, marker.size(), mk.expansion);
-    for (int32_t id : tok.encode(text_prompt)) r.prompt_ids.push_back(id);
-  }
+  r.prompt_ids = prompt_ids(tok, prompt, prepared, image_token, per_image);
   std::vector<int64_t> types(r.prompt_ids.size());
   for (size_t i = 0; i < types.size(); i++) types[i] = r.prompt_ids[i] == image_token ? 1 : 0;
   const std::vector<int64_t>& eos = text.eos_token_ids;

@@ -8,7 +8,12 @@ pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the f
 last hidden state through Idefics3Connector: pixel shuffle and modality projection, [2, tokens, hidden]) and
 "cases", one per image count (1, 2): input_ids (text ids around <fake_token_around_image> <image> x tokens
 <fake_token_around_image> per image), the logits of the last 4 positions and 32 greedy tokens by full
-recomputation, stopping at eos_token_id. float32, eager, CPU. Numbers only.
+recomputation, stopping at eos_token_id; and "images": the image processor on real files — the test images of
+tests/vision/image_writers.h (pattern(), as make_llava_goldens.py ports it, written as PNG by PIL) through
+transformers' Idefics3ImageProcessor from the folder (resize, splitting, global image): each image's rows and
+cols, the text Idefics3Processor puts in place of its <image> marker, pixel_values' shape, sums and every 7th
+value. (The oracle has no `tokenizers` package, so no Idefics3Processor tokenization here: Transformers.js
+checks hfx's prompt ids.) float32, eager, CPU.
 """
 import json
 import sys
@@ -29,6 +34,41 @@ def greedy(model, ids, pixel_values, n=32):
             if gen[-1] == eos:
                 break
     return gen[len(ids):]
+
+
+# The images of `hfx generate --image` in tests/vision/idefics3_test.cpp: (width, height, seed).
+IMAGES = [(50, 40, 31), (24, 30, 32)]
+
+
+def image_cases(d):
+    import tempfile
+
+    from PIL import Image
+    from transformers import AutoImageProcessor
+    from transformers.models.idefics3.processing_idefics3 import get_image_prompt_string
+
+    from make_llava_goldens import write_rgb_png
+
+    improc = AutoImageProcessor.from_pretrained(d)
+    seq = json.load(open(f"{d}/processor_config.json"))["image_seq_len"]
+    tmp = tempfile.mkdtemp()
+    out = []
+    for n_images in (1, 2):
+        paths = []
+        for i, (w, h, seed) in enumerate(IMAGES[:n_images]):
+            paths.append(f"{tmp}/{i}.png")
+            write_rgb_png(paths[-1], w, h, seed)
+        inputs = improc(images=[[Image.open(p) for p in paths]], return_tensors="pt", return_row_col_info=True)
+        pv = inputs["pixel_values"]
+        rows, cols = [int(x) for x in inputs["rows"][0]], [int(x) for x in inputs["cols"][0]]
+        texts = [get_image_prompt_string(r, c, seq, "<fake_token_around_image>", "<image>", "<global-img>")
+                 for r, c in zip(rows, cols)]
+        flat = pv.flatten().double()
+        out.append({"images": n_images, "rows": rows, "cols": cols, "image_texts": texts,
+                    "pixel_values_shape": list(pv.shape), "pixel_sum": float(flat.sum()),
+                    "pixel_abs_sum": float(flat.abs().sum()),
+                    "pixel_every_7th": [float(f"{x:.7g}") for x in pv.flatten()[::7].tolist()]})
+    return out
 
 
 def main():
@@ -62,7 +102,8 @@ def main():
     golden = {"source": "hfx create-tiny idefics3", "transformers": __import__("transformers").__version__,
               "torch": torch.__version__, "pixel_values": "1.5*sin(0.37*i) over [1, 2, C, H, W]",
               "pixel_values_shape": shape, "image_features_shape": list(feats.shape),
-              "image_features": [float(f"{x:.7g}") for x in feats.flatten().tolist()], "cases": cases}
+              "image_features": [float(f"{x:.7g}") for x in feats.flatten().tolist()], "cases": cases,
+              "images": image_cases(d)}
     with open(out, "w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")

@@ -127,4 +127,5 @@ def main():
     print(f"wrote {out}: image_features {list(feats.shape)}")
 
 
-main()
+if __name__ == "__main__":
+    main()

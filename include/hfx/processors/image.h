@@ -80,4 +80,35 @@ std::pair<int64_t, int64_t> clip_resize_size(const ClipImageProcessorConfig& cfg
 /// order and arithmetic of transformers (rescale in double then float32; normalize in float32).
 Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<Image>& images);
 
+/// The fields of an Idefics3ImageProcessor preprocessor_config.json (idefics3, SmolVLM) that change pixel values.
+struct Idefics3ImageProcessorConfig {
+  bool do_resize = true;
+  int64_t longest_edge = 4 * 364;     ///< size.longest_edge: every image's longest side is resized to it
+  int64_t max_image_size = 364;       ///< max_image_size.longest_edge: the tile side
+  bool do_image_splitting = true;
+  Resample resample = Resample::Lanczos;
+  double rescale_factor = 1.0 / 255.0;
+  bool do_rescale = true, do_normalize = true;
+  float image_mean[3] = {0.5f, 0.5f, 0.5f};
+  float image_std[3] = {0.5f, 0.5f, 0.5f};
+
+  /// Parses preprocessor_config.json (transformers 4.47's defaults for absent keys). Throws
+  /// hfx::Error("image processor", …) for another image_processor_type or a value of the wrong type.
+  static Idefics3ImageProcessorConfig from_json(const nlohmann::json& j, std::string_view where);
+};
+
+/// Idefics3ImageProcessor's output for one prompt's images: pixel_values [1, frames, 3, S, S] (every image's
+/// tiles, row by row, then its global image; S = max_image_size) and each image's tile rows and columns
+/// (0 and 0: not split, one frame).
+struct Idefics3Pixels {
+  Tensor pixel_values;
+  std::vector<int64_t> rows, cols;
+};
+
+/// transformers 4.47's Idefics3ImageProcessor.preprocess for one prompt: the longest side resized to
+/// `longest_edge` (aspect kept, the other side made even; at most 4096), then (splitting) resized up to
+/// multiples of the tile side, cut into tiles and the whole image resized to one tile (always Lanczos, as
+/// split_image does); rescale, normalize. Whole tiles only: nothing to pad for one prompt.
+Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg, const std::vector<Image>& images);
+
 }  // namespace hfx::processors
