@@ -1,11 +1,12 @@
-// idefics3: Idefics3ForConditionalGeneration (transformers 4.47; SmolVLM's architecture) — SigLIP vision tower
+// idefics3 and smolvlm: Idefics3ForConditionalGeneration (transformers 4.47) and SmolVLMForConditionalGeneration
+// (transformers 4.50+: the same weights, connector and prompt format under another model_type) — SigLIP vision tower
 // (model.vision_model.*), Idefics3Connector (pixel shuffle by scale_factor, modality_projection.proj) and a
 // Llama text model (model.text_model.*, lm_head), as three components the way Transformers.js loads them:
 // `vision_encoder` (pixel_values [batch, images, C, H, W] → image_features [batch·images, tokens, hidden]),
 // `embed_tokens` and `decoder` (the text model on inputs_embeds). The images are whole tiles (the image
 // processor's splits and global image): a partly padded image (pixel_attention_mask with zeros) or an
-// all-zero padding image of a batch is not supported. `hfx create-tiny idefics3` writes the checkpoint with
-// <fake_token_around_image>, <image>, <global-img> and the row/column tokens.
+// all-zero padding image of a batch is not supported. `hfx create-tiny idefics3` (or smolvlm) writes the
+// checkpoint with <fake_token_around_image>, <image>, <global-img> and the row/column tokens.
 #include <filesystem>
 
 #include "blocks.h"
@@ -170,14 +171,29 @@ std::vector<std::string> special_tokens() {
 
 // A tiny idefics3: SigLIP 32×32 pixels in 8×8 patches (16), pixel shuffle by 2 (4 image tokens per tile), and
 // the Llama text model of the other tiny presets.
-json tiny(const std::string& preset) {
-  if (preset != "tiny") unknown_preset("idefics3", preset, "tiny");
+// The class names of each model_type: the model, its vision config, image processor and processor.
+struct Names {
+  const char* model_class;
+  const char* vision_type;
+  const char* image_processor;
+  const char* processor;
+  const char* transformers;
+};
+Names names_of(const std::string& model_type) {
+  if (model_type == "smolvlm")
+    return {"SmolVLMForConditionalGeneration", "smolvlm_vision", "SmolVLMImageProcessor", "SmolVLMProcessor", "4.51.0"};
+  return {"Idefics3ForConditionalGeneration", "idefics3_vision", "Idefics3ImageProcessor", "Idefics3Processor", "4.47.0"};
+}
+
+json tiny_of(const std::string& model_type, const std::string& preset) {
+  if (preset != "tiny") unknown_preset(model_type, preset, "tiny");
+  const Names n = names_of(model_type);
   json text = tiny_decoder_config("LlamaForCausalLM", "llama");
   text.erase("architectures");
   text.update(json{{"hidden_act", "silu"}, {"attention_bias", false}, {"mlp_bias", false}, {"rope_scaling", nullptr},
                    {"vocab_size", kVocab + static_cast<int64_t>(special_tokens().size())}, {"pad_token_id", 0}});
-  return json{{"architectures", {"Idefics3ForConditionalGeneration"}},
-              {"model_type", "idefics3"},
+  return json{{"architectures", {n.model_class}},
+              {"model_type", model_type},
               {"image_token_id", kVocab + 1},
               {"scale_factor", 2},
               {"pad_token_id", 0},
@@ -185,10 +201,10 @@ json tiny(const std::string& preset) {
               {"initializer_range", 0.1},
               {"vocab_size", kVocab},  // create-tiny's tokenizer size; tiny_text sets the full one
               {"torch_dtype", "float32"},
-              {"transformers_version", "4.47.0"},
+              {"transformers_version", n.transformers},
               {"text_config", text},
               {"vision_config",
-               {{"model_type", "idefics3_vision"},
+               {{"model_type", n.vision_type},
                 {"hidden_size", 32},
                 {"intermediate_size", 64},
                 {"num_hidden_layers", 2},
@@ -199,6 +215,9 @@ json tiny(const std::string& preset) {
                 {"hidden_act", "gelu_pytorch_tanh"},
                 {"layer_norm_eps", 1e-6}}}};
 }
+
+json tiny(const std::string& preset) { return tiny_of("idefics3", preset); }
+json tiny_smolvlm(const std::string& preset) { return tiny_of("smolvlm", preset); }
 
 json added_token(int64_t id, const std::string& content) {
   return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
@@ -216,7 +235,7 @@ void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer
     decoder[std::to_string(t["id"].get<int64_t>())] = d;
   }
   tc["added_tokens_decoder"] = decoder;
-  tc["processor_class"] = "Idefics3Processor";
+  tc["processor_class"] = names_of(config.value("model_type", "idefics3")).processor;
   tc.erase("chat_template");
   config["vocab_size"] = config["text_config"]["vocab_size"];
   tokenizer_json = tj.dump(2) + "\n";
@@ -225,6 +244,7 @@ void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer
 
 void tiny_files(const std::string& dir, const json& config) {
   const Vision v = vision(config);
+  const Names n = names_of(config.value("model_type", "idefics3"));
   auto path = [&](const char* f) { return (std::filesystem::path(dir) / f).string(); };
   const json pre = {{"do_convert_rgb", true},
                     {"do_image_splitting", true},
@@ -233,14 +253,14 @@ void tiny_files(const std::string& dir, const json& config) {
                     {"do_rescale", true},
                     {"do_resize", true},
                     {"image_mean", {0.5, 0.5, 0.5}},
-                    {"image_processor_type", "Idefics3ImageProcessor"},
+                    {"image_processor_type", n.image_processor},
                     {"image_std", {0.5, 0.5, 0.5}},
                     {"max_image_size", {{"longest_edge", v.image}}},
-                    {"processor_class", "Idefics3Processor"},
+                    {"processor_class", n.processor},
                     {"resample", 1},
                     {"rescale_factor", 1.0 / 255.0},
                     {"size", {{"longest_edge", 2 * v.image}}}};  // at most 2×2 tiles
-  const json proc = {{"image_seq_len", v.tokens()}, {"processor_class", "Idefics3Processor"}};
+  const json proc = {{"image_seq_len", v.tokens()}, {"processor_class", n.processor}};
   io::write_file_atomic(path("preprocessor_config.json"), pre.dump(2) + "\n");
   io::write_file_atomic(path("processor_config.json"), proc.dump(2) + "\n");
 }
@@ -257,6 +277,19 @@ const Architecture& idefics3_architecture() {
                               .tiny_norm_mean = 1.0,
                               .optional_weights = {},
                               .heads = {{"image_text_to_text", "Idefics3ForConditionalGeneration"}}};
+  return a;
+}
+
+const Architecture& smolvlm_architecture() {
+  static const Architecture a{.model_type = "smolvlm",
+                              .parse_config = parse,
+                              .weight_specs = weight_specs,
+                              .create = create,
+                              .tiny_config = tiny_smolvlm,
+                              .tiny_tokenizer = "sentencepiece",
+                              .tiny_norm_mean = 1.0,
+                              .optional_weights = {},
+                              .heads = {{"image_text_to_text", "SmolVLMForConditionalGeneration"}}};
   return a;
 }
 

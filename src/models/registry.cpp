@@ -37,6 +37,7 @@ const TinyHooks& llava_tiny_hooks();
 const Architecture& gemma3_architecture();
 const TinyHooks& gemma3_tiny_hooks();
 const Architecture& idefics3_architecture();
+const Architecture& smolvlm_architecture();
 const TinyHooks& idefics3_tiny_hooks();
 const Architecture& whisper_architecture();
 }  // namespace hfx::models
@@ -65,6 +66,7 @@ std::vector<const Architecture*> all_architectures() {
       &whisper_architecture(),
       // vision-language (vision encoder, token embeddings, decoder on embeddings)
       &llava_architecture(), &gemma3_architecture(), &idefics3_architecture(),
+      &smolvlm_architecture(),
   };
   return all;
 }
@@ -82,7 +84,8 @@ namespace hfx::models {
 const TinyHooks* tiny_hooks(const std::string& model_type) {
   static const std::vector<std::pair<std::string, const TinyHooks*>> hooks = {{"llava", &llava_tiny_hooks()},
                                                                                        {"gemma3", &gemma3_tiny_hooks()},
-                                                                                       {"idefics3", &idefics3_tiny_hooks()}};
+                                                                                       {"idefics3", &idefics3_tiny_hooks()},
+                                                                                       {"smolvlm", &idefics3_tiny_hooks()}};
   for (const auto& [type, h] : hooks)
     if (type == model_type) return h;
   return nullptr;

@@ -169,7 +169,7 @@ std::string idefics3_image_text(int64_t rows, int64_t cols, int64_t seq) {
 PreparedImages prepare_images(const std::string& dir, const std::string& type,
                               const std::vector<processors::Image>& images) {
   PreparedImages p;
-  if (type == "idefics3") {
+  if (type == "idefics3" || type == "smolvlm") {
     p.marker = "<image>";
     const std::string path = (fs::path(dir) / "preprocessor_config.json").string();
     const auto cfg = processors::Idefics3ImageProcessorConfig::from_json(read_json(path), path);
@@ -243,8 +243,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
                                      const std::string& engine) {
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
-  HFX_CHECK(type == "llava" || type == "gemma3" || type == "idefics3", kComp,
-            "expected a llava, gemma3 or idefics3 checkpoint or export folder for --image (the vision-language "
+  HFX_CHECK(type == "llava" || type == "gemma3" || type == "idefics3" || type == "smolvlm", kComp,
+            "expected a llava, gemma3, idefics3 or smolvlm checkpoint or export folder for --image (the vision-language "
             "models hfx runs so far), got model_type '{}' in '{}'",
             type, dir);
   HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,

@@ -1,7 +1,7 @@
-// idefics3 (Idefics3ForConditionalGeneration, SmolVLM's architecture) against goldens of the real transformers
-// 4.47 (tests/data/goldens/idefics3-tiny.json, tools/hf_goldens/make_idefics3_goldens.py on the checkpoint
-// `hfx create-tiny idefics3` writes): pixel_values [1, images, 3, 32, 32] from a fixed pattern, one and two
-// whole images.
+// idefics3 (Idefics3ForConditionalGeneration) and smolvlm (SmolVLMForConditionalGeneration) against goldens of
+// the real transformers, 4.47 and 4.51 (tests/data/goldens/{idefics3,smolvlm}-tiny.json,
+// tools/hf_goldens/make_idefics3_goldens.py on the checkpoint `hfx create-tiny ARCH` writes): pixel_values
+// [1, images, 3, 32, 32] from a fixed pattern, one and two whole images.
 //   * image_features of the vision_encoder component (SigLIP under model.vision_model., pixel shuffle by
 //     scale_factor 2, modality projection);
 //   * the prefill's last logits and 32 greedy tokens through the components with the decoder's KV cache
@@ -22,6 +22,8 @@
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
+#include <map>
+#include <memory>
 
 #include <nlohmann/json.hpp>
 
@@ -50,10 +52,14 @@ struct Folder {
   ~Folder() { fs::remove_all(path); }
 };
 
+std::string g_arch = "idefics3";  // the architecture of the running test (set by SetUp)
+
 const json& golden() {
-  static const json g =
-      json::parse(hfx::io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/idefics3-tiny.json"));
-  return g;
+  static std::map<std::string, json> g;
+  if (!g.count(g_arch))
+    g[g_arch] = json::parse(
+        hfx::io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/" + g_arch + "-tiny.json"));
+  return g[g_arch];
 }
 
 std::vector<float> pattern_pixels(int64_t n) {
@@ -62,19 +68,24 @@ std::vector<float> pattern_pixels(int64_t n) {
   return p;
 }
 
-// The checkpoint (ckpt/) and its ONNX export (out/), made once.
+// The checkpoint (ckpt/) and its ONNX export (out/) of the running architecture, made once.
 const fs::path& folder() {
-  static Folder f("model");
-  static bool done = false;
-  if (!done) {
-    hfx::create_tiny("idefics3", (f.path / "ckpt").string());
-    auto p = hfx::testsupport::sh(std::string(HFX_CLI) + " export " + (f.path / "ckpt").string() +
-                                  " --format onnx -o " + (f.path / "out").string());
+  static std::map<std::string, std::unique_ptr<Folder>> made;
+  auto& f = made[g_arch];
+  if (!f) {
+    f = std::make_unique<Folder>(g_arch);
+    hfx::create_tiny(g_arch, (f->path / "ckpt").string());
+    auto p = hfx::testsupport::sh(std::string(HFX_CLI) + " export " + (f->path / "ckpt").string() +
+                                  " --format onnx -o " + (f->path / "out").string());
     EXPECT_EQ(p.rc, 0) << p.out;
-    done = true;
   }
-  return f.path;
+  return f->path;
 }
+
+class Idefics3 : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override { g_arch = GetParam(); }
+};
 
 double max_diff(const std::vector<float>& got, const json& want) {
   EXPECT_EQ(got.size(), want.size());
@@ -120,7 +131,7 @@ std::vector<int64_t> greedy(hfx::rt::ImageTextEngine& e, const json& c, int64_t 
   return out;
 }
 
-TEST(Idefics3, ComponentsEqualTransformersEagerAndOrt) {
+TEST_P(Idefics3, ComponentsEqualTransformersEagerAndOrt) {
   const auto& g = golden();
   const fs::path& d = folder();
   const int64_t image_token =
@@ -144,12 +155,12 @@ TEST(Idefics3, ComponentsEqualTransformersEagerAndOrt) {
       logit = std::max(logit, max_diff(last, c["last_logits"].back()));
     }
     EXPECT_LE(logit, kTol);
-    std::printf("  [idefics3, %s] image_features max|diff| %.3g, prefill logits %.3g; 32 greedy tokens equal "
-                "(1 and 2 images)\n", engine, feat, logit);
+    std::printf("  [%s, %s] image_features max|diff| %.3g, prefill logits %.3g; 32 greedy tokens equal "
+                "(1 and 2 images)\n", g_arch.c_str(), engine, feat, logit);
   }
 }
 
-TEST(Idefics3, TransformersJsRunsTheExportWithTheSameTokens) {
+TEST_P(Idefics3, TransformersJsRunsTheExportWithTheSameTokens) {
   HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   const fs::path& d = folder();
   for (const json& c : golden()["cases"]) {
@@ -160,9 +171,9 @@ TEST(Idefics3, TransformersJsRunsTheExportWithTheSameTokens) {
                                         std::to_string(images));
     ASSERT_EQ(r.rc, 0) << r.out;
     const json tjs = json::parse(r.out.substr(r.out.rfind("{\"model\"")));
-    EXPECT_EQ(tjs["model"], "Idefics3ForConditionalGeneration");
+    EXPECT_EQ(tjs["model"], g_arch == "smolvlm" ? "SmolVLMForConditionalGeneration" : "Idefics3ForConditionalGeneration");
     EXPECT_EQ(tjs["ids"], c["greedy"]);
-    std::printf("  [idefics3 transformers.js] %lld image(s): %zu tokens equal transformers'\n",
+    std::printf("  [%s transformers.js] %lld image(s): %zu tokens equal transformers'\n", g_arch.c_str(),
                 static_cast<long long>(images), tjs["ids"].size());
   }
 }
@@ -178,7 +189,7 @@ std::vector<std::string> write_images(const fs::path& dir) {
   return paths;
 }
 
-TEST(Idefics3, ImageProcessorEqualsTransformers) {
+TEST_P(Idefics3, ImageProcessorEqualsTransformers) {
   const fs::path& d = folder();
   Folder f("images");
   const std::vector<std::string> paths = write_images(f.path);
@@ -204,12 +215,12 @@ TEST(Idefics3, ImageProcessorEqualsTransformers) {
     EXPECT_LE(worst, 1e-6);
     EXPECT_NEAR(sum, c["pixel_sum"].get<double>(), 1e-3);
     EXPECT_NEAR(abs_sum, c["pixel_abs_sum"].get<double>(), 1e-3);
-    std::printf("  [idefics3 processor] %zu image(s): %lld frames, rows/cols equal, pixel_values max|diff| %.3g\n", n,
+    std::printf("  [%s processor] %zu image(s): %lld frames, rows/cols equal, pixel_values max|diff| %.3g\n", g_arch.c_str(), n,
                 static_cast<long long>(px.pixel_values.shape()[1]), worst);
   }
 }
 
-TEST(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
+TEST_P(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
   HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   const fs::path& d = folder();
   Folder f("generate");
@@ -247,10 +258,13 @@ TEST(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
     const std::vector<float> v = px.pixel_values.contiguous().to_floats();
     for (size_t i = 0; i < v.size() && i < tjs["pixel_values"].size(); i++)
       mean += std::fabs(v[i] - tjs["pixel_values"][i].get<double>()) / static_cast<double>(v.size());
-    std::printf("  [idefics3 generate] %zu image(s): %zu prompt ids equal Transformers.js's; eager = ort (%zu tokens); "
-                "pixel_values vs Transformers.js (sharp): mean |diff| %.3g\n", n, tjs["prompt_ids"].size(),
+    std::printf("  [%s generate] %zu image(s): %zu prompt ids equal Transformers.js's; eager = ort (%zu tokens); "
+                "pixel_values vs Transformers.js (sharp): mean |diff| %.3g\n", g_arch.c_str(), n, tjs["prompt_ids"].size(),
                 rows[0]["ids"].size(), mean);
   }
 }
+
+INSTANTIATE_TEST_SUITE_P(Archs, Idefics3, ::testing::Values("idefics3", "smolvlm"),
+                         [](const auto& i) { return i.param; });
 
 }  // namespace

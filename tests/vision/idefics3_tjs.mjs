@@ -1,5 +1,5 @@
 // Transformers.js 4.3.1 over an `hfx export --format onnx` folder of a tiny idefics3 (tests/vision/idefics3_test.cpp):
-// Idefics3ForConditionalGeneration.generate on input_ids and the first IMAGES images of the golden's pixel
+// AutoModelForImageTextToText (Idefics3ForConditionalGeneration / SmolVLMForConditionalGeneration).generate on input_ids and the first IMAGES images of the golden's pixel
 // pattern (1.5 sin(0.37 i), float32, [1, IMAGES, 3, 32, 32]), greedy, 32 new tokens; prints {"model", "ids"}.
 // usage: node idefics3_tjs.mjs NODE_MODULES EXPORT_DIR IDS_JSON IMAGES
 //        node idefics3_tjs.mjs NODE_MODULES EXPORT_DIR processor PROMPT IMAGE...
@@ -10,7 +10,7 @@ import { pathToFileURL } from 'node:url';
 
 const [nodeModules, exportDir, idsJson, imagesArg, ...files] = process.argv.slice(2);
 const tjs = await import(pathToFileURL(path.join(nodeModules, '@huggingface/transformers/dist/transformers.node.mjs')).href);
-const { AutoProcessor, Idefics3ForConditionalGeneration, RawImage, Tensor, env } = tjs;
+const { AutoModelForImageTextToText, AutoProcessor, RawImage, Tensor, env } = tjs;
 env.allowRemoteModels = false;
 env.localModelPath = path.dirname(path.resolve(exportDir)) + '/';
 if (idsJson === 'processor') {
@@ -21,7 +21,7 @@ if (idsJson === 'processor') {
   console.log(JSON.stringify({ prompt_ids: Array.from(inputs.input_ids.data, Number), shape: inputs.pixel_values.dims,
                                pixel_values: Array.from(inputs.pixel_values.data) }));
 } else {
-  const model = await Idefics3ForConditionalGeneration.from_pretrained(path.basename(path.resolve(exportDir)),
+  const model = await AutoModelForImageTextToText.from_pretrained(path.basename(path.resolve(exportDir)),
                                                                        { dtype: 'fp32', device: 'cpu' });
   const ids = JSON.parse(idsJson);
   const images = Number(imagesArg);

@@ -1,8 +1,11 @@
-"""Goldens of an `hfx create-tiny idefics3` checkpoint from the real transformers 4.47 (HF oracle): image
-features, logits and greedy tokens with one and with two images.
+"""Goldens of an `hfx create-tiny idefics3` (transformers 4.47) or `hfx create-tiny smolvlm` (transformers 4.51:
+HFO_TF=4.51) checkpoint from the real transformers (HF oracle): image features, logits and greedy tokens with
+one and with two images.
 
-  /work/hfo/py.sh tools/hf_goldens/make_idefics3_goldens.py DIR OUT.json
+  [HFO_TF=4.51] /work/hfo/py.sh tools/hf_goldens/make_idefics3_goldens.py DIR OUT.json
 
+The model class is config.json's architectures[0], built with _from_config and loaded with the oracle's strict
+state_dict loader (4.51's from_pretrained fails on torch 1.13).
 pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i of [1, 2, C, H, W]
 (one prompt with two whole images; the test builds the same tensor). Writes "image_features" (the vision model's
 last hidden state through Idefics3Connector: pixel shuffle and modality projection, [2, tokens, hidden]) and
@@ -20,8 +23,8 @@ import sys
 
 import torch
 
-import hfo_torch_compat  # noqa: F401  the HF oracle's torch 1.13 shims ($HFO/shims, on py.sh's path)
-from transformers import Idefics3ForConditionalGeneration
+import oracle  # /work/hfo/oracle.py: load_state_dict_file, load_into (and the torch shims of the tree)
+import transformers
 
 
 def greedy(model, ids, pixel_values, n=32):
@@ -45,7 +48,10 @@ def image_cases(d):
 
     from PIL import Image
     from transformers import AutoImageProcessor
-    from transformers.models.idefics3.processing_idefics3 import get_image_prompt_string
+    if json.load(open(f"{d}/config.json"))["model_type"] == "smolvlm":
+        from transformers.models.smolvlm.processing_smolvlm import get_image_prompt_string
+    else:
+        from transformers.models.idefics3.processing_idefics3 import get_image_prompt_string
 
     from make_llava_goldens import write_rgb_png
 
@@ -73,7 +79,12 @@ def image_cases(d):
 
 def main():
     d, out = sys.argv[1], sys.argv[2]
-    model = Idefics3ForConditionalGeneration.from_pretrained(d, torch_dtype=torch.float32).eval()
+    config = transformers.AutoConfig.from_pretrained(d)
+    cls = getattr(transformers, config.architectures[0])
+    torch.manual_seed(0)
+    model = cls._from_config(config, attn_implementation="eager", torch_dtype=torch.float32)
+    notes = oracle.load_into(model, oracle.load_state_dict_file(d))
+    model = model.float().eval()
     c = model.config
     v = c.vision_config
     shape = [1, 2, v.num_channels, v.image_size, v.image_size]
@@ -99,7 +110,7 @@ def main():
         cases.append({"images": n_images, "input_ids": ids,
                       "last_logits": [[float(f"{x:.7g}") for x in row] for row in logits.tolist()],
                       "greedy": greedy(model, ids, pv_n)})
-    golden = {"source": "hfx create-tiny idefics3", "transformers": __import__("transformers").__version__,
+    golden = {"source": f"hfx create-tiny {config.model_type}", "transformers": transformers.__version__, "notes": notes,
               "torch": torch.__version__, "pixel_values": "1.5*sin(0.37*i) over [1, 2, C, H, W]",
               "pixel_values_shape": shape, "image_features_shape": list(feats.shape),
               "image_features": [float(f"{x:.7g}") for x in feats.flatten().tolist()], "cases": cases,
