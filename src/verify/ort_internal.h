@@ -12,6 +12,10 @@
 namespace hfx::verify::detail {
 
 using Clock = std::chrono::steady_clock;
+/// The name of the idx-th present output: present.<idx/2>.key, then .value.
+inline std::string present_name(size_t idx) {
+  return "present." + std::to_string(idx / 2) + (idx % 2 ? ".value" : ".key");
+}
 double ms_since(Clock::time_point t0);
 
 /// Test tokens of one call: `past` tokens already in the cache, then `seq` new ones, per row.
@@ -26,6 +30,10 @@ struct EagerStep;
 /// The feeds of `in` for session `s`: the eager past when `eager` is given, else zeros of the right shape.
 rt::NamedTensors feeds_for(const rt::OrtSession& s, const CausalLM& m, const Inputs& in,
                            const EagerStep* eager, bool has_past);
+
+/// The greedy end-to-end check (ort_greedy.cpp): the runtime's Generator over `prefill` (or `step` alone)
+/// against eager's greedy tokens, recorded under `label`.
+void greedy_check(Context& cx, const std::string& label, const rt::OrtSession* prefill, const rt::OrtSession* step);
 
 /// Cases of the shape matrix from the contract (or --shapes). A case the graph's contract restricts
 /// (GroupQueryAttention's batch-1 rule) is run inside the restriction; the excluded shape is probed by

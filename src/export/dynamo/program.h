@@ -55,6 +55,8 @@ int lower_composites(Graph& g);
 /// hybrid's leaves all stay flat keywords: its KV layers are not contiguous in the flattened order and its
 /// cache has no standard pytree.
 bool groups_kv_leaves(const std::vector<std::string>& names);
+/// Whether `name` is a cache leaf "<prefix>.<layer>.<kind>"; sets `layer` and `kind` when it is.
+bool is_cache_leaf(const std::string& name, const char* prefix, int* layer, std::string* kind);
 std::string input_treespec(const std::vector<std::string>& input_names);
 std::string output_treespec(const std::vector<std::string>& output_names);
 
