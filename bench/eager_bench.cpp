@@ -88,8 +88,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     if (argc < 3 || std::string(argv[1]) != "run") {
-      std::fprintf(stderr, "usage: eager_bench write-gguf MODEL_DIR OUT.gguf | run MODEL_DIR [--threads 1,2] "
-                           "[--prefill 128] [--decode 64] [--reps 3]\n");
+      std::fprintf(stderr,
+                   "usage: eager_bench write-gguf MODEL_DIR OUT.gguf | run MODEL_DIR [--threads 1,2] "
+                   "[--prefill 128] [--decode 64] [--reps 3]\n");
       return 2;
     }
     std::string dir = argv[2];
@@ -98,10 +99,14 @@ int main(int argc, char** argv) {
     int reps = 3;
     for (int i = 3; i + 1 < argc; i += 2) {
       std::string k = argv[i], v = argv[i + 1];
-      if (k == "--threads") threads = parse_list(v);
-      else if (k == "--prefill") prefill = std::stoll(v);
-      else if (k == "--decode") decode = std::stoll(v);
-      else if (k == "--reps") reps = std::stoi(v);
+      if (k == "--threads")
+        threads = parse_list(v);
+      else if (k == "--prefill")
+        prefill = std::stoll(v);
+      else if (k == "--decode")
+        decode = std::stoll(v);
+      else if (k == "--reps")
+        reps = std::stoi(v);
     }
     std::shared_ptr<const CausalLM> model(load_causal_lm(dir));
     EagerEngine e(model);
@@ -116,9 +121,10 @@ int main(int argc, char** argv) {
         dc.push_back(x.decode_s);
       }
       double p = median(pf), d = median(dc);
-      std::printf("{\"engine\":\"hfx-eager\",\"threads\":%d,\"prefill_tokens\":%lld,\"prefill_s\":%.6f,"
-                  "\"prefill_tok_s\":%.3f,\"decode_tokens\":%lld,\"decode_s\":%.6f,\"decode_tok_s\":%.3f}\n",
-                  t, static_cast<long long>(prefill), p, prefill / p, static_cast<long long>(decode), d, decode / d);
+      std::printf(
+          "{\"engine\":\"hfx-eager\",\"threads\":%d,\"prefill_tokens\":%lld,\"prefill_s\":%.6f,"
+          "\"prefill_tok_s\":%.3f,\"decode_tokens\":%lld,\"decode_s\":%.6f,\"decode_tok_s\":%.3f}\n",
+          t, static_cast<long long>(prefill), p, prefill / p, static_cast<long long>(decode), d, decode / d);
       std::fflush(stdout);
     }
     return 0;

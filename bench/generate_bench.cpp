@@ -71,9 +71,12 @@ struct Bare {
       const int64_t ish[2] = {1, S}, msh[2] = {1, P + S};
       std::vector<Ort::Value> feeds;
       for (size_t i = 0; i < in.size(); i++) {
-        if (in[i] == "input_ids") feeds.push_back(Ort::Value::CreateTensor<int64_t>(mem, ids.data(), ids.size(), ish, 2));
-        else if (in[i] == "attention_mask") feeds.push_back(Ort::Value::CreateTensor<int64_t>(mem, mask.data(), mask.size(), msh, 2));
-        else if (in[i] == "position_ids") feeds.push_back(Ort::Value::CreateTensor<int64_t>(mem, pos.data(), pos.size(), ish, 2));
+        if (in[i] == "input_ids")
+          feeds.push_back(Ort::Value::CreateTensor<int64_t>(mem, ids.data(), ids.size(), ish, 2));
+        else if (in[i] == "attention_mask")
+          feeds.push_back(Ort::Value::CreateTensor<int64_t>(mem, mask.data(), mask.size(), msh, 2));
+        else if (in[i] == "position_ids")
+          feeds.push_back(Ort::Value::CreateTensor<int64_t>(mem, pos.data(), pos.size(), ish, 2));
         else {
           if (!past[i]) {
             int64_t sh[4] = {1, past_shape[i][1], 0, past_shape[i][3]};
@@ -82,7 +85,8 @@ struct Bare {
           feeds.push_back(std::move(past[i]));
         }
       }
-      auto outs = s.Run(Ort::RunOptions{nullptr}, inp.data(), feeds.data(), feeds.size(), outp.data(), outp.size());
+      auto outs =
+          s.Run(Ort::RunOptions{nullptr}, inp.data(), feeds.data(), feeds.size(), outp.data(), outp.size());
       for (size_t o = 0; o < out.size(); o++) {
         if (out[o].rfind("present.", 0) != 0) continue;
         std::string pn = "past_key_values." + out[o].substr(8);
@@ -108,10 +112,14 @@ int main(int argc, char** argv) {
     int64_t prompt_len = 32, max_new = 64;
     for (int i = 2; i + 1 < argc; i += 2) {
       std::string k = argv[i], v = argv[i + 1];
-      if (k == "--threads") threads = std::stoi(v);
-      else if (k == "--prompt") prompt_len = std::stoll(v);
-      else if (k == "--new") max_new = std::stoll(v);
-      else if (k == "--reps") reps = std::stoi(v);
+      if (k == "--threads")
+        threads = std::stoi(v);
+      else if (k == "--prompt")
+        prompt_len = std::stoll(v);
+      else if (k == "--new")
+        max_new = std::stoll(v);
+      else if (k == "--reps")
+        reps = std::stoi(v);
     }
     hfx::Generator g = hfx::Generator::open(dir, {.engine = "ort", .threads = threads});
     Bare bare(fs::path(dir) / "onnx" / "model.onnx", threads);
@@ -136,9 +144,10 @@ int main(int argc, char** argv) {
       es.push_back(res.stats.engine_s);
     }
     double G = median(gw), B = median(bw), E = median(es);
-    std::printf("{\"threads\":%d,\"prompt_tokens\":%lld,\"new_tokens\":%zu,\"generate_s\":%.6f,\"bare_s\":%.6f,"
-                "\"engine_s\":%.6f,\"overhead\":%.5f,\"overhead_vs_engine_s\":%.5f}\n",
-                threads, static_cast<long long>(prompt_len), produced.size(), G, B, E, G / B - 1.0, G / E - 1.0);
+    std::printf(
+        "{\"threads\":%d,\"prompt_tokens\":%lld,\"new_tokens\":%zu,\"generate_s\":%.6f,\"bare_s\":%.6f,"
+        "\"engine_s\":%.6f,\"overhead\":%.5f,\"overhead_vs_engine_s\":%.5f}\n",
+        threads, static_cast<long long>(prompt_len), produced.size(), G, B, E, G / B - 1.0, G / E - 1.0);
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "generate_bench: %s\n", e.what());

@@ -23,27 +23,47 @@ enum : uint32_t { U8 = 0, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64,
 
 class Writer {
  public:
-  void kv_str(const std::string& k, const std::string& v) { key(k, STRING); str(v); kv_++; }
-  void kv_u32(const std::string& k, uint32_t v) { key(k, U32); pod(v); kv_++; }
-  void kv_f32(const std::string& k, float v) { key(k, F32); pod(v); kv_++; }
+  void kv_str(const std::string& k, const std::string& v) {
+    key(k, STRING);
+    str(v);
+    kv_++;
+  }
+  void kv_u32(const std::string& k, uint32_t v) {
+    key(k, U32);
+    pod(v);
+    kv_++;
+  }
+  void kv_f32(const std::string& k, float v) {
+    key(k, F32);
+    pod(v);
+    kv_++;
+  }
   void kv_strs(const std::string& k, const std::vector<std::string>& v) {
-    key(k, ARRAY); pod(uint32_t{STRING}); pod(static_cast<uint64_t>(v.size()));
+    key(k, ARRAY);
+    pod(uint32_t{STRING});
+    pod(static_cast<uint64_t>(v.size()));
     for (const auto& s : v) str(s);
     kv_++;
   }
   void kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
-    key(k, ARRAY); pod(uint32_t{I32}); pod(static_cast<uint64_t>(v.size()));
+    key(k, ARRAY);
+    pod(uint32_t{I32});
+    pod(static_cast<uint64_t>(v.size()));
     for (auto x : v) pod(x);
     kv_++;
   }
   void kv_f32s(const std::string& k, const std::vector<float>& v) {
-    key(k, ARRAY); pod(uint32_t{F32}); pod(static_cast<uint64_t>(v.size()));
+    key(k, ARRAY);
+    pod(uint32_t{F32});
+    pod(static_cast<uint64_t>(v.size()));
     for (auto x : v) pod(x);
     kv_++;
   }
   /// A tensor in torch layout, produced lazily as F32 when the data section is written.
   using Producer = std::function<Tensor()>;
-  void tensor(const std::string& name, const Shape& shape, Producer p) { tensors_.push_back({name, shape, std::move(p)}); }
+  void tensor(const std::string& name, const Shape& shape, Producer p) {
+    tensors_.push_back({name, shape, std::move(p)});
+  }
 
   void write(const std::string& path) const {
     FILE* f = std::fopen(path.c_str(), "wb");
@@ -78,7 +98,9 @@ class Writer {
     static const char zeros[32] = {};
     for (const auto& t : tensors_) {
       Tensor x = t.make().to(DType::F32).contiguous();
-      if (x.shape() != t.shape) HFX_THROW("gguf", "tensor {}: declared {} got {}", t.name, shape_to_string(t.shape), shape_to_string(x.shape()));
+      if (x.shape() != t.shape)
+        HFX_THROW("gguf", "tensor {}: declared {} got {}", t.name, shape_to_string(t.shape),
+                  shape_to_string(x.shape()));
       std::fwrite(x.raw(), 1, x.nbytes(), f);
       size_t pad = (32 - x.nbytes() % 32) % 32;
       std::fwrite(zeros, 1, pad, f);
@@ -92,10 +114,18 @@ class Writer {
     Shape shape;
     Producer make;
   };
-  void key(const std::string& k, uint32_t type) { str(k); pod(type); }
-  void str(const std::string& s) { pod(static_cast<uint64_t>(s.size())); meta_ += s; }
+  void key(const std::string& k, uint32_t type) {
+    str(k);
+    pod(type);
+  }
+  void str(const std::string& s) {
+    pod(static_cast<uint64_t>(s.size()));
+    meta_ += s;
+  }
   template <typename T>
-  void pod(T v) { meta_.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+  void pod(T v) {
+    meta_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
   std::string meta_;
   uint64_t kv_ = 0;
   std::vector<Entry> tensors_;
@@ -111,7 +141,8 @@ inline Tensor permute_rows(const Tensor& w, int64_t heads) {
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < D / 2; i++)
       for (int64_t half = 0; half < 2; half++)
-        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols, cols * sizeof(float));
+        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols,
+                    cols * sizeof(float));
   return r;
 }
 
@@ -142,9 +173,12 @@ inline void write_llama(const std::string& path, const CausalLM& m) {
   std::vector<int32_t> types(V, 1);
   std::vector<float> scores(V, 0.0f);
   for (int64_t i = 0; i < V; i++) {
-    if (i == 0) tokens[i] = "<unk>", types[i] = 2;
-    else if (i == 1) tokens[i] = "<s>", types[i] = 3;
-    else if (i == 2) tokens[i] = "</s>", types[i] = 3;
+    if (i == 0)
+      tokens[i] = "<unk>", types[i] = 2;
+    else if (i == 1)
+      tokens[i] = "<s>", types[i] = 3;
+    else if (i == 2)
+      tokens[i] = "</s>", types[i] = 3;
     else if (i < 3 + 256) {
       char b[8];
       std::snprintf(b, sizeof b, "<0x%02X>", static_cast<unsigned>(i - 3));
@@ -165,14 +199,17 @@ inline void write_llama(const std::string& path, const CausalLM& m) {
   w.tensor("token_embd.weight", shape("model.embed_tokens.weight"), plain("model.embed_tokens.weight"));
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    w.tensor(q + "attn_norm.weight", shape(p + "input_layernorm.weight"), plain(p + "input_layernorm.weight"));
+    w.tensor(q + "attn_norm.weight", shape(p + "input_layernorm.weight"),
+             plain(p + "input_layernorm.weight"));
     std::string wq = p + "self_attn.q_proj.weight", wk = p + "self_attn.k_proj.weight";
     int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
     w.tensor(q + "attn_q.weight", shape(wq), [&W, wq, H] { return permute_rows(W.get(wq), H); });
     w.tensor(q + "attn_k.weight", shape(wk), [&W, wk, K] { return permute_rows(W.get(wk), K); });
     w.tensor(q + "attn_v.weight", shape(p + "self_attn.v_proj.weight"), plain(p + "self_attn.v_proj.weight"));
-    w.tensor(q + "attn_output.weight", shape(p + "self_attn.o_proj.weight"), plain(p + "self_attn.o_proj.weight"));
-    w.tensor(q + "ffn_norm.weight", shape(p + "post_attention_layernorm.weight"), plain(p + "post_attention_layernorm.weight"));
+    w.tensor(q + "attn_output.weight", shape(p + "self_attn.o_proj.weight"),
+             plain(p + "self_attn.o_proj.weight"));
+    w.tensor(q + "ffn_norm.weight", shape(p + "post_attention_layernorm.weight"),
+             plain(p + "post_attention_layernorm.weight"));
     w.tensor(q + "ffn_gate.weight", shape(p + "mlp.gate_proj.weight"), plain(p + "mlp.gate_proj.weight"));
     w.tensor(q + "ffn_up.weight", shape(p + "mlp.up_proj.weight"), plain(p + "mlp.up_proj.weight"));
     w.tensor(q + "ffn_down.weight", shape(p + "mlp.down_proj.weight"), plain(p + "mlp.down_proj.weight"));

@@ -38,8 +38,8 @@ struct BlasThreads {
 };
 
 void set_gflops(benchmark::State& st, double flops_per_iter) {
-  st.counters["gflops"] =
-      benchmark::Counter(flops_per_iter * static_cast<double>(st.iterations()) / 1e9, benchmark::Counter::kIsRate);
+  st.counters["gflops"] = benchmark::Counter(flops_per_iter * static_cast<double>(st.iterations()) / 1e9,
+                                             benchmark::Counter::kIsRate);
 }
 
 // ---- matmul: args M, K, N ----
@@ -56,8 +56,8 @@ void BM_raw_sgemm_nn(benchmark::State& st) {
   Tensor a = randn({M, K}, 1), b = randn({K, N}, 2), c = Tensor::zeros({M, N});
   BlasThreads bt;
   for (auto _ : st) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data<float>(), K, b.data<float>(), N, 0.0f,
-                c.data<float>(), N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, M, N, K, 1.0f, a.data<float>(), K, b.data<float>(),
+                N, 0.0f, c.data<float>(), N);
     benchmark::ClobberMemory();
   }
   set_gflops(st, 2.0 * M * N * K);
@@ -75,8 +75,8 @@ void BM_raw_sgemm_nt(benchmark::State& st) {
   Tensor x = randn({M, K}, 1), w = randn({N, K}, 2), c = Tensor::zeros({M, N});
   BlasThreads bt;
   for (auto _ : st) {
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(), K, 0.0f,
-                c.data<float>(), N);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, M, N, K, 1.0f, x.data<float>(), K, w.data<float>(),
+                K, 0.0f, c.data<float>(), N);
     benchmark::ClobberMemory();
   }
   set_gflops(st, 2.0 * M * N * K);
@@ -90,7 +90,11 @@ void BM_kernel_linear_bf16(benchmark::State& st) {
 }
 
 void mm_shapes(benchmark::internal::Benchmark* b) {
-  b->Args({1, 2048, 2048})->Args({128, 2048, 2048})->Args({512, 2048, 8192})->UseRealTime()->Unit(benchmark::kMillisecond);
+  b->Args({1, 2048, 2048})
+      ->Args({128, 2048, 2048})
+      ->Args({512, 2048, 8192})
+      ->UseRealTime()
+      ->Unit(benchmark::kMillisecond);
 }
 BENCHMARK(BM_kernel_mm)->Apply(mm_shapes);
 BENCHMARK(BM_raw_sgemm_nn)->Apply(mm_shapes);
@@ -123,7 +127,8 @@ void BM_baseline_sdpa(benchmark::State& st) {
       const float* qp = q.data<float>() + h * S * kD;
       const float* kp = k.data<float>() + (h / G) * T * kD;
       const float* vp = v.data<float>() + (h / G) * T * kD;
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, T, kD, 0.125f, qp, kD, kp, kD, 0.0f, sc.data(), T);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, S, T, kD, 0.125f, qp, kD, kp, kD, 0.0f, sc.data(),
+                  T);
       for (int64_t i = 0; i < S; i++) {
         float* row = sc.data() + i * T;
         int64_t p = T - S + i;

@@ -4,7 +4,8 @@
 // bench/run_all.sh prints the ratio. One JSON line.
 //
 //   ort_bench OUT_DIR_OR_MODEL.onnx [--threads 2] [--prefill 512] [--decode 64] [--reps 3] [--label ort]
-//             [--profile PREFIX]   (ORT profiling on: the JSON path is printed as "profile"; bench/ort_profile.mjs
+//             [--profile PREFIX]   (ORT profiling on: the JSON path is printed as "profile";
+//             bench/ort_profile.mjs
 //                                   sums it per op type)
 //
 // Prefill: one run with S = prefill and empty pasts [1, Hkv, 0, D] (median of reps after a warm-up).
@@ -43,9 +44,12 @@ struct Bench {
     for (const auto& in : s.inputs()) {
       if (in.name.rfind("past_key_values.", 0) != 0) continue;
       std::vector<int64_t> sh;
-      for (size_t d = 0; d < in.shape.size(); d++) sh.push_back(d == 0 ? 1 : (d == 2 ? 0 : in.shape[d].value));
+      for (size_t d = 0; d < in.shape.size(); d++)
+        sh.push_back(d == 0 ? 1 : (d == 2 ? 0 : in.shape[d].value));
       for (auto x : sh)
-        if (x < 0) throw std::runtime_error("past input " + in.name + " has a symbolic dim other than batch/past: " + in.shape_str());
+        if (x < 0)
+          throw std::runtime_error("past input " + in.name +
+                                   " has a symbolic dim other than batch/past: " + in.shape_str());
       past[in.name] = RtTensor::zeros(in.dtype, sh);
     }
   }
@@ -55,11 +59,16 @@ struct Bench {
     std::vector<int64_t> ids(S), mask(P + S, 1), pos(S);
     for (int64_t i = 0; i < S; i++) ids[i] = 3 + (i * 7919) % 997, pos[i] = P + i;
     for (const auto& in : s.inputs()) {
-      if (in.name == "input_ids") feeds.push_back({in.name, RtTensor::i64({1, S}, ids)});
-      else if (in.name == "attention_mask") feeds.push_back({in.name, RtTensor::i64({1, P + S}, mask)});
-      else if (in.name == "position_ids") feeds.push_back({in.name, RtTensor::i64({1, S}, pos)});
-      else if (past.count(in.name)) feeds.push_back({in.name, std::move(past[in.name])});
-      else throw std::runtime_error("unexpected graph input " + in.name + " " + in.shape_str());
+      if (in.name == "input_ids")
+        feeds.push_back({in.name, RtTensor::i64({1, S}, ids)});
+      else if (in.name == "attention_mask")
+        feeds.push_back({in.name, RtTensor::i64({1, P + S}, mask)});
+      else if (in.name == "position_ids")
+        feeds.push_back({in.name, RtTensor::i64({1, S}, pos)});
+      else if (past.count(in.name))
+        feeds.push_back({in.name, std::move(past[in.name])});
+      else
+        throw std::runtime_error("unexpected graph input " + in.name + " " + in.shape_str());
     }
     NamedTensors out = s.run(feeds);
     for (auto& [name, t] : out) {
@@ -73,24 +82,33 @@ struct Bench {
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: ort_bench OUT_DIR_OR_MODEL.onnx [--threads 2] [--prefill 512] [--decode 64] [--reps 3] [--label L]\n");
+    std::fprintf(stderr,
+                 "usage: ort_bench OUT_DIR_OR_MODEL.onnx [--threads 2] [--prefill 512] [--decode 64] [--reps "
+                 "3] [--label L]\n");
     return 2;
   }
   try {
     fs::path p = argv[1];
-    if (fs::is_directory(p)) p = fs::exists(p / "onnx" / "model.onnx") ? p / "onnx" / "model.onnx" : p / "model.onnx";
+    if (fs::is_directory(p))
+      p = fs::exists(p / "onnx" / "model.onnx") ? p / "onnx" / "model.onnx" : p / "model.onnx";
     int threads = 2, reps = 3;
     int64_t prefill = 512, decode = 64;
     std::string label = p.parent_path().parent_path().filename().string();
     std::string profile;
     for (int i = 2; i + 1 < argc; i += 2) {
       std::string k = argv[i], v = argv[i + 1];
-      if (k == "--threads") threads = std::stoi(v);
-      else if (k == "--prefill") prefill = std::stoll(v);
-      else if (k == "--decode") decode = std::stoll(v);
-      else if (k == "--reps") reps = std::stoi(v);
-      else if (k == "--label") label = v;
-      else if (k == "--profile") profile = v;
+      if (k == "--threads")
+        threads = std::stoi(v);
+      else if (k == "--prefill")
+        prefill = std::stoll(v);
+      else if (k == "--decode")
+        decode = std::stoll(v);
+      else if (k == "--reps")
+        reps = std::stoi(v);
+      else if (k == "--label")
+        label = v;
+      else if (k == "--profile")
+        profile = v;
     }
     auto tl = Clock::now();
     OrtSession s(p, {.intra_op_threads = threads, .profile_prefix = profile});
@@ -116,10 +134,13 @@ int main(int argc, char** argv) {
     }
     double pm = median(pf), dm = median(dc);
     std::string prof_path = profile.empty() ? "" : s.end_profiling();
-    std::printf("{\"engine\":\"ort\",\"label\":\"%s\",\"threads\":%d,\"load_s\":%.3f,\"prefill_tokens\":%lld,\"prefill_s\":%.6f,"
-                "\"decode_tokens\":%lld,\"decode_s\":%.6f,\"decode_tok_s\":%.3f,\"ort_version\":\"%s\",\"profile\":\"%s\"}\n",
-                label.c_str(), threads, load_s, static_cast<long long>(prefill), pm, static_cast<long long>(decode), dm,
-                decode / dm, ort_version().c_str(), prof_path.c_str());
+    std::printf(
+        "{\"engine\":\"ort\",\"label\":\"%s\",\"threads\":%d,\"load_s\":%.3f,\"prefill_tokens\":%lld,"
+        "\"prefill_s\":%.6f,"
+        "\"decode_tokens\":%lld,\"decode_s\":%.6f,\"decode_tok_s\":%.3f,\"ort_version\":\"%s\",\"profile\":"
+        "\"%s\"}\n",
+        label.c_str(), threads, load_s, static_cast<long long>(prefill), pm, static_cast<long long>(decode),
+        dm, decode / dm, ort_version().c_str(), prof_path.c_str());
     return 0;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "ort_bench: %s\n", e.what());

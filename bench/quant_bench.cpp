@@ -35,7 +35,8 @@ struct Variant {
   quant::QuantOptions q;
 };
 std::vector<Variant> variants() {
-  return {{"f32", {}}, {"int8_g32", quant::parse_options("int8", 32, false)},
+  return {{"f32", {}},
+          {"int8_g32", quant::parse_options("int8", 32, false)},
           {"int4_g32", quant::parse_options("int4", 32, false)}};
 }
 
@@ -72,9 +73,10 @@ void speed(const std::string& dir, int threads, int64_t decode, int reps) {
     std::sort(t.begin(), t.end());
     const double tok_s = static_cast<double>(decode) / t[t.size() / 2];
     if (!v.q.enabled()) f32 = tok_s;
-    std::printf("{\"engine\":\"hfx-eager\",\"weights\":\"%s\",\"threads\":%d,\"decode_tokens\":%lld,"
-                "\"decode_tok_s\":%.3f,\"vs_f32\":%.3f}\n",
-                v.name.c_str(), threads, static_cast<long long>(decode), tok_s, tok_s / f32);
+    std::printf(
+        "{\"engine\":\"hfx-eager\",\"weights\":\"%s\",\"threads\":%d,\"decode_tokens\":%lld,"
+        "\"decode_tok_s\":%.3f,\"vs_f32\":%.3f}\n",
+        v.name.c_str(), threads, static_cast<long long>(decode), tok_s, tok_s / f32);
     std::fflush(stdout);
   }
 }
@@ -136,11 +138,11 @@ void agree(const std::string& dir, int64_t steps, int prompts) {
         n++;
       }
     }
-    std::printf("{\"weights\":\"%s\",\"positions\":%lld,\"top1_agreement\":%.4f,\"max_abs_logit_diff\":%.4f,"
-                "\"mean_kl\":%.6f}\n",
-                v.name.c_str(), static_cast<long long>(n), static_cast<double>(same) / static_cast<double>(n),
-                max_d,
-                kl / static_cast<double>(n));
+    std::printf(
+        "{\"weights\":\"%s\",\"positions\":%lld,\"top1_agreement\":%.4f,\"max_abs_logit_diff\":%.4f,"
+        "\"mean_kl\":%.6f}\n",
+        v.name.c_str(), static_cast<long long>(n), static_cast<double>(same) / static_cast<double>(n), max_d,
+        kl / static_cast<double>(n));
     std::fflush(stdout);
   }
 }
@@ -150,22 +152,30 @@ void agree(const std::string& dir, int64_t steps, int prompts) {
 int main(int argc, char** argv) {
   try {
     if (argc < 3 || (std::string(argv[1]) != "speed" && std::string(argv[1]) != "agree")) {
-      std::fprintf(stderr, "usage: quant_bench speed MODEL_DIR [--threads 2] [--decode 32] [--reps 3] | "
-                           "agree MODEL_DIR [--steps 32] [--prompts 8]\n");
+      std::fprintf(stderr,
+                   "usage: quant_bench speed MODEL_DIR [--threads 2] [--decode 32] [--reps 3] | "
+                   "agree MODEL_DIR [--steps 32] [--prompts 8]\n");
       return 2;
     }
     int threads = 2, reps = 3, prompts = 8;
     int64_t decode = 32, steps = 32;
     for (int i = 3; i + 1 < argc; i += 2) {
       std::string k = argv[i], v = argv[i + 1];
-      if (k == "--threads") threads = std::stoi(v);
-      else if (k == "--decode") decode = std::stoll(v);
-      else if (k == "--reps") reps = std::stoi(v);
-      else if (k == "--steps") steps = std::stoll(v);
-      else if (k == "--prompts") prompts = std::stoi(v);
+      if (k == "--threads")
+        threads = std::stoi(v);
+      else if (k == "--decode")
+        decode = std::stoll(v);
+      else if (k == "--reps")
+        reps = std::stoi(v);
+      else if (k == "--steps")
+        steps = std::stoll(v);
+      else if (k == "--prompts")
+        prompts = std::stoi(v);
     }
-    if (std::string(argv[1]) == "speed") speed(argv[2], threads, decode, reps);
-    else agree(argv[2], steps, prompts);
+    if (std::string(argv[1]) == "speed")
+      speed(argv[2], threads, decode, reps);
+    else
+      agree(argv[2], steps, prompts);
     return 0;
   } catch (const std::exception& ex) {
     std::fprintf(stderr, "quant_bench: %s\n", ex.what());

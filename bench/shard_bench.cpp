@@ -43,7 +43,9 @@ int main(int argc, char** argv) {
     fs::create_directories(dst);
     for (const auto& e : fs::directory_iterator(src)) {
       const std::string f = e.path().filename().string();
-      if (!e.is_regular_file() || e.path().extension() == ".safetensors" || f == "model.safetensors.index.json") continue;
+      if (!e.is_regular_file() || e.path().extension() == ".safetensors" ||
+          f == "model.safetensors.index.json")
+        continue;
       fs::copy_file(e.path(), dst / f, fs::copy_options::overwrite_existing);
     }
     nlohmann::json weight_map = nlohmann::json::object();

@@ -38,10 +38,11 @@ int main(int argc, char** argv) {
     });
     if (stream) std::puts("");
     for (size_t i = 0; !stream && i < result.texts.size(); i++)
-      std::printf("[%zu] %s%s  (%zu tokens, %s)\n", i, prompts[i].c_str(), result.texts[i].c_str(), result.ids[i].size(),
-                  result.finish_reasons[i].c_str());
-    std::fprintf(stderr, "%s engine: prefill %.1f ms, %lld decode steps in %.1f ms\n", gen.engine().name().c_str(),
-                 result.stats.prefill_s * 1e3, static_cast<long long>(result.stats.decode_steps), result.stats.decode_s * 1e3);
+      std::printf("[%zu] %s%s  (%zu tokens, %s)\n", i, prompts[i].c_str(), result.texts[i].c_str(),
+                  result.ids[i].size(), result.finish_reasons[i].c_str());
+    std::fprintf(stderr, "%s engine: prefill %.1f ms, %lld decode steps in %.1f ms\n",
+                 gen.engine().name().c_str(), result.stats.prefill_s * 1e3,
+                 static_cast<long long>(result.stats.decode_steps), result.stats.decode_s * 1e3);
   } catch (const hfx::Error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
     return 1;

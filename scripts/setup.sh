@@ -45,6 +45,7 @@ PACKAGES=(
   python3-jinja2  # tests only: Python's Jinja2, the chat-template engine of transformers, as a parity oracle
   libsndfile1-dev libsoxr-dev libfftw3-dev  # audio (src/audio): WAV/FLAC decoding, resampling, Whisper's log-mel FFT
   espeak-ng  # tests only: speech clips for the Whisper tests (hfx transcribe vs Transformers.js)
+  clang-format  # scripts/format_check.sh (a CI tier): the sources keep .clang-format
 )
 if ! command -v node >/dev/null 2>&1; then
   PACKAGES+=(nodejs npm)

@@ -10,6 +10,7 @@
 #      AddressSanitizer + UndefinedBehaviorSanitizer. It runs the tests matching HFX_ASAN_TESTS (a ctest regex;
 #      "all" runs the whole suite); the reproducibility step then compares build/ with build-asan/.
 #      Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
+#   0. format: scripts/format_check.sh — every tracked C++ file as .clang-format says; counts as one test.
 #   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
 #      tests/fuzz, HFX_JOBS at a time, for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
 # HFX_REQUIRE_ORACLES=1 (.ci/run sets it) turns a test whose oracle (node, the npm packages, chromium) is
@@ -79,6 +80,11 @@ tier() {
   tier_start=$SECONDS
   tier_cpu=$CHILD_CPU
 }
+
+rc=0
+bash scripts/format_check.sh || rc=$?
+if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
+tier "format"
 
 bash scripts/build.sh "$BASE_PRESET" $([[ "$BASE_PRESET" == quick ]] && echo hfx_cli)
 tier "$BASE_PRESET build"

@@ -20,22 +20,31 @@ void register_create_tiny(CLI::App& app) {
   auto a = std::make_shared<Args>();
   std::string archs;
   for (const Architecture* x : all_architectures()) archs += (archs.empty() ? "" : ", ") + x->model_type;
-  auto* cmd = app.add_subcommand("create-tiny", "Write a random checkpoint (config, weights, tokenizer) for an architecture");
-  cmd->footer("Example:\n  hfx create-tiny llama -o tiny-llama\n  hfx create-tiny bert --head masked_lm -o tiny-bert");
+  auto* cmd = app.add_subcommand(
+      "create-tiny", "Write a random checkpoint (config, weights, tokenizer) for an architecture");
+  cmd->footer(
+      "Example:\n  hfx create-tiny llama -o tiny-llama\n  hfx create-tiny bert --head masked_lm -o "
+      "tiny-bert");
   cmd->add_option("arch", a->arch, "model_type: " + archs)->required();
   cmd->add_option("-o,--out", a->out, "output folder")->required();
-  cmd->add_option("--preset", a->preset, "tiny (default) or a real model's shape, e.g. llama-3.2-1b, llama-100m");
+  cmd->add_option("--preset", a->preset,
+                  "tiny (default) or a real model's shape, e.g. llama-3.2-1b, llama-100m");
   cmd->add_option("--dtype", a->dtype, "float32 | bfloat16 | float16 (default: the preset's)");
   cmd->add_option("--seed", a->seed, "random seed (default 0)");
   cmd->add_option("--layers", a->layers, "number of layers (default: the preset's)");
-  cmd->add_option("--head", a->head, "task head: base | masked_lm | sequence_classification | token_classification | "
-                                     "seq2seq_lm | causal_lm (default: the architecture's first)");
+  cmd->add_option("--head", a->head,
+                  "task head: base | masked_lm | sequence_classification | token_classification | "
+                  "seq2seq_lm | causal_lm (default: the architecture's first)");
   cmd->add_flag("--sentence-transformers", a->sentence_transformers,
-                "also write the sentence-transformers modules (modules.json, 1_Pooling, 2_Normalize); encoder base models");
+                "also write the sentence-transformers modules (modules.json, 1_Pooling, 2_Normalize); "
+                "encoder base models");
   cmd->add_option("--pooling", a->pooling, "with --sentence-transformers: mean (default) | cls | max");
   cmd->callback([a] {
     if (!a->pooling.empty() && !a->sentence_transformers)
-      throw UsageError("create-tiny", fmt::format("expected --pooling together with --sentence-transformers, got --pooling {} alone", a->pooling));
+      throw UsageError(
+          "create-tiny",
+          fmt::format("expected --pooling together with --sentence-transformers, got --pooling {} alone",
+                      a->pooling));
     TinyOptions o;
     if (a->sentence_transformers) o.sentence_pooling = a->pooling.empty() ? "mean" : a->pooling;
     o.preset = a->preset;
@@ -44,8 +53,8 @@ void register_create_tiny(CLI::App& app) {
     o.layers = a->layers;
     o.head = a->head;
     auto cfg = create_tiny(a->arch, a->out, o);
-    fmt::print("wrote {} ({}, preset {}, vocab {}) to {}\n", a->arch, cfg.value("torch_dtype", "float32"), a->preset,
-               cfg.value("vocab_size", 0), a->out);
+    fmt::print("wrote {} ({}, preset {}, vocab {}) to {}\n", a->arch, cfg.value("torch_dtype", "float32"),
+               a->preset, cfg.value("vocab_size", 0), a->out);
   });
 }
 

@@ -18,11 +18,17 @@ void register_embed(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("embed", "Sentence embeddings (pooled, normalized) from a checkpoint or an export folder");
-  cmd->footer("Example:\n  hfx create-tiny bert -o tiny-bert --sentence-transformers\n  hfx embed tiny-bert --text 'hello world' --json");
-  cmd->add_option("model", a->model, "checkpoint folder, export folder (onnx/model.onnx) or model id ORG/NAME[@REVISION]")->required();
+  auto* cmd = app.add_subcommand(
+      "embed", "Sentence embeddings (pooled, normalized) from a checkpoint or an export folder");
+  cmd->footer(
+      "Example:\n  hfx create-tiny bert -o tiny-bert --sentence-transformers\n  hfx embed tiny-bert --text "
+      "'hello world' --json");
+  cmd->add_option("model", a->model,
+                  "checkpoint folder, export folder (onnx/model.onnx) or model id ORG/NAME[@REVISION]")
+      ->required();
   cmd->add_option("--text", a->texts, "a text to embed (repeatable)");
-  cmd->add_option("--pooling", a->pooling, "mean | cls | max (default: the folder's 1_Pooling/config.json, else mean)");
+  cmd->add_option("--pooling", a->pooling,
+                  "mean | cls | max (default: the folder's 1_Pooling/config.json, else mean)");
   cmd->add_flag("--json", a->json, "print one JSON object");
   cmd->callback([a] {
     if (a->texts.empty()) throw UsageError("embed", "expected at least one --text, got none");
@@ -42,9 +48,10 @@ void register_embed(CLI::App& app) {
       fmt::print("{}\n", j.dump());
       return;
     }
-    fmt::print("{} embeddings of dim {} ({} pooling{}, {})\n", r.vectors.size(), dim, rt::pooling_name(r.settings.pooling),
-               r.settings.normalize ? ", normalized" : "", r.engine);
-    for (size_t i = 0; i < r.vectors.size(); i++) fmt::print("[{}] {:.6f}\n", i, fmt::join(r.vectors[i], " "));
+    fmt::print("{} embeddings of dim {} ({} pooling{}, {})\n", r.vectors.size(), dim,
+               rt::pooling_name(r.settings.pooling), r.settings.normalize ? ", normalized" : "", r.engine);
+    for (size_t i = 0; i < r.vectors.size(); i++)
+      fmt::print("[{}] {:.6f}\n", i, fmt::join(r.vectors[i], " "));
   });
 }
 

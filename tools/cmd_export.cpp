@@ -4,9 +4,9 @@
 // export never leaves a half-written OUT and never destroys the previous one, even when it is killed
 // (kill -9) or the disk fills up (tests/integration/export_faults_test.cpp). This file adds the progress
 // bar and the summary.
+#include <fmt/format.h>
 #include <chrono>
 #include <filesystem>
-#include <fmt/format.h>
 
 #include "commands.h"
 #include "hfx/artifact/export_folder.h"
@@ -25,7 +25,8 @@ namespace hfx::cli {
 namespace {
 
 struct ExportArgs {
-  std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable", dtype = "auto";
+  std::string model, out, format = "onnx", config_file, target = "standard", backend = "portable",
+                          dtype = "auto";
   std::string quantize = "none", activations = "f32";
   int opset = OnnxConfig::kDefaultOpset, group_size = 32;
   bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false;
@@ -42,7 +43,8 @@ std::string human_bytes(uintmax_t b) {
 
 // The one-screen summary after an export: programs with their captured node counts, files with sizes,
 // the time and the warnings (which the manifest keeps too).
-void print_summary(const ExportArgs& a, const Model& model, const ExportResult& r, const fs::path& out, double seconds) {
+void print_summary(const ExportArgs& a, const Model& model, const ExportResult& r, const fs::path& out,
+                   double seconds) {
   fmt::print("exported {} ({} {}, {}) to {} in {:.1f} s\n", a.model, model.config().model_type, model.head(),
              structure_name(model.structure()), out.string(), seconds);
   fmt::print("programs (captured nodes):");
@@ -59,8 +61,10 @@ void print_summary(const ExportArgs& a, const Model& model, const ExportResult& 
     if (artifact || rel.find(".onnx") != std::string::npos || rel.ends_with(".pte") || rel.ends_with(".pt2"))
       fmt::print("  {:<40} {:>12}\n", rel, human_bytes(sz));
   }
-  fmt::print("  {:<40} {:>12}  (all files, with tokenizer, config and manifest.json)\n", "total", human_bytes(total));
-  fmt::print("warnings: {}\n", r.warnings.empty() ? "none" : std::to_string(r.warnings.size()) + " (kept in manifest.json)");
+  fmt::print("  {:<40} {:>12}  (all files, with tokenizer, config and manifest.json)\n", "total",
+             human_bytes(total));
+  fmt::print("warnings: {}\n",
+             r.warnings.empty() ? "none" : std::to_string(r.warnings.size()) + " (kept in manifest.json)");
   for (const auto& w : r.warnings) fmt::print("  - {}\n", w);
 }
 
@@ -85,7 +89,9 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
     j["target"] = a.target;
     j["optimize"] = !a.no_optimize;
     if (a.quantize != "none")
-      j["quantize"] = {{"method", a.quantize}, {"group_size", a.group_size}, {"symmetric", a.symmetric},
+      j["quantize"] = {{"method", a.quantize},
+                       {"group_size", a.group_size},
+                       {"symmetric", a.symmetric},
                        {"activations", a.activations}};
   } else if (a.format == "executorch") {
     j["backend"] = a.backend;
@@ -111,10 +117,14 @@ struct ExportBar {
                            s.bytes_written ? ", " + human_bytes(s.bytes_written) + " written" : ""));
   }
   void on_stage(const std::string& stage, const ExportStep* step) {
-    if (step) on_step(*step);
-    else if (stage == "plan") bar.update(1, format + ": plan the programs");
-    else if (stage == "side files") bar.update(1 + program_steps, "tokenizer and config files");
-    else if (stage == "manifest") bar.update(2 + program_steps, "manifest");
+    if (step)
+      on_step(*step);
+    else if (stage == "plan")
+      bar.update(1, format + ": plan the programs");
+    else if (stage == "side files")
+      bar.update(1 + program_steps, "tokenizer and config files");
+    else if (stage == "manifest")
+      bar.update(2 + program_steps, "manifest");
   }
 };
 
@@ -126,11 +136,15 @@ void run_export(const ExportArgs& a) {
   // ExecuTorch and torch.export get no quantized weights yet: hfx writes no op pattern their runtimes
   // were shown to execute (docs/quantization.md), so the flag is refused rather than ignored.
   if (a.quantize != "none" && a.format != "onnx")
-    HFX_THROW("export", "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
-              "{} programs yet; export f32 or use --format onnx [--target ort]", a.format, a.format);
+    HFX_THROW("export",
+              "expected --quantize with --format onnx, got --format {}: hfx does not write quantized "
+              "{} programs yet; export f32 or use --format onnx [--target ort]",
+              a.format, a.format);
   if (a.activations != "f32" && a.quantize == "none")
-    HFX_THROW("export", "expected --activations {} together with --quantize int4 or int8 (it sets how MatMulNBits "
-              "computes), got no --quantize", a.activations);
+    HFX_THROW("export",
+              "expected --activations {} together with --quantize int4 or int8 (it sets how MatMulNBits "
+              "computes), got no --quantize",
+              a.activations);
   if (a.max_seq_len_given && a.format != "executorch")
     HFX_THROW("export",
               "expected --max-seq-len with --format executorch (its static cache length), got --format {}; "
@@ -154,11 +168,15 @@ void run_export(const ExportArgs& a) {
 
 void register_export(CLI::App& app) {
   auto a = std::make_shared<ExportArgs>();
-  auto* cmd = app.add_subcommand("export", "Export a checkpoint (folder or model id) for generation (prefill, decode and merged graphs)");
+  auto* cmd = app.add_subcommand(
+      "export",
+      "Export a checkpoint (folder or model id) for generation (prefill, decode and merged graphs)");
   cmd->footer(
       "Example:\n  hfx export tiny-llama --format onnx -o tiny-llama-onnx\n"
-      "  hfx export HuggingFaceTB/SmolLM2-135M --format onnx -o smollm2-onnx   (model id: the HF cache, else the Hub)\n"
-      "  HF_HUB_OFFLINE=1 hfx export HuggingFaceTB/SmolLM2-135M@main --format onnx -o smollm2-onnx   (cache only)\n"
+      "  hfx export HuggingFaceTB/SmolLM2-135M --format onnx -o smollm2-onnx   (model id: the HF cache, else "
+      "the Hub)\n"
+      "  HF_HUB_OFFLINE=1 hfx export HuggingFaceTB/SmolLM2-135M@main --format onnx -o smollm2-onnx   (cache "
+      "only)\n"
       "  hfx export tiny-llama --format executorch --backend portable -o tiny-llama-pte\n"
       "  hfx export tiny-llama --format onnx --dtype bf16 -o tiny-llama-onnx-bf16   (half-size weights)");
   cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
@@ -167,12 +185,15 @@ void register_export(CLI::App& app) {
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
   cmd->add_option("--opset", a->opset,
                   fmt::format("ONNX opset ({}..{})", OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset));
-  cmd->add_option("--dtype", a->dtype, "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
-                                       "docs/precision.md)");
-  cmd->add_flag("--external-data", a->external_data, "ONNX: weights in model.onnx_data (automatic above 2 GB)");
+  cmd->add_option("--dtype", a->dtype,
+                  "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
+                  "docs/precision.md)");
+  cmd->add_flag("--external-data", a->external_data,
+                "ONNX: weights in model.onnx_data (automatic above 2 GB)");
   cmd->add_option("--target", a->target, "ONNX: standard | ort (com.microsoft fused ops)");
   cmd->add_flag("--no-optimize", a->no_optimize, "ONNX: skip graph optimization");
-  cmd->add_option("--quantize", a->quantize, "ONNX: weight-only quantization of the linear layers: none | int8 | int4");
+  cmd->add_option("--quantize", a->quantize,
+                  "ONNX: weight-only quantization of the linear layers: none | int8 | int4");
   cmd->add_option("--group-size", a->group_size, "ONNX --quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "ONNX --quantize: symmetric codes (no zero points)");
   cmd->add_option("--activations", a->activations,
@@ -180,7 +201,8 @@ void register_export(CLI::App& app) {
                   "accuracy_level 4: activations quantized per block at run time, ONNX Runtime's fast path)")
       ->check(CLI::IsMember({"f32", "int8"}));
   cmd->add_option("--backend", a->backend, "ExecuTorch: portable (portable kernels, no delegate)");
-  cmd->add_option("--max-seq-len", a->max_seq_len, "ExecuTorch: static cache length (also bounds its sequence dims)");
+  cmd->add_option("--max-seq-len", a->max_seq_len,
+                  "ExecuTorch: static cache length (also bounds its sequence dims)");
   cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");
   cmd->add_option("--max-batch", a->max_batch, "Upper bound of the batch dim");
   cmd->add_option("--max-sequence", a->max_sequence, "Upper bound of sequence and past dims");

@@ -8,12 +8,12 @@
 // its ONNX export folder in ONNX Runtime (hfx/runtime/image_text.h).
 #include <unistd.h>
 
-#include <cstdio>
-#include <iostream>
-#include <optional>
-#include <filesystem>
 #include <fmt/format.h>
+#include <cstdio>
+#include <filesystem>
+#include <iostream>
 #include <nlohmann/json.hpp>
+#include <optional>
 
 #include "commands.h"
 #include "hfx/core/error.h"
@@ -45,7 +45,9 @@ struct GenerateArgs {
   int group_size = 32;
   bool symmetric = false;
   GeneratorConfig config() const {
-    return {.engine = engine, .threads = threads, .quantize = quant::parse_options(quantize, group_size, symmetric)};
+    return {.engine = engine,
+            .threads = threads,
+            .quantize = quant::parse_options(quantize, group_size, symmetric)};
   }
 };
 
@@ -61,23 +63,31 @@ bool is_text2text_dir(const std::string& dir) {
 }
 
 void run_text2text(const GenerateArgs& a) {
-  HFX_CHECK(!(a.temperature || a.top_k || a.top_p || a.seed) && a.repetition_penalty == 1.0f && a.stop.empty() && !a.ignore_eos,
-            "generate", "expected greedy decoding for an encoder-decoder model (no sampling, repetition penalty, stop or "
+  HFX_CHECK(!(a.temperature || a.top_k || a.top_p || a.seed) && a.repetition_penalty == 1.0f &&
+                a.stop.empty() && !a.ignore_eos,
+            "generate",
+            "expected greedy decoding for an encoder-decoder model (no sampling, repetition penalty, stop or "
             "--ignore-eos), got some");
-  HFX_CHECK(a.quantize == "none", "generate", "expected no --quantize for an encoder-decoder model (only decoder-only "
-            "models built on the shared decoder blocks quantize), got --quantize {}", a.quantize);
+  HFX_CHECK(a.quantize == "none", "generate",
+            "expected no --quantize for an encoder-decoder model (only decoder-only "
+            "models built on the shared decoder blocks quantize), got --quantize {}",
+            a.quantize);
   Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
   Text2TextResult r = g.generate(a.prompts, a.max_new_tokens);
   if (a.json) {
     nlohmann::json j;
     j["engine"] = g.engine().name();
     for (size_t i = 0; i < r.texts.size(); i++)
-      j["rows"].push_back({{"prompt", a.prompts[i]}, {"prompt_ids", r.prompt_ids[i]}, {"ids", r.ids[i]}, {"text", r.texts[i]},
+      j["rows"].push_back({{"prompt", a.prompts[i]},
+                           {"prompt_ids", r.prompt_ids[i]},
+                           {"ids", r.ids[i]},
+                           {"text", r.texts[i]},
                            {"finish_reason", r.finish_reasons[i]}});
     fmt::print("{}\n", j.dump(2));
     return;
   }
-  if (r.texts.size() == 1) fmt::print("{}\n", r.texts[0]);
+  if (r.texts.size() == 1)
+    fmt::print("{}\n", r.texts[0]);
   else
     for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
 }
@@ -144,13 +154,15 @@ void run_chat(const GenerateArgs& a) {
     std::fflush(stdout);
     const ChatTurnStats& t = chat.last_turn();
     std::string dropped;
-    if (t.cache_dropped) dropped = " (cache dropped: the conversation re-rendered differently from its start)";
+    if (t.cache_dropped)
+      dropped = " (cache dropped: the conversation re-rendered differently from its start)";
     if (t.cropped_tokens > 0)
       dropped = fmt::format(" ({} cached ids cut: the conversation re-rendered differently there)",
                             t.cropped_tokens);
-    fmt::print(stderr, "hfx: chat turn {}: {} prompt tokens, {} prefilled, {} from the cache{}; ", n, t.prompt_tokens,
-               t.prefilled_tokens, t.cached_tokens, dropped);
-    fmt::print(stderr, "{} engine, {} new tokens ({})\n", g.engine().name(), r.stats.new_tokens, r.finish_reasons[0]);
+    fmt::print(stderr, "hfx: chat turn {}: {} prompt tokens, {} prefilled, {} from the cache{}; ", n,
+               t.prompt_tokens, t.prefilled_tokens, t.cached_tokens, dropped);
+    fmt::print(stderr, "{} engine, {} new tokens ({})\n", g.engine().name(), r.stats.new_tokens,
+               r.finish_reasons[0]);
   };
   if (!a.interactive) return turn(*a.chat, 1);
   const bool tty = ::isatty(STDIN_FILENO);
@@ -171,11 +183,13 @@ void run_image_text(const GenerateArgs& a) {
     throw UsageError("generate", fmt::format("expected one --prompt with --image, got {} prompt(s){}",
                                              a.prompts.size(), a.chat ? " and --chat" : ""));
   if (a.temperature || a.top_k || a.top_p || a.seed || a.repetition_penalty != 1.0f || !a.stop.empty())
-    throw UsageError("generate", "expected greedy decoding with --image (no sampling, repetition penalty or "
-                                 "stop), got them");
+    throw UsageError("generate",
+                     "expected greedy decoding with --image (no sampling, repetition penalty or "
+                     "stop), got them");
   if (a.ignore_eos || a.raw || a.system || a.tools || a.interactive || a.quantize != "none")
-    throw UsageError("generate", "expected none of --ignore-eos, --no-special-tokens, --system, --tools, "
-                                 "--interactive, --quantize with --image (not supported for llava yet), got one");
+    throw UsageError("generate",
+                     "expected none of --ignore-eos, --no-special-tokens, --system, --tools, "
+                     "--interactive, --quantize with --image (not supported for llava yet), got one");
   const auto r = rt::generate_with_images(a.model, a.images, a.prompts[0], a.max_new_tokens, a.engine);
   if (!a.json) return fmt::print("{}\n", r.text);
   nlohmann::json j = {{"engine", r.engine}, {"images", a.images}};
@@ -189,10 +203,13 @@ void run_generate(GenerateArgs a) {
   if (!a.images.empty()) return run_image_text(a);
   if (a.chat || a.interactive) {
     if (!a.prompts.empty() || a.json || a.raw)
-      throw UsageError("generate", "expected --chat without --prompt, --json or --no-special-tokens, got them together");
-    if (a.interactive && !a.chat) throw UsageError("generate", "expected --interactive together with --chat, got it alone");
+      throw UsageError("generate",
+                       "expected --chat without --prompt, --json or --no-special-tokens, got them together");
+    if (a.interactive && !a.chat)
+      throw UsageError("generate", "expected --interactive together with --chat, got it alone");
     if (!a.interactive && a.chat->empty())
-      throw UsageError("generate", "expected a message after --chat (or --chat -i for an interactive chat), got none");
+      throw UsageError("generate",
+                       "expected a message after --chat (or --chat -i for an interactive chat), got none");
     return run_chat(a);
   }
   if (a.system) throw UsageError("generate", "expected --system together with --chat, got it alone");
@@ -218,7 +235,10 @@ void run_generate(GenerateArgs a) {
     nlohmann::json j;
     j["engine"] = g.engine().name();
     for (size_t i = 0; i < r.texts.size(); i++)
-      j["rows"].push_back({{"prompt", a.prompts[i]}, {"prompt_ids", r.prompt_ids[i]}, {"ids", r.ids[i]}, {"text", r.texts[i]},
+      j["rows"].push_back({{"prompt", a.prompts[i]},
+                           {"prompt_ids", r.prompt_ids[i]},
+                           {"ids", r.ids[i]},
+                           {"text", r.texts[i]},
                            {"finish_reason", r.finish_reasons[i]}});
     fmt::print("{}\n", j.dump(2));
   } else if (stream) {
@@ -226,36 +246,45 @@ void run_generate(GenerateArgs a) {
   } else {
     for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
   }
-  const double dec = r.stats.decode_s > 0 ? static_cast<double>(r.stats.decode_steps * r.texts.size()) / r.stats.decode_s : 0;
-  fmt::print(stderr, "hfx: {} engine, batch {}, {} new tokens; prefill {:.1f} ms, decode {:.1f} tok/s\n", g.engine().name(),
-             r.texts.size(), r.stats.new_tokens, r.stats.prefill_s * 1e3, dec);
+  const double dec = r.stats.decode_s > 0
+                         ? static_cast<double>(r.stats.decode_steps * r.texts.size()) / r.stats.decode_s
+                         : 0;
+  fmt::print(stderr, "hfx: {} engine, batch {}, {} new tokens; prefill {:.1f} ms, decode {:.1f} tok/s\n",
+             g.engine().name(), r.texts.size(), r.stats.new_tokens, r.stats.prefill_s * 1e3, dec);
 }
 
 }  // namespace
 
 void register_generate(CLI::App& app) {
   auto a = std::make_shared<GenerateArgs>();
-  auto* cmd = app.add_subcommand("generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
-  cmd->footer("Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
-              "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
-              "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)\n"
-              "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Weather in Paris?' --tools tools.json\n"
-              "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])");
-  cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")->required();
+  auto* cmd = app.add_subcommand(
+      "generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
+  cmd->footer(
+      "Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
+      "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
+      "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)\n"
+      "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Weather in Paris?' --tools tools.json\n"
+      "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])");
+  cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")
+      ->required();
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)");
   cmd->add_option("--image", a->images,
                   "PNG/JPEG for a vision-language model (llava), repeatable: one <image> marker per image in "
                   "the prompt; eager, greedy");
   CLI::Option* chat =
-      cmd->add_option("--chat", a->chat, "User message, wrapped in the model's chat template (value optional with -i)")
+      cmd->add_option("--chat", a->chat,
+                      "User message, wrapped in the model's chat template (value optional with -i)")
           ->expected(0, 1);
   cmd->add_option("--system", a->system, "System prompt for --chat");
-  cmd->add_option("--tools", a->tools,
-                  "With --chat: JSON file with a list of tool schemas, passed to the chat template as `tools`")
+  cmd->add_option(
+         "--tools", a->tools,
+         "With --chat: JSON file with a list of tool schemas, passed to the chat template as `tools`")
       ->check(CLI::ExistingFile);
-  cmd->add_flag("-i,--interactive", a->interactive,
-                "With --chat: read user turns from stdin line by line, keeping the conversation and its KV cache");
-  cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")->check(CLI::NonNegativeNumber);
+  cmd->add_flag(
+      "-i,--interactive", a->interactive,
+      "With --chat: read user turns from stdin line by line, keeping the conversation and its KV cache");
+  cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_flag("--greedy", a->greedy, "Argmax decoding (the default without sampling flags)");
   cmd->add_option("--temperature", a->temperature, "Sampling temperature (> 0)");
   cmd->add_option("--top-k", a->top_k, "Keep the k most likely tokens (0 = off)");
@@ -263,7 +292,8 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--seed", a->seed, "RNG seed (row r uses seed + r)");
   cmd->add_option("--repetition-penalty", a->repetition_penalty, "HF repetition penalty (1 = off)");
   cmd->add_option("--stop", a->stop, "Stop when the text contains this string (repeatable; it is cut off)");
-  cmd->add_option("--engine", a->engine, "auto | eager | ort")->check(CLI::IsMember({"auto", "eager", "ort"}));
+  cmd->add_option("--engine", a->engine, "auto | eager | ort")
+      ->check(CLI::IsMember({"auto", "eager", "ort"}));
   cmd->add_option("--threads", a->threads, "Compute threads (0 = default)");
   cmd->add_option("--quantize", a->quantize, "Eager: quantize the linear layers at load: none | int8 | int4");
   cmd->add_option("--group-size", a->group_size, "--quantize: input features per scale (32, 64, 128)");

@@ -8,19 +8,19 @@
 // declares (src/capture/generation_loops.cpp), filtered as each exporter filters them (Dynamo skips
 // merged programs; ExecuTorch puts the programs with a method name into one .pte, and decoder-only
 // models get its static-cache `forward` instead).
-#include <filesystem>
 #include <fmt/format.h>
+#include <filesystem>
 #include <map>
 
 #include "capture/generation_loops.h"
 #include "commands.h"
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
-#include "hfx/artifact/manifest.h"
 
 namespace fs = std::filesystem;
 
@@ -38,11 +38,16 @@ nlohmann::json component_json(const ComponentDecl& c) {
   nlohmann::json j = {{"name", c.name}, {"outputs", c.outputs}};
   j["inputs"] = nlohmann::json::array();
   for (const auto& in : c.inputs)
-    j["inputs"].push_back({{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"axes", in.axes}, {"optional", in.optional}});
+    j["inputs"].push_back(
+        {{"name", in.name}, {"dtype", dtype_name(in.dtype)}, {"axes", in.axes}, {"optional", in.optional}});
   j["cache"] = nlohmann::json::array();
   for (const auto& l : c.cache)
-    j["cache"].push_back({{"layer", l.layer}, {"kind", l.kind}, {"layer_type", l.layer_type}, {"window", l.window},
-                          {"past_input", l.past_input}, {"present_output", l.present_output}});
+    j["cache"].push_back({{"layer", l.layer},
+                          {"kind", l.kind},
+                          {"layer_type", l.layer_type},
+                          {"window", l.window},
+                          {"past_input", l.past_input},
+                          {"present_output", l.present_output}});
   return j;
 }
 
@@ -50,7 +55,9 @@ nlohmann::json component_json(const ComponentDecl& c) {
 nlohmann::json backend_json(const std::string& name, const std::string& format, const std::string& option,
                             const Model& m) {
   const std::string& mt = m.config().model_type;
-  nlohmann::json j = {{"backend", name}, {"format", format}, {"command", fmt::format("hfx export MODEL --format {}{}", format, option)}};
+  nlohmann::json j = {{"backend", name},
+                      {"format", format},
+                      {"command", fmt::format("hfx export MODEL --format {}{}", format, option)}};
   try {
     check_export_skip(format, mt);
     if (auto at = option.find("--backend "); at != std::string::npos) {
@@ -67,10 +74,13 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
   if (format == "onnx") {
     for (const auto& p : loop.programs) artifacts.push_back("onnx/" + p.name + ".onnx");
     if (option.find("ort") != std::string::npos)
-      notes.push_back("com.microsoft fused ops where they apply (GroupQueryAttention on causal self-attention); needs ONNX Runtime");
+      notes.push_back(
+          "com.microsoft fused ops where they apply (GroupQueryAttention on causal self-attention); needs "
+          "ONNX Runtime");
   } else if (format == "executorch") {
     std::vector<std::string> methods;
-    if (m.structure() == Structure::DecoderOnly) methods.push_back("forward (static cache: tokens, input_pos)");
+    if (m.structure() == Structure::DecoderOnly)
+      methods.push_back("forward (static cache: tokens, input_pos)");
     else
       for (const auto& p : loop.programs)
         if (!p.executorch_method.empty()) methods.push_back(p.executorch_method);
@@ -78,7 +88,8 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
   } else if (format == "dynamo") {
     for (const auto& p : loop.programs) {
       if (p.kinds.size() > 1) {
-        notes.push_back(fmt::format("'{}' (merged) not written: torch.export has one graph per call kind", p.name));
+        notes.push_back(
+            fmt::format("'{}' (merged) not written: torch.export has one graph per call kind", p.name));
         continue;
       }
       artifacts.push_back(p.name + ".pt2");
@@ -106,7 +117,8 @@ nlohmann::json inspect(const std::string& dir) {
   if (!find_architecture(mt)) {
     std::vector<std::string> known;
     for (const Architecture* a : all_architectures()) known.push_back(a->model_type);
-    HFX_THROW("inspect", "expected a model_type among [{}], got '{}' in {}/config.json", join(known), mt, dir);
+    HFX_THROW("inspect", "expected a model_type among [{}], got '{}' in {}/config.json", join(known), mt,
+              dir);
   }
   std::unique_ptr<Model> m;
   try {
@@ -122,7 +134,8 @@ nlohmann::json inspect(const std::string& dir) {
   j["id"] = id;
   j["revision"] = revision;
   j["model_type"] = mt;
-  j["class"] = config.contains("architectures") && config["architectures"].is_array() && !config["architectures"].empty()
+  j["class"] = config.contains("architectures") && config["architectures"].is_array() &&
+                       !config["architectures"].empty()
                    ? config["architectures"][0].get<std::string>()
                    : "";
   j["head"] = m->head();
@@ -199,7 +212,8 @@ std::string render(const nlohmann::json& j) {
   line("id", j["id"].get<std::string>() +
                  (j["revision"].get<std::string>().empty() ? "" : " @ " + j["revision"].get<std::string>()));
   line("model_type", j["model_type"].get<std::string>());
-  line("class", j["class"].get<std::string>().empty() ? "(none in config.json)" : j["class"].get<std::string>());
+  line("class",
+       j["class"].get<std::string>().empty() ? "(none in config.json)" : j["class"].get<std::string>());
   line("head", j["head"].get<std::string>());
   line("structure", j["structure"].get<std::string>());
   std::string mods;
@@ -217,21 +231,25 @@ std::string render(const nlohmann::json& j) {
   for (const auto& [t, n] : lt) lts.push_back(fmt::format("{} x{}", t, n));
   line("layer types", lts.empty() ? "(not declared by the config)" : join(lts));
   std::vector<std::string> cts;
-  for (const auto& [t, n] : j["cache_layer_types"].items()) cts.push_back(fmt::format("{} ({} leaves)", t, n.get<int64_t>()));
+  for (const auto& [t, n] : j["cache_layer_types"].items())
+    cts.push_back(fmt::format("{} ({} leaves)", t, n.get<int64_t>()));
   line("cache", cts.empty() ? "none" : join(cts));
-  line("parameters", fmt::format("{} in {} tensors", j["parameters"].get<int64_t>(), j["tensors"].get<int64_t>()));
+  line("parameters",
+       fmt::format("{} in {} tensors", j["parameters"].get<int64_t>(), j["tensors"].get<int64_t>()));
   for (const auto& [dt, e] : j["by_dtype"].items())
-    line("  " + dt, fmt::format("{} parameters, {} bytes ({})", e["parameters"].get<int64_t>(), e["bytes"].get<int64_t>(),
-                                human_bytes(e["bytes"].get<int64_t>())));
+    line("  " + dt, fmt::format("{} parameters, {} bytes ({})", e["parameters"].get<int64_t>(),
+                                e["bytes"].get<int64_t>(), human_bytes(e["bytes"].get<int64_t>())));
   line("weight files", human_bytes(j["weight_files_bytes"].get<int64_t>()));
   s += "components\n";
   for (const auto& c : j["components"]) {
     s += fmt::format("  {}\n", c["name"].get<std::string>());
     for (const auto& in : c["inputs"]) {
-      if (in["name"].get<std::string>().rfind("past_key_values.", 0) == 0) continue;  // summarized as cache below
+      if (in["name"].get<std::string>().rfind("past_key_values.", 0) == 0)
+        continue;  // summarized as cache below
       std::vector<std::string> axes = in["axes"].get<std::vector<std::string>>();
-      s += fmt::format("    in  {} {} [{}]{}\n", in["name"].get<std::string>(), in["dtype"].get<std::string>(), join(axes),
-                       in["optional"].get<bool>() ? " (optional)" : "");
+      s +=
+          fmt::format("    in  {} {} [{}]{}\n", in["name"].get<std::string>(), in["dtype"].get<std::string>(),
+                      join(axes), in["optional"].get<bool>() ? " (optional)" : "");
     }
     std::vector<std::string> outs;
     for (const auto& o : c["outputs"])
@@ -239,7 +257,8 @@ std::string render(const nlohmann::json& j) {
     s += fmt::format("    out {}\n", join(outs));
     if (!c["cache"].empty()) {
       std::map<std::string, int> kinds;
-      for (const auto& l : c["cache"]) kinds[fmt::format("{} {}", l["kind"].get<std::string>(), l["layer_type"].get<std::string>())]++;
+      for (const auto& l : c["cache"])
+        kinds[fmt::format("{} {}", l["kind"].get<std::string>(), l["layer_type"].get<std::string>())]++;
       std::vector<std::string> ks;
       for (const auto& [k, n] : kinds) ks.push_back(fmt::format("{} x{}", k, n));
       s += fmt::format("    cache past_key_values.N.* -> present.N.*: {}\n", join(ks));
@@ -266,7 +285,8 @@ void register_inspect(CLI::App& app) {
     bool json = false;
   };
   auto a = std::make_shared<Args>();
-  auto* cmd = app.add_subcommand("inspect", "Show what a checkpoint is and what hfx can export it to, before any export");
+  auto* cmd = app.add_subcommand(
+      "inspect", "Show what a checkpoint is and what hfx can export it to, before any export");
   cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_flag("--json", a->json, "Print the inventory as JSON");
   cmd->footer(
@@ -274,8 +294,10 @@ void register_inspect(CLI::App& app) {
       "  hfx inspect HuggingFaceTB/SmolLM2-135M@main   (a model id: the HF cache, else the Hub)");
   cmd->callback([a] {
     nlohmann::json j = inspect(resolve_model(a->model));
-    if (a->json) fmt::print("{}\n", j.dump(2));
-    else fmt::print("{}", render(j));
+    if (a->json)
+      fmt::print("{}\n", j.dump(2));
+    else
+      fmt::print("{}", render(j));
   });
 }
 

@@ -13,9 +13,12 @@ void register_ops(CLI::App& app) {
     for (const OpSchema* s : all_op_schemas()) {
       std::string attrs;
       for (const auto& a : s->attrs)
-        attrs += fmt::format("{}{}{}", attrs.empty() ? "" : ", ", a.name, a.required ? "" : "=" + attr_to_string(a.default_value));
+        attrs += fmt::format("{}{}{}", attrs.empty() ? "" : ", ", a.name,
+                             a.required ? "" : "=" + attr_to_string(a.default_value));
       fmt::print("{:<24} in={}{} {}{}\n", s->name, s->min_inputs,
-                 s->max_inputs == s->min_inputs ? "" : (s->max_inputs < 0 ? "+" : fmt::format("..{}", s->max_inputs)),
+                 s->max_inputs == s->min_inputs
+                     ? ""
+                     : (s->max_inputs < 0 ? "+" : fmt::format("..{}", s->max_inputs)),
                  s->composite() ? "[composite] " : "", attrs.empty() ? "" : "{" + attrs + "}");
     }
   });

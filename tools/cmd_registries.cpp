@@ -8,7 +8,8 @@
 namespace hfx::cli {
 
 void register_registries(CLI::App& app) {
-  auto* cmd = app.add_subcommand("registries", "List export patches, fixes, translations and lists with stage and reason");
+  auto* cmd = app.add_subcommand("registries",
+                                 "List export patches, fixes, translations and lists with stage and reason");
   cmd->footer("Example:\n  hfx registries --backend onnx");
   auto backend = std::make_shared<std::string>();
   cmd->add_option("--backend", *backend, "onnx | executorch | dynamo");
@@ -16,7 +17,8 @@ void register_registries(CLI::App& app) {
     auto lines = registry_listing(*backend);
     fmt::print("{:<18} {:<11} {:<6} {:<40} {}\n", "kind", "backend", "stage", "name", "reason");
     for (const auto& l : lines)
-      fmt::print("{:<18} {:<11} {:<6} {:<40} {}\n", l.kind, l.backend, l.stage ? std::to_string(l.stage) : "-", l.name, l.reason);
+      fmt::print("{:<18} {:<11} {:<6} {:<40} {}\n", l.kind, l.backend,
+                 l.stage ? std::to_string(l.stage) : "-", l.name, l.reason);
   });
 }
 

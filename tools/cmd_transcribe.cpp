@@ -1,6 +1,6 @@
 // `hfx transcribe MODEL FILE.wav [--language xx] [--task transcribe|translate] [--max-new-tokens N]
-// [--timestamps] [--engine auto|eager|ort] [--json]`: greedy Whisper transcription of a WAV / FLAC file from a
-// checkpoint (eager) or an export folder (ONNX Runtime); see hfx/runtime/transcribe.h.
+// [--timestamps] [--engine auto|eager|ort] [--json]`: greedy Whisper transcription of a WAV / FLAC file from
+// a checkpoint (eager) or an export folder (ONNX Runtime); see hfx/runtime/transcribe.h.
 #include <fmt/format.h>
 
 #include <nlohmann/json.hpp>
@@ -46,9 +46,14 @@ void register_transcribe(CLI::App& app) {
     Transcriber t = Transcriber::open(resolve_model(a->model), a->engine);
     TranscribeResult r = t.transcribe_file(a->file, a->opts);
     if (a->json) {
-      nlohmann::json j = {
-          {"model", a->model}, {"file", a->file}, {"engine", t.engine().name()},     {"prompt", r.prompt},
-          {"ids", r.ids},      {"text", r.text},  {"finish_reason", r.finish_reason}, {"language", r.language}};
+      nlohmann::json j = {{"model", a->model},
+                          {"file", a->file},
+                          {"engine", t.engine().name()},
+                          {"prompt", r.prompt},
+                          {"ids", r.ids},
+                          {"text", r.text},
+                          {"finish_reason", r.finish_reason},
+                          {"language", r.language}};
       if (a->opts.timestamps || !r.segments.empty()) {
         j["segments"] = nlohmann::json::array();
         for (const auto& s : r.segments)

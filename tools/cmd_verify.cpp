@@ -8,10 +8,10 @@
 #include <fmt/format.h>
 
 #include "commands.h"
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/core/progress.h"
 #include "hfx/io/hub.h"
-#include "hfx/artifact/manifest.h"
 #include "hfx/verify/verify.h"
 
 namespace fs = std::filesystem;

@@ -12,18 +12,10 @@
 namespace {
 // The one list of subcommands.
 const hfx::cli::Register kCommands[] = {
-    hfx::cli::register_ops,
-    hfx::cli::register_registries,
-    hfx::cli::register_export,
-    hfx::cli::register_generate,
-    hfx::cli::register_release,
-    hfx::cli::register_rollback,
-    hfx::cli::register_verify,
-    hfx::cli::register_create_tiny,
-    hfx::cli::register_embed,
-    hfx::cli::register_inspect,
-    hfx::cli::register_sweep,
-    hfx::cli::register_preprocess,
+    hfx::cli::register_ops,        hfx::cli::register_registries,  hfx::cli::register_export,
+    hfx::cli::register_generate,   hfx::cli::register_release,     hfx::cli::register_rollback,
+    hfx::cli::register_verify,     hfx::cli::register_create_tiny, hfx::cli::register_embed,
+    hfx::cli::register_inspect,    hfx::cli::register_sweep,       hfx::cli::register_preprocess,
     hfx::cli::register_transcribe,
 };
 
@@ -41,11 +33,13 @@ std::string command_list(const CLI::App& app) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"hfx: export Hugging Face checkpoints to verified ONNX, ExecuTorch and ExportedProgram artifacts"};
+  CLI::App app{
+      "hfx: export Hugging Face checkpoints to verified ONNX, ExecuTorch and ExportedProgram artifacts"};
   app.require_subcommand(1);
   app.set_version_flag("--version", HFX_VERSION_STRING);
   // Progress bars (stderr, only on a terminal) off; accepted before or after the command's own options.
-  app.add_flag_callback("-q,--quiet", [] { hfx::set_progress_enabled(false); }, "No progress bars on stderr");
+  app.add_flag_callback(
+      "-q,--quiet", [] { hfx::set_progress_enabled(false); }, "No progress bars on stderr");
   app.fallthrough();
   for (auto reg : kCommands) reg(app);
   app.footer("Run 'hfx COMMAND --help' for a command's options and an example.");
@@ -54,8 +48,10 @@ int main(int argc, char** argv) {
   int first = 1;
   while (first < argc && argv[first][0] == '-') first++;
   if (argc < 2 || (first < argc && !has_command(app, argv[first]))) {
-    if (argc < 2) std::fprintf(stderr, "hfx: expected a command, got none\n");
-    else std::fprintf(stderr, "hfx: unknown command '%s'\n", argv[first]);
+    if (argc < 2)
+      std::fprintf(stderr, "hfx: expected a command, got none\n");
+    else
+      std::fprintf(stderr, "hfx: unknown command '%s'\n", argv[first]);
     std::fprintf(stderr, "commands:\n%s", command_list(app).c_str());
     return 2;
   }

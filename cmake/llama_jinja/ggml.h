@@ -5,10 +5,10 @@
 #include <cstdio>
 #include <cstdlib>
 
-#define GGML_ASSERT(x)                                                                   \
-  do {                                                                                   \
-    if (!(x)) {                                                                          \
-      std::fprintf(stderr, "%s:%d: GGML_ASSERT(%s) failed\n", __FILE__, __LINE__, #x);  \
-      std::abort();                                                                      \
-    }                                                                                    \
+#define GGML_ASSERT(x)                                                                 \
+  do {                                                                                 \
+    if (!(x)) {                                                                        \
+      std::fprintf(stderr, "%s:%d: GGML_ASSERT(%s) failed\n", __FILE__, __LINE__, #x); \
+      std::abort();                                                                    \
+    }                                                                                  \
   } while (0)

@@ -16,8 +16,8 @@ namespace hfx::artifact {
 const std::vector<std::string>& export_side_files() {
   static const std::vector<std::string> files{
       "config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json",
-      "special_tokens_map.json", "chat_template.jinja", "chat_template.json",
-      "preprocessor_config.json", "processor_config.json",  // audio / image processors
+      "special_tokens_map.json", "chat_template.jinja", "chat_template.json", "preprocessor_config.json",
+      "processor_config.json",  // audio / image processors
       // sentence-transformers: the modules after the Transformer (pooling, normalization)
       "modules.json", "sentence_bert_config.json", "config_sentence_transformers.json",
       "1_Pooling/config.json"};

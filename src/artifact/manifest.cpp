@@ -11,8 +11,8 @@
 #include <fstream>
 #include <regex>
 
-#include <fmt/format.h>
 #include <flatbuffers/base.h>
+#include <fmt/format.h>
 #include <google/protobuf/stubs/common.h>
 #include <onnx/defs/schema.h>
 #include <onnx/onnx_pb.h>
@@ -48,8 +48,10 @@ std::string utc_now() {
   std::time_t t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   if (const char* epoch = std::getenv("SOURCE_DATE_EPOCH"); epoch && *epoch) {
     const std::string v = epoch;
-    HFX_CHECK(v.size() <= 12 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }), kComp,
-              "expected SOURCE_DATE_EPOCH to be whole seconds since 1970-01-01 UTC, got '{}'; unset it or fix it", v);
+    HFX_CHECK(
+        v.size() <= 12 && std::all_of(v.begin(), v.end(), [](char c) { return c >= '0' && c <= '9'; }), kComp,
+        "expected SOURCE_DATE_EPOCH to be whole seconds since 1970-01-01 UTC, got '{}'; unset it or fix it",
+        v);
     t = static_cast<std::time_t>(std::stoll(v));
   }
   std::tm tm{};
@@ -67,10 +69,11 @@ std::string role_of(const std::string& rel) {
     return "weights";
   if (ext == ".onnx" || ext == ".pte" || ext == ".pt2" || ext == ".ort") return "graph";
   if (name == "tokenizer.json" || name == "tokenizer_config.json" || name == "special_tokens_map.json" ||
-      name == "chat_template.jinja" || name == "chat_template.json" || name == "merges.txt" || name == "vocab.json" ||
-      name == "vocab.txt" || ext == ".model")
+      name == "chat_template.jinja" || name == "chat_template.json" || name == "merges.txt" ||
+      name == "vocab.json" || name == "vocab.txt" || ext == ".model")
     return "tokenizer";
-  if (name == "config.json" || name == "generation_config.json" || name == "export_config.json") return "config";
+  if (name == "config.json" || name == "generation_config.json" || name == "export_config.json")
+    return "config";
   return "artifact";
 }
 
@@ -88,7 +91,8 @@ ShapeContract contract_from_json(const json& j, const std::string& component) {
   ShapeContract c;
   HFX_CHECK(j.is_object(), kComp, "expected contracts.{} to be an object, got {}", component, j.type_name());
   for (const auto& [input, axes] : j.items()) {
-    HFX_CHECK(axes.is_array(), kComp, "expected contracts.{}.{} to be a list of axes, got {}", component, input, axes.type_name());
+    HFX_CHECK(axes.is_array(), kComp, "expected contracts.{}.{} to be a list of axes, got {}", component,
+              input, axes.type_name());
     const std::string where = fmt::format("manifest.json contracts.{}.{}[]", component, input);
     for (const auto& a : axes) {
       AxisContract ax;
@@ -156,12 +160,15 @@ bool read_varint_buf(const std::string& s, size_t& i, uint64_t& v) {
 }  // namespace
 
 std::string ChecksumMismatch::message() const {
-  if (reason == "missing") return fmt::format("[manifest] expected file {} (listed in manifest.json), got none", path);
+  if (reason == "missing")
+    return fmt::format("[manifest] expected file {} (listed in manifest.json), got none", path);
   if (reason == "size")
-    return fmt::format("[manifest] expected {} to have {} bytes and sha256 {}, got {} bytes and sha256 {} (the file changed after export)",
-                       path, expected_size, expected_sha256, actual_size, actual_sha256);
-  return fmt::format("[manifest] expected {} to have sha256 {}, got {} (the file changed after export)", path, expected_sha256,
-                     actual_sha256);
+    return fmt::format(
+        "[manifest] expected {} to have {} bytes and sha256 {}, got {} bytes and sha256 {} (the file changed "
+        "after export)",
+        path, expected_size, expected_sha256, actual_size, actual_sha256);
+  return fmt::format("[manifest] expected {} to have sha256 {}, got {} (the file changed after export)", path,
+                     expected_sha256, actual_sha256);
 }
 
 json Manifest::to_json() const {
@@ -194,7 +201,8 @@ Manifest Manifest::from_json(const json& j) {
   Manifest m;
   m.schema_version = req<int>(j, "schema_version");
   HFX_CHECK(m.schema_version >= 1 && m.schema_version <= kSchemaVersion, kComp,
-            "expected manifest schema_version 1..{}, got {} (written by a newer hfx?)", kSchemaVersion, m.schema_version);
+            "expected manifest schema_version 1..{}, got {} (written by a newer hfx?)", kSchemaVersion,
+            m.schema_version);
   const json& model =
       jsonc::object(jsonc::at(j, "model", kComp, "manifest.json"), kComp, "manifest.json.model");
   m.model_id = req<std::string>(model, "id", "manifest.json.model");
@@ -210,8 +218,9 @@ Manifest Manifest::from_json(const json& j) {
   }
   m.export_config = j.value("export_config", json());
   m.precision = j.value("precision", json());
-  HFX_CHECK(m.precision.is_null() || (m.precision.is_object() && m.precision.value("key", json()).is_string()), kComp,
-            "expected field 'precision' to be an object with a string 'key', got {}", m.precision.dump());
+  HFX_CHECK(
+      m.precision.is_null() || (m.precision.is_object() && m.precision.value("key", json()).is_string()),
+      kComp, "expected field 'precision' to be an object with a string 'key', got {}", m.precision.dump());
   if (jsonc::has(j, "contracts"))
     for (const auto& [comp, c] : jsonc::object(j["contracts"], kComp, "manifest.json.contracts").items())
       m.contracts[comp] = contract_from_json(c, comp);
@@ -225,7 +234,8 @@ Manifest Manifest::from_json(const json& j) {
     mf.role = opt<std::string>(f, "role", "artifact", where);
     mf.size = req<uint64_t>(f, "size", where);
     mf.sha256 = req<std::string>(f, "sha256", where);
-    HFX_CHECK(mf.sha256.size() == 64, kComp, "expected a 64-digit sha256 for {}, got '{}'", mf.path, mf.sha256);
+    HFX_CHECK(mf.sha256.size() == 64, kComp, "expected a 64-digit sha256 for {}, got '{}'", mf.path,
+              mf.sha256);
     HFX_CHECK(!fs::path(mf.path).is_absolute() && mf.path.find("..") == std::string::npos, kComp,
               "expected a path inside the export folder, got '{}'", mf.path);
     mf.details = f.value("details", json());
@@ -238,8 +248,8 @@ Manifest Manifest::from_json(const json& j) {
     m.verify.status = opt<std::string>(v, "status", "unverified", "manifest.json.verify");
     m.verify.checked_at = opt<std::string>(v, "checked_at", "", "manifest.json.verify");
     m.verify.report = v.value("report", json());
-    HFX_CHECK(m.verify.status == "unverified" || m.verify.status == "passed" || m.verify.status == "failed", kComp,
-              "expected verify.status unverified, passed or failed, got '{}'", m.verify.status);
+    HFX_CHECK(m.verify.status == "unverified" || m.verify.status == "passed" || m.verify.status == "failed",
+              kComp, "expected verify.status unverified, passed or failed, got '{}'", m.verify.status);
   }
   return m;
 }
@@ -303,7 +313,8 @@ std::pair<std::string, std::string> model_identity(const std::string& source_dir
   static const std::regex kHash("[0-9a-f]{7,64}");
   const fs::path snap = p.parent_path();
   const std::string repo = snap.parent_path().filename().string();
-  if (snap.filename() == "snapshots" && repo.rfind("models--", 0) == 0 && std::regex_match(p.filename().string(), kHash)) {
+  if (snap.filename() == "snapshots" && repo.rfind("models--", 0) == 0 &&
+      std::regex_match(p.filename().string(), kHash)) {
     std::string id = repo.substr(8);
     for (size_t i; (i = id.find("--")) != std::string::npos;) id.replace(i, 2, "/");
     return {id, p.filename().string()};
@@ -334,8 +345,10 @@ std::map<std::string, std::string> dependency_versions() {
   if (auto it = range.find(""); it != range.end()) d["onnx_max_opset"] = std::to_string(it->second.second);
   const int pb = GOOGLE_PROTOBUF_VERSION;
   d["protobuf"] = fmt::format("{}.{}.{}", pb / 1000000, pb / 1000 % 1000, pb % 1000);
-  d["flatbuffers"] = fmt::format("{}.{}.{}", FLATBUFFERS_VERSION_MAJOR, FLATBUFFERS_VERSION_MINOR, FLATBUFFERS_VERSION_REVISION);
-  d["nlohmann_json"] = fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR, NLOHMANN_JSON_VERSION_PATCH);
+  d["flatbuffers"] = fmt::format("{}.{}.{}", FLATBUFFERS_VERSION_MAJOR, FLATBUFFERS_VERSION_MINOR,
+                                 FLATBUFFERS_VERSION_REVISION);
+  d["nlohmann_json"] = fmt::format("{}.{}.{}", NLOHMANN_JSON_VERSION_MAJOR, NLOHMANN_JSON_VERSION_MINOR,
+                                   NLOHMANN_JSON_VERSION_PATCH);
   d["fmt"] = fmt::format("{}.{}.{}", FMT_VERSION / 10000, FMT_VERSION / 100 % 100, FMT_VERSION % 100);
   d["pcre2"] = fmt::format("{}.{}", PCRE2_MAJOR, PCRE2_MINOR);
   d["utf8proc"] = utf8proc_version();
@@ -423,7 +436,8 @@ std::vector<ManifestFile> scan_files(const std::string& out_dir) {
     if (it->path().extension() == ".onnx") f.details = onnx_model_info(it->path().string());
     files.push_back(std::move(f));
   }
-  std::sort(files.begin(), files.end(), [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
+  std::sort(files.begin(), files.end(),
+            [](const ManifestFile& a, const ManifestFile& b) { return a.path < b.path; });
   return files;
 }
 

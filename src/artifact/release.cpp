@@ -19,9 +19,9 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
-#include "hfx/artifact/manifest.h"
 
 namespace hfx::artifact {
 namespace fs = std::filesystem;
@@ -58,7 +58,8 @@ class DirLock {
   explicit DirLock(const fs::path& dir) {
     fd_ = ::open((dir / ".lock").c_str(), O_CREAT | O_RDWR | O_CLOEXEC, 0644);
     HFX_CHECK(fd_ >= 0, kComp, "expected to create {}/.lock, got: {}", dir.string(), std::strerror(errno));
-    HFX_CHECK(::flock(fd_, LOCK_EX) == 0, kComp, "expected to lock {}/.lock, got: {}", dir.string(), std::strerror(errno));
+    HFX_CHECK(::flock(fd_, LOCK_EX) == 0, kComp, "expected to lock {}/.lock, got: {}", dir.string(),
+              std::strerror(errno));
   }
   ~DirLock() {
     ::flock(fd_, LOCK_UN);
@@ -112,7 +113,11 @@ std::string sanitize(const std::string& s) {
 json history_json(const std::vector<HistoryEntry>& h) {
   json entries = json::array();
   for (const auto& e : h)
-    entries.push_back({{"name", e.name}, {"action", e.action}, {"at", e.at}, {"model_id", e.model_id}, {"revision", e.revision},
+    entries.push_back({{"name", e.name},
+                       {"action", e.action},
+                       {"at", e.at},
+                       {"model_id", e.model_id},
+                       {"revision", e.revision},
                        {"previous", e.previous}});
   return {{"schema_version", 1}, {"entries", entries}};
 }
@@ -132,8 +137,10 @@ void switch_current(const fs::path& dir, const std::string& name, bool crash_hoo
   fs::create_directory_symlink(name, tmp);
   if (crash_hooks) step_done("linked");
   if (fs::exists(fs::symlink_status(cur)) && !fs::is_symlink(fs::symlink_status(cur)))
-    HFX_THROW(kComp, "expected {} to be a symlink, got a regular file or folder (move it away)", cur.string());
-  if (::rename(tmp.c_str(), cur.c_str()) != 0) HFX_THROW(kComp, "expected to switch {}, got: {}", cur.string(), std::strerror(errno));
+    HFX_THROW(kComp, "expected {} to be a symlink, got a regular file or folder (move it away)",
+              cur.string());
+  if (::rename(tmp.c_str(), cur.c_str()) != 0)
+    HFX_THROW(kComp, "expected to switch {}, got: {}", cur.string(), std::strerror(errno));
   fsync_path(dir, true);
 }
 
@@ -166,8 +173,8 @@ std::vector<HistoryEntry> read_history(const std::string& releases_dir) {
   try {
     j = json::parse(io::read_file(p.string()));
     for (const auto& e : j.at("entries"))
-      h.push_back({e.at("name").get<std::string>(), e.value("action", "release"), e.value("at", ""), e.value("model_id", ""),
-                   e.value("revision", ""), e.value("previous", "")});
+      h.push_back({e.at("name").get<std::string>(), e.value("action", "release"), e.value("at", ""),
+                   e.value("model_id", ""), e.value("revision", ""), e.value("previous", "")});
   } catch (const json::exception& e) {
     HFX_THROW(kComp, "expected a valid {}, got: {}", p.string(), e.what());
   }
@@ -188,14 +195,19 @@ std::string release(const std::string& out_dir, const std::string& releases_dir)
     HFX_THROW(kComp, "expected a manifest to release {}, got: {}", out.string(), e.what());
   }
   if (m.verify.status != "passed")
-    HFX_THROW(kComp, "expected verify status 'passed' in {}/manifest.json, got '{}' (run hfx verify first; current is unchanged)",
+    HFX_THROW(kComp,
+              "expected verify status 'passed' in {}/manifest.json, got '{}' (run hfx verify first; current "
+              "is unchanged)",
               out.string(), m.verify.status);
   if (auto mm = m.verify_checksums(out.string()))
-    HFX_THROW(kComp, "expected the files of {} to match its manifest, got: {} (current is unchanged)", out.string(), mm->message());
+    HFX_THROW(kComp, "expected the files of {} to match its manifest, got: {} (current is unchanged)",
+              out.string(), mm->message());
   step_done("checked");
 
   const std::string manifest_hash = io::sha256_file((out / "manifest.json").string());
-  const std::string short_hash = m.revision.empty() ? manifest_hash.substr(0, 8) : m.revision.substr(0, std::min<size_t>(8, m.revision.size()));
+  const std::string short_hash = m.revision.empty()
+                                     ? manifest_hash.substr(0, 8)
+                                     : m.revision.substr(0, std::min<size_t>(8, m.revision.size()));
   std::string name = fmt::format("{}-{}-{}", sanitize(m.model_id), short_hash, utc_now("%Y%m%dT%H%M%SZ"));
   for (int i = 2; fs::exists(fs::symlink_status(dir / name)); i++)
     name = fmt::format("{}-{}-{}-{}", sanitize(m.model_id), short_hash, utc_now("%Y%m%dT%H%M%SZ"), i);
@@ -227,7 +239,8 @@ std::string release(const std::string& out_dir, const std::string& releases_dir)
 
 std::string rollback(const std::string& releases_dir) {
   const fs::path dir = fs::absolute(releases_dir);
-  HFX_CHECK(fs::is_directory(dir), kComp, "expected a releases folder, got '{}' (not a folder)", releases_dir);
+  HFX_CHECK(fs::is_directory(dir), kComp, "expected a releases folder, got '{}' (not a folder)",
+            releases_dir);
   DirLock lock(dir);
   clean_leftovers(dir);
   const auto cur = current_release(dir.string());
@@ -247,7 +260,8 @@ std::string rollback(const std::string& releases_dir) {
     if (e.action != "release" || e.name == *cur) continue;
     // a release that was rolled back from after it was released is not a target
     bool rolled_back = false;
-    for (size_t j = i + 1; j < h.size(); j++) rolled_back = rolled_back || (h[j].action == "rollback" && h[j].previous == e.name);
+    for (size_t j = i + 1; j < h.size(); j++)
+      rolled_back = rolled_back || (h[j].action == "rollback" && h[j].previous == e.name);
     if (rolled_back) continue;
     if (auto problem = release_problem(dir / e.name)) {
       skipped.push_back(fmt::format("{} ({})", e.name, *problem));
@@ -257,7 +271,8 @@ std::string rollback(const std::string& releases_dir) {
     append_history(dir, {e.name, "rollback", "", e.model_id, e.revision, *cur});
     return e.name;
   }
-  HFX_THROW(kComp, "expected a verified release before '{}' in {}/history.json to roll back to, got none{}{}", *cur, dir.string(),
+  HFX_THROW(kComp, "expected a verified release before '{}' in {}/history.json to roll back to, got none{}{}",
+            *cur, dir.string(),
             skipped.empty() ? "" : "; skipped: ", fmt::format("{}", fmt::join(skipped, "; ")));
 }
 

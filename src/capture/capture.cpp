@@ -15,10 +15,14 @@ namespace hfx {
 
 const char* call_kind_name(CallKind k) {
   switch (k) {
-    case CallKind::Forward: return "forward";
-    case CallKind::Prefill: return "prefill";
-    case CallKind::Decode: return "decode";
-    case CallKind::Merged: return "model";
+    case CallKind::Forward:
+      return "forward";
+    case CallKind::Prefill:
+      return "prefill";
+    case CallKind::Decode:
+      return "decode";
+    case CallKind::Merged:
+      return "model";
   }
   return "?";
 }
@@ -50,7 +54,8 @@ struct Symbols {
     if (auto it = made.find(name); it != made.end()) return it->second;
     auto it = spec.dims.find(name);
     if (it == spec.dims.end())
-      HFX_THROW("capture", "expected a size for dim '{}' of input '{}' in program '{}', got none", name, input, spec.name);
+      HFX_THROW("capture", "expected a size for dim '{}' of input '{}' in program '{}', got none", name,
+                input, spec.name);
     const DimSpec& d = it->second;
     Sym s = d.dynamic ? env.create_symbol(d.symbol, d.min, d.max, d.hint) : Sym(d.hint);
     made.emplace(name, s);
@@ -78,9 +83,12 @@ AxisContract axis_contract(const Sym& s, const ShapeEnv& env) {
   return AxisContract{s.kind() == Sym::Kind::Symbol ? s.name() : s.str(), r.min, r.max};
 }
 
-void add_outputs(Graph& g, const ComponentDecl& decl, const NamedVars& outs, const std::vector<std::string>& inputs) {
+void add_outputs(Graph& g, const ComponentDecl& decl, const NamedVars& outs,
+                 const std::vector<std::string>& inputs) {
   for (const auto& [name, v] : outs) {
-    if (!v.defined()) HFX_THROW("capture", "expected output '{}' of component '{}' to be computed, got none", name, decl.name);
+    if (!v.defined())
+      HFX_THROW("capture", "expected output '{}' of component '{}' to be computed, got none", name,
+                decl.name);
     g.add_output(name, v.value());
   }
   for (const CacheLeafDecl& c : decl.cache) {
@@ -95,12 +103,15 @@ void take_guards(CapturedProgram& prog, const std::string& model_type, bool pref
   for (const Guard& gd : prog.graph->env().guards()) {
     bool specialized = gd.lower == gd.upper && gd.expr.kind() == Sym::Kind::Symbol;
     if (specialized)
-      HFX_THROW("capture", "expected dim '{}' to stay dynamic in '{}' of '{}', got it specialized to {} by the model code at {} ({}); "
+      HFX_THROW("capture",
+                "expected dim '{}' to stay dynamic in '{}' of '{}', got it specialized to {} by the model "
+                "code at {} ({}); "
                 "declare it static or fix the code",
                 gd.expr.name(), prog.component, model_type, gd.lower, gd.where, gd.what);
     if (!prefer_deferred)
-      HFX_THROW("capture", "expected no guards with prefer_deferred_runtime_asserts_over_guards=false, got '{}' at {}", gd.what,
-                gd.where);
+      HFX_THROW("capture",
+                "expected no guards with prefer_deferred_runtime_asserts_over_guards=false, got '{}' at {}",
+                gd.what, gd.where);
     prog.guards.push_back(gd);
   }
 }
@@ -162,8 +173,8 @@ CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, boo
     NamedVars outs = model.call(spec.component, tb, ins, spec.call);
     add_outputs(g, decl, outs, spec.inputs);
   } catch (const Error& e) {
-    HFX_THROW("capture", "capturing '{}' (component '{}') of architecture '{}' with inputs ({}) failed: {}", prog.component,
-              spec.component, model_type, describe_inputs(g), e.what());
+    HFX_THROW("capture", "capturing '{}' (component '{}') of architecture '{}' with inputs ({}) failed: {}",
+              prog.component, spec.component, model_type, describe_inputs(g), e.what());
   }
   g.metadata()["hfx.component"] = prog.component;
   g.metadata()["hfx.model_type"] = model_type;
@@ -192,27 +203,30 @@ std::vector<std::string> live_terms(const ProgramSpec& spec, const std::string& 
 // A Dim on an axis that is a sum of live dims (the attention mask over past + new tokens) bounds the
 // total, as torch.export's derived-dim constraint would: the past terms' maxima shrink so that the sum
 // stays inside the Dim, and the sample's total must lie in it.
-void bound_sum(ProgramSpec& spec, const std::string& input, int axis, const Dim& dim, const std::vector<std::string>& terms) {
+void bound_sum(ProgramSpec& spec, const std::string& input, int axis, const Dim& dim,
+               const std::vector<std::string>& terms) {
   int64_t hint = 0, min_total = 0;
   for (const auto& t : terms) {
     hint += spec.dims[t].hint;
     min_total += spec.dims[t].dynamic ? spec.dims[t].min : spec.dims[t].hint;
   }
   if (hint < dim.min || hint > dim.max)
-    HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input, axis, dim.name,
-              dim.min, dim.max, hint);
+    HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}",
+              input, axis, dim.name, dim.min, dim.max, hint);
   for (const auto& t : terms) {
     DimSpec& s = spec.dims[t];
     if (!s.dynamic) continue;
     int64_t others = min_total - s.min;
     s.max = std::min(s.max, dim.max - others);
     if (s.max < s.min)
-      HFX_THROW("dynamic_shapes", "expected Dim('{}', max={}) on {} axis {} to leave room for '{}' (min {}), got max {} for it",
+      HFX_THROW("dynamic_shapes",
+                "expected Dim('{}', max={}) on {} axis {} to leave room for '{}' (min {}), got max {} for it",
                 dim.name, dim.max, input, axis, t, s.min, s.max);
   }
 }
 
-const InputDecl* declared_input(const std::vector<ComponentDecl>& comps, const std::string& input, std::string& known) {
+const InputDecl* declared_input(const std::vector<ComponentDecl>& comps, const std::string& input,
+                                std::string& known) {
   const InputDecl* d = nullptr;
   for (const auto& c : comps)
     for (const auto& i : c.inputs) {
@@ -224,7 +238,8 @@ const InputDecl* declared_input(const std::vector<ComponentDecl>& comps, const s
 
 }  // namespace
 
-void apply_explicit_dims(const Model& model, ProgramSpec& spec, const std::map<std::string, std::map<int, Dim>>& ds) {
+void apply_explicit_dims(const Model& model, ProgramSpec& spec,
+                         const std::map<std::string, std::map<int, Dim>>& ds) {
   if (ds.empty()) return;
   std::vector<ComponentDecl> comps = model.components();
   std::map<std::string, std::string> named;  // named dim → the Dim name given to it in this program
@@ -239,10 +254,12 @@ void apply_explicit_dims(const Model& model, ProgramSpec& spec, const std::map<s
     std::string known;
     const InputDecl* d = declared_input(comps, input, known);
     if (!d)
-      HFX_THROW("dynamic_shapes", "expected an input name of {} among [{}], got '{}'", model.config().model_type, known, input);
+      HFX_THROW("dynamic_shapes", "expected an input name of {} among [{}], got '{}'",
+                model.config().model_type, known, input);
     for (const auto& [axis, dim] : axes)
       if (axis < 0 || axis >= static_cast<int>(d->axes.size()))
-        HFX_THROW("dynamic_shapes", "expected an axis of '{}' in [0, {}), got {}", input, d->axes.size(), axis);
+        HFX_THROW("dynamic_shapes", "expected an axis of '{}' in [0, {}), got {}", input, d->axes.size(),
+                  axis);
     if (std::find(spec.inputs.begin(), spec.inputs.end(), input) == spec.inputs.end()) continue;
     for (const auto& [axis, dim] : axes) {
       std::vector<std::string> terms = live_terms(spec, d->axes[axis]);
@@ -251,16 +268,19 @@ void apply_explicit_dims(const Model& model, ProgramSpec& spec, const std::map<s
         continue;
       }
       if (terms.empty())
-        HFX_THROW("dynamic_shapes", "expected '{}' axis {} to be a dim of program '{}', got the fixed size '{}'", input, axis, spec.name,
-                  d->axes[axis]);
+        HFX_THROW("dynamic_shapes",
+                  "expected '{}' axis {} to be a dim of program '{}', got the fixed size '{}'", input, axis,
+                  spec.name, d->axes[axis]);
       auto [it, fresh] = named.emplace(terms[0], dim.name);
       if (!fresh && it->second != dim.name)
-        HFX_THROW("dynamic_shapes", "expected one Dim for '{}' (the same axis of several inputs), got '{}' and '{}'", terms[0],
+        HFX_THROW("dynamic_shapes",
+                  "expected one Dim for '{}' (the same axis of several inputs), got '{}' and '{}'", terms[0],
                   it->second, dim.name);
       DimSpec& s = spec.dims[terms[0]];
       if (s.hint < dim.min || s.hint > dim.max)
-        HFX_THROW("capture", "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input, axis,
-                  dim.name, dim.min, dim.max, s.hint);
+        HFX_THROW("capture",
+                  "expected the sample size of {} axis {} inside Dim('{}', min={}, max={}), got {}", input,
+                  axis, dim.name, dim.min, dim.max, s.hint);
       s = DimSpec{dim.name, true, dim.min, dim.max, s.hint};
     }
   }
@@ -275,7 +295,8 @@ ProgramSpec causal_lm_program(const CausalLM& model, const CaptureOptions& o) {
   const bool has_past = o.kind == CallKind::Decode || o.kind == CallKind::Merged;
   auto dim = [&](const Dim& d, int64_t sample) { return DimSpec{d.name, o.dynamic, d.min, d.max, sample}; };
   p.dims["batch_size"] = dim(o.batch, o.sample_batch);
-  p.dims["sequence_length"] = o.kind == CallKind::Decode ? DimSpec{"", false, 1, 1, 1} : dim(o.sequence, o.sample_sequence);
+  p.dims["sequence_length"] =
+      o.kind == CallKind::Decode ? DimSpec{"", false, 1, 1, 1} : dim(o.sequence, o.sample_sequence);
   if (has_past) {
     Dim pd = o.past;
     if (o.kind == CallKind::Decode) pd.min = std::max<int64_t>(pd.min, 1);  // a decode step always has a past

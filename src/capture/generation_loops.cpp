@@ -47,15 +47,17 @@ Shape concrete(const Var& v, const std::string& name, const std::string& compone
   Shape out;
   for (const Sym& d : v.shape()) {
     auto n = d.maybe_value();
-    if (!n) HFX_THROW("capture", "expected a static size in input '{}' of '{}' while recording, got {}", name, component, d.str());
+    if (!n)
+      HFX_THROW("capture", "expected a static size in input '{}' of '{}' while recording, got {}", name,
+                component, d.str());
     out.push_back(*n);
   }
   return out;
 }
 }  // namespace
 
-NamedVars CallRecorder::call(const std::string& kind, const std::string& component, LoopContext& ctx, const NamedVars& inputs,
-                             const CallOptions& opts) {
+NamedVars CallRecorder::call(const std::string& kind, const std::string& component, LoopContext& ctx,
+                             const NamedVars& inputs, const CallOptions& opts) {
   ComponentDecl decl = model_.component(component);
   NamedVars taken;
   RecordedCall rc{component, kind, {}};
@@ -63,12 +65,15 @@ NamedVars CallRecorder::call(const std::string& kind, const std::string& compone
     Var v = get(inputs, d.name);
     if (!v) {
       if (!d.optional)
-        HFX_THROW("capture", "expected the {} loop to give input '{}' of component '{}', got none", kind, d.name, component);
+        HFX_THROW("capture", "expected the {} loop to give input '{}' of component '{}', got none", kind,
+                  d.name, component);
       continue;
     }
     taken.emplace_back(d.name, v);
-    bool cache = std::any_of(decl.cache.begin(), decl.cache.end(), [&](const CacheLeafDecl& c) { return c.past_input == d.name; });
-    rc.inputs.push_back({d.name, v.dtype(), concrete(v, d.name, component), ctx.eager() ? v.tensor() : Tensor(), cache});
+    bool cache = std::any_of(decl.cache.begin(), decl.cache.end(),
+                             [&](const CacheLeafDecl& c) { return c.past_input == d.name; });
+    rc.inputs.push_back(
+        {d.name, v.dtype(), concrete(v, d.name, component), ctx.eager() ? v.tensor() : Tensor(), cache});
   }
   out_.push_back(std::move(rc));
   return model_.call(component, ctx.builder(), taken, opts);
@@ -116,7 +121,8 @@ void carry_cache(const ComponentDecl& decl, const NamedVars& outs, NamedVars& ne
 struct Positions {
   int64_t rows = 0, total = 0;
   std::vector<int64_t> mask, pos, last;
-  explicit Positions(const Batch& in) : rows(in.rows), total(in.len), mask(in.mask), pos(in.ids.size()), last(in.rows) {
+  explicit Positions(const Batch& in)
+      : rows(in.rows), total(in.len), mask(in.mask), pos(in.ids.size()), last(in.rows) {
     for (int64_t r = 0; r < rows; r++) {
       for (int64_t j = 0, c = 0; j < total; j++) {
         c += mask[r * total + j];
@@ -192,7 +198,8 @@ Var patterned_floats(const InputDecl& d, int64_t rows, LoopContext& b, int64_t p
   int64_t n = 1;
   for (int64_t x : shape) n *= x;
   std::vector<float> v(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++) v[static_cast<size_t>(i)] = static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(i)));
+  for (int64_t i = 0; i < n; i++)
+    v[static_cast<size_t>(i)] = static_cast<float>(0.5 * std::sin(0.37 * static_cast<double>(i)));
   return b.floats(shape, v);
 }
 
@@ -202,7 +209,8 @@ std::vector<int64_t> decoder_prompt(const Model& m, bool audio) {
   const auto& raw = m.config().raw;
   if (raw.contains("forced_decoder_ids") && raw["forced_decoder_ids"].is_array())
     for (const auto& f : raw["forced_decoder_ids"])
-      if (f.is_array() && f.size() == 2 && f[1].is_number_integer() && p.size() < 4) p.push_back(f[1].get<int64_t>());
+      if (f.is_array() && f.size() == 2 && f[1].is_number_integer() && p.size() < 4)
+        p.push_back(f[1].get<int64_t>());
   while (p.size() < 4) p.push_back(p.front());
   return p;
 }
@@ -215,7 +223,9 @@ void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, 
   if (audio) enc_in = {{"input_features", patterned_floats(*audio, in.rows, b)}};
   NamedVars enc = rec.call("encoder", "encoder", b, enc_in);
   Var hidden = get(enc, "last_hidden_state");
-  if (!hidden) HFX_THROW("capture", "expected the encoder of {} to return last_hidden_state, got none", m.config().model_type);
+  if (!hidden)
+    HFX_THROW("capture", "expected the encoder of {} to return last_hidden_state, got none",
+              m.config().model_type);
   ComponentDecl decl = m.component("decoder");
   const std::vector<int64_t> prompt = decoder_prompt(m, audio.has_value());
   std::vector<int64_t> tok;
@@ -224,9 +234,12 @@ void encoder_decoder(const Model& m, const GenerationSample& s, LoopContext& b, 
                    {"encoder_attention_mask", mask},
                    {"encoder_hidden_states", hidden}};
   for (int64_t step = 0; step < s.max_new_tokens; step++) {
-    NamedVars outs = rec.call(step == 0 ? "decoder" : "decoder_with_past", "decoder", b, inputs, CallOptions{1, true});
+    NamedVars outs =
+        rec.call(step == 0 ? "decoder" : "decoder_with_past", "decoder", b, inputs, CallOptions{1, true});
     tok = b.next_tokens(get(outs, "logits"), in.rows);
-    inputs = {{"input_ids", b.ints({in.rows, 1}, tok)}, {"encoder_attention_mask", mask}, {"encoder_hidden_states", hidden}};
+    inputs = {{"input_ids", b.ints({in.rows, 1}, tok)},
+              {"encoder_attention_mask", mask},
+              {"encoder_hidden_states", hidden}};
     carry_cache(decl, outs, inputs);
   }
 }
@@ -239,15 +252,16 @@ GenerationSample with_image_tokens(const GenerationSample& s, int64_t image_toke
   for (auto& p : r.prompts) {
     for (int64_t& id : p)
       if (id == image_token) id = 1;
-    p.insert(p.begin() + std::min<std::ptrdiff_t>(1, static_cast<std::ptrdiff_t>(p.size())), static_cast<size_t>(k),
-             image_token);
+    p.insert(p.begin() + std::min<std::ptrdiff_t>(1, static_cast<std::ptrdiff_t>(p.size())),
+             static_cast<size_t>(k), image_token);
   }
   return r;
 }
 
 // LlavaForConditionalGeneration's merge: the image features replace, in order, the rows of the image tokens.
 // Each row's image run starts at `starts[r]` (known to the loop that placed it), so it is slices and concats.
-Var merge_image_features(const Var& embeds, const Var& features, const std::vector<int64_t>& starts, int64_t k) {
+Var merge_image_features(const Var& embeds, const Var& features, const std::vector<int64_t>& starts,
+                         int64_t k) {
   std::vector<Var> rows;
   const Sym len = embeds.size(1);
   for (size_t r = 0; r < starts.size(); r++) {
@@ -266,17 +280,24 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
   // pixel_values [batch, images, C, H, W] (idefics3): `rows` images per prompt, so that the recorded calls
   // vary the image count as they vary the batch.
   const int64_t per = pixels.axes.size() == 5 ? rows : 1;
-  NamedVars vis = rec.call("vision_encoder", "vision_encoder", b, {{pixels.name, patterned_floats(pixels, rows, b, per)}});
+  NamedVars vis = rec.call("vision_encoder", "vision_encoder", b,
+                           {{pixels.name, patterned_floats(pixels, rows, b, per)}});
   Var features = get(vis, "image_features");
   const std::optional<int64_t> k0 = features ? features.size(1).maybe_value() : std::nullopt;
   const std::optional<int64_t> hidden = features ? features.size(2).maybe_value() : std::nullopt;
-  if (!k0 || !hidden) HFX_THROW("capture", "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed K, got none", m.config().model_type);
+  if (!k0 || !hidden)
+    HFX_THROW("capture",
+              "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed "
+              "K, got none",
+              m.config().model_type);
   const std::optional<int64_t> k = *k0 * per;  // image tokens per prompt
   if (per > 1) features = F::reshape(features, {rows, *k, *hidden});
   const auto& raw = m.config().raw;
   const char* key = raw.contains("image_token_id") ? "image_token_id" : "image_token_index";
   if (!raw.contains(key) || !raw[key].is_number_integer())
-    HFX_THROW("capture", "expected config.json.image_token_index (or image_token_id) of {} to be an integer, got none", m.config().model_type);
+    HFX_THROW("capture",
+              "expected config.json.image_token_index (or image_token_id) of {} to be an integer, got none",
+              m.config().model_type);
   const int64_t image_token = raw[key].get<int64_t>();
   const GenerationSample sample = with_image_tokens(s, image_token, *k);
   Batch in = pad(sample, pad_id(m), true);
@@ -284,7 +305,8 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
   for (const auto& p : sample.prompts) starts.push_back(in.len - static_cast<int64_t>(p.size()) + 1);
   ComponentDecl decl = m.component("decoder");
   Positions p(in);
-  NamedVars emb = rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}});
+  NamedVars emb =
+      rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}});
   NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, *k)},
                    {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
                    {"position_ids", b.ints({in.rows, in.len}, p.pos)}};
@@ -313,12 +335,16 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
 
 const GenerationLoop& generation_loop(Structure s) {
   static const std::vector<GenerationLoop> table = {
-      {Structure::DecoderOnly, decoder_only,
+      {Structure::DecoderOnly,
+       decoder_only,
        // ExecuTorch methods: used for decoders whose cache is state leaves; KV decoders get the static-cache
        // forward(tokens, input_pos) instead (src/export/executorch/executorch_exporter.cpp).
-       {{"prefill", "model", {"prefill"}, "prefill"}, {"decode", "model", {"decode"}, "decode"}, {"model", "model", {"prefill", "decode"}, ""}}},
+       {{"prefill", "model", {"prefill"}, "prefill"},
+        {"decode", "model", {"decode"}, "decode"},
+        {"model", "model", {"prefill", "decode"}, ""}}},
       {Structure::EncoderOnly, encoder_only, {{"model", "model", {"model"}, "forward"}}},
-      {Structure::EncoderDecoder, encoder_decoder,
+      {Structure::EncoderDecoder,
+       encoder_decoder,
        {{"encoder_model", "encoder", {"encoder"}, "encoder"},
         {"decoder_model", "decoder", {"decoder"}, "decoder"},
         {"decoder_with_past_model", "decoder", {"decoder_with_past"}, "decoder_with_past"},
@@ -326,7 +352,8 @@ const GenerationLoop& generation_loop(Structure s) {
       // Transformers.js' and Optimum's vision-language layout (the merged decoder), the decoder's two call
       // kinds also on their own (a .pt2 program is one call kind); the ExecuTorch method names are those
       // of its multimodal runner.
-      {Structure::VisionLanguage, vision_language,
+      {Structure::VisionLanguage,
+       vision_language,
        {{"vision_encoder", "vision_encoder", {"vision_encoder"}, "vision_encoder"},
         {"embed_tokens", "embed_tokens", {"embed_tokens"}, "token_embedding"},
         {"decoder_model", "decoder", {"prefill"}, ""},

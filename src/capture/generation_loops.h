@@ -51,8 +51,8 @@ class LoopContext {
 class CallRecorder {
  public:
   CallRecorder(const Model& model, std::vector<RecordedCall>& out) : model_(model), out_(out) {}
-  NamedVars call(const std::string& kind, const std::string& component, LoopContext& ctx, const NamedVars& inputs,
-                 const CallOptions& opts = {});
+  NamedVars call(const std::string& kind, const std::string& component, LoopContext& ctx,
+                 const NamedVars& inputs, const CallOptions& opts = {});
   const Model& model() const { return model_; }
 
  private:

@@ -38,12 +38,14 @@ std::vector<GenerationSample> generation_samples(const Model& model, const Captu
   return samples;
 }
 
-std::vector<RecordedCall> record_generation(const Model& model, const std::vector<GenerationSample>& samples, bool eager) {
+std::vector<RecordedCall> record_generation(const Model& model, const std::vector<GenerationSample>& samples,
+                                            bool eager) {
   std::vector<RecordedCall> calls;
   capture::CallRecorder rec(model, calls);
   const auto& loop = generation_loop(model.structure());
   for (const auto& s : samples) {
-    if (s.prompts.empty()) HFX_THROW("capture", "expected a generation sample with at least one prompt, got none");
+    if (s.prompts.empty())
+      HFX_THROW("capture", "expected a generation sample with at least one prompt, got none");
     capture::LoopContext ctx(eager);
     loop.run(model, s, ctx, rec);
   }
@@ -62,7 +64,9 @@ std::vector<std::string> split_sum(const std::string& axis) {
   return parts;
 }
 
-bool is_number(const std::string& s) { return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos; }
+bool is_number(const std::string& s) {
+  return !s.empty() && s.find_first_not_of("0123456789") == std::string::npos;
+}
 
 const RecordedInput* find_input(const RecordedCall& c, const std::string& name) {
   for (const auto& i : c.inputs)
@@ -72,22 +76,25 @@ const RecordedInput* find_input(const RecordedCall& c, const std::string& name) 
 
 // Every named dim's size in one call. Absent cache inputs of a merged program have size 0 along their
 // named dims that no present input gives.
-std::map<std::string, int64_t> call_sizes(const ComponentDecl& decl, const std::vector<std::string>& inputs, const RecordedCall& c,
-                                          size_t index) {
+std::map<std::string, int64_t> call_sizes(const ComponentDecl& decl, const std::vector<std::string>& inputs,
+                                          const RecordedCall& c, size_t index) {
   std::map<std::string, int64_t> size;
   for (const InputDecl& d : decl.inputs) {
     const RecordedInput* r = find_input(c, d.name);
     if (!r) continue;
     if (r->shape.size() != d.axes.size())
-      HFX_THROW("capture", "expected input '{}' of '{}' to have rank {} as declared, got shape {} in call {} ({})", d.name, decl.name,
-                d.axes.size(), shape_to_string(r->shape), index, c.kind);
+      HFX_THROW("capture",
+                "expected input '{}' of '{}' to have rank {} as declared, got shape {} in call {} ({})",
+                d.name, decl.name, d.axes.size(), shape_to_string(r->shape), index, c.kind);
     for (size_t a = 0; a < d.axes.size(); a++) {
       const std::string& ax = d.axes[a];
       if (ax.find('+') != std::string::npos || is_number(ax)) continue;
       auto [it, fresh] = size.emplace(ax, r->shape[a]);
       if (!fresh && it->second != r->shape[a])
-        HFX_THROW("capture", "expected dim '{}' to have one size in call {} ({}) of '{}', got {} and {} (input '{}' axis {})", ax,
-                  index, c.kind, decl.name, it->second, r->shape[a], d.name, a);
+        HFX_THROW(
+            "capture",
+            "expected dim '{}' to have one size in call {} ({}) of '{}', got {} and {} (input '{}' axis {})",
+            ax, index, c.kind, decl.name, it->second, r->shape[a], d.name, a);
     }
   }
   for (const InputDecl& d : decl.inputs)
@@ -98,7 +105,8 @@ std::map<std::string, int64_t> call_sizes(const ComponentDecl& decl, const std::
 }
 
 // Checks sums and fixed sizes of the declaration against the call.
-void check_call(const ComponentDecl& decl, const RecordedCall& c, std::map<std::string, int64_t>& size, size_t index) {
+void check_call(const ComponentDecl& decl, const RecordedCall& c, std::map<std::string, int64_t>& size,
+                size_t index) {
   for (const InputDecl& d : decl.inputs) {
     const RecordedInput* r = find_input(c, d.name);
     if (!r) continue;
@@ -106,8 +114,8 @@ void check_call(const ComponentDecl& decl, const RecordedCall& c, std::map<std::
       int64_t want = 0;
       for (const std::string& p : split_sum(d.axes[a])) want += is_number(p) ? std::stoll(p) : size[p];
       if (want != r->shape[a])
-        HFX_THROW("capture", "expected input '{}' axis {} of '{}' to be {} = {}, got {} in call {} ({})", d.name, a, decl.name,
-                  d.axes[a], want, r->shape[a], index, c.kind);
+        HFX_THROW("capture", "expected input '{}' axis {} of '{}' to be {} = {}, got {} in call {} ({})",
+                  d.name, a, decl.name, d.axes[a], want, r->shape[a], index, c.kind);
     }
   }
 }
@@ -128,14 +136,16 @@ DimSpec range_for(const std::string& dim, const CaptureOptions& o, const std::ve
   return DimSpec{name, true, o.sequence.min, o.sequence.max, hint};
 }
 
-ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vector<RecordedCall>& calls, const CaptureOptions& o) {
+ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vector<RecordedCall>& calls,
+                     const CaptureOptions& o) {
   ComponentDecl decl = model.component(pd.component);
   std::vector<const RecordedCall*> mine;
   for (const auto& c : calls)
-    if (c.component == pd.component && std::count(pd.kinds.begin(), pd.kinds.end(), c.kind)) mine.push_back(&c);
+    if (c.component == pd.component && std::count(pd.kinds.begin(), pd.kinds.end(), c.kind))
+      mine.push_back(&c);
   if (mine.empty())
-    HFX_THROW("capture", "expected recorded calls of kind(s) [{}] for program '{}' of {}, got none", fmt::join(pd.kinds, ", "), pd.name,
-              model.config().model_type);
+    HFX_THROW("capture", "expected recorded calls of kind(s) [{}] for program '{}' of {}, got none",
+              fmt::join(pd.kinds, ", "), pd.name, model.config().model_type);
   ProgramSpec p;
   p.name = pd.name;
   p.component = pd.component;
@@ -160,18 +170,22 @@ ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vecto
 
 }  // namespace
 
-std::vector<ProgramSpec> plan_generation(const Model& model, const std::vector<RecordedCall>& calls, const CaptureOptions& opts) {
+std::vector<ProgramSpec> plan_generation(const Model& model, const std::vector<RecordedCall>& calls,
+                                         const CaptureOptions& opts) {
   std::vector<ProgramSpec> out;
-  for (const ProgramDecl& pd : generation_loop(model.structure()).programs) out.push_back(plan_one(model, pd, calls, opts));
+  for (const ProgramDecl& pd : generation_loop(model.structure()).programs)
+    out.push_back(plan_one(model, pd, calls, opts));
   return out;
 }
 
-std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& program, const std::vector<RecordedCall>& calls) {
+std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& program,
+                                     const std::vector<RecordedCall>& calls) {
   ComponentDecl decl = model.component(program.component);
   std::vector<ReplayCall> out;
   for (size_t i = 0; i < calls.size(); i++) {
     const RecordedCall& c = calls[i];
-    if (c.component != program.component || !std::count(program.kinds.begin(), program.kinds.end(), c.kind)) continue;
+    if (c.component != program.component || !std::count(program.kinds.begin(), program.kinds.end(), c.kind))
+      continue;
     auto size = call_sizes(decl, program.inputs, c, i);
     ReplayCall r{c.kind, {}, {}};
     EagerBuilder b;
@@ -179,7 +193,8 @@ std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& prog
     for (const std::string& name : program.inputs) {
       if (const RecordedInput* ri = find_input(c, name)) {
         if (!ri->value.defined())
-          HFX_THROW("capture", "expected an eager recording (input values) to replay '{}', got shapes only", program.name);
+          HFX_THROW("capture", "expected an eager recording (input values) to replay '{}', got shapes only",
+                    program.name);
         r.inputs.emplace_back(name, ri->value);
         args.emplace_back(name, b.wrap(ri->value));
         continue;
@@ -195,7 +210,8 @@ std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& prog
         r.inputs.emplace_back(name, Tensor::zeros(shape, d.dtype));
       }
     }
-    for (auto& [name, v] : model.call(program.component, b, args, program.call)) r.expected.emplace_back(name, v.tensor());
+    for (auto& [name, v] : model.call(program.component, b, args, program.call))
+      r.expected.emplace_back(name, v.tensor());
     out.push_back(std::move(r));
   }
   return out;

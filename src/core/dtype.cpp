@@ -10,38 +10,62 @@ namespace hfx {
 
 size_t dtype_size(DType dt) {
   switch (dt) {
-    case DType::F32: case DType::I32: return 4;
-    case DType::F16: case DType::BF16: return 2;
-    case DType::I64: return 8;
-    case DType::I8: case DType::U8: case DType::Bool: return 1;
+    case DType::F32:
+    case DType::I32:
+      return 4;
+    case DType::F16:
+    case DType::BF16:
+      return 2;
+    case DType::I64:
+      return 8;
+    case DType::I8:
+    case DType::U8:
+    case DType::Bool:
+      return 1;
   }
   return 0;
 }
 
 const char* dtype_name(DType dt) {
   switch (dt) {
-    case DType::F32: return "float32";
-    case DType::F16: return "float16";
-    case DType::BF16: return "bfloat16";
-    case DType::I64: return "int64";
-    case DType::I32: return "int32";
-    case DType::I8: return "int8";
-    case DType::U8: return "uint8";
-    case DType::Bool: return "bool";
+    case DType::F32:
+      return "float32";
+    case DType::F16:
+      return "float16";
+    case DType::BF16:
+      return "bfloat16";
+    case DType::I64:
+      return "int64";
+    case DType::I32:
+      return "int32";
+    case DType::I8:
+      return "int8";
+    case DType::U8:
+      return "uint8";
+    case DType::Bool:
+      return "bool";
   }
   return "?";
 }
 
 const char* dtype_safetensors_tag(DType dt) {
   switch (dt) {
-    case DType::F32: return "F32";
-    case DType::F16: return "F16";
-    case DType::BF16: return "BF16";
-    case DType::I64: return "I64";
-    case DType::I32: return "I32";
-    case DType::I8: return "I8";
-    case DType::U8: return "U8";
-    case DType::Bool: return "BOOL";
+    case DType::F32:
+      return "F32";
+    case DType::F16:
+      return "F16";
+    case DType::BF16:
+      return "BF16";
+    case DType::I64:
+      return "I64";
+    case DType::I32:
+      return "I32";
+    case DType::I8:
+      return "I8";
+    case DType::U8:
+      return "U8";
+    case DType::Bool:
+      return "BOOL";
   }
   return "?";
 }
@@ -55,7 +79,8 @@ DType dtype_from_name(std::string_view n) {
   if (n == "int8" || n == "I8") return DType::I8;
   if (n == "uint8" || n == "U8") return DType::U8;
   if (n == "bool" || n == "BOOL") return DType::Bool;
-  HFX_THROW("dtype", "expected one of float32, float16, bfloat16, int64, int32, int8, uint8, bool, got '{}'", n);
+  HFX_THROW("dtype", "expected one of float32, float16, bfloat16, int64, int32, int8, uint8, bool, got '{}'",
+            n);
 }
 
 bool dtype_is_float(DType dt) { return dt == DType::F32 || dt == DType::F16 || dt == DType::BF16; }
@@ -80,7 +105,7 @@ uint16_t f32_to_f16(float f) {
   const uint32_t absx = x & 0x7fffffffu;
   if (absx > 0x7f800000u) return static_cast<uint16_t>(sign | 0x7e00u | ((absx >> 13) & 0x3ffu));  // NaN
   if (absx >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds to inf
-  if (absx < 0x38800000u) {  // subnormal or zero in f16
+  if (absx < 0x38800000u) {                                               // subnormal or zero in f16
     if (absx < 0x33000000u) return static_cast<uint16_t>(sign);  // below half of the smallest subnormal
     const uint32_t mant = (absx & 0x7fffffu) | 0x800000u;
     // value = mant * 2^(e-150); an f16 subnormal is m * 2^-24, so m = mant >> (126 - e), 14..24 bits.
@@ -132,14 +157,22 @@ double load_as_double(const void* p, size_t i) {
 }
 double load(const void* src, DType dt, size_t i) {
   switch (dt) {
-    case DType::F32: return load_as_double<float>(src, i);
-    case DType::F16: return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
-    case DType::BF16: return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
-    case DType::I64: return load_as_double<int64_t>(src, i);
-    case DType::I32: return load_as_double<int32_t>(src, i);
-    case DType::I8: return load_as_double<int8_t>(src, i);
-    case DType::U8: return load_as_double<uint8_t>(src, i);
-    case DType::Bool: return static_cast<const uint8_t*>(src)[i] != 0 ? 1.0 : 0.0;
+    case DType::F32:
+      return load_as_double<float>(src, i);
+    case DType::F16:
+      return f16_to_f32(static_cast<const uint16_t*>(src)[i]);
+    case DType::BF16:
+      return bf16_to_f32(static_cast<const uint16_t*>(src)[i]);
+    case DType::I64:
+      return load_as_double<int64_t>(src, i);
+    case DType::I32:
+      return load_as_double<int32_t>(src, i);
+    case DType::I8:
+      return load_as_double<int8_t>(src, i);
+    case DType::U8:
+      return load_as_double<uint8_t>(src, i);
+    case DType::Bool:
+      return static_cast<const uint8_t*>(src)[i] != 0 ? 1.0 : 0.0;
   }
   return 0;
 }
@@ -150,14 +183,30 @@ T to_int(double v) {
 }
 void store(void* dst, DType dt, size_t i, double v) {
   switch (dt) {
-    case DType::F32: static_cast<float*>(dst)[i] = static_cast<float>(v); break;
-    case DType::F16: static_cast<uint16_t*>(dst)[i] = f32_to_f16(static_cast<float>(v)); break;
-    case DType::BF16: static_cast<uint16_t*>(dst)[i] = f32_to_bf16(static_cast<float>(v)); break;
-    case DType::I64: static_cast<int64_t*>(dst)[i] = to_int<int64_t>(v); break;
-    case DType::I32: static_cast<int32_t*>(dst)[i] = to_int<int32_t>(v); break;
-    case DType::I8: static_cast<int8_t*>(dst)[i] = to_int<int8_t>(v); break;
-    case DType::U8: static_cast<uint8_t*>(dst)[i] = to_int<uint8_t>(v); break;
-    case DType::Bool: static_cast<uint8_t*>(dst)[i] = v != 0.0; break;
+    case DType::F32:
+      static_cast<float*>(dst)[i] = static_cast<float>(v);
+      break;
+    case DType::F16:
+      static_cast<uint16_t*>(dst)[i] = f32_to_f16(static_cast<float>(v));
+      break;
+    case DType::BF16:
+      static_cast<uint16_t*>(dst)[i] = f32_to_bf16(static_cast<float>(v));
+      break;
+    case DType::I64:
+      static_cast<int64_t*>(dst)[i] = to_int<int64_t>(v);
+      break;
+    case DType::I32:
+      static_cast<int32_t*>(dst)[i] = to_int<int32_t>(v);
+      break;
+    case DType::I8:
+      static_cast<int8_t*>(dst)[i] = to_int<int8_t>(v);
+      break;
+    case DType::U8:
+      static_cast<uint8_t*>(dst)[i] = to_int<uint8_t>(v);
+      break;
+    case DType::Bool:
+      static_cast<uint8_t*>(dst)[i] = v != 0.0;
+      break;
   }
 }
 }  // namespace

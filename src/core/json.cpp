@@ -36,8 +36,9 @@ void type_mismatch(std::string_view component, std::string_view where, std::stri
 
 void out_of_range(std::string_view component, std::string_view where, std::string_view kind, long double lo,
                   long double hi, const json& v) {
-  HFX_THROW(std::string(component), "expected {} to be {} from {:.0f} to {:.0f}, got {} (fix that value in the file)",
-            where, kind, lo, hi, describe(v));
+  HFX_THROW(std::string(component),
+            "expected {} to be {} from {:.0f} to {:.0f}, got {} (fix that value in the file)", where, kind,
+            lo, hi, describe(v));
 }
 
 namespace detail {

@@ -3,8 +3,8 @@
 // what lets shape inference prove `s0 + 1 - 1 == s0` and lets export name a dim by its text.
 #include "hfx/core/symbolic.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 #include <string_view>
 
 #include "hfx/core/error.h"
@@ -40,7 +40,8 @@ std::string source_relative(std::string_view file) {
   for (size_t start = 0; start < file.size();) {
     size_t end = std::min(file.find('/', start), file.size());
     std::string_view part = file.substr(start, end - start);
-    if (end < file.size() && (part == "src" || part == "include" || part == "tools" || part == "tests")) from = start;
+    if (end < file.size() && (part == "src" || part == "include" || part == "tools" || part == "tests"))
+      from = start;
     start = end + 1;
   }
   if (from != std::string_view::npos) return std::string(file.substr(from));
@@ -48,12 +49,16 @@ std::string source_relative(std::string_view file) {
   return std::string(slash == std::string_view::npos ? file : file.substr(slash + 1));
 }
 
-std::string place(const std::source_location& loc) { return fmt::format("{}:{}", source_relative(loc.file_name()), loc.line()); }
+std::string place(const std::source_location& loc) {
+  return fmt::format("{}:{}", source_relative(loc.file_name()), loc.line());
+}
 
 std::string make_text(Sym::Kind k, int64_t v, const std::string& name, const std::vector<Sym>& args) {
   switch (k) {
-    case Sym::Kind::Const: return std::to_string(v);
-    case Sym::Kind::Symbol: return name;
+    case Sym::Kind::Const:
+      return std::to_string(v);
+    case Sym::Kind::Symbol:
+      return name;
     case Sym::Kind::Add: {
       std::string s;
       for (size_t i = 0; i < args.size(); i++) {
@@ -82,10 +87,14 @@ std::string make_text(Sym::Kind k, int64_t v, const std::string& name, const std
       }
       return s;
     }
-    case Sym::Kind::FloorDiv: return fmt::format("floordiv({}, {})", args[0].str(), args[1].str());
-    case Sym::Kind::Mod: return fmt::format("mod({}, {})", args[0].str(), args[1].str());
-    case Sym::Kind::Min: return fmt::format("min({}, {})", args[0].str(), args[1].str());
-    case Sym::Kind::Max: return fmt::format("max({}, {})", args[0].str(), args[1].str());
+    case Sym::Kind::FloorDiv:
+      return fmt::format("floordiv({}, {})", args[0].str(), args[1].str());
+    case Sym::Kind::Mod:
+      return fmt::format("mod({}, {})", args[0].str(), args[1].str());
+    case Sym::Kind::Min:
+      return fmt::format("min({}, {})", args[0].str(), args[1].str());
+    case Sym::Kind::Max:
+      return fmt::format("max({}, {})", args[0].str(), args[1].str());
   }
   return "?";
 }
@@ -218,10 +227,12 @@ std::vector<std::string> Sym::free_symbols() const {
 
 int64_t Sym::eval(const std::map<std::string, int64_t>& b) const {
   switch (kind()) {
-    case Kind::Const: return n_->value;
+    case Kind::Const:
+      return n_->value;
     case Kind::Symbol: {
       auto it = b.find(n_->name);
-      if (it == b.end()) HFX_THROW("symbolic", "expected a value for symbol '{}', got none in the binding", n_->name);
+      if (it == b.end())
+        HFX_THROW("symbolic", "expected a value for symbol '{}', got none in the binding", n_->name);
       return it->second;
     }
     case Kind::Add: {
@@ -244,15 +255,18 @@ int64_t Sym::eval(const std::map<std::string, int64_t>& b) const {
       if (d == 0) HFX_THROW("symbolic", "expected a non-zero divisor in '{}', got 0", str());
       return py_mod(args()[0].eval(b), d);
     }
-    case Kind::Min: return std::min(args()[0].eval(b), args()[1].eval(b));
-    case Kind::Max: return std::max(args()[0].eval(b), args()[1].eval(b));
+    case Kind::Min:
+      return std::min(args()[0].eval(b), args()[1].eval(b));
+    case Kind::Max:
+      return std::max(args()[0].eval(b), args()[1].eval(b));
   }
   return 0;
 }
 
 Sym Sym::subs(const std::map<std::string, Sym>& m) const {
   switch (kind()) {
-    case Kind::Const: return *this;
+    case Kind::Const:
+      return *this;
     case Kind::Symbol: {
       auto it = m.find(n_->name);
       return it == m.end() ? *this : it->second;
@@ -267,10 +281,14 @@ Sym Sym::subs(const std::map<std::string, Sym>& m) const {
       for (const auto& a : args()) r = r * a.subs(m);
       return r;
     }
-    case Kind::FloorDiv: return floordiv(args()[0].subs(m), args()[1].subs(m));
-    case Kind::Mod: return mod(args()[0].subs(m), args()[1].subs(m));
-    case Kind::Min: return sym_min(args()[0].subs(m), args()[1].subs(m));
-    case Kind::Max: return sym_max(args()[0].subs(m), args()[1].subs(m));
+    case Kind::FloorDiv:
+      return floordiv(args()[0].subs(m), args()[1].subs(m));
+    case Kind::Mod:
+      return mod(args()[0].subs(m), args()[1].subs(m));
+    case Kind::Min:
+      return sym_min(args()[0].subs(m), args()[1].subs(m));
+    case Kind::Max:
+      return sym_max(args()[0].subs(m), args()[1].subs(m));
   }
   return *this;
 }
@@ -368,8 +386,8 @@ Sym ShapeEnv::create_symbol(const std::string& name, int64_t min, int64_t max, i
   if (min > max) HFX_THROW("symbolic", "expected min <= max for symbol '{}', got [{}, {}]", name, min, max);
   auto it = ranges_.find(name);
   if (it != ranges_.end() && (it->second.min != min || it->second.max != max))
-    HFX_THROW("symbolic", "expected symbol '{}' to keep its range [{}, {}], got [{}, {}]", name, it->second.min,
-              it->second.max, min, max);
+    HFX_THROW("symbolic", "expected symbol '{}' to keep its range [{}, {}], got [{}, {}]", name,
+              it->second.min, it->second.max, min, max);
   if (hint < min || hint > max)
     HFX_THROW("symbolic", "expected the sample value of '{}' inside [{}, {}], got {}", name, min, max, hint);
   ranges_[name] = SymRange{min, max};
@@ -391,7 +409,8 @@ void ShapeEnv::set_range(const std::string& name, SymRange r) { ranges_[name] = 
 
 SymRange ShapeEnv::bounds(const Sym& e) const {
   switch (e.kind()) {
-    case Sym::Kind::Const: return {e.value(), e.value()};
+    case Sym::Kind::Const:
+      return {e.value(), e.value()};
     case Sym::Kind::Symbol: {
       auto it = ranges_.find(e.name());
       if (it == ranges_.end()) return {-kInf, kInf};
@@ -410,7 +429,8 @@ SymRange ShapeEnv::bounds(const Sym& e) const {
       SymRange r{1, 1};
       for (const auto& a : e.args()) {
         SymRange x = bounds(a);
-        int64_t c[4] = {sat_mul(r.min, x.min), sat_mul(r.min, x.max), sat_mul(r.max, x.min), sat_mul(r.max, x.max)};
+        int64_t c[4] = {sat_mul(r.min, x.min), sat_mul(r.min, x.max), sat_mul(r.max, x.min),
+                        sat_mul(r.max, x.max)};
         r.min = *std::min_element(c, c + 4);
         r.max = *std::max_element(c, c + 4);
       }
@@ -495,8 +515,7 @@ int64_t ShapeEnv::specialize(const Sym& e, std::source_location loc) {
   int64_t h = hint(e);
   SymRange r = bounds(e);
   if (r.min == r.max) return r.min;
-  guards_.push_back(Guard{e, h, h, place(loc),
-                          fmt::format("{} specialized to {}", e.str(), h)});
+  guards_.push_back(Guard{e, h, h, place(loc), fmt::format("{} specialized to {}", e.str(), h)});
   return h;
 }
 

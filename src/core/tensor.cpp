@@ -52,9 +52,14 @@ Shape contiguous_strides(const Shape& s) {
 }
 
 Tensor::Tensor(std::shared_ptr<Storage> st, DType dt, Shape shape, Shape strides, int64_t off)
-    : storage_(std::move(st)), dtype_(dt), shape_(std::move(shape)), strides_(std::move(strides)), offset_(off) {
+    : storage_(std::move(st)),
+      dtype_(dt),
+      shape_(std::move(shape)),
+      strides_(std::move(strides)),
+      offset_(off) {
   if (shape_.size() != strides_.size())
-    HFX_THROW("tensor", "expected {} strides for shape {}, got {}", shape_.size(), shape_to_string(shape_), strides_.size());
+    HFX_THROW("tensor", "expected {} strides for shape {}, got {}", shape_.size(), shape_to_string(shape_),
+              strides_.size());
 }
 
 Tensor Tensor::zeros(const Shape& shape, DType dt) {
@@ -86,7 +91,8 @@ Tensor Tensor::full(const Shape& shape, double value, DType dt) {
 
 Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& v, DType dt) {
   if (static_cast<int64_t>(v.size()) != shape_numel(shape))
-    HFX_THROW("tensor", "expected {} values for shape {}, got {}", shape_numel(shape), shape_to_string(shape), v.size());
+    HFX_THROW("tensor", "expected {} values for shape {}, got {}", shape_numel(shape), shape_to_string(shape),
+              v.size());
   Tensor t = zeros(shape, dt);
   convert_elements(v.data(), DType::F32, t.raw(), dt, v.size());
   return t;
@@ -94,7 +100,8 @@ Tensor Tensor::from_floats(const Shape& shape, const std::vector<float>& v, DTyp
 
 Tensor Tensor::from_ints(const Shape& shape, const std::vector<int64_t>& v, DType dt) {
   if (static_cast<int64_t>(v.size()) != shape_numel(shape))
-    HFX_THROW("tensor", "expected {} values for shape {}, got {}", shape_numel(shape), shape_to_string(shape), v.size());
+    HFX_THROW("tensor", "expected {} values for shape {}, got {}", shape_numel(shape), shape_to_string(shape),
+              v.size());
   Tensor t = zeros(shape, dt);
   convert_elements(v.data(), DType::I64, t.raw(), dt, v.size());
   return t;
@@ -133,13 +140,15 @@ Tensor Tensor::slice(int64_t d, int64_t start, int64_t end, int64_t step) const 
   Shape sh = shape_, st = strides_;
   sh[d] = (end - start + step - 1) / step;
   st[d] = strides_[d] * step;
-  return Tensor(storage_, dtype_, sh, st, offset_ + start * strides_[d] * static_cast<int64_t>(dtype_size(dtype_)));
+  return Tensor(storage_, dtype_, sh, st,
+                offset_ + start * strides_[d] * static_cast<int64_t>(dtype_size(dtype_)));
 }
 
 Tensor Tensor::select(int64_t d, int64_t index) const {
   d = norm_dim(d, dim(), "select");
   if (index < 0) index += shape_[d];
-  if (index < 0 || index >= shape_[d]) HFX_THROW("tensor", "expected index in [0, {}), got {}", shape_[d], index);
+  if (index < 0 || index >= shape_[d])
+    HFX_THROW("tensor", "expected index in [0, {}), got {}", shape_[d], index);
   Shape sh = shape_, st = strides_;
   int64_t off = offset_ + index * strides_[d] * static_cast<int64_t>(dtype_size(dtype_));
   sh.erase(sh.begin() + d);
@@ -215,7 +224,8 @@ Tensor Tensor::reshape(const Shape& shape) const {
   int64_t known = 1, infer = -1;
   for (size_t i = 0; i < sh.size(); i++) {
     if (sh[i] == -1) {
-      if (infer >= 0) HFX_THROW("tensor", "expected at most one -1 in reshape, got {}", shape_to_string(shape));
+      if (infer >= 0)
+        HFX_THROW("tensor", "expected at most one -1 in reshape, got {}", shape_to_string(shape));
       infer = static_cast<int64_t>(i);
     } else {
       known *= sh[i];
@@ -223,12 +233,14 @@ Tensor Tensor::reshape(const Shape& shape) const {
   }
   if (infer >= 0) sh[infer] = known == 0 ? 0 : numel() / known;
   if (shape_numel(sh) != numel())
-    HFX_THROW("tensor", "expected reshape to keep {} elements, got shape {}", numel(), shape_to_string(shape));
+    HFX_THROW("tensor", "expected reshape to keep {} elements, got shape {}", numel(),
+              shape_to_string(shape));
   Tensor src = is_contiguous() ? *this : contiguous();
   return Tensor(src.storage_, dtype_, sh, contiguous_strides(sh), src.offset_);
 }
 
-void for_each_offset(const Shape& shape, const Shape& strides, const std::function<void(int64_t, int64_t)>& fn) {
+void for_each_offset(const Shape& shape, const Shape& strides,
+                     const std::function<void(int64_t, int64_t)>& fn) {
   int64_t n = shape_numel(shape);
   if (n == 0) return;
   size_t nd = shape.size();
@@ -272,7 +284,8 @@ void copy_to_contiguous(const Tensor& src, void* dst, DType dst_dt) {
       convert_elements(row, src.dtype(), orow, dst_dt, static_cast<size_t>(inner));
     } else {
       for (int64_t j = 0; j < inner; j++)
-        convert_elements(row + j * istride * static_cast<int64_t>(es), src.dtype(), orow + j * static_cast<int64_t>(ds), dst_dt, 1);
+        convert_elements(row + j * istride * static_cast<int64_t>(es), src.dtype(),
+                         orow + j * static_cast<int64_t>(ds), dst_dt, 1);
     }
   });
 }
@@ -302,7 +315,8 @@ double Tensor::item(const std::vector<int64_t>& idx) const {
     HFX_THROW("tensor", "expected {} indices, got {}", dim(), idx.size());
   int64_t off = 0;
   for (size_t i = 0; i < idx.size(); i++) {
-    if (idx[i] < 0 || idx[i] >= shape_[i]) HFX_THROW("tensor", "expected index in [0, {}), got {}", shape_[i], idx[i]);
+    if (idx[i] < 0 || idx[i] >= shape_[i])
+      HFX_THROW("tensor", "expected index in [0, {}), got {}", shape_[i], idx[i]);
     off += idx[i] * strides_[i];
   }
   double v = 0;
@@ -333,7 +347,8 @@ std::vector<int64_t> Tensor::to_ints() const {
 std::string Tensor::str(int max_elems) const {
   std::string s = std::string("Tensor(") + dtype_name(dtype_) + ", " + shape_to_string(shape_) + ", [";
   auto v = to_floats();
-  for (size_t i = 0; i < v.size() && static_cast<int>(i) < max_elems; i++) s += (i ? ", " : "") + std::to_string(v[i]);
+  for (size_t i = 0; i < v.size() && static_cast<int>(i) < max_elems; i++)
+    s += (i ? ", " : "") + std::to_string(v[i]);
   if (static_cast<int>(v.size()) > max_elems) s += ", ...";
   return s + "])";
 }

@@ -1,6 +1,6 @@
 // Configs (JSON round trip) and the one table of exporters by format name.
-#include <algorithm>
 #include "hfx/export/exporter.h"
+#include <algorithm>
 
 #include "export/executorch/executorch_exporter.h"
 #include "hfx/core/error.h"
@@ -49,18 +49,21 @@ void take(const nlohmann::json& j, const char* key, T& out, const std::string& f
 }
 
 void check_keys(const nlohmann::json& j, const std::vector<std::string>& allowed, const std::string& format) {
-  if (!j.is_object()) HFX_THROW("config", "expected a JSON object for the {} config, got {}", format, j.dump());
+  if (!j.is_object())
+    HFX_THROW("config", "expected a JSON object for the {} config, got {}", format, j.dump());
   for (auto it = j.begin(); it != j.end(); ++it) {
     if (std::find(allowed.begin(), allowed.end(), it.key()) == allowed.end()) {
       std::string list;
       for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
-      HFX_THROW("config", "expected keys of the {} config among [{}], got unknown '{}'", format, list, it.key());
+      HFX_THROW("config", "expected keys of the {} config among [{}], got unknown '{}'", format, list,
+                it.key());
     }
   }
 }
 
-const std::vector<std::string> kCommonKeys = {"format", "dynamic", "dynamic_shapes", "prefer_deferred_runtime_asserts_over_guards",
-                                              "max_batch", "max_sequence", "dtype"};
+const std::vector<std::string> kCommonKeys = {
+    "format",    "dynamic",      "dynamic_shapes", "prefer_deferred_runtime_asserts_over_guards",
+    "max_batch", "max_sequence", "dtype"};
 
 std::vector<std::string> with_common(std::vector<std::string> extra) {
   extra.insert(extra.end(), kCommonKeys.begin(), kCommonKeys.end());
@@ -78,10 +81,14 @@ DType export_dtype_from_name(const std::string& name) {
 
 const char* export_dtype_name(DType dt) {
   switch (dt) {
-    case DType::F32: return "f32";
-    case DType::F16: return "f16";
-    case DType::BF16: return "bf16";
-    default: HFX_THROW("config", "expected a floating dtype (f32, f16, bf16), got {}", dtype_name(dt));
+    case DType::F32:
+      return "f32";
+    case DType::F16:
+      return "f16";
+    case DType::BF16:
+      return "bf16";
+    default:
+      HFX_THROW("config", "expected a floating dtype (f32, f16, bf16), got {}", dtype_name(dt));
   }
 }
 
@@ -94,7 +101,9 @@ nlohmann::json ExportConfig::precision(DType checkpoint) const {
   const char* source = dtype_is_float(checkpoint) ? export_dtype_name(checkpoint) : dtype_name(checkpoint);
   // Exact when the stored weights hold the checkpoint's values unchanged (same dtype, or widened to f32).
   const bool exact = w == checkpoint || w == DType::F32;
-  return {{"dtype", export_dtype_name(w)}, {"requested", dtype}, {"checkpoint", source},
+  return {{"dtype", export_dtype_name(w)},
+          {"requested", dtype},
+          {"checkpoint", source},
           {"key", exact ? "exact" : export_dtype_name(w)}};
 }
 
@@ -136,14 +145,16 @@ CaptureOptions contract_options(const Model& model, const ExportConfig& c) {
   return o;
 }
 
-std::vector<ProgramSpec> export_programs(const Model& model, const CaptureOptions& opts, bool for_generation) {
+std::vector<ProgramSpec> export_programs(const Model& model, const CaptureOptions& opts,
+                                         bool for_generation) {
   if (!for_generation && model.structure() == Structure::DecoderOnly)
     return {causal_lm_program(as_causal_lm(model), opts)};
   return generation_programs(model, opts);
 }
 
-std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(const Model& model, const CaptureOptions& opts,
-                                                                         const std::map<std::string, const ExportConfig*>& configs) {
+std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(
+    const Model& model, const CaptureOptions& opts,
+    const std::map<std::string, const ExportConfig*>& configs) {
   std::vector<RecordedCall> calls = record_generation(model, generation_samples(model, opts));
   std::vector<std::pair<ProgramSpec, const ExportConfig*>> out;
   for (const ProgramSpec& p : plan_generation(model, calls, opts)) {
@@ -154,7 +165,8 @@ std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(const M
   return out;
 }
 
-const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs, const std::string& component) {
+const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs,
+                               const std::string& component) {
   for (const char* key : {component.c_str(), "*", "default", ""})
     if (auto it = configs.find(key); it != configs.end() && it->second) return *it->second;
   if (configs.size() == 1 && configs.begin()->second) return *configs.begin()->second;
@@ -186,7 +198,8 @@ void ExportConfig::from_json(const nlohmann::json& j) {
   if (j.contains("dynamic_shapes")) {
     dynamic_shapes.clear();
     const auto& ds = j.at("dynamic_shapes");
-    if (!ds.is_object()) HFX_THROW("config", "expected dynamic_shapes to map input names to axes, got {}", ds.dump());
+    if (!ds.is_object())
+      HFX_THROW("config", "expected dynamic_shapes to map input names to axes, got {}", ds.dump());
     for (auto it = ds.begin(); it != ds.end(); ++it) {
       const std::string input = "dynamic_shapes." + it.key();
       jsonc::object(it.value(), "config", input + " (axis index → Dim)");
@@ -199,7 +212,8 @@ void ExportConfig::from_json(const nlohmann::json& j) {
         dim.name = jsonc::get<std::string>(at.value(), "name", "config", where);
         dim.min = jsonc::get<int64_t>(at.value(), "min", "config", where);
         dim.max = jsonc::get<int64_t>(at.value(), "max", "config", where);
-        if (dim.min > dim.max) HFX_THROW("config", "expected min <= max for Dim '{}', got [{}, {}]", dim.name, dim.min, dim.max);
+        if (dim.min > dim.max)
+          HFX_THROW("config", "expected min <= max for Dim '{}', got [{}, {}]", dim.name, dim.min, dim.max);
         dynamic_shapes[it.key()][std::stoi(at.key())] = dim;
       }
     }
@@ -224,14 +238,19 @@ void OnnxConfig::from_json(const nlohmann::json& j) {
   take(j, "target", target, format);
   if (opset < kMinOpset || opset > kMaxOpset)
     HFX_THROW("config", "expected an ONNX opset in [{}, {}], got {}", kMinOpset, kMaxOpset, opset);
-  if (target != "standard" && target != "ort") HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
+  if (target != "standard" && target != "ort")
+    HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
   if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
   if (quantize.int8_activations && target != "ort")
-    HFX_THROW("config", "expected --target ort with --activations int8 (ONNX Runtime's MatMulNBits computes "
-              "with int8 activations; standard ONNX has no such op), got target {}", target);
+    HFX_THROW("config",
+              "expected --target ort with --activations int8 (ONNX Runtime's MatMulNBits computes "
+              "with int8 activations; standard ONNX has no such op), got target {}",
+              target);
   if (quantize.enabled() && target == "standard" && opset < 21)
-    HFX_THROW("config", "expected opset ≥ 21 with quantize {} on target standard (blocked DequantizeLinear), got {}; "
-              "use --opset 21 or --target ort", quantize.method(), opset);
+    HFX_THROW("config",
+              "expected opset ≥ 21 with quantize {} on target standard (blocked DequantizeLinear), got {}; "
+              "use --opset 21 or --target ort",
+              quantize.method(), opset);
 }
 
 nlohmann::json ExecutorchConfig::to_json() const {
@@ -245,7 +264,8 @@ void ExecutorchConfig::from_json(const nlohmann::json& j) {
   ExportConfig::from_json(j);
   take(j, "backend", backend, format);
   take(j, "max_seq_len", max_seq_len, format);
-  et::backend_prep(backend);  // throws "[executorch] expected a backend among [...]" for a name hfx does not write
+  et::backend_prep(
+      backend);  // throws "[executorch] expected a backend among [...]" for a name hfx does not write
   if (max_seq_len < 1) HFX_THROW("config", "expected max_seq_len >= 1, got {}", max_seq_len);
 }
 

@@ -49,13 +49,15 @@ int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
     changes += mine;
     // A fix replaces a node and rewires its uses; the node it replaced is dead from then on. It goes before
     // the verifier looks, so the replacement may keep the old node's name (the Hugging Face module's, which
-    // the per-layer diff reports) — found by the Debug build's verifier on Registry.NodeFixAppliesAtItsStageOnly.
+    // the per-layer diff reports) — found by the Debug build's verifier on
+    // Registry.NodeFixAppliesAtItsStageOnly.
     if (mine) g.eliminate_dead_code();
     if (verify_passes_enabled()) {
       try {
         verify_graph(g);
       } catch (const Error& err) {
-        HFX_THROW("registry", "expected a valid graph after node fix '{}' ({} stage {}), got: {}", e.name, backend, stage, err.what());
+        HFX_THROW("registry", "expected a valid graph after node fix '{}' ({} stage {}), got: {}", e.name,
+                  backend, stage, err.what());
       }
     }
   }
@@ -85,8 +87,8 @@ bool optimize_disabled(const std::string& backend, const std::string& model_type
 void check_export_skip(const std::string& backend, const std::string& model_type) {
   for (const auto& e : export_skip_registry()) {
     if ((e.backend == backend || e.backend == "*") && e.model_type == model_type)
-      HFX_THROW("export", "expected an exportable model, got '{}' which is on the {} export-skip list: {}", model_type,
-                backend, e.reason);
+      HFX_THROW("export", "expected an exportable model, got '{}' which is on the {} export-skip list: {}",
+                model_type, backend, e.reason);
   }
 }
 
@@ -98,14 +100,18 @@ std::vector<RegistryLine> registry_listing(const std::string& backend) {
     out.push_back({"patch", e.backend, e.stage, paths, e.reason});
   }
   for (const auto& e : node_fix_registry()) out.push_back({"node_fix", e.backend, e.stage, e.name, e.reason});
-  for (const auto& e : program_fix_registry()) out.push_back({"program_fix", e.backend, e.stage, e.name, e.reason});
-  for (const auto& e : disable_optimize_registry()) out.push_back({"disable_optimize", e.backend, 0, e.model_type, e.upstream_bug});
-  for (const auto& e : export_skip_registry()) out.push_back({"export_skip", e.backend, 0, e.model_type, e.reason});
+  for (const auto& e : program_fix_registry())
+    out.push_back({"program_fix", e.backend, e.stage, e.name, e.reason});
+  for (const auto& e : disable_optimize_registry())
+    out.push_back({"disable_optimize", e.backend, 0, e.model_type, e.upstream_bug});
+  for (const auto& e : export_skip_registry())
+    out.push_back({"export_skip", e.backend, 0, e.model_type, e.reason});
   // Backend tables.
   for (auto& l : onnx_registry_lines()) out.push_back(l);
   for (auto& l : executorch_registry_lines()) out.push_back(l);
   if (!backend.empty())
-    out.erase(std::remove_if(out.begin(), out.end(), [&](const RegistryLine& l) { return l.backend != backend && l.backend != "*"; }),
+    out.erase(std::remove_if(out.begin(), out.end(),
+                             [&](const RegistryLine& l) { return l.backend != backend && l.backend != "*"; }),
               out.end());
   std::stable_sort(out.begin(), out.end(), [](const RegistryLine& a, const RegistryLine& b) {
     return std::tie(a.backend, a.stage) < std::tie(b.backend, b.stage);

@@ -6,9 +6,9 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <memory>
 #include <cstring>
 #include <filesystem>
+#include <memory>
 #include <vector>
 
 #include <openssl/evp.h>
@@ -35,7 +35,8 @@ AtomicFile::AtomicFile(std::string path, std::string component)
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     int e = errno;
-    HFX_THROW(component_, "cannot create temp file '{}' to write '{}': {}; check that the folder exists and is writable",
+    HFX_THROW(component_,
+              "cannot create temp file '{}' to write '{}': {}; check that the folder exists and is writable",
               tmp_, path_, errno_text(e));
   }
 }
@@ -53,10 +54,12 @@ void AtomicFile::write(const void* data, size_t n) {
     if (w < 0) {
       if (errno == EINTR) continue;
       int e = errno;
-      HFX_THROW(component_, "writing '{}' failed after {} bytes: {}; check free disk space and permissions", tmp_,
-                written_, errno_text(e));
+      HFX_THROW(component_, "writing '{}' failed after {} bytes: {}; check free disk space and permissions",
+                tmp_, written_, errno_text(e));
     }
-    if (w == 0) HFX_THROW(component_, "writing '{}' made no progress after {} bytes; check free disk space", tmp_, written_);
+    if (w == 0)
+      HFX_THROW(component_, "writing '{}' made no progress after {} bytes; check free disk space", tmp_,
+                written_);
     p += w;
     n -= static_cast<size_t>(w);
     written_ += static_cast<size_t>(w);
@@ -76,8 +79,8 @@ void AtomicFile::commit() {
   }
   if (::rename(tmp_.c_str(), path_.c_str()) != 0) {
     int e = errno;
-    HFX_THROW(component_, "renaming '{}' to '{}' failed: {}; check that '{}' is not a folder and is writable", tmp_,
-              path_, errno_text(e), path_);
+    HFX_THROW(component_, "renaming '{}' to '{}' failed: {}; check that '{}' is not a folder and is writable",
+              tmp_, path_, errno_text(e), path_);
   }
   committed_ = true;
   // Make the rename durable; failure here is not fatal (some filesystems refuse fsync on folders).
@@ -105,7 +108,7 @@ int open_for_read(const std::string& path, const char* why) {
     int e = errno;
     HFX_THROW("io", "cannot open '{}' to {}: {}; check the path", path, why, detail::errno_text(e));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
     HFX_THROW("io", "expected a file at '{}', got a folder; pass the path of a file inside it", path);
@@ -123,7 +126,7 @@ std::string read_file(const std::string& path) {
   int fd = open_for_read(path, "read it");
   FdCloser closer{fd};
   std::string out;
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) == 0 && st.st_size > 0) out.reserve(static_cast<size_t>(st.st_size));
   std::vector<char> buf(1 << 16);
   for (;;) {
@@ -152,7 +155,8 @@ std::string sha256_file(const std::string& path) {
     if (r < 0) {
       if (errno == EINTR) continue;
       int e = errno;
-      HFX_THROW("io", "reading '{}' failed after {} bytes while hashing: {}", path, total, detail::errno_text(e));
+      HFX_THROW("io", "reading '{}' failed after {} bytes while hashing: {}", path, total,
+                detail::errno_text(e));
     }
     if (r == 0) break;
     if (EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(r)) != 1)
@@ -161,7 +165,8 @@ std::string sha256_file(const std::string& path) {
   }
   unsigned char md[EVP_MAX_MD_SIZE];
   unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1) HFX_THROW("io", "sha256 final failed while hashing '{}'", path);
+  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1)
+    HFX_THROW("io", "sha256 final failed while hashing '{}'", path);
   static const char* hex = "0123456789abcdef";
   std::string out;
   out.reserve(len * 2);

@@ -111,13 +111,12 @@ std::optional<DType> dtype_from_tag(std::string_view t) {
 }
 
 bool is_spec_tag(std::string_view t) {
-  static const char* tags[] = {"F64", "I16", "U16", "U32", "U64", "C64", "F8_E4M3", "F8_E5M2", "F8_E8M0",
-                               "F6_E2M3", "F6_E3M2", "F4", "E8M0"};
+  static const char* tags[] = {"F64",     "I16",     "U16",     "U32",     "U64", "C64", "F8_E4M3",
+                               "F8_E5M2", "F8_E8M0", "F6_E2M3", "F6_E3M2", "F4",  "E8M0"};
   for (auto* x : tags)
     if (t == x) return true;
   return false;
 }
-
 
 std::string json_type(const json& j) { return j.type_name(); }
 
@@ -128,7 +127,8 @@ constexpr const char* kSupported = "F32, F16, BF16, I64, I32, I8, U8, BOOL";
 namespace detail {
 
 bool is_utf8(const std::string& s) {
-  return utf8_invalid_at(reinterpret_cast<const unsigned char*>(s.data()), s.size()) == std::string_view::npos;
+  return utf8_invalid_at(reinterpret_cast<const unsigned char*>(s.data()), s.size()) ==
+         std::string_view::npos;
 }
 
 DupCheckedJson parse_json_checked(const char* begin, const char* end) {
@@ -197,11 +197,12 @@ std::pair<void*, uint64_t> map_file(const std::string& path) {
     int e = errno;
     fail(path, fmt::format("cannot open: {}; check the path", detail::errno_text(e)));
   }
-  struct stat st{};
+  struct stat st {};
   if (::fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
     ::close(fd);
-    fail(path, "expected a regular .safetensors file, got a folder or special file; pass the file itself "
-               "(or open the folder with WeightStore::open_dir)");
+    fail(path,
+         "expected a regular .safetensors file, got a folder or special file; pass the file itself "
+         "(or open the folder with WeightStore::open_dir)");
   }
   const uint64_t size = static_cast<uint64_t>(st.st_size);
   if (size == 0) {
@@ -229,16 +230,18 @@ std::pair<void*, uint64_t> map_file(const std::string& path) {
 json parse_header(const std::string& path, const char* base, uint64_t size, uint64_t& data_offset) {
   const uint64_t hlen = load_u64_le(base);
   if (hlen == 0)
-    fail(path, fmt::format("header length is 0; expected a JSON object header of at least 2 bytes ('{{}}'); {}",
-                           kFix));
+    fail(path,
+         fmt::format("header length is 0; expected a JSON object header of at least 2 bytes ('{{}}'); {}",
+                     kFix));
   if (hlen > kMaxHeader)
     fail(path, fmt::format("header length {} exceeds the {}-byte limit (the whole file is {} bytes): this is "
                            "not a safetensors file or its first 8 bytes are corrupt; {}",
                            hlen, kMaxHeader, size, kFix));
   if (hlen > size - 8)
-    fail(path, fmt::format("header is truncated: the header length says {} bytes but only {} bytes follow the "
-                           "8-byte prefix ({} bytes missing); {}",
-                           hlen, size - 8, hlen - (size - 8), kFix));
+    fail(path,
+         fmt::format("header is truncated: the header length says {} bytes but only {} bytes follow the "
+                     "8-byte prefix ({} bytes missing); {}",
+                     hlen, size - 8, hlen - (size - 8), kFix));
   const char* hbeg = base + 8;
   const char* hend = hbeg + hlen;
   data_offset = 8 + hlen;
@@ -262,8 +265,8 @@ json parse_header(const std::string& path, const char* base, uint64_t size, uint
       fail(path, fmt::format("duplicate tensor name '{}' in the header (each name must appear once; a JSON "
                              "reader would silently keep only the last); {}",
                              parsed.dup_key, kFix));
-    fail(path, fmt::format("entry '{}': duplicate key '{}' in the header; {}", parsed.dup_parent, parsed.dup_key,
-                           kFix));
+    fail(path, fmt::format("entry '{}': duplicate key '{}' in the header; {}", parsed.dup_parent,
+                           parsed.dup_key, kFix));
   }
   return std::move(parsed.value);
 }
@@ -271,8 +274,8 @@ json parse_header(const std::string& path, const char* base, uint64_t size, uint
 // __metadata__: an object of strings.
 void read_metadata(const std::string& path, const json& v, std::map<std::string, std::string>& out) {
   if (!v.is_object())
-    fail(path, fmt::format("expected __metadata__ to be an object of strings, got a JSON {}; {}", json_type(v),
-                           kFix));
+    fail(path, fmt::format("expected __metadata__ to be an object of strings, got a JSON {}; {}",
+                           json_type(v), kFix));
   for (auto m2 = v.begin(); m2 != v.end(); ++m2) {
     if (!m2.value().is_string())
       fail(path, fmt::format("expected __metadata__ value for '{}' to be a string, got {} ({}); {}", m2.key(),
@@ -282,7 +285,8 @@ void read_metadata(const std::string& path, const json& v, std::map<std::string,
 }
 
 // Shape → sizes in `ti`; the element count, with `overflow` set when it or a size does not fit.
-uint64_t read_shape(const std::string& path, const std::string& name, const json& js, TensorInfo& ti, bool& overflow) {
+uint64_t read_shape(const std::string& path, const std::string& name, const json& js, TensorInfo& ti,
+                    bool& overflow) {
   uint64_t numel = 1;
   for (size_t i = 0; i < js.size(); i++) {
     const json& d = js[i];
@@ -292,12 +296,15 @@ uint64_t read_shape(const std::string& path, const std::string& name, const json
       ti.shape.push_back(static_cast<int64_t>(std::min<uint64_t>(u, std::numeric_limits<int64_t>::max())));
       if (__builtin_mul_overflow(numel, u, &numel)) overflow = true;
     } else if (d.is_number_integer()) {
-      fail_tensor(path, name, fmt::format("dimension {} of shape {} is negative ({}); expected non-negative sizes", i,
-                        short_dump(js), d.get<int64_t>()));
+      fail_tensor(path, name,
+                  fmt::format("dimension {} of shape {} is negative ({}); expected non-negative sizes", i,
+                              short_dump(js), d.get<int64_t>()));
     } else {
-      fail_tensor(path, name, fmt::format("dimension {} of shape {} is not an integer (got {} {}); expected non-negative integer "
-                        "sizes",
-                        i, short_dump(js), json_type(d), short_dump(d)));
+      fail_tensor(
+          path, name,
+          fmt::format("dimension {} of shape {} is not an integer (got {} {}); expected non-negative integer "
+                      "sizes",
+                      i, short_dump(js), json_type(d), short_dump(d)));
     }
   }
   return numel;
@@ -306,57 +313,77 @@ uint64_t read_shape(const std::string& path, const std::string& name, const json
 // One tensor entry of the header, validated against the data section of `data_len` bytes.
 TensorInfo read_entry(const std::string& path, const std::string& name, const json& v, uint64_t data_len) {
   if (!v.is_object())
-    fail_tensor(path, name, fmt::format("expected an object with dtype, shape and data_offsets, got a JSON {} ({})", json_type(v),
-                      short_dump(v)));
+    fail_tensor(path, name,
+                fmt::format("expected an object with dtype, shape and data_offsets, got a JSON {} ({})",
+                            json_type(v), short_dump(v)));
   for (const char* field : {"dtype", "shape", "data_offsets"})
     if (!v.contains(field))
-      fail_tensor(path, name, fmt::format("missing '{}' (expected {{\"dtype\": ..., \"shape\": [...], \"data_offsets\": [begin, "
-                        "end]}}, got {})",
-                        field, short_dump(v)));
+      fail_tensor(
+          path, name,
+          fmt::format("missing '{}' (expected {{\"dtype\": ..., \"shape\": [...], \"data_offsets\": [begin, "
+                      "end]}}, got {})",
+                      field, short_dump(v)));
 
   TensorInfo ti;
   ti.name = name;
   ti.file = path;
 
   const json& jd = v["dtype"];
-  if (!jd.is_string()) fail_tensor(path, name, fmt::format("expected 'dtype' to be a string like \"F32\", got {}", short_dump(jd)));
+  if (!jd.is_string())
+    fail_tensor(path, name,
+                fmt::format("expected 'dtype' to be a string like \"F32\", got {}", short_dump(jd)));
   const std::string tag = jd.get<std::string>();
   auto dt = dtype_from_tag(tag);
   if (!dt) {
     if (is_spec_tag(tag))
-      fail_tensor(path, name, fmt::format("dtype '{}' is not supported (expected one of {}); convert the checkpoint, e.g. load it "
-                        "in torch, cast with model.to(torch.float32 or torch.bfloat16) and save_pretrained",
-                        tag, kSupported));
+      fail_tensor(
+          path, name,
+          fmt::format(
+              "dtype '{}' is not supported (expected one of {}); convert the checkpoint, e.g. load it "
+              "in torch, cast with model.to(torch.float32 or torch.bfloat16) and save_pretrained",
+              tag, kSupported));
     fail_tensor(path, name, fmt::format("unknown dtype tag '{}' (expected one of {})", tag, kSupported));
   }
   ti.dtype = *dt;
 
   const json& js = v["shape"];
-  if (!js.is_array()) fail_tensor(path, name, fmt::format("expected 'shape' to be a list of non-negative integers, got {}", short_dump(js)));
+  if (!js.is_array())
+    fail_tensor(
+        path, name,
+        fmt::format("expected 'shape' to be a list of non-negative integers, got {}", short_dump(js)));
   bool overflow = false;
   const uint64_t numel = read_shape(path, name, js, ti, overflow);
   const uint64_t es = dtype_size(ti.dtype);
   uint64_t nbytes = 0;
   if (overflow || numel > static_cast<uint64_t>(std::numeric_limits<int64_t>::max()) ||
       __builtin_mul_overflow(numel, es, &nbytes))
-    fail_tensor(path, name, fmt::format("shape {} overflows: its element count or byte size does not fit in 64 bits", short_dump(js)));
+    fail_tensor(path, name,
+                fmt::format("shape {} overflows: its element count or byte size does not fit in 64 bits",
+                            short_dump(js)));
 
   const json& jo = v["data_offsets"];
   if (!jo.is_array() || jo.size() != 2 || !jo[0].is_number_unsigned() || !jo[1].is_number_unsigned())
-    fail_tensor(path, name, fmt::format("expected 'data_offsets' to be [begin, end] with two non-negative integers, got {}",
-                      short_dump(jo)));
+    fail_tensor(
+        path, name,
+        fmt::format("expected 'data_offsets' to be [begin, end] with two non-negative integers, got {}",
+                    short_dump(jo)));
   ti.begin = jo[0].get<uint64_t>();
   ti.end = jo[1].get<uint64_t>();
   if (ti.begin > ti.end)
-    fail_tensor(path, name, fmt::format("data_offsets [{}, {}] are reversed; expected begin <= end", ti.begin, ti.end));
+    fail_tensor(path, name,
+                fmt::format("data_offsets [{}, {}] are reversed; expected begin <= end", ti.begin, ti.end));
   if (ti.end > data_len)
-    fail_tensor(path, name, fmt::format("data_offsets [{}, {}] end beyond the data section, which holds only {} bytes ({} bytes "
-                      "missing): the file is truncated or the header is wrong",
-                      ti.begin, ti.end, data_len, ti.end - data_len));
+    fail_tensor(
+        path, name,
+        fmt::format("data_offsets [{}, {}] end beyond the data section, which holds only {} bytes ({} bytes "
+                    "missing): the file is truncated or the header is wrong",
+                    ti.begin, ti.end, data_len, ti.end - data_len));
   if (ti.end - ti.begin != nbytes)
-    fail_tensor(path, name, fmt::format("expected {} bytes for {} {} ({} elements x {} bytes), got {} bytes from data_offsets "
-                      "[{}, {}]",
-                      nbytes, tag, short_dump(js), numel, es, ti.end - ti.begin, ti.begin, ti.end));
+    fail_tensor(
+        path, name,
+        fmt::format("expected {} bytes for {} {} ({} elements x {} bytes), got {} bytes from data_offsets "
+                    "[{}, {}]",
+                    nbytes, tag, short_dump(js), numel, es, ti.end - ti.begin, ti.begin, ti.end));
   return ti;
 }
 
@@ -369,19 +396,22 @@ void check_coverage(const std::string& path, std::vector<TensorInfo>& infos, uin
   const TensorInfo* prev = nullptr;
   for (const auto& ti : infos) {
     if (ti.begin < prev_end)
-      fail(path, fmt::format("tensor '{}' (data bytes [{}, {})) overlaps tensor '{}' (data bytes [{}, {})); {}",
-                             ti.name, ti.begin, ti.end, prev->name, prev->begin, prev->end, kFix));
+      fail(path,
+           fmt::format("tensor '{}' (data bytes [{}, {})) overlaps tensor '{}' (data bytes [{}, {})); {}",
+                       ti.name, ti.begin, ti.end, prev->name, prev->begin, prev->end, kFix));
     if (ti.begin > prev_end)
-      fail(path, fmt::format("hole of {} data bytes before tensor '{}' (data bytes [{}, {})) that no tensor covers; "
-                             "the format forbids holes; {}",
-                             ti.begin - prev_end, ti.name, ti.begin, ti.end, kFix));
+      fail(path, fmt::format(
+                     "hole of {} data bytes before tensor '{}' (data bytes [{}, {})) that no tensor covers; "
+                     "the format forbids holes; {}",
+                     ti.begin - prev_end, ti.name, ti.begin, ti.end, kFix));
     prev_end = ti.end;
     prev = &ti;
   }
   if (prev_end != data_len)
-    fail(path, fmt::format("{} trailing bytes after the last tensor are not covered by any tensor (data section is "
-                           "{} bytes, tensors end at {}); {}",
-                           data_len - prev_end, data_len, prev_end, kFix));
+    fail(path,
+         fmt::format("{} trailing bytes after the last tensor are not covered by any tensor (data section is "
+                     "{} bytes, tensors end at {}); {}",
+                     data_len - prev_end, data_len, prev_end, kFix));
 }
 
 }  // namespace
@@ -411,8 +441,8 @@ bool SafetensorsFile::has(const std::string& name) const { return index_.count(n
 const TensorInfo& SafetensorsFile::info(const std::string& name) const {
   auto it = index_.find(name);
   if (it == index_.end())
-    HFX_THROW("safetensors", "'{}': expected a tensor named '{}', got none among its {} tensors{}", path_, name,
-              infos_.size(), did_you_mean(name, index_.begin(), index_.end()));
+    HFX_THROW("safetensors", "'{}': expected a tensor named '{}', got none among its {} tensors{}", path_,
+              name, infos_.size(), did_you_mean(name, index_.begin(), index_.end()));
   return infos_[it->second];
 }
 
@@ -439,6 +469,5 @@ void SafetensorsFile::release(const std::string& name) const {
   e = e / page * page;
   if (e > b) (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);
 }
-
 
 }  // namespace hfx::io

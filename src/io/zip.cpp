@@ -68,7 +68,8 @@ class FileSink : public ZipSink {
   }
   void patch(uint64_t offset, const void* data, size_t n) override {
     if (::pwrite(fd_, data, n, static_cast<off_t>(offset)) != static_cast<ssize_t>(n))
-      HFX_THROW("pt2", "expected to patch {} bytes at {} of {}, got {}", n, offset, path_, std::strerror(errno));
+      HFX_THROW("pt2", "expected to patch {} bytes at {} of {}, got {}", n, offset, path_,
+                std::strerror(errno));
   }
   uint64_t tell() const override { return pos_; }
 
@@ -82,7 +83,9 @@ class MemorySink : public ZipSink {
  public:
   explicit MemorySink(std::string* out) : out_(out) {}
   void write(const void* data, size_t n) override { out_->append(static_cast<const char*>(data), n); }
-  void patch(uint64_t offset, const void* data, size_t n) override { std::memcpy(out_->data() + offset, data, n); }
+  void patch(uint64_t offset, const void* data, size_t n) override {
+    std::memcpy(out_->data() + offset, data, n);
+  }
   uint64_t tell() const override { return out_->size(); }
 
  private:
@@ -96,8 +99,8 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
   const uint8_t* p = static_cast<const uint8_t*>(data);
   uint32_t c = ~crc;
   while (n >= 4) {
-    c ^= static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) | (static_cast<uint32_t>(p[2]) << 16) |
-         (static_cast<uint32_t>(p[3]) << 24);
+    c ^= static_cast<uint32_t>(p[0]) | (static_cast<uint32_t>(p[1]) << 8) |
+         (static_cast<uint32_t>(p[2]) << 16) | (static_cast<uint32_t>(p[3]) << 24);
     c = t[3][c & 0xff] ^ t[2][(c >> 8) & 0xff] ^ t[1][(c >> 16) & 0xff] ^ t[0][c >> 24];
     p += 4;
     n -= 4;
@@ -109,7 +112,8 @@ uint32_t crc32_update(uint32_t crc, const void* data, size_t n) {
 std::unique_ptr<ZipSink> file_sink(const std::string& path) { return std::make_unique<FileSink>(path); }
 std::unique_ptr<ZipSink> memory_sink(std::string* out) { return std::make_unique<MemorySink>(out); }
 
-AlignedZipWriter::AlignedZipWriter(std::unique_ptr<ZipSink> sink, std::string root) : sink_(std::move(sink)), root_(std::move(root)) {
+AlignedZipWriter::AlignedZipWriter(std::unique_ptr<ZipSink> sink, std::string root)
+    : sink_(std::move(sink)), root_(std::move(root)) {
   if (root_.empty() || root_.find('/') != std::string::npos)
     HFX_THROW("pt2", "expected one top-level folder name for the archive, got '{}'", root_);
 }
@@ -123,7 +127,8 @@ bool AlignedZipWriter::has(const std::string& name) const {
 }
 
 void AlignedZipWriter::begin(const std::string& name, uint64_t size) {
-  if (open_ || finished_) HFX_THROW("pt2", "expected a closed record before '{}', got one still open or a finished archive", name);
+  if (open_ || finished_)
+    HFX_THROW("pt2", "expected a closed record before '{}', got one still open or a finished archive", name);
   if (has(name)) HFX_THROW("pt2", "expected record names to be unique, got '{}' twice", name);
   Entry e;
   e.name = root_ + "/" + name;
@@ -167,7 +172,8 @@ void AlignedZipWriter::begin(const std::string& name, uint64_t size) {
 void AlignedZipWriter::append(const void* data, size_t n) {
   if (!open_) HFX_THROW("pt2", "expected an open record to append to, got none");
   if (written_ + n > entries_.back().size)
-    HFX_THROW("pt2", "expected at most {} bytes for record '{}', got {}", entries_.back().size, entries_.back().name, written_ + n);
+    HFX_THROW("pt2", "expected at most {} bytes for record '{}', got {}", entries_.back().size,
+              entries_.back().name, written_ + n);
   crc_ = crc32_update(crc_, data, n);
   sink_->write(data, n);
   written_ += n;
@@ -176,7 +182,8 @@ void AlignedZipWriter::append(const void* data, size_t n) {
 void AlignedZipWriter::end() {
   if (!open_) HFX_THROW("pt2", "expected an open record to end, got none");
   Entry& e = entries_.back();
-  if (written_ != e.size) HFX_THROW("pt2", "expected {} bytes for record '{}', got {}", e.size, e.name, written_);
+  if (written_ != e.size)
+    HFX_THROW("pt2", "expected {} bytes for record '{}', got {}", e.size, e.name, written_);
   e.crc = crc_;
   std::string c;
   put32(c, crc_);
@@ -191,7 +198,8 @@ void AlignedZipWriter::add(const std::string& name, const void* data, size_t n) 
 }
 
 void AlignedZipWriter::finish() {
-  if (open_) HFX_THROW("pt2", "expected every record closed before finishing, got '{}' open", entries_.back().name);
+  if (open_)
+    HFX_THROW("pt2", "expected every record closed before finishing, got '{}' open", entries_.back().name);
   if (finished_) return;
   uint64_t cd_start = sink_->tell();
   std::string cd;

@@ -62,20 +62,20 @@ class AlignedZipWriter {
 
 /// One record of an archive as read back.
 struct ZipRecord {
-  std::string name;          ///< full name, with the top folder
+  std::string name;  ///< full name, with the top folder
   uint64_t header_offset = 0;
   uint64_t data_offset = 0;  ///< where the (compressed) bytes start in the file
   uint64_t size = 0, compressed_size = 0;
-  uint16_t method = 0;       ///< 0 = stored, 8 = deflate
+  uint16_t method = 0;  ///< 0 = stored, 8 = deflate
   uint32_t crc = 0;
 };
 
 /// Bounds that make a crafted archive fail fast instead of exhausting memory.
 struct ZipLimits {
-  uint64_t max_records = 1u << 20;             ///< entries in the central directory
-  uint64_t max_inflated_record = 1ull << 30;   ///< declared uncompressed bytes of one compressed record
-  uint64_t max_inflated_total = 4ull << 30;    ///< declared uncompressed bytes of all compressed records
-  uint64_t max_ratio = 1032;                   ///< deflate cannot compress better than 1032:1
+  uint64_t max_records = 1u << 20;            ///< entries in the central directory
+  uint64_t max_inflated_record = 1ull << 30;  ///< declared uncompressed bytes of one compressed record
+  uint64_t max_inflated_total = 4ull << 30;   ///< declared uncompressed bytes of all compressed records
+  uint64_t max_ratio = 1032;                  ///< deflate cannot compress better than 1032:1
 };
 
 /// A zip archive held in memory, read through libzip (consistency of the central directory and every

@@ -15,8 +15,8 @@
 #include <map>
 #include <set>
 
-#include "io/zip.h"
 #include "hfx/core/error.h"
+#include "io/zip.h"
 
 namespace hfx::io {
 

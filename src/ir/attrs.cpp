@@ -1,7 +1,7 @@
 #include "hfx/ir/attrs.h"
 
-#include <algorithm>
 #include <fmt/format.h>
+#include <algorithm>
 
 namespace hfx {
 
@@ -11,8 +11,12 @@ std::string attr_to_string(const AttrValue& v) {
     std::string operator()(double x) const { return fmt::format("{}", x); }
     std::string operator()(bool x) const { return x ? "true" : "false"; }
     std::string operator()(const std::string& x) const { return "'" + x + "'"; }
-    std::string operator()(const std::vector<int64_t>& x) const { return fmt::format("[{}]", fmt::join(x, ", ")); }
-    std::string operator()(const std::vector<double>& x) const { return fmt::format("[{}]", fmt::join(x, ", ")); }
+    std::string operator()(const std::vector<int64_t>& x) const {
+      return fmt::format("[{}]", fmt::join(x, ", "));
+    }
+    std::string operator()(const std::vector<double>& x) const {
+      return fmt::format("[{}]", fmt::join(x, ", "));
+    }
     std::string operator()(DType x) const { return dtype_name(x); }
     std::string operator()(const Sym& x) const { return x.str(); }
     std::string operator()(const std::vector<Sym>& x) const { return shape_str(x); }
@@ -38,7 +42,8 @@ Attrs::Attrs(std::initializer_list<std::pair<std::string, AttrValue>> init) {
 }
 
 Attrs& Attrs::set(const std::string& name, AttrValue v) {
-  auto it = std::lower_bound(items_.begin(), items_.end(), name, [](const auto& p, const std::string& n) { return p.first < n; });
+  auto it = std::lower_bound(items_.begin(), items_.end(), name,
+                             [](const auto& p, const std::string& n) { return p.first < n; });
   if (it != items_.end() && it->first == name) {
     it->second = std::move(v);
   } else {
@@ -75,14 +80,16 @@ std::vector<Sym> Attrs::syms(const std::string& n) const {
 
 std::string Attrs::str() const {
   std::string s = "{";
-  for (size_t i = 0; i < items_.size(); i++) s += (i ? ", " : "") + items_[i].first + "=" + attr_to_string(items_[i].second);
+  for (size_t i = 0; i < items_.size(); i++)
+    s += (i ? ", " : "") + items_[i].first + "=" + attr_to_string(items_[i].second);
   return s + "}";
 }
 
 bool Attrs::operator==(const Attrs& o) const {
   if (items_.size() != o.items_.size()) return false;
   for (size_t i = 0; i < items_.size(); i++)
-    if (items_[i].first != o.items_[i].first || !attr_equal(items_[i].second, o.items_[i].second)) return false;
+    if (items_[i].first != o.items_[i].first || !attr_equal(items_[i].second, o.items_[i].second))
+      return false;
   return true;
 }
 

@@ -11,9 +11,9 @@
 namespace hfx {
 
 std::string TensorType::str() const {
-  static const std::map<DType, const char*> abbr = {{DType::F32, "f32"}, {DType::F16, "f16"}, {DType::BF16, "bf16"},
-                                                    {DType::I64, "i64"}, {DType::I32, "i32"}, {DType::I8, "i8"},
-                                                    {DType::U8, "u8"},   {DType::Bool, "bool"}};
+  static const std::map<DType, const char*> abbr = {
+      {DType::F32, "f32"}, {DType::F16, "f16"}, {DType::BF16, "bf16"}, {DType::I64, "i64"},
+      {DType::I32, "i32"}, {DType::I8, "i8"},   {DType::U8, "u8"},     {DType::Bool, "bool"}};
   return std::string(abbr.at(dtype)) + shape_str(shape);
 }
 
@@ -79,8 +79,8 @@ Node* Graph::add_node_typed(const std::string& op, const std::vector<Value*>& in
   node->attrs = attrs;
   node->name = unique_name(name.empty() ? op : name);
   for (size_t i = 0; i < out_types.size(); i++) {
-    Value* v = new_value(out_types.size() == 1 ? node->name : node->name + "." + std::to_string(i), out_types[i],
-                         ValueKind::NodeOutput);
+    Value* v = new_value(out_types.size() == 1 ? node->name : node->name + "." + std::to_string(i),
+                         out_types[i], ValueKind::NodeOutput);
     v->producer = node.get();
     v->index = static_cast<int>(i);
     node->outputs.push_back(v);
@@ -165,7 +165,8 @@ int Graph::eliminate_dead_code() {
 void Graph::move_before(Node* n, Node* before) {
   auto it_n = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == n; });
   auto it_b = std::find_if(nodes_.begin(), nodes_.end(), [&](const auto& p) { return p.get() == before; });
-  if (it_n == nodes_.end() || it_b == nodes_.end()) HFX_THROW("graph", "expected nodes of this graph in move_before");
+  if (it_n == nodes_.end() || it_b == nodes_.end())
+    HFX_THROW("graph", "expected nodes of this graph in move_before");
   nodes_.splice(it_b, nodes_, it_n);
 }
 
@@ -179,7 +180,8 @@ std::string Graph::dump() const {
     s += (i ? ", " : "") + std::string("%") + inputs_[i]->name + ": " + inputs_[i]->type.str();
   s += ") {\n";
   for (const auto& [name, r] : env_->ranges())
-    s += "  sym " + name + " in [" + std::to_string(r.min) + ", " + (r.bounded() ? std::to_string(r.max) : "inf") + "]\n";
+    s += "  sym " + name + " in [" + std::to_string(r.min) + ", " +
+         (r.bounded() ? std::to_string(r.max) : "inf") + "]\n";
   for (Value* p : params_) s += "  param %" + p->name + ": " + p->type.str() + "\n";
   for (Value* c : consts_) s += "  const %" + c->name + ": " + c->type.str() + "\n";
   for (const auto& n : nodes_) {
@@ -187,7 +189,8 @@ std::string Graph::dump() const {
     for (size_t i = 0; i < n->outputs.size(); i++)
       s += (i ? ", " : "") + std::string("%") + n->outputs[i]->name + ": " + n->outputs[i]->type.str();
     s += " = " + n->op + "(";
-    for (size_t i = 0; i < n->inputs.size(); i++) s += (i ? ", " : "") + (n->inputs[i] ? "%" + n->inputs[i]->name : std::string("None"));
+    for (size_t i = 0; i < n->inputs.size(); i++)
+      s += (i ? ", " : "") + (n->inputs[i] ? "%" + n->inputs[i]->name : std::string("None"));
     s += ")";
     if (!n->attrs.items().empty()) s += " " + n->attrs.str();
     s += "\n";

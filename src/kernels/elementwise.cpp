@@ -26,12 +26,15 @@ constexpr DType dtype_of() {
 
 /// Runs out[i] = op(a[i], b[i]) over the broadcast shape; T: compute type, R: result element type.
 template <class T, class R, class Op>
-Tensor binary_loop(const Tensor& a0, const Tensor& b0, const Shape& shape, DType rdt, Op op, const char* name) {
+Tensor binary_loop(const Tensor& a0, const Tensor& b0, const Shape& shape, DType rdt, Op op,
+                   const char* name) {
   Tensor a = as_dtype(a0, dtype_of<T>()), b = as_dtype(b0, dtype_of<T>());
   Tensor out = Tensor::empty(shape, rdt);
-  StridedLoop<3> loop(shape, {contiguous_strides(shape), broadcast_strides(a, shape, name), broadcast_strides(b, shape, name)},
-                      {static_cast<char*>(out.raw()), static_cast<char*>(a.raw()), static_cast<char*>(b.raw())},
-                      {static_cast<int64_t>(sizeof(R)), static_cast<int64_t>(sizeof(T)), static_cast<int64_t>(sizeof(T))});
+  StridedLoop<3> loop(
+      shape,
+      {contiguous_strides(shape), broadcast_strides(a, shape, name), broadcast_strides(b, shape, name)},
+      {static_cast<char*>(out.raw()), static_cast<char*>(a.raw()), static_cast<char*>(b.raw())},
+      {static_cast<int64_t>(sizeof(R)), static_cast<int64_t>(sizeof(T)), static_cast<int64_t>(sizeof(T))});
   loop.run(
       [op](const std::array<char*, 3>& p, const std::array<int64_t, 3>& s, int64_t n) {
         R* __restrict o = reinterpret_cast<R*>(p[0]);
@@ -101,10 +104,10 @@ Tensors compare(const Tensors& in, const char* name, Cmp cmp) {
   Shape shape = broadcast_shapes(a.shape(), b.shape(), name);
   DType ct = promote_types(a.dtype(), b.dtype());
   if (dtype_is_float(ct))
-    return {binary_loop<float, uint8_t>(a, b, shape, DType::Bool,
-                                        [cmp](float x, float y) -> uint8_t { return cmp(x, y) ? 1 : 0; }, name)};
-  return {binary_loop<int64_t, uint8_t>(a, b, shape, DType::Bool,
-                                        [cmp](int64_t x, int64_t y) -> uint8_t { return cmp(x, y) ? 1 : 0; }, name)};
+    return {binary_loop<float, uint8_t>(
+        a, b, shape, DType::Bool, [cmp](float x, float y) -> uint8_t { return cmp(x, y) ? 1 : 0; }, name)};
+  return {binary_loop<int64_t, uint8_t>(
+      a, b, shape, DType::Bool, [cmp](int64_t x, int64_t y) -> uint8_t { return cmp(x, y) ? 1 : 0; }, name)};
 }
 
 template <class Op>
@@ -139,17 +142,21 @@ bool is_integral(double v) { return std::isfinite(v) && v == std::floor(v) && st
 // ---- binary arithmetic ----
 
 Tensors add(const Tensors& in, const Attrs&) {
-  return arith(in, "add", [](float x, float y) { return x + y; }, [](int64_t x, int64_t y) { return x + y; });
+  return arith(
+      in, "add", [](float x, float y) { return x + y; }, [](int64_t x, int64_t y) { return x + y; });
 }
 Tensors sub(const Tensors& in, const Attrs&) {
-  return arith(in, "sub", [](float x, float y) { return x - y; }, [](int64_t x, int64_t y) { return x - y; });
+  return arith(
+      in, "sub", [](float x, float y) { return x - y; }, [](int64_t x, int64_t y) { return x - y; });
 }
 Tensors mul(const Tensors& in, const Attrs&) {
-  return arith(in, "mul", [](float x, float y) { return x * y; }, [](int64_t x, int64_t y) { return x * y; });
+  return arith(
+      in, "mul", [](float x, float y) { return x * y; }, [](int64_t x, int64_t y) { return x * y; });
 }
 Tensors div(const Tensors& in, const Attrs&) {
   return arith(
-      in, "div", [](float x, float y) { return x / y; }, [](int64_t x, int64_t y) { return y == 0 ? 0 : x / y; }, true);
+      in, "div", [](float x, float y) { return x / y; },
+      [](int64_t x, int64_t y) { return y == 0 ? 0 : x / y; }, true);
 }
 Tensors maximum(const Tensors& in, const Attrs&) {
   // NaN propagates, as torch.maximum
@@ -178,7 +185,8 @@ Tensors scalar_op(const Tensors& in, const char* name, double s, FOp fop) {
   }
   if (is_integral(s)) {
     int64_t v = static_cast<int64_t>(s);
-    return {finish(unary_loop<int64_t, int64_t>(in[0], DType::I64, [v, fop](int64_t x) { return fop(x, v); }), dt)};
+    return {finish(unary_loop<int64_t, int64_t>(in[0], DType::I64, [v, fop](int64_t x) { return fop(x, v); }),
+                   dt)};
   }
   Tensor r = unary_loop<int64_t, int64_t>(in[0], DType::I64, [s, fop](int64_t x) {
     double y = fop(static_cast<double>(x), s);
@@ -258,9 +266,10 @@ Tensors where(const Tensors& in, const Attrs&) {
     StridedLoop<4> loop(shape,
                         {contiguous_strides(shape), broadcast_strides(c, shape, "where"),
                          broadcast_strides(a, shape, "where"), broadcast_strides(b, shape, "where")},
-                        {static_cast<char*>(out.raw()), static_cast<char*>(c.raw()), static_cast<char*>(a.raw()),
-                         static_cast<char*>(b.raw())},
-                        {static_cast<int64_t>(sizeof(T)), 1, static_cast<int64_t>(sizeof(T)), static_cast<int64_t>(sizeof(T))});
+                        {static_cast<char*>(out.raw()), static_cast<char*>(c.raw()),
+                         static_cast<char*>(a.raw()), static_cast<char*>(b.raw())},
+                        {static_cast<int64_t>(sizeof(T)), 1, static_cast<int64_t>(sizeof(T)),
+                         static_cast<int64_t>(sizeof(T))});
     loop.run(
         [](const std::array<char*, 4>& p, const std::array<int64_t, 4>& s, int64_t n) {
           T* __restrict o = reinterpret_cast<T*>(p[0]);
@@ -284,10 +293,12 @@ Tensors where(const Tensors& in, const Attrs&) {
 // ---- unary ----
 
 Tensors neg(const Tensors& in, const Attrs&) {
-  return same_unary(in, "neg", [](float x) { return -x; }, [](int64_t x) { return -x; });
+  return same_unary(
+      in, "neg", [](float x) { return -x; }, [](int64_t x) { return -x; });
 }
 Tensors abs(const Tensors& in, const Attrs&) {
-  return same_unary(in, "abs", [](float x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? -x : x; });
+  return same_unary(
+      in, "abs", [](float x) { return std::fabs(x); }, [](int64_t x) { return x < 0 ? -x : x; });
 }
 Tensors relu(const Tensors& in, const Attrs&) {
   return same_unary(
@@ -323,7 +334,8 @@ Tensors gelu(const Tensors& in, const Attrs& a) {
       return 0.5f * x * (1.0f + std::tanh(k * (x + 0.044715f * x * x * x)));
     });
   if (approx != "none") HFX_THROW("kernels", "expected gelu approximate 'none' or 'tanh', got '{}'", approx);
-  return float_unary(in, "gelu", [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); });
+  return float_unary(in, "gelu",
+                     [](float x) { return 0.5f * x * (1.0f + std::erf(x * 0.7071067811865476f)); });
 }
 Tensors sin(const Tensors& in, const Attrs&) {
   return float_unary(in, "sin", [](float x) { return std::sin(x); });

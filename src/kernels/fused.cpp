@@ -5,7 +5,8 @@
 // Prefill blocks are up to 128 query rows of one head (so at most a [128, T] score block per task);
 // decode (S small) blocks are the G query heads that share a kv head, stacked as rows so K and V are
 // read once per group. Blocks run in parallel on the kernel pool with OpenBLAS single-threaded; when
-// there are fewer blocks than threads, blocks run in turn (OpenBLAS itself runs single-threaded: see threading.cpp).
+// there are fewer blocks than threads, blocks run in turn (OpenBLAS itself runs single-threaded: see
+// threading.cpp).
 #pragma GCC optimize("O3")
 #include <cblas.h>
 
@@ -44,7 +45,8 @@ Tensors rms_norm(const Tensors& in, const Attrs& a) {
   if (x.dim() == 0) HFX_THROW("kernels", "expected rms_norm input of at least 1 dim, got a 0-d tensor");
   int64_t D = x.size(-1);
   if (in[1].numel() != D)
-    HFX_THROW("kernels", "expected rms_norm weight of {} elements, got {}", D, shape_to_string(in[1].shape()));
+    HFX_THROW("kernels", "expected rms_norm weight of {} elements, got {}", D,
+              shape_to_string(in[1].shape()));
   float eps = static_cast<float>(a.f("eps"));
   float off = static_cast<float>(a.f("weight_offset"));
   Tensor w = in[1].to(DType::F32).clone();  // fresh: the offset is added in place
@@ -75,7 +77,9 @@ Tensors rms_norm(const Tensors& in, const Attrs& a) {
             for (int k = 0; k < 8; k++) acc[k] += p[i + k] * p[i + k];
           float t = 0;
           for (; i < i1; i++) t += p[i] * p[i];
-          ss += static_cast<double>(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + t;
+          ss += static_cast<double>(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                                    ((acc[4] + acc[5]) + (acc[6] + acc[7]))) +
+                t;
         }
         float inv = 1.0f / std::sqrt(static_cast<float>(ss / static_cast<double>(D)) + eps);
         float* o = po + r * D;
@@ -96,8 +100,8 @@ Tensors rope(const Tensors& in, const Attrs& a) {
     if (c.dim() == 4 && c.shape()[1] == 1) c = c.squeeze(1);
     if (c.dim() == 2) c = c.unsqueeze(0);
     if (c.dim() != 3 || (c.shape()[0] != B && c.shape()[0] != 1) || c.shape()[1] != S || c.shape()[2] > D)
-      HFX_THROW("kernels", "expected rope {} [B, S, R] with B in {{1, {}}}, S = {}, R <= {}, got {}", what, B, S, D,
-                shape_to_string(t.shape()));
+      HFX_THROW("kernels", "expected rope {} [B, S, R] with B in {{1, {}}}, S = {}, R <= {}, got {}", what, B,
+                S, D, shape_to_string(t.shape()));
     return contig_f32(c);
   };
   Tensor c = norm_cs(in[1], "cos"), s = norm_cs(in[2], "sin");
@@ -147,13 +151,14 @@ Tensors sdpa(const Tensors& in, const Attrs& a) {
   const Tensor &q0 = in[0], &k0 = in[1], &v0 = in[2];
   Tensor mask0 = in.size() > 3 ? in[3] : Tensor();
   if (q0.dim() != 4 || k0.dim() != 4 || v0.dim() != 4)
-    HFX_THROW("kernels", "expected sdpa q, k, v of 4 dims [B, H, S, D], got {}, {}, {}", shape_to_string(q0.shape()),
-              shape_to_string(k0.shape()), shape_to_string(v0.shape()));
+    HFX_THROW("kernels", "expected sdpa q, k, v of 4 dims [B, H, S, D], got {}, {}, {}",
+              shape_to_string(q0.shape()), shape_to_string(k0.shape()), shape_to_string(v0.shape()));
   const int64_t B = q0.shape()[0], Hq = q0.shape()[1], S = q0.shape()[2], D = q0.shape()[3];
   const int64_t Hkv = k0.shape()[1], T = k0.shape()[2], Dv = v0.shape()[3];
-  if (k0.shape()[0] != B || v0.shape()[0] != B || k0.shape()[3] != D || v0.shape()[1] != Hkv || v0.shape()[2] != T ||
-      Hkv == 0 || Hq % Hkv != 0)
-    HFX_THROW("kernels", "expected sdpa k[B, Hkv, T, D], v[B, Hkv, T, Dv] with Hq % Hkv == 0 for q {}, got k {}, v {}",
+  if (k0.shape()[0] != B || v0.shape()[0] != B || k0.shape()[3] != D || v0.shape()[1] != Hkv ||
+      v0.shape()[2] != T || Hkv == 0 || Hq % Hkv != 0)
+    HFX_THROW("kernels",
+              "expected sdpa k[B, Hkv, T, D], v[B, Hkv, T, Dv] with Hq % Hkv == 0 for q {}, got k {}, v {}",
               shape_to_string(q0.shape()), shape_to_string(k0.shape()), shape_to_string(v0.shape()));
   const int64_t G = Hq / Hkv;
   double scale_d = a.f("scale");
@@ -234,8 +239,8 @@ Tensors sdpa(const Tensors& in, const Attrs& a) {
     } else if (rows == 1) {
       cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, D, scale, kp, ldk, qp, 1, 0.0f, sc.data(), 1);
     } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, tr, D, scale, qp, q_ld_eff, kp, ldk, 0.0f, sc.data(),
-                  tr);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, tr, D, scale, qp, q_ld_eff, kp, ldk, 0.0f,
+                  sc.data(), tr);
     }
     for (int64_t r = 0; r < rows; r++) {
       const int64_t h = grouped ? h0 + r / S : h0;
@@ -286,7 +291,8 @@ Tensors sdpa(const Tensors& in, const Attrs& a) {
     if (rows == 1)
       cblas_sgemv(CblasRowMajor, CblasTrans, tr, Dv, 1.0f, vp, ldv, sc.data(), 1, 0.0f, op, 1);
     else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dv, tr, 1.0f, sc.data(), tr, vp, ldv, 0.0f, op, Dv);
+      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dv, tr, 1.0f, sc.data(), tr, vp, ldv, 0.0f,
+                  op, Dv);
   };
 
   if (ntasks >= nt && nt > 1) {

@@ -65,8 +65,8 @@ void gemm1(const Mat& A, const Mat& B, float* C, int64_t M, int64_t N, int64_t K
       cblas_sgemv(CblasRowMajor, CblasTrans, K, M, 1.0f, A.p, A.ld, B.p, incb, beta, C, ldc);
     return;
   }
-  cblas_sgemm(CblasRowMajor, A.trans ? CblasTrans : CblasNoTrans, B.trans ? CblasTrans : CblasNoTrans, M, N, K, 1.0f,
-              A.p, A.ld, B.p, B.ld, beta, C, ldc);
+  cblas_sgemm(CblasRowMajor, A.trans ? CblasTrans : CblasNoTrans, B.trans ? CblasTrans : CblasNoTrans, M, N,
+              K, 1.0f, A.p, A.ld, B.p, B.ld, beta, C, ldc);
 }
 
 /// C[M, N] (row stride ldc) = A[M, K] @ B[K, N] + beta * C. Products big enough to pay for it are split
@@ -131,13 +131,14 @@ Tensor int_mm(const Tensor& a, const Tensor& b, DType rt) {
 
 void check_float(DType a, DType b, const char* op) {
   if (dtype_is_float(a) != dtype_is_float(b))
-    HFX_THROW("kernels", "expected {} operands of the same kind, got {} and {}", op, dtype_name(a), dtype_name(b));
+    HFX_THROW("kernels", "expected {} operands of the same kind, got {} and {}", op, dtype_name(a),
+              dtype_name(b));
 }
 
 Tensor mm2(const Tensor& a, const Tensor& b, const char* op) {
   if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
-    HFX_THROW("kernels", "expected {} operands [M, K] and [K, N], got {} and {}", op, shape_to_string(a.shape()),
-              shape_to_string(b.shape()));
+    HFX_THROW("kernels", "expected {} operands [M, K] and [K, N], got {} and {}", op,
+              shape_to_string(a.shape()), shape_to_string(b.shape()));
   DType rt = promote_types(a.dtype(), b.dtype());
   if (!dtype_is_float(rt)) return int_mm(a, b, rt);
   check_float(a.dtype(), b.dtype(), op);
@@ -159,8 +160,18 @@ Tensor batched(const Tensor& a, const Tensor& b, const Shape& batch, const char*
     // rare: loop the integer fallback
     Tensor out = Tensor::empty(oshape, rt);
     int64_t nb = shape_numel(batch);
-    Tensor ae = a.expand([&] { Shape s = batch; s.push_back(M); s.push_back(K); return s; }());
-    Tensor be = b.expand([&] { Shape s = batch; s.push_back(K); s.push_back(N); return s; }());
+    Tensor ae = a.expand([&] {
+      Shape s = batch;
+      s.push_back(M);
+      s.push_back(K);
+      return s;
+    }());
+    Tensor be = b.expand([&] {
+      Shape s = batch;
+      s.push_back(K);
+      s.push_back(N);
+      return s;
+    }());
     Tensor a3 = ae.reshape({nb, M, K}), b3 = be.reshape({nb, K, N});
     for (int64_t i = 0; i < nb; i++) {
       Tensor r = int_mm(a3.select(0, i), b3.select(0, i), rt);
@@ -236,15 +247,16 @@ Tensors bmm(const Tensors& in, const Attrs&) {
   check_arity(in, 2, 2, "bmm");
   const Tensor &a = in[0], &b = in[1];
   if (a.dim() != 3 || b.dim() != 3 || a.shape()[0] != b.shape()[0] || a.shape()[2] != b.shape()[1])
-    HFX_THROW("kernels", "expected bmm operands [B, M, K] and [B, K, N], got {} and {}", shape_to_string(a.shape()),
-              shape_to_string(b.shape()));
+    HFX_THROW("kernels", "expected bmm operands [B, M, K] and [B, K, N], got {} and {}",
+              shape_to_string(a.shape()), shape_to_string(b.shape()));
   return {batched(a, b, {a.shape()[0]}, "bmm")};
 }
 
 Tensors matmul(const Tensors& in, const Attrs&) {
   check_arity(in, 2, 2, "matmul");
   Tensor a = in[0], b = in[1];
-  if (a.dim() == 0 || b.dim() == 0) HFX_THROW("kernels", "expected matmul operands of at least 1 dim, got a 0-d tensor");
+  if (a.dim() == 0 || b.dim() == 0)
+    HFX_THROW("kernels", "expected matmul operands of at least 1 dim, got a 0-d tensor");
   bool a1 = a.dim() == 1, b1 = b.dim() == 1;
   if (a1) a = a.unsqueeze(0);
   if (b1) b = b.unsqueeze(1);
@@ -270,8 +282,8 @@ Tensors linear(const Tensors& in, const Attrs&) {
   const Tensor &x = in[0], &w = in[1];
   Tensor bias = in.size() > 2 ? in[2] : Tensor();
   if (x.dim() < 1 || w.dim() != 2 || x.size(-1) != w.shape()[1])
-    HFX_THROW("kernels", "expected linear x[..., K] and weight[N, K], got {} and {}", shape_to_string(x.shape()),
-              shape_to_string(w.shape()));
+    HFX_THROW("kernels", "expected linear x[..., K] and weight[N, K], got {} and {}",
+              shape_to_string(x.shape()), shape_to_string(w.shape()));
   int64_t K = w.shape()[1], N = w.shape()[0];
   DType rt = promote_types(x.dtype(), w.dtype());
   if (bias.defined()) rt = promote_types(rt, bias.dtype());

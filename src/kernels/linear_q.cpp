@@ -116,8 +116,8 @@ __attribute__((target("avx2,fma"))) inline __m256 bytes8_ps(__m128i v) {
 // y[m] = Σ_k dequant(W[n, k]) · x[m, k] for m < M, AVX2: per block, Σ q·x in f32 lanes (codes widened
 // 8 at a time), then scaled into the row total; the zero point enters once per block through Σx.
 template <int Rows>
-__attribute__((target("avx2,fma"))) void dot_rows_avx2(const Codes& c, int64_t n, const Prepared& p, int64_t m0,
-                                                       float* y) {
+__attribute__((target("avx2,fma"))) void dot_rows_avx2(const Codes& c, int64_t n, const Prepared& p,
+                                                       int64_t m0, float* y) {
   __m256 total[Rows];
   float corr[Rows] = {};
   for (int m = 0; m < Rows; m++) total[m] = _mm256_setzero_ps();
@@ -134,7 +134,8 @@ __attribute__((target("avx2,fma"))) void dot_rows_avx2(const Codes& c, int64_t n
         w[0] = bytes8_ps(lo), w[1] = bytes8_ps(_mm_srli_si128(lo, 8));
         w[2] = bytes8_ps(hi), w[3] = bytes8_ps(_mm_srli_si128(hi, 8));
       } else {
-        for (int i = 0; i < 4; i++) w[i] = bytes8_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + j + 8 * i)));
+        for (int i = 0; i < 4; i++)
+          w[i] = bytes8_ps(_mm_loadl_epi64(reinterpret_cast<const __m128i*>(q + j + 8 * i)));
       }
       for (int m = 0; m < Rows; m++) {
         const float* xr = p.x.data() + (m0 + m) * c.K + b * c.group + j;
@@ -163,11 +164,16 @@ void fused(const Codes& c, const float* x, int64_t M, int64_t N, float* y) {
     parallel_for(N, 64, [&](int64_t lo, int64_t hi) {
       float r[kMaxFusedRows];
       for (int64_t n = lo; n < hi; n++) {
-        if (!avx2) dot_rows_scalar(c, n, x + m0 * c.K, mm, r);
-        else if (mm == 1) dot_rows_avx2<1>(c, n, p, m0, r);
-        else if (mm == 2) dot_rows_avx2<2>(c, n, p, m0, r);
-        else if (mm == 3) dot_rows_avx2<3>(c, n, p, m0, r);
-        else dot_rows_avx2<4>(c, n, p, m0, r);
+        if (!avx2)
+          dot_rows_scalar(c, n, x + m0 * c.K, mm, r);
+        else if (mm == 1)
+          dot_rows_avx2<1>(c, n, p, m0, r);
+        else if (mm == 2)
+          dot_rows_avx2<2>(c, n, p, m0, r);
+        else if (mm == 3)
+          dot_rows_avx2<3>(c, n, p, m0, r);
+        else
+          dot_rows_avx2<4>(c, n, p, m0, r);
         for (int64_t m = 0; m < mm; m++) y[(m0 + m) * N + n] = r[m];
       }
     });
@@ -183,8 +189,8 @@ void tiled(const Codes& c, const float* x, int64_t M, int64_t N, float* y) {
       const int64_t n0 = t * kTile, rows = std::min(kTile, N - n0);
       for (int64_t r = 0; r < rows; r++) dequant_row(c, n0 + r, buf.data() + r * c.K);
       cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, static_cast<int>(M), static_cast<int>(rows),
-                  static_cast<int>(c.K), 1.0f, x, static_cast<int>(c.K), buf.data(), static_cast<int>(c.K), 0.0f,
-                  y + n0, static_cast<int>(N));
+                  static_cast<int>(c.K), 1.0f, x, static_cast<int>(c.K), buf.data(), static_cast<int>(c.K),
+                  0.0f, y + n0, static_cast<int>(N));
     }
   });
 }
@@ -197,22 +203,31 @@ Tensors linear_q(const Tensors& in, const Attrs& a) {
   if (x0.dim() < 1) HFX_THROW("kernels", "expected hfx.linear_q input x[..., K], got a scalar");
   const int64_t K = x0.size(-1);
   quant::QuantizedWeight q = quant::describe(in[1].contiguous(), detail::contig_f32(in[2]),
-                                             in.size() > 3 && in[3].defined() ? in[3].contiguous() : Tensor(), K,
-                                             "hfx.linear_q weight");
+                                             in.size() > 3 && in[3].defined() ? in[3].contiguous() : Tensor(),
+                                             K, "hfx.linear_q weight");
   if (q.bits != a.i("bits") || q.group_size != a.i("group_size"))
-    HFX_THROW("kernels", "expected hfx.linear_q codes of {} bits in groups of {}, got {} bits in groups of {}",
+    HFX_THROW("kernels",
+              "expected hfx.linear_q codes of {} bits in groups of {}, got {} bits in groups of {}",
               a.i("bits"), a.i("group_size"), q.bits, q.group_size);
-  Codes c{q.qweight.data<uint8_t>(), q.scales.data<float>(),
-          q.zero_points.defined() ? q.zero_points.data<uint8_t>() : nullptr, q.bits, K, q.group_size, q.blocks(),
-          q.group_size * q.bits / 8, (q.blocks() * q.bits + 7) / 8};
+  Codes c{q.qweight.data<uint8_t>(),
+          q.scales.data<float>(),
+          q.zero_points.defined() ? q.zero_points.data<uint8_t>() : nullptr,
+          q.bits,
+          K,
+          q.group_size,
+          q.blocks(),
+          q.group_size * q.bits / 8,
+          (q.blocks() * q.bits + 7) / 8};
   Tensor x = detail::contig_f32(x0);
   const int64_t M = x.numel() / std::max<int64_t>(1, K), N = q.N;
   Shape oshape(x0.shape().begin(), x0.shape().end() - 1);
   oshape.push_back(N);
   Tensor y = Tensor::empty(oshape, DType::F32);
   if (M == 0 || N == 0) return {y};
-  if (M <= 2 * kMaxFusedRows) fused(c, x.data<float>(), M, N, y.data<float>());
-  else tiled(c, x.data<float>(), M, N, y.data<float>());
+  if (M <= 2 * kMaxFusedRows)
+    fused(c, x.data<float>(), M, N, y.data<float>());
+  else
+    tiled(c, x.data<float>(), M, N, y.data<float>());
   return {y};
 }
 

@@ -40,8 +40,10 @@ Shape red_out_shape(const Tensor& x, const std::vector<int64_t>& rd, bool keepdi
   Shape s;
   for (int64_t d = 0; d < x.dim(); d++) {
     bool red = std::find(rd.begin(), rd.end(), d) != rd.end();
-    if (!red) s.push_back(x.shape()[d]);
-    else if (keepdim) s.push_back(1);
+    if (!red)
+      s.push_back(x.shape()[d]);
+    else if (keepdim)
+      s.push_back(1);
   }
   return s;
 }
@@ -75,7 +77,9 @@ double row_sum_f32(const float* p, int64_t n, int64_t s) {
         for (int k = 0; k < 8; k++) acc[k] += p[i + k];
       float t = 0;
       for (; i < e; i++) t += p[i];
-      total += static_cast<double>(((acc[0] + acc[1]) + (acc[2] + acc[3])) + ((acc[4] + acc[5]) + (acc[6] + acc[7]))) + t;
+      total += static_cast<double>(((acc[0] + acc[1]) + (acc[2] + acc[3])) +
+                                   ((acc[4] + acc[5]) + (acc[6] + acc[7]))) +
+               t;
     }
   } else {
     for (int64_t b = 0; b < n; b += 1024) {
@@ -190,7 +194,8 @@ Tensor reduce_core(const Tensor& x, const std::vector<int64_t>& rd, Red kind) {
           po[o] = static_cast<float>(row(p, R, r_stride));
         } else {
           int64_t acc = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
-          for (int64_t i = 0; i < R; i++) acc = kind == Red::Sum ? acc + p[i * r_stride] : std::max(acc, p[i * r_stride]);
+          for (int64_t i = 0; i < R; i++)
+            acc = kind == Red::Sum ? acc + p[i * r_stride] : std::max(acc, p[i * r_stride]);
           po[o] = acc;
         }
       }
@@ -229,13 +234,16 @@ Tensor reduce_core(const Tensor& x, const std::vector<int64_t>& rd, Red kind) {
               acc[i] = v > acc[i] ? v : acc[i];
             }
           }
-          for (int64_t i = 0; i < n; i++) po[b + i] = nan[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
+          for (int64_t i = 0; i < n; i++)
+            po[b + i] = nan[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
         }
       } else {
-        for (int64_t i = 0; i < n; i++) po[b + i] = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
+        for (int64_t i = 0; i < n; i++)
+          po[b + i] = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
         for (int64_t r = 0; r < R; r++) {
           const int64_t* p = px + roffs[r] + b;
-          for (int64_t i = 0; i < n; i++) po[b + i] = kind == Red::Sum ? po[b + i] + p[i] : std::max(po[b + i], p[i]);
+          for (int64_t i = 0; i < n; i++)
+            po[b + i] = kind == Red::Sum ? po[b + i] + p[i] : std::max(po[b + i], p[i]);
         }
       }
     });
@@ -262,7 +270,8 @@ Tensors reduce_op(const Tensors& in, const Attrs& a, Red kind, bool mean, const 
     if (mean) {
       int64_t R = 1;
       for (int64_t d : rd) R *= x.shape()[d];
-      float inv = R == 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(1.0 / static_cast<double>(R));
+      float inv =
+          R == 0 ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(1.0 / static_cast<double>(R));
       float* p = r.data<float>();
       for (int64_t i = 0; i < r.numel(); i++) p[i] = R == 0 ? inv : p[i] * inv;
     }
@@ -352,8 +361,10 @@ Tensors argmax(const Tensors& in, const Attrs& a) {
   bool keepdim = a.b("keepdim");
   Shape oshape;
   for (int64_t d = 0; d < x.dim(); d++) {
-    if (d != dim) oshape.push_back(x.shape()[d]);
-    else if (keepdim) oshape.push_back(1);
+    if (d != dim)
+      oshape.push_back(x.shape()[d]);
+    else if (keepdim)
+      oshape.push_back(1);
   }
   Tensor out = Tensor::empty(oshape, DType::I64);
   Rows r = rows_along(x, x.dim() == 0 ? 0 : dim);
@@ -415,7 +426,8 @@ Tensors cumsum(const Tensors& in, const Attrs& a) {
   int64_t* po = out.data<int64_t>();
   for (size_t o = 0; o < r.in_offs.size(); o++) {
     int64_t acc = 0;
-    for (int64_t i = 0; i < r.n; i++) po[r.out_offs[o] + i * r.out_stride] = acc += px[r.in_offs[o] + i * r.in_stride];
+    for (int64_t i = 0; i < r.n; i++)
+      po[r.out_offs[o] + i * r.out_stride] = acc += px[r.in_offs[o] + i * r.in_stride];
   }
   return {out};
 }

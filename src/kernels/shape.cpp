@@ -15,7 +15,8 @@ std::vector<int64_t> read_indices(const Tensor& idx, int64_t bound, const char* 
     HFX_THROW("kernels", "expected integer indices for {}, got {}", op, dtype_name(idx.dtype()));
   std::vector<int64_t> v = idx.to_ints();
   for (auto& i : v) {
-    if (i < -bound || i >= bound) HFX_THROW("kernels", "expected {} index in [{}, {}), got {}", op, -bound, bound, i);
+    if (i < -bound || i >= bound)
+      HFX_THROW("kernels", "expected {} index in [{}, {}), got {}", op, -bound, bound, i);
     if (i < 0) i += bound;
   }
   return v;
@@ -47,10 +48,18 @@ Tensor materialize(const Tensor& v, DType dt) {
     return out;
   }
   switch (dtype_size(dt)) {
-    case 1: strided_copy<uint8_t>(v, out); break;
-    case 2: strided_copy<uint16_t>(v, out); break;
-    case 4: strided_copy<uint32_t>(v, out); break;
-    default: strided_copy<uint64_t>(v, out); break;
+    case 1:
+      strided_copy<uint8_t>(v, out);
+      break;
+    case 2:
+      strided_copy<uint16_t>(v, out);
+      break;
+    case 4:
+      strided_copy<uint32_t>(v, out);
+      break;
+    default:
+      strided_copy<uint64_t>(v, out);
+      break;
   }
   return out;
 }
@@ -68,7 +77,8 @@ void split3(const Shape& s, int64_t dim, int64_t& outer, int64_t& n, int64_t& in
 Tensors embedding(const Tensors& in, const Attrs&) {
   check_arity(in, 2, 2, "embedding");
   const Tensor &w0 = in[0], &idx = in[1];
-  if (w0.dim() != 2) HFX_THROW("kernels", "expected embedding weight [V, D], got {}", shape_to_string(w0.shape()));
+  if (w0.dim() != 2)
+    HFX_THROW("kernels", "expected embedding weight [V, D], got {}", shape_to_string(w0.shape()));
   int64_t V = w0.shape()[0], D = w0.shape()[1];
   auto ids = read_indices(idx, V, "embedding");
   Shape os = idx.shape();
@@ -81,7 +91,8 @@ Tensors embedding(const Tensors& in, const Attrs&) {
     int64_t rs = w0.strides()[0];
     for (size_t i = 0; i < ids.size(); i++) std::memcpy(po + i * D * es, pw + ids[i] * rs * es, D * es);
   } else {
-    for (size_t i = 0; i < ids.size(); i++) copy_to_contiguous(w0.select(0, ids[i]), po + i * D * es, w0.dtype());
+    for (size_t i = 0; i < ids.size(); i++)
+      copy_to_contiguous(w0.select(0, ids[i]), po + i * D * es, w0.dtype());
   }
   return {out};
 }
@@ -93,7 +104,8 @@ Tensors index_select(const Tensors& in, const Attrs& a) {
   int64_t outer, n, inner;
   split3(x.shape(), dim, outer, n, inner);
   auto ids = read_indices(in[1], n, "index_select");
-  if (in[1].dim() > 1) HFX_THROW("kernels", "expected a 0-d or 1-d index for index_select, got {} dims", in[1].dim());
+  if (in[1].dim() > 1)
+    HFX_THROW("kernels", "expected a 0-d or 1-d index for index_select, got {} dims", in[1].dim());
   Shape os = x.shape();
   if (!os.empty()) os[dim] = static_cast<int64_t>(ids.size());
   Tensor out = Tensor::empty(os, x.dtype());
@@ -149,8 +161,8 @@ Tensors cat(const Tensors& in, const Attrs& a) {
       HFX_THROW("kernels", "expected cat inputs of {} dims, got {}", s0.size(), shape_to_string(t.shape()));
     for (int64_t d = 0; d < t.dim(); d++)
       if (d != dim && t.shape()[d] != s0[d])
-        HFX_THROW("kernels", "expected cat inputs to match except in dim {}, got {} and {}", dim, shape_to_string(s0),
-                  shape_to_string(t.shape()));
+        HFX_THROW("kernels", "expected cat inputs to match except in dim {}, got {} and {}", dim,
+                  shape_to_string(s0), shape_to_string(t.shape()));
     total += t.shape()[dim];
   }
   Shape os = s0;
@@ -207,7 +219,8 @@ Tensors expand(const Tensors& in, const Attrs& a) {
   size_t lead = s.size() >= static_cast<size_t>(x.dim()) ? s.size() - x.dim() : 0;
   for (size_t i = 0; i < s.size(); i++)
     if (s[i] == -1) {
-      if (i < lead) HFX_THROW("kernels", "expected no -1 in a new leading expand dim, got {}", shape_to_string(s));
+      if (i < lead)
+        HFX_THROW("kernels", "expected no -1 in a new leading expand dim, got {}", shape_to_string(s));
       s[i] = x.shape()[i - lead];
     }
   return {materialize(x.expand(s), x.dtype())};

@@ -134,8 +134,9 @@ void fix_openblas_core() {
   if (core == nullptr || strcasecmp(core, "prescott") != 0) return;
   __builtin_cpu_init();
   const char* want = nullptr;
-  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512vl") &&
-      __builtin_cpu_supports("avx512dq") && __builtin_cpu_supports("avx512cd"))
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
+      __builtin_cpu_supports("avx512vl") && __builtin_cpu_supports("avx512dq") &&
+      __builtin_cpu_supports("avx512cd"))
     want = "SkylakeX";
   else if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
     want = "Haswell";
@@ -214,7 +215,8 @@ BlasSingleThread::~BlasSingleThread() {
 int64_t const_sym(const Attrs& a, const std::string& name, const char* op) {
   Sym s = a.sym(name);
   auto v = s.maybe_value();
-  if (!v) HFX_THROW("kernels", "expected a constant '{}' for {} in eager execution, got {}", name, op, s.str());
+  if (!v)
+    HFX_THROW("kernels", "expected a constant '{}' for {} in eager execution, got {}", name, op, s.str());
   return *v;
 }
 
@@ -222,7 +224,8 @@ std::vector<int64_t> const_syms(const Attrs& a, const std::string& name, const c
   std::vector<int64_t> r;
   for (const Sym& s : a.syms(name)) {
     auto v = s.maybe_value();
-    if (!v) HFX_THROW("kernels", "expected constant '{}' for {} in eager execution, got {}", name, op, s.str());
+    if (!v)
+      HFX_THROW("kernels", "expected constant '{}' for {} in eager execution, got {}", name, op, s.str());
     r.push_back(*v);
   }
   return r;
@@ -232,7 +235,8 @@ void check_arity(const Tensors& in, size_t lo, size_t hi, const char* op) {
   if (in.size() < lo || in.size() > hi)
     HFX_THROW("kernels", "expected {} to {} inputs for {}, got {}", lo, hi, op, in.size());
   for (size_t i = 0; i < lo; i++)
-    if (!in[i].defined()) HFX_THROW("kernels", "expected input {} of {} to be present, got an absent tensor", i, op);
+    if (!in[i].defined())
+      HFX_THROW("kernels", "expected input {} of {} to be present, got an absent tensor", i, op);
 }
 
 Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {

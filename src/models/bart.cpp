@@ -49,7 +49,10 @@ const Architecture& bart_architecture() {
   static const Architecture a{
       .model_type = "bart",
       .parse_config = parse,
-      .weight_specs = [](const ModelConfig& c) { return bart_weight_specs(bart_options(c, false), c.tie_word_embeddings); },
+      .weight_specs =
+          [](const ModelConfig& c) {
+            return bart_weight_specs(bart_options(c, false), c.tie_word_embeddings);
+          },
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         BartOptions o = bart_options(c, false);
         return std::make_unique<BartFamilyLM>(std::move(c), std::move(w), std::move(o));

@@ -49,7 +49,8 @@ const Architecture& bert_architecture() {
       .parse_config = parse,
       .weight_specs = [](const ModelConfig& c) { return bert_family_weight_specs(c, kOptions); },
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        return std::make_unique<BertFamilyEncoder>(std::move(c), std::move(w), kOptions, /*token_types=*/true);
+        return std::make_unique<BertFamilyEncoder>(std::move(c), std::move(w), kOptions,
+                                                   /*token_types=*/true);
       },
       .tiny_config = tiny,
       .tiny_tokenizer = "wordpiece",

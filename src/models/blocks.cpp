@@ -21,7 +21,8 @@ bool jhas(const json& j, const char* key) {
 int64_t scaled_size(double factor, int64_t base, const char* key) {
   const double size = factor * static_cast<double>(base);
   if (!std::isfinite(factor) || factor <= 0 || !(size < 0x1p40))
-    HFX_THROW("model", "expected config.json.{} to be a positive number giving a size below 2^40 (x {}), got {}", key,
+    HFX_THROW("model",
+              "expected config.json.{} to be a positive number giving a size below 2^40 (x {}), got {}", key,
               base, factor);
   return static_cast<int64_t>(size);
 }
@@ -30,10 +31,12 @@ static std::vector<int64_t> id_list(const json& j, const char* key) {
   std::vector<int64_t> r;
   if (!jhas(j, key)) return r;
   const json& v = j[key];
-  if (v.is_number_integer()) r.push_back(v.get<int64_t>());
+  if (v.is_number_integer())
+    r.push_back(v.get<int64_t>());
   else if (v.is_array())
     r = jsonc::as<std::vector<int64_t>>(v, "model", std::string("config.json.") + key);
-  else HFX_THROW("model", "expected {} to be an int or a list of ints, got {}", key, v.dump());
+  else
+    HFX_THROW("model", "expected {} to be an int or a list of ints, got {}", key, v.dump());
   return r;
 }
 
@@ -56,8 +59,8 @@ ModelConfig parse_common(const json& j, const std::string& model_type, const Con
       c.rope_theta = jget<double>(j["rope_parameters"], "rope_theta", c.rope_theta);
     c.tie_word_embeddings = jget<bool>(j, "tie_word_embeddings", d.tie_word_embeddings);
     if (c.num_attention_heads <= 0 || c.hidden_size <= 0)
-      HFX_THROW("model", "expected positive hidden_size and num_attention_heads, got {} and {}", c.hidden_size,
-                c.num_attention_heads);
+      HFX_THROW("model", "expected positive hidden_size and num_attention_heads, got {} and {}",
+                c.hidden_size, c.num_attention_heads);
     int64_t hd_default = d.head_dim ? d.head_dim : c.hidden_size / c.num_attention_heads;
     c.head_dim = jget<int64_t>(j, "head_dim", hd_default);
     std::string dt = jget<std::string>(j, "torch_dtype", jget<std::string>(j, "dtype", "float32"));
@@ -65,17 +68,21 @@ ModelConfig parse_common(const json& j, const std::string& model_type, const Con
     auto bos = id_list(j, "bos_token_id");
     auto pad = id_list(j, "pad_token_id");
     c.eos_token_ids = id_list(j, "eos_token_id");
-    if (!jhas(j, "bos_token_id")) { if (d.bos) c.bos_token_id = d.bos; }
-    else if (!bos.empty()) c.bos_token_id = bos[0];
+    if (!jhas(j, "bos_token_id")) {
+      if (d.bos) c.bos_token_id = d.bos;
+    } else if (!bos.empty())
+      c.bos_token_id = bos[0];
     if (!pad.empty()) c.pad_token_id = pad[0];
     if (!jhas(j, "eos_token_id") && d.eos) c.eos_token_ids = {*d.eos};
   } catch (const nlohmann::json::exception& e) {
-    HFX_THROW("model", "expected config.json fields of the right types for {}, got: {}", model_type, e.what());
+    HFX_THROW("model", "expected config.json fields of the right types for {}, got: {}", model_type,
+              e.what());
   }
   if (c.num_key_value_heads <= 0 || c.num_attention_heads % c.num_key_value_heads)
     HFX_THROW("model", "expected num_attention_heads ({}) to be a multiple of num_key_value_heads ({})",
               c.num_attention_heads, c.num_key_value_heads);
-  if (c.num_hidden_layers <= 0) HFX_THROW("model", "expected num_hidden_layers > 0, got {}", c.num_hidden_layers);
+  if (c.num_hidden_layers <= 0)
+    HFX_THROW("model", "expected num_hidden_layers > 0, got {}", c.num_hidden_layers);
   c.layer_types.assign(c.num_hidden_layers, "full_attention");
   return c;
 }
@@ -94,25 +101,27 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
     };
     int64_t i = 0;
     for (const auto& t : j["layer_types"]) {
-      if (!t.is_string())
-        HFX_THROW("model", "expected a layer type string at layer {}, got {}", i, t.dump());
+      if (!t.is_string()) HFX_THROW("model", "expected a layer type string at layer {}, got {}", i, t.dump());
       std::string s = t.get<std::string>();
       if (std::find(kLayerTypes.begin(), kLayerTypes.end(), s) == kLayerTypes.end())
         HFX_THROW("model", "expected a layer type among [{}], got '{}' at layer {}", join(kLayerTypes), s, i);
       if (std::find(supported.begin(), supported.end(), s) == supported.end())
-        HFX_THROW("model", "expected a layer type {} runs ({}), got '{}' at layer {}", cfg.model_type, join(supported), s, i);
+        HFX_THROW("model", "expected a layer type {} runs ({}), got '{}' at layer {}", cfg.model_type,
+                  join(supported), s, i);
       cfg.layer_types.push_back(s);
       i++;
     }
     if (static_cast<int64_t>(cfg.layer_types.size()) != cfg.num_hidden_layers)
-      HFX_THROW("model", "expected {} layer_types (num_hidden_layers), got {}", cfg.num_hidden_layers, cfg.layer_types.size());
+      HFX_THROW("model", "expected {} layer_types (num_hidden_layers), got {}", cfg.num_hidden_layers,
+                cfg.layer_types.size());
   } else {
     for (int64_t i = 0; i < cfg.num_hidden_layers; i++)
       cfg.layer_types.push_back(sliding(i) ? "sliding_attention" : "full_attention");
   }
   for (const auto& t : cfg.layer_types)
     if (t == "sliding_attention" && cfg.sliding_window <= 0)
-      HFX_THROW("model", "expected a positive sliding_window for sliding_attention layers, got {}", cfg.sliding_window);
+      HFX_THROW("model", "expected a positive sliding_window for sliding_attention layers, got {}",
+                cfg.sliding_window);
 }
 
 Var W(Builder& b, const Model& m, const std::string& name) { return F::to(m.w(b, name), DType::F32); }
@@ -155,7 +164,9 @@ Var activation(const Var& x, const std::string& name) {
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
     return F::gelu(x, "tanh");
   if (name == "relu") return F::relu(x);
-  HFX_THROW("model", "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'", name);
+  HFX_THROW("model",
+            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'",
+            name);
 }
 
 namespace {
@@ -173,11 +184,11 @@ std::string moe_activation(const std::string& name) {
 
 Var padding_mask(Builder& b, const Var& attention_mask) {
   if (!attention_mask.defined()) return Var();
-  Var keep = F::to(attention_mask, DType::Bool);                 // [B, T]
-  keep = F::unsqueeze(F::unsqueeze(keep, 1), 1);                 // [B, 1, 1, T]
+  Var keep = F::to(attention_mask, DType::Bool);  // [B, T]
+  keep = F::unsqueeze(F::unsqueeze(keep, 1), 1);  // [B, 1, 1, T]
   Var zero = b.constant(Tensor::scalar(0.0));
   Var minv = b.constant(Tensor::scalar(static_cast<double>(std::numeric_limits<float>::lowest())));
-  return F::where(keep, zero, minv);                              // f32 [B, 1, 1, T]
+  return F::where(keep, zero, minv);  // f32 [B, 1, 1, T]
 }
 
 Var positions(Builder& b, const ForwardArgs& a, const Sym& past) {
@@ -195,15 +206,15 @@ std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, cons
   // expanded to the declared [B, S] (the embeddings' sizes) before it is indexed.
   const Var types = F::expand(token_type_ids, {B, S});
   Var qpos = F::unsqueeze(F::arange(b, past, past + S), 1);  // [S, 1]
-  Var rel = F::arange(b, Sym(0) - past, S);                   // key position - past: [T]
+  Var rel = F::arange(b, Sym(0) - past, S);                  // key position - past: [T]
   Var kpos = F::unsqueeze(F::add(rel, b.constant(Tensor::from_ints({}, {0}))), 0);
   kpos = F::add(kpos, F::unsqueeze(F::arange(b, past, past + Sym(1)), 0));  // key positions 0 .. T-1: [1, T]
   Var one = b.constant(Tensor::from_ints({}, {1})), zero = b.constant(Tensor::from_ints({}, {0}));
   // The keys' token types: this chunk's for its own positions, none (text) for the cached ones.
-  Var kt = F::index_select(types, 1, F::maximum(rel, zero));                    // [B, T]
-  Var kimg = F::logical_and(F::eq(kt, one), F::ge(rel, zero));                   // [B, T]
-  Var qimg = F::unsqueeze(F::unsqueeze(F::eq(types, one), 1), 3);               // [B, 1, S, 1]
-  Var both = F::logical_and(qimg, F::unsqueeze(F::unsqueeze(kimg, 1), 2));      // [B, 1, S, T]
+  Var kt = F::index_select(types, 1, F::maximum(rel, zero));                // [B, T]
+  Var kimg = F::logical_and(F::eq(kt, one), F::ge(rel, zero));              // [B, T]
+  Var qimg = F::unsqueeze(F::unsqueeze(F::eq(types, one), 1), 3);           // [B, 1, S, 1]
+  Var both = F::logical_and(qimg, F::unsqueeze(F::unsqueeze(kimg, 1), 2));  // [B, 1, S, T]
   Var allowed = F::logical_or(F::le(kpos, qpos), both);
   if (attention_mask.defined())
     allowed = F::logical_and(allowed, F::unsqueeze(F::unsqueeze(F::to(attention_mask, DType::Bool), 1), 1));
@@ -231,7 +242,8 @@ MoeOptions parse_moe(const ModelConfig& c, const char* experts_key, int64_t def_
   }
   if (m.num_experts <= 0) HFX_THROW("model", "expected {} > 0, got {}", experts_key, m.num_experts);
   if (m.top_k <= 0 || m.top_k > m.num_experts)
-    HFX_THROW("model", "expected 0 < num_experts_per_tok <= {} ({}), got {}", experts_key, m.num_experts, m.top_k);
+    HFX_THROW("model", "expected 0 < num_experts_per_tok <= {} ({}), got {}", experts_key, m.num_experts,
+              m.top_k);
   return m;
 }
 
@@ -247,8 +259,8 @@ std::vector<bool> sparse_layers_by_step(const ModelConfig& c) {
 
 WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) {
   WeightSpecs s;
-  const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads, K = c.num_key_value_heads,
-                D = c.head_dim;
+  const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads,
+                K = c.num_key_value_heads, D = c.head_dim;
   s.push_back({"model.embed_tokens.weight", {c.vocab_size, E}});
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "model.layers." + std::to_string(i) + ".";
@@ -363,7 +375,8 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
   const bool sliding = c.layer_types.at(layer) == "sliding_attention";
   double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
   Var o = full_mask ? F::sdpa(q, k, v, mask, scale, /*causal=*/false, 0, o_.attn_softcap)
-                    : F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0, o_.attn_softcap);
+                    : F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0,
+                              o_.attn_softcap);
   o = F::reshape(F::transpose(o, 1, 2), {B, S, H * D});
   o = linear(b, *this, o, "o_proj", o_.o_bias);
   b.name_output(o);
@@ -464,20 +477,24 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     if (o_.rope_local) std::tie(cos_local, sin_local) = rope_cos_sin(b, *o_.rope_local, pos, past + S);
     Var mask = padding_mask(b, a.attention_mask), mask_local;
     const bool full = a.token_type_ids.defined();  // Gemma 3 image-text: the whole mask is built here
-    if (full) std::tie(mask, mask_local) = image_text_masks(b, a.token_type_ids, a.attention_mask, past, c.sliding_window);
+    if (full)
+      std::tie(mask, mask_local) =
+          image_text_masks(b, a.token_type_ids, a.attention_mask, past, c.sliding_window);
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {
       Scope sl(b, "layers." + std::to_string(i));
       Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
       const bool local = c.layer_types.at(i) == "sliding_attention";
       Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin,
                           full && local ? mask_local : mask, a.cache, full);
-      if (o_.sandwich_norms) att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
+      if (o_.sandwich_norms)
+        att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
       if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
       h = F::add(h, att);
-      x = rms_norm(b, *this, h, o_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm", c.norm_eps,
-                   o_.norm_offset);
+      x = rms_norm(b, *this, h, o_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm",
+                   c.norm_eps, o_.norm_offset);
       Var m = mlp(b, x, i);
-      if (o_.sandwich_norms) m = rms_norm(b, *this, m, "post_feedforward_layernorm", c.norm_eps, o_.norm_offset);
+      if (o_.sandwich_norms)
+        m = rms_norm(b, *this, m, "post_feedforward_layernorm", c.norm_eps, o_.norm_offset);
       if (o_.residual_multiplier != 1.0) m = F::mul(m, o_.residual_multiplier);
       h = F::add(h, m);
       b.name_output(h);
@@ -494,7 +511,8 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     b.name_output(logits);
   }
   if (o_.logits_scaling != 1.0) {
-    logits = F::div(logits, b.constant(Tensor::scalar(o_.logits_scaling)));  // GraniteMoE: logits / logits_scaling
+    logits =
+        F::div(logits, b.constant(Tensor::scalar(o_.logits_scaling)));  // GraniteMoE: logits / logits_scaling
     b.name_output(logits, "logits");
   }
   if (o_.final_softcap > 0) {

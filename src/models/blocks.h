@@ -48,8 +48,8 @@ struct ConfigDefaults {
 /// (explicit, else all full). Checks divisibility.
 ModelConfig parse_common(const json& j, const std::string& model_type, const ConfigDefaults& d);
 /// The layer-type vocabulary config.json's `layer_types` may use (transformers' names).
-inline const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_attention", "chunked_attention",
-                                                     "linear_attention", "mamba", "conv"};
+inline const std::vector<std::string> kLayerTypes = {
+    "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "conv"};
 /// Sets cfg.layer_types from config.json's layer_types, else from `fallback(i)`; checks the length. An entry
 /// outside kLayerTypes, or one that is not in `supported` (what this architecture runs), is
 /// `[model] expected …, got '<type>' at layer N`.
@@ -72,8 +72,8 @@ Var positions(Builder& b, const ForwardArgs& a, const Sym& past);
 /// x[:, -keep:, :] when keep > 0.
 Var keep_last(const Var& h, int64_t keep);
 /// Gemma 3's image-text attention masks (additive f32 [B, 1, S, past + S]; first the global layers', then the
-/// sliding layers'), as transformers 4.51's Gemma3ForConditionalGeneration._update_causal_mask and the sliding
-/// layers' tril build them: key k is visible to query q when k <= q, or when both are image tokens
+/// sliding layers'), as transformers 4.51's Gemma3ForConditionalGeneration._update_causal_mask and the
+/// sliding layers' tril build them: key k is visible to query q when k <= q, or when both are image tokens
 /// (token_type_ids == 1) of this chunk; padding keys (attention_mask 0) never; on sliding layers only when
 /// q - k < window.
 std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, const Var& attention_mask,
@@ -85,16 +85,17 @@ std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, cons
 /// densely on every token and the outputs are combined with a dense [tokens, experts] weight that is zero
 /// off the top-k — no data-dependent control flow, so every backend exports it as it is.
 struct MoeOptions {
-  int64_t num_experts = 0;   ///< 0: a dense MLP on every layer
+  int64_t num_experts = 0;  ///< 0: a dense MLP on every layer
   int64_t top_k = 0;
   int64_t intermediate = 0;  ///< each expert's intermediate size
   bool norm_topk_prob = false;
-  std::string block = "mlp";         ///< Mixtral: block_sparse_moe
-  bool mixtral_names = false;        ///< experts.N.w1 (gate) / w3 (up) / w2 (down) instead of gate/up/down_proj
-  bool stacked = false;              ///< GraniteMoE: input_linear [E, 2I, H] (gate | up) and output_linear [E, H, I]
-  std::string router = "gate";       ///< GraniteMoE: router.layer
-  int64_t shared_intermediate = 0;   ///< Qwen2-MoE shared_expert (0: none), gated by sigmoid(shared_expert_gate)
-  std::vector<bool> sparse_layers;   ///< per layer: MoE (true) or the dense MLP of intermediate_size
+  std::string block = "mlp";   ///< Mixtral: block_sparse_moe
+  bool mixtral_names = false;  ///< experts.N.w1 (gate) / w3 (up) / w2 (down) instead of gate/up/down_proj
+  bool stacked = false;  ///< GraniteMoE: input_linear [E, 2I, H] (gate | up) and output_linear [E, H, I]
+  std::string router = "gate";  ///< GraniteMoE: router.layer
+  int64_t shared_intermediate =
+      0;  ///< Qwen2-MoE shared_expert (0: none), gated by sigmoid(shared_expert_gate)
+  std::vector<bool> sparse_layers;  ///< per layer: MoE (true) or the dense MLP of intermediate_size
   bool sparse(int64_t layer) const {
     return num_experts > 0 && (sparse_layers.empty() || sparse_layers.at(static_cast<size_t>(layer)));
   }
@@ -102,19 +103,19 @@ struct MoeOptions {
 
 struct DecoderOptions {
   std::string act = "silu";
-  double norm_offset = 0.0;       ///< RMSNorm x·(offset + w) (Gemma: 1)
+  double norm_offset = 0.0;  ///< RMSNorm x·(offset + w) (Gemma: 1)
   bool qkv_bias = false, o_bias = false, mlp_bias = false;
-  bool fused_qkv = false;         ///< Phi-3 self_attn.qkv_proj
-  bool fused_gate_up = false;     ///< Phi-3 mlp.gate_up_proj
-  bool qk_norm = false;           ///< Qwen3 q_norm / k_norm over head_dim
-  bool qk_norm_flat = false;      ///< OLMoE q_norm [H·D] / k_norm [K·D] on the projections, before the head split
-  double clip_qkv = 0.0;          ///< OLMoE: clamp q/k/v to ±clip_qkv (0: none)
+  bool fused_qkv = false;      ///< Phi-3 self_attn.qkv_proj
+  bool fused_gate_up = false;  ///< Phi-3 mlp.gate_up_proj
+  bool qk_norm = false;        ///< Qwen3 q_norm / k_norm over head_dim
+  bool qk_norm_flat = false;  ///< OLMoE q_norm [H·D] / k_norm [K·D] on the projections, before the head split
+  double clip_qkv = 0.0;      ///< OLMoE: clamp q/k/v to ±clip_qkv (0: none)
   bool sandwich_norms = false;    ///< Gemma-2 post_attention / pre_feedforward / post_feedforward norms
   bool scale_embeddings = false;  ///< Gemma: × sqrt(hidden) rounded to the model dtype
   bool scale_in_embedding =
       false;  ///< Gemma 3: the scale is embed_tokens' own (inputs_embeds are not scaled)
   double attn_softcap = 0.0, final_softcap = 0.0;
-  double attn_scale = 0.0;        ///< 0: head_dim^-0.5
+  double attn_scale = 0.0;                                                             ///< 0: head_dim^-0.5
   double embedding_multiplier = 1.0, residual_multiplier = 1.0, logits_scaling = 1.0;  ///< Granite
   RopeConfig rope;
   std::optional<RopeConfig> rope_local;  ///< Gemma 3: the rope of sliding_attention layers (else `rope`)
@@ -141,10 +142,11 @@ class DecoderLM : public CausalLM {
   Var embed(Builder& b, const Var& input_ids) const;
 
  protected:
-  /// self_attn of `layer` in the current scope; rotary only when cos/sin are given (a NoPE layer passes none).
-  /// `full_mask`: `mask` is the whole [B, 1, S, T] mask (image_text_masks); no causal or window rule is added.
-  Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask, KVCache* cache,
-                bool full_mask = false) const;
+  /// self_attn of `layer` in the current scope; rotary only when cos/sin are given (a NoPE layer passes
+  /// none). `full_mask`: `mask` is the whole [B, 1, S, T] mask (image_text_masks); no causal or window rule
+  /// is added.
+  Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
+                KVCache* cache, bool full_mask = false) const;
   Var mlp(Builder& b, const Var& x, int64_t layer) const;
   /// The sparse MoE block (o_.moe) in the current scope.
   Var moe(Builder& b, const Var& x) const;
@@ -154,14 +156,15 @@ class DecoderLM : public CausalLM {
 };
 
 /// Rotary inv_freq buffers some checkpoints carry; never needed (hfx computes them from the config).
-inline const std::vector<std::string> kRotaryBuffers = {R"(model\.rotary_emb\.inv_freq)",
-                                                        R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"};
+inline const std::vector<std::string> kRotaryBuffers = {
+    R"(model\.rotary_emb\.inv_freq)", R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"};
 
 /// The Architecture of a Llama-family decoder: `Parse` reads config.json, `Options` picks the decoder's
 /// variant from the parsed config; weights and the forward are the shared DecoderLM's.
 template <ModelConfig (*Parse)(const json&), DecoderOptions (*Options)(const ModelConfig&)>
-Architecture decoder_architecture(const char* model_type, json (*tiny)(const std::string&), const char* tokenizer,
-                                  double tiny_norm_mean, std::vector<std::string> optional = kRotaryBuffers) {
+Architecture decoder_architecture(const char* model_type, json (*tiny)(const std::string&),
+                                  const char* tokenizer, double tiny_norm_mean,
+                                  std::vector<std::string> optional = kRotaryBuffers) {
   return Architecture{
       .model_type = model_type,
       .parse_config = Parse,
@@ -183,8 +186,10 @@ namespace hfx::models {
 /// sliding_window as transformers reads it: absent → `def`, null → 0 (none).
 int64_t sliding_window_of(const json& j, int64_t def);
 /// A config.json skeleton for create-tiny's decoder presets (hidden 64, 2 layers, 4 heads, 2 kv heads,
-/// head_dim 16, intermediate 128, vocab 512, f32, initializer_range 0.1); the architecture adds its own fields.
+/// head_dim 16, intermediate 128, vocab 512, f32, initializer_range 0.1); the architecture adds its own
+/// fields.
 json tiny_decoder_config(const char* architecture_class, const char* model_type);  // initializer_range 0.1
 /// Throws the unknown-preset error listing `known`.
-[[noreturn]] void unknown_preset(const std::string& model_type, const std::string& preset, const std::string& known);
+[[noreturn]] void unknown_preset(const std::string& model_type, const std::string& preset,
+                                 const std::string& known);
 }  // namespace hfx::models

@@ -75,7 +75,8 @@ WeightSpecs specs(const ModelConfig& c) {
 
 class DistilBert : public EncoderModel {
  public:
-  DistilBert(ModelConfig c, std::shared_ptr<io::WeightStore> w) : EncoderModel(std::move(c), std::move(w), false) {}
+  DistilBert(ModelConfig c, std::shared_ptr<io::WeightStore> w)
+      : EncoderModel(std::move(c), std::move(w), false) {}
 
  protected:
   Var forward(Builder& b, const Inputs& in) const override {
@@ -102,8 +103,11 @@ class DistilBert : public EncoderModel {
     Var x = activation(linear(b, *this, h, "vocab_transform", true), act);
     x = layer_norm(b, *this, x, "vocab_layer_norm", kEps);
     Scope sp(b, "vocab_projector");
-    Var y = F::linear(x, W(b, *this, c.tie_word_embeddings ? "distilbert.embeddings.word_embeddings.weight" : "vocab_projector.weight"),
-                      W(b, *this, "vocab_projector.bias"));
+    Var y = F::linear(
+        x,
+        W(b, *this,
+          c.tie_word_embeddings ? "distilbert.embeddings.word_embeddings.weight" : "vocab_projector.weight"),
+        W(b, *this, "vocab_projector.bias"));
     b.name_output(y);
     return y;
   }
@@ -119,7 +123,8 @@ class DistilBert : public EncoderModel {
     }
     {
       Scope s(b, "position_embeddings");
-      pos = F::to(F::embedding(w(b, b.scope() + ".weight"), F::unsqueeze(F::arange(b, 0, ids.size(1)), 0)), DType::F32);
+      pos = F::to(F::embedding(w(b, b.scope() + ".weight"), F::unsqueeze(F::arange(b, 0, ids.size(1)), 0)),
+                  DType::F32);
       b.name_output(pos);
     }
     h = layer_norm(b, *this, F::add(h, pos), "LayerNorm", kEps);
@@ -141,8 +146,10 @@ class DistilBert : public EncoderModel {
     Var f;
     {
       Scope sf(b, "ffn");
-      f = linear(b, *this, activation(linear(b, *this, sa, "lin1", true), jget<std::string>(c.raw, "activation", "gelu")),
-                 "lin2", true);
+      f = linear(
+          b, *this,
+          activation(linear(b, *this, sa, "lin1", true), jget<std::string>(c.raw, "activation", "gelu")),
+          "lin2", true);
       b.name_output(f);
     }
     Var o = layer_norm(b, *this, F::add(f, sa), "output_layer_norm", kEps);

@@ -43,20 +43,23 @@ std::vector<ComponentDecl> EncoderModel::components() const {
   c.name = "model";
   c.inputs = {{"input_ids", DType::I64, {"batch_size", "sequence_length"}},
               {"attention_mask", DType::I64, {"batch_size", "sequence_length"}}};
-  if (token_types_) c.inputs.push_back({"token_type_ids", DType::I64, {"batch_size", "sequence_length"}, true});
+  if (token_types_)
+    c.inputs.push_back({"token_type_ids", DType::I64, {"batch_size", "sequence_length"}, true});
   c.outputs = {output_name()};
   return {c};
 }
 
-NamedVars EncoderModel::call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions&) const {
+NamedVars EncoderModel::call(const std::string& component, Builder& b, const NamedVars& in,
+                             const CallOptions&) const {
   if (component != "model") (void)this->component(component);  // throws, listing the components
   Inputs x;
   x.input_ids = get(in, "input_ids");
   if (!x.input_ids)
-    HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none", config().model_type);
+    HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none",
+              config().model_type);
   if (x.input_ids.dtype() != DType::I64 || x.input_ids.shape().size() != 2)
-    HFX_THROW("model", "expected input_ids int64 [batch, sequence], got {} of rank {}", dtype_name(x.input_ids.dtype()),
-              x.input_ids.shape().size());
+    HFX_THROW("model", "expected input_ids int64 [batch, sequence], got {} of rank {}",
+              dtype_name(x.input_ids.dtype()), x.input_ids.shape().size());
   x.attention_mask = get(in, "attention_mask");
   // transformers' default when no mask is given: every position attends.
   if (!x.attention_mask) x.attention_mask = F::full(b, x.input_ids.shape(), 1.0, DType::I64);
@@ -80,7 +83,8 @@ Var encoder_attention(const Var& q, const Var& k, const Var& v, const Var& mask,
   const int64_t E = q.shape().back().value();
   const int64_t D = E / heads;
   auto split = [&](const Var& t) { return F::transpose(F::reshape(t, {B, S, Sym(heads), Sym(D)}), 1, 2); };
-  Var o = F::sdpa(split(q), split(k), split(v), mask, 1.0 / std::sqrt(static_cast<double>(D)), /*causal=*/false);
+  Var o =
+      F::sdpa(split(q), split(k), split(v), mask, 1.0 / std::sqrt(static_cast<double>(D)), /*causal=*/false);
   return F::reshape(F::transpose(o, 1, 2), {B, S, Sym(E)});
 }
 
@@ -97,10 +101,14 @@ ModelConfig parse_bert_family(const json& j, const std::string& model_type, cons
   ModelConfig c = parse_common(j, model_type, d);
   std::string pos = jget<std::string>(j, "position_embedding_type", "absolute");
   if (pos != "absolute")
-    HFX_THROW("model", "expected position_embedding_type 'absolute' for {} (relative_key variants are not supported), got '{}'",
+    HFX_THROW("model",
+              "expected position_embedding_type 'absolute' for {} (relative_key variants are not supported), "
+              "got '{}'",
               model_type, pos);
   if (jget<bool>(j, "is_decoder", false) || jget<bool>(j, "add_cross_attention", false))
-    HFX_THROW("model", "expected an encoder {} (is_decoder and add_cross_attention false), got a decoder config", model_type);
+    HFX_THROW("model",
+              "expected an encoder {} (is_decoder and add_cross_attention false), got a decoder config",
+              model_type);
   if (int64_t t = jget<int64_t>(j, "type_vocab_size", 2); t <= 0)
     HFX_THROW("model", "expected type_vocab_size > 0 for {}, got {}", model_type, t);
   check_activation(jget<std::string>(j, "hidden_act", "gelu"), model_type);
@@ -108,12 +116,14 @@ ModelConfig parse_bert_family(const json& j, const std::string& model_type, cons
 }
 
 void check_activation(const std::string& name, const std::string& model_type) {
-  static const char* kKnown[] = {"gelu", "relu", "silu", "swish", "gelu_new", "gelu_pytorch_tanh", "gelu_fast",
-                                 "gelu_python_tanh"};
+  static const char* kKnown[] = {
+      "gelu", "relu", "silu", "swish", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh"};
   for (const char* k : kKnown)
     if (name == k) return;
-  HFX_THROW("model", "expected a supported activation for {} (gelu, relu, silu, gelu_new, gelu_pytorch_tanh), got '{}'",
-            model_type, name);
+  HFX_THROW(
+      "model",
+      "expected a supported activation for {} (gelu, relu, silu, gelu_new, gelu_pytorch_tanh), got '{}'",
+      model_type, name);
 }
 
 int64_t position_offset(const ModelConfig& c, const BertFamilyOptions& o) {
@@ -124,11 +134,12 @@ WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptio
   const int64_t E = c.hidden_size, I = c.intermediate_size;
   const std::string head = encoder_head(c);
   const std::string p = head == kBase ? "" : o.prefix + ".";
-  WeightSpecs s{{p + "embeddings.word_embeddings.weight", {c.vocab_size, E}},
-                {p + "embeddings.position_embeddings.weight", {c.max_position_embeddings + position_offset(c, o), E}},
-                {p + "embeddings.token_type_embeddings.weight", {jget<int64_t>(c.raw, "type_vocab_size", 2), E}},
-                {p + "embeddings.LayerNorm.weight", {E}},
-                {p + "embeddings.LayerNorm.bias", {E}}};
+  WeightSpecs s{
+      {p + "embeddings.word_embeddings.weight", {c.vocab_size, E}},
+      {p + "embeddings.position_embeddings.weight", {c.max_position_embeddings + position_offset(c, o), E}},
+      {p + "embeddings.token_type_embeddings.weight", {jget<int64_t>(c.raw, "type_vocab_size", 2), E}},
+      {p + "embeddings.LayerNorm.weight", {E}},
+      {p + "embeddings.LayerNorm.bias", {E}}};
   auto lin = [&](const std::string& n, int64_t out, int64_t in) {
     s.push_back({n + ".weight", {out, in}});
     s.push_back({n + ".bias", {out}});
@@ -170,10 +181,8 @@ std::vector<std::string> bert_family_optional_weights(const std::string& prefix)
   // save_pretrained drops tied copies, older checkpoints keep them; NSP heads and poolers come with
   // pre-training checkpoints (bert-base-uncased is a BertForMaskedLM with both).
   return {"(" + prefix + R"(\.)?pooler\.dense\.(weight|bias))",
-          "(" + prefix + R"(\.)?embeddings\.position_ids)",
-          R"(cls\.seq_relationship\.(weight|bias))",
-          R"(cls\.predictions\.decoder\.(weight|bias))",
-          R"(lm_head\.decoder\.(weight|bias))"};
+          "(" + prefix + R"(\.)?embeddings\.position_ids)", R"(cls\.seq_relationship\.(weight|bias))",
+          R"(cls\.predictions\.decoder\.(weight|bias))", R"(lm_head\.decoder\.(weight|bias))"};
 }
 
 Var BertFamilyEncoder::position_ids(Builder& b, const Var& ids) const {
@@ -181,7 +190,9 @@ Var BertFamilyEncoder::position_ids(Builder& b, const Var& ids) const {
   if (!o_.roberta) return F::unsqueeze(F::arange(b, 0, S), 0);  // [1, S]: the position_ids buffer
   // RoBERTa: create_position_ids_from_input_ids = cumsum(ids != pad) * (ids != pad) + pad.
   const int64_t pad = config().pad_token_id.value_or(1);
-  Var real = F::to(F::logical_not(F::eq(ids, b.constant(Tensor::scalar(static_cast<double>(pad), DType::I64)))), DType::I64);
+  Var real =
+      F::to(F::logical_not(F::eq(ids, b.constant(Tensor::scalar(static_cast<double>(pad), DType::I64)))),
+            DType::I64);
   Var pos = F::mul(F::cumsum(real, 1), real);
   return F::add(pos, b.constant(Tensor::scalar(static_cast<double>(pad), DType::I64)));
 }
@@ -246,7 +257,8 @@ Var BertFamilyEncoder::mlm_head(Builder& b, const Var& h) const {
     Var x = F::gelu(linear(b, *this, h, "dense", true));
     x = layer_norm(b, *this, x, "layer_norm", c.norm_eps);
     Scope sd(b, "decoder");
-    Var y = F::linear(x, W(b, *this, c.tie_word_embeddings ? tied : "lm_head.decoder.weight"), W(b, *this, "lm_head.bias"));
+    Var y = F::linear(x, W(b, *this, c.tie_word_embeddings ? tied : "lm_head.decoder.weight"),
+                      W(b, *this, "lm_head.bias"));
     b.name_output(y);
     return y;
   }
@@ -316,7 +328,8 @@ json tiny_encoder_config(const char* model_type, int64_t vocab_size) {
               {"num_hidden_layers", 2},
               {"num_attention_heads", 4},
               {"max_position_embeddings", 128},
-              {"initializer_range", 0.1},  // create-tiny's std: larger than HF's 0.02 so attention matters
+              {"initializer_range", 0.1},  // create-tiny's std: larger than
+                                           // HF's 0.02 so attention matters
               {"torch_dtype", "float32"},
               {"transformers_version", "4.47.0"}};
 }

@@ -61,7 +61,8 @@ class EncoderModel : public Model {
 
 // ---- blocks (scoped by `local`, output named after the module) ----
 /// nn.LayerNorm: `local`.weight and, when `bias`, `local`.bias.
-Var layer_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps, bool bias = true);
+Var layer_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps,
+               bool bias = true);
 /// Bidirectional attention over q/k/v [B, S, H*D] (heads split here) with an additive mask broadcast to
 /// [B, H, S, S]; returns [B, S, H*D]. Scale head_dim^-0.5.
 Var encoder_attention(const Var& q, const Var& k, const Var& v, const Var& mask, int64_t heads);
@@ -92,7 +93,8 @@ void check_activation(const std::string& name, const std::string& model_type);
 
 class BertFamilyEncoder : public EncoderModel {
  public:
-  BertFamilyEncoder(ModelConfig cfg, std::shared_ptr<io::WeightStore> w, BertFamilyOptions o, bool token_types)
+  BertFamilyEncoder(ModelConfig cfg, std::shared_ptr<io::WeightStore> w, BertFamilyOptions o,
+                    bool token_types)
       : EncoderModel(std::move(cfg), std::move(w), token_types), o_(std::move(o)) {}
 
  protected:

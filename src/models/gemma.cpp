@@ -24,7 +24,8 @@ ModelConfig parse(const json& j) {
 
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
-  o.act = jget<std::string>(c.raw, "hidden_activation", jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
+  o.act = jget<std::string>(c.raw, "hidden_activation",
+                            jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
   // transformers' Gemma forced the tanh approximation for the legacy "gelu" value of hidden_act.
   if (!jhas(c.raw, "hidden_activation") && o.act == "gelu") o.act = "gelu_pytorch_tanh";
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);

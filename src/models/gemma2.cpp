@@ -30,7 +30,8 @@ ModelConfig parse(const json& j) {
 
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
-  o.act = jget<std::string>(c.raw, "hidden_activation", jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
+  o.act = jget<std::string>(c.raw, "hidden_activation",
+                            jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
   o.norm_offset = 1.0;
   o.scale_embeddings = true;

@@ -1,7 +1,7 @@
-// gemma3: Gemma3ForConditionalGeneration (transformers 4.51 layout; google/gemma-3-4b-it) — SigLIP vision tower
-// (vision_tower.vision_model.*), Gemma3MultiModalProjector (average pooling to mm_tokens_per_image, RMSNorm,
-// mm_input_projection_weight) and the Gemma 3 text model (language_model.{model.*,lm_head}), as three
-// components the way Transformers.js loads them: `vision_encoder` (pixel_values → image_features),
+// gemma3: Gemma3ForConditionalGeneration (transformers 4.51 layout; google/gemma-3-4b-it) — SigLIP vision
+// tower (vision_tower.vision_model.*), Gemma3MultiModalProjector (average pooling to mm_tokens_per_image,
+// RMSNorm, mm_input_projection_weight) and the Gemma 3 text model (language_model.{model.*,lm_head}), as
+// three components the way Transformers.js loads them: `vision_encoder` (pixel_values → image_features),
 // `embed_tokens` (input_ids → inputs_embeds, scaled by sqrt(hidden) as Gemma3TextScaledWordEmbedding) and
 // `decoder` (gemma3_text on inputs_embeds). The decoder also takes token_type_ids (1 on image tokens): in
 // transformers 4.51 the image tokens of a prompt attend to each other in both directions (the causal mask
@@ -53,8 +53,9 @@ Vision vision(const json& j) {
   r.tokens = jget<int64_t>(j, "mm_tokens_per_image", r.tokens);
   HFX_CHECK(r.patch > 0 && r.image % r.patch == 0, "model",
             "expected vision_config.image_size divisible by patch_size, got {} and {}", r.image, r.patch);
-  HFX_CHECK(!jget<bool>(v, "vision_use_head", false), "model",
-            "expected vision_config.vision_use_head false (gemma3 reads the tower's last hidden state), got true");
+  HFX_CHECK(
+      !jget<bool>(v, "vision_use_head", false), "model",
+      "expected vision_config.vision_use_head false (gemma3 reads the tower's last hidden state), got true");
   return r;
 }
 
@@ -116,26 +117,35 @@ class Gemma3Vlm : public Model {
 
   std::vector<ComponentDecl> components() const override {
     const std::string px = std::to_string(vision_.image);
-    ComponentDecl vis{"vision_encoder",
-                      {{"pixel_values", DType::F32, {"batch_size", std::to_string(vision_.channels), px, px}}},
-                      {"image_features"},
-                      {}};
-    ComponentDecl embed{"embed_tokens", {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}}, {"inputs_embeds"}, {}};
+    ComponentDecl vis{
+        "vision_encoder",
+        {{"pixel_values", DType::F32, {"batch_size", std::to_string(vision_.channels), px, px}}},
+        {"image_features"},
+        {}};
+    ComponentDecl embed{"embed_tokens",
+                        {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}},
+                        {"inputs_embeds"},
+                        {}};
     ComponentDecl decoder = lm_->components().front();
     decoder.name = "decoder";
     for (InputDecl& d : decoder.inputs)
       if (d.name == "input_ids")
-        d = {"inputs_embeds", DType::F32, {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+        d = {"inputs_embeds",
+             DType::F32,
+             {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
     InputDecl types{"token_type_ids", DType::I64, {"batch_size", "sequence_length"}};
-    types.zero_default = true;  // Transformers.js does not pass it (its Gemma3 is LlavaForConditionalGeneration)
+    types.zero_default =
+        true;  // Transformers.js does not pass it (its Gemma3 is LlavaForConditionalGeneration)
     decoder.inputs.insert(decoder.inputs.begin() + 1, types);
     return {vis, embed, decoder};
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     auto need = [&](const char* name) {
       Var v = get(in, name);
-      if (!v) HFX_THROW("model", "expected input '{}' for component '{}' of gemma3, got none", name, component);
+      if (!v)
+        HFX_THROW("model", "expected input '{}' for component '{}' of gemma3, got none", name, component);
       return v;
     };
     if (component == "vision_encoder")
@@ -205,7 +215,8 @@ void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer
   const std::pair<const char*, const char*> tokens[] = {{"boi_token_index", "<start_of_image>"},
                                                         {"eoi_token_index", "<end_of_image>"},
                                                         {"image_token_index", "<image_soft_token>"}};
-  for (const auto& [key, content] : tokens) tj["added_tokens"].push_back(added_token(config.at(key).get<int64_t>(), content));
+  for (const auto& [key, content] : tokens)
+    tj["added_tokens"].push_back(added_token(config.at(key).get<int64_t>(), content));
   json decoder = tc.value("added_tokens_decoder", json::object());
   for (const json& t : tj["added_tokens"]) {
     json d = t;
@@ -223,13 +234,17 @@ void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer
   tokenizer_config_json = tc.dump(2) + "\n";
 }
 
-// gemma-3-it's chat template, shortened to what images and text need: "<start_of_turn>user\n…<end_of_turn>\n".
+// gemma-3-it's chat template, shortened to what images and text need:
+// "<start_of_turn>user\n…<end_of_turn>\n".
 constexpr const char* kChatTemplate =
-    "{{ bos_token }}{% for message in messages %}{% set role = 'model' if message['role'] == 'assistant' else "
+    "{{ bos_token }}{% for message in messages %}{% set role = 'model' if message['role'] == 'assistant' "
+    "else "
     "message['role'] %}{{ '<start_of_turn>' + role + '\\n' }}{% if message['content'] is string %}{{ "
     "message['content'] | trim }}{% else %}{% for item in message['content'] %}{% if item['type'] == 'image' "
-    "%}{{ '<start_of_image>' }}{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% endfor "
-    "%}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ '<start_of_turn>model\\n' "
+    "%}{{ '<start_of_image>' }}{% elif item['type'] == 'text' %}{{ item['text'] | trim }}{% endif %}{% "
+    "endfor "
+    "%}{% endif %}{{ '<end_of_turn>\\n' }}{% endfor %}{% if add_generation_prompt %}{{ "
+    "'<start_of_turn>model\\n' "
     "}}{% endif %}";
 
 void tiny_files(const std::string& dir, const json& config) {

@@ -33,7 +33,8 @@ ModelConfig parse(const json& j) {
 
 WeightSpecs specs(const ModelConfig& c) {
   const int64_t E = c.hidden_size, I = c.intermediate_size;
-  WeightSpecs s{{"transformer.wte.weight", {c.vocab_size, E}}, {"transformer.wpe.weight", {c.max_position_embeddings, E}}};
+  WeightSpecs s{{"transformer.wte.weight", {c.vocab_size, E}},
+                {"transformer.wpe.weight", {c.max_position_embeddings, E}}};
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "transformer.h." + std::to_string(i) + ".";
     s.push_back({p + "ln_1.weight", {E}});
@@ -120,7 +121,8 @@ class GPT2LM : public CausalLM {
     }
     h = keep_last(h, a.logits_to_keep);
     Scope sl(b, "lm_head");
-    Var logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight"));
+    Var logits =
+        F::linear(h, W(b, *this, c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight"));
     b.name_output(logits);
     return {logits};
   }

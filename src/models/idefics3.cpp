@@ -1,12 +1,13 @@
-// idefics3 and smolvlm: Idefics3ForConditionalGeneration (transformers 4.47) and SmolVLMForConditionalGeneration
-// (transformers 4.50+: the same weights, connector and prompt format under another model_type) — SigLIP vision tower
-// (model.vision_model.*), Idefics3Connector (pixel shuffle by scale_factor, modality_projection.proj) and a
-// Llama text model (model.text_model.*, lm_head), as three components the way Transformers.js loads them:
-// `vision_encoder` (pixel_values [batch, images, C, H, W] → image_features [batch·images, tokens, hidden]),
-// `embed_tokens` and `decoder` (the text model on inputs_embeds). The images are whole tiles (the image
-// processor's splits and global image): a partly padded image (pixel_attention_mask with zeros) or an
-// all-zero padding image of a batch is not supported. `hfx create-tiny idefics3` (or smolvlm) writes the
-// checkpoint with <fake_token_around_image>, <image>, <global-img> and the row/column tokens.
+// idefics3 and smolvlm: Idefics3ForConditionalGeneration (transformers 4.47) and
+// SmolVLMForConditionalGeneration (transformers 4.50+: the same weights, connector and prompt format under
+// another model_type) — SigLIP vision tower (model.vision_model.*), Idefics3Connector (pixel shuffle by
+// scale_factor, modality_projection.proj) and a Llama text model (model.text_model.*, lm_head), as three
+// components the way Transformers.js loads them: `vision_encoder` (pixel_values [batch, images, C, H, W] →
+// image_features [batch·images, tokens, hidden]), `embed_tokens` and `decoder` (the text model on
+// inputs_embeds). The images are whole tiles (the image processor's splits and global image): a partly padded
+// image (pixel_attention_mask with zeros) or an all-zero padding image of a batch is not supported. `hfx
+// create-tiny idefics3` (or smolvlm) writes the checkpoint with <fake_token_around_image>, <image>,
+// <global-img> and the row/column tokens.
 #include <filesystem>
 
 #include "blocks.h"
@@ -50,10 +51,11 @@ Vision vision(const json& j) {
   r.image = jget<int64_t>(v, "image_size", r.image);
   r.patch = jget<int64_t>(v, "patch_size", r.patch);
   r.scale = jget<int64_t>(j, "scale_factor", r.scale);
-  HFX_CHECK(r.patch > 0 && r.image % r.patch == 0 && r.scale > 0 && (r.image / r.patch) % r.scale == 0, "model",
-            "expected vision_config.image_size divisible by patch_size and the patches per side by scale_factor, "
-            "got {}, {} and {}",
-            r.image, r.patch, r.scale);
+  HFX_CHECK(
+      r.patch > 0 && r.image % r.patch == 0 && r.scale > 0 && (r.image / r.patch) % r.scale == 0, "model",
+      "expected vision_config.image_size divisible by patch_size and the patches per side by scale_factor, "
+      "got {}, {} and {}",
+      r.image, r.patch, r.scale);
   return r;
 }
 
@@ -91,7 +93,8 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
     s.push_back({l + "mlp.fc2.weight", {v.hidden, v.intermediate}});
     s.push_back({l + "mlp.fc2.bias", {v.hidden}});
   }
-  s.push_back({"model.connector.modality_projection.proj.weight", {cfg.hidden_size, v.hidden * v.scale * v.scale}});
+  s.push_back(
+      {"model.connector.modality_projection.proj.weight", {cfg.hidden_size, v.hidden * v.scale * v.scale}});
   const Architecture& ta = text_architecture(cfg.raw);
   for (auto& [name, shape] : ta.weight_specs(ta.parse_config(text_config(cfg.raw))))
     s.push_back({name.rfind("model.", 0) == 0 ? "model.text_model." + name.substr(6) : name, shape});
@@ -104,7 +107,8 @@ class Idefics3 : public Model {
     const Architecture& ta = text_architecture(config().raw);
     std::unique_ptr<Model> m = ta.create(ta.parse_config(text_config(config().raw)), weights_ptr());
     lm_.reset(dynamic_cast<DecoderLM*>(m.get()));
-    HFX_CHECK(lm_, "model", "expected idefics3's text model to be a Llama-family decoder, got {}", ta.model_type);
+    HFX_CHECK(lm_, "model", "expected idefics3's text model to be a Llama-family decoder, got {}",
+              ta.model_type);
     m.release();
     lm_->set_weight_rename("model.", "model.text_model.");  // lm_head.weight stays at the top
     vision_ = vision(config().raw);
@@ -117,23 +121,32 @@ class Idefics3 : public Model {
     // num_images: the processor's tiles plus the global image of each prompt's images, as Transformers.js
     // passes them.
     ComponentDecl vis{"vision_encoder",
-                      {{"pixel_values", DType::F32, {"batch_size", "num_images", std::to_string(vision_.channels), px, px}}},
+                      {{"pixel_values",
+                        DType::F32,
+                        {"batch_size", "num_images", std::to_string(vision_.channels), px, px}}},
                       {"image_features"},
                       {}};
-    ComponentDecl embed{"embed_tokens", {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}}, {"inputs_embeds"}, {}};
+    ComponentDecl embed{"embed_tokens",
+                        {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}},
+                        {"inputs_embeds"},
+                        {}};
     ComponentDecl decoder = lm_->components().front();
     decoder.name = "decoder";
     for (InputDecl& d : decoder.inputs)
       if (d.name == "input_ids")
-        d = {"inputs_embeds", DType::F32, {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+        d = {"inputs_embeds",
+             DType::F32,
+             {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
     return {vis, embed, decoder};
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     auto need = [&](const char* name) {
       Var v = get(in, name);
-      if (!v) HFX_THROW("model", "expected input '{}' for component '{}' of {}, got none", name, component,
-                        config().model_type);
+      if (!v)
+        HFX_THROW("model", "expected input '{}' for component '{}' of {}, got none", name, component,
+                  config().model_type);
       return v;
     };
     if (component == "vision_encoder")
@@ -181,8 +194,10 @@ struct Names {
 };
 Names names_of(const std::string& model_type) {
   if (model_type == "smolvlm")
-    return {"SmolVLMForConditionalGeneration", "smolvlm_vision", "SmolVLMImageProcessor", "SmolVLMProcessor", "4.51.0"};
-  return {"Idefics3ForConditionalGeneration", "idefics3_vision", "Idefics3ImageProcessor", "Idefics3Processor", "4.47.0"};
+    return {"SmolVLMForConditionalGeneration", "smolvlm_vision", "SmolVLMImageProcessor", "SmolVLMProcessor",
+            "4.51.0"};
+  return {"Idefics3ForConditionalGeneration", "idefics3_vision", "Idefics3ImageProcessor",
+          "Idefics3Processor", "4.47.0"};
 }
 
 json tiny_of(const std::string& model_type, const std::string& preset) {
@@ -190,8 +205,12 @@ json tiny_of(const std::string& model_type, const std::string& preset) {
   const Names n = names_of(model_type);
   json text = tiny_decoder_config("LlamaForCausalLM", "llama");
   text.erase("architectures");
-  text.update(json{{"hidden_act", "silu"}, {"attention_bias", false}, {"mlp_bias", false}, {"rope_scaling", nullptr},
-                   {"vocab_size", kVocab + static_cast<int64_t>(special_tokens().size())}, {"pad_token_id", 0}});
+  text.update(json{{"hidden_act", "silu"},
+                   {"attention_bias", false},
+                   {"mlp_bias", false},
+                   {"rope_scaling", nullptr},
+                   {"vocab_size", kVocab + static_cast<int64_t>(special_tokens().size())},
+                   {"pad_token_id", 0}});
   return json{{"architectures", {n.model_class}},
               {"model_type", model_type},
               {"image_token_id", kVocab + 1},

@@ -37,7 +37,8 @@ int64_t ff_dim(const json& j, int64_t I) {
   if (jhas(j, "block_ffn_dim_multiplier")) {
     const int64_t m = jget<int64_t>(j, "block_multiple_of", 256);
     if (m <= 0) HFX_THROW("model", "expected block_multiple_of > 0 for lfm2, got {}", m);
-    if (m >= (int64_t{1} << 40)) HFX_THROW("model", "expected block_multiple_of below 2^40 for lfm2, got {}", m);
+    if (m >= (int64_t{1} << 40))
+      HFX_THROW("model", "expected block_multiple_of below 2^40 for lfm2, got {}", m);
     I = scaled_size(jget<double>(j, "block_ffn_dim_multiplier", 1.0), I, "block_ffn_dim_multiplier");
     I = m * ((I + m - 1) / m);
   }

@@ -10,9 +10,9 @@
 #include <filesystem>
 
 #include "blocks.h"
-#include "tiny_hooks.h"
 #include "hfx/io/safetensors.h"
 #include "llava_vision.h"
+#include "tiny_hooks.h"
 
 namespace hfx::models {
 namespace {
@@ -112,7 +112,8 @@ class Llava : public Model {
     const Architecture& ta = text_architecture(config().raw);
     std::unique_ptr<Model> m = ta.create(ta.parse_config(text), weights_ptr());
     lm_.reset(dynamic_cast<CausalLM*>(m.get()));
-    HFX_CHECK(lm_, "model", "expected llava's text_config to be a decoder-only causal LM, got {}", ta.model_type);
+    HFX_CHECK(lm_, "model", "expected llava's text_config to be a decoder-only causal LM, got {}",
+              ta.model_type);
     m.release();
     lm_->set_weight_prefix("language_model.");
     vision_ = clip_vision(sub(config().raw, "vision_config"));
@@ -122,30 +123,39 @@ class Llava : public Model {
 
   std::vector<ComponentDecl> components() const override {
     const std::string px = std::to_string(vision_.image);
-    ComponentDecl vision{"vision_encoder",
-                         {{"pixel_values", DType::F32, {"batch_size", std::to_string(vision_.channels), px, px}}},
-                         {"image_features"},
-                         {}};
-    ComponentDecl embed{"embed_tokens", {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}}, {"inputs_embeds"}, {}};
+    ComponentDecl vision{
+        "vision_encoder",
+        {{"pixel_values", DType::F32, {"batch_size", std::to_string(vision_.channels), px, px}}},
+        {"image_features"},
+        {}};
+    ComponentDecl embed{"embed_tokens",
+                        {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}},
+                        {"inputs_embeds"},
+                        {}};
     ComponentDecl decoder = lm_->components().front();
     decoder.name = "decoder";
     for (InputDecl& d : decoder.inputs)
       if (d.name == "input_ids")
-        d = {"inputs_embeds", DType::F32, {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+        d = {"inputs_embeds",
+             DType::F32,
+             {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
     return {vision, embed, decoder};
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     auto need = [&](const char* name) {
       Var v = get(in, name);
-      if (!v) HFX_THROW("model", "expected input '{}' for component '{}' of llava, got none", name, component);
+      if (!v)
+        HFX_THROW("model", "expected input '{}' for component '{}' of llava, got none", name, component);
       return v;
     };
     if (component == "vision_encoder")
       return {{"image_features", llava_image_features(b, weights(), config().raw, need("pixel_values"))}};
     if (component == "embed_tokens") {
       Scope s(b, "language_model.model.embed_tokens");
-      Var e = F::to(F::embedding(w(b, "language_model.model.embed_tokens.weight"), need("input_ids")), DType::F32);
+      Var e = F::to(F::embedding(w(b, "language_model.model.embed_tokens.weight"), need("input_ids")),
+                    DType::F32);
       b.name_output(e);
       return {{"inputs_embeds", e}};
     }

@@ -43,10 +43,11 @@ Vision vision_of(const nlohmann::json& v, bool siglip = false) {
            jsonc::get_or<double>(v, "layer_norm_eps", siglip ? 1e-6 : 1e-5, kC, "config.json.vision_config"),
            jsonc::get_or<std::string>(v, "hidden_act", siglip ? "gelu_pytorch_tanh" : "quick_gelu", kC,
                                       "config.json.vision_config")};
-  HFX_CHECK(r.patch > 0 && r.image % r.patch == 0 && r.heads > 0 && r.hidden % r.heads == 0, "model",
-            "expected vision_config.image_size divisible by patch_size and hidden_size by num_attention_heads, "
-            "got {}, {}, {}, {}",
-            r.image, r.patch, r.hidden, r.heads);
+  HFX_CHECK(
+      r.patch > 0 && r.image % r.patch == 0 && r.heads > 0 && r.hidden % r.heads == 0, "model",
+      "expected vision_config.image_size divisible by patch_size and hidden_size by num_attention_heads, "
+      "got {}, {}, {}, {}",
+      r.image, r.patch, r.hidden, r.heads);
   return r;
 }
 
@@ -97,7 +98,8 @@ Var embeddings(const Weights& W, const Vision& v, const Var& pixels) {
   return F::add(F::cat({cls, patches}, 1), W(p + "position_embedding.weight"));
 }
 
-Var encoder_layer(const Weights& W, const Vision& v, const Var& h, int64_t i, const std::string& tower = kTower) {
+Var encoder_layer(const Weights& W, const Vision& v, const Var& h, int64_t i,
+                  const std::string& tower = kTower) {
   const std::string p = tower + "encoder.layers." + std::to_string(i) + ".";
   const int64_t hd = v.hidden / v.heads;
   const Sym B = h.size(0), S = h.size(1);
@@ -185,8 +187,8 @@ Var gemma3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::
   const int64_t side = static_cast<int64_t>(std::lround(std::sqrt(static_cast<double>(tokens))));
   const int64_t patches = v.image / v.patch;
   HFX_CHECK(side * side == tokens && side > 0 && patches % side == 0, "model",
-            "expected mm_tokens_per_image a square whose side divides the {} patches per side, got {}", patches,
-            tokens);
+            "expected mm_tokens_per_image a square whose side divides the {} patches per side, got {}",
+            patches, tokens);
   Var h = siglip_last_hidden_state(b, w, vc, pixel_values, kTower);  // [B, P·P, D], rows y·P + x
   // Gemma3MultiModalProjector: AvgPool2d(k) over the P×P grid, RMSNorm x·(1 + w), then the projection.
   const int64_t k = patches / side;

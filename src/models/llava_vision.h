@@ -22,14 +22,16 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
 /// the patch embedding with its bias, learned positions (no class token), the encoder layers and
 /// post_layernorm — pixel_values [B, C, H, W] → [B, patches, vision hidden].
 Var siglip_last_hidden_state(Builder& b, const io::WeightStore& w, const nlohmann::json& vision_config,
-                             const Var& pixel_values, const std::string& tower = "vision_tower.vision_model.");
+                             const Var& pixel_values,
+                             const std::string& tower = "vision_tower.vision_model.");
 /// Idefics3's (and SmolVLM's) image_features [batch·images, tokens, text hidden] for pixel_values
 /// [batch, images, C, H, W] of whole images (the tiles of its processor): the SigLIP tower under
 /// model.vision_model., Idefics3Connector's pixel shuffle (scale_factor) and modality_projection.
 Var idefics3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
                             const Var& pixel_values);
 /// Gemma 3's image_features [B, mm_tokens_per_image, text hidden]: SigLIP, then Gemma3MultiModalProjector
-/// (average pooling of the patch grid to mm_tokens_per_image, RMSNorm x·(1 + w), × mm_input_projection_weight).
+/// (average pooling of the patch grid to mm_tokens_per_image, RMSNorm x·(1 + w), ×
+/// mm_input_projection_weight).
 Var gemma3_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
                           const Var& pixel_values);
 

@@ -68,14 +68,19 @@ ModelConfig parse(const json& j) {
   ModelConfig c = parse_common(m, "mamba", d);
   c.raw = j;
   if (!c.pad_token_id) c.pad_token_id = jget<int64_t>(j, "pad_token_id", 0);
-  if (jhas(j, "layer_types")) set_layer_types(c, [](int64_t) { return false; }, {"mamba"});
-  else c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
+  if (jhas(j, "layer_types"))
+    set_layer_types(c, [](int64_t) { return false; }, {"mamba"});
+  else
+    c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
   MambaDims md = dims_of(c);
   if (md.N <= 0 || md.K < 1 || md.R <= 0 || md.I <= 0)
-    HFX_THROW("model", "expected positive state_size, conv_kernel, time_step_rank and expand for mamba, got {}, {}, {} and {}",
+    HFX_THROW("model",
+              "expected positive state_size, conv_kernel, time_step_rank and expand for mamba, got {}, {}, "
+              "{} and {}",
               md.N, md.K, md.R, md.I);
   const std::string act = jget<std::string>(j, "hidden_act", "silu");
-  if (act != "silu" && act != "swish") HFX_THROW("model", "expected hidden_act 'silu' for mamba, got '{}'", act);
+  if (act != "silu" && act != "swish")
+    HFX_THROW("model", "expected hidden_act 'silu' for mamba, got '{}'", act);
   return c;
 }
 
@@ -166,17 +171,20 @@ class MambaLM : public CausalLM {
     c.outputs = {"logits"};
     for (int64_t i = 0; i < config().num_hidden_layers; i++) {
       for (const char* kind : {"conv", "ssm"}) {
-        std::string past = fmt::format("past_{}.{}", kind, i), present = fmt::format("present_{}.{}", kind, i);
+        std::string past = fmt::format("past_{}.{}", kind, i),
+                    present = fmt::format("present_{}.{}", kind, i);
         std::string last = std::string(kind) == "conv" ? std::to_string(d.K - 1) : std::to_string(d.N);
         c.inputs.push_back({past, DType::F32, {"batch_size", std::to_string(d.I), last}, true});
         c.outputs.push_back(present);
-        c.cache.push_back({static_cast<int>(i), kind, config().layer_types[static_cast<size_t>(i)], 0, past, present});
+        c.cache.push_back(
+            {static_cast<int>(i), kind, config().layer_types[static_cast<size_t>(i)], 0, past, present});
       }
     }
     return {c};
   }
 
-  NamedVars call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const override {
+  NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
+                 const CallOptions& opts) const override {
     if (component != "model") (void)this->component(component);
     Var ids = get(in, "input_ids");
     if (!ids) HFX_THROW("model", "expected input 'input_ids' for component 'model' of mamba, got none");
@@ -199,15 +207,17 @@ class MambaLM : public CausalLM {
   // A full recomputation from the zero state; a KV cache cannot hold conv/ssm states.
   ForwardOut forward(Builder& b, const ForwardArgs& a) const override {
     if (a.cache)
-      HFX_THROW("model", "expected no KV cache for mamba (its cache is the conv/ssm leaves of component 'model'), got one");
+      HFX_THROW(
+          "model",
+          "expected no KV cache for mamba (its cache is the conv/ssm leaves of component 'model'), got one");
     std::vector<Var> conv(static_cast<size_t>(config().num_hidden_layers)), ssm(conv.size());
     return {run(b, a.input_ids, a.attention_mask, conv, ssm, a.logits_to_keep)};
   }
 
  private:
   // conv/ssm: the past states per layer (absent = zeros), replaced by the present ones.
-  Var run(Builder& b, const Var& ids, const Var& attention_mask, std::vector<Var>& conv, std::vector<Var>& ssm,
-          int64_t keep) const {
+  Var run(Builder& b, const Var& ids, const Var& attention_mask, std::vector<Var>& conv,
+          std::vector<Var>& ssm, int64_t keep) const {
     const auto& c = config();
     Sym S = ids.size(1);
     Var mask;  // [B, S, 1] f32: the last S columns of the attention mask
@@ -234,7 +244,8 @@ class MambaLM : public CausalLM {
     }
     h = keep_last(h, keep);
     Scope sl(b, "lm_head");
-    Var logits = F::linear(h, W(b, *this, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight"));
+    Var logits =
+        F::linear(h, W(b, *this, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight"));
     b.name_output(logits);
     return logits;
   }
@@ -271,12 +282,12 @@ class MambaLM : public CausalLM {
     Var dt_low = F::slice(sp, 2, 0, d.R);
     Var Bm = F::slice(sp, 2, d.R, d.R + d.N), Cm = F::slice(sp, 2, d.R + d.N, d.R + 2 * d.N);
     Var dt = softplus(linear(b, *this, dt_low, "dt_proj", true));  // [B, S, I]
-    Var A = F::neg(F::exp(W(b, *this, p + "A_log")));                // [I, N]
+    Var A = F::neg(F::exp(W(b, *this, p + "A_log")));              // [I, N]
     Var scan;
     {
       Scope ss(b, "ssm");
       // [B, I, N, S] layouts: the scan runs along the last axis.
-      Var dA = F::permute(F::mul(F::unsqueeze(dt, 3), A), {0, 2, 3, 1});                      // [B, I, N, S]
+      Var dA = F::permute(F::mul(F::unsqueeze(dt, 3), A), {0, 2, 3, 1});  // [B, I, N, S]
       Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)),
                            {0, 2, 3, 1});  // [B, I, N, S]
       Var h0 = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.N)}, 0.0);

@@ -53,7 +53,10 @@ const Architecture& marian_architecture() {
   static const Architecture a{
       .model_type = "marian",
       .parse_config = parse,
-      .weight_specs = [](const ModelConfig& c) { return bart_weight_specs(bart_options(c, true), c.tie_word_embeddings); },
+      .weight_specs =
+          [](const ModelConfig& c) {
+            return bart_weight_specs(bart_options(c, true), c.tie_word_embeddings);
+          },
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         BartOptions o = bart_options(c, true);
         return std::make_unique<BartFamilyLM>(std::move(c), std::move(w), std::move(o));
@@ -61,7 +64,8 @@ const Architecture& marian_architecture() {
       .tiny_config = tiny,
       .tiny_tokenizer = "marian_unigram",
       .tiny_norm_mean = 1.0,
-      .optional_weights = {R"(model\.(en|de)coder\.embed_tokens\.weight)", R"(model\.(en|de)coder\.embed_positions\.weight)"},
+      .optional_weights = {R"(model\.(en|de)coder\.embed_tokens\.weight)",
+                           R"(model\.(en|de)coder\.embed_positions\.weight)"},
       .heads = {{"seq2seq_lm", "MarianMTModel"}},
   };
   return a;

@@ -15,10 +15,14 @@ namespace hfx {
 
 const char* structure_name(Structure s) {
   switch (s) {
-    case Structure::DecoderOnly: return "decoder-only";
-    case Structure::EncoderOnly: return "encoder-only";
-    case Structure::EncoderDecoder: return "encoder-decoder";
-    case Structure::VisionLanguage: return "vision-language";
+    case Structure::DecoderOnly:
+      return "decoder-only";
+    case Structure::EncoderOnly:
+      return "encoder-only";
+    case Structure::EncoderDecoder:
+      return "encoder-decoder";
+    case Structure::VisionLanguage:
+      return "vision-language";
   }
   return "?";
 }
@@ -35,8 +39,8 @@ ComponentDecl Model::component(const std::string& name) const {
     if (c.name == name) return std::move(c);
   std::string known;
   for (const auto& c : all) known += (known.empty() ? "" : ", ") + c.name;
-  HFX_THROW("model", "expected a component of {} ({}) among [{}], got '{}'", cfg_.model_type, structure_name(structure()), known,
-            name);
+  HFX_THROW("model", "expected a component of {} ({}) among [{}], got '{}'", cfg_.model_type,
+            structure_name(structure()), known, name);
 }
 
 std::string head_of(const Architecture& arch, const nlohmann::json& config) {
@@ -49,7 +53,9 @@ std::string head_of(const Architecture& arch, const nlohmann::json& config) {
     if (c == cls) return head;
     known += (known.empty() ? "" : ", ") + c;
   }
-  HFX_THROW("model", "expected one of the classes [{}] of {} in config.json's architectures, got '{}'; hfx supports these heads",
+  HFX_THROW("model",
+            "expected one of the classes [{}] of {} in config.json's architectures, got '{}'; hfx supports "
+            "these heads",
             known, arch.model_type, cls);
 }
 
@@ -69,9 +75,11 @@ Var Model::w(Builder& b, const std::string& name) const {
   const std::string stored = weight_name(name);
   if (stored != name) return b.param(stored, weights_->get(stored));
   if (!weights_->has(name) && weights_->has(quant::quant_names(name).qweight))
-    HFX_THROW("quant", "expected {} to read '{}' through its quantized linear layer, got a float read: this "
-              "layer of {} does not support --quantize yet (decoder-only models built on src/models/blocks.cpp do)",
-              cfg_.model_type, name, cfg_.model_type);
+    HFX_THROW(
+        "quant",
+        "expected {} to read '{}' through its quantized linear layer, got a float read: this "
+        "layer of {} does not support --quantize yet (decoder-only models built on src/models/blocks.cpp do)",
+        cfg_.model_type, name, cfg_.model_type);
   if (!weights_->has(name)) HFX_THROW("model", "expected tensor '{}' in the checkpoint, got none", name);
   return b.param(name, weights_->get(name));
 }
@@ -98,8 +106,10 @@ std::vector<ComponentDecl> CausalLM::components() const {
   std::vector<CacheLayerSpec> layout = cache_layout();
   for (size_t i = 0; i < layout.size(); i++) {
     for (const char* kind : {"key", "value"}) {
-      std::string past = fmt::format("past_key_values.{}.{}", i, kind), present = fmt::format("present.{}.{}", i, kind);
-      c.inputs.push_back({past, DType::F32,
+      std::string past = fmt::format("past_key_values.{}.{}", i, kind),
+                  present = fmt::format("present.{}.{}", i, kind);
+      c.inputs.push_back({past,
+                          DType::F32,
                           {"batch_size", std::to_string(layout[i].num_kv_heads), "past_sequence_length",
                            std::to_string(layout[i].head_dim)},
                           true});
@@ -112,13 +122,16 @@ std::vector<ComponentDecl> CausalLM::components() const {
 
 // The causal LM's one component: the past leaves (if given) fill a DynamicCache, forward runs, and the
 // cache's layers come back as the present leaves.
-NamedVars CausalLM::call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const {
+NamedVars CausalLM::call(const std::string& component, Builder& b, const NamedVars& in,
+                         const CallOptions& opts) const {
   if (component != "model") (void)this->component(component);  // throws, listing the components
   ForwardArgs args;
   args.input_ids = get(in, "input_ids");
-  args.inputs_embeds = get(in, "inputs_embeds");  // a vision-language model's decoder (hfx/models/component.h)
+  args.inputs_embeds =
+      get(in, "inputs_embeds");  // a vision-language model's decoder (hfx/models/component.h)
   if (!args.input_ids && !args.inputs_embeds)
-    HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none", config().model_type);
+    HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none",
+              config().model_type);
   args.attention_mask = get(in, "attention_mask");
   args.position_ids = get(in, "position_ids");
   args.token_type_ids = get(in, "token_type_ids");
@@ -127,7 +140,8 @@ NamedVars CausalLM::call(const std::string& component, Builder& b, const NamedVa
   DynamicCache cache(layout);
   if (opts.use_cache) args.cache = &cache;
   for (size_t i = 0; i < layout.size(); i++) {
-    Var k = get(in, fmt::format("past_key_values.{}.key", i)), v = get(in, fmt::format("past_key_values.{}.value", i));
+    Var k = get(in, fmt::format("past_key_values.{}.key", i)),
+        v = get(in, fmt::format("past_key_values.{}.value", i));
     if (k && v && opts.use_cache) cache.set_past(static_cast<int>(i), k, v);
   }
   ForwardOut out = forward(b, args);
@@ -177,12 +191,13 @@ ModelConfig parse_model_config(const nlohmann::json& config) {
     return arch.parse_config(config);
   } catch (const nlohmann::json::exception& e) {
     // The architectures read fields with nlohmann's typed getters: a field of the wrong type ends up here.
-    HFX_THROW("model", "expected config.json fields of the types {} reads, got: {}; fix config.json", arch.model_type,
-              e.what());
+    HFX_THROW("model", "expected config.json fields of the types {} reads, got: {}; fix config.json",
+              arch.model_type, e.what());
   }
 }
 
-void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io::WeightStore& w, const std::string& where) {
+void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io::WeightStore& w,
+                      const std::string& where) {
   auto specs = arch.weight_specs(cfg);
   std::set<std::string> expected;
   auto in_file = [&](const std::string& name) {
@@ -192,11 +207,12 @@ void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io
   for (const auto& [name, shape] : specs) {
     expected.insert(name);
     if (!w.has(name))
-      HFX_THROW("model", "expected tensor '{}' of shape {}, got none in {}", name, shape_to_string(shape), where);
+      HFX_THROW("model", "expected tensor '{}' of shape {}, got none in {}", name, shape_to_string(shape),
+                where);
     const Shape& got = w.info(name).shape;
     if (got != shape)
-      HFX_THROW("model", "expected tensor '{}' of shape {}, got {} in {}", name, shape_to_string(shape), shape_to_string(got),
-                in_file(name));
+      HFX_THROW("model", "expected tensor '{}' of shape {}, got {} in {}", name, shape_to_string(shape),
+                shape_to_string(got), in_file(name));
   }
   std::vector<std::regex> optional;
   for (const auto& p : arch.optional_weights) optional.emplace_back(p);
@@ -206,15 +222,16 @@ void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io
     bool ok = false;
     for (const auto& re : optional) ok = ok || std::regex_match(name, re);
     if (!ok)
-      HFX_THROW("model", "expected no tensor '{}' ({} does not use it), got one of shape {} in {}", name, cfg.model_type,
-                shape_to_string(w.info(name).shape), in_file(name));
+      HFX_THROW("model", "expected no tensor '{}' ({} does not use it), got one of shape {} in {}", name,
+                cfg.model_type, shape_to_string(w.info(name).shape), in_file(name));
   }
 }
 
 std::unique_ptr<Model> make_model(const nlohmann::json& config, std::shared_ptr<io::WeightStore> w) {
   ModelConfig cfg = parse_model_config(config);
   const Architecture& arch = architecture(cfg.model_type);
-  if (!arch.heads.empty()) (void)head_of(arch, config);  // a class the architecture does not declare is refused
+  if (!arch.heads.empty())
+    (void)head_of(arch, config);  // a class the architecture does not declare is refused
   auto files = w->files();
   std::string where = files.empty() ? std::string("the in-memory weights") : files.front();
   if (files.size() > 1) where = std::filesystem::path(files.front()).parent_path().string();
@@ -235,8 +252,11 @@ std::unique_ptr<Model> load_model(const std::string& dir) {
 
 const CausalLM& as_causal_lm(const Model& m) {
   if (auto* c = dynamic_cast<const CausalLM*>(&m)) return *c;
-  HFX_THROW("model", "expected a decoder-only causal LM here, got the {} model {} (head {}); this path supports decoder-only "
-            "models only", structure_name(m.structure()), m.config().model_type, m.head());
+  HFX_THROW("model",
+            "expected a decoder-only causal LM here, got the {} model {} (head {}); this path supports "
+            "decoder-only "
+            "models only",
+            structure_name(m.structure()), m.config().model_type, m.head());
 }
 
 namespace {

@@ -17,7 +17,8 @@ namespace hfx::models {
 namespace {
 
 struct Options {
-  bool norm_bias = false, attention_bias = false, mlp_bias = false, classifier_bias = false, decoder_bias = true;
+  bool norm_bias = false, attention_bias = false, mlp_bias = false, classifier_bias = false,
+       decoder_bias = true;
   int64_t every_n = 3, local_window = 128;
   double global_theta = 160000.0, local_theta = 10000.0;
   std::string act = "gelu", classifier_act = "gelu", pooling = "cls";
@@ -62,11 +63,14 @@ ModelConfig parse(const json& j) {
   ModelConfig c = parse_common(m, "modernbert", d);
   c.raw = j;
   Options o = options(c);
-  if (o.every_n <= 0) HFX_THROW("model", "expected global_attn_every_n_layers > 0 for modernbert, got {}", o.every_n);
-  if (o.local_window <= 0) HFX_THROW("model", "expected local_attention > 0 for modernbert, got {}", o.local_window);
+  if (o.every_n <= 0)
+    HFX_THROW("model", "expected global_attn_every_n_layers > 0 for modernbert, got {}", o.every_n);
+  if (o.local_window <= 0)
+    HFX_THROW("model", "expected local_attention > 0 for modernbert, got {}", o.local_window);
   if (o.pooling != "cls" && o.pooling != "mean")
     HFX_THROW("model", "expected classifier_pooling 'cls' or 'mean' for modernbert, got '{}'", o.pooling);
-  if (jhas(j, "rope_scaling")) HFX_THROW("model", "expected no rope_scaling for modernbert, got {}", j["rope_scaling"].dump());
+  if (jhas(j, "rope_scaling"))
+    HFX_THROW("model", "expected no rope_scaling for modernbert, got {}", j["rope_scaling"].dump());
   check_activation(o.act, "modernbert");
   check_activation(o.classifier_act, "modernbert");
   (void)encoder_head(c);
@@ -127,7 +131,7 @@ class ModernBert : public EncoderModel {
       Sym B = in.input_ids.size(0), S = in.input_ids.size(1);
       Var pos = F::expand(F::unsqueeze(F::arange(b, 0, S), 0), {B, S});
       Var global = padding_mask(b, in.attention_mask);  // [B, 1, 1, S]
-      Var local = sliding_window_mask(b, global, S);     // [B, 1, S, S]
+      Var local = sliding_window_mask(b, global, S);    // [B, 1, S, S]
       for (int64_t i = 0; i < c.num_hidden_layers; i++) {
         Scope sl(b, "layers." + std::to_string(i));
         h = layer(b, h, i, is_global(o_, i) ? global : local, pos);
@@ -142,8 +146,9 @@ class ModernBert : public EncoderModel {
     Var x = prediction_head(b, h);
     if (head() == kTokCls) return linear(b, *this, x, "classifier", true);
     Scope sd(b, "decoder");
-    Var y = F::linear(x, W(b, *this, c.tie_word_embeddings ? "model.embeddings.tok_embeddings.weight" : "decoder.weight"),
-                      o_.decoder_bias ? W(b, *this, "decoder.bias") : Var());
+    Var y = F::linear(
+        x, W(b, *this, c.tie_word_embeddings ? "model.embeddings.tok_embeddings.weight" : "decoder.weight"),
+        o_.decoder_bias ? W(b, *this, "decoder.bias") : Var());
     b.name_output(y);
     return y;
   }
@@ -187,7 +192,8 @@ class ModernBert : public EncoderModel {
   Var attention(Builder& b, const Var& x, int64_t layer, const Var& mask, const Var& pos) const {
     const auto& c = config();
     Scope s(b, "attn");
-    auto [cos, sin] = rope_cos_sin(b, rope(is_global(o_, layer) ? o_.global_theta : o_.local_theta), pos, pos.size(1));
+    auto [cos, sin] =
+        rope_cos_sin(b, rope(is_global(o_, layer) ? o_.global_theta : o_.local_theta), pos, pos.size(1));
     const int64_t E = c.hidden_size, H = c.num_attention_heads, D = c.head_dim;
     Sym B = x.size(0), S = x.size(1);
     Var qkv = linear(b, *this, x, "Wqkv", o_.attention_bias);  // [B, S, 3, H, D] flattened

@@ -46,7 +46,8 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& qwen3_architecture() {
-  static const Architecture a = decoder_architecture<parse, options>("qwen3", tiny, "byte_level", 1.0, {R"(model\.rotary_emb\.inv_freq)"});
+  static const Architecture a = decoder_architecture<parse, options>("qwen3", tiny, "byte_level", 1.0,
+                                                                     {R"(model\.rotary_emb\.inv_freq)"});
   return a;
 }
 

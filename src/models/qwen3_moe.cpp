@@ -62,7 +62,8 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& qwen3_moe_architecture() {
-  static const Architecture a = decoder_architecture<parse, options>("qwen3_moe", tiny, "byte_level", 1.0, {R"(model\.rotary_emb\.inv_freq)"});
+  static const Architecture a = decoder_architecture<parse, options>("qwen3_moe", tiny, "byte_level", 1.0,
+                                                                     {R"(model\.rotary_emb\.inv_freq)"});
   return a;
 }
 

@@ -2,8 +2,8 @@
 // one function returning its Architecture (xlm-roberta is a variant row in roberta.cpp); adding an
 // architecture is a file plus one line here; create-tiny's extra steps for an architecture (llava's processor
 // files) are one line of tiny_hooks().
-#include "tiny_hooks.h"
 #include "hfx/models/model.h"
+#include "tiny_hooks.h"
 
 namespace hfx::models {
 const Architecture& llama_architecture();
@@ -47,25 +47,43 @@ namespace hfx {
 std::vector<const Architecture*> all_architectures() {
   using namespace models;
   static const std::vector<const Architecture*> all = {
-      &llama_architecture(), &mistral_architecture(), &qwen2_architecture(), &qwen3_architecture(),
-      &gemma_architecture(), &gemma2_architecture(),  &phi3_architecture(),  &gpt2_architecture(),
+      &llama_architecture(),
+      &mistral_architecture(),
+      &qwen2_architecture(),
+      &qwen3_architecture(),
+      &gemma_architecture(),
+      &gemma2_architecture(),
+      &phi3_architecture(),
+      &gpt2_architecture(),
       &gemma3_text_architecture(),
       // mixture-of-experts decoders
-      &mixtral_architecture(), &qwen2_moe_architecture(), &qwen3_moe_architecture(), &olmoe_architecture(),
+      &mixtral_architecture(),
+      &qwen2_moe_architecture(),
+      &qwen3_moe_architecture(),
+      &olmoe_architecture(),
       &granitemoe_architecture(),
       // state-space decoders
-      &mamba_architecture(), &mamba2_architecture(),
+      &mamba_architecture(),
+      &mamba2_architecture(),
       // hybrids (per-layer-type caches: mamba or short-conv layers beside attention)
-      &granitemoehybrid_architecture(), &lfm2_architecture(),
+      &granitemoehybrid_architecture(),
+      &lfm2_architecture(),
       // encoder-only
-      &bert_architecture(), &roberta_architecture(), &xlm_roberta_architecture(), &distilbert_architecture(),
+      &bert_architecture(),
+      &roberta_architecture(),
+      &xlm_roberta_architecture(),
+      &distilbert_architecture(),
       &modernbert_architecture(),
       // encoder-decoder
-      &t5_architecture(),    &bart_architecture(),    &marian_architecture(),
+      &t5_architecture(),
+      &bart_architecture(),
+      &marian_architecture(),
       // speech encoder-decoder (log-mel features in)
       &whisper_architecture(),
       // vision-language (vision encoder, token embeddings, decoder on embeddings)
-      &llava_architecture(), &gemma3_architecture(), &idefics3_architecture(),
+      &llava_architecture(),
+      &gemma3_architecture(),
+      &idefics3_architecture(),
       &smolvlm_architecture(),
   };
   return all;
@@ -82,10 +100,11 @@ const Architecture* find_architecture(const std::string& model_type) {
 namespace hfx::models {
 
 const TinyHooks* tiny_hooks(const std::string& model_type) {
-  static const std::vector<std::pair<std::string, const TinyHooks*>> hooks = {{"llava", &llava_tiny_hooks()},
-                                                                                       {"gemma3", &gemma3_tiny_hooks()},
-                                                                                       {"idefics3", &idefics3_tiny_hooks()},
-                                                                                       {"smolvlm", &idefics3_tiny_hooks()}};
+  static const std::vector<std::pair<std::string, const TinyHooks*>> hooks = {
+      {"llava", &llava_tiny_hooks()},
+      {"gemma3", &gemma3_tiny_hooks()},
+      {"idefics3", &idefics3_tiny_hooks()},
+      {"smolvlm", &idefics3_tiny_hooks()}};
   for (const auto& [type, h] : hooks)
     if (type == model_type) return h;
   return nullptr;

@@ -44,12 +44,14 @@ RopeConfig rope_config(const ModelConfig& cfg) {
     type = jsonc::get<std::string>(p, "type", "model", "config.json rope parameters");
   rc.type = type;
   if (type != "default" && type != "linear" && type != "dynamic" && type != "llama3" && type != "yarn")
-    HFX_THROW("model", "expected rope type default, linear, dynamic, llama3 or yarn, got '{}' in config.json", type);
+    HFX_THROW("model", "expected rope type default, linear, dynamic, llama3 or yarn, got '{}' in config.json",
+              type);
   if (type != "default" && !has(p, "factor") && type != "yarn")
     HFX_THROW("model", "expected rope_scaling.factor for rope type '{}', got none", type);
   // Checked before the conversion below: a factor of 1e300 would make it undefined behaviour.
   if (!(rc.partial_rotary_factor > 0 && rc.partial_rotary_factor <= 1))
-    HFX_THROW("model", "expected config.json partial_rotary_factor in (0, 1], got {}", rc.partial_rotary_factor);
+    HFX_THROW("model", "expected config.json partial_rotary_factor in (0, 1], got {}",
+              rc.partial_rotary_factor);
   rc.dim = static_cast<int64_t>(static_cast<double>(cfg.head_dim) * rc.partial_rotary_factor);
   if (rc.dim <= 0 || rc.dim % 2) HFX_THROW("model", "expected an even positive rotary dim, got {}", rc.dim);
   rc.params = p;
@@ -82,7 +84,8 @@ RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len) {
     double L = seq_len && *seq_len > rc.max_position_embeddings ? static_cast<double>(*seq_len) : maxpos;
     // transformers computes this with a tensor seq_len at run time (f32) and with a python int at init
     // (f64); both round to the same f32 base for the sizes that matter here.
-    double base = rc.theta * std::pow((factor * L / maxpos) - (factor - 1.0), static_cast<double>(dim) / (dim - 2));
+    double base =
+        rc.theta * std::pow((factor * L / maxpos) - (factor - 1.0), static_cast<double>(dim) / (dim - 2));
     out.inv_freq = default_inv_freq(base, dim);
   } else if (rc.type == "llama3") {
     double factor = num(p, "factor", 8.0);
@@ -95,19 +98,26 @@ RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len) {
       float f = inv[i];
       float wavelen = static_cast<float>(2 * M_PI) / f;
       float scaled = wavelen > static_cast<float>(low_wl) ? f / static_cast<float>(factor) : f;
-      float smooth = (static_cast<float>(old_ctx) / wavelen - static_cast<float>(low)) / static_cast<float>(high - low);
+      float smooth =
+          (static_cast<float>(old_ctx) / wavelen - static_cast<float>(low)) / static_cast<float>(high - low);
       float smoothed = (1.0f - smooth) * scaled / static_cast<float>(factor) + smooth * scaled;
       bool medium = !(wavelen < static_cast<float>(high_wl)) && !(wavelen > static_cast<float>(low_wl));
       out.inv_freq[i] = medium ? smoothed : scaled;
     }
   } else if (rc.type == "yarn") {
     double orig = num(p, "original_max_position_embeddings", static_cast<double>(rc.max_position_embeddings));
-    double factor = has(p, "factor") ? num(p, "factor", 1.0) : static_cast<double>(rc.max_position_embeddings) / orig;
-    auto get_mscale = [](double scale, double m) { return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0; };
+    double factor =
+        has(p, "factor") ? num(p, "factor", 1.0) : static_cast<double>(rc.max_position_embeddings) / orig;
+    auto get_mscale = [](double scale, double m) {
+      return scale <= 1 ? 1.0 : 0.1 * m * std::log(scale) + 1.0;
+    };
     double mscale = num(p, "mscale", 0.0), mscale_all = num(p, "mscale_all_dim", 0.0);
-    if (has(p, "attention_factor")) out.attention_scaling = num(p, "attention_factor", 1.0);
-    else if (mscale != 0.0 && mscale_all != 0.0) out.attention_scaling = get_mscale(factor, mscale) / get_mscale(factor, mscale_all);
-    else out.attention_scaling = get_mscale(factor, 1.0);
+    if (has(p, "attention_factor"))
+      out.attention_scaling = num(p, "attention_factor", 1.0);
+    else if (mscale != 0.0 && mscale_all != 0.0)
+      out.attention_scaling = get_mscale(factor, mscale) / get_mscale(factor, mscale_all);
+    else
+      out.attention_scaling = get_mscale(factor, 1.0);
     double beta_fast = num(p, "beta_fast", 0.0), beta_slow = num(p, "beta_slow", 0.0);
     if (beta_fast == 0.0) beta_fast = 32;
     if (beta_slow == 0.0) beta_slow = 1;
@@ -116,13 +126,17 @@ RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len) {
       return (dim * std::log(orig / (rot * 2 * M_PI))) / (2 * std::log(rc.theta));
     };
     double lo = corr_dim(beta_fast), hi = corr_dim(beta_slow);
-    if (truncate) { lo = std::floor(lo); hi = std::ceil(hi); }
+    if (truncate) {
+      lo = std::floor(lo);
+      hi = std::ceil(hi);
+    }
     lo = std::max(lo, 0.0);
     hi = std::min(hi, static_cast<double>(dim - 1));
     if (lo == hi) hi += 0.001;
     out.inv_freq.resize(dim / 2);
     for (int64_t i = 0; i < dim / 2; i++) {
-      float pos_freq = std::pow(static_cast<float>(rc.theta), static_cast<float>(2 * i) / static_cast<float>(dim));
+      float pos_freq =
+          std::pow(static_cast<float>(rc.theta), static_cast<float>(2 * i) / static_cast<float>(dim));
       float extra = 1.0f / pos_freq;
       float inter = 1.0f / (static_cast<float>(factor) * pos_freq);
       float ramp = (static_cast<float>(i) - static_cast<float>(lo)) / static_cast<float>(hi - lo);
@@ -134,7 +148,8 @@ RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len) {
   return out;
 }
 
-std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& positions, const Sym& total_len) {
+std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& positions,
+                                 const Sym& total_len) {
   Scope s(b, "rotary_emb");
   RopeFreqs fr = compute_rope(rc);
   const int64_t half = rc.dim / 2;
@@ -143,7 +158,8 @@ std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& po
     // NTK: base' = base * ((factor * L / max) - (factor - 1)) ** (dim / (dim - 2)), L symbolic.
     double factor = rc.params.value("factor", 1.0);
     Var L = F::arange(b, total_len, total_len + Sym(1), DType::F32);  // [1] holding the length
-    Var x = F::div(F::mul(L, factor), b.constant(Tensor::scalar(static_cast<double>(rc.max_position_embeddings))));
+    Var x = F::div(F::mul(L, factor),
+                   b.constant(Tensor::scalar(static_cast<double>(rc.max_position_embeddings))));
     x = F::add(x, -(factor - 1.0));
     Var base = F::mul(F::pow(x, static_cast<double>(rc.dim) / (rc.dim - 2)), rc.theta);
     std::vector<float> e(half);
@@ -155,7 +171,7 @@ std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& po
     inv = b.constant(Tensor::from_floats({half}, fr.inv_freq));
   }
   Var pos = F::unsqueeze(F::to(positions, DType::F32), -1);  // [B, S, 1]
-  Var freqs = F::mul(pos, inv);                               // [B, S, dim/2]
+  Var freqs = F::mul(pos, inv);                              // [B, S, dim/2]
   Var emb = F::cat({freqs, freqs}, -1);
   Var cos = F::cos(emb), sin = F::sin(emb);
   if (fr.attention_scaling != 1.0) {

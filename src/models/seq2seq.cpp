@@ -22,7 +22,9 @@ std::vector<ComponentDecl> Seq2SeqLM::components() const {
   dec.name = "decoder";
   dec.inputs = {{"input_ids", DType::I64, {"batch_size", "decoder_sequence_length"}},
                 {"encoder_attention_mask", DType::I64, {"batch_size", "encoder_sequence_length"}},
-                {"encoder_hidden_states", DType::F32, {"batch_size", "encoder_sequence_length", std::to_string(d.d_model)}}};
+                {"encoder_hidden_states",
+                 DType::F32,
+                 {"batch_size", "encoder_sequence_length", std::to_string(d.d_model)}}};
   dec.outputs = {"logits"};
   const std::string H = std::to_string(d.heads), D = std::to_string(d.head_dim);
   for (int64_t i = 0; i < d.decoder_layers; i++) {
@@ -30,25 +32,33 @@ std::vector<ComponentDecl> Seq2SeqLM::components() const {
       const bool self = std::string(side) == "decoder";
       for (const char* kv : {"key", "value"}) {
         std::string kind = fmt::format("{}.{}", side, kv);
-        std::string past = fmt::format("past_key_values.{}.{}", i, kind), present = fmt::format("present.{}.{}", i, kind);
-        dec.inputs.push_back({past, DType::F32,
-                              {"batch_size", H, self ? "past_decoder_sequence_length" : "past_encoder_sequence_length", D},
-                              true});
+        std::string past = fmt::format("past_key_values.{}.{}", i, kind),
+                    present = fmt::format("present.{}.{}", i, kind);
+        dec.inputs.push_back(
+            {past,
+             DType::F32,
+             {"batch_size", H, self ? "past_decoder_sequence_length" : "past_encoder_sequence_length", D},
+             true});
         dec.outputs.push_back(present);
-        dec.cache.push_back({static_cast<int>(i), kind, self ? "full_attention" : "cross_attention", 0, past, present});
+        dec.cache.push_back(
+            {static_cast<int>(i), kind, self ? "full_attention" : "cross_attention", 0, past, present});
       }
     }
   }
   return {enc, dec};
 }
 
-NamedVars Seq2SeqLM::call(const std::string& component, Builder& b, const NamedVars& in, const CallOptions& opts) const {
+NamedVars Seq2SeqLM::call(const std::string& component, Builder& b, const NamedVars& in,
+                          const CallOptions& opts) const {
   auto need = [&](const char* name) {
     Var v = get(in, name);
-    if (!v) HFX_THROW("model", "expected input '{}' for component '{}' of {}, got none", name, component, config().model_type);
+    if (!v)
+      HFX_THROW("model", "expected input '{}' for component '{}' of {}, got none", name, component,
+                config().model_type);
     return v;
   };
-  if (component == "encoder") return {{"last_hidden_state", encode(b, need("input_ids"), get(in, "attention_mask"))}};
+  if (component == "encoder")
+    return {{"last_hidden_state", encode(b, need("input_ids"), get(in, "attention_mask"))}};
   if (component != "decoder") (void)this->component(component);  // throws, listing the components
   Seq2SeqDecoderArgs a;
   a.input_ids = need("input_ids");
@@ -73,7 +83,8 @@ NamedVars Seq2SeqLM::call(const std::string& component, Builder& b, const NamedV
   for (int64_t i = 0; i < L; i++) {
     const Seq2SeqLayerCache& c = cache[static_cast<size_t>(i)];
     if (!c.self_k || !c.self_v || !c.cross_k || !c.cross_v)
-      HFX_THROW("model", "expected the decoder of {} to fill cache layer {}, got no key/value", config().model_type, i);
+      HFX_THROW("model", "expected the decoder of {} to fill cache layer {}, got no key/value",
+                config().model_type, i);
     r.emplace_back(fmt::format("present.{}.decoder.key", i), c.self_k);
     r.emplace_back(fmt::format("present.{}.decoder.value", i), c.self_v);
     r.emplace_back(fmt::format("present.{}.encoder.key", i), c.cross_k);
@@ -89,8 +100,8 @@ Var split_heads(const Var& x, int64_t H, int64_t D) {
   return F::transpose(F::reshape(x, {x.size(0), x.size(1), Sym(H), Sym(D)}), 1, 2);
 }
 
-Var attend(Builder& b, const Model& m, const Var& q, const Var& k, const Var& v, const AttnLayout& a, const Var& mask,
-           bool causal) {
+Var attend(Builder& b, const Model& m, const Var& q, const Var& k, const Var& v, const AttnLayout& a,
+           const Var& mask, bool causal) {
   Var o = F::sdpa(q, k, v, mask, a.scale, causal);
   o = F::transpose(o, 1, 2);
   o = F::reshape(o, {o.size(0), o.size(1), Sym(a.heads * a.head_dim)});
@@ -101,8 +112,9 @@ Var attend(Builder& b, const Model& m, const Var& q, const Var& k, const Var& v,
 
 }  // namespace
 
-Var seq2seq_self_attention(Builder& b, const Model& m, const Var& x, const AttnLayout& a, const Var& mask, bool causal,
-                           const Var& past_k, const Var& past_v, Var* present_k, Var* present_v) {
+Var seq2seq_self_attention(Builder& b, const Model& m, const Var& x, const AttnLayout& a, const Var& mask,
+                           bool causal, const Var& past_k, const Var& past_v, Var* present_k,
+                           Var* present_v) {
   Var q = split_heads(linear(b, m, x, a.q, a.bias), a.heads, a.head_dim);
   Var k = split_heads(linear(b, m, x, a.k, a.bias && a.k_bias), a.heads, a.head_dim);
   Var v = split_heads(linear(b, m, x, a.v, a.bias), a.heads, a.head_dim);
@@ -115,8 +127,9 @@ Var seq2seq_self_attention(Builder& b, const Model& m, const Var& x, const AttnL
   return attend(b, m, q, k, v, a, mask, causal);
 }
 
-Var seq2seq_cross_attention(Builder& b, const Model& m, const Var& x, const Var& enc, const AttnLayout& a, const Var& mask,
-                            const Var& past_k, const Var& past_v, Var* present_k, Var* present_v) {
+Var seq2seq_cross_attention(Builder& b, const Model& m, const Var& x, const Var& enc, const AttnLayout& a,
+                            const Var& mask, const Var& past_k, const Var& past_v, Var* present_k,
+                            Var* present_v) {
   Var q = split_heads(linear(b, m, x, a.q, a.bias), a.heads, a.head_dim);
   // Only the encoder positions the past does not hold yet are projected: all of them in a first call
   // (empty or absent past), none in a cached step.
@@ -161,9 +174,11 @@ BartOptions bart_options(const ModelConfig& c, bool marian) {
   o.position_offset = marian ? 0 : 2;
   for (int64_t h : {o.encoder_heads, o.decoder_heads})
     if (h <= 0 || o.d_model % h)
-      HFX_THROW("model", "expected d_model ({}) to be a multiple of the attention heads, got {}", o.d_model, h);
+      HFX_THROW("model", "expected d_model ({}) to be a multiple of the attention heads, got {}", o.d_model,
+                h);
   if (o.encoder_layers <= 0 || o.decoder_layers <= 0)
-    HFX_THROW("model", "expected encoder_layers and decoder_layers > 0, got {} and {}", o.encoder_layers, o.decoder_layers);
+    HFX_THROW("model", "expected encoder_layers and decoder_layers > 0, got {} and {}", o.encoder_layers,
+              o.decoder_layers);
   return o;
 }
 
@@ -179,8 +194,8 @@ ModelConfig parse_bart_family(const json& j, const std::string& model_type, cons
   ModelConfig c = parse_common(m, model_type, d);
   c.raw = j;
   if (jhas(j, "decoder_vocab_size") && jget<int64_t>(j, "decoder_vocab_size", 0) != c.vocab_size)
-    HFX_THROW("model", "expected decoder_vocab_size equal to vocab_size ({}; shared embeddings), got {}", c.vocab_size,
-              j["decoder_vocab_size"].dump());
+    HFX_THROW("model", "expected decoder_vocab_size equal to vocab_size ({}; shared embeddings), got {}",
+              c.vocab_size, j["decoder_vocab_size"].dump());
   return c;
 }
 
@@ -232,9 +247,12 @@ Tensor sinusoidal_table(int64_t n, int64_t dim) {
   const int64_t half = dim / 2 + dim % 2;
   for (int64_t pos = 0; pos < n; pos++)
     for (int64_t j = 0; j < dim; j++) {
-      double angle = static_cast<double>(pos) / std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / static_cast<double>(dim));
-      if (j % 2 == 0) p[pos * dim + j / 2] = static_cast<float>(std::sin(angle));
-      else p[pos * dim + half + j / 2] = static_cast<float>(std::cos(angle));
+      double angle = static_cast<double>(pos) /
+                     std::pow(10000.0, 2.0 * static_cast<double>(j / 2) / static_cast<double>(dim));
+      if (j % 2 == 0)
+        p[pos * dim + j / 2] = static_cast<float>(std::sin(angle));
+      else
+        p[pos * dim + half + j / 2] = static_cast<float>(std::cos(angle));
     }
   return t;
 }
@@ -252,8 +270,8 @@ Var BartFamilyLM::embed(Builder& b, const std::string& stack, const Var& ids, co
   // Both position tables have max_position_embeddings rows (past the offset). When tracing, the ranges
   // may not tell, so this records a guard that export turns into a runtime check (as gpt2 does).
   if (!b.env().le(past + S, Sym(o_.max_positions)))
-    HFX_THROW(config().model_type, "expected past + sequence <= max_position_embeddings = {}, got {}", o_.max_positions,
-              b.env().hint(past + S));
+    HFX_THROW(config().model_type, "expected past + sequence <= max_position_embeddings = {}, got {}",
+              o_.max_positions, b.env().hint(past + S));
   Var pos = F::arange(b, past + Sym(o_.position_offset), past + S + Sym(o_.position_offset));
   Var pe;
   {
@@ -275,7 +293,8 @@ Var BartFamilyLM::ffn(Builder& b, const Var& x) const {
 }
 
 Var BartFamilyLM::encoder_layer(Builder& b, const Var& h, const Var& mask) const {
-  AttnLayout a{o_.encoder_heads, o_.d_model / o_.encoder_heads, 0.0, true, "q_proj", "k_proj", "v_proj", "out_proj"};
+  AttnLayout a{o_.encoder_heads, o_.d_model / o_.encoder_heads, 0.0, true, "q_proj", "k_proj", "v_proj",
+               "out_proj"};
   a.scale = 1.0 / std::sqrt(static_cast<double>(a.head_dim));
   Var att;
   {
@@ -288,20 +307,24 @@ Var BartFamilyLM::encoder_layer(Builder& b, const Var& h, const Var& mask) const
   return x;
 }
 
-Var BartFamilyLM::decoder_layer(Builder& b, const Var& h, const Var& enc, const Var& enc_mask, Seq2SeqLayerCache* c) const {
-  AttnLayout a{o_.decoder_heads, o_.d_model / o_.decoder_heads, 0.0, true, "q_proj", "k_proj", "v_proj", "out_proj"};
+Var BartFamilyLM::decoder_layer(Builder& b, const Var& h, const Var& enc, const Var& enc_mask,
+                                Seq2SeqLayerCache* c) const {
+  AttnLayout a{o_.decoder_heads, o_.d_model / o_.decoder_heads, 0.0, true, "q_proj", "k_proj", "v_proj",
+               "out_proj"};
   a.scale = 1.0 / std::sqrt(static_cast<double>(a.head_dim));
   Var att;
   {
     Scope s(b, "self_attn");
     att = seq2seq_self_attention(b, *this, h, a, Var(), /*causal=*/true, c ? c->past_self_k : Var(),
-                                 c ? c->past_self_v : Var(), c ? &c->self_k : nullptr, c ? &c->self_v : nullptr);
+                                 c ? c->past_self_v : Var(), c ? &c->self_k : nullptr,
+                                 c ? &c->self_v : nullptr);
   }
   Var x = layer_norm(b, *this, F::add(h, att), "self_attn_layer_norm", 1e-5);
   {
     Scope s(b, "encoder_attn");
-    att = seq2seq_cross_attention(b, *this, x, enc, a, enc_mask, c ? c->past_cross_k : Var(), c ? c->past_cross_v : Var(),
-                                  c ? &c->cross_k : nullptr, c ? &c->cross_v : nullptr);
+    att = seq2seq_cross_attention(b, *this, x, enc, a, enc_mask, c ? c->past_cross_k : Var(),
+                                  c ? c->past_cross_v : Var(), c ? &c->cross_k : nullptr,
+                                  c ? &c->cross_v : nullptr);
   }
   x = layer_norm(b, *this, F::add(x, att), "encoder_attn_layer_norm", 1e-5);
   x = layer_norm(b, *this, F::add(x, ffn(b, x)), "final_layer_norm", 1e-5);
@@ -329,14 +352,16 @@ Var BartFamilyLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
     Var enc_mask = padding_mask(b, a.encoder_attention_mask);
     for (int64_t i = 0; i < o_.decoder_layers; i++) {
       Scope sl(b, "layers." + std::to_string(i));
-      h = decoder_layer(b, h, a.encoder_hidden_states, enc_mask, a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
+      h = decoder_layer(b, h, a.encoder_hidden_states, enc_mask,
+                        a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
     }
   }
   h = keep_last(h, a.logits_to_keep);
   Var logits;
   {
     Scope sl(b, "lm_head");
-    logits = F::linear(h, W(b, *this, config().tie_word_embeddings ? "model.shared.weight" : "lm_head.weight"));
+    logits =
+        F::linear(h, W(b, *this, config().tie_word_embeddings ? "model.shared.weight" : "lm_head.weight"));
     b.name_output(logits);
   }
   logits = F::add(logits, W(b, *this, "final_logits_bias"));

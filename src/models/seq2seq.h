@@ -68,19 +68,20 @@ struct AttnLayout {
 
 /// Self-attention in the current scope (the attention module): q/k/v from x, k/v appended to the past
 /// (absent = none) and returned as the present; `mask` additive, broadcast to [B, H, S, T].
-Var seq2seq_self_attention(Builder& b, const Model& m, const Var& x, const AttnLayout& a, const Var& mask, bool causal,
-                           const Var& past_k, const Var& past_v, Var* present_k, Var* present_v);
+Var seq2seq_self_attention(Builder& b, const Model& m, const Var& x, const AttnLayout& a, const Var& mask,
+                           bool causal, const Var& past_k, const Var& past_v, Var* present_k, Var* present_v);
 /// Cross-attention in the current scope: q from x; k/v = cat(past, proj(enc[:, past_len:, :])).
-Var seq2seq_cross_attention(Builder& b, const Model& m, const Var& x, const Var& enc, const AttnLayout& a, const Var& mask,
-                            const Var& past_k, const Var& past_v, Var* present_k, Var* present_v);
+Var seq2seq_cross_attention(Builder& b, const Model& m, const Var& x, const Var& enc, const AttnLayout& a,
+                            const Var& mask, const Var& past_k, const Var& past_v, Var* present_k,
+                            Var* present_v);
 
 /// Scope(local) + nn.LayerNorm (weight and bias) + name_output.
 Var layer_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps);
 
 // ---- the BART family (bart, marian): post-LN layers, learned or sinusoidal positions ----
 struct BartOptions {
-  int64_t d_model = 0, encoder_layers = 0, decoder_layers = 0, encoder_heads = 0, decoder_heads = 0, encoder_ffn = 0,
-          decoder_ffn = 0, max_positions = 0, vocab = 0;
+  int64_t d_model = 0, encoder_layers = 0, decoder_layers = 0, encoder_heads = 0, decoder_heads = 0,
+          encoder_ffn = 0, decoder_ffn = 0, max_positions = 0, vocab = 0;
   std::string act = "gelu";
   bool scale_embedding = false;
   bool layernorm_embedding = true;  ///< BART: yes; Marian: no
@@ -108,7 +109,8 @@ class BartFamilyLM : public Seq2SeqLM {
   Var embed(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const;
   Var ffn(Builder& b, const Var& x) const;
   Var encoder_layer(Builder& b, const Var& h, const Var& mask) const;
-  Var decoder_layer(Builder& b, const Var& h, const Var& enc, const Var& enc_mask, Seq2SeqLayerCache* c) const;
+  Var decoder_layer(Builder& b, const Var& h, const Var& enc, const Var& enc_mask,
+                    Seq2SeqLayerCache* c) const;
   BartOptions o_;
 };
 

@@ -41,8 +41,9 @@ T5Options options(const ModelConfig& c) {
   o.act = proj.substr(dash == std::string::npos ? 0 : dash + 1);
   if (proj == "gated-gelu") o.act = "gelu_new";
   if (o.buckets < 2 || o.max_distance <= o.buckets / 4)
-    HFX_THROW("model", "expected relative_attention_num_buckets >= 2 and max_distance > buckets/4, got {} and {}", o.buckets,
-              o.max_distance);
+    HFX_THROW("model",
+              "expected relative_attention_num_buckets >= 2 and max_distance > buckets/4, got {} and {}",
+              o.buckets, o.max_distance);
   return o;
 }
 
@@ -134,7 +135,8 @@ Var relative_bucket(Builder& b, Var rel, bool bidirectional, int64_t nb, int64_t
 
 class T5LM : public Seq2SeqLM {
  public:
-  T5LM(ModelConfig c, std::shared_ptr<io::WeightStore> w) : Seq2SeqLM(std::move(c), std::move(w)), o_(options(config())) {}
+  T5LM(ModelConfig c, std::shared_ptr<io::WeightStore> w)
+      : Seq2SeqLM(std::move(c), std::move(w)), o_(options(config())) {}
 
   Seq2SeqDims dims() const override { return {o_.d_model, o_.decoder_layers, o_.heads, o_.d_kv}; }
 
@@ -168,11 +170,13 @@ class T5LM : public Seq2SeqLM {
       h = embed(b, a.input_ids);
       Sym S = a.input_ids.size(1);
       Sym past = a.cache && (*a.cache)[0].past_self_k ? (*a.cache)[0].past_self_k.size(2) : Sym(0);
-      Var bias = position_bias(b, "block.0.layer.0.SelfAttention", past, S, past + S, false);  // [1, H, S, past + S]
+      Var bias =
+          position_bias(b, "block.0.layer.0.SelfAttention", past, S, past + S, false);  // [1, H, S, past + S]
       Var enc_mask = padding_mask(b, a.encoder_attention_mask);
       for (int64_t i = 0; i < o_.decoder_layers; i++) {
         Scope sb(b, "block." + std::to_string(i));
-        h = decoder_block(b, h, bias, a.encoder_hidden_states, enc_mask, a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
+        h = decoder_block(b, h, bias, a.encoder_hidden_states, enc_mask,
+                          a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
       }
       h = rms_norm(b, *this, h, "final_layer_norm", o_.eps, 0.0);
     }
@@ -196,12 +200,13 @@ class T5LM : public Seq2SeqLM {
   }
 
   // T5Attention.compute_bias for queries at positions [q0, q0 + S) and keys [0, T): [1, H, S, T].
-  Var position_bias(Builder& b, const std::string& module, const Sym& q0, const Sym& S, const Sym& T, bool bidi) const {
+  Var position_bias(Builder& b, const std::string& module, const Sym& q0, const Sym& S, const Sym& T,
+                    bool bidi) const {
     Scope s(b, module + ".relative_attention_bias");
-    Var ctx = F::unsqueeze(F::arange(b, q0, q0 + S), 1);      // [S, 1]
-    Var mem = F::unsqueeze(F::arange(b, Sym(0), T), 0);        // [1, T]
+    Var ctx = F::unsqueeze(F::arange(b, q0, q0 + S), 1);                                   // [S, 1]
+    Var mem = F::unsqueeze(F::arange(b, Sym(0), T), 0);                                    // [1, T]
     Var bucket = relative_bucket(b, F::sub(mem, ctx), bidi, o_.buckets, o_.max_distance);  // [S, T]
-    Var v = F::to(F::embedding(w(b, b.scope() + ".weight"), bucket), DType::F32);         // [S, T, H]
+    Var v = F::to(F::embedding(w(b, b.scope() + ".weight"), bucket), DType::F32);          // [S, T, H]
     v = F::unsqueeze(F::permute(v, {2, 0, 1}), 0);
     b.name_output(v);
     return v;
@@ -211,21 +216,24 @@ class T5LM : public Seq2SeqLM {
     Scope sl(b, layer);
     Var x = rms_norm(b, *this, h, "layer_norm", o_.eps, 0.0);
     Scope sd(b, "DenseReluDense");
-    Var y = o_.gated ? F::mul(activation(linear(b, *this, x, "wi_0", false), o_.act), linear(b, *this, x, "wi_1", false))
+    Var y = o_.gated ? F::mul(activation(linear(b, *this, x, "wi_0", false), o_.act),
+                              linear(b, *this, x, "wi_1", false))
                      : activation(linear(b, *this, x, "wi", false), o_.act);
     y = linear(b, *this, y, "wo", false);
     b.name_output(y);
     return y;
   }
 
-  Var decoder_block(Builder& b, Var h, const Var& bias, const Var& enc, const Var& enc_mask, Seq2SeqLayerCache* c) const {
+  Var decoder_block(Builder& b, Var h, const Var& bias, const Var& enc, const Var& enc_mask,
+                    Seq2SeqLayerCache* c) const {
     Var att;
     {
       Scope sl(b, "layer.0");
       Var x = rms_norm(b, *this, h, "layer_norm", o_.eps, 0.0);
       Scope sa(b, "SelfAttention");
       att = seq2seq_self_attention(b, *this, x, layout(), bias, /*causal=*/true, c ? c->past_self_k : Var(),
-                                   c ? c->past_self_v : Var(), c ? &c->self_k : nullptr, c ? &c->self_v : nullptr);
+                                   c ? c->past_self_v : Var(), c ? &c->self_k : nullptr,
+                                   c ? &c->self_v : nullptr);
     }
     h = F::add(h, att);
     {
@@ -233,7 +241,8 @@ class T5LM : public Seq2SeqLM {
       Var x = rms_norm(b, *this, h, "layer_norm", o_.eps, 0.0);
       Scope sa(b, "EncDecAttention");
       att = seq2seq_cross_attention(b, *this, x, enc, layout(), enc_mask, c ? c->past_cross_k : Var(),
-                                    c ? c->past_cross_v : Var(), c ? &c->cross_k : nullptr, c ? &c->cross_v : nullptr);
+                                    c ? c->past_cross_v : Var(), c ? &c->cross_k : nullptr,
+                                    c ? &c->cross_v : nullptr);
     }
     h = F::add(h, att);
     h = F::add(h, ff(b, h, "layer.2"));
@@ -287,8 +296,9 @@ const Architecture& t5_architecture() {
       .tiny_norm_mean = 1.0,
       // Tied copies of `shared`, and the unused cross-attention bias old checkpoints (t5-small) carry, which
       // transformers ignores too (_keys_to_ignore_on_load_unexpected).
-      .optional_weights = {R"((en|de)coder\.embed_tokens\.weight)",
-                           R"(decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight)"},
+      .optional_weights =
+          {R"((en|de)coder\.embed_tokens\.weight)",
+           R"(decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight)"},
       .heads = {{"seq2seq_lm", "T5ForConditionalGeneration"}},
   };
   return a;

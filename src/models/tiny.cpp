@@ -35,7 +35,9 @@ bool is_norm_weight(const std::string& name, const Shape& shape) {
          name.find("LayerNorm") != std::string::npos;
 }
 
-tok::TinyTokenizerKind tokenizer_kind(const Architecture& a) { return tok::tiny_tokenizer_kind_from_name(a.tiny_tokenizer); }
+tok::TinyTokenizerKind tokenizer_kind(const Architecture& a) {
+  return tok::tiny_tokenizer_kind_from_name(a.tiny_tokenizer);
+}
 
 // config.json's `architectures` (and labels, for classification heads) for the chosen head.
 void set_head(const Architecture& arch, nlohmann::json& j, const std::string& head) {
@@ -76,13 +78,16 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
   nlohmann::json j = arch.tiny_config(opt.preset);
   if (opt.dtype) j["torch_dtype"] = dtype_name(*opt.dtype);
   if (opt.layers > 0) {
-    j[j.contains("n_layer") ? "n_layer" : j.contains("n_layers") ? "n_layers" : "num_hidden_layers"] = opt.layers;
+    j[j.contains("n_layer")    ? "n_layer"
+      : j.contains("n_layers") ? "n_layers"
+                               : "num_hidden_layers"] = opt.layers;
     j.erase("layer_types");
   }
   set_head(arch, j, opt.head);
   auto kind = tokenizer_kind(arch);
   TinyText t;
-  t.tokenizer_json = tok::make_tiny_tokenizer_json(kind, static_cast<int>(j.value("vocab_size", int64_t{512})));
+  t.tokenizer_json =
+      tok::make_tiny_tokenizer_json(kind, static_cast<int>(j.value("vocab_size", int64_t{512})));
   t.tokenizer_config_json = tok::make_tiny_tokenizer_config_json(kind);
   auto tk = tok::Tokenizer::from_json_string(t.tokenizer_json, t.tokenizer_config_json);
   j["vocab_size"] = tk.vocab_size();
@@ -96,13 +101,16 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
 }
 
 // The sentence-transformers files around a base encoder: Transformer → Pooling → Normalize.
-void check_sentence_pooling(const Architecture& arch, const nlohmann::json& config, const std::string& pooling) {
+void check_sentence_pooling(const Architecture& arch, const nlohmann::json& config,
+                            const std::string& pooling) {
   if (pooling.empty()) return;
   if (pooling != "mean" && pooling != "cls" && pooling != "max")
     HFX_THROW("model", "expected sentence-transformers pooling mean, cls or max, got '{}'", pooling);
   std::string head = head_of(arch, config);
   if (head != "base")
-    HFX_THROW("model", "expected an encoder base model (head base) for a sentence-transformers checkpoint, got {} with head {}",
+    HFX_THROW("model",
+              "expected an encoder base model (head base) for a sentence-transformers checkpoint, got {} "
+              "with head {}",
               arch.model_type, head);
 }
 
@@ -112,7 +120,10 @@ void write_sentence_transformers(const std::string& dir, const ModelConfig& cfg,
   nlohmann::json modules = nlohmann::json::array(
       {{{"idx", 0}, {"name", "0"}, {"path", ""}, {"type", "sentence_transformers.models.Transformer"}},
        {{"idx", 1}, {"name", "1"}, {"path", "1_Pooling"}, {"type", "sentence_transformers.models.Pooling"}},
-       {{"idx", 2}, {"name", "2"}, {"path", "2_Normalize"}, {"type", "sentence_transformers.models.Normalize"}}});
+       {{"idx", 2},
+        {"name", "2"},
+        {"path", "2_Normalize"},
+        {"type", "sentence_transformers.models.Normalize"}}});
   nlohmann::json pool = {{"word_embedding_dimension", cfg.hidden_size},
                          {"pooling_mode_cls_token", pooling == "cls"},
                          {"pooling_mode_mean_tokens", pooling == "mean"},
@@ -125,19 +136,24 @@ void write_sentence_transformers(const std::string& dir, const ModelConfig& cfg,
   fs::create_directories(fs::path(dir) / "2_Normalize");
   io::write_file_atomic(path("modules.json"), modules.dump(2) + "\n");
   io::write_file_atomic(path("1_Pooling/config.json"), pool.dump(2) + "\n");
-  io::write_file_atomic(path("sentence_bert_config.json"),
-                        nlohmann::json{{"max_seq_length", cfg.max_position_embeddings}, {"do_lower_case", false}}.dump(2) + "\n");
-  io::write_file_atomic(path("config_sentence_transformers.json"),
-                        nlohmann::json{{"__version__", {{"sentence_transformers", "3.0.1"}, {"transformers", "4.47.0"}}},
-                                       {"prompts", nlohmann::json::object()},
-                                       {"default_prompt_name", nullptr},
-                                       {"similarity_fn_name", "cosine"}}
-                                .dump(2) + "\n");
+  io::write_file_atomic(
+      path("sentence_bert_config.json"),
+      nlohmann::json{{"max_seq_length", cfg.max_position_embeddings}, {"do_lower_case", false}}.dump(2) +
+          "\n");
+  io::write_file_atomic(
+      path("config_sentence_transformers.json"),
+      nlohmann::json{{"__version__", {{"sentence_transformers", "3.0.1"}, {"transformers", "4.47.0"}}},
+                     {"prompts", nlohmann::json::object()},
+                     {"default_prompt_name", nullptr},
+                     {"similarity_fn_name", "cosine"}}
+              .dump(2) +
+          "\n");
 }
 
 }  // namespace
 
-Tensor tiny_random_tensor(const std::string& name, const Shape& shape, DType dt, uint64_t seed, double mean, double std) {
+Tensor tiny_random_tensor(const std::string& name, const Shape& shape, DType dt, uint64_t seed, double mean,
+                          double std) {
   Tensor t = Tensor::empty(shape, dt);
   const int64_t n = t.numel();
   uint64_t state = seed * 0x9e3779b97f4a7c15ull ^ fnv1a(name);
@@ -161,8 +177,8 @@ Tensor tiny_random_tensor(const std::string& name, const Shape& shape, DType dt,
   return t;
 }
 
-static std::pair<double, double> init_of(const Architecture& a, const ModelConfig& cfg, const std::string& name,
-                                         const Shape& shape) {
+static std::pair<double, double> init_of(const Architecture& a, const ModelConfig& cfg,
+                                         const std::string& name, const Shape& shape) {
   double std = cfg.raw.value("initializer_range", 0.02);
   if (is_norm_weight(name, shape)) return {a.tiny_norm_mean, std};
   return {0.0, std};
@@ -204,9 +220,10 @@ nlohmann::json create_tiny(const std::string& model_type, const std::string& dir
     }
     w.commit();
   }
-  nlohmann::json gen = {{"_from_model_config", true}, {"transformers_version", t.config.value("transformers_version", "4.56.0")}};
-  for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "forced_bos_token_id",
-                        "forced_eos_token_id", "bad_words_ids"})
+  nlohmann::json gen = {{"_from_model_config", true},
+                        {"transformers_version", t.config.value("transformers_version", "4.56.0")}};
+  for (const char* k : {"bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id",
+                        "forced_bos_token_id", "forced_eos_token_id", "bad_words_ids"})
     if (t.config.contains(k)) gen[k] = t.config[k];
   io::write_file_atomic(path("tokenizer.json"), t.tokenizer_json);
   io::write_file_atomic(path("tokenizer_config.json"), t.tokenizer_config_json);

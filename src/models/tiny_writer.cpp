@@ -17,7 +17,8 @@ SafetensorsStreamWriter::SafetensorsStreamWriter(const std::string& path, std::v
   uint64_t off = 0;
   for (const auto& d : decls_) {
     uint64_t n = static_cast<uint64_t>(shape_numel(d.shape)) * dtype_size(d.dtype);
-    h[d.name] = {{"dtype", dtype_safetensors_tag(d.dtype)}, {"shape", d.shape}, {"data_offsets", {off, off + n}}};
+    h[d.name] = {
+        {"dtype", dtype_safetensors_tag(d.dtype)}, {"shape", d.shape}, {"data_offsets", {off, off + n}}};
     off += n;
   }
   std::string header = h.dump();
@@ -38,8 +39,8 @@ void SafetensorsStreamWriter::write(const std::string& name, const Tensor& t) {
               next_ < decls_.size() ? decls_[next_].name : std::string("<end>"), name);
   const auto& d = decls_[next_];
   if (t.dtype() != d.dtype || t.shape() != d.shape)
-    HFX_THROW("safetensors", "expected tensor '{}' as {}{}, got {}{}", name, dtype_name(d.dtype), shape_to_string(d.shape),
-              dtype_name(t.dtype()), shape_to_string(t.shape()));
+    HFX_THROW("safetensors", "expected tensor '{}' as {}{}, got {}{}", name, dtype_name(d.dtype),
+              shape_to_string(d.shape), dtype_name(t.dtype()), shape_to_string(t.shape()));
   Tensor c = t.is_contiguous() ? t : t.contiguous();
   file_->write(c.raw(), c.nbytes());
   next_++;

@@ -42,7 +42,8 @@ class SafetensorsStreamWriter {
 /// create-tiny: what a real checkpoint of a model type has beyond config.json and the tokenizer
 /// (preprocessor_config.json, generation ids looked up in the tokenizer). Called after tokenizer.json is
 /// written into `dir` and before config.json / generation_config.json, which it may amend.
-using TinyExtras = void (*)(const std::string& dir, nlohmann::json& config, nlohmann::json& generation_config);
+using TinyExtras = void (*)(const std::string& dir, nlohmann::json& config,
+                            nlohmann::json& generation_config);
 /// The extras of `model_type`, or null. A table here rather than a field of Architecture for now: adding
 /// one to hfx/models/model.h rebuilds nearly every file (to move there when that header next changes).
 TinyExtras tiny_extras(const std::string& model_type);

@@ -21,7 +21,9 @@ Sym Var::size(int64_t d) const {
 }
 
 const Tensor& Var::tensor() const {
-  if (!t_.defined()) HFX_THROW("builder", "expected a concrete tensor (eager mode), got a traced value '{}'", v_ ? v_->name : "?");
+  if (!t_.defined())
+    HFX_THROW("builder", "expected a concrete tensor (eager mode), got a traced value '{}'",
+              v_ ? v_->name : "?");
   return t_;
 }
 
@@ -39,13 +41,16 @@ std::string Builder::scope() const {
 
 // ---- eager ----
 
-static TensorType type_of(const Tensor& t) { return TensorType{t.dtype(), SymShape(t.shape().begin(), t.shape().end())}; }
+static TensorType type_of(const Tensor& t) {
+  return TensorType{t.dtype(), SymShape(t.shape().begin(), t.shape().end())};
+}
 
 EagerBuilder::EagerBuilder() = default;
 
 Var EagerBuilder::wrap(const Tensor& t) { return Var(this, type_of(t), t, nullptr); }
 
-std::vector<Var> EagerBuilder::call(const std::string& op, const std::vector<Var>& inputs, const Attrs& attrs) {
+std::vector<Var> EagerBuilder::call(const std::string& op, const std::vector<Var>& inputs,
+                                    const Attrs& attrs) {
   const OpSchema& s = op_schema(op);
   Attrs norm = normalize_attrs(s, attrs);
   std::vector<Tensor> in;
@@ -77,9 +82,12 @@ void EagerBuilder::name_output(const Var& v, const std::string& suffix) {
 
 Var TraceBuilder::wrap(Value* v) { return Var(this, v->type, Tensor(), v); }
 
-Var TraceBuilder::input(const std::string& name, const TensorType& type) { return wrap(g_.add_input(name, type)); }
+Var TraceBuilder::input(const std::string& name, const TensorType& type) {
+  return wrap(g_.add_input(name, type));
+}
 
-std::vector<Var> TraceBuilder::call(const std::string& op, const std::vector<Var>& inputs, const Attrs& attrs) {
+std::vector<Var> TraceBuilder::call(const std::string& op, const std::vector<Var>& inputs,
+                                    const Attrs& attrs) {
   // Export patches (installed by PatchScope in this export's table) take over the op while they are active.
   if (const OpHandler* h = patches_ ? patches_->active(op) : nullptr) {
     PatchTable::Running guard(*patches_, op);
@@ -89,7 +97,10 @@ std::vector<Var> TraceBuilder::call(const std::string& op, const std::vector<Var
   in.reserve(inputs.size());
   for (const Var& v : inputs) {
     if (v.defined() && &v.builder() != this)
-      HFX_THROW("capture", "expected every input of {} at '{}' to come from this trace, got a value from another builder", op, scope());
+      HFX_THROW(
+          "capture",
+          "expected every input of {} at '{}' to come from this trace, got a value from another builder", op,
+          scope());
     in.push_back(v.defined() ? v.value() : nullptr);
   }
   std::string name = scope();

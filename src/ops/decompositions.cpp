@@ -78,7 +78,9 @@ std::vector<Var> sdpa(Builder& b, const std::vector<Var>& in, const Attrs& a) {
   double scale = attr_f(a, "scale", 0.0);
   if (scale == 0.0) {
     auto d = q.size(-1).maybe_value();
-    if (!d) HFX_THROW("decomp", "expected a constant head dim for the default sdpa scale, got {}", q.size(-1).str());
+    if (!d)
+      HFX_THROW("decomp", "expected a constant head dim for the default sdpa scale, got {}",
+                q.size(-1).str());
     scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, *d)));
   }
   bool causal = attr_b(a, "causal", true);
@@ -113,8 +115,10 @@ std::vector<Var> sdpa(Builder& b, const std::vector<Var>& in, const Attrs& a) {
     scores = F::where(allowed, scores, F::full(b, {}, ninf, DType::F32));
   }
   if (mask) {
-    if (mask.dtype() == DType::Bool) scores = F::where(mask, scores, F::full(b, {}, ninf, DType::F32));
-    else scores = F::add(scores, F::to(mask, DType::F32));
+    if (mask.dtype() == DType::Bool)
+      scores = F::where(mask, scores, F::full(b, {}, ninf, DType::F32));
+    else
+      scores = F::add(scores, F::to(mask, DType::F32));
   }
   Var p = F::softmax(scores, -1);
   // a row with every key disallowed is NaN after softmax; the op defines it as zeros

@@ -42,7 +42,9 @@ Var tanh(const Var& a) { return call1("aten.tanh", {a}); }
 Var sigmoid(const Var& a) { return call1("aten.sigmoid", {a}); }
 Var silu(const Var& a) { return call1("aten.silu", {a}); }
 Var relu(const Var& a) { return call1("aten.relu", {a}); }
-Var gelu(const Var& a, const std::string& approx) { return call1("aten.gelu", {a}, {{"approximate", approx}}); }
+Var gelu(const Var& a, const std::string& approx) {
+  return call1("aten.gelu", {a}, {{"approximate", approx}});
+}
 Var sin(const Var& a) { return call1("aten.sin", {a}); }
 Var cos(const Var& a) { return call1("aten.cos", {a}); }
 Var abs(const Var& a) { return call1("aten.abs", {a}); }
@@ -61,16 +63,28 @@ Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_
   if (zero_points.defined()) return call1("hfx.linear_q", {x, codes, scales, zero_points}, a);
   return call1("hfx.linear_q", {x, codes, scales}, a);
 }
-Var sum(const Var& a, const std::vector<int64_t>& d, bool k) { return call1("aten.sum.dim_IntList", {a}, {{"dim", d}, {"keepdim", k}}); }
-Var mean(const Var& a, const std::vector<int64_t>& d, bool k) { return call1("aten.mean.dim", {a}, {{"dim", d}, {"keepdim", k}}); }
-Var amax(const Var& a, const std::vector<int64_t>& d, bool k) { return call1("aten.amax", {a}, {{"dim", d}, {"keepdim", k}}); }
-Var argmax(const Var& a, int64_t d, bool k) { return call1("aten.argmax", {a}, {{"dim", d}, {"keepdim", k}}); }
+Var sum(const Var& a, const std::vector<int64_t>& d, bool k) {
+  return call1("aten.sum.dim_IntList", {a}, {{"dim", d}, {"keepdim", k}});
+}
+Var mean(const Var& a, const std::vector<int64_t>& d, bool k) {
+  return call1("aten.mean.dim", {a}, {{"dim", d}, {"keepdim", k}});
+}
+Var amax(const Var& a, const std::vector<int64_t>& d, bool k) {
+  return call1("aten.amax", {a}, {{"dim", d}, {"keepdim", k}});
+}
+Var argmax(const Var& a, int64_t d, bool k) {
+  return call1("aten.argmax", {a}, {{"dim", d}, {"keepdim", k}});
+}
 Var cumsum(const Var& a, int64_t d) { return call1("aten.cumsum", {a}, {{"dim", d}}); }
 Var softmax(const Var& a, int64_t d) { return call1("aten._softmax", {a}, {{"dim", d}}); }
 Var log_softmax(const Var& a, int64_t d) { return call1("aten._log_softmax", {a}, {{"dim", d}}); }
-Var layer_norm(const Var& x, const Var& w, const Var& b, double eps) { return call1("aten.layer_norm", {x, w, b}, {{"eps", eps}}); }
+Var layer_norm(const Var& x, const Var& w, const Var& b, double eps) {
+  return call1("aten.layer_norm", {x, w, b}, {{"eps", eps}});
+}
 Var embedding(const Var& w, const Var& idx) { return call1("aten.embedding", {w, idx}); }
-Var index_select(const Var& a, int64_t d, const Var& idx) { return call1("aten.index_select", {a, idx}, {{"dim", d}}); }
+Var index_select(const Var& a, int64_t d, const Var& idx) {
+  return call1("aten.index_select", {a, idx}, {{"dim", d}});
+}
 Var index_copy(const Var& a, int64_t d, const Var& idx, const Var& src) {
   return call1("aten.index_copy", {a, idx, src}, {{"dim", d}});
 }
@@ -82,7 +96,9 @@ Var slice(const Var& a, int64_t d, const Sym& start, const Sym& end, int64_t ste
   return call1("aten.slice.Tensor", {a}, {{"dim", d}, {"start", start}, {"end", end}, {"step", step}});
 }
 Var reshape(const Var& a, const SymShape& shape) { return call1("aten.view", {a}, {{"size", shape}}); }
-Var permute(const Var& a, const std::vector<int64_t>& dims) { return call1("aten.permute", {a}, {{"dims", dims}}); }
+Var permute(const Var& a, const std::vector<int64_t>& dims) {
+  return call1("aten.permute", {a}, {{"dims", dims}});
+}
 Var transpose(const Var& a, int64_t d0, int64_t d1) {
   int64_t n = a.dim();
   if (d0 < 0) d0 += n;
@@ -108,11 +124,15 @@ Var full(Builder& b, const SymShape& shape, double value, DType dt) {
 Var rms_norm(const Var& x, const Var& w, double eps, double off) {
   return call1("hfx.rms_norm", {x, w}, {{"eps", eps}, {"weight_offset", off}});
 }
-Var rope(const Var& x, const Var& c, const Var& s, bool inter) { return call1("hfx.rope", {x, c, s}, {{"interleaved", inter}}); }
-Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale, bool causal, int64_t window, double softcap) {
+Var rope(const Var& x, const Var& c, const Var& s, bool inter) {
+  return call1("hfx.rope", {x, c, s}, {{"interleaved", inter}});
+}
+Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale, bool causal, int64_t window,
+         double softcap) {
   std::vector<Var> in{q, k, v};
   if (mask.defined()) in.push_back(mask);
-  return call1("hfx.sdpa", in, {{"scale", scale}, {"causal", causal}, {"window", window}, {"softcap", softcap}});
+  return call1("hfx.sdpa", in,
+               {{"scale", scale}, {"causal", causal}, {"window", window}, {"softcap", softcap}});
 }
 
 Var moe(const Var& x, const Var& router_logits, const std::vector<Var>& experts, int64_t top_k,

@@ -12,7 +12,8 @@ const std::unordered_map<std::string_view, const OpSchema*>& index() {
   static const auto* idx = [] {
     auto* m = new std::unordered_map<std::string_view, const OpSchema*>();
     for (const OpSchema& s : op_table()) {
-      if (!m->emplace(s.name, &s).second) throw Error("ops", "expected unique op names, got '" + s.name + "' twice");
+      if (!m->emplace(s.name, &s).second)
+        throw Error("ops", "expected unique op names, got '" + s.name + "' twice");
     }
     return m;
   }();
@@ -40,8 +41,10 @@ std::vector<const OpSchema*> all_op_schemas() {
 Attrs normalize_attrs(const OpSchema& op, const Attrs& attrs) {
   Attrs out;
   for (const auto& [k, v] : attrs.items()) {
-    bool known = std::any_of(op.attrs.begin(), op.attrs.end(), [&](const AttrSpec& a) { return a.name == k; });
-    if (!known) HFX_THROW("ops", "expected attributes of {} to be among its schema, got unknown '{}'", op.name, k);
+    bool known =
+        std::any_of(op.attrs.begin(), op.attrs.end(), [&](const AttrSpec& a) { return a.name == k; });
+    if (!known)
+      HFX_THROW("ops", "expected attributes of {} to be among its schema, got unknown '{}'", op.name, k);
     out.set(k, v);
   }
   for (const AttrSpec& a : op.attrs) {

@@ -36,16 +36,40 @@ SymShape broadcast(const SymShape& a, const SymShape& b, ShapeEnv& env, const ch
     bool ha = i + a.size() >= n, hb = i + b.size() >= n;
     Sym x = ha ? a[i + a.size() - n] : Sym(1);
     Sym y = hb ? b[i + b.size() - n] : Sym(1);
-    if (!ha) { out[i] = y; continue; }
-    if (!hb) { out[i] = x; continue; }
-    if (x.same(y)) { out[i] = x; continue; }
-    if (x.is_const() && x.value() == 1) { out[i] = y; continue; }
-    if (y.is_const() && y.value() == 1) { out[i] = x; continue; }
+    if (!ha) {
+      out[i] = y;
+      continue;
+    }
+    if (!hb) {
+      out[i] = x;
+      continue;
+    }
+    if (x.same(y)) {
+      out[i] = x;
+      continue;
+    }
+    if (x.is_const() && x.value() == 1) {
+      out[i] = y;
+      continue;
+    }
+    if (y.is_const() && y.value() == 1) {
+      out[i] = x;
+      continue;
+    }
     if (x.is_const() && y.is_const())
       HFX_THROW("ops", "expected broadcastable shapes for {}, got {} and {}", op, shape_str(a), shape_str(b));
-    if (env.eq(x, y)) { out[i] = x; continue; }
-    if (env.eq(x, Sym(1))) { out[i] = y; continue; }
-    if (env.eq(y, Sym(1))) { out[i] = x; continue; }
+    if (env.eq(x, y)) {
+      out[i] = x;
+      continue;
+    }
+    if (env.eq(x, Sym(1))) {
+      out[i] = y;
+      continue;
+    }
+    if (env.eq(y, Sym(1))) {
+      out[i] = x;
+      continue;
+    }
     HFX_THROW("ops", "expected broadcastable shapes for {}, got {} and {}", op, shape_str(a), shape_str(b));
   }
   return out;
@@ -84,8 +108,10 @@ Out reduce(const In& in, const Attrs& a, ShapeEnv&, const char* op) {
   for (auto d : dims) red[norm_dim(d, r, op)] = true;
   SymShape s;
   for (int64_t i = 0; i < r; i++) {
-    if (!red[i]) s.push_back(x.shape[i]);
-    else if (a.b("keepdim")) s.push_back(Sym(1));
+    if (!red[i])
+      s.push_back(x.shape[i]);
+    else if (a.b("keepdim"))
+      s.push_back(Sym(1));
   }
   // torch sums integers and bools in int64; mean/amax keep the input dtype.
   DType dt = (std::string(op) == "aten.sum.dim_IntList" && !dtype_is_float(x.dtype)) ? DType::I64 : x.dtype;
@@ -102,7 +128,8 @@ Out infer_matmul(const In& in, const Attrs&, ShapeEnv& env, const char* op) {
   if (b1) bs.push_back(Sym(1));
   Sym k1 = as.back(), k2 = bs[bs.size() - 2];
   if (!k1.same(k2) && !env.eq(k1, k2))
-    HFX_THROW("ops", "expected matching inner dims for {}, got {} and {}", op, shape_str(a.shape), shape_str(b.shape));
+    HFX_THROW("ops", "expected matching inner dims for {}, got {} and {}", op, shape_str(a.shape),
+              shape_str(b.shape));
   SymShape ab(as.begin(), as.end() - 2), bb(bs.begin(), bs.end() - 2);
   SymShape out = broadcast(ab, bb, env, op);
   if (!a1) out.push_back(as[as.size() - 2]);
@@ -127,7 +154,8 @@ Out infer_linear(const In& in, const Attrs&, ShapeEnv& env) {
   if (w.shape.size() != 2) HFX_THROW("ops", "expected a 2-d weight for aten.linear, got {}", w.str());
   if (x.shape.empty()) HFX_THROW("ops", "expected at least 1-d input for aten.linear, got a scalar");
   if (!x.shape.back().same(w.shape[1]) && !env.eq(x.shape.back(), w.shape[1]))
-    HFX_THROW("ops", "expected input features {} to match weight {}, got {}", w.shape[1].str(), w.str(), x.str());
+    HFX_THROW("ops", "expected input features {} to match weight {}, got {}", w.shape[1].str(), w.str(),
+              x.str());
   if (in.size() > 2 && in[2] && (in[2]->shape.size() != 1 || !in[2]->shape[0].same(w.shape[0])))
     HFX_THROW("ops", "expected bias of shape [{}] for aten.linear, got {}", w.shape[0].str(), in[2]->str());
   SymShape s = x.shape;
@@ -145,9 +173,13 @@ Out infer_linear_q(const In& in, const Attrs& a, ShapeEnv&) {
   auto B = q.shape.size() == 3 ? q.shape[1].maybe_value() : std::nullopt;
   auto blob = q.shape.size() == 3 ? q.shape[2].maybe_value() : std::nullopt;
   if (!K || !B || !blob || (bits != 4 && bits != 8) || g <= 0 || *K != *B * g || *blob * 8 != g * bits ||
-      q.dtype != DType::U8 || s.shape.size() != 2 || !s.shape[0].same(q.shape[0]) || !s.shape[1].same(q.shape[1]))
-    HFX_THROW("ops", "expected hfx.linear_q x[..., K] with uint8 codes [N, K/{}, {}] and scales [N, K/{}] ({} bits), "
-              "got {}, {} and {}", g, g * bits / 8, g, bits, x.str(), q.str(), s.str());
+      q.dtype != DType::U8 || s.shape.size() != 2 || !s.shape[0].same(q.shape[0]) ||
+      !s.shape[1].same(q.shape[1]))
+    HFX_THROW(
+        "ops",
+        "expected hfx.linear_q x[..., K] with uint8 codes [N, K/{}, {}] and scales [N, K/{}] ({} bits), "
+        "got {}, {} and {}",
+        g, g * bits / 8, g, bits, x.str(), q.str(), s.str());
   SymShape out = x.shape;
   out.back() = q.shape[0];
   return {TensorType{DType::F32, out}};
@@ -155,7 +187,8 @@ Out infer_linear_q(const In& in, const Attrs& a, ShapeEnv&) {
 
 Out infer_where(const In& in, const Attrs&, ShapeEnv& env) {
   const char* op = "aten.where.self";
-  SymShape s = broadcast(need(in, 0, op).shape, broadcast(need(in, 1, op).shape, need(in, 2, op).shape, env, op), env, op);
+  SymShape s = broadcast(need(in, 0, op).shape,
+                         broadcast(need(in, 1, op).shape, need(in, 2, op).shape, env, op), env, op);
   return {TensorType{promote_types(in[1]->dtype, in[2]->dtype), s}};
 }
 
@@ -163,8 +196,10 @@ Out infer_argmax(const In& in, const Attrs& a, ShapeEnv&) {
   const auto& x = need(in, 0, "aten.argmax");
   int64_t d = norm_dim(a.i("dim"), static_cast<int64_t>(x.shape.size()), "aten.argmax");
   SymShape s = x.shape;
-  if (a.b("keepdim")) s[d] = Sym(1);
-  else s.erase(s.begin() + d);
+  if (a.b("keepdim"))
+    s[d] = Sym(1);
+  else
+    s.erase(s.begin() + d);
   return {TensorType{DType::I64, s}};
 }
 
@@ -180,7 +215,8 @@ Out infer_embedding(const In& in, const Attrs&, ShapeEnv&) {
   const auto& w = need(in, 0, "aten.embedding");
   const auto& idx = need(in, 1, "aten.embedding");
   if (w.shape.size() != 2) HFX_THROW("ops", "expected a 2-d embedding weight, got {}", w.str());
-  if (dtype_is_float(idx.dtype)) HFX_THROW("ops", "expected integer indices for aten.embedding, got {}", idx.str());
+  if (dtype_is_float(idx.dtype))
+    HFX_THROW("ops", "expected integer indices for aten.embedding, got {}", idx.str());
   SymShape s = idx.shape;
   s.push_back(w.shape[1]);
   return {TensorType{w.dtype, s}};
@@ -189,7 +225,8 @@ Out infer_embedding(const In& in, const Attrs&, ShapeEnv&) {
 Out infer_index_select(const In& in, const Attrs& a, ShapeEnv&) {
   const auto& x = need(in, 0, "aten.index_select");
   const auto& idx = need(in, 1, "aten.index_select");
-  if (idx.shape.size() != 1) HFX_THROW("ops", "expected a 1-d index for aten.index_select, got {}", idx.str());
+  if (idx.shape.size() != 1)
+    HFX_THROW("ops", "expected a 1-d index for aten.index_select, got {}", idx.str());
   int64_t d = norm_dim(a.i("dim"), static_cast<int64_t>(x.shape.size()), "aten.index_select");
   SymShape s = x.shape;
   s[d] = idx.shape[0];
@@ -202,8 +239,8 @@ Out infer_index_copy(const In& in, const Attrs& a, ShapeEnv&) {
   const auto& src = need(in, 2, "aten.index_copy");
   int64_t d = norm_dim(a.i("dim"), static_cast<int64_t>(x.shape.size()), "aten.index_copy");
   if (idx.shape.size() != 1 || src.shape.size() != x.shape.size() || !src.shape[d].same(idx.shape[0]))
-    HFX_THROW("ops", "expected index [n] and source with n at dim {} for aten.index_copy, got {} and {}", d, idx.str(),
-              src.str());
+    HFX_THROW("ops", "expected index [n] and source with n at dim {} for aten.index_copy, got {} and {}", d,
+              idx.str(), src.str());
   return {x};
 }
 
@@ -266,7 +303,8 @@ Out infer_view(const In& in, const Attrs& a, ShapeEnv& env) {
   Sym got(1);
   for (const auto& d : s) got = got * d;
   if (!got.same(total) && !env.eq(got, total))
-    HFX_THROW("ops", "expected aten.view to keep {} elements of {}, got size {}", total.str(), x.str(), shape_str(s));
+    HFX_THROW("ops", "expected aten.view to keep {} elements of {}, got size {}", total.str(), x.str(),
+              shape_str(s));
   return {TensorType{x.dtype, s}};
 }
 
@@ -274,7 +312,8 @@ Out infer_permute(const In& in, const Attrs& a, ShapeEnv&) {
   const auto& x = need(in, 0, "aten.permute");
   const auto& dims = a.ints("dims");
   int64_t r = static_cast<int64_t>(x.shape.size());
-  if (static_cast<int64_t>(dims.size()) != r) HFX_THROW("ops", "expected {} dims for aten.permute of {}, got {}", r, x.str(), dims.size());
+  if (static_cast<int64_t>(dims.size()) != r)
+    HFX_THROW("ops", "expected {} dims for aten.permute of {}, got {}", r, x.str(), dims.size());
   SymShape s(r);
   std::vector<bool> seen(r, false);
   for (int64_t i = 0; i < r; i++) {
@@ -289,14 +328,19 @@ Out infer_permute(const In& in, const Attrs& a, ShapeEnv&) {
 Out infer_expand(const In& in, const Attrs& a, ShapeEnv& env) {
   const auto& x = need(in, 0, "aten.expand");
   SymShape s = a.syms("size");
-  if (s.size() < x.shape.size()) HFX_THROW("ops", "expected aten.expand to at least rank {}, got {}", x.shape.size(), shape_str(s));
+  if (s.size() < x.shape.size())
+    HFX_THROW("ops", "expected aten.expand to at least rank {}, got {}", x.shape.size(), shape_str(s));
   size_t lead = s.size() - x.shape.size();
   for (size_t i = lead; i < s.size(); i++) {
     const Sym& have = x.shape[i - lead];
-    if (s[i].is_const() && s[i].value() == -1) { s[i] = have; continue; }
+    if (s[i].is_const() && s[i].value() == -1) {
+      s[i] = have;
+      continue;
+    }
     if (have.same(s[i]) || (have.is_const() && have.value() == 1)) continue;
     if (!env.eq(have, s[i]))
-      HFX_THROW("ops", "expected size 1 or {} at dim {} for aten.expand of {}, got {}", s[i].str(), i, x.str(), have.str());
+      HFX_THROW("ops", "expected size 1 or {} at dim {} for aten.expand of {}, got {}", s[i].str(), i,
+                x.str(), have.str());
   }
   return {TensorType{x.dtype, s}};
 }
@@ -306,7 +350,8 @@ Out infer_unsqueeze(const In& in, const Attrs& a, ShapeEnv&) {
   int64_t r = static_cast<int64_t>(x.shape.size()) + 1;
   int64_t d = a.i("dim");
   if (d < 0) d += r;
-  if (d < 0 || d >= r) HFX_THROW("ops", "expected dim in [{}, {}) for aten.unsqueeze, got {}", -r, r, a.i("dim"));
+  if (d < 0 || d >= r)
+    HFX_THROW("ops", "expected dim in [{}, {}) for aten.unsqueeze, got {}", -r, r, a.i("dim"));
   SymShape s = x.shape;
   s.insert(s.begin() + d, Sym(1));
   return {TensorType{x.dtype, s}};
@@ -320,19 +365,25 @@ Out infer_squeeze(const In& in, const Attrs& a, ShapeEnv& env) {
   return {TensorType{x.dtype, s}};
 }
 
-Out infer_to_copy(const In& in, const Attrs& a, ShapeEnv&) { return {TensorType{a.dtype("dtype"), need(in, 0, "aten._to_copy").shape}}; }
+Out infer_to_copy(const In& in, const Attrs& a, ShapeEnv&) {
+  return {TensorType{a.dtype("dtype"), need(in, 0, "aten._to_copy").shape}};
+}
 
 Out infer_arange(const In&, const Attrs& a, ShapeEnv& env) {
   Sym len = env.max(a.sym("end") - a.sym("start"), Sym(0));
   return {TensorType{a.dtype("dtype"), {len}}};
 }
-Out infer_full(const In&, const Attrs& a, ShapeEnv&) { return {TensorType{a.dtype("dtype"), a.syms("size")}}; }
+Out infer_full(const In&, const Attrs& a, ShapeEnv&) {
+  return {TensorType{a.dtype("dtype"), a.syms("size")}};
+}
 
 Out infer_rms_norm(const In& in, const Attrs&, ShapeEnv& env) {
   const auto& x = need(in, 0, "hfx.rms_norm");
   const auto& w = need(in, 1, "hfx.rms_norm");
-  if (w.shape.size() != 1 || x.shape.empty() || (!w.shape[0].same(x.shape.back()) && !env.eq(w.shape[0], x.shape.back())))
-    HFX_THROW("ops", "expected hfx.rms_norm weight [{}], got {}", x.shape.empty() ? "?" : x.shape.back().str(), w.str());
+  if (w.shape.size() != 1 || x.shape.empty() ||
+      (!w.shape[0].same(x.shape.back()) && !env.eq(w.shape[0], x.shape.back())))
+    HFX_THROW("ops", "expected hfx.rms_norm weight [{}], got {}",
+              x.shape.empty() ? "?" : x.shape.back().str(), w.str());
   return {x};
 }
 
@@ -341,9 +392,11 @@ Out infer_rope(const In& in, const Attrs&, ShapeEnv& env) {
   const auto& c = need(in, 1, "hfx.rope");
   const auto& s = need(in, 2, "hfx.rope");
   if (x.shape.size() != 4 || c.shape.size() != 3 || s.shape.size() != 3)
-    HFX_THROW("ops", "expected hfx.rope x[B,H,S,D] and cos/sin[B,S,R], got {}, {}, {}", x.str(), c.str(), s.str());
+    HFX_THROW("ops", "expected hfx.rope x[B,H,S,D] and cos/sin[B,S,R], got {}, {}, {}", x.str(), c.str(),
+              s.str());
   if (!c.shape[1].same(x.shape[2]) && !env.eq(c.shape[1], x.shape[2]))
-    HFX_THROW("ops", "expected hfx.rope cos length {} to match x's sequence {}", c.shape[1].str(), x.shape[2].str());
+    HFX_THROW("ops", "expected hfx.rope cos length {} to match x's sequence {}", c.shape[1].str(),
+              x.shape[2].str());
   return {x};
 }
 
@@ -352,7 +405,8 @@ Out infer_sdpa(const In& in, const Attrs&, ShapeEnv& env) {
   const auto& k = need(in, 1, "hfx.sdpa");
   const auto& v = need(in, 2, "hfx.sdpa");
   if (q.shape.size() != 4 || k.shape.size() != 4 || v.shape.size() != 4)
-    HFX_THROW("ops", "expected hfx.sdpa q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv], got {}, {}, {}", q.str(), k.str(), v.str());
+    HFX_THROW("ops", "expected hfx.sdpa q[B,Hq,S,D], k[B,Hkv,T,D], v[B,Hkv,T,Dv], got {}, {}, {}", q.str(),
+              k.str(), v.str());
   auto hq = q.shape[1].maybe_value(), hk = k.shape[1].maybe_value();
   if (hq && hk && (*hk == 0 || *hq % *hk != 0))
     HFX_THROW("ops", "expected query heads {} to be a multiple of key/value heads {} in hfx.sdpa", *hq, *hk);
@@ -412,7 +466,9 @@ Out infer_moe(const In& in, const Attrs& a, ShapeEnv& env) {
 #define DIMSAME(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return infer_dim_check_same(i, a, e, n); }
 
 AttrSpec req(const std::string& n, const std::string& doc = "") { return AttrSpec{n, true, int64_t{0}, doc}; }
-AttrSpec opt(const std::string& n, AttrValue d, const std::string& doc = "") { return AttrSpec{n, false, std::move(d), doc}; }
+AttrSpec opt(const std::string& n, AttrValue d, const std::string& doc = "") {
+  return AttrSpec{n, false, std::move(d), doc};
+}
 
 std::vector<OpSchema> build_table() {
   namespace K = kernels;
@@ -430,7 +486,15 @@ std::vector<OpSchema> build_table() {
   add({"aten.minimum", 2, 2, 1, {}, BIN("aten.minimum"), K::minimum, nullptr, ""});
   add({"aten.add.Scalar", 1, 1, 1, {req("other")}, same_as_first, K::add_scalar, nullptr, "a + other"});
   add({"aten.mul.Scalar", 1, 1, 1, {req("other")}, same_as_first, K::mul_scalar, nullptr, "a * other"});
-  add({"aten.pow.Tensor_Scalar", 1, 1, 1, {req("exponent")}, float_unary, K::pow_scalar, nullptr, "a ** exponent"});
+  add({"aten.pow.Tensor_Scalar",
+       1,
+       1,
+       1,
+       {req("exponent")},
+       float_unary,
+       K::pow_scalar,
+       nullptr,
+       "a ** exponent"});
   add({"aten.eq.Tensor", 2, 2, 1, {}, CMP("aten.eq.Tensor"), K::eq, nullptr, ""});
   add({"aten.lt.Tensor", 2, 2, 1, {}, CMP("aten.lt.Tensor"), K::lt, nullptr, ""});
   add({"aten.le.Tensor", 2, 2, 1, {}, CMP("aten.le.Tensor"), K::le, nullptr, ""});
@@ -438,8 +502,17 @@ std::vector<OpSchema> build_table() {
   add({"aten.ge.Tensor", 2, 2, 1, {}, CMP("aten.ge.Tensor"), K::ge, nullptr, ""});
   add({"aten.logical_and", 2, 2, 1, {}, CMP("aten.logical_and"), K::logical_and, nullptr, ""});
   add({"aten.logical_or", 2, 2, 1, {}, CMP("aten.logical_or"), K::logical_or, nullptr, ""});
-  add({"aten.logical_not", 1, 1, 1, {}, [](const In& i, const Attrs&, ShapeEnv&) { return Out{TensorType{DType::Bool, i.at(0)->shape}}; },
-       K::logical_not, nullptr, ""});
+  add({"aten.logical_not",
+       1,
+       1,
+       1,
+       {},
+       [](const In& i, const Attrs&, ShapeEnv&) {
+         return Out{TensorType{DType::Bool, i.at(0)->shape}};
+       },
+       K::logical_not,
+       nullptr,
+       ""});
   add({"aten.where.self", 3, 3, 1, {}, infer_where, K::where, nullptr, "cond ? a : b"});
   // ---- unary ----
   unary("aten.neg", K::neg, false);
@@ -456,31 +529,109 @@ std::vector<OpSchema> build_table() {
   unary("aten.cos", K::cos);
   unary("aten.reciprocal", K::reciprocal);
   unary("aten.erf", K::erf);
-  add({"aten.gelu", 1, 1, 1, {opt("approximate", std::string("none"), "'none' (erf) or 'tanh'")}, float_unary, K::gelu, nullptr, ""});
+  add({"aten.gelu",
+       1,
+       1,
+       1,
+       {opt("approximate", std::string("none"), "'none' (erf) or 'tanh'")},
+       float_unary,
+       K::gelu,
+       nullptr,
+       ""});
   // ---- linear algebra ----
   add({"aten.mm", 2, 2, 1, {}, infer_mm, K::mm, nullptr, "[M,K] @ [K,N]"});
   add({"aten.bmm", 2, 2, 1, {}, infer_bmm, K::bmm, nullptr, "[B,M,K] @ [B,K,N]"});
-  add({"aten.matmul", 2, 2, 1, {}, [](const In& i, const Attrs& a, ShapeEnv& e) { return infer_matmul(i, a, e, "aten.matmul"); },
-       K::matmul, nullptr, "batched matmul with broadcasting"});
+  add({"aten.matmul",
+       2,
+       2,
+       1,
+       {},
+       [](const In& i, const Attrs& a, ShapeEnv& e) { return infer_matmul(i, a, e, "aten.matmul"); },
+       K::matmul,
+       nullptr,
+       "batched matmul with broadcasting"});
   add({"aten.linear", 2, 3, 1, {}, infer_linear, K::linear, nullptr, "x @ w^T + b"});
-  add({"hfx.linear_q", 3, 4, 1, {req("bits", "4 or 8"), req("group_size", "input features per scale")}, infer_linear_q,
-       K::linear_q, nullptr, "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
+  add({"hfx.linear_q",
+       3,
+       4,
+       1,
+       {req("bits", "4 or 8"), req("group_size", "input features per scale")},
+       infer_linear_q,
+       K::linear_q,
+       nullptr,
+       "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
   // ---- reductions ----
-  add({"aten.sum.dim_IntList", 1, 1, 1, {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)}, RED("aten.sum.dim_IntList"), K::sum, nullptr, ""});
-  add({"aten.mean.dim", 1, 1, 1, {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)}, RED("aten.mean.dim"), K::mean, nullptr, ""});
-  add({"aten.amax", 1, 1, 1, {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)}, RED("aten.amax"), K::amax, nullptr, ""});
+  add({"aten.sum.dim_IntList",
+       1,
+       1,
+       1,
+       {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)},
+       RED("aten.sum.dim_IntList"),
+       K::sum,
+       nullptr,
+       ""});
+  add({"aten.mean.dim",
+       1,
+       1,
+       1,
+       {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)},
+       RED("aten.mean.dim"),
+       K::mean,
+       nullptr,
+       ""});
+  add({"aten.amax",
+       1,
+       1,
+       1,
+       {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)},
+       RED("aten.amax"),
+       K::amax,
+       nullptr,
+       ""});
   add({"aten.argmax", 1, 1, 1, {req("dim"), opt("keepdim", false)}, infer_argmax, K::argmax, nullptr, ""});
   add({"aten.cumsum", 1, 1, 1, {req("dim")}, DIMSAME("aten.cumsum"), K::cumsum, nullptr, ""});
   add({"aten._softmax", 1, 1, 1, {req("dim")}, DIMSAME("aten._softmax"), K::softmax, nullptr, ""});
-  add({"aten._log_softmax", 1, 1, 1, {req("dim")}, DIMSAME("aten._log_softmax"), K::log_softmax, nullptr, ""});
-  add({"aten.layer_norm", 1, 3, 1, {opt("eps", 1e-5)}, infer_layer_norm, K::layer_norm, nullptr, "over the last dim"});
+  add({"aten._log_softmax",
+       1,
+       1,
+       1,
+       {req("dim")},
+       DIMSAME("aten._log_softmax"),
+       K::log_softmax,
+       nullptr,
+       ""});
+  add({"aten.layer_norm",
+       1,
+       3,
+       1,
+       {opt("eps", 1e-5)},
+       infer_layer_norm,
+       K::layer_norm,
+       nullptr,
+       "over the last dim"});
   // ---- indexing and shape ----
   add({"aten.embedding", 2, 2, 1, {}, infer_embedding, K::embedding, nullptr, ""});
   add({"aten.index_select", 2, 2, 1, {req("dim")}, infer_index_select, K::index_select, nullptr, ""});
-  add({"aten.index_copy", 3, 3, 1, {req("dim")}, infer_index_copy, K::index_copy, nullptr, "functional index_copy"});
+  add({"aten.index_copy",
+       3,
+       3,
+       1,
+       {req("dim")},
+       infer_index_copy,
+       K::index_copy,
+       nullptr,
+       "functional index_copy"});
   add({"aten.cat", 1, -1, 1, {opt("dim", int64_t{0})}, infer_cat, K::cat, nullptr, ""});
-  add({"aten.slice.Tensor", 1, 1, 1, {opt("dim", int64_t{0}), opt("start", Sym(0)), opt("end", Sym(SymRange::kInf)), opt("step", int64_t{1})},
-       infer_slice, K::slice, nullptr, ""});
+  add({"aten.slice.Tensor",
+       1,
+       1,
+       1,
+       {opt("dim", int64_t{0}), opt("start", Sym(0)), opt("end", Sym(SymRange::kInf)),
+        opt("step", int64_t{1})},
+       infer_slice,
+       K::slice,
+       nullptr,
+       ""});
   add({"aten.view", 1, 1, 1, {req("size")}, infer_view, K::view, nullptr, ""});
   add({"aten.permute", 1, 1, 1, {req("dims")}, infer_permute, K::permute, nullptr, ""});
   add({"aten.expand", 1, 1, 1, {req("size")}, infer_expand, K::expand, nullptr, ""});
@@ -488,18 +639,62 @@ std::vector<OpSchema> build_table() {
   add({"aten.squeeze.dim", 1, 1, 1, {req("dim")}, infer_squeeze, K::squeeze, nullptr, ""});
   add({"aten._to_copy", 1, 1, 1, {req("dtype")}, infer_to_copy, K::to_copy, nullptr, "dtype conversion"});
   // ---- factories ----
-  add({"aten.arange.start", 0, 0, 1, {opt("start", Sym(0)), req("end"), opt("dtype", DType::I64)}, infer_arange, K::arange, nullptr, ""});
-  add({"aten.full", 0, 0, 1, {req("size"), opt("value", 0.0), opt("dtype", DType::F32)}, infer_full, K::full, nullptr, ""});
+  add({"aten.arange.start",
+       0,
+       0,
+       1,
+       {opt("start", Sym(0)), req("end"), opt("dtype", DType::I64)},
+       infer_arange,
+       K::arange,
+       nullptr,
+       ""});
+  add({"aten.full",
+       0,
+       0,
+       1,
+       {req("size"), opt("value", 0.0), opt("dtype", DType::F32)},
+       infer_full,
+       K::full,
+       nullptr,
+       ""});
   // ---- composite ----
-  add({"hfx.rms_norm", 2, 2, 1, {opt("eps", 1e-6), opt("weight_offset", 0.0)}, infer_rms_norm, K::rms_norm, decomp::rms_norm,
+  add({"hfx.rms_norm",
+       2,
+       2,
+       1,
+       {opt("eps", 1e-6), opt("weight_offset", 0.0)},
+       infer_rms_norm,
+       K::rms_norm,
+       decomp::rms_norm,
        "x * rsqrt(mean(x^2) + eps) * (w + offset)"});
-  add({"hfx.rope", 3, 3, 1, {opt("interleaved", false)}, infer_rope, K::rope, decomp::rope, "rotary embedding"});
-  add({"hfx.sdpa", 3, 4, 1, {req("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)}, infer_sdpa, K::sdpa,
-       decomp::sdpa, "scaled dot-product attention (causal, GQA, sliding window, softcap, additive mask)"});
-  add({"hfx.moe", 4, -1, 1,
-       {req("top_k"), opt("normalize", false), opt("act", std::string("silu"), "silu, relu, gelu or gelu_tanh"),
+  add({"hfx.rope",
+       3,
+       3,
+       1,
+       {opt("interleaved", false)},
+       infer_rope,
+       K::rope,
+       decomp::rope,
+       "rotary embedding"});
+  add({"hfx.sdpa",
+       3,
+       4,
+       1,
+       {req("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)},
+       infer_sdpa,
+       K::sdpa,
+       decomp::sdpa,
+       "scaled dot-product attention (causal, GQA, sliding window, softcap, additive mask)"});
+  add({"hfx.moe",
+       4,
+       -1,
+       1,
+       {req("top_k"), opt("normalize", false),
+        opt("act", std::string("silu"), "silu, relu, gelu or gelu_tanh"),
         opt("interleaved", false, "stacked gate_up rows alternate gate, up (else gate rows, then up)")},
-       infer_moe, K::moe, decomp::moe,
+       infer_moe,
+       K::moe,
+       decomp::moe,
        "sparse mixture-of-experts MLP: softmax routing, top_k (optionally renormalized), gated experts "
        "(stacked or per expert)"});
   return t;

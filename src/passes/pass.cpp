@@ -25,7 +25,8 @@ bool run_pass(Graph& g, const Pass& p) {
     try {
       verify_graph(g);
     } catch (const Error& e) {
-      HFX_THROW("passes", "expected a valid graph after pass '{}' ({}), got: {}", p.name, p.contract, e.what());
+      HFX_THROW("passes", "expected a valid graph after pass '{}' ({}), got: {}", p.name, p.contract,
+                e.what());
     }
   }
   return changed;

@@ -61,18 +61,21 @@ Image crop(const Image& in, int64_t x0, int64_t y0, int64_t w, int64_t h) {
 
 }  // namespace
 
-Idefics3ImageProcessorConfig Idefics3ImageProcessorConfig::from_json(const nlohmann::json& j, std::string_view where) {
+Idefics3ImageProcessorConfig Idefics3ImageProcessorConfig::from_json(const nlohmann::json& j,
+                                                                     std::string_view where) {
   jsonc::object(j, kC, where);
   Idefics3ImageProcessorConfig c;
-  const std::string type = jsonc::get_or<std::string>(j, "image_processor_type", "Idefics3ImageProcessor", kC, where);
+  const std::string type =
+      jsonc::get_or<std::string>(j, "image_processor_type", "Idefics3ImageProcessor", kC, where);
   HFX_CHECK(type == "Idefics3ImageProcessor" || type == "SmolVLMImageProcessor", std::string(kC),
             "expected image_processor_type Idefics3ImageProcessor in {}, got '{}'", where, type);
   const std::string w(where);
   c.do_resize = jsonc::get_or<bool>(j, "do_resize", c.do_resize, kC, where);
-  if (jsonc::has(j, "size")) c.longest_edge = jsonc::get<int64_t>(jsonc::at(j, "size", kC, where), "longest_edge", kC, w + ".size");
+  if (jsonc::has(j, "size"))
+    c.longest_edge = jsonc::get<int64_t>(jsonc::at(j, "size", kC, where), "longest_edge", kC, w + ".size");
   if (jsonc::has(j, "max_image_size"))
-    c.max_image_size =
-        jsonc::get<int64_t>(jsonc::at(j, "max_image_size", kC, where), "longest_edge", kC, w + ".max_image_size");
+    c.max_image_size = jsonc::get<int64_t>(jsonc::at(j, "max_image_size", kC, where), "longest_edge", kC,
+                                           w + ".max_image_size");
   c.do_image_splitting = jsonc::get_or<bool>(j, "do_image_splitting", c.do_image_splitting, kC, where);
   c.resample = static_cast<Resample>(jsonc::get_or<int>(j, "resample", 1, kC, where));
   c.do_rescale = jsonc::get_or<bool>(j, "do_rescale", c.do_rescale, kC, where);
@@ -81,17 +84,19 @@ Idefics3ImageProcessorConfig Idefics3ImageProcessorConfig::from_json(const nlohm
   for (const char* key : {"image_mean", "image_std"}) {
     if (!jsonc::has(j, key)) continue;
     auto v = jsonc::as<std::vector<double>>(j[key], kC, w + "." + key);
-    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key, v.size());
+    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key,
+              v.size());
     float* dst = std::string_view(key) == "image_mean" ? c.image_mean : c.image_std;
     for (int i = 0; i < 3; i++) dst[i] = static_cast<float>(v[i]);
   }
   HFX_CHECK(c.longest_edge > 0 && c.max_image_size > 0, std::string(kC),
-            "expected a positive size.longest_edge and max_image_size.longest_edge in {}, got {} and {}", where,
-            c.longest_edge, c.max_image_size);
+            "expected a positive size.longest_edge and max_image_size.longest_edge in {}, got {} and {}",
+            where, c.longest_edge, c.max_image_size);
   return c;
 }
 
-Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg, const std::vector<Image>& images) {
+Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg,
+                                     const std::vector<Image>& images) {
   HFX_CHECK(!images.empty(), std::string(kC), "expected at least one image, got none");
   const int64_t S = cfg.max_image_size;
   std::vector<Image> frames;
@@ -112,7 +117,8 @@ Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg, co
         const int64_t th = (cur.height + rows - 1) / rows, tw = (cur.width + cols - 1) / cols;
         for (int64_t y = 0; y < rows; y++)
           for (int64_t x = 0; x < cols; x++)
-            frames.push_back(crop(cur, x * tw, y * th, std::min(tw, cur.width - x * tw), std::min(th, cur.height - y * th)));
+            frames.push_back(crop(cur, x * tw, y * th, std::min(tw, cur.width - x * tw),
+                                  std::min(th, cur.height - y * th)));
         cur = resize(cur, S, S, Resample::Lanczos);  // split_image resizes the global image with its default
       }
     } else {
@@ -127,8 +133,8 @@ Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg, co
   float* dst = r.pixel_values.data<float>();
   for (int64_t n = 0; n < N; n++) {
     HFX_CHECK(frames[n].width == S && frames[n].height == S, std::string(kC),
-              "expected {}x{} tiles, got {}x{}: a tile that needs padding is not supported", S, S, frames[n].width,
-              frames[n].height);
+              "expected {}x{} tiles, got {}x{}: a tile that needs padding is not supported", S, S,
+              frames[n].width, frames[n].height);
     for (int64_t c = 0; c < 3; c++)
       for (int64_t i = 0; i < S * S; i++) {
         const uint8_t v = frames[n].rgb[i * 3 + c];

@@ -7,8 +7,8 @@
 #include <png.h>
 #include <stdio.h>  // jpeglib.h needs FILE and size_t first
 
-#include <jpeglib.h>
 #include <jerror.h>
+#include <jpeglib.h>
 
 #include <csetjmp>
 #include <cstring>

@@ -259,14 +259,16 @@ ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::jso
   const bool clip = type == "CLIPImageProcessor" || type == "CLIPImageProcessorFast";
   const bool siglip = type == "SiglipImageProcessor" || type == "SiglipImageProcessorFast" ||
                       type == "Gemma3ImageProcessor" || type == "Gemma3ImageProcessorFast";
-  HFX_CHECK(clip || siglip, std::string(kC),
-            "expected image_processor_type CLIPImageProcessor, SiglipImageProcessor or Gemma3ImageProcessor in "
-            "{}, got '{}' (the processors of llava and gemma3 checkpoints)",
-            where, type);
-  HFX_CHECK(!jsonc::get_or<bool>(j, "do_pan_and_scan", false, kC, where), std::string(kC),
-            "expected do_pan_and_scan false or null in {}, got true; hfx does not implement Gemma 3's pan and "
-            "scan crops",
-            where);
+  HFX_CHECK(
+      clip || siglip, std::string(kC),
+      "expected image_processor_type CLIPImageProcessor, SiglipImageProcessor or Gemma3ImageProcessor in "
+      "{}, got '{}' (the processors of llava and gemma3 checkpoints)",
+      where, type);
+  HFX_CHECK(
+      !jsonc::get_or<bool>(j, "do_pan_and_scan", false, kC, where), std::string(kC),
+      "expected do_pan_and_scan false or null in {}, got true; hfx does not implement Gemma 3's pan and "
+      "scan crops",
+      where);
   c.do_resize = jsonc::get_or<bool>(j, "do_resize", c.do_resize, kC, where);
   const auto& size = jsonc::at(j, "size", kC, where);
   if (siglip) {  // transformers' defaults: 224×224 bilinear, mean and std 0.5, no crop

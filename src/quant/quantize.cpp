@@ -14,10 +14,13 @@ namespace hfx::quant {
 
 std::string QuantOptions::method() const { return bits == 0 ? "none" : "int" + std::to_string(bits); }
 
-QuantOptions parse_options(const std::string& method, int group_size, bool symmetric, const std::string& activations) {
+QuantOptions parse_options(const std::string& method, int group_size, bool symmetric,
+                           const std::string& activations) {
   QuantOptions o;
-  if (method == "int4") o.bits = 4;
-  else if (method == "int8") o.bits = 8;
+  if (method == "int4")
+    o.bits = 4;
+  else if (method == "int8")
+    o.bits = 8;
   else if (method != "none" && !method.empty())
     HFX_THROW("quant", "expected --quantize none, int8 or int4, got '{}'", method);
   if (group_size != 32 && group_size != 64 && group_size != 128)
@@ -27,7 +30,9 @@ QuantOptions parse_options(const std::string& method, int group_size, bool symme
   if (activations != "f32" && activations != "int8")
     HFX_THROW("quant", "expected --activations f32 or int8, got '{}'", activations);
   if (activations == "int8" && o.bits == 0)
-    HFX_THROW("quant", "expected --activations int8 together with --quantize int4 or int8, got it without quantization");
+    HFX_THROW(
+        "quant",
+        "expected --activations int8 together with --quantize int4 or int8, got it without quantization");
   o.int8_activations = activations == "int8";
   return o;
 }
@@ -54,8 +59,8 @@ inline int get_code(const uint8_t* row, int64_t i, int bits) {
 }
 
 // One block: scale and zero point by the rule of the header, then the codes.
-void quantize_block(const float* w, int64_t g, const QuantOptions& o, uint8_t* codes, int64_t first, float* scale,
-                    int* zp) {
+void quantize_block(const float* w, int64_t g, const QuantOptions& o, uint8_t* codes, int64_t first,
+                    float* scale, int* zp) {
   const int qmax = (1 << o.bits) - 1;
   float s = 0.0f;
   int z = 1 << (o.bits - 1);
@@ -90,8 +95,10 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantOptions& o, const st
   q.N = w.shape()[0];
   q.K = w.shape()[1];
   if (q.K % o.group_size != 0)
-    HFX_THROW("quant", "expected the input features of '{}' ({}) to be a multiple of the group size {}; use "
-              "--group-size {} or leave this weight in float", name, q.K, o.group_size, q.K % 64 == 0 ? 64 : 32);
+    HFX_THROW("quant",
+              "expected the input features of '{}' ({}) to be a multiple of the group size {}; use "
+              "--group-size {} or leave this weight in float",
+              name, q.K, o.group_size, q.K % 64 == 0 ? 64 : 32);
   const int64_t B = q.blocks(), blob = o.group_size * o.bits / 8, zb = (B * o.bits + 7) / 8;
   q.qweight = Tensor::zeros({q.N, B, blob}, DType::U8);
   q.scales = Tensor::zeros({q.N, B}, DType::F32);
@@ -133,23 +140,25 @@ QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tens
   const Shape &qs = qweight.shape(), &ss = scales.shape();
   if (qweight.dtype() != DType::U8 || qs.size() != 3 || ss.size() != 2 || ss[0] != qs[0] || ss[1] != qs[1] ||
       qs[1] <= 0 || K % qs[1] != 0)
-    HFX_THROW("quant", "expected '{}' as uint8 [N, blocks, blob] with scales [N, blocks] and K = {} a multiple of "
-              "blocks, got {} {} and scales {}", name, K, dtype_name(qweight.dtype()), shape_to_string(qs),
-              shape_to_string(ss));
+    HFX_THROW("quant",
+              "expected '{}' as uint8 [N, blocks, blob] with scales [N, blocks] and K = {} a multiple of "
+              "blocks, got {} {} and scales {}",
+              name, K, dtype_name(qweight.dtype()), shape_to_string(qs), shape_to_string(ss));
   QuantizedWeight q;
   q.N = qs[0];
   q.K = K;
   q.group_size = K / qs[1];
   const int64_t bits = qs[2] * 8 / q.group_size;
   if ((bits != 4 && bits != 8) || qs[2] * 8 != bits * q.group_size)
-    HFX_THROW("quant", "expected '{}' to hold 4- or 8-bit codes (blob {} bytes per block of {}), got {} bits", name,
-              qs[2], q.group_size, static_cast<double>(qs[2]) * 8 / static_cast<double>(q.group_size));
+    HFX_THROW("quant", "expected '{}' to hold 4- or 8-bit codes (blob {} bytes per block of {}), got {} bits",
+              name, qs[2], q.group_size, static_cast<double>(qs[2]) * 8 / static_cast<double>(q.group_size));
   q.bits = static_cast<int>(bits);
-  if (zero_points.defined() && (zero_points.dtype() != DType::U8 || zero_points.dim() != 2 ||
-                                zero_points.shape()[0] != q.N ||
-                                zero_points.shape()[1] != (qs[1] * q.bits + 7) / 8))
+  if (zero_points.defined() &&
+      (zero_points.dtype() != DType::U8 || zero_points.dim() != 2 || zero_points.shape()[0] != q.N ||
+       zero_points.shape()[1] != (qs[1] * q.bits + 7) / 8))
     HFX_THROW("quant", "expected the zero points of '{}' as uint8 [{}, {}], got {} {}", name, q.N,
-              (qs[1] * q.bits + 7) / 8, dtype_name(zero_points.dtype()), shape_to_string(zero_points.shape()));
+              (qs[1] * q.bits + 7) / 8, dtype_name(zero_points.dtype()),
+              shape_to_string(zero_points.shape()));
   q.qweight = qweight;
   q.scales = scales;
   q.zero_points = zero_points;
@@ -165,14 +174,17 @@ nlohmann::json to_json(const QuantOptions& o) {
 
 QuantOptions from_json(const nlohmann::json& j) {
   if (!j.is_object())
-    HFX_THROW("config", "expected quantize as {{\"method\": \"int4\", \"group_size\": 32, \"symmetric\": false}}, got {}",
-              j.dump());
+    HFX_THROW(
+        "config",
+        "expected quantize as {{\"method\": \"int4\", \"group_size\": 32, \"symmetric\": false}}, got {}",
+        j.dump());
   for (const auto& [k, v] : j.items())
     if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations")
-      HFX_THROW("config", "expected quantize keys among [method, group_size, symmetric, activations], got '{}'", k);
+      HFX_THROW("config",
+                "expected quantize keys among [method, group_size, symmetric, activations], got '{}'", k);
   try {
-    return parse_options(j.value("method", std::string("none")), j.value("group_size", 32), j.value("symmetric", false),
-                         j.value("activations", std::string("f32")));
+    return parse_options(j.value("method", std::string("none")), j.value("group_size", 32),
+                         j.value("symmetric", false), j.value("activations", std::string("f32")));
   } catch (const nlohmann::json::exception& e) {
     HFX_THROW("config", "expected quantize fields of the right types, got {}: {}", j.dump(), e.what());
   }

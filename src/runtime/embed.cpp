@@ -21,9 +21,12 @@ namespace hfx::rt {
 
 const char* pooling_name(Pooling p) {
   switch (p) {
-    case Pooling::Mean: return "mean";
-    case Pooling::Cls: return "cls";
-    case Pooling::Max: return "max";
+    case Pooling::Mean:
+      return "mean";
+    case Pooling::Cls:
+      return "cls";
+    case Pooling::Max:
+      return "max";
   }
   return "?";
 }
@@ -47,9 +50,12 @@ json read_json(const fs::path& p) {
 // 1_Pooling/config.json → the one supported mode.
 Pooling pooling_of(const json& j, const fs::path& where) {
   static const std::pair<const char*, const char*> kModes[] = {
-      {"pooling_mode_mean_tokens", "mean"},       {"pooling_mode_cls_token", "cls"},
-      {"pooling_mode_max_tokens", "max"},         {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
-      {"pooling_mode_weightedmean_tokens", "weightedmean"}, {"pooling_mode_lasttoken", "lasttoken"}};
+      {"pooling_mode_mean_tokens", "mean"},
+      {"pooling_mode_cls_token", "cls"},
+      {"pooling_mode_max_tokens", "max"},
+      {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
+      {"pooling_mode_weightedmean_tokens", "weightedmean"},
+      {"pooling_mode_lasttoken", "lasttoken"}};
   std::vector<std::string> on;
   for (const auto& [key, name] : kModes)
     if (j.contains(key) && j[key].is_boolean() && j[key].get<bool>()) on.push_back(name);
@@ -59,7 +65,8 @@ Pooling pooling_of(const json& j, const fs::path& where) {
     HFX_THROW("embed", "expected exactly one pooling mode in {}, got [{}]", where.string(), got);
   }
   if (on[0] != "mean" && on[0] != "cls" && on[0] != "max")
-    HFX_THROW("embed", "expected pooling mode mean, cls or max in {}, got '{}' (not supported)", where.string(), on[0]);
+    HFX_THROW("embed", "expected pooling mode mean, cls or max in {}, got '{}' (not supported)",
+              where.string(), on[0]);
   return pooling_from_name(on[0]);
 }
 
@@ -70,7 +77,8 @@ EmbedSettings read_embed_settings(const std::string& dir) {
   fs::path modules = fs::path(dir) / "modules.json";
   if (!fs::exists(modules)) return s;
   json m = read_json(modules);
-  if (!m.is_array()) HFX_THROW("embed", "expected a list of modules in {}, got {}", modules.string(), m.type_name());
+  if (!m.is_array())
+    HFX_THROW("embed", "expected a list of modules in {}, got {}", modules.string(), m.type_name());
   s.source = "modules.json";
   s.normalize = false;
   bool pooled = false;
@@ -78,20 +86,25 @@ EmbedSettings read_embed_settings(const std::string& dir) {
     const std::string type = mod.value("type", ""), path = mod.value("path", "");
     if (type == "sentence_transformers.models.Pooling") {
       fs::path cfg = fs::path(dir) / path / "config.json";
-      if (!fs::exists(cfg)) HFX_THROW("embed", "expected the Pooling module's config at {}, got none", cfg.string());
+      if (!fs::exists(cfg))
+        HFX_THROW("embed", "expected the Pooling module's config at {}, got none", cfg.string());
       s.pooling = pooling_of(read_json(cfg), cfg);
       pooled = true;
     } else if (type == "sentence_transformers.models.Normalize") {
       s.normalize = true;
     } else if (type != "sentence_transformers.models.Transformer") {
-      HFX_THROW("embed", "expected modules Transformer, Pooling and Normalize in {}, got '{}'", modules.string(), type);
+      HFX_THROW("embed", "expected modules Transformer, Pooling and Normalize in {}, got '{}'",
+                modules.string(), type);
     }
   }
-  if (!pooled) HFX_THROW("embed", "expected a sentence_transformers.models.Pooling module in {}, got none", modules.string());
+  if (!pooled)
+    HFX_THROW("embed", "expected a sentence_transformers.models.Pooling module in {}, got none",
+              modules.string());
   return s;
 }
 
-TokenBatch tokenize_batch(const tok::Tokenizer& tk, const std::vector<std::string>& texts, int64_t pad, int64_t max_tokens) {
+TokenBatch tokenize_batch(const tok::Tokenizer& tk, const std::vector<std::string>& texts, int64_t pad,
+                          int64_t max_tokens) {
   if (texts.empty()) HFX_THROW("embed", "expected at least one text, got none");
   std::vector<std::vector<int32_t>> rows;
   TokenBatch b;
@@ -99,7 +112,9 @@ TokenBatch tokenize_batch(const tok::Tokenizer& tk, const std::vector<std::strin
     rows.push_back(tk.encode(t, true));
     const int64_t n = static_cast<int64_t>(rows.back().size());
     if (n == 0) HFX_THROW("embed", "expected text '{}' to give at least one token, got none", t);
-    if (n > max_tokens) HFX_THROW("embed", "expected at most {} tokens per text (the model's positions), got {}", max_tokens, n);
+    if (n > max_tokens)
+      HFX_THROW("embed", "expected at most {} tokens per text (the model's positions), got {}", max_tokens,
+                n);
     b.seq = std::max(b.seq, n);
   }
   b.batch = static_cast<int64_t>(rows.size());
@@ -112,8 +127,8 @@ TokenBatch tokenize_batch(const tok::Tokenizer& tk, const std::vector<std::strin
   return b;
 }
 
-std::vector<std::vector<float>> pool(const std::vector<float>& h, int64_t B, int64_t T, int64_t E, const std::vector<int64_t>& mask,
-                                     Pooling p, bool normalize) {
+std::vector<std::vector<float>> pool(const std::vector<float>& h, int64_t B, int64_t T, int64_t E,
+                                     const std::vector<int64_t>& mask, Pooling p, bool normalize) {
   std::vector<std::vector<float>> out(B, std::vector<float>(E, 0.0f));
   for (int64_t b = 0; b < B; b++) {
     std::vector<float>& v = out[b];
@@ -131,7 +146,8 @@ std::vector<std::vector<float>> pool(const std::vector<float>& h, int64_t B, int
         }
       }
       // sentence-transformers clamps the token count at 1e-9.
-      for (int64_t e = 0; e < E; e++) v[e] = static_cast<float>(p == Pooling::Max ? acc[e] : acc[e] / std::max(count, 1e-9));
+      for (int64_t e = 0; e < E; e++)
+        v[e] = static_cast<float>(p == Pooling::Max ? acc[e] : acc[e] / std::max(count, 1e-9));
     }
     if (!normalize) continue;
     double n2 = 0;
@@ -150,7 +166,8 @@ std::vector<float> eager_last_hidden_state(const Model& m, const TokenBatch& tb,
                {"attention_mask", b.wrap(Tensor::from_ints({tb.batch, tb.seq}, tb.attention_mask))}};
   for (const auto& d : m.component("model").inputs)
     if (d.name == "token_type_ids")
-      in.emplace_back(d.name, b.wrap(Tensor::from_ints({tb.batch, tb.seq}, std::vector<int64_t>(tb.input_ids.size(), 0))));
+      in.emplace_back(d.name, b.wrap(Tensor::from_ints({tb.batch, tb.seq},
+                                                       std::vector<int64_t>(tb.input_ids.size(), 0))));
   Tensor h = get(m.call("model", b, in), "last_hidden_state").tensor().contiguous();
   *dim = h.size(2);
   return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
@@ -162,10 +179,12 @@ bool is_checkpoint(const fs::path& dir) {
 
 }  // namespace
 
-EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts, std::optional<Pooling> pooling) {
+EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts,
+                  std::optional<Pooling> pooling) {
   if (texts.empty()) HFX_THROW("embed", "expected at least one text, got none");
   fs::path d(dir);
-  if (!fs::exists(d / "config.json")) HFX_THROW("embed", "expected a model folder with config.json at {}, got none", dir);
+  if (!fs::exists(d / "config.json"))
+    HFX_THROW("embed", "expected a model folder with config.json at {}, got none", dir);
   EmbedResult r;
   r.settings = read_embed_settings(dir);
   if (pooling) r.settings.pooling = *pooling;
@@ -179,7 +198,8 @@ EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts,
   if (is_checkpoint(d)) {
     auto m = load_model(dir);
     if (m->structure() != Structure::EncoderOnly || m->head() != "base")
-      HFX_THROW("embed", "expected an encoder-only base model (last_hidden_state), got the {} {} model with head {}",
+      HFX_THROW("embed",
+                "expected an encoder-only base model (last_hidden_state), got the {} {} model with head {}",
                 structure_name(m->structure()), cfg.model_type, m->head());
     h = eager_last_hidden_state(*m, r.tokens, &E);
     r.engine = "eager";
@@ -188,12 +208,17 @@ EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts,
     h = ort_last_hidden_state(dir, r.tokens, &E);
     r.engine = "ort";
 #else
-    HFX_THROW("embed", "expected hfx built with ONNX Runtime to run {}, got a build without it", (d / "onnx/model.onnx").string());
+    HFX_THROW("embed", "expected hfx built with ONNX Runtime to run {}, got a build without it",
+              (d / "onnx/model.onnx").string());
 #endif
   } else {
-    HFX_THROW("embed", "expected a checkpoint (model.safetensors) or an export folder (onnx/model.onnx) at {}, got neither", dir);
+    HFX_THROW(
+        "embed",
+        "expected a checkpoint (model.safetensors) or an export folder (onnx/model.onnx) at {}, got neither",
+        dir);
   }
-  r.vectors = pool(h, r.tokens.batch, r.tokens.seq, E, r.tokens.attention_mask, r.settings.pooling, r.settings.normalize);
+  r.vectors = pool(h, r.tokens.batch, r.tokens.seq, E, r.tokens.attention_mask, r.settings.pooling,
+                   r.settings.normalize);
   return r;
 }
 

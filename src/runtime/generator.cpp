@@ -9,12 +9,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
-#include "hfx/tokenizers/tokenizer.h"
-#include "hfx/artifact/manifest.h"
 #include "hfx/models/quantize_model.h"
+#include "hfx/tokenizers/tokenizer.h"
 #include "kernels/kernels.h"
 #include "runtime/generation_config.h"
 #include "runtime/json_file.h"
@@ -27,7 +27,9 @@ namespace {
 constexpr const char* kComp = "generate";
 
 using Clock = std::chrono::steady_clock;
-double seconds_since(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
+double seconds_since(Clock::time_point t0) {
+  return std::chrono::duration<double>(Clock::now() - t0).count();
+}
 
 std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
   return runtime_detail::read_json_if_exists(p, kComp);
@@ -64,9 +66,9 @@ struct Row {
   std::vector<int64_t> history;  // prompt + generated (repetition penalty)
   std::vector<int64_t> generated;
   std::unique_ptr<tok::DecodeStream> stream;
-  std::string text;     // streamed text so far (cut at a stop string)
+  std::string text;      // streamed text so far (cut at a stop string)
   std::string streamed;  // what the callback received
-  size_t emitted = 0;   // bytes of `text` handed to the callback (= streamed.size())
+  size_t emitted = 0;    // bytes of `text` handed to the callback (= streamed.size())
   bool stream_broken = false;
   size_t searched = 0;  // stop strings were searched up to here
   sampling::Rng rng;
@@ -76,9 +78,11 @@ struct Row {
 
 }  // namespace
 
-std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t batch, int64_t total, int64_t seq) {
+std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t batch, int64_t total,
+                                         int64_t seq) {
   HFX_CHECK(static_cast<int64_t>(mask.size()) == batch * total && seq <= total, kComp,
-            "expected a mask of [{}, {}] and seq <= {}, got {} values and seq {}", batch, total, total, mask.size(), seq);
+            "expected a mask of [{}, {}] and seq <= {}, got {} values and seq {}", batch, total, total,
+            mask.size(), seq);
   std::vector<int64_t> pos(static_cast<size_t>(batch * seq));
   for (int64_t b = 0; b < batch; b++) {
     int64_t c = 0;
@@ -96,7 +100,9 @@ bool is_export_dir(const std::string& dir) {
 
 #ifndef HFX_HAVE_ORT
 std::unique_ptr<Engine> make_ort_engine(const std::string& dir, int) {
-  HFX_THROW(kComp, "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)", dir);
+  HFX_THROW(kComp,
+            "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)",
+            dir);
 }
 #endif
 
@@ -112,40 +118,46 @@ Generator::~Generator() = default;
 
 Generator Generator::open(const std::string& path, const GeneratorConfig& config) {
   const fs::path dir(path);
-  HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)", path);
+  HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)",
+            path);
   const bool exported = is_export_dir(path);
   std::string kind = config.engine;
   if (kind == "auto") kind = exported ? "ort" : "eager";
-  HFX_CHECK(kind == "eager" || kind == "ort", kComp, "expected engine auto, eager or ort, got '{}'", config.engine);
+  HFX_CHECK(kind == "eager" || kind == "ort", kComp, "expected engine auto, eager or ort, got '{}'",
+            config.engine);
 
   std::unique_ptr<Engine> engine;
   auto cfg_json = read_json_if_exists(dir / "config.json");
   if (kind == "ort") {
-    HFX_CHECK(exported, kComp, "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    HFX_CHECK(exported, kComp,
+              "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
     HFX_CHECK(!config.quantize.enabled(), kComp,
               "expected --quantize only with the eager engine, got engine ort on '{}': an export folder is "
-              "quantized when exported (hfx export --quantize)", path);
+              "quantized when exported (hfx export --quantize)",
+              path);
     engine = make_ort_engine(path, config.threads);
   } else {
     HFX_CHECK(cfg_json.has_value(), kComp,
-              "expected config.json and model.safetensors in '{}' for the eager engine{}, got no config.json", path,
-              exported ? " (an export folder keeps a copy of the checkpoint files)" : "");
+              "expected config.json and model.safetensors in '{}' for the eager engine{}, got no config.json",
+              path, exported ? " (an export folder keeps a copy of the checkpoint files)" : "");
     if (config.threads > 0) kernels::set_num_threads(config.threads);
     // An export folder may hold the checkpoint files; if it lacks the weights, its manifest names the
     // checkpoint it came from.
     std::string weights_dir = path;
-    const bool has_weights = fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
+    const bool has_weights =
+        fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
     if (!has_weights && exported && fs::exists(dir / "manifest.json")) {
       const std::string src = artifact::Manifest::read(path).source_path;
       if (!src.empty() && fs::exists(fs::path(src) / "config.json")) weights_dir = src;
     }
     HFX_CHECK(has_weights || weights_dir != path || !exported, kComp,
-              "expected model.safetensors in the export folder '{}' or a manifest.json naming the source checkpoint for the "
+              "expected model.safetensors in the export folder '{}' or a manifest.json naming the source "
+              "checkpoint for the "
               "eager engine, got neither (pass the checkpoint folder itself instead)",
               path);
     std::shared_ptr<const CausalLM> model = load_causal_lm(weights_dir);
-    const quant::QuantOptions q = config.quantize.enabled() || !exported ? config.quantize
-                                                                         : quant::export_quantization(path);
+    const quant::QuantOptions q =
+        config.quantize.enabled() || !exported ? config.quantize : quant::export_quantization(path);
     if (q.enabled()) {
       std::shared_ptr<Model> qm = quant::quantize_model(*model, q);
       model = std::shared_ptr<const CausalLM>(qm, &as_causal_lm(*qm));
@@ -174,9 +186,10 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
   return Generator(std::move(engine), std::move(tokenizer), std::move(eos), pad);
 }
 
-GenerationResult Generator::generate(const std::vector<std::string>& prompts, const GenerationOptions& options,
-                                     const TokenCallback& callback) {
-  HFX_CHECK(tokenizer_ != nullptr, kComp, "expected a tokenizer (tokenizer.json) to encode text prompts, got none");
+GenerationResult Generator::generate(const std::vector<std::string>& prompts,
+                                     const GenerationOptions& options, const TokenCallback& callback) {
+  HFX_CHECK(tokenizer_ != nullptr, kComp,
+            "expected a tokenizer (tokenizer.json) to encode text prompts, got none");
   std::vector<std::vector<int64_t>> ids;
   for (const auto& p : prompts) {
     auto e = tokenizer_->encode(p, options.add_special_tokens);
@@ -185,11 +198,12 @@ GenerationResult Generator::generate(const std::vector<std::string>& prompts, co
   return generate_ids(ids, options, callback);
 }
 
-GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>& prompts, const GenerationOptions& options,
-                                         const TokenCallback& callback) {
+GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                                         const GenerationOptions& options, const TokenCallback& callback) {
   sampling::validate(options.sampling);
   HFX_CHECK(!prompts.empty(), kComp, "expected at least one prompt, got none");
-  HFX_CHECK(options.max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}", options.max_new_tokens);
+  HFX_CHECK(options.max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}",
+            options.max_new_tokens);
   std::vector<std::string> stops;
   for (const auto& s : options.stop)
     if (!s.empty()) stops.push_back(s);
@@ -199,8 +213,9 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
     HFX_CHECK(prompts.size() == 1 && P < static_cast<int64_t>(prompts[0].size()), kComp,
               "expected one prompt longer than its {} cached tokens, got {} prompt(s) of {} tokens", P,
               prompts.size(), prompts[0].size());
-    HFX_CHECK(engine_->past_length() == P, kComp, "expected the {} engine to hold the {} cached tokens, got {}",
-              engine_->name(), P, engine_->past_length());
+    HFX_CHECK(engine_->past_length() == P, kComp,
+              "expected the {} engine to hold the {} cached tokens, got {}", engine_->name(), P,
+              engine_->past_length());
   }
   const std::vector<int64_t>& eos = options.eos_token_ids.empty() ? eos_ : options.eos_token_ids;
   const int64_t V = engine_->vocab_size();
@@ -221,7 +236,8 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
     rows[r].history.reserve(prompts[r].size() + options.max_new_tokens);
     rows[r].generated.reserve(options.max_new_tokens);
     rows[r].rng.seed(options.sampling.seed + static_cast<uint64_t>(r));
-    if (tokenizer_) rows[r].stream = std::make_unique<tok::DecodeStream>(*tokenizer_, options.skip_special_tokens);
+    if (tokenizer_)
+      rows[r].stream = std::make_unique<tok::DecodeStream>(*tokenizer_, options.skip_special_tokens);
   }
 
   // Prefill inputs: left padding, mask 0 on pads, HF positions.
@@ -251,7 +267,8 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
     std::vector<int32_t> ids;
     ids.reserve(gen.size());
     for (size_t i = 0; i < gen.size(); i++) {
-      const bool final_eos = i + 1 == gen.size() && !options.ignore_eos && std::find(eos.begin(), eos.end(), gen[i]) != eos.end();
+      const bool final_eos = i + 1 == gen.size() && !options.ignore_eos &&
+                             std::find(eos.begin(), eos.end(), gen[i]) != eos.end();
       if (!final_eos) ids.push_back(static_cast<int32_t>(gen[i]));
     }
     return tokenizer_->decode(ids, options.skip_special_tokens);
@@ -273,8 +290,9 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
 
   auto t_decode = Clock::now();
   for (int64_t t = 0; active > 0; t++) {
-    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp, "expected logits [{}, {}] from the {} engine, got {} values", B,
-              V, engine_->name(), logits.size());
+    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp,
+              "expected logits [{}, {}] from the {} engine, got {} values", B, V, engine_->name(),
+              logits.size());
     for (int64_t r = 0; r < B; r++) {
       Row& row = rows[r];
       if (row.done) {
@@ -338,7 +356,8 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
         if (!row.done) {
           limit -= stop_holdback(row.text, stops);
           // never split a UTF-8 sequence between two events
-          while (limit > row.emitted && limit < row.text.size() && (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
+          while (limit > row.emitted && limit < row.text.size() &&
+                 (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
             limit--;
         }
         // Only text that extends what was already handed out is streamed.

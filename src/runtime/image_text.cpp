@@ -71,7 +71,8 @@ class EagerImageText : public ImageTextEngine {
     total_ = 0;
   }
 
-  std::vector<float> step(std::span<const float> embeds, int64_t seq, std::span<const int64_t> types) override {
+  std::vector<float> step(std::span<const float> embeds, int64_t seq,
+                          std::span<const int64_t> types) override {
     EagerBuilder b;
     const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
     std::vector<int64_t> pos(static_cast<size_t>(seq));
@@ -83,7 +84,8 @@ class EagerImageText : public ImageTextEngine {
         {"position_ids", b.wrap(Tensor::from_ints({1, seq}, pos))}};
     if (types_) {
       std::vector<int64_t> t(static_cast<size_t>(seq), 0);
-      std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())), t.begin());
+      std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())),
+                t.begin());
       in.emplace_back("token_type_ids", b.wrap(Tensor::from_ints({1, seq}, t)));
     }
     for (const auto& [name, t] : past_) in.emplace_back(name, b.wrap(t));
@@ -134,8 +136,8 @@ struct PreparedImages {
 };
 
 std::string token_of(const nlohmann::json& tc, const char* key, const std::string& dir) {
-  HFX_CHECK(tc.contains(key) && tc[key].is_string(), kComp, "expected tokenizer_config.json.{} in '{}', got none",
-            key, dir);
+  HFX_CHECK(tc.contains(key) && tc[key].is_string(), kComp,
+            "expected tokenizer_config.json.{} in '{}', got none", key, dir);
   return tc[key].get<std::string>();
 }
 
@@ -177,21 +179,24 @@ PreparedImages prepare_images(const std::string& dir, const std::string& type,
     if (images.empty()) return p;
     processors::Idefics3Pixels px = processors::idefics3_pixel_values(cfg, images);
     p.pixels = px.pixel_values;
-    for (size_t i = 0; i < images.size(); i++) p.texts.push_back(idefics3_image_text(px.rows[i], px.cols[i], seq));
+    for (size_t i = 0; i < images.size(); i++)
+      p.texts.push_back(idefics3_image_text(px.rows[i], px.cols[i], seq));
     return p;
   }
   if (type == "gemma3") {
     const nlohmann::json tc = read_json((fs::path(dir) / "tokenizer_config.json").string());
     p.marker = token_of(tc, "boi_token", dir);
-    const std::string text = "\n\n" + p.marker + repeat(token_of(tc, "image_token", dir), processor_int(dir, "image_seq_length")) +
-                             token_of(tc, "eoi_token", dir) + "\n\n";
+    const std::string text =
+        "\n\n" + p.marker + repeat(token_of(tc, "image_token", dir), processor_int(dir, "image_seq_length")) +
+        token_of(tc, "eoi_token", dir) + "\n\n";
     p.texts.assign(images.size(), text);
   } else {
     p.marker = "<image>";
     const fs::path proc = fs::path(dir) / "processor_config.json";
     if (fs::exists(proc)) p.marker = read_json(proc.string()).value("image_token", p.marker);
   }
-  if (!images.empty()) p.pixels = processors::clip_pixel_values(processors::ClipImageProcessorConfig::load(dir), images);
+  if (!images.empty())
+    p.pixels = processors::clip_pixel_values(processors::ClipImageProcessorConfig::load(dir), images);
   return p;
 }
 
@@ -244,7 +249,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
   HFX_CHECK(type == "llava" || type == "gemma3" || type == "idefics3" || type == "smolvlm", kComp,
-            "expected a llava, gemma3, idefics3 or smolvlm checkpoint or export folder for --image (the vision-language "
+            "expected a llava, gemma3, idefics3 or smolvlm checkpoint or export folder for --image (the "
+            "vision-language "
             "models hfx runs so far), got model_type '{}' in '{}'",
             type, dir);
   HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,
@@ -277,7 +283,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
     hidden = shape[2];
   }
   const auto tok = tok::Tokenizer::from_dir(dir);
-  const int64_t image_token = config.at(config.contains("image_token_id") ? "image_token_id" : "image_token_index").get<int64_t>();
+  const int64_t image_token =
+      config.at(config.contains("image_token_id") ? "image_token_id" : "image_token_index").get<int64_t>();
   ImageTextResult r;
   r.engine = e->name();
   r.prompt_ids = prompt_ids(tok, prompt, prepared, image_token, per_image);
@@ -288,7 +295,8 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
   int64_t seq = static_cast<int64_t>(r.prompt_ids.size());
   for (int64_t step = 0; step < max_new_tokens; step++) {
-    const int64_t next = argmax(e->step(embeds, seq, step == 0 ? std::span<const int64_t>(types) : std::span<const int64_t>()));
+    const int64_t next = argmax(
+        e->step(embeds, seq, step == 0 ? std::span<const int64_t>(types) : std::span<const int64_t>()));
     r.ids.push_back(next);
     if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     const int64_t one[1] = {next};

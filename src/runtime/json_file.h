@@ -13,7 +13,8 @@
 namespace hfx::runtime_detail {
 
 /// The parsed file, or nullopt when it does not exist; invalid JSON is a `[component]` error naming the file.
-inline std::optional<nlohmann::json> read_json_if_exists(const std::filesystem::path& p, const char* component) {
+inline std::optional<nlohmann::json> read_json_if_exists(const std::filesystem::path& p,
+                                                         const char* component) {
   if (!std::filesystem::exists(p)) return std::nullopt;
   try {
     return nlohmann::json::parse(io::read_file(p.string()));

@@ -6,16 +6,16 @@
 // past axis: their empty past is all zeros of the declared shape with the batch size, and each step's
 // present_conv.N / present_ssm.N are moved into them the same way. A hybrid (lfm2) has key/value inputs on
 // its attention layers only: the layers between them carry state leaves instead.
-#include <filesystem>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <filesystem>
 #include <map>
 #include <optional>
 
 #include <fmt/ranges.h>
-#include <nlohmann/json.hpp>
 #include <onnxruntime/onnxruntime_cxx_api.h>
+#include <nlohmann/json.hpp>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
@@ -59,7 +59,9 @@ struct Graph {
   std::vector<rt::ShapeRestriction> restrictions;  // of the graph's hfx.contract metadata
 };
 
-bool is_state_leaf(const std::string& n) { return n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0; }
+bool is_state_leaf(const std::string& n) {
+  return n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0;
+}
 
 Graph load_graph(const fs::path& path, int threads) {
   Graph g;
@@ -91,7 +93,8 @@ Graph load_graph(const fs::path& path, int threads) {
     if (n == "attention_mask") g.has_mask = true;
     if (n == "position_ids") g.has_pos = true;
     int layer = -1;
-    if (std::sscanf(n.c_str(), "past_key_values.%d.key", &layer) == 1 && n == fmt::format("past_key_values.{}.key", layer)) {
+    if (std::sscanf(n.c_str(), "past_key_values.%d.key", &layer) == 1 &&
+        n == fmt::format("past_key_values.{}.key", layer)) {
       Ort::TypeInfo type = g.session.GetInputTypeInfo(i);  // the shape info below is a view into it
       auto info = type.GetTensorTypeAndShapeInfo();
       pasts[layer] = {info.GetElementType(), info.GetShape()};
@@ -108,29 +111,35 @@ Graph load_graph(const fs::path& path, int threads) {
     g.past_type[l] = p.first;
     g.past_shape[l] = p.second;
   }
-  for (size_t i = 0; i < g.session.GetOutputCount(); i++) g.out_names.push_back(g.session.GetOutputNameAllocated(i, alloc).get());
+  for (size_t i = 0; i < g.session.GetOutputCount(); i++)
+    g.out_names.push_back(g.session.GetOutputNameAllocated(i, alloc).get());
   for (size_t i = 0; i < g.out_names.size(); i++)
     if (g.out_names[i] == "logits") {
       g.logits_index = static_cast<int>(i);
       g.logits_shape = g.session.GetOutputTypeInfo(i).GetTensorTypeAndShapeInfo().GetShape();
     }
-  HFX_CHECK(g.logits_index >= 0, kComp, "expected an output named 'logits' in {}, got outputs [{}]", path.string(),
-            fmt::join(g.out_names, ", "));
+  HFX_CHECK(g.logits_index >= 0, kComp, "expected an output named 'logits' in {}, got outputs [{}]",
+            path.string(), fmt::join(g.out_names, ", "));
   for (const auto& n : g.in_names)
-    HFX_CHECK(n == "input_ids" || n == "attention_mask" || n == "position_ids" || n.rfind("past_", 0) == 0, kComp,
-              "expected inputs input_ids, attention_mask, position_ids, past_key_values.N.key/value and state leaves past_*.N in "
-              "{}, got '{}'", path.string(), n);
+    HFX_CHECK(n == "input_ids" || n == "attention_mask" || n == "position_ids" || n.rfind("past_", 0) == 0,
+              kComp,
+              "expected inputs input_ids, attention_mask, position_ids, past_key_values.N.key/value and "
+              "state leaves past_*.N in "
+              "{}, got '{}'",
+              path.string(), n);
   for (auto& st : g.states) {
     std::string present = "present_" + st.name.substr(5);
     for (size_t i = 0; i < g.out_names.size(); i++)
       if (g.out_names[i] == present) st.present = static_cast<int>(i);
-    HFX_CHECK(st.present >= 0, kComp, "expected output {} for the state input {} in {}, got outputs [{}]", present, st.name,
-              path.string(), fmt::join(g.out_names, ", "));
+    HFX_CHECK(st.present >= 0, kComp, "expected output {} for the state input {} in {}, got outputs [{}]",
+              present, st.name, path.string(), fmt::join(g.out_names, ", "));
     for (size_t a = 1; a < st.shape.size(); a++)
-      HFX_CHECK(st.shape[a] > 0, kComp, "expected the state input {} of {} to have fixed sizes beyond the batch, got [{}]", st.name,
+      HFX_CHECK(st.shape[a] > 0, kComp,
+                "expected the state input {} of {} to have fixed sizes beyond the batch, got [{}]", st.name,
                 path.string(), fmt::join(st.shape, ", "));
   }
-  // present outputs of every layer the cache has (prefill graphs have no past inputs but still present outputs)
+  // present outputs of every layer the cache has (prefill graphs have no past inputs but still present
+  // outputs)
   int64_t nl = g.kv_layers.empty() ? 0 : g.kv_layers.back() + 1;
   for (const auto& n : g.out_names) {
     int layer = -1;
@@ -161,7 +170,8 @@ class OrtEngine final : public Engine {
       prefill_ = load_graph(onnx / "prefill.onnx", threads);
       main_ = load_graph(onnx / "decode.onnx", threads);
     } else {
-      HFX_THROW(kComp, "expected {}/model.onnx (merged) or prefill.onnx + decode.onnx, got neither", onnx.string());
+      HFX_THROW(kComp, "expected {}/model.onnx (merged) or prefill.onnx + decode.onnx, got neither",
+                onnx.string());
     }
     HFX_CHECK(main_.layers > 0 || !main_.states.empty(), kComp,
               "expected past_key_values.N.key/value or past_conv/past_ssm.N inputs in the {} graph, got none",
@@ -170,37 +180,43 @@ class OrtEngine final : public Engine {
       for (const auto& st : main_.states) {
         bool found = false;
         for (const auto& n : prefill_->out_names) found = found || n == "present_" + st.name.substr(5);
-        HFX_CHECK(found, kComp, "expected the prefill graph to return present_{}, got outputs [{}]", st.name.substr(5),
-                  fmt::join(prefill_->out_names, ", "));
+        HFX_CHECK(found, kComp, "expected the prefill graph to return present_{}, got outputs [{}]",
+                  st.name.substr(5), fmt::join(prefill_->out_names, ", "));
       }
     for (int64_t l : main_.kv_layers)
       HFX_CHECK(main_.present_key[l] >= 0 && main_.present_value[l] >= 0, kComp,
-                "expected outputs present.{0}.key and present.{0}.value, got outputs [{1}]", l, fmt::join(main_.out_names, ", "));
+                "expected outputs present.{0}.key and present.{0}.value, got outputs [{1}]", l,
+                fmt::join(main_.out_names, ", "));
     if (prefill_)
       HFX_CHECK(prefill_->present_key.size() == main_.present_key.size(), kComp,
-                "expected the prefill graph to return present.N.* up to layer {}, got {}", main_.present_key.size(),
-                prefill_->present_key.size());
+                "expected the prefill graph to return present.N.* up to layer {}, got {}",
+                main_.present_key.size(), prefill_->present_key.size());
     auto cfg_path = d / "config.json";
-    if (fs::exists(cfg_path)) config_ = nlohmann::json::parse(io::read_file(cfg_path.string()), nullptr, false);
+    if (fs::exists(cfg_path))
+      config_ = nlohmann::json::parse(io::read_file(cfg_path.string()), nullptr, false);
     // Past dims: declared Hkv and D when fixed, else config.json.
     const size_t slots = main_.present_key.size();  // highest KV layer + 1
     kv_heads_.assign(slots, 0);
     head_dim_.assign(slots, 0);
     for (int64_t l : main_.kv_layers) {
       const auto& s = main_.past_shape[l];
-      HFX_CHECK(s.size() == 4, kComp, "expected past_key_values.{}.key of rank 4 [B, Hkv, P, D], got rank {}", l, s.size());
+      HFX_CHECK(s.size() == 4, kComp, "expected past_key_values.{}.key of rank 4 [B, Hkv, P, D], got rank {}",
+                l, s.size());
       int64_t h = s[1] > 0 ? s[1] : cfg_int("num_key_value_heads", cfg_int("num_attention_heads", -1));
       int64_t hd = s[3] > 0 ? s[3] : cfg_int("head_dim", -1);
       if (hd <= 0 && cfg_int("hidden_size", -1) > 0 && cfg_int("num_attention_heads", -1) > 0)
         hd = cfg_int("hidden_size", -1) / cfg_int("num_attention_heads", -1);
       HFX_CHECK(h > 0 && hd > 0, kComp,
-                "expected fixed heads and head_dim in past_key_values.{}.key or a config.json beside the graphs, got neither", l);
+                "expected fixed heads and head_dim in past_key_values.{}.key or a config.json beside the "
+                "graphs, got neither",
+                l);
       kv_heads_[static_cast<size_t>(l)] = h;
       head_dim_[static_cast<size_t>(l)] = hd;
     }
     const auto& ls = main_.logits_shape;
     vocab_ = !ls.empty() && ls.back() > 0 ? ls.back() : cfg_int("vocab_size", -1);
-    HFX_CHECK(vocab_ > 0, kComp, "expected a fixed vocabulary dim on 'logits' or vocab_size in config.json, got neither");
+    HFX_CHECK(vocab_ > 0, kComp,
+              "expected a fixed vocabulary dim on 'logits' or vocab_size in config.json, got neither");
     past_.resize(2 * slots);
   }
 
@@ -241,13 +257,17 @@ class OrtEngine final : public Engine {
     return true;
   }
 
-  void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask, std::span<const int64_t> position_ids,
-            int64_t batch, int64_t seq, std::vector<float>& logits) override {
+  void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
+            std::span<const int64_t> position_ids, int64_t batch, int64_t seq,
+            std::vector<float>& logits) override {
     const int64_t total = past_len_ + seq;
-    HFX_CHECK(static_cast<int64_t>(input_ids.size()) == batch * seq && static_cast<int64_t>(attention_mask.size()) == batch * total &&
+    HFX_CHECK(static_cast<int64_t>(input_ids.size()) == batch * seq &&
+                  static_cast<int64_t>(attention_mask.size()) == batch * total &&
                   static_cast<int64_t>(position_ids.size()) == batch * seq,
-              kComp, "expected input_ids/position_ids [{0}, {1}] and attention_mask [{0}, {2}], got {3}, {4} and {5} values", batch,
-              seq, total, input_ids.size(), position_ids.size(), attention_mask.size());
+              kComp,
+              "expected input_ids/position_ids [{0}, {1}] and attention_mask [{0}, {2}], got {3}, {4} and "
+              "{5} values",
+              batch, seq, total, input_ids.size(), position_ids.size(), attention_mask.size());
     Graph& g = (past_len_ == 0 && prefill_) ? *prefill_ : main_;
     // A shape combination the graph's contract excludes is refused here, in the contract's words.
     rt::check_restrictions(
@@ -266,7 +286,8 @@ class OrtEngine final : public Engine {
     auto i64 = [&](std::span<const int64_t> s, const int64_t* shape) {
       return Ort::Value::CreateTensor<int64_t>(mem, const_cast<int64_t*>(s.data()), s.size(), shape, 2);
     };
-    std::vector<Ort::Value>& feeds = feeds_;  // kept across steps: only the small Ort::Value handles are rebuilt
+    std::vector<Ort::Value>& feeds =
+        feeds_;  // kept across steps: only the small Ort::Value handles are rebuilt
     feeds.clear();
     feeds.reserve(g.in_names.size());
     for (const auto& n : g.in_names) {
@@ -287,7 +308,8 @@ class OrtEngine final : public Engine {
           shape[0] = batch;
           v = Ort::Value::CreateTensor(alloc_, shape.data(), shape.size(), st->type);
           auto info = v.GetTensorTypeAndShapeInfo();
-          const size_t bytes = info.GetElementCount() * (st->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2);
+          const size_t bytes =
+              info.GetElementCount() * (st->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2);
           std::memset(v.GetTensorMutableRawData(), 0, bytes);
         }
         feeds.push_back(std::move(v));
@@ -307,19 +329,20 @@ class OrtEngine final : public Engine {
     }
     std::vector<Ort::Value> outs;
     try {
-      outs = g.session.Run(Ort::RunOptions{nullptr}, g.in_ptrs.data(), feeds.data(), feeds.size(), g.out_ptrs.data(),
-                           g.out_ptrs.size());
+      outs = g.session.Run(Ort::RunOptions{nullptr}, g.in_ptrs.data(), feeds.data(), feeds.size(),
+                           g.out_ptrs.data(), g.out_ptrs.size());
       feeds.clear();  // drop the old pasts now: only the presents stay alive between steps
     } catch (const Ort::Exception& e) {
       feeds.clear();
-      HFX_THROW(kComp, "ONNX Runtime failed on a step with batch {}, sequence {}, past {}: {}", batch, seq, past_len_, e.what());
+      HFX_THROW(kComp, "ONNX Runtime failed on a step with batch {}, sequence {}, past {}: {}", batch, seq,
+                past_len_, e.what());
     }
     // logits [B, S', V]: the last position of each row
     Ort::Value& lv = outs[g.logits_index];
     auto info = lv.GetTensorTypeAndShapeInfo();
     auto ls = info.GetShape();
-    HFX_CHECK(ls.size() == 3 && ls[0] == batch && ls[2] == vocab_, kComp, "expected logits [{}, S, {}], got [{}]", batch, vocab_,
-              fmt::join(ls, ", "));
+    HFX_CHECK(ls.size() == 3 && ls[0] == batch && ls[2] == vocab_, kComp,
+              "expected logits [{}, S, {}], got [{}]", batch, vocab_, fmt::join(ls, ", "));
     const int64_t S = ls[1], V = vocab_;
     logits.resize(static_cast<size_t>(batch * V));
     const auto et = info.GetElementType();
@@ -336,20 +359,24 @@ class OrtEngine final : public Engine {
         const Ort::BFloat16_t* src = lv.GetTensorData<Ort::BFloat16_t>() + off;
         for (int64_t i = 0; i < V; i++) dst[i] = src[i].ToFloat();
       } else {
-        HFX_THROW(kComp, "expected float32, float16 or bfloat16 logits, got element type {}", static_cast<int>(et));
+        HFX_THROW(kComp, "expected float32, float16 or bfloat16 logits, got element type {}",
+                  static_cast<int>(et));
       }
     }
     // present → next past, moved (no copy)
     for (int64_t l : main_.kv_layers) {
       int ki = g.present_key.size() > static_cast<size_t>(l) ? g.present_key[l] : -1;
       int vi = g.present_value.size() > static_cast<size_t>(l) ? g.present_value[l] : -1;
-      HFX_CHECK(ki >= 0 && vi >= 0, kComp, "expected outputs present.{0}.key/value, got outputs [{1}]", l, fmt::join(g.out_names, ", "));
+      HFX_CHECK(ki >= 0 && vi >= 0, kComp, "expected outputs present.{0}.key/value, got outputs [{1}]", l,
+                fmt::join(g.out_names, ", "));
       past_[2 * l] = std::move(outs[ki]);
       past_[2 * l + 1] = std::move(outs[vi]);
       auto ps = past_[2 * l].GetTensorTypeAndShapeInfo().GetShape();
-      HFX_CHECK(ps.size() == 4 && ps[2] == total, kComp, "expected present.{}.key [B, Hkv, {}, D], got [{}]", l, total, fmt::join(ps, ", "));
+      HFX_CHECK(ps.size() == 4 && ps[2] == total, kComp, "expected present.{}.key [B, Hkv, {}, D], got [{}]",
+                l, total, fmt::join(ps, ", "));
     }
-    // state leaves: present_X → past_X, moved; a prefill graph (no state inputs) fills them for the decode graph
+    // state leaves: present_X → past_X, moved; a prefill graph (no state inputs) fills them for the decode
+    // graph
     for (const auto& st : main_.states) {
       const std::string present = "present_" + st.name.substr(5);
       for (size_t i = 0; i < g.out_names.size(); i++)
@@ -373,13 +400,15 @@ class OrtEngine final : public Engine {
   Ort::AllocatorWithDefaultOptions alloc_;
   Ort::MemoryInfo mem_ = Ort::MemoryInfo::CreateCpu(OrtArenaAllocator, OrtMemTypeDefault);
   std::vector<Ort::Value> feeds_;
-  std::vector<Ort::Value> past_;  // [2 * layer + 0/1] = key/value
+  std::vector<Ort::Value> past_;             // [2 * layer + 0/1] = key/value
   std::map<std::string, Ort::Value> state_;  // state leaves by past input name
   int64_t past_len_ = 0;
 };
 
 }  // namespace
 
-std::unique_ptr<Engine> make_ort_engine(const std::string& dir, int threads) { return std::make_unique<OrtEngine>(dir, threads); }
+std::unique_ptr<Engine> make_ort_engine(const std::string& dir, int threads) {
+  return std::make_unique<OrtEngine>(dir, threads);
+}
 
 }  // namespace hfx

@@ -56,7 +56,8 @@ class OrtImageText : public ImageTextEngine {
     total_ = 0;
   }
 
-  std::vector<float> step(std::span<const float> embeds, int64_t seq, std::span<const int64_t> types) override {
+  std::vector<float> step(std::span<const float> embeds, int64_t seq,
+                          std::span<const int64_t> types) override {
     const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
     std::vector<int64_t> pos(static_cast<size_t>(seq));
     for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
@@ -67,7 +68,8 @@ class OrtImageText : public ImageTextEngine {
                        {"position_ids", RtTensor::i64({1, seq}, pos)}};
     if (types_) {
       std::vector<int64_t> t(static_cast<size_t>(seq), 0);
-      std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())), t.begin());
+      std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())),
+                t.begin());
       feeds.emplace_back("token_type_ids", RtTensor::i64({1, seq}, t));
     }
     cache_->feed(feeds);

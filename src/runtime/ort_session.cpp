@@ -331,8 +331,9 @@ OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions&
       impl_->inputs.push_back(
           describe(impl_->session.GetInputNameAllocated(i, alloc).get(), impl_->session.GetInputTypeInfo(i)));
     for (size_t i = 0, n = impl_->session.GetOverridableInitializerCount(); i < n; ++i)
-      impl_->overridable.push_back(describe(impl_->session.GetOverridableInitializerNameAllocated(i, alloc).get(),
-                                            impl_->session.GetOverridableInitializerTypeInfo(i)));
+      impl_->overridable.push_back(
+          describe(impl_->session.GetOverridableInitializerNameAllocated(i, alloc).get(),
+                   impl_->session.GetOverridableInitializerTypeInfo(i)));
     for (size_t i = 0, n = impl_->session.GetOutputCount(); i < n; ++i)
       impl_->outputs.push_back(describe(impl_->session.GetOutputNameAllocated(i, alloc).get(),
                                         impl_->session.GetOutputTypeInfo(i)));
@@ -466,7 +467,8 @@ DecoderCache::DecoderCache(const OrtSession& decoder, const std::string& compone
   for (const IoInfo& i : decoder.inputs())
     if (i.name.rfind("past_key_values.", 0) == 0) {
       HFX_CHECK(i.shape.size() == 4 && i.shape[1].fixed() && i.shape[3].fixed(), component,
-                "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads and head_dim, got {}",
+                "expected {} of the merged decoder to be [batch, heads, past, head_dim] with fixed heads and "
+                "head_dim, got {}",
                 i.name, i.shape_str());
       names_.push_back(i.name);
       presents_.push_back("present" + i.name.substr(std::string("past_key_values").size()));
@@ -487,7 +489,8 @@ void DecoderCache::feed(NamedTensors& feeds) {
 
 void DecoderCache::take(NamedTensors& out, size_t first) {
   past_.clear();
-  for (size_t i = 0; i < names_.size(); i++) past_.emplace_back(names_[i], std::move(out.at(first + i).second));
+  for (size_t i = 0; i < names_.size(); i++)
+    past_.emplace_back(names_[i], std::move(out.at(first + i).second));
 }
 
 }  // namespace hfx::rt

@@ -22,15 +22,16 @@ class OrtSeq2Seq : public Seq2SeqEngine {
     so.intra_op_threads = threads;
     fs::path onnx = fs::path(dir) / "onnx";
     for (const char* f : {"encoder_model.onnx", "decoder_model_merged.onnx"})
-      HFX_CHECK(fs::exists(onnx / f), kComp, "expected {} in {} for text-to-text generation, got none", f, onnx.string());
+      HFX_CHECK(fs::exists(onnx / f), kComp, "expected {} in {} for text-to-text generation, got none", f,
+                onnx.string());
     enc_ = std::make_unique<rt::OrtSession>(onnx / "encoder_model.onnx", so);
     dec_ = std::make_unique<rt::OrtSession>(onnx / "decoder_model_merged.onnx", so);
     cache_ = std::make_unique<rt::DecoderCache>(*dec_, kComp);
     for (const rt::IoInfo& i : dec_->inputs())
       if (i.name == "use_cache_branch") has_branch_ = true;
     const rt::IoInfo& logits = dec_->output("logits");
-    HFX_CHECK(logits.shape.size() == 3 && logits.shape[2].fixed(), kComp, "expected logits [batch, seq, vocab], got {}",
-              logits.shape_str());
+    HFX_CHECK(logits.shape.size() == 3 && logits.shape[2].fixed(), kComp,
+              "expected logits [batch, seq, vocab], got {}", logits.shape_str());
     vocab_ = logits.shape[2].value;
   }
   std::string name() const override { return "ort"; }
@@ -38,8 +39,8 @@ class OrtSeq2Seq : public Seq2SeqEngine {
 
   void encode(std::span<const int64_t> ids, std::span<const int64_t> mask, int64_t B, int64_t S) override {
     mask_ = rt::RtTensor::i64({B, S}, mask);
-    rt::NamedTensors out = enc_->run({{"input_ids", rt::RtTensor::i64({B, S}, ids)}, {"attention_mask", mask_}},
-                                     {"last_hidden_state"});
+    rt::NamedTensors out = enc_->run(
+        {{"input_ids", rt::RtTensor::i64({B, S}, ids)}, {"attention_mask", mask_}}, {"last_hidden_state"});
     hidden_ = std::move(out.at(0).second);
     cache_->reset(B);
     first_ = true;
@@ -65,7 +66,8 @@ class OrtSeq2Seq : public Seq2SeqEngine {
       const int64_t T = out[0].second.shape[1];
       logits.resize(static_cast<size_t>(B * vocab_));
       for (int64_t r = 0; r < B; r++)
-        std::copy(l.begin() + (r * T + T - 1) * vocab_, l.begin() + (r * T + T) * vocab_, logits.begin() + r * vocab_);
+        std::copy(l.begin() + (r * T + T - 1) * vocab_, l.begin() + (r * T + T) * vocab_,
+                  logits.begin() + r * vocab_);
     }
     first_ = false;
   }
@@ -76,7 +78,6 @@ class OrtSeq2Seq : public Seq2SeqEngine {
   bool has_branch_ = false, first_ = true;
   int64_t vocab_ = 0;
   rt::RtTensor mask_, hidden_;
-
 };
 
 }  // namespace

@@ -18,7 +18,8 @@ constexpr float kFilter = -std::numeric_limits<float>::infinity();
 }
 
 void validate(const SamplingParams& p) {
-  HFX_CHECK(p.temperature > 0 && std::isfinite(p.temperature), "sampling", "expected temperature > 0, got {}", p.temperature);
+  HFX_CHECK(p.temperature > 0 && std::isfinite(p.temperature), "sampling", "expected temperature > 0, got {}",
+            p.temperature);
   HFX_CHECK(p.top_p >= 0 && p.top_p <= 1, "sampling", "expected top_p in [0, 1], got {}", p.top_p);
   HFX_CHECK(p.top_k >= 0, "sampling", "expected top_k >= 0 (0 = off), got {}", p.top_k);
   HFX_CHECK(p.repetition_penalty > 0 && std::isfinite(p.repetition_penalty), "sampling",
@@ -85,7 +86,8 @@ std::vector<double> softmax(std::span<const float> logits) {
   if (logits.empty()) return p;
   double mx = -std::numeric_limits<double>::infinity();
   for (float x : logits) mx = std::max<double>(mx, x);
-  if (!std::isfinite(mx)) HFX_THROW("sampling", "expected at least one finite logit, got none (every token was filtered)");
+  if (!std::isfinite(mx))
+    HFX_THROW("sampling", "expected at least one finite logit, got none (every token was filtered)");
   double z = 0;
   for (size_t i = 0; i < logits.size(); i++) {
     p[i] = logits[i] == kFilter ? 0.0 : std::exp(static_cast<double>(logits[i]) - mx);
@@ -108,7 +110,8 @@ double uniform01(Rng& rng) { return static_cast<double>(rng() >> 11) * 0x1.0p-53
 int64_t sample_from(std::span<const double> probs, Rng& rng) {
   double total = 0;
   for (double x : probs) total += x;
-  HFX_CHECK(total > 0 && std::isfinite(total), "sampling", "expected probabilities with a positive finite sum, got {}", total);
+  HFX_CHECK(total > 0 && std::isfinite(total), "sampling",
+            "expected probabilities with a positive finite sum, got {}", total);
   const double u = uniform01(rng) * total;
   double cum = 0;
   int64_t last = -1;
@@ -121,7 +124,8 @@ int64_t sample_from(std::span<const double> probs, Rng& rng) {
   return last;  // rounding left u at the very top: the last possible token
 }
 
-int64_t select_next(std::span<float> logits, std::span<const int64_t> previous, const SamplingParams& p, Rng& rng) {
+int64_t select_next(std::span<float> logits, std::span<const int64_t> previous, const SamplingParams& p,
+                    Rng& rng) {
   apply_repetition_penalty(logits, previous, p.repetition_penalty);
   if (p.greedy) return argmax(logits);
   apply_temperature(logits, p.temperature);

@@ -9,14 +9,14 @@
 
 #include <fmt/format.h>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/runtime/generator.h"
-#include "runtime/eager_decoder.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "hfx/artifact/manifest.h"
+#include "runtime/eager_decoder.h"
 #include "runtime/json_file.h"
 
 namespace hfx {
@@ -33,14 +33,16 @@ std::vector<int64_t> int_list(const nlohmann::json& j, const char* key) {
   if (it->is_number_integer()) return {it->get<int64_t>()};
   HFX_CHECK(it->is_array(), kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
   for (const auto& x : *it) {
-    HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be an int or a list of ints, got {}", key, it->dump());
+    HFX_CHECK(x.is_number_integer(), kComp, "expected {} to be an int or a list of ints, got {}", key,
+              it->dump());
     r.push_back(x.get<int64_t>());
   }
   return r;
 }
 
 // The generation config's value of `key`, else config.json's (null or absent in both: absent).
-const nlohmann::json* field(const nlohmann::json& cfg, const std::optional<nlohmann::json>& gen, const char* key) {
+const nlohmann::json* field(const nlohmann::json& cfg, const std::optional<nlohmann::json>& gen,
+                            const char* key) {
   if (gen && gen->contains(key) && !(*gen)[key].is_null()) return &(*gen)[key];
   if (cfg.contains(key) && !cfg[key].is_null()) return &cfg[key];
   return nullptr;
@@ -54,8 +56,8 @@ std::optional<nlohmann::json> read_json_if_exists(const fs::path& p) {
 class EagerSeq2Seq : public Seq2SeqEngine {
  public:
   explicit EagerSeq2Seq(std::shared_ptr<const Model> m) : m_(std::move(m)) {
-    HFX_CHECK(m_ && m_->structure() == Structure::EncoderDecoder, kComp, "expected an encoder-decoder model, got {}",
-              m_ ? structure_name(m_->structure()) : "none");
+    HFX_CHECK(m_ && m_->structure() == Structure::EncoderDecoder, kComp,
+              "expected an encoder-decoder model, got {}", m_ ? structure_name(m_->structure()) : "none");
     decl_ = m_->component("decoder");
   }
   std::string name() const override { return "eager"; }
@@ -63,11 +65,13 @@ class EagerSeq2Seq : public Seq2SeqEngine {
 
   void encode(std::span<const int64_t> ids, std::span<const int64_t> mask, int64_t B, int64_t S) override {
     HFX_CHECK(static_cast<int64_t>(ids.size()) == B * S && mask.size() == ids.size(), kComp,
-              "expected input_ids and attention_mask of [{}, {}], got {} and {} values", B, S, ids.size(), mask.size());
+              "expected input_ids and attention_mask of [{}, {}], got {} and {} values", B, S, ids.size(),
+              mask.size());
     b_ = std::make_unique<EagerBuilder>();
     mask_ = b_->wrap(Tensor::from_ints({B, S}, {mask.begin(), mask.end()}));
-    NamedVars out = m_->call("encoder", *b_, {{"input_ids", b_->wrap(Tensor::from_ints({B, S}, {ids.begin(), ids.end()}))},
-                                              {"attention_mask", mask_}});
+    NamedVars out = m_->call("encoder", *b_,
+                             {{"input_ids", b_->wrap(Tensor::from_ints({B, S}, {ids.begin(), ids.end()}))},
+                              {"attention_mask", mask_}});
     hidden_ = get(out, "last_hidden_state");
     past_.clear();
   }
@@ -97,11 +101,13 @@ void force(float* row, int64_t V, int64_t keep) {
 }
 
 // NoBadWordsLogitsProcessor: a bad word's last id is banned when the row ends with the rest of it.
-void ban_bad_words(float* row, int64_t V, const std::vector<int64_t>& seq, const std::vector<std::vector<int64_t>>& bad) {
+void ban_bad_words(float* row, int64_t V, const std::vector<int64_t>& seq,
+                   const std::vector<std::vector<int64_t>>& bad) {
   for (const auto& w : bad) {
     if (w.empty()) continue;
     const size_t pre = w.size() - 1;
-    if (pre > seq.size() || !std::equal(w.begin(), w.end() - 1, seq.end() - static_cast<std::ptrdiff_t>(pre))) continue;
+    if (pre > seq.size() || !std::equal(w.begin(), w.end() - 1, seq.end() - static_cast<std::ptrdiff_t>(pre)))
+      continue;
     if (w.back() >= 0 && w.back() < V) row[w.back()] = kNegInf;
   }
 }
@@ -111,14 +117,16 @@ void ban_bad_words(float* row, int64_t V, const std::vector<int64_t>& seq, const
 bool is_text2text_config(const nlohmann::json& config) {
   if (config.is_object() && jsonc::get_or<bool>(config, "is_encoder_decoder", false, kComp, "config.json"))
     return true;
-  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string()) return false;
+  if (!config.is_object() || !config.contains("model_type") || !config["model_type"].is_string())
+    return false;
   const Architecture* a = find_architecture(config["model_type"].get<std::string>());
   return a && !a->heads.empty() && head_of(*a, config) == "seq2seq_lm";
 }
 
 Text2TextSettings text2text_settings(const nlohmann::json& cfg, const std::optional<nlohmann::json>& gen) {
   Text2TextSettings s;
-  if (const auto* e = field(cfg, gen, "eos_token_id")) s.eos_token_ids = int_list(nlohmann::json{{"v", *e}}, "v");
+  if (const auto* e = field(cfg, gen, "eos_token_id"))
+    s.eos_token_ids = int_list(nlohmann::json{{"v", *e}}, "v");
   std::optional<int64_t> pad, bos, start;
   auto one = [&](const char* key) -> std::optional<int64_t> {
     const auto* v = field(cfg, gen, key);
@@ -132,11 +140,14 @@ Text2TextSettings text2text_settings(const nlohmann::json& cfg, const std::optio
   s.forced_bos_token_id = one("forced_bos_token_id");
   s.forced_eos_token_id = one("forced_eos_token_id");
   if (!start) start = bos;  // transformers' _get_decoder_start_token_id
-  HFX_CHECK(start.has_value(), kComp, "expected decoder_start_token_id or bos_token_id in generation_config.json / config.json, got neither");
+  HFX_CHECK(
+      start.has_value(), kComp,
+      "expected decoder_start_token_id or bos_token_id in generation_config.json / config.json, got neither");
   s.decoder_start_token_id = *start;
   s.pad_token_id = pad ? *pad : (s.eos_token_ids.empty() ? 0 : s.eos_token_ids.front());
   if (const auto* b = field(cfg, gen, "bad_words_ids")) {
-    HFX_CHECK(b->is_array(), kComp, "expected bad_words_ids to be a list of lists of ints, got {}", b->dump());
+    HFX_CHECK(b->is_array(), kComp, "expected bad_words_ids to be a list of lists of ints, got {}",
+              b->dump());
     for (const auto& w : *b) s.bad_words_ids.push_back(int_list(nlohmann::json{{"v", w}}, "v"));
   }
   return s;
@@ -148,11 +159,14 @@ std::unique_ptr<Seq2SeqEngine> make_eager_seq2seq_engine(std::shared_ptr<const M
 
 #ifndef HFX_HAVE_ORT
 std::unique_ptr<Seq2SeqEngine> make_ort_seq2seq_engine(const std::string& dir, int) {
-  HFX_THROW(kComp, "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)", dir);
+  HFX_THROW(kComp,
+            "expected an hfx built with ONNX Runtime to run {}, got a build without it (use --engine eager)",
+            dir);
 }
 #endif
 
-Text2TextGenerator::Text2TextGenerator(std::unique_ptr<Seq2SeqEngine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
+Text2TextGenerator::Text2TextGenerator(std::unique_ptr<Seq2SeqEngine> engine,
+                                       std::shared_ptr<const tok::Tokenizer> tokenizer,
                                        Text2TextSettings settings)
     : engine_(std::move(engine)), tokenizer_(std::move(tokenizer)), settings_(std::move(settings)) {
   HFX_CHECK(engine_ != nullptr, kComp, "expected an engine, got none");
@@ -162,7 +176,8 @@ Text2TextGenerator::~Text2TextGenerator() = default;
 
 Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::string& engine, int threads) {
   const fs::path dir(path);
-  HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)", path);
+  HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)",
+            path);
   const bool exported = is_export_dir(path);
   std::string kind = engine == "auto" ? (exported ? "ort" : "eager") : engine;
   HFX_CHECK(kind == "eager" || kind == "ort", kComp, "expected engine auto, eager or ort, got '{}'", engine);
@@ -170,7 +185,8 @@ Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::
   HFX_CHECK(cfg.has_value(), kComp, "expected config.json in '{}', got none", path);
   std::unique_ptr<Seq2SeqEngine> e;
   if (kind == "ort") {
-    HFX_CHECK(exported, kComp, "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    HFX_CHECK(exported, kComp,
+              "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
     e = make_ort_seq2seq_engine(path, threads);
   } else {
     std::string weights = path;
@@ -179,12 +195,16 @@ Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::
     e = make_eager_seq2seq_engine(std::shared_ptr<const Model>(load_model(weights)));
   }
   std::shared_ptr<const tok::Tokenizer> tk;
-  if (fs::exists(dir / "tokenizer.json")) tk = std::make_shared<const tok::Tokenizer>(tok::Tokenizer::from_dir(path));
-  return Text2TextGenerator(std::move(e), std::move(tk), text2text_settings(*cfg, read_json_if_exists(dir / "generation_config.json")));
+  if (fs::exists(dir / "tokenizer.json"))
+    tk = std::make_shared<const tok::Tokenizer>(tok::Tokenizer::from_dir(path));
+  return Text2TextGenerator(std::move(e), std::move(tk),
+                            text2text_settings(*cfg, read_json_if_exists(dir / "generation_config.json")));
 }
 
-Text2TextResult Text2TextGenerator::generate(const std::vector<std::string>& prompts, int64_t max_new_tokens) {
-  HFX_CHECK(tokenizer_ != nullptr, kComp, "expected a tokenizer (tokenizer.json) to encode text prompts, got none");
+Text2TextResult Text2TextGenerator::generate(const std::vector<std::string>& prompts,
+                                             int64_t max_new_tokens) {
+  HFX_CHECK(tokenizer_ != nullptr, kComp,
+            "expected a tokenizer (tokenizer.json) to encode text prompts, got none");
   std::vector<std::vector<int64_t>> ids;
   for (const auto& p : prompts) {
     auto e = tokenizer_->encode(p, true);
@@ -193,7 +213,8 @@ Text2TextResult Text2TextGenerator::generate(const std::vector<std::string>& pro
   return generate_ids(ids, max_new_tokens);
 }
 
-Text2TextResult Text2TextGenerator::generate_ids(const std::vector<std::vector<int64_t>>& prompts, int64_t max_new_tokens) {
+Text2TextResult Text2TextGenerator::generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                                                 int64_t max_new_tokens) {
   HFX_CHECK(!prompts.empty(), kComp, "expected at least one prompt, got none");
   HFX_CHECK(max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}", max_new_tokens);
   const Text2TextSettings& s = settings_;
@@ -201,7 +222,8 @@ Text2TextResult Text2TextGenerator::generate_ids(const std::vector<std::vector<i
   int64_t S = 0;
   for (size_t r = 0; r < prompts.size(); r++) {
     HFX_CHECK(!prompts[r].empty(), kComp, "expected prompt {} to encode to at least one token, got none", r);
-    for (int64_t id : prompts[r]) HFX_CHECK(id >= 0 && id < V, kComp, "expected token ids in [0, {}), got {} in prompt {}", V, id, r);
+    for (int64_t id : prompts[r])
+      HFX_CHECK(id >= 0 && id < V, kComp, "expected token ids in [0, {}), got {} in prompt {}", V, id, r);
     S = std::max<int64_t>(S, static_cast<int64_t>(prompts[r].size()));
   }
   // Right padding, as tokenizers pad encoder inputs.
@@ -224,7 +246,8 @@ Text2TextResult Text2TextGenerator::generate_ids(const std::vector<std::vector<i
   const int64_t max_length = 1 + max_new_tokens;  // the decoder start counts, as in transformers
   for (int64_t step = 0; step < max_new_tokens; step++) {
     engine_->step(next, B, logits);
-    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp, "expected logits [{}, {}], got {} values", B, V, logits.size());
+    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp, "expected logits [{}, {}], got {} values",
+              B, V, logits.size());
     const int64_t cur_len = step + 1;
     for (int64_t r = 0; r < B; r++) {
       float* row = logits.data() + r * V;

@@ -10,14 +10,14 @@
 
 #include <fmt/format.h>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/ops/builder.h"
 #include "hfx/runtime/generator.h"
-#include "runtime/eager_decoder.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "hfx/artifact/manifest.h"
+#include "runtime/eager_decoder.h"
 #include "runtime/json_file.h"
 
 namespace hfx {
@@ -210,9 +210,10 @@ std::vector<int64_t> Transcriber::prompt(const TranscribeOptions& o) const {
         o.language, o.task);
   }
   if (o.timestamps)
-    HFX_CHECK(s.no_timestamps_token_id, kComp,
-              "expected no_timestamps_token_id in generation_config.json for timestamps (the timestamp tokens "
-              "follow it), got none");
+    HFX_CHECK(
+        s.no_timestamps_token_id, kComp,
+        "expected no_timestamps_token_id in generation_config.json for timestamps (the timestamp tokens "
+        "follow it), got none");
   else if (s.no_timestamps_token_id)
     p.push_back(*s.no_timestamps_token_id);
   return p;
@@ -237,7 +238,8 @@ void Transcriber::append_segments(TranscribeResult& r, const std::vector<int64_t
   const double precision = time_precision(features_);
   for (const whisper::SegmentSpan& sp : whisper::segment_spans(ids, timestamp_begin, window)) {
     TranscribeSegment seg;
-    seg.ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(sp.begin), ids.begin() + static_cast<std::ptrdiff_t>(sp.end));
+    seg.ids.assign(ids.begin() + static_cast<std::ptrdiff_t>(sp.begin),
+                   ids.begin() + static_cast<std::ptrdiff_t>(sp.end));
     seg.start = offset + sp.start * precision;
     seg.end = offset + sp.stop * precision;
     std::vector<int32_t> text;
@@ -328,9 +330,10 @@ TranscribeResult Transcriber::transcribe_features(std::span<const float> f, cons
 // argmax over the language tokens (lang_to_id) only; the caches are dropped after.
 std::string Transcriber::detect_language() {
   const WhisperSettings& s = settings_;
-  HFX_CHECK(s.is_multilingual && !s.lang_to_id.empty(), kComp,
-            "expected a multilingual model (lang_to_id in generation_config.json) to detect the language, got an "
-            "English-only one; leave --language out");
+  HFX_CHECK(
+      s.is_multilingual && !s.lang_to_id.empty(), kComp,
+      "expected a multilingual model (lang_to_id in generation_config.json) to detect the language, got an "
+      "English-only one; leave --language out");
   std::vector<float> logits;
   const int64_t start[1] = {s.decoder_start_token_id};
   engine_->step(start, 1, 1, logits);
@@ -358,7 +361,8 @@ TranscribeResult Transcriber::transcribe_encoded(const TranscribeOptions& opts) 
             s.max_length, P);
   whisper::TimestampRules rules;
   if (opts.timestamps) {
-    HFX_CHECK(!s.eos_token_ids.empty(), kComp, "expected eos_token_id in generation_config.json for timestamps, got none");
+    HFX_CHECK(!s.eos_token_ids.empty(), kComp,
+              "expected eos_token_id in generation_config.json for timestamps, got none");
     rules = {*s.no_timestamps_token_id, s.eos_token_ids.front(), s.max_initial_timestamp_index};
   }
   std::vector<int64_t> next = r.prompt;

@@ -95,7 +95,9 @@ class NormalizedString {
   size_t original_start() const { return shift_; }
 
   void transform_range(size_t n_start, size_t n_end, const std::vector<Change>& dest, size_t initial_offset);
-  void transform(const std::vector<Change>& dest, size_t initial_offset) { transform_range(0, s_.size(), dest, initial_offset); }
+  void transform(const std::vector<Change>& dest, size_t initial_offset) {
+    transform_range(0, s_.size(), dest, initial_offset);
+  }
   void filter(const std::function<bool(char32_t)>& keep);
   void map(const std::function<char32_t(char32_t)>& f);
   void prepend(std::string_view s);

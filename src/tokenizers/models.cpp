@@ -20,11 +20,14 @@ std::optional<int32_t> lookup(const Vocab& v, std::string_view t) {
 }
 
 Vocab parse_vocab_object(const json& j, const std::string& where) {
-  if (!j.is_object()) HFX_THROW(kComp, "expected '{}' to be an object of token -> id, got {}", where, j.type_name());
+  if (!j.is_object())
+    HFX_THROW(kComp, "expected '{}' to be an object of token -> id, got {}", where, j.type_name());
   Vocab v;
   v.reserve(j.size());
   for (auto it = j.begin(); it != j.end(); ++it) {
-    if (!it.value().is_number_integer()) HFX_THROW(kComp, "expected '{}[\"{}\"]' to be an integer id, got {}", where, it.key(), it.value().dump());
+    if (!it.value().is_number_integer())
+      HFX_THROW(kComp, "expected '{}[\"{}\"]' to be an integer id, got {}", where, it.key(),
+                it.value().dump());
     v[it.key()] = it.value().get<int32_t>();
   }
   return v;
@@ -55,7 +58,9 @@ struct BPE : VocabModel {
   bool fuse_unk = false, byte_fallback = false, ignore_merges = false;
   std::array<std::optional<int32_t>, 256> byte_ids;
 
-  static uint64_t key(int32_t a, int32_t b) { return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b); }
+  static uint64_t key(int32_t a, int32_t b) {
+    return (static_cast<uint64_t>(static_cast<uint32_t>(a)) << 32) | static_cast<uint32_t>(b);
+  }
 
   struct Sym {
     int32_t c;
@@ -156,10 +161,12 @@ struct BPE : VocabModel {
       cur.len += right.len;
       cur.next = right.next;
       syms[next_pos].len = 0;
-      if (right.next > -1 && static_cast<size_t>(right.next) < syms.size()) syms[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(top.pos);
+      if (right.next > -1 && static_cast<size_t>(right.next) < syms.size())
+        syms[static_cast<size_t>(right.next)].prev = static_cast<int64_t>(top.pos);
       if (cur.prev >= 0) {
         auto pit = merges.find(key(syms[static_cast<size_t>(cur.prev)].c, cur.c));
-        if (pit != merges.end()) q.push({static_cast<size_t>(cur.prev), pit->second.first, pit->second.second});
+        if (pit != merges.end())
+          q.push({static_cast<size_t>(cur.prev), pit->second.first, pit->second.second});
       }
       if (cur.next >= 0 && static_cast<size_t>(cur.next) < syms.size()) {
         auto nit = merges.find(key(cur.c, syms[static_cast<size_t>(cur.next)].c));
@@ -189,7 +196,8 @@ std::unique_ptr<Model> make_bpe(const json& j) {
     HFX_THROW(kComp, "expected model.dropout to be null or 0 (deterministic encoding), got {}", d);
   for (int b = 0; b < 256; ++b) m->byte_ids[b] = lookup(m->vocab, fmt::format("<0x{:02X}>", b));
   const json& merges = field(j, "merges", w);
-  if (!merges.is_array()) HFX_THROW(kComp, "expected model.merges to be an array, got {}", merges.type_name());
+  if (!merges.is_array())
+    HFX_THROW(kComp, "expected model.merges to be an array, got {}", merges.type_name());
   size_t prefix_len = m->prefix ? m->prefix->size() : 0;
   uint32_t rank = 0;
   for (const json& mj : merges) {
@@ -209,11 +217,15 @@ std::unique_ptr<Model> make_bpe(const json& j) {
       HFX_THROW(kComp, "expected model.merges[{}] to be \"a b\" or [a, b], got {}", rank, mj.dump());
     }
     auto ia = lookup(m->vocab, a), ib = lookup(m->vocab, b);
-    if (!ia) HFX_THROW(kComp, "expected merge token '{}' (model.merges[{}]) in the vocabulary, got none", a, rank);
-    if (!ib) HFX_THROW(kComp, "expected merge token '{}' (model.merges[{}]) in the vocabulary, got none", b, rank);
+    if (!ia)
+      HFX_THROW(kComp, "expected merge token '{}' (model.merges[{}]) in the vocabulary, got none", a, rank);
+    if (!ib)
+      HFX_THROW(kComp, "expected merge token '{}' (model.merges[{}]) in the vocabulary, got none", b, rank);
     std::string merged = a + b.substr(std::min(prefix_len, b.size()));
     auto in = lookup(m->vocab, merged);
-    if (!in) HFX_THROW(kComp, "expected merged token '{}' (model.merges[{}]) in the vocabulary, got none", merged, rank);
+    if (!in)
+      HFX_THROW(kComp, "expected merged token '{}' (model.merges[{}]) in the vocabulary, got none", merged,
+                rank);
     m->merges[BPE::key(*ia, *ib)] = {rank, *in};
     ++rank;
   }
@@ -341,7 +353,8 @@ struct Unigram : Model {
         Best& t = best[starts_at + mblen];
         double cand = unk_score + here;
         if (!t.starts_at || cand > t.score) {
-          if (!unk_id) HFX_THROW(kComp, "expected model.unk_id for a character the Unigram vocabulary lacks, got null");
+          if (!unk_id)
+            HFX_THROW(kComp, "expected model.unk_id for a character the Unigram vocabulary lacks, got null");
           t.score = cand;
           t.starts_at = starts_at;
           t.id = *unk_id;
@@ -406,7 +419,8 @@ struct Unigram : Model {
 std::unique_ptr<Model> make_unigram(const json& j) {
   auto m = std::make_unique<Unigram>();
   const json& v = field(j, "vocab", "model(Unigram)");
-  if (!v.is_array()) HFX_THROW(kComp, "expected model.vocab to be an array of [piece, score], got {}", v.type_name());
+  if (!v.is_array())
+    HFX_THROW(kComp, "expected model.vocab to be an array of [piece, score], got {}", v.type_name());
   m->min_score = std::numeric_limits<double>::infinity();
   for (size_t i = 0; i < v.size(); ++i) {
     const json& e = v[i];
@@ -436,10 +450,14 @@ std::unique_ptr<Model> make_model(const json& j) {
   std::string t;
   if (j.is_object() && !j.contains("type")) {
     // Old files omit model.type; infer it as HF's untagged deserializer does.
-    if (j.contains("merges")) t = "BPE";
-    else if (j.contains("vocab") && j["vocab"].is_array()) t = "Unigram";
-    else if (j.contains("continuing_subword_prefix")) t = "WordPiece";
-    else t = "WordLevel";
+    if (j.contains("merges"))
+      t = "BPE";
+    else if (j.contains("vocab") && j["vocab"].is_array())
+      t = "Unigram";
+    else if (j.contains("continuing_subword_prefix"))
+      t = "WordPiece";
+    else
+      t = "WordLevel";
   } else {
     t = type_of(j, "model");
   }

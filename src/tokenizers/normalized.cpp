@@ -52,7 +52,8 @@ void NormalizedString::transform_range(size_t n_start, size_t n_end, const std::
     for (size_t k = before; k < out.size(); ++k) al.push_back(a);
   }
   s_.replace(n_start, n_end - n_start, out);
-  align_.erase(align_.begin() + static_cast<ptrdiff_t>(n_start), align_.begin() + static_cast<ptrdiff_t>(n_end));
+  align_.erase(align_.begin() + static_cast<ptrdiff_t>(n_start),
+               align_.begin() + static_cast<ptrdiff_t>(n_end));
   align_.insert(align_.begin() + static_cast<ptrdiff_t>(n_start), al.begin(), al.end());
 }
 
@@ -64,8 +65,10 @@ void NormalizedString::filter(const std::function<bool(char32_t)>& keep) {
   for (size_t i = 0; i < s_.size();) {
     char32_t c = next_cp(s_, i);
     if (keep(c)) {
-      if (last) tr.push_back({*last, -removed});
-      else removed_start = static_cast<size_t>(removed);
+      if (last)
+        tr.push_back({*last, -removed});
+      else
+        removed_start = static_cast<size_t>(removed);
       last = c;
       removed = 0;
     } else {
@@ -143,7 +146,8 @@ void NormalizedString::normalize_unicode(NormForm f) {
     al.insert(al.end(), part.size(), a);
   }
   if (out != whole) {
-    al.assign(whole.size(), {align_.empty() ? shift_ : align_.front().first, align_.empty() ? shift_ : align_.back().second});
+    al.assign(whole.size(), {align_.empty() ? shift_ : align_.front().first,
+                             align_.empty() ? shift_ : align_.back().second});
     out = whole;
   }
   s_ = std::move(out);
@@ -163,8 +167,10 @@ void NormalizedString::strip(bool left, bool right) {
   for (size_t i = 0; i < count; ++i) {
     if (i < lead || i >= count - trail) continue;
     // HF compares the char index with the byte length here; reproduced as is.
-    if (i == s_.size() - trail - 1) tr.push_back({cps[i], -static_cast<int64_t>(trail)});
-    else tr.push_back({cps[i], 0});
+    if (i == s_.size() - trail - 1)
+      tr.push_back({cps[i], -static_cast<int64_t>(trail)});
+    else
+      tr.push_back({cps[i], 0});
   }
   transform(tr, lead);
 }
@@ -177,7 +183,8 @@ void NormalizedString::replace(const Matches& matches, std::string_view content)
   for (const Piece& p : matches) {
     if (!p.is_match) continue;
     ns.append(s_, last_end, p.start - last_end);
-    nal.insert(nal.end(), align_.begin() + static_cast<ptrdiff_t>(last_end), align_.begin() + static_cast<ptrdiff_t>(p.start));
+    nal.insert(nal.end(), align_.begin() + static_cast<ptrdiff_t>(last_end),
+               align_.begin() + static_cast<ptrdiff_t>(p.start));
     // Every inserted char takes the alignment of the last replaced byte (HF: alignments[idx - 1]).
     size_t idx = p.end;
     std::pair<size_t, size_t> a = idx < 1 ? std::make_pair(shift_, shift_) : align_[idx - 1];
@@ -218,8 +225,10 @@ std::vector<NormalizedString> NormalizedString::split(const Matches& matches, Sp
     case SplitBehavior::Contiguous: {
       bool prev = false;
       for (auto& m : matches) {
-        if (m.is_match == prev && !splits.empty()) splits.back().b = m.end;
-        else splits.push_back({m.start, m.end, false});
+        if (m.is_match == prev && !splits.empty())
+          splits.back().b = m.end;
+        else
+          splits.push_back({m.start, m.end, false});
         prev = m.is_match;
       }
       break;
@@ -227,8 +236,10 @@ std::vector<NormalizedString> NormalizedString::split(const Matches& matches, Sp
     case SplitBehavior::MergedWithPrevious: {
       bool prev = false;
       for (auto& m : matches) {
-        if (m.is_match && !prev && !splits.empty()) splits.back().b = m.end;
-        else splits.push_back({m.start, m.end, false});
+        if (m.is_match && !prev && !splits.empty())
+          splits.back().b = m.end;
+        else
+          splits.push_back({m.start, m.end, false});
         prev = m.is_match;
       }
       break;
@@ -236,8 +247,10 @@ std::vector<NormalizedString> NormalizedString::split(const Matches& matches, Sp
     case SplitBehavior::MergedWithNext: {
       bool prev = false;
       for (auto it = matches.rbegin(); it != matches.rend(); ++it) {
-        if (it->is_match && !prev && !splits.empty()) splits.back().a = it->start;
-        else splits.push_back({it->start, it->end, false});
+        if (it->is_match && !prev && !splits.empty())
+          splits.back().a = it->start;
+        else
+          splits.push_back({it->start, it->end, false});
         prev = it->is_match;
       }
       std::reverse(splits.begin(), splits.end());

@@ -56,7 +56,8 @@ struct ByteLevelN : Normalizer {
     for (size_t i = 0; i < s.size();) {
       size_t b = i;
       next_cp(s, i);
-      for (size_t k = b; k < i; ++k) tr.push_back({byte_to_char()[static_cast<unsigned char>(s[k])], k > b ? 1 : 0});
+      for (size_t k = b; k < i; ++k)
+        tr.push_back({byte_to_char()[static_cast<unsigned char>(s[k])], k > b ? 1 : 0});
     }
     n.transform(tr, 0);
   }
@@ -139,11 +140,14 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j) {
     b->handle_chinese_chars = get_or<bool>(j, "handle_chinese_chars", true, "tokenizer.json normalizer");
     b->lowercase = get_or<bool>(j, "lowercase", true, "tokenizer.json normalizer");
     if (jsonc::has(j, "strip_accents"))
-      b->strip_accents = jsonc::as<bool>(j["strip_accents"], kComp, "tokenizer.json normalizer.strip_accents");
+      b->strip_accents =
+          jsonc::as<bool>(j["strip_accents"], kComp, "tokenizer.json normalizer.strip_accents");
     return b;
   }
-  HFX_THROW(kComp, "expected normalizer.type to be one of Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
-                   "StripAccents, Replace, Prepend, BertNormalizer, ByteLevel, got '{}'", t);
+  HFX_THROW(kComp,
+            "expected normalizer.type to be one of Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
+            "StripAccents, Replace, Prepend, BertNormalizer, ByteLevel, got '{}'",
+            t);
 }
 
 }  // namespace hfx::tok::detail

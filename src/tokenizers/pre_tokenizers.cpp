@@ -29,7 +29,8 @@ struct ByteLevelP : PreTokenizer {
       for (size_t i = 0; i < s.size();) {
         size_t b = i;
         next_cp(s, i);
-        for (size_t k = b; k < i; ++k) tr.push_back({byte_to_char()[static_cast<unsigned char>(s[k])], k > b ? 1 : 0});
+        for (size_t k = b; k < i; ++k)
+          tr.push_back({byte_to_char()[static_cast<unsigned char>(s[k])], k > b ? 1 : 0});
       }
       sp.n.transform(tr, 0);
     }
@@ -65,7 +66,8 @@ struct MetaspaceP : PreTokenizer {
       if (scheme == Prepend::First && !starts && n.original_start() == 0) n.prepend(rep);
       if (split) {
         char32_t r = replacement;
-        return n.split(find_matches_fn([r](char32_t c) { return c == r; }, n.get()), SplitBehavior::MergedWithNext);
+        return n.split(find_matches_fn([r](char32_t c) { return c == r; }, n.get()),
+                       SplitBehavior::MergedWithNext);
       }
       return std::vector<NormalizedString>{n};
     });
@@ -120,8 +122,12 @@ struct WhitespaceP : PreTokenizer {
 
 struct BertP : PreTokenizer {
   void pre_tokenize(PreTokenized& pt) const override {
-    split_each(pt, [](NormalizedString& n) { return n.split(find_matches_fn(is_whitespace, n.get()), SplitBehavior::Removed); });
-    split_each(pt, [](NormalizedString& n) { return n.split(find_matches_fn(is_punctuation, n.get()), SplitBehavior::Isolated); });
+    split_each(pt, [](NormalizedString& n) {
+      return n.split(find_matches_fn(is_whitespace, n.get()), SplitBehavior::Removed);
+    });
+    split_each(pt, [](NormalizedString& n) {
+      return n.split(find_matches_fn(is_punctuation, n.get()), SplitBehavior::Isolated);
+    });
   }
 };
 
@@ -138,10 +144,13 @@ Prepend parse_prepend(const json& j) {
 // Shared with the Metaspace decoder.
 int metaspace_prepend_scheme(const json& j) {
   Prepend p = parse_prepend(j);
-  if (j.contains("add_prefix_space") && j["add_prefix_space"].is_boolean() && !j["add_prefix_space"].get<bool>()) {
+  if (j.contains("add_prefix_space") && j["add_prefix_space"].is_boolean() &&
+      !j["add_prefix_space"].get<bool>()) {
     if (j.contains("prepend_scheme") && p != Prepend::Never)
-      HFX_THROW(kComp, "expected Metaspace.add_prefix_space to match prepend_scheme, got add_prefix_space=false with '{}'",
-                j["prepend_scheme"].get<std::string>());
+      HFX_THROW(
+          kComp,
+          "expected Metaspace.add_prefix_space to match prepend_scheme, got add_prefix_space=false with '{}'",
+          j["prepend_scheme"].get<std::string>());
     p = Prepend::Never;
   }
   return static_cast<int>(p);
@@ -188,17 +197,22 @@ std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j) {
                         ? SplitBehavior::Isolated
                         : SplitBehavior::Contiguous);
   if (t == "Punctuation") {
-    SplitBehavior b = j.contains("behavior") ? parse_behavior(j["behavior"], "pre_tokenizer(Punctuation)") : SplitBehavior::Isolated;
+    SplitBehavior b = j.contains("behavior") ? parse_behavior(j["behavior"], "pre_tokenizer(Punctuation)")
+                                             : SplitBehavior::Isolated;
     return std::make_unique<FnSplitP>(is_punctuation, b);
   }
   if (t == "CharDelimiterSplit") {
     auto cps = to_cps(field_as<std::string>(j, "delimiter", "pre_tokenizer(CharDelimiterSplit)"));
-    if (cps.size() != 1) HFX_THROW(kComp, "expected CharDelimiterSplit.delimiter to be one character, got {}", j["delimiter"].dump());
+    if (cps.size() != 1)
+      HFX_THROW(kComp, "expected CharDelimiterSplit.delimiter to be one character, got {}",
+                j["delimiter"].dump());
     char32_t d = cps[0];
     return std::make_unique<FnSplitP>([d](char32_t c) { return c == d; }, SplitBehavior::Removed);
   }
-  HFX_THROW(kComp, "expected pre_tokenizer.type to be one of Sequence, ByteLevel, Split, Metaspace, Whitespace, "
-                   "WhitespaceSplit, BertPreTokenizer, Digits, Punctuation, CharDelimiterSplit, got '{}'", t);
+  HFX_THROW(kComp,
+            "expected pre_tokenizer.type to be one of Sequence, ByteLevel, Split, Metaspace, Whitespace, "
+            "WhitespaceSplit, BertPreTokenizer, Digits, Punctuation, CharDelimiterSplit, got '{}'",
+            t);
 }
 
 }  // namespace hfx::tok::detail

@@ -59,14 +59,17 @@ std::vector<TemplateP::Item> parse_template(const json& j, const std::string& wh
     }
     return out;
   }
-  if (!j.is_array()) HFX_THROW(kComp, "expected '{}' to be a template array or string, got {}", where, j.dump());
+  if (!j.is_array())
+    HFX_THROW(kComp, "expected '{}' to be a template array or string, got {}", where, j.dump());
   for (auto& p : j) {
     if (p.contains("Sequence"))
       out.push_back({true, field_as<std::string>(p["Sequence"], "id", where + ".Sequence")});
     else if (p.contains("SpecialToken"))
       out.push_back({false, field_as<std::string>(p["SpecialToken"], "id", where + ".SpecialToken")});
-    else if (p.is_string()) from_str(p.get<std::string>());
-    else HFX_THROW(kComp, "expected '{}' items to be Sequence or SpecialToken, got {}", where, p.dump());
+    else if (p.is_string())
+      from_str(p.get<std::string>());
+    else
+      HFX_THROW(kComp, "expected '{}' items to be Sequence or SpecialToken, got {}", where, p.dump());
   }
   return out;
 }
@@ -101,8 +104,10 @@ struct ByteLevelD : Decoder {
       bool ok = true;
       for (size_t i = 0; i < t.size() && ok;) {
         auto it = cb.find(next_cp(t, i));
-        if (it == cb.end()) ok = false;
-        else mapped += static_cast<char>(it->second);
+        if (it == cb.end())
+          ok = false;
+        else
+          mapped += static_cast<char>(it->second);
       }
       bytes += ok ? mapped : t;
     }
@@ -136,13 +141,15 @@ struct ByteFallbackD : Decoder {
     std::string pending;
     auto flush = [&] {
       if (pending.empty()) return;
-      if (find_invalid_utf8(pending) == std::string::npos) out.push_back(pending);
+      if (find_invalid_utf8(pending) == std::string::npos)
+        out.push_back(pending);
       else
         for (size_t i = 0; i < pending.size(); ++i) out.emplace_back("\xEF\xBF\xBD");
       pending.clear();
     };
     for (auto& t : tokens) {
-      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' && std::isxdigit(static_cast<unsigned char>(t[3])) &&
+      if (t.size() == 6 && t.compare(0, 3, "<0x") == 0 && t[5] == '>' &&
+          std::isxdigit(static_cast<unsigned char>(t[3])) &&
           std::isxdigit(static_cast<unsigned char>(t[4]))) {
         pending += static_cast<char>(std::stoi(t.substr(3, 2), nullptr, 16));
       } else {
@@ -171,14 +178,18 @@ struct StripD : Decoder {
       auto cps = to_cps(t);
       size_t a = 0;
       for (size_t i = 0; i < start && i < cps.size(); ++i) {
-        if (cps[i] == content) a = i + 1;
-        else break;
+        if (cps[i] == content)
+          a = i + 1;
+        else
+          break;
       }
       size_t b = cps.size();
       for (size_t i = 0; i < stop && i < cps.size(); ++i) {
         size_t idx = cps.size() - i - 1;
-        if (cps[idx] == content) b = idx;
-        else break;
+        if (cps[idx] == content)
+          b = idx;
+        else
+          break;
       }
       std::string o;
       for (size_t i = a; i < b; ++i) append_utf8(o, cps[i]);
@@ -191,11 +202,13 @@ struct StripD : Decoder {
 struct ReplaceD : Decoder {
   Regex re;
   std::string content;
-  ReplaceD(const PatternSpec& p, std::string c) : re(p.is_regex ? p.text : Regex::escape(p.text)), content(std::move(c)) {}
+  ReplaceD(const PatternSpec& p, std::string c)
+      : re(p.is_regex ? p.text : Regex::escape(p.text)), content(std::move(c)) {}
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
     for (auto& t : tokens) {
       std::string o;
-      for (auto& m : find_matches_regex(re, t)) o += m.is_match ? content : t.substr(m.start, m.end - m.start);
+      for (auto& m : find_matches_regex(re, t))
+        o += m.is_match ? content : t.substr(m.start, m.end - m.start);
       t = std::move(o);
     }
     return tokens;
@@ -213,7 +226,7 @@ std::string replace_all(std::string s, std::string_view from, std::string_view t
 
 std::string wordpiece_cleanup(std::string s) {
   static const std::pair<const char*, const char*> rules[] = {
-      {" .", "."}, {" ?", "?"}, {" !", "!"}, {" ,", ","}, {" ' ", "'"}, {" n't", "n't"},
+      {" .", "."},   {" ?", "?"},           {" !", "!"},   {" ,", ","},     {" ' ", "'"},   {" n't", "n't"},
       {" 'm", "'m"}, {" do not", " don't"}, {" 's", "'s"}, {" 've", "'ve"}, {" 're", "'re"}};
   for (auto& [a, b] : rules) s = replace_all(std::move(s), a, b);
   return s;
@@ -226,8 +239,10 @@ struct WordPieceD : Decoder {
     for (size_t i = 0; i < tokens.size(); ++i) {
       auto& t = tokens[i];
       if (i != 0) {
-        if (t.compare(0, prefix.size(), prefix) == 0) t = t.substr(prefix.size());
-        else t = " " + t;
+        if (t.compare(0, prefix.size(), prefix) == 0)
+          t = t.substr(prefix.size());
+        else
+          t = " " + t;
       }
       if (cleanup) t = wordpiece_cleanup(std::move(t));
     }
@@ -238,7 +253,8 @@ struct WordPieceD : Decoder {
 struct BPED : Decoder {
   std::string suffix = "</w>";
   std::vector<std::string> decode_chain(std::vector<std::string> tokens) const override {
-    for (size_t i = 0; i < tokens.size(); ++i) tokens[i] = replace_all(tokens[i], suffix, i + 1 == tokens.size() ? "" : " ");
+    for (size_t i = 0; i < tokens.size(); ++i)
+      tokens[i] = replace_all(tokens[i], suffix, i + 1 == tokens.size() ? "" : " ");
     return tokens;
   }
 };
@@ -280,7 +296,8 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j) {
   std::string t = type_of(j, "post_processor");
   if (t == "TemplateProcessing") {
     auto p = std::make_unique<TemplateP>();
-    p->single = parse_template(field(j, "single", "post_processor(TemplateProcessing)"), "post_processor.single");
+    p->single =
+        parse_template(field(j, "single", "post_processor(TemplateProcessing)"), "post_processor.single");
     if (j.contains("special_tokens")) {
       for (auto& [name, spec] : j["special_tokens"].items()) {
         p->specials[name] =
@@ -302,8 +319,11 @@ std::unique_ptr<PostProcessor> make_post_processor(const json& j) {
       if (auto p = make_post_processor(x)) s->items.push_back(std::move(p));
     return s;
   }
-  HFX_THROW(kComp, "expected post_processor.type to be one of TemplateProcessing, BertProcessing, RobertaProcessing, "
-                   "ByteLevel, Sequence, got '{}'", t);
+  HFX_THROW(
+      kComp,
+      "expected post_processor.type to be one of TemplateProcessing, BertProcessing, RobertaProcessing, "
+      "ByteLevel, Sequence, got '{}'",
+      t);
 }
 
 std::unique_ptr<Decoder> make_decoder(const json& j) {
@@ -313,7 +333,8 @@ std::unique_ptr<Decoder> make_decoder(const json& j) {
   if (t == "Metaspace") {
     auto d = std::make_unique<MetaspaceD>();
     auto cps = to_cps(field_as<std::string>(j, "replacement", "decoder(Metaspace)"));
-    if (cps.size() != 1) HFX_THROW(kComp, "expected decoder.replacement to be one character, got {}", j["replacement"].dump());
+    if (cps.size() != 1)
+      HFX_THROW(kComp, "expected decoder.replacement to be one character, got {}", j["replacement"].dump());
     d->replacement = cps[0];
     d->prepend = metaspace_prepend_scheme(j) != 2;
     return d;
@@ -323,7 +344,8 @@ std::unique_ptr<Decoder> make_decoder(const json& j) {
   if (t == "Strip") {
     auto d = std::make_unique<StripD>();
     auto cps = to_cps(field_as<std::string>(j, "content", "decoder(Strip)"));
-    if (cps.size() != 1) HFX_THROW(kComp, "expected decoder.content to be one character, got {}", j["content"].dump());
+    if (cps.size() != 1)
+      HFX_THROW(kComp, "expected decoder.content to be one character, got {}", j["content"].dump());
     d->content = cps[0];
     d->start = get_or<size_t>(j, "start", 0, "tokenizer.json decoder");
     d->stop = get_or<size_t>(j, "stop", 0, "tokenizer.json decoder");
@@ -357,8 +379,10 @@ std::unique_ptr<Decoder> make_decoder(const json& j) {
       if (auto d = make_decoder(x)) s->items.push_back(std::move(d));
     return s;
   }
-  HFX_THROW(kComp, "expected decoder.type to be one of ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, "
-                   "WordPiece, BPEDecoder, CTC, Sequence, got '{}'", t);
+  HFX_THROW(kComp,
+            "expected decoder.type to be one of ByteLevel, Metaspace, ByteFallback, Fuse, Strip, Replace, "
+            "WordPiece, BPEDecoder, CTC, Sequence, got '{}'",
+            t);
 }
 
 }  // namespace hfx::tok::detail

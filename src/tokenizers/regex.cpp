@@ -12,11 +12,13 @@ namespace hfx::tok::detail {
 Regex::Regex(const std::string& pattern) {
   int err = 0;
   PCRE2_SIZE off = 0;
-  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP, &err, &off, nullptr);
+  code_ = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(pattern.data()), pattern.size(), PCRE2_UTF | PCRE2_UCP,
+                        &err, &off, nullptr);
   if (!code_) {
     PCRE2_UCHAR buf[256];
     pcre2_get_error_message(err, buf, sizeof buf);
-    HFX_THROW(kComp, "expected a valid regex, got '{}' (PCRE2: {} at offset {})", pattern, reinterpret_cast<char*>(buf), off);
+    HFX_THROW(kComp, "expected a valid regex, got '{}' (PCRE2: {} at offset {})", pattern,
+              reinterpret_cast<char*>(buf), off);
   }
   pcre2_jit_compile(static_cast<pcre2_code*>(code_), PCRE2_JIT_COMPLETE);  // best effort
 }
@@ -38,8 +40,10 @@ struct MatchData {
   MatchData& operator=(const MatchData&) = delete;
 };
 
-std::optional<std::pair<size_t, size_t>> match_at(pcre2_code* code, pcre2_match_data* md, std::string_view s, size_t from) {
-  int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), from, PCRE2_NO_UTF_CHECK, md, nullptr);
+std::optional<std::pair<size_t, size_t>> match_at(pcre2_code* code, pcre2_match_data* md, std::string_view s,
+                                                  size_t from) {
+  int rc = pcre2_match(code, reinterpret_cast<PCRE2_SPTR>(s.data()), s.size(), from, PCRE2_NO_UTF_CHECK, md,
+                       nullptr);
   if (rc >= 0) {
     PCRE2_SIZE* ov = pcre2_get_ovector_pointer(md);
     return std::make_pair(static_cast<size_t>(ov[0]), static_cast<size_t>(ov[1]));
@@ -150,7 +154,9 @@ SplitBehavior parse_behavior(const json& j, const char* where) {
   if (b == "MergedWithPrevious" || b == "merged_with_previous") return SplitBehavior::MergedWithPrevious;
   if (b == "MergedWithNext" || b == "merged_with_next") return SplitBehavior::MergedWithNext;
   if (b == "Contiguous" || b == "contiguous") return SplitBehavior::Contiguous;
-  HFX_THROW(kComp, "expected {}.behavior to be one of Removed, Isolated, MergedWithPrevious, MergedWithNext, Contiguous, got {}",
+  HFX_THROW(kComp,
+            "expected {}.behavior to be one of Removed, Isolated, MergedWithPrevious, MergedWithNext, "
+            "Contiguous, got {}",
             where, j.dump());
 }
 
@@ -173,7 +179,8 @@ PatternSpec parse_pattern(const json& j, const std::string& where) {
     if (j.contains("Regex")) return {true, field_as<std::string>(j, "Regex", where + ".pattern")};
   }
   if (j.is_string()) return {false, j.get<std::string>()};
-  HFX_THROW(kComp, "expected '{}.pattern' to be {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", where, j.dump());
+  HFX_THROW(kComp, "expected '{}.pattern' to be {{\"String\": ...}} or {{\"Regex\": ...}}, got {}", where,
+            j.dump());
 }
 
 Matches find_pattern(const PatternSpec& p, const Regex* re, std::string_view s) {

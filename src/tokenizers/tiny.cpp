@@ -17,21 +17,32 @@ using namespace detail::tiny;
 namespace detail::tiny {
 namespace {
 const char* kTinyCorpus[] = {
-    "The quick brown fox jumps over the lazy dog. A tokenizer turns text into numbers, and a model turns numbers back into text.",
-    "Once upon a time there was a little model that wanted to learn. It read many books, and every day it learned a new word.",
-    "Hello world! How are you today? I am fine, thank you. What is your name? My name is Tiny, and I am a test model.",
-    "In the beginning the vocabulary was small: only bytes and a few merges. Then the trainer found the most frequent pairs.",
-    "Numbers like 0, 1, 2, 3, 42, 100, 2024 and 3.14159 appear in text, as do dates such as 2024-07-03 and times like 12:30.",
+    "The quick brown fox jumps over the lazy dog. A tokenizer turns text into numbers, and a model turns "
+    "numbers back into text.",
+    "Once upon a time there was a little model that wanted to learn. It read many books, and every day it "
+    "learned a new word.",
+    "Hello world! How are you today? I am fine, thank you. What is your name? My name is Tiny, and I am a "
+    "test model.",
+    "In the beginning the vocabulary was small: only bytes and a few merges. Then the trainer found the most "
+    "frequent pairs.",
+    "Numbers like 0, 1, 2, 3, 42, 100, 2024 and 3.14159 appear in text, as do dates such as 2024-07-03 and "
+    "times like 12:30.",
     "The weather is nice today. The sun is shining and the birds are singing in the trees near the river.",
-    "She said: \"This is the best day of the year!\" He answered, 'Yes, it is.' They're happy, we're happy, and I'm happy too.",
-    "def forward(self, input_ids, attention_mask=None):\n    hidden = self.embed(input_ids)\n    for layer in self.layers:\n        hidden = layer(hidden)\n    return self.norm(hidden)\n",
-    "import torch\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\nmodel = AutoModelForCausalLM.from_pretrained(\"tiny\")\n",
-    "int main(int argc, char** argv) {\n  std::vector<float> x(16, 0.0f);\n  for (int i = 0; i < 16; ++i) x[i] = i * 0.5f;\n  return 0;\n}\n",
+    "She said: \"This is the best day of the year!\" He answered, 'Yes, it is.' They're happy, we're happy, "
+    "and I'm happy too.",
+    "def forward(self, input_ids, attention_mask=None):\n    hidden = self.embed(input_ids)\n    for layer "
+    "in self.layers:\n        hidden = layer(hidden)\n    return self.norm(hidden)\n",
+    "import torch\nfrom transformers import AutoModelForCausalLM, AutoTokenizer\nmodel = "
+    "AutoModelForCausalLM.from_pretrained(\"tiny\")\n",
+    "int main(int argc, char** argv) {\n  std::vector<float> x(16, 0.0f);\n  for (int i = 0; i < 16; ++i) "
+    "x[i] = i * 0.5f;\n  return 0;\n}\n",
     "function add(a, b) { return a + b; }\nconst result = add(1, 2);\nconsole.log(`result: ${result}`);\n",
     "SELECT name, count(*) FROM users WHERE active = 1 GROUP BY name ORDER BY 2 DESC;",
-    "{\"name\": \"tiny\", \"layers\": 2, \"hidden_size\": 64, \"vocab_size\": 512, \"tie_word_embeddings\": true}",
+    "{\"name\": \"tiny\", \"layers\": 2, \"hidden_size\": 64, \"vocab_size\": 512, \"tie_word_embeddings\": "
+    "true}",
     "Bonjour le monde ! Comment allez-vous aujourd'hui ? Je vais très bien, merci. Où est la gare ?",
-    "Hallo Welt! Wie geht es dir? Mir geht es gut. Die Straße ist lang und schön, und das Wetter ist großartig.",
+    "Hallo Welt! Wie geht es dir? Mir geht es gut. Die Straße ist lang und schön, und das Wetter ist "
+    "großartig.",
     "Hola mundo. ¿Cómo estás? Estoy bien, gracias. El niño come una manzana en la mañana.",
     "Olá mundo! A língua portuguesa tem acentos: ação, coração, você, está.",
     "Привет, мир! Как дела? Всё хорошо, спасибо. Москва — столица России.",
@@ -93,8 +104,8 @@ int32_t Trainer::intern(const std::string& s) {
   return id;
 }
 
-void Trainer::train(size_t want_new, std::vector<std::pair<std::string, std::string>>& merges, std::vector<std::string>& new_tokens,
-                    std::set<std::string>& known) {
+void Trainer::train(size_t want_new, std::vector<std::pair<std::string, std::string>>& merges,
+                    std::vector<std::string>& new_tokens, std::set<std::string>& known) {
   while (new_tokens.size() < want_new) {
     std::map<std::pair<int32_t, int32_t>, int64_t> counts;
     for (auto& [w, c] : words)
@@ -104,14 +115,15 @@ void Trainer::train(size_t want_new, std::vector<std::pair<std::string, std::str
     std::pair<int32_t, int32_t> best{-1, -1};
     int64_t best_count = -1;
     for (auto& [p, c] : counts) {
-      if (c > best_count ||
-          (c == best_count && std::tie(symbols[p.first], symbols[p.second]) < std::tie(symbols[best.first], symbols[best.second]))) {
+      if (c > best_count || (c == best_count && std::tie(symbols[p.first], symbols[p.second]) <
+                                                    std::tie(symbols[best.first], symbols[best.second]))) {
         best = p;
         best_count = c;
       }
     }
     const std::string& right = symbols[best.second];
-    bool continues = !continuing_prefix.empty() && right.compare(0, continuing_prefix.size(), continuing_prefix) == 0;
+    bool continues =
+        !continuing_prefix.empty() && right.compare(0, continuing_prefix.size(), continuing_prefix) == 0;
     std::string merged = symbols[best.first] + (continues ? right.substr(continuing_prefix.size()) : right);
     merges.emplace_back(symbols[best.first], right);
     if (known.insert(merged).second) new_tokens.push_back(merged);
@@ -133,11 +145,12 @@ void Trainer::train(size_t want_new, std::vector<std::pair<std::string, std::str
 }
 
 ojson added_token(int32_t id, const std::string& content, bool special, bool normalized, bool lstrip) {
-  return ojson{{"id", id}, {"content", content}, {"single_word", false}, {"lstrip", lstrip},
+  return ojson{{"id", id},        {"content", content},       {"single_word", false}, {"lstrip", lstrip},
                {"rstrip", false}, {"normalized", normalized}, {"special", special}};
 }
 
-ojson template_processing(const std::string& single, const std::string& pair, const std::map<std::string, int32_t>& ids) {
+ojson template_processing(const std::string& single, const std::string& pair,
+                          const std::map<std::string, int32_t>& ids) {
   std::map<std::string, int32_t> used;
   auto parse = [&](const std::string& t) {
     ojson out = ojson::array();
@@ -166,13 +179,18 @@ ojson template_processing(const std::string& single, const std::string& pair, co
 }
 
 ojson byte_level_block(bool add_prefix_space) {
-  return ojson{{"type", "ByteLevel"}, {"add_prefix_space", add_prefix_space}, {"trim_offsets", true}, {"use_regex", true}};
+  return ojson{{"type", "ByteLevel"},
+               {"add_prefix_space", add_prefix_space},
+               {"trim_offsets", true},
+               {"use_regex", true}};
 }
 
-ojson metaspace_block() { return ojson{{"type", "Metaspace"}, {"replacement", kSpace}, {"prepend_scheme", "always"}, {"split", true}}; }
+ojson metaspace_block() {
+  return ojson{{"type", "Metaspace"}, {"replacement", kSpace}, {"prepend_scheme", "always"}, {"split", true}};
+}
 
-std::string tokenizer_json_text(const ojson& added, const ojson& normalizer, const ojson& pre_tokenizer, const ojson& post_processor,
-                                const ojson& decoder, const ojson& model) {
+std::string tokenizer_json_text(const ojson& added, const ojson& normalizer, const ojson& pre_tokenizer,
+                                const ojson& post_processor, const ojson& decoder, const ojson& model) {
   ojson j;
   j["version"] = "1.0";
   j["truncation"] = nullptr;
@@ -200,8 +218,9 @@ ojson template_bos(const std::string& bos, int32_t bos_id) {
 std::string byte_level_json(int vocab_size) {
   const int n_special = 2;
   if (vocab_size < 256 + n_special + 2)
-    HFX_THROW(kComp, "expected a ByteLevelBPE tiny vocab_size >= {} (256 bytes + 2 specials + 2 merges), got {}", 256 + n_special + 2,
-              vocab_size);
+    HFX_THROW(kComp,
+              "expected a ByteLevelBPE tiny vocab_size >= {} (256 bytes + 2 specials + 2 merges), got {}",
+              256 + n_special + 2, vocab_size);
   // Base vocabulary: the 256 byte symbols in GPT-2 order (printable bytes first).
   std::vector<std::string> base = byte_level_alphabet();
   Trainer tr;
@@ -229,21 +248,33 @@ std::string byte_level_json(int vocab_size) {
   const int32_t bos = next++, eos = next++;
   added.push_back(added_token(bos, "<|begin_of_text|>"));
   added.push_back(added_token(eos, "<|end_of_text|>"));
-  for (int k = 0; next < vocab_size; ++k) added.push_back(added_token(next++, fmt::format("<|reserved_special_token_{}|>", k)));
+  for (int k = 0; next < vocab_size; ++k)
+    added.push_back(added_token(next++, fmt::format("<|reserved_special_token_{}|>", k)));
 
   ojson merges_j = ojson::array();
   for (auto& [a, b] : merges) merges_j.push_back(ojson::array({a, b}));
-  ojson pre{{"type", "Sequence"},
-            {"pretokenizers",
-             {{{"type", "Split"}, {"pattern", {{"Regex", kLlama3Pattern}}}, {"behavior", "Isolated"}, {"invert", false}},
-              {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
-  ojson post{{"type", "Sequence"},
-             {"processors",
-              {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}},
-               template_bos("<|begin_of_text|>", bos)}}};
-  ojson model{{"type", "BPE"},          {"dropout", nullptr},    {"unk_token", nullptr},
-              {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", false},
-              {"byte_fallback", false}, {"ignore_merges", true}, {"vocab", vocab},
+  ojson pre{
+      {"type", "Sequence"},
+      {"pretokenizers",
+       {{{"type", "Split"},
+         {"pattern", {{"Regex", kLlama3Pattern}}},
+         {"behavior", "Isolated"},
+         {"invert", false}},
+        {{"type", "ByteLevel"}, {"add_prefix_space", false}, {"trim_offsets", true}, {"use_regex", false}}}}};
+  ojson post{
+      {"type", "Sequence"},
+      {"processors",
+       {{{"type", "ByteLevel"}, {"add_prefix_space", true}, {"trim_offsets", false}, {"use_regex", true}},
+        template_bos("<|begin_of_text|>", bos)}}};
+  ojson model{{"type", "BPE"},
+              {"dropout", nullptr},
+              {"unk_token", nullptr},
+              {"continuing_subword_prefix", nullptr},
+              {"end_of_word_suffix", nullptr},
+              {"fuse_unk", false},
+              {"byte_fallback", false},
+              {"ignore_merges", true},
+              {"vocab", vocab},
               {"merges", merges_j}};
   return tokenizer_json_text(added, nullptr, pre, post, byte_level_block(true), model);
 }
@@ -251,8 +282,10 @@ std::string byte_level_json(int vocab_size) {
 std::string sentencepiece_json(int vocab_size) {
   const int n_fixed = 3 + 256;  // <unk> <s> </s> + byte tokens
   if (vocab_size < n_fixed + 3)
-    HFX_THROW(kComp, "expected a SentencePieceBPE tiny vocab_size >= {} (3 specials + 256 byte tokens + 3 pieces), got {}", n_fixed + 3,
-              vocab_size);
+    HFX_THROW(
+        kComp,
+        "expected a SentencePieceBPE tiny vocab_size >= {} (3 specials + 256 byte tokens + 3 pieces), got {}",
+        n_fixed + 3, vocab_size);
   // Llama-2 normalization: "▁" + text with spaces replaced; words split before each "▁".
   std::map<std::string, int64_t> word_counts;
   std::map<char32_t, int64_t> char_counts;
@@ -312,16 +345,23 @@ std::string sentencepiece_json(int vocab_size) {
   for (auto& [a, b] : merges) merges_j.push_back(a + " " + b);
   ojson normalizer{{"type", "Sequence"},
                    {"normalizers",
-                    {{{"type", "Prepend"}, {"prepend", kSpace}}, {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}};
+                    {{{"type", "Prepend"}, {"prepend", kSpace}},
+                     {{"type", "Replace"}, {"pattern", {{"String", " "}}}, {"content", kSpace}}}}};
   ojson decoder{{"type", "Sequence"},
                 {"decoders",
                  {{{"type", "Replace"}, {"pattern", {{"String", kSpace}}}, {"content", " "}},
                   {{"type", "ByteFallback"}},
                   {{"type", "Fuse"}},
                   {{"type", "Strip"}, {"content", " "}, {"start", 1}, {"stop", 0}}}}};
-  ojson model{{"type", "BPE"},          {"dropout", nullptr},     {"unk_token", "<unk>"},
-              {"continuing_subword_prefix", nullptr}, {"end_of_word_suffix", nullptr}, {"fuse_unk", true},
-              {"byte_fallback", true},  {"ignore_merges", false}, {"vocab", vocab},
+  ojson model{{"type", "BPE"},
+              {"dropout", nullptr},
+              {"unk_token", "<unk>"},
+              {"continuing_subword_prefix", nullptr},
+              {"end_of_word_suffix", nullptr},
+              {"fuse_unk", true},
+              {"byte_fallback", true},
+              {"ignore_merges", false},
+              {"vocab", vocab},
               {"merges", merges_j}};
   return tokenizer_json_text(added, normalizer, nullptr, template_bos("<s>", 1), decoder, model);
 }
@@ -335,10 +375,14 @@ struct KindName {
   const char* name;
 };
 constexpr KindName kKindNames[] = {
-    {TinyTokenizerKind::ByteLevelBPE, "byte_level"},     {TinyTokenizerKind::SentencePieceBPE, "sentencepiece"},
-    {TinyTokenizerKind::WordPiece, "wordpiece"},         {TinyTokenizerKind::RobertaBPE, "roberta_bpe"},
-    {TinyTokenizerKind::ModernBertBPE, "modernbert_bpe"}, {TinyTokenizerKind::T5Unigram, "t5_unigram"},
-    {TinyTokenizerKind::XlmrUnigram, "xlmr_unigram"},    {TinyTokenizerKind::MarianUnigram, "marian_unigram"},
+    {TinyTokenizerKind::ByteLevelBPE, "byte_level"},
+    {TinyTokenizerKind::SentencePieceBPE, "sentencepiece"},
+    {TinyTokenizerKind::WordPiece, "wordpiece"},
+    {TinyTokenizerKind::RobertaBPE, "roberta_bpe"},
+    {TinyTokenizerKind::ModernBertBPE, "modernbert_bpe"},
+    {TinyTokenizerKind::T5Unigram, "t5_unigram"},
+    {TinyTokenizerKind::XlmrUnigram, "xlmr_unigram"},
+    {TinyTokenizerKind::MarianUnigram, "marian_unigram"},
     {TinyTokenizerKind::WhisperBPE, "whisper_bpe"},
 };
 
@@ -351,11 +395,13 @@ void decoder_config(TinyTokenizerKind kind, ojson& c) {
   c["eos_token"] = byte_level ? "<|end_of_text|>" : "</s>";
   if (!byte_level) c["unk_token"] = "<unk>";
   c["pad_token"] = nullptr;
-  c["chat_template"] =
-      byte_level ? "{{ bos_token }}{% for message in messages %}{{ message['role'] + ': ' + "
-                   "message['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ 'assistant: ' }}{% endif %}"
-                 : "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' %}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
-                   "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}";
+  c["chat_template"] = byte_level
+                           ? "{{ bos_token }}{% for message in messages %}{{ message['role'] + ': ' + "
+                             "message['content'] + '\\n' }}{% endfor %}{% if add_generation_prompt %}{{ "
+                             "'assistant: ' }}{% endif %}"
+                           : "{{ bos_token }}{% for message in messages %}{% if message['role'] == 'user' "
+                             "%}{{ '[INST] ' + message['content'] + ' [/INST]' }}"
+                             "{% else %}{{ ' ' + message['content'] + eos_token }}{% endif %}{% endfor %}";
   c["clean_up_tokenization_spaces"] = false;
   c["model_max_length"] = 2048;
   c["tokenizer_class"] = "PreTrainedTokenizerFast";
@@ -364,8 +410,8 @@ void decoder_config(TinyTokenizerKind kind, ojson& c) {
 // Encoder / encoder-decoder kinds: the fields (and key order) of the checkpoints they imitate.
 void encoder_config(TinyTokenizerKind kind, ojson& c) {
   using K = TinyTokenizerKind;
-  auto specials = [&](const char* bos, const char* cls, const char* eos, const char* mask, const char* pad, const char* sep,
-                      const char* unk) {
+  auto specials = [&](const char* bos, const char* cls, const char* eos, const char* mask, const char* pad,
+                      const char* sep, const char* unk) {
     if (bos) c["bos_token"] = bos;
     c["clean_up_tokenization_spaces"] = true;
     if (cls) c["cls_token"] = cls;
@@ -433,23 +479,34 @@ void encoder_config(TinyTokenizerKind kind, ojson& c) {
 
 std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size) {
   switch (kind) {
-    case TinyTokenizerKind::ByteLevelBPE: return byte_level_json(vocab_size);
-    case TinyTokenizerKind::SentencePieceBPE: return sentencepiece_json(vocab_size);
-    case TinyTokenizerKind::WordPiece: return wordpiece_json(vocab_size);
-    case TinyTokenizerKind::RobertaBPE: return roberta_bpe_json(vocab_size);
-    case TinyTokenizerKind::ModernBertBPE: return modernbert_bpe_json(vocab_size);
-    case TinyTokenizerKind::T5Unigram: return t5_unigram_json(vocab_size);
-    case TinyTokenizerKind::XlmrUnigram: return xlmr_unigram_json(vocab_size);
-    case TinyTokenizerKind::MarianUnigram: return marian_unigram_json(vocab_size);
-    case TinyTokenizerKind::WhisperBPE: return whisper_bpe_json(vocab_size);
+    case TinyTokenizerKind::ByteLevelBPE:
+      return byte_level_json(vocab_size);
+    case TinyTokenizerKind::SentencePieceBPE:
+      return sentencepiece_json(vocab_size);
+    case TinyTokenizerKind::WordPiece:
+      return wordpiece_json(vocab_size);
+    case TinyTokenizerKind::RobertaBPE:
+      return roberta_bpe_json(vocab_size);
+    case TinyTokenizerKind::ModernBertBPE:
+      return modernbert_bpe_json(vocab_size);
+    case TinyTokenizerKind::T5Unigram:
+      return t5_unigram_json(vocab_size);
+    case TinyTokenizerKind::XlmrUnigram:
+      return xlmr_unigram_json(vocab_size);
+    case TinyTokenizerKind::MarianUnigram:
+      return marian_unigram_json(vocab_size);
+    case TinyTokenizerKind::WhisperBPE:
+      return whisper_bpe_json(vocab_size);
   }
   HFX_THROW(kComp, "expected a TinyTokenizerKind, got {}", static_cast<int>(kind));
 }
 
 std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind) {
   ojson c;
-  if (kind == TinyTokenizerKind::ByteLevelBPE || kind == TinyTokenizerKind::SentencePieceBPE) decoder_config(kind, c);
-  else encoder_config(kind, c);
+  if (kind == TinyTokenizerKind::ByteLevelBPE || kind == TinyTokenizerKind::SentencePieceBPE)
+    decoder_config(kind, c);
+  else
+    encoder_config(kind, c);
   return c.dump(2) + "\n";
 }
 

@@ -217,16 +217,20 @@ std::string whisper_bpe_json(int vocab_size) {
   static const char* kLanguages[] = {"en", "zh", "de", "es", "ru", "ko", "fr", "ja"};
   std::vector<std::string> tail = {"<|startoftranscript|>"};
   for (const char* l : kLanguages) tail.push_back(fmt::format("<|{}|>", l));
-  for (const char* s : {"<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>", "<|nocaptions|>", "<|notimestamps|>"})
+  for (const char* s : {"<|translate|>", "<|transcribe|>", "<|startoflm|>", "<|startofprev|>",
+                        "<|nocaptions|>", "<|notimestamps|>"})
     tail.push_back(s);
   for (int t = 0; t <= 1500; ++t) tail.push_back(fmt::format("<|{:.2f}|>", t * 0.02));
   const int n_fixed = 256 + 1 + static_cast<int>(tail.size());
   if (vocab_size < n_fixed + 1)
-    HFX_THROW(kComp, "expected a WhisperBPE tiny vocab_size >= {} (256 bytes + <|endoftext|> + {} added tokens + 1 merge), got {}",
+    HFX_THROW(kComp,
+              "expected a WhisperBPE tiny vocab_size >= {} (256 bytes + <|endoftext|> + {} added tokens + 1 "
+              "merge), got {}",
               n_fixed + 1, tail.size(), vocab_size);
   std::vector<std::string> base, fresh;
   std::vector<std::pair<std::string, std::string>> merges;
-  train_byte_level(nullptr, byte_level_block(false), static_cast<size_t>(vocab_size - n_fixed), base, merges, fresh);
+  train_byte_level(nullptr, byte_level_block(false), static_cast<size_t>(vocab_size - n_fixed), base, merges,
+                   fresh);
   ojson vocab = ojson::object();
   int32_t next = 0;
   for (auto* list : {&base, &fresh})
@@ -242,13 +246,15 @@ std::string whisper_bpe_json(int vocab_size) {
     added.push_back(added_token(next++, s, true, false));
   }
   if (next != vocab_size)
-    HFX_THROW(kComp, "expected {} WhisperBPE tokens, got {} (the corpus has too few merges)", vocab_size, next);
+    HFX_THROW(kComp, "expected {} WhisperBPE tokens, got {} (the corpus has too few merges)", vocab_size,
+              next);
   ojson post = template_processing("<|startoftranscript|>:0 <|notimestamps|>:0 $A:0 <|endoftext|>:0",
                                    "<|startoftranscript|>:0 <|notimestamps|>:0 $A:0 $B:1 <|endoftext|>:1",
                                    {{"<|startoftranscript|>", ids["<|startoftranscript|>"]},
                                     {"<|notimestamps|>", ids["<|notimestamps|>"]},
                                     {"<|endoftext|>", ids["<|endoftext|>"]}});
-  return tokenizer_json_text(added, nullptr, byte_level_block(false), post, byte_level_block(true), bpe_model(true, vocab, merges));
+  return tokenizer_json_text(added, nullptr, byte_level_block(false), post, byte_level_block(true),
+                             bpe_model(true, vocab, merges));
 }
 
 }  // namespace hfx::tok::detail::tiny

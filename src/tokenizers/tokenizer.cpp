@@ -23,7 +23,7 @@ struct AddedTok {
 /// Byte trie over added-token patterns, searched leftmost-longest (daachorse MatchKind::LeftmostLongest).
 struct Matcher {
   std::vector<std::optional<int32_t>> values{std::nullopt};  // node -> added-token id ending there
-  std::unordered_map<uint64_t, int32_t> edges;                // (node << 8 | byte) -> child
+  std::unordered_map<uint64_t, int32_t> edges;               // (node << 8 | byte) -> child
   bool empty() const { return values.size() == 1; }
   int32_t child(int32_t n, unsigned char c) const {
     auto it = edges.find((static_cast<uint64_t>(n) << 8) | c);
@@ -115,7 +115,8 @@ std::string read_file(const std::string& path, const char* what) {
 
 std::optional<std::string> token_content(const json& j) {
   if (j.is_string()) return j.get<std::string>();
-  if (j.is_object() && j.contains("content") && j["content"].is_string()) return j["content"].get<std::string>();
+  if (j.is_object() && j.contains("content") && j["content"].is_string())
+    return j["content"].get<std::string>();
   return std::nullopt;
 }
 
@@ -127,8 +128,8 @@ struct Tokenizer::Impl {
   std::unique_ptr<Model> model;
   std::unique_ptr<PostProcessor> post_processor;
   std::unique_ptr<Decoder> decoder;
-  std::map<std::string, int32_t> added_map;   // content -> id
-  std::map<int32_t, AddedTok> added_map_r;    // id -> token
+  std::map<std::string, int32_t> added_map;  // content -> id
+  std::map<int32_t, AddedTok> added_map_r;   // id -> token
   std::set<std::string> special_set;
   Matcher split_trie, split_normalized_trie;
   TokenizerConfig config;
@@ -149,8 +150,10 @@ struct Tokenizer::Impl {
     for (const AddedTok& t : toks) {
       if (t.content.empty()) continue;
       int32_t id;
-      if (auto e = token_to_id(t.content)) id = *e;
-      else id = next_id++;
+      if (auto e = token_to_id(t.content))
+        id = *e;
+      else
+        id = next_id++;
       added_map[t.content] = id;
       if (t.special) special_set.insert(t.content);
       added_map_r[id] = t;
@@ -195,7 +198,8 @@ struct Tokenizer::Impl {
         bool stop_space = stop == s.size() || !starts_with_word(std::string_view(s).substr(stop));
         if (!stop_space || !start_space) continue;
       }
-      if (tok.lstrip) start = std::max(space_leftmost_at_end(std::string_view(s).substr(0, start)), start_offset);
+      if (tok.lstrip)
+        start = std::max(space_leftmost_at_end(std::string_view(s).substr(0, start)), start_offset);
       if (tok.rstrip) stop += space_rightmost_at_start(std::string_view(s).substr(stop));
       if (start_offset < start) push(start_offset, start, std::nullopt);
       push(start, stop, m.value);
@@ -222,8 +226,10 @@ struct Tokenizer::Impl {
     if (pre_tokenizer) pre_tokenizer->pre_tokenize(pt2);
     std::vector<int32_t> ids;
     for (auto& sp : pt2) {
-      if (sp.ids) ids.insert(ids.end(), sp.ids->begin(), sp.ids->end());
-      else model->tokenize(sp.n.get(), ids);
+      if (sp.ids)
+        ids.insert(ids.end(), sp.ids->begin(), sp.ids->end());
+      else
+        model->tokenize(sp.n.get(), ids);
     }
     if (post_processor) post_processor->process(ids, add_special);
     return ids;
@@ -257,7 +263,8 @@ struct Tokenizer::Impl {
     return out;
   }
 
-  std::optional<int32_t> special(const std::optional<std::string>& configured, std::initializer_list<const char*> guesses) const {
+  std::optional<int32_t> special(const std::optional<std::string>& configured,
+                                 std::initializer_list<const char*> guesses) const {
     if (configured) return token_to_id(*configured);
     for (const char* g : guesses)
       if (auto id = token_to_id(g)) return id;
@@ -272,9 +279,12 @@ Tokenizer::~Tokenizer() = default;
 
 static TokenizerConfig parse_config(const json& c) {
   TokenizerConfig cfg;
-  if (!c.is_object()) HFX_THROW(kComp, "expected tokenizer_config.json to hold an object, got {}", c.type_name());
-  if (c.contains("add_bos_token") && c["add_bos_token"].is_boolean()) cfg.add_bos_token = c["add_bos_token"].get<bool>();
-  if (c.contains("add_eos_token") && c["add_eos_token"].is_boolean()) cfg.add_eos_token = c["add_eos_token"].get<bool>();
+  if (!c.is_object())
+    HFX_THROW(kComp, "expected tokenizer_config.json to hold an object, got {}", c.type_name());
+  if (c.contains("add_bos_token") && c["add_bos_token"].is_boolean())
+    cfg.add_bos_token = c["add_bos_token"].get<bool>();
+  if (c.contains("add_eos_token") && c["add_eos_token"].is_boolean())
+    cfg.add_eos_token = c["add_eos_token"].get<bool>();
   if (c.contains("bos_token")) cfg.bos_token = token_content(c["bos_token"]);
   if (c.contains("eos_token")) cfg.eos_token = token_content(c["eos_token"]);
   if (c.contains("pad_token")) cfg.pad_token = token_content(c["pad_token"]);
@@ -294,12 +304,13 @@ static TokenizerConfig parse_config(const json& c) {
         cfg.chat_template = jsonc::get<std::string>(t[0], "template", kComp, where);
     }
   }
-  if (c.contains("tokenizer_class") && c["tokenizer_class"].is_string()) cfg.tokenizer_class = c["tokenizer_class"].get<std::string>();
+  if (c.contains("tokenizer_class") && c["tokenizer_class"].is_string())
+    cfg.tokenizer_class = c["tokenizer_class"].get<std::string>();
   if (c.contains("model_max_length")) {
     const json& m = c["model_max_length"];
     if (m.is_number_integer()) cfg.model_max_length = m.get<int64_t>();
-    // transformers writes 1e30 for "no limit": a float outside int64's range means none (converting it would be
-    // undefined behaviour), as does a negative one.
+    // transformers writes 1e30 for "no limit": a float outside int64's range means none (converting it would
+    // be undefined behaviour), as does a negative one.
     else if (m.is_number_float() && m.get<double>() >= 0 && m.get<double>() < 9.0e18)
       cfg.model_max_length = static_cast<int64_t>(m.get<double>());
   }
@@ -326,7 +337,8 @@ Tokenizer Tokenizer::from_json_string(std::string_view tokenizer_json, std::stri
     std::vector<AddedTok> toks;
     if (j.contains("added_tokens") && !j["added_tokens"].is_null()) {
       const json& at = j["added_tokens"];
-      if (!at.is_array()) HFX_THROW(kComp, "expected tokenizer.json added_tokens to be an array, got {}", at.type_name());
+      if (!at.is_array())
+        HFX_THROW(kComp, "expected tokenizer.json added_tokens to be an array, got {}", at.type_name());
       for (size_t i = 0; i < at.size(); ++i) {
         const json& t = at[i];
         const std::string where = fmt::format("tokenizer.json added_tokens[{}]", i);
@@ -364,9 +376,11 @@ TokenizerConfig Tokenizer::parse_config_json(std::string_view config_json) {
 
 void Tokenizer::set_config(TokenizerConfig config) { impl_->config = std::move(config); }
 
-Tokenizer Tokenizer::from_files(const std::string& tokenizer_json_path, const std::string& tokenizer_config_path) {
+Tokenizer Tokenizer::from_files(const std::string& tokenizer_json_path,
+                                const std::string& tokenizer_config_path) {
   std::string tj = read_file(tokenizer_json_path, "tokenizer.json");
-  std::string cj = tokenizer_config_path.empty() ? std::string() : read_file(tokenizer_config_path, "tokenizer_config.json");
+  std::string cj = tokenizer_config_path.empty() ? std::string()
+                                                 : read_file(tokenizer_config_path, "tokenizer_config.json");
   try {
     return from_json_string(tj, cj);
   } catch (const hfx::Error& e) {
@@ -396,17 +410,23 @@ int32_t Tokenizer::vocab_size() const {
     if (!impl_->model->token_to_id(content)) ++n;
   return static_cast<int32_t>(n);
 }
-std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const { return impl_->token_to_id(token); }
-std::string Tokenizer::id_to_token(int32_t id) const { return impl_->id_to_token(id).value_or(std::string()); }
+std::optional<int32_t> Tokenizer::token_to_id(std::string_view token) const {
+  return impl_->token_to_id(token);
+}
+std::string Tokenizer::id_to_token(int32_t id) const {
+  return impl_->id_to_token(id).value_or(std::string());
+}
 bool Tokenizer::is_special(int32_t id) const {
   auto it = impl_->added_map_r.find(id);
   return it != impl_->added_map_r.end() && impl_->special_set.count(it->second.content);
 }
 std::optional<int32_t> Tokenizer::bos_id() const {
-  return impl_->special(impl_->config.bos_token, {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "[CLS]"});
+  return impl_->special(impl_->config.bos_token,
+                        {"<|begin_of_text|>", "<s>", "<bos>", "<|startoftext|>", "[CLS]"});
 }
 std::optional<int32_t> Tokenizer::eos_id() const {
-  return impl_->special(impl_->config.eos_token, {"<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "[SEP]"});
+  return impl_->special(impl_->config.eos_token,
+                        {"<|end_of_text|>", "<|endoftext|>", "</s>", "<eos>", "[SEP]"});
 }
 std::optional<int32_t> Tokenizer::pad_id() const {
   return impl_->special(impl_->config.pad_token, {"<pad>", "[PAD]", "<|pad|>"});
@@ -427,7 +447,8 @@ std::string DecodeStream::step(int32_t id) {
   bool ends_incomplete = s.size() >= 3 && s.compare(s.size() - 3, 3, kRepl) == 0;
   if (s.size() > prefix_.size() && !ends_incomplete) {
     if (s.compare(0, prefix_.size(), prefix_) != 0)
-      HFX_THROW(kComp, "expected the decoded stream to extend '{}', got '{}' (decoder is not prefix-stable)", prefix_, s);
+      HFX_THROW(kComp, "expected the decoded stream to extend '{}', got '{}' (decoder is not prefix-stable)",
+                prefix_, s);
     std::string new_text = s.substr(prefix_.size());
     size_t new_prefix_index = ids_.size() - prefix_index_;
     ids_.erase(ids_.begin(), ids_.begin() + static_cast<ptrdiff_t>(prefix_index_));

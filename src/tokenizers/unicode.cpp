@@ -7,7 +7,10 @@ namespace hfx::tok::detail {
 
 char32_t next_cp(std::string_view s, size_t& i) {
   auto b = static_cast<unsigned char>(s[i]);
-  if (b < 0x80) { ++i; return b; }
+  if (b < 0x80) {
+    ++i;
+    return b;
+  }
   int n = b >= 0xF0 ? 3 : b >= 0xE0 ? 2 : 1;
   char32_t cp = b & (0x3F >> n);
   ++i;
@@ -117,7 +120,9 @@ bool is_alphanumeric(char32_t c) {
 }
 
 bool is_punctuation(char32_t c) {
-  if (c < 0x80) return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) || (c >= 0x7B && c <= 0x7E);
+  if (c < 0x80)
+    return (c >= 0x21 && c <= 0x2F) || (c >= 0x3A && c <= 0x40) || (c >= 0x5B && c <= 0x60) ||
+           (c >= 0x7B && c <= 0x7E);
   int k = category(c);
   return k >= UTF8PROC_CATEGORY_PC && k <= UTF8PROC_CATEGORY_PO;
 }
@@ -153,15 +158,25 @@ std::string unicode_normalize(std::string_view s, NormForm f) {
   if (s.empty()) return {};
   int opts = UTF8PROC_STABLE;
   switch (f) {
-    case NormForm::NFC: opts |= UTF8PROC_COMPOSE; break;
-    case NormForm::NFD: opts |= UTF8PROC_DECOMPOSE; break;
-    case NormForm::NFKC: opts |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT; break;
-    case NormForm::NFKD: opts |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT; break;
+    case NormForm::NFC:
+      opts |= UTF8PROC_COMPOSE;
+      break;
+    case NormForm::NFD:
+      opts |= UTF8PROC_DECOMPOSE;
+      break;
+    case NormForm::NFKC:
+      opts |= UTF8PROC_COMPOSE | UTF8PROC_COMPAT;
+      break;
+    case NormForm::NFKD:
+      opts |= UTF8PROC_DECOMPOSE | UTF8PROC_COMPAT;
+      break;
   }
   utf8proc_uint8_t* out = nullptr;
-  auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()), static_cast<utf8proc_ssize_t>(s.size()),
-                        &out, static_cast<utf8proc_option_t>(opts));
-  if (n < 0) HFX_THROW(kComp, "expected valid UTF-8 for Unicode normalization, got utf8proc error: {}", utf8proc_errmsg(n));
+  auto n = utf8proc_map(reinterpret_cast<const utf8proc_uint8_t*>(s.data()),
+                        static_cast<utf8proc_ssize_t>(s.size()), &out, static_cast<utf8proc_option_t>(opts));
+  if (n < 0)
+    HFX_THROW(kComp, "expected valid UTF-8 for Unicode normalization, got utf8proc error: {}",
+              utf8proc_errmsg(n));
   std::string r(reinterpret_cast<char*>(out), static_cast<size_t>(n));
   free(out);
   return r;

@@ -3,16 +3,16 @@
 // Kept apart from verify.cpp so that the fuzz targets (tests/fuzz) build them alone.
 #include <charconv>
 #include <fstream>
-#include <optional>
 #include <limits>
+#include <optional>
 #include <regex>
 #include <set>
 
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "io/zip.h"
 #include "hfx/core/error.h"
+#include "io/zip.h"
 #include "verify/verify_internal.h"
 
 namespace hfx::verify {
@@ -31,14 +31,22 @@ std::optional<int64_t> to_int64(const std::string& t) {
 
 std::string elem_name(int t) {
   switch (t) {
-    case onnx::TensorProto::FLOAT: return "float32";
-    case onnx::TensorProto::FLOAT16: return "float16";
-    case onnx::TensorProto::BFLOAT16: return "bfloat16";
-    case onnx::TensorProto::DOUBLE: return "float64";
-    case onnx::TensorProto::INT64: return "int64";
-    case onnx::TensorProto::INT32: return "int32";
-    case onnx::TensorProto::BOOL: return "bool";
-    default: return fmt::format("elem_type {}", t);
+    case onnx::TensorProto::FLOAT:
+      return "float32";
+    case onnx::TensorProto::FLOAT16:
+      return "float16";
+    case onnx::TensorProto::BFLOAT16:
+      return "bfloat16";
+    case onnx::TensorProto::DOUBLE:
+      return "float64";
+    case onnx::TensorProto::INT64:
+      return "int64";
+    case onnx::TensorProto::INT32:
+      return "int32";
+    case onnx::TensorProto::BOOL:
+      return "bool";
+    default:
+      return fmt::format("elem_type {}", t);
   }
 }
 
@@ -51,7 +59,8 @@ struct Decl {
   std::vector<DeclDim> dims;
   std::string str() const {
     std::vector<std::string> p;
-    for (const auto& d : dims) p.push_back(d.value >= 0 ? std::to_string(d.value) : (d.param.empty() ? "?" : d.param));
+    for (const auto& d : dims)
+      p.push_back(d.value >= 0 ? std::to_string(d.value) : (d.param.empty() ? "?" : d.param));
     return fmt::format("{} [{}]", dtype, fmt::join(p, ", "));
   }
 };
@@ -63,8 +72,10 @@ Decl decl_of(const onnx::ValueInfoProto& v) {
   d.dtype = elem_name(tt.elem_type());
   for (const auto& dim : tt.shape().dim()) {
     DeclDim x;
-    if (dim.has_dim_value()) x.value = dim.dim_value();
-    else x.param = dim.dim_param();
+    if (dim.has_dim_value())
+      x.value = dim.dim_value();
+    else
+      x.param = dim.dim_param();
     d.dims.push_back(x);
   }
   return d;
@@ -115,23 +126,27 @@ void check_signature(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
   const std::string kv_dtype = outs.count("present.0.key") ? outs["present.0.key"].dtype : "float32";
 
   std::vector<std::string> problems;
-  auto want = [&](std::map<std::string, Decl>& decls, const std::vector<std::string>& order, const std::string& kind,
-                  const std::string& name, const std::string& dtype, const std::vector<int64_t>& fixed, const std::string& why) {
+  auto want = [&](std::map<std::string, Decl>& decls, const std::vector<std::string>& order,
+                  const std::string& kind, const std::string& name, const std::string& dtype,
+                  const std::vector<int64_t>& fixed, const std::string& why) {
     auto it = decls.find(name);
     if (it == decls.end()) {
-      problems.push_back(fmt::format("expected {} {} ({}), got none; the graph's {}s are [{}]", kind, name, why, kind,
-                                     fmt::join(order, ", ")));
+      problems.push_back(fmt::format("expected {} {} ({}), got none; the graph's {}s are [{}]", kind, name,
+                                     why, kind, fmt::join(order, ", ")));
       return;
     }
     if (it->second.dtype != dtype)
-      problems.push_back(fmt::format("expected {} {} of dtype {}, got {}", kind, name, dtype, it->second.dtype));
+      problems.push_back(
+          fmt::format("expected {} {} of dtype {}, got {}", kind, name, dtype, it->second.dtype));
     if (it->second.dims.size() != fixed.size()) {
-      problems.push_back(fmt::format("expected {} {} of rank {}, got {}", kind, name, fixed.size(), it->second.str()));
+      problems.push_back(
+          fmt::format("expected {} {} of rank {}, got {}", kind, name, fixed.size(), it->second.str()));
       return;
     }
     for (size_t a = 0; a < fixed.size(); a++)
       if (fixed[a] >= 0 && it->second.dims[a].value >= 0 && it->second.dims[a].value != fixed[a])
-        problems.push_back(fmt::format("expected {} {} axis {} = {}, got {}", kind, name, a, fixed[a], it->second.str()));
+        problems.push_back(
+            fmt::format("expected {} {} axis {} = {}, got {}", kind, name, a, fixed[a], it->second.str()));
   };
   for (const char* n : {"input_ids", "attention_mask", "position_ids"})
     want(ins, in_order, "input", n, "int64", {-1, -1}, "generation feeds it");
@@ -140,43 +155,50 @@ void check_signature(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
     auto layer = cx.model->cache_layout().at(static_cast<size_t>(i));
     for (const char* kv : {"key", "value"}) {
       if (expect_past)
-        want(ins, in_order, "input", fmt::format("past_key_values.{}.{}", i, kv), kv_dtype, {-1, layer.num_kv_heads, -1, layer.head_dim},
-             "the KV cache of the previous step");
-      want(outs, out_order, "output", fmt::format("present.{}.{}", i, kv), kv_dtype, {-1, layer.num_kv_heads, -1, layer.head_dim},
+        want(ins, in_order, "input", fmt::format("past_key_values.{}.{}", i, kv), kv_dtype,
+             {-1, layer.num_kv_heads, -1, layer.head_dim}, "the KV cache of the previous step");
+      want(outs, out_order, "output", fmt::format("present.{}.{}", i, kv), kv_dtype,
+           {-1, layer.num_kv_heads, -1, layer.head_dim},
            fmt::format("generation feeds it back as past_key_values.{}.{}", i, kv));
     }
   }
   want(outs, out_order, "output", "logits", "float32", {-1, -1, mc.vocab_size}, "next-token scores");
   for (const auto& n : in_order)
-    if (n != "input_ids" && n != "attention_mask" && n != "position_ids" && n.rfind("past_key_values.", 0) != 0)
-      problems.push_back(fmt::format("expected only generation inputs, got an extra input {} ({})", n, ins[n].str()));
+    if (n != "input_ids" && n != "attention_mask" && n != "position_ids" &&
+        n.rfind("past_key_values.", 0) != 0)
+      problems.push_back(
+          fmt::format("expected only generation inputs, got an extra input {} ({})", n, ins[n].str()));
 
   // The declared dims against the contract(s).
   for (const auto& [source, contract] : c.claims) {
     for (const auto& [input, axes] : contract) {
       auto it = ins.find(input);
       if (it == ins.end()) {
-        problems.push_back(fmt::format("expected input {} (named by the contract in {}), got none", input, source));
+        problems.push_back(
+            fmt::format("expected input {} (named by the contract in {}), got none", input, source));
         continue;
       }
       if (it->second.dims.size() != axes.size()) {
-        problems.push_back(fmt::format("expected input {} of rank {} (contract in {}), got {}", input, axes.size(), source,
-                                       it->second.str()));
+        problems.push_back(fmt::format("expected input {} of rank {} (contract in {}), got {}", input,
+                                       axes.size(), source, it->second.str()));
         continue;
       }
       for (size_t a = 0; a < axes.size(); a++) {
         const DeclDim& d = it->second.dims[a];
         const AxisContract& ax = axes[a];
         if (d.value >= 0 && (ax.min != d.value || ax.max != d.value))
-          problems.push_back(fmt::format("expected input {} axis {} to match the contract in {} ({}), got a fixed size {}", input, a,
-                                         source, ax_str(ax), d.value));
+          problems.push_back(
+              fmt::format("expected input {} axis {} to match the contract in {} ({}), got a fixed size {}",
+                          input, a, source, ax_str(ax), d.value));
         if (d.value < 0 && ax.symbol.empty() && ax.min == ax.max)
-          problems.push_back(fmt::format("expected input {} axis {} fixed at {} (contract in {}), got dynamic {}", input, a, ax.min,
-                                         source, d.param));
+          problems.push_back(
+              fmt::format("expected input {} axis {} fixed at {} (contract in {}), got dynamic {}", input, a,
+                          ax.min, source, d.param));
       }
     }
     for (const auto& n : in_order)
-      if (!contract.count(n)) problems.push_back(fmt::format("expected input {} in the contract in {}, got none", n, source));
+      if (!contract.count(n))
+        problems.push_back(fmt::format("expected input {} in the contract in {}, got none", n, source));
   }
   c.signature_ok = problems.empty();
   json io = {{"inputs", json::object()}, {"outputs", json::object()}};
@@ -185,8 +207,8 @@ void check_signature(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
   c.info["signature"] = io;
   if (problems.empty())
     cx.add(c.name, "signature", "passed",
-           fmt::format("{} inputs, {} outputs match the generation signature and the contract ({})", in_order.size(), out_order.size(),
-                       c.contract_source),
+           fmt::format("{} inputs, {} outputs match the generation signature and the contract ({})",
+                       in_order.size(), out_order.size(), c.contract_source),
            io);
   else
     cx.add(c.name, "signature", "failed", problems.front(), {{"problems", problems}, {"io", io}});
@@ -203,27 +225,31 @@ void check_contract_ranges(Context& cx, OnnxComponent& c) {
         for (const GraphGuard& g : c.guards) {
           if (g.symbol != ax.symbol) continue;
           if (ax.max > g.max || ax.min < g.min)
-            problems.push_back(fmt::format(
-                "expected the contract in {} to keep {} (input {} axis {}) within what the graph accepts [{}, {}], got [{}, {}]: "
-                "the graph rejects it (node '{}')",
-                source, ax.symbol, input, a, g.min, g.max, ax.min, ax.max, g.node));
+            problems.push_back(
+                fmt::format("expected the contract in {} to keep {} (input {} axis {}) within what the graph "
+                            "accepts [{}, {}], got [{}, {}]: "
+                            "the graph rejects it (node '{}')",
+                            source, ax.symbol, input, a, g.min, g.max, ax.min, ax.max, g.node));
         }
       }
   const int64_t mpe = cx.model->config().max_position_embeddings;
   auto [smin, smax] = contract_range(c.contract, "attention_mask", 1);
   if (mpe > 0 && smax > mpe)
-    notes.push_back(fmt::format("the contract allows {} total positions, beyond max_position_embeddings {} (RoPE extrapolates; "
-                                "learned position tables cannot)",
-                                smax, mpe));
+    notes.push_back(fmt::format(
+        "the contract allows {} total positions, beyond max_position_embeddings {} (RoPE extrapolates; "
+        "learned position tables cannot)",
+        smax, mpe));
   json guards = json::array();
-  for (const auto& g : c.guards) guards.push_back({{"symbol", g.symbol}, {"min", g.min}, {"max", g.max}, {"input", g.input}, {"axis", g.axis}});
+  for (const auto& g : c.guards)
+    guards.push_back(
+        {{"symbol", g.symbol}, {"min", g.min}, {"max", g.max}, {"input", g.input}, {"axis", g.axis}});
   c.info["guards"] = guards;
   if (!problems.empty())
     cx.add(c.name, "shapes", "failed", problems.front(), {{"problems", problems}, {"notes", notes}});
   else
     cx.add(c.name, "contract", "passed",
-           fmt::format("every contract range lies within the graph's own checks ({} guards){}", c.guards.size(),
-                       notes.empty() ? "" : "; note: " + notes.front()),
+           fmt::format("every contract range lies within the graph's own checks ({} guards){}",
+                       c.guards.size(), notes.empty() ? "" : "; note: " + notes.front()),
            {{"guards", guards}, {"notes", notes}});
 }
 
@@ -237,8 +263,9 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
     std::ifstream f(c.path, std::ios::binary);
     if (!f || !m.ParseFromIstream(&f)) {
       cx.add(c.name, "load", "failed",
-             fmt::format("expected {} to parse as an ONNX model, got a malformed protobuf ({} bytes; truncated or corrupted?)", c.rel,
-                         fs::exists(c.path) ? fs::file_size(c.path) : 0));
+             fmt::format("expected {} to parse as an ONNX model, got a malformed protobuf ({} bytes; "
+                         "truncated or corrupted?)",
+                         c.rel, fs::exists(c.path) ? fs::file_size(c.path) : 0));
       return;
     }
   }
@@ -248,12 +275,14 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
       try {
         c.claims.push_back({"onnx metadata hfx.contract of " + c.rel, contract_from_metadata(p.value())});
       } catch (const std::exception& e) {
-        cx.add(c.name, "signature", "failed", fmt::format("expected JSON in {} metadata hfx.contract, got: {}", c.rel, e.what()));
+        cx.add(c.name, "signature", "failed",
+               fmt::format("expected JSON in {} metadata hfx.contract, got: {}", c.rel, e.what()));
       }
     }
   if (manifest) {
     auto it = manifest->contracts.find(c.name);
-    if (it != manifest->contracts.end() && !it->second.empty()) c.claims.push_back({"manifest.json contracts." + c.name, it->second});
+    if (it != manifest->contracts.end() && !it->second.empty())
+      c.claims.push_back({"manifest.json contracts." + c.name, it->second});
   }
   if (!c.claims.empty()) {
     c.contract = c.claims.front().second;
@@ -262,20 +291,24 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
     c.contract_source = "none";
   }
   // Guards the graph enforces: Reshape nodes named "hfx.contract: SYMBOL in [a, b] (INPUT axis N)".
-  static const std::regex guard_re(R"(^hfx\.contract: (.+) in \[(-?\d+), (-?\d+|inf)\] \((\S+) axis (\d+)\))");
+  static const std::regex guard_re(
+      R"(^hfx\.contract: (.+) in \[(-?\d+), (-?\d+|inf)\] \((\S+) axis (\d+)\))");
   std::map<std::string, int64_t> ops;
   for (const auto& n : m.graph().node()) {
     ops[n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type()]++;
     std::smatch sm;
     const std::string& nm = n.name();
     // std::regex recurses per character: only names that can be guards, of a sane length, are matched.
-    if (nm.rfind("hfx.contract: ", 0) != 0 || nm.size() > 1024 || !std::regex_search(nm, sm, guard_re)) continue;
+    if (nm.rfind("hfx.contract: ", 0) != 0 || nm.size() > 1024 || !std::regex_search(nm, sm, guard_re))
+      continue;
     GraphGuard g;
     g.symbol = sm[1];
-    auto min = to_int64(sm[2]), max = sm[3] == "inf" ? std::optional<int64_t>(std::numeric_limits<int64_t>::max()) : to_int64(sm[3]);
+    auto min = to_int64(sm[2]),
+         max = sm[3] == "inf" ? std::optional<int64_t>(std::numeric_limits<int64_t>::max()) : to_int64(sm[3]);
     auto axis = to_int64(sm[5]);
     if (!min || !max || !axis || *axis > 64) {
-      cx.add(c.name, "contract", "failed", fmt::format("expected guard bounds that fit in int64 and an axis below 64, got node '{}'", nm));
+      cx.add(c.name, "contract", "failed",
+             fmt::format("expected guard bounds that fit in int64 and an axis below 64, got node '{}'", nm));
       continue;
     }
     g.min = *min;
@@ -292,18 +325,21 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
     for (const auto& e : t.external_data())
       if (e.key() == "location") ext.insert(e.value());
   for (const auto& e : ext) {
-    // The ONNX spec keeps external data next to the graph: a location that is absolute or climbs out is refused.
+    // The ONNX spec keeps external data next to the graph: a location that is absolute or climbs out is
+    // refused.
     const fs::path rel(e);
     bool escapes = e.empty() || rel.is_absolute();
     for (const auto& part : rel) escapes = escapes || part == "..";
     if (escapes) {
-      cx.add(c.name, "load", "failed", fmt::format("expected external data locations inside the folder of {}, got '{}'", c.rel, e));
+      cx.add(c.name, "load", "failed",
+             fmt::format("expected external data locations inside the folder of {}, got '{}'", c.rel, e));
       return;
     }
     fs::path p = c.path.parent_path() / rel;
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) {
-      cx.add(c.name, "load", "failed", fmt::format("expected the external data file {} of {}, got none", e, c.rel));
+      cx.add(c.name, "load", "failed",
+             fmt::format("expected the external data file {} of {}, got none", e, c.rel));
       return;
     }
     bytes += static_cast<int64_t>(fs::file_size(p));
@@ -313,8 +349,9 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
   c.info["ops"] = ops;
   c.info["nodes"] = m.graph().node_size();
   c.info["contract_source"] = c.contract_source;
-  cx.add(c.name, "size", "info", fmt::format("{} = {:.2f} MiB ({} nodes, {} op types)", c.rel, bytes / 1048576.0,
-                                               m.graph().node_size(), ops.size()),
+  cx.add(c.name, "size", "info",
+         fmt::format("{} = {:.2f} MiB ({} nodes, {} op types)", c.rel, bytes / 1048576.0,
+                     m.graph().node_size(), ops.size()),
          {{"bytes", bytes}});
   check_signature(cx, c, m);
   check_contract_ranges(cx, c);
@@ -328,7 +365,8 @@ Pt2Structure read_pt2_structure(const std::string& bytes) {
     const std::string& n = recs[i].name;
     st.names.push_back(n);
     if (n.find("/data/weights/") != std::string::npos) st.has_weights = true;
-    if (n.find("archive_format") != std::string::npos || n.find("/version") != std::string::npos) st.has_version = true;
+    if (n.find("archive_format") != std::string::npos || n.find("/version") != std::string::npos)
+      st.has_version = true;
     if (n.find("/models/") == std::string::npos || n.size() <= 5 || n.substr(n.size() - 5) != ".json") {
       // Every other record (the weights too) is read once: libzip checks its CRC-32, so a damaged byte fails
       // here.
@@ -337,7 +375,8 @@ Pt2Structure read_pt2_structure(const std::string& bytes) {
     }
     // The ExportedProgram itself must be JSON; reading it also inflates it through libzip's bounds.
     const std::string text = zip.read(i);
-    HFX_CHECK(json::accept(text), "pt2", "expected record {} to hold a JSON ExportedProgram, got {} bytes that do not parse", n,
+    HFX_CHECK(json::accept(text), "pt2",
+              "expected record {} to hold a JSON ExportedProgram, got {} bytes that do not parse", n,
               text.size());
     st.programs++;
   }

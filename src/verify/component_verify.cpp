@@ -28,11 +28,13 @@ namespace {
 std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch) {
   std::vector<GenerationSample> s = default_generation_samples(m.config().vocab_size);
   GenerationSample three;
-  for (int64_t row = 0; row < 3; row++) three.prompts.push_back(test_tokens(m.config().vocab_size, row, 3 + 4 * row, 21));
+  for (int64_t row = 0; row < 3; row++)
+    three.prompts.push_back(test_tokens(m.config().vocab_size, row, 3 + 4 * row, 21));
   three.max_new_tokens = 3;
   s.push_back(three);
   for (auto& x : s)  // an export bounded below a sample's rows (--max-batch) replays that many rows
-    if (max_batch >= 1 && static_cast<int64_t>(x.prompts.size()) > max_batch) x.prompts.resize(static_cast<size_t>(max_batch));
+    if (max_batch >= 1 && static_cast<int64_t>(x.prompts.size()) > max_batch)
+      x.prompts.resize(static_cast<size_t>(max_batch));
   return s;
 }
 
@@ -42,10 +44,12 @@ struct Worst {
   int calls = 0;
 };
 
-void compare(Worst& w, const std::string& name, const std::string& kind, const std::vector<float>& got, const Tensor& want) {
+void compare(Worst& w, const std::string& name, const std::string& kind, const std::vector<float>& got,
+             const Tensor& want) {
   std::vector<float> ref = want.to_floats();
   ErrorStats e = error_stats(got, ref, 0);
-  if (e.max_abs > w.max_abs || !e.finite || w.where.empty()) {  // the first output names the worst until one differs more
+  if (e.max_abs > w.max_abs || !e.finite ||
+      w.where.empty()) {  // the first output names the worst until one differs more
     w.max_abs = e.finite ? e.max_abs : INFINITY;
     w.where = fmt::format("{} of a {} call", name, kind);
   }
@@ -58,14 +62,17 @@ void report(Context& cx, const std::string& comp, const Worst& w, const std::str
     cx.add(comp, "numerics", "failed", "expected recorded calls to replay, got none", info);
   else if (w.max_abs <= tol)
     cx.add(comp, "numerics", "passed",
-           fmt::format("{} real calls of the generation loop replayed in {}: max abs {:.3g} <= {:.0e} vs eager (worst: {})", w.calls,
-                       runtime, w.max_abs, tol, w.where),
+           fmt::format("{} real calls of the generation loop replayed in {}: max abs {:.3g} <= {:.0e} vs "
+                       "eager (worst: {})",
+                       w.calls, runtime, w.max_abs, tol, w.where),
            info);
   else
-    cx.add(comp, "numerics", "failed",
-           fmt::format("expected outputs within {:.0e} of eager over {} replayed calls in {}, got max abs {:.3g} at {}", tol, w.calls,
-                       runtime, w.max_abs, w.where),
-           info);
+    cx.add(
+        comp, "numerics", "failed",
+        fmt::format(
+            "expected outputs within {:.0e} of eager over {} replayed calls in {}, got max abs {:.3g} at {}",
+            tol, w.calls, runtime, w.max_abs, w.where),
+        info);
 }
 
 #ifdef HFX_HAVE_ORT
@@ -73,13 +80,15 @@ rt::RtTensor to_rt(const Tensor& t) {
   std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
   if (t.dtype() == DType::I64) {
     Tensor c = t.contiguous();
-    return rt::RtTensor::i64(shape, std::span<const int64_t>(c.data<int64_t>(), static_cast<size_t>(c.numel())));
+    return rt::RtTensor::i64(shape,
+                             std::span<const int64_t>(c.data<int64_t>(), static_cast<size_t>(c.numel())));
   }
   std::vector<float> v = t.to_floats();
   return rt::RtTensor::f32(shape, v);
 }
 
-void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::vector<ReplayCall>& calls, const fs::path& file) {
+void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::vector<ReplayCall>& calls,
+                 const fs::path& file) {
   const std::string comp = p.name;
   try {
     rt::SessionOptions so;
@@ -107,7 +116,9 @@ void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::v
     }
     report(cx, comp, w, "ONNX Runtime");
   } catch (const Error& e) {
-    cx.add(comp, "numerics", "failed", fmt::format("expected {} to load and run in ONNX Runtime, got: {}", file.filename().string(), e.what()));
+    cx.add(comp, "numerics", "failed",
+           fmt::format("expected {} to load and run in ONNX Runtime, got: {}", file.filename().string(),
+                       e.what()));
   }
   (void)m;
 }
@@ -156,8 +167,8 @@ void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const Repla
     cx.add(comp, "rejects", "failed", failure, {{"probes", probes}});
 }
 
-void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const ProgramSpec& p, const std::vector<ReplayCall>& calls,
-                const std::string& file) {
+void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const ProgramSpec& p,
+                const std::vector<ReplayCall>& calls, const std::string& file) {
   const std::string comp = fmt::format("{}:{}", file, method);
   try {
     PteMethod& pm = prog.method(method);
@@ -173,7 +184,8 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
       std::vector<PteOutput> out = pm.run(in);
       seconds += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
       if (out.size() != c.expected.size())
-        HFX_THROW("verify", "expected {} outputs from method '{}', got {}", c.expected.size(), method, out.size());
+        HFX_THROW("verify", "expected {} outputs from method '{}', got {}", c.expected.size(), method,
+                  out.size());
       for (size_t i = 0; i < out.size(); i++)
         compare(w, c.expected[i].first, c.kind, std::get<Tensor>(out[i]).to_floats(), c.expected[i].second);
       w.calls++;
@@ -192,7 +204,8 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
            lat);
     if (!calls.empty()) pte_probes(cx, pm, comp, calls.front());
   } catch (const Error& e) {
-    cx.add(comp, "numerics", "failed", fmt::format("expected method '{}' of {} to run, got: {}", method, file, e.what()));
+    cx.add(comp, "numerics", "failed",
+           fmt::format("expected method '{}' of {} to run, got: {}", method, file, e.what()));
   }
   (void)p;
 }
@@ -224,8 +237,8 @@ void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& 
       auto names = programs[i]->method_names();
       if (std::find(names.begin(), names.end(), method) == names.end()) {
         cx.add(ptes[i].filename().string(), "signature", "failed",
-               fmt::format("expected a method '{}' (program {}) in {}, got [{}]", method, p.name, ptes[i].filename().string(),
-                           fmt::join(names, ", ")));
+               fmt::format("expected a method '{}' (program {}) in {}, got [{}]", method, p.name,
+                           ptes[i].filename().string(), fmt::join(names, ", ")));
         continue;
       }
       replay_pte(cx, *programs[i], method, p, replay, ptes[i].filename().string());
@@ -233,9 +246,10 @@ void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& 
     }
   }
   if (ran == 0)
-    cx.add("verify", "numerics", "failed",
-           fmt::format("expected onnx/<program>.onnx or a .pte for the programs of this {} model ({}), got none",
-                       structure_name(m.structure()), fmt::join(m.component_names(), ", ")));
+    cx.add(
+        "verify", "numerics", "failed",
+        fmt::format("expected onnx/<program>.onnx or a .pte for the programs of this {} model ({}), got none",
+                    structure_name(m.structure()), fmt::join(m.component_names(), ", ")));
 }
 
 }  // namespace hfx::verify::detail

@@ -23,7 +23,8 @@ namespace {
 onnx::ModelProto read_model(const std::string& path) {
   onnx::ModelProto m;
   std::ifstream f(path, std::ios::binary);
-  HFX_CHECK(f && m.ParseFromIstream(&f), "verify", "expected {} to parse as an ONNX model, got a malformed protobuf", path);
+  HFX_CHECK(f && m.ParseFromIstream(&f), "verify",
+            "expected {} to parse as an ONNX model, got a malformed protobuf", path);
   return m;
 }
 
@@ -45,7 +46,8 @@ std::vector<std::string> onnx_module_values(const std::string& onnx_path) {
   return out;
 }
 
-void write_debug_onnx(const std::string& onnx_path, const std::vector<std::string>& names, const std::string& debug_path) {
+void write_debug_onnx(const std::string& onnx_path, const std::vector<std::string>& names,
+                      const std::string& debug_path) {
   onnx::ModelProto m = read_model(onnx_path);
   auto* g = m.mutable_graph();
   std::set<std::string> outs;
@@ -56,12 +58,15 @@ void write_debug_onnx(const std::string& onnx_path, const std::vector<std::strin
     if (outs.count(n)) continue;
     auto* o = g->add_output();
     auto it = typed.find(n);
-    if (it != typed.end()) *o = *it->second;
-    else o->set_name(n);
+    if (it != typed.end())
+      *o = *it->second;
+    else
+      o->set_name(n);
     outs.insert(n);
   }
   std::string bytes;
-  HFX_CHECK(m.SerializeToString(&bytes), "verify", "expected to serialize the debug copy of {}, got a protobuf error", onnx_path);
+  HFX_CHECK(m.SerializeToString(&bytes), "verify",
+            "expected to serialize the debug copy of {}, got a protobuf error", onnx_path);
   io::write_file_atomic(debug_path, bytes);
 }
 
@@ -72,7 +77,8 @@ LayerDiff compare_layers(const std::vector<std::string>& order, const std::map<s
     auto e = eager.find(name);
     auto a = artifact.find(name);
     if (e == eager.end() || a == artifact.end()) continue;
-    if (e->second.numel() != a->second.numel()) continue;  // a differently shaped view of the same module (e.g. kept logits)
+    if (e->second.numel() != a->second.numel())
+      continue;  // a differently shaped view of the same module (e.g. kept logits)
     std::vector<float> ev = e->second.to_floats(), av = a->second.to_floats();
     LayerError le;
     le.name = name;
@@ -99,12 +105,16 @@ nlohmann::json LayerDiff::to_json() const {
   nlohmann::json j;
   nlohmann::json ls = nlohmann::json::array();
   for (const auto& l : layers)
-    ls.push_back({{"name", l.name}, {"max_abs", std::isfinite(l.max_abs) ? nlohmann::json(l.max_abs) : nlohmann::json("inf")},
-                  {"max_rel", std::isfinite(l.max_rel) ? nlohmann::json(l.max_rel) : nlohmann::json("inf")}, {"diverged", l.diverged}});
+    ls.push_back({{"name", l.name},
+                  {"max_abs", std::isfinite(l.max_abs) ? nlohmann::json(l.max_abs) : nlohmann::json("inf")},
+                  {"max_rel", std::isfinite(l.max_rel) ? nlohmann::json(l.max_rel) : nlohmann::json("inf")},
+                  {"diverged", l.diverged}});
   j["layers"] = ls;
   if (first_divergence)
-    j["first_divergence"] = {{"name", first_divergence->name}, {"max_abs", std::isfinite(first_divergence->max_abs) ? first_divergence->max_abs : 1e300},
-                             {"max_rel", std::isfinite(first_divergence->max_rel) ? first_divergence->max_rel : 1e300}};
+    j["first_divergence"] = {
+        {"name", first_divergence->name},
+        {"max_abs", std::isfinite(first_divergence->max_abs) ? first_divergence->max_abs : 1e300},
+        {"max_rel", std::isfinite(first_divergence->max_rel) ? first_divergence->max_rel : 1e300}};
   else
     j["first_divergence"] = nullptr;
   return j;

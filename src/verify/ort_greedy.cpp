@@ -1,6 +1,6 @@
-// The end-to-end greedy check of `hfx verify` in ONNX Runtime (ort_internal.h): the export's prefill and decode
-// sessions drive the runtime's Generator against the eager model's own greedy tokens; under lossy precision
-// keys a row may part from eager only where eager's own top-2 margin is within the logit bound.
+// The end-to-end greedy check of `hfx verify` in ONNX Runtime (ort_internal.h): the export's prefill and
+// decode sessions drive the runtime's Generator against the eager model's own greedy tokens; under lossy
+// precision keys a row may part from eager only where eager's own top-2 margin is within the logit bound.
 #include <algorithm>
 #include <cmath>
 
@@ -22,7 +22,8 @@ namespace {
 // Generation over sessions: prefill (optional) then `step` for every later token.
 class SessionEngine : public Engine {
  public:
-  SessionEngine(const OrtSession* prefill, const OrtSession* step, const CausalLM& m) : prefill_(prefill), step_(step), m_(m) {}
+  SessionEngine(const OrtSession* prefill, const OrtSession* step, const CausalLM& m)
+      : prefill_(prefill), step_(step), m_(m) {}
   std::string name() const override { return "ort"; }
   int64_t vocab_size() const override { return m_.config().vocab_size; }
   void reset() override {
@@ -30,8 +31,8 @@ class SessionEngine : public Engine {
     past_len_ = 0;
   }
   int64_t past_length() const override { return past_len_; }
-  void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos, int64_t batch, int64_t seq,
-            std::vector<float>& logits) override {
+  void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos,
+            int64_t batch, int64_t seq, std::vector<float>& logits) override {
     const OrtSession* s = (past_len_ == 0 && prefill_) ? prefill_ : step_;
     NamedTensors f;
     f.push_back({"input_ids", RtTensor::i64({batch, seq}, ids)});
@@ -43,7 +44,8 @@ class SessionEngine : public Engine {
         for (int kv = 0; kv < 2; kv++) {
           std::string n = fmt::format("past_key_values.{}.{}", i, kv ? "value" : "key");
           if (past_.empty())
-            f.push_back({n, RtTensor::zeros(s->input(n).dtype, {batch, layout[i].num_kv_heads, 0, layout[i].head_dim})});
+            f.push_back({n, RtTensor::zeros(s->input(n).dtype,
+                                            {batch, layout[i].num_kv_heads, 0, layout[i].head_dim})});
           else
             f.push_back({n, std::move(past_[2 * i + kv])});
         }
@@ -130,17 +132,26 @@ void greedy_check(Context& cx, const std::string& label, const OrtSession* prefi
             }
           }
           if (first.empty())
-            first = fmt::format("row {} token {}: eager {} vs artifact {}", b, i, i < re.ids[b].size() ? re.ids[b][i] : -1,
+            first = fmt::format("row {} token {}: eager {} vs artifact {}", b, i,
+                                i < re.ids[b].size() ? re.ids[b][i] : -1,
                                 i < ra.ids[b].size() ? ra.ids[b][i] : -1);
         }
       }
-      runs.push_back({{"batch", batch}, {"tokens", cx.opt.tokens}, {"agree", agree}, {"total", total}, {"near_ties", near_ties}, {"eager_ms", eager_ms},
-                      {"artifact_ms", art_ms}, {"artifact_tokens_per_s", art_ms > 0 ? 1000.0 * batch * cx.opt.tokens / art_ms : 0}});
+      runs.push_back({{"batch", batch},
+                      {"tokens", cx.opt.tokens},
+                      {"agree", agree},
+                      {"total", total},
+                      {"near_ties", near_ties},
+                      {"eager_ms", eager_ms},
+                      {"artifact_ms", art_ms},
+                      {"artifact_tokens_per_s", art_ms > 0 ? 1000.0 * batch * cx.opt.tokens / art_ms : 0}});
       if (!first.empty() && failure.empty())
-        failure = fmt::format("expected the greedy tokens of eager for {} tokens at batch {}, got a different token at {}", cx.opt.tokens,
-                              batch, first);
+        failure = fmt::format(
+            "expected the greedy tokens of eager for {} tokens at batch {}, got a different token at {}",
+            cx.opt.tokens, batch, first);
     } catch (const Error& e) {
-      if (failure.empty()) failure = fmt::format("expected greedy generation at batch {} to run, got: {}", batch, e.what());
+      if (failure.empty())
+        failure = fmt::format("expected greedy generation at batch {} to run, got: {}", batch, e.what());
     }
   }
   // Rows that part at a near-tie (lossy precisions only), named in the message.
@@ -149,13 +160,17 @@ void greedy_check(Context& cx, const std::string& label, const OrtSession* prefi
   for (const auto& r : runs)
     for (const auto& t : r["near_ties"]) {
       if (ties++ == 0)
-        tie_note = fmt::format("batch {} row {} at token {} (eager's top-2 margin {:.3g} <= 2 x {:.0e})", r["batch"].get<int>(),
-                               t["row"].get<int>(), t["token"].get<size_t>(), t["eager_margin"].get<double>(), cx.tol.logits_abs);
+        tie_note = fmt::format("batch {} row {} at token {} (eager's top-2 margin {:.3g} <= 2 x {:.0e})",
+                               r["batch"].get<int>(), t["row"].get<int>(), t["token"].get<size_t>(),
+                               t["eager_margin"].get<double>(), cx.tol.logits_abs);
     }
-  if (ties) tie_note = fmt::format(", except {} row(s) parting at a near-tie under '{}' precision: {}", ties, cx.tol.key, tie_note);
+  if (ties)
+    tie_note = fmt::format(", except {} row(s) parting at a near-tie under '{}' precision: {}", ties,
+                           cx.tol.key, tie_note);
   if (failure.empty())
     cx.add(label, "greedy", "passed",
-           fmt::format("greedy tokens equal eager for {} tokens at batch 1 and 3 (left-padded){}", cx.opt.tokens, tie_note),
+           fmt::format("greedy tokens equal eager for {} tokens at batch 1 and 3 (left-padded){}",
+                       cx.opt.tokens, tie_note),
            {{"runs", runs}});
   else
     cx.add(label, "greedy", "failed", failure, {{"runs", runs}});

@@ -33,7 +33,8 @@ rt::NamedTensors feeds_for(const rt::OrtSession& s, const CausalLM& m, const Inp
 
 /// The greedy end-to-end check (ort_greedy.cpp): the runtime's Generator over `prefill` (or `step` alone)
 /// against eager's greedy tokens, recorded under `label`.
-void greedy_check(Context& cx, const std::string& label, const rt::OrtSession* prefill, const rt::OrtSession* step);
+void greedy_check(Context& cx, const std::string& label, const rt::OrtSession* prefill,
+                  const rt::OrtSession* step);
 
 /// Cases of the shape matrix from the contract (or --shapes). A case the graph's contract restricts
 /// (GroupQueryAttention's batch-1 rule) is run inside the restriction; the excluded shape is probed by

@@ -52,8 +52,10 @@ std::vector<ShapeCase> matrix_for(Context& cx, const OnnxComponent& c, const Ort
     for (auto sc : parse_shape_spec(cx.opt.shapes)) {
       if (c.name == "prefill" && sc.past > 0) continue;
       if (c.name == "decode" && (sc.sequence != 1 || sc.past < 1)) continue;
-      if (const rt::ShapeRestriction* r = rt::broken_restriction(s.restrictions(), case_sizes(sc, c.has_past))) {
-        notes.push_back(fmt::format("{} not run: outside the contract ({}), probed for refusal", sc.label, r->require.str()));
+      if (const rt::ShapeRestriction* r =
+              rt::broken_restriction(s.restrictions(), case_sizes(sc, c.has_past))) {
+        notes.push_back(fmt::format("{} not run: outside the contract ({}), probed for refusal", sc.label,
+                                    r->require.str()));
         continue;
       }
       v.push_back(sc);

@@ -2,13 +2,13 @@
 // every present tensor, one decode step, greedy end-to-end), the shape matrix, out-of-contract probes,
 // execution-provider placement from ORT's profile, cold start and warm latency, and the per-layer diff.
 // Every artifact run is fed the eager model's own cache as its past, so each component is judged alone.
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cmath>
 #include <fstream>
 #include <functional>
 #include <set>
-#include <unistd.h>
 
 #include <fmt/format.h>
 
@@ -49,9 +49,9 @@ Tensor to_tensor(const RtTensor& r) {
 
 // One eager run: an optional prefill of `past` tokens, then the step of `seq` tokens.
 struct EagerStep {
-  std::vector<float> logits;                 // [B, S, V]
-  std::vector<std::vector<float>> past;      // per layer key, value (before the step)
-  std::vector<std::vector<float>> present;   // per layer key, value (after)
+  std::vector<float> logits;                // [B, S, V]
+  std::vector<std::vector<float>> past;     // per layer key, value (before the step)
+  std::vector<std::vector<float>> present;  // per layer key, value (after)
   std::vector<std::vector<int64_t>> past_shape, present_shape;
   std::map<std::string, Tensor> intermediates;
 };
@@ -117,11 +117,13 @@ EagerStep eager_step(const CausalLM& m, const Inputs& in, bool collect) {
 
 }  // namespace
 
-NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in, const EagerStep* eager, bool has_past) {
+NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in, const EagerStep* eager,
+                       bool has_past) {
   NamedTensors f;
   const int64_t T = in.past + in.seq;
   f.push_back({"input_ids", RtTensor::i64({in.batch, in.seq}, cols(in, in.past, T))});
-  f.push_back({"attention_mask", RtTensor::i64({in.batch, T}, std::vector<int64_t>(static_cast<size_t>(in.batch * T), 1))});
+  f.push_back({"attention_mask",
+               RtTensor::i64({in.batch, T}, std::vector<int64_t>(static_cast<size_t>(in.batch * T), 1))});
   std::vector<int64_t> pos;
   for (int64_t b = 0; b < in.batch; b++)
     for (int64_t j = in.past; j < T; j++) pos.push_back(j);
@@ -133,8 +135,10 @@ NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in,
         std::string name = fmt::format("past_key_values.{}.{}", i, kv ? "value" : "key");
         std::string dt = s.input(name).dtype;
         std::vector<int64_t> shape = {in.batch, layout[i].num_kv_heads, in.past, layout[i].head_dim};
-        if (eager && in.past > 0) f.push_back({name, float_tensor(dt, shape, eager->past.at(2 * i + kv))});
-        else f.push_back({name, RtTensor::zeros(dt, shape)});
+        if (eager && in.past > 0)
+          f.push_back({name, float_tensor(dt, shape, eager->past.at(2 * i + kv))});
+        else
+          f.push_back({name, RtTensor::zeros(dt, shape)});
       }
   }
   return f;
@@ -142,19 +146,19 @@ NamedTensors feeds_for(const OrtSession& s, const CausalLM& m, const Inputs& in,
 
 namespace {
 
-
 // Artifact vs eager on one shape: logits and every present tensor.
 struct CaseResult {
   bool ran = false, ok = false;
-  std::string error;        // ORT error
-  std::string failure;      // first tolerance failure
+  std::string error;    // ORT error
+  std::string failure;  // first tolerance failure
   ErrorStats logits;
-  ErrorStats kv;            // worst present
+  ErrorStats kv;  // worst present
   std::string kv_worst;
   double first_ms = 0, warm_ms = 0;
   NamedTensors outs;
   json to_json(const ShapeCase& sc) const {
-    json j = {{"label", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence}, {"past", sc.past}, {"ran", ran}, {"ok", ok}};
+    json j = {{"label", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence},
+              {"past", sc.past},   {"ran", ran},        {"ok", ok}};
     if (!error.empty()) j["error"] = error;
     if (!failure.empty()) j["failure"] = failure;
     if (ran) {
@@ -167,7 +171,8 @@ struct CaseResult {
   }
 };
 
-CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCase& sc, int warm_runs, int64_t salt) {
+CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCase& sc, int warm_runs,
+                    int64_t salt) {
   CaseResult r;
   const CausalLM& m = *cx.model;
   Inputs in = make_inputs(m.config().vocab_size, sc.batch, sc.sequence, sc.past, salt);
@@ -195,10 +200,12 @@ CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCas
   const std::string broke = logits_within(r.logits, cx.tol);
   r.ok = broke.empty();
   if (!r.ok)
-    r.failure = fmt::format("expected logits within the '{}' tolerances of eager at batch {} sequence {} past {}, got {} (max abs "
-                            "{:.3g}, max rel {:.3g}, top-1 {:.0f}%, top-5 agreement {:.0f}%, KL {:.3g})",
-                            cx.tol.key, sc.batch, sc.sequence, sc.past, broke, r.logits.max_abs, r.logits.max_rel,
-                            100 * r.logits.top1_agreement, 100 * r.logits.topk_agreement, r.logits.kl_max);
+    r.failure = fmt::format(
+        "expected logits within the '{}' tolerances of eager at batch {} sequence {} past {}, got {} (max "
+        "abs "
+        "{:.3g}, max rel {:.3g}, top-1 {:.0f}%, top-5 agreement {:.0f}%, KL {:.3g})",
+        cx.tol.key, sc.batch, sc.sequence, sc.past, broke, r.logits.max_abs, r.logits.max_rel,
+        100 * r.logits.top1_agreement, 100 * r.logits.topk_agreement, r.logits.kl_max);
   for (size_t i = 0; i < e.present.size(); i++) {
     const std::string n = present_name(i);
     const RtTensor* t = nullptr;
@@ -207,7 +214,9 @@ CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCas
     if (!t) continue;  // the signature check names missing outputs
     std::vector<int64_t> want(e.present_shape[i].begin(), e.present_shape[i].end());
     if (t->shape != want) {
-      if (r.ok) r.failure = fmt::format("expected {} of shape {}, got {}", n, fmt::join(want, "x"), fmt::join(t->shape, "x"));
+      if (r.ok)
+        r.failure =
+            fmt::format("expected {} of shape {}, got {}", n, fmt::join(want, "x"), fmt::join(t->shape, "x"));
       r.ok = false;
       continue;
     }
@@ -218,8 +227,9 @@ CaseResult run_case(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCas
     }
     if (st.max_abs > cx.tol.kv_abs && r.ok) {
       r.ok = false;
-      r.failure = fmt::format("expected {} within {:.0e} of eager at batch {} sequence {} past {}, got max abs error {:.3g}", n,
-                              cx.tol.kv_abs, sc.batch, sc.sequence, sc.past, st.max_abs);
+      r.failure = fmt::format(
+          "expected {} within {:.0e} of eager at batch {} sequence {} past {}, got max abs error {:.3g}", n,
+          cx.tol.kv_abs, sc.batch, sc.sequence, sc.past, st.max_abs);
     }
   }
   return r;
@@ -260,10 +270,14 @@ json provider_placement(const OnnxComponent& c, const CausalLM& m, int threads, 
       total += static_cast<int64_t>(nodes.size());
     }
     const int64_t fallback = 0;  // CPU is the only provider registered: nothing to fall back from
-    j = {{"providers", per}, {"executed_nodes", total}, {"registered", json::array({"CPUExecutionProvider"})},
+    j = {{"providers", per},
+         {"executed_nodes", total},
+         {"registered", json::array({"CPUExecutionProvider"})},
          {"fallback_nodes", fallback},
-         {"note", "nodes after ORT's graph optimizations (fusions), from its profile; CPU is the only provider registered here, so "
-                  "nothing can fall back"}};
+         {"note",
+          "nodes after ORT's graph optimizations (fusions), from its profile; CPU is the only provider "
+          "registered here, so "
+          "nothing can fall back"}};
     fs::remove(path);
   } catch (const std::exception& e) {
     j = {{"error", e.what()}};
@@ -309,7 +323,8 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
   std::string failed_numerics;  // first component whose numerics failed
   for (auto& c : comps) {
     if (!c.signature_ok || !c.info.contains("size_bytes")) {
-      cx.add(c.name, "numerics", "skipped", "not run: the graph did not load or its signature check failed (see above)");
+      cx.add(c.name, "numerics", "skipped",
+             "not run: the graph did not load or its signature check failed (see above)");
       continue;
     }
     const int64_t hwm0 = peak_rss_bytes();
@@ -322,7 +337,8 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     try {
       s = std::make_unique<OrtSession>(c.path, so);
     } catch (const Error& e) {
-      cx.add(c.name, "load", "failed", fmt::format("expected ONNX Runtime to load {}, got: {}", c.rel, e.what()));
+      cx.add(c.name, "load", "failed",
+             fmt::format("expected ONNX Runtime to load {}, got: {}", c.rel, e.what()));
       continue;
     }
     const double create_ms = ms_since(t0);
@@ -330,15 +346,18 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     const double cold_ms = ms_since(t0);
     c.info["cold_start_ms"] = cold_ms;
     c.info["session_create_ms"] = create_ms;
-    cx.add(c.name, "cold start", "info", fmt::format("session {:.0f} ms + first run {:.1f} ms", create_ms, pre.first_ms),
+    cx.add(c.name, "cold start", "info",
+           fmt::format("session {:.0f} ms + first run {:.1f} ms", create_ms, pre.first_ms),
            {{"session_create_ms", create_ms}, {"first_run_ms", pre.first_ms}, {"cold_start_ms", cold_ms}});
 
     // Numerics: prefill (past 0) and one decode step over the eager cache.
     json numerics = json::object();
     std::string failure;
     auto judge = [&](const CaseResult& r, const std::string& what) {
-      if (!r.ran && failure.empty()) failure = fmt::format("expected the {} step to run, got: {}", what, r.error);
-      else if (!r.ok && failure.empty()) failure = what + ": " + r.failure;
+      if (!r.ran && failure.empty())
+        failure = fmt::format("expected the {} step to run, got: {}", what, r.error);
+      else if (!r.ok && failure.empty())
+        failure = what + ": " + r.failure;
     };
     numerics[first.label] = pre.to_json(first);
     judge(pre, first.label);
@@ -352,16 +371,19 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     c.info["numerics"] = numerics;
     const CaseResult& shown = c.name == "model" && dec.ran && !dec.ok ? dec : pre;
     if (failure.empty())
-      cx.add(c.name, "numerics", "passed",
-             fmt::format("{}logits max abs {:.2g} (rel {:.2g}, top-1 {:.0f}%, top-5 {:.0f}%, KL {:.2g}), KV max abs {:.2g} ({}) "
-                         "within the '{}' tolerances (logits {:.0e})",
-                         c.name == "model" ? "prefill + decode: " : "", std::max(pre.logits.max_abs, dec.logits.max_abs),
-                         std::max(pre.logits.max_rel, dec.logits.max_rel),
-                         100 * std::min(pre.logits.top1_agreement, c.name == "model" ? dec.logits.top1_agreement : 1.0),
-                         100 * std::min(pre.logits.topk_agreement, c.name == "model" ? dec.logits.topk_agreement : 1.0),
-                         std::max(pre.logits.kl_max, dec.logits.kl_max), std::max(pre.kv.max_abs, dec.kv.max_abs), shown.kv_worst,
-                         cx.tol.key, cx.tol.logits_abs),
-             numerics);
+      cx.add(
+          c.name, "numerics", "passed",
+          fmt::format(
+              "{}logits max abs {:.2g} (rel {:.2g}, top-1 {:.0f}%, top-5 {:.0f}%, KL {:.2g}), KV max abs "
+              "{:.2g} ({}) "
+              "within the '{}' tolerances (logits {:.0e})",
+              c.name == "model" ? "prefill + decode: " : "", std::max(pre.logits.max_abs, dec.logits.max_abs),
+              std::max(pre.logits.max_rel, dec.logits.max_rel),
+              100 * std::min(pre.logits.top1_agreement, c.name == "model" ? dec.logits.top1_agreement : 1.0),
+              100 * std::min(pre.logits.topk_agreement, c.name == "model" ? dec.logits.topk_agreement : 1.0),
+              std::max(pre.logits.kl_max, dec.logits.kl_max), std::max(pre.kv.max_abs, dec.kv.max_abs),
+              shown.kv_worst, cx.tol.key, cx.tol.logits_abs),
+          numerics);
     else {
       cx.add(c.name, "numerics", "failed", failure, numerics);
       if (failed_numerics.empty()) failed_numerics = c.name;
@@ -375,16 +397,23 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     const std::vector<ShapeCase> matrix = matrix_for(cx, c, *s, notes);
     for (size_t i = 0; i < matrix.size(); i++) {
       const ShapeCase& sc = matrix[i];
-      cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch, sc.sequence,
-                          sc.past));
+      cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch,
+                          sc.sequence, sc.past));
       CaseResult r = run_case(cx, c, *s, sc, cx.opt.warm_runs, 3);
       cases.push_back(r.to_json(sc));
-      if (r.ran) latency.push_back({{"shape", sc.label}, {"batch", sc.batch}, {"sequence", sc.sequence}, {"past", sc.past},
-                                    {"first_ms", r.first_ms}, {"warm_median_ms", r.warm_ms}});
+      if (r.ran)
+        latency.push_back({{"shape", sc.label},
+                           {"batch", sc.batch},
+                           {"sequence", sc.sequence},
+                           {"past", sc.past},
+                           {"first_ms", r.first_ms},
+                           {"warm_median_ms", r.warm_ms}});
       if (shape_failure.empty()) {
-        if (!r.ran) shape_failure = fmt::format("expected shape {} ({}x{}+{}, inside the contract) to run, got: {}", sc.label, sc.batch,
-                                                sc.sequence, sc.past, r.error);
-        else if (!r.ok) shape_failure = fmt::format("shape {}: {}", sc.label, r.failure);
+        if (!r.ran)
+          shape_failure = fmt::format("expected shape {} ({}x{}+{}, inside the contract) to run, got: {}",
+                                      sc.label, sc.batch, sc.sequence, sc.past, r.error);
+        else if (!r.ok)
+          shape_failure = fmt::format("shape {}: {}", sc.label, r.failure);
       }
     }
     claimed_max_probe(cx, c, *s, cases, shape_failure);
@@ -394,28 +423,34 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
     c.info["latency"] = latency;
     if (shape_failure.empty())
       cx.add(c.name, "shapes", "passed",
-             fmt::format("{} shapes match eager{}", cases.size(), notes.empty() ? "" : " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")"),
+             fmt::format("{} shapes match eager{}", cases.size(),
+                         notes.empty() ? "" : " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")"),
              {{"cases", cases}});
     else
       cx.add(c.name, "shapes", "failed", shape_failure, {{"cases", cases}, {"notes", notes}});
     std::string lat;
     for (const auto& l : latency)
-      lat += fmt::format("{}{} {:.2f}", lat.empty() ? "" : ", ", l["shape"].get<std::string>(), l["warm_median_ms"].get<double>());
-    cx.add(c.name, "latency", "info", fmt::format("warm median ms ({} runs): {}", cx.opt.warm_runs, lat), {{"latency", latency}});
+      lat += fmt::format("{}{} {:.2f}", lat.empty() ? "" : ", ", l["shape"].get<std::string>(),
+                         l["warm_median_ms"].get<double>());
+    cx.add(c.name, "latency", "info", fmt::format("warm median ms ({} runs): {}", cx.opt.warm_runs, lat),
+           {{"latency", latency}});
 
     rejection_checks(cx, c, *s);
     c.info["placement"] = provider_placement(c, *cx.model, cx.opt.threads, first);
     const json& pl = c.info["placement"];
     if (pl.contains("error"))
-      cx.add(c.name, "ops", "info", fmt::format("{} nodes in the file; ORT profile unavailable: {}", c.info["nodes"].get<int64_t>(),
-                                                 pl["error"].get<std::string>()));
+      cx.add(c.name, "ops", "info",
+             fmt::format("{} nodes in the file; ORT profile unavailable: {}", c.info["nodes"].get<int64_t>(),
+                         pl["error"].get<std::string>()));
     else {
       std::string per;
-      for (const auto& [p, v] : pl["providers"].items()) per += fmt::format("{}{} {}", per.empty() ? "" : ", ", p, v["nodes"].get<int64_t>());
+      for (const auto& [p, v] : pl["providers"].items())
+        per += fmt::format("{}{} {}", per.empty() ? "" : ", ", p, v["nodes"].get<int64_t>());
       cx.add(c.name, "ops", "info",
-             fmt::format("{} nodes in the file, {} op types; after ORT optimization {} nodes run: {}; fallback {}",
-                         c.info["nodes"].get<int64_t>(), c.info["ops"].size(), pl["executed_nodes"].get<int64_t>(), per,
-                         pl["fallback_nodes"].get<int64_t>()),
+             fmt::format(
+                 "{} nodes in the file, {} op types; after ORT optimization {} nodes run: {}; fallback {}",
+                 c.info["nodes"].get<int64_t>(), c.info["ops"].size(), pl["executed_nodes"].get<int64_t>(),
+                 per, pl["fallback_nodes"].get<int64_t>()),
              pl);
     }
     c.info["peak_rss_delta_bytes"] = peak_rss_bytes() - hwm0;
@@ -446,21 +481,27 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
       if (d.first_divergence && !failed_numerics.empty())
         for (auto& chk : cx.checks)
           if (chk.component == c.name && chk.check == "numerics" && chk.status == "failed")
-            chk.message += fmt::format("; per-layer diff: first divergence at {} (max abs {:.3g})", d.first_divergence->name,
-                                       d.first_divergence->max_abs);
+            chk.message += fmt::format("; per-layer diff: first divergence at {} (max abs {:.3g})",
+                                       d.first_divergence->name, d.first_divergence->max_abs);
       if (d.first_divergence)
         cx.add(c.name, "layer diff", failed_numerics.empty() ? "failed" : "failed",
-               fmt::format("first divergence at {} (max abs {:.3g}, max rel {:.3g}) of {} named modules compared", d.first_divergence->name,
-                           d.first_divergence->max_abs, d.first_divergence->max_rel, d.layers.size()),
+               fmt::format(
+                   "first divergence at {} (max abs {:.3g}, max rel {:.3g}) of {} named modules compared",
+                   d.first_divergence->name, d.first_divergence->max_abs, d.first_divergence->max_rel,
+                   d.layers.size()),
                cx.layer_diff);
       else
-        cx.add(c.name, "layer diff", failed_numerics.empty() ? "passed" : "failed",
-               failed_numerics.empty()
-                   ? fmt::format("{} named modules within tolerance of eager", d.layers.size())
-                   : fmt::format("no named module diverges ({} compared): the difference is after the last named module", d.layers.size()),
-               cx.layer_diff);
+        cx.add(
+            c.name, "layer diff", failed_numerics.empty() ? "passed" : "failed",
+            failed_numerics.empty()
+                ? fmt::format("{} named modules within tolerance of eager", d.layers.size())
+                : fmt::format(
+                      "no named module diverges ({} compared): the difference is after the last named module",
+                      d.layers.size()),
+            cx.layer_diff);
     } catch (const Error& e) {
-      cx.add(c.name, "layer diff", failed_numerics.empty() ? "skipped" : "failed", fmt::format("per-layer diff did not run: {}", e.what()));
+      cx.add(c.name, "layer diff", failed_numerics.empty() ? "skipped" : "failed",
+             fmt::format("per-layer diff did not run: {}", e.what()));
     }
   }
 }

@@ -58,8 +58,10 @@ struct PteMethod::Impl {
 
   Tensor tensor(int idx) {
     Slot& s = at(idx);
-    if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected a Tensor at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
-    if (!s.ptr && shape_numel(s.cur) > 0) HFX_THROW("pte", "expected memory for tensor value {}, got none", idx);
+    if (s.kind != fb::KernelTypes::Tensor)
+      HFX_THROW("pte", "expected a Tensor at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (!s.ptr && shape_numel(s.cur) > 0)
+      HFX_THROW("pte", "expected memory for tensor value {}, got none", idx);
     auto st = Storage::borrow(s.ptr, s.capacity, nullptr);
     return Tensor(st, s.dtype, s.cur, contiguous_strides(s.cur), 0);
   }
@@ -72,7 +74,8 @@ struct PteMethod::Impl {
   }
   bool boolean(int idx) {
     Slot& s = at(idx);
-    if (s.kind != fb::KernelTypes::Bool) HFX_THROW("pte", "expected a Bool at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (s.kind != fb::KernelTypes::Bool)
+      HFX_THROW("pte", "expected a Bool at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
     return s.b;
   }
   double number(int idx) {
@@ -85,14 +88,16 @@ struct PteMethod::Impl {
   bool is_null(int idx) { return at(idx).kind == fb::KernelTypes::Null; }
   std::vector<int64_t> int_list(int idx) {
     Slot& s = at(idx);
-    if (s.kind != fb::KernelTypes::IntList) HFX_THROW("pte", "expected an IntList at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (s.kind != fb::KernelTypes::IntList)
+      HFX_THROW("pte", "expected an IntList at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
     std::vector<int64_t> r;
     for (int64_t e : s.ints) r.push_back(integer(static_cast<int>(e)));
     return r;
   }
   std::string str(int idx) {
     Slot& s = at(idx);
-    if (s.kind != fb::KernelTypes::String) HFX_THROW("pte", "expected a String at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (s.kind != fb::KernelTypes::String)
+      HFX_THROW("pte", "expected a String at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
     return s.s;
   }
   DType out_dtype(int idx) { return at(idx).dtype; }
@@ -100,19 +105,21 @@ struct PteMethod::Impl {
   /// Stores a kernel result into out tensor `idx`: same rank, within the bound, dtype converted.
   void write(int idx, const Tensor& r) {
     Slot& s = at(idx);
-    if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected an out Tensor at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+    if (s.kind != fb::KernelTypes::Tensor)
+      HFX_THROW("pte", "expected an out Tensor at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
     if (s.constant) HFX_THROW("pte", "expected a writable out tensor at value {}, got a constant", idx);
     if (r.dim() != static_cast<int64_t>(s.bound.size()))
-      HFX_THROW("pte", "expected a result of rank {} for value {} (bound {}), got {}", s.bound.size(), idx, shape_to_string(s.bound),
-                shape_to_string(r.shape()));
+      HFX_THROW("pte", "expected a result of rank {} for value {} (bound {}), got {}", s.bound.size(), idx,
+                shape_to_string(s.bound), shape_to_string(r.shape()));
     for (size_t d = 0; d < s.bound.size(); d++) {
       bool ok = s.dynamic ? r.shape()[d] <= s.bound[d] : r.shape()[d] == s.bound[d];
       if (!ok)
-        HFX_THROW("pte", "expected the result for value {} within its {} bound {}, got {}", idx, s.dynamic ? "dynamic" : "static",
-                  shape_to_string(s.bound), shape_to_string(r.shape()));
+        HFX_THROW("pte", "expected the result for value {} within its {} bound {}, got {}", idx,
+                  s.dynamic ? "dynamic" : "static", shape_to_string(s.bound), shape_to_string(r.shape()));
     }
     size_t need = static_cast<size_t>(r.numel()) * dtype_size(s.dtype);
-    if (need > s.capacity) HFX_THROW("pte", "expected {} bytes to fit value {}'s {} bytes", need, idx, s.capacity);
+    if (need > s.capacity)
+      HFX_THROW("pte", "expected {} bytes to fit value {}'s {} bytes", need, idx, s.capacity);
     if (need) copy_to_contiguous(r, s.ptr, s.dtype);
     s.cur = r.shape();
   }

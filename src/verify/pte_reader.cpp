@@ -1,6 +1,6 @@
 // The .pte reader/executor. Independent of the writer: its own header parsing, value model
-// (pte_method_impl.h), memory arenas and kernel-name table (pte_kernels.cpp: ExecuTorch kernel name → op-table
-// op + argument conversion).
+// (pte_method_impl.h), memory arenas and kernel-name table (pte_kernels.cpp: ExecuTorch kernel name →
+// op-table op + argument conversion).
 #include "verify/pte_reader.h"
 #include "verify/pte_method_impl.h"
 
@@ -44,27 +44,36 @@ uint64_t tensor_bytes(const flatbuffers::Vector<int32_t>& sizes, size_t elem, si
   for (int32_t x : sizes) {
     if (x < 0) HFX_THROW("pte", "expected non-negative sizes on tensor value {}, got {}", value, x);
     if (__builtin_mul_overflow(n, static_cast<uint64_t>(x), &n))
-      HFX_THROW("pte", "expected the sizes of tensor value {} to fit in 64-bit bytes, got an overflow", value);
+      HFX_THROW("pte", "expected the sizes of tensor value {} to fit in 64-bit bytes, got an overflow",
+                value);
   }
   return n;
 }
 
 DType dtype_of(fb::ScalarType s) {
   switch (s) {
-    case fb::ScalarType::FLOAT: return DType::F32;
-    case fb::ScalarType::HALF: return DType::F16;
-    case fb::ScalarType::BFLOAT16: return DType::BF16;
-    case fb::ScalarType::LONG: return DType::I64;
-    case fb::ScalarType::INT: return DType::I32;
-    case fb::ScalarType::CHAR: return DType::I8;
-    case fb::ScalarType::BYTE: return DType::U8;
-    case fb::ScalarType::BOOL: return DType::Bool;
-    default: HFX_THROW("pte", "expected a scalar type hfx computes in, got {}", fb::EnumNameScalarType(s));
+    case fb::ScalarType::FLOAT:
+      return DType::F32;
+    case fb::ScalarType::HALF:
+      return DType::F16;
+    case fb::ScalarType::BFLOAT16:
+      return DType::BF16;
+    case fb::ScalarType::LONG:
+      return DType::I64;
+    case fb::ScalarType::INT:
+      return DType::I32;
+    case fb::ScalarType::CHAR:
+      return DType::I8;
+    case fb::ScalarType::BYTE:
+      return DType::U8;
+    case fb::ScalarType::BOOL:
+      return DType::Bool;
+    default:
+      HFX_THROW("pte", "expected a scalar type hfx computes in, got {}", fb::EnumNameScalarType(s));
   }
 }
 
 }  // namespace
-
 
 // ---------------------------------------------------------------- program
 PteProgram::~PteProgram() = default;
@@ -92,8 +101,10 @@ namespace {
 template <typename T>
 void require_aligned(const flatbuffers::Vector<T>* v, const uint8_t* base, const char* what) {
   if (v && v->size() > 0 && (v->Data() - base) % alignof(T) != 0)
-    HFX_THROW("pte", "expected {} of 8-byte elements at an 8-byte aligned offset, got offset {} "
-              "(a corrupt program?)", what, static_cast<long long>(v->Data() - base));
+    HFX_THROW("pte",
+              "expected {} of 8-byte elements at an 8-byte aligned offset, got offset {} "
+              "(a corrupt program?)",
+              what, static_cast<long long>(v->Data() - base));
 }
 
 void check_wide_vectors_aligned(const fb::Program* prog, const uint8_t* base) {
@@ -117,7 +128,8 @@ void PteProgram::parse() {
   const auto& b = *bytes_;
   if (b.size() < 8) HFX_THROW("pte", "expected at least 8 bytes, got {}", b.size());
   if (std::memcmp(b.data() + 4, "ET", 2) != 0 || !std::isdigit(b[6]) || !std::isdigit(b[7]))
-    HFX_THROW("pte", "expected the file identifier 'ET' + 2 digits at byte 4, got '{}'", std::string(b.begin() + 4, b.begin() + 8));
+    HFX_THROW("pte", "expected the file identifier 'ET' + 2 digits at byte 4, got '{}'",
+              std::string(b.begin() + 4, b.begin() + 8));
   header_.program_size = b.size();
   if (b.size() >= 40 && std::memcmp(b.data() + 8, "eh", 2) == 0) {
     uint32_t len = le32(b.data() + 12);
@@ -127,23 +139,29 @@ void PteProgram::parse() {
     header_.segment_base_offset = le64(b.data() + 24);
     header_.segment_data_size = len >= 32 ? le64(b.data() + 32) : 0;
     if (header_.program_size > b.size())
-      HFX_THROW("pte", "expected program size {} within the file of {} bytes", header_.program_size, b.size());
-    if (header_.segment_base_offset && !fits(header_.segment_base_offset, header_.segment_data_size, b.size()))
+      HFX_THROW("pte", "expected program size {} within the file of {} bytes", header_.program_size,
+                b.size());
+    if (header_.segment_base_offset &&
+        !fits(header_.segment_base_offset, header_.segment_data_size, b.size()))
       HFX_THROW("pte", "expected segments [{}, +{}) within the file of {} bytes", header_.segment_base_offset,
                 header_.segment_data_size, b.size());
   }
   flatbuffers::Verifier v(b.data(), header_.program_size);
-  if (!fb::VerifyProgramBuffer(v)) HFX_THROW("pte", "expected a Program flatbuffer that passes the verifier, got a corrupt one");
+  if (!fb::VerifyProgramBuffer(v))
+    HFX_THROW("pte", "expected a Program flatbuffer that passes the verifier, got a corrupt one");
   const fb::Program* prog = fb::GetProgram(b.data());
   if (!prog->execution_plan()) HFX_THROW("pte", "expected execution plans, got none");
   check_wide_vectors_aligned(prog, b.data());
   if (prog->constant_buffer() && prog->constant_buffer()->size() > 0)
-    HFX_THROW("pte", "expected constants in constant_segment, got {} deprecated inline constant_buffer entries", prog->constant_buffer()->size());
+    HFX_THROW("pte",
+              "expected constants in constant_segment, got {} deprecated inline constant_buffer entries",
+              prog->constant_buffer()->size());
 }
 
 std::vector<std::string> PteProgram::method_names() const {
   std::vector<std::string> v;
-  for (const auto* ep : *fb::GetProgram(bytes_->data())->execution_plan()) v.push_back(ep->name() ? ep->name()->str() : "");
+  for (const auto* ep : *fb::GetProgram(bytes_->data())->execution_plan())
+    v.push_back(ep->name() ? ep->name()->str() : "");
   return v;
 }
 
@@ -161,7 +179,6 @@ std::vector<std::string> PteProgram::operator_names(const std::string& method) c
   return {s.begin(), s.end()};
 }
 
-
 void PteMethod::Impl::init() {
   const auto& b = *prog->bytes_;
   const fb::Program* p = fb::GetProgram(b.data());
@@ -174,12 +191,15 @@ void PteMethod::Impl::init() {
     for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++) {
       const int64_t n = plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k));
       if (n < 0 || !fits(total, static_cast<uint64_t>(n), limit))
-        HFX_THROW("pte", "expected planned memory within {} bytes, got buffer {} of {} bytes after {} (a corrupt or hostile plan?)",
+        HFX_THROW("pte",
+                  "expected planned memory within {} bytes, got buffer {} of {} bytes after {} (a corrupt or "
+                  "hostile plan?)",
                   limit, k, n, total);
       total += static_cast<uint64_t>(n);
     }
     for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++)
-      arenas.push_back(Storage::allocate(static_cast<size_t>(plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k)))));
+      arenas.push_back(Storage::allocate(
+          static_cast<size_t>(plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k)))));
   }
   // constant segment
   const uint8_t* cseg = nullptr;
@@ -187,7 +207,8 @@ void PteMethod::Impl::init() {
   const flatbuffers::Vector<uint64_t>* coffs = nullptr;
   if (const auto* cs = p->constant_segment(); cs && cs->offsets() && cs->offsets()->size() > 0) {
     if (!p->segments() || cs->segment_index() >= p->segments()->size())
-      HFX_THROW("pte", "expected constant_segment.segment_index < {} segments", p->segments() ? p->segments()->size() : 0);
+      HFX_THROW("pte", "expected constant_segment.segment_index < {} segments",
+                p->segments() ? p->segments()->size() : 0);
     const auto* seg = p->segments()->Get(cs->segment_index());
     cseg = b.data() + prog->header_.segment_base_offset + seg->offset();
     cseg_size = seg->size();
@@ -201,7 +222,8 @@ void PteMethod::Impl::init() {
   const flatbuffers::Vector<uint64_t>* moffs = nullptr;
   if (p->mutable_data_segments() && p->mutable_data_segments()->size() > 0) {
     const auto* ms = p->mutable_data_segments()->Get(0);
-    if (!p->segments() || ms->segment_index() >= p->segments()->size()) HFX_THROW("pte", "expected a valid mutable data segment index");
+    if (!p->segments() || ms->segment_index() >= p->segments()->size())
+      HFX_THROW("pte", "expected a valid mutable data segment index");
     const auto* seg = p->segments()->Get(ms->segment_index());
     if (!fits(prog->header_.segment_base_offset, seg->offset(), b.size()) ||
         !fits(prog->header_.segment_base_offset + seg->offset(), seg->size(), b.size()))
@@ -219,11 +241,20 @@ void PteMethod::Impl::init() {
     if (s.kind != fb::KernelTypes::Null && !ev->val())
       HFX_THROW("pte", "expected a value for EValue {} of type {}, got none", i, static_cast<int>(s.kind));
     switch (s.kind) {
-      case fb::KernelTypes::Null: break;
-      case fb::KernelTypes::Int: s.i = ev->val_as_Int()->int_val(); break;
-      case fb::KernelTypes::Bool: s.b = ev->val_as_Bool()->bool_val(); break;
-      case fb::KernelTypes::Double: s.d = ev->val_as_Double()->double_val(); break;
-      case fb::KernelTypes::String: s.s = ev->val_as_String()->string_val() ? ev->val_as_String()->string_val()->str() : ""; break;
+      case fb::KernelTypes::Null:
+        break;
+      case fb::KernelTypes::Int:
+        s.i = ev->val_as_Int()->int_val();
+        break;
+      case fb::KernelTypes::Bool:
+        s.b = ev->val_as_Bool()->bool_val();
+        break;
+      case fb::KernelTypes::Double:
+        s.d = ev->val_as_Double()->double_val();
+        break;
+      case fb::KernelTypes::String:
+        s.s = ev->val_as_String()->string_val() ? ev->val_as_String()->string_val()->str() : "";
+        break;
       case fb::KernelTypes::IntList:
         if (!ev->val_as_IntList()->items()) HFX_THROW("pte", "expected items in IntList value {}", i);
         for (int64_t x : *ev->val_as_IntList()->items()) s.ints.push_back(x);
@@ -241,19 +272,26 @@ void PteMethod::Impl::init() {
         for (int32_t x : *ev->val_as_TensorList()->items()) s.refs.push_back(x);
         break;
       case fb::KernelTypes::OptionalTensorList:
-        if (!ev->val_as_OptionalTensorList()->items()) HFX_THROW("pte", "expected items in OptionalTensorList value {}", i);
+        if (!ev->val_as_OptionalTensorList()->items())
+          HFX_THROW("pte", "expected items in OptionalTensorList value {}", i);
         for (int32_t x : *ev->val_as_OptionalTensorList()->items()) s.refs.push_back(x);
         break;
       case fb::KernelTypes::Tensor: {
         const fb::Tensor* t = ev->val_as_Tensor();
-        if (!t->sizes() || !t->dim_order()) HFX_THROW("pte", "expected sizes and dim_order on tensor value {}", i);
+        if (!t->sizes() || !t->dim_order())
+          HFX_THROW("pte", "expected sizes and dim_order on tensor value {}", i);
         if (t->sizes()->size() != t->dim_order()->size())
-          HFX_THROW("pte", "expected dim_order of rank {} on tensor value {}, got {}", t->sizes()->size(), i, t->dim_order()->size());
+          HFX_THROW("pte", "expected dim_order of rank {} on tensor value {}, got {}", t->sizes()->size(), i,
+                    t->dim_order()->size());
         for (flatbuffers::uoffset_t d = 0; d < t->dim_order()->size(); d++)
-          if (t->dim_order()->Get(d) != d) HFX_THROW("pte", "expected contiguous dim_order on tensor value {}", i);
+          if (t->dim_order()->Get(d) != d)
+            HFX_THROW("pte", "expected contiguous dim_order on tensor value {}", i);
         if (t->storage_offset() != 0) HFX_THROW("pte", "expected storage_offset 0 on tensor value {}", i);
         if (t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_UNBOUND)
-          HFX_THROW("pte", "expected a bounded tensor at value {}, got DYNAMIC_UNBOUND (the portable runtime refuses it)", i);
+          HFX_THROW(
+              "pte",
+              "expected a bounded tensor at value {}, got DYNAMIC_UNBOUND (the portable runtime refuses it)",
+              i);
         s.dtype = dtype_of(t->scalar_type());
         for (int32_t x : *t->sizes()) s.bound.push_back(x);
         s.cur = s.bound;
@@ -263,27 +301,35 @@ void PteMethod::Impl::init() {
         uint32_t dbi = t->data_buffer_idx();
         if (const auto* ai = t->allocation_info()) {
           uint32_t mid = ai->memory_id();
-          if (mid < 1 || mid > arenas.size()) HFX_THROW("pte", "expected memory_id in [1, {}] at value {}, got {}", arenas.size(), i, mid);
+          if (mid < 1 || mid > arenas.size())
+            HFX_THROW("pte", "expected memory_id in [1, {}] at value {}, got {}", arenas.size(), i, mid);
           uint64_t off = ai->memory_offset_low() | static_cast<uint64_t>(ai->memory_offset_high()) << 32;
           if (!fits(off, nbytes, arenas[mid - 1]->nbytes))
-            HFX_THROW("pte", "expected value {} ([{}, +{}) in memory {}) inside its arena of {} bytes", i, off, nbytes, mid, arenas[mid - 1]->nbytes);
+            HFX_THROW("pte", "expected value {} ([{}, +{}) in memory {}) inside its arena of {} bytes", i,
+                      off, nbytes, mid, arenas[mid - 1]->nbytes);
           s.ptr = static_cast<uint8_t*>(arenas[mid - 1]->data) + off;
           if (dbi > 0) {
-            if (!moffs || dbi >= moffs->size()) HFX_THROW("pte", "expected mutable data index {} within mutable_data_segments[0]", dbi);
+            if (!moffs || dbi >= moffs->size())
+              HFX_THROW("pte", "expected mutable data index {} within mutable_data_segments[0]", dbi);
             uint64_t mo = moffs->Get(dbi);
-            if (!fits(mo, nbytes, mseg_size)) HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
+            if (!fits(mo, nbytes, mseg_size))
+              HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
             s.initial = mseg + mo;
           }
         } else if (dbi > 0) {
-          if (!coffs || dbi >= coffs->size()) HFX_THROW("pte", "expected constant index {} within constant_segment.offsets", dbi);
+          if (!coffs || dbi >= coffs->size())
+            HFX_THROW("pte", "expected constant index {} within constant_segment.offsets", dbi);
           uint64_t co = coffs->Get(dbi);
-          if (!fits(co, nbytes, cseg_size)) HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi, co, nbytes, cseg_size);
+          if (!fits(co, nbytes, cseg_size))
+            HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi,
+                      co, nbytes, cseg_size);
           s.ptr = const_cast<uint8_t*>(cseg + co);
           s.constant = true;
         }
         break;
       }
-      default: HFX_THROW("pte", "expected a known value kind at {}, got {}", i, static_cast<int>(s.kind));
+      default:
+        HFX_THROW("pte", "expected a known value kind at {}, got {}", i, static_cast<int>(s.kind));
     }
   }
   if (plan->operators())
@@ -302,7 +348,8 @@ void PteMethod::Impl::load_initial_state() {
 
 void PteMethod::Impl::exec(const fb::KernelCall* kc) {
   int op = kc->op_index();
-  if (op < 0 || op >= static_cast<int>(op_names.size())) HFX_THROW("pte", "expected an operator index < {}, got {}", op_names.size(), op);
+  if (op < 0 || op >= static_cast<int>(op_names.size()))
+    HFX_THROW("pte", "expected an operator index < {}, got {}", op_names.size(), op);
   const std::string& n = op_names[op];
   const auto& t = kernel_table();
   auto it = t.find(n);
@@ -311,7 +358,8 @@ void PteMethod::Impl::exec(const fb::KernelCall* kc) {
   if (kc->args())
     for (int32_t a : *kc->args()) args.push_back(a);
   if (args.size() != it->second.nargs)
-    HFX_THROW("pte", "expected {} arguments (schema + return) for {}, got {}", it->second.nargs, n, args.size());
+    HFX_THROW("pte", "expected {} arguments (schema + return) for {}, got {}", it->second.nargs, n,
+              args.size());
   try {
     it->second.fn(*this, args);
   } catch (const Error& e) {
@@ -340,12 +388,15 @@ PteMethod& PteProgram::method(const std::string& name) {
   HFX_THROW("pte", "expected a method among [{}], got '{}'", known, name);
 }
 
-int PteMethod::num_inputs() const { return impl_->plan->inputs() ? static_cast<int>(impl_->plan->inputs()->size()) : 0; }
+int PteMethod::num_inputs() const {
+  return impl_->plan->inputs() ? static_cast<int>(impl_->plan->inputs()->size()) : 0;
+}
 
 int PteMethod::num_instructions() const {
   int n = 0;
   if (impl_->plan->chains())
-    for (const auto* c : *impl_->plan->chains()) n += c->instructions() ? static_cast<int>(c->instructions()->size()) : 0;
+    for (const auto* c : *impl_->plan->chains())
+      n += c->instructions() ? static_cast<int>(c->instructions()->size()) : 0;
   return n;
 }
 
@@ -363,7 +414,8 @@ std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
   Impl& m = *impl_;
   const auto* ins = m.plan->inputs();
   size_t n_in = ins ? ins->size() : 0;
-  if (inputs.size() != n_in) HFX_THROW("pte", "expected {} inputs for method '{}', got {}", n_in, m.name, inputs.size());
+  if (inputs.size() != n_in)
+    HFX_THROW("pte", "expected {} inputs for method '{}', got {}", n_in, m.name, inputs.size());
   std::vector<std::shared_ptr<Storage>> keep;  // inputs without planned memory point at caller data
   for (size_t i = 0; i < n_in; i++) {
     int idx = ins->Get(static_cast<flatbuffers::uoffset_t>(i));
@@ -371,7 +423,8 @@ std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
     const Tensor& x = inputs[i];
     if (s.kind != fb::KernelTypes::Tensor) HFX_THROW("pte", "expected tensor input {} of '{}'", i, m.name);
     if (x.dtype() != s.dtype)
-      HFX_THROW("pte", "expected input {} of '{}' to be {}, got {}", i, m.name, dtype_name(s.dtype), dtype_name(x.dtype()));
+      HFX_THROW("pte", "expected input {} of '{}' to be {}, got {}", i, m.name, dtype_name(s.dtype),
+                dtype_name(x.dtype()));
     // The program's bound is the method's contract: ExecuTorch's resize refuses a larger input.
     bool within = x.dim() == static_cast<int64_t>(s.bound.size());
     for (size_t d = 0; within && d < s.bound.size(); d++)
@@ -419,11 +472,21 @@ std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
     for (int32_t idx : *m.plan->outputs()) {
       Slot& s = m.at(idx);
       switch (s.kind) {
-        case fb::KernelTypes::Tensor: out.emplace_back(m.tensor(idx).clone()); break;
-        case fb::KernelTypes::Int: out.emplace_back(s.i); break;
-        case fb::KernelTypes::Bool: out.emplace_back(s.b); break;
-        case fb::KernelTypes::Double: out.emplace_back(s.d); break;
-        default: HFX_THROW("pte", "expected a tensor or scalar output at value {}, got {}", idx, fb::EnumNameKernelTypes(s.kind));
+        case fb::KernelTypes::Tensor:
+          out.emplace_back(m.tensor(idx).clone());
+          break;
+        case fb::KernelTypes::Int:
+          out.emplace_back(s.i);
+          break;
+        case fb::KernelTypes::Bool:
+          out.emplace_back(s.b);
+          break;
+        case fb::KernelTypes::Double:
+          out.emplace_back(s.d);
+          break;
+        default:
+          HFX_THROW("pte", "expected a tensor or scalar output at value {}, got {}", idx,
+                    fb::EnumNameKernelTypes(s.kind));
       }
     }
   return out;

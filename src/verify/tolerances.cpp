@@ -73,9 +73,11 @@ std::vector<Tolerance> table() {
   a8.top1_min = 0;
   a8.kl_max = 1e-3;
   a8.basis =
-      "ONNX Runtime MatMulNBits accuracy_level 4 (activations rounded to int8 per block) against eager with the "
+      "ONNX Runtime MatMulNBits accuracy_level 4 (activations rounded to int8 per block) against eager with "
+      "the "
       "same weight codes and f32 activations: dense tiny decoders measured logits max abs 0.083, KV 0.053, "
-      "layer 0.114, KL 2.3e-4 nats; top-1 not bounded (random weights: top-2 margins below the rounding); bounds "
+      "layer 0.114, KL 2.3e-4 nats; top-1 not bounded (random weights: top-2 margins below the rounding); "
+      "bounds "
       "~2-4x the worst. Mixture-of-experts models fall outside (a router can pick another expert: tiny "
       "mixtral int4 logits 0.98): use --activations f32 for them";
   t.push_back(a8);

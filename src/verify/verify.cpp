@@ -15,12 +15,12 @@
 #include <fmt/format.h>
 #include <onnx/onnx_pb.h>
 
-#include "io/zip.h"
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
-#include "hfx/artifact/manifest.h"
+#include "io/zip.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
 
@@ -44,7 +44,8 @@ int64_t peak_rss_bytes() {
 
 std::vector<int64_t> test_tokens(int64_t vocab, int64_t row, int64_t n, int64_t salt) {
   std::vector<int64_t> v(static_cast<size_t>(n));
-  uint64_t s = 0x9E3779B97F4A7C15ull * static_cast<uint64_t>(row + 1) + static_cast<uint64_t>(salt) * 1315423911ull;
+  uint64_t s =
+      0x9E3779B97F4A7C15ull * static_cast<uint64_t>(row + 1) + static_cast<uint64_t>(salt) * 1315423911ull;
   const int64_t span = std::max<int64_t>(vocab - 3, 1);
   for (auto& x : v) {
     s = s * 6364136223846793005ull + 1442695040888963407ull;
@@ -76,13 +77,16 @@ std::vector<ShapeCase> parse_shape_spec(const std::string& spec) {
     start = end + 1;
     if (item.find_first_not_of(" \t") == std::string::npos) continue;
     std::smatch m;
-    HFX_CHECK(std::regex_match(item, m, re), "verify",
-              "expected shapes as BATCHxSEQUENCE[+PAST] separated by commas (e.g. 1x1,2x16,1x1+255), got '{}'", item);
+    HFX_CHECK(
+        std::regex_match(item, m, re), "verify",
+        "expected shapes as BATCHxSEQUENCE[+PAST] separated by commas (e.g. 1x1,2x16,1x1+255), got '{}'",
+        item);
     ShapeCase c;
     c.batch = std::stoll(m[1]);
     c.sequence = std::stoll(m[2]);
     c.past = m[3].matched ? std::stoll(m[3]) : 0;
-    HFX_CHECK(c.batch >= 1 && c.sequence >= 1, "verify", "expected batch and sequence >= 1 in --shapes, got '{}'", item);
+    HFX_CHECK(c.batch >= 1 && c.sequence >= 1, "verify",
+              "expected batch and sequence >= 1 in --shapes, got '{}'", item);
     c.label = fmt::format("{}x{}{}", c.batch, c.sequence, c.past ? fmt::format("+{}", c.past) : "");
     out.push_back(c);
   }
@@ -91,8 +95,14 @@ std::vector<ShapeCase> parse_shape_spec(const std::string& spec) {
 }
 
 json ErrorStats::to_json() const {
-  return {{"max_abs", max_abs}, {"max_rel", max_rel}, {"ref_max_abs", ref_max}, {"top5_agreement", topk_agreement},
-          {"top1_agreement", top1_agreement}, {"kl_max", kl_max}, {"rows", rows}, {"finite", finite}};
+  return {{"max_abs", max_abs},
+          {"max_rel", max_rel},
+          {"ref_max_abs", ref_max},
+          {"top5_agreement", topk_agreement},
+          {"top1_agreement", top1_agreement},
+          {"kl_max", kl_max},
+          {"rows", rows},
+          {"finite", finite}};
 }
 
 // KL(softmax(p) || softmax(q)) in nats, in double (log-sum-exp shifted by each row's max).
@@ -111,9 +121,11 @@ static double kl_divergence(const float* p, const float* q, int64_t n) {
   return std::max(0.0, kl);
 }
 
-ErrorStats error_stats(const std::vector<float>& got, const std::vector<float>& ref, int64_t last_dim, int k) {
+ErrorStats error_stats(const std::vector<float>& got, const std::vector<float>& ref, int64_t last_dim,
+                       int k) {
   ErrorStats s;
-  HFX_CHECK(got.size() == ref.size(), "verify", "expected {} values to compare, got {}", ref.size(), got.size());
+  HFX_CHECK(got.size() == ref.size(), "verify", "expected {} values to compare, got {}", ref.size(),
+            got.size());
   for (size_t i = 0; i < got.size(); i++) {
     if (!std::isfinite(got[i]) || !std::isfinite(ref[i])) {
       if (!(std::isinf(got[i]) && got[i] == ref[i])) s.finite = false;
@@ -133,7 +145,9 @@ ErrorStats error_stats(const std::vector<float>& got, const std::vector<float>& 
       const float* a = got.data() + r * last_dim;
       const float* b = ref.data() + r * last_dim;
       for (int64_t j = 0; j < last_dim; j++) ia[j] = ib[j] = j;
-      auto by = [](const float* p) { return [p](int64_t x, int64_t y) { return p[x] > p[y] || (p[x] == p[y] && x < y); }; };
+      auto by = [](const float* p) {
+        return [p](int64_t x, int64_t y) { return p[x] > p[y] || (p[x] == p[y] && x < y); };
+      };
       std::partial_sort(ia.begin(), ia.begin() + kk, ia.end(), by(a));
       std::partial_sort(ib.begin(), ib.begin() + kk, ib.end(), by(b));
       if (std::equal(ia.begin(), ia.begin() + kk, ib.begin())) agree++;
@@ -173,9 +187,11 @@ void check_pt2(Context& cx, const fs::path& path) {
   try {
     const std::string bytes = io::read_file(path.string());
     Pt2Structure st = read_pt2_structure(bytes);
-    json info = {{"file", comp}, {"size_bytes", static_cast<int64_t>(bytes.size())}, {"records", st.names.size()}};
+    json info = {
+        {"file", comp}, {"size_bytes", static_cast<int64_t>(bytes.size())}, {"records", st.names.size()}};
     if (st.programs == 0)
-      cx.add(comp, "structure", "failed", fmt::format("expected a models/*.json ExportedProgram record in {}, got none", comp), info);
+      cx.add(comp, "structure", "failed",
+             fmt::format("expected a models/*.json ExportedProgram record in {}, got none", comp), info);
     else
       cx.add(
           comp, "structure", "passed",
@@ -184,7 +200,8 @@ void check_pt2(Context& cx, const fs::path& path) {
                       st.names.size(), st.has_weights ? ", weights" : "", st.has_version ? ", version" : ""),
           info);
   } catch (const Error& e) {
-    cx.add(comp, "structure", "failed", fmt::format("expected {} to be a readable .pt2 archive, got: {}", comp, e.what()));
+    cx.add(comp, "structure", "failed",
+           fmt::format("expected {} to be a readable .pt2 archive, got: {}", comp, e.what()));
   }
 }
 
@@ -198,17 +215,26 @@ json report_json(const Context& cx, const VerifyReport& r, const std::vector<Onn
   j["passed"] = r.passed;
   j["first_failure"] = r.first_failure;
   if (cx.model) {
-    j["model"] = {{"model_type", cx.model->config().model_type}, {"dtype", dtype_name(cx.model->config().dtype)},
-                  {"layers", cx.model->config().num_hidden_layers}, {"vocab_size", cx.model->config().vocab_size}};
+    j["model"] = {{"model_type", cx.model->config().model_type},
+                  {"dtype", dtype_name(cx.model->config().dtype)},
+                  {"layers", cx.model->config().num_hidden_layers},
+                  {"vocab_size", cx.model->config().vocab_size}};
     j["tolerances"] = cx.tol.to_json();
   }
-  j["caps"] = {{"max_check_sequence", cx.opt.max_check_sequence}, {"max_check_batch", cx.opt.max_check_batch},
+  j["caps"] = {{"max_check_sequence", cx.opt.max_check_sequence},
+               {"max_check_batch", cx.opt.max_check_batch},
                {"max_probe_past", cx.opt.max_probe_past},
-               {"why", "the max-shape cases run against eager on 2 CPU cores; larger claimed maxima are probed on the artifact alone"}};
+               {"why",
+                "the max-shape cases run against eager on 2 CPU cores; larger claimed maxima are probed on "
+                "the artifact alone"}};
   json checks = json::array();
   int passed = 0, failed = 0, skipped = 0;
   for (const auto& c : cx.checks) {
-    checks.push_back({{"component", c.component}, {"check", c.check}, {"status", c.status}, {"message", c.message}, {"data", c.data}});
+    checks.push_back({{"component", c.component},
+                      {"check", c.check},
+                      {"status", c.status},
+                      {"message", c.message},
+                      {"data", c.data}});
     passed += c.status == "passed";
     failed += c.status == "failed";
     skipped += c.status == "skipped";
@@ -254,9 +280,11 @@ Artifacts find_artifacts(const Context& cx) {
   std::sort(a.ptes.begin(), a.ptes.end());
   std::sort(a.pt2s.begin(), a.pt2s.end());
   if (fs::is_directory(cx.out / "onnx"))
-    for (const auto& e : fs::directory_iterator(cx.out / "onnx")) a.any_onnx |= e.path().extension() == ".onnx";
+    for (const auto& e : fs::directory_iterator(cx.out / "onnx"))
+      a.any_onnx |= e.path().extension() == ".onnx";
   HFX_CHECK(!a.comps.empty() || a.any_onnx || !a.ptes.empty() || !a.pt2s.empty(), kComp,
-            "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte or *.pt2), got none",
+            "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte or "
+            "*.pt2), got none",
             cx.opt.out_dir);
 
   return a;
@@ -273,16 +301,23 @@ std::optional<artifact::Manifest> check_manifest(Context& cx) {
       double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
       if (mm)
         cx.add("manifest", "checksums", "failed", mm->message().substr(std::string("[manifest] ").size()),
-               {{"path", mm->path}, {"reason", mm->reason}, {"expected_sha256", mm->expected_sha256}, {"actual_sha256", mm->actual_sha256},
-                {"expected_size", mm->expected_size}, {"actual_size", mm->actual_size}});
+               {{"path", mm->path},
+                {"reason", mm->reason},
+                {"expected_sha256", mm->expected_sha256},
+                {"actual_sha256", mm->actual_sha256},
+                {"expected_size", mm->expected_size},
+                {"actual_size", mm->actual_size}});
       else
-        cx.add("manifest", "checksums", "passed", fmt::format("{} files match manifest.json ({:.0f} ms)", manifest->files.size(), ms));
+        cx.add("manifest", "checksums", "passed",
+               fmt::format("{} files match manifest.json ({:.0f} ms)", manifest->files.size(), ms));
     } catch (const Error& e) {
-      cx.add("manifest", "checksums", "failed", fmt::format("expected a readable manifest.json, got: {}", e.what()));
+      cx.add("manifest", "checksums", "failed",
+             fmt::format("expected a readable manifest.json, got: {}", e.what()));
       manifest.reset();
     }
   } else {
-    cx.add("manifest", "checksums", "skipped", "no manifest.json in the folder (write one with `hfx manifest OUT --source MODEL`)");
+    cx.add("manifest", "checksums", "skipped",
+           "no manifest.json in the folder (write one with `hfx manifest OUT --source MODEL`)");
   }
   if (manifest)
     for (const auto& w : manifest->warnings) cx.add("manifest", "export warning", "info", w);
@@ -296,22 +331,27 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
   std::string ref_problem;
   if (!cx.opt.reference.empty()) {
     if (!fs::exists(fs::path(cx.opt.reference) / "config.json") || !has_weights(cx.opt.reference))
-      ref_problem = fmt::format("expected a checkpoint folder (config.json + model.safetensors) for --reference, got '{}'", cx.opt.reference);
+      ref_problem = fmt::format(
+          "expected a checkpoint folder (config.json + model.safetensors) for --reference, got '{}'",
+          cx.opt.reference);
     else
       cx.reference_dir = cx.opt.reference;
   } else if (fs::exists(cx.out / "config.json") && has_weights(cx.out)) {
     cx.reference_dir = cx.out.string();
-  } else if (manifest && !manifest->source_path.empty() && fs::exists(fs::path(manifest->source_path) / "config.json") &&
+  } else if (manifest && !manifest->source_path.empty() &&
+             fs::exists(fs::path(manifest->source_path) / "config.json") &&
              has_weights(manifest->source_path)) {
     // No --reference: the checkpoint the export was made from, as the manifest records it.
     cx.reference_dir = manifest->source_path;
   } else {
     ref_problem = fmt::format(
-        "expected the checkpoint weights (model.safetensors) in {} or --reference MODEL, got neither: the export folder holds no "
+        "expected the checkpoint weights (model.safetensors) in {} or --reference MODEL, got neither: the "
+        "export folder holds no "
         "weights and no --reference was given{}",
         cx.opt.out_dir,
         manifest && !manifest->source_path.empty()
-            ? fmt::format(" (the manifest names the source {}, which is not a readable checkpoint folder)", manifest->source_path)
+            ? fmt::format(" (the manifest names the source {}, which is not a readable checkpoint folder)",
+                          manifest->source_path)
             : "");
   }
   if (ref_problem.empty()) {
@@ -331,14 +371,15 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
       if (manifest && manifest->export_config.is_object())
         cx.max_batch = manifest->export_config.value("max_batch", int64_t{0});
       cx.add("reference", "load", "passed",
-             fmt::format("{} {} ({}, {}, {} layers, vocab {}) from {}", m->config().model_type, m->head(), structure_name(m->structure()),
-                         dtype_name(m->config().dtype), m->config().num_hidden_layers, m->config().vocab_size, cx.reference_dir));
+             fmt::format("{} {} ({}, {}, {} layers, vocab {}) from {}", m->config().model_type, m->head(),
+                         structure_name(m->structure()), dtype_name(m->config().dtype),
+                         m->config().num_hidden_layers, m->config().vocab_size, cx.reference_dir));
     } catch (const Error& e) {
-      ref_problem = fmt::format("expected a loadable reference checkpoint in {}, got: {}", cx.reference_dir, e.what());
+      ref_problem =
+          fmt::format("expected a loadable reference checkpoint in {}, got: {}", cx.reference_dir, e.what());
     }
   }
   if (!ref_problem.empty()) cx.add("reference", "load", "failed", ref_problem);
-
 }
 
 // 3. The checks of each artifact against the reference.
@@ -349,7 +390,8 @@ void run_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifes
     if (!a.comps.empty()) ort_checks(cx, a.comps);
 #else
     for (auto& c : a.comps)
-      cx.add(c.name, "numerics", "skipped", "hfx was built without ONNX Runtime: the ONNX graphs were not run");
+      cx.add(c.name, "numerics", "skipped",
+             "hfx was built without ONNX Runtime: the ONNX graphs were not run");
 #endif
     for (const auto& p : a.ptes) check_pte(cx, p);
     for (const auto& p : a.pt2s) check_pt2(cx, p);
@@ -365,7 +407,8 @@ void run_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifes
 void report_memory(Context& cx, const Artifacts& a, int64_t rss0) {
   cx.memory["peak_rss_bytes"] = peak_rss_bytes();
   cx.memory["peak_rss_delta_bytes"] = peak_rss_bytes() - rss0;
-  cx.memory["how"] = "VmHWM of /proc/self/status (the verify process: eager reference + ONNX Runtime sessions)";
+  cx.memory["how"] =
+      "VmHWM of /proc/self/status (the verify process: eager reference + ONNX Runtime sessions)";
   if (cx.model || cx.other) {
     int64_t total = 0;
     for (const auto& c : a.comps) total += c.info.value("size_bytes", int64_t{0});
@@ -373,11 +416,10 @@ void report_memory(Context& cx, const Artifacts& a, int64_t rss0) {
     for (const auto& p : a.pt2s) total += static_cast<int64_t>(fs::file_size(p));
     cx.add("verify", "memory", "info",
            fmt::format("peak RSS {:.1f} MiB (+{:.1f} MiB during verify); artifacts {:.2f} MiB in all",
-                       cx.memory["peak_rss_bytes"].get<int64_t>() / 1048576.0, cx.memory["peak_rss_delta_bytes"].get<int64_t>() / 1048576.0,
-                       total / 1048576.0),
+                       cx.memory["peak_rss_bytes"].get<int64_t>() / 1048576.0,
+                       cx.memory["peak_rss_delta_bytes"].get<int64_t>() / 1048576.0, total / 1048576.0),
            cx.memory);
   }
-
 }
 
 // The verdict (no failure, and something was really run against the reference), the reports written
@@ -388,11 +430,14 @@ VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifac
   // Verdict: no failure, and something was really run against the reference.
   bool ran = false;
   for (const auto& c : cx.checks) {
-    if (c.status == "failed" && rep.first_failure.empty()) rep.first_failure = fmt::format("{} {}: {}", c.component, c.check, c.message);
+    if (c.status == "failed" && rep.first_failure.empty())
+      rep.first_failure = fmt::format("{} {}: {}", c.component, c.check, c.message);
     if ((c.check == "numerics" || c.check == "structure") && c.status == "passed") ran = true;
   }
   if (rep.first_failure.empty() && !ran) {
-    cx.add("verify", "numerics", "failed", "expected at least one artifact run against the reference, got none (built without ONNX Runtime?)");
+    cx.add(
+        "verify", "numerics", "failed",
+        "expected at least one artifact run against the reference, got none (built without ONNX Runtime?)");
     rep.first_failure = "verify numerics: " + cx.checks.back().message;
   }
   rep.passed = rep.first_failure.empty();
@@ -404,10 +449,15 @@ VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifac
   io::write_file_atomic(rep.json_path, rep.json.dump(2));
   io::write_file_atomic(rep.html_path, render_html(rep.json));
   if (options.write_manifest && manifest) {
-    json summary = {{"passed", rep.passed}, {"first_failure", rep.first_failure}, {"summary", rep.json["summary"]},
-                    {"checked_at", rep.json["checked_at"]}, {"reference", cx.reference_dir}};
+    json summary = {{"passed", rep.passed},
+                    {"first_failure", rep.first_failure},
+                    {"summary", rep.json["summary"]},
+                    {"checked_at", rep.json["checked_at"]},
+                    {"reference", cx.reference_dir}};
     json lines = json::array();
-    for (const auto& c : cx.checks) lines.push_back({{"component", c.component}, {"check", c.check}, {"status", c.status}, {"message", c.message}});
+    for (const auto& c : cx.checks)
+      lines.push_back(
+          {{"component", c.component}, {"check", c.check}, {"status", c.status}, {"message", c.message}});
     summary["checks"] = lines;
     // The tolerances the numerics were judged by (the precision row), shown in the manifest too.
     if (rep.json.contains("tolerances")) summary["tolerances"] = rep.json["tolerances"];
@@ -421,8 +471,8 @@ VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifac
 VerifyReport run_verify(const VerifyOptions& options) {
   Context cx;
   cx.opt = options;
-  HFX_CHECK(!options.out_dir.empty() && fs::is_directory(options.out_dir), kComp, "expected an export folder, got '{}' (not a folder)",
-            options.out_dir);
+  HFX_CHECK(!options.out_dir.empty() && fs::is_directory(options.out_dir), kComp,
+            "expected an export folder, got '{}' (not a folder)", options.out_dir);
   cx.out = fs::absolute(options.out_dir).lexically_normal();
   const int64_t rss0 = peak_rss_bytes();
   Artifacts a = find_artifacts(cx);
@@ -443,12 +493,16 @@ std::string render_table(const VerifyReport& r) {
   s += fmt::format("{:<{}}  {:<{}}  {:<7}  {}\n", "component", wc, "check", wk, "status", "detail");
   s += std::string(wc + wk + 30, '-') + "\n";
   for (const auto& c : r.checks) {
-    std::string st = c.status == "passed" ? "PASS" : c.status == "failed" ? "FAIL" : c.status == "skipped" ? "skip" : "info";
+    std::string st = c.status == "passed"    ? "PASS"
+                     : c.status == "failed"  ? "FAIL"
+                     : c.status == "skipped" ? "skip"
+                                             : "info";
     s += fmt::format("{:<{}}  {:<{}}  {:<7}  {}\n", c.component, wc, c.check, wk, st, c.message);
   }
   const json& sm = r.json.contains("summary") ? r.json["summary"] : json::object();
-  s += fmt::format("\n{}: {} passed, {} failed, {} skipped — report {} , {}\n", r.passed ? "VERIFIED" : "FAILED", sm.value("passed", 0),
-                   sm.value("failed", 0), sm.value("skipped", 0), r.json_path, r.html_path);
+  s += fmt::format("\n{}: {} passed, {} failed, {} skipped — report {} , {}\n",
+                   r.passed ? "VERIFIED" : "FAILED", sm.value("passed", 0), sm.value("failed", 0),
+                   sm.value("skipped", 0), r.json_path, r.html_path);
   if (!r.passed) s += "first failure: " + r.first_failure + "\n";
   return s;
 }

@@ -10,9 +10,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/capture/capture.h"
 #include "hfx/models/model.h"
-#include "hfx/artifact/manifest.h"
 #include "hfx/verify/verify.h"
 
 namespace hfx::verify::detail {
@@ -21,19 +21,20 @@ namespace hfx::verify::detail {
 /// measurements behind each number).
 struct Tolerance {
   std::string key = "exact";  ///< the precision key (manifest "precision.key"): "exact", "f16", "bf16", ...
-  double logits_abs = 1e-4;  ///< max abs error on logits
-  double kv_abs = 1e-4;      ///< max abs error on present key/value tensors
-  double layer_rel = 1e-4;   ///< per-layer diff: divergence when err > layer_abs + layer_rel * max|eager|
+  double logits_abs = 1e-4;   ///< max abs error on logits
+  double kv_abs = 1e-4;       ///< max abs error on present key/value tensors
+  double layer_rel = 1e-4;    ///< per-layer diff: divergence when err > layer_abs + layer_rel * max|eager|
   double layer_abs = 1e-4;
-  double top1_min = 0;       ///< min share of positions whose argmax equals eager's (0: implied by logits_abs)
-  double kl_max = 0;         ///< max KL(eager || artifact) of the next-token distribution, nats (0: not checked)
-  std::string basis;         ///< how the numbers were chosen
+  double top1_min = 0;  ///< min share of positions whose argmax equals eager's (0: implied by logits_abs)
+  double kl_max = 0;    ///< max KL(eager || artifact) of the next-token distribution, nats (0: not checked)
+  std::string basis;    ///< how the numbers were chosen
   nlohmann::json to_json() const;
 };
 /// The row for precision `key` (see ExportConfig::precision) with a checkpoint of `checkpoint` dtype;
 /// throws "[verify] expected a precision key among [...]" for an unknown key.
 Tolerance tolerance_for(const std::string& key, DType checkpoint);
-/// The precision key an export records in its manifest ("exact" for a manifest written before hfx recorded one).
+/// The precision key an export records in its manifest ("exact" for a manifest written before hfx recorded
+/// one).
 std::string precision_key(const std::optional<artifact::Manifest>& manifest);
 /// "" when `s` is within `t`'s logits bounds (abs, top-1 agreement, KL), else what broke, for a message.
 std::string logits_within(const ErrorStats& s, const Tolerance& t);
@@ -47,15 +48,15 @@ struct GraphGuard {
 
 /// One .onnx component of the folder.
 struct OnnxComponent {
-  std::string name;            ///< "model" (merged), "prefill", "decode"
-  std::filesystem::path path;  ///< absolute
-  std::string rel;             ///< relative to OUT
-  ShapeContract contract;      ///< effective: metadata if present, else the manifest's
-  std::string contract_source; ///< "onnx metadata hfx.contract" | "manifest.json" | "none"
+  std::string name;             ///< "model" (merged), "prefill", "decode"
+  std::filesystem::path path;   ///< absolute
+  std::string rel;              ///< relative to OUT
+  ShapeContract contract;       ///< effective: metadata if present, else the manifest's
+  std::string contract_source;  ///< "onnx metadata hfx.contract" | "manifest.json" | "none"
   std::vector<std::pair<std::string, ShapeContract>> claims;  ///< every contract that claims ranges
   std::vector<GraphGuard> guards;
-  bool has_past = false;       ///< takes past_key_values.* inputs
-  bool signature_ok = false;   ///< safe to feed
+  bool has_past = false;                           ///< takes past_key_values.* inputs
+  bool signature_ok = false;                       ///< safe to feed
   nlohmann::json info = nlohmann::json::object();  ///< filled by the checks (sizes, ops, latency, numerics)
 };
 
@@ -70,12 +71,13 @@ struct Context {
   /// at most this many rows, as the export's own recording did.
   int64_t max_batch = 0;
   std::vector<CheckResult> checks;
-  nlohmann::json layer_diff;      ///< per-layer errors of the component diffed (null when none)
+  nlohmann::json layer_diff;  ///< per-layer errors of the component diffed (null when none)
   nlohmann::json memory = nlohmann::json::object();
 
   void add(std::string component, std::string check, std::string status, std::string message,
            nlohmann::json data = nullptr) {
-    checks.push_back({std::move(component), std::move(check), std::move(status), std::move(message), std::move(data)});
+    checks.push_back(
+        {std::move(component), std::move(check), std::move(status), std::move(message), std::move(data)});
     if (opt.on_check) opt.on_check(checks.size(), checks.back().component + " " + checks.back().check);
   }
   /// A long check moving on (VerifyOptions::on_step).

@@ -11,9 +11,9 @@
 #include <fstream>
 #include <random>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
-#include "hfx/artifact/manifest.h"
 
 namespace fs = std::filesystem;
 namespace V = hfx::artifact;
@@ -27,7 +27,8 @@ struct RemoveTempRoot : testing::Environment {
     fs::remove_all(temp_root(), ec);
   }
 };
-[[maybe_unused]] testing::Environment* const kRemoveTempRoot = testing::AddGlobalTestEnvironment(new RemoveTempRoot);
+[[maybe_unused]] testing::Environment* const kRemoveTempRoot =
+    testing::AddGlobalTestEnvironment(new RemoveTempRoot);
 
 fs::path temp_dir(const std::string& name) {
   fs::path p = temp_root() / name;
@@ -42,7 +43,8 @@ void write(const fs::path& p, const std::string& s) {
 }
 
 // A fake export folder with a manifest; `tag` makes its content (and hash) distinct.
-fs::path make_export(const fs::path& root, const std::string& tag, const std::string& status = "passed", size_t weight_bytes = 1000) {
+fs::path make_export(const fs::path& root, const std::string& tag, const std::string& status = "passed",
+                     size_t weight_bytes = 1000) {
   fs::path out = root / ("out_" + tag);
   fs::remove_all(out);
   write(out / "config.json", R"({"model_type": "llama", "_name_or_path": "org/tiny-)" + tag + "\"}");
@@ -51,9 +53,11 @@ fs::path make_export(const fs::path& root, const std::string& tag, const std::st
   write(out / "onnx/model.onnx_data", std::string(weight_bytes, static_cast<char>('a' + tag.size())) + tag);
   hfx::ShapeContract c;
   c["input_ids"] = {{"batch_size", 1, 64}, {"sequence_length", 1, 4096}};
-  V::Manifest m = V::build_manifest(out.string(), out.string(), "onnx", {{"format", "onnx"}, {"opset", 18}}, {{"model", c}});
+  V::Manifest m = V::build_manifest(out.string(), out.string(), "onnx", {{"format", "onnx"}, {"opset", 18}},
+                                    {{"model", c}});
   m.write(out.string());
-  if (status != "unverified") V::record_verify_result(out.string(), status == "passed", {{"summary", status}});
+  if (status != "unverified")
+    V::record_verify_result(out.string(), status == "passed", {{"summary", status}});
   return out;
 }
 
@@ -132,7 +136,8 @@ TEST(Manifest, RoundTripAndChecksums) {
 
 TEST(Manifest, HubSnapshotIdentity) {
   fs::path root = temp_dir("hub");
-  fs::path snap = root / "hub/models--meta-llama--Llama-3.2-1B/snapshots/4e20de362430cd3b72f300e6b0f18e50e7166e08";
+  fs::path snap =
+      root / "hub/models--meta-llama--Llama-3.2-1B/snapshots/4e20de362430cd3b72f300e6b0f18e50e7166e08";
   fs::create_directories(snap);
   auto [id, rev] = V::model_identity(snap.string());
   EXPECT_EQ(id, "meta-llama/Llama-3.2-1B");
@@ -143,7 +148,8 @@ TEST(Manifest, HubSnapshotIdentity) {
 }
 
 TEST(Manifest, OnnxHeaderIsReadWithoutTheGraph) {
-  // ModelProto: ir_version = 8 (field 1), producer_name "hfx" (2), graph (7) skipped, opset_import (8) {"" : 18}
+  // ModelProto: ir_version = 8 (field 1), producer_name "hfx" (2), graph (7) skipped, opset_import (8) {"" :
+  // 18}
   std::string b;
   b += '\x08';
   b += '\x08';
@@ -169,7 +175,9 @@ TEST(Manifest, OnnxHeaderIsReadWithoutTheGraph) {
 
 TEST(Manifest, MalformedIsRejectedWithTheField) {
   fs::path root = temp_dir("bad");
-  write(root / "manifest.json", R"({"schema_version": 1, "model": {"id": "x"}, "files": [{"path": "a", "size": 1, "sha256": "zz"}]})");
+  write(
+      root / "manifest.json",
+      R"({"schema_version": 1, "model": {"id": "x"}, "files": [{"path": "a", "size": 1, "sha256": "zz"}]})");
   try {
     V::Manifest::read(root.string());
     FAIL();
@@ -268,8 +276,10 @@ TEST(Release, CrashAfterEveryStepLeavesAConsistentFolder) {
     expect_consistent(rel);
     const auto after = V::current_release(rel.string());
     const bool switched = std::string(step) == "switched" || std::string(step) == "history";
-    if (!switched) EXPECT_EQ(after, before) << step;
-    else EXPECT_NE(after, before) << step;
+    if (!switched)
+      EXPECT_EQ(after, before) << step;
+    else
+      EXPECT_NE(after, before) << step;
   }
   // the next release cleans up leftovers and works; rollback goes back
   std::string last = V::release(make_export(root, "last").string(), rel.string());
@@ -290,7 +300,8 @@ TEST(Release, KilledAtRandomMomentsLeavesAConsistentFolder) {
   V::release(make_export(root, "base").string(), rel.string());
   std::mt19937 rng(1234);
   for (int i = 0; i < 12; i++) {
-    fs::path out = make_export(root, "k" + std::to_string(i), "passed", 4 << 20);  // big enough to be caught mid-copy
+    fs::path out =
+        make_export(root, "k" + std::to_string(i), "passed", 4 << 20);  // big enough to be caught mid-copy
     pid_t pid = fork();
     ASSERT_GE(pid, 0);
     if (pid == 0) {

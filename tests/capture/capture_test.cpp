@@ -3,9 +3,9 @@
 // before and after an export).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <cstring>
 #include <filesystem>
-#include <unistd.h>
 
 #include "hfx/capture/capture.h"
 #include "hfx/core/error.h"
@@ -121,7 +121,8 @@ TEST(Capture, ExplicitDimIsCheckedAgainstTheSample) {
 
 TEST(Capture, DataDependentRopeBecomesAGuardOrAnError) {
   // Dynamic NTK rope asks "is the sequence longer than the original context?": a guard.
-  auto m = tiny("llama", {{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}, {"max_position_embeddings", 64}});
+  auto m = tiny("llama",
+                {{"rope_scaling", {{"type", "dynamic"}, {"factor", 2.0}}}, {"max_position_embeddings", 64}});
   CaptureOptions o;
   o.kind = CallKind::Prefill;
   o.sequence = Dim{"sequence_length", 1, 256};
@@ -147,7 +148,8 @@ TEST(Capture, EagerOutputIsBitIdenticalBeforeAndAfterAnExport) {
     ex->export_for_generation(*m, o, {{"*", cfg.get()}}, dir.string());
     std::vector<float> after = eager_logits(*m);
     ASSERT_EQ(before.size(), after.size());
-    EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0) << "after a " << fmt << " export";
+    EXPECT_EQ(std::memcmp(before.data(), after.data(), before.size() * sizeof(float)), 0)
+        << "after a " << fmt << " export";
   }
   fs::remove_all(dir);
 }

@@ -141,13 +141,16 @@ TEST(DynamicShapes, CliUnknownNameFailsWithoutOutput) {
       << R"({"format": "onnx", "dynamic_shapes": {"attention_mask": {"1": {"name": "sequence", "min": 1, "max": 64}},
             "input_idz": {"1": {"name": "sequence", "min": 1, "max": 64}}}})";
   std::string out;
-  int rc = run_status(std::string(HFX_CLI) + " export " + (dir / "ckpt").string() + " --format onnx --config " +
-                          (dir / "cfg.json").string() + " -o " + (dir / "out").string(),
-                      out);
+  int rc =
+      run_status(std::string(HFX_CLI) + " export " + (dir / "ckpt").string() + " --format onnx --config " +
+                     (dir / "cfg.json").string() + " -o " + (dir / "out").string(),
+                 out);
   EXPECT_NE(rc, 0) << out;
-  EXPECT_NE(out.find("[dynamic_shapes] expected an input name of llama among [input_ids"), std::string::npos) << out;
+  EXPECT_NE(out.find("[dynamic_shapes] expected an input name of llama among [input_ids"), std::string::npos)
+      << out;
   EXPECT_FALSE(fs::exists(dir / "out"));
-  for (const auto& e : fs::directory_iterator(dir)) EXPECT_EQ(e.path().filename().string().find(".out.tmp"), std::string::npos);
+  for (const auto& e : fs::directory_iterator(dir))
+    EXPECT_EQ(e.path().filename().string().find(".out.tmp"), std::string::npos);
   fs::remove_all(dir);
 }
 #endif

@@ -67,19 +67,23 @@ TEST(CheckedJson, IntegersOutsideTheirTypesRangeAreRefused) {
     "min64": -9223372036854775808, "ok_f": 4096.0, "neg": -1})");
   for (const char* k : {"huge", "neg_huge", "two63", "u64", "inf_like"})
     EXPECT_NE(error_of([&] { jsonc::get<int64_t>(j, k, "model", "config.json"); })
-                  .find(std::string("expected config.json.") + k + " to be an integer from -9223372036854775808 to "
-                                                                    "9223372036854775807, got"),
+                  .find(std::string("expected config.json.") + k +
+                        " to be an integer from -9223372036854775808 to "
+                        "9223372036854775807, got"),
               std::string::npos)
         << k;
-  EXPECT_NE(error_of([&] { jsonc::get<int>(j, "i32_over", "model", "config.json"); })
-                .find("to be an integer from -2147483648 to 2147483647, got an integer 3000000000"),
+  EXPECT_NE(error_of([&] {
+              jsonc::get<int>(j, "i32_over", "model", "config.json");
+            }).find("to be an integer from -2147483648 to 2147483647, got an integer 3000000000"),
             std::string::npos);
   EXPECT_EQ(jsonc::get<uint64_t>(j, "u64", "c", "f.json"), UINT64_MAX);
   EXPECT_EQ(jsonc::get<uint64_t>(j, "two63", "c", "f.json"), uint64_t{1} << 63);
   EXPECT_EQ(jsonc::get<int64_t>(j, "min64", "c", "f.json"), INT64_MIN);
   EXPECT_EQ(jsonc::get<int>(j, "ok_f", "c", "f.json"), 4096);
-  EXPECT_NE(error_of([&] { jsonc::get<uint64_t>(j, "neg", "c", "f.json"); }).find("a non-negative integer, got"),
-            std::string::npos);
-  EXPECT_NE(error_of([&] { jsonc::get<uint64_t>(j, "neg_huge", "c", "f.json"); }).find("a non-negative integer"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { jsonc::get<uint64_t>(j, "neg", "c", "f.json"); }).find("a non-negative integer, got"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([&] { jsonc::get<uint64_t>(j, "neg_huge", "c", "f.json"); }).find("a non-negative integer"),
+      std::string::npos);
 }

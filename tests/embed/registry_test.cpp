@@ -214,12 +214,15 @@ TEST(ExportConfig, DtypeRoundTripsAndAutoIsWhatEachRuntimeComputesIn) {
       config_from_json(bad);
       ADD_FAILURE() << "dtype float16 accepted for " << format;
     } catch (const Error& e) {
-      EXPECT_NE(std::string(e.what()).find("expected dtype among [auto, f32, f16, bf16], got 'float16'"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("expected dtype among [auto, f32, f16, bf16], got 'float16'"),
+                std::string::npos)
+          << e.what();
     }
   }
   EXPECT_EQ(OnnxConfig().weight_dtype(DType::BF16), DType::F32);        // ONNX Runtime CPU computes in f32
   EXPECT_EQ(ExecutorchConfig().weight_dtype(DType::BF16), DType::F32);  // portable kernels: f32
   EXPECT_EQ(DynamoConfig().weight_dtype(DType::BF16), DType::BF16);     // PyTorch runs the checkpoint's dtype
   nlohmann::json p = OnnxConfig().precision(DType::BF16);
-  EXPECT_EQ(p, (nlohmann::json{{"dtype", "f32"}, {"requested", "auto"}, {"checkpoint", "bf16"}, {"key", "exact"}}));
+  EXPECT_EQ(
+      p, (nlohmann::json{{"dtype", "f32"}, {"requested", "auto"}, {"checkpoint", "bf16"}, {"key", "exact"}}));
 }

@@ -26,8 +26,8 @@ struct ExportProgress : ::testing::Test {
     dir = fs::temp_directory_path() / ("hfx_export_progress_" + std::to_string(::getpid()));
     fs::remove_all(dir);
     fs::create_directories(dir);
-    const std::string cmd = std::string(HFX_CLI) + " create-tiny llama --dtype float32 -o " + (dir / "ckpt").string() +
-                            " > /dev/null";
+    const std::string cmd = std::string(HFX_CLI) + " create-tiny llama --dtype float32 -o " +
+                            (dir / "ckpt").string() + " > /dev/null";
     ASSERT_EQ(std::system(cmd.c_str()), 0) << cmd;
   }
   static void TearDownTestSuite() { fs::remove_all(dir); }
@@ -78,7 +78,8 @@ TEST_F(ExportProgress, EveryBackendReportsEachComponentStageAndTheBytesWritten) 
       position = at;
       bytes = s.bytes_written;
     }
-    EXPECT_EQ(position, components.size() * steps.back().stages) << format << ": the last step ends the export";
+    EXPECT_EQ(position, components.size() * steps.back().stages)
+        << format << ": the last step ends the export";
     EXPECT_EQ(bytes, bytes_on_disk(dir / format)) << format << ": bytes written must add up to the files";
     if (format == "onnx") {
       std::set<std::string> stages;
@@ -110,10 +111,10 @@ TEST_F(ExportProgress, VerifyReportsEachShapeCase) {
     for (const auto& k : c.data["cases"]) matrix += k.value("label", "").rfind("claimed", 0) != 0;
     ASSERT_EQ(steps[c.component].size(), matrix) << c.component;
     for (size_t i = 0; i < matrix; i++)
-      EXPECT_EQ(steps[c.component][i].rfind(c.component + " shapes " + std::to_string(i + 1) + "/" +
-                                                std::to_string(matrix) + ": ",
-                                            0),
-                0u)
+      EXPECT_EQ(
+          steps[c.component][i].rfind(
+              c.component + " shapes " + std::to_string(i + 1) + "/" + std::to_string(matrix) + ": ", 0),
+          0u)
           << steps[c.component][i];
   }
   EXPECT_EQ(shape_checks, r.programs.size());

@@ -15,10 +15,10 @@
 #include "hfx/models/model.h"
 
 // Every target, in the order docs/fuzzing.md lists them; the corpus of X is tests/fuzz/X/.
-#define HFX_FUZZ_TARGETS(X)                                                                       \
-  X(safetensors)                                                                                  \
-  X(safetensors_index) X(model_config) X(tokenizer_json) X(tokenizer_config) X(generation_config) \
-      X(manifest) X(onnx) X(pte) X(pt2)
+#define HFX_FUZZ_TARGETS(X) \
+  X(safetensors)            \
+  X(safetensors_index)      \
+  X(model_config) X(tokenizer_json) X(tokenizer_config) X(generation_config) X(manifest) X(onnx) X(pte) X(pt2)
 
 #define HFX_FUZZ_DECLARE(name) void hfx_fuzz_##name(const uint8_t* data, size_t size);
 HFX_FUZZ_TARGETS(HFX_FUZZ_DECLARE)

@@ -128,8 +128,9 @@ TEST_F(ChatCli, ToolsReachTheTemplate) {
   fs::create_directories(model);
   for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
     fs::copy_file(dir / "ckpt" / f, model / f, fs::copy_options::overwrite_existing);
-  hfx::io::write_file_atomic((model / "chat_template.jinja").string(),
-                             std::string("{% if tools %}tools: {{ tools | tojson }}\n{% endif %}") + kTurnTemplate);
+  hfx::io::write_file_atomic(
+      (model / "chat_template.jinja").string(),
+      std::string("{% if tools %}tools: {{ tools | tojson }}\n{% endif %}") + kTurnTemplate);
   const ojson tools = ojson::parse(R"([{"type": "function", "function": {"name": "get_weather",
       "description": "Weather in a city", "parameters": {"type": "object",
       "properties": {"city": {"type": "string", "description": "City name"}}, "required": ["city"]}}}])");
@@ -149,7 +150,8 @@ TEST_F(ChatCli, ToolsReachTheTemplate) {
   const std::string reply = g.generate_ids({{ids.begin(), ids.end()}}, o).texts[0];
 
   const std::string cli = std::string(HFX_CLI) + " generate " + model.string();
-  CliRun r = sh(cli + " --chat 'Weather in Paris?' --max-new-tokens 6 --tools " + (dir / "tools.json").string(), dir);
+  CliRun r = sh(
+      cli + " --chat 'Weather in Paris?' --max-new-tokens 6 --tools " + (dir / "tools.json").string(), dir);
   ASSERT_EQ(r.rc, 0) << r.err;
   EXPECT_EQ(r.out, reply + "\n");
   EXPECT_NE(r.err.find("chat turn 1: " + std::to_string(ids.size()) + " prompt tokens"), std::string::npos)
@@ -159,7 +161,8 @@ TEST_F(ChatCli, ToolsReachTheTemplate) {
   hfx::io::write_file_atomic((dir / "bad.json").string(), "[{");
   hfx::io::write_file_atomic((dir / "object.json").string(), "{\"name\": \"x\"}");
   const std::vector<std::pair<std::string, std::string>> bad = {
-      {model.string() + " --chat hi --tools " + (dir / "bad.json").string(), "expected valid JSON in --tools file"},
+      {model.string() + " --chat hi --tools " + (dir / "bad.json").string(),
+       "expected valid JSON in --tools file"},
       {model.string() + " --chat hi --tools " + (dir / "object.json").string(), "got object"},
       {(dir / "ckpt").string() + " --chat hi --tools " + (dir / "tools.json").string(),
        "got one that never reads `tools`"}};

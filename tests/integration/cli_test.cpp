@@ -50,7 +50,8 @@ Sizes read_sizes(const fs::path& file) {
   uint64_t n = 0;
   std::memcpy(&n, s.data(), 8);
   json h = json::parse(s.substr(8, n));
-  static const std::map<std::string, std::string> names = {{"F32", "float32"}, {"BF16", "bfloat16"}, {"F16", "float16"}};
+  static const std::map<std::string, std::string> names = {
+      {"F32", "float32"}, {"BF16", "bfloat16"}, {"F16", "float16"}};
   Sizes z;
   for (const auto& [k, v] : h.items()) {
     if (k == "__metadata__") continue;
@@ -100,10 +101,12 @@ json inspect_checked(const fs::path& dir, const std::string& arch, const std::st
     EXPECT_EQ(j["by_dtype"][dt]["bytes"].get<int64_t>(), b) << dt;
     EXPECT_EQ(j["by_dtype"][dt]["parameters"].get<int64_t>(), z.params[dt]) << dt;
   }
-  EXPECT_EQ(j["weight_files_bytes"].get<int64_t>(), static_cast<int64_t>(fs::file_size(dir / "ckpt" / "model.safetensors")));
+  EXPECT_EQ(j["weight_files_bytes"].get<int64_t>(),
+            static_cast<int64_t>(fs::file_size(dir / "ckpt" / "model.safetensors")));
   // The text form carries the same facts.
-  for (const std::string& s : {j["model_type"].get<std::string>(), j["class"].get<std::string>(), j["structure"].get<std::string>(),
-                               std::to_string(z.parameters), std::string("backends")})
+  for (const std::string& s :
+       {j["model_type"].get<std::string>(), j["class"].get<std::string>(), j["structure"].get<std::string>(),
+        std::to_string(z.parameters), std::string("backends")})
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   EXPECT_EQ(j["backends"].size(), 5u);
   for (const auto& b : j["backends"])  // xnnpack: refused with its reason until hfx writes delegate payloads
@@ -130,15 +133,18 @@ TEST(CliInspect, DecoderLlama) {
   EXPECT_EQ(static_cast<int64_t>(m["cache"].size()), 2 * layers);  // key and value per layer
   EXPECT_EQ(j["cache_layer_types"]["full_attention"].get<int64_t>(), 2 * layers);
   const json& onnx = backend(j, "onnx standard");
-  for (const char* p : {"onnx/prefill.onnx", "onnx/decode.onnx", "onnx/model.onnx"}) EXPECT_TRUE(has(onnx["artifacts"], p)) << p;
+  for (const char* p : {"onnx/prefill.onnx", "onnx/decode.onnx", "onnx/model.onnx"})
+    EXPECT_TRUE(has(onnx["artifacts"], p)) << p;
   const json& dyn = backend(j, "dynamo");
   EXPECT_TRUE(has(dyn["artifacts"], "prefill.pt2"));
   EXPECT_TRUE(has(dyn["artifacts"], "decode.pt2"));
   EXPECT_FALSE(has(dyn["artifacts"], "model.pt2"));  // merged: not a torch.export program
-  EXPECT_NE(backend(j, "executorch portable")["artifacts"][0].get<std::string>().find("forward"), std::string::npos);
+  EXPECT_NE(backend(j, "executorch portable")["artifacts"][0].get<std::string>().find("forward"),
+            std::string::npos);
   // A delegate hfx does not write is listed as unsupported, with the reason.
   EXPECT_FALSE(backend(j, "executorch xnnpack")["supported"].get<bool>());
-  EXPECT_NE(backend(j, "executorch xnnpack")["reason"].get<std::string>().find("delegate payloads"), std::string::npos);
+  EXPECT_NE(backend(j, "executorch xnnpack")["reason"].get<std::string>().find("delegate payloads"),
+            std::string::npos);
   fs::remove_all(d);
 }
 
@@ -171,15 +177,17 @@ TEST(CliInspect, EncoderDecoderT5) {
   EXPECT_EQ(j["components"][0]["name"], "encoder");
   EXPECT_EQ(j["components"][1]["name"], "decoder");
   int64_t dec_layers = cfg.value("num_decoder_layers", cfg["num_layers"].get<int64_t>());
-  EXPECT_EQ(static_cast<int64_t>(j["components"][1]["cache"].size()), 4 * dec_layers);  // self and cross, key and value
+  EXPECT_EQ(static_cast<int64_t>(j["components"][1]["cache"].size()),
+            4 * dec_layers);  // self and cross, key and value
   EXPECT_TRUE(j["components"][0]["cache"].empty());
   const json& onnx = backend(j, "onnx standard");
-  for (const char* p : {"onnx/encoder_model.onnx", "onnx/decoder_model.onnx", "onnx/decoder_with_past_model.onnx",
-                        "onnx/decoder_model_merged.onnx"})
+  for (const char* p : {"onnx/encoder_model.onnx", "onnx/decoder_model.onnx",
+                        "onnx/decoder_with_past_model.onnx", "onnx/decoder_model_merged.onnx"})
     EXPECT_TRUE(has(onnx["artifacts"], p)) << p;
   EXPECT_EQ(backend(j, "dynamo")["artifacts"],
             json::array({"encoder_model.pt2", "decoder_model.pt2", "decoder_with_past_model.pt2"}));
-  EXPECT_EQ(backend(j, "executorch portable")["artifacts"], json::array({"model.pte: encoder, decoder, decoder_with_past"}));
+  EXPECT_EQ(backend(j, "executorch portable")["artifacts"],
+            json::array({"model.pte: encoder, decoder, decoder_with_past"}));
   fs::remove_all(d);
 }
 
@@ -188,11 +196,14 @@ TEST(CliInspect, NotACheckpointOrUnknownModelType) {
   // A folder that does not exist is a usage error, as for every command that takes MODEL (resolve_model).
   Proc m = sh(cli() + " inspect " + (d / "missing").string());
   EXPECT_EQ(m.rc, 2) << m.out;
-  EXPECT_NE(m.out.find("[hub] expected an existing folder or a model id ORG/NAME[@REVISION], got"), std::string::npos) << m.out;
+  EXPECT_NE(m.out.find("[hub] expected an existing folder or a model id ORG/NAME[@REVISION], got"),
+            std::string::npos)
+      << m.out;
   fs::create_directories(d / "empty");
   Proc a = sh(cli() + " inspect " + (d / "empty").string());
   EXPECT_EQ(a.rc, 1) << a.out;
-  EXPECT_NE(a.out.find("[inspect] expected a checkpoint folder with config.json, got"), std::string::npos) << a.out;
+  EXPECT_NE(a.out.find("[inspect] expected a checkpoint folder with config.json, got"), std::string::npos)
+      << a.out;
   fs::create_directories(d / "odd");
   std::ofstream(d / "odd" / "config.json") << R"({"model_type": "no_such_arch"})";
   Proc b = sh(cli() + " inspect " + (d / "odd").string());
@@ -206,7 +217,8 @@ TEST(CliConventions, UnknownCommandIsUsageError) {
   Proc p = sh(cli() + " no-such-command");
   EXPECT_EQ(p.rc, 2) << p.out;
   EXPECT_NE(p.out.find("unknown command 'no-such-command'"), std::string::npos) << p.out;
-  for (const char* c : {"export", "generate", "verify", "inspect", "create-tiny"}) EXPECT_NE(p.out.find(c), std::string::npos) << c;
+  for (const char* c : {"export", "generate", "verify", "inspect", "create-tiny"})
+    EXPECT_NE(p.out.find(c), std::string::npos) << c;
   Proc none = sh(cli());
   EXPECT_EQ(none.rc, 2) << none.out;
   p = sh(cli() + " --quiet no-such-command");  // after the one global flag, too
@@ -217,13 +229,14 @@ TEST(CliConventions, UnknownCommandIsUsageError) {
 TEST(CliConventions, UsageErrorsExitTwo) {
   fs::path d = tmpdir("usage");
   // Missing required argument, unknown option, a folder that does not exist (a CLI11 check), a bad value.
-  for (const std::string& args : {std::string("export"), std::string("export ") + d.string() + " --bogus -o x",
-                                  std::string("export ") + (d / "missing").string() + " -o x", std::string("inspect"),
-                                  std::string("generate ") + d.string() + " --prompt a --max-new-tokens notanumber",
-                                  std::string("--no-such-flag"),
-                                  // misuses a command finds itself
-                                  std::string("create-tiny llama -o ") + (d / "t").string() + " --pooling mean",
-                                  std::string("embed ") + d.string()}) {
+  for (const std::string& args :
+       {std::string("export"), std::string("export ") + d.string() + " --bogus -o x",
+        std::string("export ") + (d / "missing").string() + " -o x", std::string("inspect"),
+        std::string("generate ") + d.string() + " --prompt a --max-new-tokens notanumber",
+        std::string("--no-such-flag"),
+        // misuses a command finds itself
+        std::string("create-tiny llama -o ") + (d / "t").string() + " --pooling mean",
+        std::string("embed ") + d.string()}) {
     Proc p = sh(cli() + " " + args);
     EXPECT_EQ(p.rc, 2) << args << "\n" << p.out;
   }
@@ -231,8 +244,8 @@ TEST(CliConventions, UsageErrorsExitTwo) {
 }
 
 TEST(CliConventions, EveryCommandHelpShowsAnExample) {
-  for (const char* c : {"ops", "registries", "export", "generate", "release", "manifest", "rollback", "verify", "create-tiny",
-                        "embed", "inspect", "sweep"}) {
+  for (const char* c : {"ops", "registries", "export", "generate", "release", "manifest", "rollback",
+                        "verify", "create-tiny", "embed", "inspect", "sweep"}) {
     Proc p = sh(cli() + " " + c + " --help");
     EXPECT_EQ(p.rc, 0) << c << "\n" << p.out;
     EXPECT_NE(p.out.find("Example:\n  hfx "), std::string::npos) << c << "\n" << p.out;
@@ -252,7 +265,8 @@ TEST(CliConventions, ExportSummaryAndWarningsKeptInManifestShownByVerify) {
   std::ofstream(ckpt / "config.json") << cfg.dump(2);
   Proc e = sh(cli() + " export " + ckpt.string() + " --format executorch -o " + out.string());
   ASSERT_EQ(e.rc, 0) << e.out;
-  for (const char* s : {"programs (captured nodes): forward (", "model.pte", "total", "warnings: 1 (kept in manifest.json)", " s\n"})
+  for (const char* s : {"programs (captured nodes): forward (", "model.pte", "total",
+                        "warnings: 1 (kept in manifest.json)", " s\n"})
     EXPECT_NE(e.out.find(s), std::string::npos) << s << "\n" << e.out;
   json m = json::parse(slurp(out / "manifest.json"));
   ASSERT_TRUE(m.contains("warnings")) << m.dump();

@@ -106,7 +106,8 @@ TEST_F(HubCommands, TheSameIdWorksForEveryCommand) {
   EXPECT_EQ(ea["settings_from"], eb["settings_from"]);
   // A file in a subfolder links two levels further up, as huggingface_hub's relative symlinks do.
   const fs::path pooling = repo_dir("org/tiny-bert") / "snapshots" / kBert / "1_Pooling" / "config.json";
-  EXPECT_EQ(fs::read_symlink(pooling), fs::path("../../../blobs") / git_blob_sha1(bert / "1_Pooling" / "config.json"));
+  EXPECT_EQ(fs::read_symlink(pooling),
+            fs::path("../../../blobs") / git_blob_sha1(bert / "1_Pooling" / "config.json"));
   // export then verify --reference with the id, offline.
   const std::string out = (work_ / "out").string();
   HubProc p = hub_sh(hfx("export org/tiny-llama --format onnx -o " + out, "HF_HUB_OFFLINE=1"));

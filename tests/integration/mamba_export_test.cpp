@@ -1,9 +1,9 @@
 // mamba, mamba2 and granitemoehybrid through the CLI and `hfx verify`, per backend: `hfx export --format
-// onnx|executorch|dynamo` on a create-tiny checkpoint, then verify replays the decoder-only loop's recorded eager calls (batch 1,
-// batch 2 of unequal lengths, a left-padded batch of 3; prefill then decode steps, the conv/ssm leaves
-// carried) against onnx/{prefill,decode,model}.onnx in ONNX Runtime and the .pte's methods prefill and
-// decode in the independent .pte executor, every output by name. The .pt2 archives are read back by
-// tests/export/dynamo/interpreter_test.cpp (DynamoInterpretMamba); here they must be written. Bad input
+// onnx|executorch|dynamo` on a create-tiny checkpoint, then verify replays the decoder-only loop's recorded
+// eager calls (batch 1, batch 2 of unequal lengths, a left-padded batch of 3; prefill then decode steps, the
+// conv/ssm leaves carried) against onnx/{prefill,decode,model}.onnx in ONNX Runtime and the .pte's methods
+// prefill and decode in the independent .pte executor, every output by name. The .pt2 archives are read back
+// by tests/export/dynamo/interpreter_test.cpp (DynamoInterpretMamba); here they must be written. Bad input
 // (mis-shaped mixer weights, an unknown layer type) fails every export with the error naming it, exit 1,
 // and nothing written.
 #include <gtest/gtest.h>
@@ -56,10 +56,11 @@ TEST_P(MambaExport, EveryBackendExportsAndVerifies) {
   for (const char* format : {"onnx", "executorch", "dynamo"}) {
     SCOPED_TRACE(format);
     const fs::path out = d.path / format;
-    // ExecuTorch plans memory for the largest shapes: mamba's chunked scan's [B, d_inner, d_state, S/16, 16, 16]
-    // buffers at max_seq_len 128 and batch 64 still take ~1 GB each, so its .pte is made for sequences up to
-    // 32; mamba2's SSD scan (per head, not per channel × state) takes the default (128).
-    const std::string extra = std::string(format) == "executorch" && arch == "mamba" ? " --max-seq-len 32" : "";
+    // ExecuTorch plans memory for the largest shapes: mamba's chunked scan's [B, d_inner, d_state, S/16, 16,
+    // 16] buffers at max_seq_len 128 and batch 64 still take ~1 GB each, so its .pte is made for sequences up
+    // to 32; mamba2's SSD scan (per head, not per channel × state) takes the default (128).
+    const std::string extra =
+        std::string(format) == "executorch" && arch == "mamba" ? " --max-seq-len 32" : "";
     ASSERT_EQ(run_cli("export " + ckpt + " --format " + format + extra + " -o " + out.string()), 0);
     if (std::string(format) == "dynamo") {
       EXPECT_TRUE(fs::exists(out / "prefill.pt2"));
@@ -71,9 +72,11 @@ TEST_P(MambaExport, EveryBackendExportsAndVerifies) {
     o.reference = ckpt;
     o.quiet = true;
     verify::VerifyReport r = verify::run_verify(o);
-    for (const auto& line : passed_numerics(r)) std::printf("  [%s %s] %s\n", arch.c_str(), format, line.c_str());
+    for (const auto& line : passed_numerics(r))
+      std::printf("  [%s %s] %s\n", arch.c_str(), format, line.c_str());
     EXPECT_TRUE(r.passed) << r.first_failure;
-    const size_t want = std::string(format) == "onnx" ? 3 : 2;  // prefill, decode, model / methods prefill, decode
+    const size_t want =
+        std::string(format) == "onnx" ? 3 : 2;  // prefill, decode, model / methods prefill, decode
     EXPECT_EQ(passed_numerics(r).size(), want);
   }
 }
@@ -91,7 +94,8 @@ std::pair<int, std::string> run_capture(const std::string& args) {
   return {WIFEXITED(rc) ? WEXITSTATUS(rc) : -1, out};
 }
 
-// Per architecture: a mis-shaped A_log, a mis-shaped conv1d weight (its x|B|C channels), an unknown layer type.
+// Per architecture: a mis-shaped A_log, a mis-shaped conv1d weight (its x|B|C channels), an unknown layer
+// type.
 struct BadInput {
   std::string arch, a_log, a_log_want, conv, conv_want;
   std::vector<std::string> layer_types;
@@ -122,14 +126,19 @@ TEST_P(SsmBadInput, FailsWithNothingWritten) {
   };
   const std::vector<std::pair<fs::path, std::string>> bad = {
       {variant("a_log", [&](auto&, auto& t) { t[c.a_log] = Tensor::zeros({3}); }), c.a_log_want},
-      {variant("conv", [&](auto&, auto& t) { t[c.conv] = Tensor::zeros({128, 1, 4}); }), c.conv_want},
+      {variant("conv",
+               [&](auto&, auto& t) {
+                 t[c.conv] = Tensor::zeros({128, 1, 4});
+               }),
+       c.conv_want},
       {variant("layer_type", [&](auto& cfg, auto&) { cfg["layer_types"] = c.layer_types; }), c.layer_want},
   };
   for (const auto& [ckpt, want] : bad)
     for (const char* format : {"onnx", "executorch", "dynamo"}) {
       SCOPED_TRACE(ckpt.filename().string() + " " + format);
       const fs::path out = d.path / ("out_" + ckpt.filename().string() + "_" + format);
-      auto [rc, text] = run_capture("export " + ckpt.string() + " --format " + format + " -o " + out.string());
+      auto [rc, text] =
+          run_capture("export " + ckpt.string() + " --format " + format + " -o " + out.string());
       EXPECT_EQ(rc, 1) << text;
       EXPECT_NE(text.find(want), std::string::npos) << text;
       EXPECT_FALSE(fs::exists(out));
@@ -139,16 +148,22 @@ TEST_P(SsmBadInput, FailsWithNothingWritten) {
 INSTANTIATE_TEST_SUITE_P(
     Archs, SsmBadInput,
     ::testing::Values(
-        BadInput{"mamba2", "backbone.layers.1.mixer.A_log",
+        BadInput{"mamba2",
+                 "backbone.layers.1.mixer.A_log",
                  "[model] expected tensor 'backbone.layers.1.mixer.A_log' of shape [4], got [3]",
                  "backbone.layers.0.mixer.conv1d.weight",
-                 "[model] expected tensor 'backbone.layers.0.mixer.conv1d.weight' of shape [256, 1, 4], got [128, 1, 4]",
-                 {"mamba", "mamba3"}, "got 'mamba3' at layer 1"},
-        BadInput{"granitemoehybrid", "model.layers.2.mamba.A_log",
+                 "[model] expected tensor 'backbone.layers.0.mixer.conv1d.weight' of shape [256, 1, 4], got "
+                 "[128, 1, 4]",
+                 {"mamba", "mamba3"},
+                 "got 'mamba3' at layer 1"},
+        BadInput{"granitemoehybrid",
+                 "model.layers.2.mamba.A_log",
                  "[model] expected tensor 'model.layers.2.mamba.A_log' of shape [4], got [3]",
                  "model.layers.0.mamba.conv1d.weight",
-                 "[model] expected tensor 'model.layers.0.mamba.conv1d.weight' of shape [160, 1, 4], got [128, 1, 4]",
-                 {"mamba", "attention", "mamba", "mamba3"}, "got 'mamba3' at layer 3"}),
+                 "[model] expected tensor 'model.layers.0.mamba.conv1d.weight' of shape [160, 1, 4], got "
+                 "[128, 1, 4]",
+                 {"mamba", "attention", "mamba", "mamba3"},
+                 "got 'mamba3' at layer 3"}),
     [](const auto& info) { return info.param.arch; });
 
 }  // namespace

@@ -3,7 +3,8 @@
 // gives byte-identical folders, and no artifact holds a path of the source tree: a shape guard's place
 // is written relative to the source root (src/core/symbolic.cpp). The model is a Llama with dynamic NTK
 // rope exported for sequences past its original context, so that its export records a guard whose place
-// reaches the artifacts (ONNX metadata, the .pt2's runtime assertion). Across two build trees: scripts/repro_check.sh (a CI step of scripts/test.sh).
+// reaches the artifacts (ONNX metadata, the .pt2's runtime assertion). Across two build trees:
+// scripts/repro_check.sh (a CI step of scripts/test.sh).
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -31,7 +32,8 @@ std::unique_ptr<CausalLM> dynamic_rope_llama() {
 std::map<std::string, std::string> files_of(const fs::path& dir) {
   std::map<std::string, std::string> m;
   for (const auto& e : fs::recursive_directory_iterator(dir))
-    if (e.is_regular_file()) m[fs::relative(e.path(), dir).generic_string()] = io::read_file(e.path().string());
+    if (e.is_regular_file())
+      m[fs::relative(e.path(), dir).generic_string()] = io::read_file(e.path().string());
   return m;
 }
 
@@ -72,12 +74,14 @@ TEST(Reproducible, EveryFormatWrittenTwiceInOneProcessIsByteIdenticalAndPathFree
     std::vector<std::string> with_place;
     for (const auto& [name, bytes] : runs[0]) {
       if (!place.empty() && bytes.find(place) != std::string::npos) with_place.push_back(name);
-      EXPECT_TRUE(runs[1].count(name) && runs[1][name] == bytes) << name << " differs between two exports in one process";
+      EXPECT_TRUE(runs[1].count(name) && runs[1][name] == bytes)
+          << name << " differs between two exports in one process";
       EXPECT_EQ(bytes.find(source_dir), std::string::npos) << name << " holds the source path " << source_dir;
     }
     // The place is written into ONNX metadata and the .pt2's runtime assertion, so the path check above
     // is not vacuous; the .pte's static cache fixes the length, and its program holds no guard.
-    if (format != "executorch") EXPECT_FALSE(with_place.empty()) << "expected the guard place " << place << " in an artifact";
+    if (format != "executorch")
+      EXPECT_FALSE(with_place.empty()) << "expected the guard place " << place << " in an artifact";
   }
   fs::remove_all(root);
 }

@@ -173,7 +173,8 @@ TEST(SweepPlan, LocalMemoryLimitBindsAndIsReportedOutOfMemory) {
   auto plan = [&](int64_t mem_mb) {
     std::ofstream(d / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
       "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4"},
-      "resources": {"cpus": 1, "mem_mb": )" << mem_mb << R"(, "time_min": 5}})";
+      "resources": {"cpus": 1, "mem_mb": )"
+                                   << mem_mb << R"(, "time_min": 5}})";
   };
   plan(16384);
   fs::path free = d / "unlimited";

@@ -16,8 +16,8 @@
 #include <array>
 #include <cmath>
 #include <cstdio>
-#include <numeric>
 #include <filesystem>
+#include <numeric>
 
 #include <nlohmann/json.hpp>
 
@@ -62,22 +62,31 @@ struct Fixture {
 
 // create-tiny (+ options) and `hfx export --format onnx`, both through the CLI as a user runs them.
 void make(Fixture& f, const std::string& arch, const std::string& tag, const std::string& create_opts) {
-  f.dir = fs::temp_directory_path() / ("hfx_tjs_enc_" + param_name(arch + "_" + tag) + "_" + std::to_string(::getpid()));
+  f.dir = fs::temp_directory_path() /
+          ("hfx_tjs_enc_" + param_name(arch + "_" + tag) + "_" + std::to_string(::getpid()));
   fs::remove_all(f.dir);
   fs::create_directories(f.dir);
   f.ckpt = f.dir / "ckpt";
   f.out = f.dir / "out";
   std::string cli = HFX_CLI;
-  ASSERT_EQ(system((cli + " create-tiny " + arch + " -o " + f.ckpt.string() + " " + create_opts + " > /dev/null").c_str()), 0);
-  ASSERT_EQ(system((cli + " export " + f.ckpt.string() + " --format onnx --opset 23 -o " + f.out.string() + " > /dev/null").c_str()), 0);
+  ASSERT_EQ(
+      system((cli + " create-tiny " + arch + " -o " + f.ckpt.string() + " " + create_opts + " > /dev/null")
+                 .c_str()),
+      0);
+  ASSERT_EQ(system((cli + " export " + f.ckpt.string() + " --format onnx --opset 23 -o " + f.out.string() +
+                    " > /dev/null")
+                       .c_str()),
+            0);
   f.model = load_model(f.ckpt.string());
   f.tk = std::make_unique<tok::Tokenizer>(tok::Tokenizer::from_dir(f.ckpt.string()));
 }
 
-json tjs(const Fixture& f, const std::string& task, const std::vector<std::string>& texts, const json& options) {
+json tjs(const Fixture& f, const std::string& task, const std::vector<std::string>& texts,
+         const json& options) {
   json args = {{"texts", texts}, {"options", options}};
-  std::string cmd = "node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_encoders.mjs " + HFX_NODE_MODULES +
-                    " " + f.out.string() + " " + task + " '" + args.dump() + "'";
+  std::string cmd = "node " + std::string(HFX_SOURCE_DIR) +
+                    "/tests/integration/transformersjs_encoders.mjs " + HFX_NODE_MODULES + " " +
+                    f.out.string() + " " + task + " '" + args.dump() + "'";
   int rc = 0;
   std::string out = run(cmd + " 2>&1", &rc);
   EXPECT_EQ(rc, 0) << out;
@@ -96,7 +105,9 @@ Tensor eager_one(const Fixture& f, const std::string& text, std::vector<int64_t>
   return encoder_forward(*f.model, right_pad({*ids}, 0));
 }
 
-std::string label(const Model& m, int64_t i) { return m.config().raw["id2label"][std::to_string(i)].get<std::string>(); }
+std::string label(const Model& m, int64_t i) {
+  return m.config().raw["id2label"][std::to_string(i)].get<std::string>();
+}
 
 const std::vector<std::string> kTexts = {"The quick brown fox jumps over the lazy dog.", "hello world",
                                          "Sentence embeddings compare meaning, not spelling; 42 times."};
@@ -142,8 +153,9 @@ TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
   EXPECT_LE(d_single, kTol);
   EXPECT_LE(d_batch, kTol);
   EXPECT_LE(d_ort, kTol);
-  std::printf("  [%s feature-extraction] max |TJS - hfx eager| single %.3g, batch %.3g; |hfx ORT - eager| %.3g\n", arch.c_str(),
-              d_single, d_batch, d_ort);
+  std::printf(
+      "  [%s feature-extraction] max |TJS - hfx eager| single %.3g, batch %.3g; |hfx ORT - eager| %.3g\n",
+      arch.c_str(), d_single, d_batch, d_ort);
 #ifdef HFX_HAVE_ORT
   // The CLI on the export folder prints the same vectors.
   int rc = 0;
@@ -156,9 +168,11 @@ TEST_P(TjsEncoders, FeatureExtractionMeanNormalized) {
   EXPECT_EQ(c["normalize"], true);
   double d_cli = 0;
   for (size_t i = 0; i < kTexts.size(); i++)
-    for (int64_t e = 0; e < E; e++) d_cli = std::max(d_cli, std::fabs(c["embeddings"][i][e].get<double>() - eager.vectors[i][e]));
+    for (int64_t e = 0; e < E; e++)
+      d_cli = std::max(d_cli, std::fabs(c["embeddings"][i][e].get<double>() - eager.vectors[i][e]));
   EXPECT_LE(d_cli, kTol);
-  std::printf("  [%s feature-extraction] max |hfx embed CLI on the export - eager| %.3g\n", arch.c_str(), d_cli);
+  std::printf("  [%s feature-extraction] max |hfx embed CLI on the export - eager| %.3g\n", arch.c_str(),
+              d_cli);
 #endif
   fs::remove_all(f.dir);
 }
@@ -181,7 +195,8 @@ TEST_P(TjsEncoders, TextClassification) {
     const json& got = r["results"][i];
     ASSERT_EQ(got.size(), p.size());
     for (size_t k = 0; k < p.size(); k++) {
-      EXPECT_EQ(got[k]["label"].get<std::string>(), label(*f.model, order[k])) << "text " << i << " rank " << k;
+      EXPECT_EQ(got[k]["label"].get<std::string>(), label(*f.model, order[k]))
+          << "text " << i << " rank " << k;
       worst = std::max(worst, std::fabs(got[k]["score"].get<double>() - p[order[k]]));
     }
   }
@@ -216,7 +231,8 @@ TEST_P(TjsEncoders, TokenClassification) {
   }
   EXPECT_GT(compared, 10u);
   EXPECT_LE(worst, kTol);
-  std::printf("  [%s token-classification] %zu tokens, max |TJS score - hfx| = %.3g\n", arch.c_str(), compared, worst);
+  std::printf("  [%s token-classification] %zu tokens, max |TJS score - hfx| = %.3g\n", arch.c_str(),
+              compared, worst);
   fs::remove_all(f.dir);
 }
 
@@ -241,7 +257,8 @@ TEST_P(TjsEncoders, FillMask) {
     auto p = softmax(logits.data<float>() + pos * V, V);
     std::vector<int64_t> order(V);
     std::iota(order.begin(), order.end(), 0);
-    std::partial_sort(order.begin(), order.begin() + 5, order.end(), [&](int64_t a, int64_t b) { return p[a] > p[b]; });
+    std::partial_sort(order.begin(), order.begin() + 5, order.end(),
+                      [&](int64_t a, int64_t b) { return p[a] > p[b]; });
     const json& got = r["results"][i];
     ASSERT_EQ(got.size(), 5u);
     for (size_t k = 0; k < 5; k++) {

@@ -3,11 +3,11 @@
 // (left-padded). EOS is disabled on both sides so all 32 tokens are compared.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
@@ -48,12 +48,17 @@ TEST_P(TransformersJs, SameGreedyTokensAsEager) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   std::string cli = HFX_CLI;
-  ASSERT_EQ(system((cli + " create-tiny " + arch + " -o " + (dir / "ckpt").string() + " > /dev/null").c_str()), 0);
-  ASSERT_EQ(system((cli + " export " + (dir / "ckpt").string() + " --format onnx -o " + (dir / "out").string() + " > /dev/null").c_str()), 0);
+  ASSERT_EQ(
+      system((cli + " create-tiny " + arch + " -o " + (dir / "ckpt").string() + " > /dev/null").c_str()), 0);
+  ASSERT_EQ(system((cli + " export " + (dir / "ckpt").string() + " --format onnx -o " +
+                    (dir / "out").string() + " > /dev/null")
+                       .c_str()),
+            0);
   drop_eos(dir / "out" / "generation_config.json");
   drop_eos(dir / "out" / "config.json");
 
-  const std::vector<std::vector<int64_t>> prompts = {{5, 17, 33, 2, 8, 90, 41}, {7, 3}, {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}};
+  const std::vector<std::vector<int64_t>> prompts = {
+      {5, 17, 33, 2, 8, 90, 41}, {7, 3}, {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}};
   auto gen = hfx::Generator::open((dir / "ckpt").string(), {.engine = "eager"});
   hfx::GenerationOptions opt;
   opt.max_new_tokens = 32;
@@ -61,8 +66,9 @@ TEST_P(TransformersJs, SameGreedyTokensAsEager) {
   for (size_t batch : {size_t{1}, size_t{3}}) {
     std::vector<std::vector<int64_t>> p(prompts.begin(), prompts.begin() + batch);
     auto ref = gen.generate_ids(p, opt);
-    std::string out = run("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_generate.mjs " + HFX_NODE_MODULES +
-                          " " + (dir / "out").string() + " 32 '" + json(p).dump() + "' 2>&1");
+    std::string out =
+        run("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_generate.mjs " +
+            HFX_NODE_MODULES + " " + (dir / "out").string() + " 32 '" + json(p).dump() + "' 2>&1");
     ASSERT_EQ(out.rfind("ERROR", 0), std::string::npos) << out;
     json j = json::parse(out.substr(out.find('{')));
     for (size_t b = 0; b < batch; b++) {

@@ -5,10 +5,10 @@
 // the text2text-generation (t5, bart) / translation (marian) pipeline's text for each prompt.
 #include <gtest/gtest.h>
 
+#include <unistd.h>
 #include <array>
 #include <cstdio>
 #include <filesystem>
-#include <unistd.h>
 #include <nlohmann/json.hpp>
 
 #include "hfx/runtime/text2text.h"
@@ -46,8 +46,14 @@ TEST_P(TransformersJsText2Text, SameGreedyTokensAsHfx) {
   fs::remove_all(dir);
   fs::create_directories(dir);
   const std::string cli = HFX_CLI;
-  ASSERT_EQ(system((cli + " create-tiny " + t.arch + " --preset " + t.preset + " -o " + (dir / "ckpt").string() + " > /dev/null").c_str()), 0);
-  ASSERT_EQ(system((cli + " export " + (dir / "ckpt").string() + " --format onnx -o " + (dir / "out").string() + " > /dev/null").c_str()), 0);
+  ASSERT_EQ(system((cli + " create-tiny " + t.arch + " --preset " + t.preset + " -o " +
+                    (dir / "ckpt").string() + " > /dev/null")
+                       .c_str()),
+            0);
+  ASSERT_EQ(system((cli + " export " + (dir / "ckpt").string() + " --format onnx -o " +
+                    (dir / "out").string() + " > /dev/null")
+                       .c_str()),
+            0);
 
   const std::vector<std::string> prompts = {"the quick brown fox jumps over the lazy dog", "hello world",
                                             "translate English to German: the house is wonderful and small"};
@@ -55,13 +61,16 @@ TEST_P(TransformersJsText2Text, SameGreedyTokensAsHfx) {
   auto gen = hfx::Text2TextGenerator::open((dir / "ckpt").string(), "eager");
   auto ref = gen.generate(prompts, steps);
   const auto& eos = gen.settings().eos_token_ids;
-  std::string out = run("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_text2text.mjs " + HFX_NODE_MODULES +
-                        " " + (dir / "out").string() + " " + t.task + " " + std::to_string(steps) + " '" + json(prompts).dump() + "' 2>&1");
+  std::string out =
+      run("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_text2text.mjs " +
+          HFX_NODE_MODULES + " " + (dir / "out").string() + " " + t.task + " " + std::to_string(steps) +
+          " '" + json(prompts).dump() + "' 2>&1");
   ASSERT_EQ(out.rfind("ERROR", 0), std::string::npos) << out;
   json j = json::parse(out.substr(out.find('{')));
   for (size_t b = 0; b < prompts.size(); b++) {
     std::vector<int64_t> tjs = j["sequences"][b].get<std::vector<int64_t>>();
-    for (size_t i = 0; i < tjs.size(); i++)  // rows that finished early are padded by generate(): cut after EOS
+    for (size_t i = 0; i < tjs.size();
+         i++)  // rows that finished early are padded by generate(): cut after EOS
       if (std::find(eos.begin(), eos.end(), tjs[i]) != eos.end()) {
         tjs.resize(i + 1);
         break;
@@ -69,8 +78,8 @@ TEST_P(TransformersJsText2Text, SameGreedyTokensAsHfx) {
     EXPECT_EQ(tjs, ref.ids[b]) << t.name << " row " << b;
     EXPECT_EQ(j["texts"][b].get<std::string>(), ref.texts[b]) << t.name << " pipeline text, row " << b;
   }
-  std::printf("  [%s] %zu rows, %zu/%zu/%zu tokens equal\n", t.name.c_str(), prompts.size(), ref.ids[0].size(), ref.ids[1].size(),
-              ref.ids[2].size());
+  std::printf("  [%s] %zu rows, %zu/%zu/%zu tokens equal\n", t.name.c_str(), prompts.size(),
+              ref.ids[0].size(), ref.ids[1].size(), ref.ids[2].size());
   fs::remove_all(dir);
 }
 

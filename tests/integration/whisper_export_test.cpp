@@ -204,7 +204,10 @@ TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
   const fs::path& d = exported();
   Folder clips("ts_clips");
   const fs::path speech = clips.path / "speech.wav";
-  ASSERT_EQ(std::system(("espeak-ng -w " + speech.string() + " 'the quick brown fox jumps over the lazy dog'").c_str()), 0);
+  ASSERT_EQ(
+      std::system(
+          ("espeak-ng -w " + speech.string() + " 'the quick brown fox jumps over the lazy dog'").c_str()),
+      0);
   const int n = 24;
   auto run = [&](const fs::path& model) {
     auto p = sh(cli() + " transcribe " + model.string() + " " + speech.string() +
@@ -223,8 +226,9 @@ TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
   hfx::audio::Waveform w = hfx::audio::read_audio(speech.string());
   const fs::path w16 = clips.path / "speech_16k.wav";
   hfx::audio::write_wav_f32(w16.string(), hfx::audio::resample(w.samples, w.sample_rate, 16000), 16000);
-  auto p = sh("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_whisper.mjs " + HFX_NODE_MODULES +
-              " " + (d / "out").string() + " asr_timestamps " + std::to_string(n) + " " + w16.string());
+  auto p = sh("node " + std::string(HFX_SOURCE_DIR) + "/tests/integration/transformersjs_whisper.mjs " +
+              HFX_NODE_MODULES + " " + (d / "out").string() + " asr_timestamps " + std::to_string(n) + " " +
+              w16.string());
   ASSERT_EQ(p.rc, 0) << p.out;
   const json j = json::parse(p.out.substr(p.out.rfind("{\"sequences\"")));
   const auto tjs = j["sequences"][0].get<std::vector<int64_t>>();
@@ -235,12 +239,14 @@ TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
   EXPECT_GE(first, timestamp_begin);
   EXPECT_LE(first, last_initial);  // transformers' rule, which hfx keeps
   ASSERT_GT(tjs.size(), 3u);
-  EXPECT_GT(tjs[3], last_initial) << "Transformers.js now applies max_initial_timestamp_index: compare its tokens "
-                                     "with hfx's for equality instead";
-  std::printf("  [whisper timestamps] eager = ort: %zu tokens, %zu segments; first timestamp %lld (<= %lld); "
-              "Transformers.js's first: %lld (no max_initial_timestamp_index)\n",
-              eager["ids"].size(), eager["segments"].size(), static_cast<long long>(first),
-              static_cast<long long>(last_initial), static_cast<long long>(tjs[3]));
+  EXPECT_GT(tjs[3], last_initial)
+      << "Transformers.js now applies max_initial_timestamp_index: compare its tokens "
+         "with hfx's for equality instead";
+  std::printf(
+      "  [whisper timestamps] eager = ort: %zu tokens, %zu segments; first timestamp %lld (<= %lld); "
+      "Transformers.js's first: %lld (no max_initial_timestamp_index)\n",
+      eager["ids"].size(), eager["segments"].size(), static_cast<long long>(first),
+      static_cast<long long>(last_initial), static_cast<long long>(tjs[3]));
 }
 
 // Long-form transcription (more than 30 s of features): transformers 4.47's sequential windows, each moved on
@@ -301,7 +307,8 @@ TEST(WhisperExecutorchDynamo, ExportAndVerify) {
     EXPECT_EQ(p.rc, 0) << p.out;
     EXPECT_NE(p.out.find("VERIFIED"), std::string::npos) << p.out;
     if (std::string(fmt) == "executorch")
-      for (const char* method : {"model.pte:encoder ", "model.pte:decoder ", "model.pte:decoder_with_past "}) {
+      for (const char* method :
+           {"model.pte:encoder ", "model.pte:decoder ", "model.pte:decoder_with_past "}) {
         const size_t at = p.out.find(method);
         ASSERT_NE(at, std::string::npos) << method << p.out;
         const std::string line = p.out.substr(at, p.out.find('\n', at) - at);

@@ -166,15 +166,16 @@ TEST(Safetensors, HeaderKeepsGivenOrderMetadataFirstAndPadding) {
 TEST(Safetensors, NonContiguousInputIsWrittenContiguously) {
   TempDir dir;
   Tensor base = sample({3, 4}, DType::F32, 5);
-  Tensor tr = base.transpose(0, 1);            // [4, 3]
-  Tensor sl = base.slice(1, 0, 4, 2);          // [3, 2], stride 2
+  Tensor tr = base.transpose(0, 1);                        // [4, 3]
+  Tensor sl = base.slice(1, 0, 4, 2);                      // [3, 2], stride 2
   Tensor ex = sample({1, 3}, DType::BF16).expand({4, 3});  // stride 0
   Tensor perm = sample({2, 3, 4}, DType::I64).permute({2, 0, 1});
   ASSERT_FALSE(tr.is_contiguous());
   const std::string p = dir / "nc.safetensors";
   write_safetensors(p, {{"tr", tr}, {"sl", sl}, {"ex", ex}, {"perm", perm}});
   auto f = SafetensorsFile::open(p);
-  for (auto [name, t] : std::vector<std::pair<std::string, Tensor>>{{"tr", tr}, {"sl", sl}, {"ex", ex}, {"perm", perm}}) {
+  for (auto [name, t] :
+       std::vector<std::pair<std::string, Tensor>>{{"tr", tr}, {"sl", sl}, {"ex", ex}, {"perm", perm}}) {
     SCOPED_TRACE(name);
     Tensor r = f->get(name);
     EXPECT_EQ(r.shape(), t.shape());
@@ -264,7 +265,9 @@ TEST(Safetensors, FailedWriteLeavesOldFileIntactAndNoTempFile) {
   EXPECT_NE(msg.find("tensor 'bad'"), std::string::npos) << msg;
   EXPECT_NE(msg.find("inside its storage of 8 bytes"), std::string::npos) << msg;
   EXPECT_EQ(sha256_file(p), before);
-  std::string dup = error_of([&] { write_safetensors(p, {{"x", sample({2}, DType::F32)}, {"x", sample({2}, DType::F32)}}); });
+  std::string dup = error_of([&] {
+    write_safetensors(p, {{"x", sample({2}, DType::F32)}, {"x", sample({2}, DType::F32)}});
+  });
   EXPECT_NE(dup.find("got 'x' twice"), std::string::npos) << dup;
   EXPECT_EQ(sha256_file(p), before);
   // Failure after the temp file exists (rename onto a folder): the temp file is removed.
@@ -275,7 +278,9 @@ TEST(Safetensors, FailedWriteLeavesOldFileIntactAndNoTempFile) {
   for (const auto& e : fs::directory_iterator(dir.path))
     EXPECT_EQ(e.path().filename().string().find(".tmp."), std::string::npos) << e.path();
   // Missing folder: clear error, nothing created.
-  std::string nodir = error_of([&] { write_safetensors(dir / "no/such/dir/x.safetensors", {{"a", sample({1}, DType::F32)}}); });
+  std::string nodir = error_of([&] {
+    write_safetensors(dir / "no/such/dir/x.safetensors", {{"a", sample({1}, DType::F32)}});
+  });
   EXPECT_NE(nodir.find("cannot create temp file"), std::string::npos) << nodir;
 }
 
@@ -317,7 +322,8 @@ TEST(Safetensors, FileUtilAtomicWriteReadAndSha256) {
 
 TEST(Safetensors, WeightStoreSingleFileFolder) {
   TempDir dir;
-  write_safetensors(dir / "model.safetensors", {{"w", sample({2, 2}, DType::BF16)}, {"b", sample({2}, DType::F32)}});
+  write_safetensors(dir / "model.safetensors",
+                    {{"w", sample({2, 2}, DType::BF16)}, {"b", sample({2}, DType::F32)}});
   auto ws = WeightStore::open_dir(dir.path.string());
   EXPECT_EQ(ws->names(), (std::vector<std::string>{"b", "w"}));
   EXPECT_EQ(ws->files(), (std::vector<std::string>{dir / "model.safetensors"}));
@@ -383,22 +389,34 @@ const std::string kOk = R"("dtype":"F32","shape":[2],"data_offsets":[0,8])";
 
 std::vector<BadFile> malformed_files() {
   std::vector<BadFile> v;
-  auto add = [&](const char* n, std::string b, std::vector<std::string> e) { v.push_back({n, std::move(b), std::move(e)}); };
+  auto add = [&](const char* n, std::string b, std::vector<std::string> e) {
+    v.push_back({n, std::move(b), std::move(e)});
+  };
   add("empty_file", "", {"the file is empty (0 bytes)"});
   add("seven_bytes", std::string("\x10\0\0\0\0\0\0", 7), {"got a 7-byte file", "truncated"});
   add("header_len_zero", le64(0) + zeros(16), {"header length is 0"});
-  add("header_len_overflow", le64(~uint64_t(0)) + "{}", {"header length 18446744073709551615 exceeds the 100000000-byte limit"});
-  add("header_len_absurd", le64(200'000'000) + "{}", {"header length 200000000 exceeds the 100000000-byte limit"});
-  add("truncated_header", le64(100) + R"({"a":{"dtype":"F32")", {"header is truncated", "(81 bytes missing)"});
-  add("bad_json", st_bytes(R"({"a": {"dtype": "F32",)"), {"header is not valid JSON", "unexpected end of input"});
-  add("json_trailing_garbage", st_bytes(R"({} junk)"), {"header is not valid JSON", "last read: '{} j'; expected end of input"});
-  add("non_utf8_header", st_bytes("{\"\xff\": 1}"), {"header is not valid UTF-8 (byte 0xff at header offset 2)"});
+  add("header_len_overflow", le64(~uint64_t(0)) + "{}",
+      {"header length 18446744073709551615 exceeds the 100000000-byte limit"});
+  add("header_len_absurd", le64(200'000'000) + "{}",
+      {"header length 200000000 exceeds the 100000000-byte limit"});
+  add("truncated_header", le64(100) + R"({"a":{"dtype":"F32")",
+      {"header is truncated", "(81 bytes missing)"});
+  add("bad_json", st_bytes(R"({"a": {"dtype": "F32",)"),
+      {"header is not valid JSON", "unexpected end of input"});
+  add("json_trailing_garbage", st_bytes(R"({} junk)"),
+      {"header is not valid JSON", "last read: '{} j'; expected end of input"});
+  add("non_utf8_header", st_bytes("{\"\xff\": 1}"),
+      {"header is not valid UTF-8 (byte 0xff at header offset 2)"});
   add("overlong_utf8", st_bytes("{\"\xc0\xaf\": 1}"), {"not valid UTF-8 (byte 0xc0"});
   add("header_not_object", st_bytes("[1, 2]"), {"expected the header to be a JSON object, got a JSON array"});
-  add("entry_not_object", st_bytes(R"({"w": 3})"), {"tensor 'w'", "expected an object with dtype, shape and data_offsets"});
-  add("missing_dtype", st_bytes(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", zeros(8)), {"tensor 'w'", "missing 'dtype'"});
-  add("missing_shape", st_bytes(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", zeros(8)), {"missing 'shape'"});
-  add("missing_data_offsets", st_bytes(R"({"w":{"dtype":"F32","shape":[2]}})", zeros(8)), {"missing 'data_offsets'"});
+  add("entry_not_object", st_bytes(R"({"w": 3})"),
+      {"tensor 'w'", "expected an object with dtype, shape and data_offsets"});
+  add("missing_dtype", st_bytes(R"({"w":{"shape":[2],"data_offsets":[0,8]}})", zeros(8)),
+      {"tensor 'w'", "missing 'dtype'"});
+  add("missing_shape", st_bytes(R"({"w":{"dtype":"F32","data_offsets":[0,8]}})", zeros(8)),
+      {"missing 'shape'"});
+  add("missing_data_offsets", st_bytes(R"({"w":{"dtype":"F32","shape":[2]}})", zeros(8)),
+      {"missing 'data_offsets'"});
   add("dtype_not_string", st_bytes(R"({"w":{"dtype":32,"shape":[2],"data_offsets":[0,8]}})", zeros(8)),
       {"expected 'dtype' to be a string like \"F32\", got 32"});
   add("unknown_dtype", st_bytes(R"({"w":{"dtype":"F33","shape":[2],"data_offsets":[0,8]}})", zeros(8)),
@@ -418,7 +436,8 @@ std::vector<BadFile> malformed_files() {
   add("huge_dims_overflow",
       st_bytes(R"({"w":{"dtype":"F32","shape":[4294967296,4294967296],"data_offsets":[0,8]}})", zeros(8)),
       {"shape [4294967296,4294967296] overflows"});
-  add("dim_beyond_int64", st_bytes(R"({"w":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,8]}})", zeros(8)),
+  add("dim_beyond_int64",
+      st_bytes(R"({"w":{"dtype":"U8","shape":[18446744073709551615],"data_offsets":[0,8]}})", zeros(8)),
       {"shape [18446744073709551615] overflows"});
   add("offsets_not_pair", st_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0]}})", zeros(8)),
       {"expected 'data_offsets' to be [begin, end] with two non-negative integers, got [0]"});
@@ -426,17 +445,20 @@ std::vector<BadFile> malformed_files() {
       {"two non-negative integers, got [-8,0]"});
   add("offsets_reversed", st_bytes(R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[8,0]}})", zeros(8)),
       {"data_offsets [8, 0] are reversed"});
-  add("offsets_out_of_range", st_bytes(R"({"w":{"dtype":"F32","shape":[1000],"data_offsets":[0,4000]}})", zeros(16)),
+  add("offsets_out_of_range",
+      st_bytes(R"({"w":{"dtype":"F32","shape":[1000],"data_offsets":[0,4000]}})", zeros(16)),
       {"end beyond the data section, which holds only 16 bytes (3984 bytes missing)"});
   add("size_mismatch", st_bytes(R"({"w":{"dtype":"F32","shape":[2,3],"data_offsets":[0,20]}})", zeros(20)),
       {"tensor 'w'", "expected 24 bytes for F32 [2,3]", "got 20 bytes"});
   add("overlap",
-      st_bytes(R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
-               zeros(12)),
+      st_bytes(
+          R"({"a":{"dtype":"F32","shape":[2],"data_offsets":[0,8]},"b":{"dtype":"F32","shape":[2],"data_offsets":[4,12]}})",
+          zeros(12)),
       {"tensor 'b' (data bytes [4, 12)) overlaps tensor 'a'"});
   add("hole",
-      st_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
-               zeros(12)),
+      st_bytes(
+          R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},"b":{"dtype":"F32","shape":[1],"data_offsets":[8,12]}})",
+          zeros(12)),
       {"hole of 4 data bytes before tensor 'b'"});
   add("trailing_bytes", st_bytes(R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]}})", zeros(9)),
       {"5 trailing bytes after the last tensor"});
@@ -445,7 +467,8 @@ std::vector<BadFile> malformed_files() {
   add("duplicate_field",
       st_bytes(R"({"a":{"dtype":"F16","dtype":"F32","shape":[2],"data_offsets":[0,8]}})", zeros(8)),
       {"entry 'a': duplicate key 'dtype'"});
-  add("metadata_value_not_string", st_bytes("{\"__metadata__\":{\"format\":1},\"a\":{" + kOk + "}}", zeros(8)),
+  add("metadata_value_not_string",
+      st_bytes("{\"__metadata__\":{\"format\":1},\"a\":{" + kOk + "}}", zeros(8)),
       {"expected __metadata__ value for 'format' to be a string, got number"});
   add("metadata_not_object", st_bytes("{\"__metadata__\":\"pt\",\"a\":{" + kOk + "}}", zeros(8)),
       {"expected __metadata__ to be an object of strings, got a JSON string"});
@@ -464,7 +487,8 @@ TEST_P(SafetensorsMalformed, RejectedWithSpecificMessage) {
   std::string msg = error_of([&] { SafetensorsFile::open(p); });
   EXPECT_EQ(msg.rfind("[safetensors] ", 0), 0u) << msg;
   EXPECT_NE(msg.find(p), std::string::npos) << "message must name the file: " << msg;
-  for (const auto& s : bf.expect) EXPECT_NE(msg.find(s), std::string::npos) << "expected '" << s << "' in: " << msg;
+  for (const auto& s : bf.expect)
+    EXPECT_NE(msg.find(s), std::string::npos) << "expected '" << s << "' in: " << msg;
   // The same file inside a checkpoint folder fails the same way through WeightStore.
   fs::rename(p, dir / "model.safetensors");
   std::string msg2 = error_of([&] { WeightStore::open_dir(dir.path.string()); });
@@ -472,7 +496,9 @@ TEST_P(SafetensorsMalformed, RejectedWithSpecificMessage) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Corpus, SafetensorsMalformed, ::testing::ValuesIn(malformed_files()),
-                         [](const ::testing::TestParamInfo<BadFile>& i) { return std::string(i.param.name); });
+                         [](const ::testing::TestParamInfo<BadFile>& i) {
+                           return std::string(i.param.name);
+                         });
 
 TEST(SafetensorsMalformed, CorpusMessagesAreDistinct) {
   // Every case asserts on a substring no other case's message contains.
@@ -514,8 +540,11 @@ TEST(SafetensorsMalformed, TruncatedDataSaysHowManyBytesAreMissing) {
 
 TEST(SafetensorsMalformed, NotAFileAndMissingFile) {
   TempDir dir;
-  EXPECT_NE(error_of([&] { SafetensorsFile::open(dir / "nope.safetensors"); }).find("cannot open"), std::string::npos);
-  EXPECT_NE(error_of([&] { SafetensorsFile::open(dir.path.string()); }).find("expected a regular .safetensors file"),
+  EXPECT_NE(error_of([&] { SafetensorsFile::open(dir / "nope.safetensors"); }).find("cannot open"),
+            std::string::npos);
+  EXPECT_NE(error_of([&] {
+              SafetensorsFile::open(dir.path.string());
+            }).find("expected a regular .safetensors file"),
             std::string::npos);
 }
 
@@ -532,8 +561,9 @@ std::string open_dir_error(const TempDir& dir) {
 TEST(SafetensorsMalformed, EmptyFolderAndMissingFolder) {
   TempDir dir;
   std::string msg = open_dir_error(dir);
-  EXPECT_NE(msg.find("expected model.safetensors or model.safetensors.index.json in the folder, found neither"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("expected model.safetensors or model.safetensors.index.json in the folder, found neither"),
+      std::string::npos)
       << msg;
   put(dir / "pytorch_model.bin", "x");
   EXPECT_NE(open_dir_error(dir).find("safe_serialization=True"), std::string::npos);
@@ -578,7 +608,8 @@ TEST(SafetensorsMalformed, IndexShardOutsideFolder) {
   write_two_shards(dir);
   write_file_atomic(dir / "model.safetensors.index.json",
                     R"({"weight_map": {"a": "../s1.safetensors", "b": "s2.safetensors"}})");
-  EXPECT_NE(open_dir_error(dir).find("shard '../s1.safetensors' for tensor 'a' is not a file name inside the folder"),
+  EXPECT_NE(open_dir_error(dir).find(
+                "shard '../s1.safetensors' for tensor 'a' is not a file name inside the folder"),
             std::string::npos);
 }
 
@@ -591,8 +622,9 @@ TEST(SafetensorsMalformed, IndexTensorAbsentFromItsShard) {
   std::string msg = open_dir_error(dir);
   EXPECT_NE(msg.find("tensor 'b' is listed in the index under shard"), std::string::npos) << msg;
   EXPECT_NE(msg.find("(no shard does)"), std::string::npos) << msg;
-  write_file_atomic(dir / "model.safetensors.index.json",
-                    R"({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors", "c": "s2.safetensors"}})");
+  write_file_atomic(
+      dir / "model.safetensors.index.json",
+      R"({"weight_map": {"a": "s1.safetensors", "b": "s1.safetensors", "c": "s2.safetensors"}})");
   msg = open_dir_error(dir);
   EXPECT_NE(msg.find("(it is in '"), std::string::npos) << msg;
 }

@@ -32,7 +32,9 @@ TEST(Graph, DumpIsReadable) {
   EXPECT_NE(d.find("graph(%x: f32[s, 8])"), std::string::npos) << d;
   EXPECT_NE(d.find("sym s in [1, 64]"), std::string::npos) << d;
   EXPECT_NE(d.find("param %model.norm.weight: f32[8]"), std::string::npos) << d;
-  EXPECT_NE(d.find("%y: f32[s, 8] = hfx.rms_norm(%x, %model.norm.weight) {eps=1e-06, weight_offset=0}"), std::string::npos) << d;
+  EXPECT_NE(d.find("%y: f32[s, 8] = hfx.rms_norm(%x, %model.norm.weight) {eps=1e-06, weight_offset=0}"),
+            std::string::npos)
+      << d;
   verify_graph(t.g);
 }
 

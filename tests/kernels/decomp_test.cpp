@@ -52,11 +52,14 @@ TEST(KernelsDecomp, RopeFusedMatchesDecomposition) {
   uint32_t seed = 50;
   for (DType dt : {DType::F32, DType::F16, DType::BF16})
     for (bool inter : {false, true})
-      for (auto [B, H, S, D, R] : std::vector<std::array<int64_t, 5>>{{2, 3, 5, 16, 16}, {1, 2, 4, 32, 16}, {1, 1, 1, 8, 4}}) {
+      for (auto [B, H, S, D, R] :
+           std::vector<std::array<int64_t, 5>>{{2, 3, 5, 16, 16}, {1, 2, 4, 32, 16}, {1, 1, 1, 8, 4}}) {
         Var x = b.wrap(rand_t({B, H, S, D}, dt, seed++));
-        Var c = b.wrap(rand_t({B, S, R}, dt, seed++, -1, 1)), s = b.wrap(rand_t({B, S, R}, dt, seed++, -1, 1));
+        Var c = b.wrap(rand_t({B, S, R}, dt, seed++, -1, 1)),
+            s = b.wrap(rand_t({B, S, R}, dt, seed++, -1, 1));
         compare(b, "hfx.rope", {x, c, s}, {{"interleaved", inter}},
-                std::string("rope ") + dtype_name(dt) + (inter ? " interleaved" : " half") + " R " + std::to_string(R));
+                std::string("rope ") + dtype_name(dt) + (inter ? " interleaved" : " half") + " R " +
+                    std::to_string(R));
       }
 }
 
@@ -112,14 +115,15 @@ TEST(KernelsDecomp, SdpaFusedMatchesDecomposition) {
     int mask;
   };
   const std::vector<C> cases = {
-      {2, 4, 2, 7, 7, 16, true, 0, 0.0, 0},   {1, 8, 2, 1, 40, 16, true, 0, 0.0, 1},
-      {1, 4, 4, 5, 12, 8, true, 3, 0.0, 0},   {1, 4, 1, 6, 6, 8, true, 0, 30.0, 1},
-      {2, 2, 2, 4, 9, 8, false, 0, 0.0, 2},   {1, 2, 1, 5, 3, 8, true, 0, 0.0, 0},  // S > T: zero rows
+      {2, 4, 2, 7, 7, 16, true, 0, 0.0, 0}, {1, 8, 2, 1, 40, 16, true, 0, 0.0, 1},
+      {1, 4, 4, 5, 12, 8, true, 3, 0.0, 0}, {1, 4, 1, 6, 6, 8, true, 0, 30.0, 1},
+      {2, 2, 2, 4, 9, 8, false, 0, 0.0, 2}, {1, 2, 1, 5, 3, 8, true, 0, 0.0, 0},  // S > T: zero rows
   };
   uint32_t seed = 100;
   for (const auto& c : cases)
     for (DType dt : {DType::F32, DType::F16, DType::BF16}) {
-      Var q = b.wrap(rand_t({c.B, c.Hq, c.S, c.D}, dt, seed++)), k = b.wrap(rand_t({c.B, c.Hkv, c.T, c.D}, dt, seed++)),
+      Var q = b.wrap(rand_t({c.B, c.Hq, c.S, c.D}, dt, seed++)),
+          k = b.wrap(rand_t({c.B, c.Hkv, c.T, c.D}, dt, seed++)),
           v = b.wrap(rand_t({c.B, c.Hkv, c.T, c.D}, dt, seed++));
       std::vector<Var> in = {q, k, v};
       if (c.mask == 1) in.push_back(b.wrap(rand_t({c.B, 1, c.S, c.T}, DType::F32, seed++, -2, 0)));

@@ -48,8 +48,10 @@ uint16_t nearest_f16(float x) {
   uint16_t lo = 0, hi = 0x7bff;
   while (lo < hi) {
     uint16_t mid = static_cast<uint16_t>((lo + hi + 1) / 2);
-    if (static_cast<double>(f16_to_f32(mid)) <= ax) lo = mid;
-    else hi = mid - 1;
+    if (static_cast<double>(f16_to_f32(mid)) <= ax)
+      lo = mid;
+    else
+      hi = mid - 1;
   }
   uint16_t best = lo;
   if (lo < 0x7bff) {
@@ -92,9 +94,10 @@ TEST(DTypeConvert, F32ToF16NearestEvenTiesSubnormalsOverflow) {
   EXPECT_EQ(f32_to_f16(65520.0f), 0x7c00);  // tie with 65536 → even → inf
   EXPECT_EQ(f32_to_f16(1e10f), 0x7c00);
   EXPECT_EQ(f32_to_f16(-INFINITY), 0xfc00);
-  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);                         // half the smallest subnormal → 0
-  EXPECT_EQ(f32_to_f16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)), 0x0001);   // just above → smallest subnormal
-  EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);                         // 1.5 ulp tie → even (2)
+  EXPECT_EQ(f32_to_f16(std::ldexp(1.0f, -25)), 0x0000);  // half the smallest subnormal → 0
+  EXPECT_EQ(f32_to_f16(std::nextafter(std::ldexp(1.0f, -25), 1.0f)),
+            0x0001);                                     // just above → smallest subnormal
+  EXPECT_EQ(f32_to_f16(std::ldexp(3.0f, -25)), 0x0002);  // 1.5 ulp tie → even (2)
   EXPECT_EQ(f32_to_f16(-0.0f), 0x8000);
   EXPECT_TRUE(is_nan16(f32_to_f16(NAN)));
   EXPECT_TRUE(is_nan16(f32_to_f16(-NAN)));

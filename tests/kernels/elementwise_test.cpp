@@ -14,14 +14,24 @@ using KFn = Tensors (*)(const Tensors&, const Attrs&);
 // 1 ulp (2^-23 ≈ 1.2e-7) bounds + - * / max min; transcendental ops use std:: or fast_exp (≤ 3 ulp),
 // composites (gelu, silu) compound a few roundings: 4e-6. f16/bf16 results are computed in f32 then
 // rounded once: one ulp of the storage type (2 * dtype_eps) plus the f32 error.
-double tol_for(DType out, double f32_rtol) { return out == DType::F32 ? f32_rtol : 2 * dtype_eps(out) + f32_rtol; }
+double tol_for(DType out, double f32_rtol) {
+  return out == DType::F32 ? f32_rtol : 2 * dtype_eps(out) + f32_rtol;
+}
 
 struct BinCase {
   Shape a, b;
 };
 const std::vector<BinCase> kBinShapes = {
-    {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {4}}, {{2, 1, 4}, {1, 3, 1}}, {{}, {5}},  {{5}, {}},
-    {{0, 3}, {3}},          {{1}, {7, 1}},    {{3, 1}, {1, 1}},       {{4, 5}, {4, 1}}, {{1, 1, 1}, {2, 3, 1}},
+    {{2, 3, 4}, {2, 3, 4}},
+    {{2, 3, 4}, {4}},
+    {{2, 1, 4}, {1, 3, 1}},
+    {{}, {5}},
+    {{5}, {}},
+    {{0, 3}, {3}},
+    {{1}, {7, 1}},
+    {{3, 1}, {1, 1}},
+    {{4, 5}, {4, 1}},
+    {{1, 1, 1}, {2, 3, 1}},
 };
 
 struct BinOp {
@@ -70,7 +80,8 @@ TEST(KernelsElementwise, ArithmeticFloatAllDtypesShapesAndViews) {
       for (const auto& sc : kBinShapes)
         for (int view = 0; view < 3; view++) {
           Tensor a = rand_t(sc.a, da, seed++);
-          Tensor b = dtype_is_float(db) ? rand_t(sc.b, db, seed++, 0.5f, 3.0f) : randint_t(sc.b, db, seed++, 1, 5);
+          Tensor b =
+              dtype_is_float(db) ? rand_t(sc.b, db, seed++, 0.5f, 3.0f) : randint_t(sc.b, db, seed++, 1, 5);
           if (view == 1) a = strided_copy(a);
           if (view == 2) b = transposed_copy(b);
           DType out = promote_types(da, db);
@@ -78,7 +89,8 @@ TEST(KernelsElementwise, ArithmeticFloatAllDtypesShapesAndViews) {
           Tensor got = run1(op.fn, {a, b});
           expect_close(got, os, out, ref_binary(a, b, os, op.ref, out), tol_for(out, 1.2e-7), 1e-30,
                        std::string(op.name) + " " + dtype_name(da) + "/" + dtype_name(db) + " " +
-                           shape_to_string(sc.a) + "," + shape_to_string(sc.b) + " view " + std::to_string(view));
+                           shape_to_string(sc.a) + "," + shape_to_string(sc.b) + " view " +
+                           std::to_string(view));
         }
 }
 
@@ -86,13 +98,15 @@ TEST(KernelsElementwise, ArithmeticIntegers) {
   Tensor a = randint_t({3, 4}, DType::I64, 1, -100, 100), b = randint_t({4}, DType::I32, 2, 1, 9);
   for (const auto& op : kArith) {
     if (std::string(op.name) == "div") continue;
-    expect_equal(run1(op.fn, {a, b}), {3, 4}, DType::I64, ref_binary(a, b, {3, 4}, op.ref, DType::I64), op.name);
+    expect_equal(run1(op.fn, {a, b}), {3, 4}, DType::I64, ref_binary(a, b, {3, 4}, op.ref, DType::I64),
+                 op.name);
   }
   Tensor c = randint_t({5}, DType::I32, 3, -9, 9), d = randint_t({5}, DType::I32, 4, -9, 9);
-  expect_equal(run1(K::add, {c, d}), {5}, DType::I32, ref_binary(c, d, {5}, kArith[0].ref, DType::I32), "add i32");
+  expect_equal(run1(K::add, {c, d}), {5}, DType::I32, ref_binary(c, d, {5}, kArith[0].ref, DType::I32),
+               "add i32");
   // int / int is true division (f32), as torch
-  expect_close(run1(K::div, {a, b}), {3, 4}, DType::F32, ref_binary(a, b, {3, 4}, kArith[3].ref, DType::F32), 1.2e-7, 0,
-               "div int");
+  expect_close(run1(K::div, {a, b}), {3, 4}, DType::F32, ref_binary(a, b, {3, 4}, kArith[3].ref, DType::F32),
+               1.2e-7, 0, "div int");
 }
 
 TEST(KernelsElementwise, LargeContiguousAndBroadcastRunsInParallel) {
@@ -117,8 +131,10 @@ TEST(KernelsElementwise, ThreadCountsGiveIdenticalResults) {
     K::set_num_threads(n);
     EXPECT_EQ(K::num_threads(), n);
     auto g = vals(run1(K::sub, {a, b}));
-    if (first.empty()) first = g;
-    else ASSERT_EQ(g, first) << n << " threads";
+    if (first.empty())
+      first = g;
+    else
+      ASSERT_EQ(g, first) << n << " threads";
   }
   K::set_num_threads(before);
 }
@@ -136,13 +152,16 @@ TEST(KernelsElementwise, Comparisons) {
                        {"ge", K::ge, [](double x, double y) { return x >= y; }}};
   uint32_t seed = 100;
   for (const auto& c : cs)
-    for (auto [da, db] : std::vector<std::pair<DType, DType>>{
-             {DType::F32, DType::F32}, {DType::BF16, DType::F16}, {DType::I64, DType::I32}, {DType::F32, DType::I64}})
+    for (auto [da, db] : std::vector<std::pair<DType, DType>>{{DType::F32, DType::F32},
+                                                              {DType::BF16, DType::F16},
+                                                              {DType::I64, DType::I32},
+                                                              {DType::F32, DType::I64}})
       for (const auto& sc : kBinShapes) {
         Tensor a = randint_t(sc.a, da, seed++, -3, 3), b = randint_t(sc.b, db, seed++, -3, 3);
         a = strided_copy(a);
         Shape os = bshape(sc.a, sc.b);
-        auto r = ref_binary(a, b, os, [&](double x, double y) { return c.f(x, y) ? 1.0 : 0.0; }, DType::Bool);
+        auto r = ref_binary(
+            a, b, os, [&](double x, double y) { return c.f(x, y) ? 1.0 : 0.0; }, DType::Bool);
         expect_equal(run1(c.fn, {a, b}), os, DType::Bool, r, c.name);
       }
 }
@@ -151,9 +170,13 @@ TEST(KernelsElementwise, LogicAndWhere) {
   Tensor a = randint_t({2, 3, 4}, DType::Bool, 1, 0, 1), b = randint_t({3, 1}, DType::Bool, 2, 0, 1);
   Shape os = {2, 3, 4};
   expect_equal(run1(K::logical_and, {a, b}), os, DType::Bool,
-               ref_binary(a, b, os, [](double x, double y) { return (x != 0 && y != 0) ? 1.0 : 0.0; }, DType::Bool), "and");
+               ref_binary(
+                   a, b, os, [](double x, double y) { return (x != 0 && y != 0) ? 1.0 : 0.0; }, DType::Bool),
+               "and");
   expect_equal(run1(K::logical_or, {strided_copy(a), b}), os, DType::Bool,
-               ref_binary(a, b, os, [](double x, double y) { return (x != 0 || y != 0) ? 1.0 : 0.0; }, DType::Bool), "or");
+               ref_binary(
+                   a, b, os, [](double x, double y) { return (x != 0 || y != 0) ? 1.0 : 0.0; }, DType::Bool),
+               "or");
   // non-bool inputs are truthy
   Tensor f = Tensor::from_floats({3}, {0.0f, 2.5f, -1.0f});
   expect_equal(run1(K::logical_not, {f}), {3}, DType::Bool, {1, 0, 0}, "not");
@@ -197,11 +220,11 @@ TEST(KernelsElementwise, UnaryFloatOps) {
       {"tanh", K::tanh, [](double x) { return std::tanh(x); }, -6, 6, 2.4e-7, 1e-7, {}},
       {"sigmoid", K::sigmoid, sig, -20, 20, 6e-7, 0, {}},
       {"silu", K::silu, [&](double x) { return x * sig(x); }, -20, 20, 6e-7, 1e-7, {}},
-      {"gelu", K::gelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -6, 6, 4e-6, 1e-7,
-       Attrs{{"approximate", std::string("none")}}},
+      {"gelu", K::gelu, [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, -6, 6, 4e-6,
+       1e-7, Attrs{{"approximate", std::string("none")}}},
       {"gelu_tanh", K::gelu,
-       [&](double x) { return 0.5 * x * (1 + std::tanh(kGeluK * (x + 0.044715 * x * x * x))); }, -6, 6, 4e-6, 1e-7,
-       Attrs{{"approximate", std::string("tanh")}}},
+       [&](double x) { return 0.5 * x * (1 + std::tanh(kGeluK * (x + 0.044715 * x * x * x))); }, -6, 6, 4e-6,
+       1e-7, Attrs{{"approximate", std::string("tanh")}}},
       {"sin", K::sin, [](double x) { return std::sin(x); }, -4, 4, 2.4e-7, 1e-7, {}},
       {"cos", K::cos, [](double x) { return std::cos(x); }, -4, 4, 2.4e-7, 1e-7, {}},
       {"reciprocal", K::reciprocal, [](double x) { return 1 / x; }, 0.1f, 9, 1.2e-7, 0, {}},
@@ -218,7 +241,8 @@ TEST(KernelsElementwise, UnaryFloatOps) {
           std::vector<double> r(vx.size());
           for (size_t i = 0; i < vx.size(); i++) r[i] = round_to(dt, u.f(vx[i]));
           double rtol = dt == DType::F32 ? u.rtol : 2 * dtype_eps(dt) + u.rtol;
-          double atol = dt == DType::F32 ? u.atol : u.atol + 1e-6;  // f16 results near 0 are subnormal-rounded
+          double atol =
+              dt == DType::F32 ? u.atol : u.atol + 1e-6;  // f16 results near 0 are subnormal-rounded
           expect_close(run1(u.fn, {x}, u.attrs), s, dt, r, rtol, atol,
                        std::string(u.name) + " " + dtype_name(dt) + " " + shape_to_string(s));
         }
@@ -242,7 +266,8 @@ TEST(KernelsElementwise, IntegerUnaryKeepDtype) {
   Tensor x = randint_t({4, 5}, DType::I32, 1, -20, 20);
   auto vx = vals(x);
   std::vector<double> n(vx.size()), ab(vx.size()), re(vx.size());
-  for (size_t i = 0; i < vx.size(); i++) n[i] = -vx[i], ab[i] = std::fabs(vx[i]), re[i] = std::max(0.0, vx[i]);
+  for (size_t i = 0; i < vx.size(); i++)
+    n[i] = -vx[i], ab[i] = std::fabs(vx[i]), re[i] = std::max(0.0, vx[i]);
   expect_equal(run1(K::neg, {x}), {4, 5}, DType::I32, n, "neg");
   expect_equal(run1(K::abs, {strided_copy(x)}), {4, 5}, DType::I32, ab, "abs");
   expect_equal(run1(K::relu, {x}), {4, 5}, DType::I32, re, "relu");
@@ -259,21 +284,26 @@ TEST(KernelsElementwise, ScalarOps) {
       if (view) x = transposed_copy(x);
       auto vx = vals(x);
       double tol = tol_for(dt, 2.4e-7);
-      auto check = [&](KFn fn, const Attrs& a, std::function<double(double)> f, double rt, const std::string& what) {
+      auto check = [&](KFn fn, const Attrs& a, std::function<double(double)> f, double rt,
+                       const std::string& what) {
         std::vector<double> r(vx.size());
         for (size_t i = 0; i < vx.size(); i++) r[i] = round_to(dt, f(vx[i]));
         expect_close(run1(fn, {x}, a), {3, 17}, dt, r, rt, 0, what + " " + dtype_name(dt));
       };
-      check(K::add_scalar, {{"other", 1.5}}, [](double v) { return v + 1.5; }, tol, "add_scalar");
-      check(K::mul_scalar, {{"other", -0.25}}, [](double v) { return v * -0.25; }, tol, "mul_scalar");
+      check(
+          K::add_scalar, {{"other", 1.5}}, [](double v) { return v + 1.5; }, tol, "add_scalar");
+      check(
+          K::mul_scalar, {{"other", -0.25}}, [](double v) { return v * -0.25; }, tol, "mul_scalar");
       for (double e : {2.0, 0.5, -1.0, 3.0, 1.0, 1.7, -0.5})
-        check(K::pow_scalar, {{"exponent", e}}, [e](double v) { return std::pow(v, e); }, tol_for(dt, 1e-6),
-              "pow " + std::to_string(e));
+        check(
+            K::pow_scalar, {{"exponent", e}}, [e](double v) { return std::pow(v, e); }, tol_for(dt, 1e-6),
+            "pow " + std::to_string(e));
     }
   // integer inputs keep their dtype (the op table infers same_as_first); pow is always float
   Tensor i = Tensor::from_ints({3}, {1, -2, 3}, DType::I32);
   expect_equal(run1(K::add_scalar, {i}, {{"other", 2.0}}), {3}, DType::I32, {3, 0, 5}, "int + 2");
-  expect_equal(run1(K::add_scalar, {i}, {{"other", 0.5}}), {3}, DType::I32, {1, -1, 3}, "int + 0.5 truncates");
+  expect_equal(run1(K::add_scalar, {i}, {{"other", 0.5}}), {3}, DType::I32, {1, -1, 3},
+               "int + 0.5 truncates");
   expect_equal(run1(K::mul_scalar, {i}, {{"other", 3.0}}), {3}, DType::I32, {3, -6, 9}, "int * 3");
   expect_equal(run1(K::pow_scalar, {i}, {{"exponent", 2.0}}), {3}, DType::F32, {1, 4, 9}, "int ^ 2");
 }

@@ -26,17 +26,20 @@ TEST(KernelsFused, RmsNorm) {
               double ss = 0;
               for (int64_t j = 0; j < D; j++) ss += vx[i * D + j] * vx[i * D + j];
               double inv = 1 / std::sqrt(ss / D + 1e-6);
-              for (int64_t j = 0; j < D; j++) r[i * D + j] = round_to(dt, vx[i * D + j] * inv * (vw[j] + off));
+              for (int64_t j = 0; j < D; j++)
+                r[i * D + j] = round_to(dt, vx[i * D + j] * inv * (vw[j] + off));
             }
             // f32: sum of squares in f32 blocks + double, rsqrt and two products: < 1e-6 relative
-            expect_close(run1(K::rms_norm, {x, w}, {{"eps", 1e-6}, {"weight_offset", off}}), s, dt, r,
-                         2 * dtype_eps(dt) + 1e-6, 1e-7,
-                         std::string("rms_norm ") + dtype_name(dt) + "/" + dtype_name(wdt) + " " + shape_to_string(s));
+            expect_close(
+                run1(K::rms_norm, {x, w}, {{"eps", 1e-6}, {"weight_offset", off}}), s, dt, r,
+                2 * dtype_eps(dt) + 1e-6, 1e-7,
+                std::string("rms_norm ") + dtype_name(dt) + "/" + dtype_name(wdt) + " " + shape_to_string(s));
           }
 }
 
-std::vector<double> ref_rope(const std::vector<double>& x, const std::vector<double>& c, const std::vector<double>& s,
-                             int64_t B, int64_t H, int64_t S, int64_t D, int64_t R, int64_t Bc, bool inter) {
+std::vector<double> ref_rope(const std::vector<double>& x, const std::vector<double>& c,
+                             const std::vector<double>& s, int64_t B, int64_t H, int64_t S, int64_t D,
+                             int64_t R, int64_t Bc, bool inter) {
   std::vector<double> o(x.size());
   for (int64_t b = 0; b < B; b++)
     for (int64_t h = 0; h < H; h++)
@@ -73,15 +76,17 @@ TEST(KernelsFused, Rope) {
           for (auto& v : r) v = round_to(dt, v);
           if (view) x = x.permute({0, 2, 1, 3}).contiguous().permute({0, 2, 1, 3});  // [B, S, H, D] storage
           // f32: two products and a sum of O(1) values: 1 ulp-ish of the operands' magnitude
-          expect_close(run1(K::rope, {x, c, s}, {{"interleaved", inter}}), {B, H, S, D}, dt, r, 2 * dtype_eps(dt),
-                       dt == DType::F32 ? 1e-6 : 4 * dtype_eps(dt),
+          expect_close(run1(K::rope, {x, c, s}, {{"interleaved", inter}}), {B, H, S, D}, dt, r,
+                       2 * dtype_eps(dt), dt == DType::F32 ? 1e-6 : 4 * dtype_eps(dt),
                        std::string("rope ") + dtype_name(dt) + (inter ? " interleaved" : " half") + " D " +
                            std::to_string(D) + " R " + std::to_string(R));
         }
   // cos/sin given as [S, R] broadcast over batch
-  Tensor x = rand_t({2, 2, 3, 4}, DType::F32, 1), c = rand_t({3, 4}, DType::F32, 2), s = rand_t({3, 4}, DType::F32, 3);
+  Tensor x = rand_t({2, 2, 3, 4}, DType::F32, 1), c = rand_t({3, 4}, DType::F32, 2),
+         s = rand_t({3, 4}, DType::F32, 3);
   auto r = ref_rope(vals(x), vals(c), vals(s), 2, 2, 3, 4, 4, 1, false);
-  expect_close(run1(K::rope, {x, c, s}, {{"interleaved", false}}), {2, 2, 3, 4}, DType::F32, r, 1e-6, 1e-6, "rope 2-d cos");
+  expect_close(run1(K::rope, {x, c, s}, {{"interleaved", false}}), {2, 2, 3, 4}, DType::F32, r, 1e-6, 1e-6,
+               "rope 2-d cos");
 }
 
 struct SdpaCase {
@@ -114,8 +119,10 @@ std::vector<double> ref_sdpa(const SdpaCase& c, const std::vector<double>& q, co
           if (c.softcap > 0) d = c.softcap * std::tanh(d / c.softcap);
           if (mask.defined()) {
             double m = mv[bindex({b, h, i, j}, mask.shape())];
-            if (mask.dtype() == DType::Bool) d = m != 0 ? d : -INFINITY;
-            else d += m;
+            if (mask.dtype() == DType::Bool)
+              d = m != 0 ? d : -INFINITY;
+            else
+              d += m;
           }
           sc[j] = d;
         }
@@ -135,17 +142,17 @@ std::vector<double> ref_sdpa(const SdpaCase& c, const std::vector<double>& q, co
 
 TEST(KernelsFused, SdpaAgainstNaive) {
   const std::vector<SdpaCase> cases = {
-      {2, 4, 2, 9, 9, 16, 16, true, 0, 0, 0},      // prefill, GQA
-      {1, 8, 2, 1, 100, 32, 32, true, 0, 0, 0},    // decode, grouped rows
-      {1, 8, 2, 1, 100, 32, 16, false, 0, 0, 1},   // decode, mask, Dv != D
-      {2, 4, 1, 3, 10, 8, 8, true, 0, 0, 2},       // speculative S = 3, grouped over S
-      {1, 2, 2, 5, 3, 8, 8, true, 0, 0, 0},        // S > T: first rows see no key → zeros
-      {1, 2, 1, 20, 20, 8, 8, true, 4, 0, 0},      // sliding window
-      {1, 2, 1, 1, 50, 8, 8, true, 7, 0, 0},       // decode with window
-      {1, 4, 2, 12, 12, 16, 16, true, 0, 20.0, 1}, // softcap + mask
-      {2, 2, 2, 6, 11, 8, 8, false, 0, 0, 3},      // bool mask, not causal
-      {1, 3, 3, 300, 300, 16, 16, true, 0, 0, 0},  // chunked prefill (several 128-row blocks)
-      {1, 2, 1, 0, 5, 8, 8, true, 0, 0, 0},        // empty query
+      {2, 4, 2, 9, 9, 16, 16, true, 0, 0, 0},       // prefill, GQA
+      {1, 8, 2, 1, 100, 32, 32, true, 0, 0, 0},     // decode, grouped rows
+      {1, 8, 2, 1, 100, 32, 16, false, 0, 0, 1},    // decode, mask, Dv != D
+      {2, 4, 1, 3, 10, 8, 8, true, 0, 0, 2},        // speculative S = 3, grouped over S
+      {1, 2, 2, 5, 3, 8, 8, true, 0, 0, 0},         // S > T: first rows see no key → zeros
+      {1, 2, 1, 20, 20, 8, 8, true, 4, 0, 0},       // sliding window
+      {1, 2, 1, 1, 50, 8, 8, true, 7, 0, 0},        // decode with window
+      {1, 4, 2, 12, 12, 16, 16, true, 0, 20.0, 1},  // softcap + mask
+      {2, 2, 2, 6, 11, 8, 8, false, 0, 0, 3},       // bool mask, not causal
+      {1, 3, 3, 300, 300, 16, 16, true, 0, 0, 0},   // chunked prefill (several 128-row blocks)
+      {1, 2, 1, 0, 5, 8, 8, true, 0, 0, 0},         // empty query
   };
   uint32_t seed = 1;
   for (const auto& c : cases)
@@ -176,8 +183,8 @@ TEST(KernelsFused, SdpaAgainstNaive) {
         // f32: scores are D-term dot products and the output a T-term convex combination of O(1)
         // values; fast_exp and f32 sgemm keep errors ~1e-6, so 2e-5 absolute is generous
         expect_close(got, {c.B, c.Hq, c.S, c.Dv}, dt, r, 2 * dtype_eps(dt), 2e-5,
-                     "sdpa S " + std::to_string(c.S) + " T " + std::to_string(c.T) + " " + dtype_name(dt) + " view " +
-                         std::to_string(view));
+                     "sdpa S " + std::to_string(c.S) + " T " + std::to_string(c.T) + " " + dtype_name(dt) +
+                         " view " + std::to_string(view));
         for (double x : vals(got)) ASSERT_FALSE(std::isnan(x));
       }
 }
@@ -191,7 +198,8 @@ TEST(KernelsFused, SdpaThreadCountsAgree) {
   int before = K::num_threads();
   for (int n : {1, 2, 5}) {
     K::set_num_threads(n);
-    expect_close(run1(K::sdpa, {q, k, v}, a), {2, 8, 64, 32}, DType::F32, r, 0, 2e-5, "threads " + std::to_string(n));
+    expect_close(run1(K::sdpa, {q, k, v}, a), {2, 8, 64, 32}, DType::F32, r, 0, 2e-5,
+                 "threads " + std::to_string(n));
   }
   K::set_num_threads(before);
 }

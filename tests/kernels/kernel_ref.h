@@ -103,15 +103,18 @@ inline double round_to(DType dt, double v) {
 /// Relative precision of one rounding to dtype (half an ulp, as a fraction).
 inline double dtype_eps(DType dt) {
   switch (dt) {
-    case DType::F16: return 1.0 / 2048;   // 11-bit significand
-    case DType::BF16: return 1.0 / 256;   // 8-bit significand
-    default: return 1.0 / (1 << 24);      // f32
+    case DType::F16:
+      return 1.0 / 2048;  // 11-bit significand
+    case DType::BF16:
+      return 1.0 / 256;  // 8-bit significand
+    default:
+      return 1.0 / (1 << 24);  // f32
   }
 }
 
 /// |got - ref| <= atol + rtol * |ref| elementwise (NaN matches NaN, inf matches same inf).
-inline void expect_close(const Tensor& got, const Shape& shape, DType dt, const std::vector<double>& ref, double rtol,
-                         double atol, const std::string& what) {
+inline void expect_close(const Tensor& got, const Shape& shape, DType dt, const std::vector<double>& ref,
+                         double rtol, double atol, const std::string& what) {
   ASSERT_EQ(shape_to_string(got.shape()), shape_to_string(shape)) << what;
   ASSERT_EQ(dtype_name(got.dtype()), std::string(dtype_name(dt))) << what;
   ASSERT_TRUE(got.is_contiguous()) << what;
@@ -121,12 +124,15 @@ inline void expect_close(const Tensor& got, const Shape& shape, DType dt, const 
   for (size_t i = 0; i < g.size() && bad < 5; i++) {
     double r = ref[i], x = g[i];
     bool ok;
-    if (std::isnan(r)) ok = std::isnan(x);
-    else if (std::isinf(r)) ok = x == r;
-    else ok = std::fabs(x - r) <= atol + rtol * std::fabs(r);
+    if (std::isnan(r))
+      ok = std::isnan(x);
+    else if (std::isinf(r))
+      ok = x == r;
+    else
+      ok = std::fabs(x - r) <= atol + rtol * std::fabs(r);
     if (!ok) {
-      ADD_FAILURE() << what << ": element " << i << " got " << x << " want " << r << " (rtol " << rtol << ", atol "
-                    << atol << ")";
+      ADD_FAILURE() << what << ": element " << i << " got " << x << " want " << r << " (rtol " << rtol
+                    << ", atol " << atol << ")";
       bad++;
     }
   }

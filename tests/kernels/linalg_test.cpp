@@ -12,8 +12,8 @@ namespace K = hfx::kernels;
 struct Ref {
   std::vector<double> c, mag;
 };
-Ref ref_mm(const std::vector<double>& a, const std::vector<double>& b, int64_t nb, int64_t M, int64_t K_, int64_t N,
-           bool a_shared = false, bool b_shared = false) {
+Ref ref_mm(const std::vector<double>& a, const std::vector<double>& b, int64_t nb, int64_t M, int64_t K_,
+           int64_t N, bool a_shared = false, bool b_shared = false) {
   Ref r;
   r.c.assign(nb * M * N, 0.0);
   r.mag.assign(nb * M * N, 0.0);
@@ -51,19 +51,29 @@ void expect_mm(const Tensor& got, const Shape& shape, DType dt, const Ref& r, co
 
 TEST(KernelsLinalg, MmShapesViewsDtypes) {
   uint32_t seed = 1;
-  const std::vector<std::array<int64_t, 3>> shapes = {{1, 1, 1}, {3, 5, 7},  {64, 33, 17}, {1, 300, 65},
-                                                      {65, 300, 1}, {0, 4, 3}, {4, 0, 3},  {4, 3, 0}, {130, 70, 129},
-                                                      // split over the kernel pool: gemv by columns, N = 1 by rows
-                                                      {1, 700, 300}, {300, 700, 1}, {2, 600, 250}};
+  const std::vector<std::array<int64_t, 3>> shapes = {
+      {1, 1, 1},
+      {3, 5, 7},
+      {64, 33, 17},
+      {1, 300, 65},
+      {65, 300, 1},
+      {0, 4, 3},
+      {4, 0, 3},
+      {4, 3, 0},
+      {130, 70, 129},
+      // split over the kernel pool: gemv by columns, N = 1 by rows
+      {1, 700, 300},
+      {300, 700, 1},
+      {2, 600, 250}};
   for (auto [M, Kd, N] : shapes)
     for (DType dt : {DType::F32, DType::F16, DType::BF16})
       for (int view = 0; view < 4; view++) {
         Tensor a = rand_t({M, Kd}, dt, seed++), b = rand_t({Kd, N}, dt, seed++);
         Ref r = ref_mm(vals(a), vals(b), 1, M, Kd, N);
         for (auto& c : r.c) c = round_to(dt, c);
-        if (view == 1) a = transposed_copy(a);                      // Trans flag on A
-        if (view == 2) b = transposed_copy(b);                      // Trans flag on B
-        if (view == 3) a = strided_copy(a), b = strided_copy(b);    // neither dim unit-stride: copies
+        if (view == 1) a = transposed_copy(a);                    // Trans flag on A
+        if (view == 2) b = transposed_copy(b);                    // Trans flag on B
+        if (view == 3) a = strided_copy(a), b = strided_copy(b);  // neither dim unit-stride: copies
         expect_mm(run1(K::mm, {a, b}), {M, N}, dt, r,
                   "mm " + std::to_string(M) + "x" + std::to_string(Kd) + "x" + std::to_string(N) + " " +
                       dtype_name(dt) + " view " + std::to_string(view));
@@ -84,7 +94,8 @@ TEST(KernelsLinalg, MmRowSlicedLeadingDim) {
 
 TEST(KernelsLinalg, Bmm) {
   uint32_t seed = 50;
-  for (auto [B, M, Kd, N] : std::vector<std::array<int64_t, 4>>{{4, 5, 6, 3}, {1, 1, 8, 9}, {3, 40, 64, 40}, {2, 0, 3, 4}})
+  for (auto [B, M, Kd, N] :
+       std::vector<std::array<int64_t, 4>>{{4, 5, 6, 3}, {1, 1, 8, 9}, {3, 40, 64, 40}, {2, 0, 3, 4}})
     for (int view = 0; view < 3; view++) {
       Tensor a = rand_t({B, M, Kd}, DType::F32, seed++), b = rand_t({B, Kd, N}, DType::BF16, seed++);
       Ref r = ref_mm(vals(a), vals(b), B, M, Kd, N);
@@ -138,7 +149,8 @@ TEST(KernelsLinalg, Linear) {
         for (int view = 0; view < 3; view++) {
           Shape xs = lead;
           xs.push_back(Kd);
-          Tensor x = rand_t(xs, wdt, seed++), w = rand_t({N, Kd}, wdt, seed++), bvec = rand_t({N}, wdt, seed++);
+          Tensor x = rand_t(xs, wdt, seed++), w = rand_t({N, Kd}, wdt, seed++),
+                 bvec = rand_t({N}, wdt, seed++);
           int64_t M = shape_numel(lead);
           auto vw = vals(w);
           std::vector<double> wt(Kd * N);
@@ -157,8 +169,9 @@ TEST(KernelsLinalg, Linear) {
           Tensors in = {x, w};
           if (bias) in.push_back(bvec);
           expect_mm(run1(K::linear, in), os, wdt, r,
-                    std::string("linear ") + dtype_name(wdt) + " " + shape_to_string(xs) + " N " + std::to_string(N) +
-                        " bias " + std::to_string(bias) + " view " + std::to_string(view));
+                    std::string("linear ") + dtype_name(wdt) + " " + shape_to_string(xs) + " N " +
+                        std::to_string(N) + " bias " + std::to_string(bias) + " view " +
+                        std::to_string(view));
         }
 }
 

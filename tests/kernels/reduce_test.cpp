@@ -16,8 +16,10 @@ std::vector<double> ref_reduce(const std::vector<double>& x, const Shape& s, con
   Shape os, osk;
   for (int64_t d = 0; d < static_cast<int64_t>(s.size()); d++) {
     bool red = std::find(dims.begin(), dims.end(), d) != dims.end();
-    if (!red) os.push_back(s[d]), osk.push_back(s[d]);
-    else osk.push_back(1);
+    if (!red)
+      os.push_back(s[d]), osk.push_back(s[d]);
+    else
+      osk.push_back(1);
   }
   *out_shape = keepdim ? osk : os;
   int64_t on = shape_numel(os);
@@ -28,8 +30,10 @@ std::vector<double> ref_reduce(const std::vector<double>& x, const Shape& s, con
     int64_t o = 0;
     for (size_t d = 0; d < s.size(); d++)
       if (std::find(dims.begin(), dims.end(), static_cast<int64_t>(d)) == dims.end()) o = o * s[d] + idx[d];
-    if (is_max) acc[o] = (std::isnan(x[i]) || std::isnan(acc[o])) ? NAN : std::max(acc[o], x[i]);
-    else acc[o] += x[i];
+    if (is_max)
+      acc[o] = (std::isnan(x[i]) || std::isnan(acc[o])) ? NAN : std::max(acc[o], x[i]);
+    else
+      acc[o] += x[i];
     cnt[o]++;
   }
   if (is_mean)
@@ -39,7 +43,8 @@ std::vector<double> ref_reduce(const std::vector<double>& x, const Shape& s, con
 
 TEST(KernelsReduce, SumMeanAmaxDimsKeepdimViewsDtypes) {
   const Shape s = {3, 4, 5};
-  const std::vector<std::vector<int64_t>> dimsets = {{}, {0}, {1}, {-1}, {0, 2}, {0, 1}, {1, 2}, {-3, -2, -1}};
+  const std::vector<std::vector<int64_t>> dimsets = {{},     {0},    {1},    {-1},
+                                                     {0, 2}, {0, 1}, {1, 2}, {-3, -2, -1}};
   uint32_t seed = 1;
   for (DType dt : {DType::F32, DType::F16, DType::BF16})
     for (const auto& dims : dimsets)
@@ -61,14 +66,16 @@ TEST(KernelsReduce, SumMeanAmaxDimsKeepdimViewsDtypes) {
             const char* name;
             hfx::kernels::Tensors (*fn)(const Tensors&, const Attrs&);
             bool mx, mn;
-          } ops[] = {{"sum", K::sum, false, false}, {"mean", K::mean, false, true}, {"amax", K::amax, true, false}};
+          } ops[] = {
+              {"sum", K::sum, false, false}, {"mean", K::mean, false, true}, {"amax", K::amax, true, false}};
           for (auto& op : ops) {
             Shape os;
             auto r = ref_reduce(vx, s, nd, op.mx, op.mn, &os, keepdim);
             for (auto& v : r) v = round_to(dt, v);
             expect_close(run1(op.fn, {x}, a), os, dt, r, rt, dt == DType::F32 ? 1e-5 : 2e-2,
-                         std::string(op.name) + " " + dtype_name(dt) + " dims " + std::to_string(dims.size()) +
-                             " keep " + std::to_string(keepdim) + " view " + std::to_string(view));
+                         std::string(op.name) + " " + dtype_name(dt) + " dims " +
+                             std::to_string(dims.size()) + " keep " + std::to_string(keepdim) + " view " +
+                             std::to_string(view));
           }
         }
 }
@@ -113,10 +120,13 @@ TEST(KernelsReduce, IntegersEmptyNaN) {
   auto vi = vals(i);
   Shape os;
   auto r = ref_reduce(vi, {4, 6}, {1}, false, false, &os, false);
-  expect_equal(run1(K::sum, {i}, {{"dim", std::vector<int64_t>{1}}, {"keepdim", false}}), os, DType::I64, r, "int sum");
+  expect_equal(run1(K::sum, {i}, {{"dim", std::vector<int64_t>{1}}, {"keepdim", false}}), os, DType::I64, r,
+               "int sum");
   r = ref_reduce(vi, {4, 6}, {0}, true, false, &os, true);
-  expect_equal(run1(K::amax, {i}, {{"dim", std::vector<int64_t>{0}}, {"keepdim", true}}), os, DType::I32, r, "int amax");
-  Tensor bsum = run1(K::sum, {Tensor::from_ints({3}, {1, 0, 1}, DType::Bool)}, {{"dim", std::vector<int64_t>{}}, {"keepdim", false}});
+  expect_equal(run1(K::amax, {i}, {{"dim", std::vector<int64_t>{0}}, {"keepdim", true}}), os, DType::I32, r,
+               "int amax");
+  Tensor bsum = run1(K::sum, {Tensor::from_ints({3}, {1, 0, 1}, DType::Bool)},
+                     {{"dim", std::vector<int64_t>{}}, {"keepdim", false}});
   EXPECT_EQ(bsum.dtype(), DType::I64);
   EXPECT_EQ(bsum.item(), 2);
   // empty reductions: sum 0, mean NaN, amax throws
@@ -125,8 +135,8 @@ TEST(KernelsReduce, IntegersEmptyNaN) {
   expect_equal(run1(K::sum, {e}, d1), {3}, DType::F32, {0, 0, 0}, "empty sum");
   expect_equal(run1(K::mean, {e}, d1), {3}, DType::F32, {NAN, NAN, NAN}, "empty mean");
   EXPECT_THROW(run1(K::amax, {e}, d1), hfx::Error);
-  expect_equal(run1(K::sum, {e}, {{"dim", std::vector<int64_t>{0}}, {"keepdim", true}}), {1, 0}, DType::F32, {},
-               "sum over non-empty dim of empty tensor");
+  expect_equal(run1(K::sum, {e}, {{"dim", std::vector<int64_t>{0}}, {"keepdim", true}}), {1, 0}, DType::F32,
+               {}, "sum over non-empty dim of empty tensor");
   // NaN propagates through amax; 0-d input
   Tensor n = Tensor::from_floats({4}, {1.0f, NAN, 3.0f, 2.0f});
   EXPECT_TRUE(std::isnan(run1(K::amax, {n}, {{"dim", std::vector<int64_t>{0}}, {"keepdim", false}}).item()));
@@ -146,8 +156,10 @@ TEST(KernelsReduce, Argmax) {
         int64_t d = dim < 0 ? dim + 3 : dim;
         Shape s = {3, 4, 5}, os;
         for (int64_t k = 0; k < 3; k++)
-          if (k != d) os.push_back(s[k]);
-          else if (keep) os.push_back(1);
+          if (k != d)
+            os.push_back(s[k]);
+          else if (keep)
+            os.push_back(1);
         std::vector<double> r;
         Shape rs = s;
         rs[d] = 1;
@@ -169,8 +181,10 @@ TEST(KernelsReduce, Argmax) {
   Tensor n = Tensor::from_floats({5}, {1.0f, 7.0f, NAN, 9.0f, NAN}, DType::BF16);
   EXPECT_EQ(run1(K::argmax, {n}, {{"dim", int64_t{0}}, {"keepdim", false}}).item(), 2);
   Tensor i = Tensor::from_ints({2, 3}, {1, 5, 5, -1, -2, -3}, DType::I32);
-  expect_equal(run1(K::argmax, {i}, {{"dim", int64_t{1}}, {"keepdim", false}}), {2}, DType::I64, {1, 0}, "int argmax");
-  EXPECT_THROW(run1(K::argmax, {Tensor::zeros({2, 0})}, {{"dim", int64_t{1}}, {"keepdim", false}}), hfx::Error);
+  expect_equal(run1(K::argmax, {i}, {{"dim", int64_t{1}}, {"keepdim", false}}), {2}, DType::I64, {1, 0},
+               "int argmax");
+  EXPECT_THROW(run1(K::argmax, {Tensor::zeros({2, 0})}, {{"dim", int64_t{1}}, {"keepdim", false}}),
+               hfx::Error);
 }
 
 TEST(KernelsReduce, Cumsum) {
@@ -198,7 +212,8 @@ TEST(KernelsReduce, Cumsum) {
                    "cumsum " + std::to_string(dim));
     }
   Tensor i = Tensor::from_ints({2, 3}, {1, 2, 3, 4, 5, 6}, DType::I32);
-  expect_equal(run1(K::cumsum, {i}, {{"dim", int64_t{1}}}), {2, 3}, DType::I64, {1, 3, 6, 4, 9, 15}, "int cumsum");
+  expect_equal(run1(K::cumsum, {i}, {{"dim", int64_t{1}}}), {2, 3}, DType::I64, {1, 3, 6, 4, 9, 15},
+               "int cumsum");
 }
 
 TEST(KernelsReduce, SoftmaxAndLogSoftmax) {

@@ -18,7 +18,8 @@ TEST(KernelsShape, Embedding) {
       for (int64_t i : {0, 9, 3, 3, 9, 5})
         for (int64_t d = 0; d < 6; d++) r.push_back(vw[i * 6 + d]);
       expect_equal(run1(K::embedding, {w, idx}), {2, 3, 6}, wdt, r, "embedding");
-      expect_equal(run1(K::embedding, {transposed_copy(w), idx}), {2, 3, 6}, wdt, r, "embedding strided weight");
+      expect_equal(run1(K::embedding, {transposed_copy(w), idx}), {2, 3, 6}, wdt, r,
+                   "embedding strided weight");
       EXPECT_THROW(run1(K::embedding, {w, Tensor::from_ints({1}, {10}, idt)}), hfx::Error);
     }
   Tensor w = rand_t({4, 3}, DType::F32, 2);
@@ -46,7 +47,8 @@ TEST(KernelsShape, IndexSelectAndCopy) {
   // index_copy: a copy of a with rows replaced; src converted to a's dtype; input untouched
   Tensor a = rand_t({4, 3}, DType::F32, 4), src = rand_t({2, 3}, DType::BF16, 5);
   auto va = vals(a), vs = vals(src);
-  Tensor got = run1(K::index_copy, {a, Tensor::from_ints({2}, {3, 1}), transposed_copy(src)}, {{"dim", int64_t{0}}});
+  Tensor got =
+      run1(K::index_copy, {a, Tensor::from_ints({2}, {3, 1}), transposed_copy(src)}, {{"dim", int64_t{0}}});
   std::vector<double> r = va;
   for (int64_t j = 0; j < 3; j++) r[3 * 3 + j] = vs[j], r[1 * 3 + j] = vs[3 + j];
   expect_equal(got, {4, 3}, DType::F32, r, "index_copy");
@@ -56,12 +58,14 @@ TEST(KernelsShape, IndexSelectAndCopy) {
   Tensor g2 = run1(K::index_copy, {c, Tensor::from_ints({1}, {-2}), s2}, {{"dim", int64_t{-1}}});
   EXPECT_EQ(g2.item({1, 3}), s2.item({1, 0}));
   EXPECT_EQ(g2.item({1, 4}), 0.0);
-  EXPECT_THROW(run1(K::index_copy, {c, Tensor::from_ints({1}, {1}), rand_t({2, 2}, DType::F32, 7)}, {{"dim", int64_t{1}}}),
+  EXPECT_THROW(run1(K::index_copy, {c, Tensor::from_ints({1}, {1}), rand_t({2, 2}, DType::F32, 7)},
+                    {{"dim", int64_t{1}}}),
                hfx::Error);
 }
 
 TEST(KernelsShape, Cat) {
-  Tensor a = rand_t({2, 3, 4}, DType::F32, 1), b = rand_t({2, 1, 4}, DType::BF16, 2), c = rand_t({2, 2, 4}, DType::F32, 3);
+  Tensor a = rand_t({2, 3, 4}, DType::F32, 1), b = rand_t({2, 1, 4}, DType::BF16, 2),
+         c = rand_t({2, 2, 4}, DType::F32, 3);
   Tensor got = run1(K::cat, {a, transposed_copy(b), c}, {{"dim", int64_t{-2}}});
   auto va = vals(a), vb = vals(b), vc = vals(c);
   std::vector<double> r;
@@ -86,8 +90,8 @@ TEST(KernelsShape, SliceClampsLikePython) {
   Tensor x = rand_t({4, 10}, DType::F16, 1);
   struct C {
     int64_t dim, start, end, step;
-  } cs[] = {{1, 2, 7, 1}, {1, -3, INT64_MAX / 4, 1}, {1, 0, 100, 3}, {0, 1, -1, 1}, {1, 8, 3, 1},
-            {1, -100, 2, 1}, {-1, 1, 10, 2}, {0, 4, 9, 1}};
+  } cs[] = {{1, 2, 7, 1}, {1, -3, INT64_MAX / 4, 1}, {1, 0, 100, 3}, {0, 1, -1, 1},
+            {1, 8, 3, 1}, {1, -100, 2, 1},           {-1, 1, 10, 2}, {0, 4, 9, 1}};
   for (auto c : cs) {
     Attrs a{{"dim", c.dim}, {"start", hfx::Sym(c.start)}, {"end", hfx::Sym(c.end)}, {"step", c.step}};
     int64_t n = x.shape()[c.dim < 0 ? c.dim + 2 : c.dim];
@@ -115,8 +119,10 @@ TEST(KernelsShape, ViewPermuteExpandSqueeze) {
   expect_equal(u, {2, 3, 4, 1}, DType::BF16, vx, "unsqueeze -1");
   expect_equal(run1(K::unsqueeze, {x}, {{"dim", int64_t{0}}}), {1, 2, 3, 4}, DType::BF16, vx, "unsqueeze 0");
   expect_equal(run1(K::squeeze, {u}, {{"dim", int64_t{3}}}), {2, 3, 4}, DType::BF16, vx, "squeeze");
-  expect_equal(run1(K::squeeze, {x}, {{"dim", int64_t{0}}}), {2, 3, 4}, DType::BF16, vx, "squeeze non-1 keeps");
-  expect_equal(run1(K::squeeze, {Tensor::scalar(3)}, {{"dim", int64_t{-1}}}), {}, DType::F32, {3}, "squeeze 0-d");
+  expect_equal(run1(K::squeeze, {x}, {{"dim", int64_t{0}}}), {2, 3, 4}, DType::BF16, vx,
+               "squeeze non-1 keeps");
+  expect_equal(run1(K::squeeze, {Tensor::scalar(3)}, {{"dim", int64_t{-1}}}), {}, DType::F32, {3},
+               "squeeze 0-d");
   // results never alias their inputs
   Tensor u2 = run1(K::view, {x}, v);
   EXPECT_NE(u2.raw(), x.raw());
@@ -124,7 +130,8 @@ TEST(KernelsShape, ViewPermuteExpandSqueeze) {
 
 TEST(KernelsShape, ToCopyArangeFull) {
   Tensor x = Tensor::from_floats({4}, {1.5f, -2.5f, 1e6f, 0.0f});
-  expect_equal(run1(K::to_copy, {x}, {{"dtype", DType::I32}}), {4}, DType::I32, {1, -2, 1000000, 0}, "to i32");
+  expect_equal(run1(K::to_copy, {x}, {{"dtype", DType::I32}}), {4}, DType::I32, {1, -2, 1000000, 0},
+               "to i32");
   expect_equal(run1(K::to_copy, {x}, {{"dtype", DType::Bool}}), {4}, DType::Bool, {1, 1, 1, 0}, "to bool");
   Tensor same = run1(K::to_copy, {x}, {{"dtype", DType::F32}});
   EXPECT_NE(same.raw(), x.raw());

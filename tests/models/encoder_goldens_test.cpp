@@ -58,7 +58,8 @@ TEST_P(EncoderGolden, EagerMatchesTransformers) {
   ASSERT_EQ(g["format"], "hfx-hf-golden/1");
   TempDir dir(param_name(p.arch + "_" + p.head) + "_golden");
   create_tiny_encoder(p.arch, p.head, dir.path.string());
-  ASSERT_EQ(sha256_file((dir.path / "model.safetensors").string()), g["checkpoint"]["weights_sha256"].get<std::string>())
+  ASSERT_EQ(sha256_file((dir.path / "model.safetensors").string()),
+            g["checkpoint"]["weights_sha256"].get<std::string>())
       << "create-tiny no longer writes the checkpoint the golden was made from";
   auto m = load_model(dir.path.string());
   EXPECT_EQ(m->structure(), Structure::EncoderOnly);
@@ -88,13 +89,14 @@ TEST_P(EncoderGolden, EagerMatchesTransformers) {
       const int64_t n = per_token ? in.lengths[b] * row_size : row_size;
       ASSERT_EQ(static_cast<int64_t>(want.size()), n) << "row " << b;
       const int64_t base = b * (per_token ? in.T * row_size : row_size);
-      for (int64_t i = 0; i < n; i++) diff = std::max(diff, std::fabs(static_cast<double>(y[base + i]) - want[i].get<double>()));
+      for (int64_t i = 0; i < n; i++)
+        diff = std::max(diff, std::fabs(static_cast<double>(y[base + i]) - want[i].get<double>()));
     }
     EXPECT_LE(diff, kTol);
     worst = std::max(worst, diff);
   }
-  std::printf("  [%s %s] max |hfx - transformers| = %.3g over %zu cases\n", p.arch.c_str(), p.head.c_str(), worst,
-              g["cases"].size());
+  std::printf("  [%s %s] max |hfx - transformers| = %.3g over %zu cases\n", p.arch.c_str(), p.head.c_str(),
+              worst, g["cases"].size());
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, EncoderGolden, ::testing::ValuesIn(encoder_params()), encoder_param_name);

@@ -19,8 +19,10 @@ namespace hfx::test {
 
 /// The four encoder heads (Architecture::heads names) and the names of their golden files.
 inline const std::vector<std::pair<std::string, std::string>>& encoder_heads_and_golden_names() {
-  static const std::vector<std::pair<std::string, std::string>> h = {
-      {"base", "base"}, {"masked_lm", "mlm"}, {"sequence_classification", "seqcls"}, {"token_classification", "tokcls"}};
+  static const std::vector<std::pair<std::string, std::string>> h = {{"base", "base"},
+                                                                     {"masked_lm", "mlm"},
+                                                                     {"sequence_classification", "seqcls"},
+                                                                     {"token_classification", "tokcls"}};
   return h;
 }
 
@@ -40,7 +42,8 @@ inline std::string encoder_param_name(const ::testing::TestParamInfo<EncoderPara
 }
 
 /// `hfx create-tiny ARCH -o DIR --head HEAD` (seed 0, preset tiny).
-inline nlohmann::json create_tiny_encoder(const std::string& arch, const std::string& head, const std::string& dir) {
+inline nlohmann::json create_tiny_encoder(const std::string& arch, const std::string& head,
+                                          const std::string& dir) {
   TinyOptions o;
   o.head = head;
   return create_tiny(arch, dir, o);
@@ -73,14 +76,15 @@ inline Tensor encoder_forward(const Model& m, const Padded& p) {
                {"attention_mask", b.wrap(Tensor::from_ints({p.B, p.T}, p.mask))}};
   for (const auto& d : m.component("model").inputs)
     if (d.name == "token_type_ids")
-      in.emplace_back("token_type_ids", b.wrap(Tensor::from_ints({p.B, p.T}, std::vector<int64_t>(p.ids.size(), 0))));
+      in.emplace_back("token_type_ids",
+                      b.wrap(Tensor::from_ints({p.B, p.T}, std::vector<int64_t>(p.ids.size(), 0))));
   NamedVars out = m.call("model", b, in);
   return out.at(0).second.tensor().contiguous();
 }
 
 /// Deterministic rows of the given lengths over ids in [lo, hi) that avoid `avoid` (the pad id).
-inline std::vector<std::vector<int64_t>> sample_rows(const std::vector<int64_t>& lengths, int64_t lo, int64_t hi, int64_t avoid,
-                                                     uint64_t seed) {
+inline std::vector<std::vector<int64_t>> sample_rows(const std::vector<int64_t>& lengths, int64_t lo,
+                                                     int64_t hi, int64_t avoid, uint64_t seed) {
   std::vector<std::vector<int64_t>> rows;
   uint64_t s = seed * 0x9e3779b97f4a7c15ull + 1;
   for (int64_t n : lengths) {
@@ -104,7 +108,8 @@ inline double max_abs_diff_real(const Tensor& a, const Tensor& b, const std::vec
   const float* q = y.data<float>();
   double worst = 0;
   if (x.dim() == 2) {
-    for (int64_t i = 0; i < x.numel(); i++) worst = std::max(worst, static_cast<double>(std::fabs(p[i] - q[i])));
+    for (int64_t i = 0; i < x.numel(); i++)
+      worst = std::max(worst, static_cast<double>(std::fabs(p[i] - q[i])));
     return worst;
   }
   const int64_t T = x.size(1), D = x.size(2);

@@ -2,10 +2,10 @@
 // only; header-only because tests/CMakeLists.txt compiles *_test.cpp and tests/support/*.cpp).
 //
 // Writes F32 tensors with llama.cpp's names and the metadata its loader needs for the `llama`, `qwen2`,
-// `qwen3`, `gemma`, `gemma2`, `phi3`, `gpt2`, `mamba`, `mamba2` and `granitehybrid` architectures, plus a vocabulary taken from the
-// checkpoint's tokenizer.json (byte-level BPE → "gpt2", byte-fallback BPE → "llama"). For `llama`,
-// q_proj/k_proj rows are permuted into llama.cpp's interleaved rope layout (what convert_hf_to_gguf.py
-// does); `qwen2` uses NEOX rope and takes them unpermuted.
+// `qwen3`, `gemma`, `gemma2`, `phi3`, `gpt2`, `mamba`, `mamba2` and `granitehybrid` architectures, plus a
+// vocabulary taken from the checkpoint's tokenizer.json (byte-level BPE → "gpt2", byte-fallback BPE →
+// "llama"). For `llama`, q_proj/k_proj rows are permuted into llama.cpp's interleaved rope layout (what
+// convert_hf_to_gguf.py does); `qwen2` uses NEOX rope and takes them unpermuted.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -26,10 +26,26 @@ enum : uint32_t { U8 = 0, I8, U16, I16, U32, I32, F32, BOOL, STRING, ARRAY, U64,
 
 class Writer {
  public:
-  void kv_str(const std::string& k, const std::string& v) { key(k, STRING); str(v); kv_++; }
-  void kv_u32(const std::string& k, uint32_t v) { key(k, U32); pod(v); kv_++; }
-  void kv_f32(const std::string& k, float v) { key(k, F32); pod(v); kv_++; }
-  void kv_bool(const std::string& k, bool v) { key(k, BOOL); pod(static_cast<uint8_t>(v)); kv_++; }
+  void kv_str(const std::string& k, const std::string& v) {
+    key(k, STRING);
+    str(v);
+    kv_++;
+  }
+  void kv_u32(const std::string& k, uint32_t v) {
+    key(k, U32);
+    pod(v);
+    kv_++;
+  }
+  void kv_f32(const std::string& k, float v) {
+    key(k, F32);
+    pod(v);
+    kv_++;
+  }
+  void kv_bool(const std::string& k, bool v) {
+    key(k, BOOL);
+    pod(static_cast<uint8_t>(v));
+    kv_++;
+  }
   void kv_strs(const std::string& k, const std::vector<std::string>& v) {
     key(k, ARRAY);
     pod(uint32_t{STRING});
@@ -52,7 +68,9 @@ class Writer {
     kv_++;
   }
   /// An F32 tensor in torch layout (GGUF stores dims innermost first).
-  void tensor(const std::string& name, const Tensor& t) { tensors_.push_back({name, t.to(DType::F32).contiguous()}); }
+  void tensor(const std::string& name, const Tensor& t) {
+    tensors_.push_back({name, t.to(DType::F32).contiguous()});
+  }
 
   void write(const std::string& path) const {
     std::string out;
@@ -91,13 +109,18 @@ class Writer {
   }
 
  private:
-  void key(const std::string& k, uint32_t type) { str(k); pod(type); }
+  void key(const std::string& k, uint32_t type) {
+    str(k);
+    pod(type);
+  }
   void str(const std::string& s) {
     pod(static_cast<uint64_t>(s.size()));
     meta_ += s;
   }
   template <typename T>
-  void pod(T v) { meta_.append(reinterpret_cast<const char*>(&v), sizeof(T)); }
+  void pod(T v) {
+    meta_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
   std::string meta_;
   uint64_t kv_ = 0;
   std::vector<std::pair<std::string, Tensor>> tensors_;
@@ -113,7 +136,8 @@ inline Tensor permute_rows(const Tensor& w, int64_t heads) {
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < D / 2; i++)
       for (int64_t half = 0; half < 2; half++)
-        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols, cols * sizeof(float));
+        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols,
+                    cols * sizeof(float));
   return r;
 }
 
@@ -136,7 +160,8 @@ inline void add_gpt2_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_s
     if (tokens[i].empty()) tokens[i] = "[PAD" + std::to_string(i) + "]", types[i] = 5;
   std::vector<std::string> merges;
   for (const auto& m : tok["model"]["merges"])
-    merges.push_back(m.is_string() ? m.get<std::string>() : m[0].get<std::string>() + " " + m[1].get<std::string>());
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m[0].get<std::string>() + " " + m[1].get<std::string>());
   w.kv_str("tokenizer.ggml.model", "gpt2");
   w.kv_str("tokenizer.ggml.pre", "llama-bpe");
   w.kv_strs("tokenizer.ggml.tokens", tokens);
@@ -192,7 +217,8 @@ inline void add_ssd_mixer(Writer& w, const io::WeightStore& W, const std::string
   const int64_t H = static_cast<int64_t>(a.size());
   w.tensor(q + "ssm_a", Tensor::from_floats({H, 1}, a));
   w.tensor(q + "ssm_d", W.get(p + "D").to(DType::F32).contiguous().reshape({H, 1}));
-  w.tensor(q + "ssm_norm.weight", W.get(p + "norm.weight").to(DType::F32).contiguous().reshape({groups, inner / groups}));
+  w.tensor(q + "ssm_norm.weight",
+           W.get(p + "norm.weight").to(DType::F32).contiguous().reshape({groups, inner / groups}));
   w.tensor(q + "ssm_out.weight", W.get(p + "out_proj.weight"));
 }
 
@@ -221,7 +247,8 @@ inline void write_mamba2(const std::string& path, const CausalLM& m, const nlohm
   w.kv_u32("mamba2.vocab_size", static_cast<uint32_t>(c.vocab_size));
   add_gpt2_vocab(w, tok, c.vocab_size);
   if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-  if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  if (!c.eos_token_ids.empty())
+    w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   w.tensor("token_embd.weight", W.get("backbone.embeddings.weight"));
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
@@ -242,7 +269,8 @@ inline void write_granitehybrid(const std::string& path, const CausalLM& m, cons
   const ModelConfig& c = m.config();
   const auto& W = m.weights();
   const nlohmann::json& j = c.raw;
-  const int64_t H = c.hidden_size, I = c.intermediate_size, S = j.at("shared_intermediate_size").get<int64_t>();
+  const int64_t H = c.hidden_size, I = c.intermediate_size,
+                S = j.at("shared_intermediate_size").get<int64_t>();
   const int64_t inner = j.value("mamba_expand", int64_t{2}) * H, G = j.value("mamba_n_groups", int64_t{1});
   const std::string a = "granitehybrid.";
   Writer w;
@@ -255,7 +283,8 @@ inline void write_granitehybrid(const std::string& path, const CausalLM& m, cons
   w.kv_u32(a + "feed_forward_length", static_cast<uint32_t>(I));
   w.kv_u32(a + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
   std::vector<int32_t> kv;
-  for (const auto& t : c.layer_types) kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
+  for (const auto& t : c.layer_types)
+    kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
   w.kv_i32s(a + "attention.head_count_kv", kv);
   w.kv_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   w.kv_f32(a + "attention.scale", j.value("attention_multiplier", 1.0f));
@@ -276,7 +305,8 @@ inline void write_granitehybrid(const std::string& path, const CausalLM& m, cons
   w.kv_u32(a + "vocab_size", static_cast<uint32_t>(c.vocab_size));
   add_gpt2_vocab(w, tok, c.vocab_size);
   if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-  if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  if (!c.eos_token_ids.empty())
+    w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   auto rows = [](const Tensor& t, int64_t dim, int64_t from, int64_t n) {  // t[..., from:from+n, :] along dim
     Tensor f = t.to(DType::F32).contiguous();
     Shape shape = f.shape();
@@ -286,7 +316,8 @@ inline void write_granitehybrid(const std::string& path, const CausalLM& m, cons
     const int64_t len = shape[static_cast<size_t>(dim)];
     std::vector<float> src = f.to_floats(), out;
     for (int64_t o = 0; o < outer; o++)
-      out.insert(out.end(), src.begin() + (o * len + from) * inner_n, src.begin() + (o * len + from + n) * inner_n);
+      out.insert(out.end(), src.begin() + (o * len + from) * inner_n,
+                 src.begin() + (o * len + from + n) * inner_n);
     shape[static_cast<size_t>(dim)] = n;
     return Tensor::from_floats(shape, out);
   };
@@ -320,7 +351,8 @@ inline void write_granitehybrid(const std::string& path, const CausalLM& m, cons
 /// A GGUF of an hfx model for llama.cpp arch `arch`: llama (permuted q/k), qwen2 (q/k/v biases, NEOX),
 /// qwen3 (q/k norms), gemma / gemma2 (norms + 1, sandwich norms, softcaps, sliding window), phi3 (fused
 /// qkv and gate_up, partial rotary), gpt2 (Conv1D weights transposed to [out, in], LayerNorm biases).
-inline void write_gguf(const std::string& path, const std::string& arch, const CausalLM& m, const nlohmann::json& tok) {
+inline void write_gguf(const std::string& path, const std::string& arch, const CausalLM& m,
+                       const nlohmann::json& tok) {
   const ModelConfig& c = m.config();
   const auto& W = m.weights();
   if (arch == "mamba2") return write_mamba2(path, m, tok);
@@ -350,13 +382,15 @@ inline void write_gguf(const std::string& path, const std::string& arch, const C
     w.kv_u32("mamba.vocab_size", static_cast<uint32_t>(c.vocab_size));
     add_gpt2_vocab(w, tok, c.vocab_size);
     if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-    if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+    if (!c.eos_token_ids.empty())
+      w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
     w.tensor("token_embd.weight", W.get("backbone.embeddings.weight"));
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {
       std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
       w.tensor(q + "attn_norm.weight", W.get(p + "norm.weight"));
       w.tensor(q + "ssm_in.weight", W.get(p + "mixer.in_proj.weight"));
-      w.tensor(q + "ssm_conv1d.weight", W.get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K}));
+      w.tensor(q + "ssm_conv1d.weight",
+               W.get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K}));
       w.tensor(q + "ssm_conv1d.bias", W.get(p + "mixer.conv1d.bias"));
       w.tensor(q + "ssm_x.weight", W.get(p + "mixer.x_proj.weight"));
       w.tensor(q + "ssm_dt.weight", W.get(p + "mixer.dt_proj.weight"));
@@ -396,14 +430,19 @@ inline void write_gguf(const std::string& path, const std::string& arch, const C
     w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   }
   if (arch == "gemma2") {
-    w.kv_f32(arch + ".attn_logit_softcapping", static_cast<float>(c.raw.value("attn_logit_softcapping", 0.0)));
-    w.kv_f32(arch + ".final_logit_softcapping", static_cast<float>(c.raw.value("final_logit_softcapping", 0.0)));
+    w.kv_f32(arch + ".attn_logit_softcapping",
+             static_cast<float>(c.raw.value("attn_logit_softcapping", 0.0)));
+    w.kv_f32(arch + ".final_logit_softcapping",
+             static_cast<float>(c.raw.value("final_logit_softcapping", 0.0)));
     w.kv_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
   }
-  if (tok["model"].value("byte_fallback", false)) add_spm_vocab(w, tok, c.vocab_size);
-  else add_gpt2_vocab(w, tok, c.vocab_size);
+  if (tok["model"].value("byte_fallback", false))
+    add_spm_vocab(w, tok, c.vocab_size);
+  else
+    add_gpt2_vocab(w, tok, c.vocab_size);
   if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-  if (!c.eos_token_ids.empty()) w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  if (!c.eos_token_ids.empty())
+    w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
 
   if (arch == "gpt2") {
     auto T = [&](const std::string& n) { return W.get(n).transpose(0, 1).contiguous(); };

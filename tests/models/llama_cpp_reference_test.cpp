@@ -32,7 +32,7 @@ std::string run_capture(const std::string& cmd) {
 struct Case {
   std::string model_type, gguf_arch;
   nlohmann::json overrides;
-  double tol = 1e-5;  // GELU archs: llama.cpp rounds GELU through an f16 lookup table
+  double tol = 1e-5;   // GELU archs: llama.cpp rounds GELU through an f16 lookup table
   size_t tokens = 12;  // mamba: 45, so the chunked scan (16-step chunks) crosses two chunk boundaries
 };
 
@@ -68,7 +68,8 @@ TEST_P(LlamaCppReference, SoftmaxMatches) {
   for (auto t : ids) list += (list.empty() ? "" : ",") + std::to_string(t);
   const int64_t V = m->config().vocab_size;
   std::string script = std::string(HFX_SOURCE_DIR) + "/tests/models/llama_cpp_logits.js";
-  std::string out = run_capture("node '" + script + "' '" + nm + "' '" + gguf + "' " + std::to_string(V) + " " + list + " 2>&1");
+  std::string out = run_capture("node '" + script + "' '" + nm + "' '" + gguf + "' " + std::to_string(V) +
+                                " " + list + " 2>&1");
   ASSERT_EQ(out.rfind("ERROR", 0), std::string::npos) << out;
   auto ref = nlohmann::json::parse(out.substr(out.find('[')));
   ASSERT_EQ(ref.size(), ids.size());
@@ -80,31 +81,34 @@ TEST_P(LlamaCppReference, SoftmaxMatches) {
   double max_diff = 0;
   for (size_t s = 0; s < ids.size(); s++)
     for (int64_t v = 0; v < V; v++)
-      max_diff = std::max(max_diff, std::fabs(probs.item({0, static_cast<int64_t>(s), v}) - ref[s][v].get<double>()));
-  std::printf("[ %s ] llama.cpp (%s arch) max |p_hfx - p_llama.cpp| = %.3g over %zu positions x %lld tokens\n",
-              c.model_type.c_str(), c.gguf_arch.c_str(), max_diff, ids.size(), static_cast<long long>(V));
+      max_diff = std::max(max_diff,
+                          std::fabs(probs.item({0, static_cast<int64_t>(s), v}) - ref[s][v].get<double>()));
+  std::printf(
+      "[ %s ] llama.cpp (%s arch) max |p_hfx - p_llama.cpp| = %.3g over %zu positions x %lld tokens\n",
+      c.model_type.c_str(), c.gguf_arch.c_str(), max_diff, ids.size(), static_cast<long long>(V));
   EXPECT_LE(max_diff, c.tol);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, LlamaCppReference,
-                         ::testing::Values(Case{"llama", "llama", nlohmann::json::object()},
-                                           // llama.cpp's llama arch has no sliding window
-                                           Case{"mistral", "llama", {{"sliding_window", nullptr}}},
-                                           Case{"qwen2", "qwen2", nlohmann::json::object()},
-                                           Case{"qwen3", "qwen3", nlohmann::json::object()},
-                                           Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
-                                           Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
-                                           Case{"phi3", "phi3", {{"sliding_window", nullptr}}},
-                                           Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4},
-                                           // the selective scan against llama.cpp's ggml_ssm_scan / ggml_ssm_conv
-                                           Case{"mamba", "mamba", nlohmann::json::object(), 1e-5, 45},
-                                           // the chunked SSD scan against llama.cpp's mamba2 (ggml_ssm_scan with
-                                           // heads); one group: llama.cpp's gated norm is per group, transformers'
-                                           // over the whole inner size, the same only then
-                                           Case{"mamba2", "mamba2", {{"n_groups", 1}}, 1e-5},
-                                           // mamba, attention and MoE layers: llama.cpp's granitehybrid
-                                           Case{"granitemoehybrid", "granitehybrid", nlohmann::json::object(), 1e-5}),
-                         [](const auto& info) { return info.param.model_type; });
+INSTANTIATE_TEST_SUITE_P(
+    Archs, LlamaCppReference,
+    ::testing::Values(Case{"llama", "llama", nlohmann::json::object()},
+                      // llama.cpp's llama arch has no sliding window
+                      Case{"mistral", "llama", {{"sliding_window", nullptr}}},
+                      Case{"qwen2", "qwen2", nlohmann::json::object()},
+                      Case{"qwen3", "qwen3", nlohmann::json::object()},
+                      Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
+                      Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
+                      Case{"phi3", "phi3", {{"sliding_window", nullptr}}},
+                      Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4},
+                      // the selective scan against llama.cpp's ggml_ssm_scan / ggml_ssm_conv
+                      Case{"mamba", "mamba", nlohmann::json::object(), 1e-5, 45},
+                      // the chunked SSD scan against llama.cpp's mamba2 (ggml_ssm_scan with
+                      // heads); one group: llama.cpp's gated norm is per group, transformers'
+                      // over the whole inner size, the same only then
+                      Case{"mamba2", "mamba2", {{"n_groups", 1}}, 1e-5},
+                      // mamba, attention and MoE layers: llama.cpp's granitehybrid
+                      Case{"granitemoehybrid", "granitehybrid", nlohmann::json::object(), 1e-5}),
+    [](const auto& info) { return info.param.model_type; });
 
 }  // namespace
 }  // namespace hfx::test

@@ -5,11 +5,11 @@
 // tests/tokenizers/tokenizer_malformed_test.cpp.
 #include <gtest/gtest.h>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/models/model.h"
 #include "hfx/runtime/text2text.h"
-#include "hfx/artifact/manifest.h"
 #include "support/json_mutations.h"
 
 using namespace hfx;
@@ -25,7 +25,7 @@ TEST(MalformedJson, ModelConfigOfEveryArchitecture) {
     jsontest::for_each_mutation(cfg, 3, 4, [&](const std::string& what, const json& doc) {
       documents++;
       jsontest::expect_clear_refusal(a->model_type + " " + what, "model",
-                                    [&] { (void)parse_model_config(doc); });
+                                     [&] { (void)parse_model_config(doc); });
     });
   }
   EXPECT_GT(documents, 1000);
@@ -69,7 +69,7 @@ TEST(MalformedJson, GenerationSettings) {
   });
   jsontest::for_each_mutation(gen, 3, 4, [&](const std::string& what, const json& doc) {
     jsontest::expect_clear_refusal("generation_config.json " + what, "generate",
-                                  [&] { (void)text2text_settings(cfg, doc); });
+                                   [&] { (void)text2text_settings(cfg, doc); });
   });
 }
 
@@ -80,7 +80,7 @@ TEST(MalformedJson, ExportConfigOfEveryFormat) {
     ASSERT_NO_THROW(make_config(format)->from_json(j)) << format;
     jsontest::for_each_mutation(j, 4, 4, [&](const std::string& what, const json& doc) {
       jsontest::expect_clear_refusal(format + " " + what, "config|export|executorch",
-                                    [&] { (void)config_from_json(doc); });
+                                     [&] { (void)config_from_json(doc); });
     });
   }
   // An axis key that is not an index was a raw std::invalid_argument (std::stoi).
@@ -107,6 +107,6 @@ TEST(MalformedJson, Manifest) {
   ASSERT_NO_THROW(artifact::Manifest::from_json(m));
   jsontest::for_each_mutation(m, 5, 4, [&](const std::string& what, const json& doc) {
     jsontest::expect_clear_refusal("manifest.json " + what, "manifest",
-                                  [&] { (void)artifact::Manifest::from_json(doc); });
+                                   [&] { (void)artifact::Manifest::from_json(doc); });
   });
 }

@@ -62,12 +62,14 @@ TEST_P(StateSpace, CacheEqualsRecomputeOnLeftPaddedBatch) {
       grown.mask.push_back(1);
     }
     full = grown;
-    NamedVars args{{"input_ids", cb.wrap(ints({full.B, 1}, next))}, {"attention_mask", cb.wrap(ints({full.B, full.T}, full.mask))}};
+    NamedVars args{{"input_ids", cb.wrap(ints({full.B, 1}, next))},
+                   {"attention_mask", cb.wrap(ints({full.B, full.T}, full.mask))}};
     NamedVars leaves = carry(*m, out);
     args.insert(args.end(), leaves.begin(), leaves.end());
     out = m->call("model", cb, args, CallOptions{1, true});
   }
-  std::printf("[%s] cache vs recompute, batch 3 left-padded, 24 steps: worst %.3g\n", GetParam().c_str(), worst);
+  std::printf("[%s] cache vs recompute, batch 3 left-padded, 24 steps: worst %.3g\n", GetParam().c_str(),
+              worst);
   EXPECT_LE(worst, 1e-4);
 }
 
@@ -105,7 +107,8 @@ TEST_P(StateSpace, LeftPaddedRowsGiveTheirUnpaddedLogits) {
   double worst = 0;
   for (size_t r = 0; r < prompts.size(); r++) {
     EagerBuilder one;
-    worst = std::max(worst, max_abs(batched[r], last_rows(get(call(*m, one, left_pad({prompts[r]}), {}), "logits"))[0]));
+    worst = std::max(
+        worst, max_abs(batched[r], last_rows(get(call(*m, one, left_pad({prompts[r]}), {}), "logits"))[0]));
   }
   std::printf("[%s] left-padded batch vs rows alone: worst %.3g\n", GetParam().c_str(), worst);
   EXPECT_LE(worst, 1e-5);
@@ -148,8 +151,10 @@ TEST(Mamba, DeclaresConvAndSsmLeavesOfLayerTypeMamba) {
   for (const auto& l : c.cache) EXPECT_EQ(l.layer_type, "mamba");
   const json cfg = m->config().raw;
   for (const auto& i : c.inputs)
-    if (i.name == "past_conv.1") EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "128", "3"}));
-    else if (i.name == "past_ssm.1") EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "128", "16"}));
+    if (i.name == "past_conv.1")
+      EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "128", "3"}));
+    else if (i.name == "past_ssm.1")
+      EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "128", "16"}));
   EXPECT_THROW(m->forward(*std::make_unique<EagerBuilder>(), ForwardArgs{}), Error);
 }
 
@@ -167,12 +172,14 @@ TEST(Mamba, LayerTypesAreCheckedByLayer) {
   cfg["layer_types"] = {"mamba", "mamba"};
   EXPECT_EQ(parse_model_config(cfg).layer_types, (std::vector<std::string>{"mamba", "mamba"}));
   cfg["layer_types"] = {"mamba", "mamba2000"};
-  EXPECT_NE(config_error(cfg).find("[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
-                                   "linear_attention, mamba, conv], got 'mamba2000' at layer 1"),
+  EXPECT_NE(config_error(cfg).find(
+                "[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
+                "linear_attention, mamba, conv], got 'mamba2000' at layer 1"),
             std::string::npos)
       << config_error(cfg);
   cfg["layer_types"] = {"full_attention", "mamba"};
-  EXPECT_NE(config_error(cfg).find("[model] expected a layer type mamba runs (mamba), got 'full_attention' at layer 0"),
+  EXPECT_NE(config_error(cfg).find(
+                "[model] expected a layer type mamba runs (mamba), got 'full_attention' at layer 0"),
             std::string::npos)
       << config_error(cfg);
   json llama = architecture("llama").tiny_config("tiny");
@@ -189,7 +196,8 @@ TEST(Mamba, BadWeightsNameTheTensor) {
     make_causal_lm(cfg, io::WeightStore::from_tensors(w));
     FAIL() << "expected an error";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected tensor 'backbone.layers.1.mixer.A_log' of shape [128, 16], got [128, 8]"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "expected tensor 'backbone.layers.1.mixer.A_log' of shape [128, 16], got [128, 8]"),
               std::string::npos)
         << e.what();
   }

@@ -17,7 +17,9 @@
 namespace hfx::test {
 
 /// A decoder-only causal LM architecture: no heads declared, or causal_lm as the default head.
-inline bool is_decoder_only(const Architecture& a) { return a.heads.empty() || a.heads.front().first == "causal_lm"; }
+inline bool is_decoder_only(const Architecture& a) {
+  return a.heads.empty() || a.heads.front().first == "causal_lm";
+}
 /// An encoder-only architecture: its heads include masked_lm (bert, roberta, ...).
 inline bool is_encoder_only(const Architecture& a) {
   for (const auto& h : a.heads)

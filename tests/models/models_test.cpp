@@ -35,7 +35,8 @@ StepOut last_logits(const Tensor& logits) {
 
 // Greedy decoding of `steps` tokens twice: with a DynamicCache (prefill + one token per step) and by
 // recomputing the whole sequence at every step. Returns the max abs logit difference.
-double check_cache_equals_recompute(const CausalLM& m, const std::vector<std::vector<int64_t>>& prompts, int steps) {
+double check_cache_equals_recompute(const CausalLM& m, const std::vector<std::vector<int64_t>>& prompts,
+                                    int steps) {
   Batch bt = left_pad(prompts);
   const int64_t B = bt.B;
   EagerBuilder cb;
@@ -103,8 +104,8 @@ TEST_P(ModelArch, CacheEqualsRecomputeBatch1) {
 
 TEST_P(ModelArch, CacheEqualsRecomputeBatch3LeftPadded) {
   auto m = tiny_in_memory(GetParam(), 2);
-  double d = check_cache_equals_recompute(*m, {{11, 12, 13}, {200, 201, 202, 203, 204, 205, 206, 207, 208}, {3, 4, 5, 6, 70}},
-                                          32);
+  double d = check_cache_equals_recompute(
+      *m, {{11, 12, 13}, {200, 201, 202, 203, 204, 205, 206, 207, 208}, {3, 4, 5, 6, 70}}, 32);
   EXPECT_LE(d, 1e-4);
   std::printf("[ %s ] batch 3: max |cached - full| = %.3g\n", GetParam().c_str(), d);
 }
@@ -155,13 +156,15 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   }
   auto aliased = [](const std::string& e) {
     for (const char* t : {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear"})
-      if (e.size() >= std::strlen(t) && e.compare(e.size() - std::strlen(t), std::strlen(t), t) == 0) return true;
+      if (e.size() >= std::strlen(t) && e.compare(e.size() - std::strlen(t), std::strlen(t), t) == 0)
+        return true;
     return false;
   };
   std::vector<std::string> expected;
   const Architecture& arch = architecture(GetParam());
   for (const auto& [w, shape] : arch.weight_specs(m->config()))
-    if (w.size() > 7 && w.compare(w.size() - 7, 7, ".weight") == 0) expected.push_back(w.substr(0, w.size() - 7));
+    if (w.size() > 7 && w.compare(w.size() - 7, 7, ".weight") == 0)
+      expected.push_back(w.substr(0, w.size() - 7));
   bool gpt2 = GetParam() == "gpt2";
   for (int64_t i = 0; i < m->config().num_hidden_layers; i++) {
     std::string p = (gpt2 ? "transformer.h." : "model.layers.") + std::to_string(i);
@@ -172,9 +175,11 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   expected.push_back("lm_head");
   for (auto e : expected) {
     // Mixtral's MLP is its sparse block, block_sparse_moe.
-    if (!names.count(e) && e.size() > 4 && e.compare(e.size() - 4, 4, ".mlp") == 0) e = e.substr(0, e.size() - 4) + ".block_sparse_moe";
+    if (!names.count(e) && e.size() > 4 && e.compare(e.size() - 4, 4, ".mlp") == 0)
+      e = e.substr(0, e.size() - 4) + ".block_sparse_moe";
     const bool in_fused_moe = fused_weights.count(e + ".weight") > 0;
-    EXPECT_TRUE(names.count(e) || (aliased(e) && node_scopes.count(e)) || in_fused_moe) << "missing named value " << e;
+    EXPECT_TRUE(names.count(e) || (aliased(e) && node_scopes.count(e)) || in_fused_moe)
+        << "missing named value " << e;
   }
 }
 
@@ -183,7 +188,8 @@ TEST_P(ModelArch, CreateTinyOnDiskLoadsAndRuns) {
   TinyOptions o;
   o.seed = 7;
   nlohmann::json cfg = create_tiny(GetParam(), dir.path.string(), o);
-  for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+  for (const char* f : {"config.json", "generation_config.json", "model.safetensors", "tokenizer.json",
+                        "tokenizer_config.json"})
     EXPECT_TRUE(std::filesystem::exists(dir.path / f)) << f;
   auto m = load_causal_lm(dir.path.string());
   EXPECT_EQ(m->config().model_type, GetParam());
@@ -245,8 +251,9 @@ TEST(ModelErrors, MissingTensor) {
   auto [cfg, w] = llama_parts();
   w.erase("model.layers.1.mlp.up_proj.weight");
   std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
-  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.mlp.up_proj.weight' of shape [128, 64], got none"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("[model] expected tensor 'model.layers.1.mlp.up_proj.weight' of shape [128, 64], got none"),
+      std::string::npos)
       << msg;
 }
 
@@ -254,7 +261,8 @@ TEST(ModelErrors, SurplusTensor) {
   auto [cfg, w] = llama_parts();
   w["model.layers.0.mlp.extra_proj.weight"] = Tensor::zeros({4, 4});
   std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
-  EXPECT_NE(msg.find("expected no tensor 'model.layers.0.mlp.extra_proj.weight' (llama does not use it), got one of shape [4, 4]"),
+  EXPECT_NE(msg.find("expected no tensor 'model.layers.0.mlp.extra_proj.weight' (llama does not use it), got "
+                     "one of shape [4, 4]"),
             std::string::npos)
       << msg;
 }
@@ -274,8 +282,9 @@ TEST(ModelErrors, ShapeMismatchNamesTheFile) {
   io::write_safetensors((dir.path / "model.safetensors").string(), list);
   io::write_file_atomic((dir.path / "config.json").string(), cfg.dump());
   std::string msg = error_of([&] { load_model(dir.path.string()); });
-  std::string want = "[model] expected tensor 'model.layers.1.mlp.up_proj.weight' of shape [128, 64], got [128, 60] in " +
-                     (dir.path / "model.safetensors").string();
+  std::string want =
+      "[model] expected tensor 'model.layers.1.mlp.up_proj.weight' of shape [128, 64], got [128, 60] in " +
+      (dir.path / "model.safetensors").string();
   EXPECT_NE(msg.find(want), std::string::npos) << msg;
 }
 
@@ -285,20 +294,25 @@ TEST(ModelErrors, UnknownModelType) {
   std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
   std::string all;
   for (const Architecture* a : all_architectures()) all += (all.empty() ? "" : ", ") + a->model_type;
-  EXPECT_NE(msg.find("[model] expected a supported model_type (" + all + "), got 'llamax'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("[model] expected a supported model_type (" + all + "), got 'llamax'"),
+            std::string::npos)
+      << msg;
   EXPECT_NE(all.find("bert"), std::string::npos);
   EXPECT_NE(all.find("t5"), std::string::npos);
 }
 
 TEST(ModelErrors, UnknownPreset) {
   std::string msg = error_of([&] { tiny_model_config("llama", TinyOptions{.preset = "llama-9000"}); });
-  EXPECT_NE(msg.find("expected a llama preset (tiny, llama-3.2-1b, llama-100m), got 'llama-9000'"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("expected a llama preset (tiny, llama-3.2-1b, llama-100m), got 'llama-9000'"),
+            std::string::npos)
+      << msg;
 }
 
 // ---- config parsing ----
 TEST(ModelConfig, TransformersDefaultsAndVariants) {
-  nlohmann::json j = {{"model_type", "llama"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_hidden_layers", 1},
-                      {"intermediate_size", 128}, {"vocab_size", 300}, {"eos_token_id", {5, 6}}, {"dtype", "bfloat16"}};
+  nlohmann::json j = {{"model_type", "llama"},  {"hidden_size", 64},        {"num_attention_heads", 4},
+                      {"num_hidden_layers", 1}, {"intermediate_size", 128}, {"vocab_size", 300},
+                      {"eos_token_id", {5, 6}}, {"dtype", "bfloat16"}};
   ModelConfig c = parse_model_config(j);
   EXPECT_EQ(c.num_key_value_heads, 4);
   EXPECT_EQ(c.head_dim, 16);
@@ -309,14 +323,20 @@ TEST(ModelConfig, TransformersDefaultsAndVariants) {
   c = parse_model_config(j);
   EXPECT_TRUE(c.tie_word_embeddings);
   EXPECT_EQ(c.head_dim, 256);  // GemmaConfig's default head_dim
-  nlohmann::json g2 = {{"model_type", "gemma2"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_hidden_layers", 4},
+  nlohmann::json g2 = {{"model_type", "gemma2"},
+                       {"hidden_size", 64},
+                       {"num_attention_heads", 4},
+                       {"num_hidden_layers", 4},
                        {"sliding_window", 8}};
   c = parse_model_config(g2);
-  EXPECT_EQ(c.layer_types, (std::vector<std::string>{"sliding_attention", "full_attention", "sliding_attention", "full_attention"}));
-  nlohmann::json q2 = {{"model_type", "qwen2"}, {"hidden_size", 64}, {"num_attention_heads", 4}, {"num_hidden_layers", 3},
-                       {"use_sliding_window", true}, {"sliding_window", 16}, {"max_window_layers", 1}};
+  EXPECT_EQ(c.layer_types, (std::vector<std::string>{"sliding_attention", "full_attention",
+                                                     "sliding_attention", "full_attention"}));
+  nlohmann::json q2 = {{"model_type", "qwen2"},  {"hidden_size", 64},          {"num_attention_heads", 4},
+                       {"num_hidden_layers", 3}, {"use_sliding_window", true}, {"sliding_window", 16},
+                       {"max_window_layers", 1}};
   c = parse_model_config(q2);
-  EXPECT_EQ(c.layer_types, (std::vector<std::string>{"full_attention", "sliding_attention", "sliding_attention"}));
+  EXPECT_EQ(c.layer_types,
+            (std::vector<std::string>{"full_attention", "sliding_attention", "sliding_attention"}));
   nlohmann::json gp = {{"model_type", "gpt2"}, {"n_embd", 64}, {"n_head", 4}, {"n_layer", 2}};
   c = parse_model_config(gp);
   EXPECT_EQ(c.intermediate_size, 256);

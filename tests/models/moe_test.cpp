@@ -8,11 +8,11 @@
 // room for summation order while any routing mistake (a wrong expert) moves logits by > 1e-3 (MoeRouting).
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
-#include <sys/wait.h>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
@@ -49,7 +49,8 @@ Tensor logits_of(const CausalLM& m) {
 }
 double max_diff(const Tensor& x, const Tensor& y) {
   double d = 0;
-  for (int64_t i = 0; i < x.numel(); i++) d = std::max(d, static_cast<double>(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
+  for (int64_t i = 0; i < x.numel(); i++)
+    d = std::max(d, static_cast<double>(std::fabs(x.data<float>()[i] - y.data<float>()[i])));
   return d;
 }
 
@@ -62,7 +63,9 @@ TEST(MoeRouting, TopKAndNormalizationChangeTheOutput) {
     Tensor base = logits_of(*m);
     EXPECT_GT(max_diff(base, logits_of(*tiny_in_memory(arch, 3, json{{"num_experts_per_tok", E}}))), 1e-3);
     if (arch != "mixtral" && arch != "granitemoe")  // these two always renormalize
-      EXPECT_GT(max_diff(base, logits_of(*tiny_in_memory(arch, 3, json{{"norm_topk_prob", !raw.value("norm_topk_prob", false)}}))), 1e-3);
+      EXPECT_GT(max_diff(base, logits_of(*tiny_in_memory(
+                                   arch, 3, json{{"norm_topk_prob", !raw.value("norm_topk_prob", false)}}))),
+                1e-3);
   }
 }
 
@@ -77,7 +80,8 @@ TEST(MoeErrors, MissingExpertWeight) {
   auto [cfg, w] = parts("mixtral");
   w.erase("model.layers.1.block_sparse_moe.experts.3.w2.weight");
   std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
-  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.block_sparse_moe.experts.3.w2.weight' of shape [64, 128], got none"),
+  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.block_sparse_moe.experts.3.w2.weight' of shape "
+                     "[64, 128], got none"),
             std::string::npos)
       << msg;
 }
@@ -86,27 +90,32 @@ TEST(MoeErrors, MisShapedExpertAndSharedExpertGate) {
   auto [cfg, w] = parts("qwen2_moe");
   w["model.layers.0.mlp.experts.1.up_proj.weight"] = Tensor::zeros({31, 64});
   std::string msg = error_of([&] { make_model(cfg, io::WeightStore::from_tensors(w)); });
-  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.0.mlp.experts.1.up_proj.weight' of shape [32, 64], got [31, 64]"),
+  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.0.mlp.experts.1.up_proj.weight' of shape [32, "
+                     "64], got [31, 64]"),
             std::string::npos)
       << msg;
   auto [cfg2, w2] = parts("qwen2_moe");
   w2.erase("model.layers.1.mlp.shared_expert_gate.weight");
   msg = error_of([&] { make_model(cfg2, io::WeightStore::from_tensors(w2)); });
-  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.mlp.shared_expert_gate.weight' of shape [1, 64], got none"),
+  EXPECT_NE(msg.find("[model] expected tensor 'model.layers.1.mlp.shared_expert_gate.weight' of shape [1, "
+                     "64], got none"),
             std::string::npos)
       << msg;
 }
 
 TEST(MoeErrors, TopKAboveExperts) {
-  for (const auto& [arch, key] : std::vector<std::pair<std::string, std::string>>{
-           {"mixtral", "num_local_experts"}, {"qwen2_moe", "num_experts"}, {"qwen3_moe", "num_experts"}, {"olmoe", "num_experts"},
-           {"granitemoe", "num_local_experts"}}) {
+  for (const auto& [arch, key] :
+       std::vector<std::pair<std::string, std::string>>{{"mixtral", "num_local_experts"},
+                                                        {"qwen2_moe", "num_experts"},
+                                                        {"qwen3_moe", "num_experts"},
+                                                        {"olmoe", "num_experts"},
+                                                        {"granitemoe", "num_local_experts"}}) {
     json cfg = tiny_model_config(arch, TinyOptions{});
     int64_t E = cfg[key].get<int64_t>();
     cfg["num_experts_per_tok"] = E + 1;
     std::string msg = error_of([&] { parse_model_config(cfg); });
-    EXPECT_NE(msg.find("[model] expected 0 < num_experts_per_tok <= " + key + " (" + std::to_string(E) + "), got " +
-                       std::to_string(E + 1)),
+    EXPECT_NE(msg.find("[model] expected 0 < num_experts_per_tok <= " + key + " (" + std::to_string(E) +
+                       "), got " + std::to_string(E + 1)),
               std::string::npos)
         << arch << ": " << msg;
   }
@@ -116,22 +125,26 @@ TEST(LayerTypes, VocabularyAndUnsupportedTypes) {
   json cfg = tiny_model_config("qwen3_moe", TinyOptions{});
   cfg["layer_types"] = {"full_attention", "mamba"};
   std::string msg = error_of([&] { parse_model_config(cfg); });
-  EXPECT_NE(msg.find("[model] expected a layer type qwen3_moe runs (full_attention, sliding_attention), got 'mamba' at layer 1"),
+  EXPECT_NE(msg.find("[model] expected a layer type qwen3_moe runs (full_attention, sliding_attention), got "
+                     "'mamba' at layer 1"),
             std::string::npos)
       << msg;
   cfg["layer_types"] = {"full_attention", "ssm_attention"};
   msg = error_of([&] { parse_model_config(cfg); });
-  EXPECT_NE(msg.find("[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
-                     "linear_attention, mamba, conv], got 'ssm_attention' at layer 1"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find("[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
+               "linear_attention, mamba, conv], got 'ssm_attention' at layer 1"),
+      std::string::npos)
       << msg;
   cfg["layer_types"] = {"full_attention", "full_attention"};
   EXPECT_NO_THROW(parse_model_config(cfg));
   json ol = tiny_model_config("olmoe", TinyOptions{});
   ol["layer_types"] = {"sliding_attention", "full_attention"};
   msg = error_of([&] { parse_model_config(ol); });
-  EXPECT_NE(msg.find("[model] expected a layer type olmoe runs (full_attention), got 'sliding_attention' at layer 0"),
-            std::string::npos)
+  EXPECT_NE(
+      msg.find(
+          "[model] expected a layer type olmoe runs (full_attention), got 'sliding_attention' at layer 0"),
+      std::string::npos)
       << msg;
 }
 
@@ -145,7 +158,8 @@ TEST(MoeErrors, CliExportRefusesBadCheckpointsAndWritesNothing) {
   const std::string cli = HFX_CLI;
   const fs::path good = dir.path / "good";
   ASSERT_EQ(sh(cli + " create-tiny mixtral -o " + good.string()).rc, 0);
-  auto variant = [&](const std::string& name, const std::function<void(json&, std::map<std::string, Tensor>&)>& edit) {
+  auto variant = [&](const std::string& name,
+                     const std::function<void(json&, std::map<std::string, Tensor>&)>& edit) {
     fs::path d = dir.path / name;
     fs::create_directories(d);
     for (const auto& e : fs::directory_iterator(good)) fs::copy(e.path(), d / e.path().filename());
@@ -166,11 +180,19 @@ TEST(MoeErrors, CliExportRefusesBadCheckpointsAndWritesNothing) {
   std::vector<Bad> bad = {
       {variant("topk", [](json& c, auto&) { c["num_experts_per_tok"] = 5; }),
        "[model] expected 0 < num_experts_per_tok <= num_local_experts (4), got 5"},
-      {variant("missing", [](json&, auto& t) { t.erase("model.layers.0.block_sparse_moe.experts.2.w1.weight"); }),
-       "[model] expected tensor 'model.layers.0.block_sparse_moe.experts.2.w1.weight' of shape [128, 64], got none"},
-      {variant("shape", [](json&, auto& t) { t["model.layers.1.block_sparse_moe.gate.weight"] = Tensor::zeros({3, 64}); }),
+      {variant("missing",
+               [](json&, auto& t) { t.erase("model.layers.0.block_sparse_moe.experts.2.w1.weight"); }),
+       "[model] expected tensor 'model.layers.0.block_sparse_moe.experts.2.w1.weight' of shape [128, 64], "
+       "got none"},
+      {variant("shape",
+               [](json&, auto& t) {
+                 t["model.layers.1.block_sparse_moe.gate.weight"] = Tensor::zeros({3, 64});
+               }),
        "[model] expected tensor 'model.layers.1.block_sparse_moe.gate.weight' of shape [4, 64], got [3, 64]"},
-      {variant("layer_type", [](json& c, auto&) { c["layer_types"] = {"full_attention", "linear_attention"}; }),
+      {variant("layer_type",
+               [](json& c, auto&) {
+                 c["layer_types"] = {"full_attention", "linear_attention"};
+               }),
        "got 'linear_attention' at layer 1"},
   };
   for (const auto& b : bad)
@@ -206,7 +228,8 @@ TEST_P(MoeCli, EveryFormatExportsAndVerifies) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Moe, MoeCli, ::testing::ValuesIn(kMoe), [](const auto& i) { return param_name(i.param); });
+INSTANTIATE_TEST_SUITE_P(Moe, MoeCli, ::testing::ValuesIn(kMoe),
+                         [](const auto& i) { return param_name(i.param); });
 
 }  // namespace
 }  // namespace hfx::test

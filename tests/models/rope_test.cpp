@@ -13,9 +13,10 @@ namespace hfx::test {
 namespace {
 
 nlohmann::json base_cfg(nlohmann::json rope_scaling, double theta = 10000.0, int64_t head_dim = 64) {
-  return {{"model_type", "llama"},      {"hidden_size", 256}, {"num_attention_heads", 4}, {"num_hidden_layers", 1},
-          {"head_dim", head_dim},       {"intermediate_size", 64}, {"vocab_size", 300}, {"rope_theta", theta},
-          {"max_position_embeddings", 2048}, {"rope_scaling", rope_scaling}};
+  return {{"model_type", "llama"},       {"hidden_size", 256},   {"num_attention_heads", 4},
+          {"num_hidden_layers", 1},      {"head_dim", head_dim}, {"intermediate_size", 64},
+          {"vocab_size", 300},           {"rope_theta", theta},  {"max_position_embeddings", 2048},
+          {"rope_scaling", rope_scaling}};
 }
 
 std::vector<double> ref_default(double base, int64_t dim) {
@@ -60,14 +61,19 @@ TEST(Rope, DynamicDependsOnSequenceLength) {
 
 TEST(Rope, Llama3) {
   double factor = 8, low = 1, high = 4, old = 8192;
-  auto f = run(base_cfg({{"rope_type", "llama3"}, {"factor", factor}, {"low_freq_factor", low}, {"high_freq_factor", high},
+  auto f = run(base_cfg({{"rope_type", "llama3"},
+                         {"factor", factor},
+                         {"low_freq_factor", low},
+                         {"high_freq_factor", high},
                          {"original_max_position_embeddings", old}},
                         500000.0));
   std::vector<double> want;
   for (double inv : ref_default(500000.0, 64)) {
     double wl = 2 * M_PI / inv;
-    if (wl < old / high) want.push_back(inv);
-    else if (wl > old / low) want.push_back(inv / factor);
+    if (wl < old / high)
+      want.push_back(inv);
+    else if (wl > old / low)
+      want.push_back(inv / factor);
     else {
       double s = (old / wl - low) / (high - low);
       want.push_back((1 - s) * inv / factor + s * inv);
@@ -77,9 +83,11 @@ TEST(Rope, Llama3) {
   EXPECT_EQ(f.attention_scaling, 1.0);
 }
 
-std::vector<double> ref_yarn(double base, int64_t dim, double factor, double orig, double beta_fast, double beta_slow) {
+std::vector<double> ref_yarn(double base, int64_t dim, double factor, double orig, double beta_fast,
+                             double beta_slow) {
   auto corr = [&](double rot) { return dim * std::log(orig / (rot * 2 * M_PI)) / (2 * std::log(base)); };
-  double lo = std::max(std::floor(corr(beta_fast)), 0.0), hi = std::min(std::ceil(corr(beta_slow)), dim - 1.0);
+  double lo = std::max(std::floor(corr(beta_fast)), 0.0),
+         hi = std::min(std::ceil(corr(beta_slow)), dim - 1.0);
   if (lo == hi) hi += 0.001;
   std::vector<double> r;
   for (int64_t i = 0; i < dim / 2; i++) {
@@ -96,8 +104,13 @@ TEST(Rope, Yarn) {
   expect_close(f.inv_freq, ref_yarn(10000.0, 64, 4.0, 512, 32, 1), 1e-5);
   EXPECT_NEAR(f.attention_scaling, 0.1 * std::log(4.0) + 1.0, 1e-12);
   // mscale / mscale_all_dim (DeepSeek style) and explicit betas.
-  f = run(base_cfg({{"rope_type", "yarn"}, {"factor", 40.0}, {"original_max_position_embeddings", 1024}, {"mscale", 1.0},
-                    {"mscale_all_dim", 0.5}, {"beta_fast", 16}, {"beta_slow", 2}}));
+  f = run(base_cfg({{"rope_type", "yarn"},
+                    {"factor", 40.0},
+                    {"original_max_position_embeddings", 1024},
+                    {"mscale", 1.0},
+                    {"mscale_all_dim", 0.5},
+                    {"beta_fast", 16},
+                    {"beta_slow", 2}}));
   expect_close(f.inv_freq, ref_yarn(10000.0, 64, 40.0, 1024, 16, 2), 1e-5);
   EXPECT_NEAR(f.attention_scaling, (0.1 * std::log(40.0) + 1) / (0.05 * std::log(40.0) + 1), 1e-12);
 }
@@ -105,7 +118,8 @@ TEST(Rope, Yarn) {
 TEST(Rope, TransformersFiveRopeParametersAndPartialRotary) {
   nlohmann::json cfg = base_cfg(nullptr);
   cfg.erase("rope_theta");
-  cfg["rope_parameters"] = {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.5}};
+  cfg["rope_parameters"] = {
+      {"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 1e6}, {"partial_rotary_factor", 0.5}};
   auto rc = rope_config(parse_model_config(cfg));
   EXPECT_EQ(rc.dim, 32);
   auto want = ref_default(1e6, 32);

@@ -67,8 +67,10 @@ TEST_P(Seq2SeqGoldens, EagerMatchesTransformers) {
   TinyOptions o;
   o.preset = gc.preset;
   create_tiny(gc.arch, dir.path.string(), o);
-  ASSERT_EQ(io::sha256_file((dir.path / "model.safetensors").string()), g["checkpoint"]["weights_sha256"].get<std::string>())
-      << "create-tiny " << gc.arch << " no longer writes the checkpoint the golden was made from; regenerate it";
+  ASSERT_EQ(io::sha256_file((dir.path / "model.safetensors").string()),
+            g["checkpoint"]["weights_sha256"].get<std::string>())
+      << "create-tiny " << gc.arch
+      << " no longer writes the checkpoint the golden was made from; regenerate it";
   std::shared_ptr<const Model> m(load_model(dir.path.string()));
   ASSERT_EQ(m->structure(), Structure::EncoderDecoder);
 
@@ -78,46 +80,57 @@ TEST_P(Seq2SeqGoldens, EagerMatchesTransformers) {
   double worst_enc = 0, worst_dec = 0;
   for (const auto& c : g["cases"]) {
     SCOPED_TRACE(c["name"].get<std::string>());
-    const int64_t B = static_cast<int64_t>(c["input_ids"].size()), S = static_cast<int64_t>(c["input_ids"][0].size());
+    const int64_t B = static_cast<int64_t>(c["input_ids"].size()),
+                  S = static_cast<int64_t>(c["input_ids"][0].size());
     std::vector<int64_t> lengths = c["lengths"].get<std::vector<int64_t>>();
     EagerBuilder b;
     Var ids = b.wrap(ints({B, S}, flat_ints(c["input_ids"])));
     Var mask = b.wrap(ints({B, S}, flat_ints(c["attention_mask"])));
-    Var hidden = get(m->call("encoder", b, {{"input_ids", ids}, {"attention_mask", mask}}), "last_hidden_state");
+    Var hidden =
+        get(m->call("encoder", b, {{"input_ids", ids}, {"attention_mask", mask}}), "last_hidden_state");
     double e = worst_diff(hidden.tensor(), c["encoder_last_hidden_state"], lengths);
     EXPECT_LE(e, kTol) << "encoder last_hidden_state";
     worst_enc = std::max(worst_enc, e);
 
     const int64_t Td = static_cast<int64_t>(c["decoder_input_ids"][0].size());
     Var dids = b.wrap(ints({B, Td}, flat_ints(c["decoder_input_ids"])));
-    NamedVars dout = m->call("decoder", b, {{"input_ids", dids}, {"encoder_attention_mask", mask}, {"encoder_hidden_states", hidden}},
-                             CallOptions{0, false});
-    double d = worst_diff(get(dout, "logits").tensor(), c["decoder_logits"], std::vector<int64_t>(B, Td));  // no decoder padding
+    NamedVars dout =
+        m->call("decoder", b,
+                {{"input_ids", dids}, {"encoder_attention_mask", mask}, {"encoder_hidden_states", hidden}},
+                CallOptions{0, false});
+    double d = worst_diff(get(dout, "logits").tensor(), c["decoder_logits"],
+                          std::vector<int64_t>(B, Td));  // no decoder padding
     EXPECT_LE(d, kTol) << "decoder logits";
     worst_dec = std::max(worst_dec, d);
 
     std::vector<std::vector<int64_t>> rows;
-    for (int64_t r = 0; r < B; r++) rows.emplace_back(c["input_ids"][r].begin(), c["input_ids"][r].begin() + lengths[r]);
+    for (int64_t r = 0; r < B; r++)
+      rows.emplace_back(c["input_ids"][r].begin(), c["input_ids"][r].begin() + lengths[r]);
     // Plain argmax: no processors, EOS not special.
     Text2TextSettings plain;
     plain.decoder_start_token_id = c["greedy"]["decoder_start_token_id"].get<int64_t>();
     plain.pad_token_id = g["pad_token_id"].get<int64_t>();
     Text2TextGenerator argmax(make_eager_seq2seq_engine(m), nullptr, plain);
-    EXPECT_EQ(argmax.generate_ids(rows, steps).ids, c["greedy"]["argmax"]["tokens"].get<std::vector<std::vector<int64_t>>>())
+    EXPECT_EQ(argmax.generate_ids(rows, steps).ids,
+              c["greedy"]["argmax"]["tokens"].get<std::vector<std::vector<int64_t>>>())
         << "greedy argmax";
     // transformers' default generate() with the checkpoint's generation config.
     ASSERT_FALSE(c["greedy"]["hf_default"].contains("error")) << c["greedy"]["hf_default"].dump();
     Text2TextGenerator dflt(make_eager_seq2seq_engine(m), nullptr,
                             text2text_settings(json::parse(cfg_text), json::parse(gen_text)));
-    EXPECT_EQ(dflt.settings().decoder_start_token_id, c["greedy"]["hf_default"]["decoder_start_token_id"].get<int64_t>());
-    EXPECT_EQ(dflt.generate_ids(rows, steps).ids, c["greedy"]["hf_default"]["tokens"].get<std::vector<std::vector<int64_t>>>())
+    EXPECT_EQ(dflt.settings().decoder_start_token_id,
+              c["greedy"]["hf_default"]["decoder_start_token_id"].get<int64_t>());
+    EXPECT_EQ(dflt.generate_ids(rows, steps).ids,
+              c["greedy"]["hf_default"]["tokens"].get<std::vector<std::vector<int64_t>>>())
         << "hf_default greedy; settings " << c["greedy"]["hf_default"]["settings"].dump();
   }
-  std::printf("  [%s] worst |hfx - transformers|: encoder %.3g, decoder logits %.3g\n", gc.file.c_str(), worst_enc, worst_dec);
+  std::printf("  [%s] worst |hfx - transformers|: encoder %.3g, decoder logits %.3g\n", gc.file.c_str(),
+              worst_enc, worst_dec);
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, Seq2SeqGoldens,
-                         ::testing::Values(GoldenCase{"t5-lm.json", "t5", "tiny"}, GoldenCase{"t5-gated-lm.json", "t5", "tiny-gated"},
+                         ::testing::Values(GoldenCase{"t5-lm.json", "t5", "tiny"},
+                                           GoldenCase{"t5-gated-lm.json", "t5", "tiny-gated"},
                                            GoldenCase{"bart-lm.json", "bart", "tiny"},
                                            GoldenCase{"marian-lm.json", "marian", "tiny"}),
                          [](const auto& i) {

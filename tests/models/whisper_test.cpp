@@ -17,8 +17,8 @@
 // Tolerance 1e-4 absolute at f32; the measured worst differences are printed.
 #include <gtest/gtest.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstdio>
 
 #include "hfx/audio/audio.h"
@@ -139,13 +139,15 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
     const auto want = tg["sequences"][b].get<std::vector<int64_t>>();
     EXPECT_EQ(got, want) << "row " << b;
     ASSERT_GE(r.ids.size() + r.prompt.size(), want.size());
-    EXPECT_TRUE(std::equal(want.begin() + static_cast<std::ptrdiff_t>(r.prompt.size()), want.end(), r.ids.begin()))
+    EXPECT_TRUE(
+        std::equal(want.begin() + static_cast<std::ptrdiff_t>(r.prompt.size()), want.end(), r.ids.begin()))
         << "row " << b << ": the generated tokens start with transformers' segments";
     ASSERT_FALSE(r.segments.empty());
-    std::printf("  [whisper] row %lld with timestamps: %zu segments (%.2f-%.2f s ... %.2f s), %zu tokens equal to "
-                "transformers' generate(return_timestamps=True)\n",
-                static_cast<long long>(b), r.segments.size(), r.segments[0].start, r.segments[0].end,
-                r.segments.back().end, want.size() - r.prompt.size());
+    std::printf(
+        "  [whisper] row %lld with timestamps: %zu segments (%.2f-%.2f s ... %.2f s), %zu tokens equal to "
+        "transformers' generate(return_timestamps=True)\n",
+        static_cast<long long>(b), r.segments.size(), r.segments[0].start, r.segments[0].end,
+        r.segments.back().end, want.size() - r.prompt.size());
   }
 
   const json& dg = g["detected"];
@@ -158,9 +160,10 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
     EXPECT_EQ(prompt_and_ids(r), dg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
     ASSERT_GE(r.prompt.size(), 2u);
     EXPECT_EQ(t.settings().lang_to_id.at(r.language), r.prompt[1]);
-    std::printf("  [whisper] row %lld, language auto: detected %s (id %lld), %zu tokens equal to transformers' "
-                "generate() without a language\n",
-                static_cast<long long>(b), r.language.c_str(), static_cast<long long>(r.prompt[1]), r.ids.size());
+    std::printf(
+        "  [whisper] row %lld, language auto: detected %s (id %lld), %zu tokens equal to transformers' "
+        "generate() without a language\n",
+        static_cast<long long>(b), r.language.c_str(), static_cast<long long>(r.prompt[1]), r.ids.size());
   }
 }
 

@@ -31,7 +31,8 @@ const Mode kModes[] = {{4, 32, false}, {4, 64, true}, {4, 128, false}, {8, 32, f
 
 TEST(Quantize, RoundToNearestErrorIsAtMostHalfAScale) {
   for (const Mode& m : kModes) {
-    SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) + (m.sym ? " sym" : " asym"));
+    SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) +
+                 (m.sym ? " sym" : " asym"));
     Tensor w = randn({48, 256}, 3, 0.05f);
     auto q = quant::quantize_weight(w, quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
     Tensor d = quant::dequantize(q);
@@ -40,7 +41,8 @@ TEST(Quantize, RoundToNearestErrorIsAtMostHalfAScale) {
     for (int64_t n = 0; n < 48; n++)
       for (int64_t k = 0; k < 256; k++) {
         const float s = q.scales.data<float>()[n * q.blocks() + k / m.group];
-        ASSERT_LE(std::fabs(pw[n * 256 + k] - pd[n * 256 + k]), 0.5f * s * (1 + 1e-5f) + 1e-12f) << n << "," << k;
+        ASSERT_LE(std::fabs(pw[n * 256 + k] - pd[n * 256 + k]), 0.5f * s * (1 + 1e-5f) + 1e-12f)
+            << n << "," << k;
       }
     EXPECT_EQ(q.zero_points.defined(), !m.sym);
     EXPECT_EQ(q.qweight.shape(), (Shape{48, 256 / m.group, m.group * m.bits / 8}));
@@ -69,15 +71,18 @@ Tensor run_linear_q(const Tensor& x, const quant::QuantizedWeight& q) {
 TEST(Quantize, LinearKernelMatchesLinearOnTheDequantizedWeight) {
   for (const Mode& m : kModes)
     for (int64_t M : {1, 3, 8, 17}) {  // ≤ 8 rows: fused dot loop; more: dequantized tiles + sgemm
-      SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) + ", M " + std::to_string(M));
+      SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) + ", M " +
+                   std::to_string(M));
       Tensor w = randn({70, 256}, 5, 0.05f), x = randn({M, 256}, 9);
-      auto q = quant::quantize_weight(w, quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
+      auto q =
+          quant::quantize_weight(w, quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
       EagerBuilder b;
       Tensor ref = F::linear(b.wrap(x), b.wrap(quant::dequantize(q))).tensor();
       Tensor got = run_linear_q(x, q);
       ASSERT_EQ(got.shape(), ref.shape());
       for (int64_t i = 0; i < ref.numel(); i++)
-        ASSERT_NEAR(got.data<float>()[i], ref.data<float>()[i], 1e-5 * (1 + std::fabs(ref.data<float>()[i]))) << i;
+        ASSERT_NEAR(got.data<float>()[i], ref.data<float>()[i], 1e-5 * (1 + std::fabs(ref.data<float>()[i])))
+            << i;
     }
 }
 

@@ -57,7 +57,8 @@ TEST(Embed, SettingsFromSentenceTransformersFolder) {
     rt::read_embed_settings(dir.path.string());
     FAIL() << "weightedmean accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[embed] expected pooling mode mean, cls or max"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[embed] expected pooling mode mean, cls or max"), std::string::npos)
+        << e.what();
     EXPECT_NE(std::string(e.what()).find("weightedmean"), std::string::npos) << e.what();
   }
   // A folder without modules.json: mean + normalize (Transformers.js' feature-extraction settings).
@@ -123,7 +124,8 @@ TEST(Embed, BadInputIsRefused) {
   };
   const std::vector<Case> cases = {
       {" embed " + (dir.path / "st").string(), "[embed] expected at least one --text, got none"},
-      {" embed " + (dir.path / "st").string() + " --text hi --pooling median", "[embed] expected a pooling mode among [mean, cls, max], got 'median'"},
+      {" embed " + (dir.path / "st").string() + " --text hi --pooling median",
+       "[embed] expected a pooling mode among [mean, cls, max], got 'median'"},
       {" embed " + (dir.path / "mlm").string() + " --text hi", "[embed] expected an encoder-only base model"},
       {" embed " + dir.path.string() + " --text hi", "[embed] expected a model folder with config.json"},
       {" create-tiny bert -o " + (dir.path / "x").string() + " --sentence-transformers --pooling median",

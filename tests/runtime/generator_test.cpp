@@ -3,14 +3,15 @@
 // recomputation, batch = alone, seeded sampling), then ONNX Runtime = eager over an ONNX export.
 #include <gtest/gtest.h>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <filesystem>
 #include <map>
 #include <numeric>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "hfx/artifact/manifest.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
@@ -19,7 +20,6 @@
 #include "hfx/ops/functional.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/tokenizer.h"
-#include "hfx/artifact/manifest.h"
 
 namespace fs = std::filesystem;
 using hfx::GenerationOptions;
@@ -32,7 +32,8 @@ namespace {
 // so that sampling has a spread.
 class ScriptEngine : public hfx::Engine {
  public:
-  ScriptEngine(int64_t vocab, std::function<int64_t(const std::vector<int64_t>&)> next) : V_(vocab), next_(std::move(next)) {}
+  ScriptEngine(int64_t vocab, std::function<int64_t(const std::vector<int64_t>&)> next)
+      : V_(vocab), next_(std::move(next)) {}
   std::string name() const override { return "script"; }
   int64_t vocab_size() const override { return V_; }
   void reset() override {
@@ -41,8 +42,8 @@ class ScriptEngine : public hfx::Engine {
     steps = 0;
   }
   int64_t past_length() const override { return past_; }
-  void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos, int64_t B, int64_t S,
-            std::vector<float>& logits) override {
+  void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos,
+            int64_t B, int64_t S, std::vector<float>& logits) override {
     const int64_t T = past_ + S;
     EXPECT_EQ(static_cast<int64_t>(mask.size()), B * T);
     if (rows_.empty()) rows_.resize(B);
@@ -98,7 +99,8 @@ TEST(Generator, PositionsFromMaskFollowHF) {
 
 TEST(Generator, EosIdsFromJson) {
   EXPECT_EQ(hfx::eos_ids_from_json_text(R"({"eos_token_id": 2})"), (std::vector<int64_t>{2}));
-  EXPECT_EQ(hfx::eos_ids_from_json_text(R"({"eos_token_id": [128001, 128009]})"), (std::vector<int64_t>{128001, 128009}));
+  EXPECT_EQ(hfx::eos_ids_from_json_text(R"({"eos_token_id": [128001, 128009]})"),
+            (std::vector<int64_t>{128001, 128009}));
   EXPECT_TRUE(hfx::eos_ids_from_json_text(R"({"eos_token_id": null})").empty());
   EXPECT_THROW(hfx::eos_ids_from_json_text(R"({"eos_token_id": "x"})"), hfx::Error);
 }
@@ -123,7 +125,9 @@ TEST(Generator, LeftPaddedBatchEqualsEachPromptAlone) {
 TEST(Generator, EosStopsARowAndIsKeptInIds) {
   const int64_t V = 64, eos = 2;
   // row history length 3 + 4 generated → eos
-  auto next = [](const std::vector<int64_t>& h) { return h.size() >= 6 ? eos : 10 + static_cast<int64_t>(h.size()); };
+  auto next = [](const std::vector<int64_t>& h) {
+    return h.size() >= 6 ? eos : 10 + static_cast<int64_t>(h.size());
+  };
   Generator g(std::make_unique<ScriptEngine>(V, next), nullptr, {eos});
   GenerationOptions o;
   o.max_new_tokens = 20;
@@ -186,8 +190,8 @@ TEST(Generator, SeededSamplingIsReproducible) {
   class Flat : public ScriptEngine {
    public:
     Flat() : ScriptEngine(64, [](const std::vector<int64_t>&) { return 0; }) {}
-    void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos, int64_t B, int64_t S,
-              std::vector<float>& logits) override {
+    void step(std::span<const int64_t> ids, std::span<const int64_t> mask, std::span<const int64_t> pos,
+              int64_t B, int64_t S, std::vector<float>& logits) override {
       ScriptEngine::step(ids, mask, pos, B, S, logits);
       std::fill(logits.begin(), logits.end(), 0.0f);
     }
@@ -236,10 +240,12 @@ struct RemoveTempDirs : testing::Environment {
   void TearDown() override {
     std::error_code ec;
     for (const auto& d : temp_dirs())
-      for (const char* suffix : {"", "_onnx", "_onnx_split", "_onnx_cli", "_onnx_cli_releases"}) fs::remove_all(d + suffix, ec);
+      for (const char* suffix : {"", "_onnx", "_onnx_split", "_onnx_cli", "_onnx_cli_releases"})
+        fs::remove_all(d + suffix, ec);
   }
 };
-[[maybe_unused]] testing::Environment* const kRemoveTempDirs = testing::AddGlobalTestEnvironment(new RemoveTempDirs);
+[[maybe_unused]] testing::Environment* const kRemoveTempDirs =
+    testing::AddGlobalTestEnvironment(new RemoveTempDirs);
 
 const Tiny& tiny(const std::string& arch) {
   static std::map<std::string, Tiny> cache;
@@ -317,7 +323,12 @@ TEST(EagerGenerator, OpenCheckpointSamplesReproduciblyAndStops) {
   EXPECT_FALSE(g.eos_token_ids().empty());
   GenerationOptions o;
   o.max_new_tokens = 16;
-  o.sampling = {.greedy = false, .temperature = 0.9f, .top_k = 40, .top_p = 0.95f, .repetition_penalty = 1.1f, .seed = 5};
+  o.sampling = {.greedy = false,
+                .temperature = 0.9f,
+                .top_k = 40,
+                .top_p = 0.95f,
+                .repetition_penalty = 1.1f,
+                .seed = 5};
   auto a = g.generate({"Hello world", "The quick brown fox"}, o);
   auto b = g.generate({"Hello world", "The quick brown fox"}, o);
   EXPECT_EQ(a.ids, b.ids);
@@ -412,7 +423,8 @@ TEST(OrtGenerator, SplitGraphsStreamingAndEagerFromTheExportFolder) {
   auto ref = eager.generate_ids(prompts, o);
 
   // prefill.onnx + decode.onnx give the same tokens as the merged graph
-  ASSERT_TRUE(fs::exists(fs::path(out) / "onnx/prefill.onnx") && fs::exists(fs::path(out) / "onnx/decode.onnx"));
+  ASSERT_TRUE(fs::exists(fs::path(out) / "onnx/prefill.onnx") &&
+              fs::exists(fs::path(out) / "onnx/decode.onnx"));
   const std::string split = out + "_split";
   fs::remove_all(split);
   fs::copy(out, split, fs::copy_options::recursive);
@@ -450,7 +462,8 @@ TEST(OrtGenerator, Cli) {
     while ((n = fread(buf, 1, sizeof buf, p)) > 0) output->append(buf, n);
     return WEXITSTATUS(pclose(p));
   };
-  const std::string args = " --prompt 'Hello world' --prompt 'A longer prompt than that' --max-new-tokens 12 --ignore-eos --json";
+  const std::string args =
+      " --prompt 'Hello world' --prompt 'A longer prompt than that' --max-new-tokens 12 --ignore-eos --json";
   std::string a, b;
   ASSERT_EQ(run(std::string(HFX_CLI) + " generate " + out + args, &a), 0);
   ASSERT_EQ(run(std::string(HFX_CLI) + " generate " + t.dir + args, &b), 0);

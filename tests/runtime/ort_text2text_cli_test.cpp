@@ -41,8 +41,10 @@ TEST_P(Text2TextCli, CheckpointAndExportAgree) {
   fs::path dir = fs::temp_directory_path() / ("hfx_t2t_cli_" + arch + "_" + std::to_string(::getpid()));
   fs::remove_all(dir);
   ASSERT_EQ(sh(cli + " create-tiny " + arch + " -o " + (dir / "ckpt").string()).rc, 0);
-  ASSERT_EQ(sh(cli + " export " + (dir / "ckpt").string() + " --format onnx -o " + (dir / "out").string()).rc, 0);
-  const std::string prompts = " --prompt 'translate: hello world' --prompt 'a b c' --max-new-tokens 16 --json";
+  ASSERT_EQ(sh(cli + " export " + (dir / "ckpt").string() + " --format onnx -o " + (dir / "out").string()).rc,
+            0);
+  const std::string prompts =
+      " --prompt 'translate: hello world' --prompt 'a b c' --max-new-tokens 16 --json";
   Proc eager = sh(cli + " generate " + (dir / "ckpt").string() + prompts);
   Proc ort = sh(cli + " generate " + (dir / "out").string() + prompts);
   ASSERT_EQ(eager.rc, 0) << eager.out;
@@ -61,4 +63,5 @@ TEST_P(Text2TextCli, CheckpointAndExportAgree) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, Text2TextCli, ::testing::Values("t5", "bart", "marian"), [](const auto& i) { return i.param; });
+INSTANTIATE_TEST_SUITE_P(Archs, Text2TextCli, ::testing::Values("t5", "bart", "marian"),
+                         [](const auto& i) { return i.param; });

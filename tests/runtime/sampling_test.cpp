@@ -108,8 +108,8 @@ TEST(Sampling, TemperatureDistribution) {
 }
 
 TEST(Sampling, TopKThenTopPDistribution) {
-  // probs 0.4 0.3 0.2 0.1; top-k 3 → 4/9 3/9 2/9; top-p 0.6 on that: ascending cum 2/9 5/9 1 → remove 2/9 only
-  // (cum <= 0.4) → 4/7 3/7.
+  // probs 0.4 0.3 0.2 0.1; top-k 3 → 4/9 3/9 2/9; top-p 0.6 on that: ascending cum 2/9 5/9 1 → remove 2/9
+  // only (cum <= 0.4) → 4/7 3/7.
   S::SamplingParams p{.greedy = false, .top_k = 3, .top_p = 0.6f, .seed = 3};
   auto f = frequencies(logs({0.4, 0.3, 0.2, 0.1}), p, 30000);
   EXPECT_NEAR(f[0], 4.0 / 7, 0.015);
@@ -163,6 +163,7 @@ TEST(Sampling, ValidateRejectsBadParameters) {
   try {
     S::validate({.temperature = -1.0f});
   } catch (const hfx::Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[sampling] expected temperature > 0"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("[sampling] expected temperature > 0"), std::string::npos)
+        << e.what();
   }
 }

@@ -19,16 +19,20 @@ bool npm_has(const char* rel) { return node_on_path() && fs::exists(fs::path(HFX
 
 }  // namespace
 
-const Oracle kNode{"node (Node.js) on PATH", "run scripts/setup.sh (apt installs nodejs and npm)", node_on_path};
-const Oracle kTransformersJs{"Transformers.js (node and @huggingface/transformers under " HFX_NODE_MODULES ")", kSetup,
-                             [] { return npm_has("@huggingface/transformers/package.json"); }};
-const Oracle kTokenizersJs{"HF tokenizers' node binding (node and 'tokenizers' under " HFX_NODE_MODULES ")", kSetup,
-                           [] { return npm_has("tokenizers/package.json"); }};
-const Oracle kNodeLlamaCpp{"llama.cpp through node-llama-cpp (node and node-llama-cpp under " HFX_NODE_MODULES ")", kSetup,
-                           [] { return npm_has("node-llama-cpp/dist/index.js"); }};
+const Oracle kNode{"node (Node.js) on PATH", "run scripts/setup.sh (apt installs nodejs and npm)",
+                   node_on_path};
+const Oracle kTransformersJs{"Transformers.js (node and @huggingface/transformers under " HFX_NODE_MODULES
+                             ")",
+                             kSetup, [] { return npm_has("@huggingface/transformers/package.json"); }};
+const Oracle kTokenizersJs{"HF tokenizers' node binding (node and 'tokenizers' under " HFX_NODE_MODULES ")",
+                           kSetup, [] { return npm_has("tokenizers/package.json"); }};
+const Oracle kNodeLlamaCpp{"llama.cpp through node-llama-cpp (node and node-llama-cpp under " HFX_NODE_MODULES
+                           ")",
+                           kSetup, [] { return npm_has("node-llama-cpp/dist/index.js"); }};
 const Oracle kHfJinja{"@huggingface/jinja (node and @huggingface/jinja under " HFX_NODE_MODULES ")", kSetup,
                       [] { return npm_has("@huggingface/jinja/package.json"); }};
-const Oracle kChromium{"Debian's chromium at /usr/bin/chromium", "run scripts/setup.sh (apt installs chromium)",
+const Oracle kChromium{"Debian's chromium at /usr/bin/chromium",
+                       "run scripts/setup.sh (apt installs chromium)",
                        [] { return fs::exists("/usr/bin/chromium"); }};
 
 bool oracles_required() {

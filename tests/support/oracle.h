@@ -33,11 +33,11 @@ std::string oracle_missing(const Oracle& o);
 }  // namespace hfx::test
 
 /// In a test body: skips (default) or fails (HFX_REQUIRE_ORACLES=1) when `oracle` is missing.
-#define HFX_REQUIRE_ORACLE(oracle)                                                     \
-  do {                                                                                 \
-    const std::string hfx_oracle_why_ = ::hfx::test::oracle_missing(oracle);           \
-    if (!hfx_oracle_why_.empty()) {                                                    \
-      if (::hfx::test::oracles_required()) GTEST_FAIL() << hfx_oracle_why_;            \
-      GTEST_SKIP() << hfx_oracle_why_;                                                 \
-    }                                                                                  \
+#define HFX_REQUIRE_ORACLE(oracle)                                           \
+  do {                                                                       \
+    const std::string hfx_oracle_why_ = ::hfx::test::oracle_missing(oracle); \
+    if (!hfx_oracle_why_.empty()) {                                          \
+      if (::hfx::test::oracles_required()) GTEST_FAIL() << hfx_oracle_why_;  \
+      GTEST_SKIP() << hfx_oracle_why_;                                       \
+    }                                                                        \
   } while (0)

@@ -179,8 +179,10 @@ TEST(ChatTemplateParity, CorpusMatchesJinja2AndHuggingFaceJinja) {
   for (size_t i = 0; i < cases.size(); i++) {
     const Case& k = cases[i];
     templates.insert(k.name.substr(0, k.name.find('/')));
-    const Outcome mine = hfx_outcome(k), ref_hf = hf_outcome(hf[i]), ref_j2 = jinja2_outcome(j2["results"][i]);
-    EXPECT_TRUE(mine.same(ref_j2)) << k.name << "\n--- hfx " << mine.show() << "\n--- Jinja2 " << ref_j2.show();
+    const Outcome mine = hfx_outcome(k), ref_hf = hf_outcome(hf[i]),
+                  ref_j2 = jinja2_outcome(j2["results"][i]);
+    EXPECT_TRUE(mine.same(ref_j2)) << k.name << "\n--- hfx " << mine.show() << "\n--- Jinja2 "
+                                   << ref_j2.show();
     if (mine.same(ref_j2)) (mine.kind == Outcome::kText ? rendered : refused)++;
     if (mine.same(ref_hf)) {
       hf_matched++;
@@ -191,11 +193,12 @@ TEST(ChatTemplateParity, CorpusMatchesJinja2AndHuggingFaceJinja) {
                     << ref_hf.show();
     }
   }
-  std::printf("[chat parity] %zu templates, %zu cases: %zu equal Jinja2 %s (%zu rendered the same text, "
-              "%zu stopped at the same raise_exception); %zu equal @huggingface/jinja, %zu where "
-              "@huggingface/jinja departs from Jinja2:\n",
-              templates.size(), cases.size(), rendered + refused, j2["jinja2"].get<std::string>().c_str(),
-              rendered, refused, hf_matched, hf_departures.size());
+  std::printf(
+      "[chat parity] %zu templates, %zu cases: %zu equal Jinja2 %s (%zu rendered the same text, "
+      "%zu stopped at the same raise_exception); %zu equal @huggingface/jinja, %zu where "
+      "@huggingface/jinja departs from Jinja2:\n",
+      templates.size(), cases.size(), rendered + refused, j2["jinja2"].get<std::string>().c_str(), rendered,
+      refused, hf_matched, hf_departures.size());
   for (const auto& d : hf_departures) std::printf("  %s\n", d.c_str());
   EXPECT_GE(templates.size(), 20u);
   // Most cases must render: a corpus where every case raises would compare nothing.

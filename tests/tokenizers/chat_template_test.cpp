@@ -3,8 +3,8 @@
 // @huggingface/jinja in chat_template_parity_test.cpp.
 #include <gtest/gtest.h>
 
-#include <filesystem>
 #include <unistd.h>
+#include <filesystem>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
@@ -69,8 +69,9 @@ TEST(ChatTemplate, NamedTemplatesPickToolUseWithTools) {
   in.tools = ojson::array({{{"type", "function"}, {"function", {{"name", "f"}}}}});
   EXPECT_EQ(t.render(in), "T1");
   const ojson no_default = ojson::array({{{"name", "rag"}, {"template", "R"}}});
-  EXPECT_NE(error_of([&] { ChatTemplate::from_json(no_default).render(user("x")); })
-                .find("[chat] expected a chat template named 'default'"),
+  EXPECT_NE(error_of([&] {
+              ChatTemplate::from_json(no_default).render(user("x"));
+            }).find("[chat] expected a chat template named 'default'"),
             std::string::npos);
 }
 
@@ -96,7 +97,8 @@ TEST(ChatTemplate, VariablesAsApplyChatTemplatePassesThem) {
 
 TEST(ChatTemplate, SpecialTokensMapFillsMissingTokens) {
   TempDir d;
-  d.write("tokenizer_config.json", R"({"chat_template": "{{ bos_token }}{{ eos_token }}", "bos_token": "<s>"})");
+  d.write("tokenizer_config.json",
+          R"({"chat_template": "{{ bos_token }}{{ eos_token }}", "bos_token": "<s>"})");
   d.write("special_tokens_map.json", R"({"bos_token": "<ignored>", "eos_token": {"content": "</s>"}})");
   EXPECT_EQ(ChatTemplate::from_dir(d.path.string()).render(user("x")), "<s></s>");
 }
@@ -104,10 +106,11 @@ TEST(ChatTemplate, SpecialTokensMapFillsMissingTokens) {
 TEST(ChatTemplate, ErrorsNameTheFixOrTheTemplatesMessage) {
   TempDir d;
   d.write("tokenizer_config.json", R"({"bos_token": "<s>"})");
-  EXPECT_NE(error_of([&] { ChatTemplate::from_dir(d.path.string()); })
-                .find("[chat] expected a chat_template in tokenizer_config.json or chat_template.json, got none — "
-                      "pass --prompt without --chat"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([&] { ChatTemplate::from_dir(d.path.string()); })
+          .find("[chat] expected a chat_template in tokenizer_config.json or chat_template.json, got none — "
+                "pass --prompt without --chat"),
+      std::string::npos);
   ChatTemplate raises = ChatTemplate::from_json(
       "{% if messages[0].role == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}ok");
   EXPECT_EQ(raises.render(user("x")), "ok");
@@ -115,9 +118,12 @@ TEST(ChatTemplate, ErrorsNameTheFixOrTheTemplatesMessage) {
   sys.messages = ojson::array({{{"role", "system"}, {"content", "s"}}});
   EXPECT_EQ(error_of([&] { raises.render(sys); }),
             "[chat] the chat template raised an exception: System role not supported");
-  const std::string parse = error_of([] { ChatTemplate::from_json("{% if %}x{% endif %}").render(user("x")); });
-  EXPECT_EQ(parse.rfind("[chat] expected a chat template that renders, got an error from the Jinja engine", 0), 0u)
+  const std::string parse =
+      error_of([] { ChatTemplate::from_json("{% if %}x{% endif %}").render(user("x")); });
+  EXPECT_EQ(
+      parse.rfind("[chat] expected a chat template that renders, got an error from the Jinja engine", 0), 0u)
       << parse;
-  EXPECT_NE(error_of([] { ChatTemplate::from_json(42); }).find("[chat] expected chat_template to be a string"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { ChatTemplate::from_json(42); }).find("[chat] expected chat_template to be a string"),
+      std::string::npos);
 }

@@ -29,7 +29,7 @@ TEST(TokenizerMalformed, TokenizerJsonFieldsOfEveryKind) {
     hfx::jsontest::for_each_mutation(doc, 4, 5, [&](const std::string& what, const json& m) {
       n++;
       hfx::jsontest::expect_clear_refusal(std::string(name) + " " + what, "tokenizer",
-                                         [&] { (void)hfx::tok::Tokenizer::from_json_string(m.dump()); });
+                                          [&] { (void)hfx::tok::Tokenizer::from_json_string(m.dump()); });
     });
     EXPECT_GT(n, 100) << name;
   }
@@ -47,7 +47,7 @@ TEST(TokenizerMalformed, TokenizerConfigFields) {
   ASSERT_NO_THROW(hfx::tok::Tokenizer::from_json_string(tj, cfg.dump()));
   hfx::jsontest::for_each_mutation(cfg, 4, 4, [&](const std::string& what, const json& m) {
     hfx::jsontest::expect_clear_refusal("tokenizer_config.json " + what, "tokenizer",
-                                       [&] { (void)hfx::tok::Tokenizer::from_json_string(tj, m.dump()); });
+                                        [&] { (void)hfx::tok::Tokenizer::from_json_string(tj, m.dump()); });
   });
 }
 

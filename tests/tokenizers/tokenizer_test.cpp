@@ -7,10 +7,10 @@
 #include <unistd.h>
 
 #include <cstdio>
-#include <functional>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 
@@ -28,9 +28,12 @@ namespace {
 const fs::path kData = fs::path(HFX_TEST_DATA) / "tokenizers";
 
 const std::vector<std::string> kFixtures = {
-    "gpt2_bpe.json",          "llama3_bpe.json",         "qwen2_bpe.json",       "mixed_bpe.json",
-    "llama2_sp_bpe.json",     "metaspace_bpe.json",      "bert_wordpiece.json",  "whitespace_wordpiece.json",
-    "t5_unigram.json",        "bytefallback_unigram.json", "tiny_bytelevel_bpe.json", "tiny_sentencepiece_bpe.json",
+    "gpt2_bpe.json",           "llama3_bpe.json",
+    "qwen2_bpe.json",          "mixed_bpe.json",
+    "llama2_sp_bpe.json",      "metaspace_bpe.json",
+    "bert_wordpiece.json",     "whitespace_wordpiece.json",
+    "t5_unigram.json",         "bytefallback_unigram.json",
+    "tiny_bytelevel_bpe.json", "tiny_sentencepiece_bpe.json",
 };
 
 std::string slurp(const fs::path& p) {
@@ -61,8 +64,8 @@ const Oracle& oracle() {
     Oracle r;
     fs::path nm(HFX_NODE_MODULES);
     fs::path out = fs::temp_directory_path() / ("hfx_tok_oracle_" + std::to_string(::getpid()) + ".json");
-    std::string cmd = "node '" + (fs::path(HFX_SOURCE_DIR) / "tests/tokenizers/oracle.js").string() + "' '" + nm.string() +
-                      "' '" + (kData / "corpus.txt").string() + "'";
+    std::string cmd = "node '" + (fs::path(HFX_SOURCE_DIR) / "tests/tokenizers/oracle.js").string() + "' '" +
+                      nm.string() + "' '" + (kData / "corpus.txt").string() + "'";
     for (auto& f : kFixtures) cmd += " '" + (kData / f).string() + "'";
     cmd += " > '" + out.string() + "'";
     if (std::system(cmd.c_str()) != 0) {
@@ -107,16 +110,19 @@ TEST_P(TokenizerParity, MatchesHuggingFace) {
     auto check = [&](bool cond, const std::string& what, const std::string& got, const std::string& want) {
       if (cond) return;
       ok = false;
-      ADD_FAILURE() << GetParam() << " line " << i + 1 << " " << json(s).dump() << ": " << what << "\n  got  " << got
-                    << "\n  want " << want;
+      ADD_FAILURE() << GetParam() << " line " << i + 1 << " " << json(s).dump() << ": " << what << "\n  got  "
+                    << got << "\n  want " << want;
     };
     check(ids == want_ids, "encode(add_special_tokens=true)", show(ids), show(want_ids));
     check(plain == want_plain, "encode(add_special_tokens=false)", show(plain), show(want_plain));
     // Decode the oracle's ids so that decode is checked even where encode differs.
-    std::string t = tok.decode(want_ids, false), ts = tok.decode(want_ids, true), tp = tok.decode(want_plain, false);
+    std::string t = tok.decode(want_ids, false), ts = tok.decode(want_ids, true),
+                tp = tok.decode(want_plain, false);
     check(t == r.at("text").get<std::string>(), "decode(ids)", json(t).dump(), r.at("text").dump());
-    check(ts == r.at("text_skip").get<std::string>(), "decode(ids, skip_special_tokens)", json(ts).dump(), r.at("text_skip").dump());
-    check(tp == r.at("text_plain").get<std::string>(), "decode(ids_plain)", json(tp).dump(), r.at("text_plain").dump());
+    check(ts == r.at("text_skip").get<std::string>(), "decode(ids, skip_special_tokens)", json(ts).dump(),
+          r.at("text_skip").dump());
+    check(tp == r.at("text_plain").get<std::string>(), "decode(ids_plain)", json(tp).dump(),
+          r.at("text_plain").dump());
     if (!ok) ++failures;
   }
 }
@@ -143,8 +149,9 @@ TEST_P(TokenizerStream, StepsConcatenateToDecode) {
   }
 }
 INSTANTIATE_TEST_SUITE_P(Fixtures, TokenizerStream,
-                         ::testing::Values("gpt2_bpe.json", "llama3_bpe.json", "llama2_sp_bpe.json", "bytefallback_unigram.json",
-                                           "tiny_bytelevel_bpe.json", "tiny_sentencepiece_bpe.json"),
+                         ::testing::Values("gpt2_bpe.json", "llama3_bpe.json", "llama2_sp_bpe.json",
+                                           "bytefallback_unigram.json", "tiny_bytelevel_bpe.json",
+                                           "tiny_sentencepiece_bpe.json"),
                          [](const auto& info) { return info.param.substr(0, info.param.size() - 5); });
 
 TEST(TokenizerStream, HoldsBackIncompleteUtf8) {
@@ -234,27 +241,35 @@ TEST(TokenizerErrors, UnknownModelType) {
 }
 
 TEST(TokenizerErrors, NamesTheField) {
-  EXPECT_NE(error_of([] { Tokenizer::from_json_string(R"({"normalizer": null})"); }).find("'tokenizer.json.model'"), std::string::npos);
-  EXPECT_NE(error_of([] { Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})"); }).find("merges"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] { Tokenizer::from_json_string(R"({"normalizer": null})"); }).find("'tokenizer.json.model'"),
+      std::string::npos);
   EXPECT_NE(error_of([] {
-              Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})");
-            }).find("merge token 'b'"),
+              Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 0}}})");
+            }).find("merges"),
             std::string::npos);
-  EXPECT_NE(error_of([] {
-              Tokenizer::from_json_string(R"({"normalizer": {"type": "Nope"}, "model": {"type": "WordLevel", "vocab": {}}})");
-            }).find("normalizer.type"),
-            std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        Tokenizer::from_json_string(R"({"model": {"type": "BPE", "vocab": {"a": 0}, "merges": ["a b"]}})");
+      }).find("merge token 'b'"),
+      std::string::npos);
   EXPECT_NE(error_of([] {
               Tokenizer::from_json_string(
-                  R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated", "invert": false},
+                  R"({"normalizer": {"type": "Nope"}, "model": {"type": "WordLevel", "vocab": {}}})");
+            }).find("normalizer.type"),
+            std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        Tokenizer::from_json_string(
+            R"({"pre_tokenizer": {"type": "Split", "pattern": {"Regex": "("}, "behavior": "Isolated", "invert": false},
                       "model": {"type": "WordLevel", "vocab": {}}})");
-            }).find("regex"),
-            std::string::npos);
-  EXPECT_NE(error_of([] {
-              Tokenizer::from_json_string(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})").encode("b");
-            }).find("[UNK]"),
-            std::string::npos);
+      }).find("regex"),
+      std::string::npos);
+  EXPECT_NE(
+      error_of([] {
+        Tokenizer::from_json_string(R"({"model": {"type": "WordPiece", "vocab": {"a": 0}}})").encode("b");
+      }).find("[UNK]"),
+      std::string::npos);
 }
 
 TEST(TokenizerErrors, InvalidUtf8Input) {
@@ -266,7 +281,8 @@ TEST(TokenizerErrors, InvalidUtf8Input) {
 TEST(TokenizerConfig, FromDirReadsConfig) {
   fs::path dir = fs::temp_directory_path() / ("hfx_tok_dir_" + std::to_string(::getpid()));
   fs::create_directories(dir);
-  std::ofstream(dir / "tokenizer.json") << hfx::tok::make_tiny_tokenizer_json(hfx::tok::TinyTokenizerKind::SentencePieceBPE, 400);
+  std::ofstream(dir / "tokenizer.json")
+      << hfx::tok::make_tiny_tokenizer_json(hfx::tok::TinyTokenizerKind::SentencePieceBPE, 400);
   std::ofstream(dir / "tokenizer_config.json") << R"({"add_bos_token": true, "add_eos_token": false,
       "bos_token": {"content": "<s>", "special": true}, "eos_token": "</s>", "pad_token": null, "unk_token": "<unk>",
       "chat_template": "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}", "model_max_length": 1e30})";
@@ -276,7 +292,8 @@ TEST(TokenizerConfig, FromDirReadsConfig) {
   EXPECT_EQ(tok.unk_id(), std::optional<int32_t>(0));
   EXPECT_EQ(tok.config().add_bos_token, std::optional<bool>(true));
   EXPECT_EQ(tok.config().add_eos_token, std::optional<bool>(false));
-  EXPECT_EQ(tok.config().chat_template.value_or(""), "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}");
+  EXPECT_EQ(tok.config().chat_template.value_or(""),
+            "{{ bos_token }}{% for m in messages %}{{ m['content'] }}{% endfor %}");
   EXPECT_FALSE(tok.config().model_max_length.has_value());
   EXPECT_TRUE(tok.is_special(*tok.bos_id()));
   EXPECT_EQ(tok.id_to_token(*tok.bos_id()), "<s>");

@@ -12,8 +12,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "support/shell.h"
 #include "hfx/io/safetensors.h"
+#include "support/shell.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

@@ -11,8 +11,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include <nlohmann/json.hpp>
 #include <onnx/onnx_pb.h>
+#include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
 #include "support/oracle.h"
@@ -48,7 +48,8 @@ class VerifyCli : public testing::Test {
     fs::create_directories(root());
     Proc a = sh(cli() + " create-tiny llama -o " + (root() / "ck").string());
     ASSERT_EQ(a.rc, 0) << a.out;
-    Proc b = sh(cli() + " export " + (root() / "ck").string() + " --format onnx -o " + (root() / "clean").string());
+    Proc b = sh(cli() + " export " + (root() / "ck").string() + " --format onnx -o " +
+                (root() / "clean").string());
     ASSERT_EQ(b.rc, 0) << b.out;
   }
   static void TearDownTestSuite() {
@@ -84,7 +85,8 @@ TEST_F(VerifyCli, CleanExportPassesAndRecordsTheManifest) {
     ASSERT_TRUE(j["components"].contains(c)) << c;
     EXPECT_GT(j["components"][c]["size_bytes"].get<int64_t>(), 0);
     EXPECT_TRUE(j["components"][c].contains("latency"));
-    EXPECT_TRUE(j["components"][c]["placement"].contains("providers")) << j["components"][c]["placement"].dump();
+    EXPECT_TRUE(j["components"][c]["placement"].contains("providers"))
+        << j["components"][c]["placement"].dump();
   }
   bool greedy = false, rejects = false;
   for (const auto& c : j["checks"]) {
@@ -133,7 +135,8 @@ TEST_F(VerifyCli, PerturbedWeightFailsNumericsAndTheLayerDiffNamesLayer1) {
   // The first-failure line itself names the module.
   auto line = r.out.find("hfx: [verify] FAILED: model numerics:");
   ASSERT_NE(line, std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("per-layer diff: first divergence at model.layers.1", line), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("per-layer diff: first divergence at model.layers.1", line), std::string::npos)
+      << r.out;
   auto man = nlohmann::json::parse(hfx::io::read_file((d / "manifest.json").string()));
   EXPECT_EQ(man["verify"]["status"], "failed");
 }
@@ -144,7 +147,8 @@ TEST_F(VerifyCli, TruncatedFileIsNamed) {
   fs::resize_file(d / "onnx" / "decode.onnx", fs::file_size(d / "onnx" / "decode.onnx") / 2);
   Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("FAILED: manifest checksums: expected onnx/decode.onnx to have"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAILED: manifest checksums: expected onnx/decode.onnx to have"), std::string::npos)
+      << r.out;
 
   fs::path e = copy("truncated_nomanifest");
   fs::resize_file(e / "onnx" / "prefill.onnx", fs::file_size(e / "onnx" / "prefill.onnx") / 2);
@@ -167,7 +171,9 @@ TEST_F(VerifyCli, ChecksumMismatchNamesFileExpectedAndActual) {
     if (f["path"] == "tokenizer_config.json") want = f["sha256"];
   ASSERT_FALSE(want.empty());
   std::string got = hfx::io::sha256_file((d / "tokenizer_config.json").string());
-  EXPECT_NE(r.out.find("expected tokenizer_config.json to have sha256 " + want + ", got " + got), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("expected tokenizer_config.json to have sha256 " + want + ", got " + got),
+            std::string::npos)
+      << r.out;
 }
 
 TEST_F(VerifyCli, DroppedOutputIsASignatureFailure) {
@@ -183,7 +189,8 @@ TEST_F(VerifyCli, DroppedOutputIsASignatureFailure) {
   manifest(d);
   Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("FAILED: decode signature: expected output present.1.value"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("FAILED: decode signature: expected output present.1.value"), std::string::npos)
+      << r.out;
 }
 
 TEST_F(VerifyCli, ContractWidenedBeyondTheGraphFailsTheShapeMatrix) {
@@ -204,7 +211,8 @@ TEST_F(VerifyCli, ContractWidenedBeyondTheGraphFailsTheShapeMatrix) {
   manifest(d);
   Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;
-  EXPECT_NE(r.out.find("FAILED: model shapes: expected the contract in onnx metadata hfx.contract of onnx/model.onnx to keep"),
+  EXPECT_NE(r.out.find("FAILED: model shapes: expected the contract in onnx metadata hfx.contract of "
+                       "onnx/model.onnx to keep"),
             std::string::npos)
       << r.out;
   EXPECT_NE(r.out.find("within what the graph accepts [1, "), std::string::npos) << r.out;
@@ -230,7 +238,8 @@ TEST_F(VerifyCli, NoWeightsAndNoReferenceUsesTheManifestSourceOrSaysSo) {
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("expected the checkpoint weights (model.safetensors) in"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("no --reference was given"), std::string::npos) << r.out;
-  EXPECT_NE(r.out.find("the manifest names the source " + (root() / "gone").string() + ", which is not a readable checkpoint folder"),
+  EXPECT_NE(r.out.find("the manifest names the source " + (root() / "gone").string() +
+                       ", which is not a readable checkpoint folder"),
             std::string::npos)
       << r.out;
   Proc ok = verify(d, "--reference " + (root() / "ck").string() + " --shapes 1x1,2x8,1x1+7");
@@ -246,16 +255,19 @@ TEST_F(VerifyCli, HtmlReportRendersInHeadlessChromium) {
   fs::path prof = root() / "chromium-profile";
   fs::create_directories(prof);
   fs::path png = root() / "report.png";
-  std::string flags = " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update "
-                      "--disable-sync --no-first-run --user-data-dir=" + prof.string() + " --enable-logging=stderr --v=0 ";
-  Proc dom = sh(std::string("timeout 90 ") + chromium + flags + "--dump-dom file://" + (d / "verify.html").string());
+  std::string flags =
+      " --headless --no-sandbox --disable-gpu --disable-background-networking --disable-component-update "
+      "--disable-sync --no-first-run --user-data-dir=" +
+      prof.string() + " --enable-logging=stderr --v=0 ";
+  Proc dom =
+      sh(std::string("timeout 90 ") + chromium + flags + "--dump-dom file://" + (d / "verify.html").string());
   ASSERT_EQ(dom.rc, 0) << dom.out;
   EXPECT_NE(dom.out.find("VERIFIED"), std::string::npos) << dom.out.substr(0, 2000);
   EXPECT_NE(dom.out.find("<svg"), std::string::npos);
   EXPECT_EQ(dom.out.find("Uncaught"), std::string::npos) << dom.out.substr(0, 4000);
   EXPECT_EQ(dom.out.find(":CONSOLE("), std::string::npos) << dom.out.substr(0, 4000);
-  Proc shot = sh(std::string("timeout 90 ") + chromium + flags + "--window-size=1200,2000 --screenshot=" + png.string() + " file://" +
-                (d / "verify.html").string());
+  Proc shot = sh(std::string("timeout 90 ") + chromium + flags + "--window-size=1200,2000 --screenshot=" +
+                 png.string() + " file://" + (d / "verify.html").string());
   EXPECT_EQ(shot.rc, 0) << shot.out;
   ASSERT_TRUE(fs::exists(png)) << shot.out;
   EXPECT_GT(fs::file_size(png), 10000u);

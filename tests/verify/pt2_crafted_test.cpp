@@ -12,8 +12,8 @@
 #include <filesystem>
 #include <fstream>
 
-#include "io/zip.h"
 #include "hfx/core/error.h"
+#include "io/zip.h"
 
 namespace fs = std::filesystem;
 
@@ -37,12 +37,9 @@ struct Rec {
 };
 
 Rec stored(const std::string& name, const std::string& data) {
-  return {name,
-          data,
-          0,
-          static_cast<uint32_t>(data.size()),
-          hfx::io::crc32_update(0, data.data(), data.size()),
-          0};
+  return {
+      name, data, 0, static_cast<uint32_t>(data.size()), hfx::io::crc32_update(0, data.data(), data.size()),
+      0};
 }
 
 // Raw deflate of `plain`, declared as `declared` bytes uncompressed.
@@ -161,7 +158,8 @@ class CraftedPt2 : public testing::Test {
 TEST_F(CraftedPt2, WellFormedArchivePassesStructure) {
   // The control: the same builder's valid archive is read (its structure check passes).
   Proc p = verify("valid", zip(valid_records()));
-  EXPECT_NE(p.out.find("3 records, each read and CRC-checked (program, weights, version)"), std::string::npos) << p.out;
+  EXPECT_NE(p.out.find("3 records, each read and CRC-checked (program, weights, version)"), std::string::npos)
+      << p.out;
 }
 
 TEST_F(CraftedPt2, TruncatedCentralDirectoryIsRefused) {

@@ -52,14 +52,15 @@ TEST(VerifyStats, MaxAbsRelAndTopK) {
 
 TEST(VerifyLayers, FirstDivergenceInGivenOrder) {
   std::map<std::string, Tensor> eager, art;
-  for (const char* n : {"model.embed_tokens", "model.layers.0", "model.layers.1.self_attn", "model.layers.1", "model.norm"}) {
+  for (const char* n :
+       {"model.embed_tokens", "model.layers.0", "model.layers.1.self_attn", "model.layers.1", "model.norm"}) {
     eager[n] = Tensor::from_floats({4}, {1, 2, 3, 4});
     art[n] = Tensor::from_floats({4}, {1, 2, 3, 4.00001f});
   }
   art["model.layers.1.self_attn"] = Tensor::from_floats({4}, {1, 2, 3.5f, 4});
   art["model.layers.1"] = Tensor::from_floats({4}, {1, 2, 9, 4});
-  std::vector<std::string> order = {"model.embed_tokens", "model.layers.0", "model.layers.1.self_attn", "model.layers.1", "model.norm",
-                                    "not.in.eager"};
+  std::vector<std::string> order = {"model.embed_tokens", "model.layers.0", "model.layers.1.self_attn",
+                                    "model.layers.1",     "model.norm",     "not.in.eager"};
   auto d = V::compare_layers(order, eager, art, 1e-4, 1e-4);
   ASSERT_TRUE(d.first_divergence.has_value());
   EXPECT_EQ(d.first_divergence->name, "model.layers.1.self_attn");
@@ -97,29 +98,37 @@ TEST(VerifyLayers, DebugCopyAddsModuleOutputs) {
   m.SerializeToString(&bytes);
   std::ofstream(dir / "g.onnx", std::ios::binary) << bytes;
   auto names = V::onnx_module_values((dir / "g.onnx").string());
-  EXPECT_EQ(names, (std::vector<std::string>{"model.embed_tokens", "model.layers.0.self_attn", "model.layers.0", "logits"}));
+  EXPECT_EQ(names, (std::vector<std::string>{"model.embed_tokens", "model.layers.0.self_attn",
+                                             "model.layers.0", "logits"}));
   V::write_debug_onnx((dir / "g.onnx").string(), names, (dir / "dbg.onnx").string());
   onnx::ModelProto d;
   std::ifstream f(dir / "dbg.onnx", std::ios::binary);
   ASSERT_TRUE(d.ParseFromIstream(&f));
   std::vector<std::string> outs;
   for (const auto& o : d.graph().output()) outs.push_back(o.name());
-  EXPECT_EQ(outs, (std::vector<std::string>{"logits", "model.embed_tokens", "model.layers.0.self_attn", "model.layers.0"}));
+  EXPECT_EQ(outs, (std::vector<std::string>{"logits", "model.embed_tokens", "model.layers.0.self_attn",
+                                            "model.layers.0"}));
   fs::remove_all(dir);
 }
 
 TEST(VerifyHtml, SelfContainedWithPlots) {
-  nlohmann::json r = {{"passed", false},
-                      {"first_failure", "model numerics: <bad> & worse"},
-                      {"out_dir", "/tmp/x"},
-                      {"checks", {{{"component", "model"}, {"check", "numerics"}, {"status", "failed"}, {"message", "a < b"}}}},
-                      {"layer_diff",
-                       {{"component", "model"},
-                        {"layers", {{{"name", "model.layers.0"}, {"max_abs", 1e-7}, {"diverged", false}},
-                                    {{"name", "model.layers.1"}, {"max_abs", 0.3}, {"diverged", true}}}},
-                        {"first_divergence", {{"name", "model.layers.1"}}}}},
-                      {"tolerances", {{"layer_abs", 1e-4}}},
-                      {"components", {{"model", {{"latency", {{{"shape", "min"}, {"batch", 1}, {"sequence", 1}, {"past", 0}, {"warm_median_ms", 0.4}}}}}}}}};
+  nlohmann::json r = {
+      {"passed", false},
+      {"first_failure", "model numerics: <bad> & worse"},
+      {"out_dir", "/tmp/x"},
+      {"checks",
+       {{{"component", "model"}, {"check", "numerics"}, {"status", "failed"}, {"message", "a < b"}}}},
+      {"layer_diff",
+       {{"component", "model"},
+        {"layers",
+         {{{"name", "model.layers.0"}, {"max_abs", 1e-7}, {"diverged", false}},
+          {{"name", "model.layers.1"}, {"max_abs", 0.3}, {"diverged", true}}}},
+        {"first_divergence", {{"name", "model.layers.1"}}}}},
+      {"tolerances", {{"layer_abs", 1e-4}}},
+      {"components",
+       {{"model",
+         {{"latency",
+           {{{"shape", "min"}, {"batch", 1}, {"sequence", 1}, {"past", 0}, {"warm_median_ms", 0.4}}}}}}}}};
   std::string h = V::render_html(r);
   EXPECT_NE(h.find("<svg"), std::string::npos);
   EXPECT_NE(h.find("model.layers.1"), std::string::npos);

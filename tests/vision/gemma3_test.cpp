@@ -2,7 +2,8 @@
 // (tests/data/goldens/gemma3-tiny.json, tools/hf_goldens/make_gemma3_goldens.py on the checkpoint
 // `hfx create-tiny gemma3` writes): pixel_values from a fixed pattern, one and two images.
 //   * image_features of the vision_encoder component (SigLIP, average pooling, RMSNorm, projection);
-//   * the last 4 positions' logits of the decoder over the merged embeddings with token_type_ids (image tokens
+//   * the last 4 positions' logits of the decoder over the merged embeddings with token_type_ids (image
+//   tokens
 //     attend to each other in both directions, as transformers 4.51 builds the mask);
 //   * 32 greedy tokens through the components with the decoder's KV cache (the ImageTextEngine of
 //     `hfx generate --image`), eagerly and over the ONNX export in ONNX Runtime; and without token types (a
@@ -26,8 +27,8 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/models/tiny.h"
-#include "hfx/runtime/image_text.h"
 #include "hfx/processors/image.h"
+#include "hfx/runtime/image_text.h"
 #include "support/oracle.h"
 #include "support/shell.h"
 #include "vision/image_writers.h"
@@ -57,7 +58,8 @@ const json& golden() {
 
 std::vector<float> pattern_pixels(int64_t n) {
   std::vector<float> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++) p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
+  for (int64_t i = 0; i < n; i++)
+    p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
   return p;
 }
 
@@ -78,7 +80,8 @@ const fs::path& folder() {
 double max_diff(const std::vector<float>& got, const json& want) {
   EXPECT_EQ(got.size(), want.size());
   double w = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); i++) w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
+  for (size_t i = 0; i < got.size() && i < want.size(); i++)
+    w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
   return w;
 }
 
@@ -110,7 +113,8 @@ std::vector<int64_t> greedy(hfx::rt::ImageTextEngine& e, const json& c, int64_t 
   std::vector<int64_t> out;
   int64_t seq = static_cast<int64_t>(ids.size());
   for (int step = 0; step < 32; step++) {
-    const std::vector<float> l = e.step(emb, seq, step == 0 && types ? std::span<const int64_t>(tt) : std::span<const int64_t>());
+    const std::vector<float> l =
+        e.step(emb, seq, step == 0 && types ? std::span<const int64_t>(tt) : std::span<const int64_t>());
     if (step == 0 && last_logits) *last_logits = l;
     out.push_back(std::max_element(l.begin(), l.end()) - l.begin());
     if (out.back() == 1) break;
@@ -145,8 +149,10 @@ TEST(Gemma3, ComponentsEqualTransformersEagerAndOrt) {
       EXPECT_EQ(greedy(*e, c, images, false), c["greedy_causal"].get<std::vector<int64_t>>());
     }
     EXPECT_LE(logit, kTol);
-    std::printf("  [gemma3, %s] image_features max|diff| %.3g, prefill logits %.3g; greedy tokens equal with "
-                "and without token types (1 and 2 images)\n", engine, feat, logit);
+    std::printf(
+        "  [gemma3, %s] image_features max|diff| %.3g, prefill logits %.3g; greedy tokens equal with "
+        "and without token types (1 and 2 images)\n",
+        engine, feat, logit);
   }
   // The two images' cases differ with and without token types: the bidirectional mask is live.
   EXPECT_NE(g["cases"][1]["greedy"], g["cases"][1]["greedy_causal"]);
@@ -158,17 +164,19 @@ TEST(Gemma3, TransformersJsRunsTheExportWithoutTokenTypes) {
   for (const json& c : golden()["cases"]) {
     const int64_t images = c["images"].get<int64_t>();
     SCOPED_TRACE(std::to_string(images) + " image(s)");
-    const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/gemma3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
-                                        (d / "out").string() + "' generate '" + c["input_ids"].dump() + "' " +
-                                        std::to_string(images));
+    const auto r = hfx::testsupport::sh(
+        "node '" HFX_SOURCE_DIR "/tests/vision/gemma3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+        (d / "out").string() + "' generate '" + c["input_ids"].dump() + "' " + std::to_string(images));
     ASSERT_EQ(r.rc, 0) << r.out;
     const json tjs = json::parse(r.out.substr(r.out.rfind("{\"model\"")));
     EXPECT_EQ(tjs["model"], "Gemma3ForConditionalGeneration");
     EXPECT_EQ(tjs["ids"], c["greedy_causal"]);
     if (images == 2)
-      EXPECT_NE(tjs["ids"], c["greedy"]) << "Transformers.js now passes token_type_ids: compare it with greedy";
-    std::printf("  [gemma3 transformers.js] %lld image(s): %zu tokens equal transformers' without token types\n",
-                static_cast<long long>(images), tjs["ids"].size());
+      EXPECT_NE(tjs["ids"], c["greedy"])
+          << "Transformers.js now passes token_type_ids: compare it with greedy";
+    std::printf(
+        "  [gemma3 transformers.js] %lld image(s): %zu tokens equal transformers' without token types\n",
+        static_cast<long long>(images), tjs["ids"].size());
   }
 }
 
@@ -178,8 +186,9 @@ TEST(Gemma3, GenerateWithAnImageMatchesTransformersJsProcessor) {
   Folder f("image");
   const std::string image = (f.path / "cat.png").string(), prompt = "<start_of_image>Describe this.";
   hfx::testsupport::write_png(image, 32, 32, hfx::testsupport::PngKind::Rgb, 5);
-  const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/gemma3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
-                                      (d / "out").string() + "' processor '" + prompt + "' '" + image + "'");
+  const auto r =
+      hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/gemma3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+                           (d / "out").string() + "' processor '" + prompt + "' '" + image + "'");
   ASSERT_EQ(r.rc, 0) << r.out;
   const json tjs = json::parse(r.out.substr(r.out.rfind("{\"prompt_ids\"")));
   // hfx's image processor on the same file.
@@ -201,8 +210,10 @@ TEST(Gemma3, GenerateWithAnImageMatchesTransformersJsProcessor) {
     EXPECT_EQ(rows[i]["prompt_ids"], tjs["prompt_ids"]) << models[i];
   }
   EXPECT_EQ(rows[0]["ids"], rows[1]["ids"]);
-  std::printf("  [gemma3 processor] %zu prompt ids equal Transformers.js's, pixel_values max|diff| %.3g; eager = "
-              "ort: %zu tokens\n", tjs["prompt_ids"].size(), pixels, rows[0]["ids"].size());
+  std::printf(
+      "  [gemma3 processor] %zu prompt ids equal Transformers.js's, pixel_values max|diff| %.3g; eager = "
+      "ort: %zu tokens\n",
+      tjs["prompt_ids"].size(), pixels, rows[0]["ids"].size());
 }
 
 }  // namespace

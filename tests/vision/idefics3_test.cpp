@@ -1,5 +1,5 @@
-// idefics3 (Idefics3ForConditionalGeneration) and smolvlm (SmolVLMForConditionalGeneration) against goldens of
-// the real transformers, 4.47 and 4.51 (tests/data/goldens/{idefics3,smolvlm}-tiny.json,
+// idefics3 (Idefics3ForConditionalGeneration) and smolvlm (SmolVLMForConditionalGeneration) against goldens
+// of the real transformers, 4.47 and 4.51 (tests/data/goldens/{idefics3,smolvlm}-tiny.json,
 // tools/hf_goldens/make_idefics3_goldens.py on the checkpoint `hfx create-tiny ARCH` writes): pixel_values
 // [1, images, 3, 32, 32] from a fixed pattern, one and two whole images.
 //   * image_features of the vision_encoder component (SigLIP under model.vision_model., pixel shuffle by
@@ -8,7 +8,8 @@
 //     (the ImageTextEngine of `hfx generate --image`), eagerly and over the ONNX export in ONNX Runtime;
 //   * Transformers.js 4.3.1's Idefics3ForConditionalGeneration loads the export folder as it is and gives the
 //     same tokens from the same input_ids and pixel_values;
-//   * the image processor: hfx's Idefics3ImageProcessor on two PNGs (50×40, 24×30: resized to the longest edge,
+//   * the image processor: hfx's Idefics3ImageProcessor on two PNGs (50×40, 24×30: resized to the longest
+//   edge,
 //     to multiples of the tile, cut into 2×2 tiles plus the global image) equals transformers 4.47's (rows,
 //     cols, pixel_values; Pillow's filters, which hfx reproduces); `hfx generate --image` from the checkpoint
 //     and the export gives the prompt ids of Transformers.js's Idefics3Processor (marker expansion with
@@ -64,7 +65,8 @@ const json& golden() {
 
 std::vector<float> pattern_pixels(int64_t n) {
   std::vector<float> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++) p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
+  for (int64_t i = 0; i < n; i++)
+    p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
   return p;
 }
 
@@ -90,7 +92,8 @@ class Idefics3 : public ::testing::TestWithParam<std::string> {
 double max_diff(const std::vector<float>& got, const json& want) {
   EXPECT_EQ(got.size(), want.size());
   double w = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); i++) w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
+  for (size_t i = 0; i < got.size() && i < want.size(); i++)
+    w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
   return w;
 }
 
@@ -155,8 +158,10 @@ TEST_P(Idefics3, ComponentsEqualTransformersEagerAndOrt) {
       logit = std::max(logit, max_diff(last, c["last_logits"].back()));
     }
     EXPECT_LE(logit, kTol);
-    std::printf("  [%s, %s] image_features max|diff| %.3g, prefill logits %.3g; 32 greedy tokens equal "
-                "(1 and 2 images)\n", g_arch.c_str(), engine, feat, logit);
+    std::printf(
+        "  [%s, %s] image_features max|diff| %.3g, prefill logits %.3g; 32 greedy tokens equal "
+        "(1 and 2 images)\n",
+        g_arch.c_str(), engine, feat, logit);
   }
 }
 
@@ -166,12 +171,13 @@ TEST_P(Idefics3, TransformersJsRunsTheExportWithTheSameTokens) {
   for (const json& c : golden()["cases"]) {
     const int64_t images = c["images"].get<int64_t>();
     SCOPED_TRACE(std::to_string(images) + " image(s)");
-    const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/idefics3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
-                                        (d / "out").string() + "' '" + c["input_ids"].dump() + "' " +
-                                        std::to_string(images));
+    const auto r = hfx::testsupport::sh(
+        "node '" HFX_SOURCE_DIR "/tests/vision/idefics3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+        (d / "out").string() + "' '" + c["input_ids"].dump() + "' " + std::to_string(images));
     ASSERT_EQ(r.rc, 0) << r.out;
     const json tjs = json::parse(r.out.substr(r.out.rfind("{\"model\"")));
-    EXPECT_EQ(tjs["model"], g_arch == "smolvlm" ? "SmolVLMForConditionalGeneration" : "Idefics3ForConditionalGeneration");
+    EXPECT_EQ(tjs["model"],
+              g_arch == "smolvlm" ? "SmolVLMForConditionalGeneration" : "Idefics3ForConditionalGeneration");
     EXPECT_EQ(tjs["ids"], c["greedy"]);
     std::printf("  [%s transformers.js] %lld image(s): %zu tokens equal transformers'\n", g_arch.c_str(),
                 static_cast<long long>(images), tjs["ids"].size());
@@ -184,7 +190,8 @@ std::vector<std::string> write_images(const fs::path& dir) {
   std::vector<std::string> paths;
   for (const auto& s : sizes) {
     paths.push_back((dir / (std::to_string(s[2]) + ".png")).string());
-    hfx::testsupport::write_png(paths.back(), s[0], s[1], hfx::testsupport::PngKind::Rgb, static_cast<uint32_t>(s[2]));
+    hfx::testsupport::write_png(paths.back(), s[0], s[1], hfx::testsupport::PngKind::Rgb,
+                                static_cast<uint32_t>(s[2]));
   }
   return paths;
 }
@@ -194,7 +201,8 @@ TEST_P(Idefics3, ImageProcessorEqualsTransformers) {
   Folder f("images");
   const std::vector<std::string> paths = write_images(f.path);
   const std::string pre = (d / "ckpt" / "preprocessor_config.json").string();
-  const auto cfg = hfx::processors::Idefics3ImageProcessorConfig::from_json(json::parse(hfx::io::read_file(pre)), pre);
+  const auto cfg =
+      hfx::processors::Idefics3ImageProcessorConfig::from_json(json::parse(hfx::io::read_file(pre)), pre);
   for (const json& c : golden()["images"]) {
     const size_t n = c["images"].get<size_t>();
     SCOPED_TRACE(std::to_string(n) + " image(s)");
@@ -215,8 +223,8 @@ TEST_P(Idefics3, ImageProcessorEqualsTransformers) {
     EXPECT_LE(worst, 1e-6);
     EXPECT_NEAR(sum, c["pixel_sum"].get<double>(), 1e-3);
     EXPECT_NEAR(abs_sum, c["pixel_abs_sum"].get<double>(), 1e-3);
-    std::printf("  [%s processor] %zu image(s): %lld frames, rows/cols equal, pixel_values max|diff| %.3g\n", g_arch.c_str(), n,
-                static_cast<long long>(px.pixel_values.shape()[1]), worst);
+    std::printf("  [%s processor] %zu image(s): %lld frames, rows/cols equal, pixel_values max|diff| %.3g\n",
+                g_arch.c_str(), n, static_cast<long long>(px.pixel_values.shape()[1]), worst);
   }
 }
 
@@ -230,15 +238,16 @@ TEST_P(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
     SCOPED_TRACE(std::to_string(n) + " image(s)");
     std::string files;
     for (size_t i = 0; i < n; i++) files += " '" + paths[i] + "'";
-    const auto r = hfx::testsupport::sh("node '" HFX_SOURCE_DIR "/tests/vision/idefics3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
-                                        (d / "out").string() + "' processor '" + prompts[n - 1] + "'" + files);
+    const auto r = hfx::testsupport::sh(
+        "node '" HFX_SOURCE_DIR "/tests/vision/idefics3_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+        (d / "out").string() + "' processor '" + prompts[n - 1] + "'" + files);
     ASSERT_EQ(r.rc, 0) << r.out;
     const json tjs = json::parse(r.out.substr(r.out.rfind("{\"prompt_ids\"")));
     json rows[2];
     const char* models[2] = {"ckpt", "out"};
     for (int i = 0; i < 2; i++) {
-      std::string cmd = std::string(HFX_CLI) + " generate '" + (d / models[i]).string() + "' --prompt '" + prompts[n - 1] +
-                        "' --max-new-tokens 16 --json";
+      std::string cmd = std::string(HFX_CLI) + " generate '" + (d / models[i]).string() + "' --prompt '" +
+                        prompts[n - 1] + "' --max-new-tokens 16 --json";
       for (size_t k = 0; k < n; k++) cmd += " --image '" + paths[k] + "'";
       const auto g = hfx::testsupport::sh(cmd + " 2>/dev/null");
       ASSERT_EQ(g.rc, 0) << g.out;
@@ -248,7 +257,8 @@ TEST_P(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
     EXPECT_EQ(rows[0]["ids"], rows[1]["ids"]);
     // Transformers.js' pixel_values (sharp's resampling) against hfx's (Pillow's): measured, not bounded.
     const std::string pre = (d / "out" / "preprocessor_config.json").string();
-    const auto cfg = hfx::processors::Idefics3ImageProcessorConfig::from_json(json::parse(hfx::io::read_file(pre)), pre);
+    const auto cfg =
+        hfx::processors::Idefics3ImageProcessorConfig::from_json(json::parse(hfx::io::read_file(pre)), pre);
     std::vector<hfx::processors::Image> images;
     for (size_t i = 0; i < n; i++) images.push_back(hfx::processors::read_image(paths[i]));
     const auto px = hfx::processors::idefics3_pixel_values(cfg, images);
@@ -258,9 +268,10 @@ TEST_P(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
     const std::vector<float> v = px.pixel_values.contiguous().to_floats();
     for (size_t i = 0; i < v.size() && i < tjs["pixel_values"].size(); i++)
       mean += std::fabs(v[i] - tjs["pixel_values"][i].get<double>()) / static_cast<double>(v.size());
-    std::printf("  [%s generate] %zu image(s): %zu prompt ids equal Transformers.js's; eager = ort (%zu tokens); "
-                "pixel_values vs Transformers.js (sharp): mean |diff| %.3g\n", g_arch.c_str(), n, tjs["prompt_ids"].size(),
-                rows[0]["ids"].size(), mean);
+    std::printf(
+        "  [%s generate] %zu image(s): %zu prompt ids equal Transformers.js's; eager = ort (%zu tokens); "
+        "pixel_values vs Transformers.js (sharp): mean |diff| %.3g\n",
+        g_arch.c_str(), n, tjs["prompt_ids"].size(), rows[0]["ids"].size(), mean);
   }
 }
 

@@ -45,10 +45,11 @@ class LlavaGenerate : public ::testing::Test {
   void TearDown() override { fs::remove_all(dir_); }
 
   hfx::testsupport::Proc generate(const std::string& prompt, size_t n_images, const std::string& extra = "",
-                                  const std::string& model = "llava", const std::vector<std::string>* images = nullptr) {
+                                  const std::string& model = "llava",
+                                  const std::vector<std::string>* images = nullptr) {
     if (!images) images = &images_;
-    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / model).string() + "' --prompt '" + prompt +
-                      "' --max-new-tokens 32 " + extra;
+    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / model).string() + "' --prompt '" +
+                      prompt + "' --max-new-tokens 32 " + extra;
     for (size_t i = 0; i < n_images; i++) cmd += " --image '" + (*images)[i] + "'";
     return hfx::testsupport::sh(cmd);
   }
@@ -115,7 +116,8 @@ TEST_F(LlavaGenerate, OnnxExportGreedyTokensEqualTransformersWithOneAndTwoImages
     EXPECT_EQ(j["rows"][0]["prompt_ids"], want["prompt_ids"]);
     EXPECT_EQ(j["rows"][0]["ids"], want["greedy"]);
     std::printf("[llava onnx] %zu image(s): greedy %zu tokens from ONNX Runtime %s transformers'\n", n,
-                j["rows"][0]["ids"].size(), j["rows"][0]["ids"] == want["greedy"] ? "equal to" : "DIFFER from");
+                j["rows"][0]["ids"].size(),
+                j["rows"][0]["ids"] == want["greedy"] ? "equal to" : "DIFFER from");
   }
 }
 
@@ -127,12 +129,13 @@ TEST_F(LlavaGenerate, TransformersJsRunsTheOnnxExportWithTheSameTokens) {
   const std::pair<int64_t, int64_t> sizes[] = {{40, 30}, {30, 30}};
   for (size_t i = 0; i < 2; i++) {
     images.push_back((dir_ / ("unresized" + std::to_string(i) + ".png")).string());
-    hfx::testsupport::write_png(images.back(), sizes[i].first, sizes[i].second, hfx::testsupport::PngKind::Rgb,
-                                uint32_t(7 + i));
+    hfx::testsupport::write_png(images.back(), sizes[i].first, sizes[i].second,
+                                hfx::testsupport::PngKind::Rgb, uint32_t(7 + i));
   }
   for (size_t n = 1; n <= 2; n++) {
     SCOPED_TRACE(n);
-    std::string cmd = "node '" HFX_SOURCE_DIR "/tests/vision/llava_generate_tjs.mjs' '" HFX_NODE_MODULES "' '" +
+    std::string cmd = "node '" HFX_SOURCE_DIR "/tests/vision/llava_generate_tjs.mjs' '" HFX_NODE_MODULES
+                      "' '" +
                       (dir_ / "onnx-out").string() + "' 32 '" + kPrompts[n - 1] + "'";
     for (size_t i = 0; i < n; i++) cmd += " '" + images[i] + "'";
     const auto r = hfx::testsupport::sh(cmd + " 2>&1");
@@ -146,9 +149,10 @@ TEST_F(LlavaGenerate, TransformersJsRunsTheOnnxExportWithTheSameTokens) {
     EXPECT_EQ(tjs["ids"], ort["rows"][0]["ids"]);
     EXPECT_EQ(eager["rows"][0]["ids"], ort["rows"][0]["ids"]);
     EXPECT_EQ(tjs["ids"].size(), 32u);
-    std::printf("[llava transformers.js] %zu image(s): %zu tokens, Transformers.js %s hfx (ONNX Runtime), eager %s\n",
-                n, tjs["ids"].size(), tjs["ids"] == ort["rows"][0]["ids"] ? "equals" : "DIFFERS from",
-                eager["rows"][0]["ids"] == ort["rows"][0]["ids"] ? "equal" : "DIFFERENT");
+    std::printf(
+        "[llava transformers.js] %zu image(s): %zu tokens, Transformers.js %s hfx (ONNX Runtime), eager %s\n",
+        n, tjs["ids"].size(), tjs["ids"] == ort["rows"][0]["ids"] ? "equals" : "DIFFERS from",
+        eager["rows"][0]["ids"] == ort["rows"][0]["ids"] ? "equal" : "DIFFERENT");
   }
 }
 

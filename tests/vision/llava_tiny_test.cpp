@@ -82,7 +82,8 @@ TEST_F(LlavaTiny, CheckpointHasLlavaFilesTokenAndLoadsAsThreeComponents) {
   const auto m = hfx::load_model(model());
   EXPECT_EQ(m->structure(), hfx::Structure::VisionLanguage);
   EXPECT_EQ(m->component_names(), (std::vector<std::string>{"vision_encoder", "embed_tokens", "decoder"}));
-  EXPECT_EQ(m->component("vision_encoder").inputs.at(0).axes, (std::vector<std::string>{"batch_size", "3", "30", "30"}));
+  EXPECT_EQ(m->component("vision_encoder").inputs.at(0).axes,
+            (std::vector<std::string>{"batch_size", "3", "30", "30"}));
   EXPECT_EQ(m->component("decoder").inputs.at(0).name, "inputs_embeds");
   EXPECT_EQ(m->component("decoder").cache.size(), 4u);
 }
@@ -148,7 +149,8 @@ TEST_F(LlavaTiny, TransformersJsProcessorReadsTheFolder) {
 bool has_line(const std::string& text, const std::vector<std::string>& parts) {
   std::istringstream in(text);
   for (std::string line; std::getline(in, line);)
-    if (std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return line.find(p) != std::string::npos; }))
+    if (std::all_of(parts.begin(), parts.end(),
+                    [&](const std::string& p) { return line.find(p) != std::string::npos; }))
       return true;
   return false;
 }
@@ -159,12 +161,13 @@ TEST_F(LlavaTiny, EveryFormatExportsTheComponentsAndVerifies) {
        {"onnx/vision_encoder.onnx", "onnx/embed_tokens.onnx", "onnx/decoder_model_merged.onnx",
         "onnx/decoder_model.onnx", "onnx/decoder_with_past_model.onnx"}},
       {"executorch", {"model.pte"}},
-      {"dynamo", {"vision_encoder.pt2", "embed_tokens.pt2", "decoder_model.pt2", "decoder_with_past_model.pt2"}}};
+      {"dynamo",
+       {"vision_encoder.pt2", "embed_tokens.pt2", "decoder_model.pt2", "decoder_with_past_model.pt2"}}};
   for (const auto& [format, want] : files) {
     SCOPED_TRACE(format);
     const fs::path out = dir_ / ("out_" + format);
-    auto r = hfx::testsupport::sh(std::string(HFX_CLI) + " export '" + model() + "' --format " + format + " -o '" +
-                                  out.string() + "' 2>&1");
+    auto r = hfx::testsupport::sh(std::string(HFX_CLI) + " export '" + model() + "' --format " + format +
+                                  " -o '" + out.string() + "' 2>&1");
     ASSERT_EQ(r.rc, 0) << r.out;
     for (const auto& f : want) EXPECT_TRUE(fs::exists(out / f)) << f;
     for (const char* f : {"preprocessor_config.json", "processor_config.json", "chat_template.json"})
@@ -173,7 +176,8 @@ TEST_F(LlavaTiny, EveryFormatExportsTheComponentsAndVerifies) {
     EXPECT_EQ(r.rc, 0) << r.out;
     EXPECT_NE(r.out.find("VERIFIED"), std::string::npos) << r.out;
     if (format == "executorch")
-      for (const char* method : {"model.pte:vision_encoder", "model.pte:token_embedding", "model.pte:text_decoder"})
+      for (const char* method :
+           {"model.pte:vision_encoder", "model.pte:token_embedding", "model.pte:text_decoder"})
         EXPECT_TRUE(has_line(r.out, {method, "numerics", "PASS"})) << method << r.out;
     if (format == "onnx")
       for (const char* c : {"vision_encoder ", "embed_tokens ", "decoder_model_merged "})

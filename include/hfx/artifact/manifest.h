@@ -28,11 +28,11 @@ namespace hfx::artifact {
 
 /// One file of an export folder.
 struct ManifestFile {
-  std::string path;       ///< relative to OUT, '/'-separated
-  std::string role;       ///< "weights" | "tokenizer" | "config" | "graph" | "artifact"
+  std::string path;  ///< relative to OUT, '/'-separated
+  std::string role;  ///< "weights" | "tokenizer" | "config" | "graph" | "artifact"
   uint64_t size = 0;
-  std::string sha256;     ///< lowercase hex
-  nlohmann::json details; ///< e.g. {"ir_version": 8, "opsets": {"": 18}} for .onnx files; null if none
+  std::string sha256;      ///< lowercase hex
+  nlohmann::json details;  ///< e.g. {"ir_version": 8, "opsets": {"": 18}} for .onnx files; null if none
 };
 
 /// The `verify` section, filled by `hfx verify`.
@@ -55,8 +55,8 @@ struct ChecksumMismatch {
 struct Manifest {
   static constexpr int kSchemaVersion = 1;
   int schema_version = kSchemaVersion;
-  std::string model_id;     ///< "org/name" from a hub snapshot path, else config _name_or_path, else folder name
-  std::string revision;     ///< snapshot hash, empty when unknown
+  std::string model_id;  ///< "org/name" from a hub snapshot path, else config _name_or_path, else folder name
+  std::string revision;  ///< snapshot hash, empty when unknown
   std::string source_path;  ///< absolute path of the checkpoint folder exported
   std::string format;       ///< "onnx", "executorch", "dynamo"
   std::string created_at;   ///< UTC ISO-8601
@@ -66,7 +66,7 @@ struct Manifest {
   /// ExportConfig::precision(): the resolved weight dtype and verify's tolerance key; null for a manifest
   /// written before hfx recorded it.
   nlohmann::json precision;
-  std::map<std::string, ShapeContract> contracts;   ///< component → input → axes
+  std::map<std::string, ShapeContract> contracts;  ///< component → input → axes
   std::vector<ManifestFile> files;
   std::vector<std::string> warnings;  ///< the exporter's warnings (ExportResult::warnings), shown by verify
   VerifyRecord verify;
@@ -98,7 +98,8 @@ nlohmann::json onnx_model_info(const std::string& path);
 /// A manifest for a finished export folder: identity from `source_dir`, files scanned, verify
 /// "unverified". `contracts` maps component → contract (from ExportResult::programs).
 Manifest build_manifest(const std::string& out_dir, const std::string& source_dir, const std::string& format,
-                        const nlohmann::json& export_config, const std::map<std::string, ShapeContract>& contracts);
+                        const nlohmann::json& export_config,
+                        const std::map<std::string, ShapeContract>& contracts);
 /// Reads OUT/manifest.json, sets the verify section ("passed" | "failed" with the report, timestamped)
 /// and writes it back atomically.
 void record_verify_result(const std::string& out_dir, bool passed, const nlohmann::json& report);
@@ -106,11 +107,11 @@ void record_verify_result(const std::string& out_dir, bool passed, const nlohman
 // ---- releases ----
 
 struct HistoryEntry {
-  std::string name;        ///< folder under RELEASES/
-  std::string action;      ///< "release" | "rollback"
-  std::string at;          ///< UTC ISO-8601
+  std::string name;    ///< folder under RELEASES/
+  std::string action;  ///< "release" | "rollback"
+  std::string at;      ///< UTC ISO-8601
   std::string model_id, revision;
-  std::string previous;    ///< what `current` pointed at before (empty if nothing)
+  std::string previous;  ///< what `current` pointed at before (empty if nothing)
 };
 
 /// The release folder `current` points at (its name), or none.

@@ -78,9 +78,9 @@ struct DimSpec {
 struct ProgramSpec {
   std::string name;       ///< artifact component name: "prefill", "decode", "model", "encoder_model", ...
   std::string component;  ///< the model component it calls
-  std::vector<std::string> inputs;        ///< declared inputs it takes, in declaration order
-  std::map<std::string, DimSpec> dims;    ///< every named dim of those inputs
-  std::vector<std::string> kinds;         ///< the recorded call kinds it covers (empty: from options)
+  std::vector<std::string> inputs;      ///< declared inputs it takes, in declaration order
+  std::map<std::string, DimSpec> dims;  ///< every named dim of those inputs
+  std::vector<std::string> kinds;       ///< the recorded call kinds it covers (empty: from options)
   CallOptions call;
 };
 
@@ -102,7 +102,7 @@ struct RecordedInput {
   std::string name;
   DType dtype = DType::I64;
   Shape shape;
-  Tensor value;  ///< the values, in eager recordings only (undefined otherwise)
+  Tensor value;        ///< the values, in eager recordings only (undefined otherwise)
   bool cache = false;  ///< a cache leaf (a past_* input the component declares in ComponentDecl::cache)
 };
 /// One real component call made by a generation loop.
@@ -125,7 +125,8 @@ std::vector<GenerationSample> generation_samples(const Model& model, const Captu
 /// loop runs on shapes only (a throwaway static trace: the calls' names, dtypes, shapes and caches are
 /// exactly those of the real run, no weight is read, which keeps a multi-GB export streaming); `eager`
 /// runs the real kernels and greedy tokens (tests use it to prove the two record the same calls).
-std::vector<RecordedCall> record_generation(const Model& model, const std::vector<GenerationSample>& samples, bool eager = false);
+std::vector<RecordedCall> record_generation(const Model& model, const std::vector<GenerationSample>& samples,
+                                            bool eager = false);
 /// The programs the model's generation loop declares, with their dims derived from `calls`: a dim is
 /// dynamic when its size varies between the calls a program covers (and `opts.dynamic`); ranges come
 /// from opts.batch (batch_size), opts.past (dims named past_*) and opts.sequence (every other dim);
@@ -145,7 +146,8 @@ struct ReplayCall {
   std::vector<std::pair<std::string, Tensor>> expected;
 };
 /// The calls of an eager recording (record_generation(..., eager = true)) that `program` covers.
-std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& program, const std::vector<RecordedCall>& eager_calls);
+std::vector<ReplayCall> replay_calls(const Model& model, const ProgramSpec& program,
+                                     const std::vector<RecordedCall>& eager_calls);
 
 /// The legacy single-call path for causal LMs: one program of kind `opts.kind` with the dims and hints
 /// of `opts` (batch/sequence/past Dims, sample sizes), explicit Dims applied.

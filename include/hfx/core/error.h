@@ -21,12 +21,13 @@ class Error : public std::runtime_error {
   std::string component_;
 };
 
-/// Throws hfx::Error with a fmt-formatted message: HFX_THROW("safetensors", "expected {} bytes, got {}", a, b).
+/// Throws hfx::Error with a fmt-formatted message: HFX_THROW("safetensors", "expected {} bytes, got {}", a,
+/// b).
 #define HFX_THROW(component, ...) throw ::hfx::Error((component), ::fmt::format(__VA_ARGS__))
 
 /// Checks a condition; on failure throws hfx::Error with the formatted message.
-#define HFX_CHECK(cond, component, ...)                                 \
-  do {                                                                  \
+#define HFX_CHECK(cond, component, ...)                                       \
+  do {                                                                        \
     if (!(cond)) throw ::hfx::Error((component), ::fmt::format(__VA_ARGS__)); \
   } while (0)
 

@@ -90,8 +90,10 @@ bool fits(const json& v) {
   if (v.is_number_unsigned()) return v.get<uint64_t>() <= static_cast<uint64_t>(L::max());
   if (v.is_number_integer()) {
     const int64_t i = v.get<int64_t>();
-    if constexpr (std::is_unsigned_v<T>) return i >= 0;
-    else return i >= static_cast<int64_t>(L::min()) && i <= static_cast<int64_t>(L::max());
+    if constexpr (std::is_unsigned_v<T>)
+      return i >= 0;
+    else
+      return i >= static_cast<int64_t>(L::min()) && i <= static_cast<int64_t>(L::max());
   }
   // [L::min(), L::max() + 1): both bounds are exact in double (0 or -2^k, and 2^k for k = 31, 63, 64).
   const double d = v.get<double>(), lo = static_cast<double>(L::min());
@@ -127,8 +129,7 @@ T as(const json& v, std::string_view component, std::string_view where) {
     if (!v.is_array()) type_mismatch(component, where, detail::Kind<T>::name, v);
     T out;
     for (size_t i = 0; i < v.size(); i++)
-      out.push_back(
-          as<typename T::value_type>(v[i], component, detail::element(where, i)));
+      out.push_back(as<typename T::value_type>(v[i], component, detail::element(where, i)));
     return out;
   }
 }

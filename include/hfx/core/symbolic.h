@@ -34,7 +34,7 @@ class Sym {
   enum class Kind : uint8_t { Const, Symbol, Add, Mul, FloorDiv, Mod, Min, Max };
 
   Sym() : Sym(int64_t{0}) {}
-  Sym(int64_t v);  // NOLINT: implicit from integers, as in torch's SymInt
+  Sym(int64_t v);                               // NOLINT: implicit from integers, as in torch's SymInt
   Sym(int v) : Sym(static_cast<int64_t>(v)) {}  // NOLINT
   static Sym symbol(const std::string& name);
 
@@ -84,11 +84,11 @@ std::string shape_str(const SymShape& s);
 
 /// A condition recorded when a question about symbols was answered from hints rather than ranges.
 struct Guard {
-  Sym expr;          ///< The guarded quantity.
-  int64_t lower;     ///< expr >= lower must hold (use lower = upper for equality).
-  int64_t upper;     ///< expr <= upper must hold.
-  std::string where; ///< file:line of the code that asked, relative to the source root (no build path).
-  std::string what;  ///< the question, e.g. "s1 > 4096".
+  Sym expr;           ///< The guarded quantity.
+  int64_t lower;      ///< expr >= lower must hold (use lower = upper for equality).
+  int64_t upper;      ///< expr <= upper must hold.
+  std::string where;  ///< file:line of the code that asked, relative to the source root (no build path).
+  std::string what;   ///< the question, e.g. "s1 > 4096".
 };
 
 /// Symbols with ranges and hints, and the guards recorded while code ran on them.

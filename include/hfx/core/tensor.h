@@ -63,7 +63,9 @@ class Tensor {
   /// Pointer to element 0 of this view.
   void* raw() const { return static_cast<char*>(storage_->data) + offset_; }
   template <typename T>
-  T* data() const { return static_cast<T*>(raw()); }
+  T* data() const {
+    return static_cast<T*>(raw());
+  }
 
   // ---- views (no copy) ----
   Tensor slice(int64_t dim, int64_t start, int64_t end, int64_t step = 1) const;
@@ -100,7 +102,8 @@ class Tensor {
 };
 
 /// Calls fn(linear_index, element_offset) over every element of a strided view in row-major order.
-void for_each_offset(const Shape& shape, const Shape& strides, const std::function<void(int64_t, int64_t)>& fn);
+void for_each_offset(const Shape& shape, const Shape& strides,
+                     const std::function<void(int64_t, int64_t)>& fn);
 
 /// Copies `src` (any strides) into contiguous `dst` memory of dtype `dst_dt`.
 void copy_to_contiguous(const Tensor& src, void* dst, DType dst_dt);

@@ -5,8 +5,8 @@
 // never assume a causal LM: `export_for_generation` records the real calls of the model's generation
 // loop and writes each program the loop declares (prefill/decode/merged for decoder-only models; the
 // encoder and the decoder with and without past for encoder-decoders; one `model` for encoders) as its
-// own component; `export_model` writes one call (`opts.kind` for a causal LM). Configs round-trip through JSON and are
-// found, like exporters, by format name in one registry (src/export/exporter.cpp).
+// own component; `export_model` writes one call (`opts.kind` for a causal LM). Configs round-trip through
+// JSON and are found, like exporters, by format name in one registry (src/export/exporter.cpp).
 #pragma once
 #include <algorithm>
 #include <cstdint>
@@ -60,7 +60,8 @@ struct ExportConfig {
   virtual nlohmann::json precision(DType checkpoint) const;
 
   virtual nlohmann::json to_json() const;
-  virtual void from_json(const nlohmann::json& j);  ///< throws hfx::Error("config", ...) on unknown keys or bad types
+  virtual void from_json(
+      const nlohmann::json& j);  ///< throws hfx::Error("config", ...) on unknown keys or bad types
   virtual std::unique_ptr<ExportConfig> clone() const = 0;
 };
 
@@ -85,7 +86,8 @@ struct OnnxConfig : ExportConfig {
 
 struct ExecutorchConfig : ExportConfig {
   ExecutorchConfig() { format = "executorch"; }
-  std::string backend = "portable";  ///< "portable": CPU f32, portable kernels only (no delegate payloads yet)
+  std::string backend =
+      "portable";  ///< "portable": CPU f32, portable kernels only (no delegate payloads yet)
   /// The static KV cache's length: a further bound on every sequence dim (a position lives in the cache).
   /// The program's length is the resolved contract's sequence max (contract_options), never more.
   int64_t max_seq_len = 128;
@@ -141,8 +143,8 @@ class Exporter {
   void set_progress(ExportProgressFn fn) { progress_ = std::move(fn); }
   virtual std::string format() const = 0;
   /// Exports one call (`opts.kind`) of `model` into `out_dir`.
-  virtual ExportResult export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
-                                    const std::string& out_dir) = 0;
+  virtual ExportResult export_model(const Model& model, const CaptureOptions& opts,
+                                    const ExportConfig& config, const std::string& out_dir) = 0;
   /// Records the model's real generation calls and exports each declared program as its own graph
   /// (configs per component name, or one for all under "*").
   virtual ExportResult export_for_generation(const Model& model, const CaptureOptions& opts,
@@ -171,10 +173,12 @@ CaptureOptions contract_options(const Model& model, const ExportConfig& config);
 std::vector<ProgramSpec> export_programs(const Model& model, const CaptureOptions& opts, bool for_generation);
 /// The programs of export_for_generation, each planned under its own config (config_for its name) from
 /// one recorded generation.
-std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(const Model& model, const CaptureOptions& opts,
-                                                                         const std::map<std::string, const ExportConfig*>& configs);
+std::vector<std::pair<ProgramSpec, const ExportConfig*>> generation_plan(
+    const Model& model, const CaptureOptions& opts,
+    const std::map<std::string, const ExportConfig*>& configs);
 /// The config for `component` in a per-component map ("*", "default" or "" as fallbacks).
-const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs, const std::string& component);
+const ExportConfig& config_for(const std::map<std::string, const ExportConfig*>& configs,
+                               const std::string& component);
 
 /// The values `ExportConfig::dtype` takes, in the CLI's order.
 inline constexpr const char* kExportDtypes[] = {"auto", "f32", "f16", "bf16"};

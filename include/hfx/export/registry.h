@@ -51,7 +51,7 @@ struct PatchEntry {
   /// Gets the original handler (nullptr = the op table's own) and the export's context (which outlives
   /// the handler), and returns the replacement.
   std::function<OpHandler(const OpHandler* original, ExportContext& ctx)> factory;
-  std::string reason;   ///< the bug, and when to remove this patch
+  std::string reason;  ///< the bug, and when to remove this patch
 };
 
 /// Installs every patch of (backend, stage) in `ctx.patches` for its lifetime; restores the previous
@@ -101,7 +101,7 @@ struct DisableOptimizeEntry {
 struct ExportSkipEntry {
   std::string backend;  ///< "*" for every backend
   std::string model_type;
-  std::string reason;   ///< required: the model-side change that would lift it
+  std::string reason;  ///< required: the model-side change that would lift it
 };
 bool optimize_disabled(const std::string& backend, const std::string& model_type, std::string* why = nullptr);
 /// Throws hfx::Error("export", ...) with the entry's reason if the model is on the skip list.

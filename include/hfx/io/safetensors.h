@@ -22,7 +22,7 @@ struct TensorInfo {
   Shape shape;
   uint64_t begin = 0;  ///< byte offset inside the data section
   uint64_t end = 0;
-  std::string file;    ///< file path that holds it
+  std::string file;  ///< file path that holds it
 };
 
 /// One mapped .safetensors file.

@@ -15,8 +15,8 @@
 
 namespace hfx {
 
-using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>, DType, Sym,
-                               std::vector<Sym>>;
+using AttrValue = std::variant<int64_t, double, bool, std::string, std::vector<int64_t>, std::vector<double>,
+                               DType, Sym, std::vector<Sym>>;
 
 /// Printable form of one attribute value ("3", "1e-06", "true", "'tanh'", "[0, 2, 1]", "float32", "s0 + 1").
 std::string attr_to_string(const AttrValue& v);

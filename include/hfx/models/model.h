@@ -41,7 +41,7 @@ struct ModelConfig {
   double norm_eps = 1e-6;
   double rope_theta = 10000.0;
   bool tie_word_embeddings = false;
-  DType dtype = DType::F32;  ///< torch_dtype / dtype of the checkpoint
+  DType dtype = DType::F32;    ///< torch_dtype / dtype of the checkpoint
   int64_t sliding_window = 0;  ///< 0 = none
   /// Per layer: "full_attention" or "sliding_attention".
   std::vector<std::string> layer_types;
@@ -93,7 +93,7 @@ class DynamicCache : public KVCache {
 };
 
 struct ForwardArgs {
-  Var input_ids;       ///< int64 [B, S]
+  Var input_ids;  ///< int64 [B, S]
   /// float32 [B, S, hidden]: the token embeddings instead of input_ids (a vision-language model's
   /// decoder, after the image features replaced the image tokens' rows); scaling the architecture applies
   /// to embeddings (Gemma's sqrt(hidden), Granite's multiplier) still applies.
@@ -203,8 +203,8 @@ struct Architecture {
   std::vector<std::string> optional_weights = {};
   /// The task heads the architecture supports: head name ("causal_lm", "base", "masked_lm",
   /// "sequence_classification", "token_classification", "seq2seq_lm", "image_text_to_text") → the
-  /// transformers class that config.json's `architectures` names for it. The first is the default (create-tiny, and configs
-  /// without `architectures`). Empty: one head, "causal_lm".
+  /// transformers class that config.json's `architectures` names for it. The first is the default
+  /// (create-tiny, and configs without `architectures`). Empty: one head, "causal_lm".
   std::vector<std::pair<std::string, std::string>> heads = {};
 };
 

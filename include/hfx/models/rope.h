@@ -25,14 +25,14 @@ struct RopeConfig {
   double theta = 10000.0;
   double partial_rotary_factor = 1.0;
   int64_t head_dim = 0;
-  int64_t dim = 0;                       ///< rotary dims: int(head_dim * partial_rotary_factor)
-  int64_t max_position_embeddings = 0;   ///< config.max_position_embeddings
-  nlohmann::json params;                 ///< the rope_parameters / rope_scaling object (factor, ...)
+  int64_t dim = 0;                      ///< rotary dims: int(head_dim * partial_rotary_factor)
+  int64_t max_position_embeddings = 0;  ///< config.max_position_embeddings
+  nlohmann::json params;                ///< the rope_parameters / rope_scaling object (factor, ...)
 };
 
 struct RopeFreqs {
-  std::vector<float> inv_freq;    ///< [dim / 2]
-  double attention_scaling = 1.0; ///< multiplies cos and sin
+  std::vector<float> inv_freq;     ///< [dim / 2]
+  double attention_scaling = 1.0;  ///< multiplies cos and sin
 };
 
 /// Reads the rope block of `cfg.raw` (rope_parameters or rope_scaling + rope_theta).
@@ -44,6 +44,7 @@ RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len = st
 /// them: freqs = pos × inv_freq (f32), emb = cat(freqs, freqs), cos/sin × attention_scaling. For the
 /// dynamic type with `total_len` > max_position_embeddings (decided by b.env().gt, which guards when
 /// tracing) the NTK inverse frequencies are computed in the graph from the symbolic length.
-std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& positions, const Sym& total_len);
+std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& positions,
+                                 const Sym& total_len);
 
 }  // namespace hfx

@@ -20,7 +20,7 @@ struct TinyOptions {
   std::string preset = "tiny";  ///< "tiny" or an architecture's real-shape preset (e.g. "llama-3.2-1b")
   std::optional<DType> dtype;   ///< default: the preset's torch_dtype
   uint64_t seed = 0;
-  int64_t layers = 0;           ///< 0 = the preset's layer count
+  int64_t layers = 0;  ///< 0 = the preset's layer count
   /// Task head (Architecture::heads: "base", "masked_lm", ...); empty = the architecture's default. Sets
   /// config.json's `architectures`; classification heads also get id2label/label2id.
   std::string head;
@@ -33,10 +33,12 @@ struct TinyOptions {
 /// The config.json create-tiny writes (vocab_size already matched to the fixture tokenizer).
 nlohmann::json tiny_model_config(const std::string& model_type, const TinyOptions& opt);
 /// One random tensor, deterministic from (seed, name).
-Tensor tiny_random_tensor(const std::string& name, const Shape& shape, DType dt, uint64_t seed, double mean, double std);
+Tensor tiny_random_tensor(const std::string& name, const Shape& shape, DType dt, uint64_t seed, double mean,
+                          double std);
 /// Every weight of `cfg` as create-tiny fills it (in memory; for tests and small models).
 std::map<std::string, Tensor> tiny_weights(const ModelConfig& cfg, DType dt, uint64_t seed);
 /// Writes the whole folder. Returns the config.json written.
-nlohmann::json create_tiny(const std::string& model_type, const std::string& dir, const TinyOptions& opt = {});
+nlohmann::json create_tiny(const std::string& model_type, const std::string& dir,
+                           const TinyOptions& opt = {});
 
 }  // namespace hfx

@@ -23,7 +23,8 @@ class PatchTable;
 class Var {
  public:
   Var() = default;
-  Var(Builder* b, TensorType type, Tensor t, Value* v) : b_(b), type_(std::move(type)), t_(std::move(t)), v_(v) {}
+  Var(Builder* b, TensorType type, Tensor t, Value* v)
+      : b_(b), type_(std::move(type)), t_(std::move(t)), v_(v) {}
 
   bool defined() const { return b_ != nullptr; }
   explicit operator bool() const { return defined(); }
@@ -62,7 +63,8 @@ class Builder {
  public:
   virtual ~Builder() = default;
   /// Calls op `name` on inputs with attributes; returns its outputs.
-  virtual std::vector<Var> call(const std::string& op, const std::vector<Var>& inputs, const Attrs& attrs) = 0;
+  virtual std::vector<Var> call(const std::string& op, const std::vector<Var>& inputs,
+                                const Attrs& attrs) = 0;
   /// A weight by its Hugging Face tensor name.
   virtual Var param(const std::string& name, const Tensor& t) = 0;
   /// A small constant tensor.

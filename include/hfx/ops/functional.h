@@ -12,41 +12,41 @@
 namespace hfx::F {
 
 // ---- elementwise binary (broadcasting) ----
-Var add(const Var& a, const Var& b);        ///< aten.add.Tensor
-Var sub(const Var& a, const Var& b);        ///< aten.sub.Tensor
-Var mul(const Var& a, const Var& b);        ///< aten.mul.Tensor
-Var div(const Var& a, const Var& b);        ///< aten.div.Tensor
-Var maximum(const Var& a, const Var& b);    ///< aten.maximum
-Var minimum(const Var& a, const Var& b);    ///< aten.minimum
-Var add(const Var& a, double s);            ///< aten.add.Scalar
-Var mul(const Var& a, double s);            ///< aten.mul.Scalar
-Var pow(const Var& a, double exponent);     ///< aten.pow.Tensor_Scalar
+Var add(const Var& a, const Var& b);      ///< aten.add.Tensor
+Var sub(const Var& a, const Var& b);      ///< aten.sub.Tensor
+Var mul(const Var& a, const Var& b);      ///< aten.mul.Tensor
+Var div(const Var& a, const Var& b);      ///< aten.div.Tensor
+Var maximum(const Var& a, const Var& b);  ///< aten.maximum
+Var minimum(const Var& a, const Var& b);  ///< aten.minimum
+Var add(const Var& a, double s);          ///< aten.add.Scalar
+Var mul(const Var& a, double s);          ///< aten.mul.Scalar
+Var pow(const Var& a, double exponent);   ///< aten.pow.Tensor_Scalar
 // ---- comparison / logic (bool results) ----
-Var eq(const Var& a, const Var& b);         ///< aten.eq.Tensor
-Var lt(const Var& a, const Var& b);         ///< aten.lt.Tensor
-Var le(const Var& a, const Var& b);         ///< aten.le.Tensor
-Var gt(const Var& a, const Var& b);         ///< aten.gt.Tensor
-Var ge(const Var& a, const Var& b);         ///< aten.ge.Tensor
-Var logical_and(const Var& a, const Var& b);  ///< aten.logical_and
-Var logical_or(const Var& a, const Var& b);   ///< aten.logical_or
-Var logical_not(const Var& a);                ///< aten.logical_not
+Var eq(const Var& a, const Var& b);                      ///< aten.eq.Tensor
+Var lt(const Var& a, const Var& b);                      ///< aten.lt.Tensor
+Var le(const Var& a, const Var& b);                      ///< aten.le.Tensor
+Var gt(const Var& a, const Var& b);                      ///< aten.gt.Tensor
+Var ge(const Var& a, const Var& b);                      ///< aten.ge.Tensor
+Var logical_and(const Var& a, const Var& b);             ///< aten.logical_and
+Var logical_or(const Var& a, const Var& b);              ///< aten.logical_or
+Var logical_not(const Var& a);                           ///< aten.logical_not
 Var where(const Var& cond, const Var& a, const Var& b);  ///< aten.where.self
 // ---- unary ----
-Var neg(const Var& a);         ///< aten.neg
-Var exp(const Var& a);         ///< aten.exp
-Var log(const Var& a);         ///< aten.log
-Var sqrt(const Var& a);        ///< aten.sqrt
-Var rsqrt(const Var& a);       ///< aten.rsqrt
-Var tanh(const Var& a);        ///< aten.tanh
-Var sigmoid(const Var& a);     ///< aten.sigmoid
-Var silu(const Var& a);        ///< aten.silu
-Var relu(const Var& a);        ///< aten.relu
+Var neg(const Var& a);                                            ///< aten.neg
+Var exp(const Var& a);                                            ///< aten.exp
+Var log(const Var& a);                                            ///< aten.log
+Var sqrt(const Var& a);                                           ///< aten.sqrt
+Var rsqrt(const Var& a);                                          ///< aten.rsqrt
+Var tanh(const Var& a);                                           ///< aten.tanh
+Var sigmoid(const Var& a);                                        ///< aten.sigmoid
+Var silu(const Var& a);                                           ///< aten.silu
+Var relu(const Var& a);                                           ///< aten.relu
 Var gelu(const Var& a, const std::string& approximate = "none");  ///< aten.gelu ("none" | "tanh")
-Var sin(const Var& a);         ///< aten.sin
-Var cos(const Var& a);         ///< aten.cos
-Var abs(const Var& a);         ///< aten.abs
-Var reciprocal(const Var& a);  ///< aten.reciprocal
-Var erf(const Var& a);         ///< aten.erf
+Var sin(const Var& a);                                            ///< aten.sin
+Var cos(const Var& a);                                            ///< aten.cos
+Var abs(const Var& a);                                            ///< aten.abs
+Var reciprocal(const Var& a);                                     ///< aten.reciprocal
+Var erf(const Var& a);                                            ///< aten.erf
 // ---- linear algebra ----
 Var mm(const Var& a, const Var& b);      ///< aten.mm: [M,K] @ [K,N]
 Var bmm(const Var& a, const Var& b);     ///< aten.bmm: [B,M,K] @ [B,K,N]
@@ -59,28 +59,30 @@ Var mean(const Var& a, const std::vector<int64_t>& dims, bool keepdim = false); 
 Var amax(const Var& a, const std::vector<int64_t>& dims, bool keepdim = false);  ///< aten.amax
 Var argmax(const Var& a, int64_t dim, bool keepdim = false);                     ///< aten.argmax (int64)
 Var cumsum(const Var& a, int64_t dim);                                           ///< aten.cumsum
-Var softmax(const Var& a, int64_t dim);      ///< aten._softmax
-Var log_softmax(const Var& a, int64_t dim);  ///< aten._log_softmax
+Var softmax(const Var& a, int64_t dim);                                          ///< aten._softmax
+Var log_softmax(const Var& a, int64_t dim);                                      ///< aten._log_softmax
 // ---- normalization ----
 /// aten.layer_norm over the last dim; weight/bias may be absent.
 Var layer_norm(const Var& x, const Var& weight, const Var& bias, double eps);
 // ---- indexing and shape ----
-Var embedding(const Var& weight, const Var& indices);  ///< aten.embedding: weight[V, D], indices int64 → [..., D]
+Var embedding(const Var& weight,
+              const Var& indices);  ///< aten.embedding: weight[V, D], indices int64 → [..., D]
 Var index_select(const Var& a, int64_t dim, const Var& index);  ///< aten.index_select
 /// aten.index_copy: a copy of `a` with a.select(dim, index[i]) = src.select(dim, i).
 Var index_copy(const Var& a, int64_t dim, const Var& index, const Var& src);
 Var cat(const std::vector<Var>& xs, int64_t dim);  ///< aten.cat
 /// aten.slice.Tensor: a[start:end:step] along dim (end clamped to the size).
 Var slice(const Var& a, int64_t dim, const Sym& start, const Sym& end, int64_t step = 1);
-Var reshape(const Var& a, const SymShape& shape);  ///< aten.view (at most one -1 entry, resolved symbolically)
+Var reshape(const Var& a,
+            const SymShape& shape);  ///< aten.view (at most one -1 entry, resolved symbolically)
 Var permute(const Var& a, const std::vector<int64_t>& dims);  ///< aten.permute
 Var transpose(const Var& a, int64_t d0, int64_t d1);          ///< aten.permute with two dims swapped
-Var expand(const Var& a, const SymShape& shape);             ///< aten.expand (-1 keeps a dim)
-Var unsqueeze(const Var& a, int64_t dim);                    ///< aten.unsqueeze
-Var squeeze(const Var& a, int64_t dim);                      ///< aten.squeeze.dim
-Var to(const Var& a, DType dt);                              ///< aten._to_copy
+Var expand(const Var& a, const SymShape& shape);              ///< aten.expand (-1 keeps a dim)
+Var unsqueeze(const Var& a, int64_t dim);                     ///< aten.unsqueeze
+Var squeeze(const Var& a, int64_t dim);                       ///< aten.squeeze.dim
+Var to(const Var& a, DType dt);                               ///< aten._to_copy
 // ---- factories (no tensor inputs) ----
-Var arange(Builder& b, const Sym& start, const Sym& end, DType dt = DType::I64);  ///< aten.arange.start
+Var arange(Builder& b, const Sym& start, const Sym& end, DType dt = DType::I64);   ///< aten.arange.start
 Var full(Builder& b, const SymShape& shape, double value, DType dt = DType::F32);  ///< aten.full
 // ---- composite ops (fused kernels; backends keep or decompose them) ----
 /// hfx.rms_norm: x * rsqrt(mean(x², -1) + eps) * (weight + weight_offset), computed in f32.
@@ -94,8 +96,8 @@ Var rope(const Var& x, const Var& cos, const Var& sin, bool interleaved = false)
 /// position T - S + i. `window` > 0 keeps keys with pos_q - pos_k < window. `softcap` > 0 applies
 /// softcap * tanh(scores / softcap) before masking. `mask` (optional) is additive, broadcast to
 /// [B, Hq, S, T].
-Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale, bool causal, int64_t window = 0,
-         double softcap = 0.0);
+Var sdpa(const Var& q, const Var& k, const Var& v, const Var& mask, double scale, bool causal,
+         int64_t window = 0, double softcap = 0.0);
 /// hfx.moe: a sparse mixture-of-experts MLP over x[..., H] with router logits[..., E]. Each token goes to
 /// the top_k experts of softmax(logits) (renormalized to sum 1 when `normalize`); expert e computes
 /// down_e(act(gate_e x) * up_e x) and the outputs are summed with the routing weights. `experts` is

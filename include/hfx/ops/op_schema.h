@@ -26,10 +26,11 @@ struct AttrSpec {
   std::string doc;
 };
 
-using InferFn = std::function<std::vector<TensorType>(const std::vector<const TensorType*>& inputs, const Attrs& attrs,
-                                                      ShapeEnv& env)>;
+using InferFn = std::function<std::vector<TensorType>(const std::vector<const TensorType*>& inputs,
+                                                      const Attrs& attrs, ShapeEnv& env)>;
 using KernelFn = std::function<std::vector<Tensor>(const std::vector<Tensor>& inputs, const Attrs& attrs)>;
-using DecompFn = std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
+using DecompFn =
+    std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
 
 struct OpSchema {
   std::string name;

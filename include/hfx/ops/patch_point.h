@@ -19,7 +19,8 @@
 
 namespace hfx {
 
-using OpHandler = std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
+using OpHandler =
+    std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
 
 /// The patch points of one export: path → installed handler, plus the paths whose handler is running.
 class PatchTable {

@@ -17,7 +17,7 @@ class PatchTable;  // hfx/ops/patch_point.h
 
 struct Pass {
   std::string name;
-  std::string contract;  ///< "requires ...; ensures ..."
+  std::string contract;             ///< "requires ...; ensures ..."
   std::function<bool(Graph&)> run;  ///< returns true if the graph changed
 };
 

@@ -53,7 +53,7 @@ Image center_crop(const Image& in, int64_t width, int64_t height);
 /// crop (pan-and-scan is refused).
 struct ClipImageProcessorConfig {
   bool do_resize = true;
-  int64_t shortest_edge = 224;  ///< size.shortest_edge (or size as one integer)
+  int64_t shortest_edge = 224;                  ///< size.shortest_edge (or size as one integer)
   int64_t resize_height = 0, resize_width = 0;  ///< size.{height, width}: the exact size (0: shortest_edge)
   Resample resample = Resample::Bicubic;
   bool do_center_crop = true;
@@ -80,11 +80,12 @@ std::pair<int64_t, int64_t> clip_resize_size(const ClipImageProcessorConfig& cfg
 /// order and arithmetic of transformers (rescale in double then float32; normalize in float32).
 Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<Image>& images);
 
-/// The fields of an Idefics3ImageProcessor preprocessor_config.json (idefics3, SmolVLM) that change pixel values.
+/// The fields of an Idefics3ImageProcessor preprocessor_config.json (idefics3, SmolVLM) that change pixel
+/// values.
 struct Idefics3ImageProcessorConfig {
   bool do_resize = true;
-  int64_t longest_edge = 4 * 364;     ///< size.longest_edge: every image's longest side is resized to it
-  int64_t max_image_size = 364;       ///< max_image_size.longest_edge: the tile side
+  int64_t longest_edge = 4 * 364;  ///< size.longest_edge: every image's longest side is resized to it
+  int64_t max_image_size = 364;    ///< max_image_size.longest_edge: the tile side
   bool do_image_splitting = true;
   Resample resample = Resample::Lanczos;
   double rescale_factor = 1.0 / 255.0;
@@ -109,6 +110,7 @@ struct Idefics3Pixels {
 /// `longest_edge` (aspect kept, the other side made even; at most 4096), then (splitting) resized up to
 /// multiples of the tile side, cut into tiles and the whole image resized to one tile (always Lanczos, as
 /// split_image does); rescale, normalize. Whole tiles only: nothing to pad for one prompt.
-Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg, const std::vector<Image>& images);
+Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg,
+                                     const std::vector<Image>& images);
 
 }  // namespace hfx::processors

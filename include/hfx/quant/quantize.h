@@ -32,8 +32,8 @@ namespace hfx::quant {
 
 /// What --quantize, --group-size and --symmetric ask for.
 struct QuantOptions {
-  int bits = 0;          ///< 0 = no quantization, 4 or 8
-  int group_size = 32;   ///< 32, 64 or 128 input features per block (a power of two, as MatMulNBits wants)
+  int bits = 0;         ///< 0 = no quantization, 4 or 8
+  int group_size = 32;  ///< 32, 64 or 128 input features per block (a power of two, as MatMulNBits wants)
   bool symmetric = false;
   /// ONNX Runtime (`--target ort`) only: MatMulNBits with accuracy_level 4, i.e. the activations quantized
   /// to int8 per block at run time (ONNX Runtime's fast CPU path). Other math than the eager kernels' (f32

@@ -70,7 +70,7 @@ class ChatSession {
   tok::ChatTemplate template_;
   nlohmann::ordered_json messages_ = nlohmann::ordered_json::array();
   nlohmann::ordered_json tools_ = nullptr;  // none: `tools` renders as none
-  std::vector<int64_t> cached_;  // the ids in the engine's cache, in order
+  std::vector<int64_t> cached_;             // the ids in the engine's cache, in order
   ChatTurnStats last_;
 };
 

@@ -46,12 +46,13 @@ struct TokenBatch {
   std::vector<int64_t> input_ids, attention_mask;
 };
 /// Throws hfx::Error("embed") for no texts or a text longer than `max_tokens` tokens.
-TokenBatch tokenize_batch(const tok::Tokenizer& tokenizer, const std::vector<std::string>& texts, int64_t pad_id,
-                          int64_t max_tokens);
+TokenBatch tokenize_batch(const tok::Tokenizer& tokenizer, const std::vector<std::string>& texts,
+                          int64_t pad_id, int64_t max_tokens);
 
 /// Pools last_hidden_state [batch, seq, dim] (row-major) over each row's real tokens and normalizes.
-std::vector<std::vector<float>> pool(const std::vector<float>& hidden, int64_t batch, int64_t seq, int64_t dim,
-                                     const std::vector<int64_t>& attention_mask, Pooling pooling, bool normalize);
+std::vector<std::vector<float>> pool(const std::vector<float>& hidden, int64_t batch, int64_t seq,
+                                     int64_t dim, const std::vector<int64_t>& attention_mask, Pooling pooling,
+                                     bool normalize);
 
 struct EmbedResult {
   std::vector<std::vector<float>> vectors;  ///< one per text, `dim` floats each
@@ -61,7 +62,8 @@ struct EmbedResult {
 };
 /// Embeds `texts` with the model in `dir` (checkpoint → eager, export folder → ONNX Runtime).
 /// `pooling` overrides the folder's Pooling module.
-EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts, std::optional<Pooling> pooling = std::nullopt);
+EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts,
+                  std::optional<Pooling> pooling = std::nullopt);
 
 #ifdef HFX_HAVE_ORT
 /// last_hidden_state [batch, seq, dim] of OUT/onnx/model.onnx for a batch (token_type_ids zeros when the

@@ -54,7 +54,8 @@ class Engine {
   /// Runs input_ids [B, S], attention_mask [B, P + S] and position_ids [B, S] (int64, row-major) and
   /// writes the logits of each row's last position to `logits` [B, V] (resized when needed).
   virtual void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
-                    std::span<const int64_t> position_ids, int64_t batch, int64_t seq, std::vector<float>& logits) = 0;
+                    std::span<const int64_t> position_ids, int64_t batch, int64_t seq,
+                    std::vector<float>& logits) = 0;
 };
 
 /// The reference engine: the model library's own forward on the CPU kernels.
@@ -68,7 +69,8 @@ class EagerEngine : public Engine {
   int64_t past_length() const override;
   bool crop(int64_t length) override;
   void step(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
-            std::span<const int64_t> position_ids, int64_t batch, int64_t seq, std::vector<float>& logits) override;
+            std::span<const int64_t> position_ids, int64_t batch, int64_t seq,
+            std::vector<float>& logits) override;
   const CausalLM& model() const { return *model_; }
 
  private:
@@ -94,12 +96,12 @@ using TokenCallback = std::function<void(const TokenEvent&)>;
 
 struct GenerationOptions {
   int64_t max_new_tokens = 64;
-  sampling::SamplingParams sampling;    ///< greedy by default
-  std::vector<std::string> stop;        ///< stop strings (searched in each row's decoded text)
-  std::vector<int64_t> eos_token_ids;   ///< empty: the Generator's (generation_config + tokenizer)
+  sampling::SamplingParams sampling;   ///< greedy by default
+  std::vector<std::string> stop;       ///< stop strings (searched in each row's decoded text)
+  std::vector<int64_t> eos_token_ids;  ///< empty: the Generator's (generation_config + tokenizer)
   bool ignore_eos = false;
-  bool add_special_tokens = true;       ///< prompts encoded with the post-processor (BOS etc.)
-  bool skip_special_tokens = true;      ///< in decoded/streamed text
+  bool add_special_tokens = true;   ///< prompts encoded with the post-processor (BOS etc.)
+  bool skip_special_tokens = true;  ///< in decoded/streamed text
   /// Batch 1 only: the engine's cache already holds the first `cached_tokens` ids of the prompt (what the
   /// previous call left there: its prompt and every generated id but the last), so only the rest is
   /// prefilled. 0: the cache is dropped and the whole prompt prefilled.
@@ -107,12 +109,12 @@ struct GenerationOptions {
 };
 
 struct GenerationStats {
-  double prefill_s = 0, decode_s = 0;   ///< wall time of the prefill step / of every decode step
-  double engine_s = 0;                  ///< time inside Engine::step (all steps)
-  int64_t prompt_tokens = 0;            ///< tokens prefilled: batch × padded prompt length, less cached_tokens
-  int64_t cached_tokens = 0;            ///< prompt tokens taken from the cache instead (options.cached_tokens)
+  double prefill_s = 0, decode_s = 0;  ///< wall time of the prefill step / of every decode step
+  double engine_s = 0;                 ///< time inside Engine::step (all steps)
+  int64_t prompt_tokens = 0;  ///< tokens prefilled: batch × padded prompt length, less cached_tokens
+  int64_t cached_tokens = 0;  ///< prompt tokens taken from the cache instead (options.cached_tokens)
   int64_t decode_steps = 0;
-  int64_t new_tokens = 0;               ///< tokens kept over all rows
+  int64_t new_tokens = 0;  ///< tokens kept over all rows
 };
 
 struct GenerationResult {
@@ -148,8 +150,8 @@ class Generator {
   GenerationResult generate(const std::vector<std::string>& prompts, const GenerationOptions& options,
                             const TokenCallback& callback = {});
   /// The same from token ids (no tokenizer needed unless stop strings are given).
-  GenerationResult generate_ids(const std::vector<std::vector<int64_t>>& prompts, const GenerationOptions& options,
-                                const TokenCallback& callback = {});
+  GenerationResult generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                                const GenerationOptions& options, const TokenCallback& callback = {});
 
   Engine& engine() { return *engine_; }
   const tok::Tokenizer* tokenizer() const { return tokenizer_.get(); }
@@ -165,7 +167,8 @@ class Generator {
 
 /// HF prepare_inputs_for_generation: position_ids[b, j] = max(cumsum(mask[b, :j + 1]) - 1, 0) for the
 /// last `seq` columns of a [batch, total] mask.
-std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t batch, int64_t total, int64_t seq);
+std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t batch, int64_t total,
+                                         int64_t seq);
 /// eos_token_id of a generation_config.json / config.json object (int, list or absent).
 std::vector<int64_t> eos_ids_from_json_text(const std::string& json_text);
 /// Whether `dir` is an export folder (manifest.json or onnx/).

@@ -55,10 +55,10 @@ struct ImageTextResult {
   std::string text;                 ///< the new tokens decoded (special tokens kept)
 };
 
-/// Greedy image-text-to-text from `dir`: a llava or gemma3 checkpoint (engine "eager") or its export folder ("ort");
-/// "auto" picks ort when DIR/onnx/vision_encoder.onnx exists. Throws hfx::Error("generate", "expected one
-/// <image> marker per image (N images), got M markers …") when the prompt and the images disagree, and the
-/// image and model errors of the parts.
+/// Greedy image-text-to-text from `dir`: a llava or gemma3 checkpoint (engine "eager") or its export folder
+/// ("ort"); "auto" picks ort when DIR/onnx/vision_encoder.onnx exists. Throws hfx::Error("generate",
+/// "expected one <image> marker per image (N images), got M markers …") when the prompt and the images
+/// disagree, and the image and model errors of the parts.
 ImageTextResult generate_with_images(const std::string& dir, const std::vector<std::string>& image_paths,
                                      const std::string& prompt, int64_t max_new_tokens,
                                      const std::string& engine = "auto");

@@ -20,12 +20,12 @@ namespace hfx::sampling {
 using Rng = std::mt19937_64;
 
 struct SamplingParams {
-  bool greedy = true;              ///< argmax (HF do_sample=False); the warpers below are then skipped
-  float temperature = 1.0f;        ///< > 0; 1 = off
-  int64_t top_k = 0;               ///< 0 = off
-  float top_p = 1.0f;              ///< in [0, 1]; 1 = off
-  float repetition_penalty = 1.0f; ///< > 0; 1 = off (applied in greedy mode too)
-  uint64_t seed = 0;               ///< row r of a batch draws from Rng(seed + r)
+  bool greedy = true;               ///< argmax (HF do_sample=False); the warpers below are then skipped
+  float temperature = 1.0f;         ///< > 0; 1 = off
+  int64_t top_k = 0;                ///< 0 = off
+  float top_p = 1.0f;               ///< in [0, 1]; 1 = off
+  float repetition_penalty = 1.0f;  ///< > 0; 1 = off (applied in greedy mode too)
+  uint64_t seed = 0;                ///< row r of a batch draws from Rng(seed + r)
 };
 
 /// Throws hfx::Error("sampling", ...) for a temperature <= 0, top_p outside [0, 1], top_k < 0 or a
@@ -54,6 +54,7 @@ int64_t sample_from(std::span<const double> probs, Rng& rng);
 
 /// The whole chain on `logits` (modified in place): penalty, then argmax (greedy) or
 /// temperature → top-k → top-p → softmax → draw.
-int64_t select_next(std::span<float> logits, std::span<const int64_t> previous, const SamplingParams& p, Rng& rng);
+int64_t select_next(std::span<float> logits, std::span<const int64_t> previous, const SamplingParams& p,
+                    Rng& rng);
 
 }  // namespace hfx::sampling

@@ -34,8 +34,8 @@ class Seq2SeqEngine {
   virtual std::string name() const = 0;  ///< "eager" | "ort"
   virtual int64_t vocab_size() const = 0;
   /// Runs the encoder on input_ids / attention_mask [B, S] (row-major) and drops the decoder caches.
-  virtual void encode(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask, int64_t batch,
-                      int64_t seq) = 0;
+  virtual void encode(std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
+                      int64_t batch, int64_t seq) = 0;
   /// One decoder step on input_ids [B, 1]; writes the logits [B, V] (resized when needed).
   virtual void step(std::span<const int64_t> input_ids, int64_t batch, std::vector<float>& logits) = 0;
 };
@@ -60,7 +60,8 @@ struct Text2TextSettings {
 /// hfx::Error("generate", ...) when neither is set. This equals transformers 4.47 whenever the two files
 /// agree on the fields they both set (what save_pretrained and create-tiny write); transformers' legacy
 /// rule that rebuilds the whole config from config.json in some cases is not modelled.
-Text2TextSettings text2text_settings(const nlohmann::json& config, const std::optional<nlohmann::json>& generation_config);
+Text2TextSettings text2text_settings(const nlohmann::json& config,
+                                     const std::optional<nlohmann::json>& generation_config);
 
 /// Whether config.json describes an encoder-decoder model (is_encoder_decoder, or a seq2seq head).
 bool is_text2text_config(const nlohmann::json& config);
@@ -75,7 +76,8 @@ struct Text2TextResult {
 class Text2TextGenerator {
  public:
   /// `path` is a checkpoint (eager) or an export folder (ONNX Runtime unless engine = "eager").
-  static Text2TextGenerator open(const std::string& path, const std::string& engine = "auto", int threads = 0);
+  static Text2TextGenerator open(const std::string& path, const std::string& engine = "auto",
+                                 int threads = 0);
   Text2TextGenerator(std::unique_ptr<Seq2SeqEngine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
                      Text2TextSettings settings);
   Text2TextGenerator(Text2TextGenerator&&) noexcept;

@@ -65,8 +65,8 @@ struct WhisperSettings {
   int64_t decoder_start_token_id = 0;
   std::vector<int64_t> eos_token_ids;
   std::vector<int64_t> suppress_tokens, begin_suppress_tokens;
-  std::map<std::string, int64_t> lang_to_id;  ///< "<|en|>" → id
-  std::map<std::string, int64_t> task_to_id;  ///< "transcribe" / "translate" → id
+  std::map<std::string, int64_t> lang_to_id;      ///< "<|en|>" → id
+  std::map<std::string, int64_t> task_to_id;      ///< "transcribe" / "translate" → id
   std::optional<int64_t> no_timestamps_token_id;  ///< timestamps are the ids after it
   std::optional<int64_t> max_initial_timestamp_index;
   std::optional<int64_t> pad_token_id;  ///< long-form: trailing pads of a window's sequence are removed

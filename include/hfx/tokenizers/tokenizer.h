@@ -115,24 +115,28 @@ class DecodeStream {
 /// post-processor, decoder, added tokens and their flags, special-token ids), trained deterministically
 /// on a built-in English + code + multilingual corpus.
 enum class TinyTokenizerKind {
-  ByteLevelBPE,      ///< "byte_level": GPT-2 / Llama-3-like: Llama-3 split regex + ByteLevel, <|begin_of_text|> added as BOS
-  SentencePieceBPE,  ///< "sentencepiece": Llama-2 / Gemma-like: Prepend+Replace "▁", byte_fallback, <unk> <s> </s>, <0x00>..<0xFF>
-  WordPiece,         ///< "wordpiece": bert-base-uncased / distilbert: BertNormalizer (lowercase), BertPreTokenizer,
-                     ///< WordPiece "##", [PAD]=0, [unused*], [UNK] [CLS] [SEP] [MASK], "[CLS] $A [SEP]" (pair B type 1)
-  RobertaBPE,        ///< "roberta_bpe": roberta-base / bart-base: ByteLevel (no prefix space) BPE, RobertaProcessing,
-                     ///< <s>=0 <pad>=1 </s>=2 <unk>=3, <mask> last (lstrip)
-  ModernBertBPE,     ///< "modernbert_bpe": ModernBERT-base: NFC + ByteLevel BPE (GPT-NeoX added tokens), "[CLS] $A [SEP]",
-                     ///< [UNK] [CLS] [SEP] [PAD] [MASK] after the merges
-  T5Unigram,         ///< "t5_unigram": t5-small: NFKC (for sentencepiece's Precompiled), WhitespaceSplit + Metaspace,
-                     ///< Unigram, <pad>=0 </s>=1 <unk>=2, "$A </s>", <extra_id_99>..<extra_id_0> last
-  XlmrUnigram,       ///< "xlmr_unigram": xlm-roberta-base: NFKC + Replace(" {2,}"), Metaspace, Unigram,
-                     ///< <s>=0 <pad>=1 </s>=2 <unk>=3, "<s> $A </s>", <mask> last (lstrip)
-  MarianUnigram,     ///< "marian_unigram": Helsinki-NLP/opus-mt-en-de as converted to tokenizer.json: NFKC, Metaspace,
-                     ///< Unigram, </s>=0 <unk>=1, <pad> last, "$A </s>"
-  WhisperBPE,        ///< "whisper_bpe": openai/whisper-*: ByteLevel BPE, then <|endoftext|> <|startoftranscript|>, language
-                     ///< tokens, <|translate|> <|transcribe|> <|startoflm|> <|startofprev|> <|nocaptions|>
-                     ///< <|notimestamps|>, timestamps <|0.00|>..<|30.00|>; "<|startoftranscript|> <|notimestamps|> $A
-                     ///< <|endoftext|>"
+  ByteLevelBPE,  ///< "byte_level": GPT-2 / Llama-3-like: Llama-3 split regex + ByteLevel, <|begin_of_text|>
+                 ///< added as BOS
+  SentencePieceBPE,  ///< "sentencepiece": Llama-2 / Gemma-like: Prepend+Replace "▁", byte_fallback, <unk> <s>
+                     ///< </s>, <0x00>..<0xFF>
+  WordPiece,  ///< "wordpiece": bert-base-uncased / distilbert: BertNormalizer (lowercase), BertPreTokenizer,
+              ///< WordPiece "##", [PAD]=0, [unused*], [UNK] [CLS] [SEP] [MASK], "[CLS] $A [SEP]" (pair B type
+              ///< 1)
+  RobertaBPE,     ///< "roberta_bpe": roberta-base / bart-base: ByteLevel (no prefix space) BPE,
+                  ///< RobertaProcessing, <s>=0 <pad>=1 </s>=2 <unk>=3, <mask> last (lstrip)
+  ModernBertBPE,  ///< "modernbert_bpe": ModernBERT-base: NFC + ByteLevel BPE (GPT-NeoX added tokens), "[CLS]
+                  ///< $A [SEP]", [UNK] [CLS] [SEP] [PAD] [MASK] after the merges
+  T5Unigram,      ///< "t5_unigram": t5-small: NFKC (for sentencepiece's Precompiled), WhitespaceSplit +
+                  ///< Metaspace, Unigram, <pad>=0 </s>=1 <unk>=2, "$A </s>", <extra_id_99>..<extra_id_0> last
+  XlmrUnigram,    ///< "xlmr_unigram": xlm-roberta-base: NFKC + Replace(" {2,}"), Metaspace, Unigram,
+                  ///< <s>=0 <pad>=1 </s>=2 <unk>=3, "<s> $A </s>", <mask> last (lstrip)
+  MarianUnigram,  ///< "marian_unigram": Helsinki-NLP/opus-mt-en-de as converted to tokenizer.json: NFKC,
+                  ///< Metaspace, Unigram, </s>=0 <unk>=1, <pad> last, "$A </s>"
+  WhisperBPE,  ///< "whisper_bpe": openai/whisper-*: ByteLevel BPE, then <|endoftext|> <|startoftranscript|>,
+               ///< language tokens, <|translate|> <|transcribe|> <|startoflm|> <|startofprev|> <|nocaptions|>
+               ///< <|notimestamps|>, timestamps <|0.00|>..<|30.00|>; "<|startoftranscript|> <|notimestamps|>
+               ///< $A
+               ///< <|endoftext|>"
 };
 
 /// A tokenizer.json with exactly `vocab_size` tokens (added tokens included). BPE kinds learn merges
@@ -140,12 +144,12 @@ enum class TinyTokenizerKind {
 /// continuation symbols), Unigram kinds score pieces by log-probability (counts re-estimated with
 /// Viterbi segmentation of the corpus). Deterministic: the same arguments give the same bytes.
 /// Minimum sizes: ByteLevelBPE 260, SentencePieceBPE 262, WordPiece 64, RobertaBPE 262,
-/// ModernBertBPE 290, T5Unigram 160, XlmrUnigram 64, MarianUnigram 64, WhisperBPE 1782; throws hfx::Error below.
-/// Vocabularies larger than the corpus supports are filled with reserved / unused tokens.
+/// ModernBertBPE 290, T5Unigram 160, XlmrUnigram 64, MarianUnigram 64, WhisperBPE 1782; throws hfx::Error
+/// below. Vocabularies larger than the corpus supports are filled with reserved / unused tokens.
 std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size);
 /// The matching tokenizer_config.json text: tokenizer_class (PreTrainedTokenizerFast, BertTokenizer,
-/// RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer, MarianTokenizer, WhisperTokenizer), model_max_length and the
-/// special tokens; the decoder-only kinds add add_bos_token and a small chat template, WordPiece
+/// RobertaTokenizer, T5Tokenizer, XLMRobertaTokenizer, MarianTokenizer, WhisperTokenizer), model_max_length
+/// and the special tokens; the decoder-only kinds add add_bos_token and a small chat template, WordPiece
 /// do_lower_case.
 std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind);
 

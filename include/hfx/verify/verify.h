@@ -46,18 +46,18 @@ std::vector<ShapeCase> parse_shape_spec(const std::string& spec);
 
 struct VerifyOptions {
   std::string out_dir;
-  std::string reference;     ///< checkpoint folder; empty: the checkpoint files copied into OUT
-  std::string shapes;        ///< parse_shape_spec text; empty: derived from the contract
-  std::string json_path;     ///< empty: OUT/verify.json
-  std::string html_path;     ///< empty: OUT/verify.html
-  int64_t tokens = 32;       ///< greedy end-to-end length
+  std::string reference;             ///< checkpoint folder; empty: the checkpoint files copied into OUT
+  std::string shapes;                ///< parse_shape_spec text; empty: derived from the contract
+  std::string json_path;             ///< empty: OUT/verify.json
+  std::string html_path;             ///< empty: OUT/verify.html
+  int64_t tokens = 32;               ///< greedy end-to-end length
   int64_t max_check_sequence = 256;  ///< cap of the "max" sequence/past shapes run against eager
   int64_t max_check_batch = 8;       ///< cap of the "max" batch shape run against eager
   int64_t max_probe_past = 8192;     ///< largest past the "claimed max" probe runs (artifact only)
-  int warm_runs = 5;         ///< warm latency = median of this many runs
-  int threads = 2;           ///< ORT intra-op threads and kernel threads
-  bool write_manifest = true;  ///< record the result in OUT/manifest.json when it exists
-  bool quiet = false;        ///< no terminal table
+  int warm_runs = 5;                 ///< warm latency = median of this many runs
+  int threads = 2;                   ///< ORT intra-op threads and kernel threads
+  bool write_manifest = true;        ///< record the result in OUT/manifest.json when it exists
+  bool quiet = false;                ///< no terminal table
   /// Called after each check with the number of checks so far and the last one's "component check".
   std::function<void(size_t checks_done, const std::string& last)> on_check;
   /// Called as a long check moves on, before each case of the shape matrix ("prefill shapes 2/5: typical
@@ -68,17 +68,17 @@ struct VerifyOptions {
 /// One line of the report.
 struct CheckResult {
   std::string component;  ///< "manifest", "model", "prefill", "decode", "model.pte", ...
-  std::string check;      ///< "checksums", "signature", "numerics", "shapes", "rejects", "ops", "latency", ...
-  std::string status;     ///< "passed" | "failed" | "skipped" | "info"
-  std::string message;    ///< one line; for a failure, what was expected and what was got
-  nlohmann::json data;    ///< metrics (errors, shapes, timings)
+  std::string check;    ///< "checksums", "signature", "numerics", "shapes", "rejects", "ops", "latency", ...
+  std::string status;   ///< "passed" | "failed" | "skipped" | "info"
+  std::string message;  ///< one line; for a failure, what was expected and what was got
+  nlohmann::json data;  ///< metrics (errors, shapes, timings)
 };
 
 struct VerifyReport {
   bool passed = false;
   std::string first_failure;  ///< "[verify] ..." line of the first failed check, empty when passed
   std::vector<CheckResult> checks;
-  nlohmann::json json;        ///< the whole report (what verify.json holds)
+  nlohmann::json json;  ///< the whole report (what verify.json holds)
   std::string json_path, html_path;
 };
 
@@ -110,7 +110,8 @@ struct LayerDiff {
 /// "model.layers.N[.sub]", "model.norm", "logits"...), in topological order.
 std::vector<std::string> onnx_module_values(const std::string& onnx_path);
 /// Writes a copy of `onnx_path` to `debug_path` whose graph outputs also include `names`.
-void write_debug_onnx(const std::string& onnx_path, const std::vector<std::string>& names, const std::string& debug_path);
+void write_debug_onnx(const std::string& onnx_path, const std::vector<std::string>& names,
+                      const std::string& debug_path);
 /// Compares artifact intermediates with eager ones (EagerBuilder::intermediates) name by name in
 /// `order`; a layer diverges when its max abs error exceeds `abs_tol` + `rel_tol` × max |eager|.
 LayerDiff compare_layers(const std::vector<std::string>& order, const std::map<std::string, Tensor>& eager,
@@ -127,6 +128,7 @@ struct ErrorStats {
   bool finite = true;
   nlohmann::json to_json() const;
 };
-ErrorStats error_stats(const std::vector<float>& got, const std::vector<float>& ref, int64_t last_dim, int k = 5);
+ErrorStats error_stats(const std::vector<float>& got, const std::vector<float>& ref, int64_t last_dim,
+                       int k = 5);
 
 }  // namespace hfx::verify

@@ -14,7 +14,6 @@ namespace hfx::dynamo {
 namespace detail {
 namespace {
 
-
 const Value* in(const Node& n, size_t i) { return i < n.inputs.size() ? n.inputs[i] : nullptr; }
 const TensorType& out_t(const Node& n) { return n.outputs.at(0)->type; }
 
@@ -38,38 +37,51 @@ std::vector<int64_t> reduce_dims(const Node& n) {
 }
 
 // Entry builders.
-AtenEntry binary(const std::string& op, const std::string& target, const char* a = "self", const char* b = "other") {
-  return {op, target, [target, a, b](Emitter& e, const Node& n, const std::string& out) {
-            e.emit(target, json::array({named(a, e.tensor_arg(in(n, 0))), named(b, e.tensor_arg(in(n, 1)))}), out_t(n), out, n.name);
+AtenEntry binary(const std::string& op, const std::string& target, const char* a = "self",
+                 const char* b = "other") {
+  return {op, target,
+          [target, a, b](Emitter& e, const Node& n, const std::string& out) {
+            e.emit(target, json::array({named(a, e.tensor_arg(in(n, 0))), named(b, e.tensor_arg(in(n, 1)))}),
+                   out_t(n), out, n.name);
             e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
-          }, ""};
+          },
+          ""};
 }
 AtenEntry unary(const std::string& op, const std::string& target) {
-  return {op, target, [target](Emitter& e, const Node& n, const std::string& out) {
+  return {op, target,
+          [target](Emitter& e, const Node& n, const std::string& out) {
             e.emit(target, json::array({named("self", e.tensor_arg(in(n, 0)))}), out_t(n), out, n.name);
             e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
-          }, ""};
+          },
+          ""};
 }
 // x OP scalar: aten.<op>.Tensor with a Python number, as torch.export records `x + 1.0`.
 AtenEntry scalar_op(const std::string& op, const std::string& target, const char* attr) {
-  return {op, target, [target, attr](Emitter& e, const Node& n, const std::string& out) {
-            double v = n.attrs.f(attr);
-            const Value* x = in(n, 0);
-            bool int_tensor = !dtype_is_float(x->type.dtype);
-            json s = (int_tensor && std::floor(v) == v && std::fabs(v) < 9e15) ? json{{"as_int", static_cast<int64_t>(v)}} : float_arg(v);
-            if (int_tensor && s.contains("as_float")) {
-              // torch promotes int ⊕ float to float; hfx keeps the int type: cast back.
-              TensorType ft{DType::F32, out_t(n).shape};
-              std::string tmp = e.fresh(out + "_f");
-              e.emit(target, json::array({named("self", e.tensor_arg(x)), named("other", s)}), ft, tmp, n.name);
-              e.emit("torch.ops.aten._to_copy.default",
-                     json::array({named("self", json{{"as_tensor", {{"name", tmp}}}}), named("dtype", json{{"as_scalar_type", scalar_type(out_t(n).dtype)}}, true)}),
-                     out_t(n), out, n.name);
-            } else {
-              e.emit(target, json::array({named("self", e.tensor_arg(x)), named("other", s)}), out_t(n), out, n.name);
-            }
-            e.set_contiguous(n.outputs[0], e.contiguous(x));
-          }, "scalar operand as a Python number"};
+  return {
+      op, target,
+      [target, attr](Emitter& e, const Node& n, const std::string& out) {
+        double v = n.attrs.f(attr);
+        const Value* x = in(n, 0);
+        bool int_tensor = !dtype_is_float(x->type.dtype);
+        json s = (int_tensor && std::floor(v) == v && std::fabs(v) < 9e15)
+                     ? json{{"as_int", static_cast<int64_t>(v)}}
+                     : float_arg(v);
+        if (int_tensor && s.contains("as_float")) {
+          // torch promotes int ⊕ float to float; hfx keeps the int type: cast back.
+          TensorType ft{DType::F32, out_t(n).shape};
+          std::string tmp = e.fresh(out + "_f");
+          e.emit(target, json::array({named("self", e.tensor_arg(x)), named("other", s)}), ft, tmp, n.name);
+          e.emit("torch.ops.aten._to_copy.default",
+                 json::array({named("self", json{{"as_tensor", {{"name", tmp}}}}),
+                              named("dtype", json{{"as_scalar_type", scalar_type(out_t(n).dtype)}}, true)}),
+                 out_t(n), out, n.name);
+        } else {
+          e.emit(target, json::array({named("self", e.tensor_arg(x)), named("other", s)}), out_t(n), out,
+                 n.name);
+        }
+        e.set_contiguous(n.outputs[0], e.contiguous(x));
+      },
+      "scalar operand as a Python number"};
 }
 
 json dtype_kw_if_int(const Node& n) {
@@ -90,208 +102,316 @@ const std::vector<AtenEntry>& aten_table() {
     v.push_back(binary("aten.minimum", "torch.ops.aten.minimum.default"));
     v.push_back(scalar_op("aten.add.Scalar", "torch.ops.aten.add.Tensor", "other"));
     v.push_back(scalar_op("aten.mul.Scalar", "torch.ops.aten.mul.Tensor", "other"));
-    v.push_back({"aten.pow.Tensor_Scalar", "torch.ops.aten.pow.Tensor_Scalar", [](Emitter& e, const Node& n, const std::string& out) {
+    v.push_back({"aten.pow.Tensor_Scalar", "torch.ops.aten.pow.Tensor_Scalar",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    e.emit("torch.ops.aten.pow.Tensor_Scalar",
-                          json::array({named("self", e.tensor_arg(in(n, 0))), named("exponent", float_arg(n.attrs.f("exponent")))}), out_t(n), out, n.name);
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("exponent", float_arg(n.attrs.f("exponent")))}),
+                          out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
+                 },
+                 ""});
     for (const char* c : {"eq", "lt", "le", "gt", "ge"})
       v.push_back(binary(fmt::format("aten.{}.Tensor", c), fmt::format("torch.ops.aten.{}.Tensor", c)));
     v.push_back(binary("aten.logical_and", "torch.ops.aten.logical_and.default"));
     v.push_back(binary("aten.logical_or", "torch.ops.aten.logical_or.default"));
     v.push_back(unary("aten.logical_not", "torch.ops.aten.logical_not.default"));
-    v.push_back({"aten.where.self", "torch.ops.aten.where.self", [](Emitter& e, const Node& n, const std::string& out) {
+    v.push_back({"aten.where.self", "torch.ops.aten.where.self",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    e.emit("torch.ops.aten.where.self",
-                          json::array({named("condition", e.tensor_arg(in(n, 0))), named("self", e.tensor_arg(in(n, 1))),
+                          json::array({named("condition", e.tensor_arg(in(n, 0))),
+                                       named("self", e.tensor_arg(in(n, 1))),
                                        named("other", e.tensor_arg(in(n, 2)))}),
                           out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
-                 }, ""});
-    for (const char* u : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu", "sin", "cos", "reciprocal", "erf"})
+                 },
+                 ""});
+    for (const char* u : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu",
+                          "sin", "cos", "reciprocal", "erf"})
       v.push_back(unary(fmt::format("aten.{}", u), fmt::format("torch.ops.aten.{}.default", u)));
-    v.push_back({"aten.gelu", "torch.ops.aten.gelu.default", [](Emitter& e, const Node& n, const std::string& out) {
+    v.push_back({"aten.gelu", "torch.ops.aten.gelu.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    json a = json::array({named("self", e.tensor_arg(in(n, 0)))});
-                   if (n.attrs.s("approximate") != "none") a.push_back(named("approximate", json{{"as_string", n.attrs.s("approximate")}}, true));
+                   if (n.attrs.s("approximate") != "none")
+                     a.push_back(named("approximate", json{{"as_string", n.attrs.s("approximate")}}, true));
                    e.emit("torch.ops.aten.gelu.default", a, out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
+                 },
+                 ""});
     // ---- linear algebra (contiguous results)
-    for (auto [op, tg, b] : {std::tuple{"aten.mm", "torch.ops.aten.mm.default", "mat2"}, std::tuple{"aten.bmm", "torch.ops.aten.bmm.default", "mat2"},
+    for (auto [op, tg, b] : {std::tuple{"aten.mm", "torch.ops.aten.mm.default", "mat2"},
+                             std::tuple{"aten.bmm", "torch.ops.aten.bmm.default", "mat2"},
                              std::tuple{"aten.matmul", "torch.ops.aten.matmul.default", "other"}}) {
       std::string target = tg, bn = b;
-      v.push_back({op, target, [target, bn](Emitter& e, const Node& n, const std::string& out) {
-                     e.emit(target, json::array({named("self", e.tensor_arg(in(n, 0))), named(bn, e.tensor_arg(in(n, 1)))}), out_t(n), out, n.name);
-                   }, ""});
+      v.push_back(
+          {op, target,
+           [target, bn](Emitter& e, const Node& n, const std::string& out) {
+             e.emit(target,
+                    json::array({named("self", e.tensor_arg(in(n, 0))), named(bn, e.tensor_arg(in(n, 1)))}),
+                    out_t(n), out, n.name);
+           },
+           ""});
     }
-    v.push_back({"aten.linear", "torch.ops.aten.linear.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   json a = json::array({named("input", e.tensor_arg(in(n, 0))), named("weight", e.tensor_arg(in(n, 1)))});
+    v.push_back({"aten.linear", "torch.ops.aten.linear.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
+                   json a = json::array(
+                       {named("input", e.tensor_arg(in(n, 0))), named("weight", e.tensor_arg(in(n, 1)))});
                    if (in(n, 2)) a.push_back(named("bias", e.tensor_arg(in(n, 2))));
                    e.emit("torch.ops.aten.linear.default", a, out_t(n), out, n.name);
-                 }, ""});
+                 },
+                 ""});
     // ---- reductions
-    for (auto [op, tg] : {std::pair{"aten.sum.dim_IntList", "torch.ops.aten.sum.dim_IntList"}, std::pair{"aten.mean.dim", "torch.ops.aten.mean.dim"},
+    for (auto [op, tg] : {std::pair{"aten.sum.dim_IntList", "torch.ops.aten.sum.dim_IntList"},
+                          std::pair{"aten.mean.dim", "torch.ops.aten.mean.dim"},
                           std::pair{"aten.amax", "torch.ops.aten.amax.default"}}) {
       std::string target = tg;
       bool has_dtype = std::string(op) != "aten.amax";
-      v.push_back({op, target, [target, has_dtype](Emitter& e, const Node& n, const std::string& out) {
-                     json a = json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_ints", reduce_dims(n)}}),
+      v.push_back({op, target,
+                   [target, has_dtype](Emitter& e, const Node& n, const std::string& out) {
+                     json a = json::array({named("self", e.tensor_arg(in(n, 0))),
+                                           named("dim", json{{"as_ints", reduce_dims(n)}}),
                                            named("keepdim", json{{"as_bool", n.attrs.b("keepdim")}})});
                      if (has_dtype)
                        if (json k = dtype_kw_if_int(n); !k.is_null()) a.push_back(k);
                      e.emit(target, a, out_t(n), out, n.name);
-                   }, "an empty dim list is written as every dim"});
+                   },
+                   "an empty dim list is written as every dim"});
     }
-    v.push_back({"aten.argmax", "torch.ops.aten.argmax.default", [](Emitter& e, const Node& n, const std::string& out) {
+    v.push_back({"aten.argmax", "torch.ops.aten.argmax.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    e.emit("torch.ops.aten.argmax.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}}),
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("dim", json{{"as_int", n.attrs.i("dim")}}),
                                        named("keepdim", json{{"as_bool", n.attrs.b("keepdim")}})}),
                           out_t(n), out, n.name);
-                 }, ""});
-    v.push_back({"aten.cumsum", "torch.ops.aten.cumsum.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   json a = json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}})});
+                 },
+                 ""});
+    v.push_back({"aten.cumsum", "torch.ops.aten.cumsum.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
+                   json a = json::array({named("self", e.tensor_arg(in(n, 0))),
+                                         named("dim", json{{"as_int", n.attrs.i("dim")}})});
                    if (json k = dtype_kw_if_int(n); !k.is_null()) a.push_back(k);
                    e.emit("torch.ops.aten.cumsum.default", a, out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
-    for (auto [op, tg] : {std::pair{"aten._softmax", "torch.ops.aten._softmax.default"}, std::pair{"aten._log_softmax", "torch.ops.aten._log_softmax.default"}}) {
+                 },
+                 ""});
+    for (auto [op, tg] : {std::pair{"aten._softmax", "torch.ops.aten._softmax.default"},
+                          std::pair{"aten._log_softmax", "torch.ops.aten._log_softmax.default"}}) {
       std::string target = tg;
-      v.push_back({op, target, [target](Emitter& e, const Node& n, const std::string& out) {
+      v.push_back({op, target,
+                   [target](Emitter& e, const Node& n, const std::string& out) {
                      e.emit(target,
-                            json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}}),
+                            json::array({named("self", e.tensor_arg(in(n, 0))),
+                                         named("dim", json{{"as_int", n.attrs.i("dim")}}),
                                          named("half_to_float", json{{"as_bool", false}})}),
                             out_t(n), out, n.name);
                      e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                   }, ""});
+                   },
+                   ""});
     }
-    v.push_back({"aten.layer_norm", "torch.ops.aten.layer_norm.default", [](Emitter& e, const Node& n, const std::string& out) {
+    v.push_back({"aten.layer_norm", "torch.ops.aten.layer_norm.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    const Value* x = in(n, 0);
-                   json a = json::array({named("input", e.tensor_arg(x)), named("normalized_shape", e.syms_arg({x->type.shape.back()})),
-                                         named("weight", in(n, 1) ? e.tensor_arg(in(n, 1)) : json{{"as_none", true}}),
-                                         named("bias", in(n, 2) ? e.tensor_arg(in(n, 2)) : json{{"as_none", true}}),
-                                         named("eps", float_arg(n.attrs.f("eps")))});
+                   json a = json::array(
+                       {named("input", e.tensor_arg(x)),
+                        named("normalized_shape", e.syms_arg({x->type.shape.back()})),
+                        named("weight", in(n, 1) ? e.tensor_arg(in(n, 1)) : json{{"as_none", true}}),
+                        named("bias", in(n, 2) ? e.tensor_arg(in(n, 2)) : json{{"as_none", true}}),
+                        named("eps", float_arg(n.attrs.f("eps")))});
                    e.emit("torch.ops.aten.layer_norm.default", a, out_t(n), out, n.name);
-                 }, ""});
+                 },
+                 ""});
     // ---- indexing and shape
-    v.push_back({"aten.embedding", "torch.ops.aten.embedding.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.embedding.default", json::array({named("weight", e.tensor_arg(in(n, 0))), named("indices", e.tensor_arg(in(n, 1)))}),
+    v.push_back({"aten.embedding", "torch.ops.aten.embedding.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
+                   e.emit("torch.ops.aten.embedding.default",
+                          json::array({named("weight", e.tensor_arg(in(n, 0))),
+                                       named("indices", e.tensor_arg(in(n, 1)))}),
                           out_t(n), out, n.name);
-                 }, ""});
-    v.push_back({"aten.index_select", "torch.ops.aten.index_select.default", [](Emitter& e, const Node& n, const std::string& out) {
+                 },
+                 ""});
+    v.push_back({"aten.index_select", "torch.ops.aten.index_select.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    e.emit("torch.ops.aten.index_select.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}}),
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("dim", json{{"as_int", n.attrs.i("dim")}}),
                                        named("index", e.tensor_arg(in(n, 1)))}),
                           out_t(n), out, n.name);
-                 }, ""});
-    v.push_back({"aten.index_copy", "torch.ops.aten.index_copy.default", [](Emitter& e, const Node& n, const std::string& out) {
+                 },
+                 ""});
+    v.push_back({"aten.index_copy", "torch.ops.aten.index_copy.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    e.emit("torch.ops.aten.index_copy.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}}),
-                                       named("index", e.tensor_arg(in(n, 1))), named("source", e.tensor_arg(in(n, 2)))}),
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("dim", json{{"as_int", n.attrs.i("dim")}}),
+                                       named("index", e.tensor_arg(in(n, 1))),
+                                       named("source", e.tensor_arg(in(n, 2)))}),
                           out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
-    v.push_back({"aten.cat", "torch.ops.aten.cat.default", [](Emitter& e, const Node& n, const std::string& out) {
+                 },
+                 ""});
+    v.push_back({"aten.cat", "torch.ops.aten.cat.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    json ts = json::array();
                    for (const Value* x : n.inputs) ts.push_back(json{{"name", e.name_of(x)}});
-                   e.emit("torch.ops.aten.cat.default", json::array({named("tensors", json{{"as_tensors", ts}}), named("dim", json{{"as_int", n.attrs.i("dim")}})}),
+                   e.emit("torch.ops.aten.cat.default",
+                          json::array({named("tensors", json{{"as_tensors", ts}}),
+                                       named("dim", json{{"as_int", n.attrs.i("dim")}})}),
                           out_t(n), out, n.name);
-                 }, ""});
-    v.push_back({"aten.slice.Tensor", "torch.ops.aten.slice.Tensor", [](Emitter& e, const Node& n, const std::string& out) {
+                 },
+                 ""});
+    v.push_back({"aten.slice.Tensor", "torch.ops.aten.slice.Tensor",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    const Value* x = in(n, 0);
                    Sym end = n.attrs.sym("end");
-                   json end_arg = (end.is_const() && end.value() >= SymRange::kInf) ? json{{"as_int", INT64_MAX}} : e.sym_arg(end);
+                   json end_arg = (end.is_const() && end.value() >= SymRange::kInf)
+                                      ? json{{"as_int", INT64_MAX}}
+                                      : e.sym_arg(end);
                    int64_t d = n.attrs.i("dim");
                    e.emit("torch.ops.aten.slice.Tensor",
-                          json::array({named("self", e.tensor_arg(x)), named("dim", json{{"as_int", d}}), named("start", e.sym_arg(n.attrs.sym("start"))),
-                                       named("end", end_arg), named("step", json{{"as_int", n.attrs.i("step")}})}),
+                          json::array({named("self", e.tensor_arg(x)), named("dim", json{{"as_int", d}}),
+                                       named("start", e.sym_arg(n.attrs.sym("start"))), named("end", end_arg),
+                                       named("step", json{{"as_int", n.attrs.i("step")}})}),
                           out_t(n), out, n.name);
                    int64_t r = static_cast<int64_t>(x->type.shape.size());
                    if (d < 0) d += r;
                    bool lead_ones = true;
-                   for (int64_t i = 0; i < d; i++) lead_ones = lead_ones && x->type.shape[i].is_const() && x->type.shape[i].value() == 1;
+                   for (int64_t i = 0; i < d; i++)
+                     lead_ones = lead_ones && x->type.shape[i].is_const() && x->type.shape[i].value() == 1;
                    e.set_contiguous(n.outputs[0], e.contiguous(x) && lead_ones && n.attrs.i("step") == 1);
-                 }, "end past the size is written as sys.maxsize"});
-    v.push_back({"aten.view", "torch.ops.aten.view.default", [](Emitter& e, const Node& n, const std::string& out) {
+                 },
+                 "end past the size is written as sys.maxsize"});
+    v.push_back({"aten.view", "torch.ops.aten.view.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    const Value* x = in(n, 0);
-                   // aten.view needs compatible strides; a maybe-strided input gets aten.reshape (a copy when needed).
+                   // aten.view needs compatible strides; a maybe-strided input gets aten.reshape (a copy when
+                   // needed).
                    bool c = e.contiguous(x);
                    e.emit(c ? "torch.ops.aten.view.default" : "torch.ops.aten.reshape.default",
-                          json::array({named("self", e.tensor_arg(x)), named(c ? "size" : "shape", e.syms_arg(out_t(n).shape))}), out_t(n), out, n.name);
-                 }, "aten.reshape.default when the input may not be contiguous"});
-    v.push_back({"aten.permute", "torch.ops.aten.permute.default", [](Emitter& e, const Node& n, const std::string& out) {
+                          json::array({named("self", e.tensor_arg(x)),
+                                       named(c ? "size" : "shape", e.syms_arg(out_t(n).shape))}),
+                          out_t(n), out, n.name);
+                 },
+                 "aten.reshape.default when the input may not be contiguous"});
+    v.push_back({"aten.permute", "torch.ops.aten.permute.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    const auto& dims = n.attrs.ints("dims");
-                   e.emit("torch.ops.aten.permute.default", json::array({named("self", e.tensor_arg(in(n, 0))), named("dims", json{{"as_ints", dims}})}),
+                   e.emit("torch.ops.aten.permute.default",
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("dims", json{{"as_ints", dims}})}),
                           out_t(n), out, n.name);
                    bool identity = true;
-                   for (size_t i = 0; i < dims.size(); i++) identity = identity && dims[i] == static_cast<int64_t>(i);
+                   for (size_t i = 0; i < dims.size(); i++)
+                     identity = identity && dims[i] == static_cast<int64_t>(i);
                    e.set_contiguous(n.outputs[0], identity && e.contiguous(in(n, 0)));
-                 }, ""});
-    v.push_back({"aten.expand", "torch.ops.aten.expand.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   const Value* x = in(n, 0);
-                   e.emit("torch.ops.aten.expand.default", json::array({named("self", e.tensor_arg(x)), named("size", e.syms_arg(out_t(n).shape))}),
-                          out_t(n), out, n.name);
-                   bool same = x->type.shape.size() == out_t(n).shape.size();
-                   for (size_t i = 0; same && i < x->type.shape.size(); i++) same = x->type.shape[i].same(out_t(n).shape[i]);
-                   e.set_contiguous(n.outputs[0], same && e.contiguous(x));
-                 }, ""});
-    v.push_back({"aten.unsqueeze", "torch.ops.aten.unsqueeze.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.unsqueeze.default", json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}})}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
-    v.push_back({"aten.squeeze.dim", "torch.ops.aten.squeeze.dim", [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.squeeze.dim", json::array({named("self", e.tensor_arg(in(n, 0))), named("dim", json{{"as_int", n.attrs.i("dim")}})}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
-    v.push_back({"aten._to_copy", "torch.ops.aten._to_copy.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten._to_copy.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))), named("dtype", json{{"as_scalar_type", scalar_type(n.attrs.dtype("dtype"))}}, true)}),
+                 },
+                 ""});
+    v.push_back(
+        {"aten.expand", "torch.ops.aten.expand.default",
+         [](Emitter& e, const Node& n, const std::string& out) {
+           const Value* x = in(n, 0);
+           e.emit("torch.ops.aten.expand.default",
+                  json::array({named("self", e.tensor_arg(x)), named("size", e.syms_arg(out_t(n).shape))}),
+                  out_t(n), out, n.name);
+           bool same = x->type.shape.size() == out_t(n).shape.size();
+           for (size_t i = 0; same && i < x->type.shape.size(); i++)
+             same = x->type.shape[i].same(out_t(n).shape[i]);
+           e.set_contiguous(n.outputs[0], same && e.contiguous(x));
+         },
+         ""});
+    v.push_back({"aten.unsqueeze", "torch.ops.aten.unsqueeze.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
+                   e.emit("torch.ops.aten.unsqueeze.default",
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("dim", json{{"as_int", n.attrs.i("dim")}})}),
                           out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 }, ""});
+                 },
+                 ""});
+    v.push_back({"aten.squeeze.dim", "torch.ops.aten.squeeze.dim",
+                 [](Emitter& e, const Node& n, const std::string& out) {
+                   e.emit("torch.ops.aten.squeeze.dim",
+                          json::array({named("self", e.tensor_arg(in(n, 0))),
+                                       named("dim", json{{"as_int", n.attrs.i("dim")}})}),
+                          out_t(n), out, n.name);
+                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
+                 },
+                 ""});
+    v.push_back(
+        {"aten._to_copy", "torch.ops.aten._to_copy.default",
+         [](Emitter& e, const Node& n, const std::string& out) {
+           e.emit("torch.ops.aten._to_copy.default",
+                  json::array(
+                      {named("self", e.tensor_arg(in(n, 0))),
+                       named("dtype", json{{"as_scalar_type", scalar_type(n.attrs.dtype("dtype"))}}, true)}),
+                  out_t(n), out, n.name);
+           e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
+         },
+         ""});
     // ---- factories
-    v.push_back({"aten.arange.start", "torch.ops.aten.arange.start", [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.arange.start",
-                          json::array({named("start", e.sym_arg(n.attrs.sym("start"))), named("end", e.sym_arg(n.attrs.sym("end"))),
-                                       named("dtype", json{{"as_scalar_type", scalar_type(n.attrs.dtype("dtype"))}}, true)}),
-                          out_t(n), out, n.name);
-                 }, ""});
-    v.push_back({"aten.full", "torch.ops.aten.full.default", [](Emitter& e, const Node& n, const std::string& out) {
-                   double val = n.attrs.f("value");
-                   DType dt = n.attrs.dtype("dtype");
-                   json fill = dt == DType::Bool ? json{{"as_bool", val != 0}}
-                               : (!dtype_is_float(dt) && std::floor(val) == val) ? json{{"as_int", static_cast<int64_t>(val)}}
-                                                                              : float_arg(val);
-                   e.emit("torch.ops.aten.full.default",
-                          json::array({named("size", e.syms_arg(n.attrs.syms("size"))), named("fill_value", fill),
-                                       named("dtype", json{{"as_scalar_type", scalar_type(dt)}}, true)}),
-                          out_t(n), out, n.name);
-                 }, ""});
+    v.push_back(
+        {"aten.arange.start", "torch.ops.aten.arange.start",
+         [](Emitter& e, const Node& n, const std::string& out) {
+           e.emit("torch.ops.aten.arange.start",
+                  json::array(
+                      {named("start", e.sym_arg(n.attrs.sym("start"))),
+                       named("end", e.sym_arg(n.attrs.sym("end"))),
+                       named("dtype", json{{"as_scalar_type", scalar_type(n.attrs.dtype("dtype"))}}, true)}),
+                  out_t(n), out, n.name);
+         },
+         ""});
+    v.push_back(
+        {"aten.full", "torch.ops.aten.full.default",
+         [](Emitter& e, const Node& n, const std::string& out) {
+           double val = n.attrs.f("value");
+           DType dt = n.attrs.dtype("dtype");
+           json fill = dt == DType::Bool ? json{{"as_bool", val != 0}}
+                       : (!dtype_is_float(dt) && std::floor(val) == val)
+                           ? json{{"as_int", static_cast<int64_t>(val)}}
+                           : float_arg(val);
+           e.emit("torch.ops.aten.full.default",
+                  json::array({named("size", e.syms_arg(n.attrs.syms("size"))), named("fill_value", fill),
+                               named("dtype", json{{"as_scalar_type", scalar_type(dt)}}, true)}),
+                  out_t(n), out, n.name);
+         },
+         ""});
     // ---- composites with an exact ATen op
-    v.push_back({"hfx.rms_norm", "torch.ops.aten.rms_norm.default", [](Emitter& e, const Node& n, const std::string& out) {
+    v.push_back({"hfx.rms_norm", "torch.ops.aten.rms_norm.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    const Value* x = in(n, 0);
                    json w = e.tensor_arg(in(n, 1));
                    double off = n.attrs.f("weight_offset");
                    if (off != 0) {
                      std::string wn = e.fresh(out + "_weight");
-                     e.emit("torch.ops.aten.add.Tensor", json::array({named("self", w), named("other", float_arg(off))}), in(n, 1)->type, wn, n.name);
+                     e.emit("torch.ops.aten.add.Tensor",
+                            json::array({named("self", w), named("other", float_arg(off))}), in(n, 1)->type,
+                            wn, n.name);
                      w = json{{"as_tensor", {{"name", wn}}}};
                    }
                    e.emit("torch.ops.aten.rms_norm.default",
-                          json::array({named("input", e.tensor_arg(x)), named("normalized_shape", e.syms_arg({x->type.shape.back()})), named("weight", w),
-                                       named("eps", float_arg(n.attrs.f("eps")))}),
+                          json::array({named("input", e.tensor_arg(x)),
+                                       named("normalized_shape", e.syms_arg({x->type.shape.back()})),
+                                       named("weight", w), named("eps", float_arg(n.attrs.f("eps")))}),
                           out_t(n), out, n.name);
-                 }, "weight_offset as an aten.add of the weight"});
-    v.push_back({"hfx.sdpa", "torch.ops.aten.scaled_dot_product_attention.default", [](Emitter& e, const Node& n, const std::string& out) {
+                 },
+                 "weight_offset as an aten.add of the weight"});
+    v.push_back({"hfx.sdpa", "torch.ops.aten.scaled_dot_product_attention.default",
+                 [](Emitter& e, const Node& n, const std::string& out) {
                    const Value *q = in(n, 0), *k = in(n, 1), *val = in(n, 2), *mask = in(n, 3);
-                   json a = json::array({named("query", e.tensor_arg(q)), named("key", e.tensor_arg(k)), named("value", e.tensor_arg(val)),
-                                         named("attn_mask", mask ? e.tensor_arg(mask) : json{{"as_none", true}}),
-                                         named("dropout_p", json{{"as_float", 0.0}}), named("is_causal", json{{"as_bool", n.attrs.b("causal")}}),
-                                         named("scale", float_arg(n.attrs.f("scale")), true)});
-                   if (!q->type.shape[1].same(k->type.shape[1])) a.push_back(named("enable_gqa", json{{"as_bool", true}}, true));
+                   json a =
+                       json::array({named("query", e.tensor_arg(q)), named("key", e.tensor_arg(k)),
+                                    named("value", e.tensor_arg(val)),
+                                    named("attn_mask", mask ? e.tensor_arg(mask) : json{{"as_none", true}}),
+                                    named("dropout_p", json{{"as_float", 0.0}}),
+                                    named("is_causal", json{{"as_bool", n.attrs.b("causal")}}),
+                                    named("scale", float_arg(n.attrs.f("scale")), true)});
+                   if (!q->type.shape[1].same(k->type.shape[1]))
+                     a.push_back(named("enable_gqa", json{{"as_bool", true}}, true));
                    e.emit("torch.ops.aten.scaled_dot_product_attention.default", a, out_t(n), out, n.name);
                    e.set_contiguous(n.outputs[0], false);  // CPU flash attention returns a transposed layout
-                 }, "only when exact: no window, no softcap, causal only without a mask and with S == T (else decomposed)"});
+                 },
+                 "only when exact: no window, no softcap, causal only without a mask and with S == T (else "
+                 "decomposed)"});
     return v;
   }();
   return t;

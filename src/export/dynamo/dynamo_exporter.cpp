@@ -17,8 +17,8 @@
 #include <chrono>
 #include <filesystem>
 
-#include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/program.h"
+#include "export/dynamo/pt2_archive.h"
 #include "export/weight_dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
@@ -28,9 +28,9 @@ namespace hfx {
 
 namespace fs = std::filesystem;
 
-
 void DynamoExporter::export_component(const Model& model, const ProgramSpec& spec, const ExportConfig& config,
-                                      const std::string& out_dir, const std::string& file, ExportResult& result) {
+                                      const std::string& out_dir, const std::string& file,
+                                      ExportResult& result) {
   const std::string model_type = model.config().model_type;
   const std::string& component = spec.name;
   check_export_skip("dynamo", model_type);
@@ -49,7 +49,8 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   }
   prog.component = component;
   Graph& g = *prog.graph;
-  g.metadata()[kWeightDtypeKey] = dtype_name(config.weight_dtype(model.config().dtype));  // read by fix_weight_dtype
+  g.metadata()[kWeightDtypeKey] =
+      dtype_name(config.weight_dtype(model.config().dtype));  // read by fix_weight_dtype
   apply_node_fixes("dynamo", 2, g);
   apply_program_fixes("dynamo", 2, g, result.warnings);
   dynamo::lower_composites(g);
@@ -60,9 +61,11 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   // rebuilds it; serialize_program writes the specs from the leaf names.
   for (const CacheLeaf& leaf : g.cache_leaves()) {
     if (!g.find_output(leaf.output_name))
-      HFX_THROW("dynamo", "expected cache leaf output '{}' of layer {} in '{}', got none", leaf.output_name, leaf.layer, component);
+      HFX_THROW("dynamo", "expected cache leaf output '{}' of layer {} in '{}', got none", leaf.output_name,
+                leaf.layer, component);
     if (!leaf.input_name.empty() && !g.find_input(leaf.input_name))
-      HFX_THROW("dynamo", "expected cache leaf input '{}' of layer {} in '{}', got none", leaf.input_name, leaf.layer, component);
+      HFX_THROW("dynamo", "expected cache leaf input '{}' of layer {} in '{}', got none", leaf.input_name,
+                leaf.layer, component);
   }
 
   // ── Stage 4: Dynamic shapes ──
@@ -102,8 +105,8 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   result.programs.push_back(std::move(prog));
 }
 
-ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
-                                          const std::string& out_dir) {
+ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptions& opts,
+                                          const ExportConfig& config, const std::string& out_dir) {
   ExportResult r;
   r.out_dir = out_dir;
   std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, config), false);

@@ -30,10 +30,11 @@ class DynamoExporter : public Exporter {
     std::string file;
   };
   /// Exports `jobs` in order, reporting each to the progress callback (Exporter::set_progress).
-  void export_jobs(const Model& model, const std::vector<Job>& jobs, const std::string& out_dir, ExportResult& r);
+  void export_jobs(const Model& model, const std::vector<Job>& jobs, const std::string& out_dir,
+                   ExportResult& r);
   /// Captures one program and writes it to OUT/`file`; appends to `result`.
-  void export_component(const Model& model, const ProgramSpec& spec, const ExportConfig& config, const std::string& out_dir,
-                        const std::string& file, ExportResult& result);
+  void export_component(const Model& model, const ProgramSpec& spec, const ExportConfig& config,
+                        const std::string& out_dir, const std::string& file, ExportResult& result);
 };
 
 std::unique_ptr<Exporter> make_dynamo_exporter();

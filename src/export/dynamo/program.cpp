@@ -11,8 +11,8 @@
 #include <set>
 
 #include "hfx/core/error.h"
-#include "hfx/ops/op_schema.h"
 #include "hfx/ops/builder.h"
+#include "hfx/ops/op_schema.h"
 #include "hfx/passes/pass.h"
 
 namespace hfx::dynamo {
@@ -83,7 +83,8 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
     inputs.push_back(json{{"as_tensor", {{"name", name}}}});
     e.tensor_values[name] = e.tensor_meta(c->type);
     std::string fqn = fx_name(c->name);
-    input_specs.push_back(json{{"tensor_constant", {{"arg", {{"name", name}}}, {"tensor_constant_name", fqn}}}});
+    input_specs.push_back(
+        json{{"tensor_constant", {{"arg", {{"name", name}}}, {"tensor_constant_name", fqn}}}});
     sp.constants.push_back({fqn, name, c});
   }
   json call_inputs = json::array();
@@ -104,11 +105,13 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
   // Deferred runtime asserts, as torch.export places them: right after the inputs.
   for (const Guard& gd : guards) {
     if (gd.expr.is_const()) continue;
-    std::string msg = fmt::format("Runtime assertion failed for expression {} in [{}, {}] ({} at {})", gd.expr.str(), gd.lower, gd.upper, gd.what, gd.where);
+    std::string msg = fmt::format("Runtime assertion failed for expression {} in [{}, {}] ({} at {})",
+                                  gd.expr.str(), gd.lower, gd.upper, gd.what, gd.where);
     auto check = [&](const char* target, const char* rel, int64_t v) {
       std::string b = e.sym_bool(target, rel, gd.expr, v);
       e.emit_void("torch.ops.aten._assert_scalar.default",
-                  json::array({named("self", json{{"as_sym_bool", {{"as_name", b}}}}), named("assert_msg", json{{"as_string", msg}})}));
+                  json::array({named("self", json{{"as_sym_bool", {{"as_name", b}}}}),
+                               named("assert_msg", json{{"as_string", msg}})}));
     };
     if (gd.lower == gd.upper) {
       check("_operator.eq", "Eq", gd.lower);
@@ -122,10 +125,16 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     const AtenEntry* entry = find_entry(n.op);
-    if (!entry) HFX_THROW("dynamo", "expected an ATen mapping for op {} (node '{}'), got none; lower composites first", n.op, n.name);
+    if (!entry)
+      HFX_THROW("dynamo", "expected an ATen mapping for op {} (node '{}'), got none; lower composites first",
+                n.op, n.name);
     if (n.op == "hfx.sdpa" && !sdpa_is_exact(n))
-      HFX_THROW("dynamo", "expected node '{}' (hfx.sdpa) to be decomposed: it has no exact aten.scaled_dot_product_attention form", n.name);
-    if (n.outputs.size() != 1) HFX_THROW("dynamo", "expected one output of node '{}', got {}", n.name, n.outputs.size());
+      HFX_THROW("dynamo",
+                "expected node '{}' (hfx.sdpa) to be decomposed: it has no exact "
+                "aten.scaled_dot_product_attention form",
+                n.name);
+    if (n.outputs.size() != 1)
+      HFX_THROW("dynamo", "expected one output of node '{}', got {}", n.name, n.outputs.size());
     std::string out = e.fresh(n.outputs[0]->name);
     e.bind(n.outputs[0], out);
     e.set_contiguous(n.outputs[0], true);

@@ -34,8 +34,8 @@ struct LiftedTensor {
 struct SerializedProgram {
   nlohmann::json program;  ///< the ExportedProgram document
   std::vector<LiftedTensor> parameters, constants;
-  std::vector<std::string> user_inputs;   ///< hfx input names, in placeholder order
-  std::vector<std::string> user_outputs;  ///< hfx output names, in graph output order
+  std::vector<std::string> user_inputs;        ///< hfx input names, in placeholder order
+  std::vector<std::string> user_outputs;       ///< hfx output names, in graph output order
   std::map<std::string, std::string> symbols;  ///< torch symbol ("s0") → hfx symbol ("batch_size")
 };
 

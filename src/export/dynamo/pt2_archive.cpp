@@ -7,28 +7,38 @@
 #include <filesystem>
 
 #include "export/dynamo/program.h"
-#include "io/zip.h"
 #include "hfx/core/error.h"
+#include "io/zip.h"
 
 namespace hfx::dynamo {
 
 using json = nlohmann::json;
 
 std::string weights_config_path(const std::string& m) { return "data/weights/" + m + "_weights_config.json"; }
-std::string constants_config_path(const std::string& m) { return "data/constants/" + m + "_constants_config.json"; }
+std::string constants_config_path(const std::string& m) {
+  return "data/constants/" + m + "_constants_config.json";
+}
 std::string sample_inputs_path(const std::string& m) { return "data/sample_inputs/" + m + ".pt"; }
 
 namespace {
 int scalar_type_of(DType dt) {
   switch (dt) {
-    case DType::U8: return 1;
-    case DType::I8: return 2;
-    case DType::I32: return 4;
-    case DType::I64: return 5;
-    case DType::F16: return 6;
-    case DType::F32: return 7;
-    case DType::Bool: return 12;
-    case DType::BF16: return 13;
+    case DType::U8:
+      return 1;
+    case DType::I8:
+      return 2;
+    case DType::I32:
+      return 4;
+    case DType::I64:
+      return 5;
+    case DType::F16:
+      return 6;
+    case DType::F32:
+      return 7;
+    case DType::Bool:
+      return 12;
+    case DType::BF16:
+      return 13;
   }
   return 0;
 }
@@ -49,8 +59,13 @@ json concrete_tensor_meta(DType dt, const Shape& shape) {
   json sizes = json::array(), strides = json::array();
   for (int64_t d : shape) sizes.push_back(json{{"as_int", d}});
   for (int64_t s : contiguous_strides(shape)) strides.push_back(json{{"as_int", s}});
-  return json{{"dtype", scalar_type_of(dt)}, {"sizes", sizes}, {"requires_grad", false}, {"device", {{"type", "cpu"}, {"index", nullptr}}},
-              {"strides", strides}, {"storage_offset", {{"as_int", 0}}}, {"layout", 7}};
+  return json{{"dtype", scalar_type_of(dt)},
+              {"sizes", sizes},
+              {"requires_grad", false},
+              {"device", {{"type", "cpu"}, {"index", nullptr}}},
+              {"strides", strides},
+              {"storage_offset", {{"as_int", 0}}},
+              {"layout", 7}};
 }
 
 uint64_t write_pt2(const std::string& path, const SerializedProgram& sp, const Pt2WriteOptions& o) {
@@ -73,7 +88,10 @@ uint64_t write_pt2(const std::string& path, const SerializedProgram& sp, const P
     if (!t.defined()) HFX_THROW("dynamo", "expected data for parameter '{}', got none", p.fqn);
     if (t.dtype() != p.value->type.dtype) t = t.to(p.value->type.dtype);
     stream_tensor(z, "data/weights/" + file, t);
-    wcfg[p.fqn] = json{{"path_name", file}, {"is_param", true}, {"use_pickle", false}, {"tensor_meta", concrete_tensor_meta(t.dtype(), t.shape())}};
+    wcfg[p.fqn] = json{{"path_name", file},
+                       {"is_param", true},
+                       {"use_pickle", false},
+                       {"tensor_meta", concrete_tensor_meta(t.dtype(), t.shape())}};
     t = Tensor();
     if (from_store) o.weights->release(p.fqn);
   }
@@ -85,11 +103,15 @@ uint64_t write_pt2(const std::string& path, const SerializedProgram& sp, const P
     std::string file = fmt::format("tensor_{}", idx++);
     const Tensor& t = c.value->data;
     stream_tensor(z, "data/constants/" + file, t);
-    ccfg[c.fqn] = json{{"path_name", file}, {"is_param", false}, {"use_pickle", false}, {"tensor_meta", concrete_tensor_meta(t.dtype(), t.shape())}};
+    ccfg[c.fqn] = json{{"path_name", file},
+                       {"is_param", false},
+                       {"use_pickle", false},
+                       {"tensor_meta", concrete_tensor_meta(t.dtype(), t.shape())}};
   }
   z.add(constants_config_path(o.model_name), json{{"config", ccfg}}.dump());
 
-  std::string samples = o.sample_inputs.kind == PyObj::Kind::None ? std::string() : torch_save(o.sample_inputs);
+  std::string samples =
+      o.sample_inputs.kind == PyObj::Kind::None ? std::string() : torch_save(o.sample_inputs);
   z.add(sample_inputs_path(o.model_name), samples);
   for (const auto& [name, content] : o.extra) z.add("extra/" + name, content);
   z.finish();
@@ -126,7 +148,9 @@ PyObj sample_inputs_for(const Graph& g, int64_t vocab) {
     } else if (dtype_is_float(v->type.dtype)) {
       std::vector<float> f(n);
       uint64_t h = std::hash<std::string>{}(v->name);
-      for (int64_t i = 0; i < n; i++) f[i] = 0.5f * static_cast<float>(std::sin(0.37 * static_cast<double>(i) + static_cast<double>(h % 97)));
+      for (int64_t i = 0; i < n; i++)
+        f[i] =
+            0.5f * static_cast<float>(std::sin(0.37 * static_cast<double>(i) + static_cast<double>(h % 97)));
       t = Tensor::from_floats(s, f, v->type.dtype);
     }
     int layer = -1;

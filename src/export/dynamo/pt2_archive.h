@@ -21,15 +21,16 @@ constexpr const char* kArchiveVersion = "0";
 constexpr const char* kFileFormatVersion = "6\n";  ///< PyTorchStreamWriter version for PT2 archives
 
 /// Paths inside the archive's top folder.
-std::string weights_config_path(const std::string& model);    ///< data/weights/<model>_weights_config.json
-std::string constants_config_path(const std::string& model);  ///< data/constants/<model>_constants_config.json
-std::string sample_inputs_path(const std::string& model);     ///< data/sample_inputs/<model>.pt
+std::string weights_config_path(const std::string& model);  ///< data/weights/<model>_weights_config.json
+std::string constants_config_path(
+    const std::string& model);                             ///< data/constants/<model>_constants_config.json
+std::string sample_inputs_path(const std::string& model);  ///< data/sample_inputs/<model>.pt
 
 struct Pt2WriteOptions {
   std::string model_name = "model";
   /// Where a parameter's bytes come from: the checkpoint (streamed, then released) or the graph value.
   const io::WeightStore* weights = nullptr;
-  PyObj sample_inputs;  ///< ((), {name: tensor, ...}) or none
+  PyObj sample_inputs;                       ///< ((), {name: tensor, ...}) or none
   std::map<std::string, std::string> extra;  ///< extra/<name> → content
 };
 

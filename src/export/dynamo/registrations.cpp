@@ -34,9 +34,10 @@ void register_dynamo_entries() {
       "table's "
       "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core "
       "ATen gets one"});
-  program_fix_registry().push_back({"dynamo", 2, "weight_dtype", fix_weight_dtype,
-                                    "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "
-                                    "widened back to the dtype the model reads them in by one _to_copy each."});
+  program_fix_registry().push_back(
+      {"dynamo", 2, "weight_dtype", fix_weight_dtype,
+       "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "
+       "widened back to the dtype the model reads them in by one _to_copy each."});
 }
 
 }  // namespace hfx

@@ -3,8 +3,8 @@
 
 #include <cstring>
 
-#include "io/zip.h"
 #include "hfx/core/error.h"
+#include "io/zip.h"
 
 namespace hfx::dynamo {
 
@@ -12,28 +12,38 @@ namespace {
 
 const char* storage_class(DType dt) {
   switch (dt) {
-    case DType::F32: return "FloatStorage";
-    case DType::F16: return "HalfStorage";
-    case DType::BF16: return "BFloat16Storage";
-    case DType::I64: return "LongStorage";
-    case DType::I32: return "IntStorage";
-    case DType::I8: return "CharStorage";
-    case DType::U8: return "ByteStorage";
-    case DType::Bool: return "BoolStorage";
+    case DType::F32:
+      return "FloatStorage";
+    case DType::F16:
+      return "HalfStorage";
+    case DType::BF16:
+      return "BFloat16Storage";
+    case DType::I64:
+      return "LongStorage";
+    case DType::I32:
+      return "IntStorage";
+    case DType::I8:
+      return "CharStorage";
+    case DType::U8:
+      return "ByteStorage";
+    case DType::Bool:
+      return "BoolStorage";
   }
   return "FloatStorage";
 }
 
 DType storage_dtype(const std::string& cls) {
-  for (DType d : {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool})
+  for (DType d :
+       {DType::F32, DType::F16, DType::BF16, DType::I64, DType::I32, DType::I8, DType::U8, DType::Bool})
     if (cls == storage_class(d)) return d;
   HFX_THROW("pt2", "expected a known torch storage class, got '{}'", cls);
 }
 
 // Pickle opcodes (protocol 2 subset).
-constexpr char PROTO = '\x80', STOP = '.', MARK = '(', TUPLE = 't', EMPTY_TUPLE = ')', EMPTY_LIST = ']', APPENDS = 'e',
-               EMPTY_DICT = '}', SETITEMS = 'u', BINUNICODE = 'X', BININT = 'J', LONG1 = '\x8a', NONE = 'N',
-               NEWFALSE = '\x89', NEWTRUE = '\x88', GLOBAL = 'c', REDUCE = 'R', BINPERSID = 'Q';
+constexpr char PROTO = '\x80', STOP = '.', MARK = '(', TUPLE = 't', EMPTY_TUPLE = ')', EMPTY_LIST = ']',
+               APPENDS = 'e', EMPTY_DICT = '}', SETITEMS = 'u', BINUNICODE = 'X', BININT = 'J',
+               LONG1 = '\x8a', NONE = 'N', NEWFALSE = '\x89', NEWTRUE = '\x88', GLOBAL = 'c', REDUCE = 'R',
+               BINPERSID = 'Q';
 
 struct Pickler {
   std::string out;
@@ -49,7 +59,8 @@ struct Pickler {
     } else {
       out.push_back(LONG1);
       out.push_back(8);
-      for (int i = 0; i < 8; i++) out.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
+      for (int i = 0; i < 8; i++)
+        out.push_back(static_cast<char>((static_cast<uint64_t>(v) >> (8 * i)) & 0xff));
     }
   }
   void str(const std::string& s) {
@@ -93,10 +104,18 @@ struct Pickler {
   }
   void obj(const PyObj& o) {
     switch (o.kind) {
-      case PyObj::Kind::None: out.push_back(NONE); break;
-      case PyObj::Kind::Int: integer(o.i); break;
-      case PyObj::Kind::Str: str(o.s); break;
-      case PyObj::Kind::Tensor: tensor(o.t); break;
+      case PyObj::Kind::None:
+        out.push_back(NONE);
+        break;
+      case PyObj::Kind::Int:
+        integer(o.i);
+        break;
+      case PyObj::Kind::Str:
+        str(o.s);
+        break;
+      case PyObj::Kind::Tensor:
+        tensor(o.t);
+        break;
       case PyObj::Kind::Tuple:
         if (o.items.empty()) {
           out.push_back(EMPTY_TUPLE);
@@ -194,17 +213,31 @@ struct Unpickler {
     for (;;) {
       char op = pkl.at(p++);
       switch (op) {
-        case PROTO: p++; break;
-        case STOP: return st.back().o;
-        case MARK: st.push_back(Item(Item::K::Mark)); break;
-        case NONE: st.push_back(obj(PyObj::none())); break;
-        case NEWFALSE: st.push_back(obj(PyObj::integer(0))); break;
-        case NEWTRUE: st.push_back(obj(PyObj::integer(1))); break;
-        case BININT: st.push_back(obj(PyObj::integer(static_cast<int32_t>(u32())))); break;
+        case PROTO:
+          p++;
+          break;
+        case STOP:
+          return st.back().o;
+        case MARK:
+          st.push_back(Item(Item::K::Mark));
+          break;
+        case NONE:
+          st.push_back(obj(PyObj::none()));
+          break;
+        case NEWFALSE:
+          st.push_back(obj(PyObj::integer(0)));
+          break;
+        case NEWTRUE:
+          st.push_back(obj(PyObj::integer(1)));
+          break;
+        case BININT:
+          st.push_back(obj(PyObj::integer(static_cast<int32_t>(u32()))));
+          break;
         case LONG1: {
           int n = static_cast<uint8_t>(pkl.at(p++));
           uint64_t v = 0;
-          for (int i = 0; i < n; i++) v |= static_cast<uint64_t>(static_cast<uint8_t>(pkl.at(p + i))) << (8 * i);
+          for (int i = 0; i < n; i++)
+            v |= static_cast<uint64_t>(static_cast<uint8_t>(pkl.at(p + i))) << (8 * i);
           if (n < 8 && n > 0 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
           p += n;
           st.push_back(obj(PyObj::integer(static_cast<int64_t>(v))));
@@ -225,9 +258,15 @@ struct Unpickler {
           st.push_back(g);
           break;
         }
-        case EMPTY_TUPLE: st.push_back(obj(PyObj::tuple({}))); break;
-        case EMPTY_LIST: st.push_back(obj(PyObj::list({}))); break;
-        case EMPTY_DICT: st.push_back(obj(PyObj::dict({}))); break;
+        case EMPTY_TUPLE:
+          st.push_back(obj(PyObj::tuple({})));
+          break;
+        case EMPTY_LIST:
+          st.push_back(obj(PyObj::list({})));
+          break;
+        case EMPTY_DICT:
+          st.push_back(obj(PyObj::dict({})));
+          break;
         case TUPLE: {
           auto xs = pop_mark();
           // A tuple holding a global is the persistent id of a storage; keep its parts as items.
@@ -246,7 +285,8 @@ struct Unpickler {
         }
         case SETITEMS: {
           auto xs = pop_mark();
-          for (size_t i = 0; i + 1 < xs.size(); i += 2) st.back().o.entries.emplace_back(xs[i].o.s, xs[i + 1].o);
+          for (size_t i = 0; i + 1 < xs.size(); i += 2)
+            st.back().o.entries.emplace_back(xs[i].o.s, xs[i + 1].o);
           break;
         }
         case BINPERSID: {
@@ -274,17 +314,21 @@ struct Unpickler {
             auto it = records.find("archive/data/" + s.key);
             if (it == records.end()) HFX_THROW("pt2", "expected storage record data/{}, got none", s.key);
             Tensor t = Tensor::empty(shape, s.storage_dt);
-            Tensor src(Storage::borrow(const_cast<char*>(zip.data()) + it->second.data_offset, it->second.size, nullptr),
+            Tensor src(Storage::borrow(const_cast<char*>(zip.data()) + it->second.data_offset,
+                                       it->second.size, nullptr),
                        s.storage_dt, shape, strides, off * static_cast<int64_t>(dtype_size(s.storage_dt)));
             copy_to_contiguous(src, t.raw(), s.storage_dt);
             pending_.pop_back();
             st.push_back(obj(PyObj::tensor(t)));
           } else {
-            HFX_THROW("pt2", "expected only tensor and OrderedDict reductions in the pickle, got {}.{}", fn.module, fn.name);
+            HFX_THROW("pt2", "expected only tensor and OrderedDict reductions in the pickle, got {}.{}",
+                      fn.module, fn.name);
           }
           break;
         }
-        default: HFX_THROW("pt2", "expected a pickle opcode of the torch.save subset, got 0x{:02x} at {}", static_cast<uint8_t>(op), p - 1);
+        default:
+          HFX_THROW("pt2", "expected a pickle opcode of the torch.save subset, got 0x{:02x} at {}",
+                    static_cast<uint8_t>(op), p - 1);
       }
       // A persistent id becomes an argument of the enclosing tuple: remember it aside.
       if (!st.empty() && st.back().k == Item::K::PersId) {
@@ -302,7 +346,9 @@ PyObj torch_load(const std::string& bytes) {
   std::map<std::string, io::ZipRecord> recs;
   for (const auto& r : io::read_zip_index(bytes)) {
     // Tensors are viewed in place, so every record must be stored as torch.save writes it.
-    if (r.method != 0) HFX_THROW("pt2", "expected stored records in a torch.save file, got compression method {} for {}", r.method, r.name);
+    if (r.method != 0)
+      HFX_THROW("pt2", "expected stored records in a torch.save file, got compression method {} for {}",
+                r.method, r.name);
     recs[r.name] = r;
   }
   auto it = recs.find("archive/data.pkl");

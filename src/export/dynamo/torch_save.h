@@ -20,16 +20,46 @@ struct PyObj {
   int64_t i = 0;
   std::string s;
   Tensor t;
-  std::vector<PyObj> items;                             ///< Tuple, List
+  std::vector<PyObj> items;                            ///< Tuple, List
   std::vector<std::pair<std::string, PyObj>> entries;  ///< Dict (insertion order)
 
   static PyObj none() { return {}; }
-  static PyObj integer(int64_t v) { PyObj o; o.kind = Kind::Int; o.i = v; return o; }
-  static PyObj str(std::string v) { PyObj o; o.kind = Kind::Str; o.s = std::move(v); return o; }
-  static PyObj tensor(Tensor v) { PyObj o; o.kind = Kind::Tensor; o.t = std::move(v); return o; }
-  static PyObj tuple(std::vector<PyObj> v) { PyObj o; o.kind = Kind::Tuple; o.items = std::move(v); return o; }
-  static PyObj list(std::vector<PyObj> v) { PyObj o; o.kind = Kind::List; o.items = std::move(v); return o; }
-  static PyObj dict(std::vector<std::pair<std::string, PyObj>> v) { PyObj o; o.kind = Kind::Dict; o.entries = std::move(v); return o; }
+  static PyObj integer(int64_t v) {
+    PyObj o;
+    o.kind = Kind::Int;
+    o.i = v;
+    return o;
+  }
+  static PyObj str(std::string v) {
+    PyObj o;
+    o.kind = Kind::Str;
+    o.s = std::move(v);
+    return o;
+  }
+  static PyObj tensor(Tensor v) {
+    PyObj o;
+    o.kind = Kind::Tensor;
+    o.t = std::move(v);
+    return o;
+  }
+  static PyObj tuple(std::vector<PyObj> v) {
+    PyObj o;
+    o.kind = Kind::Tuple;
+    o.items = std::move(v);
+    return o;
+  }
+  static PyObj list(std::vector<PyObj> v) {
+    PyObj o;
+    o.kind = Kind::List;
+    o.items = std::move(v);
+    return o;
+  }
+  static PyObj dict(std::vector<std::pair<std::string, PyObj>> v) {
+    PyObj o;
+    o.kind = Kind::Dict;
+    o.entries = std::move(v);
+    return o;
+  }
 };
 
 /// The bytes of `torch.save(obj)` (zip format, pickle protocol 2).

@@ -1,5 +1,5 @@
-// Python-style JSON (json.dumps' separators and escapes, as torch's serializer writes it), the pytree specs of
-// an ExportedProgram's inputs and outputs (KV-cache leaves grouped per layer) and FX node names.
+// Python-style JSON (json.dumps' separators and escapes, as torch's serializer writes it), the pytree specs
+// of an ExportedProgram's inputs and outputs (KV-cache leaves grouped per layer) and FX node names.
 #include "export/dynamo/program.h"
 
 #include <fmt/format.h>
@@ -21,20 +21,34 @@ void py_str(std::string& out, const std::string& s) {
   for (size_t i = 0; i < s.size(); i++) {
     unsigned char c = static_cast<unsigned char>(s[i]);
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c >= 0x7f) {
           // ASCII escape of UTF-8 (BMP code points only: names here are ASCII in practice).
           uint32_t cp = c;
           int extra = 0;
-          if (c >= 0xf0) cp = c & 0x07, extra = 3;
-          else if (c >= 0xe0) cp = c & 0x0f, extra = 2;
-          else if (c >= 0xc0) cp = c & 0x1f, extra = 1;
-          for (int k = 0; k < extra && i + 1 < s.size(); k++) cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3f);
+          if (c >= 0xf0)
+            cp = c & 0x07, extra = 3;
+          else if (c >= 0xe0)
+            cp = c & 0x0f, extra = 2;
+          else if (c >= 0xc0)
+            cp = c & 0x1f, extra = 1;
+          for (int k = 0; k < extra && i + 1 < s.size(); k++)
+            cp = (cp << 6) | (static_cast<unsigned char>(s[++i]) & 0x3f);
           if (cp >= 0x10000) {
             cp -= 0x10000;
             out += fmt::format("\\u{:04x}\\u{:04x}", 0xd800 + (cp >> 10), 0xdc00 + (cp & 0x3ff));
@@ -53,9 +67,15 @@ void py_str(std::string& out, const std::string& s) {
 template <class J>
 void py_dump(std::string& out, const J& j) {
   switch (j.type()) {
-    case J::value_t::null: out += "null"; break;
-    case J::value_t::boolean: out += j.template get<bool>() ? "true" : "false"; break;
-    case J::value_t::string: py_str(out, j.template get_ref<const std::string&>()); break;
+    case J::value_t::null:
+      out += "null";
+      break;
+    case J::value_t::boolean:
+      out += j.template get<bool>() ? "true" : "false";
+      break;
+    case J::value_t::string:
+      py_str(out, j.template get_ref<const std::string&>());
+      break;
     case J::value_t::array: {
       out.push_back('[');
       bool first = true;
@@ -80,14 +100,17 @@ void py_dump(std::string& out, const J& j) {
       out.push_back('}');
       break;
     }
-    default: out += j.dump();
+    default:
+      out += j.dump();
   }
 }
 
 // ordered_json keeps insertion order, as Python dicts do.
 using ojson = nlohmann::ordered_json;
 
-ojson leaf_spec() { return ojson{{"type", nullptr}, {"context", nullptr}, {"children_spec", ojson::array()}}; }
+ojson leaf_spec() {
+  return ojson{{"type", nullptr}, {"context", nullptr}, {"children_spec", ojson::array()}};
+}
 ojson node_spec(const char* type, const std::string& context, ojson children) {
   return ojson{{"type", type}, {"context", context}, {"children_spec", std::move(children)}};
 }
@@ -135,7 +158,8 @@ ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix,
   }
   if (cache_seen) {
     ojson layer_specs = ojson::array();
-    for (int i = 0; i < layers; i++) layer_specs.push_back(node_spec("builtins.tuple", "null", ojson::array({leaf_spec(), leaf_spec()})));
+    for (int i = 0; i < layers; i++)
+      layer_specs.push_back(node_spec("builtins.tuple", "null", ojson::array({leaf_spec(), leaf_spec()})));
     for (auto& c : children)
       if (c.is_null()) c = node_spec("builtins.list", "null", layer_specs);
   }
@@ -164,7 +188,8 @@ std::string dump_spec(const ojson& spec) {
 
 bool groups_kv_leaves(const std::vector<std::string>& names) {
   for (const auto& n : names)
-    if ((n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0) || n.rfind("present_", 0) == 0) return false;
+    if ((n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0) || n.rfind("present_", 0) == 0)
+      return false;
   return true;
 }
 
@@ -182,10 +207,12 @@ std::string output_treespec(const std::vector<std::string>& output_names) {
 
 std::string fx_name(const std::string& raw) {
   static const std::set<std::string> reserved = {
-      "False", "None", "True", "and", "as", "assert", "async", "await", "break", "class", "continue", "def", "del", "elif",
-      "else", "except", "finally", "for", "from", "global", "if", "import", "in", "is", "lambda", "nonlocal", "not", "or",
-      "pass", "raise", "return", "try", "while", "with", "yield", "self", "torch", "operator", "_operator", "math", "inf",
-      "nan", "device", "fx_pytree", "pytree", "getattr", "print", "match", "case", "type", "input", "output"};
+      "False",   "None",     "True",      "and",    "as",   "assert", "async",  "await",     "break",
+      "class",   "continue", "def",       "del",    "elif", "else",   "except", "finally",   "for",
+      "from",    "global",   "if",        "import", "in",   "is",     "lambda", "nonlocal",  "not",
+      "or",      "pass",     "raise",     "return", "try",  "while",  "with",   "yield",     "self",
+      "torch",   "operator", "_operator", "math",   "inf",  "nan",    "device", "fx_pytree", "pytree",
+      "getattr", "print",    "match",     "case",   "type", "input",  "output"};
   std::string s;
   for (char c : raw) s.push_back(std::isalnum(static_cast<unsigned char>(c)) || c == '_' ? c : '_');
   if (s.empty() || std::isdigit(static_cast<unsigned char>(s[0]))) s = "_" + s;

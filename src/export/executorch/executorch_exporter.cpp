@@ -23,9 +23,9 @@ namespace hfx::et {
 // a delegate that never runs would be a label that does nothing.
 const std::vector<BackendPrep>& backend_prep_table() {
   static const std::vector<BackendPrep> t = {
-      {"portable", "cpu", DType::F32, "",
-       "",
-       "CPU, float32 weights and activations; every op is a portable kernel (no delegate), so any ExecuTorch CPU "
+      {"portable", "cpu", DType::F32, "", "",
+       "CPU, float32 weights and activations; every op is a portable kernel (no delegate), so any ExecuTorch "
+       "CPU "
        "runtime built with the portable kernel library loads it"},
   };
   return t;
@@ -39,7 +39,8 @@ const BackendPrep& backend_prep(const std::string& name) {
   }
   if (name == "xnnpack" || name == "cuda" || name == "vulkan" || name == "coreml" || name == "qnn")
     HFX_THROW("executorch",
-              "expected a backend among [{}], got '{}': hfx does not write {} delegate payloads yet, so such a program "
+              "expected a backend among [{}], got '{}': hfx does not write {} delegate payloads yet, so such "
+              "a program "
               "would be the portable one under another name; use --backend portable",
               known, name, name);
   HFX_THROW("executorch", "expected a backend among [{}], got '{}'", known, name);
@@ -57,7 +58,8 @@ Dim seq_dim(const ExecutorchConfig& cfg, const CaptureOptions& opts) {
   return Dim{"seq_len", 1, cfg.max_seq_len};
 }
 
-std::vector<PteConstMethod> metadata_methods(const ModelConfig& mc, const ExecutorchConfig& cfg, std::vector<std::string>& warnings) {
+std::vector<PteConstMethod> metadata_methods(const ModelConfig& mc, const ExecutorchConfig& cfg,
+                                             std::vector<std::string>& warnings) {
   std::vector<PteConstMethod> m;
   m.push_back({"get_max_seq_len", {cfg.max_seq_len}});
   m.push_back({"get_max_context_len", {cfg.max_seq_len}});
@@ -66,12 +68,14 @@ std::vector<PteConstMethod> metadata_methods(const ModelConfig& mc, const Execut
   if (mc.bos_token_id) {
     m.push_back({"get_bos_id", {*mc.bos_token_id}});
   } else {
-    warnings.push_back("[executorch] config.json has no bos_token_id; get_bos_id returns -1 (runners then add no BOS)");
+    warnings.push_back(
+        "[executorch] config.json has no bos_token_id; get_bos_id returns -1 (runners then add no BOS)");
     m.push_back({"get_bos_id", {int64_t{-1}}});
   }
   PteConstMethod eos{"get_eos_ids", {}};
   for (int64_t e : mc.eos_token_ids) eos.values.push_back(e);
-  if (eos.values.empty()) warnings.push_back("[executorch] config.json has no eos_token_id; get_eos_ids returns nothing");
+  if (eos.values.empty())
+    warnings.push_back("[executorch] config.json has no eos_token_id; get_eos_ids returns nothing");
   m.push_back(eos);
   m.push_back({"use_kv_cache", {true}});
   m.push_back({"enable_dynamic_shape", {cfg.dynamic}});
@@ -91,9 +95,10 @@ std::vector<PteConstMethod> component_metadata(const Model& model, const Executo
   m.push_back(eos);
   if (model.structure() == Structure::EncoderDecoder) {
     const auto& raw = mc.raw;
-    int64_t start = raw.contains("decoder_start_token_id") && raw["decoder_start_token_id"].is_number_integer()
-                        ? raw["decoder_start_token_id"].get<int64_t>()
-                        : mc.pad_token_id.value_or(0);
+    int64_t start =
+        raw.contains("decoder_start_token_id") && raw["decoder_start_token_id"].is_number_integer()
+            ? raw["decoder_start_token_id"].get<int64_t>()
+            : mc.pad_token_id.value_or(0);
     m.push_back({"get_decoder_start_token_id", {start}});
   }
   m.push_back({"use_kv_cache", {model.structure() == Structure::EncoderDecoder}});
@@ -151,8 +156,8 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   so.seq = seq_dim(cfg, opts);
   // A position lives in the cache: more new tokens than the cache holds can never run.
   if (so.seq.max > cfg.max_seq_len) {
-    out.warnings.push_back(
-        fmt::format("[executorch] Dim '{}' max {} capped at max_seq_len {}", so.seq.name, so.seq.max, cfg.max_seq_len));
+    out.warnings.push_back(fmt::format("[executorch] Dim '{}' max {} capped at max_seq_len {}", so.seq.name,
+                                       so.seq.max, cfg.max_seq_len));
     so.seq.max = cfg.max_seq_len;
   }
   so.sample_seq = opts.sample_sequence;
@@ -169,7 +174,8 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   }
   Graph& g = *out.forward.graph;
   g.metadata()["executorch.backend"] = prep.name;
-  g.metadata()["executorch.constant_dtype"] = dtype_name(cfg.weight_dtype(mc.dtype));  // --dtype, auto: the row's
+  g.metadata()["executorch.constant_dtype"] =
+      dtype_name(cfg.weight_dtype(mc.dtype));  // --dtype, auto: the row's
 
   // ── Stage 4: Program fixes ──
   apply_program_fixes("executorch", 4, g, out.warnings);
@@ -212,7 +218,9 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
     const ProgramSpec* spec = nullptr;
     for (const ProgramSpec& p : plan)
       if (p.name == pd.name) spec = &p;
-    if (!spec) HFX_THROW("executorch", "expected a planned program '{}' for method '{}', got none", pd.name, pd.executorch_method);
+    if (!spec)
+      HFX_THROW("executorch", "expected a planned program '{}' for method '{}', got none", pd.name,
+                pd.executorch_method);
     CapturedProgram cp;
     {
       // ── Stages 2–3: Torch and ExecuTorch patches ── (no static cache here: stage 3 passes through)
@@ -242,8 +250,8 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
   return out;
 }
 
-ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts, const ExportConfig& config,
-                                              const std::string& out_dir) {
+ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts,
+                                              const ExportConfig& config, const std::string& out_dir) {
   const ExecutorchConfig& cfg = as_executorch(config);
   // One .pte holds every method: one component, captured and lowered, then written.
   report({"model", "capture and lower", 0, 1, 0, 2, 0});
@@ -273,9 +281,9 @@ ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureO
   return r;
 }
 
-ExportResult ExecutorchExporter::export_for_generation(const Model& model, const CaptureOptions& opts,
-                                                       const std::map<std::string, const ExportConfig*>& configs,
-                                                       const std::string& out_dir) {
+ExportResult ExecutorchExporter::export_for_generation(
+    const Model& model, const CaptureOptions& opts, const std::map<std::string, const ExportConfig*>& configs,
+    const std::string& out_dir) {
   const ExportConfig* c = nullptr;
   for (const char* k : {"model", "forward"})
     if (auto it = configs.find(k); it != configs.end() && it->second) c = it->second;
@@ -283,7 +291,9 @@ ExportResult ExecutorchExporter::export_for_generation(const Model& model, const
   ExecutorchConfig def;
   if (!c) {
     if (!configs.empty())
-      HFX_THROW("executorch", "expected one config (for 'model' or 'forward'), got {} configs; ExecuTorch programs have one forward",
+      HFX_THROW("executorch",
+                "expected one config (for 'model' or 'forward'), got {} configs; ExecuTorch programs have "
+                "one forward",
                 configs.size());
     c = &def;
   }

@@ -27,7 +27,8 @@ struct BackendPrep {
   std::string name;         ///< "portable"
   std::string device;       ///< where ExecuTorch runs it: "cpu"
   DType constant_dtype;     ///< dtype of the weights in the program
-  std::string partitioner;  ///< the ExecuTorch partitioner whose delegate payloads hfx writes ("" = none, portable ops)
+  std::string partitioner;  ///< the ExecuTorch partitioner whose delegate payloads hfx writes ("" = none,
+                            ///< portable ops)
   std::string warning;      ///< said at every export with this backend ("" = none)
   std::string reason;       ///< why the row exists
 };
@@ -47,11 +48,13 @@ struct ExecutorchProgram {
 };
 
 /// Runs stages 1–5 and the writer. `opts` gives the sample size (sample_sequence) and explicit Dims.
-ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& cfg, const CaptureOptions& opts);
+ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& cfg,
+                                           const CaptureOptions& opts);
 /// The same stages for a model of another structure: each program the generation loop declares with an
 /// ExecuTorch method (capture/generation_loops.h) becomes that method, its signature the program's (cache
 /// leaves are plain inputs and outputs, dims bounded by max_seq_len), plus metadata methods.
-ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& cfg, const CaptureOptions& opts);
+ExecutorchProgram build_component_program(const Model& model, const ExecutorchConfig& cfg,
+                                          const CaptureOptions& opts);
 
 class ExecutorchExporter : public Exporter {
  public:

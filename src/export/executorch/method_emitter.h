@@ -23,14 +23,22 @@ inline size_t align_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
 
 inline fb::ScalarType scalar_type(DType dt) {
   switch (dt) {
-    case DType::F32: return fb::ScalarType::FLOAT;
-    case DType::F16: return fb::ScalarType::HALF;
-    case DType::BF16: return fb::ScalarType::BFLOAT16;
-    case DType::I64: return fb::ScalarType::LONG;
-    case DType::I32: return fb::ScalarType::INT;
-    case DType::I8: return fb::ScalarType::CHAR;
-    case DType::U8: return fb::ScalarType::BYTE;
-    case DType::Bool: return fb::ScalarType::BOOL;
+    case DType::F32:
+      return fb::ScalarType::FLOAT;
+    case DType::F16:
+      return fb::ScalarType::HALF;
+    case DType::BF16:
+      return fb::ScalarType::BFLOAT16;
+    case DType::I64:
+      return fb::ScalarType::LONG;
+    case DType::I32:
+      return fb::ScalarType::INT;
+    case DType::I8:
+      return fb::ScalarType::CHAR;
+    case DType::U8:
+      return fb::ScalarType::BYTE;
+    case DType::Bool:
+      return fb::ScalarType::BOOL;
   }
   HFX_THROW("executorch", "expected a dtype ExecuTorch knows, got {}", static_cast<int>(dt));
 }
@@ -153,7 +161,8 @@ class MethodEmitter {
   /// A Scalar argument: Int for integer/bool tensors when the value is integral (the portable kernels
   /// refuse to cast a float scalar into an integer output), else Double.
   int scalar(double v, DType self) {
-    if (!dtype_is_float(self) && v == static_cast<double>(static_cast<int64_t>(v))) return I(static_cast<int64_t>(v));
+    if (!dtype_is_float(self) && v == static_cast<double>(static_cast<int64_t>(v)))
+      return I(static_cast<int64_t>(v));
     return D(v);
   }
   int IL(const std::vector<Sym>& xs) {
@@ -240,8 +249,9 @@ class MethodEmitter {
       case Sym::Kind::Symbol: {
         auto it = sources_.find(s.name());
         if (it == sources_.end())
-          HFX_THROW("executorch", "expected symbol '{}' to be the size of some input axis of method '{}', got none", s.name(),
-                    spec_.name);
+          HFX_THROW("executorch",
+                    "expected symbol '{}' to be the size of some input axis of method '{}', got none",
+                    s.name(), spec_.name);
         EV e;
         e.kind = fb::KernelTypes::Int;
         e.i = 0;  // placeholder; aten::sym_size.int writes it at run time
@@ -261,7 +271,9 @@ class MethodEmitter {
         for (size_t i = 1; i < args.size(); i++) r = prim(op, r, sym(args[i]));
         break;
       }
-      case Sym::Kind::FloorDiv: r = prim("floordiv.Scalar", sym(args.at(0)), sym(args.at(1))); break;
+      case Sym::Kind::FloorDiv:
+        r = prim("floordiv.Scalar", sym(args.at(0)), sym(args.at(1)));
+        break;
       case Sym::Kind::Mod: {
         // Python's a % b (floor) from floordiv: the prim mod op truncates like C.
         int a = sym(args.at(0)), b = sym(args.at(1));
@@ -269,7 +281,8 @@ class MethodEmitter {
         r = prim("sub.Scalar", a, prim("mul.Scalar", q, b));
         break;
       }
-      case Sym::Kind::Const: break;
+      case Sym::Kind::Const:
+        break;
     }
     syms_[key] = r;
     return r;
@@ -291,15 +304,18 @@ class MethodEmitter {
       } else {
         SymRange r = env_.bounds(d);
         if (!r.bounded())
-          HFX_THROW("executorch",
-                    "expected every dim of '{}' {} to have an upper bound (the portable runtime refuses DYNAMIC_UNBOUND), "
-                    "got '{}' unbounded in method '{}'; give the Dim a max or let the stage-4 program fix cap it",
-                    name, t.str(), d.str(), spec_.name);
+          HFX_THROW(
+              "executorch",
+              "expected every dim of '{}' {} to have an upper bound (the portable runtime refuses "
+              "DYNAMIC_UNBOUND), "
+              "got '{}' unbounded in method '{}'; give the Dim a max or let the stage-4 program fix cap it",
+              name, t.str(), d.str(), spec_.name);
         ub = r.max;
         e.dynamic = true;
       }
       if (ub < 0 || ub > INT32_MAX)
-        HFX_THROW("executorch", "expected sizes of '{}' to fit int32, got bound {} for dim '{}'", name, ub, d.str());
+        HFX_THROW("executorch", "expected sizes of '{}' to fit int32, got bound {} for dim '{}'", name, ub,
+                  d.str());
       e.sizes.push_back(static_cast<int32_t>(ub));
       numel *= ub;
     }

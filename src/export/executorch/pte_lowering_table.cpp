@@ -15,28 +15,36 @@ const std::map<std::string, LowerFn>& lowering_table() {
       };
     // binary without alpha: hfx op → (kernel, overload)
     const std::vector<std::tuple<const char*, const char*, const char*>> binary = {
-        {"aten.mul.Tensor", "aten::mul", "out"},         {"aten.div.Tensor", "aten::div", "out"},
-        {"aten.maximum", "aten::maximum", "out"},        {"aten.minimum", "aten::minimum", "out"},
-        {"aten.eq.Tensor", "aten::eq", "Tensor_out"},    {"aten.lt.Tensor", "aten::lt", "Tensor_out"},
-        {"aten.le.Tensor", "aten::le", "Tensor_out"},    {"aten.gt.Tensor", "aten::gt", "Tensor_out"},
-        {"aten.ge.Tensor", "aten::ge", "Tensor_out"},    {"aten.logical_and", "aten::logical_and", "out"},
-        {"aten.logical_or", "aten::logical_or", "out"},  {"aten.mm", "aten::mm", "out"},
+        {"aten.mul.Tensor", "aten::mul", "out"},
+        {"aten.div.Tensor", "aten::div", "out"},
+        {"aten.maximum", "aten::maximum", "out"},
+        {"aten.minimum", "aten::minimum", "out"},
+        {"aten.eq.Tensor", "aten::eq", "Tensor_out"},
+        {"aten.lt.Tensor", "aten::lt", "Tensor_out"},
+        {"aten.le.Tensor", "aten::le", "Tensor_out"},
+        {"aten.gt.Tensor", "aten::gt", "Tensor_out"},
+        {"aten.ge.Tensor", "aten::ge", "Tensor_out"},
+        {"aten.logical_and", "aten::logical_and", "out"},
+        {"aten.logical_or", "aten::logical_or", "out"},
+        {"aten.mm", "aten::mm", "out"},
         {"aten.bmm", "aten::bmm", "out"},
     };
     for (const auto& [op, k, ov] : binary)
       t[op] = [k = std::string(k), ov = std::string(ov), in](MethodEmitter& m, const Node& n) {
         m.out_call(n, k, ov, {m.T(in(n, 0)), m.T(in(n, 1))});
       };
-    for (const char* op : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin", "cos", "reciprocal",
-                           "erf", "logical_not"})
+    for (const char* op : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin",
+                           "cos", "reciprocal", "erf", "logical_not"})
       t[std::string("aten.") + op] = [op, in](MethodEmitter& m, const Node& n) {
         m.out_call(n, std::string("aten::") + op, "out", {m.T(in(n, 0))});
       };
     t["aten.add.Scalar"] = [in](MethodEmitter& m, const Node& n) {
-      m.out_call(n, "aten::add", "Scalar_out", {m.T(in(n, 0)), m.scalar(n.attrs.f("other"), in(n, 0)->type.dtype), m.I(1)});
+      m.out_call(n, "aten::add", "Scalar_out",
+                 {m.T(in(n, 0)), m.scalar(n.attrs.f("other"), in(n, 0)->type.dtype), m.I(1)});
     };
     t["aten.mul.Scalar"] = [in](MethodEmitter& m, const Node& n) {
-      m.out_call(n, "aten::mul", "Scalar_out", {m.T(in(n, 0)), m.scalar(n.attrs.f("other"), in(n, 0)->type.dtype)});
+      m.out_call(n, "aten::mul", "Scalar_out",
+                 {m.T(in(n, 0)), m.scalar(n.attrs.f("other"), in(n, 0)->type.dtype)});
     };
     t["aten.pow.Tensor_Scalar"] = [in](MethodEmitter& m, const Node& n) {
       m.out_call(n, "aten::pow", "Tensor_Scalar_out", {m.T(in(n, 0)), m.D(n.attrs.f("exponent"))});
@@ -50,14 +58,17 @@ const std::map<std::string, LowerFn>& lowering_table() {
     // reductions
     t["aten.sum.dim_IntList"] = [in](MethodEmitter& m, const Node& n) {
       const auto& d = n.attrs.ints("dim");
-      m.out_call(n, "aten::sum", "IntList_out", {m.T(in(n, 0)), d.empty() ? m.N() : m.IL(d), m.B(n.attrs.b("keepdim")), m.N()});
+      m.out_call(n, "aten::sum", "IntList_out",
+                 {m.T(in(n, 0)), d.empty() ? m.N() : m.IL(d), m.B(n.attrs.b("keepdim")), m.N()});
     };
     t["aten.mean.dim"] = [in](MethodEmitter& m, const Node& n) {
       const auto& d = n.attrs.ints("dim");
-      m.out_call(n, "aten::mean", "out", {m.T(in(n, 0)), d.empty() ? m.N() : m.IL(d), m.B(n.attrs.b("keepdim")), m.N()});
+      m.out_call(n, "aten::mean", "out",
+                 {m.T(in(n, 0)), d.empty() ? m.N() : m.IL(d), m.B(n.attrs.b("keepdim")), m.N()});
     };
     t["aten.amax"] = [in](MethodEmitter& m, const Node& n) {
-      m.out_call(n, "aten::amax", "out", {m.T(in(n, 0)), m.IL(n.attrs.ints("dim")), m.B(n.attrs.b("keepdim"))});
+      m.out_call(n, "aten::amax", "out",
+                 {m.T(in(n, 0)), m.IL(n.attrs.ints("dim")), m.B(n.attrs.b("keepdim"))});
     };
     t["aten.argmax"] = [in](MethodEmitter& m, const Node& n) {
       m.out_call(n, "aten::argmax", "out", {m.T(in(n, 0)), m.I(n.attrs.i("dim")), m.B(n.attrs.b("keepdim"))});
@@ -81,13 +92,14 @@ const std::map<std::string, LowerFn>& lowering_table() {
       ret.refs = {o0, o1, o2};
       int r = m.add(ret);
       m.call("aten::native_layer_norm", "out",
-             {m.T(x), m.IL(std::vector<Sym>{x->type.shape.back()}), w ? m.T(w) : m.N(), b ? m.T(b) : m.N(), m.D(n.attrs.f("eps")), o0,
-              o1, o2},
+             {m.T(x), m.IL(std::vector<Sym>{x->type.shape.back()}), w ? m.T(w) : m.N(), b ? m.T(b) : m.N(),
+              m.D(n.attrs.f("eps")), o0, o1, o2},
              r);
     };
     // indexing
     t["aten.embedding"] = [in](MethodEmitter& m, const Node& n) {
-      m.out_call(n, "aten::embedding", "out", {m.T(in(n, 0)), m.T(in(n, 1)), m.I(-1), m.B(false), m.B(false)});
+      m.out_call(n, "aten::embedding", "out",
+                 {m.T(in(n, 0)), m.T(in(n, 1)), m.I(-1), m.B(false), m.B(false)});
     };
     t["aten.index_select"] = [in](MethodEmitter& m, const Node& n) {
       m.out_call(n, "aten::index_select", "out", {m.T(in(n, 0)), m.I(n.attrs.i("dim")), m.T(in(n, 1))});
@@ -115,7 +127,8 @@ const std::map<std::string, LowerFn>& lowering_table() {
       Sym end = n.attrs.sym("end");
       bool open = end.is_const() && end.value() >= SymRange::kInf;
       m.out_call(n, "aten::slice_copy", "Tensor_out",
-                 {m.T(in(n, 0)), m.I(n.attrs.i("dim")), m.sym(n.attrs.sym("start")), open ? m.N() : m.sym(end), m.I(n.attrs.i("step"))});
+                 {m.T(in(n, 0)), m.I(n.attrs.i("dim")), m.sym(n.attrs.sym("start")),
+                  open ? m.N() : m.sym(end), m.I(n.attrs.i("step"))});
     };
     t["aten.view"] = [in](MethodEmitter& m, const Node& n) {
       m.out_call(n, "aten::view_copy", "out", {m.T(in(n, 0)), m.IL(n.attrs.syms("size"))});
@@ -137,10 +150,12 @@ const std::map<std::string, LowerFn>& lowering_table() {
     };
     // factories
     t["aten.arange.start"] = [](MethodEmitter& m, const Node& n) {
-      m.out_call(n, "aten::arange", "start_out", {m.sym(n.attrs.sym("start")), m.sym(n.attrs.sym("end")), m.I(1)});
+      m.out_call(n, "aten::arange", "start_out",
+                 {m.sym(n.attrs.sym("start")), m.sym(n.attrs.sym("end")), m.I(1)});
     };
     t["aten.full"] = [](MethodEmitter& m, const Node& n) {
-      m.out_call(n, "aten::full", "out", {m.IL(n.attrs.syms("size")), m.scalar(n.attrs.f("value"), n.attrs.dtype("dtype"))});
+      m.out_call(n, "aten::full", "out",
+                 {m.IL(n.attrs.syms("size")), m.scalar(n.attrs.f("value"), n.attrs.dtype("dtype"))});
     };
     return t;
   }();
@@ -152,7 +167,8 @@ void MethodEmitter::lower(const Node& n) {
   auto it = t.find(n.op);
   if (it == t.end())
     HFX_THROW("executorch",
-              "expected only ops with a portable-kernel lowering in method '{}' (after the stage-5 node fixes), got {} at '{}'",
+              "expected only ops with a portable-kernel lowering in method '{}' (after the stage-5 node "
+              "fixes), got {} at '{}'",
               spec_.name, n.op, n.name);
   it->second(*this, n);
 }

@@ -27,13 +27,18 @@ Plan MethodEmitter::emit() {
   std::map<std::string, std::string> buffer_out;
   for (const auto& [in_name, out_name] : spec_.mutable_buffers) {
     Value* v = g_.find_input(in_name);
-    if (!v) HFX_THROW("executorch", "expected mutable buffer '{}' to be a graph input of '{}', got none", in_name, spec_.name);
+    if (!v)
+      HFX_THROW("executorch", "expected mutable buffer '{}' to be a graph input of '{}', got none", in_name,
+                spec_.name);
     if (!g_.find_output(out_name))
-      HFX_THROW("executorch", "expected the new value of buffer '{}' as graph output '{}', got none", in_name, out_name);
+      HFX_THROW("executorch", "expected the new value of buffer '{}' as graph output '{}', got none", in_name,
+                out_name);
     buffers_.insert(v);
     buffer_out[out_name] = in_name;
     EV e = tensor_ev(v->type, v->name, true);
-    if (e.dynamic) HFX_THROW("executorch", "expected a static shape for mutable buffer '{}', got {}", in_name, v->type.str());
+    if (e.dynamic)
+      HFX_THROW("executorch", "expected a static shape for mutable buffer '{}', got {}", in_name,
+                v->type.str());
     e.data_buffer_idx = pools_.add_zeroed(static_cast<size_t>(e.nbytes));
     int idx = add(e);
     tensors_[v] = idx;
@@ -47,7 +52,8 @@ Plan MethodEmitter::emit() {
     plan_.inputs.push_back(idx);
     for (size_t a = 0; a < v->type.shape.size(); a++) {
       const Sym& d = v->type.shape[a];
-      if (d.kind() == Sym::Kind::Symbol && !sources_.count(d.name())) sources_[d.name()] = {idx, static_cast<int>(a)};
+      if (d.kind() == Sym::Kind::Symbol && !sources_.count(d.name()))
+        sources_[d.name()] = {idx, static_cast<int>(a)};
     }
   }
   emit_guard_checks();
@@ -56,8 +62,10 @@ Plan MethodEmitter::emit() {
     if (auto it = buffer_out.find(v->name); it != buffer_out.end()) {
       const Value* buf = g_.find_input(it->second);
       if (T(v) != T(buf))
-        HFX_THROW("executorch", "expected output '{}' to be the in-place update of buffer '{}' (aten.index_copy on it), got {}",
-                  v->name, it->second, v->producer ? v->producer->op : "no producer");
+        HFX_THROW(
+            "executorch",
+            "expected output '{}' to be the in-place update of buffer '{}' (aten.index_copy on it), got {}",
+            v->name, it->second, v->producer ? v->producer->op : "no producer");
       continue;
     }
     int idx = T(v);
@@ -70,7 +78,10 @@ Plan MethodEmitter::emit() {
     for (const auto& n : g_.nodes()) {
       bool uses = std::find(n->inputs.begin(), n->inputs.end(), b) != n->inputs.end();
       if (!uses) continue;
-      if (written) HFX_THROW("executorch", "expected every read of buffer '{}' before its in-place update, got {} after it", b->name, n->name);
+      if (written)
+        HFX_THROW("executorch",
+                  "expected every read of buffer '{}' before its in-place update, got {} after it", b->name,
+                  n->name);
       if (n->op == "aten.index_copy" && n->inputs[0] == b) written = true;
     }
   }
@@ -136,7 +147,9 @@ void MethodEmitter::plan_memory() {
     if (e.kind != fb::KernelTypes::Tensor || !e.planned) continue;
     int lo = first[v], hi = last[v];
     if (pinned_.count(static_cast<int>(v)) || hi < 0) lo = -1, hi = n_calls;
-    items.push_back({static_cast<int>(v), static_cast<int64_t>(align_up(static_cast<size_t>(e.nbytes), opt_.memory_alignment)), lo, hi});
+    items.push_back({static_cast<int>(v),
+                     static_cast<int64_t>(align_up(static_cast<size_t>(e.nbytes), opt_.memory_alignment)), lo,
+                     hi});
   }
   std::stable_sort(items.begin(), items.end(), [](const Item& a, const Item& b) { return a.size > b.size; });
   std::vector<std::pair<int64_t, const Item*>> placed;  // offset, item
@@ -168,14 +181,30 @@ namespace {
 flatbuffers::Offset<fb::EValue> pack(flatbuffers::FlatBufferBuilder& b, const EV& e) {
   flatbuffers::Offset<void> u;
   switch (e.kind) {
-    case fb::KernelTypes::Null: u = fb::CreateNull(b).Union(); break;
-    case fb::KernelTypes::Int: u = fb::CreateInt(b, e.i).Union(); break;
-    case fb::KernelTypes::Bool: u = fb::CreateBool(b, e.b).Union(); break;
-    case fb::KernelTypes::Double: u = fb::CreateDouble(b, e.d).Union(); break;
-    case fb::KernelTypes::String: u = fb::CreateStringDirect(b, e.s.c_str()).Union(); break;
-    case fb::KernelTypes::IntList: u = fb::CreateIntListDirect(b, &e.ints).Union(); break;
-    case fb::KernelTypes::TensorList: u = fb::CreateTensorListDirect(b, &e.refs).Union(); break;
-    case fb::KernelTypes::OptionalTensorList: u = fb::CreateOptionalTensorListDirect(b, &e.refs).Union(); break;
+    case fb::KernelTypes::Null:
+      u = fb::CreateNull(b).Union();
+      break;
+    case fb::KernelTypes::Int:
+      u = fb::CreateInt(b, e.i).Union();
+      break;
+    case fb::KernelTypes::Bool:
+      u = fb::CreateBool(b, e.b).Union();
+      break;
+    case fb::KernelTypes::Double:
+      u = fb::CreateDouble(b, e.d).Union();
+      break;
+    case fb::KernelTypes::String:
+      u = fb::CreateStringDirect(b, e.s.c_str()).Union();
+      break;
+    case fb::KernelTypes::IntList:
+      u = fb::CreateIntListDirect(b, &e.ints).Union();
+      break;
+    case fb::KernelTypes::TensorList:
+      u = fb::CreateTensorListDirect(b, &e.refs).Union();
+      break;
+    case fb::KernelTypes::OptionalTensorList:
+      u = fb::CreateOptionalTensorListDirect(b, &e.refs).Union();
+      break;
     case fb::KernelTypes::Tensor: {
       std::vector<uint8_t> dim_order(e.sizes.size());
       for (size_t i = 0; i < dim_order.size(); i++) dim_order[i] = static_cast<uint8_t>(i);
@@ -183,12 +212,14 @@ flatbuffers::Offset<fb::EValue> pack(flatbuffers::FlatBufferBuilder& b, const EV
       if (e.planned)
         alloc = fb::CreateAllocationDetails(b, 1, static_cast<uint32_t>(e.mem_offset & 0xffffffffu),
                                             static_cast<uint32_t>(e.mem_offset >> 32));
-      u = fb::CreateTensorDirect(b, e.st, 0, &e.sizes, &dim_order, false, e.data_buffer_idx, alloc, 0,
-                                 e.dynamic ? fb::TensorShapeDynamism::DYNAMIC_BOUND : fb::TensorShapeDynamism::STATIC)
+      u = fb::CreateTensorDirect(
+              b, e.st, 0, &e.sizes, &dim_order, false, e.data_buffer_idx, alloc, 0,
+              e.dynamic ? fb::TensorShapeDynamism::DYNAMIC_BOUND : fb::TensorShapeDynamism::STATIC)
               .Union();
       break;
     }
-    default: HFX_THROW("executorch", "expected a value kind the writer packs, got {}", static_cast<int>(e.kind));
+    default:
+      HFX_THROW("executorch", "expected a value kind the writer packs, got {}", static_cast<int>(e.kind));
   }
   return fb::CreateEValue(b, e.kind, u);
 }
@@ -198,7 +229,8 @@ flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, c
   for (const EV& e : p.values) values.push_back(pack(b, e));
   std::vector<flatbuffers::Offset<fb::Instruction>> instrs;
   for (const Call& c : p.calls)
-    instrs.push_back(fb::CreateInstruction(b, fb::InstructionArguments::KernelCall, fb::CreateKernelCallDirect(b, c.op, &c.args).Union()));
+    instrs.push_back(fb::CreateInstruction(b, fb::InstructionArguments::KernelCall,
+                                           fb::CreateKernelCallDirect(b, c.op, &c.args).Union()));
   // Contract checks carry a stacktrace frame (one FrameList per instruction, empty for the others).
   std::vector<flatbuffers::Offset<fb::FrameList>> frames;
   const bool checks =
@@ -219,8 +251,8 @@ flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, c
   for (const auto& [n, o] : p.operators) ops.push_back(fb::CreateOperatorDirect(b, n.c_str(), o.c_str()));
   std::vector<flatbuffers::Offset<fb::BackendDelegate>> delegates;
   auto meta = fb::CreateContainerMetadataDirect(b, "", "");
-  return fb::CreateExecutionPlanDirect(b, p.name.c_str(), meta, &values, &p.inputs, &p.outputs, &chains, &ops, &delegates,
-                                       &p.non_const_buffer_sizes);
+  return fb::CreateExecutionPlanDirect(b, p.name.c_str(), meta, &values, &p.inputs, &p.outputs, &chains, &ops,
+                                       &delegates, &p.non_const_buffer_sizes);
 }
 
 Plan const_plan(const PteConstMethod& m) {
@@ -228,9 +260,12 @@ Plan const_plan(const PteConstMethod& m) {
   p.name = m.name;
   for (const PteConstant& c : m.values) {
     EV e;
-    if (auto* i = std::get_if<int64_t>(&c)) e.kind = fb::KernelTypes::Int, e.i = *i;
-    else if (auto* b = std::get_if<bool>(&c)) e.kind = fb::KernelTypes::Bool, e.b = *b;
-    else e.kind = fb::KernelTypes::Double, e.d = std::get<double>(c);
+    if (auto* i = std::get_if<int64_t>(&c))
+      e.kind = fb::KernelTypes::Int, e.i = *i;
+    else if (auto* b = std::get_if<bool>(&c))
+      e.kind = fb::KernelTypes::Bool, e.b = *b;
+    else
+      e.kind = fb::KernelTypes::Double, e.d = std::get<double>(c);
     p.values.push_back(e);
     p.outputs.push_back(static_cast<int32_t>(p.values.size() - 1));
   }
@@ -252,15 +287,16 @@ std::vector<std::string> pte_lowered_ops() {
   return v;
 }
 
-PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::vector<PteConstMethod>& const_methods,
-                         const PteWriteOptions& opt) {
+PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
+                         const std::vector<PteConstMethod>& const_methods, const PteWriteOptions& opt) {
   PteWriteResult res;
   Pools pools(opt);
   std::vector<Plan> plans;
   std::set<std::string> names, all_ops;
   for (const auto& m : methods) {
     if (!m.graph) HFX_THROW("executorch", "expected a graph for method '{}', got none", m.name);
-    if (!names.insert(m.name).second) HFX_THROW("executorch", "expected unique method names, got '{}' twice", m.name);
+    if (!names.insert(m.name).second)
+      HFX_THROW("executorch", "expected unique method names, got '{}' twice", m.name);
     MethodEmitter em(m, pools, opt);
     plans.push_back(em.emit());
     const Plan& p = plans.back();
@@ -270,7 +306,8 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::v
     st.values = static_cast<int>(p.values.size());
     st.planned_bytes = p.non_const_buffer_sizes.back();
     for (const EV& e : p.values)
-      if (e.kind == fb::KernelTypes::Tensor && e.planned) st.naive_bytes += static_cast<int64_t>(align_up(e.nbytes, opt.memory_alignment));
+      if (e.kind == fb::KernelTypes::Tensor && e.planned)
+        st.naive_bytes += static_cast<int64_t>(align_up(e.nbytes, opt.memory_alignment));
     for (const auto& [n, o] : p.operators) {
       std::string full = o.empty() ? n : n + "." + o;
       st.operators.push_back(full);
@@ -280,7 +317,8 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::v
     res.warnings.insert(res.warnings.end(), p.warnings.begin(), p.warnings.end());
   }
   for (const auto& c : const_methods) {
-    if (!names.insert(c.name).second) HFX_THROW("executorch", "expected unique method names, got '{}' twice", c.name);
+    if (!names.insert(c.name).second)
+      HFX_THROW("executorch", "expected unique method names, got '{}' twice", c.name);
     plans.push_back(const_plan(c));
   }
   res.operators.assign(all_ops.begin(), all_ops.end());
@@ -310,8 +348,8 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::v
   if (has_mut) msegs.push_back(fb::CreateSubsegmentOffsetsDirect(b, mut_seg, &pools.mutable_offsets));
   std::vector<flatbuffers::Offset<fb::Buffer>> no_buffers;  // deprecated inline constants: always empty
   std::vector<flatbuffers::Offset<fb::BackendDelegateInlineData>> no_delegate_data;
-  auto root = fb::CreateProgramDirect(b, /*version=*/0, &eps, &no_buffers, &no_delegate_data, &seg_tables, cseg,
-                                      has_mut ? &msegs : nullptr);
+  auto root = fb::CreateProgramDirect(b, /*version=*/0, &eps, &no_buffers, &no_delegate_data, &seg_tables,
+                                      cseg, has_mut ? &msegs : nullptr);
   fb::FinishProgramBuffer(b, root);
 
   // Insert the extended header after the 8-byte flatbuffer header; 32 bytes keep every internal
@@ -323,15 +361,16 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::v
   uint64_t base = align_up(program_size, opt.segment_alignment);
   std::vector<uint8_t>& out = res.bytes;
   out.assign(base + seg_end, 0);
-  uint32_t root_off = static_cast<uint32_t>(fbdata[0] | fbdata[1] << 8 | fbdata[2] << 16 | static_cast<uint32_t>(fbdata[3]) << 24);
+  uint32_t root_off = static_cast<uint32_t>(fbdata[0] | fbdata[1] << 8 | fbdata[2] << 16 |
+                                            static_cast<uint32_t>(fbdata[3]) << 24);
   put_u32(out.data(), root_off + static_cast<uint32_t>(kHeader));
   std::memcpy(out.data() + 4, fbdata + 4, 4);
   uint8_t* h = out.data() + 8;
   std::memcpy(h, "eh00", 4);
-  put_u32(h + 4, 32);                    // header length (without padding)
-  put_u64(h + 8, program_size);          // flatbuffer data incl. headers
-  put_u64(h + 16, base);                 // segment base offset
-  put_u64(h + 24, seg_end);              // segment data size
+  put_u32(h + 4, 32);            // header length (without padding)
+  put_u64(h + 8, program_size);  // flatbuffer data incl. headers
+  put_u64(h + 16, base);         // segment base offset
+  put_u64(h + 24, seg_end);      // segment data size
   std::memcpy(out.data() + 8 + kHeader, fbdata + 8, fbsize - 8);
   for (const auto& [d, off] : segs)
     if (!d->empty()) std::memcpy(out.data() + base + off, d->data(), d->size());

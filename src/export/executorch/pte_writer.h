@@ -52,8 +52,8 @@ struct PteMethodStats {
   std::string name;
   int instructions = 0;
   int values = 0;
-  int64_t planned_bytes = 0;  ///< arena size after reuse
-  int64_t naive_bytes = 0;    ///< sum of every planned tensor's capacity
+  int64_t planned_bytes = 0;           ///< arena size after reuse
+  int64_t naive_bytes = 0;             ///< sum of every planned tensor's capacity
   std::vector<std::string> operators;  ///< "aten::mm.out", each once
 };
 
@@ -70,8 +70,8 @@ struct PteWriteResult {
 
 /// Writes the program. Throws hfx::Error("executorch", ...) for an op without a portable lowering, an
 /// unbounded dim, or a symbol no input size defines.
-PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods, const std::vector<PteConstMethod>& const_methods,
-                         const PteWriteOptions& opt = {});
+PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
+                         const std::vector<PteConstMethod>& const_methods, const PteWriteOptions& opt = {});
 
 /// Ops of the hfx op table that write_pte lowers directly (the rest must be rewritten first).
 std::vector<std::string> pte_lowered_ops();

@@ -52,7 +52,9 @@ PatchEntry static_cache_attention_patch() {
           auto klen = in.size() > 1 && in[1].defined() ? in[1].size(2).maybe_value() : std::nullopt;
           if (ctx && klen && *klen == ctx->max_seq_len) {
             if (!a.b("causal"))
-              HFX_THROW("executorch", "expected causal attention over the static cache at '{}', got causal=false", b.scope());
+              HFX_THROW("executorch",
+                        "expected causal attention over the static cache at '{}', got causal=false",
+                        b.scope());
             Var mask = et::static_position_mask(b, *ctx, a.i("window"));
             if (in.size() > 3 && in[3].defined()) mask = F::add(in[3], mask);
             std::vector<Var> args{in[0], in[1], in[2], mask};
@@ -76,7 +78,8 @@ PatchEntry static_cache_attention_patch() {
 // ---------------------------------------------------------------- node-rewrite helper
 // Rebuilds node `n` with `fn` on a TraceBuilder named after it, moves the new nodes in front of it,
 // rewires its uses and erases it.
-bool rewrite(Graph& g, Node& n, const std::function<std::vector<Var>(TraceBuilder&, const std::vector<Var>&)>& fn) {
+bool rewrite(Graph& g, Node& n,
+             const std::function<std::vector<Var>(TraceBuilder&, const std::vector<Var>&)>& fn) {
   TraceBuilder tb(g);
   tb.push_scope(n.name);
   std::vector<Var> in;
@@ -88,7 +91,9 @@ bool rewrite(Graph& g, Node& n, const std::function<std::vector<Var>(TraceBuilde
   std::advance(it, before);
   for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
   for (Node* f : fresh) g.move_before(f, &n);
-  if (out.size() != n.outputs.size()) HFX_THROW("executorch", "expected {} outputs from the rewrite of {}, got {}", n.outputs.size(), n.name, out.size());
+  if (out.size() != n.outputs.size())
+    HFX_THROW("executorch", "expected {} outputs from the rewrite of {}, got {}", n.outputs.size(), n.name,
+              out.size());
   for (size_t i = 0; i < out.size(); i++) g.replace_all_uses(n.outputs[i], out[i].value());
   g.erase_node(&n);
   return true;
@@ -119,7 +124,9 @@ bool fix_pow(Graph& g, Node& n) {
 // aten.silu → x * sigmoid(x) (the portable library has no silu kernel).
 bool fix_silu(Graph& g, Node& n) {
   if (n.op != "aten.silu") return false;
-  return rewrite(g, n, [](TraceBuilder&, const std::vector<Var>& in) { return std::vector<Var>{F::mul(in[0], F::sigmoid(in[0]))}; });
+  return rewrite(g, n, [](TraceBuilder&, const std::vector<Var>& in) {
+    return std::vector<Var>{F::mul(in[0], F::sigmoid(in[0]))};
+  });
 }
 
 // aten.linear → [view to 2-d] mm(x, wᵀ) [+ bias] [view back]. A constant weight is transposed once at
@@ -128,7 +135,8 @@ bool fix_linear(Graph& g, Node& n) {
   if (n.op != "aten.linear") return false;
   Value* w = n.inputs.at(1);
   Value* wt_const = nullptr;
-  if (is_constant(w) && w->data.defined()) wt_const = g.add_const(w->data.transpose(0, 1).contiguous(), w->name + ".T");
+  if (is_constant(w) && w->data.defined())
+    wt_const = g.add_const(w->data.transpose(0, 1).contiguous(), w->name + ".T");
   return rewrite(g, n, [&](TraceBuilder& tb, const std::vector<Var>& in) {
     const SymShape& xs = in[0].shape();
     Var wt = wt_const ? tb.wrap(wt_const) : F::permute(in[1], {1, 0});
@@ -212,9 +220,10 @@ bool fix_cap_unbounded(Graph& g, std::vector<std::string>& warnings) {
     int64_t hint = env.hints().count(name) ? env.hints().at(name) : 0;
     int64_t cap = std::max({4 * r.min, 4 * hint, int64_t{1024}});
     env.set_range(name, SymRange{r.min, cap});
-    warnings.push_back(fmt::format("[executorch] dim '{}' has no upper bound; capped at {} = max(4 × lower bound {}, 4 × sample {}, "
-                                   "1024) because ExecuTorch needs bounded shapes — give the Dim a max to choose another",
-                                   name, cap, r.min, hint));
+    warnings.push_back(fmt::format(
+        "[executorch] dim '{}' has no upper bound; capped at {} = max(4 × lower bound {}, 4 × sample {}, "
+        "1024) because ExecuTorch needs bounded shapes — give the Dim a max to choose another",
+        name, cap, r.min, hint));
     changed = true;
   }
   return changed;
@@ -233,7 +242,9 @@ bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
   auto users = g.users();
   Node* first = g.nodes().empty() ? nullptr : g.nodes().front().get();
   for (Value* p : std::vector<Value*>(g.params().begin(), g.params().end())) {
-    if (!p->data.defined() || !dtype_is_float(p->type.dtype) || p->type.dtype == want || users[p].empty() || !first) continue;
+    if (!p->data.defined() || !dtype_is_float(p->type.dtype) || p->type.dtype == want || users[p].empty() ||
+        !first)
+      continue;
     Value* stored = g.add_const(p->data.to(want), p->name + "." + dtype_name(want));
     Node* cast = add_node(g, "aten._to_copy", {stored}, Attrs{{"dtype", p->type.dtype}},
                           p->name + "/to_" + dtype_name(p->type.dtype));
@@ -243,11 +254,13 @@ bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
   }
   std::vector<Node*> casts;
   for (const auto& n : g.nodes())
-    if (n->op == "aten._to_copy" && is_constant(n->inputs.at(0)) && n->inputs[0]->data.defined()) casts.push_back(n.get());
+    if (n->op == "aten._to_copy" && is_constant(n->inputs.at(0)) && n->inputs[0]->data.defined())
+      casts.push_back(n.get());
   for (Node* n : casts) {
     Value* c = n->inputs[0];
     DType target = n->outputs[0]->type.dtype;
-    if (target != want && dtype_is_float(target)) continue;  // the backend keeps this cast (bf16 weight → f32)
+    if (target != want && dtype_is_float(target))
+      continue;  // the backend keeps this cast (bf16 weight → f32)
     Value* folded = g.add_const(c->data.to(target), c->name + "." + dtype_name(target));
     g.replace_all_uses(n->outputs[0], folded);
     g.erase_node(n);
@@ -262,14 +275,18 @@ bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
 void register_executorch_entries() {
   auto& patches = patch_registry();
   patches.push_back(decomposition_patch(
-      "hfx.sdpa", "The portable kernel library has no fused attention: scaled dot-product attention becomes matmul/softmax/"
-                  "where ops (the op table's decomposition). Remove when hfx targets a backend with an SDPA kernel."));
+      "hfx.sdpa",
+      "The portable kernel library has no fused attention: scaled dot-product attention becomes "
+      "matmul/softmax/"
+      "where ops (the op table's decomposition). Remove when hfx targets a backend with an SDPA kernel."));
   patches.push_back(decomposition_patch(
-      "hfx.rms_norm", "The portable kernel library has no RMS norm: x * rsqrt(mean(x²) + eps) * w from portable ops "
-                      "(the op table's decomposition)."));
+      "hfx.rms_norm",
+      "The portable kernel library has no RMS norm: x * rsqrt(mean(x²) + eps) * w from portable ops "
+      "(the op table's decomposition)."));
   patches.push_back(decomposition_patch(
-      "hfx.rope", "The portable kernel library has no rotary-embedding kernel: slice/neg/cat/mul/add from portable ops "
-                  "(the op table's decomposition)."));
+      "hfx.rope",
+      "The portable kernel library has no rotary-embedding kernel: slice/neg/cat/mul/add from portable ops "
+      "(the op table's decomposition)."));
   patches.push_back(decomposition_patch(
       "hfx.moe",
       "The portable kernel library has no mixture-of-experts or grouped-matmul kernel: the routed experts "
@@ -281,23 +298,29 @@ void register_executorch_entries() {
 
   auto& pf = program_fix_registry();
   pf.push_back({kBackend, 4, "cap_unbounded_dims", fix_cap_unbounded,
-                "ExecuTorch's portable runtime refuses DYNAMIC_UNBOUND tensors (tensor_parser: 'Fully dynamic tensor shapes not "
+                "ExecuTorch's portable runtime refuses DYNAMIC_UNBOUND tensors (tensor_parser: 'Fully "
+                "dynamic tensor shapes not "
                 "yet supported'); a dim without an upper bound gets one, with a warning naming it."});
   pf.push_back({kBackend, 4, "constant_dtype", fix_constant_dtype,
-                "Applies the backend-preparation dtype to the weights: the model casts every weight to float32 at use, which "
-                "would copy each weight on every call; the cast of each weight is folded into a float32 constant at export."});
+                "Applies the backend-preparation dtype to the weights: the model casts every weight to "
+                "float32 at use, which "
+                "would copy each weight on every call; the cast of each weight is folded into a float32 "
+                "constant at export."});
 
   auto& nf = node_fix_registry();
   nf.push_back({kBackend, 5, "linear_to_mm", fix_linear,
-                "The portable library has no aten::linear kernel: mm with the weight transposed once at export (+ add for "
+                "The portable library has no aten::linear kernel: mm with the weight transposed once at "
+                "export (+ add for "
                 "the bias), flattening leading dims with view_copy."});
   nf.push_back({kBackend, 5, "matmul_to_bmm", fix_matmul,
-                "The portable library has no aten::matmul kernel: mm for 2-d operands, else expand_copy + view_copy to "
+                "The portable library has no aten::matmul kernel: mm for 2-d operands, else expand_copy + "
+                "view_copy to "
                 "[batch, M, K] and bmm."});
   nf.push_back({kBackend, 5, "silu_to_sigmoid_mul", fix_silu,
                 "The portable library has no aten::silu kernel: x * sigmoid(x)."});
   nf.push_back({kBackend, 5, "pow_small_int_to_mul", fix_pow,
-                "aten.pow.Tensor_Scalar with an integer exponent 2..4 becomes a chain of aten.mul.Tensor: exact and cheaper "
+                "aten.pow.Tensor_Scalar with an integer exponent 2..4 becomes a chain of aten.mul.Tensor: "
+                "exact and cheaper "
                 "than the portable pow kernel."});
   nf.push_back({kBackend, 5, "drop_identity_to_copy", fix_identity_cast,
                 "_to_copy to the dtype a tensor already has is a full copy in ExecuTorch; it is dropped."});
@@ -306,8 +329,9 @@ void register_executorch_entries() {
 std::vector<RegistryLine> executorch_registry_lines() {
   std::vector<RegistryLine> v;
   for (const auto& b : et::backend_prep_table()) {
-    std::string what = fmt::format("{} ({}, {} weights, {}): {}", b.name, b.device, dtype_name(b.constant_dtype),
-                                   b.partitioner.empty() ? "no partitioner" : "partitioner " + b.partitioner, b.reason);
+    std::string what =
+        fmt::format("{} ({}, {} weights, {}): {}", b.name, b.device, dtype_name(b.constant_dtype),
+                    b.partitioner.empty() ? "no partitioner" : "partitioner " + b.partitioner, b.reason);
     if (!b.warning.empty()) what += "; warns: " + b.warning;
     v.push_back({"backend_prep", kBackend, 1, b.name, what});
   }

@@ -12,11 +12,14 @@ namespace hfx::et {
 
 StaticCache::StaticCache(std::vector<CacheLayerSpec> layout, int64_t max_seq_len, std::vector<Var> keys,
                          std::vector<Var> values, Var input_pos)
-    : layout_(std::move(layout)), max_seq_len_(max_seq_len), keys_(std::move(keys)), values_(std::move(values)),
+    : layout_(std::move(layout)),
+      max_seq_len_(max_seq_len),
+      keys_(std::move(keys)),
+      values_(std::move(values)),
       input_pos_(std::move(input_pos)) {
   if (keys_.size() != layout_.size() || values_.size() != layout_.size())
-    HFX_THROW("executorch", "expected {} key and value buffers for the static cache, got {} and {}", layout_.size(), keys_.size(),
-              values_.size());
+    HFX_THROW("executorch", "expected {} key and value buffers for the static cache, got {} and {}",
+              layout_.size(), keys_.size(), values_.size());
 }
 
 std::pair<Var, Var> StaticCache::update(int layer, const Var& k, const Var& v) {
@@ -43,8 +46,8 @@ Var static_position_mask(Builder& b, StaticAttentionContext& ctx, int64_t window
   if (auto it = ctx.masks.find(window); it != ctx.masks.end()) return it->second;
   Scope s(b, window > 0 ? fmt::format("static_mask_w{}", window) : "static_mask");
   Var kpos = F::unsqueeze(F::arange(b, Sym(0), Sym(ctx.max_seq_len)), 0);  // [1, T]
-  Var qpos = F::unsqueeze(ctx.input_pos, 1);                                // [S, 1]
-  Var keep = F::le(kpos, qpos);                                             // key at or before the query
+  Var qpos = F::unsqueeze(ctx.input_pos, 1);                               // [S, 1]
+  Var keep = F::le(kpos, qpos);                                            // key at or before the query
   if (window > 0) keep = F::logical_and(keep, F::gt(kpos, F::add(qpos, -static_cast<double>(window))));
   Var zero = b.constant(Tensor::scalar(0.0));
   Var minv = b.constant(Tensor::scalar(static_cast<double>(std::numeric_limits<float>::lowest())));
@@ -69,7 +72,8 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
   if (o.dynamic) {
     Dim d = o.seq;
     if (d.max == 0) d.max = o.max_seq_len;
-    if (d.min < 1 || d.min > d.max) HFX_THROW("executorch", "expected 1 <= min <= max for Dim '{}', got [{}, {}]", d.name, d.min, d.max);
+    if (d.min < 1 || d.min > d.max)
+      HFX_THROW("executorch", "expected 1 <= min <= max for Dim '{}', got [{}, {}]", d.name, d.min, d.max);
     int64_t hint = std::clamp<int64_t>(o.sample_seq, d.min, std::min(d.max, o.max_seq_len));
     S = env.create_symbol(d.name, d.min, d.max, hint);
     prog.contract["tokens"] = {AxisContract{"", 1, 1}, AxisContract{d.name, d.min, d.max}};
@@ -85,13 +89,16 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
     Var pos = tb.input("input_pos", TensorType{DType::I64, {S}});
     std::vector<Var> ks, vs;
     for (size_t i = 0; i < layout.size(); i++) {
-      TensorType t{DType::F32, {Sym(1), Sym(layout[i].num_kv_heads), Sym(o.max_seq_len), Sym(layout[i].head_dim)}};
+      TensorType t{DType::F32,
+                   {Sym(1), Sym(layout[i].num_kv_heads), Sym(o.max_seq_len), Sym(layout[i].head_dim)}};
       ks.push_back(tb.input(StaticCache::buffer_name(static_cast<int>(i), "key"), t));
       vs.push_back(tb.input(StaticCache::buffer_name(static_cast<int>(i), "value"), t));
       for (const char* kind : {"key", "value"}) {
         std::string n = StaticCache::buffer_name(static_cast<int>(i), kind);
-        prog.contract[n] = {AxisContract{"", 1, 1}, AxisContract{"", layout[i].num_kv_heads, layout[i].num_kv_heads},
-                            AxisContract{"", o.max_seq_len, o.max_seq_len}, AxisContract{"", layout[i].head_dim, layout[i].head_dim}};
+        prog.contract[n] = {AxisContract{"", 1, 1},
+                            AxisContract{"", layout[i].num_kv_heads, layout[i].num_kv_heads},
+                            AxisContract{"", o.max_seq_len, o.max_seq_len},
+                            AxisContract{"", layout[i].head_dim, layout[i].head_dim}};
       }
     }
     StaticCache cache(layout, o.max_seq_len, ks, vs, pos);
@@ -105,7 +112,8 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
     g.add_output("logits", out.logits.value());
     for (size_t i = 0; i < layout.size(); i++) {
       for (const char* kind : {"key", "value"}) {
-        const Var& v = std::string(kind) == "key" ? cache.key(static_cast<int>(i)) : cache.value(static_cast<int>(i));
+        const Var& v =
+            std::string(kind) == "key" ? cache.key(static_cast<int>(i)) : cache.value(static_cast<int>(i));
         std::string in = StaticCache::buffer_name(static_cast<int>(i), kind);
         if (v.value() == g.find_input(in))
           HFX_THROW("executorch", "expected the forward to update cache layer {}, got no {} update", i, kind);
@@ -121,15 +129,18 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
       }
     }
   } catch (const Error& e) {
-    HFX_THROW("executorch", "capturing the static-cache forward of architecture '{}' failed: {}", cfg.model_type, e.what());
+    HFX_THROW("executorch", "capturing the static-cache forward of architecture '{}' failed: {}",
+              cfg.model_type, e.what());
   }
   g.metadata()["hfx.component"] = prog.component;
   g.metadata()["hfx.model_type"] = cfg.model_type;
   g.metadata()["executorch.max_seq_len"] = std::to_string(o.max_seq_len);
   for (const Guard& gd : env.guards()) {
     if (gd.lower == gd.upper && gd.expr.kind() == Sym::Kind::Symbol)
-      HFX_THROW("executorch", "expected dim '{}' to stay dynamic in the forward of '{}', got it specialized to {} at {} ({})",
-                gd.expr.name(), cfg.model_type, gd.lower, gd.where, gd.what);
+      HFX_THROW(
+          "executorch",
+          "expected dim '{}' to stay dynamic in the forward of '{}', got it specialized to {} at {} ({})",
+          gd.expr.name(), cfg.model_type, gd.lower, gd.where, gd.what);
     prog.guards.push_back(gd);
   }
   g.eliminate_dead_code();

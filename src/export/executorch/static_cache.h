@@ -23,8 +23,8 @@ class StaticCache : public KVCache {
  public:
   /// `keys`/`values`: per layer the current buffers [1, Hkv, max_seq_len, D] (graph inputs when tracing,
   /// zero tensors when eager); `input_pos`: int64 [S].
-  StaticCache(std::vector<CacheLayerSpec> layout, int64_t max_seq_len, std::vector<Var> keys, std::vector<Var> values,
-              Var input_pos);
+  StaticCache(std::vector<CacheLayerSpec> layout, int64_t max_seq_len, std::vector<Var> keys,
+              std::vector<Var> values, Var input_pos);
   std::pair<Var, Var> update(int layer, const Var& k, const Var& v) override;
   /// Positions come from input_pos (data, not shape): the static cache has no symbolic past, so this is
   /// 0 and the capture passes position_ids explicitly.
@@ -49,8 +49,8 @@ class StaticCache : public KVCache {
 /// What the attention patch needs while a static-cache forward runs (set by StaticAttentionScope in the
 /// export's context).
 struct StaticAttentionContext {
-  Var input_pos;            ///< int64 [S]
-  int64_t max_seq_len = 0;  ///< key length of the static cache
+  Var input_pos;                 ///< int64 [S]
+  int64_t max_seq_len = 0;       ///< key length of the static cache
   std::map<int64_t, Var> masks;  ///< additive f32 [S, max_seq_len] per window (0 = full), built once
 };
 /// Sets `export_ctx.static_attention` for its lifetime (and restores the previous one).
@@ -72,9 +72,9 @@ Var static_position_mask(Builder& b, StaticAttentionContext& ctx, int64_t window
 
 struct StaticCaptureOptions {
   int64_t max_seq_len = 128;
-  bool dynamic = true;        ///< false: S is fixed at 1 (a decode-only forward, prompt fed token by token)
-  Dim seq{"seq_len", 1, 0};   ///< range of S; max 0 = max_seq_len
-  int64_t sample_seq = 8;     ///< hint (clamped into the range)
+  bool dynamic = true;       ///< false: S is fixed at 1 (a decode-only forward, prompt fed token by token)
+  Dim seq{"seq_len", 1, 0};  ///< range of S; max 0 = max_seq_len
+  int64_t sample_seq = 8;    ///< hint (clamped into the range)
   int64_t logits_to_keep = 0;
 };
 

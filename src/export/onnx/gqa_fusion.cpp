@@ -38,16 +38,22 @@ bool kv_concat(const Graph& g, const std::map<const Value*, std::vector<Node*>>&
 }
 
 bool plan(const Graph& g, const Node& n, GqaPlan& p, std::string* why) {
-  if (n.inputs.size() < 3 || !n.inputs[0] || !n.inputs[1] || !n.inputs[2]) return fail(why, "expected q, k and v");
+  if (n.inputs.size() < 3 || !n.inputs[0] || !n.inputs[1] || !n.inputs[2])
+    return fail(why, "expected q, k and v");
   const Value *q = n.inputs[0], *k = n.inputs[1], *v = n.inputs[2];
   const Value* m = n.inputs.size() > 3 ? n.inputs[3] : nullptr;
   if (q->type.shape.size() != 4 || k->type.shape.size() != 4 || v->type.shape.size() != 4)
     return fail(why, "q/k/v are not rank 4");
   auto Hq = q->type.shape[1].maybe_value(), Hkv = k->type.shape[1].maybe_value();
-  auto D = q->type.shape[3].maybe_value(), Dk = k->type.shape[3].maybe_value(), Dv = v->type.shape[3].maybe_value();
+  auto D = q->type.shape[3].maybe_value(), Dk = k->type.shape[3].maybe_value(),
+       Dv = v->type.shape[3].maybe_value();
   if (!Hq || !Hkv || !D || !Dk || !Dv) return fail(why, "head counts or head sizes are symbolic");
-  if (*D != *Dk || *D != *Dv) return fail(why, "value head size " + std::to_string(*Dv) + " differs from the key head size " + std::to_string(*D));
-  if (*D % 8 != 0) return fail(why, "head size " + std::to_string(*D) + " is not a multiple of 8 (ONNX Runtime's CPU kernel needs it)");
+  if (*D != *Dk || *D != *Dv)
+    return fail(why, "value head size " + std::to_string(*Dv) + " differs from the key head size " +
+                         std::to_string(*D));
+  if (*D % 8 != 0)
+    return fail(why, "head size " + std::to_string(*D) +
+                         " is not a multiple of 8 (ONNX Runtime's CPU kernel needs it)");
   if (*Hkv <= 0 || *Hq % *Hkv != 0) return fail(why, "query heads are not a multiple of key/value heads");
   if (!n.attrs.b("causal")) return fail(why, "non-causal attention (GroupQueryAttention is always causal)");
   int64_t window = n.attrs.i("window");
@@ -67,14 +73,17 @@ bool plan(const Graph& g, const Node& n, GqaPlan& p, std::string* why) {
     for (const Value* x : {p.past_k, p.past_v, p.k_new, p.v_new})
       if (!x->type.shape[0].same(B) || export_dtype(x->type.dtype) != DType::F32)
         return fail(why, "past/new keys have another batch or dtype than the query");
-  } else if (k->type.shape[2].same(S) && v->type.shape[2].same(S) && !(k->producer && k->producer->op == "aten.cat")) {
+  } else if (k->type.shape[2].same(S) && v->type.shape[2].same(S) &&
+             !(k->producer && k->producer->op == "aten.cat")) {
     p.cat_k = p.cat_v = nullptr;
     p.past_k = p.past_v = nullptr;
     p.k_new = k;
     p.v_new = v;
   } else {
-    return fail(why, "keys/values are not aten.cat(past_key_values input, new) along the sequence axis read by this "
-                     "attention alone (GroupQueryAttention owns the KV concat)");
+    return fail(
+        why,
+        "keys/values are not aten.cat(past_key_values input, new) along the sequence axis read by this "
+        "attention alone (GroupQueryAttention owns the KV concat)");
   }
 
   // The mask: an additive float mask broadcastable to [B, 1, S, T].
@@ -86,9 +95,12 @@ bool plan(const Graph& g, const Node& n, GqaPlan& p, std::string* why) {
     if (r < 1 || r > 4) return fail(why, "mask of rank " + std::to_string(r));
     auto is1 = [](const Sym& s) { return s.is_const() && s.value() == 1; };
     if (!ms[r - 1].same(k->type.shape[2])) return fail(why, "mask's last axis is not the key length");
-    if (r >= 2 && !is1(ms[r - 2]) && !ms[r - 2].same(S)) return fail(why, "mask's query axis is neither 1 nor the query length");
-    if (r >= 3 && !is1(ms[r - 3])) return fail(why, "per-head mask (attention_bias is taken as [B|1, 1, S, T])");
-    if (r == 4 && !is1(ms[0]) && !ms[0].same(B)) return fail(why, "mask's batch axis is neither 1 nor the batch");
+    if (r >= 2 && !is1(ms[r - 2]) && !ms[r - 2].same(S))
+      return fail(why, "mask's query axis is neither 1 nor the query length");
+    if (r >= 3 && !is1(ms[r - 3]))
+      return fail(why, "per-head mask (attention_bias is taken as [B|1, 1, S, T])");
+    if (r == 4 && !is1(ms[0]) && !ms[0].same(B))
+      return fail(why, "mask's batch axis is neither 1 nor the batch");
   }
 
   p.sdpa = &n;
@@ -105,7 +117,8 @@ bool plan(const Graph& g, const Node& n, GqaPlan& p, std::string* why) {
 }
 
 // [B, H, S, D] → [B, S, H*D]
-std::string to_bsh(Cx& cx, const Node* n, const std::string& x, int64_t H, int64_t D, const std::string& hint) {
+std::string to_bsh(Cx& cx, const Node* n, const std::string& x, int64_t H, int64_t D,
+                   const std::string& hint) {
   std::string t = cx.op(n, "Transpose", {x}, hint + "_bshd");
   Cx::attr(last(cx), "perm", std::vector<int64_t>{0, 2, 1, 3});
   return cx.op(n, "Reshape", {t, cx.i64s({0, 0, H * D})}, hint + "_bsh");
@@ -151,10 +164,12 @@ void emit_gqa(Cx& cx, const GqaPlan& p) {
   std::string S1 = shape_slice(cx.name(p.q), 2, "S");
   std::string B1 = shape_slice(cx.name(p.q), 0, "B");
   std::string T1 = p.past_k ? cx.op(&n, "Add", {shape_slice(cx.name(p.past_k), 2, "P"), S1}, "T") : S1;
-  std::string total = cx.op(&n, "Cast", {cx.op(&n, "Squeeze", {T1, cx.i64s({0})}, "T_scalar")}, "total_sequence_length");
+  std::string total =
+      cx.op(&n, "Cast", {cx.op(&n, "Squeeze", {T1, cx.i64s({0})}, "T_scalar")}, "total_sequence_length");
   Cx::attr(last(cx), "to", static_cast<int64_t>(onnx::TensorProto::INT32));
   std::string t_minus_1 = cx.op(&n, "Sub", {T1, cx.i64s({1})}, "T_minus_1");
-  std::string seqlens = cx.op(&n, "Cast", {cx.op(&n, "Expand", {t_minus_1, B1}, "seqlens_k_i64")}, "seqlens_k");
+  std::string seqlens =
+      cx.op(&n, "Cast", {cx.op(&n, "Expand", {t_minus_1, B1}, "seqlens_k_i64")}, "seqlens_k");
   Cx::attr(last(cx), "to", static_cast<int64_t>(onnx::TensorProto::INT32));
 
   std::string bias;
@@ -183,9 +198,10 @@ void emit_gqa(Cx& cx, const GqaPlan& p) {
   std::string present_k = p.cat_k ? cx.out(*p.cat_k) : cx.tmp(&n, "present_key");
   std::string present_v = p.cat_v ? cx.out(*p.cat_v) : cx.tmp(&n, "present_value");
   std::string o3 = cx.tmp(&n, "gqa_output");
-  std::vector<std::string> ins = {q, k, v, p.past_k ? cx.name(p.past_k) : "", p.past_v ? cx.name(p.past_v) : "",
-                                  seqlens, total};
-  if (!bias.empty()) ins.insert(ins.end(), {"", "", "", bias});  // cos_cache, sin_cache, position_ids, attention_bias
+  std::vector<std::string> ins = {
+      q, k, v, p.past_k ? cx.name(p.past_k) : "", p.past_v ? cx.name(p.past_v) : "", seqlens, total};
+  if (!bias.empty())
+    ins.insert(ins.end(), {"", "", "", bias});  // cos_cache, sin_cache, position_ids, attention_bias
   auto& g = cx.emit("GroupQueryAttention", ins, {o3, present_k, present_v}, &n, "com.microsoft");
   // ONNX Runtime's kernel takes several new tokens over a non-empty past only at batch 1: the contract
   // says so, and hfx's ORT paths refuse such a call by name (hfx/runtime/shape_restriction.h). Every

@@ -52,10 +52,14 @@ bool check_fixed_kv_dims(onnx::ModelProto& m, std::vector<std::string>&) {
   for (const auto& in : m.graph().input()) {
     if (in.name().rfind("past_key_values.", 0) != 0) continue;
     const auto& sh = in.type().tensor_type().shape();
-    if (sh.dim_size() != 4) HFX_THROW("onnx", "expected past input '{}' of rank 4 [B, Hkv, P, D], got rank {}", in.name(), sh.dim_size());
+    if (sh.dim_size() != 4)
+      HFX_THROW("onnx", "expected past input '{}' of rank 4 [B, Hkv, P, D], got rank {}", in.name(),
+                sh.dim_size());
     for (int a : {1, 3})
       if (!sh.dim(a).has_dim_value())
-        HFX_THROW("onnx", "expected a fixed size at axis {} of '{}' (Transformers.js builds the empty past from it), got '{}'",
+        HFX_THROW("onnx",
+                  "expected a fixed size at axis {} of '{}' (Transformers.js builds the empty past from it), "
+                  "got '{}'",
                   a, in.name(), sh.dim(a).dim_param());
   }
   return false;
@@ -66,12 +70,16 @@ bool check_fixed_kv_dims(onnx::ModelProto& m, std::vector<std::string>&) {
 std::vector<OnnxIrFix>& onnx_ir_fixes() {
   static std::vector<OnnxIrFix> fixes = {
       {"prune_dead_nodes", prune_dead,
-       "target=ort fusions take over values (add + rms_norm → SkipSimplifiedLayerNormalization rebinds the residual "
-       "sum), leaving the original nodes unread; ORT keeps dead nodes when graph optimization is off and warns about "
+       "target=ort fusions take over values (add + rms_norm → SkipSimplifiedLayerNormalization rebinds the "
+       "residual "
+       "sum), leaving the original nodes unread; ORT keeps dead nodes when graph optimization is off and "
+       "warns about "
        "unused initializers. Permanent (it is the exporter's own dead-code elimination)."},
       {"check_fixed_kv_dims", check_fixed_kv_dims,
-       "Transformers.js 4.x builds the first empty past_key_values from the declared input shapes resolving only the "
-       "batch dim; a symbolic head count or head size becomes 0 and the first run fails. Remove when Transformers.js "
+       "Transformers.js 4.x builds the first empty past_key_values from the declared input shapes resolving "
+       "only the "
+       "batch dim; a symbolic head count or head size becomes 0 and the first run fails. Remove when "
+       "Transformers.js "
        "reads head sizes from config.json."},
   };
   return fixes;

@@ -37,13 +37,18 @@ namespace fs = std::filesystem;
 
 int ir_version_for_opset(int opset) {
   switch (opset) {
-    case 18: return 8;
+    case 18:
+      return 8;
     case 19:
-    case 20: return 9;
+    case 20:
+      return 9;
     case 21:
-    case 22: return 10;
-    case 23: return 11;
-    default: HFX_THROW("onnx", "expected an opset in [18, 23], got {}", opset);
+    case 22:
+      return 10;
+    case 23:
+      return 11;
+    default:
+      HFX_THROW("onnx", "expected an opset in [18, 23], got {}", opset);
   }
 }
 
@@ -51,13 +56,20 @@ DType export_dtype(DType dt) { return dtype_is_float(dt) ? DType::F32 : dt; }
 
 int onnx_elem_type(DType dt) {
   switch (export_dtype(dt)) {
-    case DType::F32: return onnx::TensorProto::FLOAT;
-    case DType::I64: return onnx::TensorProto::INT64;
-    case DType::I32: return onnx::TensorProto::INT32;
-    case DType::I8: return onnx::TensorProto::INT8;
-    case DType::U8: return onnx::TensorProto::UINT8;
-    case DType::Bool: return onnx::TensorProto::BOOL;
-    default: break;
+    case DType::F32:
+      return onnx::TensorProto::FLOAT;
+    case DType::I64:
+      return onnx::TensorProto::INT64;
+    case DType::I32:
+      return onnx::TensorProto::INT32;
+    case DType::I8:
+      return onnx::TensorProto::INT8;
+    case DType::U8:
+      return onnx::TensorProto::UINT8;
+    case DType::Bool:
+      return onnx::TensorProto::BOOL;
+    default:
+      break;
   }
   HFX_THROW("onnx", "expected an exportable dtype, got {}", dtype_name(dt));
 }
@@ -70,18 +82,29 @@ int onnx_storage_elem_type(DType dt) {
 
 DType dtype_of_onnx_elem(int elem) {
   switch (elem) {
-    case onnx::TensorProto::FLOAT: return DType::F32;
-    case onnx::TensorProto::FLOAT16: return DType::F16;
-    case onnx::TensorProto::BFLOAT16: return DType::BF16;
-    case onnx::TensorProto::INT64: return DType::I64;
-    case onnx::TensorProto::INT32: return DType::I32;
-    case onnx::TensorProto::INT8: return DType::I8;
-    case onnx::TensorProto::UINT8: return DType::U8;
-    case onnx::TensorProto::BOOL: return DType::Bool;
-    default: break;
+    case onnx::TensorProto::FLOAT:
+      return DType::F32;
+    case onnx::TensorProto::FLOAT16:
+      return DType::F16;
+    case onnx::TensorProto::BFLOAT16:
+      return DType::BF16;
+    case onnx::TensorProto::INT64:
+      return DType::I64;
+    case onnx::TensorProto::INT32:
+      return DType::I32;
+    case onnx::TensorProto::INT8:
+      return DType::I8;
+    case onnx::TensorProto::UINT8:
+      return DType::U8;
+    case onnx::TensorProto::BOOL:
+      return DType::Bool;
+    default:
+      break;
   }
-  HFX_THROW("onnx", "expected an ONNX element type hfx writes (float, float16, bfloat16, int64, int32, int8, uint8, "
-                    "bool), got {}", elem);
+  HFX_THROW("onnx",
+            "expected an ONNX element type hfx writes (float, float16, bfloat16, int64, int32, int8, uint8, "
+            "bool), got {}",
+            elem);
 }
 
 namespace {
@@ -125,7 +148,9 @@ std::string LoweringContext::name(const Value* v) {
   HFX_THROW("onnx", "expected '{}' to be declared as a graph input or initializer, got none", v->name);
 }
 
-std::string LoweringContext::in(const Node& n, size_t i) { return i < n.inputs.size() ? name(n.inputs[i]) : ""; }
+std::string LoweringContext::in(const Node& n, size_t i) {
+  return i < n.inputs.size() ? name(n.inputs[i]) : "";
+}
 
 std::string LoweringContext::out(const Node& n, size_t i) {
   const Value* v = n.outputs.at(i);
@@ -168,8 +193,9 @@ onnx::NodeProto& LoweringContext::emit(const std::string& op_type, const std::ve
   return *p;
 }
 
-std::string LoweringContext::op(const Node* n, const std::string& op_type, const std::vector<std::string>& ins,
-                                const std::string& hint, const std::string& domain) {
+std::string LoweringContext::op(const Node* n, const std::string& op_type,
+                                const std::vector<std::string>& ins, const std::string& hint,
+                                const std::string& domain) {
   std::string o = tmp(n, hint.empty() ? op_type : hint);
   emit(op_type, ins, {o}, n, domain);
   return o;
@@ -257,7 +283,9 @@ std::string LoweringContext::scalar(double v, DType dt) {
   if (dt == DType::I64) key = fmt::format("scalar:int64:{}", static_cast<int64_t>(v));
   auto it = const_cache_.find(key);
   if (it != const_cache_.end()) return it->second;
-  std::string nm = unique(fmt::format("const_{}_{}", dtype_name(dt), dt == DType::I64 ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v)));
+  std::string nm = unique(
+      fmt::format("const_{}_{}", dtype_name(dt),
+                  dt == DType::I64 ? fmt::format("{}", static_cast<int64_t>(v)) : fmt::format("{}", v)));
   onnx::TensorProto* t = gp_.add_initializer();
   t->set_name(nm);
   t->set_data_type(onnx_elem_type(dt));
@@ -306,7 +334,8 @@ void LoweringContext::declare_inputs() {
   for (const Value* v : g_.inputs())
     for (size_t a = 0; a < v->type.shape.size() && !zero_default(v); a++) {
       const Sym& d = v->type.shape[a];
-      if (d.kind() == Sym::Kind::Symbol && !origins_.count(d.name())) origins_[d.name()] = {v->name, static_cast<int>(a)};
+      if (d.kind() == Sym::Kind::Symbol && !origins_.count(d.name()))
+        origins_[d.name()] = {v->name, static_cast<int>(a)};
     }
   // Symbols solvable from a linear input dim (attention_mask [B, past + seq] with seq known).
   bool progress = true;
@@ -375,8 +404,8 @@ void LoweringContext::emit_guards() {
     if (r.min > 0) ok = both(ok, cmp("GreaterOrEqual", v, i64s({r.min})));
     if (r.bounded()) ok = both(ok, cmp("LessOrEqual", v, i64s({r.max})));
     if (ok.empty()) continue;
-    checks.push_back({fmt::format("{} in [{}, {}] ({} axis {})", s, r.min, r.bounded() ? std::to_string(r.max) : "inf",
-                                  o.input, o.axis),
+    checks.push_back({fmt::format("{} in [{}, {}] ({} axis {})", s, r.min,
+                                  r.bounded() ? std::to_string(r.max) : "inf", o.input, o.axis),
                       ok});
   }
   // Input dims that must agree with symbols defined elsewhere (attention_mask = past + sequence). An input
@@ -386,7 +415,8 @@ void LoweringContext::emit_guards() {
       const Sym& d = v->type.shape[a];
       if (d.is_const()) continue;
       auto o = origins_.find(d.kind() == Sym::Kind::Symbol ? d.name() : "");
-      if (o != origins_.end() && o->second.input == v->name && o->second.axis == static_cast<int>(a)) continue;
+      if (o != origins_.end() && o->second.input == v->name && o->second.axis == static_cast<int>(a))
+        continue;
       if (derived_.count(d.kind() == Sym::Kind::Symbol ? d.name() : "")) continue;
       // A dim that defined a derived symbol is consistent by construction; skip it.
       if (origins_.count(fmt::format("__{}:{}", v->name, a))) continue;
@@ -399,14 +429,16 @@ void LoweringContext::emit_guards() {
     }
   for (const Guard& gd : opts_.guards) {
     if (!sym_available(gd.expr)) {
-      warn(fmt::format("deferred guard '{}' ({}) not checked in the graph: a symbol has no defining input", gd.what, gd.where));
+      warn(fmt::format("deferred guard '{}' ({}) not checked in the graph: a symbol has no defining input",
+                       gd.what, gd.where));
       continue;
     }
     std::string v = sym(gd.expr), ok;
     if (gd.lower > -SymRange::kInf) ok = both(ok, cmp("GreaterOrEqual", v, i64s({gd.lower})));
     if (gd.upper < SymRange::kInf) ok = both(ok, cmp("LessOrEqual", v, i64s({gd.upper})));
     if (ok.empty()) continue;
-    checks.push_back({fmt::format("guard {} in [{}, {}] from {}", gd.expr.str(), gd.lower, gd.upper, gd.where), ok});
+    checks.push_back(
+        {fmt::format("guard {} in [{}, {}] from {}", gd.expr.str(), gd.lower, gd.upper, gd.where), ok});
   }
   if (checks.empty()) return;
   auto gate = [&](const Value* v, const std::string& ok, const std::string& what, const std::string& after) {
@@ -501,13 +533,16 @@ LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
   for (const auto& n : g.nodes()) {
     auto it = table.find(n->op);
     if (it == table.end() || !it->second.fn)
-      HFX_THROW("onnx", "expected a translation for op {} (node '{}'), got none; add one in src/export/onnx/translations.cpp",
+      HFX_THROW("onnx",
+                "expected a translation for op {} (node '{}'), got none; add one in "
+                "src/export/onnx/translations.cpp",
                 n->op, n->name);
     try {
       it->second.fn(cx, *n);
     } catch (const Error& e) {
       HFX_THROW("onnx", "lowering {} (node '{}', {} → {}) failed: {}", n->op, n->name,
-                n->inputs.empty() || !n->inputs[0] ? "-" : n->inputs[0]->type.str(), n->outputs[0]->type.str(), e.what());
+                n->inputs.empty() || !n->inputs[0] ? "-" : n->inputs[0]->type.str(),
+                n->outputs[0]->type.str(), e.what());
     }
   }
 
@@ -518,7 +553,8 @@ LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
     std::string src = cx.name(v);
     std::string want = v->name;
     if (src != want || v->kind != ValueKind::NodeOutput || out_names.count(want)) {
-      if (out_names.count(want)) HFX_THROW("onnx", "expected unique graph output names, got '{}' twice", want);
+      if (out_names.count(want))
+        HFX_THROW("onnx", "expected unique graph output names, got '{}' twice", want);
       cx.emit("Identity", {src}, {want});
     }
     out_names.insert(want);
@@ -570,7 +606,11 @@ LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
   }
   nlohmann::json guards = nlohmann::json::array();
   for (const auto& gd : opts.guards)
-    guards.push_back({{"expr", gd.expr.str()}, {"lower", gd.lower}, {"upper", gd.upper}, {"where", gd.where}, {"what", gd.what}});
+    guards.push_back({{"expr", gd.expr.str()},
+                      {"lower", gd.lower},
+                      {"upper", gd.upper},
+                      {"where", gd.where},
+                      {"what", gd.what}});
   meta("hfx.schema_version", "1");
   nlohmann::json cj = {{"inputs", contract}, {"guards", guards}};
   if (!cx.restrictions().empty()) cj["restrictions"] = cx.restrictions();

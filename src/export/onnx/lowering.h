@@ -37,11 +37,11 @@ namespace hfx::onnx_export {
 /// What lowering needs to know besides the graph.
 struct LowerOptions {
   int opset = OnnxConfig::kDefaultOpset;  ///< OnnxConfig::kMinOpset..kMaxOpset
-  std::string target = "standard";    ///< "standard" or "ort"
+  std::string target = "standard";        ///< "standard" or "ort"
   std::string graph_name = "hfx";
-  ShapeContract contract;             ///< stored as metadata and enforced by in-graph guards
-  std::vector<Guard> guards;          ///< deferred runtime asserts from capture
-  bool emit_guards = true;            ///< in-graph contract checks (see LoweringContext::emit_guards)
+  ShapeContract contract;     ///< stored as metadata and enforced by in-graph guards
+  std::vector<Guard> guards;  ///< deferred runtime asserts from capture
+  bool emit_guards = true;    ///< in-graph contract checks (see LoweringContext::emit_guards)
   std::map<std::string, std::string> metadata;  ///< extra metadata_props
   /// f16/bf16 parameters read only by casts to f32 (or gathered, then cast) stay f16/bf16 initializers
   /// followed by a Cast node (half the bytes, no conversion when writing; numerics unchanged since the
@@ -53,9 +53,11 @@ struct LowerOptions {
   /// Linear weights stored transposed, [in, out], the operand MatMul reads (weight_layout.h): nothing
   /// for ONNX Runtime to fold at load. Off: MatMul(x, Transpose(W)) as PyTorch's exporter writes it.
   bool pretranspose_weights = true;
-  /// MatMulNBits (target ort) with accuracy_level 4: int8 activations (quant::QuantOptions::int8_activations).
+  /// MatMulNBits (target ort) with accuracy_level 4: int8 activations
+  /// (quant::QuantOptions::int8_activations).
   bool int8_activations = false;
-  /// Graph inputs backed by an initializer of zeros [1, …, 1] (InputDecl::zero_default): callers may omit them.
+  /// Graph inputs backed by an initializer of zeros [1, …, 1] (InputDecl::zero_default): callers may omit
+  /// them.
   std::vector<std::string> zero_default_inputs;
 };
 
@@ -80,7 +82,7 @@ OnnxTranslation register_onnx_translation(const std::string& op, OnnxTranslation
 struct LoweredModel {
   onnx::ModelProto model;
   std::map<std::string, const Value*> param_sources;  ///< initializer name → graph Param value
-  std::set<std::string> transposed;                   ///< initializers whose bytes are the 2-D source transposed
+  std::set<std::string> transposed;  ///< initializers whose bytes are the 2-D source transposed
   std::vector<std::string> warnings;
 };
 
@@ -151,8 +153,8 @@ class ExternalDataFile {
   const io::WeightStore* store_ = nullptr;
   int fd_ = -1;
   uint64_t offset_ = 0;
-  uint64_t kicked_ = 0;    // bytes handed to writeback
-  uint64_t dropped_ = 0;   // bytes waited for and dropped from the page cache
+  uint64_t kicked_ = 0;   // bytes handed to writeback
+  uint64_t dropped_ = 0;  // bytes waited for and dropped from the page cache
   bool finished_ = false;
   std::map<std::string, Extent> extents_;
   std::map<std::string, int> src_fds_;  // checkpoint file → open descriptor
@@ -169,7 +171,8 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool exte
                             const io::WeightStore* store = nullptr);
 
 // ------------------------------------------------------------------ the context
-/// ONNX element type of an hfx dtype as exported (floating types all become FLOAT: the graph computes in f32).
+/// ONNX element type of an hfx dtype as exported (floating types all become FLOAT: the graph computes in
+/// f32).
 int onnx_elem_type(DType dt);
 /// Export dtype: f16/bf16 → f32, others unchanged.
 DType export_dtype(DType dt);
@@ -180,8 +183,10 @@ DType dtype_of_onnx_elem(int elem);
 
 class LoweringContext {
  public:
-  LoweringContext(const Graph& g, const LowerOptions& o, onnx::GraphProto& gp, std::vector<std::string>& warnings);
-  /// An initializer of zeros [1, …, 1] named as the graph input `v`: its default (LowerOptions::zero_default_inputs).
+  LoweringContext(const Graph& g, const LowerOptions& o, onnx::GraphProto& gp,
+                  std::vector<std::string>& warnings);
+  /// An initializer of zeros [1, …, 1] named as the graph input `v`: its default
+  /// (LowerOptions::zero_default_inputs).
   void add_zero_default(const Value* v);
   bool zero_default(const Value* v) const;
 
@@ -204,11 +209,12 @@ class LoweringContext {
   std::string tmp(const Node* n, const std::string& hint);
 
   /// Appends a node. `outs` are tensor names; `domain` "" = ai.onnx.
-  onnx::NodeProto& emit(const std::string& op, const std::vector<std::string>& ins, const std::vector<std::string>& outs,
-                        const Node* for_node = nullptr, const std::string& domain = "");
+  onnx::NodeProto& emit(const std::string& op, const std::vector<std::string>& ins,
+                        const std::vector<std::string>& outs, const Node* for_node = nullptr,
+                        const std::string& domain = "");
   /// Appends a one-output node with a fresh output name and returns that name.
-  std::string op(const Node* n, const std::string& op_type, const std::vector<std::string>& ins, const std::string& hint = "",
-                 const std::string& domain = "");
+  std::string op(const Node* n, const std::string& op_type, const std::vector<std::string>& ins,
+                 const std::string& hint = "", const std::string& domain = "");
 
   // attributes
   static void attr(onnx::NodeProto& p, const std::string& k, int64_t v);
@@ -219,16 +225,16 @@ class LoweringContext {
 
   // constants (initializers, cached by content)
   std::string i64s(const std::vector<int64_t>& v);  ///< int64 [n]
-  std::string i64(int64_t v);                        ///< int64 scalar []
-  std::string scalar(double v, DType dt);            ///< rank-0 of dt (export dtype)
+  std::string i64(int64_t v);                       ///< int64 scalar []
+  std::string scalar(double v, DType dt);           ///< rank-0 of dt (export dtype)
   /// A 1-element tensor proto of dt holding v (for ConstantOfShape's value).
   static onnx::TensorProto value_tensor(double v, DType dt);
 
   // symbolic sizes, materialized at run time
-  std::string sym(const Sym& e);                   ///< int64 [1]
-  std::string sym_scalar(const Sym& e);            ///< int64 []
-  std::string syms(const std::vector<Sym>& es);    ///< int64 [n]
-  bool sym_available(const Sym& e) const;          ///< every free symbol has a defining input axis
+  std::string sym(const Sym& e);                 ///< int64 [1]
+  std::string sym_scalar(const Sym& e);          ///< int64 []
+  std::string syms(const std::vector<Sym>& es);  ///< int64 [n]
+  bool sym_available(const Sym& e) const;        ///< every free symbol has a defining input axis
 
   /// x cast from dtype `from` to `to` (export dtypes; no node when equal).
   std::string cast(const Node* n, const std::string& x, DType from, DType to);
@@ -270,8 +276,8 @@ class LoweringContext {
   std::map<const Value*, std::string> names_;
   std::set<std::string> used_;
   std::map<std::string, std::string> const_cache_, sym_cache_, sym_scalar_cache_;
-  std::map<std::string, Origin> origins_;       // symbol → defining input axis
-  std::map<std::string, Sym> derived_;          // symbol → expression over other symbols
+  std::map<std::string, Origin> origins_;  // symbol → defining input axis
+  std::map<std::string, Sym> derived_;     // symbol → expression over other symbols
   std::map<std::string, int> domains_;
   std::set<std::string> warned_;
   std::set<const Value*> transposed_;

@@ -1,7 +1,7 @@
 // Symbolic sizes in the ONNX graph (LoweringContext::sym and its helpers): each symbol is read from the graph
-// input axis that defines it (or solved from a linear input dim such as attention_mask's past + sequence) with
-// Shape(start, end), and an expression is rebuilt from integer ops, cached per canonical text so that a size
-// used by twenty nodes is computed once.
+// input axis that defines it (or solved from a linear input dim such as attention_mask's past + sequence)
+// with Shape(start, end), and an expression is rebuilt from integer ops, cached per canonical text so that a
+// size used by twenty nodes is computed once.
 #include "export/onnx/lowering.h"
 
 #include <algorithm>
@@ -39,7 +39,8 @@ std::string LoweringContext::sym_node(const Sym& e) {
     return std::make_pair(o, &p);
   };
   switch (e.kind()) {
-    case Sym::Kind::Const: return i64s({e.value()});
+    case Sym::Kind::Const:
+      return i64s({e.value()});
     case Sym::Kind::Symbol: {
       auto o = origins_.find(e.name());
       if (o != origins_.end()) {
@@ -54,7 +55,8 @@ std::string LoweringContext::sym_node(const Sym& e) {
       for (const auto& [k, v] : origins_)
         if (k.rfind("__", 0) != 0) known += (known.empty() ? "" : ", ") + k;
       HFX_THROW("onnx",
-                "expected symbol '{}' to be defined by an axis of a graph input (known: [{}]), got none; a size that "
+                "expected symbol '{}' to be defined by an axis of a graph input (known: [{}]), got none; a "
+                "size that "
                 "no input carries cannot be computed at run time",
                 e.name(), known);
     }
@@ -63,7 +65,8 @@ std::string LoweringContext::sym_node(const Sym& e) {
       std::string acc = sym(a[0]);
       for (size_t i = 1; i < a.size(); i++) {
         const Sym& t = a[i];
-        bool neg = (t.is_const() && t.value() < 0) || (t.kind() == Sym::Kind::Mul && t.args()[0].is_const() && t.args()[0].value() < 0);
+        bool neg = (t.is_const() && t.value() < 0) ||
+                   (t.kind() == Sym::Kind::Mul && t.args()[0].is_const() && t.args()[0].value() < 0);
         if (neg)
           acc = emit1("Sub", {acc, sym(-t)}).first;
         else
@@ -92,8 +95,10 @@ std::string LoweringContext::sym_node(const Sym& e) {
       attr(*pm, "fmod", int64_t{0});
       return m;
     }
-    case Sym::Kind::Min: return emit1("Min", {sym(e.args()[0]), sym(e.args()[1])}).first;
-    case Sym::Kind::Max: return emit1("Max", {sym(e.args()[0]), sym(e.args()[1])}).first;
+    case Sym::Kind::Min:
+      return emit1("Min", {sym(e.args()[0]), sym(e.args()[1])}).first;
+    case Sym::Kind::Max:
+      return emit1("Max", {sym(e.args()[0]), sym(e.args()[1])}).first;
   }
   HFX_THROW("onnx", "expected a known symbolic expression kind, got '{}'", e.str());
 }

@@ -22,9 +22,9 @@
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/ops/op_schema.h"
 #include "hfx/passes/pass.h"
-#include "hfx/models/quantize_model.h"
 
 namespace hfx {
 
@@ -53,8 +53,8 @@ class Trace {
   void phase(const char* what) {
     if (!on_) return;
     auto now = Clock::now();
-    std::fprintf(stderr, "hfx: trace: %-8s %-12s %8.3f s  VmRSS %7.1f MiB  VmHWM %7.1f MiB\n", comp_.c_str(), what,
-                 std::chrono::duration<double>(now - t0_).count(), status_kib("VmRSS:") / 1024.0,
+    std::fprintf(stderr, "hfx: trace: %-8s %-12s %8.3f s  VmRSS %7.1f MiB  VmHWM %7.1f MiB\n", comp_.c_str(),
+                 what, std::chrono::duration<double>(now - t0_).count(), status_kib("VmRSS:") / 1024.0,
                  status_kib("VmHWM:") / 1024.0);
     t0_ = now;
   }
@@ -90,12 +90,16 @@ uint64_t stored_weight_bytes(const Model& model, const OnnxConfig& c) {
 // A protobuf message cannot exceed 2 GiB; graphs and attributes take some of it, hence the headroom.
 constexpr uint64_t kEmbeddedLimit = (uint64_t{2} << 30) - (uint64_t{128} << 20);
 
-bool needs_external_data(const Model& model, const OnnxConfig& c) { return stored_weight_bytes(model, c) > kEmbeddedLimit; }
+bool needs_external_data(const Model& model, const OnnxConfig& c) {
+  return stored_weight_bytes(model, c) > kEmbeddedLimit;
+}
 
 std::string auto_external_data_note(const Model& model, const OnnxConfig& c) {
-  return fmt::format("weights in onnx/*.onnx_data (external data chosen automatically): {:.2f} GB of {} weights exceed "
-                     "the 2 GB protobuf limit",
-                     static_cast<double>(stored_weight_bytes(model, c)) / 1e9, export_dtype_name(c.weight_dtype(model.config().dtype)));
+  return fmt::format(
+      "weights in onnx/*.onnx_data (external data chosen automatically): {:.2f} GB of {} weights exceed "
+      "the 2 GB protobuf limit",
+      static_cast<double>(stored_weight_bytes(model, c)) / 1e9,
+      export_dtype_name(c.weight_dtype(model.config().dtype)));
 }
 
 std::string describe_inputs(const Graph& g) {
@@ -140,13 +144,16 @@ class OnnxExporter : public Exporter {
   ExportResult export_for_generation(const Model& model0, const CaptureOptions& opts,
                                      const std::map<std::string, const ExportConfig*>& configs,
                                      const std::string& out_dir) override {
-    if (configs.empty()) HFX_THROW("export", "expected at least one onnx config for export_for_generation, got none");
+    if (configs.empty())
+      HFX_THROW("export", "expected at least one onnx config for export_for_generation, got none");
     // One model for every program: the components must agree on quantization.
     const quant::QuantOptions& q = as_onnx(*configs.begin()->second).quantize;
     for (const auto& [name, c] : configs)
       if (quant::to_json(as_onnx(*c).quantize) != quant::to_json(q))
-        HFX_THROW("export", "expected one quantize setting for every component, got {} for '{}' and {} for '{}'",
-                  quant::to_json(q).dump(), configs.begin()->first, quant::to_json(as_onnx(*c).quantize).dump(), name);
+        HFX_THROW("export",
+                  "expected one quantize setting for every component, got {} for '{}' and {} for '{}'",
+                  quant::to_json(q).dump(), configs.begin()->first,
+                  quant::to_json(as_onnx(*c).quantize).dump(), name);
     std::unique_ptr<Model> quantized = quantize_for_export(model0, q);
     const Model& model = quantized ? *quantized : model0;
     ExportResult r;
@@ -163,8 +170,10 @@ class OnnxExporter : public Exporter {
         if (!std::exchange(noted, true)) r.warnings.push_back(auto_external_data_note(model, oc));
       }
       if (oc.external_data && !data)
-        data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(), &model.weights());
-      export_component(model, plan[i].first, oc, out_dir, r, oc.external_data ? data.get() : nullptr, {i, plan.size()});
+        data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(),
+                                                  &model.weights());
+      export_component(model, plan[i].first, oc, out_dir, r, oc.external_data ? data.get() : nullptr,
+                       {i, plan.size()});
     }
     if (data) {
       Trace trace("model");
@@ -189,8 +198,8 @@ class OnnxExporter : public Exporter {
     return ec ? 0 : static_cast<uint64_t>(n);
   }
 
-  void export_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg, const std::string& out_dir,
-                        ExportResult& r, ExternalDataFile* shared_data, Slot at) {
+  void export_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg,
+                        const std::string& out_dir, ExportResult& r, ExternalDataFile* shared_data, Slot at) {
     const std::string& arch = model.config().model_type;
     const std::string comp = spec.name;
     check_export_skip("onnx", arch);
@@ -231,8 +240,10 @@ class OnnxExporter : public Exporter {
       apply_node_fixes("onnx", 3, g);
       apply_program_fixes("onnx", 3, g, warnings);
       std::string why;
-      if (cfg.optimize && !optimize_disabled("onnx", arch, &why)) run_pass(g, dead_code_elimination_pass());
-      else if (!why.empty()) warnings.push_back("optimization disabled for " + arch + ": " + why);
+      if (cfg.optimize && !optimize_disabled("onnx", arch, &why))
+        run_pass(g, dead_code_elimination_pass());
+      else if (!why.empty())
+        warnings.push_back("optimization disabled for " + arch + ": " + why);
       trace.phase("fixes");
 
       stage(comp, at, 2, "lower", written_ + shared_before);
@@ -244,17 +255,21 @@ class OnnxExporter : public Exporter {
       if (lo.int8_activations)
         for (const auto& n : g.nodes())
           if (n->op == "hfx.moe")
-            HFX_THROW("export", "expected a dense decoder for --activations int8, got {} with a mixture-of-experts block "
-                      "('{}'): int8 activations can switch a router's expert choice (the tiny mixtral, int4: logits off "
-                      "by 0.98, outside verify's 'int8-activations' bounds); export it with --activations f32",
-                      arch, n->name);
+            HFX_THROW(
+                "export",
+                "expected a dense decoder for --activations int8, got {} with a mixture-of-experts block "
+                "('{}'): int8 activations can switch a router's expert choice (the tiny mixtral, int4: "
+                "logits off "
+                "by 0.98, outside verify's 'int8-activations' bounds); export it with --activations f32",
+                arch, n->name);
       lo.graph_name = arch + "_" + comp;
       lo.contract = prog.contract;
       lo.weight_dtype = cfg.weight_dtype(model.config().dtype);
       lo.guards = prog.guards;
       for (const InputDecl& d : model.component(spec.component).inputs)
         if (d.zero_default && g.find_input(d.name)) lo.zero_default_inputs.push_back(d.name);
-      lo.metadata = {{"hfx.component", comp}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
+      lo.metadata = {
+          {"hfx.component", comp}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
       LoweredModel lm = lower_graph(g, lo);
       trace.phase("lower");
 
@@ -267,16 +282,17 @@ class OnnxExporter : public Exporter {
       trace.phase("write");
       for (auto& w : lm.warnings) warnings.push_back(std::move(w));
     } catch (const Error& e) {
-      HFX_THROW("export", "onnx export of component '{}' of architecture '{}' with inputs ({}) failed: {}", comp, arch,
-                describe_inputs(g), e.what());
+      HFX_THROW("export", "onnx export of component '{}' of architecture '{}' with inputs ({}) failed: {}",
+                comp, arch, describe_inputs(g), e.what());
     }
     for (auto& w : warnings) r.warnings.push_back(comp + ": " + w);
     r.programs.push_back(std::move(prog));
   }
 
   // OUT/onnx/<comp>.onnx, with its weights embedded, in its own external data or in the shared file.
-  void write_component(const Model& model, const std::string& comp, const OnnxConfig& cfg, const std::string& out_dir,
-                       LoweredModel& lm, ExportResult& r, ExternalDataFile* shared_data, Slot at) {
+  void write_component(const Model& model, const std::string& comp, const OnnxConfig& cfg,
+                       const std::string& out_dir, LoweredModel& lm, ExportResult& r,
+                       ExternalDataFile* shared_data, Slot at) {
     std::string rel = "onnx/" + comp + ".onnx";
     fs::path path = fs::path(out_dir) / rel;
     if (shared_data) {
@@ -304,7 +320,8 @@ std::unique_ptr<Exporter> make_onnx_exporter() { return std::make_unique<OnnxExp
 /// Registry lines of the ONNX backend's own tables (translations at stage 4, IR fixes at stage 5).
 std::vector<RegistryLine> onnx_registry_lines() {
   std::vector<RegistryLine> out;
-  for (const auto& [op, e] : onnx_translation_table()) out.push_back({"onnx-translation", "onnx", 4, op, e.emits});
+  for (const auto& [op, e] : onnx_translation_table())
+    out.push_back({"onnx-translation", "onnx", 4, op, e.emits});
   for (const auto& f : onnx_ir_fixes()) out.push_back({"onnx-ir-fix", "onnx", 5, f.name, f.reason});
   return out;
 }

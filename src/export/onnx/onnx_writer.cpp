@@ -25,7 +25,7 @@ namespace fs = std::filesystem;
 namespace {
 
 constexpr uint64_t kAlign = 4096;
-constexpr size_t kChunk = size_t{8} << 20;       // one sequential write / one conversion step
+constexpr size_t kChunk = size_t{8} << 20;        // one sequential write / one conversion step
 constexpr uint64_t kWindow = uint64_t{64} << 20;  // writeback granularity of the data file
 
 // Offset of the data section of a safetensors file: 8-byte little-endian header length + header.
@@ -46,14 +46,16 @@ bool env_flag(const char* name, bool dflt) {
 
 }  // namespace
 
-ExternalDataFile::ExternalDataFile(const std::string& path, const io::WeightStore* store) : path_(path), store_(store) {
+ExternalDataFile::ExternalDataFile(const std::string& path, const io::WeightStore* store)
+    : path_(path), store_(store) {
   fs::path p(path);
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
   location_ = p.filename().string();
   tmp_ = (p.parent_path() / (location_ + ".tmp." + std::to_string(::getpid()))).string();
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd_ < 0)
-    HFX_THROW("onnx", "expected to create '{}', got {} (check the folder is writable)", tmp_, std::strerror(errno));
+    HFX_THROW("onnx", "expected to create '{}', got {} (check the folder is writable)", tmp_,
+              std::strerror(errno));
 }
 
 ExternalDataFile::~ExternalDataFile() {
@@ -83,12 +85,14 @@ void ExternalDataFile::after_write() {
 #ifdef __linux__
   static const bool drop = env_flag("HFX_EXPORT_DROP_CACHE", false);
   if (offset_ - kicked_ < kWindow) return;
-  (void)::sync_file_range(fd_, static_cast<off64_t>(kicked_), static_cast<off64_t>(offset_ - kicked_), SYNC_FILE_RANGE_WRITE);
+  (void)::sync_file_range(fd_, static_cast<off64_t>(kicked_), static_cast<off64_t>(offset_ - kicked_),
+                          SYNC_FILE_RANGE_WRITE);
   if (kicked_ > dropped_) {
     (void)::sync_file_range(fd_, static_cast<off64_t>(dropped_), static_cast<off64_t>(kicked_ - dropped_),
                             SYNC_FILE_RANGE_WAIT_BEFORE | SYNC_FILE_RANGE_WRITE | SYNC_FILE_RANGE_WAIT_AFTER);
     if (drop)
-      (void)::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(kicked_ - dropped_), POSIX_FADV_DONTNEED);
+      (void)::posix_fadvise(fd_, static_cast<off_t>(dropped_), static_cast<off_t>(kicked_ - dropped_),
+                            POSIX_FADV_DONTNEED);
     dropped_ = kicked_;
   }
   kicked_ = offset_;
@@ -125,7 +129,8 @@ void ExternalDataFile::copy_from_file(int src_fd, uint64_t src_off, uint64_t n) 
       off64_t in = static_cast<off64_t>(src_off);
       ssize_t w = ::copy_file_range(src_fd, &in, fd_, nullptr, std::min<uint64_t>(n, kWindow), 0);
       if (w < 0 && errno == EINTR) continue;
-      if (w < 0 && (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == EBADF)) {
+      if (w < 0 &&
+          (errno == ENOSYS || errno == EXDEV || errno == EINVAL || errno == EOPNOTSUPP || errno == EBADF)) {
         cfr = false;
         continue;
       }
@@ -149,12 +154,14 @@ void ExternalDataFile::copy_from_file(int src_fd, uint64_t src_off, uint64_t n) 
 }
 
 ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Tensor& t, DType as) {
-  if (finished_) HFX_THROW("onnx", "expected to add '{}' before the external data file '{}' was finished", name, path_);
+  if (finished_)
+    HFX_THROW("onnx", "expected to add '{}' before the external data file '{}' was finished", name, path_);
   if (fd_ < 0) HFX_THROW("onnx", "expected an open external data file for '{}', got a failed one", name);
   const size_t in_size = dtype_size(t.dtype()), out_size = dtype_size(as);
   const uint64_t numel = static_cast<uint64_t>(t.numel());
-  std::string key = fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", name, dtype_name(as), dtype_name(t.dtype()),
-                                reinterpret_cast<uintptr_t>(t.raw()), t.nbytes(), fmt::join(t.strides(), ","));
+  std::string key =
+      fmt::format("{}\x1f{}\x1f{}\x1f{}\x1f{}\x1f{}", name, dtype_name(as), dtype_name(t.dtype()),
+                  reinterpret_cast<uintptr_t>(t.raw()), t.nbytes(), fmt::join(t.strides(), ","));
   if (auto it = extents_.find(key); it != extents_.end()) return it->second;
   pad_to(kAlign);
   Extent e{offset_, numel * out_size};
@@ -164,11 +171,14 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
   uint64_t src_off = 0;
   if (store_ && t.is_contiguous() && store_->has(name)) {
     const io::TensorInfo& ti = store_->info(name);
-    if (!ti.file.empty() && ti.dtype == t.dtype() && ti.end - ti.begin == t.nbytes() && store_->get(name).raw() == t.raw()) {
+    if (!ti.file.empty() && ti.dtype == t.dtype() && ti.end - ti.begin == t.nbytes() &&
+        store_->get(name).raw() == t.raw()) {
       auto it = src_fds_.find(ti.file);
       if (it == src_fds_.end()) {
         int fd = ::open(ti.file.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0) HFX_THROW("onnx", "expected to open the checkpoint file '{}', got {}", ti.file, std::strerror(errno));
+        if (fd < 0)
+          HFX_THROW("onnx", "expected to open the checkpoint file '{}', got {}", ti.file,
+                    std::strerror(errno));
 #ifdef __linux__
         (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
 #endif
@@ -197,7 +207,8 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
       if (src_fd >= 0) {
         size_t want = static_cast<size_t>(m * in_size), got = 0;
         while (got < want) {
-          ssize_t r = ::pread(src_fd, buf_.data() + got, want - got, static_cast<off_t>(src_off + i * in_size + got));
+          ssize_t r =
+              ::pread(src_fd, buf_.data() + got, want - got, static_cast<off_t>(src_off + i * in_size + got));
           if (r < 0 && errno == EINTR) continue;
           if (r <= 0) fail("read the checkpoint for");
           got += static_cast<size_t>(r);
@@ -243,8 +254,10 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
   if (p.has_parent_path()) fs::create_directories(p.parent_path());
   if (data && fs::absolute(fs::path(data->path())).lexically_normal().parent_path() !=
                   fs::absolute(p).lexically_normal().parent_path())
-    HFX_THROW("onnx", "expected the external data file '{}' in the folder of '{}' (locations are relative), got another",
-              data->path(), path);
+    HFX_THROW(
+        "onnx",
+        "expected the external data file '{}' in the folder of '{}' (locations are relative), got another",
+        data->path(), path);
   uint64_t embedded = 0;
   auto* g = lm.model.mutable_graph();
   for (int i = 0; i < g->initializer_size(); i++) {
@@ -253,7 +266,8 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
     if (it == lm.param_sources.end()) continue;
     const Value* v = it->second;
     const DType as = dtype_of_onnx_elem(t->data_type());
-    // Stored transposed (weight_layout.h): a strided view; the writer makes it contiguous one tensor at a time.
+    // Stored transposed (weight_layout.h): a strided view; the writer makes it contiguous one tensor at a
+    // time.
     const Tensor src = lm.transposed.count(t->name()) ? v->data.transpose(0, 1) : v->data;
     st.initializers++;
     if (data) {
@@ -274,7 +288,8 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
       embedded += n;
       if (embedded > kProtoLimit)
         HFX_THROW("onnx",
-                  "expected the weights to fit in one ONNX protobuf (< 2 GB), got more than {} bytes at '{}'; export with "
+                  "expected the weights to fit in one ONNX protobuf (< 2 GB), got more than {} bytes at "
+                  "'{}'; export with "
                   "external_data (--external-data) to write them to {}_data",
                   embedded, v->name, p.filename().string());
       Tensor c = src.dtype() == as ? src : src.to(as);
@@ -291,7 +306,8 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
   return st;
 }
 
-WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool external_data, const io::WeightStore* store) {
+WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, bool external_data,
+                            const io::WeightStore* store) {
   if (!external_data) return write_onnx_model(lm, path, static_cast<ExternalDataFile*>(nullptr));
   ExternalDataFile data(path + "_data", store);
   WriteStats st = write_onnx_model(lm, path, &data);

@@ -37,8 +37,8 @@ void drop_initializer(Cx& cx, const std::string& name) {
     }
 }
 
-std::string add_initializer(Cx& cx, const Node& n, const std::string& hint, int elem, std::vector<int64_t> dims,
-                            std::string bytes) {
+std::string add_initializer(Cx& cx, const Node& n, const std::string& hint, int elem,
+                            std::vector<int64_t> dims, std::string bytes) {
   std::string name = cx.tmp(&n, hint);
   onnx::TensorProto* t = cx.proto().add_initializer();
   t->set_name(name);
@@ -50,8 +50,10 @@ std::string add_initializer(Cx& cx, const Node& n, const std::string& hint, int 
 
 void standard(Cx& cx, const Node& n, const quant::QuantizedWeight& q) {
   if (cx.opset() < 21)
-    HFX_THROW("onnx", "expected opset ≥ 21 for a quantized weight (blocked DequantizeLinear), got {} at '{}'; "
-              "export with --opset 21 (or --target ort for MatMulNBits)", cx.opset(), n.name);
+    HFX_THROW("onnx",
+              "expected opset ≥ 21 for a quantized weight (blocked DequantizeLinear), got {} at '{}'; "
+              "export with --opset 21 (or --target ort for MatMulNBits)",
+              cx.opset(), n.name);
   const int64_t N = q.N, K = q.K, B = q.blocks(), g = q.group_size;
   // Codes and zero points back to one code per element, transposed to [K, N] / [B, N].
   std::vector<uint8_t> codes(static_cast<size_t>(K * N)), zps(static_cast<size_t>(B * N));
@@ -64,8 +66,9 @@ void standard(Cx& cx, const Node& n, const quant::QuantizedWeight& q) {
     }
     for (int64_t b = 0; b < B; b++) {
       const uint8_t* z = q.zero_points.defined() ? q.zero_points.data<uint8_t>() + r * zb : nullptr;
-      zps[b * N + r] = !z ? static_cast<uint8_t>(1 << (q.bits - 1))
-                          : q.bits == 8 ? z[b] : ((b % 2 == 0) ? (z[b / 2] & 0x0F) : (z[b / 2] >> 4));
+      zps[b * N + r] = !z            ? static_cast<uint8_t>(1 << (q.bits - 1))
+                       : q.bits == 8 ? z[b]
+                                     : ((b % 2 == 0) ? (z[b / 2] & 0x0F) : (z[b / 2] >> 4));
     }
   }
   std::string sc(static_cast<size_t>(B * N * 4), '\0');
@@ -92,11 +95,13 @@ void linear_q_translation(Cx& cx, const Node& n) {
   const int64_t K = x->type.shape.back().value();
   for (size_t i = 1; i < n.inputs.size(); i++)
     if (n.inputs[i] && n.inputs[i]->kind != ValueKind::Param)
-      HFX_THROW("onnx", "expected the codes, scales and zero points of hfx.linear_q '{}' to be weights, got a "
-                "computed value '{}'", n.name, n.inputs[i]->name);
-  quant::QuantizedWeight q = quant::describe(n.inputs[1]->data, n.inputs[2]->data,
-                                             n.inputs.size() > 3 && n.inputs[3] ? n.inputs[3]->data : Tensor(), K,
-                                             n.inputs[1]->name);
+      HFX_THROW("onnx",
+                "expected the codes, scales and zero points of hfx.linear_q '{}' to be weights, got a "
+                "computed value '{}'",
+                n.name, n.inputs[i]->name);
+  quant::QuantizedWeight q = quant::describe(
+      n.inputs[1]->data, n.inputs[2]->data, n.inputs.size() > 3 && n.inputs[3] ? n.inputs[3]->data : Tensor(),
+      K, n.inputs[1]->name);
   if (cx.target() != "ort") return standard(cx, n, q);
   auto& p = cx.emit("MatMulNBits", {cx.in_as(n, 0, DType::F32), cx.in(n, 1), cx.in(n, 2), cx.in(n, 3)},
                     {cx.out(n)}, &n, "com.microsoft");

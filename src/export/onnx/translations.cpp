@@ -14,10 +14,10 @@
 
 #include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
-#include "export/onnx/weight_layout.h"
 #include "export/onnx/moe_fusion.h"
 #include "export/onnx/quant_lowering.h"
 #include "export/onnx/translations_composite.h"
+#include "export/onnx/weight_layout.h"
 #include "hfx/core/error.h"
 
 namespace hfx::onnx_export {
@@ -188,7 +188,8 @@ std::string last_dim_fill(Cx& cx, const Node& n, const Value* x, double v) {
 void layer_norm(Cx& cx, const Node& n) {
   const DType f = DType::F32;
   std::string x = cx.in_as(n, 0, f);
-  std::string w = n.inputs.size() > 1 && n.inputs[1] ? cx.in_as(n, 1, f) : last_dim_fill(cx, n, n.inputs[0], 1.0);
+  std::string w =
+      n.inputs.size() > 1 && n.inputs[1] ? cx.in_as(n, 1, f) : last_dim_fill(cx, n, n.inputs[0], 1.0);
   std::string b = n.inputs.size() > 2 && n.inputs[2] ? cx.in_as(n, 2, f) : "";
   auto& p = cx.emit("LayerNormalization", {x, w, b}, {cx.out(n)}, &n);
   Cx::attr(p, "axis", int64_t{-1});
@@ -261,15 +262,16 @@ void cat(Cx& cx, const Node& n) {
 std::string slice_bound(Cx& cx, const Sym& s) {
   if (s.is_const()) return cx.i64s({s.value() >= SymRange::kInf ? kI64Max : s.value()});
   std::string v = cx.sym(s);
-  if (cx.graph().env().bounds(s).min < 0) v = cx.op(nullptr, "Max", {v, cx.i64s({0})}, "clamp(" + s.str() + ")");
+  if (cx.graph().env().bounds(s).min < 0)
+    v = cx.op(nullptr, "Max", {v, cx.i64s({0})}, "clamp(" + s.str() + ")");
   return v;
 }
 
 void slice(Cx& cx, const Node& n) {
   int64_t d = n.attrs.i("dim");
   cx.emit("Slice",
-          {cx.in(n, 0), slice_bound(cx, n.attrs.sym("start")), slice_bound(cx, n.attrs.sym("end")), cx.i64s({d}),
-           cx.i64s({n.attrs.i("step")})},
+          {cx.in(n, 0), slice_bound(cx, n.attrs.sym("start")), slice_bound(cx, n.attrs.sym("end")),
+           cx.i64s({d}), cx.i64s({n.attrs.i("step")})},
           {cx.out(n)}, &n);
 }
 
@@ -309,7 +311,8 @@ void squeeze(Cx& cx, const Node& n) {
 void to_copy(Cx& cx, const Node& n) {
   DType from = in_dt(n, 0), to = out_dt(n);
   if (from == to && param_behind(n.inputs[0])) {
-    cx.rebind(n.outputs[0], cx.in(n, 0));  // a weight's widening (already stored f32): readers take the initializer
+    cx.rebind(n.outputs[0],
+              cx.in(n, 0));  // a weight's widening (already stored f32): readers take the initializer
     return;
   }
   if (from == to) {
@@ -337,15 +340,21 @@ void full(Cx& cx, const Node& n) {
 // ---------------------------------------------------------------- the table
 std::map<std::string, OnnxTranslationEntry> build() {
   std::map<std::string, OnnxTranslationEntry> t;
-  auto add = [&](const std::string& op, OnnxTranslation fn, const std::string& emits) { t[op] = {std::move(fn), emits}; };
+  auto add = [&](const std::string& op, OnnxTranslation fn, const std::string& emits) {
+    t[op] = {std::move(fn), emits};
+  };
   add("aten.add.Tensor", binary("Add"), "Add (+Cast to the promoted dtype)");
   add("aten.sub.Tensor", binary("Sub"), "Sub (+Cast)");
   add("aten.mul.Tensor", binary("Mul"), "Mul (+Cast)");
   add("aten.div.Tensor", binary("Div"), "Div (+Cast)");
   add("aten.maximum", binary("Max"), "Max (+Cast)");
   add("aten.minimum", binary("Min"), "Min (+Cast)");
-  add("aten.add.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Add"); }, "Add with a scalar initializer");
-  add("aten.mul.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Mul"); }, "Mul with a scalar initializer");
+  add(
+      "aten.add.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Add"); },
+      "Add with a scalar initializer");
+  add(
+      "aten.mul.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Mul"); },
+      "Mul with a scalar initializer");
   add("aten.pow.Tensor_Scalar", pow_scalar, "Pow (Mul for exponent 2)");
   add("aten.eq.Tensor", compare("Equal"), "Equal");
   add("aten.lt.Tensor", compare("Less"), "Less");
@@ -374,7 +383,8 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten.mm", matmul, "MatMul");
   add("aten.bmm", matmul, "MatMul");
   add("aten.matmul", matmul, "MatMul");
-  add("aten.linear", linear, "MatMul(x, w stored [in, out]) (+Add bias); MatMul(x, Transpose(w)) when w is not");
+  add("aten.linear", linear,
+      "MatMul(x, w stored [in, out]) (+Add bias); MatMul(x, Transpose(w)) when w is not");
   add("hfx.linear_q", linear_q_translation,
       "ort: com.microsoft.MatMulNBits; standard (opset ≥ 21): DequantizeLinear (blocked) → MatMul");
   add("aten.sum.dim_IntList", reduce("ReduceSum"), "ReduceSum (axes input)");
@@ -399,14 +409,17 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("aten.arange.start", arange, "Range (symbolic bounds materialized)");
   add("aten.full", full, "ConstantOfShape");
   add("hfx.rms_norm", rms_norm,
-      "opset 18: ReduceMean/Sqrt/Reciprocal/Mul; opset 23: RMSNormalization; ort: SimplifiedLayerNormalization or "
+      "opset 18: ReduceMean/Sqrt/Reciprocal/Mul; opset 23: RMSNormalization; ort: "
+      "SimplifiedLayerNormalization or "
       "com.microsoft SkipSimplifiedLayerNormalization (add + rms_norm)");
   add("hfx.rope", rope,
-      "opset 18: Slice/Neg/Concat/Mul/Add; opset 23: RotaryEmbedding (batch-shaped tables); ort: com.microsoft "
+      "opset 18: Slice/Neg/Concat/Mul/Add; opset 23: RotaryEmbedding (batch-shaped tables); ort: "
+      "com.microsoft "
       "RotaryEmbedding over a per-token cache");
   add("hfx.sdpa", sdpa,
       "opset 18: MatMul/Softmax with grouped heads by broadcasting and position-built causal/window masks; "
-      "opset 23: Attention with an explicit bias (softcap → decomposed); ort: com.microsoft GroupQueryAttention "
+      "opset 23: Attention with an explicit bias (softcap → decomposed); ort: com.microsoft "
+      "GroupQueryAttention "
       "owning the KV concat (padding mask as attention_bias; else decomposed with a warning)");
   add("hfx.moe", moe_translation,
       "ort: com.microsoft.MoE (swiglu, interleaved fc1) after the stage-3 fix moe_pack_for_ort; otherwise "

@@ -28,7 +28,9 @@ void rms_norm_primitive(Cx& cx, const Node& n) {
   std::string x = cx.in_as(n, 0, f);
   std::string ms = cx.op(&n, "ReduceMean", {cx.op(&n, "Mul", {x, x}, "x2"), cx.i64s({-1})}, "mean_x2");
   Cx::attr(last(cx), "keepdims", int64_t{1});
-  std::string inv = cx.op(&n, "Reciprocal", {cx.op(&n, "Sqrt", {cx.op(&n, "Add", {ms, cx.scalar(n.attrs.f("eps"), f)})})}, "inv_rms");
+  std::string inv =
+      cx.op(&n, "Reciprocal", {cx.op(&n, "Sqrt", {cx.op(&n, "Add", {ms, cx.scalar(n.attrs.f("eps"), f)})})},
+            "inv_rms");
   cx.emit("Mul", {cx.op(&n, "Mul", {x, inv}), rms_weight(cx, n)}, {cx.out(n)}, &n);
 }
 
@@ -39,10 +41,12 @@ bool try_skip_rms_norm(Cx& cx, const Node& n) {
   const Node* add = x->producer;
   if (!add || add->op != "aten.add.Tensor" || rank_of(x) != 3) return false;
   const Value *a = add->inputs[0], *b = add->inputs[1];
-  if (!a || !b || !a->type.same(x->type) || !b->type.same(x->type) || export_dtype(x->type.dtype) != DType::F32) return false;
+  if (!a || !b || !a->type.same(x->type) || !b->type.same(x->type) ||
+      export_dtype(x->type.dtype) != DType::F32)
+    return false;
   std::string sum = cx.tmp(&n, "input_skip_sum");
-  auto& p = cx.emit("SkipSimplifiedLayerNormalization", {cx.name(a), cx.name(b), rms_weight(cx, n)}, {cx.out(n), "", "", sum},
-                    &n, "com.microsoft");
+  auto& p = cx.emit("SkipSimplifiedLayerNormalization", {cx.name(a), cx.name(b), rms_weight(cx, n)},
+                    {cx.out(n), "", "", sum}, &n, "com.microsoft");
   Cx::attr(p, "epsilon", n.attrs.f("eps"));
   cx.rebind(x, sum);  // later users of the residual read the fused sum; the Add becomes dead if unused
   return true;
@@ -51,7 +55,8 @@ bool try_skip_rms_norm(Cx& cx, const Node& n) {
 void rms_norm(Cx& cx, const Node& n) {
   if (cx.target() == "ort") {
     if (try_skip_rms_norm(cx, n)) return;
-    auto& p = cx.emit("SimplifiedLayerNormalization", {cx.in_as(n, 0, DType::F32), rms_weight(cx, n)}, {cx.out(n)}, &n);
+    auto& p = cx.emit("SimplifiedLayerNormalization", {cx.in_as(n, 0, DType::F32), rms_weight(cx, n)},
+                      {cx.out(n)}, &n);
     Cx::attr(p, "axis", int64_t{-1});
     Cx::attr(p, "epsilon", n.attrs.f("eps"));
     Cx::attr(p, "stash_type", int64_t{1});
@@ -77,15 +82,19 @@ std::string rope_table_4d(Cx& cx, const Node& n, size_t i) {
   return c;
 }
 
-std::string slice_last(Cx& cx, const Node& n, const std::string& x, int64_t b, int64_t e, int64_t step = 1, const std::string& hint = "") {
-  return cx.op(&n, "Slice", {x, cx.i64s({b}), cx.i64s({e}), cx.i64s({-1}), cx.i64s({step})}, hint.empty() ? "slice" : hint);
+std::string slice_last(Cx& cx, const Node& n, const std::string& x, int64_t b, int64_t e, int64_t step = 1,
+                       const std::string& hint = "") {
+  return cx.op(&n, "Slice", {x, cx.i64s({b}), cx.i64s({e}), cx.i64s({-1}), cx.i64s({step})},
+               hint.empty() ? "slice" : hint);
 }
 
 void rope_primitive(Cx& cx, const Node& n) {
   const Value* xv = n.inputs[0];
   auto Dm = xv->type.shape[3].maybe_value();
   auto Rm = n.inputs[1]->type.shape.back().maybe_value();
-  if (!Dm || !Rm) HFX_THROW("onnx", "expected static head size and rotary dims for hfx.rope, got {} and {}", xv->type.str(), n.inputs[1]->type.str());
+  if (!Dm || !Rm)
+    HFX_THROW("onnx", "expected static head size and rotary dims for hfx.rope, got {} and {}", xv->type.str(),
+              n.inputs[1]->type.str());
   int64_t D = *Dm, R = *Rm, h = R / 2;
   bool inter = n.attrs.b("interleaved");
   std::string x = cx.in_as(n, 0, DType::F32);
@@ -98,12 +107,14 @@ void rope_primitive(Cx& cx, const Node& n) {
     Cx::attr(last(cx), "axis", int64_t{-1});
   } else {
     std::string ev = cx.op(&n, "Unsqueeze", {slice_last(cx, n, xr, 0, R, 2, "x_even"), cx.i64s({-1})});
-    std::string od = cx.op(&n, "Unsqueeze", {cx.op(&n, "Neg", {slice_last(cx, n, xr, 1, R, 2, "x_odd")}), cx.i64s({-1})});
+    std::string od =
+        cx.op(&n, "Unsqueeze", {cx.op(&n, "Neg", {slice_last(cx, n, xr, 1, R, 2, "x_odd")}), cx.i64s({-1})});
     std::string st = cx.op(&n, "Concat", {od, ev}, "pairs");
     Cx::attr(last(cx), "axis", int64_t{-1});
     rot = cx.op(&n, "Reshape", {st, cx.i64s({0, 0, 0, R})}, "rotate_every_two");
   }
-  std::string y = cx.op(&n, "Add", {cx.op(&n, "Mul", {xr, c}), cx.op(&n, "Mul", {rot, s})}, R < D ? "y_rot" : "");
+  std::string y =
+      cx.op(&n, "Add", {cx.op(&n, "Mul", {xr, c}), cx.op(&n, "Mul", {rot, s})}, R < D ? "y_rot" : "");
   if (R < D) {
     auto& p = cx.emit("Concat", {y, slice_last(cx, n, x, R, D, 1, "x_pass")}, {cx.out(n)}, &n);
     Cx::attr(p, "axis", int64_t{-1});
@@ -128,7 +139,8 @@ void rope(Cx& cx, const Node& n) {
   auto Rm = n.inputs[1]->type.shape.back().maybe_value();
   auto Hm = xv->type.shape[1].maybe_value();
   bool fused = Dm && Rm && Hm;
-  // The standard op wants cos/sin with the batch of x; a [1, S, R] table (shared over the batch) does not fit it.
+  // The standard op wants cos/sin with the batch of x; a [1, S, R] table (shared over the batch) does not fit
+  // it.
   bool table_batch_ok = rank_of(n.inputs[1]) >= 3 && n.inputs[1]->type.shape[0].same(xv->type.shape[0]);
   if (fused && cx.target() == "ort") {
     // com.microsoft RotaryEmbedding indexes a [max_pos, R/2] cache by position_ids. Our cos/sin are
@@ -136,20 +148,26 @@ void rope(Cx& cx, const Node& n) {
     int64_t R = *Rm;
     std::string c = rope_half(cx, n, 1, R), s = rope_half(cx, n, 2, R);
     std::string shp = cx.op(&n, "Shape", {c}, "table_shape");
-    std::string bs = cx.op(&n, "ReduceProd", {cx.op(&n, "Slice", {shp, cx.i64s({0}), cx.i64s({2})}), cx.i64s({0})}, "rows");
+    std::string bs = cx.op(&n, "ReduceProd",
+                           {cx.op(&n, "Slice", {shp, cx.i64s({0}), cx.i64s({2})}), cx.i64s({0})}, "rows");
     Cx::attr(last(cx), "keepdims", int64_t{1});
     std::string flat_shape = cx.op(&n, "Concat", {bs, cx.i64s({R / 2})}, "flat_shape");
     Cx::attr(last(cx), "axis", int64_t{0});
-    std::string cf = cx.op(&n, "Reshape", {c, flat_shape}, "cos_cache"), sf = cx.op(&n, "Reshape", {s, flat_shape}, "sin_cache");
+    std::string cf = cx.op(&n, "Reshape", {c, flat_shape}, "cos_cache"),
+                sf = cx.op(&n, "Reshape", {s, flat_shape}, "sin_cache");
     std::string rows = cx.op(&n, "Squeeze", {bs, cx.i64s({0})});
     std::string pos = cx.op(&n, "Range", {cx.i64(0), rows, cx.i64(1)}, "row_ids");
-    std::string pos2 = cx.op(&n, "Reshape", {pos, cx.op(&n, "Slice", {shp, cx.i64s({0}), cx.i64s({2})})}, "row_ids_2d");
+    std::string pos2 =
+        cx.op(&n, "Reshape", {pos, cx.op(&n, "Slice", {shp, cx.i64s({0}), cx.i64s({2})})}, "row_ids_2d");
     std::string xshape = cx.op(&n, "Shape", {cx.in(n, 0)}, "x_shape");
-    std::string bsx = cx.op(&n, "Concat", {cx.op(&n, "Slice", {xshape, cx.i64s({0}), cx.i64s({1})}),
-                                           cx.op(&n, "Slice", {xshape, cx.i64s({2}), cx.i64s({3})})}, "bs");
+    std::string bsx = cx.op(&n, "Concat",
+                            {cx.op(&n, "Slice", {xshape, cx.i64s({0}), cx.i64s({1})}),
+                             cx.op(&n, "Slice", {xshape, cx.i64s({2}), cx.i64s({3})})},
+                            "bs");
     Cx::attr(last(cx), "axis", int64_t{0});
     std::string ids = cx.op(&n, "Expand", {pos2, bsx}, "position_ids");
-    auto& p = cx.emit("RotaryEmbedding", {cx.in_as(n, 0, DType::F32), ids, cf, sf}, {cx.out(n)}, &n, "com.microsoft");
+    auto& p = cx.emit("RotaryEmbedding", {cx.in_as(n, 0, DType::F32), ids, cf, sf}, {cx.out(n)}, &n,
+                      "com.microsoft");
     Cx::attr(p, "interleaved", static_cast<int64_t>(n.attrs.b("interleaved")));
     Cx::attr(p, "num_heads", *Hm);
     if (R < *Dm) Cx::attr(p, "rotary_embedding_dim", R);
@@ -157,14 +175,17 @@ void rope(Cx& cx, const Node& n) {
   }
   if (fused && cx.opset() >= 23 && cx.target() == "standard" && table_batch_ok) {
     int64_t R = *Rm;
-    auto& p = cx.emit("RotaryEmbedding", {cx.in_as(n, 0, DType::F32), rope_half(cx, n, 1, R), rope_half(cx, n, 2, R)},
+    auto& p = cx.emit("RotaryEmbedding",
+                      {cx.in_as(n, 0, DType::F32), rope_half(cx, n, 1, R), rope_half(cx, n, 2, R)},
                       {cx.out(n)}, &n);
     Cx::attr(p, "interleaved", static_cast<int64_t>(n.attrs.b("interleaved")));
     if (R < *Dm) Cx::attr(p, "rotary_embedding_dim", R);
     return;
   }
   if (cx.opset() >= 23 && !table_batch_ok)
-    cx.warn("hfx.rope: cos/sin shared over the batch ([1, S, R]) — the standard RotaryEmbedding wants [B, S, R/2]; decomposed");
+    cx.warn(
+        "hfx.rope: cos/sin shared over the batch ([1, S, R]) — the standard RotaryEmbedding wants [B, S, "
+        "R/2]; decomposed");
   rope_primitive(cx, n);
 }
 
@@ -178,7 +199,9 @@ void sdpa_primitive(Cx& cx, const Node& n) {
   const Value* mv = n.inputs.size() > 3 ? n.inputs[3] : nullptr;
   auto Hq = qv->type.shape[1].maybe_value(), Hkv = kv->type.shape[1].maybe_value();
   auto D = qv->type.shape[3].maybe_value(), Dv = vv->type.shape[3].maybe_value();
-  if (!Hq || !Hkv || !D || !Dv) HFX_THROW("onnx", "expected static head counts and head sizes for hfx.sdpa, got q {}, k {}", qv->type.str(), kv->type.str());
+  if (!Hq || !Hkv || !D || !Dv)
+    HFX_THROW("onnx", "expected static head counts and head sizes for hfx.sdpa, got q {}, k {}",
+              qv->type.str(), kv->type.str());
   int64_t G = *Hq / *Hkv;
   double scale = n.attrs.f("scale");
   if (scale == 0.0) scale = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, *D)));
@@ -198,12 +221,16 @@ void sdpa_primitive(Cx& cx, const Node& n) {
     k = cx.op(&n, "Unsqueeze", {k, cx.i64s({2})}, "k_grouped");
     v = cx.op(&n, "Unsqueeze", {v, cx.i64s({2})}, "v_grouped");
   }
-  std::vector<int64_t> perm = grouped ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2};
+  std::vector<int64_t> perm =
+      grouped ? std::vector<int64_t>{0, 1, 2, 4, 3} : std::vector<int64_t>{0, 1, 3, 2};
   std::string kt = cx.op(&n, "Transpose", {k}, "k_t");
   Cx::attr(last(cx), "perm", perm);
   std::string sc = cx.op(&n, "Mul", {cx.op(&n, "MatMul", {q, kt}, "qk"), cx.scalar(scale, f)}, "scores");
   if (softcap > 0)
-    sc = cx.op(&n, "Mul", {cx.op(&n, "Tanh", {cx.op(&n, "Mul", {sc, cx.scalar(1.0 / softcap, f)})}), cx.scalar(softcap, f)}, "softcapped");
+    sc = cx.op(
+        &n, "Mul",
+        {cx.op(&n, "Tanh", {cx.op(&n, "Mul", {sc, cx.scalar(1.0 / softcap, f)})}), cx.scalar(softcap, f)},
+        "softcapped");
   std::string allowed;
   if (causal || window > 0) {
     std::string kshape = cx.op(&n, "Shape", {cx.in(n, 1)}, "k_shape");
@@ -211,7 +238,10 @@ void sdpa_primitive(Cx& cx, const Node& n) {
     std::string T0 = cx.op(&n, "Squeeze", {T1, cx.i64s({0})}), S0 = cx.op(&n, "Squeeze", {S1, cx.i64s({0})});
     std::string qpos = cx.op(&n, "Range", {cx.op(&n, "Sub", {T0, S0}), T0, cx.i64(1)}, "q_pos");
     std::string kpos = cx.op(&n, "Range", {cx.i64(0), T0, cx.i64(1)}, "k_pos");
-    std::string diff = cx.op(&n, "Sub", {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})}, "q_minus_k");
+    std::string diff =
+        cx.op(&n, "Sub",
+              {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})},
+              "q_minus_k");
     if (causal) allowed = cx.op(&n, "GreaterOrEqual", {diff, cx.i64(0)}, "causal");
     if (window > 0) {
       std::string w = cx.op(&n, "Less", {diff, cx.i64(window)}, "in_window");
@@ -233,8 +263,10 @@ void sdpa_primitive(Cx& cx, const Node& n) {
         mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s({2})}, "mask5");
       } else {
         std::string ms = cx.op(&n, "Shape", {mask}, "mask_shape");
-        std::string s5 = cx.op(&n, "Concat", {cx.op(&n, "Slice", {ms, cx.i64s({0}), cx.i64s({1})}), cx.i64s({*Hkv, G}),
-                                              cx.op(&n, "Slice", {ms, cx.i64s({2}), cx.i64s({4})})}, "mask5_shape");
+        std::string s5 = cx.op(&n, "Concat",
+                               {cx.op(&n, "Slice", {ms, cx.i64s({0}), cx.i64s({1})}), cx.i64s({*Hkv, G}),
+                                cx.op(&n, "Slice", {ms, cx.i64s({2}), cx.i64s({4})})},
+                               "mask5_shape");
         Cx::attr(last(cx), "axis", int64_t{0});
         mask = cx.op(&n, "Reshape", {mask, s5}, "mask5");
         Cx::attr(last(cx), "allowzero", int64_t{1});
@@ -252,7 +284,8 @@ void sdpa_primitive(Cx& cx, const Node& n) {
   if (!mask.empty()) sc = cx.op(&n, "Add", {sc, mask}, "masked_add");
   std::string p = cx.op(&n, "Softmax", {sc}, "probs");
   Cx::attr(last(cx), "axis", int64_t{-1});
-  if (mv || window > 0) p = cx.op(&n, "Where", {cx.op(&n, "IsNaN", {p}), cx.scalar(0.0, f), p}, "probs_no_nan");
+  if (mv || window > 0)
+    p = cx.op(&n, "Where", {cx.op(&n, "IsNaN", {p}), cx.scalar(0.0, f), p}, "probs_no_nan");
   if (!grouped) {
     cx.emit("MatMul", {p, v}, {cx.out(n)}, &n);
     return;
@@ -286,19 +319,25 @@ void sdpa_attention23(Cx& cx, const Node& n) {
     std::string T0 = cx.op(&n, "Squeeze", {T1, cx.i64s({0})}), S0 = cx.op(&n, "Squeeze", {S1, cx.i64s({0})});
     std::string qpos = cx.op(&n, "Range", {cx.op(&n, "Sub", {T0, S0}), T0, cx.i64(1)}, "q_pos");
     std::string kpos = cx.op(&n, "Range", {cx.i64(0), T0, cx.i64(1)}, "k_pos");
-    std::string diff = cx.op(&n, "Sub", {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})}, "q_minus_k");
+    std::string diff =
+        cx.op(&n, "Sub",
+              {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})},
+              "q_minus_k");
     std::string allowed;
     if (causal) allowed = cx.op(&n, "GreaterOrEqual", {diff, cx.i64(0)}, "causal");
     if (window > 0) {
       std::string w = cx.op(&n, "Less", {diff, cx.i64(window)}, "in_window");
       allowed = allowed.empty() ? w : cx.op(&n, "And", {allowed, w}, "allowed");
     }
-    bias = cx.op(&n, "Where", {allowed, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)}, "bias");
+    bias =
+        cx.op(&n, "Where",
+              {allowed, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)}, "bias");
   }
   if (mv) {
     std::string m = cx.name(mv);
     if (mv->type.dtype == DType::Bool)
-      m = cx.op(&n, "Where", {m, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)}, "mask_bias");
+      m = cx.op(&n, "Where", {m, cx.scalar(0.0, f), cx.scalar(-std::numeric_limits<double>::infinity(), f)},
+                "mask_bias");
     else
       m = cx.cast(&n, m, mv->type.dtype, f);
     if (bias.empty()) {
@@ -306,7 +345,8 @@ void sdpa_attention23(Cx& cx, const Node& n) {
       // without a causal part is expanded to [B, 1, S, T] (encoders, cross-attention).
       const SymShape& ms = mv->type.shape;
       const Sym& qs = n.inputs[0]->type.shape[2];
-      if (ms.size() >= 2 && ms[ms.size() - 2].is_const() && ms[ms.size() - 2].value() == 1 && !(qs.is_const() && qs.value() == 1)) {
+      if (ms.size() >= 2 && ms[ms.size() - 2].is_const() && ms[ms.size() - 2].value() == 1 &&
+          !(qs.is_const() && qs.value() == 1)) {
         std::string S1 = cx.op(&n, "Shape", {q}, "S");
         Cx::attr(last(cx), "start", int64_t{2});
         Cx::attr(last(cx), "end", int64_t{3});
@@ -334,7 +374,8 @@ void sdpa(Cx& cx, const Node& n) {
       emit_gqa(cx, *plan);
       return;
     }
-    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention does not apply (" + why + "); decomposed into standard ops");
+    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention does not apply (" + why +
+            "); decomposed into standard ops");
   }
   if (cx.opset() >= 23 && cx.target() == "standard") {
     if (softcap > 0) {

@@ -10,7 +10,9 @@ namespace hfx::onnx_export::detail {
 
 inline int64_t rank_of(const Value* v) { return static_cast<int64_t>(v->type.shape.size()); }
 /// The node the context emitted last.
-inline onnx::NodeProto& last(LoweringContext& cx) { return *cx.proto().mutable_node(cx.proto().node_size() - 1); }
+inline onnx::NodeProto& last(LoweringContext& cx) {
+  return *cx.proto().mutable_node(cx.proto().node_size() - 1);
+}
 
 /// hfx.rms_norm: SimplifiedLayerNormalization (ort; Skip… when it follows a residual add), RMSNormalization
 /// (opset 23), else primitive ops.

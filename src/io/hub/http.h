@@ -22,7 +22,7 @@ struct HttpResponse {
   long status = 0;                             ///< 0 when the transfer failed before a status line
   std::map<std::string, std::string> headers;  ///< names lower-cased; the last response's headers
   std::string body;                            ///< when the request had no sink
-  int transport_error = 0;  ///< CURLcode; 0 = the transfer completed
+  int transport_error = 0;                     ///< CURLcode; 0 = the transfer completed
   std::string transport_message;
   std::string header(const std::string& lower_name) const;
 };

@@ -9,10 +9,10 @@
 #include <set>
 
 #include "export/dynamo/dynamo_exporter.h"
+#include "export/dynamo/dynamo_support.h"
 #include "export/dynamo/program.h"
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/torch_save.h"
-#include "export/dynamo/dynamo_support.h"
 #include "models/model_test_util.h"
 
 namespace hfx::dynamo {
@@ -77,8 +77,10 @@ TEST(DynamoZip, StreamedRecordMustMatchDeclaredSize) {
 TEST(DynamoTorchSave, SampleInputsRoundTrip) {
   Tensor ids = Tensor::from_ints({2, 3}, {1, 2, 3, 4, 5, 6});
   Tensor k = Tensor::from_floats({1, 2, 2}, {0.5f, -1.f, 2.f, 3.25f});
-  PyObj o = PyObj::tuple({PyObj::tuple({}), PyObj::dict({{"input_ids", PyObj::tensor(ids)},
-                                                        {"past_key_values", PyObj::list({PyObj::tuple({PyObj::tensor(k), PyObj::tensor(k)})})}})});
+  PyObj o = PyObj::tuple(
+      {PyObj::tuple({}), PyObj::dict({{"input_ids", PyObj::tensor(ids)},
+                                      {"past_key_values",
+                                       PyObj::list({PyObj::tuple({PyObj::tensor(k), PyObj::tensor(k)})})}})});
   std::string bytes = torch_save(o);
   auto recs = io::read_zip_index(bytes);
   std::set<std::string> names;
@@ -86,8 +88,9 @@ TEST(DynamoTorchSave, SampleInputsRoundTrip) {
     names.insert(r.name);
     EXPECT_EQ(r.data_offset % 64, 0u);
   }
-  EXPECT_TRUE(names.count("archive/data.pkl") && names.count("archive/version") && names.count("archive/byteorder") &&
-              names.count("archive/data/0") && names.count("archive/data/2"));
+  EXPECT_TRUE(names.count("archive/data.pkl") && names.count("archive/version") &&
+              names.count("archive/byteorder") && names.count("archive/data/0") &&
+              names.count("archive/data/2"));
   PyObj back = torch_load(bytes);
   ASSERT_EQ(back.kind, PyObj::Kind::Tuple);
   ASSERT_EQ(back.items.size(), 2u);
@@ -99,8 +102,9 @@ TEST(DynamoTorchSave, SampleInputsRoundTrip) {
 }
 
 TEST(DynamoProgram, TreespecStringsAsTorchWritesThem) {
-  EXPECT_EQ(output_treespec({"logits"}),
-            R"([1, {"type": "builtins.dict", "context": "[\"logits\"]", "children_spec": [{"type": null, "context": null, "children_spec": []}]}])");
+  EXPECT_EQ(
+      output_treespec({"logits"}),
+      R"([1, {"type": "builtins.dict", "context": "[\"logits\"]", "children_spec": [{"type": null, "context": null, "children_spec": []}]}])");
   std::string in = input_treespec({"input_ids", "past_key_values.0.key", "past_key_values.0.value"});
   auto j = json::parse(in);
   EXPECT_EQ(j[0], 1);
@@ -144,8 +148,8 @@ void collect_symbols(const std::string& expr, std::set<std::string>& out) {
 struct ArchiveFacts {
   json kw_keys, out_keys, symbols, range_constraints;
 };
-void check_archive(const Model& model, const Archive& ar, const std::string& component, const SchemaChecker& checker,
-                   ArchiveFacts& f) {
+void check_archive(const Model& model, const Archive& ar, const std::string& component,
+                   const SchemaChecker& checker, ArchiveFacts& f) {
   // ---- structure
   EXPECT_EQ(ar.root, component);
   for (const auto& [name, rec] : ar.records) {
@@ -197,7 +201,9 @@ void check_archive(const Model& model, const Archive& ar, const std::string& com
   // ---- node targets are real ATen overloads or sym ops
   for (const auto& n : graph["nodes"]) {
     std::string t = n["target"];
-    EXPECT_TRUE(t.rfind("torch.ops.aten.", 0) == 0 || t.rfind("_operator.", 0) == 0 || t.rfind("torch.sym_", 0) == 0) << t;
+    EXPECT_TRUE(t.rfind("torch.ops.aten.", 0) == 0 || t.rfind("_operator.", 0) == 0 ||
+                t.rfind("torch.sym_", 0) == 0)
+        << t;
     for (const auto& in : n["inputs"]) EXPECT_FALSE(in["name"].get<std::string>().empty()) << t;
   }
 
@@ -271,11 +277,14 @@ TEST_P(DynamoArch, PrefillAndDecodeArchives) {
     EXPECT_EQ(std::string(component) == "decode", f.kw_keys.back() == "past_key_values");
     EXPECT_EQ(f.out_keys, json({"logits", "past_key_values"}));
     for (auto& [torch_sym, hfx_sym] : f.symbols.items()) {
-      if (hfx_sym == "batch_size") EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
-      if (hfx_sym == "past_sequence_length") EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);  // decode: a past of >= 1
+      if (hfx_sym == "batch_size")
+        EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
+      if (hfx_sym == "past_sequence_length")
+        EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);  // decode: a past of >= 1
     }
   }
-  if (!std::getenv("HFX_DYNAMO_KEEP")) fs::remove_all(out);  // HFX_DYNAMO_KEEP=1 keeps the archives to inspect
+  if (!std::getenv("HFX_DYNAMO_KEEP"))
+    fs::remove_all(out);  // HFX_DYNAMO_KEEP=1 keeps the archives to inspect
 }
 
 // Encoder-decoder families: one archive per single-call program (encoder_model, decoder_model,
@@ -293,7 +302,8 @@ TEST_P(DynamoSeq2Seq, ComponentArchives) {
   fs::path out = fs::temp_directory_path() / ("hfx_dynamo_s2s_" + c.name + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
-  ExportResult r = make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
+  ExportResult r =
+      make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
   ASSERT_EQ(r.files.size(), 3u);
   SchemaChecker checker(kept_schema());
   for (const char* program : {"encoder_model", "decoder_model", "decoder_with_past_model"}) {
@@ -302,7 +312,8 @@ TEST_P(DynamoSeq2Seq, ComponentArchives) {
     ArchiveFacts f;
     check_archive(*model, ar, program, checker, f);
     if (HasFatalFailure()) return;
-    const bool encoder = std::string(program) == "encoder_model", past = std::string(program) == "decoder_with_past_model";
+    const bool encoder = std::string(program) == "encoder_model",
+               past = std::string(program) == "decoder_with_past_model";
     ComponentDecl decl = model->component(encoder ? "encoder" : "decoder");
     json want_in = json::array(), want_out = json::array();
     for (const InputDecl& d : decl.inputs)
@@ -311,8 +322,10 @@ TEST_P(DynamoSeq2Seq, ComponentArchives) {
     EXPECT_EQ(f.kw_keys, want_in);
     EXPECT_EQ(f.out_keys, want_out);
     for (auto& [torch_sym, hfx_sym] : f.symbols.items()) {
-      if (hfx_sym == "batch_size") EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
-      if (hfx_sym.get<std::string>().rfind("past_", 0) == 0) EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);
+      if (hfx_sym == "batch_size")
+        EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
+      if (hfx_sym.get<std::string>().rfind("past_", 0) == 0)
+        EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);
     }
   }
   EXPECT_FALSE(fs::exists(out / "decoder_model_merged.pt2"));
@@ -320,8 +333,10 @@ TEST_P(DynamoSeq2Seq, ComponentArchives) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoSeq2Seq,
-                         ::testing::Values(Seq2SeqCase{"t5", "t5", "tiny"}, Seq2SeqCase{"t5_gated", "t5", "tiny-gated"},
-                                           Seq2SeqCase{"bart", "bart", "tiny"}, Seq2SeqCase{"marian", "marian", "tiny"}),
+                         ::testing::Values(Seq2SeqCase{"t5", "t5", "tiny"},
+                                           Seq2SeqCase{"t5_gated", "t5", "tiny-gated"},
+                                           Seq2SeqCase{"bart", "bart", "tiny"},
+                                           Seq2SeqCase{"marian", "marian", "tiny"}),
                          [](const auto& i) { return i.param.name; });
 
 // Decoders with a KV cache (the archive's past_key_values list of (key, value) tuples); the flat conv/ssm
@@ -345,10 +360,12 @@ class DynamoEncoderArch : public ::testing::TestWithParam<std::pair<std::string,
 TEST_P(DynamoEncoderArch, ModelArchive) {
   const auto& [arch, head] = GetParam();
   auto model = tiny_encoder(arch, head);
-  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_enc_" + encoder_case_name({GetParam(), 0}) + "_" + std::to_string(::getpid()));
+  fs::path out = fs::temp_directory_path() /
+                 ("hfx_dynamo_enc_" + encoder_case_name({GetParam(), 0}) + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
-  ExportResult r = make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
+  ExportResult r =
+      make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
   ASSERT_EQ(r.files.size(), 1u);
   SchemaChecker checker(kept_schema());
   ArchiveFacts f;
@@ -358,11 +375,13 @@ TEST_P(DynamoEncoderArch, ModelArchive) {
   EXPECT_EQ(f.kw_keys, want_in);
   EXPECT_EQ(f.out_keys, json({head == "base" ? "last_hidden_state" : "logits"}));
   for (auto& [torch_sym, hfx_sym] : f.symbols.items())
-    if (hfx_sym == "batch_size") EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
+    if (hfx_sym == "batch_size")
+      EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
   fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Encoders, DynamoEncoderArch, ::testing::ValuesIn(encoder_arch_heads()), encoder_case_name);
+INSTANTIATE_TEST_SUITE_P(Encoders, DynamoEncoderArch, ::testing::ValuesIn(encoder_arch_heads()),
+                         encoder_case_name);
 
 }  // namespace
 }  // namespace hfx::dynamo

@@ -15,11 +15,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "io/zip.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/models/tiny.h"
+#include "io/zip.h"
 
 namespace hfx::dynamo::testing {
 
@@ -32,7 +32,8 @@ inline std::string slurp(const std::string& path) {
 
 /// A tiny model of `a` (any structure) with deterministic random weights (norm weights near the
 /// architecture's mean).
-inline std::unique_ptr<Model> tiny_any_model(const Architecture& a, const std::string& preset = "tiny", uint64_t seed = 1) {
+inline std::unique_ptr<Model> tiny_any_model(const Architecture& a, const std::string& preset = "tiny",
+                                             uint64_t seed = 1) {
   json cfg = a.tiny_config(preset);
   ModelConfig mc = a.parse_config(cfg);
   std::map<std::string, Tensor> w;
@@ -57,11 +58,13 @@ inline std::unique_ptr<CausalLM> tiny_model(const Architecture& a, uint64_t seed
 }
 
 /// An encoder-only model as `hfx create-tiny ARCH --head HEAD` makes it, in memory.
-inline std::unique_ptr<Model> tiny_encoder(const std::string& arch, const std::string& head, uint64_t seed = 1) {
+inline std::unique_ptr<Model> tiny_encoder(const std::string& arch, const std::string& head,
+                                           uint64_t seed = 1) {
   TinyOptions o;
   o.head = head;
   json cfg = tiny_model_config(arch, o);
-  return make_model(cfg, io::WeightStore::from_tensors(tiny_weights(parse_model_config(cfg), DType::F32, seed)));
+  return make_model(cfg,
+                    io::WeightStore::from_tensors(tiny_weights(parse_model_config(cfg), DType::F32, seed)));
 }
 
 /// (model_type, head) of every encoder-only architecture (the ones with a masked_lm head).
@@ -109,21 +112,26 @@ struct Archive {
 class SchemaChecker {
  public:
   explicit SchemaChecker(json schema) : s_(std::move(schema)) {}
-  void check(const json& v, const std::string& type, const std::string& path, std::vector<std::string>& errs) const {
+  void check(const json& v, const std::string& type, const std::string& path,
+             std::vector<std::string>& errs) const {
     auto err = [&](const std::string& m) { errs.push_back(path + ": " + m); };
-    auto inner = [&](const std::string& pre) { return type.substr(pre.size(), type.size() - pre.size() - 1); };
+    auto inner = [&](const std::string& pre) {
+      return type.substr(pre.size(), type.size() - pre.size() - 1);
+    };
     if (type.rfind("Optional[", 0) == 0) {
       if (!v.is_null()) check(v, inner("Optional["), path, errs);
       return;
     }
     if (type.rfind("List[", 0) == 0) {
       if (!v.is_array()) return err("expected a list, got " + v.dump().substr(0, 80));
-      for (size_t i = 0; i < v.size(); i++) check(v[i], inner("List["), path + "[" + std::to_string(i) + "]", errs);
+      for (size_t i = 0; i < v.size(); i++)
+        check(v[i], inner("List["), path + "[" + std::to_string(i) + "]", errs);
       return;
     }
     if (type.rfind("Dict[str, ", 0) == 0) {
       if (!v.is_object()) return err("expected a dict, got " + v.dump().substr(0, 80));
-      for (auto it = v.begin(); it != v.end(); ++it) check(it.value(), inner("Dict[str, "), path + "." + it.key(), errs);
+      for (auto it = v.begin(); it != v.end(); ++it)
+        check(it.value(), inner("Dict[str, "), path + "." + it.key(), errs);
       return;
     }
     if (type == "str") {
@@ -139,7 +147,8 @@ class SchemaChecker {
       return;
     }
     if (type == "float") {
-      if (!(v.is_number() || (v.is_string() && (v == "Infinity" || v == "-Infinity")))) err("expected float, got " + v.dump());
+      if (!(v.is_number() || (v.is_string() && (v == "Infinity" || v == "-Infinity"))))
+        err("expected float, got " + v.dump());
       return;
     }
     if (s_["enums"].contains(type)) {
@@ -152,24 +161,29 @@ class SchemaChecker {
     if (!is_union && !s_["structs"].contains(type)) return err("unknown schema type " + type);
     const json& fields = is_union ? s_["unions"][type] : s_["structs"][type];
     if (!v.is_object()) return err("expected a " + type + " object, got " + v.dump().substr(0, 80));
-    if (is_union && v.size() != 1) err("expected exactly one field of union " + type + ", got " + std::to_string(v.size()));
+    if (is_union && v.size() != 1)
+      err("expected exactly one field of union " + type + ", got " + std::to_string(v.size()));
     for (auto it = v.begin(); it != v.end(); ++it) {
       if (!fields.contains(it.key())) {
         err("unknown field '" + it.key() + "' of " + type);
         continue;
       }
-      if (!fields[it.key()]["emit"].get<bool>()) err("field '" + it.key() + "' of " + type + " is newer than the emitted schema version");
+      if (!fields[it.key()]["emit"].get<bool>())
+        err("field '" + it.key() + "' of " + type + " is newer than the emitted schema version");
       check(it.value(), fields[it.key()]["type"], path + "." + it.key(), errs);
     }
     if (!is_union)
       for (auto& [name, f] : fields.items())
-        if (f["required"].get<bool>() && !v.contains(name)) err("missing required field '" + name + "' of " + type);
+        if (f["required"].get<bool>() && !v.contains(name))
+          err("missing required field '" + name + "' of " + type);
   }
 
  private:
   json s_;
 };
 
-inline json kept_schema() { return json::parse(slurp(std::string(HFX_TEST_DATA) + "/dynamo/schema_v8.json")); }
+inline json kept_schema() {
+  return json::parse(slurp(std::string(HFX_TEST_DATA) + "/dynamo/schema_v8.json"));
+}
 
 }  // namespace hfx::dynamo::testing

@@ -7,12 +7,12 @@
 #include <functional>
 
 #include "export/dynamo/dynamo_exporter.h"
+#include "export/dynamo/dynamo_support.h"
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/torch_save.h"
-#include "export/dynamo/dynamo_support.h"
-#include "models/model_test_util.h"
 #include "hfx/ops/builder.h"
 #include "hfx/ops/op_schema.h"
+#include "models/model_test_util.h"
 #include "verify/verify_internal.h"
 
 namespace hfx::dynamo {
@@ -23,14 +23,22 @@ namespace fs = std::filesystem;
 
 DType dtype_of(int st) {
   switch (st) {
-    case 1: return DType::U8;
-    case 2: return DType::I8;
-    case 4: return DType::I32;
-    case 5: return DType::I64;
-    case 6: return DType::F16;
-    case 7: return DType::F32;
-    case 12: return DType::Bool;
-    case 13: return DType::BF16;
+    case 1:
+      return DType::U8;
+    case 2:
+      return DType::I8;
+    case 4:
+      return DType::I32;
+    case 5:
+      return DType::I64;
+    case 6:
+      return DType::F16;
+    case 7:
+      return DType::F32;
+    case 12:
+      return DType::Bool;
+    case 13:
+      return DType::BF16;
   }
   HFX_THROW("test", "expected a known ScalarType, got {}", st);
 }
@@ -41,7 +49,9 @@ class Interpreter {
   std::map<std::string, int64_t> ints;
 
   double as_double(const json& a) {
-    const json& v = a.contains("as_float") ? a["as_float"] : a.contains("as_int") ? a["as_int"] : a["as_bool"];
+    const json& v = a.contains("as_float") ? a["as_float"]
+                    : a.contains("as_int") ? a["as_int"]
+                                           : a["as_bool"];
     if (v.is_string()) return v == "Infinity" ? INFINITY : -INFINITY;
     if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
     return v.get<double>();
@@ -84,7 +94,8 @@ class Interpreter {
     auto sym_out = [&](int64_t v) { ints[n["outputs"][0]["as_sym_int"]["as_name"]] = v; };
     auto bool_out = [&](bool v) { ints[n["outputs"][0]["as_sym_bool"]["as_name"]] = v; };
     // ---- symbolic ints
-    if (t == "torch.ops.aten.sym_size.int") return sym_out(tensor(a["self"]).size(a["dim"]["as_int"].get<int64_t>()));
+    if (t == "torch.ops.aten.sym_size.int")
+      return sym_out(tensor(a["self"]).size(a["dim"]["as_int"].get<int64_t>()));
     if (t == "_operator.add") return sym_out(as_int(a["a"]) + as_int(a["b"]));
     if (t == "_operator.sub") return sym_out(as_int(a["a"]) - as_int(a["b"]));
     if (t == "_operator.mul") return sym_out(as_int(a["a"]) * as_int(a["b"]));
@@ -102,7 +113,8 @@ class Interpreter {
     if (t == "_operator.le") return bool_out(as_int(a["a"]) <= as_int(a["b"]));
     if (t == "_operator.eq") return bool_out(as_int(a["a"]) == as_int(a["b"]));
     if (t == "torch.ops.aten._assert_scalar.default") {
-      if (!ints.at(a["self"]["as_sym_bool"]["as_name"])) HFX_THROW("test", "{}", a["assert_msg"]["as_string"].get<std::string>());
+      if (!ints.at(a["self"]["as_sym_bool"]["as_name"]))
+        HFX_THROW("test", "{}", a["assert_msg"]["as_string"].get<std::string>());
       return;
     }
     // ---- tensors: back to hfx ops
@@ -115,33 +127,46 @@ class Interpreter {
       return call(base + ".Scalar", {tensor(a["self"])}, Attrs{{"other", as_double(a["other"])}}, n);
     if (overload == "Tensor" && a.count("other") && a.count("self") && base != "aten.slice")
       return call(aten, {tensor(a["self"]), tensor(a["other"])}, {}, n);
-    if (aten == "aten.pow.Tensor_Scalar") return call(aten, {tensor(a["self"])}, Attrs{{"exponent", as_double(a["exponent"])}}, n);
-    if (aten == "aten.where.self") return call(aten, {tensor(a["condition"]), tensor(a["self"]), tensor(a["other"])}, {}, n);
-    if (aten == "aten.mm.default" || aten == "aten.bmm.default") return call(base, {tensor(a["self"]), tensor(a["mat2"])}, {}, n);
+    if (aten == "aten.pow.Tensor_Scalar")
+      return call(aten, {tensor(a["self"])}, Attrs{{"exponent", as_double(a["exponent"])}}, n);
+    if (aten == "aten.where.self")
+      return call(aten, {tensor(a["condition"]), tensor(a["self"]), tensor(a["other"])}, {}, n);
+    if (aten == "aten.mm.default" || aten == "aten.bmm.default")
+      return call(base, {tensor(a["self"]), tensor(a["mat2"])}, {}, n);
     if (aten == "aten.linear.default") {
       std::vector<Tensor> in{tensor(a["input"]), tensor(a["weight"])};
       if (opt("bias")) in.push_back(tensor(a["bias"]));
       return call("aten.linear", in, {}, n);
     }
     if (aten == "aten.gelu.default")
-      return call("aten.gelu", {tensor(a["self"])}, Attrs{{"approximate", a.count("approximate") ? a["approximate"]["as_string"].get<std::string>() : "none"}}, n);
+      return call("aten.gelu", {tensor(a["self"])},
+                  Attrs{{"approximate",
+                         a.count("approximate") ? a["approximate"]["as_string"].get<std::string>() : "none"}},
+                  n);
     if (aten == "aten.sum.dim_IntList" || aten == "aten.mean.dim" || aten == "aten.amax.default")
-      return call(aten == "aten.amax.default" ? "aten.amax" : aten, {tensor(a["self"])}, Attrs{{"dim", as_ints(a["dim"])}, {"keepdim", kw_bool("keepdim", false)}}, n);
+      return call(aten == "aten.amax.default" ? "aten.amax" : aten, {tensor(a["self"])},
+                  Attrs{{"dim", as_ints(a["dim"])}, {"keepdim", kw_bool("keepdim", false)}}, n);
     if (aten == "aten.argmax.default")
-      return call("aten.argmax", {tensor(a["self"])}, Attrs{{"dim", as_int(a["dim"])}, {"keepdim", kw_bool("keepdim", false)}}, n);
-    if (aten == "aten.cumsum.default" || aten == "aten._softmax.default" || aten == "aten._log_softmax.default" ||
-        aten == "aten.unsqueeze.default" || aten == "aten.squeeze.dim")
-      return call(aten == "aten.squeeze.dim" ? aten : base, {tensor(a["self"])}, Attrs{{"dim", as_int(a["dim"])}}, n);
+      return call("aten.argmax", {tensor(a["self"])},
+                  Attrs{{"dim", as_int(a["dim"])}, {"keepdim", kw_bool("keepdim", false)}}, n);
+    if (aten == "aten.cumsum.default" || aten == "aten._softmax.default" ||
+        aten == "aten._log_softmax.default" || aten == "aten.unsqueeze.default" || aten == "aten.squeeze.dim")
+      return call(aten == "aten.squeeze.dim" ? aten : base, {tensor(a["self"])},
+                  Attrs{{"dim", as_int(a["dim"])}}, n);
     if (aten == "aten.layer_norm.default") {
       std::vector<Tensor> in{tensor(a["input"])};
       in.push_back(opt("weight") ? tensor(a["weight"]) : Tensor());
       in.push_back(opt("bias") ? tensor(a["bias"]) : Tensor());
       return call("aten.layer_norm", in, Attrs{{"eps", as_double(a["eps"])}}, n);
     }
-    if (aten == "aten.embedding.default") return call("aten.embedding", {tensor(a["weight"]), tensor(a["indices"])}, {}, n);
-    if (aten == "aten.index_select.default") return call("aten.index_select", {tensor(a["self"]), tensor(a["index"])}, Attrs{{"dim", as_int(a["dim"])}}, n);
+    if (aten == "aten.embedding.default")
+      return call("aten.embedding", {tensor(a["weight"]), tensor(a["indices"])}, {}, n);
+    if (aten == "aten.index_select.default")
+      return call("aten.index_select", {tensor(a["self"]), tensor(a["index"])},
+                  Attrs{{"dim", as_int(a["dim"])}}, n);
     if (aten == "aten.index_copy.default")
-      return call("aten.index_copy", {tensor(a["self"]), tensor(a["index"]), tensor(a["source"])}, Attrs{{"dim", as_int(a["dim"])}}, n);
+      return call("aten.index_copy", {tensor(a["self"]), tensor(a["index"]), tensor(a["source"])},
+                  Attrs{{"dim", as_int(a["dim"])}}, n);
     if (aten == "aten.cat.default") {
       std::vector<Tensor> in;
       for (const auto& x : a["tensors"]["as_tensors"]) in.push_back(tensors.at(x["name"]));
@@ -151,26 +176,48 @@ class Interpreter {
       int64_t end = as_int(a["end"]);
       if (end == INT64_MAX) end = SymRange::kInf;
       return call(aten, {tensor(a["self"])},
-                  Attrs{{"dim", as_int(a["dim"])}, {"start", as_int(a["start"])}, {"end", end}, {"step", as_int(a["step"])}}, n);
+                  Attrs{{"dim", as_int(a["dim"])},
+                        {"start", as_int(a["start"])},
+                        {"end", end},
+                        {"step", as_int(a["step"])}},
+                  n);
     }
-    if (aten == "aten.view.default") return call("aten.view", {tensor(a["self"])}, Attrs{{"size", as_ints(a["size"])}}, n);
-    if (aten == "aten.reshape.default") return call("aten.view", {tensor(a["self"])}, Attrs{{"size", as_ints(a["shape"])}}, n);
-    if (aten == "aten.permute.default") return call("aten.permute", {tensor(a["self"])}, Attrs{{"dims", as_ints(a["dims"])}}, n);
-    if (aten == "aten.expand.default") return call("aten.expand", {tensor(a["self"])}, Attrs{{"size", as_ints(a["size"])}}, n);
+    if (aten == "aten.view.default")
+      return call("aten.view", {tensor(a["self"])}, Attrs{{"size", as_ints(a["size"])}}, n);
+    if (aten == "aten.reshape.default")
+      return call("aten.view", {tensor(a["self"])}, Attrs{{"size", as_ints(a["shape"])}}, n);
+    if (aten == "aten.permute.default")
+      return call("aten.permute", {tensor(a["self"])}, Attrs{{"dims", as_ints(a["dims"])}}, n);
+    if (aten == "aten.expand.default")
+      return call("aten.expand", {tensor(a["self"])}, Attrs{{"size", as_ints(a["size"])}}, n);
     if (aten == "aten._to_copy.default")
-      return call("aten._to_copy", {tensor(a["self"])}, Attrs{{"dtype", dtype_of(a["dtype"]["as_scalar_type"])}}, n);
+      return call("aten._to_copy", {tensor(a["self"])},
+                  Attrs{{"dtype", dtype_of(a["dtype"]["as_scalar_type"])}}, n);
     if (aten == "aten.arange.start")
-      return call(aten, {}, Attrs{{"start", as_int(a["start"])}, {"end", as_int(a["end"])}, {"dtype", dtype_of(a["dtype"]["as_scalar_type"])}}, n);
+      return call(aten, {},
+                  Attrs{{"start", as_int(a["start"])},
+                        {"end", as_int(a["end"])},
+                        {"dtype", dtype_of(a["dtype"]["as_scalar_type"])}},
+                  n);
     if (aten == "aten.full.default")
-      return call("aten.full", {}, Attrs{{"size", as_ints(a["size"])}, {"value", as_double(a["fill_value"])}, {"dtype", dtype_of(a["dtype"]["as_scalar_type"])}}, n);
-    if (aten == "aten.rms_norm.default") return call("hfx.rms_norm", {tensor(a["input"]), tensor(a["weight"])}, Attrs{{"eps", as_double(a["eps"])}}, n);
+      return call("aten.full", {},
+                  Attrs{{"size", as_ints(a["size"])},
+                        {"value", as_double(a["fill_value"])},
+                        {"dtype", dtype_of(a["dtype"]["as_scalar_type"])}},
+                  n);
+    if (aten == "aten.rms_norm.default")
+      return call("hfx.rms_norm", {tensor(a["input"]), tensor(a["weight"])},
+                  Attrs{{"eps", as_double(a["eps"])}}, n);
     if (aten == "aten.scaled_dot_product_attention.default") {
       std::vector<Tensor> in{tensor(a["query"]), tensor(a["key"]), tensor(a["value"])};
       if (opt("attn_mask")) in.push_back(tensor(a["attn_mask"]));
-      return call("hfx.sdpa", in, Attrs{{"scale", as_double(a["scale"])}, {"causal", kw_bool("is_causal", false)}}, n);
+      return call("hfx.sdpa", in,
+                  Attrs{{"scale", as_double(a["scale"])}, {"causal", kw_bool("is_causal", false)}}, n);
     }
-    if (overload == "default" && a.size() == 1 && a.count("self")) return call(base, {tensor(a["self"])}, {}, n);  // unary
-    if (overload == "default" && a.count("self") && a.count("other")) return call(base, {tensor(a["self"]), tensor(a["other"])}, {}, n);
+    if (overload == "default" && a.size() == 1 && a.count("self"))
+      return call(base, {tensor(a["self"])}, {}, n);  // unary
+    if (overload == "default" && a.count("self") && a.count("other"))
+      return call(base, {tensor(a["self"]), tensor(a["other"])}, {}, n);
     HFX_THROW("test", "expected a target the interpreter knows, got {}", t);
   }
 };
@@ -189,13 +236,15 @@ double max_diff(const Tensor& a, const Tensor& b) {
   EXPECT_EQ(a.shape(), b.shape());
   auto x = a.to_floats(), y = b.to_floats();
   double m = 0;
-  for (size_t i = 0; i < std::min(x.size(), y.size()); i++) m = std::max(m, static_cast<double>(std::fabs(x[i] - y[i])));
+  for (size_t i = 0; i < std::min(x.size(), y.size()); i++)
+    m = std::max(m, static_cast<double>(std::fabs(x[i] - y[i])));
   return m;
 }
 
 // Runs `component`.pt2 of the export in `out` on its sample inputs and the eager model on the same ones:
 // the max abs difference of the logits and of the worst present key/value.
-std::pair<double, double> interpret_against_eager(const CausalLM& model, const fs::path& out, const char* component) {
+std::pair<double, double> interpret_against_eager(const CausalLM& model, const fs::path& out,
+                                                  const char* component) {
   Archive ar = Archive::open((out / (std::string(component) + ".pt2")).string());
   json ep = ar.read_json("models/model.json");
   const json& graph = ep["graph_module"]["graph"];
@@ -206,7 +255,8 @@ std::pair<double, double> interpret_against_eager(const CausalLM& model, const f
   PyObj samples = torch_load(ar.read(sample_inputs_path("model")));
   std::vector<Tensor> flat;
   for (const auto& [k, v] : samples.items[1].entries) {
-    if (v.kind == PyObj::Kind::Tensor) flat.push_back(v.t);
+    if (v.kind == PyObj::Kind::Tensor)
+      flat.push_back(v.t);
     else
       for (const auto& layer : v.items)
         for (const auto& leaf : layer.items) flat.push_back(leaf.t);
@@ -215,10 +265,15 @@ std::pair<double, double> interpret_against_eager(const CausalLM& model, const f
   const auto& specs = ep["graph_module"]["signature"]["input_specs"];
   for (size_t i = 0; i < specs.size(); i++) {
     std::string name = graph["inputs"][i]["as_tensor"]["name"];
-    if (specs[i].contains("parameter")) it.tensors[name] = read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
+    if (specs[i].contains("parameter"))
+      it.tensors[name] =
+          read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
     else if (specs[i].contains("tensor_constant"))
-      it.tensors[name] = read_payload(ar, "data/constants/", ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
-    else it.tensors[name] = flat.at(user++);
+      it.tensors[name] =
+          read_payload(ar, "data/constants/",
+                       ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
+    else
+      it.tensors[name] = flat.at(user++);
   }
   EXPECT_EQ(user, flat.size());
   it.run(graph);
@@ -235,7 +290,8 @@ std::pair<double, double> interpret_against_eager(const CausalLM& model, const f
   DynamicCache cache(model.cache_layout());
   for (const auto& [k, v] : samples.items[1].entries)
     if (k == "past_key_values")
-      for (size_t l = 0; l < v.items.size(); l++) cache.set_past(static_cast<int>(l), b.wrap(v.items[l].items[0].t), b.wrap(v.items[l].items[1].t));
+      for (size_t l = 0; l < v.items.size(); l++)
+        cache.set_past(static_cast<int>(l), b.wrap(v.items[l].items[0].t), b.wrap(v.items[l].items[1].t));
   args.cache = &cache;
   ForwardOut fo = model.forward(b, args);
 
@@ -256,7 +312,8 @@ class DynamoInterpret : public ::testing::TestWithParam<std::string> {};
 TEST_P(DynamoInterpret, WrittenProgramMatchesEager) {
   const Architecture& arch = architecture(GetParam());
   auto model = tiny_model(arch);
-  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_" + GetParam() + "_" + std::to_string(::getpid()));
+  fs::path out =
+      fs::temp_directory_path() / ("hfx_dynamo_interp_" + GetParam() + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
   make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
@@ -277,7 +334,8 @@ class DynamoInterpretSeq2Seq : public ::testing::TestWithParam<std::pair<std::st
 TEST_P(DynamoInterpretSeq2Seq, WrittenProgramsMatchEagerComponents) {
   const auto& [arch, preset] = GetParam();
   auto model = tiny_any_model(architecture(arch), preset);
-  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_s2s_" + arch + preset + "_" + std::to_string(::getpid()));
+  fs::path out = fs::temp_directory_path() /
+                 ("hfx_dynamo_interp_s2s_" + arch + preset + "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
   make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
@@ -302,10 +360,15 @@ TEST_P(DynamoInterpretSeq2Seq, WrittenProgramsMatchEagerComponents) {
     const auto& specs = ep["graph_module"]["signature"]["input_specs"];
     for (size_t i = 0; i < specs.size(); i++) {
       std::string name = graph["inputs"][i]["as_tensor"]["name"];
-      if (specs[i].contains("parameter")) it.tensors[name] = read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
+      if (specs[i].contains("parameter"))
+        it.tensors[name] = read_payload(ar, "data/weights/",
+                                        wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
       else if (specs[i].contains("tensor_constant"))
-        it.tensors[name] = read_payload(ar, "data/constants/", ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
-      else it.tensors[name] = flat.at(user++);
+        it.tensors[name] =
+            read_payload(ar, "data/constants/",
+                         ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
+      else
+        it.tensors[name] = flat.at(user++);
     }
     ASSERT_EQ(user, flat.size());
     it.run(graph);
@@ -322,9 +385,13 @@ TEST_P(DynamoInterpretSeq2Seq, WrittenProgramsMatchEagerComponents) {
 }
 
 INSTANTIATE_TEST_SUITE_P(EncoderDecoder, DynamoInterpretSeq2Seq,
-                         ::testing::Values(std::pair<std::string, std::string>{"t5", "tiny"}, std::pair<std::string, std::string>{"t5", "tiny-gated"},
-                                           std::pair<std::string, std::string>{"bart", "tiny"}, std::pair<std::string, std::string>{"marian", "tiny"}),
-                         [](const auto& i) { return i.param.first + (i.param.second == "tiny" ? "" : "_gated"); });
+                         ::testing::Values(std::pair<std::string, std::string>{"t5", "tiny"},
+                                           std::pair<std::string, std::string>{"t5", "tiny-gated"},
+                                           std::pair<std::string, std::string>{"bart", "tiny"},
+                                           std::pair<std::string, std::string>{"marian", "tiny"}),
+                         [](const auto& i) {
+                           return i.param.first + (i.param.second == "tiny" ? "" : "_gated");
+                         });
 
 // Decoders with a KV cache (past_key_values as a list of (key, value) tuples); the flat leaves of
 // state-space and hybrid decoders are checked by DynamoInterpretStateLeaves below.
@@ -390,10 +457,15 @@ TEST_P(DynamoInterpretStateLeaves, WrittenProgramsMatchEagerComponent) {
     const auto& specs = ep["graph_module"]["signature"]["input_specs"];
     for (size_t i = 0; i < specs.size(); i++) {
       std::string name = graph["inputs"][i]["as_tensor"]["name"];
-      if (specs[i].contains("parameter")) it.tensors[name] = read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
+      if (specs[i].contains("parameter"))
+        it.tensors[name] = read_payload(ar, "data/weights/",
+                                        wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
       else if (specs[i].contains("tensor_constant"))
-        it.tensors[name] = read_payload(ar, "data/constants/", ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
-      else it.tensors[name] = flat.at(user++);
+        it.tensors[name] =
+            read_payload(ar, "data/constants/",
+                         ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
+      else
+        it.tensors[name] = flat.at(user++);
     }
     ASSERT_EQ(user, flat.size());
     // The treespecs a torch consumer unflattens with hold exactly the program's user inputs / outputs.
@@ -431,7 +503,8 @@ TEST(DynamoDtype, HalfWeightsAreStoredHalfAndMatchEagerWithinTheirTolerance) {
   auto model = tiny_model(architecture("llama"));
   for (auto [name, st] : {std::pair{"f16", 6}, std::pair{"bf16", 13}}) {
     SCOPED_TRACE(name);
-    fs::path out = fs::temp_directory_path() / (std::string("hfx_dynamo_dtype_") + name + "_" + std::to_string(::getpid()));
+    fs::path out = fs::temp_directory_path() /
+                   (std::string("hfx_dynamo_dtype_") + name + "_" + std::to_string(::getpid()));
     fs::remove_all(out);
     DynamoConfig cfg;
     cfg.dtype = name;
@@ -443,10 +516,12 @@ TEST(DynamoDtype, HalfWeightsAreStoredHalfAndMatchEagerWithinTheirTolerance) {
     const verify::detail::Tolerance tol = verify::detail::tolerance_for(name, DType::F32);
     for (const char* component : {"prefill", "decode"}) {
       auto [logits, kv] = interpret_against_eager(*model, out, component);
-      std::printf("[measured] dynamo %s %s: logits max abs %.3g, present max abs %.3g\n", name, component, logits, kv);
+      std::printf("[measured] dynamo %s %s: logits max abs %.3g, present max abs %.3g\n", name, component,
+                  logits, kv);
       EXPECT_LE(logits, tol.logits_abs) << component;
       EXPECT_LE(kv, tol.kv_abs) << component;
-      EXPECT_GT(logits, 0) << component << ": rounded weights must change the logits (else the dtype did nothing)";
+      EXPECT_GT(logits, 0) << component
+                           << ": rounded weights must change the logits (else the dtype did nothing)";
     }
     fs::remove_all(out);
   }
@@ -459,7 +534,8 @@ class DynamoInterpretEncoder : public ::testing::TestWithParam<std::pair<std::st
 TEST_P(DynamoInterpretEncoder, WrittenProgramMatchesEager) {
   const auto& [arch, head] = GetParam();
   auto model = tiny_encoder(arch, head);
-  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_enc_" + encoder_case_name({GetParam(), 0}) + "_" + std::to_string(::getpid()));
+  fs::path out = fs::temp_directory_path() / ("hfx_dynamo_interp_enc_" + encoder_case_name({GetParam(), 0}) +
+                                              "_" + std::to_string(::getpid()));
   fs::remove_all(out);
   DynamoConfig cfg;
   make_dynamo_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &cfg}}, out.string());
@@ -481,10 +557,15 @@ TEST_P(DynamoInterpretEncoder, WrittenProgramMatchesEager) {
   const auto& specs = ep["graph_module"]["signature"]["input_specs"];
   for (size_t i = 0; i < specs.size(); i++) {
     std::string name = graph["inputs"][i]["as_tensor"]["name"];
-    if (specs[i].contains("parameter")) it.tensors[name] = read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
+    if (specs[i].contains("parameter"))
+      it.tensors[name] =
+          read_payload(ar, "data/weights/", wcfg[specs[i]["parameter"]["parameter_name"].get<std::string>()]);
     else if (specs[i].contains("tensor_constant"))
-      it.tensors[name] = read_payload(ar, "data/constants/", ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
-    else it.tensors[name] = flat.at(user++);
+      it.tensors[name] =
+          read_payload(ar, "data/constants/",
+                       ccfg[specs[i]["tensor_constant"]["tensor_constant_name"].get<std::string>()]);
+    else
+      it.tensors[name] = flat.at(user++);
   }
   ASSERT_EQ(user, flat.size());
   it.run(graph);
@@ -496,7 +577,8 @@ TEST_P(DynamoInterpretEncoder, WrittenProgramMatchesEager) {
   fs::remove_all(out);
 }
 
-INSTANTIATE_TEST_SUITE_P(Encoders, DynamoInterpretEncoder, ::testing::ValuesIn(encoder_arch_heads()), encoder_case_name);
+INSTANTIATE_TEST_SUITE_P(Encoders, DynamoInterpretEncoder, ::testing::ValuesIn(encoder_arch_heads()),
+                         encoder_case_name);
 
 }  // namespace
 }  // namespace hfx::dynamo

@@ -16,7 +16,6 @@
 #include "export/executorch/executorch_exporter.h"
 #include "export/executorch/pte_writer.h"
 #include "export/executorch/static_cache.h"
-#include "models/model_test_util.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
@@ -24,8 +23,8 @@
 #include "hfx/ops/functional.h"
 #include "hfx/ops/op_schema.h"
 #include "hfx_gen/program_generated.h"
-#include "verify/pte_reader.h"
 #include "models/model_test_util.h"
+#include "verify/pte_reader.h"
 
 namespace hfx {
 namespace {
@@ -68,8 +67,8 @@ nlohmann::json flatc_json(const std::vector<uint8_t>& bytes, const std::string& 
     f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   }
   std::string schema = std::string(HFX_SOURCE_DIR) + "/src/export/executorch/program.fbs";
-  std::string cmd = "flatc --json --strict-json --raw-binary --defaults-json -o " + d.string() + " " + schema + " -- " + pte.string() +
-                    " 2>&1";
+  std::string cmd = "flatc --json --strict-json --raw-binary --defaults-json -o " + d.string() + " " +
+                    schema + " -- " + pte.string() + " 2>&1";
   int rc = std::system(cmd.c_str());
   EXPECT_EQ(rc, 0) << cmd;
   std::ifstream j(d / "model.json");
@@ -96,7 +95,8 @@ Tensor randn(const Shape& s, uint64_t seed, float stddev = 1.0f, float mean = 0.
 }
 
 Tensor ids(const std::vector<int64_t>& v, bool batch = true) {
-  return Tensor::from_ints(batch ? Shape{1, static_cast<int64_t>(v.size())} : Shape{static_cast<int64_t>(v.size())}, v);
+  return Tensor::from_ints(
+      batch ? Shape{1, static_cast<int64_t>(v.size())} : Shape{static_cast<int64_t>(v.size())}, v);
 }
 
 // ---------------------------------------------------------------- hand-built graph
@@ -107,15 +107,15 @@ struct BodyOut {
 };
 BodyOut body(Builder& b, const Var& x, const Var& pos, const Var& buf, const Var& w, const Var& bias) {
   Sym S = x.size(1);
-  Var h = F::linear(x, w, bias);                       // [1, S, 6]
-  h = F::pow(F::silu(h), 2.0);                         // node fixes: silu, pow
-  Var z = F::softmax(h, -1);                           // [1, S, 6]
-  Var r = F::reshape(z, {S, Sym(6)});                  // symbolic view
-  Var t = F::slice(r, 1, 0, 4);                        // [S, 4]
+  Var h = F::linear(x, w, bias);       // [1, S, 6]
+  h = F::pow(F::silu(h), 2.0);         // node fixes: silu, pow
+  Var z = F::softmax(h, -1);           // [1, S, 6]
+  Var r = F::reshape(z, {S, Sym(6)});  // symbolic view
+  Var t = F::slice(r, 1, 0, 4);        // [S, 4]
   Var u = F::expand(F::unsqueeze(F::unsqueeze(t, 0), 0), {Sym(1), Sym(2), S, Sym(4)});
-  Var nb = F::index_copy(buf, 2, pos, u);              // buffer [1, 2, 16, 4] written at pos
+  Var nb = F::index_copy(buf, 2, pos, u);                               // buffer [1, 2, 16, 4] written at pos
   Var att = F::matmul(F::slice(nb, 2, 0, S), F::transpose(u, -1, -2));  // [1, 2, S, S]
-  Var whole = F::sum(F::mul(nb, 0.5), {3}, false);     // [1, 2, 16]: reads earlier calls' state
+  Var whole = F::sum(F::mul(nb, 0.5), {3}, false);  // [1, 2, 16]: reads earlier calls' state
   Var y = F::add(F::mean(att, {-1}, false), F::slice(whole, 2, 0, S));  // [1, 2, S]
   y = F::cat({y, F::where(F::gt(y, F::full(b, {}, 1.0)), y, F::neg(y))}, -1);
   return {y, nb};
@@ -211,7 +211,8 @@ TEST(ExecutorchPte, FlatcDecodesTheDocumentedStructure) {
   EXPECT_EQ(fwd["outputs"].size(), 1u);
   std::set<std::string> ops;
   for (const auto& o : fwd["operators"]) {
-    std::string n = o["name"].get<std::string>() + (o["overload"].get<std::string>().empty() ? "" : "." + o["overload"].get<std::string>());
+    std::string n = o["name"].get<std::string>() +
+                    (o["overload"].get<std::string>().empty() ? "" : "." + o["overload"].get<std::string>());
     EXPECT_TRUE(ops.insert(n).second) << n << " listed twice";
   }
   EXPECT_TRUE(ops.count("aten::mm.out"));
@@ -297,7 +298,8 @@ std::unique_ptr<CausalLM> tiny_model(const Architecture& a) {
     bool norm = shape.size() == 1 && name.find(".bias") == std::string::npos &&
                 (name.find("norm") != std::string::npos || name.find("ln_") != std::string::npos);
     bool bias = shape.size() == 1 && !norm;
-    w[name] = norm ? randn(shape, seed++, 0.1f, static_cast<float>(a.tiny_norm_mean)) : randn(shape, seed++, bias ? 0.05f : 0.08f);
+    w[name] = norm ? randn(shape, seed++, 0.1f, static_cast<float>(a.tiny_norm_mean))
+                   : randn(shape, seed++, bias ? 0.05f : 0.08f);
   }
   return make_causal_lm(cj, io::WeightStore::from_tensors(std::move(w)));
 }
@@ -319,8 +321,8 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
   nlohmann::json j = flatc_json(p.pte.bytes, GetParam());
   std::set<std::string> methods;
   for (const auto& ep : j["execution_plan"]) methods.insert(ep["name"]);
-  for (const char* m : {"forward", "get_max_seq_len", "get_max_context_len", "get_vocab_size", "get_n_layers", "get_bos_id",
-                        "get_eos_ids", "use_kv_cache", "enable_dynamic_shape"})
+  for (const char* m : {"forward", "get_max_seq_len", "get_max_context_len", "get_vocab_size", "get_n_layers",
+                        "get_bos_id", "get_eos_ids", "use_kv_cache", "enable_dynamic_shape"})
     EXPECT_TRUE(methods.count(m)) << m;
 
   auto prog = verify::PteProgram::load_bytes(p.pte.bytes);
@@ -363,8 +365,8 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
   RecordProperty("max_abs_diff", std::to_string(worst));
 }
 
-// Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); the state-space models' .pte
-// (methods prefill/decode over conv/ssm leaves) is checked by tests/integration/mamba_export_test.cpp.
+// Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); the state-space models'
+// .pte (methods prefill/decode over conv/ssm leaves) is checked by tests/integration/mamba_export_test.cpp.
 std::vector<std::string> arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
@@ -385,7 +387,9 @@ TEST(ExecutorchExporter, RefusesDelegateBackendsItDoesNotWrite) {
       ADD_FAILURE() << b << " accepted";
     } catch (const Error& e) {
       std::string what = e.what();
-      EXPECT_NE(what.find("expected a backend among [portable], got '" + std::string(b) + "'"), std::string::npos) << what;
+      EXPECT_NE(what.find("expected a backend among [portable], got '" + std::string(b) + "'"),
+                std::string::npos)
+          << what;
       EXPECT_NE(what.find("use --backend portable"), std::string::npos) << what;
     }
   }

@@ -31,7 +31,8 @@ std::unique_ptr<Graph> small_graph() {
   return g;
 }
 
-const onnx::ValueInfoProto& find_vi(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& v, const std::string& n) {
+const onnx::ValueInfoProto& find_vi(const google::protobuf::RepeatedPtrField<onnx::ValueInfoProto>& v,
+                                    const std::string& n) {
   for (const auto& x : v)
     if (x.name() == n) return x;
   throw std::runtime_error("no " + n);
@@ -77,9 +78,10 @@ int count_op(const onnx::ModelProto& m, const std::string& op) {
 TEST(OnnxLowering, TranslationOverrideChangesTheEmittedNodeAndRestores) {
   auto g = small_graph();
   EXPECT_EQ(count_op(onnx_export::lower_graph(*g, {}).model, "Neg"), 1);
-  auto prev = onnx_export::register_onnx_translation("aten.neg", [](onnx_export::LoweringContext& cx, const Node& n) {
-    cx.emit("Mul", {cx.in(n, 0), cx.scalar(-1.0, DType::F32)}, {cx.out(n)}, &n);
-  });
+  auto prev =
+      onnx_export::register_onnx_translation("aten.neg", [](onnx_export::LoweringContext& cx, const Node& n) {
+        cx.emit("Mul", {cx.in(n, 0), cx.scalar(-1.0, DType::F32)}, {cx.out(n)}, &n);
+      });
   ASSERT_TRUE(static_cast<bool>(prev));
   auto overridden = onnx_export::lower_graph(*g, {});
   EXPECT_EQ(count_op(overridden.model, "Neg"), 0);
@@ -167,7 +169,8 @@ TEST(OnnxLowering, ExternalDataIsAlignedAndReferenced) {
   }
   EXPECT_TRUE(found);
   // No temp file left behind.
-  for (const auto& e : fs::directory_iterator(dir.path)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  for (const auto& e : fs::directory_iterator(dir.path))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
 std::string read_bytes(const fs::path& p) {
@@ -195,7 +198,8 @@ std::unique_ptr<Graph> half_param_graph() {
   TraceBuilder tb(*g);
   Var x = tb.input("x", TensorType{DType::F32, {B, Sym(8)}});
   std::vector<float> wv(8), bv(8);
-  for (int i = 0; i < 8; i++) wv[i] = 0.25f * static_cast<float>(i) - 1.0f, bv[i] = 0.125f * static_cast<float>(i);
+  for (int i = 0; i < 8; i++)
+    wv[i] = 0.25f * static_cast<float>(i) - 1.0f, bv[i] = 0.125f * static_cast<float>(i);
   Var w = tb.param("w", Tensor::from_floats({8}, wv, DType::BF16));
   Var b = tb.param("b", Tensor::from_floats({8}, bv, DType::F16));
   Var u = tb.param("u", Tensor::from_floats({8}, wv, DType::BF16));
@@ -218,7 +222,8 @@ TEST(OnnxLowering, HalfParamsCastToF32KeepTheirDtypeBehindOneCast) {
   EXPECT_EQ(find_init(lm.model, "w").data_type(), onnx::TensorProto::BFLOAT16);
   EXPECT_EQ(find_init(lm.model, "b").data_type(), onnx::TensorProto::FLOAT16);
   EXPECT_EQ(find_init(lm.model, "e").data_type(), onnx::TensorProto::BFLOAT16);  // gathered rows, cast after
-  EXPECT_EQ(find_init(lm.model, "u").data_type(), onnx::TensorProto::FLOAT);  // a reader that is not a cast: widened
+  EXPECT_EQ(find_init(lm.model, "u").data_type(),
+            onnx::TensorProto::FLOAT);  // a reader that is not a cast: widened
   int casts_of_w = 0;
   for (const auto& n : lm.model.graph().node())
     if (n.op_type() == "Cast" && n.input(0) == "w") {
@@ -252,7 +257,8 @@ TEST(OnnxLowering, HalfParamsCastToF32KeepTheirDtypeBehindOneCast) {
   lo.keep_param_dtype = false;
   auto wide = onnx_export::lower_graph(*g, lo);
   for (const auto& t : wide.model.graph().initializer())
-    if (t.name() == "w" || t.name() == "b" || t.name() == "u" || t.name() == "e") EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT) << t.name();
+    if (t.name() == "w" || t.name() == "b" || t.name() == "u" || t.name() == "e")
+      EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT) << t.name();
 }
 
 TEST(OnnxLowering, ExternalDataFileIsSharedByGraphsWrittenThroughIt) {
@@ -278,7 +284,8 @@ TEST(OnnxLowering, ExternalDataFileIsSharedByGraphsWrittenThroughIt) {
     EXPECT_EQ(kv["offset"], "0") << f;
     EXPECT_EQ(kv["length"], "32") << f;
   }
-  for (const auto& e : fs::directory_iterator(dir.path)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  for (const auto& e : fs::directory_iterator(dir.path))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 
   // A data file never finished (an export that failed half-way) leaves nothing behind.
   {
@@ -286,7 +293,8 @@ TEST(OnnxLowering, ExternalDataFileIsSharedByGraphsWrittenThroughIt) {
     data.add("w", g->find_param("w")->data, DType::F32);
   }
   EXPECT_FALSE(fs::exists(dir.path / "other.onnx_data"));
-  for (const auto& e : fs::directory_iterator(dir.path)) EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
+  for (const auto& e : fs::directory_iterator(dir.path))
+    EXPECT_EQ(e.path().string().find(".tmp"), std::string::npos) << e.path();
 }
 
 TEST(OnnxLowering, ExternalDataStreamsFromTheCheckpointFile) {
@@ -299,8 +307,11 @@ TEST(OnnxLowering, ExternalDataStreamsFromTheCheckpointFile) {
   auto store = io::WeightStore::open_dir((dir.path / "ckpt").string());
   std::vector<std::string> names = store->names();
   ASSERT_GE(names.size(), 3u);
-  std::vector<std::pair<std::string, DType>> plan = {{names[0], DType::BF16}, {names[1], DType::F32}, {names[2], DType::BF16},
-                                                     {names[0], DType::BF16}};  // the repeat is not written again
+  std::vector<std::pair<std::string, DType>> plan = {
+      {names[0], DType::BF16},
+      {names[1], DType::F32},
+      {names[2], DType::BF16},
+      {names[0], DType::BF16}};  // the repeat is not written again
   std::vector<onnx_export::ExternalDataFile::Extent> ext;
   {
     onnx_export::ExternalDataFile data((dir.path / "out" / "model.onnx_data").string(), store.get());
@@ -315,7 +326,8 @@ TEST(OnnxLowering, ExternalDataStreamsFromTheCheckpointFile) {
     Tensor want = store->get(plan[i].first).to(plan[i].second).contiguous();
     EXPECT_EQ(ext[i].offset % 4096, 0u) << plan[i].first;
     ASSERT_EQ(ext[i].length, want.nbytes()) << plan[i].first;
-    EXPECT_EQ(bytes.substr(ext[i].offset, ext[i].length), std::string(static_cast<const char*>(want.raw()), want.nbytes()))
+    EXPECT_EQ(bytes.substr(ext[i].offset, ext[i].length),
+              std::string(static_cast<const char*>(want.raw()), want.nbytes()))
         << plan[i].first;
   }
 }
@@ -379,7 +391,9 @@ TEST(OnnxLowering, LinearWeightsAreStoredTransposedAndTiedTablesGatheredOnAxisOn
   EXPECT_EQ(ei.data_type(), onnx::TensorProto::FLOAT);
   int gathers_axis1 = 0;
   for (const auto& n : lm.model.graph().node()) {
-    EXPECT_FALSE((n.op_type() == "Transpose" || n.op_type() == "Cast") && (n.input(0) == "e" || n.input(0) == "w")) << n.op_type();
+    EXPECT_FALSE((n.op_type() == "Transpose" || n.op_type() == "Cast") &&
+                 (n.input(0) == "e" || n.input(0) == "w"))
+        << n.op_type();
     if (n.op_type() == "Gather" && n.input(0) == "e")
       for (const auto& a : n.attribute()) gathers_axis1 += a.name() == "axis" && a.i() == 1;
   }
@@ -387,17 +401,20 @@ TEST(OnnxLowering, LinearWeightsAreStoredTransposedAndTiedTablesGatheredOnAxisOn
   TempDir dir("layout");
   onnx_export::write_onnx_model(lm, (dir.path / "model.onnx").string(), true);
   std::string data = read_bytes(dir.path / "model.onnx_data");
-  for (auto [name, src] : {std::pair{"e", g->find_param("e")->data}, std::pair{"w", g->find_param("w")->data}}) {
+  for (auto [name, src] :
+       {std::pair{"e", g->find_param("e")->data}, std::pair{"w", g->find_param("w")->data}}) {
     Tensor want = src.transpose(0, 1).contiguous().to(DType::F32);
     auto kv = ext_of(find_init(lm.model, name));
-    EXPECT_EQ(data.substr(std::stoull(kv["offset"]), want.nbytes()), std::string(static_cast<const char*>(want.raw()), want.nbytes()))
+    EXPECT_EQ(data.substr(std::stoull(kv["offset"]), want.nbytes()),
+              std::string(static_cast<const char*>(want.raw()), want.nbytes()))
         << name;
   }
   // PyTorch's layout on request (the load bench's baseline shape): MatMul(x, Transpose(w)).
   lo.pretranspose_weights = false;
   auto torch_like = onnx_export::lower_graph(*g, lo);
   int transposes = 0;
-  for (const auto& n : torch_like.model.graph().node()) transposes += n.op_type() == "Transpose" && n.input(0) == "w";
+  for (const auto& n : torch_like.model.graph().node())
+    transposes += n.op_type() == "Transpose" && n.input(0) == "w";
   EXPECT_EQ(transposes, 1);
 }
 

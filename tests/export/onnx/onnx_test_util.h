@@ -27,7 +27,8 @@ struct TempDir {
   fs::path path;
   explicit TempDir(const std::string& tag) {
     static int counter = 0;
-    path = fs::temp_directory_path() / ("hfx_onnx_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
+    path = fs::temp_directory_path() /
+           ("hfx_onnx_" + tag + "_" + std::to_string(::getpid()) + "_" + std::to_string(counter++));
     fs::create_directories(path);
   }
   ~TempDir() {
@@ -77,12 +78,24 @@ inline rt::RtTensor to_rt(const Tensor& t0) {
   rt::RtTensor r;
   r.shape = t.shape();
   switch (t.dtype()) {
-    case DType::F32: r.dtype = "float32"; break;
-    case DType::I64: r.dtype = "int64"; break;
-    case DType::I32: r.dtype = "int32"; break;
-    case DType::Bool: r.dtype = "bool"; break;
-    case DType::U8: r.dtype = "uint8"; break;
-    default: t = t.to(DType::F32), r.dtype = "float32"; break;
+    case DType::F32:
+      r.dtype = "float32";
+      break;
+    case DType::I64:
+      r.dtype = "int64";
+      break;
+    case DType::I32:
+      r.dtype = "int32";
+      break;
+    case DType::Bool:
+      r.dtype = "bool";
+      break;
+    case DType::U8:
+      r.dtype = "uint8";
+      break;
+    default:
+      t = t.to(DType::F32), r.dtype = "float32";
+      break;
   }
   const uint8_t* p = static_cast<const uint8_t*>(t.raw());
   r.data.assign(p, p + t.nbytes());
@@ -106,7 +119,8 @@ inline double max_rel_err(const rt::RtTensor& got, const Tensor& ref) {
   for (size_t i = 0; i < a.size(); i++) {
     if (std::isnan(a[i]) && std::isnan(b[i])) continue;
     if (std::isinf(a[i]) && std::isinf(b[i]) && (a[i] > 0) == (b[i] > 0)) continue;
-    double d = std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i])));
+    double d =
+        std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i])));
     if (std::isnan(d)) return 1e30;
     e = std::max(e, d);
   }

@@ -44,7 +44,8 @@ TEST_P(OrtEncoders, ModelOnnxMatchesEager) {
   CaptureOptions co = contract_options(*m, oc);
   auto exp = make_onnx_exporter();
   ExportResult r = exp->export_for_generation(*m, co, {{"*", &oc}}, (dir.path / "out").string());
-  for (const auto& w : r.warnings) std::printf("  [%s %s %s] warning: %s\n", e.arch.c_str(), e.head.c_str(), target.c_str(), w.c_str());
+  for (const auto& w : r.warnings)
+    std::printf("  [%s %s %s] warning: %s\n", e.arch.c_str(), e.head.c_str(), target.c_str(), w.c_str());
   ASSERT_TRUE(fs::exists(dir.path / "out/onnx/model.onnx"));
   rt::SessionOptions so;
   so.intra_op_threads = 2;
@@ -76,21 +77,23 @@ TEST_P(OrtEncoders, ModelOnnxMatchesEager) {
     EXPECT_LE(d, kTol);
     worst = std::max(worst, d);
   }
-  std::printf("  [%s %s %s opset %d] max |ORT - eager| = %.3g\n", e.arch.c_str(), e.head.c_str(), target.c_str(), opset, worst);
+  std::printf("  [%s %s %s opset %d] max |ORT - eager| = %.3g\n", e.arch.c_str(), e.head.c_str(),
+              target.c_str(), opset, worst);
 }
 
 std::vector<P> params() {
   std::vector<P> v;
   for (const auto& e : test::encoder_params())
-    for (const auto& [t, o] : std::vector<std::pair<const char*, int>>{{"standard", 23}, {"standard", 18}, {"ort", 23}})
+    for (const auto& [t, o] :
+         std::vector<std::pair<const char*, int>>{{"standard", 23}, {"standard", 18}, {"ort", 23}})
       v.push_back({e, t, o});
   return v;
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, OrtEncoders, ::testing::ValuesIn(params()),
                          [](const ::testing::TestParamInfo<P>& i) {
-                           return test::param_name(i.param.e.arch + "_" + i.param.e.head + "_" + i.param.target +
-                                                   std::to_string(i.param.opset));
+                           return test::param_name(i.param.e.arch + "_" + i.param.e.head + "_" +
+                                                   i.param.target + std::to_string(i.param.opset));
                          });
 
 }  // namespace

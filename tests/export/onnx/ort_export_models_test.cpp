@@ -40,29 +40,35 @@ Step make_step(int64_t B, int64_t past, int64_t S, int64_t vocab, std::mt19937& 
   for (auto& x : ids) x = static_cast<int64_t>(rng() % vocab);
   for (int64_t b = 0; b < B; b++)
     for (int64_t s = 0; s < S; s++) pos[b * S + s] = past + s;
-  return {Tensor::from_ints({B, S}, ids), Tensor::from_ints({B, past + S}, mask), Tensor::from_ints({B, S}, pos)};
+  return {Tensor::from_ints({B, S}, ids), Tensor::from_ints({B, past + S}, mask),
+          Tensor::from_ints({B, S}, pos)};
 }
 
 // Runs `sess` with the step's inputs and the given past (empty past = zero-length tensors) and checks
 // logits and every present leaf against the eager reference.
-void check_graph(const rt::OrtSession& sess, const std::string& what, const Step& st, const std::vector<Tensor>& past_k,
-                 const std::vector<Tensor>& past_v, const CausalLM& m, const Tensor& ref_logits,
-                 const std::vector<Tensor>& ref_k, const std::vector<Tensor>& ref_v, double* worst) {
+void check_graph(const rt::OrtSession& sess, const std::string& what, const Step& st,
+                 const std::vector<Tensor>& past_k, const std::vector<Tensor>& past_v, const CausalLM& m,
+                 const Tensor& ref_logits, const std::vector<Tensor>& ref_k, const std::vector<Tensor>& ref_v,
+                 double* worst) {
   SCOPED_TRACE(what);
   rt::NamedTensors feeds;
   auto layout = m.cache_layout();
   int64_t B = st.ids.size(0);
   for (const auto& in : sess.inputs()) {
-    if (in.name == "input_ids") feeds.push_back({in.name, to_rt(st.ids)});
-    else if (in.name == "attention_mask") feeds.push_back({in.name, to_rt(st.mask)});
-    else if (in.name == "position_ids") feeds.push_back({in.name, to_rt(st.pos)});
+    if (in.name == "input_ids")
+      feeds.push_back({in.name, to_rt(st.ids)});
+    else if (in.name == "attention_mask")
+      feeds.push_back({in.name, to_rt(st.mask)});
+    else if (in.name == "position_ids")
+      feeds.push_back({in.name, to_rt(st.pos)});
     else if (in.name.rfind("past_key_values.", 0) == 0) {
       size_t dot = in.name.find('.', 16);
       int layer = std::stoi(in.name.substr(16, dot - 16));
       bool key = in.name.substr(dot + 1) == "key";
       const auto& src = key ? past_k : past_v;
       if (src.empty())
-        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0, layout[layer].head_dim})});
+        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0,
+                                                                  layout[layer].head_dim})});
       else
         feeds.push_back({in.name, to_rt(src[layer])});
     } else {
@@ -95,7 +101,8 @@ TEST_P(OrtExportModels, PrefillDecodeAndMergedMatchEager) {
   CaptureOptions co;
   auto exp = make_onnx_exporter();
   ExportResult r = exp->export_for_generation(*model, co, {{"default", &oc}}, dir.path.string());
-  for (const auto& w : r.warnings) std::printf("  [%s %s] warning: %s\n", p.arch.c_str(), c.tag.c_str(), w.c_str());
+  for (const auto& w : r.warnings)
+    std::printf("  [%s %s] warning: %s\n", p.arch.c_str(), c.tag.c_str(), w.c_str());
   rt::SessionOptions so;
   so.intra_op_threads = 2;
   rt::OrtSession prefill(dir.path / "onnx/prefill.onnx", so), decode(dir.path / "onnx/decode.onnx", so),
@@ -133,7 +140,8 @@ TEST_P(OrtExportModels, PrefillDecodeAndMergedMatchEager) {
       a2.cache = &cache2;
       Tensor logits2 = model->forward(eb, a2).logits.tensor();
       std::vector<Tensor> k2, v2;
-      for (size_t i = 0; i < L; i++) k2.push_back(cache2.key(i).tensor()), v2.push_back(cache2.value(i).tensor());
+      for (size_t i = 0; i < L; i++)
+        k2.push_back(cache2.key(i).tensor()), v2.push_back(cache2.value(i).tensor());
       check_graph(decode, "decode after 64 " + tag, d, k, v, *model, logits2, k2, v2, &worst);
       check_graph(merged, "merged decode after 64 " + tag, d, k, v, *model, logits2, k2, v2, &worst);
     }

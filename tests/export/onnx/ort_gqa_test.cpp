@@ -57,8 +57,8 @@ struct Step {
   Tensor ids, mask, pos;
   std::vector<int64_t> mask_v;
 };
-Step make_step(const std::vector<int64_t>& past_mask, int64_t B, int64_t P, int64_t S, const std::vector<int64_t>& pads,
-               int64_t vocab, std::mt19937& rng) {
+Step make_step(const std::vector<int64_t>& past_mask, int64_t B, int64_t P, int64_t S,
+               const std::vector<int64_t>& pads, int64_t vocab, std::mt19937& rng) {
   std::vector<int64_t> ids(B * S), mask(B * (P + S)), pos(B * S);
   for (int64_t b = 0; b < B; b++) {
     for (int64_t j = 0; j < P; j++) mask[b * (P + S) + j] = past_mask[b * P + j];
@@ -73,7 +73,8 @@ Step make_step(const std::vector<int64_t>& past_mask, int64_t B, int64_t P, int6
       if (j >= P) pos[b * S + (j - P)] = std::max<int64_t>(c - 1, 0);
     }
   }
-  return {Tensor::from_ints({B, S}, ids), Tensor::from_ints({B, P + S}, mask), Tensor::from_ints({B, S}, pos), mask};
+  return {Tensor::from_ints({B, S}, ids), Tensor::from_ints({B, P + S}, mask), Tensor::from_ints({B, S}, pos),
+          mask};
 }
 
 struct Ref {
@@ -93,7 +94,8 @@ Ref eager(const CausalLM& m, const Step& st, const std::vector<Tensor>& pk, cons
   Ref r;
   r.logits = m.forward(eb, a).logits.tensor();
   for (size_t i = 0; i < m.cache_layout().size(); i++)
-    r.k.push_back(cache.key(static_cast<int>(i)).tensor()), r.v.push_back(cache.value(static_cast<int>(i)).tensor());
+    r.k.push_back(cache.key(static_cast<int>(i)).tensor()),
+        r.v.push_back(cache.value(static_cast<int>(i)).tensor());
   return r;
 }
 
@@ -106,15 +108,19 @@ std::vector<rt::RtTensor> run_check(const rt::OrtSession& sess, const std::strin
   int64_t B = st.ids.size(0);
   rt::NamedTensors feeds;
   for (const auto& in : sess.inputs()) {
-    if (in.name == "input_ids") feeds.push_back({in.name, to_rt(st.ids)});
-    else if (in.name == "attention_mask") feeds.push_back({in.name, to_rt(st.mask)});
-    else if (in.name == "position_ids") feeds.push_back({in.name, to_rt(st.pos)});
+    if (in.name == "input_ids")
+      feeds.push_back({in.name, to_rt(st.ids)});
+    else if (in.name == "attention_mask")
+      feeds.push_back({in.name, to_rt(st.mask)});
+    else if (in.name == "position_ids")
+      feeds.push_back({in.name, to_rt(st.pos)});
     else if (in.name.rfind("past_key_values.", 0) == 0) {
       size_t dot = in.name.find('.', 16);
       int layer = std::stoi(in.name.substr(16, dot - 16));
       bool key = in.name.substr(dot + 1) == "key";
       if (past.empty())
-        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0, layout[layer].head_dim})});
+        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0,
+                                                                  layout[layer].head_dim})});
       else
         feeds.push_back({in.name, past[2 * layer + (key ? 0 : 1)]});
     } else {
@@ -147,7 +153,8 @@ void check_model(const CausalLM& m, const Exported& x) {
   rt::SessionOptions so;
   so.intra_op_threads = 2;
   const fs::path dir = x.dir.path / "onnx";
-  rt::OrtSession prefill(dir / "prefill.onnx", so), decode(dir / "decode.onnx", so), merged(dir / "model.onnx", so);
+  rt::OrtSession prefill(dir / "prefill.onnx", so), decode(dir / "decode.onnx", so),
+      merged(dir / "model.onnx", so);
   std::mt19937 rng(5);
   const int64_t V = m.config().vocab_size;
   for (int64_t B : {1, 4})
@@ -194,7 +201,9 @@ TEST_P(OrtGqa, OneGroupQueryAttentionPerLayerAndMatchesEager) {
   // A mixture-of-experts layer's router softmax goes into its com.microsoft.MoE (moe_fusion.h), so no
   // Softmax is left in any graph: one would mean attention or routing stayed decomposed.
   int moe_layers = 0;
-  auto ends = [](const std::string& w, const std::string& t) { return w.size() > t.size() && w.compare(w.size() - t.size(), t.size(), t) == 0; };
+  auto ends = [](const std::string& w, const std::string& t) {
+    return w.size() > t.size() && w.compare(w.size() - t.size(), t.size(), t) == 0;
+  };
   for (const auto& [w, shape] : architecture(arch).weight_specs(model->config()))
     if (ends(w, ".gate.weight") || ends(w, ".router.layer.weight")) moe_layers++;
   for (const char* comp : {"prefill", "decode", "model"}) {
@@ -217,7 +226,8 @@ TEST(OrtGqaFallback, HeadSizeNotMultipleOf8DecomposesWithWarning) {
   ASSERT_FALSE(x.gqa_warnings.empty());
   EXPECT_NE(x.gqa_warnings[0].find("multiple of 8"), std::string::npos) << x.gqa_warnings[0];
   for (const char* comp : {"prefill", "decode", "model"})
-    EXPECT_EQ(count_op(x.dir.path / "onnx" / (std::string(comp) + ".onnx"), "GroupQueryAttention"), 0) << comp;
+    EXPECT_EQ(count_op(x.dir.path / "onnx" / (std::string(comp) + ".onnx"), "GroupQueryAttention"), 0)
+        << comp;
   check_model(*model, x);
 }
 
@@ -257,11 +267,15 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
   TempDir dir(arch + "_gqa_cli");
   const std::string cli = HFX_CLI, ckpt = (dir.path / "ckpt").string(), out = (dir.path / "out").string();
   ASSERT_EQ(system((cli + " create-tiny " + arch + " -o " + ckpt + " > /dev/null").c_str()), 0);
-  ASSERT_EQ(system((cli + " export " + ckpt + " --format onnx --target ort -o " + out + " > /dev/null 2>&1").c_str()), 0);
+  ASSERT_EQ(
+      system(
+          (cli + " export " + ckpt + " --format onnx --target ort -o " + out + " > /dev/null 2>&1").c_str()),
+      0);
   EXPECT_GT(count_op(dir.path / "out/onnx/model.onnx", "GroupQueryAttention"), 0);
   drop_eos(dir.path / "out/generation_config.json");
   drop_eos(dir.path / "out/config.json");
-  const std::vector<std::vector<int64_t>> prompts = {{5, 17, 33, 2, 8, 90, 41}, {7, 3}, {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}};
+  const std::vector<std::vector<int64_t>> prompts = {
+      {5, 17, 33, 2, 8, 90, 41}, {7, 3}, {11, 12, 13, 14, 15, 16, 17, 18, 19, 20, 21}};
   GenerationOptions o;
   o.max_new_tokens = 32;
   o.ignore_eos = true;
@@ -286,12 +300,14 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
     ASSERT_EQ(r.rfind("ERROR", 0), std::string::npos) << r;
     auto j = nlohmann::json::parse(r.substr(r.find('{')));
     for (size_t b = 0; b < batch; b++)
-      EXPECT_EQ(j["sequences"][b].get<std::vector<int64_t>>(), ref.ids[b]) << "Transformers.js, batch " << batch << " row " << b;
+      EXPECT_EQ(j["sequences"][b].get<std::vector<int64_t>>(), ref.ids[b])
+          << "Transformers.js, batch " << batch << " row " << b;
   }
   if (tjs && !tjs_knows) {
     std::string r = run_tjs({prompts[0]});
     EXPECT_NE(r.find("Unsupported model type"), std::string::npos)
-        << "Transformers.js was expected to refuse " << arch << " (listed as unsupported by 4.3.1); if it now runs it, "
+        << "Transformers.js was expected to refuse " << arch
+        << " (listed as unsupported by 4.3.1); if it now runs it, "
         << "drop " << arch << " from the list so its tokens are compared: " << r;
   }
   HFX_REQUIRE_ORACLE(test::kTransformersJs);  // after the generator checks, which need no node
@@ -322,9 +338,10 @@ TEST(OrtGqaLimits, BatchedChunkOnAPastIsRefusedByTheContract) {
     run_check(merged, "chunk", *model, c, past, r);
     ADD_FAILURE() << "expected the contract to refuse a batch-2 chunk on a past";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[ort] expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and "
-                                         "past_key_values.0.key axis 2 >= 1 (out of the graph's contract: ONNX Runtime's "
-                                         "com.microsoft GroupQueryAttention"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "[ort] expected input_ids axis 0 <= 1 when input_ids axis 1 >= 2 and "
+                  "past_key_values.0.key axis 2 >= 1 (out of the graph's contract: ONNX Runtime's "
+                  "com.microsoft GroupQueryAttention"),
               std::string::npos)
         << e.what();
   }

@@ -15,7 +15,8 @@ namespace hfx::onnx_test {
 namespace {
 
 // ids [B, S] (S in [1, 16]), mask [B, P + S], past [B, 2, P, 4]:
-//   y = view(emb(ids), [B, S, 2, 4]) permuted, cat with past, sliced to the last S positions, viewed [B, S, 8].
+//   y = view(emb(ids), [B, S, 2, 4]) permuted, cat with past, sliced to the last S positions, viewed [B, S,
+//   8].
 struct Built {
   std::unique_ptr<Graph> g;
   Tensor table;
@@ -65,7 +66,8 @@ TEST_P(OrtLowering, SymbolicSizesHoldAtSeveralSizes) {
   onnx_export::LowerOptions lo;
   lo.opset = GetParam();
   rt::OrtSession s(lower_and_write(*b.g, lo, dir.path));
-  for (auto [B, S, P] : std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 0}, {2, 3, 4}, {3, 7, 9}, {1, 16, 32}}) {
+  for (auto [B, S, P] :
+       std::vector<std::tuple<int64_t, int64_t, int64_t>>{{1, 1, 0}, {2, 3, 4}, {3, 7, 9}, {1, 16, 32}}) {
     SCOPED_TRACE(::testing::Message() << "B=" << B << " S=" << S << " P=" << P);
     auto out = s.run(feeds(B, S, P));
     const auto& y = rt::find_tensor(out, "y");
@@ -90,13 +92,15 @@ TEST_P(OrtLowering, OutOfRangeInputIsRejectedWithTheContract) {
     s.run(feeds(1, 17, 0));  // sequence_length max is 16
     ADD_FAILURE() << "expected the artifact to reject sequence_length 17";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("hfx.contract: sequence_length in [1, 16]"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("hfx.contract: sequence_length in [1, 16]"), std::string::npos)
+        << e.what();
   }
   try {
     s.run(feeds(1, 2, 3, /*mask_len=*/4));  // attention_mask must be past + sequence = 5
     ADD_FAILURE() << "expected the artifact to reject a mismatched attention_mask";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("attention_mask axis 1 == past_sequence_length + sequence_length"), std::string::npos)
+    EXPECT_NE(std::string(e.what()).find("attention_mask axis 1 == past_sequence_length + sequence_length"),
+              std::string::npos)
         << e.what();
   }
   EXPECT_NO_THROW(s.run(feeds(8, 16, 32)));
@@ -132,7 +136,8 @@ TEST_P(OrtLowering, GenerationExportSharesOneBf16DataFile) {
   oc.external_data = true;
   oc.dtype = "bf16";  // the checkpoint's own bytes (--dtype auto is f32, what ONNX Runtime CPU computes in)
   CaptureOptions co;
-  ExportResult r = make_onnx_exporter()->export_for_generation(*model, co, {{"default", &oc}}, (dir.path / "out").string());
+  ExportResult r = make_onnx_exporter()->export_for_generation(*model, co, {{"default", &oc}},
+                                                               (dir.path / "out").string());
   const fs::path onnx_dir = dir.path / "out" / "onnx";
   std::vector<std::string> data_files;
   for (const auto& e : fs::directory_iterator(onnx_dir))
@@ -146,7 +151,8 @@ TEST_P(OrtLowering, GenerationExportSharesOneBf16DataFile) {
   for (const auto& f : fs::directory_iterator(dir.path / "ckpt"))
     if (f.path().extension() == ".safetensors") ckpt_bytes += fs::file_size(f.path());
   const uint64_t data_bytes = fs::file_size(onnx_dir / "model.onnx_data");
-  EXPECT_LT(data_bytes, ckpt_bytes + 4096 * 64) << "expected about the checkpoint's size (bf16 kept), got more";
+  EXPECT_LT(data_bytes, ckpt_bytes + 4096 * 64)
+      << "expected about the checkpoint's size (bf16 kept), got more";
 
   std::map<std::string, std::string> extent;  // initializer → "offset/length", the same in every graph
   for (const char* f : {"prefill.onnx", "decode.onnx", "model.onnx"}) {
@@ -191,13 +197,17 @@ TEST_P(OrtLowering, GenerationExportSharesOneBf16DataFile) {
   for (rt::OrtSession* s : {&prefill, &merged}) {
     rt::NamedTensors feeds;
     for (const auto& in : s->inputs()) {
-      if (in.name == "input_ids") feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, ids))});
-      else if (in.name == "attention_mask") feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, mask))});
-      else if (in.name == "position_ids") feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, pos))});
+      if (in.name == "input_ids")
+        feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, ids))});
+      else if (in.name == "attention_mask")
+        feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, mask))});
+      else if (in.name == "position_ids")
+        feeds.push_back({in.name, to_rt(Tensor::from_ints({B, S}, pos))});
       else {
         size_t dot = in.name.find('.', 16);
         int layer = std::stoi(in.name.substr(16, dot - 16));
-        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0, layout[layer].head_dim})});
+        feeds.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0,
+                                                                  layout[layer].head_dim})});
       }
     }
     double e = max_rel_err(rt::find_tensor(s->run(feeds), "logits"), ref);
@@ -207,7 +217,8 @@ TEST_P(OrtLowering, GenerationExportSharesOneBf16DataFile) {
   EXPECT_FALSE(decode.inputs().empty());
 }
 
-INSTANTIATE_TEST_SUITE_P(Opsets, OrtLowering, ::testing::Values(18, 23), [](const auto& i) { return "opset" + std::to_string(i.param); });
+INSTANTIATE_TEST_SUITE_P(Opsets, OrtLowering, ::testing::Values(18, 23),
+                         [](const auto& i) { return "opset" + std::to_string(i.param); });
 
 }  // namespace
 }  // namespace hfx::onnx_test

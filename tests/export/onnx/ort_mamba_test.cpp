@@ -62,7 +62,8 @@ Case make_case(int64_t B, int64_t past, int64_t S, int64_t vocab, std::mt19937& 
   for (auto& x : ids) x = static_cast<int64_t>(rng() % vocab);
   if (pad)
     for (int64_t b = 1; b < B; b++)
-      for (int64_t j = 0; j < std::min<int64_t>(2 * b, S - 1); j++) ids[b * S + j] = 0, mask[b * (past + S) + past + j] = 0;
+      for (int64_t j = 0; j < std::min<int64_t>(2 * b, S - 1); j++)
+        ids[b * S + j] = 0, mask[b * (past + S) + past + j] = 0;
   return {Tensor::from_ints({B, S}, ids), Tensor::from_ints({B, past + S}, mask)};
 }
 
@@ -73,14 +74,18 @@ NamedVars eager(const Model& m, EagerBuilder& b, const Case& c, const NamedVars&
   return m.call("model", b, in, CallOptions{0, true});
 }
 
-double check_graph(const rt::OrtSession& s, const std::string& what, const Case& c, const NamedVars& past, const NamedVars& ref) {
+double check_graph(const rt::OrtSession& s, const std::string& what, const Case& c, const NamedVars& past,
+                   const NamedVars& ref) {
   SCOPED_TRACE(what);
   rt::NamedTensors feeds;
   const int64_t B = c.ids.size(0);
   for (const auto& in : s.inputs()) {
-    if (in.name == "input_ids") feeds.push_back({in.name, to_rt(c.ids)});
-    else if (in.name == "attention_mask") feeds.push_back({in.name, to_rt(c.mask)});
-    else if (Var v = get(past, in.name)) feeds.push_back({in.name, to_rt(v.tensor())});
+    if (in.name == "input_ids")
+      feeds.push_back({in.name, to_rt(c.ids)});
+    else if (in.name == "attention_mask")
+      feeds.push_back({in.name, to_rt(c.mask)});
+    else if (Var v = get(past, in.name))
+      feeds.push_back({in.name, to_rt(v.tensor())});
     else {
       // the empty past of the merged graph: the zero state
       std::vector<int64_t> shape;  // a KV leaf's past axis is empty
@@ -93,7 +98,7 @@ double check_graph(const rt::OrtSession& s, const std::string& what, const Case&
   double worst = 0;
   for (const auto& [name, v] : ref) {
     double e = name == "logits" ? max_abs_err_kept(rt::find_tensor(out, name), v.tensor(), c.mask)
-                                 : max_abs_err(rt::find_tensor(out, name), v.tensor());
+                                : max_abs_err(rt::find_tensor(out, name), v.tensor());
     EXPECT_LE(e, kTol) << name;
     worst = std::max(worst, e);
   }
@@ -103,8 +108,10 @@ double check_graph(const rt::OrtSession& s, const std::string& what, const Case&
 NamedVars as_past(const NamedVars& present) {
   NamedVars r;
   for (const auto& [n, v] : present)
-    if (n.rfind("present_", 0) == 0) r.emplace_back("past_" + n.substr(8), v);
-    else if (n.rfind("present.", 0) == 0) r.emplace_back("past_key_values." + n.substr(8), v);
+    if (n.rfind("present_", 0) == 0)
+      r.emplace_back("past_" + n.substr(8), v);
+    else if (n.rfind("present.", 0) == 0)
+      r.emplace_back("past_key_values." + n.substr(8), v);
   return r;
 }
 
@@ -124,8 +131,10 @@ TEST_P(OrtMamba, PrefillDecodeAndMergedMatchEager) {
   oc.opset = c.opset;
   oc.target = c.target;
   auto exp = make_onnx_exporter();
-  ExportResult r = exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, dir.path.string());
-  for (const auto& w : r.warnings) std::printf("  [%s %s] warning: %s\n", c.arch.c_str(), c.tag.c_str(), w.c_str());
+  ExportResult r =
+      exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, dir.path.string());
+  for (const auto& w : r.warnings)
+    std::printf("  [%s %s] warning: %s\n", c.arch.c_str(), c.tag.c_str(), w.c_str());
   rt::SessionOptions so;
   so.intra_op_threads = 2;
   rt::OrtSession prefill(dir.path / "onnx/prefill.onnx", so), decode(dir.path / "onnx/decode.onnx", so),
@@ -156,14 +165,15 @@ TEST_P(OrtMamba, PrefillDecodeAndMergedMatchEager) {
   std::printf("  [%s %s] worst |ORT - eager| %.3g\n", c.arch.c_str(), c.tag.c_str(), worst);
 }
 
-INSTANTIATE_TEST_SUITE_P(Cfgs, OrtMamba,
-                         ::testing::Values(Cfg{"mamba", 18, "standard", "opset18"}, Cfg{"mamba", 23, "standard", "opset23"},
-                                           Cfg{"mamba", 18, "ort", "ort"}, Cfg{"mamba2", 18, "standard", "opset18"},
-                                           Cfg{"mamba2", 23, "standard", "opset23"}, Cfg{"mamba2", 18, "ort", "ort"},
-                                           Cfg{"granitemoehybrid", 18, "standard", "opset18"},
-                                           Cfg{"granitemoehybrid", 23, "standard", "opset23"},
-                                           Cfg{"granitemoehybrid", 18, "ort", "ort"}),
-                         [](const auto& info) { return info.param.arch + "_" + info.param.tag; });
+INSTANTIATE_TEST_SUITE_P(
+    Cfgs, OrtMamba,
+    ::testing::Values(Cfg{"mamba", 18, "standard", "opset18"}, Cfg{"mamba", 23, "standard", "opset23"},
+                      Cfg{"mamba", 18, "ort", "ort"}, Cfg{"mamba2", 18, "standard", "opset18"},
+                      Cfg{"mamba2", 23, "standard", "opset23"}, Cfg{"mamba2", 18, "ort", "ort"},
+                      Cfg{"granitemoehybrid", 18, "standard", "opset18"},
+                      Cfg{"granitemoehybrid", 23, "standard", "opset23"},
+                      Cfg{"granitemoehybrid", 18, "ort", "ort"}),
+    [](const auto& info) { return info.param.arch + "_" + info.param.tag; });
 
 class OrtMambaGenerate : public ::testing::TestWithParam<std::string> {};
 
@@ -176,7 +186,8 @@ TEST_P(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
   auto exp = make_onnx_exporter();
   exp->export_for_generation(*model, CaptureOptions{}, {{"default", &oc}}, (dir.path / "out").string());
   for (const char* f : {"config.json", "generation_config.json", "tokenizer.json", "tokenizer_config.json"})
-    std::filesystem::copy_file(dir.path / "ckpt" / f, dir.path / "out" / f, std::filesystem::copy_options::overwrite_existing);
+    std::filesystem::copy_file(dir.path / "ckpt" / f, dir.path / "out" / f,
+                               std::filesystem::copy_options::overwrite_existing);
   // Batch 3, left-padded, 32 greedy tokens: prefill.onnx then decode.onnx in the ORT engine.
   const std::vector<std::vector<int64_t>> prompts = {{5, 17, 29, 41, 53, 65}, {7}, {3, 9, 27, 81}};
   test::Batch bt = test::left_pad(prompts);
@@ -196,7 +207,8 @@ TEST_P(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
       tok_e.push_back(std::max_element(le.begin() + b * V, le.begin() + (b + 1) * V) - (le.begin() + b * V));
       pos.push_back(T);
     }
-    for (size_t i = 0; i < lo.size(); i++) worst = std::max(worst, std::fabs(static_cast<double>(lo[i]) - le[i]));
+    for (size_t i = 0; i < lo.size(); i++)
+      worst = std::max(worst, std::fabs(static_cast<double>(lo[i]) - le[i]));
     ASSERT_EQ(tok_o, tok_e) << "step " << step;
     std::vector<int64_t> grown;
     for (int64_t b = 0; b < bt.B; b++) {
@@ -208,12 +220,14 @@ TEST_P(OrtMambaGenerate, GreedyTokensOverOrtEqualEager) {
     ort->step(tok_o, mask, pos, bt.B, 1, lo);
     eager_engine.step(tok_e, mask, pos, bt.B, 1, le);
   }
-  std::printf("  [%s generate] 32 greedy tokens, batch 3 left-padded: worst |ORT - eager| logit %.3g\n", arch.c_str(), worst);
+  std::printf("  [%s generate] 32 greedy tokens, batch 3 left-padded: worst |ORT - eager| logit %.3g\n",
+              arch.c_str(), worst);
   EXPECT_LE(worst, kTol);
 #ifdef HFX_CLI
   // The CLI over both engines gives the same text.
   auto run = [&](const std::string& args) {
-    std::string cmd = std::string(HFX_CLI) + " generate " + args + " --prompt 'state space' --max-new-tokens 32 --greedy 2>/dev/null";
+    std::string cmd = std::string(HFX_CLI) + " generate " + args +
+                      " --prompt 'state space' --max-new-tokens 32 --greedy 2>/dev/null";
     std::string out;
     FILE* p = popen(cmd.c_str(), "r");
     char buf[4096];

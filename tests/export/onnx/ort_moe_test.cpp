@@ -34,7 +34,8 @@ class OrtMoe : public ::testing::TestWithParam<P> {};
 double rel_err(const std::vector<float>& a, const std::vector<float>& b) {
   double e = 0;
   for (size_t i = 0; i < a.size(); i++)
-    e = std::max(e, std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i]))));
+    e = std::max(
+        e, std::fabs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::fabs(static_cast<double>(b[i]))));
   return e;
 }
 
@@ -113,8 +114,9 @@ TEST_P(OrtMoe, LeftPaddedBatch3LongPrefillAnd32DecodeStepsMatchEager) {
     EXPECT_LE(e, kTol) << "decode step " << step;
     worst = std::max(worst, e);
   }
-  std::printf("  [%s %s] batch 3 left-padded, 48-token prefill + 32 decode steps: worst relative error %.3g\n",
-              p.arch.c_str(), p.target.c_str(), worst);
+  std::printf(
+      "  [%s %s] batch 3 left-padded, 48-token prefill + 32 decode steps: worst relative error %.3g\n",
+      p.arch.c_str(), p.target.c_str(), worst);
 }
 
 // The two stage-3 registry entries are what decides the graph: without moe_pack_for_ort, --target ort
@@ -153,8 +155,9 @@ TEST(OrtMoeRegistry, EachStage3EntryChangesTheExport) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Moe, OrtMoe,
-                         ::testing::Values(P{"mixtral", "standard"}, P{"qwen2_moe", "standard"}, P{"qwen3_moe", "standard"},
-                                           P{"olmoe", "standard"}, P{"granitemoe", "standard"}, P{"mixtral", "ort"},
+                         ::testing::Values(P{"mixtral", "standard"}, P{"qwen2_moe", "standard"},
+                                           P{"qwen3_moe", "standard"}, P{"olmoe", "standard"},
+                                           P{"granitemoe", "standard"}, P{"mixtral", "ort"},
                                            P{"qwen2_moe", "ort"}, P{"qwen3_moe", "ort"}, P{"olmoe", "ort"},
                                            P{"granitemoe", "ort"}),
                          [](const auto& i) { return i.param.arch + "_" + i.param.target; });

@@ -15,8 +15,8 @@
 #include <onnx/onnx_pb.h>
 #include <nlohmann/json.hpp>
 
-#include "support/shell.h"
 #include "hfx/io/safetensors.h"
+#include "support/shell.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;

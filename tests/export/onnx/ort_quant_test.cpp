@@ -3,8 +3,9 @@
 // MatMul (opset 21, standard), int4 and int8, asymmetric and symmetric, on the decoder architectures
 // whose linear layers quantize. Prefill (batch 2, 7 tokens) and a decode step through the merged graph
 // are compared by logits at ≤ 1e-4 relative (the same dequantized weights; only summation order
-// differs; the standard graphs run with ORT's basic optimizations, see below). The distance to the f32 model is printed, not asserted: on random tiny weights it says
-// nothing about real checkpoints (docs/quantization.md has figures on llama-100m).
+// differs; the standard graphs run with ORT's basic optimizations, see below). The distance to the f32 model
+// is printed, not asserted: on random tiny weights it says nothing about real checkpoints
+// (docs/quantization.md has figures on llama-100m).
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -77,12 +78,16 @@ rt::NamedTensors feeds_for(const rt::OrtSession& s, const CausalLM& m, const Ten
   const int64_t B = ids.size(0);
   auto layout = m.cache_layout();
   for (const auto& in : s.inputs()) {
-    if (in.name == "input_ids") f.push_back({in.name, to_rt(ids)});
-    else if (in.name == "attention_mask") f.push_back({in.name, to_rt(mask)});
-    else if (in.name == "position_ids") f.push_back({in.name, to_rt(pos)});
+    if (in.name == "input_ids")
+      f.push_back({in.name, to_rt(ids)});
+    else if (in.name == "attention_mask")
+      f.push_back({in.name, to_rt(mask)});
+    else if (in.name == "position_ids")
+      f.push_back({in.name, to_rt(pos)});
     else {
       const int layer = std::stoi(in.name.substr(16, in.name.find('.', 16) - 16));
-      f.push_back({in.name, rt::RtTensor::zeros("float32", {B, layout[layer].num_kv_heads, 0, layout[layer].head_dim})});
+      f.push_back({in.name, rt::RtTensor::zeros("float32",
+                                                {B, layout[layer].num_kv_heads, 0, layout[layer].head_dim})});
     }
   }
   return f;
@@ -132,9 +137,10 @@ TEST_P(OrtQuant, MatchesTheEagerQuantizedModel) {
     auto o = all.run(feeds_for(all, q, tids, tmask, tpos));
     fused = max_rel_err(rt::find_tensor(o, "logits"), eager_logits(q, tids, tmask, tpos));
   }
-  std::printf("  [%s %s] vs eager quantized %.3g (ORT all optimizations: %.3g), vs eager f32 %.3g (relative, max "
-              "over logits)\n", arch.c_str(), md.tag.c_str(), e, fused,
-              max_rel_err(got, eager_logits(*model, tids, tmask, tpos)));
+  std::printf(
+      "  [%s %s] vs eager quantized %.3g (ORT all optimizations: %.3g), vs eager f32 %.3g (relative, max "
+      "over logits)\n",
+      arch.c_str(), md.tag.c_str(), e, fused, max_rel_err(got, eager_logits(*model, tids, tmask, tpos)));
 }
 
 std::vector<P> params() {
@@ -143,8 +149,9 @@ std::vector<P> params() {
     for (size_t m = 0; m < kModes.size(); m++) v.push_back({a, m});
   return v;
 }
-INSTANTIATE_TEST_SUITE_P(Archs, OrtQuant, ::testing::ValuesIn(params()),
-                         [](const auto& info) { return info.param.arch + "_" + kModes[info.param.mode].tag; });
+INSTANTIATE_TEST_SUITE_P(Archs, OrtQuant, ::testing::ValuesIn(params()), [](const auto& info) {
+  return info.param.arch + "_" + kModes[info.param.mode].tag;
+});
 
 TEST(OrtQuantConfig, RefusesWhatItCannotWrite) {
   OnnxConfig oc;
@@ -153,7 +160,8 @@ TEST(OrtQuantConfig, RefusesWhatItCannotWrite) {
   EXPECT_EQ(oc.quantize.bits, 4);
   EXPECT_EQ(oc.quantize.group_size, 64);
   EXPECT_EQ(oc.to_json()["quantize"]["method"], "int4");
-  EXPECT_THROW(oc.from_json({{"format", "onnx"}, {"target", "ort"}, {"quantize", {{"method", "int2"}}}}), Error);
+  EXPECT_THROW(oc.from_json({{"format", "onnx"}, {"target", "ort"}, {"quantize", {{"method", "int2"}}}}),
+               Error);
   // An architecture whose layers read their weights their own way names the weight it cannot read.
   auto gpt2 = test::tiny_in_memory("gpt2", 1);
   oc.from_json({{"format", "onnx"}, {"target", "ort"}, {"quantize", {{"method", "int4"}}}});
@@ -191,7 +199,8 @@ TEST(OrtQuantInt8Activations, AccuracyLevel4WithinItsOwnTolerance) {
     ids[i] = (i * 37 + 5) % V;
     pos[i] = i % S;
   }
-  Tensor tids = Tensor::from_ints({B, S}, ids), tmask = Tensor::full({B, S}, 1, DType::I64), tpos = Tensor::from_ints({B, S}, pos);
+  Tensor tids = Tensor::from_ints({B, S}, ids), tmask = Tensor::full({B, S}, 1, DType::I64),
+         tpos = Tensor::from_ints({B, S}, pos);
   auto out = merged.run(feeds_for(merged, q, tids, tmask, tpos));
   const rt::RtTensor& got = rt::find_tensor(out, "logits");
   const Tensor want = eager_logits(q, tids, tmask, tpos);
@@ -201,11 +210,14 @@ TEST(OrtQuantInt8Activations, AccuracyLevel4WithinItsOwnTolerance) {
   for (size_t i = 0; i < g.size(); i++) max_abs = std::max(max_abs, double(std::fabs(g[i] - w[i])));
   EXPECT_GT(max_abs, 1e-4) << "int8 activations compute other math than the eager f32 activations";
   EXPECT_LE(max_abs, 0.25) << "verify's 'int8-activations' logits bound (src/verify/tolerances.cpp)";
-  std::printf("  [llama int4 --activations int8] logits vs eager quantized (f32 activations): max abs %.3g\n", max_abs);
+  std::printf("  [llama int4 --activations int8] logits vs eager quantized (f32 activations): max abs %.3g\n",
+              max_abs);
 
   OnnxConfig standard;
-  EXPECT_THROW(standard.from_json({{"format", "onnx"}, {"opset", 21}, {"quantize", {{"method", "int4"}, {"activations", "int8"}}}}),
-               Error);
+  EXPECT_THROW(
+      standard.from_json(
+          {{"format", "onnx"}, {"opset", 21}, {"quantize", {{"method", "int4"}, {"activations", "int8"}}}}),
+      Error);
   EXPECT_THROW(quant::parse_options("none", 32, false, "int8"), Error);
   EXPECT_THROW(quant::parse_options("int4", 32, false, "int16"), Error);
   auto mixtral = test::tiny_in_memory("mixtral", 1);
@@ -214,7 +226,9 @@ TEST(OrtQuantInt8Activations, AccuracyLevel4WithinItsOwnTolerance) {
     make_onnx_exporter()->export_for_generation(*mixtral, CaptureOptions{}, {{"*", &oc}}, moe.path.string());
     FAIL() << "expected mixtral to refuse --activations int8";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("expected a dense decoder for --activations int8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("expected a dense decoder for --activations int8"),
+              std::string::npos)
+        << e.what();
   }
 }
 

@@ -4,14 +4,15 @@
 // the caches), every output (logits and all present.N.{decoder,encoder}.{key,value}) at ≤ 1e-4 relative
 // to max(1, |ref|), batch 1 (5 and 11 tokens) and batch 3 right-padded (6, 13, 2 tokens), three decoder
 // steps each; opsets 18 and 23 and target ort (com.microsoft GroupQueryAttention where it applies: the
-// causal decoder self-attention). Then greedy text-to-text over the export (ORT engine: encoder + merged decoder) equals the
-// eager engine for 32 tokens, with plain argmax and with the checkpoint's generation config.
+// causal decoder self-attention). Then greedy text-to-text over the export (ORT engine: encoder + merged
+// decoder) equals the eager engine for 32 tokens, with plain argmax and with the checkpoint's generation
+// config.
 #include <gtest/gtest.h>
 
 #include <cstdio>
 
-#include "export/onnx/onnx_test_util.h"
 #include <fmt/ranges.h>
+#include "export/onnx/onnx_test_util.h"
 
 #include "hfx/export/exporter.h"
 #include "hfx/export/onnx.h"
@@ -40,18 +41,20 @@ rt::NamedTensors feeds_for(const rt::OrtSession& sess, const Named& in, int64_t 
   rt::NamedTensors f;
   for (const auto& i : sess.inputs()) {
     auto it = in.find(i.name);
-    if (it != in.end()) f.push_back({i.name, to_rt(it->second)});
+    if (it != in.end())
+      f.push_back({i.name, to_rt(it->second)});
     else if (i.name.rfind("past_key_values.", 0) == 0)
       f.push_back({i.name, rt::RtTensor::zeros("float32", {B, i.shape[1].value, 0, i.shape[3].value})});
     else if (i.name == "use_cache_branch")
       f.push_back({i.name, rt::RtTensor{"bool", {1}, {static_cast<uint8_t>(use_cache_branch)}}});
-    else ADD_FAILURE() << "unexpected input " << i.name;
+    else
+      ADD_FAILURE() << "unexpected input " << i.name;
   }
   return f;
 }
 
-void check(const rt::OrtSession& sess, const std::string& what, const Named& in, const Named& ref, int64_t B, bool cached,
-           double* worst) {
+void check(const rt::OrtSession& sess, const std::string& what, const Named& in, const Named& ref, int64_t B,
+           bool cached, double* worst) {
   SCOPED_TRACE(what);
   rt::NamedTensors out = sess.run(feeds_for(sess, in, B, cached));
   ASSERT_EQ(out.size(), ref.size()) << "outputs";
@@ -97,7 +100,9 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
 
   double worst = 0;
   const std::vector<std::vector<std::vector<int64_t>>> batches = {
-      {{21, 34, 55, 89, 144}}, {{7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}}, {{30, 31, 32, 33, 34, 35}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}, {60, 61}}};
+      {{21, 34, 55, 89, 144}},
+      {{7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17}},
+      {{30, 31, 32, 33, 34, 35}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}, {60, 61}}};
   for (const auto& rows : batches) {
     const int64_t B = static_cast<int64_t>(rows.size());
     int64_t S = 0;
@@ -109,7 +114,8 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
     EagerBuilder eb;
     Var vids = eb.wrap(Tensor::from_ints({B, S}, ids)), vmask = eb.wrap(Tensor::from_ints({B, S}, mask));
     NamedVars eo = m->call("encoder", eb, {{"input_ids", vids}, {"attention_mask", vmask}});
-    check(enc, "encoder " + tag, {{"input_ids", vids.tensor()}, {"attention_mask", vmask.tensor()}}, tensors(eo), B, false, &worst);
+    check(enc, "encoder " + tag, {{"input_ids", vids.tensor()}, {"attention_mask", vmask.tensor()}},
+          tensors(eo), B, false, &worst);
     Var hidden = get(eo, "last_hidden_state");
     std::vector<int64_t> tok(B, start);
     NamedVars past;
@@ -120,7 +126,8 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
       NamedVars out = m->call("decoder", eb, in, CallOptions{1, true});
       Named fin = tensors(in), ref = tensors(out);
       std::string st = fmt::format("{} step {}", tag, step);
-      check(step == 0 ? dec : dwp, (step == 0 ? "decoder_model " : "decoder_with_past_model ") + st, fin, ref, B, step > 0, &worst);
+      check(step == 0 ? dec : dwp, (step == 0 ? "decoder_model " : "decoder_with_past_model ") + st, fin, ref,
+            B, step > 0, &worst);
       check(merged, "decoder_model_merged " + st, fin, ref, B, step > 0, &worst);
       Tensor l = get(out, "logits").tensor().contiguous();  // [B, 1, V]
       const int64_t V = l.size(2);
@@ -132,14 +139,17 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
       for (const CacheLeafDecl& c : decl.cache) past.emplace_back(c.past_input, get(out, c.present_output));
     }
   }
-  std::printf("  [%s opset %d %s] worst relative error ORT vs eager %.3g\n", p.name.c_str(), p.opset, p.target.c_str(), worst);
+  std::printf("  [%s opset %d %s] worst relative error ORT vs eager %.3g\n", p.name.c_str(), p.opset,
+              p.target.c_str(), worst);
 
   // Greedy over the export folder (ORT engine) equals eager, 32 tokens, batch 3.
-  const std::vector<std::vector<int64_t>> prompts = {{30, 31, 32, 33, 34, 35}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}, {60, 61}};
+  const std::vector<std::vector<int64_t>> prompts = {
+      {30, 31, 32, 33, 34, 35}, {40, 41, 42, 43, 44, 45, 46, 47, 48, 49, 50, 51, 52}, {60, 61}};
   Text2TextSettings plain;
   plain.decoder_start_token_id = start;
   plain.pad_token_id = pad;
-  Text2TextGenerator ge(make_eager_seq2seq_engine(m), nullptr, plain), go(make_ort_seq2seq_engine((dir.path / "out").string()), nullptr, plain);
+  Text2TextGenerator ge(make_eager_seq2seq_engine(m), nullptr, plain),
+      go(make_ort_seq2seq_engine((dir.path / "out").string()), nullptr, plain);
   auto a = ge.generate_ids(prompts, 32), b = go.generate_ids(prompts, 32);
   EXPECT_EQ(a.ids, b.ids) << "plain argmax, 32 tokens";
   for (const auto& row : a.ids) EXPECT_EQ(row.size(), 32u);
@@ -147,14 +157,18 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
   auto gen = nlohmann::json::parse(io::read_file((dir.path / "ckpt/generation_config.json").string()));
   Text2TextGenerator de(make_eager_seq2seq_engine(m), nullptr, text2text_settings(cfg, gen)),
       dor(make_ort_seq2seq_engine((dir.path / "out").string()), nullptr, text2text_settings(cfg, gen));
-  EXPECT_EQ(de.generate_ids(prompts, 32).ids, dor.generate_ids(prompts, 32).ids) << "checkpoint generation config";
+  EXPECT_EQ(de.generate_ids(prompts, 32).ids, dor.generate_ids(prompts, 32).ids)
+      << "checkpoint generation config";
 }
 
 INSTANTIATE_TEST_SUITE_P(Archs, OrtSeq2Seq,
-                         ::testing::Values(P{"t5", "t5", "tiny", 18}, P{"t5_gated", "t5", "tiny-gated", 18}, P{"bart", "bart", "tiny", 18},
-                                           P{"marian", "marian", "tiny", 18}, P{"t5_opset23", "t5", "tiny", 23},
-                                           P{"bart_opset23", "bart", "tiny", 23}, P{"t5_ort", "t5", "tiny", 18, "ort"},
-                                           P{"bart_ort", "bart", "tiny", 18, "ort"}, P{"marian_ort", "marian", "tiny", 18, "ort"}),
+                         ::testing::Values(P{"t5", "t5", "tiny", 18}, P{"t5_gated", "t5", "tiny-gated", 18},
+                                           P{"bart", "bart", "tiny", 18}, P{"marian", "marian", "tiny", 18},
+                                           P{"t5_opset23", "t5", "tiny", 23},
+                                           P{"bart_opset23", "bart", "tiny", 23},
+                                           P{"t5_ort", "t5", "tiny", 18, "ort"},
+                                           P{"bart_ort", "bart", "tiny", 18, "ort"},
+                                           P{"marian_ort", "marian", "tiny", 18, "ort"}),
                          [](const auto& i) { return i.param.name; });
 
 }  // namespace
