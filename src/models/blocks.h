@@ -155,6 +155,10 @@ class DecoderLM : public CausalLM {
   DecoderOptions o_;
 };
 
+/// A vision-language model's `decoder` component: the text model's `model` component on inputs_embeds
+/// [batch_size, sequence_length, hidden] instead of input_ids (llava, gemma3, idefics3).
+ComponentDecl decoder_on_embeddings(const CausalLM& lm, int64_t hidden);
+
 /// Rotary inv_freq buffers some checkpoints carry; never needed (hfx computes them from the config).
 inline const std::vector<std::string> kRotaryBuffers = {
     R"(model\.rotary_emb\.inv_freq)", R"(model\.layers\.\d+\.self_attn\.rotary_emb\.inv_freq)"};

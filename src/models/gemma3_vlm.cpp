@@ -71,28 +71,7 @@ ModelConfig parse(const json& j) {
 WeightSpecs weight_specs(const ModelConfig& cfg) {
   const Vision v = vision(cfg.raw);
   WeightSpecs s;
-  const std::string vt = "vision_tower.vision_model.";
-  const int64_t patches = (v.image / v.patch) * (v.image / v.patch);
-  s.push_back({vt + "embeddings.patch_embedding.weight", {v.hidden, v.channels, v.patch, v.patch}});
-  s.push_back({vt + "embeddings.patch_embedding.bias", {v.hidden}});
-  s.push_back({vt + "embeddings.position_embedding.weight", {patches, v.hidden}});
-  s.push_back({vt + "post_layernorm.weight", {v.hidden}});
-  s.push_back({vt + "post_layernorm.bias", {v.hidden}});
-  for (int64_t i = 0; i < v.layers; i++) {
-    const std::string l = vt + "encoder.layers." + std::to_string(i) + ".";
-    for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
-      s.push_back({l + "self_attn." + p + ".weight", {v.hidden, v.hidden}});
-      s.push_back({l + "self_attn." + p + ".bias", {v.hidden}});
-    }
-    for (const char* n : {"layer_norm1", "layer_norm2"}) {
-      s.push_back({l + n + ".weight", {v.hidden}});
-      s.push_back({l + n + ".bias", {v.hidden}});
-    }
-    s.push_back({l + "mlp.fc1.weight", {v.intermediate, v.hidden}});
-    s.push_back({l + "mlp.fc1.bias", {v.intermediate}});
-    s.push_back({l + "mlp.fc2.weight", {v.hidden, v.intermediate}});
-    s.push_back({l + "mlp.fc2.bias", {v.hidden}});
-  }
+  siglip_weight_specs(s, "vision_tower.vision_model.", sub(cfg.raw, "vision_config"));
   s.push_back({"multi_modal_projector.mm_input_projection_weight", {v.hidden, cfg.hidden_size}});
   s.push_back({"multi_modal_projector.mm_soft_emb_norm.weight", {v.hidden}});
   const Architecture& ta = text_architecture();
@@ -126,13 +105,7 @@ class Gemma3Vlm : public Model {
                         {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}},
                         {"inputs_embeds"},
                         {}};
-    ComponentDecl decoder = lm_->components().front();
-    decoder.name = "decoder";
-    for (InputDecl& d : decoder.inputs)
-      if (d.name == "input_ids")
-        d = {"inputs_embeds",
-             DType::F32,
-             {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+    ComponentDecl decoder = decoder_on_embeddings(*lm_, config().hidden_size);
     InputDecl types{"token_type_ids", DType::I64, {"batch_size", "sequence_length"}};
     types.zero_default =
         true;  // Transformers.js does not pass it (its Gemma3 is LlavaForConditionalGeneration)
@@ -205,25 +178,12 @@ json tiny(const std::string& preset) {
                 {"vision_use_head", false}}}};
 }
 
-json added_token(int64_t id, const char* content) {
-  return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
-              {"rstrip", false}, {"normalized", false}, {"special", true}};
-}
-
 void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer_config_json) {
   json tj = json::parse(tokenizer_json), tc = json::parse(tokenizer_config_json);
-  const std::pair<const char*, const char*> tokens[] = {{"boi_token_index", "<start_of_image>"},
-                                                        {"eoi_token_index", "<end_of_image>"},
-                                                        {"image_token_index", "<image_soft_token>"}};
-  for (const auto& [key, content] : tokens)
-    tj["added_tokens"].push_back(added_token(config.at(key).get<int64_t>(), content));
-  json decoder = tc.value("added_tokens_decoder", json::object());
-  for (const json& t : tj["added_tokens"]) {
-    json d = t;
-    d.erase("id");
-    decoder[std::to_string(t["id"].get<int64_t>())] = d;
-  }
-  tc["added_tokens_decoder"] = decoder;
+  add_special_tokens(tj, tc,
+                     {{config.at("boi_token_index").get<int64_t>(), "<start_of_image>"},
+                      {config.at("eoi_token_index").get<int64_t>(), "<end_of_image>"},
+                      {config.at("image_token_index").get<int64_t>(), "<image_soft_token>"}});
   tc["boi_token"] = "<start_of_image>";
   tc["eoi_token"] = "<end_of_image>";
   tc["image_token"] = "<image_soft_token>";

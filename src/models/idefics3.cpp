@@ -65,34 +65,23 @@ ModelConfig parse(const json& j) {
   HFX_CHECK(jhas(j, "image_token_id"), "model", "expected config.json.image_token_id, got none");
   c.model_type = jget<std::string>(j, "model_type", "idefics3");
   c.raw = j;
+  // Idefics3VisionConfig's defaults written out: the shared SigLIP code (llava_vision.h) assumes
+  // SiglipVisionConfig's where a key is absent, and transformers saves only the keys that differ.
+  const json defaults = {{"hidden_size", 1152},     {"intermediate_size", 3072},
+                         {"num_hidden_layers", 12}, {"num_attention_heads", 16},
+                         {"num_channels", 3},       {"image_size", 224},
+                         {"patch_size", 32},        {"hidden_act", "gelu_pytorch_tanh"},
+                         {"layer_norm_eps", 1e-6}};
+  json& v = c.raw["vision_config"];
+  for (auto it = defaults.begin(); it != defaults.end(); ++it)
+    if (!v.contains(it.key()) || v[it.key()].is_null()) v[it.key()] = it.value();
   return c;
 }
 
 WeightSpecs weight_specs(const ModelConfig& cfg) {
   const Vision v = vision(cfg.raw);
   WeightSpecs s;
-  const std::string vt = "model.vision_model.";
-  const int64_t patches = (v.image / v.patch) * (v.image / v.patch);
-  s.push_back({vt + "embeddings.patch_embedding.weight", {v.hidden, v.channels, v.patch, v.patch}});
-  s.push_back({vt + "embeddings.patch_embedding.bias", {v.hidden}});
-  s.push_back({vt + "embeddings.position_embedding.weight", {patches, v.hidden}});
-  s.push_back({vt + "post_layernorm.weight", {v.hidden}});
-  s.push_back({vt + "post_layernorm.bias", {v.hidden}});
-  for (int64_t i = 0; i < v.layers; i++) {
-    const std::string l = vt + "encoder.layers." + std::to_string(i) + ".";
-    for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
-      s.push_back({l + "self_attn." + p + ".weight", {v.hidden, v.hidden}});
-      s.push_back({l + "self_attn." + p + ".bias", {v.hidden}});
-    }
-    for (const char* n : {"layer_norm1", "layer_norm2"}) {
-      s.push_back({l + n + ".weight", {v.hidden}});
-      s.push_back({l + n + ".bias", {v.hidden}});
-    }
-    s.push_back({l + "mlp.fc1.weight", {v.intermediate, v.hidden}});
-    s.push_back({l + "mlp.fc1.bias", {v.intermediate}});
-    s.push_back({l + "mlp.fc2.weight", {v.hidden, v.intermediate}});
-    s.push_back({l + "mlp.fc2.bias", {v.hidden}});
-  }
+  siglip_weight_specs(s, "model.vision_model.", sub(cfg.raw, "vision_config"));
   s.push_back(
       {"model.connector.modality_projection.proj.weight", {cfg.hidden_size, v.hidden * v.scale * v.scale}});
   const Architecture& ta = text_architecture(cfg.raw);
@@ -130,13 +119,7 @@ class Idefics3 : public Model {
                         {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}},
                         {"inputs_embeds"},
                         {}};
-    ComponentDecl decoder = lm_->components().front();
-    decoder.name = "decoder";
-    for (InputDecl& d : decoder.inputs)
-      if (d.name == "input_ids")
-        d = {"inputs_embeds",
-             DType::F32,
-             {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+    ComponentDecl decoder = decoder_on_embeddings(*lm_, config().hidden_size);
     return {vis, embed, decoder};
   }
 
@@ -238,22 +221,12 @@ json tiny_of(const std::string& model_type, const std::string& preset) {
 json tiny(const std::string& preset) { return tiny_of("idefics3", preset); }
 json tiny_smolvlm(const std::string& preset) { return tiny_of("smolvlm", preset); }
 
-json added_token(int64_t id, const std::string& content) {
-  return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
-              {"rstrip", false}, {"normalized", false}, {"special", true}};
-}
-
 void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer_config_json) {
   json tj = json::parse(tokenizer_json), tc = json::parse(tokenizer_config_json);
+  std::vector<std::pair<int64_t, std::string>> tokens;
   int64_t id = kVocab;
-  for (const std::string& t : special_tokens()) tj["added_tokens"].push_back(added_token(id++, t));
-  json decoder = tc.value("added_tokens_decoder", json::object());
-  for (const json& t : tj["added_tokens"]) {
-    json d = t;
-    d.erase("id");
-    decoder[std::to_string(t["id"].get<int64_t>())] = d;
-  }
-  tc["added_tokens_decoder"] = decoder;
+  for (const std::string& t : special_tokens()) tokens.push_back({id++, t});
+  add_special_tokens(tj, tc, tokens);
   tc["processor_class"] = names_of(config.value("model_type", "idefics3")).processor;
   tc.erase("chat_template");
   config["vocab_size"] = config["text_config"]["vocab_size"];

@@ -77,21 +77,7 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
     s.push_back({vt + n + ".weight", {v.hidden}});
     s.push_back({vt + n + ".bias", {v.hidden}});
   }
-  for (int64_t i = 0; i < v.layers; i++) {
-    const std::string l = vt + "encoder.layers." + std::to_string(i) + ".";
-    for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
-      s.push_back({l + "self_attn." + p + ".weight", {v.hidden, v.hidden}});
-      s.push_back({l + "self_attn." + p + ".bias", {v.hidden}});
-    }
-    for (const char* n : {"layer_norm1", "layer_norm2"}) {
-      s.push_back({l + n + ".weight", {v.hidden}});
-      s.push_back({l + n + ".bias", {v.hidden}});
-    }
-    s.push_back({l + "mlp.fc1.weight", {v.intermediate, v.hidden}});
-    s.push_back({l + "mlp.fc1.bias", {v.intermediate}});
-    s.push_back({l + "mlp.fc2.weight", {v.hidden, v.intermediate}});
-    s.push_back({l + "mlp.fc2.bias", {v.hidden}});
-  }
+  vision_layer_specs(s, vt, v.hidden, v.intermediate, v.layers);
   // transformers 4.47: linear_1 takes the selected layer's features (one layer: vision hidden size).
   const int64_t th = cfg.hidden_size;
   s.push_back({"multi_modal_projector.linear_1.weight", {th, v.hidden}});
@@ -132,13 +118,7 @@ class Llava : public Model {
                         {{"input_ids", DType::I64, {"batch_size", "sequence_length"}}},
                         {"inputs_embeds"},
                         {}};
-    ComponentDecl decoder = lm_->components().front();
-    decoder.name = "decoder";
-    for (InputDecl& d : decoder.inputs)
-      if (d.name == "input_ids")
-        d = {"inputs_embeds",
-             DType::F32,
-             {"batch_size", "sequence_length", std::to_string(config().hidden_size)}};
+    ComponentDecl decoder = decoder_on_embeddings(*lm_, config().hidden_size);
     return {vision, embed, decoder};
   }
 
@@ -218,25 +198,12 @@ json tiny(const std::string& preset) {
                 {"projection_dim", 32}}}};
 }
 
-json added_token(int64_t id, const char* content) {
-  return json{{"id", id},        {"content", content},  {"single_word", false}, {"lstrip", false},
-              {"rstrip", false}, {"normalized", false}, {"special", true}};
-}
-
 // llava-1.5's tokenizer: the Llama-2 one plus <image> (image_token_index) and <pad>.
 void tiny_text(json& config, std::string& tokenizer_json, std::string& tokenizer_config_json) {
   const int64_t image = config.at("image_token_index").get<int64_t>(),
                 pad = config.at("pad_token_id").get<int64_t>();
   json tj = json::parse(tokenizer_json), tc = json::parse(tokenizer_config_json);
-  tj["added_tokens"].push_back(added_token(image, "<image>"));
-  tj["added_tokens"].push_back(added_token(pad, "<pad>"));
-  json decoder = tc.value("added_tokens_decoder", json::object());
-  for (const json& t : tj["added_tokens"]) {
-    json d = t;
-    d.erase("id");
-    decoder[std::to_string(t["id"].get<int64_t>())] = d;
-  }
-  tc["added_tokens_decoder"] = decoder;
+  add_special_tokens(tj, tc, {{image, "<image>"}, {pad, "<pad>"}});
   tc["pad_token"] = "<pad>";
   tc["processor_class"] = "LlavaProcessor";
   tc.erase("chat_template");  // a processor's template lives in chat_template.json

@@ -140,6 +140,37 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
   return W.linear(h, "multi_modal_projector.linear_2");
 }
 
+void vision_layer_specs(std::vector<std::pair<std::string, Shape>>& s, const std::string& tower,
+                        int64_t hidden, int64_t intermediate, int64_t layers) {
+  for (int64_t i = 0; i < layers; i++) {
+    const std::string l = tower + "encoder.layers." + std::to_string(i) + ".";
+    for (const char* p : {"q_proj", "k_proj", "v_proj", "out_proj"}) {
+      s.push_back({l + "self_attn." + p + ".weight", {hidden, hidden}});
+      s.push_back({l + "self_attn." + p + ".bias", {hidden}});
+    }
+    for (const char* n : {"layer_norm1", "layer_norm2"}) {
+      s.push_back({l + n + ".weight", {hidden}});
+      s.push_back({l + n + ".bias", {hidden}});
+    }
+    s.push_back({l + "mlp.fc1.weight", {intermediate, hidden}});
+    s.push_back({l + "mlp.fc1.bias", {intermediate}});
+    s.push_back({l + "mlp.fc2.weight", {hidden, intermediate}});
+    s.push_back({l + "mlp.fc2.bias", {hidden}});
+  }
+}
+
+void siglip_weight_specs(std::vector<std::pair<std::string, Shape>>& s, const std::string& tower,
+                         const nlohmann::json& vision_config) {
+  const Vision v = vision_of(vision_config, /*siglip=*/true);
+  const int64_t patches = (v.image / v.patch) * (v.image / v.patch);
+  s.push_back({tower + "embeddings.patch_embedding.weight", {v.hidden, v.channels, v.patch, v.patch}});
+  s.push_back({tower + "embeddings.patch_embedding.bias", {v.hidden}});
+  s.push_back({tower + "embeddings.position_embedding.weight", {patches, v.hidden}});
+  s.push_back({tower + "post_layernorm.weight", {v.hidden}});
+  s.push_back({tower + "post_layernorm.bias", {v.hidden}});
+  vision_layer_specs(s, tower, v.hidden, v.intermediate, v.layers);
+}
+
 Var siglip_last_hidden_state(Builder& b, const io::WeightStore& w, const nlohmann::json& vision_config,
                              const Var& pixel_values, const std::string& tower) {
   const Vision v = vision_of(vision_config, /*siglip=*/true);

@@ -18,6 +18,15 @@ namespace hfx::models {
 Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
                          const Var& pixel_values);
 
+/// The encoder layers of a CLIP or SigLIP tower under `tower` ("….encoder.layers.N.":
+/// self_attn.{q,k,v,out}_proj with biases, layer_norm1/2, mlp.fc1/fc2), in the order create-tiny draws them.
+void vision_layer_specs(std::vector<std::pair<std::string, Shape>>& specs, const std::string& tower,
+                        int64_t hidden, int64_t intermediate, int64_t layers);
+/// A SigLIP tower's weights under `tower`: the patch embedding with its bias, the positions, post_layernorm
+/// and the encoder layers (gemma3, idefics3).
+void siglip_weight_specs(std::vector<std::pair<std::string, Shape>>& specs, const std::string& tower,
+                         const nlohmann::json& vision_config);
+
 /// SigLIP's vision tower (SiglipVisionModel's last_hidden_state, weights under vision_tower.vision_model.):
 /// the patch embedding with its bias, learned positions (no class token), the encoder layers and
 /// post_layernorm — pixel_values [B, C, H, W] → [B, patches, vision hidden].

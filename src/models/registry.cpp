@@ -99,6 +99,25 @@ const Architecture* find_architecture(const std::string& model_type) {
 
 namespace hfx::models {
 
+void add_special_tokens(nlohmann::json& tj, nlohmann::json& tc,
+                        const std::vector<std::pair<int64_t, std::string>>& tokens) {
+  for (const auto& [id, content] : tokens)
+    tj["added_tokens"].push_back(nlohmann::json{{"id", id},
+                                                {"content", content},
+                                                {"single_word", false},
+                                                {"lstrip", false},
+                                                {"rstrip", false},
+                                                {"normalized", false},
+                                                {"special", true}});
+  nlohmann::json decoder = tc.value("added_tokens_decoder", nlohmann::json::object());
+  for (const nlohmann::json& t : tj["added_tokens"]) {
+    nlohmann::json d = t;
+    d.erase("id");
+    decoder[std::to_string(t["id"].get<int64_t>())] = d;
+  }
+  tc["added_tokens_decoder"] = decoder;
+}
+
 const TinyHooks* tiny_hooks(const std::string& model_type) {
   static const std::vector<std::pair<std::string, const TinyHooks*>> hooks = {
       {"llava", &llava_tiny_hooks()},

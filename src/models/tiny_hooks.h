@@ -21,4 +21,10 @@ struct TinyHooks {
 /// The hooks of `model_type`, or null when it has none.
 const TinyHooks* tiny_hooks(const std::string& model_type);
 
+/// Appends `tokens` (id, content) to tokenizer.json's added_tokens as special tokens and rebuilds
+/// tokenizer_config.json's added_tokens_decoder from all of them, as a saved tokenizer has them (the vision
+/// models' image tokens).
+void add_special_tokens(nlohmann::json& tokenizer, nlohmann::json& tokenizer_config,
+                        const std::vector<std::pair<int64_t, std::string>>& tokens);
+
 }  // namespace hfx::models

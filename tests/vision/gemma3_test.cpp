@@ -32,6 +32,7 @@
 #include "support/oracle.h"
 #include "support/shell.h"
 #include "vision/image_writers.h"
+#include "vision/vlm_test_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -40,15 +41,9 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-struct Folder {
-  fs::path path;
-  explicit Folder(const std::string& name)
-      : path(fs::temp_directory_path() / ("hfx_gemma3_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Folder() { fs::remove_all(path); }
-};
+using Folder = hfx::test::TempFolder;
+using hfx::test::max_diff;
+using hfx::test::pattern_pixels;
 
 const json& golden() {
   static const json g =
@@ -56,16 +51,9 @@ const json& golden() {
   return g;
 }
 
-std::vector<float> pattern_pixels(int64_t n) {
-  std::vector<float> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++)
-    p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
-  return p;
-}
-
 // The checkpoint (ckpt/) and its ONNX export (out/), made once.
 const fs::path& folder() {
-  static Folder f("model");
+  static Folder f("gemma3_model");
   static bool done = false;
   if (!done) {
     hfx::create_tiny("gemma3", (f.path / "ckpt").string());
@@ -77,52 +65,18 @@ const fs::path& folder() {
   return f.path;
 }
 
-double max_diff(const std::vector<float>& got, const json& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double w = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); i++)
-    w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
-  return w;
-}
-
-// Greedy decoding through an engine: image features over the image tokens, prefill (with token types when
-// `types`), then one token at a time over the cache; stops at the text model's eos (1).
+// Greedy decoding of golden case `c` through an engine: the first `images` images of the golden's pixel
+// pattern; with token types (transformers' mask) or without (a causal mask). Stops at the text model's eos
+// (1).
 std::vector<int64_t> greedy(hfx::rt::ImageTextEngine& e, const json& c, int64_t images, bool types,
                             std::vector<float>* last_logits = nullptr) {
-  const auto& g = golden();
-  auto shape = g["pixel_values_shape"].get<std::vector<int64_t>>();
+  auto shape = golden()["pixel_values_shape"].get<std::vector<int64_t>>();
   const int64_t per = shape[1] * shape[2] * shape[3];
   const std::vector<float> all = pattern_pixels(2 * per);
   shape[0] = images;
-  std::vector<int64_t> fshape;
-  const std::vector<float> feats =
-      e.encode_images(std::span<const float>(all.data(), static_cast<size_t>(images * per)), shape, fshape);
-  const int64_t hidden = fshape[2];
-  const auto ids = c["input_ids"].get<std::vector<int64_t>>();
-  const auto tt = c["token_type_ids"].get<std::vector<int64_t>>();
-  std::vector<float> emb = e.embed(ids);
-  size_t k = 0;
-  for (size_t i = 0; i < ids.size(); i++)
-    if (tt[i] == 1) {
-      std::copy_n(feats.begin() + static_cast<std::ptrdiff_t>(k * hidden), hidden,
-                  emb.begin() + static_cast<std::ptrdiff_t>(i * hidden));
-      k++;
-    }
-  EXPECT_EQ(static_cast<int64_t>(k * hidden), static_cast<int64_t>(feats.size()));
-  e.reset();
-  std::vector<int64_t> out;
-  int64_t seq = static_cast<int64_t>(ids.size());
-  for (int step = 0; step < 32; step++) {
-    const std::vector<float> l =
-        e.step(emb, seq, step == 0 && types ? std::span<const int64_t>(tt) : std::span<const int64_t>());
-    if (step == 0 && last_logits) *last_logits = l;
-    out.push_back(std::max_element(l.begin(), l.end()) - l.begin());
-    if (out.back() == 1) break;
-    const int64_t one[1] = {out.back()};
-    emb = e.embed(one);
-    seq = 1;
-  }
-  return out;
+  return hfx::test::greedy_through(e, std::span<const float>(all.data(), static_cast<size_t>(images * per)),
+                                   shape, c["input_ids"].get<std::vector<int64_t>>(),
+                                   c["token_type_ids"].get<std::vector<int64_t>>(), types, 1, last_logits);
 }
 
 TEST(Gemma3, ComponentsEqualTransformersEagerAndOrt) {
@@ -183,7 +137,7 @@ TEST(Gemma3, TransformersJsRunsTheExportWithoutTokenTypes) {
 TEST(Gemma3, GenerateWithAnImageMatchesTransformersJsProcessor) {
   HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   const fs::path& d = folder();
-  Folder f("image");
+  Folder f("gemma3_image");
   const std::string image = (f.path / "cat.png").string(), prompt = "<start_of_image>Describe this.";
   hfx::testsupport::write_png(image, 32, 32, hfx::testsupport::PngKind::Rgb, 5);
   const auto r =

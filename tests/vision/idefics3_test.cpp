@@ -35,6 +35,7 @@
 #include "support/oracle.h"
 #include "support/shell.h"
 #include "vision/image_writers.h"
+#include "vision/vlm_test_util.h"
 
 namespace fs = std::filesystem;
 using nlohmann::json;
@@ -43,15 +44,9 @@ namespace {
 
 constexpr double kTol = 1e-4;
 
-struct Folder {
-  fs::path path;
-  explicit Folder(const std::string& name)
-      : path(fs::temp_directory_path() / ("hfx_idefics3_" + name + "_" + std::to_string(::getpid()))) {
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~Folder() { fs::remove_all(path); }
-};
+using Folder = hfx::test::TempFolder;
+using hfx::test::max_diff;
+using hfx::test::pattern_pixels;
 
 std::string g_arch = "idefics3";  // the architecture of the running test (set by SetUp)
 
@@ -63,19 +58,12 @@ const json& golden() {
   return g[g_arch];
 }
 
-std::vector<float> pattern_pixels(int64_t n) {
-  std::vector<float> p(static_cast<size_t>(n));
-  for (int64_t i = 0; i < n; i++)
-    p[static_cast<size_t>(i)] = static_cast<float>(1.5 * std::sin(0.37 * static_cast<double>(i)));
-  return p;
-}
-
 // The checkpoint (ckpt/) and its ONNX export (out/) of the running architecture, made once.
 const fs::path& folder() {
   static std::map<std::string, std::unique_ptr<Folder>> made;
   auto& f = made[g_arch];
   if (!f) {
-    f = std::make_unique<Folder>(g_arch);
+    f = std::make_unique<Folder>(g_arch + "_model");
     hfx::create_tiny(g_arch, (f->path / "ckpt").string());
     auto p = hfx::testsupport::sh(std::string(HFX_CLI) + " export " + (f->path / "ckpt").string() +
                                   " --format onnx -o " + (f->path / "out").string());
@@ -89,49 +77,19 @@ class Idefics3 : public ::testing::TestWithParam<std::string> {
   void SetUp() override { g_arch = GetParam(); }
 };
 
-double max_diff(const std::vector<float>& got, const json& want) {
-  EXPECT_EQ(got.size(), want.size());
-  double w = 0;
-  for (size_t i = 0; i < got.size() && i < want.size(); i++)
-    w = std::max(w, std::fabs(got[i] - want[i].get<double>()));
-  return w;
-}
-
-// Greedy decoding through an engine: the first `images` images' features over the image tokens, prefill, then
-// one token at a time over the cache; stops at the text model's eos (2).
+// Greedy decoding of golden case `c` through an engine: the first `images` images of the golden's pixel
+// pattern over the image tokens; stops at the text model's eos (2).
 std::vector<int64_t> greedy(hfx::rt::ImageTextEngine& e, const json& c, int64_t images, int64_t image_token,
                             std::vector<float>* last_logits) {
   auto shape = golden()["pixel_values_shape"].get<std::vector<int64_t>>();
   const int64_t per = shape[2] * shape[3] * shape[4];
   const std::vector<float> all = pattern_pixels(shape[1] * per);
   shape[1] = images;
-  std::vector<int64_t> fshape;
-  const std::vector<float> feats =
-      e.encode_images(std::span<const float>(all.data(), static_cast<size_t>(images * per)), shape, fshape);
-  const int64_t hidden = fshape[2];
   const auto ids = c["input_ids"].get<std::vector<int64_t>>();
-  std::vector<float> emb = e.embed(ids);
-  size_t k = 0;
-  for (size_t i = 0; i < ids.size(); i++)
-    if (ids[i] == image_token) {
-      std::copy_n(feats.begin() + static_cast<std::ptrdiff_t>(k * hidden), hidden,
-                  emb.begin() + static_cast<std::ptrdiff_t>(i * hidden));
-      k++;
-    }
-  EXPECT_EQ(static_cast<int64_t>(k * hidden), static_cast<int64_t>(feats.size()));
-  e.reset();
-  std::vector<int64_t> out;
-  int64_t seq = static_cast<int64_t>(ids.size());
-  for (int step = 0; step < 32; step++) {
-    const std::vector<float> l = e.step(emb, seq);
-    if (step == 0) *last_logits = l;
-    out.push_back(std::max_element(l.begin(), l.end()) - l.begin());
-    if (out.back() == 2) break;
-    const int64_t one[1] = {out.back()};
-    emb = e.embed(one);
-    seq = 1;
-  }
-  return out;
+  std::vector<int64_t> rows(ids.size());
+  for (size_t i = 0; i < ids.size(); i++) rows[i] = ids[i] == image_token ? 1 : 0;
+  return hfx::test::greedy_through(e, std::span<const float>(all.data(), static_cast<size_t>(images * per)),
+                                   shape, ids, rows, false, 2, last_logits);
 }
 
 TEST_P(Idefics3, ComponentsEqualTransformersEagerAndOrt) {
@@ -198,7 +156,7 @@ std::vector<std::string> write_images(const fs::path& dir) {
 
 TEST_P(Idefics3, ImageProcessorEqualsTransformers) {
   const fs::path& d = folder();
-  Folder f("images");
+  Folder f(g_arch + "_images");
   const std::vector<std::string> paths = write_images(f.path);
   const std::string pre = (d / "ckpt" / "preprocessor_config.json").string();
   const auto cfg =
@@ -231,7 +189,7 @@ TEST_P(Idefics3, ImageProcessorEqualsTransformers) {
 TEST_P(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
   HFX_REQUIRE_ORACLE(hfx::test::kTransformersJs);
   const fs::path& d = folder();
-  Folder f("generate");
+  Folder f(g_arch + "_generate");
   const std::vector<std::string> paths = write_images(f.path);
   const std::string prompts[2] = {"User:<image>Describe this.", "User:<image>and<image>Compare them."};
   for (size_t n = 1; n <= 2; n++) {
