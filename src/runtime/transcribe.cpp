@@ -312,7 +312,10 @@ TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f,
     all.prompt = r.prompt;
     all.language = r.language;
     all.finish_reason = r.finish_reason;
-    seek += whisper::seek_advance(seq, tb, n, stride);
+    // A window whose last pair is <|0.00|><|0.00|> would not move: transformers' loop decodes the same window
+    // forever there; hfx moves on by the whole window instead.
+    const int64_t advance = whisper::seek_advance(seq, tb, n, stride);
+    seek += advance > 0 ? advance : n;
   }
   return all;
 }

@@ -50,7 +50,8 @@ inline double max_diff(const std::vector<float>& got, const nlohmann::json& want
 /// where `image_rows` is 1, a prefill (with those token types when `types`), then one token at a time over
 /// the cache; at most 32 tokens, stopping at `eos`. `first_logits` gets the prefill's last logits.
 inline std::vector<int64_t> greedy_through(rt::ImageTextEngine& e, std::span<const float> pixels,
-                                           const std::vector<int64_t>& pixel_shape, const std::vector<int64_t>& ids,
+                                           const std::vector<int64_t>& pixel_shape,
+                                           const std::vector<int64_t>& ids,
                                            const std::vector<int64_t>& image_rows, bool types, int64_t eos,
                                            std::vector<float>* first_logits = nullptr) {
   std::vector<int64_t> fshape;
@@ -69,8 +70,8 @@ inline std::vector<int64_t> greedy_through(rt::ImageTextEngine& e, std::span<con
   std::vector<int64_t> out;
   int64_t seq = static_cast<int64_t>(ids.size());
   for (int step = 0; step < 32; step++) {
-    const std::vector<float> l =
-        e.step(emb, seq, step == 0 && types ? std::span<const int64_t>(image_rows) : std::span<const int64_t>());
+    const std::vector<float> l = e.step(
+        emb, seq, step == 0 && types ? std::span<const int64_t>(image_rows) : std::span<const int64_t>());
     if (step == 0 && first_logits) *first_logits = l;
     out.push_back(std::max_element(l.begin(), l.end()) - l.begin());
     if (out.back() == eos) break;

@@ -16,7 +16,8 @@
 // Audio longer than the feature extractor's chunk (30 s) is transcribed as transformers' long-form
 // generate() does (always with timestamps): log-mel over the whole clip, then 30-second windows from a
 // seek position, each decoded from the same prompt and cut into segments; the next window starts at the
-// window's last timestamp pair (or after the whole window when it ends on a lone timestamp or has none).
+// window's last timestamp pair (or after the whole window when it ends on a lone timestamp or has none; also
+// when that pair is at 0.00, where transformers' loop would decode the same window forever).
 //
 //   auto t = hfx::Transcriber::open("out/");          // export folder → ONNX Runtime
 //   auto r = t.transcribe_file("speech.wav", {.language = "en"});
