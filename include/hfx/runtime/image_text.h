@@ -1,16 +1,18 @@
-// hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava or gemma3 checkpoint
-// folder (eager) or its export folder (ONNX Runtime over onnx/vision_encoder.onnx, onnx/embed_tokens.onnx and
-// onnx/decoder_model_merged.onnx, as Transformers.js loads them).
+// hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava, gemma3, idefics3 or
+// smolvlm checkpoint folder (eager) or its export folder (ONNX Runtime over onnx/vision_encoder.onnx,
+// onnx/embed_tokens.onnx and onnx/decoder_model_merged.onnx, as Transformers.js loads them).
 //
 // llava: the prompt carries one image marker (processor_config.json's `image_token`, "<image>") per image;
 // each marker is tokenized to image_token_index and expanded to as many image tokens as the vision encoder
 // gives features per image. gemma3: the marker is the tokenizer's boi_token ("<start_of_image>"), replaced
 // before tokenization by "\n\n<start_of_image>" + image_seq_length × "<image_soft_token>" +
 // "<end_of_image>\n\n" as Gemma3Processor does, and the decoder gets token_type_ids (1 on image tokens:
-// transformers 4.51 lets them attend to each other). The images go through the folder's image processor
-// (hfx/processors/image.h). Then the model's generate(): the vision encoder once, the prompt's embeddings
-// with the image features written over the image tokens' rows in order, a prefill of the decoder on them and
-// one decoder call per new token over its KV cache (greedy; stops at an eos id of the config).
+// transformers 4.51 lets them attend to each other). idefics3 / smolvlm: each "<image>" becomes
+// Idefics3Processor's text for the image's tiles (<row_R_col_C> + image tokens) and its global image. The
+// images go through the folder's image processor (hfx/processors/image.h: CLIP, SigLIP / Gemma 3 or
+// Idefics3). Then the model's generate(): the vision encoder once, the prompt's
+// embeddings with the image features written over the image tokens' rows in order, a prefill of the decoder
+// on them and one decoder call per new token over its KV cache (greedy; stops at an eos id of the config).
 //
 //   auto r = hfx::rt::generate_with_images("out/llava-onnx", {"cat.png"}, "USER: <image>\nWhat is it?
 //   ASSISTANT:", 32);
