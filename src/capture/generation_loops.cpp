@@ -290,8 +290,8 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
               "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed "
               "K, got none",
               m.config().model_type);
-  const std::optional<int64_t> k = *k0 * per;  // image tokens per prompt
-  if (per > 1) features = F::reshape(features, {rows, *k, *hidden});
+  const int64_t k = *k0 * per;  // image tokens per prompt
+  if (per > 1) features = F::reshape(features, {rows, k, *hidden});
   const auto& raw = m.config().raw;
   const char* key = raw.contains("image_token_id") ? "image_token_id" : "image_token_index";
   if (!raw.contains(key) || !raw[key].is_number_integer())
@@ -299,7 +299,7 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
               "expected config.json.image_token_index (or image_token_id) of {} to be an integer, got none",
               m.config().model_type);
   const int64_t image_token = raw[key].get<int64_t>();
-  const GenerationSample sample = with_image_tokens(s, image_token, *k);
+  const GenerationSample sample = with_image_tokens(s, image_token, k);
   Batch in = pad(sample, pad_id(m), true);
   std::vector<int64_t> starts;
   for (const auto& p : sample.prompts) starts.push_back(in.len - static_cast<int64_t>(p.size()) + 1);
@@ -307,7 +307,7 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
   Positions p(in);
   NamedVars emb =
       rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}});
-  NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, *k)},
+  NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, k)},
                    {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
                    {"position_ids", b.ints({in.rows, in.len}, p.pos)}};
   // A decoder that takes token_type_ids (gemma3: image tokens attend to each other) gets 1 on image tokens.

@@ -18,6 +18,7 @@ namespace hfx::dynamo::detail {
 
 using json = nlohmann::json;
 
+/// torch's ScalarType number of `dt` (the serialized programs' and tensor metadata's "dtype").
 inline int scalar_type(DType dt) {
   switch (dt) {
     case DType::U8:

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 
+#include "export/dynamo/emitter.h"
 #include "export/dynamo/program.h"
 #include "hfx/core/error.h"
 #include "io/zip.h"
@@ -21,27 +22,6 @@ std::string constants_config_path(const std::string& m) {
 std::string sample_inputs_path(const std::string& m) { return "data/sample_inputs/" + m + ".pt"; }
 
 namespace {
-int scalar_type_of(DType dt) {
-  switch (dt) {
-    case DType::U8:
-      return 1;
-    case DType::I8:
-      return 2;
-    case DType::I32:
-      return 4;
-    case DType::I64:
-      return 5;
-    case DType::F16:
-      return 6;
-    case DType::F32:
-      return 7;
-    case DType::Bool:
-      return 12;
-    case DType::BF16:
-      return 13;
-  }
-  return 0;
-}
 
 // Streams one tensor's bytes into an open record (in chunks, so a mapped weight is never copied whole).
 void stream_tensor(io::AlignedZipWriter& z, const std::string& record, const Tensor& t) {
@@ -59,7 +39,7 @@ json concrete_tensor_meta(DType dt, const Shape& shape) {
   json sizes = json::array(), strides = json::array();
   for (int64_t d : shape) sizes.push_back(json{{"as_int", d}});
   for (int64_t s : contiguous_strides(shape)) strides.push_back(json{{"as_int", s}});
-  return json{{"dtype", scalar_type_of(dt)},
+  return json{{"dtype", detail::scalar_type(dt)},
               {"sizes", sizes},
               {"requires_grad", false},
               {"device", {{"type", "cpu"}, {"index", nullptr}}},
