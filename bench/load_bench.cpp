@@ -8,7 +8,8 @@
 // by hfx) is written back as [out, in] behind a Transpose node, as torch.onnx writes linear layers, and a
 // tied embedding gathered on axis 1 gets its axis-0 Gather back — so the two graphs differ only in
 // the layout ONNX Runtime has to fold at load. Each session is created in a forked child (time and peak
-// RSS of that child), alternating hfx / baseline `reps` times, plus hfx's graph with ONNX Runtime's
+// RSS of that child), alternating hfx / baseline `reps` times, under ONNX Runtime's defaults and again with
+// MLAS prepacking off (the session options `hfx generate` uses), plus hfx's graph with ONNX Runtime's
 // graph optimizations off (the floor: what reading the weights costs). With --hfx, `HFX_BIN generate OUT`
 // runs greedily on ONNX Runtime and its peak RSS (wait4) is compared with the size of the weight file.
 #include <sys/resource.h>
@@ -162,7 +163,8 @@ struct Load {
 
 // Session creation in a forked child: its wall time and peak RSS (VmHWM reset first: a forked child
 // inherits the parent's high-water mark).
-Load load_in_child(const fs::path& model, int threads, hfx::rt::GraphOpt opt = hfx::rt::GraphOpt::All) {
+Load load_in_child(const fs::path& model, int threads, hfx::rt::GraphOpt opt = hfx::rt::GraphOpt::All,
+                   bool prepacking = true) {
   int fd[2];
   if (pipe(fd) != 0) die("pipe");
   pid_t pid = fork();
@@ -170,7 +172,7 @@ Load load_in_child(const fs::path& model, int threads, hfx::rt::GraphOpt opt = h
     close(fd[0]);
     std::ofstream("/proc/self/clear_refs") << "5";
     auto t0 = std::chrono::steady_clock::now();
-    hfx::rt::OrtSession s(model, {.intra_op_threads = threads, .graph_opt = opt});
+    hfx::rt::OrtSession s(model, {.intra_op_threads = threads, .graph_opt = opt, .prepacking = prepacking});
     Load l{std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count(), vm_hwm_kib()};
     if (write(fd[1], &l, sizeof l) != sizeof l) _exit(2);
     _exit(0);
@@ -228,25 +230,30 @@ int main(int argc, char** argv) {
   auto t0 = std::chrono::steady_clock::now();
   build_baseline(model, base);
   const double build_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  double hfx_s = 1e30, torch_s = 1e30, floor_s = 1e30;
+  double hfx_s = 1e30, torch_s = 1e30, floor_s = 1e30, hfx_np = 1e30, torch_np = 1e30;
   long hfx_kib = 0, torch_kib = 0;
   for (int r = 0; r < reps; r++) {
     Load a = load_in_child(model, threads), b = load_in_child(base, threads);
     // The floor: hfx's graph with ONNX Runtime's graph optimizations off (reading weights, no rewriting).
     Load c = load_in_child(model, threads, hfx::rt::GraphOpt::Disabled);
+    // Both layouts again under the session options `hfx generate` uses (every graph optimization, MLAS
+    // prepacking off): the same options on both sides.
+    Load d = load_in_child(model, threads, hfx::rt::GraphOpt::All, false);
+    Load e = load_in_child(base, threads, hfx::rt::GraphOpt::All, false);
     hfx_s = std::min(hfx_s, a.seconds), torch_s = std::min(torch_s, b.seconds),
-    floor_s = std::min(floor_s, c.seconds);
+    floor_s = std::min(floor_s, c.seconds), hfx_np = std::min(hfx_np, d.seconds),
+    torch_np = std::min(torch_np, e.seconds);
     hfx_kib = std::max(hfx_kib, a.peak_kib), torch_kib = std::max(torch_kib, b.peak_kib);
   }
   const double weights = static_cast<double>(fs::file_size(out / "onnx" / "model.onnx_data"));
   std::printf(
       "{\"bench\": \"load\", \"out\": \"%s\", \"threads\": %d, \"reps\": %d, \"weight_bytes\": %.0f, "
       "\"baseline_build_s\": %.2f, \"session_s\": {\"hfx\": %.3f, \"torch_layout\": %.3f, "
-      "\"hfx_no_graph_opt\": %.3f}, "
-      "\"session_ratio\": %.3f, "
+      "\"hfx_no_graph_opt\": %.3f, \"hfx_no_prepack\": %.3f, \"torch_layout_no_prepack\": %.3f}, "
+      "\"session_ratio\": %.3f, \"session_ratio_no_prepack\": %.3f, "
       "\"session_peak_rss_mib\": {\"hfx\": %.1f, \"torch_layout\": %.1f}",
-      out.c_str(), threads, reps, weights, build_s, hfx_s, torch_s, floor_s, hfx_s / torch_s,
-      hfx_kib / 1024.0, torch_kib / 1024.0);
+      out.c_str(), threads, reps, weights, build_s, hfx_s, torch_s, floor_s, hfx_np, torch_np,
+      hfx_s / torch_s, hfx_np / torch_np, hfx_kib / 1024.0, torch_kib / 1024.0);
   if (!hfx.empty()) {
     Load g = generate(hfx, out, tokens);
     std::printf(

@@ -15,6 +15,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstdlib>
 #include <random>
 #include <string>
 #include <vector>
@@ -34,10 +35,15 @@ struct Variant {
   std::string name;
   quant::QuantOptions q;
 };
+// HFX_QUANT_BENCH_ONLY=NAME keeps one quantized variant beside the f32 baseline (for profiling it).
 std::vector<Variant> variants() {
-  return {{"f32", {}},
-          {"int8_g32", quant::parse_options("int8", 32, false)},
-          {"int4_g32", quant::parse_options("int4", 32, false)}};
+  std::vector<Variant> all = {{"f32", {}},
+                              {"int8_g32", quant::parse_options("int8", 32, false)},
+                              {"int4_g32", quant::parse_options("int4", 32, false)}};
+  const char* only = std::getenv("HFX_QUANT_BENCH_ONLY");
+  if (only == nullptr) return all;
+  std::erase_if(all, [&](const Variant& v) { return v.q.enabled() && v.name != only; });
+  return all;
 }
 
 std::shared_ptr<const CausalLM> as_lm(std::unique_ptr<Model> m) {

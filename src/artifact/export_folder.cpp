@@ -85,11 +85,14 @@ ExportFolderResult export_folder(const Model& model, const std::string& source_d
                                  const std::string& out_dir, const ExportConfig& config,
                                  const ExportFolderProgress& progress) {
   check_export_skip(config.format, model.config().model_type);
+  // A GPTQ / AWQ checkpoint exports its codes: the config says so (export_config.json, manifest, verify).
+  const std::unique_ptr<ExportConfig> resolved = config_for_checkpoint(model, config);
+  const ExportConfig& cfg = resolved ? *resolved : config;
   // Everything goes to a temp folder beside OUT, swapped into place when complete (hfx/io/staged_dir.h):
   // a failed or killed export leaves the previous OUT as it was.
   fs::path out = fs::absolute(out_dir);
   io::StagedDir staged(out.string());
-  ExportFolderResult r = export_into(model, source_dir, config, staged.path(), progress);
+  ExportFolderResult r = export_into(model, source_dir, cfg, staged.path(), progress);
   staged.commit();
   r.out_dir = out.string();
   return r;

@@ -110,6 +110,10 @@ nlohmann::json ExportConfig::precision(DType checkpoint) const {
 nlohmann::json OnnxConfig::precision(DType checkpoint) const {
   nlohmann::json p = ExportConfig::precision(checkpoint);
   if (quantize.int8_activations) p["key"] = "int8-activations";  // MatMulNBits accuracy_level 4
+  // Standard ONNX: ONNX Runtime's graph optimizations (its default; Transformers.js' too) fuse each blocked
+  // DequantizeLinear → MatMul into MatMulNBits with accuracy level 4 at session creation, so the runtime
+  // computes with int8 activations as well (docs/quantization.md).
+  if (quantize.enabled() && target == "standard") p["key"] = "int8-activations";
   return p;
 }
 
@@ -129,6 +133,34 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
   o.sample_sequence = std::min(o.sample_sequence, o.sequence.max);
   o.sample_past = std::min(o.sample_past, o.past.max);
   return o;
+}
+
+std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const ExportConfig& config) {
+  const quant::QuantOptions& pre = model.config().prequantized;
+  if (!pre.enabled()) return nullptr;
+  if (config.format != "onnx")
+    HFX_THROW(
+        "export",
+        "expected --format onnx for a pre-quantized (GPTQ / AWQ) checkpoint, got --format {}: hfx writes "
+        "no quantized linear layers for ExecuTorch or .pt2 yet; export the float checkpoint instead",
+        config.format);
+  auto copy = config.clone();
+  auto& oc = dynamic_cast<OnnxConfig&>(*copy);
+  if (oc.quantize.enabled())
+    HFX_THROW("export",
+              "expected no --quantize for a checkpoint that is already quantized ({}, groups of {}), got "
+              "--quantize {}; drop the flag: the export keeps the checkpoint's codes",
+              pre.method(), pre.group_size, oc.quantize.method());
+  nlohmann::json j = oc.to_json();
+  j["quantize"] = quant::to_json(pre);
+  try {
+    oc.from_json(j);  // the checks of an explicit quantize (opset ≥ 21 on target standard) apply
+  } catch (const Error& e) {
+    HFX_THROW("export",
+              "expected an ONNX config that can hold this pre-quantized checkpoint's {} codes, got: {}",
+              pre.method(), e.what());
+  }
+  return copy;
 }
 
 CaptureOptions contract_options(const Model& model, const ExportConfig& c) {

@@ -7,4 +7,13 @@ namespace hfx::kernels {
 /// hfx.linear_q: {x, codes, scales[, zero_points]} with attrs bits, group_size → {y f32}.
 Tensors linear_q(const Tensors& in, const Attrs& a);
 
+/// The instruction set the fused decode loop of hfx.linear_q uses: the best the CPU has (AVX-512 with BW,
+/// else AVX2+FMA, else scalar) unless capped by linear_q_cap_isa or the environment variable
+/// HFX_LINEAR_Q_ISA=scalar|avx2|avx512 (read once). Every path computes the same sums in another order.
+enum class LinearQIsa { scalar, avx2, avx512 };
+LinearQIsa linear_q_isa();
+/// Caps the ISA (tests run each path on a CPU that has the widest): the effective one is
+/// min(cap, what the CPU has). Not thread-safe against concurrent hfx.linear_q calls.
+void linear_q_cap_isa(LinearQIsa cap);
+
 }  // namespace hfx::kernels

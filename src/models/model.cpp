@@ -9,6 +9,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
 
 namespace hfx {
@@ -206,6 +207,18 @@ void validate_weights(const Architecture& arch, const ModelConfig& cfg, const io
   };
   for (const auto& [name, shape] : specs) {
     expected.insert(name);
+    const quant::QuantNames qn = quant::quant_names(name);
+    if (!w.has(name) && w.has(qn.qweight) && shape.size() == 2) {  // a pre-quantized linear weight
+      const bool zp = w.has(qn.zero_points);
+      const quant::QuantizedWeight q = quant::describe(w.get(qn.qweight), w.get(qn.scales),
+                                                       zp ? w.get(qn.zero_points) : Tensor(), shape[1], name);
+      if (q.N != shape[0])
+        HFX_THROW("model", "expected tensor '{}' of shape {} (quantized), got {} output features in {}", name,
+                  shape_to_string(shape), q.N, where);
+      expected.insert({qn.qweight, qn.scales});
+      if (zp) expected.insert(qn.zero_points);
+      continue;
+    }
     if (!w.has(name))
       HFX_THROW("model", "expected tensor '{}' of shape {}, got none in {}", name, shape_to_string(shape),
                 where);
@@ -235,6 +248,8 @@ std::unique_ptr<Model> make_model(const nlohmann::json& config, std::shared_ptr<
   auto files = w->files();
   std::string where = files.empty() ? std::string("the in-memory weights") : files.front();
   if (files.size() > 1) where = std::filesystem::path(files.front()).parent_path().string();
+  if (config.contains("quantization_config"))  // GPTQ / AWQ: the codes go into the store as they are
+    w = quant::read_prequantized(config["quantization_config"], *w, &cfg.prequantized);
   validate_weights(arch, cfg, *w, where);
   return arch.create(std::move(cfg), std::move(w));
 }

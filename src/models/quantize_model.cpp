@@ -2,6 +2,11 @@
 #include "hfx/models/quantize_model.h"
 
 #include <map>
+#include <optional>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+#include "hfx/quant/checkpoint_formats.h"
 
 namespace hfx::quant {
 
@@ -26,6 +31,19 @@ void put(std::map<std::string, Tensor>& m, const std::string& weight, const Quan
 std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o, int* count) {
   const io::WeightStore& ws = model.weights();
   const ModelConfig& cfg = model.config();
+  if (const QuantOptions& p = cfg.prequantized; p.enabled()) {
+    if (o.bits != p.bits || o.group_size != p.group_size || o.symmetric != p.symmetric)
+      HFX_THROW(
+          "quant",
+          "expected no --quantize for this {} checkpoint: it is already quantized ({}, groups of {}{}), "
+          "got --quantize {} --group-size {}{}; drop --quantize",
+          cfg.model_type, p.method(), p.group_size, p.symmetric ? ", symmetric" : "", o.method(),
+          o.group_size, o.symmetric ? " --symmetric" : "");
+    int n = 0;
+    for (const std::string& name : ws.names()) n += name.ends_with(".weight_q") ? 1 : 0;
+    if (count) *count = n;
+    return architecture(cfg.model_type).create(cfg, model.weights_ptr());
+  }
   std::map<std::string, Tensor> all;
   int n = 0;
   for (const std::string& name : ws.names()) {
@@ -48,6 +66,84 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
   // Built through the architecture directly: the original was validated when it was loaded, and the
   // quantized tensors are additions the weight list does not name.
   return architecture(cfg.model_type).create(cfg, io::WeightStore::from_tensors(std::move(all)));
+}
+
+int write_prequantized_checkpoint(const std::string& dir, const CheckpointQuant& cq) {
+  const std::string cfg_path = dir + "/config.json", st_path = dir + "/model.safetensors";
+  nlohmann::json config = nlohmann::json::parse(io::read_file(cfg_path));
+  if (config.contains("quantization_config"))
+    HFX_THROW("quant", "expected a float checkpoint in {} to quantize, got one with a quantization_config",
+              dir);
+  auto ws = io::WeightStore::open_dir(dir);
+  QuantOptions o;
+  o.bits = cq.bits;
+  o.group_size = static_cast<int>(cq.group_size);
+  o.symmetric = cq.symmetric;
+  std::vector<std::pair<std::string, Tensor>> out;
+  int n = 0;
+  for (const std::string& name : ws->names()) {
+    Tensor t = ws->get(name).contiguous();
+    const bool linear = name != "lm_head.weight" && quantizable(name, ws->info(name), cq.group_size) &&
+                        t.shape()[0] % (32 / cq.bits) == 0;
+    if (!linear) {
+      out.emplace_back(name, t);
+      continue;
+    }
+    const std::string prefix = name.substr(0, name.size() - 7);  // drops ".weight"
+    const PackedLinear p = to_packed(cq, quantize_weight(t, o, name), prefix);
+    out.emplace_back(prefix + ".qweight", p.qweight);
+    out.emplace_back(prefix + ".qzeros", p.qzeros);
+    out.emplace_back(prefix + ".scales", p.scales);
+    if (p.g_idx.defined()) out.emplace_back(prefix + ".g_idx", p.g_idx);
+    n++;
+  }
+  if (n == 0)
+    HFX_THROW("quant", "expected linear weights with K a multiple of {} in {}, got none", cq.group_size, dir);
+  ws.reset();  // the file is replaced below
+  io::write_safetensors(st_path, out);
+  config["quantization_config"] = checkpoint_quant_json(cq);
+  io::write_file_atomic(cfg_path, config.dump(2));
+  return n;
+}
+
+std::shared_ptr<io::WeightStore> read_prequantized(const nlohmann::json& quantization_config,
+                                                   const io::WeightStore& w, QuantOptions* options) {
+  const CheckpointQuant cq = parse_checkpoint_quant(quantization_config);
+  std::map<std::string, Tensor> all;
+  auto get = [&](const std::string& name) { return w.has(name) ? w.get(name) : Tensor(); };
+  std::optional<QuantOptions> seen;
+  std::string first;
+  for (const std::string& name : w.names()) {
+    if (!name.ends_with(".qweight")) continue;
+    const std::string prefix = name.substr(0, name.size() - 8);
+    const QuantizedWeight q = from_packed(
+        cq,
+        {get(prefix + ".qweight"), get(prefix + ".qzeros"), get(prefix + ".scales"), get(prefix + ".g_idx")},
+        prefix);
+    QuantOptions o = options_of(cq, q.K);
+    if (seen && seen->group_size != o.group_size)
+      HFX_THROW(
+          "quant",
+          "expected one block size for every layer of the {} checkpoint, got {} for '{}' and {} for '{}' "
+          "(group_size -1 over rows of different lengths)",
+          cq.method, seen->group_size, first, o.group_size, prefix);
+    if (!seen) seen = o, first = prefix;
+    put(all, prefix + ".weight", q);
+  }
+  if (!seen)
+    HFX_THROW("quant",
+              "expected '*.qweight' tensors in a checkpoint whose quantization_config says {}, got none",
+              cq.method);
+  for (const std::string& name : w.names()) {
+    const auto dot = name.rfind('.');
+    const std::string leaf = dot == std::string::npos ? name : name.substr(dot + 1);
+    const std::string prefix = dot == std::string::npos ? "" : name.substr(0, dot);
+    const bool packed = (leaf == "qweight" || leaf == "qzeros" || leaf == "scales" || leaf == "g_idx") &&
+                        w.has(prefix + ".qweight");
+    if (!packed) all[name] = w.get(name);
+  }
+  *options = *seen;
+  return io::WeightStore::from_tensors(std::move(all));
 }
 
 }  // namespace hfx::quant

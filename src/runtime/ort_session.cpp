@@ -318,6 +318,7 @@ OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions&
         break;
     }
     so.SetGraphOptimizationLevel(level);
+    if (!options.prepacking) so.AddConfigEntry("session.disable_prepacking", "1");
     if (!options.profile_prefix.empty()) {
       so.EnableProfiling(options.profile_prefix.c_str());
       impl_->profiling = true;

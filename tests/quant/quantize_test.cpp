@@ -1,6 +1,7 @@
 // Weight-only quantization: the round-to-nearest error bound of every mode, the stored layout read
-// back bit for bit, the hfx.linear_q kernel (fused decode path and sgemm path, AVX2 or scalar) against
-// aten.linear on the dequantized weight, and the errors that name a mis-shaped tensor.
+// back bit for bit, the hfx.linear_q kernel (fused decode path on each ISA the CPU has: scalar, AVX2,
+// AVX-512; and the sgemm path) against aten.linear on the dequantized weight, and the errors that name a
+// mis-shaped tensor.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -11,6 +12,7 @@
 #include "hfx/ops/functional.h"
 #include "hfx/ops/linear_q.h"
 #include "hfx/quant/quantize.h"
+#include "kernels/linear_q.h"
 
 namespace hfx {
 namespace {
@@ -68,22 +70,31 @@ Tensor run_linear_q(const Tensor& x, const quant::QuantizedWeight& q) {
   return F::linear_q(b.wrap(x), b.wrap(q.qweight), b.wrap(q.scales), zp, q.bits, q.group_size).tensor();
 }
 
+// Each instruction set the CPU has (scalar, AVX2, AVX-512) runs the fused loop in turn.
 TEST(Quantize, LinearKernelMatchesLinearOnTheDequantizedWeight) {
-  for (const Mode& m : kModes)
-    for (int64_t M : {1, 3, 8, 17}) {  // ≤ 8 rows: fused dot loop; more: dequantized tiles + sgemm
-      SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) + ", M " +
-                   std::to_string(M));
-      Tensor w = randn({70, 256}, 5, 0.05f), x = randn({M, 256}, 9);
-      auto q =
-          quant::quantize_weight(w, quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
-      EagerBuilder b;
-      Tensor ref = F::linear(b.wrap(x), b.wrap(quant::dequantize(q))).tensor();
-      Tensor got = run_linear_q(x, q);
-      ASSERT_EQ(got.shape(), ref.shape());
-      for (int64_t i = 0; i < ref.numel(); i++)
-        ASSERT_NEAR(got.data<float>()[i], ref.data<float>()[i], 1e-5 * (1 + std::fabs(ref.data<float>()[i])))
-            << i;
-    }
+  using kernels::LinearQIsa;
+  struct Restore {
+    ~Restore() { kernels::linear_q_cap_isa(LinearQIsa::avx512); }
+  } restore;
+  for (LinearQIsa isa : {LinearQIsa::scalar, LinearQIsa::avx2, LinearQIsa::avx512})
+    for (const Mode& m : kModes)
+      for (int64_t M : {1, 3, 8, 17}) {  // ≤ 8 rows: fused dot loop; more: dequantized tiles + sgemm
+        kernels::linear_q_cap_isa(isa);
+        SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) + ", M " +
+                     std::to_string(M) + ", isa " +
+                     std::to_string(static_cast<int>(kernels::linear_q_isa())));
+        Tensor w = randn({70, 256}, 5, 0.05f), x = randn({M, 256}, 9);
+        auto q =
+            quant::quantize_weight(w, quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
+        EagerBuilder b;
+        Tensor ref = F::linear(b.wrap(x), b.wrap(quant::dequantize(q))).tensor();
+        Tensor got = run_linear_q(x, q);
+        ASSERT_EQ(got.shape(), ref.shape());
+        for (int64_t i = 0; i < ref.numel(); i++)
+          ASSERT_NEAR(got.data<float>()[i], ref.data<float>()[i],
+                      1e-5 * (1 + std::fabs(ref.data<float>()[i])))
+              << i;
+      }
 }
 
 TEST(Quantize, ErrorsNameTheTensor) {

@@ -168,6 +168,13 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& conf
 /// (hfx/artifact/export_folder.h) passes it to every backend, and each backend (ExecuTorch's static cache
 /// length included) reads its bounds from it, so all formats of one export promise the same contract.
 CaptureOptions contract_options(const Model& model, const ExportConfig& config);
+
+/// The config an export of `model` runs with. For a GPTQ / AWQ checkpoint (ModelConfig::prequantized): a
+/// copy of the ONNX config whose quantize is the checkpoint's codes (the export writes them as they are;
+/// export_config.json, the manifest and `hfx verify` record them; quantize's opset rule applies). Null
+/// when the model is float. Throws hfx::Error("export", ...) for a pre-quantized model with another format
+/// (ExecuTorch and .pt2 write no quantized linear layers yet) or with an explicit --quantize.
+std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const ExportConfig& config);
 /// The programs an export writes: for_generation → the recorded generation's programs; otherwise one
 /// program of kind opts.kind for a causal LM (the generation programs for other structures).
 std::vector<ProgramSpec> export_programs(const Model& model, const CaptureOptions& opts, bool for_generation);

@@ -23,6 +23,7 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/models/component.h"
 #include "hfx/ops/builder.h"
+#include "hfx/quant/quantize.h"
 
 namespace hfx {
 
@@ -47,6 +48,9 @@ struct ModelConfig {
   std::vector<std::string> layer_types;
   std::optional<int64_t> bos_token_id, pad_token_id;
   std::vector<int64_t> eos_token_ids;
+  /// A GPTQ / AWQ checkpoint's quantization (config.json's quantization_config, read by make_model): the
+  /// linear weights are in the store as codes (hfx/models/quantize_model.h); none for a float checkpoint.
+  quant::QuantOptions prequantized;
 };
 
 /// Layout of one cache layer, as capture flattens it into named leaves.

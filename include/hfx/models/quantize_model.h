@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "hfx/models/model.h"
+#include "hfx/quant/checkpoint_formats.h"
 #include "hfx/quant/quantize.h"
 
 namespace hfx::quant {
@@ -16,6 +17,25 @@ namespace hfx::quant {
 /// multiple of the group size, plus `lm_head.weight` built from the tied embedding when the embeddings are
 /// tied. The quantized float tensors leave the store, so a layer that still reads one as float fails naming
 /// it (Model::w). Returns the number of weights quantized through `count`.
+/// A model read from a GPTQ / AWQ checkpoint (ModelConfig::prequantized) is already quantized: with options
+/// equal to its codes' (bits, group size, symmetric) this returns a model over the same store (count = the
+/// weights it holds quantized), with other options it throws hfx::Error("quant", ...).
 std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o, int* count = nullptr);
+
+/// A GPTQ / AWQ checkpoint's store (config.json's `quantization_config`, hfx/quant/checkpoint_formats.h)
+/// in the layout of a quantized model: each layer's `P.qweight`, `P.qzeros`, `P.scales` and `P.g_idx`
+/// become `P.weight_q`, `P.weight_scale` and (asymmetric) `P.weight_zero_point`, converted code for code;
+/// every other tensor passes through. `options` receives the QuantOptions equal to the codes. Throws
+/// hfx::Error("quant", ...) naming the tensor on a mismatch (bits, group size, packed shape), and when the
+/// layers disagree on the block size.
+/// Rewrites the float checkpoint in `dir` (one model.safetensors, as create-tiny writes it) as a GPTQ or
+/// AWQ checkpoint of `cq` (`hfx create-tiny --quantize gptq|awq`): every linear weight that quantize_model
+/// would quantize, except the LM head (GPTQ and AWQ leave it in float), is quantized round-to-nearest
+/// and stored packed (to_packed), and config.json gains the quantization_config. Returns the number of
+/// weights quantized.
+int write_prequantized_checkpoint(const std::string& dir, const CheckpointQuant& cq);
+
+std::shared_ptr<io::WeightStore> read_prequantized(const nlohmann::json& quantization_config,
+                                                   const io::WeightStore& w, QuantOptions* options);
 
 }  // namespace hfx::quant

@@ -75,6 +75,9 @@ enum class GraphOpt { Disabled, Basic, Extended, All };
 struct SessionOptions {
   int intra_op_threads = 1;  ///< 0 = ORT's default (one per core)
   GraphOpt graph_opt = GraphOpt::All;
+  /// false: ONNX Runtime's "session.disable_prepacking" (no packed copy of constant MatMul weights at load;
+  /// what `hfx generate`'s engine uses, src/runtime/ort_engine.cpp).
+  bool prepacking = true;
   /// When non-empty, ORT profiling is on and writes "<profile_prefix>_<date>.json"; see end_profiling().
   std::string profile_prefix;
   /// When non-empty, ORT writes the optimized model here (useful to inspect fusions).
