@@ -29,7 +29,8 @@ struct ExportArgs {
                           dtype = "auto";
   std::string quantize = "none", activations = "f32";
   int opset = OnnxConfig::kDefaultOpset, group_size = 32;
-  bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false;
+  bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false,
+       quantize_embedding = false;
   bool max_seq_len_given = false;  // --max-seq-len on the command line (it is refused outside executorch)
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
 };
@@ -92,7 +93,8 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
       j["quantize"] = {{"method", a.quantize},
                        {"group_size", a.group_size},
                        {"symmetric", a.symmetric},
-                       {"activations", a.activations}};
+                       {"activations", a.activations},
+                       {"embedding", a.quantize_embedding}};
   } else if (a.format == "executorch") {
     j["backend"] = a.backend;
     j["max_seq_len"] = a.max_seq_len;
@@ -196,6 +198,10 @@ void register_export(CLI::App& app) {
                   "ONNX: weight-only quantization of the linear layers: none | int8 | int4");
   cmd->add_option("--group-size", a->group_size, "ONNX --quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "ONNX --quantize: symmetric codes (no zero points)");
+  cmd->add_flag(
+      "--quantize-embedding", a->quantize_embedding,
+      "ONNX --quantize: the token embedding table too (rows de-quantized after the Gather; a tied LM "
+      "head shares the codes)");
   cmd->add_option("--activations", a->activations,
                   "ONNX --quantize --target ort: f32 (default: the eager kernels' math) | int8 (MatMulNBits "
                   "accuracy_level 4: activations quantized per block at run time, ONNX Runtime's fast path)")

@@ -43,11 +43,11 @@ struct GenerateArgs {
   int threads = 0;
   std::string quantize = "none";
   int group_size = 32;
-  bool symmetric = false;
+  bool symmetric = false, quantize_embedding = false;
   GeneratorConfig config() const {
-    return {.engine = engine,
-            .threads = threads,
-            .quantize = quant::parse_options(quantize, group_size, symmetric)};
+    quant::QuantOptions q = quant::parse_options(quantize, group_size, symmetric);
+    q.embedding = quantize_embedding && q.enabled();
+    return {.engine = engine, .threads = threads, .quantize = q};
   }
 };
 
@@ -298,6 +298,7 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--quantize", a->quantize, "Eager: quantize the linear layers at load: none | int8 | int4");
   cmd->add_option("--group-size", a->group_size, "--quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "--quantize: symmetric codes (no zero points)");
+  cmd->add_flag("--quantize-embedding", a->quantize_embedding, "--quantize: the token embedding table too");
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
   cmd->add_flag("--json", a->json, "Print prompts, ids, texts and finish reasons as JSON");

@@ -153,6 +153,9 @@ nlohmann::json inspect(const std::string& dir) {
   if (takes("input_features")) modalities.push_back("audio");
   j["modalities"] = modalities;
   j["dtype"] = dtype_name(cfg.dtype);
+  if (cfg.prequantized.enabled())  // a GPTQ / AWQ checkpoint: its codes as hfx holds them
+    j["quantization"] = {{"format", cfg.raw.at("quantization_config").value("quant_method", "")},
+                         {"codes", quant::to_json(cfg.prequantized)}};
   j["vocab_size"] = cfg.vocab_size;
   j["max_position_embeddings"] = cfg.max_position_embeddings;
   j["hidden_size"] = cfg.hidden_size;
@@ -220,6 +223,13 @@ std::string render(const nlohmann::json& j) {
   for (const auto& x : j["modalities"]) mods += (mods.empty() ? "" : ", ") + x.get<std::string>();
   line("modalities", mods);
   line("dtype", j["dtype"].get<std::string>());
+  if (j.contains("quantization")) {
+    const auto& q = j["quantization"];
+    line("quantization", fmt::format("{} {}, groups of {}{} (linear layers; read as their codes)",
+                                     q["format"].get<std::string>(), q["codes"]["method"].get<std::string>(),
+                                     q["codes"]["group_size"].get<int>(),
+                                     q["codes"]["symmetric"].get<bool>() ? ", symmetric" : ""));
+  }
   line("vocab", std::to_string(j["vocab_size"].get<int64_t>()));
   line("max positions", std::to_string(j["max_position_embeddings"].get<int64_t>()));
   line("layers", fmt::format("{} (hidden {}, heads {}, kv heads {})", j["num_hidden_layers"].get<int64_t>(),

@@ -380,4 +380,38 @@ Tensors linear_q(const Tensors& in, const Attrs& a) {
   return {y};
 }
 
+Tensors embedding_q(const Tensors& in, const Attrs& a) {
+  detail::check_arity(in, 3, 4, "hfx.embedding_q");
+  const Tensor codes = in[0].contiguous();
+  if (codes.dim() != 3)
+    HFX_THROW("kernels", "expected hfx.embedding_q codes [V, blocks, blob], got {}",
+              shape_to_string(codes.shape()));
+  const int64_t D = codes.shape()[1] * a.i("group_size");
+  quant::QuantizedWeight q = quant::describe(codes, detail::contig_f32(in[1]),
+                                             in.size() > 3 && in[3].defined() ? in[3].contiguous() : Tensor(),
+                                             D, "hfx.embedding_q table");
+  if (q.bits != a.i("bits"))
+    HFX_THROW("kernels", "expected hfx.embedding_q codes of {} bits, got {}", a.i("bits"), q.bits);
+  Codes c{q.qweight.data<uint8_t>(),
+          q.scales.data<float>(),
+          q.zero_points.defined() ? q.zero_points.data<uint8_t>() : nullptr,
+          q.bits,
+          D,
+          q.group_size,
+          q.blocks(),
+          q.group_size * q.bits / 8,
+          (q.blocks() * q.bits + 7) / 8};
+  const Tensor idx = in[2].to(DType::I64).contiguous();
+  Shape os = idx.shape();
+  os.push_back(D);
+  Tensor out = Tensor::empty(os, DType::F32);
+  const int64_t* ids = idx.data<int64_t>();
+  for (int64_t i = 0; i < idx.numel(); i++) {
+    if (ids[i] < 0 || ids[i] >= q.N)
+      HFX_THROW("kernels", "expected hfx.embedding_q indices in [0, {}), got {}", q.N, ids[i]);
+    dequant_row(c, ids[i], out.data<float>() + i * D);
+  }
+  return {out};
+}
+
 }  // namespace hfx::kernels

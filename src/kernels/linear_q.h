@@ -6,6 +6,8 @@ namespace hfx::kernels {
 
 /// hfx.linear_q: {x, codes, scales[, zero_points]} with attrs bits, group_size → {y f32}.
 Tensors linear_q(const Tensors& in, const Attrs& a);
+/// hfx.embedding_q: {codes, scales, indices[, zero_points]} with attrs bits, group_size → {rows f32}.
+Tensors embedding_q(const Tensors& in, const Attrs& a);
 
 /// The instruction set the fused decode loop of hfx.linear_q uses: the best the CPU has (AVX-512 with BW,
 /// else AVX2+FMA, else scalar) unless capped by linear_q_cap_isa or the environment variable

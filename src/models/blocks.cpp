@@ -463,7 +463,16 @@ Var embedding_scale(const ModelConfig& c, Var x) {
 
 Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
   Scope se(b, "embed_tokens");
-  Var h = F::embedding(w(b, "model.embed_tokens.weight"), input_ids);
+  const quant::QuantNames q = quant::quant_names("model.embed_tokens.weight");
+  Var h;
+  if (weights().has(q.qweight)) {  // quantize_model with QuantOptions::embedding
+    Var codes = w(b, q.qweight);
+    const int64_t group = config().hidden_size / codes.size(1).value();
+    h = F::embedding_q(codes, w(b, q.scales), w_opt(b, q.zero_points), input_ids,
+                       codes.size(2).value() * 8 / group, group);
+  } else {
+    h = F::embedding(w(b, "model.embed_tokens.weight"), input_ids);
+  }
   if (o_.scale_embeddings && o_.scale_in_embedding) h = embedding_scale(config(), F::to(h, DType::F32));
   b.name_output(h);
   return h;
@@ -514,7 +523,8 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   Var logits;
   {
     Scope sl(b, "lm_head");
-    // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h).
+    // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h), or reads the
+    // embedding's when the table itself is quantized (QuantOptions::embedding).
     const bool own = !c.tie_word_embeddings || weights().has(quant::quant_names("lm_head.weight").qweight);
     logits = matmul_weight(b, *this, h, own ? "lm_head.weight" : "model.embed_tokens.weight");
     b.name_output(logits);

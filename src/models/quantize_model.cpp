@@ -54,11 +54,16 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
     ws.release(name);
     n++;
   }
-  // Tied embeddings: the LM head reads the embedding table as a linear weight; it gets its own codes
-  // (the embedding's gather stays float).
+  // Tied embeddings: the LM head reads the embedding table as a linear weight. With the table quantized
+  // (o.embedding) it reads the table's codes; else it gets its own codes and the gather stays float.
   const std::string embed = "model.embed_tokens.weight";
-  if (o.enabled() && cfg.tie_word_embeddings && ws.has(embed) && !ws.has("lm_head.weight") &&
-      ws.info(embed).shape.size() == 2 && ws.info(embed).shape[1] % o.group_size == 0) {
+  const bool table = ws.has(embed) && ws.info(embed).shape.size() == 2 &&
+                     dtype_is_float(ws.info(embed).dtype) && ws.info(embed).shape[1] % o.group_size == 0;
+  if (o.enabled() && o.embedding && table) {
+    put(all, embed, quantize_weight(all[embed], o, embed));
+    all.erase(embed);
+    n++;
+  } else if (o.enabled() && cfg.tie_word_embeddings && table && !ws.has("lm_head.weight")) {
     put(all, "lm_head.weight", quantize_weight(all[embed], o, "lm_head.weight"));
     n++;
   }

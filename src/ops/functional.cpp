@@ -63,6 +63,13 @@ Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_
   if (zero_points.defined()) return call1("hfx.linear_q", {x, codes, scales, zero_points}, a);
   return call1("hfx.linear_q", {x, codes, scales}, a);
 }
+Var embedding_q(const Var& codes, const Var& scales, const Var& zero_points, const Var& indices, int64_t bits,
+                int64_t group_size) {
+  Attrs a{{"bits", bits}, {"group_size", group_size}};
+  if (zero_points.defined()) return call1("hfx.embedding_q", {codes, scales, indices, zero_points}, a);
+  return call1("hfx.embedding_q", {codes, scales, indices}, a);
+}
+
 Var sum(const Var& a, const std::vector<int64_t>& d, bool k) {
   return call1("aten.sum.dim_IntList", {a}, {{"dim", d}, {"keepdim", k}});
 }

@@ -185,6 +185,26 @@ Out infer_linear_q(const In& in, const Attrs& a, ShapeEnv&) {
   return {TensorType{DType::F32, out}};
 }
 
+// hfx.embedding_q: codes uint8 [V, D / group, group·bits/8], scales f32 [V, D / group], indices int
+// [...], optional zero points → [..., D] f32.
+Out infer_embedding_q(const In& in, const Attrs& a, ShapeEnv&) {
+  const char* op = "hfx.embedding_q";
+  const auto &q = need(in, 0, op), &s = need(in, 1, op), &idx = need(in, 2, op);
+  const int64_t bits = a.i("bits"), g = a.i("group_size");
+  auto B = q.shape.size() == 3 ? q.shape[1].maybe_value() : std::nullopt;
+  auto blob = q.shape.size() == 3 ? q.shape[2].maybe_value() : std::nullopt;
+  if (!B || !blob || (bits != 4 && bits != 8) || g <= 0 || *blob * 8 != g * bits || q.dtype != DType::U8 ||
+      s.shape.size() != 2 || !s.shape[0].same(q.shape[0]) || !s.shape[1].same(q.shape[1]) ||
+      (idx.dtype != DType::I64 && idx.dtype != DType::I32))
+    HFX_THROW("ops",
+              "expected hfx.embedding_q uint8 codes [V, D/{}, {}], scales [V, D/{}] ({} bits) and integer "
+              "indices, got {}, {} and {}",
+              g, g * bits / 8, g, bits, q.str(), s.str(), idx.str());
+  SymShape out = idx.shape;
+  out.push_back(Sym(*B * g));
+  return {TensorType{DType::F32, out}};
+}
+
 Out infer_where(const In& in, const Attrs&, ShapeEnv& env) {
   const char* op = "aten.where.self";
   SymShape s = broadcast(need(in, 0, op).shape,
@@ -560,6 +580,15 @@ std::vector<OpSchema> build_table() {
        K::linear_q,
        nullptr,
        "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
+  add({"hfx.embedding_q",
+       3,
+       4,
+       1,
+       {req("bits", "4 or 8"), req("group_size", "features per scale")},
+       infer_embedding_q,
+       K::embedding_q,
+       nullptr,
+       "rows of dequant(codes, scales, zero_points) (inputs: codes, scales, indices[, zero_points])"});
   // ---- reductions ----
   add({"aten.sum.dim_IntList",
        1,

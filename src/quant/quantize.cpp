@@ -166,10 +166,12 @@ QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tens
 }
 
 nlohmann::json to_json(const QuantOptions& o) {
-  return {{"method", o.method()},
-          {"group_size", o.group_size},
-          {"symmetric", o.symmetric},
-          {"activations", o.int8_activations ? "int8" : "f32"}};
+  nlohmann::json j = {{"method", o.method()},
+                      {"group_size", o.group_size},
+                      {"symmetric", o.symmetric},
+                      {"activations", o.int8_activations ? "int8" : "f32"}};
+  if (o.embedding) j["embedding"] = true;  // absent = false: earlier exports' JSON reads back the same
+  return j;
 }
 
 QuantOptions from_json(const nlohmann::json& j) {
@@ -179,12 +181,18 @@ QuantOptions from_json(const nlohmann::json& j) {
         "expected quantize as {{\"method\": \"int4\", \"group_size\": 32, \"symmetric\": false}}, got {}",
         j.dump());
   for (const auto& [k, v] : j.items())
-    if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations")
-      HFX_THROW("config",
-                "expected quantize keys among [method, group_size, symmetric, activations], got '{}'", k);
+    if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations" && k != "embedding")
+      HFX_THROW(
+          "config",
+          "expected quantize keys among [method, group_size, symmetric, activations, embedding], got '{}'",
+          k);
   try {
-    return parse_options(j.value("method", std::string("none")), j.value("group_size", 32),
-                         j.value("symmetric", false), j.value("activations", std::string("f32")));
+    QuantOptions o = parse_options(j.value("method", std::string("none")), j.value("group_size", 32),
+                                   j.value("symmetric", false), j.value("activations", std::string("f32")));
+    o.embedding = j.value("embedding", false);
+    if (o.embedding && !o.enabled())
+      HFX_THROW("config", "expected quantize embedding together with a method int4 or int8, got method none");
+    return o;
   } catch (const nlohmann::json::exception& e) {
     HFX_THROW("config", "expected quantize fields of the right types, got {}: {}", j.dump(), e.what());
   }

@@ -1,5 +1,6 @@
 // Transformers.js (npm @huggingface/transformers 4.3.1 on onnxruntime-node) loads quantized hfx ONNX
-// folders — com.microsoft.MatMulNBits (`--quantize int4|int8 --target ort`) — and generates the greedy tokens
+// folders — com.microsoft.MatMulNBits (`--quantize int4|int8 --target ort`; with `--quantize-embedding`
+// also the embedding table's gathered rows de-quantized by standard ops) — and generates the greedy tokens
 // that hfx's eager engine generates on the same quantized weights (hfx generate --quantize; the export
 // folder's own eager reference reads export_config.json). EOS is disabled on both sides so all 24 tokens are
 // compared, batch 1 and batch 3 (left-padded). The standard (DequantizeLinear) form is not compared token for
@@ -87,8 +88,10 @@ TEST_P(TransformersJsQuant, SameGreedyTokensAsEagerQuantized) {
   fs::remove_all(dir);
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, TransformersJsQuant,
-                         ::testing::Values(Case{"int4_ort", "--target ort --quantize int4 --group-size 32"},
-                                           Case{"int8_ort",
-                                                "--target ort --quantize int8 --group-size 64 --symmetric"}),
-                         [](const auto& info) { return info.param.tag; });
+INSTANTIATE_TEST_SUITE_P(
+    Modes, TransformersJsQuant,
+    ::testing::Values(Case{"int4_ort", "--target ort --quantize int4 --group-size 32"},
+                      Case{"int8_ort", "--target ort --quantize int8 --group-size 64 --symmetric"},
+                      Case{"int4_ort_embedding",
+                           "--target ort --quantize int4 --group-size 32 --quantize-embedding"}),
+    [](const auto& info) { return info.param.tag; });

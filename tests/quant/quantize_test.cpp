@@ -97,6 +97,32 @@ TEST(Quantize, LinearKernelMatchesLinearOnTheDequantizedWeight) {
       }
 }
 
+// hfx.embedding_q gathers de-quantized rows: exactly the rows of quant::dequantize.
+TEST(Quantize, EmbeddingKernelGathersDequantizedRows) {
+  for (const Mode& m : kModes) {
+    SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group));
+    auto q = quant::quantize_weight(randn({11, 128}, 4, 0.05f),
+                                    quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
+    const Tensor table = quant::dequantize(q);
+    const std::vector<int64_t> ids = {3, 0, 10, 3, 7, 1};
+    EagerBuilder b;
+    Var zp = q.zero_points.defined() ? b.wrap(q.zero_points) : Var();
+    Tensor got = F::embedding_q(b.wrap(q.qweight), b.wrap(q.scales), zp,
+                                b.wrap(Tensor::from_ints({2, 3}, ids)), q.bits, q.group_size)
+                     .tensor()
+                     .contiguous();
+    ASSERT_EQ(got.shape(), (Shape{2, 3, 128}));
+    for (size_t i = 0; i < ids.size(); i++)
+      for (int64_t k = 0; k < 128; k++)
+        ASSERT_EQ(got.data<float>()[i * 128 + k], table.data<float>()[ids[i] * 128 + k]) << i << " " << k;
+  }
+  EagerBuilder b;
+  auto q = quant::quantize_weight(randn({4, 64}, 4), quant::parse_options("int4", 32, false));
+  EXPECT_THROW(F::embedding_q(b.wrap(q.qweight), b.wrap(q.scales), b.wrap(q.zero_points),
+                              b.wrap(Tensor::from_ints({1}, {4})), 4, 32),
+               Error);
+}
+
 TEST(Quantize, ErrorsNameTheTensor) {
   Tensor w = randn({4, 48}, 1);
   try {

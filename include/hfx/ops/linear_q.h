@@ -1,4 +1,5 @@
-// hfx/ops/linear_q.h — the functional form of hfx.linear_q (weight-only quantized linear).
+// hfx/ops/linear_q.h — the functional forms of hfx.linear_q (weight-only quantized linear) and
+// hfx.embedding_q (the rows of a quantized embedding table).
 #pragma once
 #include <cstdint>
 
@@ -11,5 +12,11 @@ namespace hfx::F {
 /// symmetric). f32 [..., N].
 Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_points, int64_t bits,
              int64_t group_size);
+
+/// hfx.embedding_q: the rows `indices` of an embedding table stored as blockwise codes in the same layout
+/// (codes uint8 [V, D/group, group·bits/8], scales f32 [V, D/group], zero points uint8 [V, …] or absent =
+/// symmetric), de-quantized: f32 [..., D] = (code − zero point) · scale.
+Var embedding_q(const Var& codes, const Var& scales, const Var& zero_points, const Var& indices, int64_t bits,
+                int64_t group_size);
 
 }  // namespace hfx::F

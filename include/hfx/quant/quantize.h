@@ -39,6 +39,9 @@ struct QuantOptions {
   /// to int8 per block at run time (ONNX Runtime's fast CPU path). Other math than the eager kernels' (f32
   /// activations): verify measures it against its own tolerance row ("int8-activations").
   bool int8_activations = false;
+  /// Also quantize the token embedding table (`model.embed_tokens.weight` of the shared decoder blocks) the
+  /// same way: gathered rows are de-quantized (hfx.embedding_q); a tied LM head reads the same codes.
+  bool embedding = false;
   bool enabled() const { return bits != 0; }
   /// "none", "int4", "int8".
   std::string method() const;
@@ -74,8 +77,9 @@ Tensor dequantize(const QuantizedWeight& q);
 QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tensor& zero_points, int64_t K,
                          const std::string& name);
 
-/// {"method": "int4", "group_size": 32, "symmetric": false, "activations": "f32"} (the manifest /
-/// export_config form; "activations" may be absent, meaning "f32").
+/// {"method": "int4", "group_size": 32, "symmetric": false, "activations": "f32", "embedding": false} (the
+/// manifest / export_config form; "activations" may be absent, meaning "f32", and "embedding", meaning
+/// false).
 nlohmann::json to_json(const QuantOptions& o);
 /// The quantization an export folder was written with (its export_config.json's "quantize"; none
 /// when absent). Eager references (hfx generate --engine eager, hfx verify) quantize the same way.

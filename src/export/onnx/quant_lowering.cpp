@@ -84,8 +84,11 @@ void standard(Cx& cx, const Node& n, const quant::QuantizedWeight& q) {
   Cx::attr(dq, "axis", int64_t{0});
   Cx::attr(dq, "block_size", g);
   cx.emit("MatMul", {cx.in_as(n, 0, DType::F32), wf}, {cx.out(n)}, &n);
+  // The stored codes go unless another node reads them (a tied head's codes are the quantized embedding
+  // table's, which hfx.embedding_q gathers).
+  const auto users = cx.graph().users();
   for (size_t i = 1; i < n.inputs.size(); i++)
-    if (n.inputs[i]) drop_initializer(cx, cx.name(n.inputs[i]));
+    if (n.inputs[i] && users.at(n.inputs[i]).size() == 1) drop_initializer(cx, cx.name(n.inputs[i]));
 }
 
 }  // namespace
@@ -114,6 +117,73 @@ void linear_q_translation(Cx& cx, const Node& n) {
   // all (ONNX Runtime 1.30's 8-bit kernel with f32 activations is slower than the f32 graph), but is other
   // math: verify holds it to its own measured tolerance row (docs/quantization.md).
   Cx::attr(p, "accuracy_level", int64_t{cx.int8_activations() ? 4 : 0});
+}
+
+namespace {
+
+// Gathered packed bytes [.., n, bytes] → one code per element [.., n, 2·bytes] (4-bit: low nibble first,
+// Mod 16 and BitShift 4 on uint8, interleaved by Unsqueeze + Concat + Reshape) or as they are (8-bit).
+std::string unpack_rows(Cx& cx, const Node& n, const std::string& bytes, int bits, int64_t rank,
+                        int64_t count, int64_t per, const std::string& hint) {
+  if (bits == 8) return bytes;
+  const std::string lo = cx.op(&n, "Mod", {bytes, cx.scalar(16, DType::U8)}, hint + "_lo");
+  auto& shift = cx.emit("BitShift", {bytes, cx.scalar(4, DType::U8)}, {cx.tmp(&n, hint + "_hi")}, &n);
+  Cx::attr(shift, "direction", std::string("RIGHT"));
+  const std::string hi = shift.output(0), axis = cx.i64s({-1});
+  const std::string lo1 = cx.op(&n, "Unsqueeze", {lo, axis}), hi1 = cx.op(&n, "Unsqueeze", {hi, axis});
+  auto& cat = cx.emit("Concat", {lo1, hi1}, {cx.tmp(&n, hint + "_pairs")}, &n);
+  Cx::attr(cat, "axis", int64_t{-1});
+  const std::string both = cat.output(0);
+  std::vector<int64_t> shape(static_cast<size_t>(rank), 0);  // 0: the gathered index dims as they are
+  shape.push_back(count);
+  shape.push_back(per);
+  return cx.op(&n, "Reshape", {both, cx.i64s(shape)}, hint + "_codes");
+}
+
+}  // namespace
+
+// The rows of the table are gathered first (codes, scales and zero points stay packed in the graph and in
+// memory), then unpacked and de-quantized with standard ops: (code − zero point) · scale in f32, the
+// eager kernel's arithmetic, on either target.
+void embedding_q_translation(Cx& cx, const Node& n) {
+  for (size_t i : {size_t{0}, size_t{1}, size_t{3}})
+    if (i < n.inputs.size() && n.inputs[i] && n.inputs[i]->kind != ValueKind::Param)
+      HFX_THROW("onnx",
+                "expected the codes, scales and zero points of hfx.embedding_q '{}' to be weights, got '{}'",
+                n.name, n.inputs[i]->name);
+  const Value* codes = n.inputs.at(0);
+  const int64_t B = codes->type.shape.at(1).value(), blob = codes->type.shape.at(2).value();
+  const int bits = static_cast<int>(n.attrs.i("bits"));
+  const int64_t group = n.attrs.i("group_size"),
+                rank = static_cast<int64_t>(n.inputs.at(2)->type.shape.size());
+  const std::string ids = cx.in_as(n, 2, DType::I64);
+  auto gather = [&](size_t i, const std::string& hint) {
+    auto& g = cx.emit("Gather", {cx.in(n, i), ids}, {cx.tmp(&n, hint)}, &n);
+    Cx::attr(g, "axis", int64_t{0});
+    return g.output(0);
+  };
+  const std::string q =
+      unpack_rows(cx, n, gather(0, "rows_q"), bits, rank, B, bits == 4 ? 2 * blob : blob, "q");
+  std::string zp;
+  if (n.inputs.size() > 3 && n.inputs[3]) {
+    const int64_t zbytes = n.inputs[3]->type.shape.at(1).value();
+    std::string z =
+        unpack_rows(cx, n, gather(3, "rows_zp"), bits, rank, 1, bits == 4 ? 2 * zbytes : zbytes, "zp");
+    // [.., 1, blocks(+1)] → [.., blocks, 1]: the zero point of each block against its codes
+    std::vector<int64_t> zs(static_cast<size_t>(rank), 0);
+    zs.push_back(-1);
+    z = cx.op(&n, "Reshape", {z, cx.i64s(zs)}, "zp_flat");
+    if (bits == 4 && 2 * zbytes != B)
+      z = cx.op(&n, "Slice", {z, cx.i64s({0}), cx.i64s({B}), cx.i64s({-1})}, "zp_blocks");
+    zp = cx.op(&n, "Unsqueeze", {cx.cast(&n, z, DType::U8, DType::F32), cx.i64s({-1})}, "zp");
+  } else {
+    zp = cx.scalar(1 << (bits - 1), DType::F32);
+  }
+  const std::string centered = cx.op(&n, "Sub", {cx.cast(&n, q, DType::U8, DType::F32), zp}, "centered");
+  const std::string scales = cx.op(&n, "Unsqueeze", {gather(1, "rows_scale"), cx.i64s({-1})}, "scale");
+  std::vector<int64_t> out(static_cast<size_t>(rank), 0);
+  out.push_back(B * group);
+  cx.emit("Reshape", {cx.op(&n, "Mul", {centered, scales}, "rows"), cx.i64s(out)}, {cx.out(n)}, &n);
 }
 
 }  // namespace hfx::onnx_export

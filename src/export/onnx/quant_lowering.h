@@ -10,4 +10,8 @@ namespace hfx::onnx_export {
 /// MatMul — the pattern ONNX Runtime fuses back into MatMulNBits when it loads the graph.
 void linear_q_translation(LoweringContext& cx, const Node& n);
 
+/// hfx.embedding_q on either target: Gather of the packed rows (codes, scales, zero points), unpacked with
+/// Mod / BitShift and de-quantized with Sub and Mul — standard ops only, exact f32 (code − zp) · scale.
+void embedding_q_translation(LoweringContext& cx, const Node& n);
+
 }  // namespace hfx::onnx_export

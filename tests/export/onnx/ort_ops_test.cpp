@@ -128,6 +128,21 @@ std::vector<OpCase> cases() {
                1e-5,
                21,
                true});
+  // Rows of a quantized embedding table (codes, scales, indices[, zero points]); 3 blocks: an odd count,
+  // so the packed 4-bit zero points carry a padding nibble.
+  c.push_back({"embedding_q_int4",
+               "hfx.embedding_q",
+               {{"q", {"10", "3", "16"}, DType::U8, "int:256", true},
+                {"s", {"10", "3"}, DType::F32, "pos", true},
+                {"ids", {"B", "S"}, DType::I64, "int:10"},
+                {"z", {"10", "2"}, DType::U8, "int:256", true}},
+               {{"bits", int64_t{4}}, {"group_size", int64_t{32}}}});
+  c.push_back({"embedding_q_int8_sym",
+               "hfx.embedding_q",
+               {{"q", {"10", "2", "32"}, DType::U8, "int:256", true},
+                {"s", {"10", "2"}, DType::F32, "pos", true},
+                {"ids", {"B", "S"}, DType::I64, "int:10"}},
+               {{"bits", int64_t{8}}, {"group_size", int64_t{32}}}});
   c.push_back({"sum", "aten.sum.dim_IntList", {x}, {{"dim", std::vector<int64_t>{-1}}}});
   c.push_back({"sum_all", "aten.sum.dim_IntList", {x}, {}});
   c.push_back({"mean_keep", "aten.mean.dim", {x}, {{"dim", std::vector<int64_t>{1, 2}}, {"keepdim", true}}});

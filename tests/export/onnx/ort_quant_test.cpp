@@ -32,7 +32,9 @@ struct Mode {
 const std::vector<Mode> kModes = {{"int4_g32_ort", "int4", "ort", 32, 18, false},
                                   {"int4_g64_sym_std", "int4", "standard", 64, 21, true},
                                   {"int8_g32_std", "int8", "standard", 32, 21, false},
-                                  {"int8_g64_sym_ort", "int8", "ort", 64, 18, true}};
+                                  {"int8_g64_sym_ort", "int8", "ort", 64, 18, true},
+                                  {"int4_g32_ort_emb", "int4", "ort", 32, 18, false},
+                                  {"int8_g64_sym_std_emb", "int8", "standard", 64, 21, true}};
 const std::vector<std::string> kArchs = {"llama", "qwen2", "gemma", "phi3", "mixtral"};
 
 struct P {
@@ -101,6 +103,7 @@ TEST_P(OrtQuant, MatchesTheEagerQuantizedModel) {
   oc.opset = md.opset;
   oc.target = md.target;
   oc.quantize = quant::parse_options(md.method, md.group, md.sym);
+  oc.quantize.embedding = md.tag.ends_with("_emb");  // the embedding table as codes too (hfx.embedding_q)
   TempDir dir(arch + "_" + md.tag);
   make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &oc}}, dir.path.string());
   int count = 0;
