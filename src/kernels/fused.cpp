@@ -146,6 +146,122 @@ Tensors rope(const Tensors& in, const Attrs& a) {
   return {finish(out, float_out(x.dtype()))};
 }
 
+namespace {
+
+// What every block of one sdpa call reads: the f32 views, strides, sizes and the attention rules.
+struct SdpaCx {
+  int64_t B, Hq, S, D, Hkv, T, Dv, G;
+  float scale, softcap;
+  bool causal;
+  int64_t window;
+  const float *pq, *pk, *pv;
+  float* po;
+  Shape qst, kst, vst, mst;
+  int64_t ldk, ldv;
+  Tensor mask;  // f32 additive or bool keep-mask, broadcast to [B, Hq, S, T] through mst; undefined: none
+  bool mask_bool = false;
+  bool grouped;
+  int64_t q_ld_grouped, chunk, nchunks;
+};
+
+// Scores → probabilities for one query row (query position p) over block keys [kbeg, kbeg + tr): softcap,
+// the causal / window range, the mask, then a softmax over the allowed keys (zero elsewhere; an all-masked
+// row stays zero).
+void sdpa_row_softmax(const SdpaCx& c, float* row, int64_t tr, int64_t kbeg, int64_t b, int64_t h,
+                      int64_t s) {
+  const float ninf = -std::numeric_limits<float>::infinity();
+  const int64_t p = c.T - c.S + s;
+  if (c.softcap > 0.0f) {
+    const float inv = 1.0f / c.softcap;
+    for (int64_t j = 0; j < tr; j++) row[j] = c.softcap * std::tanh(row[j] * inv);
+  }
+  // allowed keys of this row: [lo, hi) in block coordinates
+  int64_t hi = c.causal ? std::min<int64_t>(tr, p + 1 - kbeg) : tr;
+  int64_t lo = c.window > 0 ? std::max<int64_t>(0, p - c.window + 1 - kbeg) : 0;
+  if (hi < 0) hi = 0;
+  if (lo > hi) lo = hi;
+  for (int64_t j = 0; j < lo; j++) row[j] = ninf;
+  for (int64_t j = hi; j < tr; j++) row[j] = ninf;
+  if (c.mask.defined()) {
+    int64_t moff = b * c.mst[0] + h * c.mst[1] + s * c.mst[2];
+    int64_t ms = c.mst[3];
+    if (c.mask_bool) {
+      const uint8_t* m = c.mask.data<uint8_t>() + moff + kbeg * ms;
+      for (int64_t j = lo; j < hi; j++)
+        if (!m[j * ms]) row[j] = ninf;
+    } else {
+      const float* m = c.mask.data<float>() + moff + kbeg * ms;
+      if (ms == 1)
+        for (int64_t j = lo; j < hi; j++) row[j] += m[j];
+      else
+        for (int64_t j = lo; j < hi; j++) row[j] += m[j * ms];
+    }
+  }
+  float mx = ninf;
+  for (int64_t j = lo; j < hi; j++) mx = row[j] > mx ? row[j] : mx;
+  if (!(mx > ninf)) {  // nothing allowed (or NaN): a zero row
+    std::fill(row, row + tr, 0.0f);
+    return;
+  }
+  for (int64_t j = 0; j < lo; j++) row[j] = 0.0f;
+  for (int64_t j = hi; j < tr; j++) row[j] = 0.0f;
+  double sum = exp_sub_sum(row + lo, mx, row + lo, hi - lo);
+  const float inv = static_cast<float>(1.0 / sum);
+  for (int64_t j = lo; j < hi; j++) row[j] *= inv;
+}
+
+// Block t: grouped (the G query heads × S queries of one kv head) or one head's chunk of query rows;
+// scores by sgemm/sgemv over the keys the block can see, softmax per row, then the value product.
+void sdpa_block(const SdpaCx& c, int64_t t, std::vector<float>& sc) {
+  int64_t b, h0, s0, rows, q_ld;  // h0: first query head; rows of the block
+  if (c.grouped) {
+    b = t / c.Hkv;
+    h0 = (t % c.Hkv) * c.G;
+    s0 = 0;
+    rows = c.G * c.S;
+    q_ld = c.q_ld_grouped;
+  } else {
+    b = t / (c.Hq * c.nchunks);
+    h0 = (t / c.nchunks) % c.Hq;
+    s0 = (t % c.nchunks) * c.chunk;
+    rows = std::min(c.chunk, c.S - s0);
+    q_ld = c.qst[2];
+  }
+  const int64_t hk = h0 / c.G;
+  const int64_t s_first = s0, s_last = c.grouped ? c.S - 1 : s0 + rows - 1;
+  const int64_t p_first = c.T - c.S + s_first, p_last = c.T - c.S + s_last;
+  int64_t kend = c.causal ? std::min(c.T, p_last + 1) : c.T;
+  int64_t kbeg = c.window > 0 ? std::max<int64_t>(0, p_first - c.window + 1) : 0;
+  if (kend <= kbeg) return;  // every key disallowed: rows stay zero
+  const int64_t tr = kend - kbeg;
+  sc.resize(static_cast<size_t>(rows * tr));
+  const float* qp = c.pq + b * c.qst[0] + h0 * c.qst[1] + s0 * c.qst[2];
+  const float* kp = c.pk + b * c.kst[0] + hk * c.kst[1] + kbeg * c.kst[2];
+  const float* vp = c.pv + b * c.vst[0] + hk * c.vst[1] + kbeg * c.vst[2];
+  int64_t q_ld_eff = rows == 1 ? std::max<int64_t>(1, c.D) : q_ld;
+  if (c.D == 0) {
+    std::fill(sc.begin(), sc.end(), 0.0f);
+  } else if (rows == 1) {
+    cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, c.D, c.scale, kp, c.ldk, qp, 1, 0.0f, sc.data(), 1);
+  } else {
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, tr, c.D, c.scale, qp, q_ld_eff, kp, c.ldk,
+                0.0f, sc.data(), tr);
+  }
+  for (int64_t r = 0; r < rows; r++)
+    sdpa_row_softmax(c, sc.data() + r * tr, tr, kbeg, b, c.grouped ? h0 + r / c.S : h0,
+                     c.grouped ? r % c.S : s0 + r);
+  // out rows: contiguous [B, Hq, S, Dv] → row r of the block at stride Dv (grouped or per head)
+  float* op = c.po + ((b * c.Hq + h0) * c.S + s0) * c.Dv;
+  if (c.Dv == 0) return;
+  if (rows == 1)
+    cblas_sgemv(CblasRowMajor, CblasTrans, tr, c.Dv, 1.0f, vp, c.ldv, sc.data(), 1, 0.0f, op, 1);
+  else
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, c.Dv, tr, 1.0f, sc.data(), tr, vp, c.ldv,
+                0.0f, op, c.Dv);
+}
+
+}  // namespace
+
 Tensors sdpa(const Tensors& in, const Attrs& a) {
   check_arity(in, 3, 4, "sdpa");
   const Tensor &q0 = in[0], &k0 = in[1], &v0 = in[2];
@@ -153,157 +269,57 @@ Tensors sdpa(const Tensors& in, const Attrs& a) {
   if (q0.dim() != 4 || k0.dim() != 4 || v0.dim() != 4)
     HFX_THROW("kernels", "expected sdpa q, k, v of 4 dims [B, H, S, D], got {}, {}, {}",
               shape_to_string(q0.shape()), shape_to_string(k0.shape()), shape_to_string(v0.shape()));
-  const int64_t B = q0.shape()[0], Hq = q0.shape()[1], S = q0.shape()[2], D = q0.shape()[3];
-  const int64_t Hkv = k0.shape()[1], T = k0.shape()[2], Dv = v0.shape()[3];
-  if (k0.shape()[0] != B || v0.shape()[0] != B || k0.shape()[3] != D || v0.shape()[1] != Hkv ||
-      v0.shape()[2] != T || Hkv == 0 || Hq % Hkv != 0)
+  SdpaCx c;
+  c.B = q0.shape()[0], c.Hq = q0.shape()[1], c.S = q0.shape()[2], c.D = q0.shape()[3];
+  c.Hkv = k0.shape()[1], c.T = k0.shape()[2], c.Dv = v0.shape()[3];
+  if (k0.shape()[0] != c.B || v0.shape()[0] != c.B || k0.shape()[3] != c.D || v0.shape()[1] != c.Hkv ||
+      v0.shape()[2] != c.T || c.Hkv == 0 || c.Hq % c.Hkv != 0)
     HFX_THROW("kernels",
               "expected sdpa k[B, Hkv, T, D], v[B, Hkv, T, Dv] with Hq % Hkv == 0 for q {}, got k {}, v {}",
               shape_to_string(q0.shape()), shape_to_string(k0.shape()), shape_to_string(v0.shape()));
-  const int64_t G = Hq / Hkv;
+  c.G = c.Hq / c.Hkv;
   double scale_d = a.f("scale");
-  if (scale_d == 0.0) scale_d = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, D)));
-  const float scale = static_cast<float>(scale_d);
-  const bool causal = a.b("causal");
-  const int64_t window = a.i("window");
-  const float softcap = static_cast<float>(a.f("softcap"));
+  if (scale_d == 0.0) scale_d = 1.0 / std::sqrt(static_cast<double>(std::max<int64_t>(1, c.D)));
+  c.scale = static_cast<float>(scale_d);
+  c.causal = a.b("causal");
+  c.window = a.i("window");
+  c.softcap = static_cast<float>(a.f("softcap"));
   const DType rt = float_out(q0.dtype());
 
-  Tensor out = Tensor::zeros({B, Hq, S, Dv}, DType::F32);
+  Tensor out = Tensor::zeros({c.B, c.Hq, c.S, c.Dv}, DType::F32);
   if (out.numel() == 0) return {finish(out, rt)};
 
   Tensor q = unit_inner_f32(q0), k = unit_inner_f32(k0), v = unit_inner_f32(v0);
-  // mask: f32 additive or bool keep-mask, broadcast to [B, Hq, S, T]
-  Tensor mask;
-  Shape mst;
-  bool mask_bool = false;
   if (mask0.defined()) {
-    mask_bool = mask0.dtype() == DType::Bool;
-    mask = mask_bool ? mask0 : as_f32(mask0);
-    mst = broadcast_strides(mask, {B, Hq, S, T}, "sdpa mask");
+    c.mask_bool = mask0.dtype() == DType::Bool;
+    c.mask = c.mask_bool ? mask0 : as_f32(mask0);
+    c.mst = broadcast_strides(c.mask, {c.B, c.Hq, c.S, c.T}, "sdpa mask");
   }
-  const float* pq = q.data<float>();
-  const float* pk = k.data<float>();
-  const float* pv = v.data<float>();
-  float* po = out.data<float>();
-  const auto& qst = q.strides();
-  const auto& kst = k.strides();
-  const auto& vst = v.strides();
-  const int64_t ldk = T == 1 ? std::max<int64_t>(1, D) : kst[2];
-  const int64_t ldv = T == 1 ? std::max<int64_t>(1, Dv) : vst[2];
-  if (ldk < D || ldv < Dv) HFX_THROW("kernels", "expected sdpa key/value rows not to overlap");
+  c.pq = q.data<float>(), c.pk = k.data<float>(), c.pv = v.data<float>(), c.po = out.data<float>();
+  c.qst = q.strides(), c.kst = k.strides(), c.vst = v.strides();
+  c.ldk = c.T == 1 ? std::max<int64_t>(1, c.D) : c.kst[2];
+  c.ldv = c.T == 1 ? std::max<int64_t>(1, c.Dv) : c.vst[2];
+  if (c.ldk < c.D || c.ldv < c.Dv) HFX_THROW("kernels", "expected sdpa key/value rows not to overlap");
 
   // Blocks: grouped (rows = the G heads × S queries of one kv head, uniform row stride) for small S,
   // else per head in chunks of up to 128 query rows.
-  const bool grouped = G * S <= 64 && (S == 1 || qst[1] == S * qst[2]) && G > 1;
-  const int64_t q_ld_grouped = S == 1 ? qst[1] : qst[2];
-  int64_t chunk = 128;
+  c.grouped = c.G * c.S <= 64 && (c.S == 1 || c.qst[1] == c.S * c.qst[2]) && c.G > 1;
+  c.q_ld_grouped = c.S == 1 ? c.qst[1] : c.qst[2];
+  c.chunk = 128;
   const int nt = num_threads();
-  if (!grouped) {
-    while (chunk > 16 && B * Hq * ((S + chunk - 1) / chunk) < 2 * nt) chunk /= 2;
-  }
-  const int64_t nchunks = grouped ? 1 : (S + chunk - 1) / chunk;
-  const int64_t ntasks = grouped ? B * Hkv : B * Hq * nchunks;
-  const float ninf = -std::numeric_limits<float>::infinity();
-
-  auto task = [&](int64_t t, std::vector<float>& sc) {
-    int64_t b, h0, s0, rows;  // h0: first query head; rows of the block
-    int64_t q_ld;
-    if (grouped) {
-      b = t / Hkv;
-      h0 = (t % Hkv) * G;
-      s0 = 0;
-      rows = G * S;
-      q_ld = q_ld_grouped;
-    } else {
-      b = t / (Hq * nchunks);
-      h0 = (t / nchunks) % Hq;
-      s0 = (t % nchunks) * chunk;
-      rows = std::min(chunk, S - s0);
-      q_ld = qst[2];
-    }
-    const int64_t hk = h0 / G;
-    const int64_t s_first = s0, s_last = grouped ? S - 1 : s0 + rows - 1;
-    const int64_t p_first = T - S + s_first, p_last = T - S + s_last;
-    int64_t kend = causal ? std::min(T, p_last + 1) : T;
-    int64_t kbeg = window > 0 ? std::max<int64_t>(0, p_first - window + 1) : 0;
-    if (kend <= kbeg) return;  // every key disallowed: rows stay zero
-    const int64_t tr = kend - kbeg;
-    sc.resize(static_cast<size_t>(rows * tr));
-    const float* qp = pq + b * qst[0] + h0 * qst[1] + s0 * qst[2];
-    const float* kp = pk + b * kst[0] + hk * kst[1] + kbeg * kst[2];
-    const float* vp = pv + b * vst[0] + hk * vst[1] + kbeg * vst[2];
-    int64_t q_ld_eff = rows == 1 ? std::max<int64_t>(1, D) : q_ld;
-    if (D == 0) {
-      std::fill(sc.begin(), sc.end(), 0.0f);
-    } else if (rows == 1) {
-      cblas_sgemv(CblasRowMajor, CblasNoTrans, tr, D, scale, kp, ldk, qp, 1, 0.0f, sc.data(), 1);
-    } else {
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, rows, tr, D, scale, qp, q_ld_eff, kp, ldk, 0.0f,
-                  sc.data(), tr);
-    }
-    for (int64_t r = 0; r < rows; r++) {
-      const int64_t h = grouped ? h0 + r / S : h0;
-      const int64_t s = grouped ? r % S : s0 + r;
-      const int64_t p = T - S + s;
-      float* row = sc.data() + r * tr;
-      if (softcap > 0.0f) {
-        const float inv = 1.0f / softcap;
-        for (int64_t j = 0; j < tr; j++) row[j] = softcap * std::tanh(row[j] * inv);
-      }
-      // allowed keys of this row: [lo, hi) in block coordinates
-      int64_t hi = causal ? std::min<int64_t>(tr, p + 1 - kbeg) : tr;
-      int64_t lo = window > 0 ? std::max<int64_t>(0, p - window + 1 - kbeg) : 0;
-      if (hi < 0) hi = 0;
-      if (lo > hi) lo = hi;
-      for (int64_t j = 0; j < lo; j++) row[j] = ninf;
-      for (int64_t j = hi; j < tr; j++) row[j] = ninf;
-      if (mask.defined()) {
-        int64_t moff = b * mst[0] + h * mst[1] + s * mst[2];
-        int64_t ms = mst[3];
-        if (mask_bool) {
-          const uint8_t* m = mask.data<uint8_t>() + moff + kbeg * ms;
-          for (int64_t j = lo; j < hi; j++)
-            if (!m[j * ms]) row[j] = ninf;
-        } else {
-          const float* m = mask.data<float>() + moff + kbeg * ms;
-          if (ms == 1)
-            for (int64_t j = lo; j < hi; j++) row[j] += m[j];
-          else
-            for (int64_t j = lo; j < hi; j++) row[j] += m[j * ms];
-        }
-      }
-      float mx = ninf;
-      for (int64_t j = lo; j < hi; j++) mx = row[j] > mx ? row[j] : mx;
-      if (!(mx > ninf)) {  // nothing allowed (or NaN): a zero row
-        std::fill(row, row + tr, 0.0f);
-        continue;
-      }
-      for (int64_t j = 0; j < lo; j++) row[j] = 0.0f;
-      for (int64_t j = hi; j < tr; j++) row[j] = 0.0f;
-      double sum = exp_sub_sum(row + lo, mx, row + lo, hi - lo);
-      const float inv = static_cast<float>(1.0 / sum);
-      for (int64_t j = lo; j < hi; j++) row[j] *= inv;
-    }
-    // out rows: contiguous [B, Hq, S, Dv] → row r of the block at stride Dv (grouped or per head)
-    float* op = po + ((b * Hq + h0) * S + s0) * Dv;
-    if (Dv == 0) return;
-    if (rows == 1)
-      cblas_sgemv(CblasRowMajor, CblasTrans, tr, Dv, 1.0f, vp, ldv, sc.data(), 1, 0.0f, op, 1);
-    else
-      cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, rows, Dv, tr, 1.0f, sc.data(), tr, vp, ldv, 0.0f,
-                  op, Dv);
-  };
-
+  if (!c.grouped)
+    while (c.chunk > 16 && c.B * c.Hq * ((c.S + c.chunk - 1) / c.chunk) < 2 * nt) c.chunk /= 2;
+  c.nchunks = c.grouped ? 1 : (c.S + c.chunk - 1) / c.chunk;
+  const int64_t ntasks = c.grouped ? c.B * c.Hkv : c.B * c.Hq * c.nchunks;
   if (ntasks >= nt && nt > 1) {
     BlasSingleThread single;
     parallel_for(ntasks, 1, [&](int64_t b0, int64_t e0) {
       std::vector<float> sc;
-      for (int64_t t = b0; t < e0; t++) task(t, sc);
+      for (int64_t t = b0; t < e0; t++) sdpa_block(c, t, sc);
     });
   } else {
     std::vector<float> sc;
-    for (int64_t t = 0; t < ntasks; t++) task(t, sc);
+    for (int64_t t = 0; t < ntasks; t++) sdpa_block(c, t, sc);
   }
   return {finish(out, rt)};
 }

@@ -111,6 +111,89 @@ float row_max_f32(const float* p, int64_t n, int64_t s) {
   return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
+// One row of n elements at stride s: f32 rows through the vector helpers (as double), int64 rows exactly.
+template <class T>
+T int_row(const T* p, int64_t n, int64_t s, Red kind) {
+  T acc = kind == Red::Sum ? 0 : std::numeric_limits<T>::min();
+  for (int64_t i = 0; i < n; i++) acc = kind == Red::Sum ? acc + p[i * s] : std::max(acc, p[i * s]);
+  return acc;
+}
+
+// A single output over a long row (O == 1, R ≥ 2^16): the row split over the pool, the partial results
+// combined in order (f32 partials in double; NaN kept).
+template <class T>
+T split_row(const T* p0, int64_t R, int64_t r_stride, Red kind) {
+  constexpr bool is_f = std::is_same_v<T, float>;
+  int64_t chunks = std::min<int64_t>(num_threads(), R >> 15);
+  std::vector<double> part(chunks);
+  std::vector<int64_t> ipart(chunks);
+  parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
+    for (int64_t c = b; c < e; c++) {
+      int64_t lo = R * c / chunks, hi = R * (c + 1) / chunks;
+      const T* p = p0 + lo * r_stride;
+      if constexpr (is_f)
+        part[c] = kind == Red::Sum ? row_sum_f32(p, hi - lo, r_stride) : row_max_f32(p, hi - lo, r_stride);
+      else
+        ipart[c] = int_row(p, hi - lo, r_stride, kind);
+    }
+  });
+  if constexpr (is_f) {
+    double acc = kind == Red::Sum ? 0.0 : -std::numeric_limits<double>::infinity();
+    bool nan = false;
+    for (double v : part) {
+      nan |= v != v;
+      acc = kind == Red::Sum ? acc + v : std::max(acc, v);
+    }
+    return nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(acc);
+  } else {
+    int64_t acc = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
+    for (int64_t v : ipart) acc = kind == Red::Sum ? acc + v : std::max(acc, v);
+    return acc;
+  }
+}
+
+// Column mode: outputs contiguous, accumulated as whole vectors over the reduced positions `roffs`.
+// f32 sums add blocks of 256 rows in f32, then the blocks in double.
+template <class T>
+void column_reduce(const T* px, T* po, int64_t b, int64_t n, const std::vector<int64_t>& roffs, Red kind) {
+  const int64_t R = static_cast<int64_t>(roffs.size());
+  if constexpr (std::is_same_v<T, float>) {
+    if (kind == Red::Sum) {
+      std::vector<double> acc(n, 0.0);
+      std::vector<float> blk(n);
+      for (int64_t r0 = 0; r0 < R; r0 += 256) {
+        std::fill(blk.begin(), blk.end(), 0.0f);
+        int64_t r1 = std::min<int64_t>(R, r0 + 256);
+        for (int64_t r = r0; r < r1; r++) {
+          const float* p = px + roffs[r] + b;
+          for (int64_t i = 0; i < n; i++) blk[i] += p[i];
+        }
+        for (int64_t i = 0; i < n; i++) acc[i] += blk[i];
+      }
+      for (int64_t i = 0; i < n; i++) po[b + i] = static_cast<float>(acc[i]);
+    } else {
+      std::vector<float> acc(n, -std::numeric_limits<float>::infinity());
+      std::vector<uint8_t> nan(n, 0);
+      for (int64_t r = 0; r < R; r++) {
+        const float* p = px + roffs[r] + b;
+        for (int64_t i = 0; i < n; i++) {
+          float v = p[i];
+          nan[i] |= v != v;
+          acc[i] = v > acc[i] ? v : acc[i];
+        }
+      }
+      for (int64_t i = 0; i < n; i++) po[b + i] = nan[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
+    }
+  } else {
+    for (int64_t i = 0; i < n; i++) po[b + i] = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
+    for (int64_t r = 0; r < R; r++) {
+      const int64_t* p = px + roffs[r] + b;
+      for (int64_t i = 0; i < n; i++)
+        po[b + i] = kind == Red::Sum ? po[b + i] + p[i] : std::max(po[b + i], p[i]);
+    }
+  }
+}
+
 /// Reduces f32 or int64 `x` (any strides) over `rd`; returns a contiguous result of `x`'s compute
 /// type shaped like the kept dims (no keepdim; the caller reshapes).
 template <class T>
@@ -134,17 +217,6 @@ Tensor reduce_core(const Tensor& x, const std::vector<int64_t>& rd, Red kind) {
   coalesce(ks, kst);
   coalesce(rs, rst);
   const T* px = x.data<T>();
-
-  auto row = [&](const T* p, int64_t n, int64_t s) -> double {
-    if constexpr (is_f) {
-      return kind == Red::Sum ? row_sum_f32(p, n, s) : row_max_f32(p, n, s);
-    } else {
-      int64_t acc = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
-      for (int64_t i = 0; i < n; i++) acc = kind == Red::Sum ? acc + p[i * s] : std::max(acc, p[i * s]);
-      return static_cast<double>(acc);  // exact for int64 magnitudes < 2^53; ints below use the int path
-    }
-  };
-
   bool r_one = rs.size() <= 1;
   int64_t r_stride = rs.empty() ? 1 : rst[0];
   bool k_unit = ks.size() == 1 && kst[0] == 1;
@@ -154,99 +226,27 @@ Tensor reduce_core(const Tensor& x, const std::vector<int64_t>& rd, Red kind) {
     offs.reserve(O);
     for_each_offset(ks, kst, [&](int64_t, int64_t off) { offs.push_back(off); });
     if (O == 1 && R >= (1 << 16) && num_threads() > 1) {
-      int64_t chunks = std::min<int64_t>(num_threads(), R >> 15);
-      std::vector<double> part(chunks);
-      std::vector<int64_t> ipart(chunks);
-      parallel_for(chunks, 1, [&](int64_t b, int64_t e) {
-        for (int64_t c = b; c < e; c++) {
-          int64_t lo = R * c / chunks, hi = R * (c + 1) / chunks;
-          const T* p = px + offs[0] + lo * r_stride;
-          if constexpr (is_f) {
-            part[c] = row(p, hi - lo, r_stride);
-          } else {
-            int64_t acc = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
-            for (int64_t i = 0; i < hi - lo; i++)
-              acc = kind == Red::Sum ? acc + p[i * r_stride] : std::max(acc, p[i * r_stride]);
-            ipart[c] = acc;
-          }
-        }
-      });
-      if constexpr (is_f) {
-        double acc = kind == Red::Sum ? 0.0 : -std::numeric_limits<double>::infinity();
-        bool nan = false;
-        for (double v : part) {
-          nan |= v != v;
-          acc = kind == Red::Sum ? acc + v : std::max(acc, v);
-        }
-        po[0] = nan ? std::numeric_limits<float>::quiet_NaN() : static_cast<float>(acc);
-      } else {
-        int64_t acc = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
-        for (int64_t v : ipart) acc = kind == Red::Sum ? acc + v : std::max(acc, v);
-        po[0] = acc;
-      }
+      po[0] = split_row(px + offs[0], R, r_stride, kind);
       return out;
     }
     int64_t grain = std::max<int64_t>(1, 16384 / R);
     parallel_for(O, grain, [&](int64_t b, int64_t e) {
       for (int64_t o = b; o < e; o++) {
         const T* p = px + offs[o];
-        if constexpr (is_f) {
-          po[o] = static_cast<float>(row(p, R, r_stride));
-        } else {
-          int64_t acc = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
-          for (int64_t i = 0; i < R; i++)
-            acc = kind == Red::Sum ? acc + p[i * r_stride] : std::max(acc, p[i * r_stride]);
-          po[o] = acc;
-        }
+        if constexpr (is_f)
+          po[o] = static_cast<float>(kind == Red::Sum ? row_sum_f32(p, R, r_stride)
+                                                      : row_max_f32(p, R, r_stride));
+        else
+          po[o] = int_row(p, R, r_stride, kind);
       }
     });
     return out;
   }
   if (k_unit) {
-    // column mode: accumulate whole output vectors over the reduced positions
     std::vector<int64_t> roffs;
     roffs.reserve(R);
     for_each_offset(rs, rst, [&](int64_t, int64_t off) { roffs.push_back(off); });
-    parallel_for(O, 4096, [&](int64_t b, int64_t e) {
-      int64_t n = e - b;
-      if constexpr (is_f) {
-        if (kind == Red::Sum) {
-          std::vector<double> acc(n, 0.0);
-          std::vector<float> blk(n);
-          for (int64_t r0 = 0; r0 < R; r0 += 256) {
-            std::fill(blk.begin(), blk.end(), 0.0f);
-            int64_t r1 = std::min<int64_t>(R, r0 + 256);
-            for (int64_t r = r0; r < r1; r++) {
-              const float* p = px + roffs[r] + b;
-              for (int64_t i = 0; i < n; i++) blk[i] += p[i];
-            }
-            for (int64_t i = 0; i < n; i++) acc[i] += blk[i];
-          }
-          for (int64_t i = 0; i < n; i++) po[b + i] = static_cast<float>(acc[i]);
-        } else {
-          std::vector<float> acc(n, -std::numeric_limits<float>::infinity());
-          std::vector<uint8_t> nan(n, 0);
-          for (int64_t r = 0; r < R; r++) {
-            const float* p = px + roffs[r] + b;
-            for (int64_t i = 0; i < n; i++) {
-              float v = p[i];
-              nan[i] |= v != v;
-              acc[i] = v > acc[i] ? v : acc[i];
-            }
-          }
-          for (int64_t i = 0; i < n; i++)
-            po[b + i] = nan[i] ? std::numeric_limits<float>::quiet_NaN() : acc[i];
-        }
-      } else {
-        for (int64_t i = 0; i < n; i++)
-          po[b + i] = kind == Red::Sum ? 0 : std::numeric_limits<int64_t>::min();
-        for (int64_t r = 0; r < R; r++) {
-          const int64_t* p = px + roffs[r] + b;
-          for (int64_t i = 0; i < n; i++)
-            po[b + i] = kind == Red::Sum ? po[b + i] + p[i] : std::max(po[b + i], p[i]);
-        }
-      }
-    });
+    parallel_for(O, 4096, [&](int64_t b, int64_t e) { column_reduce(px, po, b, e - b, roffs, kind); });
     return out;
   }
   // general: copy the permuted view (kept dims first) contiguous, then row mode

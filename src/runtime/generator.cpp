@@ -198,15 +198,153 @@ GenerationResult Generator::generate(const std::vector<std::string>& prompts,
   return generate_ids(ids, options, callback);
 }
 
-GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>& prompts,
-                                         const GenerationOptions& options, const TokenCallback& callback) {
+namespace {
+
+// What the rows of one generate_ids call share while they advance.
+struct RowRules {
+  const GenerationOptions& options;
+  const std::vector<int64_t>& eos;
+  const std::vector<std::string>& stops;
+  const tok::Tokenizer* tokenizer;
+  bool is_eos(int64_t id) const {
+    return !options.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end();
+  }
+  // Generated ids → text, without a final EOS id.
+  std::string decode(const std::vector<int64_t>& gen) const {
+    std::vector<int32_t> ids;
+    ids.reserve(gen.size());
+    for (size_t i = 0; i < gen.size(); i++)
+      if (!(i + 1 == gen.size() && is_eos(gen[i]))) ids.push_back(static_cast<int32_t>(gen[i]));
+    return tokenizer->decode(ids, options.skip_special_tokens);
+  }
+};
+
+// The longest prompt; every prompt non-empty with ids in [0, V).
+int64_t check_prompts(const std::vector<std::vector<int64_t>>& prompts, int64_t V) {
+  int64_t L = 0;
+  for (size_t r = 0; r < prompts.size(); r++) {
+    HFX_CHECK(!prompts[r].empty(), kComp, "expected prompt {} to encode to at least one token, got none", r);
+    for (int64_t id : prompts[r])
+      HFX_CHECK(id >= 0 && id < V, kComp, "expected token ids in [0, {}), got {} in prompt {}", V, id, r);
+    L = std::max<int64_t>(L, static_cast<int64_t>(prompts[r].size()));
+  }
+  return L;
+}
+
+// Prefill inputs: left padding to L, mask 0 on pads, and each row's count of real tokens.
+struct Prefill {
+  std::vector<int64_t> ids, mask, count;
+};
+Prefill left_padded(const std::vector<std::vector<int64_t>>& prompts, int64_t L, int64_t pad, int64_t cap) {
+  const int64_t B = static_cast<int64_t>(prompts.size());
+  Prefill f;
+  f.ids.assign(B * L, pad);
+  f.mask.reserve(B * cap);
+  f.mask.assign(B * L, 0);
+  f.count.assign(B, 0);
+  for (int64_t r = 0; r < B; r++) {
+    const auto& p = prompts[r];
+    const int64_t off = L - static_cast<int64_t>(p.size());
+    for (size_t j = 0; j < p.size(); j++) {
+      f.ids[r * L + off + j] = p[j];
+      f.mask[r * L + off + j] = 1;
+    }
+    f.count[r] = static_cast<int64_t>(p.size());
+  }
+  return f;
+}
+
+// The row's streamed text after token `id`, cut at a stop string (which ends the row).
+void extend_text(Row& row, int64_t id, const RowRules& rules) {
+  // HF's DecodeStream refuses a decoder whose output is not prefix-stable (e.g. byte-fallback runs
+  // of a random model); the row then re-decodes all its ids each step instead.
+  if (!row.stream_broken) {
+    try {
+      row.text += row.stream->step(static_cast<int32_t>(id));
+    } catch (const Error&) {
+      row.stream_broken = true;
+      row.searched = 0;
+    }
+  }
+  if (row.stream_broken) row.text = rules.decode(row.generated);
+  if (rules.stops.empty()) return;
+  size_t maxlen = 0;
+  for (const auto& s : rules.stops) maxlen = std::max(maxlen, s.size());
+  size_t from = row.searched >= maxlen ? row.searched - maxlen + 1 : 0;
+  size_t p = find_stop(row.text, rules.stops, from);
+  row.searched = row.text.size();
+  if (p != std::string::npos) {
+    row.text.resize(p);
+    row.done = true;
+    row.reason = "stop";
+  }
+}
+
+// The row's final text: the decoded ids (which also completes a tail the stream still held, such as an
+// incomplete UTF-8 sequence), cut before a stop string.
+void finish_text(Row& row, const RowRules& rules) {
+  if (!rules.tokenizer) return;
+  std::string full = rules.decode(row.generated);
+  size_t p = row.reason == "stop" ? find_stop(full, rules.stops, 0) : std::string::npos;
+  if (row.reason != "stop" || p != std::string::npos) {
+    if (p != std::string::npos) full.resize(p);
+    if (full.compare(0, row.emitted, row.streamed) == 0) row.text = std::move(full);
+  }
+}
+
+// Appends token `id` to the row and decides whether the row ends (eos, stop string, length).
+void take_token(Row& row, int64_t id, const RowRules& rules) {
+  row.history.push_back(id);
+  row.generated.push_back(id);
+  if (rules.is_eos(id)) {
+    row.done = true;
+    row.reason = "eos";
+  } else if (row.stream) {
+    extend_text(row, id, rules);
+  }
+  if (!row.done && static_cast<int64_t>(row.generated.size()) >= rules.options.max_new_tokens) {
+    row.done = true;
+    row.reason = "length";
+  }
+  if (row.done) finish_text(row, rules);
+}
+
+// The event for the text the row may hand out now: never a possible stop-string prefix, never half a
+// UTF-8 sequence, only text that extends what was already streamed.
+TokenEvent stream_event(Row& row, int64_t r, int64_t id, const std::vector<std::string>& stops) {
+  size_t limit = row.text.size();
+  if (!row.done) {
+    limit -= stop_holdback(row.text, stops);
+    while (limit > row.emitted && limit < row.text.size() &&
+           (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
+      limit--;
+  }
+  if (limit < row.emitted || row.text.compare(0, row.emitted, row.streamed) != 0) limit = row.emitted;
+  TokenEvent ev{r, id, row.text.substr(row.emitted, limit - row.emitted), row.done};
+  row.streamed += ev.text;
+  row.emitted = limit;
+  return ev;
+}
+
+// The mask of the next decode step: a column of ones appended to every row (finished rows too, as HF).
+void grow_mask(std::vector<int64_t>& mask, std::vector<int64_t>& prev_mask, int64_t B, int64_t total) {
+  prev_mask.swap(mask);  // both buffers hold B × cap: no reallocation while the mask grows
+  mask.resize(B * (total + 1));
+  for (int64_t r = B - 1; r >= 0; r--) {
+    std::copy(prev_mask.begin() + r * total, prev_mask.begin() + (r + 1) * total,
+              mask.begin() + r * (total + 1));
+    mask[r * (total + 1) + total] = 1;
+  }
+}
+
+}  // namespace
+
+void Generator::check_request(const std::vector<std::vector<int64_t>>& prompts,
+                              const GenerationOptions& options, const std::vector<std::string>& stops) const {
   sampling::validate(options.sampling);
   HFX_CHECK(!prompts.empty(), kComp, "expected at least one prompt, got none");
   HFX_CHECK(options.max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}",
             options.max_new_tokens);
-  std::vector<std::string> stops;
-  for (const auto& s : options.stop)
-    if (!s.empty()) stops.push_back(s);
   HFX_CHECK(stops.empty() || tokenizer_, kComp, "expected a tokenizer to match stop strings, got none");
   const int64_t P = options.cached_tokens;  // prompt tokens already in the engine's cache
   if (P > 0) {
@@ -217,17 +355,19 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
               "expected the {} engine to hold the {} cached tokens, got {}", engine_->name(), P,
               engine_->past_length());
   }
-  const std::vector<int64_t>& eos = options.eos_token_ids.empty() ? eos_ : options.eos_token_ids;
-  const int64_t V = engine_->vocab_size();
-  const int64_t B = static_cast<int64_t>(prompts.size());
-  int64_t L = 0;
-  for (size_t r = 0; r < prompts.size(); r++) {
-    HFX_CHECK(!prompts[r].empty(), kComp, "expected prompt {} to encode to at least one token, got none", r);
-    for (int64_t id : prompts[r])
-      HFX_CHECK(id >= 0 && id < V, kComp, "expected token ids in [0, {}), got {} in prompt {}", V, id, r);
-    L = std::max<int64_t>(L, static_cast<int64_t>(prompts[r].size()));
-  }
+}
 
+GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                                         const GenerationOptions& options, const TokenCallback& callback) {
+  std::vector<std::string> stops;
+  for (const auto& s : options.stop)
+    if (!s.empty()) stops.push_back(s);
+  check_request(prompts, options, stops);
+  const int64_t P = options.cached_tokens;
+  const RowRules rules{options, options.eos_token_ids.empty() ? eos_ : options.eos_token_ids, stops,
+                       tokenizer_.get()};
+  const int64_t V = engine_->vocab_size(), B = static_cast<int64_t>(prompts.size());
+  const int64_t L = check_prompts(prompts, V);
   GenerationResult res;
   res.prompt_ids = prompts;
   std::vector<Row> rows(B);
@@ -239,57 +379,29 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
     if (tokenizer_)
       rows[r].stream = std::make_unique<tok::DecodeStream>(*tokenizer_, options.skip_special_tokens);
   }
-
-  // Prefill inputs: left padding, mask 0 on pads, HF positions.
   const int64_t cap = L + std::max<int64_t>(options.max_new_tokens, 1);
-  std::vector<int64_t> input_ids(B * L, pad_), mask, prev_mask, pos;
-  mask.reserve(B * cap);
+  Prefill f = left_padded(prompts, L, pad_, cap);
+  std::vector<int64_t> prev_mask, step_ids(B), step_pos(B);
   prev_mask.reserve(B * cap);
-  mask.assign(B * L, 0);
-  std::vector<int64_t> count(B, 0);  // real tokens per row so far (for the next position)
-  for (int64_t r = 0; r < B; r++) {
-    const auto& p = prompts[r];
-    const int64_t off = L - static_cast<int64_t>(p.size());
-    for (size_t j = 0; j < p.size(); j++) {
-      input_ids[r * L + off + j] = p[j];
-      mask[r * L + off + j] = 1;
-    }
-    count[r] = static_cast<int64_t>(p.size());
-  }
   // With a cached prefix (batch 1, no padding) only the last L - P ids are fed, at positions P..L-1.
-  pos = positions_from_mask(mask, B, L, L - P);
-  if (P > 0) input_ids.erase(input_ids.begin(), input_ids.begin() + P);
+  const std::vector<int64_t> pos = positions_from_mask(f.mask, B, L, L - P);
+  if (P > 0) f.ids.erase(f.ids.begin(), f.ids.begin() + P);
   res.stats.prompt_tokens = B * (L - P);
   res.stats.cached_tokens = P;
 
-  // Generated ids → text, without a final EOS id.
-  auto decode_row = [&](const std::vector<int64_t>& gen) {
-    std::vector<int32_t> ids;
-    ids.reserve(gen.size());
-    for (size_t i = 0; i < gen.size(); i++) {
-      const bool final_eos = i + 1 == gen.size() && !options.ignore_eos &&
-                             std::find(eos.begin(), eos.end(), gen[i]) != eos.end();
-      if (!final_eos) ids.push_back(static_cast<int32_t>(gen[i]));
-    }
-    return tokenizer_->decode(ids, options.skip_special_tokens);
-  };
-
   std::vector<float> logits;
-  std::vector<int64_t> step_ids(B), step_pos(B);
-  int64_t total = L;
-  int64_t active = B;
+  int64_t total = L, active = B;
   if (P == 0) engine_->reset();
   if (options.max_new_tokens == 0) {
     for (auto& row : rows) row.reason = "length";
     active = 0;
   } else {
     auto t0 = Clock::now();
-    engine_->step(input_ids, mask, pos, B, L - P, logits);
+    engine_->step(f.ids, f.mask, pos, B, L - P, logits);
     res.stats.prefill_s = res.stats.engine_s = seconds_since(t0);
   }
-
   auto t_decode = Clock::now();
-  for (int64_t t = 0; active > 0; t++) {
+  while (active > 0) {
     HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp,
               "expected logits [{}, {}] from the {} engine, got {} values", B, V, engine_->name(),
               logits.size());
@@ -301,95 +413,23 @@ GenerationResult Generator::generate_ids(const std::vector<std::vector<int64_t>>
       }
       std::span<float> lr(logits.data() + r * V, static_cast<size_t>(V));
       const int64_t id = sampling::select_next(lr, row.history, options.sampling, row.rng);
-      row.history.push_back(id);
-      row.generated.push_back(id);
       step_ids[r] = id;
       res.stats.new_tokens++;
-      const bool is_eos = !options.ignore_eos && std::find(eos.begin(), eos.end(), id) != eos.end();
-      if (is_eos) {
-        row.done = true;
-        row.reason = "eos";
-      } else if (row.stream) {
-        // HF's DecodeStream refuses a decoder whose output is not prefix-stable (e.g. byte-fallback runs
-        // of a random model); the row then re-decodes all its ids each step instead.
-        if (!row.stream_broken) {
-          try {
-            row.text += row.stream->step(static_cast<int32_t>(id));
-          } catch (const Error&) {
-            row.stream_broken = true;
-            row.searched = 0;
-          }
-        }
-        if (row.stream_broken) row.text = decode_row(row.generated);
-        if (!stops.empty()) {
-          size_t maxlen = 0;
-          for (const auto& s : stops) maxlen = std::max(maxlen, s.size());
-          size_t from = row.searched >= maxlen ? row.searched - maxlen + 1 : 0;
-          size_t p = find_stop(row.text, stops, from);
-          row.searched = row.text.size();
-          if (p != std::string::npos) {
-            row.text.resize(p);
-            row.done = true;
-            row.reason = "stop";
-          }
-        }
-      }
-      if (!row.done && static_cast<int64_t>(row.generated.size()) >= options.max_new_tokens) {
-        row.done = true;
-        row.reason = "length";
-      }
-      if (row.done) {
-        active--;
-        // The row's final text: the decoded ids (which also completes a tail the stream still held, such
-        // as an incomplete UTF-8 sequence), cut before a stop string.
-        if (tokenizer_) {
-          std::string full = decode_row(row.generated);
-          size_t p = row.reason == "stop" ? find_stop(full, stops, 0) : std::string::npos;
-          if (row.reason != "stop" || p != std::string::npos) {
-            if (p != std::string::npos) full.resize(p);
-            if (full.compare(0, row.emitted, row.streamed) == 0) row.text = std::move(full);
-          }
-        }
-      }
-      if (callback) {
-        size_t limit = row.text.size();
-        if (!row.done) {
-          limit -= stop_holdback(row.text, stops);
-          // never split a UTF-8 sequence between two events
-          while (limit > row.emitted && limit < row.text.size() &&
-                 (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
-            limit--;
-        }
-        // Only text that extends what was already handed out is streamed.
-        if (limit < row.emitted || row.text.compare(0, row.emitted, row.streamed) != 0) limit = row.emitted;
-        TokenEvent ev{r, id, row.text.substr(row.emitted, limit - row.emitted), row.done};
-        row.streamed += ev.text;
-        row.emitted = limit;
-        callback(ev);
-      }
+      take_token(row, id, rules);
+      if (row.done) active--;
+      if (callback) callback(stream_event(row, r, id, stops));
     }
     if (active == 0) break;
-
-    // Decode step: one token per row, the mask grows by a column of ones (finished rows too, as HF).
-    prev_mask.swap(mask);  // both buffers hold B × cap: no reallocation while the mask grows
-    mask.resize(B * (total + 1));
-    const auto& prev = prev_mask;
-    for (int64_t r = B - 1; r >= 0; r--) {
-      std::copy(prev.begin() + r * total, prev.begin() + (r + 1) * total, mask.begin() + r * (total + 1));
-      mask[r * (total + 1) + total] = 1;
-      step_pos[r] = count[r];
-      count[r]++;
-    }
+    grow_mask(f.mask, prev_mask, B, total);
+    for (int64_t r = 0; r < B; r++) step_pos[r] = f.count[r]++;
     total++;
     auto t0 = Clock::now();
-    engine_->step(step_ids, mask, step_pos, B, 1, logits);
+    engine_->step(step_ids, f.mask, step_pos, B, 1, logits);
     res.stats.engine_s += seconds_since(t0);
     res.stats.decode_steps++;
   }
   res.stats.decode_s = seconds_since(t_decode);
-
-  for (int64_t r = 0; r < B; r++) {
-    Row& row = rows[r];
+  for (Row& row : rows) {
     res.ids.push_back(std::move(row.generated));
     res.texts.push_back(std::move(row.text));
     res.finish_reasons.push_back(row.reason);

@@ -280,65 +280,79 @@ class OrtEngine final : public Engine {
           return -1;
         },
         kComp);
-    const OrtMemoryInfo* mem = mem_;
-    const int64_t ids_shape[2] = {batch, seq}, mask_shape[2] = {batch, total};
-    // ORT only reads inputs; the const_casts hand it views of the caller's buffers.
-    auto i64 = [&](std::span<const int64_t> s, const int64_t* shape) {
-      return Ort::Value::CreateTensor<int64_t>(mem, const_cast<int64_t*>(s.data()), s.size(), shape, 2);
-    };
-    std::vector<Ort::Value>& feeds =
-        feeds_;  // kept across steps: only the small Ort::Value handles are rebuilt
-    feeds.clear();
-    feeds.reserve(g.in_names.size());
-    for (const auto& n : g.in_names) {
-      if (n == "input_ids") {
-        feeds.push_back(i64(input_ids, ids_shape));
-      } else if (n == "attention_mask") {
-        feeds.push_back(i64(attention_mask, mask_shape));
-      } else if (n == "position_ids") {
-        feeds.push_back(i64(position_ids, ids_shape));
-      } else if (is_state_leaf(n)) {
-        Ort::Value& v = state_[n];
-        if (!v) {
-          // empty past: the zero state, [B, declared sizes...]
-          const Graph::State* st = nullptr;
-          for (const auto& x : g.states)
-            if (x.name == n) st = &x;
-          std::vector<int64_t> shape = st->shape;
-          shape[0] = batch;
-          v = Ort::Value::CreateTensor(alloc_, shape.data(), shape.size(), st->type);
-          auto info = v.GetTensorTypeAndShapeInfo();
-          const size_t bytes =
-              info.GetElementCount() * (st->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2);
-          std::memset(v.GetTensorMutableRawData(), 0, bytes);
-        }
-        feeds.push_back(std::move(v));
-      } else {
-        int layer = -1;
-        char kind[8] = {0};
-        std::sscanf(n.c_str(), "past_key_values.%d.%5s", &layer, kind);
-        const bool key = std::string(kind) == "key";
-        Ort::Value& v = past_.at(2 * layer + (key ? 0 : 1));
-        if (!v) {
-          // empty past: [B, Hkv, 0, D]
-          const int64_t shape[4] = {batch, kv_heads_[layer], 0, head_dim_[layer]};
-          v = Ort::Value::CreateTensor(alloc_, shape, 4, g.past_type[layer]);
-        }
-        feeds.push_back(std::move(v));
-      }
-    }
+    build_feeds(g, input_ids, attention_mask, position_ids, batch, seq);
     std::vector<Ort::Value> outs;
     try {
-      outs = g.session.Run(Ort::RunOptions{nullptr}, g.in_ptrs.data(), feeds.data(), feeds.size(),
+      outs = g.session.Run(Ort::RunOptions{nullptr}, g.in_ptrs.data(), feeds_.data(), feeds_.size(),
                            g.out_ptrs.data(), g.out_ptrs.size());
-      feeds.clear();  // drop the old pasts now: only the presents stay alive between steps
+      feeds_.clear();  // drop the old pasts now: only the presents stay alive between steps
     } catch (const Ort::Exception& e) {
-      feeds.clear();
+      feeds_.clear();
       HFX_THROW(kComp, "ONNX Runtime failed on a step with batch {}, sequence {}, past {}: {}", batch, seq,
                 past_len_, e.what());
     }
-    // logits [B, S', V]: the last position of each row
-    Ort::Value& lv = outs[g.logits_index];
+    last_logits(outs[g.logits_index], batch, logits);
+    keep_presents(g, outs, total);
+    past_len_ = total;
+  }
+
+ private:
+  // The feeds of one step, in the graph's input order (kept across steps: only the small Ort::Value handles
+  // are rebuilt). ORT only reads inputs; the const_casts hand it views of the caller's buffers.
+  void build_feeds(Graph& g, std::span<const int64_t> input_ids, std::span<const int64_t> attention_mask,
+                   std::span<const int64_t> position_ids, int64_t batch, int64_t seq) {
+    const int64_t ids_shape[2] = {batch, seq}, mask_shape[2] = {batch, past_len_ + seq};
+    auto i64 = [&](std::span<const int64_t> s, const int64_t* shape) {
+      return Ort::Value::CreateTensor<int64_t>(mem_, const_cast<int64_t*>(s.data()), s.size(), shape, 2);
+    };
+    feeds_.clear();
+    feeds_.reserve(g.in_names.size());
+    for (const auto& n : g.in_names) {
+      if (n == "input_ids")
+        feeds_.push_back(i64(input_ids, ids_shape));
+      else if (n == "attention_mask")
+        feeds_.push_back(i64(attention_mask, mask_shape));
+      else if (n == "position_ids")
+        feeds_.push_back(i64(position_ids, ids_shape));
+      else if (is_state_leaf(n))
+        feeds_.push_back(std::move(state_feed(g, n, batch)));
+      else
+        feeds_.push_back(std::move(past_feed(g, n, batch)));
+    }
+  }
+
+  // A recurrent state leaf's value; the first step gets the zero state, [B, declared sizes...].
+  Ort::Value& state_feed(const Graph& g, const std::string& n, int64_t batch) {
+    Ort::Value& v = state_[n];
+    if (v) return v;
+    const Graph::State* st = nullptr;
+    for (const auto& x : g.states)
+      if (x.name == n) st = &x;
+    std::vector<int64_t> shape = st->shape;
+    shape[0] = batch;
+    v = Ort::Value::CreateTensor(alloc_, shape.data(), shape.size(), st->type);
+    auto info = v.GetTensorTypeAndShapeInfo();
+    const size_t bytes = info.GetElementCount() * (st->type == ONNX_TENSOR_ELEMENT_DATA_TYPE_FLOAT ? 4 : 2);
+    std::memset(v.GetTensorMutableRawData(), 0, bytes);
+    return v;
+  }
+
+  // past_key_values.L.key / .value; the first step gets an empty past [B, Hkv, 0, D].
+  Ort::Value& past_feed(const Graph& g, const std::string& n, int64_t batch) {
+    int layer = -1;
+    char kind[8] = {0};
+    std::sscanf(n.c_str(), "past_key_values.%d.%5s", &layer, kind);
+    const bool key = std::string(kind) == "key";
+    Ort::Value& v = past_.at(2 * layer + (key ? 0 : 1));
+    if (!v) {
+      const int64_t shape[4] = {batch, kv_heads_[layer], 0, head_dim_[layer]};
+      v = Ort::Value::CreateTensor(alloc_, shape, 4, g.past_type.at(layer));
+    }
+    return v;
+  }
+
+  // logits [B, S', V] → the last position of each row, as f32.
+  void last_logits(Ort::Value& lv, int64_t batch, std::vector<float>& logits) const {
     auto info = lv.GetTensorTypeAndShapeInfo();
     auto ls = info.GetShape();
     HFX_CHECK(ls.size() == 3 && ls[0] == batch && ls[2] == vocab_, kComp,
@@ -363,7 +377,11 @@ class OrtEngine final : public Engine {
                   static_cast<int>(et));
       }
     }
-    // present → next past, moved (no copy)
+  }
+
+  // present → next past, and present_X → past_X state leaves, moved (no copy); a prefill graph (no state
+  // inputs) fills the states for the decode graph.
+  void keep_presents(const Graph& g, std::vector<Ort::Value>& outs, int64_t total) {
     for (int64_t l : main_.kv_layers) {
       int ki = g.present_key.size() > static_cast<size_t>(l) ? g.present_key[l] : -1;
       int vi = g.present_value.size() > static_cast<size_t>(l) ? g.present_value[l] : -1;
@@ -375,17 +393,13 @@ class OrtEngine final : public Engine {
       HFX_CHECK(ps.size() == 4 && ps[2] == total, kComp, "expected present.{}.key [B, Hkv, {}, D], got [{}]",
                 l, total, fmt::join(ps, ", "));
     }
-    // state leaves: present_X → past_X, moved; a prefill graph (no state inputs) fills them for the decode
-    // graph
     for (const auto& st : main_.states) {
       const std::string present = "present_" + st.name.substr(5);
       for (size_t i = 0; i < g.out_names.size(); i++)
         if (g.out_names[i] == present) state_[st.name] = std::move(outs[i]);
     }
-    past_len_ = total;
   }
 
- private:
   int64_t cfg_int(const char* key, int64_t def) const {
     if (!config_.is_object()) return def;
     auto it = config_.find(key);

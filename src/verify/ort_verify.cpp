@@ -317,6 +317,194 @@ LayerDiff layer_diff(Context& cx, OnnxComponent& c, const ShapeCase& sc, int thr
 
 }  // namespace
 
+namespace {
+
+ShapeCase typical_case(const OnnxComponent& c) {
+  return c.name == "decode" ? ShapeCase{2, 1, 8, "decode"} : ShapeCase{2, 8, 0, "prefill"};
+}
+
+// Numerics: prefill (past 0) and, for the merged model, one decode step over the eager cache. Returns
+// whether they passed.
+bool numerics_check(Context& cx, OnnxComponent& c, OrtSession& s, const ShapeCase& first,
+                    const CaseResult& pre) {
+  json numerics = json::object();
+  std::string failure;
+  auto judge = [&](const CaseResult& r, const std::string& what) {
+    if (!r.ran && failure.empty())
+      failure = fmt::format("expected the {} step to run, got: {}", what, r.error);
+    else if (!r.ok && failure.empty())
+      failure = what + ": " + r.failure;
+  };
+  numerics[first.label] = pre.to_json(first);
+  judge(pre, first.label);
+  CaseResult dec;
+  ShapeCase dsc{2, 1, 8, "decode"};
+  if (c.name == "model") {
+    dec = run_case(cx, c, s, dsc, 0, 2);
+    numerics["decode"] = dec.to_json(dsc);
+    judge(dec, "decode");
+  }
+  c.info["numerics"] = numerics;
+  const CaseResult& shown = c.name == "model" && dec.ran && !dec.ok ? dec : pre;
+  if (!failure.empty()) {
+    cx.add(c.name, "numerics", "failed", failure, numerics);
+    return false;
+  }
+  cx.add(c.name, "numerics", "passed",
+         fmt::format(
+             "{}logits max abs {:.2g} (rel {:.2g}, top-1 {:.0f}%, top-5 {:.0f}%, KL {:.2g}), KV max abs "
+             "{:.2g} ({}) "
+             "within the '{}' tolerances (logits {:.0e})",
+             c.name == "model" ? "prefill + decode: " : "", std::max(pre.logits.max_abs, dec.logits.max_abs),
+             std::max(pre.logits.max_rel, dec.logits.max_rel),
+             100 * std::min(pre.logits.top1_agreement, c.name == "model" ? dec.logits.top1_agreement : 1.0),
+             100 * std::min(pre.logits.topk_agreement, c.name == "model" ? dec.logits.topk_agreement : 1.0),
+             std::max(pre.logits.kl_max, dec.logits.kl_max), std::max(pre.kv.max_abs, dec.kv.max_abs),
+             shown.kv_worst, cx.tol.key, cx.tol.logits_abs),
+         numerics);
+  return true;
+}
+
+// The shape matrix against eager, the claimed-max probes, and the warm latency of each shape.
+void shape_checks(Context& cx, OnnxComponent& c, OrtSession& s) {
+  std::vector<std::string> notes;
+  json cases = json::array();
+  std::string shape_failure;
+  json latency = json::array();
+  const std::vector<ShapeCase> matrix = matrix_for(cx, c, s, notes);
+  for (size_t i = 0; i < matrix.size(); i++) {
+    const ShapeCase& sc = matrix[i];
+    cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch,
+                        sc.sequence, sc.past));
+    CaseResult r = run_case(cx, c, s, sc, cx.opt.warm_runs, 3);
+    cases.push_back(r.to_json(sc));
+    if (r.ran)
+      latency.push_back({{"shape", sc.label},
+                         {"batch", sc.batch},
+                         {"sequence", sc.sequence},
+                         {"past", sc.past},
+                         {"first_ms", r.first_ms},
+                         {"warm_median_ms", r.warm_ms}});
+    if (shape_failure.empty()) {
+      if (!r.ran)
+        shape_failure = fmt::format("expected shape {} ({}x{}+{}, inside the contract) to run, got: {}",
+                                    sc.label, sc.batch, sc.sequence, sc.past, r.error);
+      else if (!r.ok)
+        shape_failure = fmt::format("shape {}: {}", sc.label, r.failure);
+    }
+  }
+  claimed_max_probe(cx, c, s, cases, shape_failure);
+  claimed_total_probe(cx, c, s, cases, shape_failure);
+  c.info["shapes"] = cases;
+  c.info["shape_notes"] = notes;
+  c.info["latency"] = latency;
+  if (shape_failure.empty())
+    cx.add(c.name, "shapes", "passed",
+           fmt::format("{} shapes match eager{}", cases.size(),
+                       notes.empty() ? "" : " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")"),
+           {{"cases", cases}});
+  else
+    cx.add(c.name, "shapes", "failed", shape_failure, {{"cases", cases}, {"notes", notes}});
+  std::string lat;
+  for (const auto& l : latency)
+    lat += fmt::format("{}{} {:.2f}", lat.empty() ? "" : ", ", l["shape"].get<std::string>(),
+                       l["warm_median_ms"].get<double>());
+  cx.add(c.name, "latency", "info", fmt::format("warm median ms ({} runs): {}", cx.opt.warm_runs, lat),
+         {{"latency", latency}});
+}
+
+// Where ONNX Runtime placed the nodes (its profile of one run of `first`).
+void ops_check(Context& cx, OnnxComponent& c, const ShapeCase& first) {
+  c.info["placement"] = provider_placement(c, *cx.model, cx.opt.threads, first);
+  const json& pl = c.info["placement"];
+  if (pl.contains("error")) {
+    cx.add(c.name, "ops", "info",
+           fmt::format("{} nodes in the file; ORT profile unavailable: {}", c.info["nodes"].get<int64_t>(),
+                       pl["error"].get<std::string>()));
+    return;
+  }
+  std::string per;
+  for (const auto& [p, v] : pl["providers"].items())
+    per += fmt::format("{}{} {}", per.empty() ? "" : ", ", p, v["nodes"].get<int64_t>());
+  cx.add(
+      c.name, "ops", "info",
+      fmt::format("{} nodes in the file, {} op types; after ORT optimization {} nodes run: {}; fallback {}",
+                  c.info["nodes"].get<int64_t>(), c.info["ops"].size(), pl["executed_nodes"].get<int64_t>(),
+                  per, pl["fallback_nodes"].get<int64_t>()),
+      pl);
+}
+
+// Every check of one component that loads; its session (null when it did not load) for the greedy check.
+// `numerics_ok` is false when its numerics failed.
+std::unique_ptr<OrtSession> component_checks(Context& cx, OnnxComponent& c, bool& numerics_ok) {
+  numerics_ok = true;
+  const int64_t hwm0 = peak_rss_bytes();
+  // Cold start: session creation + first run of the typical shape.
+  const ShapeCase first = typical_case(c);
+  rt::SessionOptions so;
+  so.intra_op_threads = cx.opt.threads;
+  std::unique_ptr<OrtSession> s;
+  auto t0 = Clock::now();
+  try {
+    s = std::make_unique<OrtSession>(c.path, so);
+  } catch (const Error& e) {
+    cx.add(c.name, "load", "failed",
+           fmt::format("expected ONNX Runtime to load {}, got: {}", c.rel, e.what()));
+    return nullptr;
+  }
+  const double create_ms = ms_since(t0);
+  CaseResult pre = run_case(cx, c, *s, first, 0, 1);
+  const double cold_ms = ms_since(t0);
+  c.info["cold_start_ms"] = cold_ms;
+  c.info["session_create_ms"] = create_ms;
+  cx.add(c.name, "cold start", "info",
+         fmt::format("session {:.0f} ms + first run {:.1f} ms", create_ms, pre.first_ms),
+         {{"session_create_ms", create_ms}, {"first_run_ms", pre.first_ms}, {"cold_start_ms", cold_ms}});
+  numerics_ok = numerics_check(cx, c, *s, first, pre);
+  shape_checks(cx, c, *s);
+  rejection_checks(cx, c, *s);
+  ops_check(cx, c, first);
+  c.info["peak_rss_delta_bytes"] = peak_rss_bytes() - hwm0;
+  return s;
+}
+
+// Per-layer diff: where a failing component first leaves eager (or, when all pass, the error per layer).
+void layer_diff_check(Context& cx, OnnxComponent& c, const std::string& failed_numerics) {
+  const ShapeCase sc = typical_case(c);
+  try {
+    LayerDiff d = layer_diff(cx, c, sc, cx.opt.threads);
+    cx.layer_diff = d.to_json();
+    cx.layer_diff["component"] = c.name;
+    cx.layer_diff["shape"] = sc.label;
+    if (d.first_divergence && !failed_numerics.empty())
+      for (auto& chk : cx.checks)
+        if (chk.component == c.name && chk.check == "numerics" && chk.status == "failed")
+          chk.message += fmt::format("; per-layer diff: first divergence at {} (max abs {:.3g})",
+                                     d.first_divergence->name, d.first_divergence->max_abs);
+    if (d.first_divergence)
+      cx.add(
+          c.name, "layer diff", "failed",
+          fmt::format("first divergence at {} (max abs {:.3g}, max rel {:.3g}) of {} named modules compared",
+                      d.first_divergence->name, d.first_divergence->max_abs, d.first_divergence->max_rel,
+                      d.layers.size()),
+          cx.layer_diff);
+    else
+      cx.add(
+          c.name, "layer diff", failed_numerics.empty() ? "passed" : "failed",
+          failed_numerics.empty()
+              ? fmt::format("{} named modules within tolerance of eager", d.layers.size())
+              : fmt::format(
+                    "no named module diverges ({} compared): the difference is after the last named module",
+                    d.layers.size()),
+          cx.layer_diff);
+  } catch (const Error& e) {
+    cx.add(c.name, "layer diff", failed_numerics.empty() ? "skipped" : "failed",
+           fmt::format("per-layer diff did not run: {}", e.what()));
+  }
+}
+
+}  // namespace
+
 void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
   kernels::set_num_threads(cx.opt.threads);
   std::map<std::string, std::unique_ptr<OrtSession>> sessions;
@@ -327,142 +515,15 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
              "not run: the graph did not load or its signature check failed (see above)");
       continue;
     }
-    const int64_t hwm0 = peak_rss_bytes();
-    // Cold start: session creation + first run of the typical shape.
-    ShapeCase first = c.name == "decode" ? ShapeCase{2, 1, 8, "decode"} : ShapeCase{2, 8, 0, "prefill"};
-    rt::SessionOptions so;
-    so.intra_op_threads = cx.opt.threads;
-    std::unique_ptr<OrtSession> s;
-    auto t0 = Clock::now();
-    try {
-      s = std::make_unique<OrtSession>(c.path, so);
-    } catch (const Error& e) {
-      cx.add(c.name, "load", "failed",
-             fmt::format("expected ONNX Runtime to load {}, got: {}", c.rel, e.what()));
-      continue;
-    }
-    const double create_ms = ms_since(t0);
-    CaseResult pre = run_case(cx, c, *s, first, 0, 1);
-    const double cold_ms = ms_since(t0);
-    c.info["cold_start_ms"] = cold_ms;
-    c.info["session_create_ms"] = create_ms;
-    cx.add(c.name, "cold start", "info",
-           fmt::format("session {:.0f} ms + first run {:.1f} ms", create_ms, pre.first_ms),
-           {{"session_create_ms", create_ms}, {"first_run_ms", pre.first_ms}, {"cold_start_ms", cold_ms}});
-
-    // Numerics: prefill (past 0) and one decode step over the eager cache.
-    json numerics = json::object();
-    std::string failure;
-    auto judge = [&](const CaseResult& r, const std::string& what) {
-      if (!r.ran && failure.empty())
-        failure = fmt::format("expected the {} step to run, got: {}", what, r.error);
-      else if (!r.ok && failure.empty())
-        failure = what + ": " + r.failure;
-    };
-    numerics[first.label] = pre.to_json(first);
-    judge(pre, first.label);
-    CaseResult dec;
-    ShapeCase dsc{2, 1, 8, "decode"};
-    if (c.name == "model") {
-      dec = run_case(cx, c, *s, dsc, 0, 2);
-      numerics["decode"] = dec.to_json(dsc);
-      judge(dec, "decode");
-    }
-    c.info["numerics"] = numerics;
-    const CaseResult& shown = c.name == "model" && dec.ran && !dec.ok ? dec : pre;
-    if (failure.empty())
-      cx.add(
-          c.name, "numerics", "passed",
-          fmt::format(
-              "{}logits max abs {:.2g} (rel {:.2g}, top-1 {:.0f}%, top-5 {:.0f}%, KL {:.2g}), KV max abs "
-              "{:.2g} ({}) "
-              "within the '{}' tolerances (logits {:.0e})",
-              c.name == "model" ? "prefill + decode: " : "", std::max(pre.logits.max_abs, dec.logits.max_abs),
-              std::max(pre.logits.max_rel, dec.logits.max_rel),
-              100 * std::min(pre.logits.top1_agreement, c.name == "model" ? dec.logits.top1_agreement : 1.0),
-              100 * std::min(pre.logits.topk_agreement, c.name == "model" ? dec.logits.topk_agreement : 1.0),
-              std::max(pre.logits.kl_max, dec.logits.kl_max), std::max(pre.kv.max_abs, dec.kv.max_abs),
-              shown.kv_worst, cx.tol.key, cx.tol.logits_abs),
-          numerics);
-    else {
-      cx.add(c.name, "numerics", "failed", failure, numerics);
-      if (failed_numerics.empty()) failed_numerics = c.name;
-    }
-
-    // Shape matrix.
-    std::vector<std::string> notes;
-    json cases = json::array();
-    std::string shape_failure;
-    json latency = json::array();
-    const std::vector<ShapeCase> matrix = matrix_for(cx, c, *s, notes);
-    for (size_t i = 0; i < matrix.size(); i++) {
-      const ShapeCase& sc = matrix[i];
-      cx.step(fmt::format("{} shapes {}/{}: {} {}x{}+{}", c.name, i + 1, matrix.size(), sc.label, sc.batch,
-                          sc.sequence, sc.past));
-      CaseResult r = run_case(cx, c, *s, sc, cx.opt.warm_runs, 3);
-      cases.push_back(r.to_json(sc));
-      if (r.ran)
-        latency.push_back({{"shape", sc.label},
-                           {"batch", sc.batch},
-                           {"sequence", sc.sequence},
-                           {"past", sc.past},
-                           {"first_ms", r.first_ms},
-                           {"warm_median_ms", r.warm_ms}});
-      if (shape_failure.empty()) {
-        if (!r.ran)
-          shape_failure = fmt::format("expected shape {} ({}x{}+{}, inside the contract) to run, got: {}",
-                                      sc.label, sc.batch, sc.sequence, sc.past, r.error);
-        else if (!r.ok)
-          shape_failure = fmt::format("shape {}: {}", sc.label, r.failure);
-      }
-    }
-    claimed_max_probe(cx, c, *s, cases, shape_failure);
-    claimed_total_probe(cx, c, *s, cases, shape_failure);
-    c.info["shapes"] = cases;
-    c.info["shape_notes"] = notes;
-    c.info["latency"] = latency;
-    if (shape_failure.empty())
-      cx.add(c.name, "shapes", "passed",
-             fmt::format("{} shapes match eager{}", cases.size(),
-                         notes.empty() ? "" : " (" + fmt::format("{}", fmt::join(notes, "; ")) + ")"),
-             {{"cases", cases}});
-    else
-      cx.add(c.name, "shapes", "failed", shape_failure, {{"cases", cases}, {"notes", notes}});
-    std::string lat;
-    for (const auto& l : latency)
-      lat += fmt::format("{}{} {:.2f}", lat.empty() ? "" : ", ", l["shape"].get<std::string>(),
-                         l["warm_median_ms"].get<double>());
-    cx.add(c.name, "latency", "info", fmt::format("warm median ms ({} runs): {}", cx.opt.warm_runs, lat),
-           {{"latency", latency}});
-
-    rejection_checks(cx, c, *s);
-    c.info["placement"] = provider_placement(c, *cx.model, cx.opt.threads, first);
-    const json& pl = c.info["placement"];
-    if (pl.contains("error"))
-      cx.add(c.name, "ops", "info",
-             fmt::format("{} nodes in the file; ORT profile unavailable: {}", c.info["nodes"].get<int64_t>(),
-                         pl["error"].get<std::string>()));
-    else {
-      std::string per;
-      for (const auto& [p, v] : pl["providers"].items())
-        per += fmt::format("{}{} {}", per.empty() ? "" : ", ", p, v["nodes"].get<int64_t>());
-      cx.add(c.name, "ops", "info",
-             fmt::format(
-                 "{} nodes in the file, {} op types; after ORT optimization {} nodes run: {}; fallback {}",
-                 c.info["nodes"].get<int64_t>(), c.info["ops"].size(), pl["executed_nodes"].get<int64_t>(),
-                 per, pl["fallback_nodes"].get<int64_t>()),
-             pl);
-    }
-    c.info["peak_rss_delta_bytes"] = peak_rss_bytes() - hwm0;
-    sessions[c.name] = std::move(s);
+    bool numerics_ok = true;
+    std::unique_ptr<OrtSession> s = component_checks(cx, c, numerics_ok);
+    if (!numerics_ok && failed_numerics.empty()) failed_numerics = c.name;
+    if (s) sessions[c.name] = std::move(s);
   }
-
   // Greedy end-to-end, as generation runs it.
   auto get = [&](const char* n) { return sessions.count(n) ? sessions[n].get() : nullptr; };
   if (get("model")) greedy_check(cx, "model", nullptr, get("model"));
   if (get("prefill") && get("decode")) greedy_check(cx, "prefill+decode", get("prefill"), get("decode"));
-
-  // Per-layer diff: where a failing component first leaves eager (or, when all pass, the error per layer).
   std::string target = failed_numerics;
   if (target.empty())
     for (const auto& c : comps)
@@ -470,40 +531,8 @@ void ort_checks(Context& cx, std::vector<OnnxComponent>& comps) {
         target = c.name;
         break;
       }
-  for (auto& c : comps) {
-    if (c.name != target) continue;
-    ShapeCase sc = c.name == "decode" ? ShapeCase{2, 1, 8, "decode"} : ShapeCase{2, 8, 0, "prefill"};
-    try {
-      LayerDiff d = layer_diff(cx, c, sc, cx.opt.threads);
-      cx.layer_diff = d.to_json();
-      cx.layer_diff["component"] = c.name;
-      cx.layer_diff["shape"] = sc.label;
-      if (d.first_divergence && !failed_numerics.empty())
-        for (auto& chk : cx.checks)
-          if (chk.component == c.name && chk.check == "numerics" && chk.status == "failed")
-            chk.message += fmt::format("; per-layer diff: first divergence at {} (max abs {:.3g})",
-                                       d.first_divergence->name, d.first_divergence->max_abs);
-      if (d.first_divergence)
-        cx.add(c.name, "layer diff", failed_numerics.empty() ? "failed" : "failed",
-               fmt::format(
-                   "first divergence at {} (max abs {:.3g}, max rel {:.3g}) of {} named modules compared",
-                   d.first_divergence->name, d.first_divergence->max_abs, d.first_divergence->max_rel,
-                   d.layers.size()),
-               cx.layer_diff);
-      else
-        cx.add(
-            c.name, "layer diff", failed_numerics.empty() ? "passed" : "failed",
-            failed_numerics.empty()
-                ? fmt::format("{} named modules within tolerance of eager", d.layers.size())
-                : fmt::format(
-                      "no named module diverges ({} compared): the difference is after the last named module",
-                      d.layers.size()),
-            cx.layer_diff);
-    } catch (const Error& e) {
-      cx.add(c.name, "layer diff", failed_numerics.empty() ? "skipped" : "failed",
-             fmt::format("per-layer diff did not run: {}", e.what()));
-    }
-  }
+  for (auto& c : comps)
+    if (c.name == target) layer_diff_check(cx, c, failed_numerics);
 }
 
 }  // namespace hfx::verify::detail

@@ -126,6 +126,19 @@ struct PteMethod::Impl {
 
   void init();
   void load_initial_state();
+  /// The program's data segments as init() reads them (null / 0 when absent).
+  struct Segments {
+    const uint8_t* constant = nullptr;
+    size_t constant_size = 0;
+    const flatbuffers::Vector<uint64_t>* constant_offsets = nullptr;
+    const uint8_t* mutable_data = nullptr;
+    size_t mutable_size = 0;
+    const flatbuffers::Vector<uint64_t>* mutable_offsets = nullptr;
+  };
+  void allocate_arenas();
+  Segments locate_segments() const;
+  void read_value(size_t i, const Segments& seg);
+  void read_tensor(size_t i, const fb::Tensor* t, const Segments& seg);
   void exec(const fb::KernelCall* kc);
 };
 

@@ -179,47 +179,42 @@ std::vector<std::string> PteProgram::operator_names(const std::string& method) c
   return {s.begin(), s.end()};
 }
 
-void PteMethod::Impl::init() {
+// Planned memory: non_const_buffer_sizes[0] is reserved; memory id k uses entry k. Sizes come from the
+// file: their sum is bounded before anything is allocated.
+void PteMethod::Impl::allocate_arenas() {
+  if (!plan->non_const_buffer_sizes()) return;
+  const uint64_t limit = planned_limit(prog->max_planned_bytes_);
+  uint64_t total = 0;
+  for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++) {
+    const int64_t n = plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k));
+    if (n < 0 || !fits(total, static_cast<uint64_t>(n), limit))
+      HFX_THROW("pte",
+                "expected planned memory within {} bytes, got buffer {} of {} bytes after {} (a corrupt or "
+                "hostile plan?)",
+                limit, k, n, total);
+    total += static_cast<uint64_t>(n);
+  }
+  for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++)
+    arenas.push_back(Storage::allocate(
+        static_cast<size_t>(plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k)))));
+}
+
+PteMethod::Impl::Segments PteMethod::Impl::locate_segments() const {
   const auto& b = *prog->bytes_;
   const fb::Program* p = fb::GetProgram(b.data());
-  const auto* values = plan->values();
-  // planned memory: non_const_buffer_sizes[0] is reserved; memory id k uses entry k
-  if (plan->non_const_buffer_sizes()) {
-    // Sizes come from the file: their sum is bounded before anything is allocated.
-    const uint64_t limit = planned_limit(prog->max_planned_bytes_);
-    uint64_t total = 0;
-    for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++) {
-      const int64_t n = plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k));
-      if (n < 0 || !fits(total, static_cast<uint64_t>(n), limit))
-        HFX_THROW("pte",
-                  "expected planned memory within {} bytes, got buffer {} of {} bytes after {} (a corrupt or "
-                  "hostile plan?)",
-                  limit, k, n, total);
-      total += static_cast<uint64_t>(n);
-    }
-    for (size_t k = 1; k < plan->non_const_buffer_sizes()->size(); k++)
-      arenas.push_back(Storage::allocate(
-          static_cast<size_t>(plan->non_const_buffer_sizes()->Get(static_cast<flatbuffers::uoffset_t>(k)))));
-  }
-  // constant segment
-  const uint8_t* cseg = nullptr;
-  size_t cseg_size = 0;
-  const flatbuffers::Vector<uint64_t>* coffs = nullptr;
+  Segments out;
   if (const auto* cs = p->constant_segment(); cs && cs->offsets() && cs->offsets()->size() > 0) {
     if (!p->segments() || cs->segment_index() >= p->segments()->size())
       HFX_THROW("pte", "expected constant_segment.segment_index < {} segments",
                 p->segments() ? p->segments()->size() : 0);
     const auto* seg = p->segments()->Get(cs->segment_index());
-    cseg = b.data() + prog->header_.segment_base_offset + seg->offset();
-    cseg_size = seg->size();
+    out.constant = b.data() + prog->header_.segment_base_offset + seg->offset();
+    out.constant_size = seg->size();
     if (!fits(prog->header_.segment_base_offset, seg->offset(), b.size()) ||
-        !fits(prog->header_.segment_base_offset + seg->offset(), cseg_size, b.size()))
+        !fits(prog->header_.segment_base_offset + seg->offset(), out.constant_size, b.size()))
       HFX_THROW("pte", "expected the constant segment inside the file");
-    coffs = cs->offsets();
+    out.constant_offsets = cs->offsets();
   }
-  const uint8_t* mseg = nullptr;
-  size_t mseg_size = 0;
-  const flatbuffers::Vector<uint64_t>* moffs = nullptr;
   if (p->mutable_data_segments() && p->mutable_data_segments()->size() > 0) {
     const auto* ms = p->mutable_data_segments()->Get(0);
     if (!p->segments() || ms->segment_index() >= p->segments()->size())
@@ -228,110 +223,122 @@ void PteMethod::Impl::init() {
     if (!fits(prog->header_.segment_base_offset, seg->offset(), b.size()) ||
         !fits(prog->header_.segment_base_offset + seg->offset(), seg->size(), b.size()))
       HFX_THROW("pte", "expected the mutable data segment inside the file");
-    mseg = b.data() + prog->header_.segment_base_offset + seg->offset();
-    mseg_size = seg->size();
-    moffs = ms->offsets();
+    out.mutable_data = b.data() + prog->header_.segment_base_offset + seg->offset();
+    out.mutable_size = seg->size();
+    out.mutable_offsets = ms->offsets();
   }
-  slots.resize(values ? values->size() : 0);
-  for (size_t i = 0; i < slots.size(); i++) {
-    const fb::EValue* ev = values->Get(static_cast<flatbuffers::uoffset_t>(i));
-    Slot& s = slots[i];
-    s.kind = ev->val_type();
-    // The verifier accepts a union whose type is set and whose value is absent.
-    if (s.kind != fb::KernelTypes::Null && !ev->val())
-      HFX_THROW("pte", "expected a value for EValue {} of type {}, got none", i, static_cast<int>(s.kind));
-    switch (s.kind) {
-      case fb::KernelTypes::Null:
-        break;
-      case fb::KernelTypes::Int:
-        s.i = ev->val_as_Int()->int_val();
-        break;
-      case fb::KernelTypes::Bool:
-        s.b = ev->val_as_Bool()->bool_val();
-        break;
-      case fb::KernelTypes::Double:
-        s.d = ev->val_as_Double()->double_val();
-        break;
-      case fb::KernelTypes::String:
-        s.s = ev->val_as_String()->string_val() ? ev->val_as_String()->string_val()->str() : "";
-        break;
-      case fb::KernelTypes::IntList:
-        if (!ev->val_as_IntList()->items()) HFX_THROW("pte", "expected items in IntList value {}", i);
-        for (int64_t x : *ev->val_as_IntList()->items()) s.ints.push_back(x);
-        break;
-      case fb::KernelTypes::DoubleList:
-        if (ev->val_as_DoubleList()->items())
-          for (double x : *ev->val_as_DoubleList()->items()) s.doubles.push_back(x);
-        break;
-      case fb::KernelTypes::BoolList:
-        if (ev->val_as_BoolList()->items())
-          for (auto x : *ev->val_as_BoolList()->items()) s.bools.push_back(x != 0);
-        break;
-      case fb::KernelTypes::TensorList:
-        if (!ev->val_as_TensorList()->items()) HFX_THROW("pte", "expected items in TensorList value {}", i);
-        for (int32_t x : *ev->val_as_TensorList()->items()) s.refs.push_back(x);
-        break;
-      case fb::KernelTypes::OptionalTensorList:
-        if (!ev->val_as_OptionalTensorList()->items())
-          HFX_THROW("pte", "expected items in OptionalTensorList value {}", i);
-        for (int32_t x : *ev->val_as_OptionalTensorList()->items()) s.refs.push_back(x);
-        break;
-      case fb::KernelTypes::Tensor: {
-        const fb::Tensor* t = ev->val_as_Tensor();
-        if (!t->sizes() || !t->dim_order())
-          HFX_THROW("pte", "expected sizes and dim_order on tensor value {}", i);
-        if (t->sizes()->size() != t->dim_order()->size())
-          HFX_THROW("pte", "expected dim_order of rank {} on tensor value {}, got {}", t->sizes()->size(), i,
-                    t->dim_order()->size());
-        for (flatbuffers::uoffset_t d = 0; d < t->dim_order()->size(); d++)
-          if (t->dim_order()->Get(d) != d)
-            HFX_THROW("pte", "expected contiguous dim_order on tensor value {}", i);
-        if (t->storage_offset() != 0) HFX_THROW("pte", "expected storage_offset 0 on tensor value {}", i);
-        if (t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_UNBOUND)
-          HFX_THROW(
-              "pte",
+  return out;
+}
+
+// A tensor value: its bound shape, and where its bytes live (an arena of planned memory, with its initial
+// state in the mutable segment, or the constant segment), every offset checked against its segment.
+void PteMethod::Impl::read_tensor(size_t i, const fb::Tensor* t, const Segments& seg) {
+  Slot& s = slots[i];
+  if (!t->sizes() || !t->dim_order()) HFX_THROW("pte", "expected sizes and dim_order on tensor value {}", i);
+  if (t->sizes()->size() != t->dim_order()->size())
+    HFX_THROW("pte", "expected dim_order of rank {} on tensor value {}, got {}", t->sizes()->size(), i,
+              t->dim_order()->size());
+  for (flatbuffers::uoffset_t d = 0; d < t->dim_order()->size(); d++)
+    if (t->dim_order()->Get(d) != d) HFX_THROW("pte", "expected contiguous dim_order on tensor value {}", i);
+  if (t->storage_offset() != 0) HFX_THROW("pte", "expected storage_offset 0 on tensor value {}", i);
+  if (t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_UNBOUND)
+    HFX_THROW("pte",
               "expected a bounded tensor at value {}, got DYNAMIC_UNBOUND (the portable runtime refuses it)",
               i);
-        s.dtype = dtype_of(t->scalar_type());
-        for (int32_t x : *t->sizes()) s.bound.push_back(x);
-        s.cur = s.bound;
-        s.dynamic = t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_BOUND;
-        size_t nbytes = tensor_bytes(*t->sizes(), dtype_size(s.dtype), i);
-        s.capacity = nbytes;
-        uint32_t dbi = t->data_buffer_idx();
-        if (const auto* ai = t->allocation_info()) {
-          uint32_t mid = ai->memory_id();
-          if (mid < 1 || mid > arenas.size())
-            HFX_THROW("pte", "expected memory_id in [1, {}] at value {}, got {}", arenas.size(), i, mid);
-          uint64_t off = ai->memory_offset_low() | static_cast<uint64_t>(ai->memory_offset_high()) << 32;
-          if (!fits(off, nbytes, arenas[mid - 1]->nbytes))
-            HFX_THROW("pte", "expected value {} ([{}, +{}) in memory {}) inside its arena of {} bytes", i,
-                      off, nbytes, mid, arenas[mid - 1]->nbytes);
-          s.ptr = static_cast<uint8_t*>(arenas[mid - 1]->data) + off;
-          if (dbi > 0) {
-            if (!moffs || dbi >= moffs->size())
-              HFX_THROW("pte", "expected mutable data index {} within mutable_data_segments[0]", dbi);
-            uint64_t mo = moffs->Get(dbi);
-            if (!fits(mo, nbytes, mseg_size))
-              HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
-            s.initial = mseg + mo;
-          }
-        } else if (dbi > 0) {
-          if (!coffs || dbi >= coffs->size())
-            HFX_THROW("pte", "expected constant index {} within constant_segment.offsets", dbi);
-          uint64_t co = coffs->Get(dbi);
-          if (!fits(co, nbytes, cseg_size))
-            HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi,
-                      co, nbytes, cseg_size);
-          s.ptr = const_cast<uint8_t*>(cseg + co);
-          s.constant = true;
-        }
-        break;
-      }
-      default:
-        HFX_THROW("pte", "expected a known value kind at {}, got {}", i, static_cast<int>(s.kind));
+  s.dtype = dtype_of(t->scalar_type());
+  for (int32_t x : *t->sizes()) s.bound.push_back(x);
+  s.cur = s.bound;
+  s.dynamic = t->shape_dynamism() == fb::TensorShapeDynamism::DYNAMIC_BOUND;
+  size_t nbytes = tensor_bytes(*t->sizes(), dtype_size(s.dtype), i);
+  s.capacity = nbytes;
+  uint32_t dbi = t->data_buffer_idx();
+  if (const auto* ai = t->allocation_info()) {
+    uint32_t mid = ai->memory_id();
+    if (mid < 1 || mid > arenas.size())
+      HFX_THROW("pte", "expected memory_id in [1, {}] at value {}, got {}", arenas.size(), i, mid);
+    uint64_t off = ai->memory_offset_low() | static_cast<uint64_t>(ai->memory_offset_high()) << 32;
+    if (!fits(off, nbytes, arenas[mid - 1]->nbytes))
+      HFX_THROW("pte", "expected value {} ([{}, +{}) in memory {}) inside its arena of {} bytes", i, off,
+                nbytes, mid, arenas[mid - 1]->nbytes);
+    s.ptr = static_cast<uint8_t*>(arenas[mid - 1]->data) + off;
+    if (dbi > 0) {
+      if (!seg.mutable_offsets || dbi >= seg.mutable_offsets->size())
+        HFX_THROW("pte", "expected mutable data index {} within mutable_data_segments[0]", dbi);
+      uint64_t mo = seg.mutable_offsets->Get(dbi);
+      if (!fits(mo, nbytes, seg.mutable_size))
+        HFX_THROW("pte", "expected the initial state of value {} inside the mutable segment", i);
+      s.initial = seg.mutable_data + mo;
     }
+  } else if (dbi > 0) {
+    if (!seg.constant_offsets || dbi >= seg.constant_offsets->size())
+      HFX_THROW("pte", "expected constant index {} within constant_segment.offsets", dbi);
+    uint64_t co = seg.constant_offsets->Get(dbi);
+    if (!fits(co, nbytes, seg.constant_size))
+      HFX_THROW("pte", "expected constant {} ([{}, +{}) ) inside the constant segment of {} bytes", dbi, co,
+                nbytes, seg.constant_size);
+    s.ptr = const_cast<uint8_t*>(seg.constant + co);
+    s.constant = true;
   }
+}
+
+// One EValue of the plan into its slot.
+void PteMethod::Impl::read_value(size_t i, const Segments& seg) {
+  const fb::EValue* ev = plan->values()->Get(static_cast<flatbuffers::uoffset_t>(i));
+  Slot& s = slots[i];
+  s.kind = ev->val_type();
+  // The verifier accepts a union whose type is set and whose value is absent.
+  if (s.kind != fb::KernelTypes::Null && !ev->val())
+    HFX_THROW("pte", "expected a value for EValue {} of type {}, got none", i, static_cast<int>(s.kind));
+  switch (s.kind) {
+    case fb::KernelTypes::Null:
+      break;
+    case fb::KernelTypes::Int:
+      s.i = ev->val_as_Int()->int_val();
+      break;
+    case fb::KernelTypes::Bool:
+      s.b = ev->val_as_Bool()->bool_val();
+      break;
+    case fb::KernelTypes::Double:
+      s.d = ev->val_as_Double()->double_val();
+      break;
+    case fb::KernelTypes::String:
+      s.s = ev->val_as_String()->string_val() ? ev->val_as_String()->string_val()->str() : "";
+      break;
+    case fb::KernelTypes::IntList:
+      if (!ev->val_as_IntList()->items()) HFX_THROW("pte", "expected items in IntList value {}", i);
+      for (int64_t x : *ev->val_as_IntList()->items()) s.ints.push_back(x);
+      break;
+    case fb::KernelTypes::DoubleList:
+      if (ev->val_as_DoubleList()->items())
+        for (double x : *ev->val_as_DoubleList()->items()) s.doubles.push_back(x);
+      break;
+    case fb::KernelTypes::BoolList:
+      if (ev->val_as_BoolList()->items())
+        for (auto x : *ev->val_as_BoolList()->items()) s.bools.push_back(x != 0);
+      break;
+    case fb::KernelTypes::TensorList:
+      if (!ev->val_as_TensorList()->items()) HFX_THROW("pte", "expected items in TensorList value {}", i);
+      for (int32_t x : *ev->val_as_TensorList()->items()) s.refs.push_back(x);
+      break;
+    case fb::KernelTypes::OptionalTensorList:
+      if (!ev->val_as_OptionalTensorList()->items())
+        HFX_THROW("pte", "expected items in OptionalTensorList value {}", i);
+      for (int32_t x : *ev->val_as_OptionalTensorList()->items()) s.refs.push_back(x);
+      break;
+    case fb::KernelTypes::Tensor:
+      read_tensor(i, ev->val_as_Tensor(), seg);
+      break;
+    default:
+      HFX_THROW("pte", "expected a known value kind at {}, got {}", i, static_cast<int>(s.kind));
+  }
+}
+
+void PteMethod::Impl::init() {
+  allocate_arenas();
+  const Segments seg = locate_segments();
+  const auto* values = plan->values();
+  slots.resize(values ? values->size() : 0);
+  for (size_t i = 0; i < slots.size(); i++) read_value(i, seg);
   if (plan->operators())
     for (const auto* op : *plan->operators()) {
       std::string n = op->name() ? op->name()->str() : "";

@@ -95,9 +95,8 @@ std::string bar_chart(const std::vector<std::pair<std::string, double>>& bars, c
   return s;
 }
 
-}  // namespace
-
-std::string render_html(const json& r) {
+// The page head: title, style, the banner and the summary table (still open).
+std::string page_head(const json& r) {
   std::string h;
   const bool passed = r.value("passed", false);
   h += "<!DOCTYPE html>\n<html lang=\"en\"><head><meta charset=\"utf-8\"><title>hfx verify: ";
@@ -133,6 +132,12 @@ std::string render_html(const json& r) {
     h += fmt::format("<tr><th>peak memory</th><td>{:.1f} MiB peak RSS ({})</td></tr>",
                      num(r["memory"]["peak_rss_bytes"]) / 1048576.0,
                      esc(r["memory"].value("how", std::string())));
+  return h;
+}
+
+// The table of checks.
+std::string checks_table(const json& r) {
+  std::string h;
   h += "</table>\n<h2>Checks</h2>\n<table><tr><th>component</th><th>check</th><th>status</th><th>detail</"
        "th></tr>\n";
   const json checks = r.value("checks", json::array());
@@ -144,7 +149,12 @@ std::string render_html(const json& r) {
   }
   h += "</table>\n";
 
-  // Error per layer.
+  return h;
+}
+
+// The error of each named module against eager, as a bar chart (log scale).
+std::string layer_section(const json& r) {
+  std::string h;
   const json& ld = r.contains("layer_diff") ? r["layer_diff"] : json();
   if (ld.is_object() && ld.contains("layers")) {
     h += "<h2>Error per layer</h2>\n<p>Max abs error of each named module (Hugging Face names) against "
@@ -164,65 +174,83 @@ std::string render_html(const json& r) {
     h += bar_chart(bars, "abs", true, tol, red) + "\n";
   }
 
-  // Latency per shape and the component tables.
-  const json components = r.value("components", json::object());
-  for (const auto& [name, c] : components.items()) {
-    h += "<h2>Component " + esc(name) + "</h2>\n<table>";
-    if (c.contains("file"))
-      h += "<tr><th>file</th><td><code>" + esc(c["file"].get<std::string>()) + "</code></td></tr>";
-    if (c.contains("size_bytes"))
-      h += fmt::format("<tr><th>size</th><td>{:.2f} MiB</td></tr>", num(c["size_bytes"]) / 1048576.0);
-    if (c.contains("cold_start_ms"))
-      h += fmt::format("<tr><th>cold start</th><td>{:.1f} ms (session {:.1f} ms)</td></tr>",
-                       num(c["cold_start_ms"]), num(c.value("session_create_ms", json(0))));
-    if (c.contains("peak_rss_delta_bytes"))
-      h += fmt::format("<tr><th>peak RSS growth</th><td>{:.1f} MiB</td></tr>",
-                       num(c["peak_rss_delta_bytes"]) / 1048576.0);
-    if (c.contains("contract_source"))
-      h += "<tr><th>contract</th><td>" + esc(c["contract_source"].get<std::string>()) + "</td></tr>";
-    if (c.contains("placement") && c["placement"].contains("providers"))
-      for (const auto& [p, v] : c["placement"]["providers"].items())
-        h += fmt::format("<tr><th>{}</th><td>{} nodes after ORT optimization</td></tr>", esc(p),
-                         v.value("nodes", 0));
+  return h;
+}
+
+// One row per shape of the matrix.
+std::string shape_table(const json& c) {
+  std::string h;
+  if (c.contains("shapes")) {
+    h += "<h3>Shape "
+         "matrix</h3>\n<table><tr><th>shape</th><th>batch</th><th>sequence</th><th>past</th><th>logits max "
+         "abs</th><th>worst KV</th><th>result</th></tr>";
+    for (const auto& s : c["shapes"]) {
+      std::string res = s.contains("skipped")   ? s["skipped"].get<std::string>()
+                        : s.value("ok", false)  ? "ok"
+                        : s.contains("failure") ? s["failure"].get<std::string>()
+                                                : s.value("error", std::string("failed"));
+      h += fmt::format(
+          "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td "
+          "class=\"{}\">{}</td></tr>",
+          esc(s.value("label", "")), s.value("batch", 0), s.value("sequence", 0), s.value("past", 0),
+          s.contains("logits") ? fmt::format("{:.2g}", num(s["logits"]["max_abs"])) : "-",
+          s.contains("kv_worst") ? fmt::format("{} {:.2g}", esc(s["kv_worst"].value("name", "")),
+                                               num(s["kv_worst"]["stats"]["max_abs"]))
+                                 : "-",
+          s.value("ok", false) ? "passed" : "failed", esc(res));
+    }
     h += "</table>\n";
-    if (c.contains("latency") && !c["latency"].empty()) {
-      h += "<h3>Warm latency per shape (median, ms)</h3>\n";
-      std::vector<std::pair<std::string, double>> bars;
-      for (const auto& l : c["latency"])
-        bars.push_back({fmt::format("{} ({}x{}+{})", l.value("shape", ""), l.value("batch", 0),
-                                    l.value("sequence", 0), l.value("past", 0)),
-                        num(l["warm_median_ms"])});
-      h += bar_chart(bars, "ms", false, 0, {}) + "\n";
-    }
-    if (c.contains("shapes")) {
-      h += "<h3>Shape "
-           "matrix</h3>\n<table><tr><th>shape</th><th>batch</th><th>sequence</th><th>past</th><th>logits max "
-           "abs</th><th>worst KV</th><th>result</th></tr>";
-      for (const auto& s : c["shapes"]) {
-        std::string res = s.contains("skipped")   ? s["skipped"].get<std::string>()
-                          : s.value("ok", false)  ? "ok"
-                          : s.contains("failure") ? s["failure"].get<std::string>()
-                                                  : s.value("error", std::string("failed"));
-        h += fmt::format(
-            "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td "
-            "class=\"{}\">{}</td></tr>",
-            esc(s.value("label", "")), s.value("batch", 0), s.value("sequence", 0), s.value("past", 0),
-            s.contains("logits") ? fmt::format("{:.2g}", num(s["logits"]["max_abs"])) : "-",
-            s.contains("kv_worst") ? fmt::format("{} {:.2g}", esc(s["kv_worst"].value("name", "")),
-                                                 num(s["kv_worst"]["stats"]["max_abs"]))
-                                   : "-",
-            s.value("ok", false) ? "passed" : "failed", esc(res));
-      }
-      h += "</table>\n";
-    }
-    if (c.contains("ops")) {
-      h += "<details><summary>Op inventory (nodes in the file by op "
-           "type)</summary><table><tr><th>op</th><th>nodes</th></tr>";
-      for (const auto& [op, n] : c["ops"].items())
-        h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", esc(op), n.get<int64_t>());
-      h += "</table></details>\n";
-    }
   }
+  return h;
+}
+
+// One component: its facts, warm latency per shape, shape matrix and op inventory.
+std::string component_section(const std::string& name, const json& c) {
+  std::string h;
+  h += "<h2>Component " + esc(name) + "</h2>\n<table>";
+  if (c.contains("file"))
+    h += "<tr><th>file</th><td><code>" + esc(c["file"].get<std::string>()) + "</code></td></tr>";
+  if (c.contains("size_bytes"))
+    h += fmt::format("<tr><th>size</th><td>{:.2f} MiB</td></tr>", num(c["size_bytes"]) / 1048576.0);
+  if (c.contains("cold_start_ms"))
+    h += fmt::format("<tr><th>cold start</th><td>{:.1f} ms (session {:.1f} ms)</td></tr>",
+                     num(c["cold_start_ms"]), num(c.value("session_create_ms", json(0))));
+  if (c.contains("peak_rss_delta_bytes"))
+    h += fmt::format("<tr><th>peak RSS growth</th><td>{:.1f} MiB</td></tr>",
+                     num(c["peak_rss_delta_bytes"]) / 1048576.0);
+  if (c.contains("contract_source"))
+    h += "<tr><th>contract</th><td>" + esc(c["contract_source"].get<std::string>()) + "</td></tr>";
+  if (c.contains("placement") && c["placement"].contains("providers"))
+    for (const auto& [p, v] : c["placement"]["providers"].items())
+      h += fmt::format("<tr><th>{}</th><td>{} nodes after ORT optimization</td></tr>", esc(p),
+                       v.value("nodes", 0));
+  h += "</table>\n";
+  if (c.contains("latency") && !c["latency"].empty()) {
+    h += "<h3>Warm latency per shape (median, ms)</h3>\n";
+    std::vector<std::pair<std::string, double>> bars;
+    for (const auto& l : c["latency"])
+      bars.push_back({fmt::format("{} ({}x{}+{})", l.value("shape", ""), l.value("batch", 0),
+                                  l.value("sequence", 0), l.value("past", 0)),
+                      num(l["warm_median_ms"])});
+    h += bar_chart(bars, "ms", false, 0, {}) + "\n";
+  }
+  h += shape_table(c);
+  if (c.contains("ops")) {
+    h += "<details><summary>Op inventory (nodes in the file by op "
+         "type)</summary><table><tr><th>op</th><th>nodes</th></tr>";
+    for (const auto& [op, n] : c["ops"].items())
+      h += fmt::format("<tr><td>{}</td><td>{}</td></tr>", esc(op), n.get<int64_t>());
+    h += "</table></details>\n";
+  }
+  return h;
+}
+
+}  // namespace
+
+std::string render_html(const json& r) {
+  std::string h = page_head(r) + checks_table(r) + layer_section(r);
+  const json components = r.value("components", json::object());  // items() must not outlive it
+  for (const auto& [name, c] : components.items()) h += component_section(name, c);
   h += "</body></html>\n";
   return h;
 }

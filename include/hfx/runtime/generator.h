@@ -159,6 +159,10 @@ class Generator {
   int64_t pad_token_id() const { return pad_; }
 
  private:
+  /// The request's errors (sampling, prompt count, lengths, stop strings without a tokenizer, cached tokens).
+  void check_request(const std::vector<std::vector<int64_t>>& prompts, const GenerationOptions& options,
+                     const std::vector<std::string>& stops) const;
+
   std::unique_ptr<Engine> engine_;
   std::shared_ptr<const tok::Tokenizer> tokenizer_;
   std::vector<int64_t> eos_;

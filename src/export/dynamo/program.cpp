@@ -58,51 +58,53 @@ int lower_composites(Graph& g) {
   return count;
 }
 
-SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards) {
-  SerializedProgram sp;
-  Emitter e(g);
-  json inputs = json::array(), input_specs = json::array();
+namespace {
 
-  // Symbols get torch names in the order they first appear in the user inputs.
-  for (const Value* v : g.inputs())
-    for (const auto& d : v->type.shape)
-      for (const auto& s : d.free_symbols()) e.torch_symbol(s);
+// The program's placeholders (its "inputs" and "input_specs"), the call signature's inputs.
+struct Placeholders {
+  json inputs = json::array(), input_specs = json::array(), call_inputs = json::array();
+};
 
-  // Placeholders: parameters, then constants, then user inputs (torch's lifted order).
+// Placeholders: parameters, then constants, then user inputs (torch's lifted order); each user input's
+// dims become the sources of their symbols.
+Placeholders place_inputs(Emitter& e, const Graph& g, SerializedProgram& sp) {
+  Placeholders ph;
   for (const Value* p : g.params()) {
     std::string name = e.fresh("p_" + p->name);
     e.bind(p, name);
-    inputs.push_back(json{{"as_tensor", {{"name", name}}}});
+    ph.inputs.push_back(json{{"as_tensor", {{"name", name}}}});
     e.tensor_values[name] = e.tensor_meta(p->type);
-    input_specs.push_back(json{{"parameter", {{"arg", {{"name", name}}}, {"parameter_name", p->name}}}});
+    ph.input_specs.push_back(json{{"parameter", {{"arg", {{"name", name}}}, {"parameter_name", p->name}}}});
     sp.parameters.push_back({p->name, name, p});
   }
   for (const Value* c : g.consts()) {
     std::string name = e.fresh("c_" + c->name);
     e.bind(c, name);
-    inputs.push_back(json{{"as_tensor", {{"name", name}}}});
+    ph.inputs.push_back(json{{"as_tensor", {{"name", name}}}});
     e.tensor_values[name] = e.tensor_meta(c->type);
     std::string fqn = fx_name(c->name);
-    input_specs.push_back(
+    ph.input_specs.push_back(
         json{{"tensor_constant", {{"arg", {{"name", name}}}, {"tensor_constant_name", fqn}}}});
     sp.constants.push_back({fqn, name, c});
   }
-  json call_inputs = json::array();
   for (const Value* u : g.inputs()) {
     std::string name = e.fresh(u->name);
     e.bind(u, name);
     json a{{"as_tensor", {{"name", name}}}};
-    inputs.push_back(a);
-    call_inputs.push_back(a);
+    ph.inputs.push_back(a);
+    ph.call_inputs.push_back(a);
     e.tensor_values[name] = e.tensor_meta(u->type);
-    input_specs.push_back(json{{"user_input", {{"arg", a}}}});
+    ph.input_specs.push_back(json{{"user_input", {{"arg", a}}}});
     sp.user_inputs.push_back(u->name);
     for (size_t d = 0; d < u->type.shape.size(); d++)
       if (u->type.shape[d].kind() == Sym::Kind::Symbol && !e.sources.count(u->type.shape[d].name()))
         e.sources[u->type.shape[d].name()] = {name, static_cast<int>(d)};
   }
+  return ph;
+}
 
-  // Deferred runtime asserts, as torch.export places them: right after the inputs.
+// Deferred runtime asserts, as torch.export places them: right after the inputs.
+void emit_guards(Emitter& e, const std::vector<Guard>& guards) {
   for (const Guard& gd : guards) {
     if (gd.expr.is_const()) continue;
     std::string msg = fmt::format("Runtime assertion failed for expression {} in [{}, {}] ({} at {})",
@@ -120,8 +122,10 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
       if (gd.upper < SymRange::kInf) check("_operator.le", "LessThan", gd.upper);
     }
   }
+}
 
-  // Nodes.
+// Every node through its ATen entry.
+void emit_nodes(Emitter& e, const Graph& g) {
   for (const auto& np : g.nodes()) {
     const Node& n = *np;
     const AtenEntry* entry = find_entry(n.op);
@@ -140,8 +144,34 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
     e.set_contiguous(n.outputs[0], true);
     entry->lower(e, n, out);
   }
+}
 
-  // Outputs.
+// forward_arg_names: the user inputs, with the cache leaves grouped as one past_key_values argument.
+std::vector<std::string> forward_arg_names(const std::vector<std::string>& user_inputs) {
+  std::vector<std::string> seen;
+  const bool group = groups_kv_leaves(user_inputs);
+  for (const auto& n : user_inputs) {
+    int layer;
+    std::string kind;
+    std::string k = group && is_cache_leaf(n, "past_key_values", &layer, &kind) ? "past_key_values" : n;
+    if (std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
+  }
+  return seen;
+}
+
+}  // namespace
+
+SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards) {
+  SerializedProgram sp;
+  Emitter e(g);
+  // Symbols get torch names in the order they first appear in the user inputs.
+  for (const Value* v : g.inputs())
+    for (const auto& d : v->type.shape)
+      for (const auto& s : d.free_symbols()) e.torch_symbol(s);
+  const Placeholders ph = place_inputs(e, g, sp);
+  emit_guards(e, guards);
+  emit_nodes(e, g);
+
   json outputs = json::array(), output_specs = json::array(), call_outputs = json::array();
   for (const Value* o : g.outputs()) {
     json a{{"as_tensor", {{"name", e.name_of(o)}}}};
@@ -150,7 +180,6 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
     output_specs.push_back(json{{"user_output", {{"arg", a}}}});
     sp.user_outputs.push_back(o->name);
   }
-
   // Range constraints for every symbol that has a torch name.
   json ranges = json::object();
   for (const auto& [hfx, torch] : e.sym_names) {
@@ -158,24 +187,10 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
     SymRange r = g.env().has_symbol(hfx) ? g.env().range_of(hfx) : SymRange{};
     ranges[torch] = json{{"min_val", r.min}, {"max_val", r.bounded() ? json(r.max) : json(nullptr)}};
   }
-
-  std::vector<std::string> arg_names;
-  {
-    std::vector<std::string> seen;
-    const bool group = groups_kv_leaves(sp.user_inputs);
-    for (const auto& n : sp.user_inputs) {
-      int layer;
-      std::string kind;
-      std::string k = group && is_cache_leaf(n, "past_key_values", &layer, &kind) ? "past_key_values" : n;
-      if (std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
-    }
-    arg_names = seen;
-  }
-
   json custom{{"hfx", {{"symbols", sp.symbols}}}};
   for (const auto& [k, v] : g.metadata()) custom["hfx"]["metadata"][k] = v;
 
-  json graph{{"inputs", inputs},
+  json graph{{"inputs", ph.inputs},
              {"outputs", outputs},
              {"nodes", e.nodes},
              {"tensor_values", e.tensor_values},
@@ -184,14 +199,14 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
              {"is_single_tensor_return", false},
              {"custom_obj_values", json::object()},
              {"sym_float_values", json::object()}};
-  json signature{{"inputs", call_inputs},
+  json signature{{"inputs", ph.call_inputs},
                  {"outputs", call_outputs},
                  {"in_spec", input_treespec(sp.user_inputs)},
                  {"out_spec", output_treespec(sp.user_outputs)},
-                 {"forward_arg_names", arg_names}};
+                 {"forward_arg_names", forward_arg_names(sp.user_inputs)}};
   sp.program = json{{"graph_module",
                      {{"graph", graph},
-                      {"signature", {{"input_specs", input_specs}, {"output_specs", output_specs}}},
+                      {"signature", {{"input_specs", ph.input_specs}, {"output_specs", output_specs}}},
                       {"module_call_graph", json::array({json{{"fqn", ""}, {"signature", signature}}})},
                       {"metadata", {{"custom", py_json(custom)}}}}},
                     {"opset_version", {{"aten", kAtenOpset}}},

@@ -287,5 +287,7 @@ class LoweringContext {
 
 /// IR version that goes with an opset (ORT checks them together).
 int ir_version_for_opset(int opset);
+/// A value info: name, element type of `dt` and the shape (symbolic dims as dim_param).
+void set_type(onnx::ValueInfoProto* vi, const std::string& name, DType dt, const SymShape& shape);
 
 }  // namespace hfx::onnx_export
