@@ -149,6 +149,58 @@ Tensor mm2(const Tensor& a, const Tensor& b, const char* op) {
   return finish(c, rt);
 }
 
+// The integer fallback: one int_mm per batch entry.
+Tensor batched_int(const Tensor& a, const Tensor& b, const Shape& batch, int64_t M, int64_t K, int64_t N,
+                   DType rt) {
+  Shape oshape = batch;
+  oshape.push_back(M);
+  oshape.push_back(N);
+  Tensor out = Tensor::empty(oshape, rt);
+  int64_t nb = shape_numel(batch);
+  Tensor ae = a.expand([&] {
+    Shape s = batch;
+    s.push_back(M);
+    s.push_back(K);
+    return s;
+  }());
+  Tensor be = b.expand([&] {
+    Shape s = batch;
+    s.push_back(K);
+    s.push_back(N);
+    return s;
+  }());
+  Tensor a3 = ae.reshape({nb, M, K}), b3 = be.reshape({nb, K, N});
+  for (int64_t i = 0; i < nb; i++) {
+    Tensor r = int_mm(a3.select(0, i), b3.select(0, i), rt);
+    std::memcpy(static_cast<char*>(out.raw()) + i * r.nbytes(), r.raw(), r.nbytes());
+  }
+  return out;
+}
+
+// b shared across the batch (stride 0 everywhere) and a's batch dims folding into M: one gemm of
+// [batch·M, K] × [K, N] into c. False when the layout does not allow it.
+bool folded_gemm(const Tensor& ae, const Tensor& be, const Shape& batch, int64_t M, int64_t K, int64_t N,
+                 Tensor& c) {
+  const int64_t nb = shape_numel(batch), nd = static_cast<int64_t>(batch.size());
+  bool b_shared = true;
+  for (int64_t d = 0; d < nd; d++)
+    if (be.strides()[d] != 0 && batch[d] != 1) b_shared = false;
+  if (!b_shared || nb <= 1) return false;
+  bool a_folds = true;  // a's rows [batch..., M] evenly strided by its row stride, unit col stride
+  int64_t rs = ae.strides()[nd];
+  int64_t expect = rs * M;
+  for (int64_t d = nd - 1; d >= 0; d--) {
+    if (batch[d] != 1 && ae.strides()[d] != expect) a_folds = false;
+    expect *= batch[d];
+  }
+  if (!(a_folds && (ae.strides()[nd + 1] == 1 || K == 1) && (rs >= K || M * nb == 1))) return false;
+  Tensor a2(ae.storage(), DType::F32, {nb * M, K}, {rs, 1}, ae.byte_offset());
+  Tensor b2 = be;
+  for (int64_t d = 0; d < nd; d++) b2 = b2.select(0, 0);
+  gemm(blas_mat(a2), blas_mat(b2), c.data<float>(), nb * M, N, K, N, 0.0f);
+  return true;
+}
+
 /// Batched product over a common (already broadcast) batch shape: a[batch..., M, K], b[batch..., K, N].
 Tensor batched(const Tensor& a, const Tensor& b, const Shape& batch, const char* op) {
   DType rt = promote_types(a.dtype(), b.dtype());
@@ -156,29 +208,7 @@ Tensor batched(const Tensor& a, const Tensor& b, const Shape& batch, const char*
   Shape oshape = batch;
   oshape.push_back(M);
   oshape.push_back(N);
-  if (!dtype_is_float(rt)) {
-    // rare: loop the integer fallback
-    Tensor out = Tensor::empty(oshape, rt);
-    int64_t nb = shape_numel(batch);
-    Tensor ae = a.expand([&] {
-      Shape s = batch;
-      s.push_back(M);
-      s.push_back(K);
-      return s;
-    }());
-    Tensor be = b.expand([&] {
-      Shape s = batch;
-      s.push_back(K);
-      s.push_back(N);
-      return s;
-    }());
-    Tensor a3 = ae.reshape({nb, M, K}), b3 = be.reshape({nb, K, N});
-    for (int64_t i = 0; i < nb; i++) {
-      Tensor r = int_mm(a3.select(0, i), b3.select(0, i), rt);
-      std::memcpy(static_cast<char*>(out.raw()) + i * r.nbytes(), r.raw(), r.nbytes());
-    }
-    return out;
-  }
+  if (!dtype_is_float(rt)) return batched_int(a, b, batch, M, K, N, rt);  // rare
   check_float(a.dtype(), b.dtype(), op);
   Tensor af = as_f32(a), bf = as_f32(b);
   Shape ash = batch, bsh = batch;
@@ -189,26 +219,7 @@ Tensor batched(const Tensor& a, const Tensor& b, const Shape& batch, const char*
   int64_t nb = shape_numel(batch);
   if (nb == 0 || M == 0 || N == 0) return finish(c, rt);
   const int64_t nd = static_cast<int64_t>(batch.size());
-  // b shared across the batch (stride 0 everywhere) and a's batch dims fold into M.
-  bool b_shared = true;
-  for (int64_t d = 0; d < nd; d++)
-    if (be.strides()[d] != 0 && batch[d] != 1) b_shared = false;
-  if (b_shared && nb > 1) {
-    bool a_folds = true;  // a's rows [batch..., M] evenly strided by its row stride, unit col stride
-    int64_t rs = ae.strides()[nd];
-    int64_t expect = rs * M;
-    for (int64_t d = nd - 1; d >= 0; d--) {
-      if (batch[d] != 1 && ae.strides()[d] != expect) a_folds = false;
-      expect *= batch[d];
-    }
-    if (a_folds && (ae.strides()[nd + 1] == 1 || K == 1) && (rs >= K || M * nb == 1)) {
-      Tensor a2(ae.storage(), DType::F32, {nb * M, K}, {rs, 1}, ae.byte_offset());
-      Tensor b2 = be;
-      for (int64_t d = 0; d < nd; d++) b2 = b2.select(0, 0);
-      gemm(blas_mat(a2), blas_mat(b2), c.data<float>(), nb * M, N, K, N, 0.0f);
-      return finish(c, rt);
-    }
-  }
+  if (folded_gemm(ae, be, batch, M, K, N, c)) return finish(c, rt);
   // per-batch sgemm; parallel over batches (BLAS single-threaded inside) when matrices are small
   auto one = [&](int64_t i) {
     int64_t rem = i, aoff = 0, boff = 0;

@@ -63,29 +63,9 @@ bool is_state_leaf(const std::string& n) {
   return n.rfind("past_", 0) == 0 && n.rfind("past_key_values.", 0) != 0;
 }
 
-Graph load_graph(const fs::path& path, int threads) {
-  Graph g;
-  Ort::SessionOptions so;
-  if (threads > 0) so.SetIntraOpNumThreads(threads);
-  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
-  // No MLAS prepacking: packing every MatMul weight is most of a large model's session creation (1B f32:
-  // 28.9 s with it, 3.3 s without, docs/benchmarks.md) and a second copy of the weights in memory; the
-  // weights, stored [in, out], are read from the memory-mapped external data as they are, and single-row
-  // decode MatMuls do not use packed weights.
-  if (std::getenv("HFX_ORT_PREPACK") == nullptr) so.AddConfigEntry("session.disable_prepacking", "1");
-  try {
-    g.session = Ort::Session(env(), path.c_str(), so);
-  } catch (const Ort::Exception& e) {
-    HFX_THROW(kComp, "expected a loadable ONNX graph at {}, got: {}", path.string(), e.what());
-  }
-  Ort::AllocatorWithDefaultOptions alloc;
-  if (Ort::AllocatedStringPtr c =
-          g.session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc)) {
-    auto j = nlohmann::json::parse(c.get(), nullptr, false);
-    HFX_CHECK(!j.is_discarded(), kComp,
-              "expected JSON in the hfx.contract metadata of {}, got unparsable text", path.string());
-    g.restrictions = rt::restrictions_from_contract(j);
-  }
+// The graph's inputs: names, whether it takes a mask and positions, each past layer's type and shape,
+// and the recurrent state leaves.
+void read_inputs(Graph& g, Ort::AllocatorWithDefaultOptions& alloc) {
   std::map<int64_t, std::pair<ONNXTensorElementDataType, std::vector<int64_t>>> pasts;
   for (size_t i = 0; i < g.session.GetInputCount(); i++) {
     std::string n = g.session.GetInputNameAllocated(i, alloc).get();
@@ -111,6 +91,62 @@ Graph load_graph(const fs::path& path, int threads) {
     g.past_type[l] = p.first;
     g.past_shape[l] = p.second;
   }
+}
+
+// Each state leaf's present output (and its fixed sizes), and the present.N.key/value output of every
+// layer the cache has (prefill graphs have no past inputs but still present outputs).
+void link_outputs(Graph& g, const fs::path& path) {
+  for (auto& st : g.states) {
+    std::string present = "present_" + st.name.substr(5);
+    for (size_t i = 0; i < g.out_names.size(); i++)
+      if (g.out_names[i] == present) st.present = static_cast<int>(i);
+    HFX_CHECK(st.present >= 0, kComp, "expected output {} for the state input {} in {}, got outputs [{}]",
+              present, st.name, path.string(), fmt::join(g.out_names, ", "));
+    for (size_t a = 1; a < st.shape.size(); a++)
+      HFX_CHECK(st.shape[a] > 0, kComp,
+                "expected the state input {} of {} to have fixed sizes beyond the batch, got [{}]", st.name,
+                path.string(), fmt::join(st.shape, ", "));
+  }
+  int64_t nl = g.kv_layers.empty() ? 0 : g.kv_layers.back() + 1;
+  for (const auto& n : g.out_names) {
+    int layer = -1;
+    if (std::sscanf(n.c_str(), "present.%d.key", &layer) == 1) nl = std::max<int64_t>(nl, layer + 1);
+  }
+  g.present_key.assign(nl, -1);
+  g.present_value.assign(nl, -1);
+  for (size_t i = 0; i < g.out_names.size(); i++) {
+    int layer = -1;
+    const auto& n = g.out_names[i];
+    if (std::sscanf(n.c_str(), "present.%d.", &layer) != 1 || layer < 0 || layer >= nl) continue;
+    if (n == fmt::format("present.{}.key", layer)) g.present_key[layer] = static_cast<int>(i);
+    if (n == fmt::format("present.{}.value", layer)) g.present_value[layer] = static_cast<int>(i);
+  }
+}
+
+Graph load_graph(const fs::path& path, int threads) {
+  Graph g;
+  Ort::SessionOptions so;
+  if (threads > 0) so.SetIntraOpNumThreads(threads);
+  so.SetGraphOptimizationLevel(GraphOptimizationLevel::ORT_ENABLE_ALL);
+  // No MLAS prepacking: packing every MatMul weight is most of a large model's session creation (1B f32:
+  // 28.9 s with it, 3.3 s without, docs/benchmarks.md) and a second copy of the weights in memory; the
+  // weights, stored [in, out], are read from the memory-mapped external data as they are, and single-row
+  // decode MatMuls do not use packed weights.
+  if (std::getenv("HFX_ORT_PREPACK") == nullptr) so.AddConfigEntry("session.disable_prepacking", "1");
+  try {
+    g.session = Ort::Session(env(), path.c_str(), so);
+  } catch (const Ort::Exception& e) {
+    HFX_THROW(kComp, "expected a loadable ONNX graph at {}, got: {}", path.string(), e.what());
+  }
+  Ort::AllocatorWithDefaultOptions alloc;
+  if (Ort::AllocatedStringPtr c =
+          g.session.GetModelMetadata().LookupCustomMetadataMapAllocated("hfx.contract", alloc)) {
+    auto j = nlohmann::json::parse(c.get(), nullptr, false);
+    HFX_CHECK(!j.is_discarded(), kComp,
+              "expected JSON in the hfx.contract metadata of {}, got unparsable text", path.string());
+    g.restrictions = rt::restrictions_from_contract(j);
+  }
+  read_inputs(g, alloc);
   for (size_t i = 0; i < g.session.GetOutputCount(); i++)
     g.out_names.push_back(g.session.GetOutputNameAllocated(i, alloc).get());
   for (size_t i = 0; i < g.out_names.size(); i++)
@@ -127,33 +163,7 @@ Graph load_graph(const fs::path& path, int threads) {
               "state leaves past_*.N in "
               "{}, got '{}'",
               path.string(), n);
-  for (auto& st : g.states) {
-    std::string present = "present_" + st.name.substr(5);
-    for (size_t i = 0; i < g.out_names.size(); i++)
-      if (g.out_names[i] == present) st.present = static_cast<int>(i);
-    HFX_CHECK(st.present >= 0, kComp, "expected output {} for the state input {} in {}, got outputs [{}]",
-              present, st.name, path.string(), fmt::join(g.out_names, ", "));
-    for (size_t a = 1; a < st.shape.size(); a++)
-      HFX_CHECK(st.shape[a] > 0, kComp,
-                "expected the state input {} of {} to have fixed sizes beyond the batch, got [{}]", st.name,
-                path.string(), fmt::join(st.shape, ", "));
-  }
-  // present outputs of every layer the cache has (prefill graphs have no past inputs but still present
-  // outputs)
-  int64_t nl = g.kv_layers.empty() ? 0 : g.kv_layers.back() + 1;
-  for (const auto& n : g.out_names) {
-    int layer = -1;
-    if (std::sscanf(n.c_str(), "present.%d.key", &layer) == 1) nl = std::max<int64_t>(nl, layer + 1);
-  }
-  g.present_key.assign(nl, -1);
-  g.present_value.assign(nl, -1);
-  for (size_t i = 0; i < g.out_names.size(); i++) {
-    int layer = -1;
-    const auto& n = g.out_names[i];
-    if (std::sscanf(n.c_str(), "present.%d.", &layer) != 1 || layer < 0 || layer >= nl) continue;
-    if (n == fmt::format("present.{}.key", layer)) g.present_key[layer] = static_cast<int>(i);
-    if (n == fmt::format("present.{}.value", layer)) g.present_value[layer] = static_cast<int>(i);
-  }
+  link_outputs(g, path);
   for (const auto& n : g.in_names) g.in_ptrs.push_back(n.c_str());
   for (const auto& n : g.out_names) g.out_ptrs.push_back(n.c_str());
   return g;

@@ -317,11 +317,20 @@ struct Unigram : Model {
 
   void tokenize(std::string_view s, std::vector<int32_t>& out) const override {
     if (s.empty()) return;
-    struct Best {
-      int32_t id = 0;
-      double score = 0;
-      std::optional<size_t> starts_at;
-    };
+    for (std::string_view piece : best_pieces(s, lattice(s))) emit_piece(piece, out);
+  }
+
+ private:
+  // The best segmentation ending at each byte: the id of its last piece, its score and where it starts.
+  struct Best {
+    int32_t id = 0;
+    double score = 0;
+    std::optional<size_t> starts_at;
+  };
+
+  // Viterbi over the vocabulary's trie (HF's Unigram encode_optimized): every piece starting at each
+  // character boundary, and a character no piece covers as unk at min_score − 10.
+  std::vector<Best> lattice(std::string_view s) const {
     const double unk_score = min_score - 10.0;
     size_t size = s.size();
     std::vector<Best> best(size + 1);
@@ -362,9 +371,14 @@ struct Unigram : Model {
       }
       starts_at += mblen;
     }
+    return best;
+  }
+
+  // The pieces of the best path, in order, with runs of unk pieces fused into one.
+  std::vector<std::string_view> best_pieces(std::string_view s, const std::vector<Best>& best) const {
     std::vector<std::string_view> results;
     std::optional<std::pair<size_t, size_t>> unk_span;  // fused unk run [start, end)
-    size_t ends_at = size;
+    size_t ends_at = s.size();
     while (ends_at > 0) {
       const Best& node = best[ends_at];
       size_t st = *node.starts_at;
@@ -380,31 +394,36 @@ struct Unigram : Model {
       ends_at = st;
     }
     if (unk_span) results.push_back(s.substr(unk_span->first, unk_span->second - unk_span->first));
-    for (auto it = results.rbegin(); it != results.rend(); ++it) {
-      if (auto id = lookup(token_to_ids, *it)) {
-        out.push_back(*id);
-        continue;
-      }
-      if (byte_fallback) {
-        std::vector<int32_t> bytes;
-        bool ok = true;
-        for (unsigned char c : *it) {
-          auto id = lookup(token_to_ids, fmt::format("<0x{:02X}>", c));
-          if (!id) {
-            ok = false;
-            break;
-          }
-          bytes.push_back(*id);
-        }
-        if (ok) {
-          out.insert(out.end(), bytes.begin(), bytes.end());
-          continue;
-        }
-      }
-      if (!unk_id) HFX_THROW(kComp, "expected model.unk_id for an unknown Unigram piece, got null");
-      out.push_back(*unk_id);
-    }
+    std::reverse(results.begin(), results.end());
+    return results;
   }
+  // A piece's id; else its bytes as <0xXX> pieces (byte_fallback); else unk.
+  void emit_piece(std::string_view piece, std::vector<int32_t>& out) const {
+    if (auto id = lookup(token_to_ids, piece)) {
+      out.push_back(*id);
+      return;
+    }
+    if (byte_fallback) {
+      std::vector<int32_t> bytes;
+      bool ok = true;
+      for (unsigned char c : piece) {
+        auto id = lookup(token_to_ids, fmt::format("<0x{:02X}>", c));
+        if (!id) {
+          ok = false;
+          break;
+        }
+        bytes.push_back(*id);
+      }
+      if (ok) {
+        out.insert(out.end(), bytes.begin(), bytes.end());
+        return;
+      }
+    }
+    if (!unk_id) HFX_THROW(kComp, "expected model.unk_id for an unknown Unigram piece, got null");
+    out.push_back(*unk_id);
+  }
+
+ public:
   std::optional<int32_t> token_to_id(std::string_view t) const override { return lookup(token_to_ids, t); }
   std::optional<std::string> id_to_token(int32_t id) const override {
     if (id < 0 || static_cast<size_t>(id) >= pieces.size()) return std::nullopt;

@@ -279,16 +279,10 @@ std::string byte_level_json(int vocab_size) {
   return tokenizer_json_text(added, nullptr, pre, post, byte_level_block(true), model);
 }
 
-std::string sentencepiece_json(int vocab_size) {
-  const int n_fixed = 3 + 256;  // <unk> <s> </s> + byte tokens
-  if (vocab_size < n_fixed + 3)
-    HFX_THROW(
-        kComp,
-        "expected a SentencePieceBPE tiny vocab_size >= {} (3 specials + 256 byte tokens + 3 pieces), got {}",
-        n_fixed + 3, vocab_size);
-  // Llama-2 normalization: "▁" + text with spaces replaced; words split before each "▁".
-  std::map<std::string, int64_t> word_counts;
-  std::map<char32_t, int64_t> char_counts;
+// The corpus under Llama-2's normalization ("▁" + text with spaces replaced; words split before each
+// "▁"): counts of words and of characters.
+void sentencepiece_counts(std::map<std::string, int64_t>& word_counts,
+                          std::map<char32_t, int64_t>& char_counts) {
   for (std::string_view line : corpus()) {
     std::string s = kSpace;
     for (char c : line) s += c == ' ' ? std::string(kSpace) : std::string(1, c);
@@ -301,6 +295,18 @@ std::string sentencepiece_json(int vocab_size) {
     }
     for (char32_t c : to_cps(s)) char_counts[c]++;
   }
+}
+
+std::string sentencepiece_json(int vocab_size) {
+  const int n_fixed = 3 + 256;  // <unk> <s> </s> + byte tokens
+  if (vocab_size < n_fixed + 3)
+    HFX_THROW(
+        kComp,
+        "expected a SentencePieceBPE tiny vocab_size >= {} (3 specials + 256 byte tokens + 3 pieces), got {}",
+        n_fixed + 3, vocab_size);
+  std::map<std::string, int64_t> word_counts;
+  std::map<char32_t, int64_t> char_counts;
+  sentencepiece_counts(word_counts, char_counts);
   // Alphabet: the most frequent characters, up to half of the free slots (ties by code point).
   std::vector<std::pair<int64_t, char32_t>> by_freq;
   for (auto& [c, n] : char_counts) by_freq.emplace_back(-n, c);

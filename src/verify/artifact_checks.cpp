@@ -106,70 +106,34 @@ struct ExpectedIo {
   std::string name, dtype;
 };
 
-void check_signature(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
-  const ModelConfig& mc = cx.model->config();
-  const int64_t L = mc.num_hidden_layers;
-  std::map<std::string, Decl> ins, outs;
-  std::vector<std::string> in_order, out_order;
-  std::set<std::string> inits;
-  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
-  for (const auto& v : m.graph().input()) {
-    if (inits.count(v.name())) continue;
-    ins[v.name()] = decl_of(v);
-    in_order.push_back(v.name());
+// One declared input or output against what generation needs: present, of the dtype, of the rank, with
+// the fixed sizes (−1: any); each mismatch is a problem.
+void want_decl(std::vector<std::string>& problems, std::map<std::string, Decl>& decls,
+               const std::vector<std::string>& order, const std::string& kind, const std::string& name,
+               const std::string& dtype, const std::vector<int64_t>& fixed, const std::string& why) {
+  auto it = decls.find(name);
+  if (it == decls.end()) {
+    problems.push_back(fmt::format("expected {} {} ({}), got none; the graph's {}s are [{}]", kind, name, why,
+                                   kind, fmt::join(order, ", ")));
+    return;
   }
-  for (const auto& v : m.graph().output()) {
-    outs[v.name()] = decl_of(v);
-    out_order.push_back(v.name());
+  if (it->second.dtype != dtype)
+    problems.push_back(
+        fmt::format("expected {} {} of dtype {}, got {}", kind, name, dtype, it->second.dtype));
+  if (it->second.dims.size() != fixed.size()) {
+    problems.push_back(
+        fmt::format("expected {} {} of rank {}, got {}", kind, name, fixed.size(), it->second.str()));
+    return;
   }
-  c.has_past = ins.count("past_key_values.0.key") > 0;
-  const std::string kv_dtype = outs.count("present.0.key") ? outs["present.0.key"].dtype : "float32";
+  for (size_t a = 0; a < fixed.size(); a++)
+    if (fixed[a] >= 0 && it->second.dims[a].value >= 0 && it->second.dims[a].value != fixed[a])
+      problems.push_back(
+          fmt::format("expected {} {} axis {} = {}, got {}", kind, name, a, fixed[a], it->second.str()));
+}
 
-  std::vector<std::string> problems;
-  auto want = [&](std::map<std::string, Decl>& decls, const std::vector<std::string>& order,
-                  const std::string& kind, const std::string& name, const std::string& dtype,
-                  const std::vector<int64_t>& fixed, const std::string& why) {
-    auto it = decls.find(name);
-    if (it == decls.end()) {
-      problems.push_back(fmt::format("expected {} {} ({}), got none; the graph's {}s are [{}]", kind, name,
-                                     why, kind, fmt::join(order, ", ")));
-      return;
-    }
-    if (it->second.dtype != dtype)
-      problems.push_back(
-          fmt::format("expected {} {} of dtype {}, got {}", kind, name, dtype, it->second.dtype));
-    if (it->second.dims.size() != fixed.size()) {
-      problems.push_back(
-          fmt::format("expected {} {} of rank {}, got {}", kind, name, fixed.size(), it->second.str()));
-      return;
-    }
-    for (size_t a = 0; a < fixed.size(); a++)
-      if (fixed[a] >= 0 && it->second.dims[a].value >= 0 && it->second.dims[a].value != fixed[a])
-        problems.push_back(
-            fmt::format("expected {} {} axis {} = {}, got {}", kind, name, a, fixed[a], it->second.str()));
-  };
-  for (const char* n : {"input_ids", "attention_mask", "position_ids"})
-    want(ins, in_order, "input", n, "int64", {-1, -1}, "generation feeds it");
-  const bool expect_past = c.name != "prefill";
-  for (int64_t i = 0; i < L; i++) {
-    auto layer = cx.model->cache_layout().at(static_cast<size_t>(i));
-    for (const char* kv : {"key", "value"}) {
-      if (expect_past)
-        want(ins, in_order, "input", fmt::format("past_key_values.{}.{}", i, kv), kv_dtype,
-             {-1, layer.num_kv_heads, -1, layer.head_dim}, "the KV cache of the previous step");
-      want(outs, out_order, "output", fmt::format("present.{}.{}", i, kv), kv_dtype,
-           {-1, layer.num_kv_heads, -1, layer.head_dim},
-           fmt::format("generation feeds it back as past_key_values.{}.{}", i, kv));
-    }
-  }
-  want(outs, out_order, "output", "logits", "float32", {-1, -1, mc.vocab_size}, "next-token scores");
-  for (const auto& n : in_order)
-    if (n != "input_ids" && n != "attention_mask" && n != "position_ids" &&
-        n.rfind("past_key_values.", 0) != 0)
-      problems.push_back(
-          fmt::format("expected only generation inputs, got an extra input {} ({})", n, ins[n].str()));
-
-  // The declared dims against the contract(s).
+// The declared input dims against the contract(s) the artifact and the manifest claim.
+void contract_problems(const OnnxComponent& c, std::map<std::string, Decl>& ins,
+                       const std::vector<std::string>& in_order, std::vector<std::string>& problems) {
   for (const auto& [source, contract] : c.claims) {
     for (const auto& [input, axes] : contract) {
       auto it = ins.find(input);
@@ -200,6 +164,55 @@ void check_signature(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
       if (!contract.count(n))
         problems.push_back(fmt::format("expected input {} in the contract in {}, got none", n, source));
   }
+}
+
+void check_signature(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
+  const ModelConfig& mc = cx.model->config();
+  const int64_t L = mc.num_hidden_layers;
+  std::map<std::string, Decl> ins, outs;
+  std::vector<std::string> in_order, out_order;
+  std::set<std::string> inits;
+  for (const auto& t : m.graph().initializer()) inits.insert(t.name());
+  for (const auto& v : m.graph().input()) {
+    if (inits.count(v.name())) continue;
+    ins[v.name()] = decl_of(v);
+    in_order.push_back(v.name());
+  }
+  for (const auto& v : m.graph().output()) {
+    outs[v.name()] = decl_of(v);
+    out_order.push_back(v.name());
+  }
+  c.has_past = ins.count("past_key_values.0.key") > 0;
+  const std::string kv_dtype = outs.count("present.0.key") ? outs["present.0.key"].dtype : "float32";
+
+  std::vector<std::string> problems;
+  auto want = [&](std::map<std::string, Decl>& decls, const std::vector<std::string>& order,
+                  const std::string& kind, const std::string& name, const std::string& dtype,
+                  const std::vector<int64_t>& fixed, const std::string& why) {
+    want_decl(problems, decls, order, kind, name, dtype, fixed, why);
+  };
+  for (const char* n : {"input_ids", "attention_mask", "position_ids"})
+    want(ins, in_order, "input", n, "int64", {-1, -1}, "generation feeds it");
+  const bool expect_past = c.name != "prefill";
+  for (int64_t i = 0; i < L; i++) {
+    auto layer = cx.model->cache_layout().at(static_cast<size_t>(i));
+    for (const char* kv : {"key", "value"}) {
+      if (expect_past)
+        want(ins, in_order, "input", fmt::format("past_key_values.{}.{}", i, kv), kv_dtype,
+             {-1, layer.num_kv_heads, -1, layer.head_dim}, "the KV cache of the previous step");
+      want(outs, out_order, "output", fmt::format("present.{}.{}", i, kv), kv_dtype,
+           {-1, layer.num_kv_heads, -1, layer.head_dim},
+           fmt::format("generation feeds it back as past_key_values.{}.{}", i, kv));
+    }
+  }
+  want(outs, out_order, "output", "logits", "float32", {-1, -1, mc.vocab_size}, "next-token scores");
+  for (const auto& n : in_order)
+    if (n != "input_ids" && n != "attention_mask" && n != "position_ids" &&
+        n.rfind("past_key_values.", 0) != 0)
+      problems.push_back(
+          fmt::format("expected only generation inputs, got an extra input {} ({})", n, ins[n].str()));
+
+  contract_problems(c, ins, in_order, problems);
   c.signature_ok = problems.empty();
   json io = {{"inputs", json::object()}, {"outputs", json::object()}};
   for (const auto& n : in_order) io["inputs"][n] = ins[n].str();
@@ -257,19 +270,11 @@ void check_contract_ranges(Context& cx, OnnxComponent& c) {
 
 namespace detail {
 
-void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifact::Manifest>& manifest) {
-  onnx::ModelProto m;
-  {
-    std::ifstream f(c.path, std::ios::binary);
-    if (!f || !m.ParseFromIstream(&f)) {
-      cx.add(c.name, "load", "failed",
-             fmt::format("expected {} to parse as an ONNX model, got a malformed protobuf ({} bytes; "
-                         "truncated or corrupted?)",
-                         c.rel, fs::exists(c.path) ? fs::file_size(c.path) : 0));
-      return;
-    }
-  }
-  // Contracts: the artifact's own metadata wins; the manifest's is checked too.
+namespace {
+
+// The contracts the component claims: the artifact's own metadata first (it wins), then the manifest's.
+void read_claims(Context& cx, OnnxComponent& c, const onnx::ModelProto& m,
+                 const std::optional<artifact::Manifest>& manifest) {
   for (const auto& p : m.metadata_props())
     if (p.key() == "hfx.contract") {
       try {
@@ -290,10 +295,14 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
   } else {
     c.contract_source = "none";
   }
+}
+
+// Guards the graph enforces, and the op inventory (`ops`: op type → nodes).
+void read_guards(Context& cx, OnnxComponent& c, const onnx::ModelProto& m,
+                 std::map<std::string, int64_t>& ops) {
   // Guards the graph enforces: Reshape nodes named "hfx.contract: SYMBOL in [a, b] (INPUT axis N)".
   static const std::regex guard_re(
       R"(^hfx\.contract: (.+) in \[(-?\d+), (-?\d+|inf)\] \((\S+) axis (\d+)\))");
-  std::map<std::string, int64_t> ops;
   for (const auto& n : m.graph().node()) {
     ops[n.domain().empty() ? n.op_type() : n.domain() + "::" + n.op_type()]++;
     std::smatch sm;
@@ -318,6 +327,10 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
     g.node = nm;
     c.guards.push_back(g);
   }
+}
+
+// The bytes of the graph and its external data files (kept next to it); −1 after a failed check.
+int64_t artifact_bytes(Context& cx, OnnxComponent& c, const onnx::ModelProto& m) {
   int64_t bytes = static_cast<int64_t>(fs::file_size(c.path));
   // External data files next to the graph.
   std::set<std::string> ext;
@@ -333,17 +346,39 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
     if (escapes) {
       cx.add(c.name, "load", "failed",
              fmt::format("expected external data locations inside the folder of {}, got '{}'", c.rel, e));
-      return;
+      return -1;
     }
     fs::path p = c.path.parent_path() / rel;
     std::error_code ec;
     if (!fs::is_regular_file(p, ec)) {
       cx.add(c.name, "load", "failed",
              fmt::format("expected the external data file {} of {}, got none", e, c.rel));
-      return;
+      return -1;
     }
     bytes += static_cast<int64_t>(fs::file_size(p));
   }
+  return bytes;
+}
+
+}  // namespace
+
+void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifact::Manifest>& manifest) {
+  onnx::ModelProto m;
+  {
+    std::ifstream f(c.path, std::ios::binary);
+    if (!f || !m.ParseFromIstream(&f)) {
+      cx.add(c.name, "load", "failed",
+             fmt::format("expected {} to parse as an ONNX model, got a malformed protobuf ({} bytes; "
+                         "truncated or corrupted?)",
+                         c.rel, fs::exists(c.path) ? fs::file_size(c.path) : 0));
+      return;
+    }
+  }
+  read_claims(cx, c, m, manifest);
+  std::map<std::string, int64_t> ops;
+  read_guards(cx, c, m, ops);
+  const int64_t bytes = artifact_bytes(cx, c, m);
+  if (bytes < 0) return;
   c.info["file"] = c.rel;
   c.info["size_bytes"] = bytes;
   c.info["ops"] = ops;

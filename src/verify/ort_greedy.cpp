@@ -82,12 +82,60 @@ double eager_top2_margin(const CausalLM& m, const std::vector<int64_t>& ids) {
   return static_cast<double>(l[0]) - static_cast<double>(l[1]);
 }
 
+// Token by token, eager's rows against the artifact's: counts, the first difference, and (lossy
+// precisions) the rows that part at a near-tie, after which the row is not compared.
+void compare_rows(const Context& cx, const std::vector<std::vector<int64_t>>& prompts,
+                  const std::vector<std::vector<int64_t>>& eager,
+                  const std::vector<std::vector<int64_t>>& art, int64_t& agree, int64_t& total,
+                  std::string& first, json& near_ties) {
+  const CausalLM& m = *cx.model;
+  for (size_t b = 0; b < prompts.size(); b++) {
+    for (size_t i = 0; i < std::max(eager[b].size(), art[b].size()); i++) {
+      total++;
+      bool same = i < eager[b].size() && i < art[b].size() && eager[b][i] == art[b][i];
+      if (same) {
+        agree++;
+        continue;
+      }
+      if (cx.tol.key != "exact" && i < eager[b].size()) {
+        std::vector<int64_t> ctx = prompts[b];
+        ctx.insert(ctx.end(), eager[b].begin(), eager[b].begin() + static_cast<std::ptrdiff_t>(i));
+        const double margin = eager_top2_margin(m, ctx);
+        if (margin <= 2 * cx.tol.logits_abs) {
+          near_ties.push_back({{"row", b}, {"token", i}, {"eager_margin", margin}});
+          break;
+        }
+      }
+      if (first.empty())
+        first = fmt::format("row {} token {}: eager {} vs artifact {}", b, i,
+                            i < eager[b].size() ? eager[b][i] : -1, i < art[b].size() ? art[b][i] : -1);
+    }
+  }
+}
+
+// The note naming the rows that parted at a near-tie (lossy precisions only); empty when none did.
+std::string near_tie_note(const Context& cx, const json& runs) {
+  std::string tie_note;
+  size_t ties = 0;
+  for (const auto& r : runs)
+    for (const auto& t : r["near_ties"]) {
+      if (ties++ == 0)
+        tie_note = fmt::format("batch {} row {} at token {} (eager's top-2 margin {:.3g} <= 2 x {:.0e})",
+                               r["batch"].get<int>(), t["row"].get<int>(), t["token"].get<size_t>(),
+                               t["eager_margin"].get<double>(), cx.tol.logits_abs);
+    }
+  if (ties)
+    tie_note = fmt::format(", except {} row(s) parting at a near-tie under '{}' precision: {}", ties,
+                           cx.tol.key, tie_note);
+  return tie_note;
+}
+
+}  // namespace
+
 // Greedy decoding from the artifact against eager. Under a lossy precision (a tolerance row other than
 // "exact") a row may part from eager where eager's own top-2 margin is within twice the logits bound: the
 // allowed error can flip such a near-tie, and after it the two continue from different text, so the rest
 // of that row is not compared. Any other difference fails.
-}  // namespace
-
 void greedy_check(Context& cx, const std::string& label, const OrtSession* prefill, const OrtSession* step) {
   const CausalLM& m = *cx.model;
   const int64_t V = m.config().vocab_size;
@@ -114,29 +162,7 @@ void greedy_check(Context& cx, const std::string& label, const OrtSession* prefi
       int64_t agree = 0, total = 0;
       std::string first;
       json near_ties = json::array();
-      for (int b = 0; b < batch; b++) {
-        for (size_t i = 0; i < std::max(re.ids[b].size(), ra.ids[b].size()); i++) {
-          total++;
-          bool same = i < re.ids[b].size() && i < ra.ids[b].size() && re.ids[b][i] == ra.ids[b][i];
-          if (same) {
-            agree++;
-            continue;
-          }
-          if (cx.tol.key != "exact" && i < re.ids[b].size()) {
-            std::vector<int64_t> ctx = prompts[b];
-            ctx.insert(ctx.end(), re.ids[b].begin(), re.ids[b].begin() + static_cast<std::ptrdiff_t>(i));
-            const double margin = eager_top2_margin(m, ctx);
-            if (margin <= 2 * cx.tol.logits_abs) {
-              near_ties.push_back({{"row", b}, {"token", i}, {"eager_margin", margin}});
-              break;
-            }
-          }
-          if (first.empty())
-            first = fmt::format("row {} token {}: eager {} vs artifact {}", b, i,
-                                i < re.ids[b].size() ? re.ids[b][i] : -1,
-                                i < ra.ids[b].size() ? ra.ids[b][i] : -1);
-        }
-      }
+      compare_rows(cx, prompts, re.ids, ra.ids, agree, total, first, near_ties);
       runs.push_back({{"batch", batch},
                       {"tokens", cx.opt.tokens},
                       {"agree", agree},
@@ -154,19 +180,7 @@ void greedy_check(Context& cx, const std::string& label, const OrtSession* prefi
         failure = fmt::format("expected greedy generation at batch {} to run, got: {}", batch, e.what());
     }
   }
-  // Rows that part at a near-tie (lossy precisions only), named in the message.
-  std::string tie_note;
-  size_t ties = 0;
-  for (const auto& r : runs)
-    for (const auto& t : r["near_ties"]) {
-      if (ties++ == 0)
-        tie_note = fmt::format("batch {} row {} at token {} (eager's top-2 margin {:.3g} <= 2 x {:.0e})",
-                               r["batch"].get<int>(), t["row"].get<int>(), t["token"].get<size_t>(),
-                               t["eager_margin"].get<double>(), cx.tol.logits_abs);
-    }
-  if (ties)
-    tie_note = fmt::format(", except {} row(s) parting at a near-tie under '{}' precision: {}", ties,
-                           cx.tol.key, tie_note);
+  const std::string tie_note = near_tie_note(cx, runs);  // rows that part at a near-tie, named
   if (failure.empty())
     cx.add(label, "greedy", "passed",
            fmt::format("greedy tokens equal eager for {} tokens at batch 1 and 3 (left-padded){}",

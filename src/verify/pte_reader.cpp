@@ -417,6 +417,66 @@ Shape PteMethod::input_bound(int i) const { return impl_->at(impl_->plan->inputs
 
 void PteMethod::reset() { impl_->load_initial_state(); }
 
+namespace {
+
+// Every instruction of every chain; an error of a writer's contract check names its guard (the
+// instruction's stacktrace frame "hfx.contract").
+void run_chains(PteMethod::Impl& m) {
+  for (const auto* chain : *m.plan->chains()) {
+    if (!chain->instructions()) continue;
+    for (flatbuffers::uoffset_t i = 0; i < chain->instructions()->size(); i++) {
+      const auto* ins_ = chain->instructions()->Get(i);
+      if (ins_->instr_args_type() != fb::InstructionArguments::KernelCall)
+        HFX_THROW("pte", "expected only kernel calls in '{}', got {}", m.name,
+                  fb::EnumNameInstructionArguments(ins_->instr_args_type()));
+      try {
+        m.exec(ins_->instr_args_as_KernelCall());
+      } catch (const Error& e) {
+        // A contract check of the writer names its guard in the instruction's stacktrace frame.
+        const auto* st = chain->stacktrace();
+        const auto* fl = st && i < st->size() ? st->Get(i) : nullptr;
+        const auto* fr = fl && fl->items() && fl->items()->size() > 0 ? fl->items()->Get(0) : nullptr;
+        if (fr && fr->name() && fr->name()->str() == "hfx.contract" && fr->context())
+          HFX_THROW(
+              "pte",
+              "expected a call inside the contract of method '{}' ({} from {}:{}), got sizes outside it: {}",
+              m.name, fr->context()->str(), fr->filename() ? fr->filename()->str() : "?", fr->lineno(),
+              e.what());
+        throw;
+      }
+    }
+  }
+}
+
+// The method's outputs: tensors cloned out of the arenas, scalars as they are.
+std::vector<PteOutput> read_outputs(PteMethod::Impl& m) {
+  std::vector<PteOutput> out;
+  if (m.plan->outputs())
+    for (int32_t idx : *m.plan->outputs()) {
+      Slot& s = m.at(idx);
+      switch (s.kind) {
+        case fb::KernelTypes::Tensor:
+          out.emplace_back(m.tensor(idx).clone());
+          break;
+        case fb::KernelTypes::Int:
+          out.emplace_back(s.i);
+          break;
+        case fb::KernelTypes::Bool:
+          out.emplace_back(s.b);
+          break;
+        case fb::KernelTypes::Double:
+          out.emplace_back(s.d);
+          break;
+        default:
+          HFX_THROW("pte", "expected a tensor or scalar output at value {}, got {}", idx,
+                    fb::EnumNameKernelTypes(s.kind));
+      }
+    }
+  return out;
+}
+
+}  // namespace
+
 std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
   Impl& m = *impl_;
   const auto* ins = m.plan->inputs();
@@ -450,53 +510,8 @@ std::vector<PteOutput> PteMethod::run(const std::vector<Tensor>& inputs) {
       s.cur = c.shape();
     }
   }
-  for (const auto* chain : *m.plan->chains()) {
-    if (!chain->instructions()) continue;
-    for (flatbuffers::uoffset_t i = 0; i < chain->instructions()->size(); i++) {
-      const auto* ins_ = chain->instructions()->Get(i);
-      if (ins_->instr_args_type() != fb::InstructionArguments::KernelCall)
-        HFX_THROW("pte", "expected only kernel calls in '{}', got {}", m.name,
-                  fb::EnumNameInstructionArguments(ins_->instr_args_type()));
-      try {
-        m.exec(ins_->instr_args_as_KernelCall());
-      } catch (const Error& e) {
-        // A contract check of the writer names its guard in the instruction's stacktrace frame.
-        const auto* st = chain->stacktrace();
-        const auto* fl = st && i < st->size() ? st->Get(i) : nullptr;
-        const auto* fr = fl && fl->items() && fl->items()->size() > 0 ? fl->items()->Get(0) : nullptr;
-        if (fr && fr->name() && fr->name()->str() == "hfx.contract" && fr->context())
-          HFX_THROW(
-              "pte",
-              "expected a call inside the contract of method '{}' ({} from {}:{}), got sizes outside it: {}",
-              m.name, fr->context()->str(), fr->filename() ? fr->filename()->str() : "?", fr->lineno(),
-              e.what());
-        throw;
-      }
-    }
-  }
-  std::vector<PteOutput> out;
-  if (m.plan->outputs())
-    for (int32_t idx : *m.plan->outputs()) {
-      Slot& s = m.at(idx);
-      switch (s.kind) {
-        case fb::KernelTypes::Tensor:
-          out.emplace_back(m.tensor(idx).clone());
-          break;
-        case fb::KernelTypes::Int:
-          out.emplace_back(s.i);
-          break;
-        case fb::KernelTypes::Bool:
-          out.emplace_back(s.b);
-          break;
-        case fb::KernelTypes::Double:
-          out.emplace_back(s.d);
-          break;
-        default:
-          HFX_THROW("pte", "expected a tensor or scalar output at value {}, got {}", idx,
-                    fb::EnumNameKernelTypes(s.kind));
-      }
-    }
-  return out;
+  run_chains(m);
+  return read_outputs(m);
 }
 
 }  // namespace hfx::verify

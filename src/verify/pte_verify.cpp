@@ -143,6 +143,50 @@ PteTolerance pte_tolerance(DType dtype, const std::string& backend) {
   return t;
 }
 
+namespace {
+
+// The forward run against eager within the tolerance, and its latency.
+void numerics_and_latency(Context& cx, const std::string& comp, const ForwardRun& run,
+                          const PteTolerance& tol, const std::string& backend, double load_s, json& info) {
+  const ErrorStats& worst = run.worst;
+  const double prefill_s = run.prefill_s, decode_s = run.decode_s;
+  const std::vector<int64_t>& prompt = run.prompt;
+  if (worst.max_abs <= tol.logits_abs)
+    cx.add(comp, "numerics", "passed",
+           fmt::format("prefill + 16 decode steps vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
+                       "{:.3g}, top-5 agreement {:.0f}%",
+                       worst.max_abs, tol.logits_abs, backend, worst.max_rel, 100 * worst.topk_agreement),
+           info);
+  else
+    cx.add(comp, "numerics", "failed",
+           fmt::format("expected logits within {:.0e} of eager over prefill + 16 decode steps ({}), got "
+                       "max abs error {:.3g}",
+                       tol.logits_abs, tol.basis, worst.max_abs),
+           info);
+  cx.add(comp, "latency", "info",
+         fmt::format("forward: prefill {} tokens {:.2f} ms ({:.0f} tokens/s), decode {:.2f} ms/token "
+                     "({:.0f} tokens/s); load {:.0f} ms",
+                     prompt.size(), 1e3 * prefill_s, prompt.size() / prefill_s, 1e3 * decode_s / 16,
+                     16 / decode_s, 1e3 * load_s),
+         info["latency"]);
+}
+
+// Out-of-contract calls (longer than the bound, past the position table) must fail with an error.
+void rejects_check(Context& cx, const std::string& comp, PteProgram& prog, const ModelConfig& mc) {
+  std::string failure;
+  json probes = forward_probes(prog, mc, failure);
+  if (failure.empty())
+    cx.add(comp, "rejects", "passed",
+           fmt::format("{} out-of-contract calls fail with an error (e.g. {}: {})", probes.size(),
+                       probes[1]["probe"].get<std::string>(),
+                       probes[1]["error"].get<std::string>().substr(0, 160)),
+           {{"probes", probes}});
+  else
+    cx.add(comp, "rejects", "failed", failure, {{"probes", probes}});
+}
+
+}  // namespace
+
 void check_pte(Context& cx, const fs::path& path) {
   const std::string comp = path.filename().string();
   const int64_t rss0 = peak_rss_bytes();
@@ -182,34 +226,8 @@ void check_pte(Context& cx, const fs::path& path) {
                          {"decode_ms_per_token", 1e3 * decode_s / 16},
                          {"decode_tokens_per_s", 16 / decode_s}}}};
     info["operators"] = prog->operator_names("forward");
-    if (worst.max_abs <= tol.logits_abs)
-      cx.add(comp, "numerics", "passed",
-             fmt::format("prefill + 16 decode steps vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
-                         "{:.3g}, top-5 agreement {:.0f}%",
-                         worst.max_abs, tol.logits_abs, backend, worst.max_rel, 100 * worst.topk_agreement),
-             info);
-    else
-      cx.add(comp, "numerics", "failed",
-             fmt::format("expected logits within {:.0e} of eager over prefill + 16 decode steps ({}), got "
-                         "max abs error {:.3g}",
-                         tol.logits_abs, tol.basis, worst.max_abs),
-             info);
-    cx.add(comp, "latency", "info",
-           fmt::format("forward: prefill {} tokens {:.2f} ms ({:.0f} tokens/s), decode {:.2f} ms/token "
-                       "({:.0f} tokens/s); load {:.0f} ms",
-                       prompt.size(), 1e3 * prefill_s, prompt.size() / prefill_s, 1e3 * decode_s / 16,
-                       16 / decode_s, 1e3 * load_s),
-           info["latency"]);
-    std::string failure;
-    json probes = forward_probes(*prog, mc, failure);
-    if (failure.empty())
-      cx.add(comp, "rejects", "passed",
-             fmt::format("{} out-of-contract calls fail with an error (e.g. {}: {})", probes.size(),
-                         probes[1]["probe"].get<std::string>(),
-                         probes[1]["error"].get<std::string>().substr(0, 160)),
-             {{"probes", probes}});
-    else
-      cx.add(comp, "rejects", "failed", failure, {{"probes", probes}});
+    numerics_and_latency(cx, comp, run, tol, backend, load_s, info);
+    rejects_check(cx, comp, *prog, mc);
     const int64_t hwm = peak_rss_bytes() - rss0;
     cx.add(comp, "memory", "info",
            fmt::format("program {:.2f} MiB ({:.2f} MiB constants), planned arena forward {:.2f} MiB, peak "

@@ -144,6 +144,49 @@ class Emitter {
                 {"layout", 7}};
   }
 
+  // A symbol: sym_size.int of the input axis that defines it, else solved from a linear input dim.
+  std::string symbol_node(const Sym& e) {
+    auto src = sources.find(e.name());
+    if (src == sources.end()) return solve_symbol(e);
+    std::string out = fresh("sym_size_int");
+    nodes.push_back(
+        json{{"target", "torch.ops.aten.sym_size.int"},
+             {"inputs", json::array({named("self", json{{"as_tensor", {{"name", src->second.tensor}}}}),
+                                     named("dim", json{{"as_int", src->second.dim}})})},
+             {"outputs", json::array({json{{"as_sym_int", {{"as_name", out}}}}})},
+             {"metadata", json::object()}});
+    sym_int_values[out] = sym_meta(e);
+    return out;
+  }
+
+  // A sum: positive terms first, then subtract the negative ones; each partial sum is its own node.
+  std::string sum_node(const Sym& e) {
+    std::vector<Sym> pos, neg;
+    int64_t c = 0;
+    for (const auto& t : e.args()) {
+      if (t.is_const()) {
+        c += t.value();
+        continue;
+      }
+      if (t.kind() == Sym::Kind::Mul && t.args()[0].is_const() && t.args()[0].value() < 0)
+        neg.push_back(-t);
+      else
+        pos.push_back(t);
+    }
+    Sym acc_sym = pos.empty() ? Sym(c) : pos[0];
+    json acc = sym_arg(acc_sym);
+    if (pos.empty()) c = 0;
+    for (size_t i = 1; i < pos.size(); i++)
+      acc_sym = acc_sym + pos[i], acc = binop("_operator.add", "add", acc, sym_arg(pos[i]), acc_sym);
+    for (const auto& t : neg)
+      acc_sym = acc_sym - t, acc = binop("_operator.sub", "sub", acc, sym_arg(t), acc_sym);
+    if (c > 0)
+      acc_sym = acc_sym + Sym(c), acc = binop("_operator.add", "add", acc, json{{"as_int", c}}, acc_sym);
+    if (c < 0)
+      acc_sym = acc_sym - Sym(-c), acc = binop("_operator.sub", "sub", acc, json{{"as_int", -c}}, acc_sym);
+    return acc.at("as_sym_int").at("as_name");
+  }
+
   // A SymInt node for a symbolic expression (sym_size.int for a symbol, _operator ops for the rest).
   std::string sym_node(const Sym& e) {
     std::string key = e.str();
@@ -152,51 +195,12 @@ class Emitter {
     switch (e.kind()) {
       case Sym::Kind::Const:
         HFX_THROW("dynamo", "expected a symbolic expression, got constant {}", e.value());
-      case Sym::Kind::Symbol: {
-        auto src = sources.find(e.name());
-        if (src != sources.end()) {
-          out = fresh("sym_size_int");
-          nodes.push_back(
-              json{{"target", "torch.ops.aten.sym_size.int"},
-                   {"inputs", json::array({named("self", json{{"as_tensor", {{"name", src->second.tensor}}}}),
-                                           named("dim", json{{"as_int", src->second.dim}})})},
-                   {"outputs", json::array({json{{"as_sym_int", {{"as_name", out}}}}})},
-                   {"metadata", json::object()}});
-          sym_int_values[out] = sym_meta(e);
-        } else {
-          out = solve_symbol(e);
-        }
+      case Sym::Kind::Symbol:
+        out = symbol_node(e);
         break;
-      }
-      case Sym::Kind::Add: {
-        // Positive terms first, then subtract the negative ones; each partial sum is its own node.
-        std::vector<Sym> pos, neg;
-        int64_t c = 0;
-        for (const auto& t : e.args()) {
-          if (t.is_const()) {
-            c += t.value();
-            continue;
-          }
-          if (t.kind() == Sym::Kind::Mul && t.args()[0].is_const() && t.args()[0].value() < 0)
-            neg.push_back(-t);
-          else
-            pos.push_back(t);
-        }
-        Sym acc_sym = pos.empty() ? Sym(c) : pos[0];
-        json acc = sym_arg(acc_sym);
-        if (pos.empty()) c = 0;
-        for (size_t i = 1; i < pos.size(); i++)
-          acc_sym = acc_sym + pos[i], acc = binop("_operator.add", "add", acc, sym_arg(pos[i]), acc_sym);
-        for (const auto& t : neg)
-          acc_sym = acc_sym - t, acc = binop("_operator.sub", "sub", acc, sym_arg(t), acc_sym);
-        if (c > 0)
-          acc_sym = acc_sym + Sym(c), acc = binop("_operator.add", "add", acc, json{{"as_int", c}}, acc_sym);
-        if (c < 0)
-          acc_sym = acc_sym - Sym(-c),
-          acc = binop("_operator.sub", "sub", acc, json{{"as_int", -c}}, acc_sym);
-        out = acc.at("as_sym_int").at("as_name");
+      case Sym::Kind::Add:
+        out = sum_node(e);
         break;
-      }
       case Sym::Kind::Mul: {
         Sym acc_sym = e.args()[0];
         json acc = sym_arg(acc_sym);

@@ -209,6 +209,73 @@ struct Unpickler {
     return s;
   }
 
+  // LONG1: a little-endian two's complement integer of n bytes.
+  void long1() {
+    int n = static_cast<uint8_t>(pkl.at(p++));
+    uint64_t v = 0;
+    for (int i = 0; i < n; i++) v |= static_cast<uint64_t>(static_cast<uint8_t>(pkl.at(p + i))) << (8 * i);
+    if (n < 8 && n > 0 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
+    p += n;
+    st.push_back(obj(PyObj::integer(static_cast<int64_t>(v))));
+  }
+
+  // GLOBAL: "module\nname\n".
+  void global() {
+    size_t a = pkl.find('\n', p), b = pkl.find('\n', a + 1);
+    Item g{Item::K::Global};
+    g.module = pkl.substr(p, a - p);
+    g.name = pkl.substr(a + 1, b - a - 1);
+    p = b + 1;
+    st.push_back(g);
+  }
+
+  // TUPLE, APPENDS, SETITEMS: the items since the last MARK.
+  void collect(char op) {
+    auto xs = pop_mark();
+    if (op == TUPLE) {
+      // A tuple holding a global is the persistent id of a storage; keep its parts as items.
+      Item t{Item::K::Obj, PyObj::tuple({})};
+      for (auto& x : xs) {
+        if (x.k == Item::K::Global) t.storage_dt = storage_dtype(x.name);
+        t.o.items.push_back(x.o);
+      }
+      st.push_back(t);
+    } else if (op == APPENDS) {
+      for (auto& x : xs) st.back().o.items.push_back(x.o);
+    } else {
+      for (size_t i = 0; i + 1 < xs.size(); i += 2) st.back().o.entries.emplace_back(xs[i].o.s, xs[i + 1].o);
+    }
+  }
+
+  // REDUCE of OrderedDict (an empty dict) or _rebuild_tensor_v2 (a tensor copied out of its storage record).
+  void reduce() {
+    Item args = st.back();
+    st.pop_back();
+    Item fn = st.back();
+    st.pop_back();
+    if (fn.k == Item::K::Global && fn.name == "OrderedDict") {
+      st.push_back(obj(PyObj::dict({})));
+    } else if (fn.k == Item::K::Global && fn.name == "_rebuild_tensor_v2") {
+      // args were collected by TUPLE; the storage item was turned into an Obj there, so the
+      // persistent id is remembered in `pending_`.
+      const Item& s = pending_.at(pending_.size() - 1);
+      Shape shape = ints(args.o.items.at(2)), strides = ints(args.o.items.at(3));
+      int64_t off = args.o.items.at(1).i;
+      auto it = records.find("archive/data/" + s.key);
+      if (it == records.end()) HFX_THROW("pt2", "expected storage record data/{}, got none", s.key);
+      Tensor t = Tensor::empty(shape, s.storage_dt);
+      Tensor src(
+          Storage::borrow(const_cast<char*>(zip.data()) + it->second.data_offset, it->second.size, nullptr),
+          s.storage_dt, shape, strides, off * static_cast<int64_t>(dtype_size(s.storage_dt)));
+      copy_to_contiguous(src, t.raw(), s.storage_dt);
+      pending_.pop_back();
+      st.push_back(obj(PyObj::tensor(t)));
+    } else {
+      HFX_THROW("pt2", "expected only tensor and OrderedDict reductions in the pickle, got {}.{}", fn.module,
+                fn.name);
+    }
+  }
+
   PyObj run() {
     for (;;) {
       char op = pkl.at(p++);
@@ -233,31 +300,18 @@ struct Unpickler {
         case BININT:
           st.push_back(obj(PyObj::integer(static_cast<int32_t>(u32()))));
           break;
-        case LONG1: {
-          int n = static_cast<uint8_t>(pkl.at(p++));
-          uint64_t v = 0;
-          for (int i = 0; i < n; i++)
-            v |= static_cast<uint64_t>(static_cast<uint8_t>(pkl.at(p + i))) << (8 * i);
-          if (n < 8 && n > 0 && (v >> (8 * n - 1)) & 1) v |= ~uint64_t{0} << (8 * n);
-          p += n;
-          st.push_back(obj(PyObj::integer(static_cast<int64_t>(v))));
+        case LONG1:
+          long1();
           break;
-        }
         case BINUNICODE: {
           uint32_t n = u32();
           st.push_back(obj(PyObj::str(pkl.substr(p, n))));
           p += n;
           break;
         }
-        case GLOBAL: {
-          size_t a = pkl.find('\n', p), b = pkl.find('\n', a + 1);
-          Item g{Item::K::Global};
-          g.module = pkl.substr(p, a - p);
-          g.name = pkl.substr(a + 1, b - a - 1);
-          p = b + 1;
-          st.push_back(g);
+        case GLOBAL:
+          global();
           break;
-        }
         case EMPTY_TUPLE:
           st.push_back(obj(PyObj::tuple({})));
           break;
@@ -267,28 +321,11 @@ struct Unpickler {
         case EMPTY_DICT:
           st.push_back(obj(PyObj::dict({})));
           break;
-        case TUPLE: {
-          auto xs = pop_mark();
-          // A tuple holding a global is the persistent id of a storage; keep its parts as items.
-          Item t{Item::K::Obj, PyObj::tuple({})};
-          for (auto& x : xs) {
-            if (x.k == Item::K::Global) t.storage_dt = storage_dtype(x.name);
-            t.o.items.push_back(x.o);
-          }
-          st.push_back(t);
+        case TUPLE:
+        case APPENDS:
+        case SETITEMS:
+          collect(op);
           break;
-        }
-        case APPENDS: {
-          auto xs = pop_mark();
-          for (auto& x : xs) st.back().o.items.push_back(x.o);
-          break;
-        }
-        case SETITEMS: {
-          auto xs = pop_mark();
-          for (size_t i = 0; i + 1 < xs.size(); i += 2)
-            st.back().o.entries.emplace_back(xs[i].o.s, xs[i + 1].o);
-          break;
-        }
         case BINPERSID: {
           Item pid = st.back();
           st.pop_back();
@@ -298,34 +335,9 @@ struct Unpickler {
           st.push_back(s);
           break;
         }
-        case REDUCE: {
-          Item args = st.back();
-          st.pop_back();
-          Item fn = st.back();
-          st.pop_back();
-          if (fn.k == Item::K::Global && fn.name == "OrderedDict") {
-            st.push_back(obj(PyObj::dict({})));
-          } else if (fn.k == Item::K::Global && fn.name == "_rebuild_tensor_v2") {
-            // args were collected by TUPLE; the storage item was turned into an Obj there, so the
-            // persistent id is remembered in `pending_`.
-            const Item& s = pending_.at(pending_.size() - 1);
-            Shape shape = ints(args.o.items.at(2)), strides = ints(args.o.items.at(3));
-            int64_t off = args.o.items.at(1).i;
-            auto it = records.find("archive/data/" + s.key);
-            if (it == records.end()) HFX_THROW("pt2", "expected storage record data/{}, got none", s.key);
-            Tensor t = Tensor::empty(shape, s.storage_dt);
-            Tensor src(Storage::borrow(const_cast<char*>(zip.data()) + it->second.data_offset,
-                                       it->second.size, nullptr),
-                       s.storage_dt, shape, strides, off * static_cast<int64_t>(dtype_size(s.storage_dt)));
-            copy_to_contiguous(src, t.raw(), s.storage_dt);
-            pending_.pop_back();
-            st.push_back(obj(PyObj::tensor(t)));
-          } else {
-            HFX_THROW("pt2", "expected only tensor and OrderedDict reductions in the pickle, got {}.{}",
-                      fn.module, fn.name);
-          }
+        case REDUCE:
+          reduce();
           break;
-        }
         default:
           HFX_THROW("pt2", "expected a pickle opcode of the torch.save subset, got 0x{:02x} at {}",
                     static_cast<uint8_t>(op), p - 1);

@@ -287,6 +287,56 @@ std::vector<std::string> pte_lowered_ops() {
   return v;
 }
 
+namespace {
+
+// A method's figures for the export report: instructions, values, planned vs naive bytes, operators
+// (also collected into `all_ops`).
+PteMethodStats method_stats(const Plan& p, const PteWriteOptions& opt, std::set<std::string>& all_ops) {
+  PteMethodStats st;
+  st.name = p.name;
+  st.instructions = static_cast<int>(p.calls.size());
+  st.values = static_cast<int>(p.values.size());
+  st.planned_bytes = p.non_const_buffer_sizes.back();
+  for (const EV& e : p.values)
+    if (e.kind == fb::KernelTypes::Tensor && e.planned)
+      st.naive_bytes += static_cast<int64_t>(align_up(e.nbytes, opt.memory_alignment));
+  for (const auto& [n, o] : p.operators) {
+    std::string full = o.empty() ? n : n + "." + o;
+    st.operators.push_back(full);
+    all_ops.insert(full);
+  }
+  return st;
+}
+
+// The file: the flatbuffer with ExecuTorch's extended header inserted after its 8-byte header (32 bytes
+// keep every internal alignment, a multiple of the largest force_align, 16; only the root offset is
+// absolute), then the segments at their offsets from the aligned segment base.
+void assemble(flatbuffers::FlatBufferBuilder& b,
+              const std::vector<std::pair<const std::vector<uint8_t>*, uint64_t>>& segs, uint64_t seg_end,
+              const PteWriteOptions& opt, std::vector<uint8_t>& out) {
+  constexpr size_t kHeader = 32;
+  const uint8_t* fbdata = b.GetBufferPointer();
+  size_t fbsize = b.GetSize();
+  size_t program_size = fbsize + kHeader;
+  uint64_t base = align_up(program_size, opt.segment_alignment);
+  out.assign(base + seg_end, 0);
+  uint32_t root_off = static_cast<uint32_t>(fbdata[0] | fbdata[1] << 8 | fbdata[2] << 16 |
+                                            static_cast<uint32_t>(fbdata[3]) << 24);
+  put_u32(out.data(), root_off + static_cast<uint32_t>(kHeader));
+  std::memcpy(out.data() + 4, fbdata + 4, 4);
+  uint8_t* h = out.data() + 8;
+  std::memcpy(h, "eh00", 4);
+  put_u32(h + 4, 32);            // header length (without padding)
+  put_u64(h + 8, program_size);  // flatbuffer data incl. headers
+  put_u64(h + 16, base);         // segment base offset
+  put_u64(h + 24, seg_end);      // segment data size
+  std::memcpy(out.data() + 8 + kHeader, fbdata + 8, fbsize - 8);
+  for (const auto& [d, off] : segs)
+    if (!d->empty()) std::memcpy(out.data() + base + off, d->data(), d->size());
+}
+
+}  // namespace
+
 PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
                          const std::vector<PteConstMethod>& const_methods, const PteWriteOptions& opt) {
   PteWriteResult res;
@@ -300,20 +350,7 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
     MethodEmitter em(m, pools, opt);
     plans.push_back(em.emit());
     const Plan& p = plans.back();
-    PteMethodStats st;
-    st.name = p.name;
-    st.instructions = static_cast<int>(p.calls.size());
-    st.values = static_cast<int>(p.values.size());
-    st.planned_bytes = p.non_const_buffer_sizes.back();
-    for (const EV& e : p.values)
-      if (e.kind == fb::KernelTypes::Tensor && e.planned)
-        st.naive_bytes += static_cast<int64_t>(align_up(e.nbytes, opt.memory_alignment));
-    for (const auto& [n, o] : p.operators) {
-      std::string full = o.empty() ? n : n + "." + o;
-      st.operators.push_back(full);
-      all_ops.insert(full);
-    }
-    res.methods.push_back(st);
+    res.methods.push_back(method_stats(p, opt, all_ops));
     res.warnings.insert(res.warnings.end(), p.warnings.begin(), p.warnings.end());
   }
   for (const auto& c : const_methods) {
@@ -352,28 +389,7 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
                                       cseg, has_mut ? &msegs : nullptr);
   fb::FinishProgramBuffer(b, root);
 
-  // Insert the extended header after the 8-byte flatbuffer header; 32 bytes keep every internal
-  // alignment (a multiple of the largest force_align, 16). Only the root offset is absolute.
-  constexpr size_t kHeader = 32;
-  const uint8_t* fbdata = b.GetBufferPointer();
-  size_t fbsize = b.GetSize();
-  size_t program_size = fbsize + kHeader;
-  uint64_t base = align_up(program_size, opt.segment_alignment);
-  std::vector<uint8_t>& out = res.bytes;
-  out.assign(base + seg_end, 0);
-  uint32_t root_off = static_cast<uint32_t>(fbdata[0] | fbdata[1] << 8 | fbdata[2] << 16 |
-                                            static_cast<uint32_t>(fbdata[3]) << 24);
-  put_u32(out.data(), root_off + static_cast<uint32_t>(kHeader));
-  std::memcpy(out.data() + 4, fbdata + 4, 4);
-  uint8_t* h = out.data() + 8;
-  std::memcpy(h, "eh00", 4);
-  put_u32(h + 4, 32);            // header length (without padding)
-  put_u64(h + 8, program_size);  // flatbuffer data incl. headers
-  put_u64(h + 16, base);         // segment base offset
-  put_u64(h + 24, seg_end);      // segment data size
-  std::memcpy(out.data() + 8 + kHeader, fbdata + 8, fbsize - 8);
-  for (const auto& [d, off] : segs)
-    if (!d->empty()) std::memcpy(out.data() + base + off, d->data(), d->size());
+  assemble(b, segs, seg_end, opt, res.bytes);
   return res;
 }
 

@@ -57,17 +57,11 @@ Var static_position_mask(Builder& b, StaticAttentionContext& ctx, int64_t window
   return mask;
 }
 
-CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptureOptions& o,
-                                       ExportContext& ctx) {
-  if (o.max_seq_len < 1) HFX_THROW("executorch", "expected max_seq_len >= 1, got {}", o.max_seq_len);
-  CapturedProgram prog;
-  prog.component = "forward";
-  prog.graph = std::make_shared<Graph>();
-  Graph& g = *prog.graph;
-  ShapeEnv& env = g.env();
-  TraceBuilder tb(g, &ctx.patches);
-  const ModelConfig& cfg = model.config();
+namespace {
 
+// The tokens' sequence dim: a symbol in the Dim's range (hint: the sample length) when dynamic, else 1;
+// and the contract of tokens and input_pos.
+Sym sequence_symbol(const StaticCaptureOptions& o, ShapeEnv& env, CapturedProgram& prog) {
   Sym S(1);
   if (o.dynamic) {
     Dim d = o.seq;
@@ -82,7 +76,46 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
     prog.contract["tokens"] = {AxisContract{"", 1, 1}, AxisContract{"", 1, 1}};
     prog.contract["input_pos"] = {AxisContract{"", 1, 1}};
   }
+  return S;
+}
 
+// Each cache buffer's update as output `<buffer>_out`, recorded as a cache leaf; a layer the forward did
+// not update is refused.
+void add_cache_outputs(Graph& g, StaticCache& cache, const std::vector<CacheLayerSpec>& layout) {
+  for (size_t i = 0; i < layout.size(); i++) {
+    for (const char* kind : {"key", "value"}) {
+      const Var& v =
+          std::string(kind) == "key" ? cache.key(static_cast<int>(i)) : cache.value(static_cast<int>(i));
+      std::string in = StaticCache::buffer_name(static_cast<int>(i), kind);
+      if (v.value() == g.find_input(in))
+        HFX_THROW("executorch", "expected the forward to update cache layer {}, got no {} update", i, kind);
+      g.add_output(in + "_out", v.value());
+      CacheLeaf leaf;
+      leaf.layer = static_cast<int>(i);
+      leaf.kind = kind;
+      leaf.layer_type = layout[i].layer_type;
+      leaf.window = layout[i].window;
+      leaf.input_name = in;
+      leaf.output_name = in + "_out";
+      g.cache_leaves().push_back(leaf);
+    }
+  }
+}
+
+}  // namespace
+
+CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptureOptions& o,
+                                       ExportContext& ctx) {
+  if (o.max_seq_len < 1) HFX_THROW("executorch", "expected max_seq_len >= 1, got {}", o.max_seq_len);
+  CapturedProgram prog;
+  prog.component = "forward";
+  prog.graph = std::make_shared<Graph>();
+  Graph& g = *prog.graph;
+  ShapeEnv& env = g.env();
+  TraceBuilder tb(g, &ctx.patches);
+  const ModelConfig& cfg = model.config();
+
+  const Sym S = sequence_symbol(o, env, prog);
   std::vector<CacheLayerSpec> layout = model.cache_layout();
   try {
     Var tokens = tb.input("tokens", TensorType{DType::I64, {Sym(1), S}});
@@ -110,24 +143,7 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
     args.logits_to_keep = o.logits_to_keep;
     ForwardOut out = model.forward(tb, args);
     g.add_output("logits", out.logits.value());
-    for (size_t i = 0; i < layout.size(); i++) {
-      for (const char* kind : {"key", "value"}) {
-        const Var& v =
-            std::string(kind) == "key" ? cache.key(static_cast<int>(i)) : cache.value(static_cast<int>(i));
-        std::string in = StaticCache::buffer_name(static_cast<int>(i), kind);
-        if (v.value() == g.find_input(in))
-          HFX_THROW("executorch", "expected the forward to update cache layer {}, got no {} update", i, kind);
-        g.add_output(in + "_out", v.value());
-        CacheLeaf leaf;
-        leaf.layer = static_cast<int>(i);
-        leaf.kind = kind;
-        leaf.layer_type = layout[i].layer_type;
-        leaf.window = layout[i].window;
-        leaf.input_name = in;
-        leaf.output_name = in + "_out";
-        g.cache_leaves().push_back(leaf);
-      }
-    }
+    add_cache_outputs(g, cache, layout);
   } catch (const Error& e) {
     HFX_THROW("executorch", "capturing the static-cache forward of architecture '{}' failed: {}",
               cfg.model_type, e.what());

@@ -145,9 +145,53 @@ bool gqa_owns_cat(const Graph& g, const Node& cat) {
   return p && (p->cat_k == &cat || p->cat_v == &cat);
 }
 
-void emit_gqa(Cx& cx, const GqaPlan& p) {
+// The attention bias from the model's mask: f32, clamped at −1e30, [B|1, 1, S, T] (the kernel reads the
+// bias with the query axis unbroadcast).
+std::string gqa_bias(Cx& cx, const GqaPlan& p, const std::string& S1) {
   const Node& n = *p.sdpa;
   const DType f = DType::F32;
+  std::string bias = cx.cast(&n, cx.name(p.mask), p.mask->type.dtype, f);
+  // A query row whose every key is masked (a left-padding row) must average its causal keys, as
+  // hfx.sdpa does with the models' additive mask (score + lowest rounds to lowest: a uniform row).
+  // ONNX Runtime's kernel does not give that for a bias of float lowest; clamped at -1e30 it does, and
+  // masked keys of other rows still get exp(-1e30 - max) = 0.
+  bias = cx.op(&n, "Max", {bias, cx.scalar(-1e30, f)}, "bias_clamped");
+  size_t r = p.mask->type.shape.size();
+  if (r < 4) {
+    std::vector<int64_t> lead;
+    for (size_t i = 0; i < 4 - r; i++) lead.push_back(static_cast<int64_t>(i));
+    bias = cx.op(&n, "Unsqueeze", {bias, cx.i64s(lead)}, "bias4");
+  }
+  // [B|1, 1, 1|S, T] → [B|1, 1, S, T] (the kernel reads the bias with the query axis unbroadcast).
+  const Sym& qa = p.mask->type.shape[r >= 2 ? r - 2 : 0];
+  if (r < 2 || !qa.same(p.q->type.shape[2])) {
+    std::string es = cx.op(&n, "Concat", {cx.i64s({1, 1}), S1, cx.i64s({1})}, "bias_expand");
+    Cx::attr(last(cx), "axis", int64_t{0});
+    bias = cx.op(&n, "Expand", {bias, es}, "attention_bias");
+  }
+  return bias;
+}
+
+// ONNX Runtime's kernel takes several new tokens over a non-empty past only at batch 1: the contract says
+// so, and hfx's ORT paths refuse such a call by name (hfx/runtime/shape_restriction.h). Every layer's past
+// has the same length, so the first fused layer states it for all.
+void restrict_chunked_batches(Cx& cx, const GqaPlan& p) {
+  const Sym& S = p.q->type.shape[2];
+  if (p.past_k && !(S.is_const() && S.value() == 1) && cx.graph().find_input("input_ids") &&
+      cx.restrictions().empty())
+    cx.restrict(
+        {{"when",
+          {{{"input", "input_ids"}, {"axis", 1}, {"min", 2}},
+           {{"input", p.past_k->name}, {"axis", 2}, {"min", 1}}}},
+         {"require", {{"input", "input_ids"}, {"axis", 0}, {"max", 1}}},
+         {"why",
+          "ONNX Runtime's com.microsoft GroupQueryAttention (--target ort) requires batch_size 1 when "
+          "sequence_length > 1 and past context is given; feed such a chunk one row at a time, or export "
+          "with --target standard"}});
+}
+
+void emit_gqa(Cx& cx, const GqaPlan& p) {
+  const Node& n = *p.sdpa;
   const int64_t H = p.num_heads, Hkv = p.kv_num_heads, D = p.head_size;
   std::string q = to_bsh(cx, &n, cx.name(p.q), H, D, "query");
   std::string k = to_bsh(cx, &n, cx.name(p.k_new), Hkv, D, "key");
@@ -172,28 +216,7 @@ void emit_gqa(Cx& cx, const GqaPlan& p) {
       cx.op(&n, "Cast", {cx.op(&n, "Expand", {t_minus_1, B1}, "seqlens_k_i64")}, "seqlens_k");
   Cx::attr(last(cx), "to", static_cast<int64_t>(onnx::TensorProto::INT32));
 
-  std::string bias;
-  if (p.mask) {
-    bias = cx.cast(&n, cx.name(p.mask), p.mask->type.dtype, f);
-    // A query row whose every key is masked (a left-padding row) must average its causal keys, as
-    // hfx.sdpa does with the models' additive mask (score + lowest rounds to lowest: a uniform row).
-    // ONNX Runtime's kernel does not give that for a bias of float lowest; clamped at -1e30 it does, and
-    // masked keys of other rows still get exp(-1e30 - max) = 0.
-    bias = cx.op(&n, "Max", {bias, cx.scalar(-1e30, f)}, "bias_clamped");
-    size_t r = p.mask->type.shape.size();
-    if (r < 4) {
-      std::vector<int64_t> lead;
-      for (size_t i = 0; i < 4 - r; i++) lead.push_back(static_cast<int64_t>(i));
-      bias = cx.op(&n, "Unsqueeze", {bias, cx.i64s(lead)}, "bias4");
-    }
-    // [B|1, 1, 1|S, T] → [B|1, 1, S, T] (the kernel reads the bias with the query axis unbroadcast).
-    const Sym& qa = p.mask->type.shape[r >= 2 ? r - 2 : 0];
-    if (r < 2 || !qa.same(p.q->type.shape[2])) {
-      std::string es = cx.op(&n, "Concat", {cx.i64s({1, 1}), S1, cx.i64s({1})}, "bias_expand");
-      Cx::attr(last(cx), "axis", int64_t{0});
-      bias = cx.op(&n, "Expand", {bias, es}, "attention_bias");
-    }
-  }
+  const std::string bias = p.mask ? gqa_bias(cx, p, S1) : "";
 
   std::string present_k = p.cat_k ? cx.out(*p.cat_k) : cx.tmp(&n, "present_key");
   std::string present_v = p.cat_v ? cx.out(*p.cat_v) : cx.tmp(&n, "present_value");
@@ -203,21 +226,7 @@ void emit_gqa(Cx& cx, const GqaPlan& p) {
   if (!bias.empty())
     ins.insert(ins.end(), {"", "", "", bias});  // cos_cache, sin_cache, position_ids, attention_bias
   auto& g = cx.emit("GroupQueryAttention", ins, {o3, present_k, present_v}, &n, "com.microsoft");
-  // ONNX Runtime's kernel takes several new tokens over a non-empty past only at batch 1: the contract
-  // says so, and hfx's ORT paths refuse such a call by name (hfx/runtime/shape_restriction.h). Every
-  // layer's past has the same length, so the first fused layer states it for all.
-  const Sym& S = p.q->type.shape[2];
-  if (p.past_k && !(S.is_const() && S.value() == 1) && cx.graph().find_input("input_ids") &&
-      cx.restrictions().empty())
-    cx.restrict(
-        {{"when",
-          {{{"input", "input_ids"}, {"axis", 1}, {"min", 2}},
-           {{"input", p.past_k->name}, {"axis", 2}, {"min", 1}}}},
-         {"require", {{"input", "input_ids"}, {"axis", 0}, {"max", 1}}},
-         {"why",
-          "ONNX Runtime's com.microsoft GroupQueryAttention (--target ort) requires batch_size 1 when "
-          "sequence_length > 1 and past context is given; feed such a chunk one row at a time, or export "
-          "with --target standard"}});
+  restrict_chunked_batches(cx, p);
   Cx::attr(g, "num_heads", H);
   Cx::attr(g, "kv_num_heads", Hkv);
   Cx::attr(g, "scale", p.scale);

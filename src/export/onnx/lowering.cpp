@@ -363,49 +363,39 @@ void LoweringContext::restrict(const nlohmann::json& restriction) {
     restrictions_.push_back(restriction);
 }
 
-void LoweringContext::emit_guards() {
-  // The guarded tensor: the first input that some node reads (input_ids in a causal LM graph). Every
-  // check reshapes it to its own shape when the check holds and to an invalid shape (-2) otherwise, so
-  // ORT stops with "... running Reshape node. Name:'hfx.contract: <check>' ..." — the check text names
-  // the symbol, its range and the input axis.
-  const Value* guarded = nullptr;
-  auto users = g_.users();
-  for (const Value* v : g_.inputs())
-    if (users.count(v) && !users.at(v).empty()) {
-      guarded = v;
-      break;
-    }
-  if (!guarded) return;
-  struct Check {
-    std::string what;
-    std::string ok;  // bool [1]
-  };
-  std::vector<Check> checks;
-  auto cmp = [&](const std::string& op_type, const std::string& a, const std::string& b) {
-    std::string o = unique("contract/" + op_type);
-    emit(op_type, {a, b}, {o});
-    return o;
-  };
-  auto both = [&](const std::string& a, const std::string& b) {
-    if (a.empty()) return b;
-    if (b.empty()) return a;
-    return cmp("And", a, b);
-  };
+std::string LoweringContext::contract_cmp(const std::string& op_type, const std::string& a,
+                                          const std::string& b) {
+  std::string o = unique("contract/" + op_type);
+  emit(op_type, {a, b}, {o});
+  return o;
+}
+
+std::string LoweringContext::contract_and(const std::string& a, const std::string& b) {
+  if (a.empty()) return b;
+  if (b.empty()) return a;
+  return contract_cmp("And", a, b);
+}
+
+// Every symbol with a defining input axis within its range.
+void LoweringContext::range_checks(std::vector<ContractCheck>& checks) {
   const ShapeEnv& env = g_.env();
   for (const auto& [s, o] : origins_) {
     if (s.rfind("__", 0) == 0 || !env.has_symbol(s)) continue;
     SymRange r = env.range_of(s);
     std::string v = sym(Sym::symbol(s));
     std::string ok;
-    if (r.min > 0) ok = both(ok, cmp("GreaterOrEqual", v, i64s({r.min})));
-    if (r.bounded()) ok = both(ok, cmp("LessOrEqual", v, i64s({r.max})));
+    if (r.min > 0) ok = contract_and(ok, contract_cmp("GreaterOrEqual", v, i64s({r.min})));
+    if (r.bounded()) ok = contract_and(ok, contract_cmp("LessOrEqual", v, i64s({r.max})));
     if (ok.empty()) continue;
     checks.push_back({fmt::format("{} in [{}, {}] ({} axis {})", s, r.min,
                                   r.bounded() ? std::to_string(r.max) : "inf", o.input, o.axis),
                       ok});
   }
-  // Input dims that must agree with symbols defined elsewhere (attention_mask = past + sequence). An input
-  // with a zero default may be its [1, …, 1] default instead: the graph broadcasts it (Expand checks).
+}
+
+// Input dims that must agree with symbols defined elsewhere (attention_mask = past + sequence). An input
+// with a zero default may be its [1, …, 1] default instead: the graph broadcasts it (Expand checks).
+void LoweringContext::dim_checks(std::vector<ContractCheck>& checks) {
   for (const Value* v : g_.inputs())
     for (size_t a = 0; a < v->type.shape.size() && !zero_default(v); a++) {
       const Sym& d = v->type.shape[a];
@@ -421,8 +411,13 @@ void LoweringContext::emit_guards() {
       auto& p = emit("Shape", {v->name}, {pseudo});
       attr(p, "start", static_cast<int64_t>(a));
       attr(p, "end", static_cast<int64_t>(a + 1));
-      checks.push_back({fmt::format("{} axis {} == {}", v->name, a, d.str()), cmp("Equal", pseudo, sym(d))});
+      checks.push_back(
+          {fmt::format("{} axis {} == {}", v->name, a, d.str()), contract_cmp("Equal", pseudo, sym(d))});
     }
+}
+
+// The capture's deferred guards whose symbols the graph can compute.
+void LoweringContext::guard_checks(std::vector<ContractCheck>& checks) {
   for (const Guard& gd : opts_.guards) {
     if (!sym_available(gd.expr)) {
       warn(fmt::format("deferred guard '{}' ({}) not checked in the graph: a symbol has no defining input",
@@ -430,30 +425,54 @@ void LoweringContext::emit_guards() {
       continue;
     }
     std::string v = sym(gd.expr), ok;
-    if (gd.lower > -SymRange::kInf) ok = both(ok, cmp("GreaterOrEqual", v, i64s({gd.lower})));
-    if (gd.upper < SymRange::kInf) ok = both(ok, cmp("LessOrEqual", v, i64s({gd.upper})));
+    if (gd.lower > -SymRange::kInf)
+      ok = contract_and(ok, contract_cmp("GreaterOrEqual", v, i64s({gd.lower})));
+    if (gd.upper < SymRange::kInf) ok = contract_and(ok, contract_cmp("LessOrEqual", v, i64s({gd.upper})));
     if (ok.empty()) continue;
     checks.push_back(
         {fmt::format("guard {} in [{}, {}] from {}", gd.expr.str(), gd.lower, gd.upper, gd.where), ok});
   }
-  if (checks.empty()) return;
-  auto gate = [&](const Value* v, const std::string& ok, const std::string& what, const std::string& after) {
-    std::string cur = name(v), shp = unique(v->name + "/contract_shape"), target = unique("contract/target");
-    emit("Shape", {cur}, {shp});
-    emit("Where", {ok, shp, i64s(std::vector<int64_t>(v->type.shape.size(), -2))}, {target});
-    if (!after.empty()) {  // + an empty tensor from the last named check: this gate runs after it
-      std::string t2 = unique("contract/target");
-      attr(emit("Concat", {target, after}, {t2}), "axis", int64_t{0});
-      target = t2;
+}
+
+// Reshapes v to its own shape when `ok` holds and to an invalid shape (-2) otherwise; `after` (an empty
+// tensor from the last named check) makes this gate run after it.
+void LoweringContext::contract_gate(const Value* v, const std::string& ok, const std::string& what,
+                                    const std::string& after) {
+  std::string cur = name(v), shp = unique(v->name + "/contract_shape"), target = unique("contract/target");
+  emit("Shape", {cur}, {shp});
+  emit("Where", {ok, shp, i64s(std::vector<int64_t>(v->type.shape.size(), -2))}, {target});
+  if (!after.empty()) {
+    std::string t2 = unique("contract/target");
+    attr(emit("Concat", {target, after}, {t2}), "axis", int64_t{0});
+    target = t2;
+  }
+  std::string next = unique(v->name + "/checked");
+  emit("Reshape", {cur, target}, {next}).set_name(unique("hfx.contract: " + what));
+  rebind(v, next);
+}
+
+void LoweringContext::emit_guards() {
+  // The guarded tensor: the first input that some node reads (input_ids in a causal LM graph). Every
+  // check reshapes it to its own shape when the check holds and to an invalid shape (-2) otherwise, so
+  // ORT stops with "... running Reshape node. Name:'hfx.contract: <check>' ..." — the check text names
+  // the symbol, its range and the input axis.
+  const Value* guarded = nullptr;
+  auto users = g_.users();
+  for (const Value* v : g_.inputs())
+    if (users.count(v) && !users.at(v).empty()) {
+      guarded = v;
+      break;
     }
-    std::string next = unique(v->name + "/checked");
-    emit("Reshape", {cur, target}, {next}).set_name(unique("hfx.contract: " + what));
-    rebind(v, next);
-  };
+  if (!guarded) return;
+  std::vector<ContractCheck> checks;
+  range_checks(checks);
+  dim_checks(checks);
+  guard_checks(checks);
+  if (checks.empty()) return;
   std::string all;
   for (const auto& c : checks) {
-    gate(guarded, c.ok, c.what, "");
-    all = both(all, c.ok);
+    contract_gate(guarded, c.ok, c.what, "");
+    all = contract_and(all, c.ok);
   }
   // The named checks above fail first (their message says which contract was broken).
   std::string after = unique("contract/after_checks");
@@ -464,7 +483,7 @@ void LoweringContext::emit_guards() {
   // out-of-contract call before a check stops it (a Gather of position_ids past a learned table would).
   for (const Value* v : g_.inputs())
     if (v != guarded && users.count(v) && !users.at(v).empty() && !dtype_is_float(v->type.dtype))
-      gate(v, all, "every check above (" + v->name + ")", after);
+      contract_gate(v, all, "every check above (" + v->name + ")", after);
 }
 
 // ------------------------------------------------------------------ registration

@@ -262,6 +262,17 @@ class LoweringContext {
   void declare_inputs();
 
  private:
+  // emit_guards' pieces: one named check (its text and the bool [1] that holds when it passes).
+  struct ContractCheck {
+    std::string what, ok;
+  };
+  std::string contract_cmp(const std::string& op_type, const std::string& a, const std::string& b);
+  std::string contract_and(const std::string& a, const std::string& b);
+  void range_checks(std::vector<ContractCheck>& checks);
+  void dim_checks(std::vector<ContractCheck>& checks);
+  void guard_checks(std::vector<ContractCheck>& checks);
+  void contract_gate(const Value* v, const std::string& ok, const std::string& what,
+                     const std::string& after);
   struct Origin {
     std::string input;
     int axis;

@@ -119,6 +119,64 @@ std::unique_ptr<Model> quantize_for_export(const Model& model, const quant::Quan
   return m;
 }
 
+// Stages 2 and 3: composite ops without a translation decomposed through the op table (stage-2 patches
+// active meanwhile: a decomposition runs through a TraceBuilder), stage-2 node fixes re-run over the nodes
+// the decompositions produced; then the stage-3 node and program fixes, and dead-code elimination unless
+// disabled for the architecture.
+void fix_stages(ExportContext& ctx, Graph& g, const OnnxConfig& cfg, const std::string& arch,
+                std::vector<std::string>& warnings) {
+  // ── Stage 2: ONNX patches ──
+  {
+    PatchScope patches(ctx, "onnx", 2);
+    std::vector<std::string> decompose;
+    const auto& table = onnx_translation_table();
+    for (const auto& n : g.nodes())
+      if (op_schema(n->op).composite() && !table.count(n->op)) decompose.push_back(n->op);
+    if (!decompose.empty()) run_pass(g, decompose_pass(decompose, &ctx.patches));
+    apply_node_fixes("onnx", 2, g);
+  }
+
+  // ── Stage 3: FX node fixes ──
+  g.metadata()[kOnnxTargetKey] = cfg.target;  // fixes that depend on the target read it here
+  apply_node_fixes("onnx", 3, g);
+  apply_program_fixes("onnx", 3, g, warnings);
+  std::string why;
+  if (cfg.optimize && !optimize_disabled("onnx", arch, &why))
+    run_pass(g, dead_code_elimination_pass());
+  else if (!why.empty())
+    warnings.push_back("optimization disabled for " + arch + ": " + why);
+}
+
+// Stage 4's options for one captured program: opset, target, activations (refused for MoE), contract,
+// guards, weight dtype, zero-default inputs and metadata.
+LowerOptions lower_options(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg,
+                           const CapturedProgram& prog) {
+  const std::string& arch = model.config().model_type;
+  const Graph& g = *prog.graph;
+  LowerOptions lo;
+  lo.opset = cfg.opset;
+  lo.target = cfg.target;
+  lo.int8_activations = cfg.quantize.int8_activations;
+  if (lo.int8_activations)
+    for (const auto& n : g.nodes())
+      if (n->op == "hfx.moe")
+        HFX_THROW("export",
+                  "expected a dense decoder for --activations int8, got {} with a mixture-of-experts block "
+                  "('{}'): int8 activations can switch a router's expert choice (the tiny mixtral, int4: "
+                  "logits off "
+                  "by 0.98, outside verify's 'int8-activations' bounds); export it with --activations f32",
+                  arch, n->name);
+  lo.graph_name = arch + "_" + prog.component;
+  lo.contract = prog.contract;
+  lo.weight_dtype = cfg.weight_dtype(model.config().dtype);
+  lo.guards = prog.guards;
+  for (const InputDecl& d : model.component(spec.component).inputs)
+    if (d.zero_default && g.find_input(d.name)) lo.zero_default_inputs.push_back(d.name);
+  lo.metadata = {
+      {"hfx.component", prog.component}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
+  return lo;
+}
+
 class OnnxExporter : public Exporter {
  public:
   std::string format() const override { return "onnx"; }
@@ -221,55 +279,12 @@ class OnnxExporter : public Exporter {
     Graph& g = *prog.graph;
     try {
       stage(comp, at, 1, "fixes", written_ + shared_before);
-      // ── Stage 2: ONNX patches ──
-      // Composite ops without a translation are decomposed through the op table; stage-2 patches are
-      // active meanwhile (a decomposition runs through a TraceBuilder), and stage-2 node fixes re-run
-      // over the nodes the decompositions produced.
-      {
-        PatchScope patches(ctx, "onnx", 2);
-        std::vector<std::string> decompose;
-        const auto& table = onnx_translation_table();
-        for (const auto& n : g.nodes())
-          if (op_schema(n->op).composite() && !table.count(n->op)) decompose.push_back(n->op);
-        if (!decompose.empty()) run_pass(g, decompose_pass(decompose, &ctx.patches));
-        apply_node_fixes("onnx", 2, g);
-      }
-
-      // ── Stage 3: FX node fixes ──
-      g.metadata()[kOnnxTargetKey] = cfg.target;  // fixes that depend on the target read it here
-      apply_node_fixes("onnx", 3, g);
-      apply_program_fixes("onnx", 3, g, warnings);
-      std::string why;
-      if (cfg.optimize && !optimize_disabled("onnx", arch, &why))
-        run_pass(g, dead_code_elimination_pass());
-      else if (!why.empty())
-        warnings.push_back("optimization disabled for " + arch + ": " + why);
+      fix_stages(ctx, g, cfg, arch, warnings);
       trace.phase("fixes");
 
       stage(comp, at, 2, "lower", written_ + shared_before);
       // ── Stage 4: ONNX translations ──
-      LowerOptions lo;
-      lo.opset = cfg.opset;
-      lo.target = cfg.target;
-      lo.int8_activations = cfg.quantize.int8_activations;
-      if (lo.int8_activations)
-        for (const auto& n : g.nodes())
-          if (n->op == "hfx.moe")
-            HFX_THROW(
-                "export",
-                "expected a dense decoder for --activations int8, got {} with a mixture-of-experts block "
-                "('{}'): int8 activations can switch a router's expert choice (the tiny mixtral, int4: "
-                "logits off "
-                "by 0.98, outside verify's 'int8-activations' bounds); export it with --activations f32",
-                arch, n->name);
-      lo.graph_name = arch + "_" + comp;
-      lo.contract = prog.contract;
-      lo.weight_dtype = cfg.weight_dtype(model.config().dtype);
-      lo.guards = prog.guards;
-      for (const InputDecl& d : model.component(spec.component).inputs)
-        if (d.zero_default && g.find_input(d.name)) lo.zero_default_inputs.push_back(d.name);
-      lo.metadata = {
-          {"hfx.component", comp}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
+      const LowerOptions lo = lower_options(model, spec, cfg, prog);
       LoweredModel lm = lower_graph(g, lo);
       trace.phase("lower");
 

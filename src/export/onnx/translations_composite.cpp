@@ -190,6 +190,63 @@ void rope(Cx& cx, const Node& n) {
 }
 
 // ---------------------------------------------------------------- composite: sdpa
+namespace {
+
+// bool [S, T]: key allowed for query (causal: key ≤ query position; window: within `window` of it); the
+// query positions are T - S … T - 1.
+std::string position_mask(Cx& cx, const Node& n, const std::string& S1, bool causal, int64_t window) {
+  std::string allowed;
+  std::string kshape = cx.op(&n, "Shape", {cx.in(n, 1)}, "k_shape");
+  std::string T1 = cx.op(&n, "Slice", {kshape, cx.i64s({2}), cx.i64s({3})}, "T");
+  std::string T0 = cx.op(&n, "Squeeze", {T1, cx.i64s({0})}), S0 = cx.op(&n, "Squeeze", {S1, cx.i64s({0})});
+  std::string qpos = cx.op(&n, "Range", {cx.op(&n, "Sub", {T0, S0}), T0, cx.i64(1)}, "q_pos");
+  std::string kpos = cx.op(&n, "Range", {cx.i64(0), T0, cx.i64(1)}, "k_pos");
+  std::string diff = cx.op(
+      &n, "Sub", {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})},
+      "q_minus_k");
+  if (causal) allowed = cx.op(&n, "GreaterOrEqual", {diff, cx.i64(0)}, "causal");
+  if (window > 0) {
+    std::string w = cx.op(&n, "Less", {diff, cx.i64(window)}, "in_window");
+    allowed = allowed.empty() ? w : cx.op(&n, "And", {allowed, w}, "allowed");
+  }
+  return allowed;
+}
+
+// The caller's mask broadcast to the score layout ([B, H, S, T], or [B, Hkv, G, S, T] when grouped): a
+// bool mask is and-ed into `allowed` (and "" returned), a float mask is returned as an f32 additive bias.
+std::string sdpa_mask(Cx& cx, const Node& n, const Value* mv, bool grouped, int64_t Hkv, int64_t G,
+                      std::string& allowed) {
+  std::string mask = cx.name(mv);
+  int64_t mr = rank_of(mv);
+  if (mr < 4) {
+    std::vector<int64_t> lead;
+    for (int64_t i = 0; i < 4 - mr; i++) lead.push_back(i);
+    mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s(lead)}, "mask4");
+  }
+  if (grouped) {
+    const Sym& mh = mv->type.shape[mr >= 3 ? mr - 3 : 0];
+    if (mr < 3 || (mh.is_const() && mh.value() == 1)) {
+      mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s({2})}, "mask5");
+    } else {
+      std::string ms = cx.op(&n, "Shape", {mask}, "mask_shape");
+      std::string s5 = cx.op(&n, "Concat",
+                             {cx.op(&n, "Slice", {ms, cx.i64s({0}), cx.i64s({1})}), cx.i64s({Hkv, G}),
+                              cx.op(&n, "Slice", {ms, cx.i64s({2}), cx.i64s({4})})},
+                             "mask5_shape");
+      Cx::attr(last(cx), "axis", int64_t{0});
+      mask = cx.op(&n, "Reshape", {mask, s5}, "mask5");
+      Cx::attr(last(cx), "allowzero", int64_t{1});
+    }
+  }
+  if (mv->type.dtype == DType::Bool) {
+    allowed = allowed.empty() ? mask : cx.op(&n, "And", {allowed, mask}, "allowed");
+    return "";
+  }
+  return cx.cast(&n, mask, mv->type.dtype, DType::F32);
+}
+
+}  // namespace
+
 // Primitive attention. Grouped-query heads are handled without repeating K/V: q is viewed as
 // [B, Hkv, G, S, D] and K/V get a unit group axis, so MatMul broadcasts. Causal and window masks are
 // built from positions (query i sits at T - S + i). Rows with no allowed key give 0, as the kernel does.
@@ -231,54 +288,8 @@ void sdpa_primitive(Cx& cx, const Node& n) {
         &n, "Mul",
         {cx.op(&n, "Tanh", {cx.op(&n, "Mul", {sc, cx.scalar(1.0 / softcap, f)})}), cx.scalar(softcap, f)},
         "softcapped");
-  std::string allowed;
-  if (causal || window > 0) {
-    std::string kshape = cx.op(&n, "Shape", {cx.in(n, 1)}, "k_shape");
-    std::string T1 = cx.op(&n, "Slice", {kshape, cx.i64s({2}), cx.i64s({3})}, "T");
-    std::string T0 = cx.op(&n, "Squeeze", {T1, cx.i64s({0})}), S0 = cx.op(&n, "Squeeze", {S1, cx.i64s({0})});
-    std::string qpos = cx.op(&n, "Range", {cx.op(&n, "Sub", {T0, S0}), T0, cx.i64(1)}, "q_pos");
-    std::string kpos = cx.op(&n, "Range", {cx.i64(0), T0, cx.i64(1)}, "k_pos");
-    std::string diff =
-        cx.op(&n, "Sub",
-              {cx.op(&n, "Unsqueeze", {qpos, cx.i64s({1})}), cx.op(&n, "Unsqueeze", {kpos, cx.i64s({0})})},
-              "q_minus_k");
-    if (causal) allowed = cx.op(&n, "GreaterOrEqual", {diff, cx.i64(0)}, "causal");
-    if (window > 0) {
-      std::string w = cx.op(&n, "Less", {diff, cx.i64(window)}, "in_window");
-      allowed = allowed.empty() ? w : cx.op(&n, "And", {allowed, w}, "allowed");
-    }
-  }
-  std::string mask;
-  if (mv) {
-    mask = cx.name(mv);
-    int64_t mr = rank_of(mv);
-    if (mr < 4) {
-      std::vector<int64_t> lead;
-      for (int64_t i = 0; i < 4 - mr; i++) lead.push_back(i);
-      mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s(lead)}, "mask4");
-    }
-    if (grouped) {
-      const Sym& mh = mv->type.shape[mr >= 3 ? mr - 3 : 0];
-      if (mr < 3 || (mh.is_const() && mh.value() == 1)) {
-        mask = cx.op(&n, "Unsqueeze", {mask, cx.i64s({2})}, "mask5");
-      } else {
-        std::string ms = cx.op(&n, "Shape", {mask}, "mask_shape");
-        std::string s5 = cx.op(&n, "Concat",
-                               {cx.op(&n, "Slice", {ms, cx.i64s({0}), cx.i64s({1})}), cx.i64s({*Hkv, G}),
-                                cx.op(&n, "Slice", {ms, cx.i64s({2}), cx.i64s({4})})},
-                               "mask5_shape");
-        Cx::attr(last(cx), "axis", int64_t{0});
-        mask = cx.op(&n, "Reshape", {mask, s5}, "mask5");
-        Cx::attr(last(cx), "allowzero", int64_t{1});
-      }
-    }
-    if (mv->type.dtype == DType::Bool) {
-      allowed = allowed.empty() ? mask : cx.op(&n, "And", {allowed, mask}, "allowed");
-      mask.clear();
-    } else {
-      mask = cx.cast(&n, mask, mv->type.dtype, f);
-    }
-  }
+  std::string allowed = causal || window > 0 ? position_mask(cx, n, S1, causal, window) : "";
+  std::string mask = mv ? sdpa_mask(cx, n, mv, grouped, *Hkv, G, allowed) : "";
   std::string ninf = cx.scalar(-std::numeric_limits<double>::infinity(), f);
   if (!allowed.empty()) sc = cx.op(&n, "Where", {allowed, sc, ninf}, "masked");
   if (!mask.empty()) sc = cx.op(&n, "Add", {sc, mask}, "masked_add");
