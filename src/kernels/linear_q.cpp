@@ -341,6 +341,19 @@ void tiled(const Codes& c, const float* x, int64_t M, int64_t N, float* y) {
   });
 }
 
+// The kernels' view of a weight's codes (hfx/quant/quantize.h's layout).
+Codes codes_of(const quant::QuantizedWeight& q) {
+  return {q.qweight.data<uint8_t>(),
+          q.scales.data<float>(),
+          q.zero_points.defined() ? q.zero_points.data<uint8_t>() : nullptr,
+          q.bits,
+          q.K,
+          q.group_size,
+          q.blocks(),
+          q.group_size * q.bits / 8,
+          (q.blocks() * q.bits + 7) / 8};
+}
+
 }  // namespace
 
 LinearQIsa linear_q_isa() { return std::min(cpu_isa(), static_cast<LinearQIsa>(isa_cap.load())); }
@@ -358,15 +371,7 @@ Tensors linear_q(const Tensors& in, const Attrs& a) {
     HFX_THROW("kernels",
               "expected hfx.linear_q codes of {} bits in groups of {}, got {} bits in groups of {}",
               a.i("bits"), a.i("group_size"), q.bits, q.group_size);
-  Codes c{q.qweight.data<uint8_t>(),
-          q.scales.data<float>(),
-          q.zero_points.defined() ? q.zero_points.data<uint8_t>() : nullptr,
-          q.bits,
-          K,
-          q.group_size,
-          q.blocks(),
-          q.group_size * q.bits / 8,
-          (q.blocks() * q.bits + 7) / 8};
+  const Codes c = codes_of(q);
   Tensor x = detail::contig_f32(x0);
   const int64_t M = x.numel() / std::max<int64_t>(1, K), N = q.N;
   Shape oshape(x0.shape().begin(), x0.shape().end() - 1);
@@ -392,15 +397,7 @@ Tensors embedding_q(const Tensors& in, const Attrs& a) {
                                              D, "hfx.embedding_q table");
   if (q.bits != a.i("bits"))
     HFX_THROW("kernels", "expected hfx.embedding_q codes of {} bits, got {}", a.i("bits"), q.bits);
-  Codes c{q.qweight.data<uint8_t>(),
-          q.scales.data<float>(),
-          q.zero_points.defined() ? q.zero_points.data<uint8_t>() : nullptr,
-          q.bits,
-          D,
-          q.group_size,
-          q.blocks(),
-          q.group_size * q.bits / 8,
-          (q.blocks() * q.bits + 7) / 8};
+  const Codes c = codes_of(q);
   const Tensor idx = in[2].to(DType::I64).contiguous();
   Shape os = idx.shape();
   os.push_back(D);
