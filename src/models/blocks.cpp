@@ -130,7 +130,7 @@ Var W(Builder& b, const Model& m, const std::string& name) { return F::to(m.w(b,
 // else aten.linear on the f32 weight.
 Var matmul_weight(Builder& b, const Model& m, const Var& x, const std::string& weight) {
   const quant::QuantNames q = quant::quant_names(weight);
-  if (!m.weights().has(q.qweight)) return F::linear(x, W(b, m, weight));
+  if (!m.weights().has(m.weight_name(q.qweight))) return F::linear(x, W(b, m, weight));
   Var codes = m.w(b, q.qweight), scales = m.w(b, q.scales), zp = m.w_opt(b, q.zero_points);
   // bits and group size follow from the shapes: codes [N, K / group, group · bits / 8]
   const int64_t K = x.size(-1).value(), group = K / codes.size(1).value();
@@ -141,7 +141,7 @@ Var linear(Builder& b, const Model& m, const Var& x, const std::string& local, b
   Scope s(b, local);
   std::string n = b.scope();
   Var y;
-  if (m.weights().has(quant::quant_names(n + ".weight").qweight)) {
+  if (m.weights().has(m.weight_name(quant::quant_names(n + ".weight").qweight))) {
     y = matmul_weight(b, m, x, n + ".weight");
     if (bias) y = F::add(y, W(b, m, n + ".bias"));
   } else {
@@ -465,7 +465,7 @@ Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
   Scope se(b, "embed_tokens");
   const quant::QuantNames q = quant::quant_names("model.embed_tokens.weight");
   Var h;
-  if (weights().has(q.qweight)) {  // quantize_model with QuantOptions::embedding
+  if (weights().has(weight_name(q.qweight))) {  // quantize_model with QuantOptions::embedding
     Var codes = w(b, q.qweight);
     const int64_t group = config().hidden_size / codes.size(1).value();
     h = F::embedding_q(codes, w(b, q.scales), w_opt(b, q.zero_points), input_ids,
@@ -525,7 +525,8 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     Scope sl(b, "lm_head");
     // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h), or reads the
     // embedding's when the table itself is quantized (QuantOptions::embedding).
-    const bool own = !c.tie_word_embeddings || weights().has(quant::quant_names("lm_head.weight").qweight);
+    const bool own =
+        !c.tie_word_embeddings || weights().has(weight_name(quant::quant_names("lm_head.weight").qweight));
     logits = matmul_weight(b, *this, h, own ? "lm_head.weight" : "model.embed_tokens.weight");
     b.name_output(logits);
   }

@@ -61,6 +61,9 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
 Var W(Builder& b, const Model& m, const std::string& name);
 /// Scope(local) + linear (weight [out, in], optional bias) + name_output.
 Var linear(Builder& b, const Model& m, const Var& x, const std::string& local, bool bias);
+/// x @ weight^T for a weight [N, K] by its full name: hfx.linear_q when the store holds its quantized form
+/// (quant::quantize_model), else aten.linear on the f32 weight (LM heads, tied or not).
+Var matmul_weight(Builder& b, const Model& m, const Var& x, const std::string& weight);
 /// Scope(local) + hfx.rms_norm + name_output.
 Var rms_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps, double offset);
 /// Activation by transformers' ACT2FN name (silu/swish, gelu, gelu_new, gelu_pytorch_tanh, relu, ...).

@@ -122,7 +122,7 @@ class GPT2LM : public CausalLM {
     h = keep_last(h, a.logits_to_keep);
     Scope sl(b, "lm_head");
     Var logits =
-        F::linear(h, W(b, *this, c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight"));
+        matmul_weight(b, *this, h, c.tie_word_embeddings ? "transformer.wte.weight" : "lm_head.weight");
     b.name_output(logits);
     return {logits};
   }

@@ -296,7 +296,7 @@ class GraniteMoeHybridLM : public DecoderLM {
     h = keep_last(h, a.logits_to_keep);
     Scope sl(b, "lm_head");
     Var logits =
-        F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
+        matmul_weight(b, *this, h, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
     logits = F::div(logits, b.constant(Tensor::scalar(o.logits_scaling)));  // logits / logits_scaling
     b.name_output(logits);
     return logits;

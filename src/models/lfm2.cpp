@@ -281,7 +281,7 @@ Var Lfm2LM::run(Builder& b, const ForwardArgs& a, std::vector<LayerCache>& cache
   h = keep_last(h, a.logits_to_keep);
   Scope sl(b, "lm_head");
   Var logits =
-      F::linear(h, W(b, *this, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight"));
+      matmul_weight(b, *this, h, c.tie_word_embeddings ? "model.embed_tokens.weight" : "lm_head.weight");
   b.name_output(logits);
   return logits;
 }

@@ -245,7 +245,7 @@ class MambaLM : public CausalLM {
     h = keep_last(h, keep);
     Scope sl(b, "lm_head");
     Var logits =
-        F::linear(h, W(b, *this, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight"));
+        matmul_weight(b, *this, h, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight");
     b.name_output(logits);
     return logits;
   }

@@ -14,7 +14,10 @@ namespace {
 
 bool quantizable(const std::string& name, const io::TensorInfo& ti, int64_t group) {
   if (!name.ends_with(".weight") || ti.shape.size() != 2 || !dtype_is_float(ti.dtype)) return false;
-  for (const char* skip : {"embed", "norm", "wpe", "wte", "experts."})  // experts: read by the fused hfx.moe
+  // experts: read by the fused hfx.moe; shared: the embedding table of encoder-decoders; vision towers and
+  // projectors of image-text models stay float (the language model is quantized).
+  for (const char* skip : {"embed", "norm", "wpe", "wte", "experts.", "shared.", "vision_tower.",
+                           "vision_model.", "multi_modal_projector.", "connector."})
     if (name.find(skip) != std::string::npos) return false;
   return ti.shape[1] % group == 0;
 }

@@ -361,7 +361,7 @@ Var BartFamilyLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
   {
     Scope sl(b, "lm_head");
     logits =
-        F::linear(h, W(b, *this, config().tie_word_embeddings ? "model.shared.weight" : "lm_head.weight"));
+        matmul_weight(b, *this, h, config().tie_word_embeddings ? "model.shared.weight" : "lm_head.weight");
     b.name_output(logits);
   }
   logits = F::add(logits, W(b, *this, "final_logits_bias"));

@@ -184,7 +184,7 @@ class T5LM : public Seq2SeqLM {
     const bool tied = config().tie_word_embeddings;
     if (tied) h = F::mul(h, std::pow(static_cast<double>(o_.d_model), -0.5));  // T5ForConditionalGeneration
     Scope sl(b, "lm_head");
-    Var logits = F::linear(h, W(b, *this, tied ? "shared.weight" : "lm_head.weight"));
+    Var logits = matmul_weight(b, *this, h, tied ? "shared.weight" : "lm_head.weight");
     b.name_output(logits);
     return logits;
   }
