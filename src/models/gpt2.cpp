@@ -128,11 +128,15 @@ class GPT2LM : public CausalLM {
   }
 
  private:
-  // Conv1D: y = x @ W[in, out] + b.
+  // Conv1D: y = x @ W[in, out] + b; quantized, the codes hold W^T [out, in]
+  // (Architecture::transposed_weights).
   Var conv1d(Builder& b, const Var& x, const std::string& local) const {
     Scope s(b, local);
     std::string n = b.scope();
-    Var y = F::add(F::matmul(x, W(b, *this, n + ".weight")), W(b, *this, n + ".bias"));
+    const bool quantized = weights().has(weight_name(quant::quant_names(n + ".weight").qweight));
+    Var y = F::add(
+        quantized ? matmul_weight(b, *this, x, n + ".weight") : F::matmul(x, W(b, *this, n + ".weight")),
+        W(b, *this, n + ".bias"));
     b.name_output(y);
     return y;
   }
@@ -179,6 +183,8 @@ const Architecture& gpt2_architecture() {
       .tiny_tokenizer = "byte_level",
       .tiny_norm_mean = 1.0,
       .optional_weights = {R"(transformer\.h\.\d+\.attn\.(masked_)?bias)"},
+      .transposed_weights =
+          {R"(transformer\.h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight)"},
   };
   return a;
 }

@@ -3,6 +3,7 @@
 
 #include <map>
 #include <optional>
+#include <regex>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
@@ -12,14 +13,21 @@ namespace hfx::quant {
 
 namespace {
 
-bool quantizable(const std::string& name, const io::TensorInfo& ti, int64_t group) {
+bool quantizable(const std::string& name, const io::TensorInfo& ti, int64_t group, bool transposed = false) {
   if (!name.ends_with(".weight") || ti.shape.size() != 2 || !dtype_is_float(ti.dtype)) return false;
   // experts: read by the fused hfx.moe; shared: the embedding table of encoder-decoders; vision towers and
   // projectors of image-text models stay float (the language model is quantized).
   for (const char* skip : {"embed", "norm", "wpe", "wte", "experts.", "shared.", "vision_tower.",
                            "vision_model.", "multi_modal_projector.", "connector."})
     if (name.find(skip) != std::string::npos) return false;
-  return ti.shape[1] % group == 0;
+  return ti.shape[transposed ? 0 : 1] % group == 0;
+}
+
+// Whether `name` is one of the architecture's linear weights stored [in, out].
+bool is_transposed(const Architecture& arch, const std::string& name) {
+  for (const auto& re : arch.transposed_weights)
+    if (std::regex_match(name, std::regex(re))) return true;
+  return false;
 }
 
 void put(std::map<std::string, Tensor>& m, const std::string& weight, const QuantizedWeight& q) {
@@ -49,10 +57,12 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
   }
   std::map<std::string, Tensor> all;
   int n = 0;
+  const Architecture& arch = architecture(cfg.model_type);
   for (const std::string& name : ws.names()) {
     all[name] = ws.get(name);
-    if (!o.enabled() || !quantizable(name, ws.info(name), o.group_size)) continue;
-    put(all, name, quantize_weight(all[name], o, name));
+    const bool transposed = is_transposed(arch, name);
+    if (!o.enabled() || !quantizable(name, ws.info(name), o.group_size, transposed)) continue;
+    put(all, name, quantize_weight(transposed ? all[name].transpose(0, 1) : all[name], o, name));
     all.erase(name);  // a layer that would still read it as float fails naming it (Model::w)
     ws.release(name);
     n++;
@@ -91,8 +101,10 @@ int write_prequantized_checkpoint(const std::string& dir, const CheckpointQuant&
   int n = 0;
   for (const std::string& name : ws->names()) {
     Tensor t = ws->get(name).contiguous();
-    const bool linear = name != "lm_head.weight" && quantizable(name, ws->info(name), cq.group_size) &&
-                        t.shape()[0] % (32 / cq.bits) == 0;
+    // gpt2's Conv1D weights ([in, out]) stay float: GPTQ / AWQ tools pack them transposed.
+    const bool linear =
+        name != "lm_head.weight" && !is_transposed(architecture(config.value("model_type", "")), name) &&
+        quantizable(name, ws->info(name), cq.group_size) && t.shape()[0] % (32 / cq.bits) == 0;
     if (!linear) {
       out.emplace_back(name, t);
       continue;

@@ -205,6 +205,9 @@ struct Architecture {
   double tiny_norm_mean = 1.0;
   /// Weights a checkpoint may carry that the model ignores (regexes over names, e.g. rotary inv_freq).
   std::vector<std::string> optional_weights = {};
+  /// Linear weights stored [in, out] (GPT-2's Conv1D; regexes over names): quant::quantize_model
+  /// quantizes their transpose, so the codes hold [out, in] as for every other linear weight.
+  std::vector<std::string> transposed_weights = {};
   /// The task heads the architecture supports: head name ("causal_lm", "base", "masked_lm",
   /// "sequence_classification", "token_classification", "seq2seq_lm", "image_text_to_text") → the
   /// transformers class that config.json's `architectures` names for it. The first is the default
