@@ -4,6 +4,7 @@
 #include "capture/generation_loops.h"
 
 #include <algorithm>
+#include <array>
 #include <cctype>
 #include <cmath>
 #include <optional>
@@ -11,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "hfx/core/error.h"
+#include "hfx/models/rope.h"
 #include "hfx/ops/functional.h"
 
 namespace hfx::capture {
@@ -274,42 +276,101 @@ Var merge_image_features(const Var& embeds, const Var& features, const std::vect
   return F::cat(rows, 0);
 }
 
-void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
-  const int64_t rows = static_cast<int64_t>(s.prompts.size());
-  const InputDecl pixels = m.component("vision_encoder").inputs.front();
-  // pixel_values [batch, images, C, H, W] (idefics3): `rows` images per prompt, so that the recorded calls
-  // vary the image count as they vary the batch.
-  const int64_t per = pixels.axes.size() == 5 ? rows : 1;
-  NamedVars vis = rec.call("vision_encoder", "vision_encoder", b,
-                           {{pixels.name, patterned_floats(pixels, rows, b, per)}});
-  Var features = get(vis, "image_features");
-  const std::optional<int64_t> k0 = features ? features.size(1).maybe_value() : std::nullopt;
-  const std::optional<int64_t> hidden = features ? features.size(2).maybe_value() : std::nullopt;
-  if (!k0 || !hidden)
+// The vision encoder's call on `rows` sample images and its image_features as [rows, K, hidden].
+// pixel_values [images, C, H, W] (llava, gemma3) or [batch, images, C, H, W] (idefics3: `rows` images per
+// prompt, so the recorded calls vary the image count as they vary the batch); or qwen2_vl's flattened
+// patches [patches, C·T·P·P] with grid_thw [images, 3]: one (1, 2m, 3m) grid per image (m: the merge size).
+struct VisionCall {
+  Var features;
+  int64_t k = 0;  ///< image tokens per prompt
+  std::vector<std::array<int64_t, 3>> grids;
+  int64_t merge = 1;
+};
+
+VisionCall vision_call(const Model& m, int64_t rows, LoopContext& b, CallRecorder& rec) {
+  const ComponentDecl decl = m.component("vision_encoder");
+  const InputDecl pixels = decl.inputs.front();
+  VisionCall v;
+  NamedVars in;
+  int64_t per = 1, k = 0;
+  if (decl.inputs.size() > 1 && decl.inputs[1].name == "grid_thw") {
+    const auto& raw = m.config().raw;
+    v.merge = raw["vision_config"].value("spatial_merge_size", int64_t{2});
+    v.grids.assign(static_cast<size_t>(rows), {1, 2 * v.merge, 3 * v.merge});
+    std::vector<int64_t> g;
+    for (const auto& x : v.grids) g.insert(g.end(), x.begin(), x.end());
+    in = {{pixels.name, patterned_floats(pixels, rows * 6 * v.merge * v.merge, b)},
+          {"grid_thw", b.ints({rows, 3}, g)}};
+    k = 6;
+  } else {
+    per = pixels.axes.size() == 5 ? rows : 1;
+    in = {{pixels.name, patterned_floats(pixels, rows, b, per)}};
+  }
+  v.features = get(rec.call("vision_encoder", "vision_encoder", b, in), "image_features");
+  const Var& f = v.features;
+  const int64_t rank = f ? f.dim() : 0;
+  const std::optional<int64_t> k0 = rank == 3 ? f.size(1).maybe_value() : std::optional<int64_t>(k);
+  const std::optional<int64_t> hidden = rank >= 2 ? f.size(rank - 1).maybe_value() : std::nullopt;
+  if (!k0 || !hidden || rank < 2)
     HFX_THROW("capture",
               "expected the vision_encoder of {} to return image_features [images, K, hidden] with a fixed "
-              "K, got none",
+              "K (or [tokens, hidden] with grid_thw), got none",
               m.config().model_type);
-  const int64_t k = *k0 * per;  // image tokens per prompt
-  if (per > 1) features = F::reshape(features, {rows, k, *hidden});
+  v.k = *k0 * per;
+  if (per > 1 || rank == 2) v.features = F::reshape(v.features, {rows, v.k, *hidden});
+  return v;
+}
+
+int64_t config_token(const Model& m, std::initializer_list<const char*> keys) {
   const auto& raw = m.config().raw;
-  const char* key = raw.contains("image_token_id") ? "image_token_id" : "image_token_index";
-  if (!raw.contains(key) || !raw[key].is_number_integer())
-    HFX_THROW("capture",
-              "expected config.json.image_token_index (or image_token_id) of {} to be an integer, got none",
-              m.config().model_type);
-  const int64_t image_token = raw[key].get<int64_t>();
-  const GenerationSample sample = with_image_tokens(s, image_token, k);
+  for (const char* key : keys)
+    if (raw.contains(key) && raw[key].is_number_integer()) return raw[key].get<int64_t>();
+  HFX_THROW("capture", "expected config.json.{} of {} to be an integer, got none", *keys.begin(),
+            m.config().model_type);
+}
+
+// qwen2_vl's position_ids [3, rows, len] of a left-padded batch (padding: 1, as get_rope_index leaves it)
+// and each row's next decode position.
+std::pair<std::vector<int64_t>, std::vector<int64_t>> mrope_batch(const Model& m, const Batch& in,
+                                                                  int64_t image_token, const VisionCall& v) {
+  const int64_t start = config_token(m, {"vision_start_token_id"});
+  std::vector<int64_t> pos(static_cast<size_t>(3 * in.rows * in.len), 1), next;
+  for (int64_t r = 0; r < in.rows; r++) {
+    std::vector<int64_t> ids;
+    for (int64_t j = 0; j < in.len; j++)
+      if (in.mask[r * in.len + j]) ids.push_back(in.ids[r * in.len + j]);
+    const MropePositions p = mrope_positions(ids, image_token, start, {v.grids[r]}, v.merge);
+    const int64_t n = static_cast<int64_t>(ids.size()), off = in.len - n;
+    for (int64_t d = 0; d < 3; d++)
+      for (int64_t i = 0; i < n; i++) pos[(d * in.rows + r) * in.len + off + i] = p.pos[d * n + i];
+    next.push_back(in.len + p.delta);
+  }
+  return {pos, next};
+}
+
+void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, CallRecorder& rec) {
+  const int64_t rows = static_cast<int64_t>(s.prompts.size());
+  const VisionCall v = vision_call(m, rows, b, rec);
+  const int64_t image_token = config_token(m, {"image_token_index", "image_token_id"});
+  const bool mrope = !v.grids.empty();
+  GenerationSample sample = with_image_tokens(s, image_token, v.k);
+  if (mrope)  // Qwen2-VL's prompts open an image with <|vision_start|>
+    for (auto& p : sample.prompts) p.insert(p.begin() + 1, config_token(m, {"vision_start_token_id"}));
   Batch in = pad(sample, pad_id(m), true);
   std::vector<int64_t> starts;
-  for (const auto& p : sample.prompts) starts.push_back(in.len - static_cast<int64_t>(p.size()) + 1);
+  for (int64_t r = 0; r < in.rows; r++)
+    starts.push_back(std::find(in.ids.begin() + r * in.len, in.ids.begin() + (r + 1) * in.len, image_token) -
+                     (in.ids.begin() + r * in.len));
   ComponentDecl decl = m.component("decoder");
   Positions p(in);
+  auto [pos3, next] =
+      mrope ? mrope_batch(m, in, image_token, v) : std::pair<std::vector<int64_t>, std::vector<int64_t>>{};
   NamedVars emb =
       rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, in.len}, in.ids)}});
-  NamedVars inputs{{"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), features, starts, k)},
-                   {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
-                   {"position_ids", b.ints({in.rows, in.len}, p.pos)}};
+  NamedVars inputs{
+      {"inputs_embeds", merge_image_features(get(emb, "inputs_embeds"), v.features, starts, v.k)},
+      {"attention_mask", b.ints({in.rows, in.len}, p.mask)},
+      {"position_ids", mrope ? b.ints({3, in.rows, in.len}, pos3) : b.ints({in.rows, in.len}, p.pos)}};
   // A decoder that takes token_type_ids (gemma3: image tokens attend to each other) gets 1 on image tokens.
   const bool types = std::any_of(decl.inputs.begin(), decl.inputs.end(),
                                  [](const InputDecl& d) { return d.name == "token_type_ids"; });
@@ -323,9 +384,12 @@ void vision_language(const Model& m, const GenerationSample& s, LoopContext& b, 
     std::vector<int64_t> tok = b.next_tokens(get(outs, "logits"), in.rows);
     p.step();
     emb = rec.call("embed_tokens", "embed_tokens", b, {{"input_ids", b.ints({in.rows, 1}, tok)}});
+    std::vector<int64_t> next3;
+    for (int64_t d = 0; d < 3 && mrope; d++) next3.insert(next3.end(), next.begin(), next.end());
+    for (int64_t& x : next) x++;
     inputs = {{"inputs_embeds", get(emb, "inputs_embeds")},
               {"attention_mask", b.ints({in.rows, p.total}, p.mask)},
-              {"position_ids", b.ints({in.rows, 1}, p.last)}};
+              {"position_ids", mrope ? b.ints({3, in.rows, 1}, next3) : b.ints({in.rows, 1}, p.last)}};
     if (types) inputs.push_back({"token_type_ids", b.ints({in.rows, 1}, std::vector<int64_t>(in.rows, 0))});
     carry_cache(decl, outs, inputs);
   }

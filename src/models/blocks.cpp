@@ -164,9 +164,12 @@ Var activation(const Var& x, const std::string& name) {
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
     return F::gelu(x, "tanh");
   if (name == "relu") return F::relu(x);
-  HFX_THROW("model",
-            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'",
-            name);
+  if (name == "quick_gelu") return F::mul(x, F::sigmoid(F::mul(x, 1.702)));  // QuickGELUActivation
+  HFX_THROW(
+      "model",
+      "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu, quick_gelu), got "
+      "'{}'",
+      name);
 }
 
 namespace {

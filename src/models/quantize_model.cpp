@@ -18,7 +18,7 @@ bool quantizable(const std::string& name, const io::TensorInfo& ti, int64_t grou
   // experts: read by the fused hfx.moe; shared: the embedding table of encoder-decoders; vision towers and
   // projectors of image-text models stay float (the language model is quantized).
   for (const char* skip : {"embed", "norm", "wpe", "wte", "experts.", "shared.", "vision_tower.",
-                           "vision_model.", "multi_modal_projector.", "connector."})
+                           "vision_model.", "visual.", "multi_modal_projector.", "connector."})
     if (name.find(skip) != std::string::npos) return false;
   return ti.shape[transposed ? 0 : 1] % group == 0;
 }

@@ -39,6 +39,8 @@ const TinyHooks& gemma3_tiny_hooks();
 const Architecture& idefics3_architecture();
 const Architecture& smolvlm_architecture();
 const TinyHooks& idefics3_tiny_hooks();
+const Architecture& qwen2_vl_architecture();
+const TinyHooks& qwen2_vl_tiny_hooks();
 const Architecture& whisper_architecture();
 }  // namespace hfx::models
 
@@ -85,6 +87,7 @@ std::vector<const Architecture*> all_architectures() {
       &gemma3_architecture(),
       &idefics3_architecture(),
       &smolvlm_architecture(),
+      &qwen2_vl_architecture(),
   };
   return all;
 }
@@ -123,7 +126,8 @@ const TinyHooks* tiny_hooks(const std::string& model_type) {
       {"llava", &llava_tiny_hooks()},
       {"gemma3", &gemma3_tiny_hooks()},
       {"idefics3", &idefics3_tiny_hooks()},
-      {"smolvlm", &idefics3_tiny_hooks()}};
+      {"smolvlm", &idefics3_tiny_hooks()},
+      {"qwen2_vl", &qwen2_vl_tiny_hooks()}};
   for (const auto& [type, h] : hooks)
     if (type == model_type) return h;
   return nullptr;

@@ -3,6 +3,7 @@
 // cos/sin computation of its rotary embedding forward on the functional API.
 #include "hfx/models/rope.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "hfx/core/error.h"
@@ -42,6 +43,23 @@ RopeConfig rope_config(const ModelConfig& cfg) {
     type = jsonc::get<std::string>(p, "rope_type", "model", "config.json rope parameters");
   else if (has(p, "type"))
     type = jsonc::get<std::string>(p, "type", "model", "config.json rope parameters");
+  // Qwen2VLConfig turns rope type "mrope" into the default rope (transformers 5 writes "default" with the
+  // sections); mrope_section says which position each frequency takes.
+  if (type == "mrope") {
+    type = "default";
+    HFX_CHECK(p.contains("mrope_section"), "model",
+              "expected rope_scaling.mrope_section (a list of 3 sizes) for rope type 'mrope', got none");
+  }
+  if (has(p, "mrope_section")) {
+    HFX_CHECK(p["mrope_section"].is_array(), "model",
+              "expected rope_scaling.mrope_section to be a list of 3 sizes, got {}",
+              jsonc::describe(p["mrope_section"]));
+    for (const auto& v : p["mrope_section"]) {
+      HFX_CHECK(v.is_number_integer() && v.get<int64_t>() > 0, "model",
+                "expected rope_scaling.mrope_section of positive integers, got {}", jsonc::describe(v));
+      rc.mrope_section.push_back(v.get<int64_t>());
+    }
+  }
   rc.type = type;
   if (type != "default" && type != "linear" && type != "dynamic" && type != "llama3" && type != "yarn")
     HFX_THROW("model", "expected rope type default, linear, dynamic, llama3 or yarn, got '{}' in config.json",
@@ -54,6 +72,12 @@ RopeConfig rope_config(const ModelConfig& cfg) {
               rc.partial_rotary_factor);
   rc.dim = static_cast<int64_t>(static_cast<double>(cfg.head_dim) * rc.partial_rotary_factor);
   if (rc.dim <= 0 || rc.dim % 2) HFX_THROW("model", "expected an even positive rotary dim, got {}", rc.dim);
+  int64_t sections = 0;
+  for (int64_t v : rc.mrope_section) sections += v;
+  HFX_CHECK(rc.mrope_section.empty() || (rc.mrope_section.size() == 3 && sections == rc.dim / 2), "model",
+            "expected rope_scaling.mrope_section to be 3 sizes summing to head_dim / 2 = {}, got {} size(s) "
+            "summing to {}",
+            rc.dim / 2, rc.mrope_section.size(), sections);
   rc.params = p;
   return rc;
 }
@@ -170,8 +194,19 @@ std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& po
   } else {
     inv = b.constant(Tensor::from_floats({half}, fr.inv_freq));
   }
-  Var pos = F::unsqueeze(F::to(positions, DType::F32), -1);  // [B, S, 1]
-  Var freqs = F::mul(pos, inv);                              // [B, S, dim/2]
+  Var pos = F::unsqueeze(F::to(positions, DType::F32), -1);  // [B, S, 1] or [3, B, S, 1]
+  Var freqs = F::mul(pos, inv);                              // [B, S, dim/2] or [3, B, S, dim/2]
+  if (!rc.mrope_section.empty() && positions.dim() == 3) {
+    // Frequencies [off, off + n) of section c rotate by position c (temporal, height, width).
+    std::vector<Var> parts;
+    int64_t off = 0;
+    for (size_t c = 0; c < rc.mrope_section.size(); c++) {
+      const int64_t ci = static_cast<int64_t>(c), n = rc.mrope_section[c];
+      parts.push_back(F::slice(F::squeeze(F::slice(freqs, 0, ci, ci + 1), 0), 2, off, off + n));
+      off += n;
+    }
+    freqs = F::cat(parts, -1);  // [B, S, dim/2]
+  }
   Var emb = F::cat({freqs, freqs}, -1);
   Var cos = F::cos(emb), sin = F::sin(emb);
   if (fr.attention_scaling != 1.0) {
@@ -179,6 +214,46 @@ std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& po
     sin = F::mul(sin, fr.attention_scaling);
   }
   return {cos, sin};
+}
+
+MropePositions mrope_positions(const std::vector<int64_t>& ids, int64_t image_token, int64_t vision_start,
+                               const std::vector<std::array<int64_t, 3>>& grids, int64_t merge) {
+  const int64_t S = static_cast<int64_t>(ids.size());
+  std::vector<std::array<int64_t, 3>> p;  // per token
+  p.reserve(ids.size());
+  int64_t images = 0;
+  for (int64_t i = 0; i + 1 < S; i++) images += ids[i] == vision_start && ids[i + 1] == image_token;
+  HFX_CHECK(images <= static_cast<int64_t>(grids.size()), "generate",
+            "expected at most {} image(s) after <|vision_start|> in the prompt (one per image), got {}",
+            grids.size(), images);
+  auto next = [&] { return p.empty() ? 0 : std::max({p.back()[0], p.back()[1], p.back()[2]}) + 1; };
+  int64_t st = 0;
+  for (int64_t k = 0; k < images; k++) {
+    const int64_t ed = std::find(ids.begin() + st, ids.end(), image_token) - ids.begin();
+    const int64_t t = grids[k][0], h = grids[k][1] / merge, w = grids[k][2] / merge;
+    HFX_CHECK(ed + t * h * w <= S, "generate",
+              "expected {} image tokens for image {} (grid {}×{}×{} merged by {}), got a prompt of {} tokens",
+              t * h * w, k + 1, grids[k][0], grids[k][1], grids[k][2], merge, S);
+    const int64_t text0 = next();
+    for (int64_t i = st; i < ed; i++) p.push_back({text0 + i - st, text0 + i - st, text0 + i - st});
+    const int64_t off = text0 + ed - st;
+    for (int64_t a = 0; a < t; a++)
+      for (int64_t r = 0; r < h; r++)
+        for (int64_t c = 0; c < w; c++) p.push_back({off + a, off + r, off + c});
+    st = ed + t * h * w;
+  }
+  const int64_t text0 = next();
+  for (int64_t i = st; i < S; i++) p.push_back({text0 + i - st, text0 + i - st, text0 + i - st});
+  MropePositions r;
+  r.pos.resize(static_cast<size_t>(3 * S));
+  int64_t mx = -1;
+  for (int64_t i = 0; i < S; i++)
+    for (int64_t d = 0; d < 3; d++) {
+      r.pos[static_cast<size_t>(d * S + i)] = p[static_cast<size_t>(i)][static_cast<size_t>(d)];
+      mx = std::max(mx, p[static_cast<size_t>(i)][static_cast<size_t>(d)]);
+    }
+  r.delta = mx + 1 - S;
+  return r;
 }
 
 }  // namespace hfx

@@ -14,6 +14,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/rope.h"
 #include "hfx/processors/image.h"
 #include "hfx/tokenizers/tokenizer.h"
 
@@ -47,12 +48,15 @@ class EagerImageText : public ImageTextEngine {
   std::string name() const override { return "eager"; }
 
   std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pshape,
-                                   std::vector<int64_t>& shape) override {
+                                   std::span<const int64_t> grid_thw, std::vector<int64_t>& shape) override {
     EagerBuilder b;
     const Tensor px =
         Tensor::from_floats(Shape(pshape.begin(), pshape.end()), {pixels.begin(), pixels.end()});
-    const Tensor f =
-        get(m_->call("vision_encoder", b, {{"pixel_values", b.wrap(px)}}), "image_features").tensor();
+    NamedVars in{{"pixel_values", b.wrap(px)}};
+    if (!grid_thw.empty())
+      in.emplace_back("grid_thw", b.wrap(Tensor::from_ints({static_cast<int64_t>(grid_thw.size()) / 3, 3},
+                                                           {grid_thw.begin(), grid_thw.end()})));
+    const Tensor f = get(m_->call("vision_encoder", b, in), "image_features").tensor();
     shape.assign(f.shape().begin(), f.shape().end());
     return f.contiguous().to_floats();
   }
@@ -71,17 +75,19 @@ class EagerImageText : public ImageTextEngine {
     total_ = 0;
   }
 
-  std::vector<float> step(std::span<const float> embeds, int64_t seq,
-                          std::span<const int64_t> types) override {
+  std::vector<float> step(std::span<const float> embeds, int64_t seq, std::span<const int64_t> types,
+                          std::span<const int64_t> positions) override {
     EagerBuilder b;
     const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
     std::vector<int64_t> pos(static_cast<size_t>(seq));
     for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
+    if (!positions.empty()) pos.assign(positions.begin(), positions.end());
     total_ += seq;
+    const Shape pshape = static_cast<int64_t>(pos.size()) == 3 * seq ? Shape{3, 1, seq} : Shape{1, seq};
     NamedVars in{
         {"inputs_embeds", b.wrap(Tensor::from_floats({1, seq, hidden}, {embeds.begin(), embeds.end()}))},
         {"attention_mask", b.wrap(Tensor::from_ints({1, total_}, std::vector<int64_t>(total_, 1)))},
-        {"position_ids", b.wrap(Tensor::from_ints({1, seq}, pos))}};
+        {"position_ids", b.wrap(Tensor::from_ints(pshape, pos))}};
     if (types_) {
       std::vector<int64_t> t(static_cast<size_t>(seq), 0);
       std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())),
@@ -133,6 +139,8 @@ struct PreparedImages {
   std::string marker;
   Tensor pixels;
   std::vector<std::string> texts;
+  std::vector<std::array<int64_t, 3>> grids;  ///< qwen2_vl: each image's {t, h, w} in patches
+  int64_t merge = 1;
 };
 
 std::string token_of(const nlohmann::json& tc, const char* key, const std::string& dir) {
@@ -181,6 +189,19 @@ PreparedImages prepare_images(const std::string& dir, const std::string& type,
     p.pixels = px.pixel_values;
     for (size_t i = 0; i < images.size(); i++)
       p.texts.push_back(idefics3_image_text(px.rows[i], px.cols[i], seq));
+    return p;
+  }
+  if (type == "qwen2_vl") {  // Qwen2VLProcessor: one <|image_pad|> per merged patch
+    p.marker = "<|image_pad|>";
+    const std::string path = (fs::path(dir) / "preprocessor_config.json").string();
+    const auto cfg = processors::Qwen2VlImageProcessorConfig::from_json(read_json(path), path);
+    p.merge = cfg.merge_size;
+    if (images.empty()) return p;
+    processors::Qwen2VlPixels px = processors::qwen2_vl_pixel_values(cfg, images);
+    p.pixels = px.pixel_values;
+    p.grids = px.grid_thw;
+    for (const auto& g : p.grids)
+      p.texts.push_back(repeat(p.marker, g[0] * g[1] * g[2] / (p.merge * p.merge)));
     return p;
   }
   if (type == "gemma3") {
@@ -248,11 +269,14 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
                                      const std::string& engine) {
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
-  HFX_CHECK(type == "llava" || type == "gemma3" || type == "idefics3" || type == "smolvlm", kComp,
-            "expected a llava, gemma3, idefics3 or smolvlm checkpoint or export folder for --image (the "
-            "vision-language "
-            "models hfx runs so far), got model_type '{}' in '{}'",
-            type, dir);
+  HFX_CHECK(
+      type == "llava" || type == "gemma3" || type == "idefics3" || type == "smolvlm" || type == "qwen2_vl",
+      kComp,
+      "expected a llava, gemma3, idefics3, smolvlm or qwen2_vl checkpoint or export folder for --image "
+      "(the "
+      "vision-language "
+      "models hfx runs so far), got model_type '{}' in '{}'",
+      type, dir);
   HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,
             "expected engine auto, eager or ort, got '{}'", engine);
   std::vector<processors::Image> images;
@@ -275,12 +299,14 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   if (!images.empty()) {
     const Tensor px = prepared.pixels.contiguous();
     const std::vector<float> pixels = px.to_floats();
-    std::vector<int64_t> shape;
-    features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, shape);
-    HFX_CHECK(shape.size() == 3, kComp, "expected image_features [images, K, hidden], got rank {}",
+    std::vector<int64_t> shape, grids;
+    for (const auto& g : prepared.grids) grids.insert(grids.end(), g.begin(), g.end());
+    features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, grids, shape);
+    HFX_CHECK(shape.size() == (grids.empty() ? 3u : 2u), kComp,
+              "expected image_features [images, K, hidden] (or [tokens, hidden] with grid_thw), got rank {}",
               shape.size());
-    per_image = shape[1];
-    hidden = shape[2];
+    per_image = shape.size() == 3 ? shape[1] : 0;
+    hidden = shape.back();
   }
   const auto tok = tok::Tokenizer::from_dir(dir);
   const int64_t image_token =
@@ -291,12 +317,22 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   std::vector<int64_t> types(r.prompt_ids.size());
   for (size_t i = 0; i < types.size(); i++) types[i] = r.prompt_ids[i] == image_token ? 1 : 0;
   const std::vector<int64_t>& eos = text.eos_token_ids;
+  // qwen2_vl: get_rope_index's positions for the prompt; each new token then sits at its cache length
+  // plus the prompt's rope delta, in all three.
+  MropePositions mrope;
+  if (type == "qwen2_vl")
+    mrope = mrope_positions(r.prompt_ids, image_token, config.at("vision_start_token_id").get<int64_t>(),
+                            prepared.grids, prepared.merge);
   e->reset();
   std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
   int64_t seq = static_cast<int64_t>(r.prompt_ids.size());
   for (int64_t step = 0; step < max_new_tokens; step++) {
+    const int64_t at = static_cast<int64_t>(r.prompt_ids.size()) + step - 1 + mrope.delta;
+    const std::vector<int64_t> pos = mrope.pos.empty() ? std::vector<int64_t>()
+                                     : step == 0       ? mrope.pos
+                                                       : std::vector<int64_t>(3, at);
     const int64_t next = argmax(
-        e->step(embeds, seq, step == 0 ? std::span<const int64_t>(types) : std::span<const int64_t>()));
+        e->step(embeds, seq, step == 0 ? std::span<const int64_t>(types) : std::span<const int64_t>(), pos));
     r.ids.push_back(next);
     if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
     const int64_t one[1] = {next};

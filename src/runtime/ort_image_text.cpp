@@ -39,8 +39,11 @@ class OrtImageText : public ImageTextEngine {
   std::string name() const override { return "ort"; }
 
   std::vector<float> encode_images(std::span<const float> pixels, const std::vector<int64_t>& pshape,
-                                   std::vector<int64_t>& shape) override {
-    NamedTensors out = vision_->run({{"pixel_values", RtTensor::f32(pshape, pixels)}}, {"image_features"});
+                                   std::span<const int64_t> grid_thw, std::vector<int64_t>& shape) override {
+    NamedTensors feeds{{"pixel_values", RtTensor::f32(pshape, pixels)}};
+    if (!grid_thw.empty())
+      feeds.emplace_back("grid_thw", RtTensor::i64({static_cast<int64_t>(grid_thw.size()) / 3, 3}, grid_thw));
+    NamedTensors out = vision_->run(feeds, {"image_features"});
     shape = out.at(0).second.shape;
     return out.at(0).second.to_f32();
   }
@@ -56,16 +59,20 @@ class OrtImageText : public ImageTextEngine {
     total_ = 0;
   }
 
-  std::vector<float> step(std::span<const float> embeds, int64_t seq,
-                          std::span<const int64_t> types) override {
+  std::vector<float> step(std::span<const float> embeds, int64_t seq, std::span<const int64_t> types,
+                          std::span<const int64_t> positions) override {
     const int64_t hidden = static_cast<int64_t>(embeds.size()) / seq;
     std::vector<int64_t> pos(static_cast<size_t>(seq));
     for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = total_ + i;
     total_ += seq;
     const std::vector<int64_t> mask(static_cast<size_t>(total_), 1);
-    NamedTensors feeds{{"inputs_embeds", RtTensor::f32({1, seq, hidden}, embeds)},
-                       {"attention_mask", RtTensor::i64({1, total_}, mask)},
-                       {"position_ids", RtTensor::i64({1, seq}, pos)}};
+    const bool three = static_cast<int64_t>(positions.size()) == 3 * seq;
+    NamedTensors feeds{
+        {"inputs_embeds", RtTensor::f32({1, seq, hidden}, embeds)},
+        {"attention_mask", RtTensor::i64({1, total_}, mask)},
+        {"position_ids",
+         three ? RtTensor::i64({3, 1, seq}, positions)
+               : RtTensor::i64({1, seq}, positions.empty() ? std::span<const int64_t>(pos) : positions)}};
     if (types_) {
       std::vector<int64_t> t(static_cast<size_t>(seq), 0);
       std::copy(types.begin(), types.begin() + std::min<int64_t>(seq, static_cast<int64_t>(types.size())),

@@ -55,7 +55,7 @@ inline std::vector<int64_t> greedy_through(rt::ImageTextEngine& e, std::span<con
                                            const std::vector<int64_t>& image_rows, bool types, int64_t eos,
                                            std::vector<float>* first_logits = nullptr) {
   std::vector<int64_t> fshape;
-  const std::vector<float> feats = e.encode_images(pixels, pixel_shape, fshape);
+  const std::vector<float> feats = e.encode_images(pixels, pixel_shape, {}, fshape);
   const int64_t hidden = fshape[2];
   std::vector<float> emb = e.embed(ids);
   size_t k = 0;

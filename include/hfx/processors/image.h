@@ -10,6 +10,7 @@
 // point, horizontal pass first, uint8 between the passes).
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -112,5 +113,39 @@ struct Idefics3Pixels {
 /// split_image does); rescale, normalize. Whole tiles only: nothing to pad for one prompt.
 Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg,
                                      const std::vector<Image>& images);
+
+/// The fields of a Qwen2VLImageProcessor preprocessor_config.json (qwen2_vl) that change pixel values.
+struct Qwen2VlImageProcessorConfig {
+  bool do_resize = true;
+  int64_t min_pixels = 56 * 56, max_pixels = 28 * 28 * 1280;
+  int64_t patch_size = 14, merge_size = 2, temporal_patch_size = 2;
+  Resample resample = Resample::Bicubic;
+  bool do_rescale = true, do_normalize = true;
+  double rescale_factor = 1.0 / 255.0;
+  float image_mean[3] = {0.48145466f, 0.4578275f, 0.40821073f};
+  float image_std[3] = {0.26862954f, 0.26130258f, 0.27577711f};
+
+  /// Parses preprocessor_config.json (transformers 4.47's defaults for absent keys; min_pixels/max_pixels
+  /// or size.{min_pixels, max_pixels}). Throws hfx::Error("image processor", …) for another
+  /// image_processor_type or a value of the wrong type.
+  static Qwen2VlImageProcessorConfig from_json(const nlohmann::json& j, std::string_view where);
+};
+
+/// smart_resize (transformers 4.47): (height, width) as multiples of patch_size × merge_size nearest the
+/// image's, scaled into [min_pixels, max_pixels] keeping the aspect ratio. Throws hfx::Error("image
+/// processor", …) for a side below that factor or an aspect ratio over 200, as transformers does.
+std::pair<int64_t, int64_t> qwen2_vl_resize_size(const Qwen2VlImageProcessorConfig& cfg, int64_t height,
+                                                 int64_t width);
+
+/// Qwen2VLImageProcessor's output: pixel_values [patches, C·T·P·P] (every image's patches, each image
+/// repeated over the temporal patch, in merge-window order) and each image's grid {t, h, w} in patches.
+struct Qwen2VlPixels {
+  Tensor pixel_values;
+  std::vector<std::array<int64_t, 3>> grid_thw;
+};
+
+/// transformers 4.47's Qwen2VLImageProcessor.preprocess for `images`: smart_resize, rescale, normalize,
+/// then the patch flattening of _preprocess.
+Qwen2VlPixels qwen2_vl_pixel_values(const Qwen2VlImageProcessorConfig& cfg, const std::vector<Image>& images);
 
 }  // namespace hfx::processors

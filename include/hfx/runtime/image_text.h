@@ -1,6 +1,7 @@
 // hfx/runtime/image_text.h — generation with images (image-text-to-text) from a llava, gemma3, idefics3 or
-// smolvlm checkpoint folder (eager) or its export folder (ONNX Runtime over onnx/vision_encoder.onnx,
-// onnx/embed_tokens.onnx and onnx/decoder_model_merged.onnx, as Transformers.js loads them).
+// smolvlm or qwen2_vl checkpoint folder (eager) or its export folder (ONNX Runtime over
+// onnx/vision_encoder.onnx, onnx/embed_tokens.onnx and onnx/decoder_model_merged.onnx, as Transformers.js
+// loads them).
 //
 // llava: the prompt carries one image marker (processor_config.json's `image_token`, "<image>") per image;
 // each marker is tokenized to image_token_index and expanded to as many image tokens as the vision encoder
@@ -8,7 +9,9 @@
 // before tokenization by "\n\n<start_of_image>" + image_seq_length × "<image_soft_token>" +
 // "<end_of_image>\n\n" as Gemma3Processor does, and the decoder gets token_type_ids (1 on image tokens:
 // transformers 4.51 lets them attend to each other). idefics3 / smolvlm: each "<image>" becomes
-// Idefics3Processor's text for the image's tiles (<row_R_col_C> + image tokens) and its global image. The
+// Idefics3Processor's text for the image's tiles (<row_R_col_C> + image tokens) and its global image.
+// qwen2_vl: each "<|image_pad|>" becomes as many <|image_pad|> as the image has merged patches, and the
+// decoder gets Qwen2-VL's multimodal positions (get_rope_index). The
 // images go through the folder's image processor (hfx/processors/image.h: CLIP, SigLIP / Gemma 3 or
 // Idefics3). Then the model's generate(): the vision encoder once, the prompt's
 // embeddings with the image features written over the image tokens' rows in order, a prefill of the decoder
@@ -30,9 +33,11 @@ class ImageTextEngine {
  public:
   virtual ~ImageTextEngine() = default;
   virtual std::string name() const = 0;  ///< "eager" | "ort"
-  /// image_features [images, K, hidden] (row-major, `shape` set) for pixel_values [images, C, H, W].
+  /// image_features [images, K, hidden] (row-major, `shape` set) for pixel_values [images, C, H, W]; or,
+  /// with `grid_thw` (qwen2_vl: {t, h, w} per image), [tokens, hidden] for pixel_values [patches, C·T·P·P].
   virtual std::vector<float> encode_images(std::span<const float> pixels,
                                            const std::vector<int64_t>& pixel_shape,
+                                           std::span<const int64_t> grid_thw,
                                            std::vector<int64_t>& shape) = 0;
   /// inputs_embeds [1, S, hidden] of input_ids [1, S].
   virtual std::vector<float> embed(std::span<const int64_t> ids) = 0;
@@ -40,8 +45,11 @@ class ImageTextEngine {
   virtual void reset() = 0;
   /// One decoder call on inputs_embeds [1, S, hidden] over the cache; returns the last position's logits.
   /// `token_types` [S] (1 = image token) goes to a decoder that takes token_type_ids (gemma3); empty: zeros.
+  /// `positions`: position_ids [3, S] (qwen2_vl's temporal, height, width) or [S]; empty: the positions
+  /// after the cache.
   virtual std::vector<float> step(std::span<const float> embeds, int64_t seq,
-                                  std::span<const int64_t> token_types = {}) = 0;
+                                  std::span<const int64_t> token_types = {},
+                                  std::span<const int64_t> positions = {}) = 0;
 };
 
 /// The model library's vision-language components on the CPU kernels, from a checkpoint folder.
