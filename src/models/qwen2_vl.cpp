@@ -69,12 +69,14 @@ const Architecture& text_architecture() { return architecture("qwen2"); }
 ModelConfig parse(const json& j) {
   ModelConfig c = text_architecture().parse_config(text_config(j));
   const Vision v = vision(j);
-  HFX_CHECK(v.out == c.hidden_size, "model",
-            "expected vision_config.hidden_size (the merger's output) to equal the text hidden_size {}, got {}",
-            c.hidden_size, v.out);
-  HFX_CHECK(!rope_config(c).mrope_section.empty(), "model",
-            "expected rope_scaling.mrope_section in qwen2_vl's config.json (multimodal rotary positions), got "
-            "none");
+  HFX_CHECK(
+      v.out == c.hidden_size, "model",
+      "expected vision_config.hidden_size (the merger's output) to equal the text hidden_size {}, got {}",
+      c.hidden_size, v.out);
+  HFX_CHECK(
+      !rope_config(c).mrope_section.empty(), "model",
+      "expected rope_scaling.mrope_section in qwen2_vl's config.json (multimodal rotary positions), got "
+      "none");
   for (const char* key : {"image_token_id", "vision_start_token_id"})
     HFX_CHECK(jhas(j, key) && j[key].is_number_integer(), "model", "expected config.json.{}, got none", key);
   c.model_type = "qwen2_vl";
@@ -245,8 +247,9 @@ class Qwen2Vl : public Model {
     // cu_seqlens: attention stays within one frame of one image.
     auto pair = [](const Var& a) { return F::eq(F::unsqueeze(a, 1), F::unsqueeze(a, 0)); };
     Var same = F::logical_and(pair(pos.image), pair(pos.frame));
-    Var mask = F::where(same, b.constant(Tensor::scalar(0.0)),
-                        b.constant(Tensor::scalar(static_cast<double>(std::numeric_limits<float>::lowest()))));
+    Var mask =
+        F::where(same, b.constant(Tensor::scalar(0.0)),
+                 b.constant(Tensor::scalar(static_cast<double>(std::numeric_limits<float>::lowest()))));
     mask = F::unsqueeze(F::unsqueeze(mask, 0), 0);  // [1, 1, N, N]
     for (int64_t i = 0; i < v_.depth; i++) {
       const std::string p = "visual.blocks." + std::to_string(i) + ".";
@@ -290,9 +293,15 @@ json tiny(const std::string& preset) {
   j["image_token_id"] = 514;
   j["video_token_id"] = 515;
   j["transformers_version"] = "4.47.0";
-  j["vision_config"] = {{"depth", 2},        {"embed_dim", 32},  {"hidden_size", j["hidden_size"]},
-                        {"hidden_act", "quick_gelu"}, {"mlp_ratio", 2}, {"num_heads", 4},
-                        {"in_channels", 3},  {"patch_size", 4}, {"spatial_merge_size", 2},
+  j["vision_config"] = {{"depth", 2},
+                        {"embed_dim", 32},
+                        {"hidden_size", j["hidden_size"]},
+                        {"hidden_act", "quick_gelu"},
+                        {"mlp_ratio", 2},
+                        {"num_heads", 4},
+                        {"in_channels", 3},
+                        {"patch_size", 4},
+                        {"spatial_merge_size", 2},
                         {"temporal_patch_size", 2}};
   return j;
 }

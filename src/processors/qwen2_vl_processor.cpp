@@ -63,7 +63,8 @@ std::pair<int64_t, int64_t> qwen2_vl_resize_size(const Qwen2VlImageProcessorConf
   HFX_CHECK(height >= factor && width >= factor, std::string(kC),
             "expected an image of at least {}x{} pixels (patch_size × merge_size), got {}x{}", factor, factor,
             width, height);
-  const double h = static_cast<double>(height), w = static_cast<double>(width), f = static_cast<double>(factor);
+  const double h = static_cast<double>(height), w = static_cast<double>(width),
+               f = static_cast<double>(factor);
   HFX_CHECK(std::max(h, w) / std::min(h, w) <= 200, std::string(kC),
             "expected an aspect ratio of at most 200, got {}x{}", width, height);
   int64_t hb = round_half_even(h / f) * factor, wb = round_half_even(w / f) * factor;
@@ -79,7 +80,8 @@ std::pair<int64_t, int64_t> qwen2_vl_resize_size(const Qwen2VlImageProcessorConf
   return {hb, wb};
 }
 
-Qwen2VlPixels qwen2_vl_pixel_values(const Qwen2VlImageProcessorConfig& cfg, const std::vector<Image>& images) {
+Qwen2VlPixels qwen2_vl_pixel_values(const Qwen2VlImageProcessorConfig& cfg,
+                                    const std::vector<Image>& images) {
   HFX_CHECK(!images.empty(), std::string(kC), "expected at least one image, got none");
   const int64_t P = cfg.patch_size, M = cfg.merge_size, T = cfg.temporal_patch_size, D = 3 * T * P * P;
   Qwen2VlPixels r;

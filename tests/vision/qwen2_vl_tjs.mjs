@@ -8,6 +8,10 @@
 //          {"prompt_ids", "shape", "grid_thw", "pixel_values"}.
 //        node qwen2_vl_tjs.mjs NODE_MODULES EXPORT_DIR generate PROMPT IMAGE...
 //          the processor, then generate() on its inputs; prints {"prompt_ids", "ids"}.
+// Several images: Transformers.js 4.3.1's Qwen2VLImageProcessor takes a list of images as the frames of one
+// video (grid_t = images / temporal_patch_size) and throws for two sizes, so each image goes through its
+// image processor alone and the markers are expanded as Qwen2VLProcessor does (one <|image_pad|> per merged
+// patch of the k-th image); the tokenizer is Transformers.js's as it is.
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
 
@@ -22,7 +26,26 @@ const load = () => AutoModelForImageTextToText.from_pretrained(name, { dtype: 'f
 if (mode === 'processor' || mode === 'generate') {
   const processor = await AutoProcessor.from_pretrained(name);
   const images = await Promise.all(files.map((f) => RawImage.read(f)));
-  const inputs = await processor(arg, images);
+  let inputs;
+  if (images.length === 1) {
+    inputs = await processor(arg, images);
+  } else {
+    const parts = [];
+    for (const im of images) parts.push(await processor.image_processor(im));
+    const grids = parts.map((p) => Array.from(p.image_grid_thw.data, Number));
+    const merge = processor.image_processor.config.merge_size ** 2;
+    let k = 0;
+    const expand = () => {
+      const [t, h, w] = grids[k++];
+      return '<|placeholder|>'.repeat((t * h * w) / merge);
+    };
+    const text = arg.replace(/<\|image_pad\|>/g, expand).replaceAll('<|placeholder|>', '<|image_pad|>');
+    inputs = {
+      ...processor.tokenizer([text]),
+      pixel_values: tjs.cat(parts.map((p) => p.pixel_values), 0),
+      image_grid_thw: new Tensor('int64', BigInt64Array.from(grids.flat().map(BigInt)), [grids.length, 3]),
+    };
+  }
   const prompt_ids = Array.from(inputs.input_ids.data, Number);
   if (mode === 'processor') {
     // No process.exit here: it would cut a long write to a pipe short.
