@@ -250,8 +250,8 @@ HFX_AVX512 void dot_rows_avx512(const Codes& c, int64_t n, const Prepared& p, in
   int64_t ch = 0;
   for (; ch + 1 < chunks; ch += 2) {
     chunk_fma<Bits, Rows>(q + ch * step, scales[ch / per_block], xb, ch * 32, acc[0], acc[1]);
-    chunk_fma<Bits, Rows>(q + (ch + 1) * step, scales[(ch + 1) / per_block], xb, (ch + 1) * 32, acc[0],
-                          acc[1]);
+    chunk_fma<Bits, Rows>(q + (ch + 1) * step, scales[(ch + 1) / per_block], xb, (ch + 1) * 32, acc[2],
+                          acc[3]);
   }
   if (ch < chunks) chunk_fma<Bits, Rows>(q + ch * step, scales[ch / per_block], xb, ch * 32, acc[0], acc[1]);
   float corr[Rows];
