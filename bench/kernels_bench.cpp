@@ -104,22 +104,25 @@ BENCHMARK(BM_kernel_linear)->Apply(mm_shapes);
 BENCHMARK(BM_raw_sgemm_nt)->Apply(mm_shapes);
 BENCHMARK(BM_kernel_linear_bf16)->Apply(mm_shapes);
 
-// ---- hfx.linear_q (decode rows): args M, K, N, bits; group 32, asymmetric; beside BM_kernel_linear ----
+// ---- hfx.linear_q (decode rows): args M, K, N, bits, act_bits; group 32, asymmetric; beside
+// BM_kernel_linear ----
 
 void BM_kernel_linear_q(benchmark::State& st) {
-  int64_t M = st.range(0), K = st.range(1), N = st.range(2), bits = st.range(3);
+  int64_t M = st.range(0), K = st.range(1), N = st.range(2), bits = st.range(3), act = st.range(4);
   Tensor x = randn({M, K}, 1);
   quant::QuantizedWeight q =
       quant::quantize_weight(randn({N, K}, 2), quant::parse_options(bits == 4 ? "int4" : "int8", 32, false));
   Attrs a;
   a.set("bits", bits);
   a.set("group_size", int64_t{32});
+  a.set("act_bits", act);  // 8: activations rounded to int8 (VNNI integer loop where the CPU has it)
   for (auto _ : st) benchmark::DoNotOptimize(kernels::linear_q({x, q.qweight, q.scales, q.zero_points}, a));
   set_gflops(st, 2.0 * M * N * K);
 }
 void q_shapes(benchmark::internal::Benchmark* b) {
-  for (int64_t bits : {4, 8})
-    b->Args({1, 768, 2048, bits})->Args({1, 2048, 8192, bits})->Args({4, 2048, 8192, bits});
+  for (int64_t act : {0, 8})
+    for (int64_t bits : {4, 8})
+      b->Args({1, 768, 2048, bits, act})->Args({1, 2048, 8192, bits, act})->Args({4, 2048, 8192, bits, act});
   b->UseRealTime()->Unit(benchmark::kMicrosecond);
 }
 void f32_decode_shapes(benchmark::internal::Benchmark* b) {

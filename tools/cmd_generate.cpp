@@ -41,11 +41,11 @@ struct GenerateArgs {
   std::optional<uint64_t> seed;
   float repetition_penalty = 1.0f;
   int threads = 0;
-  std::string quantize = "none";
+  std::string quantize = "none", activations = "f32";
   int group_size = 32;
   bool symmetric = false, quantize_embedding = false;
   GeneratorConfig config() const {
-    quant::QuantOptions q = quant::parse_options(quantize, group_size, symmetric);
+    quant::QuantOptions q = quant::parse_options(quantize, group_size, symmetric, activations);
     q.embedding = quantize_embedding && q.enabled();
     return {.engine = engine, .threads = threads, .quantize = q};
   }
@@ -299,6 +299,10 @@ void register_generate(CLI::App& app) {
   cmd->add_option("--group-size", a->group_size, "--quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "--quantize: symmetric codes (no zero points)");
   cmd->add_flag("--quantize-embedding", a->quantize_embedding, "--quantize: the token embedding table too");
+  cmd->add_option("--activations", a->activations,
+                  "--quantize: f32 | int8 (the activations rounded to int8 per block, as ONNX Runtime's "
+                  "MatMulNBits accuracy_level 4; AVX-512 VNNI integer kernels where the CPU has them)")
+      ->check(CLI::IsMember({"f32", "int8"}));
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
   cmd->add_flag("--json", a->json, "Print prompts, ids, texts and finish reasons as JSON");

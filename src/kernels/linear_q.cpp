@@ -9,9 +9,11 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <cstdlib>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "hfx/quant/quantize.h"
 #include "kernels/detail.h"
@@ -102,6 +104,73 @@ Prepared prepare(const Codes& c, const float* x, int64_t M) {
       for (int64_t i = 0; i < 32; i++)
         o[k0 + i] = c.bits == 8 ? xr[k0 + i] : (i < 16 ? xr[k0 + 2 * i] : xr[k0 + 2 * (i - 16) + 1]);
     for (int64_t k = 0; k < c.K; k++) p.block_sum[m * c.blocks + k / c.group] += xr[k];
+  }
+  return p;
+}
+
+// ---- act_bits 8: the activations rounded to int8 per block of the weight's group (symmetric, scale
+// xs = amax / 127, xq = round-half-even(x · (1 / xs))), as ONNX Runtime's MatMulNBits at accuracy_level 4
+// (MLAS QuantizeARow) does; y = Σ_b s_b·xs_b·Σ (q − zp)·xq. ----
+
+// x' = xs · round(x · 127 / amax) per block: the math of every act_bits-8 path; the paths without VNNI run
+// their float loops on x'.
+std::vector<float> fake_quant(const float* x, int64_t M, int64_t K, int64_t group) {
+  std::vector<float> out(static_cast<size_t>(M * K));
+  for (int64_t r = 0; r < M * K; r += group) {
+    float amax = 0;
+    for (int64_t k = 0; k < group; k++) amax = std::max(amax, std::fabs(x[r + k]));
+    const float xs = amax / 127.0f, inv = xs != 0 ? 1.0f / xs : 0.0f;  // MLAS's QuantizeARow order
+    for (int64_t k = 0; k < group; k++)
+      out[static_cast<size_t>(r + k)] = std::clamp(std::nearbyint(x[r + k] * inv), -127.0f, 127.0f) * xs;
+  }
+  return out;
+}
+
+// The int8 activations in the VNNI loop's order: per chunk of 64 code bytes (4 bits: 128 weights, the low
+// nibbles' x then the high nibbles'; 8 bits: 64 weights), zero past K; lane_scale: each 32-bit lane's block
+// scale xs; block_sum: xs · Σ xq per block (the zero-point term's Σx).
+struct PreparedA8 : Prepared {
+  std::vector<int8_t> xq;
+  std::vector<float> lane_scale;
+  int64_t chunks = 0, per_chunk = 0;  ///< chunks of 64 code bytes per row; x bytes per chunk
+};
+
+PreparedA8 prepare_a8(const Codes& c, const float* x, int64_t M) {
+  PreparedA8 p;
+  const int64_t E = c.bits == 4 ? 128 : 64, L = E / 16;  // weights per chunk, per 32-bit lane
+  p.chunks = (c.K + E - 1) / E;
+  p.per_chunk = c.bits == 4 ? 128 : 64;
+  p.xq.assign(static_cast<size_t>(M * p.chunks * p.per_chunk), 0);
+  p.lane_scale.assign(static_cast<size_t>(M * p.chunks * 16), 0.0f);
+  p.block_sum.assign(static_cast<size_t>(M * c.blocks), 0.0f);
+  std::vector<int8_t> q(static_cast<size_t>(c.K));
+  std::vector<float> xs(static_cast<size_t>(c.blocks));
+  for (int64_t m = 0; m < M; m++) {
+    const float* xr = x + m * c.K;
+    for (int64_t b = 0; b < c.blocks; b++) {
+      float amax = 0;
+      for (int64_t k = b * c.group; k < (b + 1) * c.group; k++) amax = std::max(amax, std::fabs(xr[k]));
+      xs[b] = amax / 127.0f;
+      const float inv = xs[b] != 0 ? 1.0f / xs[b] : 0.0f;
+      int32_t sum = 0;
+      for (int64_t k = b * c.group; k < (b + 1) * c.group; k++) {
+        q[k] = static_cast<int8_t>(std::clamp(std::nearbyint(xr[k] * inv), -127.0f, 127.0f));
+        sum += q[k];
+      }
+      p.block_sum[m * c.blocks + b] = xs[b] * static_cast<float>(sum);
+    }
+    for (int64_t ch = 0; ch < p.chunks; ch++) {
+      int8_t* o = p.xq.data() + (m * p.chunks + ch) * p.per_chunk;
+      for (int64_t i = 0; i < 64; i++) {
+        if (c.bits == 8 && ch * 64 + i < c.K) o[i] = q[ch * 64 + i];
+        if (c.bits == 4 && 2 * (ch * 64 + i) < c.K) {
+          o[i] = q[2 * (ch * 64 + i)];
+          o[64 + i] = q[2 * (ch * 64 + i) + 1];
+        }
+      }
+      for (int64_t l = 0; l < 16; l++)
+        if (ch * E + L * l < c.K) p.lane_scale[(m * p.chunks + ch) * 16 + l] = xs[(ch * E + L * l) / c.group];
+    }
   }
   return p;
 }
@@ -261,6 +330,66 @@ HFX_AVX512 void dot_rows_avx512(const Codes& c, int64_t n, const Prepared& p, in
                _mm512_add_ps(_mm512_add_ps(acc[0][m], acc[1][m]), _mm512_add_ps(acc[2][m], acc[3][m]))) -
            corr[m];
 }
+#define HFX_VNNI __attribute__((target("avx512f,avx512bw,avx512vl,avx512vnni,fma")))
+
+// What the VNNI loop needs per chunk of 64 code bytes, the same for every weight row: its first block, the
+// masks of its code bytes and of its blocks' scales, and which of those blocks each 32-bit lane is in.
+struct ChunkPlan {
+  std::vector<int64_t> b0;
+  std::vector<__mmask64> bytes;
+  std::vector<__mmask16> scales;
+  alignas(64) int32_t rel[2][16];  // for even / odd chunks (E·ch mod group repeats with period ≤ 2)
+};
+
+ChunkPlan plan_chunks(const Codes& c, int64_t chunks) {
+  ChunkPlan pl;
+  const int64_t E = c.bits == 4 ? 128 : 64, L = E / 16, row_bytes = c.K * c.bits / 8;
+  const int64_t span = std::max<int64_t>(E / c.group, 1);
+  for (int64_t ch = 0; ch < chunks; ch++) {
+    const int64_t left = row_bytes - ch * 64, b0 = ch * E / c.group;
+    pl.b0.push_back(b0);
+    pl.bytes.push_back(left >= 64 ? ~__mmask64{0} : ((__mmask64{1} << left) - 1));
+    pl.scales.push_back(static_cast<__mmask16>((1u << std::min(span, c.blocks - b0)) - 1));
+  }
+  for (int64_t odd = 0; odd < 2; odd++)
+    for (int64_t l = 0; l < 16; l++)
+      pl.rel[odd][l] = static_cast<int32_t>(((E * odd) % c.group + L * l) / c.group);
+  return pl;
+}
+
+// act_bits 8 on AVX-512 VNNI: per chunk of 64 code bytes, vpdpbusd multiplies the unsigned codes (4 bits:
+// low and high nibbles in two passes) with the int8 activations into 16 int32 lanes of one block each; a
+// lane's sum is scaled by its block's weight scale × activation scale (the weight scales permuted to lanes)
+// and accumulated in f32; the zero-point term once per row.
+template <int Bits, int Rows>
+HFX_VNNI void dot_rows_vnni(const Codes& c, int64_t n, const PreparedA8& p, const ChunkPlan& pl, int64_t m0,
+                            float* y) {
+  __m512 acc[Rows];
+  for (int m = 0; m < Rows; m++) acc[m] = _mm512_setzero_ps();
+  const uint8_t* q = c.q + n * c.blocks * c.blob;
+  const float* s = c.scales + n * c.blocks;
+  const __m512i idx[2] = {_mm512_load_si512(pl.rel[0]), _mm512_load_si512(pl.rel[1])};
+  const __m512i low4 = _mm512_set1_epi8(0x0F);
+  for (int64_t ch = 0; ch < p.chunks; ch++) {
+    const __m512i v = _mm512_maskz_loadu_epi8(pl.bytes[ch], q + ch * 64);
+    const __m512 ws = _mm512_permutexvar_ps(idx[ch & 1], _mm512_maskz_loadu_ps(pl.scales[ch], s + pl.b0[ch]));
+    const __m512i lo = Bits == 4 ? _mm512_and_si512(v, low4) : v;
+    for (int m = 0; m < Rows; m++) {
+      const int64_t at = (m0 + m) * p.chunks + ch;
+      const int8_t* xm = p.xq.data() + at * p.per_chunk;
+      __m512i d = _mm512_dpbusd_epi32(_mm512_setzero_si512(), lo, _mm512_loadu_si512(xm));
+      if constexpr (Bits == 4)
+        d = _mm512_dpbusd_epi32(d, _mm512_and_si512(_mm512_srli_epi16(v, 4), low4),
+                                _mm512_loadu_si512(xm + 64));
+      const __m512 sc = _mm512_mul_ps(ws, _mm512_loadu_ps(p.lane_scale.data() + at * 16));
+      acc[m] = _mm512_fmadd_ps(_mm512_cvtepi32_ps(d), sc, acc[m]);
+    }
+  }
+  float corr[Rows];
+  zero_terms_avx512<Rows>(c, n, p, m0, corr);
+  for (int m = 0; m < Rows; m++) y[m] = _mm512_reduce_add_ps(acc[m]) - corr[m];
+}
+#undef HFX_VNNI
 #undef HFX_AVX512
 #pragma GCC diagnostic pop
 
@@ -271,16 +400,18 @@ LinearQIsa cpu_isa() {
     if (best == LinearQIsa::avx2 && __builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx512bw") &&
         __builtin_cpu_supports("avx512vl"))
       best = LinearQIsa::avx512;
+    if (best == LinearQIsa::avx512 && __builtin_cpu_supports("avx512vnni")) best = LinearQIsa::avx512_vnni;
     const char* env = std::getenv("HFX_LINEAR_Q_ISA");
     const std::string cap = env ? env : "";
     if (cap == "scalar") return LinearQIsa::scalar;
     if (cap == "avx2") return std::min(best, LinearQIsa::avx2);
+    if (cap == "avx512") return std::min(best, LinearQIsa::avx512);
     return best;
   }();
   return isa;
 }
 
-std::atomic<int> isa_cap{static_cast<int>(LinearQIsa::avx512)};
+std::atomic<int> isa_cap{static_cast<int>(LinearQIsa::avx512_vnni)};
 
 // One weight row against `mm` rows of x with the chosen ISA's loop.
 template <typename Fn>
@@ -313,13 +444,34 @@ void fused(const Codes& c, const float* x, int64_t M, int64_t N, float* y) {
           dot_rows_scalar(c, n, x + m0 * c.K, mm, r);
         else
           dispatch_rows(mm, [&](auto rows) {
-            if (isa == LinearQIsa::avx512 && c.bits == 4)
+            if (isa >= LinearQIsa::avx512 && c.bits == 4)
               dot_rows_avx512<4, decltype(rows)::value>(c, n, p, m0, r);
-            else if (isa == LinearQIsa::avx512)
+            else if (isa >= LinearQIsa::avx512)
               dot_rows_avx512<8, decltype(rows)::value>(c, n, p, m0, r);
             else
               dot_rows_avx2<decltype(rows)::value>(c, n, p, m0, r);
           });
+        for (int64_t m = 0; m < mm; m++) y[(m0 + m) * N + n] = r[m];
+      }
+    });
+  }
+}
+
+// act_bits 8 on AVX-512 VNNI: the decode rows' activations quantized once, then the integer dot loop.
+void fused_a8(const Codes& c, const float* x, int64_t M, int64_t N, float* y) {
+  const PreparedA8 p = prepare_a8(c, x, M);
+  const ChunkPlan pl = plan_chunks(c, p.chunks);
+  for (int64_t m0 = 0; m0 < M; m0 += kMaxFusedRows) {
+    const int64_t mm = std::min(kMaxFusedRows, M - m0);
+    parallel_for(N, 64, [&](int64_t lo, int64_t hi) {
+      float r[kMaxFusedRows];
+      for (int64_t n = lo; n < hi; n++) {
+        dispatch_rows(mm, [&](auto rows) {
+          if (c.bits == 4)
+            dot_rows_vnni<4, decltype(rows)::value>(c, n, p, pl, m0, r);
+          else
+            dot_rows_vnni<8, decltype(rows)::value>(c, n, p, pl, m0, r);
+        });
         for (int64_t m = 0; m < mm; m++) y[(m0 + m) * N + n] = r[m];
       }
     });
@@ -378,10 +530,19 @@ Tensors linear_q(const Tensors& in, const Attrs& a) {
   oshape.push_back(N);
   Tensor y = Tensor::empty(oshape, DType::F32);
   if (M == 0 || N == 0) return {y};
+  const int64_t act = a.has("act_bits") ? a.i("act_bits") : 0;
+  if (act != 0 && act != 8) HFX_THROW("kernels", "expected hfx.linear_q act_bits 0 (f32) or 8, got {}", act);
+  if (act == 8 && M <= 2 * kMaxFusedRows && linear_q_isa() == LinearQIsa::avx512_vnni) {
+    fused_a8(c, x.data<float>(), M, N, y.data<float>());
+    return {y};
+  }
+  // act_bits 8 elsewhere: the same math in the float loops, on the activations rounded to int8 and back.
+  const std::vector<float> xq = act == 8 ? fake_quant(x.data<float>(), M, K, c.group) : std::vector<float>();
+  const float* xp = act == 8 ? xq.data() : x.data<float>();
   if (M <= 2 * kMaxFusedRows)
-    fused(c, x.data<float>(), M, N, y.data<float>());
+    fused(c, xp, M, N, y.data<float>());
   else
-    tiled(c, x.data<float>(), M, N, y.data<float>());
+    tiled(c, xp, M, N, y.data<float>());
   return {y};
 }
 

@@ -134,7 +134,8 @@ Var matmul_weight(Builder& b, const Model& m, const Var& x, const std::string& w
   Var codes = m.w(b, q.qweight), scales = m.w(b, q.scales), zp = m.w_opt(b, q.zero_points);
   // bits and group size follow from the shapes: codes [N, K / group, group · bits / 8]
   const int64_t K = x.size(-1).value(), group = K / codes.size(1).value();
-  return F::linear_q(x, codes, scales, zp, codes.size(2).value() * 8 / group, group);
+  return F::linear_q(x, codes, scales, zp, codes.size(2).value() * 8 / group, group,
+                     m.config().int8_activations ? 8 : 0);
 }
 
 Var linear(Builder& b, const Model& m, const Var& x, const std::string& local, bool bias) {

@@ -53,7 +53,9 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
     int n = 0;
     for (const std::string& name : ws.names()) n += name.ends_with(".weight_q") ? 1 : 0;
     if (count) *count = n;
-    return architecture(cfg.model_type).create(cfg, model.weights_ptr());
+    ModelConfig c = cfg;
+    c.int8_activations = o.int8_activations;
+    return architecture(cfg.model_type).create(std::move(c), model.weights_ptr());
   }
   std::map<std::string, Tensor> all;
   int n = 0;
@@ -83,7 +85,9 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
   if (count) *count = n;
   // Built through the architecture directly: the original was validated when it was loaded, and the
   // quantized tensors are additions the weight list does not name.
-  return architecture(cfg.model_type).create(cfg, io::WeightStore::from_tensors(std::move(all)));
+  ModelConfig c = cfg;
+  c.int8_activations = o.int8_activations && n > 0;
+  return architecture(cfg.model_type).create(std::move(c), io::WeightStore::from_tensors(std::move(all)));
 }
 
 int write_prequantized_checkpoint(const std::string& dir, const CheckpointQuant& cq) {

@@ -58,8 +58,9 @@ Var linear(const Var& x, const Var& w, const Var& bias) {
   return call1("aten.linear", {x, w});
 }
 Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_points, int64_t bits,
-             int64_t group_size) {
+             int64_t group_size, int64_t act_bits) {
   Attrs a{{"bits", bits}, {"group_size", group_size}};
+  if (act_bits != 0) a.set("act_bits", act_bits);
   if (zero_points.defined()) return call1("hfx.linear_q", {x, codes, scales, zero_points}, a);
   return call1("hfx.linear_q", {x, codes, scales}, a);
 }

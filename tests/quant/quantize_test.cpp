@@ -74,9 +74,9 @@ Tensor run_linear_q(const Tensor& x, const quant::QuantizedWeight& q) {
 TEST(Quantize, LinearKernelMatchesLinearOnTheDequantizedWeight) {
   using kernels::LinearQIsa;
   struct Restore {
-    ~Restore() { kernels::linear_q_cap_isa(LinearQIsa::avx512); }
+    ~Restore() { kernels::linear_q_cap_isa(LinearQIsa::avx512_vnni); }
   } restore;
-  for (LinearQIsa isa : {LinearQIsa::scalar, LinearQIsa::avx2, LinearQIsa::avx512})
+  for (LinearQIsa isa : {LinearQIsa::scalar, LinearQIsa::avx2, LinearQIsa::avx512, LinearQIsa::avx512_vnni})
     for (const Mode& m : kModes)
       for (int64_t M : {1, 3, 8, 17}) {  // ≤ 8 rows: fused dot loop; more: dequantized tiles + sgemm
         kernels::linear_q_cap_isa(isa);
@@ -95,6 +95,49 @@ TEST(Quantize, LinearKernelMatchesLinearOnTheDequantizedWeight) {
                       1e-5 * (1 + std::fabs(ref.data<float>()[i])))
               << i;
       }
+}
+
+// act_bits 8: x rounded to int8 per block of the group (symmetric, amax / 127), on every ISA (VNNI: integer
+// dot products; the others: the float loops on the rounded x) equals linear on the dequantized weight and
+// the rounded x, computed here from the definition. Ks that are not a multiple of the VNNI loop's 128-weight
+// chunk (96, 160) take its masked tail.
+TEST(Quantize, LinearKernelWithInt8ActivationsMatchesItsDefinition) {
+  using kernels::LinearQIsa;
+  struct Restore {
+    ~Restore() { kernels::linear_q_cap_isa(LinearQIsa::avx512_vnni); }
+  } restore;
+  for (LinearQIsa isa : {LinearQIsa::scalar, LinearQIsa::avx2, LinearQIsa::avx512, LinearQIsa::avx512_vnni})
+    for (const Mode& m : kModes)
+      for (int64_t K : {96, 160, 256})
+        for (int64_t M : {1, 3, 8, 17}) {
+          if (K % m.group) continue;
+          kernels::linear_q_cap_isa(isa);
+          SCOPED_TRACE(std::to_string(m.bits) + " bits, group " + std::to_string(m.group) + ", K " +
+                       std::to_string(K) + ", M " + std::to_string(M) + ", isa " +
+                       std::to_string(static_cast<int>(kernels::linear_q_isa())));
+          Tensor w = randn({70, K}, 5, 0.05f), x = randn({M, K}, 9);
+          auto q =
+              quant::quantize_weight(w, quant::parse_options("int" + std::to_string(m.bits), m.group, m.sym));
+          Tensor xr = Tensor::empty({M, K}, DType::F32);
+          for (int64_t r = 0; r < M * K; r += m.group) {
+            float amax = 0;
+            for (int64_t k = 0; k < m.group; k++) amax = std::max(amax, std::fabs(x.data<float>()[r + k]));
+            for (int64_t k = 0; k < m.group; k++)
+              xr.data<float>()[r + k] =
+                  std::nearbyint(x.data<float>()[r + k] * (1.0f / (amax / 127.0f))) * (amax / 127.0f);
+          }
+          EagerBuilder b;
+          Tensor ref = F::linear(b.wrap(xr), b.wrap(quant::dequantize(q))).tensor();
+          Var zp = q.zero_points.defined() ? b.wrap(q.zero_points) : Var();
+          Tensor got =
+              F::linear_q(b.wrap(x), b.wrap(q.qweight), b.wrap(q.scales), zp, q.bits, q.group_size, 8)
+                  .tensor();
+          ASSERT_EQ(got.shape(), ref.shape());
+          for (int64_t i = 0; i < ref.numel(); i++)
+            ASSERT_NEAR(got.data<float>()[i], ref.data<float>()[i],
+                        1e-5 * (1 + std::fabs(ref.data<float>()[i])))
+                << i;
+        }
 }
 
 // hfx.embedding_q gathers de-quantized rows: exactly the rows of quant::dequantize.

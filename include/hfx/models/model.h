@@ -51,6 +51,10 @@ struct ModelConfig {
   /// A GPTQ / AWQ checkpoint's quantization (config.json's quantization_config, read by make_model): the
   /// linear weights are in the store as codes (hfx/models/quantize_model.h); none for a float checkpoint.
   quant::QuantOptions prequantized;
+  /// The quantized linear layers round their activations to int8 per block (hfx.linear_q act_bits 8),
+  /// set by quant::quantize_model for QuantOptions::int8_activations: eager's counterpart of ONNX Runtime's
+  /// MatMulNBits accuracy_level 4.
+  bool int8_activations = false;
 };
 
 /// Layout of one cache layer, as capture flattens it into named leaves.

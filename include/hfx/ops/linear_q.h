@@ -9,9 +9,10 @@ namespace hfx::F {
 
 /// hfx.linear_q: x[..., K] @ dequant(W)^T with W as blockwise codes in hfx/quant/quantize.h's layout
 /// (codes uint8 [N, K/group, group·bits/8], scales f32 [N, K/group], zero points uint8 or absent =
-/// symmetric). f32 [..., N].
+/// symmetric). f32 [..., N]. `act_bits` 8: x rounded to int8 per block of group_size first (symmetric,
+/// scale amax / 127; ONNX Runtime's MatMulNBits accuracy_level 4), 0: f32 activations.
 Var linear_q(const Var& x, const Var& codes, const Var& scales, const Var& zero_points, int64_t bits,
-             int64_t group_size);
+             int64_t group_size, int64_t act_bits = 0);
 
 /// hfx.embedding_q: the rows `indices` of an embedding table stored as blockwise codes in the same layout
 /// (codes uint8 [V, D/group, group·bits/8], scales f32 [V, D/group], zero points uint8 [V, …] or absent =

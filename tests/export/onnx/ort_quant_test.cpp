@@ -178,10 +178,12 @@ TEST(OrtQuantConfig, RefusesWhatItCannotWrite) {
   }
 }
 
-// --activations int8 (target ort): every MatMulNBits at accuracy_level 4 (the default export: 0), logits that
-// differ from the eager quantized model's (int8 activations are other math) but stay within verify's
-// 'int8-activations' row; the manifest records that key. What it cannot write is refused: target standard,
-// int8 activations without quantization, a mixture-of-experts model.
+// --activations int8 (target ort): every MatMulNBits at accuracy_level 4 (the default export: 0). The eager
+// model quantized with the same options rounds its activations to int8 the same way (hfx.linear_q act_bits
+// 8), so ONNX Runtime's logits equal it within the f32 bound (measured 8e-7 on this llama), while the eager
+// model with f32 activations differs by more (the rounding is real math); the manifest records the
+// 'int8-activations' key. What it cannot write is refused: target standard, int8 activations without
+// quantization, a mixture-of-experts model.
 TEST(OrtQuantInt8Activations, AccuracyLevel4WithinItsOwnTolerance) {
   auto model = test::tiny_in_memory("llama", 7);
   OnnxConfig oc;
@@ -207,15 +209,23 @@ TEST(OrtQuantInt8Activations, AccuracyLevel4WithinItsOwnTolerance) {
          tpos = Tensor::from_ints({B, S}, pos);
   auto out = merged.run(feeds_for(merged, q, tids, tmask, tpos));
   const rt::RtTensor& got = rt::find_tensor(out, "logits");
-  const Tensor want = eager_logits(q, tids, tmask, tpos);
-  const std::vector<float> g = got.to_f32(), w = want.contiguous().to_floats();
-  ASSERT_EQ(g.size(), w.size());
-  double max_abs = 0;
-  for (size_t i = 0; i < g.size(); i++) max_abs = std::max(max_abs, double(std::fabs(g[i] - w[i])));
-  EXPECT_GT(max_abs, 1e-4) << "int8 activations compute other math than the eager f32 activations";
-  EXPECT_LE(max_abs, 0.25) << "verify's 'int8-activations' logits bound (src/verify/tolerances.cpp)";
-  std::printf("  [llama int4 --activations int8] logits vs eager quantized (f32 activations): max abs %.3g\n",
-              max_abs);
+  auto f32_act = quant::quantize_model(*model, quant::parse_options("int4", 32, false));
+  const std::vector<float> g = got.to_f32();
+  auto diff = [&](const CausalLM& m) {
+    const std::vector<float> w = eager_logits(m, tids, tmask, tpos).contiguous().to_floats();
+    EXPECT_EQ(g.size(), w.size());
+    double d = 0;
+    for (size_t i = 0; i < g.size() && i < w.size(); i++) d = std::max(d, double(std::fabs(g[i] - w[i])));
+    return d;
+  };
+  const double same = diff(q), other = diff(as_causal_lm(*f32_act));
+  EXPECT_LE(same, 1e-4) << "eager with int8 activations computes ONNX Runtime's accuracy_level 4 math";
+  EXPECT_GT(other, 1e-4) << "int8 activations are other math than the eager f32 activations";
+  EXPECT_LE(other, 0.25) << "verify's 'int8-activations' logits bound (src/verify/tolerances.cpp)";
+  std::printf(
+      "  [llama int4 --activations int8] logits vs eager int8 activations: max abs %.3g; vs eager f32 "
+      "activations: %.3g\n",
+      same, other);
 
   OnnxConfig standard;
   EXPECT_THROW(
