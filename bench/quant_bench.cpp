@@ -39,7 +39,10 @@ struct Variant {
 std::vector<Variant> variants() {
   std::vector<Variant> all = {{"f32", {}},
                               {"int8_g32", quant::parse_options("int8", 32, false)},
-                              {"int4_g32", quant::parse_options("int4", 32, false)}};
+                              {"int4_g32", quant::parse_options("int4", 32, false)},
+                              // the activations rounded to int8 (hfx.linear_q act_bits 8: VNNI where present)
+                              {"int8_g32_a8", quant::parse_options("int8", 32, false, "int8")},
+                              {"int4_g32_a8", quant::parse_options("int4", 32, false, "int8")}};
   const char* only = std::getenv("HFX_QUANT_BENCH_ONLY");
   if (only == nullptr) return all;
   std::erase_if(all, [&](const Variant& v) { return v.q.enabled() && v.name != only; });
