@@ -4,13 +4,113 @@
 
 #include <algorithm>
 
+#include <fmt/format.h>
+
 #include "hfx/core/error.h"
 #include "hfx/ops/op_schema.h"
 #include "hfx/passes/pass.h"
 
 namespace hfx {
 
+const char* entry_kind_name(EntryKind k) {
+  switch (k) {
+    case EntryKind::patch:
+      return "patch";
+    case EntryKind::node_fix:
+      return "node_fix";
+    default:
+      return "program_fix";
+  }
+}
+
+namespace {
+
+bool declared_backend(const std::string& backend) {
+  for (const StageDecl& d : declared_stages())
+    if (d.backend == backend) return true;
+  return false;
+}
+
+std::string declared_backends() {
+  std::string out;
+  for (const StageDecl& d : declared_stages())
+    if (out.find(d.backend) == std::string::npos) out += (out.empty() ? "" : ", ") + d.backend;
+  return out;
+}
+
+// Whether (backend, stage) is declared and runs `kind`; else the expectation, for the error.
+bool runs(const std::string& backend, int stage, EntryKind kind, std::string* expected) {
+  std::string stages;
+  for (const StageDecl& d : declared_stages()) {
+    if (d.backend != backend) continue;
+    if (std::find(d.runs.begin(), d.runs.end(), kind) == d.runs.end()) continue;
+    if (d.stage == stage) return true;
+    stages += (stages.empty() ? "" : ", ") + std::to_string(d.stage);
+  }
+  *expected = declared_backend(backend)
+                  ? fmt::format("a {} stage of {} ({})", entry_kind_name(kind), backend, stages)
+                  : fmt::format("a declared backend ({})", declared_backends());
+  return false;
+}
+
+void check_entry(EntryKind kind, const std::string& backend, int stage, const std::string& name,
+                 const std::string& reason) {
+  std::string expected;
+  if (!runs(backend, stage, kind, &expected))
+    HFX_THROW("registry",
+              "expected {} entry '{}' on {}, got backend '{}' stage {}; fix the entry or declare the stage "
+              "in declared_stages() (src/export/registry_table.cpp)",
+              entry_kind_name(kind), name, expected, backend, stage);
+  if (reason.empty())
+    HFX_THROW("registry", "expected a reason for {} entry '{}' ({} stage {}), got none",
+              entry_kind_name(kind), name, backend, stage);
+}
+
+// An exporter applies only stages its backend declares (a backend no declaration names, as unit tests use
+// for isolated entries, is left alone).
+void require_declared(const std::string& backend, int stage, EntryKind kind) {
+  std::string expected;
+  if (declared_backend(backend) && !runs(backend, stage, kind, &expected))
+    HFX_THROW("registry", "expected the exporter to apply {} at {}, got stage {}", entry_kind_name(kind),
+              expected, stage);
+}
+
+}  // namespace
+
+void check_registries() {
+  for (const PatchEntry& e : patch_registry()) {
+    std::string paths;
+    for (const std::string& p : e.paths) {
+      paths += (paths.empty() ? "" : ",") + p;
+      if (!p.starts_with("hfx.model.") && find_op_schema(p) == nullptr)
+        HFX_THROW(
+            "registry",
+            "expected the paths of the {} stage {} patch to be ops of the op table or hfx.model.<hook>, "
+            "got '{}'",
+            e.backend, e.stage, p);
+    }
+    check_entry(EntryKind::patch, e.backend, e.stage, paths, e.reason);
+  }
+  for (const NodeFixEntry& e : node_fix_registry())
+    check_entry(EntryKind::node_fix, e.backend, e.stage, e.name, e.reason);
+  for (const ProgramFixEntry& e : program_fix_registry())
+    check_entry(EntryKind::program_fix, e.backend, e.stage, e.name, e.reason);
+  for (const DisableOptimizeEntry& e : disable_optimize_registry())
+    if (!declared_backend(e.backend) || e.upstream_bug.empty())
+      HFX_THROW("registry",
+                "expected disable-optimize entry '{}' on a declared backend ({}) with its upstream bug, got "
+                "backend '{}'{}",
+                e.model_type, declared_backends(), e.backend, e.upstream_bug.empty() ? " and no bug" : "");
+  for (const ExportSkipEntry& e : export_skip_registry())
+    if ((e.backend != "*" && !declared_backend(e.backend)) || e.reason.empty())
+      HFX_THROW("registry",
+                "expected export-skip entry '{}' on a declared backend ({}, or *) with its reason, got "
+                "backend '{}'{}",
+                e.model_type, declared_backends(), e.backend, e.reason.empty() ? " and no reason" : "");
+}
+
 PatchScope::PatchScope(ExportContext& ctx, const std::string& backend, int stage) : table_(ctx.patches) {
+  require_declared(backend, stage, EntryKind::patch);
   try {
     for (const PatchEntry& e : patch_registry()) {
       if (e.backend != backend || e.stage != stage) continue;
@@ -38,6 +138,7 @@ void PatchScope::restore() {
 }
 
 int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
+  require_declared(backend, stage, EntryKind::node_fix);
   int changes = 0;
   for (const NodeFixEntry& e : node_fix_registry()) {
     if (e.backend != backend || e.stage != stage) continue;
@@ -65,6 +166,7 @@ int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
 }
 
 int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::vector<std::string>& warnings) {
+  require_declared(backend, stage, EntryKind::program_fix);
   int changes = 0;
   for (const ProgramFixEntry& e : program_fix_registry()) {
     if (e.backend != backend || e.stage != stage) continue;

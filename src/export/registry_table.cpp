@@ -42,10 +42,36 @@ Tables& tables() {
     register_executorch_entries();
     register_dynamo_entries();
     filled.store(true, std::memory_order_release);
+    check_registries();  // a typo in a backend, stage or op name fails here, not silently later
   }
   return raw();
 }
 }  // namespace
+
+const std::vector<StageDecl>& declared_stages() {
+  using K = EntryKind;
+  static const std::vector<StageDecl> stages = {
+      // src/export/onnx/onnx_exporter.cpp
+      {"onnx", 1, "torch patches (around capture)", {K::patch}},
+      {"onnx", 2, "ONNX patches; node fixes after the decompositions", {K::patch, K::node_fix}},
+      {"onnx", 3, "FX node fixes, then program fixes", {K::node_fix, K::program_fix}},
+      {"onnx", 4, "ONNX translations (the translation table)", {}},
+      {"onnx", 5, "ONNX IR fixes (src/export/onnx/ir_fixes.cpp)", {}},
+      // src/export/executorch/executorch_exporter.cpp
+      {"executorch", 1, "backend preparation (the backend table)", {}},
+      {"executorch", 2, "torch patches", {K::patch}},
+      {"executorch", 3, "ExecuTorch patches", {K::patch}},
+      {"executorch", 4, "program fixes", {K::program_fix}},
+      {"executorch", 5, "node fixes", {K::node_fix}},
+      // src/export/dynamo/dynamo_exporter.cpp
+      {"dynamo", 1, "forward-signature flattening", {}},
+      {"dynamo", 2, "model patches, then node and program fixes", {K::patch, K::node_fix, K::program_fix}},
+      {"dynamo", 3, "pytree / treespec of the flattened cache", {}},
+      {"dynamo", 4, "dynamic shapes (range constraints)", {}},
+      {"dynamo", 5, "state cleanup", {}},
+  };
+  return stages;
+}
 
 std::vector<PatchEntry>& patch_registry() { return tables().patches; }
 std::vector<NodeFixEntry>& node_fix_registry() { return tables().node_fixes; }

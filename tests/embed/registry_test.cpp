@@ -226,3 +226,57 @@ TEST(ExportConfig, DtypeRoundTripsAndAutoIsWhatEachRuntimeComputesIn) {
   EXPECT_EQ(
       p, (nlohmann::json{{"dtype", "f32"}, {"requested", "auto"}, {"checkpoint", "bf16"}, {"key", "exact"}}));
 }
+
+// The registries are checked against the declared stages when they are filled (the real entries pass);
+// an entry on a backend, stage or kind no exporter runs, a patch path that is no op, or an entry without a
+// reason fails check_registries() with an error naming it; an exporter that applies an undeclared stage of
+// a declared backend fails at that call.
+TEST(Registry, EntriesAndStagesAreCheckedAgainstTheDeclaredStages) {
+  EXPECT_NO_THROW(check_registries());
+  auto fails = [](const char* want) {
+    try {
+      check_registries();
+      ADD_FAILURE() << "expected check_registries to fail with '" << want << "'";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  };
+  auto identity = [](const OpHandler*, ExportContext&) { return OpHandler(); };
+  {
+    Temp t(patch_registry(), PatchEntry{"onx", 1, {"aten.exp"}, identity, "a typo in the backend"});
+    fails("got backend 'onx' stage 1");
+  }
+  {
+    Temp t(patch_registry(), PatchEntry{"executorch", 4, {"aten.exp"}, identity, "stage 4 runs no patches"});
+    fails(
+        "expected patch entry 'aten.exp' on a patch stage of executorch (2, 3), got backend 'executorch' "
+        "stage 4");
+  }
+  {
+    Temp t(patch_registry(), PatchEntry{"onnx", 1, {"aten.expp"}, identity, "a typo in the op"});
+    fails("got 'aten.expp'");
+  }
+  {
+    Temp t(node_fix_registry(),
+           NodeFixEntry{"dynamo", 3, "late_fix", [](Graph&, Node&) { return false; }, "x"});
+    fails("expected node_fix entry 'late_fix' on a node_fix stage of dynamo (2)");
+  }
+  {
+    Temp t(
+        program_fix_registry(),
+        ProgramFixEntry{"onnx", 3, "no_reason", [](Graph&, std::vector<std::string>&) { return false; }, ""});
+    fails("expected a reason for program_fix entry 'no_reason'");
+  }
+  {
+    Temp t(export_skip_registry(), ExportSkipEntry{"tensorrt", "llama", "not a backend"});
+    fails("got backend 'tensorrt'");
+  }
+  EXPECT_NO_THROW(check_registries());  // the temporary entries are gone
+  ExportContext ctx;
+  EXPECT_THROW(PatchScope(ctx, "onnx", 7), Error);
+  Graph g;
+  EXPECT_THROW(apply_node_fixes("executorch", 2, g), Error);
+  std::vector<std::string> warnings;
+  EXPECT_THROW(apply_program_fixes("dynamo", 5, g, warnings), Error);
+  EXPECT_NO_THROW(apply_program_fixes("onnx", 3, g, warnings));
+}

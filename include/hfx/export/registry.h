@@ -107,6 +107,31 @@ bool optimize_disabled(const std::string& backend, const std::string& model_type
 /// Throws hfx::Error("export", ...) with the entry's reason if the model is on the skip list.
 void check_export_skip(const std::string& backend, const std::string& model_type);
 
+// ---------------------------------------------------------------- the declared stages
+/// The kinds of entries a stage applies.
+enum class EntryKind { patch, node_fix, program_fix };
+const char* entry_kind_name(EntryKind k);  ///< "patch", "node_fix", "program_fix"
+
+/// One numbered stage of a backend's exporter (docs/stages.md). The one declaration that registry entries
+/// and the exporters' PatchScope / apply_node_fixes / apply_program_fixes calls are checked against: an
+/// entry on a backend, stage or kind no exporter runs is an error when the registries are filled, and an
+/// exporter that applies a stage its backend does not declare fails at that call.
+struct StageDecl {
+  std::string backend;  ///< "onnx", "executorch", "dynamo"
+  int stage = 0;
+  std::string name;
+  std::vector<EntryKind> runs;  ///< the kinds of registry entries this stage applies (may be none)
+};
+const std::vector<StageDecl>& declared_stages();
+
+/// Checks every entry of the registries against declared_stages(): a patch, node fix or program fix names
+/// a declared backend and a stage of it that runs its kind; a patch path is an op of the op table or a
+/// model hook ("hfx.model.<hook>"); disable-optimize and export-skip entries name a declared backend
+/// (export-skip may say "*"); every entry gives its reason. Throws hfx::Error("registry", "expected …, got
+/// …") naming the first bad entry. Run once when the registries are filled; tests that append entries may
+/// call it.
+void check_registries();
+
 // ---------------------------------------------------------------- the registries (one place each)
 /// All entries, declared in src/export/registry_table.cpp (filled once, thread-safely, on first use).
 /// Tests may append entries and remove them, while no export runs.
