@@ -228,15 +228,6 @@ std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, cons
   return {F::where(allowed, fzero, minv), F::where(F::logical_and(allowed, near), fzero, minv)};
 }
 
-ComponentDecl decoder_on_embeddings(const CausalLM& lm, int64_t hidden) {
-  ComponentDecl decoder = lm.components().front();
-  decoder.name = "decoder";
-  for (InputDecl& d : decoder.inputs)
-    if (d.name == "input_ids")
-      d = {"inputs_embeds", DType::F32, {"batch_size", "sequence_length", std::to_string(hidden)}};
-  return decoder;
-}
-
 Var keep_last(const Var& h, int64_t keep) {
   if (keep <= 0) return h;
   Sym S = h.size(1);

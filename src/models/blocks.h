@@ -158,6 +158,14 @@ class DecoderLM : public CausalLM {
   DecoderOptions o_;
 };
 
+/// The text model of a vision-language checkpoint: `ta` built on `text_config` over the model's weights
+/// (weight prefixes are the caller's). Throws "[model] expected <owner>'s text model to be a decoder of the
+/// shared blocks, got <model_type>" for an architecture with its own forward.
+std::unique_ptr<DecoderLM> make_text_decoder(const Architecture& ta, const json& text_config,
+                                             std::shared_ptr<io::WeightStore> w, const std::string& owner);
+/// get(in, name), or "[model] expected input '<name>' for component '<component>' of <owner>, got none".
+Var need_input(const NamedVars& in, const char* name, const std::string& component, const std::string& owner);
+
 /// A vision-language model's `decoder` component: the text model's `model` component on inputs_embeds
 /// [batch_size, sequence_length, hidden] instead of input_ids (llava, gemma3, idefics3).
 ComponentDecl decoder_on_embeddings(const CausalLM& lm, int64_t hidden);

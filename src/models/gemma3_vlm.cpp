@@ -83,11 +83,7 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
 class Gemma3Vlm : public Model {
  public:
   Gemma3Vlm(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : Model(std::move(cfg), std::move(w)) {
-    const Architecture& ta = text_architecture();
-    std::unique_ptr<Model> m = ta.create(ta.parse_config(text_config(config().raw)), weights_ptr());
-    lm_.reset(dynamic_cast<DecoderLM*>(m.get()));
-    HFX_CHECK(lm_, "model", "expected gemma3's text model to be a decoder, got {}", ta.model_type);
-    m.release();
+    lm_ = make_text_decoder(text_architecture(), text_config(config().raw), weights_ptr(), "gemma3");
     lm_->set_weight_prefix("language_model.");
     vision_ = vision(config().raw);
   }
@@ -115,12 +111,7 @@ class Gemma3Vlm : public Model {
 
   NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
                  const CallOptions& opts) const override {
-    auto need = [&](const char* name) {
-      Var v = get(in, name);
-      if (!v)
-        HFX_THROW("model", "expected input '{}' for component '{}' of gemma3, got none", name, component);
-      return v;
-    };
+    auto need = [&](const char* name) { return need_input(in, name, component, "gemma3"); };
     if (component == "vision_encoder")
       return {{"image_features", gemma3_image_features(b, weights(), config().raw, need("pixel_values"))}};
     if (component == "embed_tokens") {

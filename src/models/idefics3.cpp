@@ -93,12 +93,8 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
 class Idefics3 : public Model {
  public:
   Idefics3(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : Model(std::move(cfg), std::move(w)) {
-    const Architecture& ta = text_architecture(config().raw);
-    std::unique_ptr<Model> m = ta.create(ta.parse_config(text_config(config().raw)), weights_ptr());
-    lm_.reset(dynamic_cast<DecoderLM*>(m.get()));
-    HFX_CHECK(lm_, "model", "expected idefics3's text model to be a Llama-family decoder, got {}",
-              ta.model_type);
-    m.release();
+    lm_ = make_text_decoder(text_architecture(config().raw), text_config(config().raw), weights_ptr(),
+                            config().model_type);
     lm_->set_weight_rename("model.", "model.text_model.");  // lm_head.weight stays at the top
     vision_ = vision(config().raw);
   }
@@ -125,13 +121,7 @@ class Idefics3 : public Model {
 
   NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
                  const CallOptions& opts) const override {
-    auto need = [&](const char* name) {
-      Var v = get(in, name);
-      if (!v)
-        HFX_THROW("model", "expected input '{}' for component '{}' of {}, got none", name, component,
-                  config().model_type);
-      return v;
-    };
+    auto need = [&](const char* name) { return need_input(in, name, component, config().model_type); };
     if (component == "vision_encoder")
       return {{"image_features", idefics3_image_features(b, weights(), config().raw, need("pixel_values"))}};
     if (component == "embed_tokens") {

@@ -124,12 +124,7 @@ class Llava : public Model {
 
   NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
                  const CallOptions& opts) const override {
-    auto need = [&](const char* name) {
-      Var v = get(in, name);
-      if (!v)
-        HFX_THROW("model", "expected input '{}' for component '{}' of llava, got none", name, component);
-      return v;
-    };
+    auto need = [&](const char* name) { return need_input(in, name, component, "llava"); };
     if (component == "vision_encoder")
       return {{"image_features", llava_image_features(b, weights(), config().raw, need("pixel_values"))}};
     if (component == "embed_tokens") {

@@ -164,11 +164,7 @@ std::pair<Var, Var> vision_rotary(Builder& b, const PatchPositions& p, int64_t h
 class Qwen2Vl : public Model {
  public:
   Qwen2Vl(ModelConfig cfg, std::shared_ptr<io::WeightStore> w) : Model(std::move(cfg), std::move(w)) {
-    const Architecture& ta = text_architecture();
-    std::unique_ptr<Model> m = ta.create(ta.parse_config(text_config(config().raw)), weights_ptr());
-    lm_.reset(dynamic_cast<DecoderLM*>(m.get()));
-    HFX_CHECK(lm_, "model", "expected qwen2_vl's text model to be a decoder, got {}", ta.model_type);
-    m.release();
+    lm_ = make_text_decoder(text_architecture(), text_config(config().raw), weights_ptr(), "qwen2_vl");
     v_ = vision(config().raw);
   }
   Structure structure() const override { return Structure::VisionLanguage; }
@@ -192,12 +188,7 @@ class Qwen2Vl : public Model {
 
   NamedVars call(const std::string& component, Builder& b, const NamedVars& in,
                  const CallOptions& opts) const override {
-    auto need = [&](const char* name) {
-      Var v = get(in, name);
-      if (!v)
-        HFX_THROW("model", "expected input '{}' for component '{}' of qwen2_vl, got none", name, component);
-      return v;
-    };
+    auto need = [&](const char* name) { return need_input(in, name, component, "qwen2_vl"); };
     if (component == "vision_encoder")
       return {{"image_features", image_features(b, need("pixel_values"), need("grid_thw"))}};
     if (component == "embed_tokens") {

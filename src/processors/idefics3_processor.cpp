@@ -5,6 +5,7 @@
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
 #include "hfx/processors/image.h"
+#include "processors/pixel_common.h"
 
 namespace hfx::processors {
 namespace {
@@ -81,14 +82,7 @@ Idefics3ImageProcessorConfig Idefics3ImageProcessorConfig::from_json(const nlohm
   c.do_rescale = jsonc::get_or<bool>(j, "do_rescale", c.do_rescale, kC, where);
   c.rescale_factor = jsonc::get_or<double>(j, "rescale_factor", c.rescale_factor, kC, where);
   c.do_normalize = jsonc::get_or<bool>(j, "do_normalize", c.do_normalize, kC, where);
-  for (const char* key : {"image_mean", "image_std"}) {
-    if (!jsonc::has(j, key)) continue;
-    auto v = jsonc::as<std::vector<double>>(j[key], kC, w + "." + key);
-    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key,
-              v.size());
-    float* dst = std::string_view(key) == "image_mean" ? c.image_mean : c.image_std;
-    for (int i = 0; i < 3; i++) dst[i] = static_cast<float>(v[i]);
-  }
+  detail::read_mean_std(j, where, c.image_mean, c.image_std);
   HFX_CHECK(c.longest_edge > 0 && c.max_image_size > 0, std::string(kC),
             "expected a positive size.longest_edge and max_image_size.longest_edge in {}, got {} and {}",
             where, c.longest_edge, c.max_image_size);
@@ -138,8 +132,8 @@ Idefics3Pixels idefics3_pixel_values(const Idefics3ImageProcessorConfig& cfg,
     for (int64_t c = 0; c < 3; c++)
       for (int64_t i = 0; i < S * S; i++) {
         const uint8_t v = frames[n].rgb[i * 3 + c];
-        float x = cfg.do_rescale ? static_cast<float>(v * cfg.rescale_factor) : static_cast<float>(v);
-        if (cfg.do_normalize) x = (x - cfg.image_mean[c]) / cfg.image_std[c];
+        const float x = detail::rescale_normalize(v, c, cfg.do_rescale, cfg.rescale_factor, cfg.do_normalize,
+                                                  cfg.image_mean, cfg.image_std);
         dst[(n * 3 + c) * S * S + i] = x;
       }
   }

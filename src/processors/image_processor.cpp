@@ -12,6 +12,7 @@
 #include "hfx/core/json.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/processors/image.h"
+#include "processors/pixel_common.h"
 
 namespace hfx::processors {
 namespace {
@@ -242,11 +243,23 @@ Tensor clip_pixel_values(const ClipImageProcessorConfig& cfg, const std::vector<
       for (int64_t i = 0; i < H * W; i++) {
         const uint8_t v = ready[n].rgb[i * 3 + c];
         // transformers' rescale: float64 multiply, then float32; normalize: float32 arithmetic.
-        float x = cfg.do_rescale ? static_cast<float>(v * cfg.rescale_factor) : static_cast<float>(v);
-        if (cfg.do_normalize) x = (x - cfg.image_mean[c]) / cfg.image_std[c];
+        const float x = detail::rescale_normalize(v, c, cfg.do_rescale, cfg.rescale_factor, cfg.do_normalize,
+                                                  cfg.image_mean, cfg.image_std);
         dst[(n * 3 + c) * H * W + i] = x;
       }
   return out;
+}
+
+void detail::read_mean_std(const nlohmann::json& j, std::string_view where, float mean[3], float std[3]) {
+  constexpr std::string_view kC = "image processor";
+  for (const char* key : {"image_mean", "image_std"}) {
+    if (!jsonc::has(j, key)) continue;
+    auto v = jsonc::as<std::vector<double>>(j[key], kC, std::string(where) + "." + key);
+    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key,
+              v.size());
+    float* dst = std::string_view(key) == "image_mean" ? mean : std;
+    for (int i = 0; i < 3; i++) dst[i] = static_cast<float>(v[i]);
+  }
 }
 
 ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::json& j,
@@ -298,14 +311,7 @@ ClipImageProcessorConfig ClipImageProcessorConfig::from_json(const nlohmann::jso
   c.do_rescale = jsonc::get_or<bool>(j, "do_rescale", c.do_rescale, kC, where);
   c.rescale_factor = jsonc::get_or<double>(j, "rescale_factor", c.rescale_factor, kC, where);
   c.do_normalize = jsonc::get_or<bool>(j, "do_normalize", c.do_normalize, kC, where);
-  for (const char* key : {"image_mean", "image_std"}) {
-    if (!jsonc::has(j, key)) continue;
-    auto v = jsonc::as<std::vector<double>>(j[key], kC, std::string(where) + "." + key);
-    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key,
-              v.size());
-    float* dst = std::string_view(key) == "image_mean" ? c.image_mean : c.image_std;
-    for (int i = 0; i < 3; i++) dst[i] = static_cast<float>(v[i]);
-  }
+  detail::read_mean_std(j, where, c.image_mean, c.image_std);
   HFX_CHECK(c.shortest_edge > 0 && c.crop_height > 0 && c.crop_width > 0, std::string(kC),
             "expected positive size and crop_size in {}, got {} and {}x{}", where, c.shortest_edge,
             c.crop_height, c.crop_width);

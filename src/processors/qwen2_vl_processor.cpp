@@ -6,6 +6,7 @@
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
 #include "hfx/processors/image.h"
+#include "processors/pixel_common.h"
 
 namespace hfx::processors {
 namespace {
@@ -40,14 +41,7 @@ Qwen2VlImageProcessorConfig Qwen2VlImageProcessorConfig::from_json(const nlohman
   c.do_rescale = jsonc::get_or<bool>(j, "do_rescale", c.do_rescale, kC, where);
   c.rescale_factor = jsonc::get_or<double>(j, "rescale_factor", c.rescale_factor, kC, where);
   c.do_normalize = jsonc::get_or<bool>(j, "do_normalize", c.do_normalize, kC, where);
-  for (const char* key : {"image_mean", "image_std"}) {
-    if (!jsonc::has(j, key)) continue;
-    auto v = jsonc::as<std::vector<double>>(j[key], kC, w + "." + key);
-    HFX_CHECK(v.size() == 3, std::string(kC), "expected 3 values (R, G, B) in {}.{}, got {}", where, key,
-              v.size());
-    float* dst = std::string_view(key) == "image_mean" ? c.image_mean : c.image_std;
-    for (int i = 0; i < 3; i++) dst[i] = static_cast<float>(v[i]);
-  }
+  detail::read_mean_std(j, where, c.image_mean, c.image_std);
   HFX_CHECK(c.patch_size > 0 && c.merge_size > 0 && c.temporal_patch_size > 0 && c.min_pixels > 0 &&
                 c.max_pixels >= c.min_pixels,
             std::string(kC),
@@ -100,8 +94,8 @@ Qwen2VlPixels qwen2_vl_pixel_values(const Qwen2VlImageProcessorConfig& cfg,
     for (int64_t c = 0; c < 3; c++)
       for (int64_t i = 0; i < cur.height * W; i++) {
         const uint8_t v = cur.rgb[static_cast<size_t>(i * 3 + c)];
-        float x = cfg.do_rescale ? static_cast<float>(v * cfg.rescale_factor) : static_cast<float>(v);
-        if (cfg.do_normalize) x = (x - cfg.image_mean[c]) / cfg.image_std[c];
+        const float x = detail::rescale_normalize(v, c, cfg.do_rescale, cfg.rescale_factor, cfg.do_normalize,
+                                                  cfg.image_mean, cfg.image_std);
         px[static_cast<size_t>(c * cur.height * W + i)] = x;
       }
     // reshape(t, T, C, gh/M, M, P, gw/M, M, P).transpose(0, 3, 6, 4, 7, 2, 1, 5, 8); one frame repeated T
