@@ -201,7 +201,6 @@ void check_pte(Context& cx, const fs::path& path) {
     const double load_s = seconds_since(t0);
     const ModelConfig& mc = cx.model->config();
     const ForwardRun run = run_forward(*cx.model, fwd);
-    const ErrorStats& worst = run.worst;
     const json& steps = run.steps;
     const double prefill_s = run.prefill_s, decode_s = run.decode_s;
     const std::vector<int64_t>& prompt = run.prompt;
