@@ -295,13 +295,16 @@ VisionCall vision_call(const Model& m, int64_t rows, LoopContext& b, CallRecorde
   int64_t per = 1, k = 0;
   if (decl.inputs.size() > 1 && decl.inputs[1].name == "grid_thw") {
     const auto& raw = m.config().raw;
-    v.merge = raw["vision_config"].value("spatial_merge_size", int64_t{2});
+    if (raw.contains("vision_config") && raw["vision_config"].is_object())
+      v.merge = raw["vision_config"].value("spatial_merge_size", int64_t{2});
+    else
+      v.merge = 2;
     v.grids.assign(static_cast<size_t>(rows), {1, 2 * v.merge, 3 * v.merge});
     std::vector<int64_t> g;
     for (const auto& x : v.grids) g.insert(g.end(), x.begin(), x.end());
     in = {{pixels.name, patterned_floats(pixels, rows * 6 * v.merge * v.merge, b)},
           {"grid_thw", b.ints({rows, 3}, g)}};
-    k = 6;
+    k = 6;  // merged tokens per image: (2m · 3m) / m²
   } else {
     per = pixels.axes.size() == 5 ? rows : 1;
     in = {{pixels.name, patterned_floats(pixels, rows, b, per)}};
