@@ -319,6 +319,8 @@ Out infer_full(const In&, const Attrs& a, ShapeEnv&) {
 #define DIMSAME(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return infer_dim_check_same(i, a, e, n); }
 
 AttrSpec req(const std::string& n, const std::string& doc = "") { return AttrSpec{n, true, int64_t{0}, doc}; }
+// A required float attribute: the placeholder's type says so (the text IR reads `exponent=2` as a float).
+AttrSpec req_f(const std::string& n, const std::string& doc = "") { return AttrSpec{n, true, 0.0, doc}; }
 AttrSpec opt(const std::string& n, AttrValue d, const std::string& doc = "") {
   return AttrSpec{n, false, std::move(d), doc};
 }
@@ -337,13 +339,13 @@ std::vector<OpSchema> build_table() {
   add({"aten.div.Tensor", 2, 2, 1, {}, true_div, K::div, nullptr, "a / b (true division)"});
   add({"aten.maximum", 2, 2, 1, {}, BIN("aten.maximum"), K::maximum, nullptr, ""});
   add({"aten.minimum", 2, 2, 1, {}, BIN("aten.minimum"), K::minimum, nullptr, ""});
-  add({"aten.add.Scalar", 1, 1, 1, {req("other")}, same_as_first, K::add_scalar, nullptr, "a + other"});
-  add({"aten.mul.Scalar", 1, 1, 1, {req("other")}, same_as_first, K::mul_scalar, nullptr, "a * other"});
+  add({"aten.add.Scalar", 1, 1, 1, {req_f("other")}, same_as_first, K::add_scalar, nullptr, "a + other"});
+  add({"aten.mul.Scalar", 1, 1, 1, {req_f("other")}, same_as_first, K::mul_scalar, nullptr, "a * other"});
   add({"aten.pow.Tensor_Scalar",
        1,
        1,
        1,
-       {req("exponent")},
+       {req_f("exponent")},
        float_unary,
        K::pow_scalar,
        nullptr,
@@ -543,7 +545,7 @@ std::vector<OpSchema> build_table() {
        3,
        4,
        1,
-       {req("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)},
+       {req_f("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)},
        op_shapes::sdpa,
        K::sdpa,
        decomp::sdpa,
