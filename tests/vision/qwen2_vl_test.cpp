@@ -360,3 +360,22 @@ TEST(Qwen2Vl, BadInputIsAClearError) {
     EXPECT_NE(g.out.find(c.want), std::string::npos) << g.out;
   }
 }
+
+// `hfx preprocess` dispatches on the folder's image_processor_type: for Qwen2VLImageProcessor it writes
+// pixel_values [patches, C·T·P·P] and image_grid_thw [images, 3], equal to the library call.
+TEST(Qwen2Vl, PreprocessCliWritesPatchesAndGrids) {
+  Folder f("qwen2_vl_preprocess");
+  const std::vector<std::string> paths = write_images(f.path);
+  const std::string out = (f.path / "pv.safetensors").string();
+  const auto g =
+      hfx::testsupport::sh(std::string(HFX_CLI) + " preprocess '" + (folder() / "ckpt").string() +
+                           "' --image '" + paths[0] + "' --image '" + paths[3] + "' -o '" + out + "'");
+  ASSERT_EQ(g.rc, 0) << g.out;
+  const auto file = hfx::io::SafetensorsFile::open(out);
+  const auto px = hfx::processors::qwen2_vl_pixel_values(
+      processor_config(), {hfx::processors::read_image(paths[0]), hfx::processors::read_image(paths[3])});
+  EXPECT_EQ(file->get("pixel_values").contiguous().to_floats(), px.pixel_values.contiguous().to_floats());
+  const hfx::Tensor grid = file->get("image_grid_thw").contiguous();
+  ASSERT_EQ(grid.numel(), 6);
+  for (int64_t i = 0; i < 6; i++) EXPECT_EQ(grid.data<int64_t>()[i], px.grid_thw[i / 3][i % 3]);
+}
