@@ -44,24 +44,36 @@ Pass dead_code_elimination_pass() {
               [](Graph& g) { return g.eliminate_dead_code() > 0; }};
 }
 
-void decompose_node(Graph& g, Node* n, PatchTable* patches) {
-  const OpSchema& s = op_schema(n->op);
-  if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
+void rewrite_node(Graph& g, Node* n,
+                  const std::function<std::vector<Var>(TraceBuilder&, const std::vector<Var>&)>& build,
+                  PatchTable* patches) {
   TraceBuilder tb(g, patches);
-  // Name the new nodes after the composite they replace.
+  // Name the new nodes after the node they replace (the per-layer diff then points at its module).
   tb.push_scope(n->name);
   std::vector<Var> in;
   for (Value* v : n->inputs) in.push_back(v ? tb.wrap(v) : Var());
   size_t before = g.nodes().size();
-  std::vector<Var> out = s.decompose(tb, in, n->attrs);
-  // Move the freshly appended nodes in front of the composite node.
+  std::vector<Var> out = build(tb, in);
+  // Move the freshly appended nodes in front of the node they replace.
   std::vector<Node*> fresh;
   auto it = g.nodes().begin();
   std::advance(it, before);
   for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
   for (Node* f : fresh) g.move_before(f, n);
+  if (out.size() != n->outputs.size())
+    HFX_THROW("passes", "expected {} outputs from the rewrite of {}, got {}", n->outputs.size(), n->name,
+              out.size());
   for (size_t i = 0; i < out.size(); i++) g.replace_all_uses(n->outputs[i], out[i].value());
   g.erase_node(n);
+}
+
+void decompose_node(Graph& g, Node* n, PatchTable* patches) {
+  const OpSchema& s = op_schema(n->op);
+  if (!s.decompose) HFX_THROW("passes", "expected a decomposition for {}, got none", n->op);
+  const Attrs attrs = n->attrs;
+  rewrite_node(
+      g, n, [&](TraceBuilder& tb, const std::vector<Var>& in) { return s.decompose(tb, in, attrs); },
+      patches);
 }
 
 Pass decompose_pass(const std::vector<std::string>& ops, PatchTable* patches) {

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "hfx/ir/graph.h"
+#include "hfx/ops/builder.h"
 
 namespace hfx {
 
@@ -34,6 +35,13 @@ Pass dead_code_elimination_pass();
 /// decomposition (from the op table), in place. Ops the decompositions call go through the handlers
 /// installed in `patches` (an export's table), if given.
 Pass decompose_pass(const std::vector<std::string>& ops, PatchTable* patches = nullptr);
+/// The one node-rewrite helper: rebuilds node `n` of `g` by tracing `build` on a TraceBuilder over `g`
+/// (through `patches`, if given) with n's inputs, the new nodes named under n's name and placed before it;
+/// n's outputs are rewired to what `build` returns and n is erased. Throws hfx::Error("passes", ...) when
+/// `build` returns another number of outputs than n has.
+void rewrite_node(Graph& g, Node* n,
+                  const std::function<std::vector<Var>(TraceBuilder&, const std::vector<Var>&)>& build,
+                  PatchTable* patches = nullptr);
 /// Replaces the composite node `n` of `g` by its decomposition, in place (new nodes named under n's
 /// name, placed before it). Throws hfx::Error("passes", ...) when its op has no decomposition.
 void decompose_node(Graph& g, Node* n, PatchTable* patches = nullptr);

@@ -22,7 +22,6 @@ using json = nlohmann::json;
 using namespace detail;
 
 int lower_composites(Graph& g) {
-  std::vector<std::string> ops;
   int count = 0;
   bool rope = false, sdpa = false, moe = false;
   for (const auto& n : g.nodes()) {
@@ -33,27 +32,11 @@ int lower_composites(Graph& g) {
   if (rope) run_pass(g, decompose_pass({"hfx.rope"}));
   if (moe) run_pass(g, decompose_pass({"hfx.moe"}));
   if (sdpa) {
-    // Decompose only the inexact ones: mark the exact ones by moving them aside is not possible with
-    // decompose_pass, so decompose per node through the op table directly.
+    // Only the inexact ones (decompose_pass takes every node of an op), node by node.
     std::vector<Node*> todo;
     for (const auto& n : g.nodes())
       if (n->op == "hfx.sdpa" && !sdpa_is_exact(*n)) todo.push_back(n.get());
-    for (Node* n : todo) {
-      const OpSchema& s = op_schema(n->op);
-      TraceBuilder tb(g);
-      tb.push_scope(n->name);
-      std::vector<Var> ins;
-      for (Value* v : n->inputs) ins.push_back(v ? tb.wrap(v) : Var());
-      size_t before = g.nodes().size();
-      std::vector<Var> outs = s.decompose(tb, ins, n->attrs);
-      std::vector<Node*> fresh;
-      auto it = g.nodes().begin();
-      std::advance(it, before);
-      for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
-      for (Node* f : fresh) g.move_before(f, n);
-      for (size_t i = 0; i < outs.size(); i++) g.replace_all_uses(n->outputs[i], outs[i].value());
-      g.erase_node(n);
-    }
+    for (Node* n : todo) decompose_node(g, n);
   }
   return count;
 }

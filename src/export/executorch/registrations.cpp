@@ -12,6 +12,7 @@
 #include "hfx/export/registry.h"
 #include "hfx/ops/functional.h"
 #include "hfx/ops/op_schema.h"
+#include "hfx/passes/pass.h"
 
 namespace hfx {
 namespace {
@@ -76,26 +77,10 @@ PatchEntry static_cache_attention_patch() {
 }
 
 // ---------------------------------------------------------------- node-rewrite helper
-// Rebuilds node `n` with `fn` on a TraceBuilder named after it, moves the new nodes in front of it,
-// rewires its uses and erases it.
+// passes' rewrite_node (the one helper), returning true as a node fix does.
 bool rewrite(Graph& g, Node& n,
              const std::function<std::vector<Var>(TraceBuilder&, const std::vector<Var>&)>& fn) {
-  TraceBuilder tb(g);
-  tb.push_scope(n.name);
-  std::vector<Var> in;
-  for (Value* v : n.inputs) in.push_back(v ? tb.wrap(v) : Var());
-  size_t before = g.nodes().size();
-  std::vector<Var> out = fn(tb, in);
-  std::vector<Node*> fresh;
-  auto it = g.nodes().begin();
-  std::advance(it, before);
-  for (; it != g.nodes().end(); ++it) fresh.push_back(it->get());
-  for (Node* f : fresh) g.move_before(f, &n);
-  if (out.size() != n.outputs.size())
-    HFX_THROW("executorch", "expected {} outputs from the rewrite of {}, got {}", n.outputs.size(), n.name,
-              out.size());
-  for (size_t i = 0; i < out.size(); i++) g.replace_all_uses(n.outputs[i], out[i].value());
-  g.erase_node(&n);
+  rewrite_node(g, &n, fn);
   return true;
 }
 
