@@ -53,8 +53,7 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
       dtype_name(config.weight_dtype(model.config().dtype));  // read by fix_weight_dtype
   apply_node_fixes("dynamo", 2, g);
   apply_program_fixes("dynamo", 2, g, result.warnings);
-  dynamo::lower_composites(g);
-  g.eliminate_dead_code();
+  run_pipeline(g, {dynamo::lower_composites_pass(), dead_code_elimination_pass()});
 
   // ── Stage 3: Pytree / treespec for the flattened cache ──
   // Every past/present leaf must belong to a full (key, value) layer so the list-of-tuples treespec

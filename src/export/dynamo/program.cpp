@@ -41,6 +41,13 @@ int lower_composites(Graph& g) {
   return count;
 }
 
+Pass lower_composites_pass() {
+  return Pass{"lower_composites",
+              "requires: a captured program; ensures: no hfx.rope or hfx.moe, and only the hfx.sdpa that "
+              "aten.scaled_dot_product_attention computes exactly, remain",
+              [](Graph& g) { return lower_composites(g) > 0; }};
+}
+
 namespace {
 
 // The program's placeholders (its "inputs" and "input_specs"), the call signature's inputs.

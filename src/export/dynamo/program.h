@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/ir/graph.h"
+#include "hfx/passes/pass.h"
 
 namespace hfx::dynamo {
 
@@ -47,6 +48,9 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
 /// hfx.sdpa when it needs a sliding window, a softcap or bottom-right causal alignment with S != T).
 /// Returns the number of nodes decomposed.
 int lower_composites(Graph& g);
+/// lower_composites as a named pass with its contract (run by the exporter through run_pass, so the
+/// verifier checks the graph after it in Debug builds).
+Pass lower_composites_pass();
 
 /// The treespec strings torch.utils._pytree.treespec_dumps would write for the program's inputs
 /// ((), {name: leaf, ..., "past_key_values": [(k, v), ...]}) and outputs ({"logits": leaf, ...}).
