@@ -19,6 +19,7 @@ set(HFX_UNITY_ALONE
   src/verify/verify.cpp
   src/export/onnx/translations.cpp  # last(Cx&) (also in gqa_fusion.cpp)
   tools/cmd_inspect.cpp           # human_bytes (also in cmd_export.cpp)
+  src/processors/qwen2_vl_processor.cpp  # kC (also in idefics3_processor.cpp)
   # A class member of a file-local type: -Wsubobject-linkage once the file is #included into another.
   src/io/zip_reader.cpp
   src/tokenizers/tokenizer.cpp
