@@ -3,7 +3,9 @@
 // dequantization into the dot products (AVX-512 or AVX2+FMA when the CPU has it, a scalar loop otherwise), so
 // a decode step reads bits/32 of the f32 weight bytes (the AVX-512 and AVX2 loops work on Σ q·x per block and
 // applies scale and zero point once per block); larger calls (prefill) dequantize tiles of rows to f32 and
-// hand them to sgemm, where compute, not weight bytes, bounds the time.
+// hand them to sgemm, where compute, not weight bytes, bounds the time. With act_bits 8 the activations are
+// rounded to int8 per block first (MatMulNBits accuracy_level 4's math); decode rows then go through an
+// AVX-512 VNNI integer loop where the CPU has one, every other path runs its float loop on the rounded x.
 #include <cblas.h>
 #include <immintrin.h>
 
