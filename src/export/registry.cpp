@@ -91,8 +91,14 @@ void check_registries() {
     }
     check_entry(EntryKind::patch, e.backend, e.stage, paths, e.reason);
   }
-  for (const NodeFixEntry& e : node_fix_registry())
+  for (const NodeFixEntry& e : node_fix_registry()) {
     check_entry(EntryKind::node_fix, e.backend, e.stage, e.name, e.reason);
+    for (const std::string& op : e.ops)
+      if (find_op_schema(op) == nullptr)
+        HFX_THROW("registry",
+                  "expected the ops of node fix '{}' ({} stage {}) to be ops of the op table, got '{}'",
+                  e.name, e.backend, e.stage, op);
+  }
   for (const ProgramFixEntry& e : program_fix_registry())
     check_entry(EntryKind::program_fix, e.backend, e.stage, e.name, e.reason);
   for (const DisableOptimizeEntry& e : disable_optimize_registry())

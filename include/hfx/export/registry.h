@@ -78,6 +78,10 @@ struct NodeFixEntry {
   /// Rewrites one node if it applies; returns true if it changed the graph.
   std::function<bool(Graph& g, Node& n)> fix;
   std::string reason;
+  /// The ops this fix rewrites away entirely (none of them remains after it), so the backend needs no
+  /// lowering of its own for them (tests/export/lowering_coverage_test.cpp); empty for a fix that rewrites
+  /// only some nodes of an op.
+  std::vector<std::string> ops = {};
 };
 struct ProgramFixEntry {
   std::string backend;

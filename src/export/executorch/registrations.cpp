@@ -297,12 +297,15 @@ void register_executorch_entries() {
                 "The portable library has no aten::linear kernel: mm with the weight transposed once at "
                 "export (+ add for "
                 "the bias), flattening leading dims with view_copy."});
+  nf.back().ops = {"aten.linear"};
   nf.push_back({kBackend, 5, "matmul_to_bmm", fix_matmul,
                 "The portable library has no aten::matmul kernel: mm for 2-d operands, else expand_copy + "
                 "view_copy to "
                 "[batch, M, K] and bmm."});
+  nf.back().ops = {"aten.matmul"};
   nf.push_back({kBackend, 5, "silu_to_sigmoid_mul", fix_silu,
                 "The portable library has no aten::silu kernel: x * sigmoid(x)."});
+  nf.back().ops = {"aten.silu"};
   nf.push_back({kBackend, 5, "pow_small_int_to_mul", fix_pow,
                 "aten.pow.Tensor_Scalar with an integer exponent 2..4 becomes a chain of aten.mul.Tensor: "
                 "exact and cheaper "
