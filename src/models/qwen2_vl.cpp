@@ -14,6 +14,7 @@
 // and the tokenizer's <|vision_start|>, <|vision_end|>, <|image_pad|> and <|video_pad|>.
 #include <cmath>
 #include <filesystem>
+#include <limits>
 
 #include "blocks.h"
 #include "hfx/io/safetensors.h"

@@ -3,6 +3,7 @@
 // Errors say what was expected and quote the line.
 #include "hfx/passes/ir_text.h"
 
+#include <algorithm>
 #include <cctype>
 #include <map>
 #include <string>

@@ -1,6 +1,7 @@
 // Qwen2VLImageProcessor (transformers 4.47, image_processing_qwen2_vl.py): smart_resize on hfx's
 // Pillow-exact resampler, rescale and normalize as transformers does them, then the patches flattened in
 // the order the vision tower's merger expects (image, frame, merge window, patch in the window).
+#include <algorithm>
 #include <cmath>
 
 #include "hfx/core/error.h"
