@@ -1,5 +1,6 @@
-// `hfx registries [--backend B]`: every patch, fix, translation, IR fix and list entry with its stage
-// and reason.
+// `hfx registries [--backend B] [--stages]`: every patch, fix, translation, IR fix and list entry with its
+// stage and reason; --stages: the declared stages themselves (hfx/export/registry.h, declared_stages) and
+// the kinds of entries each applies.
 #include <fmt/format.h>
 
 #include "commands.h"
@@ -12,8 +13,20 @@ void register_registries(CLI::App& app) {
                                  "List export patches, fixes, translations and lists with stage and reason");
   cmd->footer("Example:\n  hfx registries --backend onnx");
   auto backend = std::make_shared<std::string>();
+  auto stages = std::make_shared<bool>(false);
   cmd->add_option("--backend", *backend, "onnx | executorch | dynamo");
-  cmd->callback([backend] {
+  cmd->add_flag("--stages", *stages, "List the declared stages of each backend and what they apply");
+  cmd->callback([backend, stages] {
+    if (*stages) {
+      fmt::print("{:<11} {:<6} {:<30} {}\n", "backend", "stage", "applies", "name");
+      for (const StageDecl& d : declared_stages()) {
+        if (!backend->empty() && d.backend != *backend) continue;
+        std::string runs;
+        for (EntryKind k : d.runs) runs += (runs.empty() ? "" : ", ") + std::string(entry_kind_name(k));
+        fmt::print("{:<11} {:<6} {:<30} {}\n", d.backend, d.stage, runs.empty() ? "-" : runs, d.name);
+      }
+      return;
+    }
     auto lines = registry_listing(*backend);
     fmt::print("{:<18} {:<11} {:<6} {:<40} {}\n", "kind", "backend", "stage", "name", "reason");
     for (const auto& l : lines)

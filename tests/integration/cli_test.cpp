@@ -16,6 +16,7 @@
 #include <map>
 
 #include <nlohmann/json.hpp>
+#include "hfx/export/registry.h"
 #include "support/shell.h"
 
 namespace fs = std::filesystem;
@@ -302,4 +303,20 @@ TEST(CliConventions, VerifyWithoutReferenceUsesManifestSource) {
             std::string::npos)
       << g.out;
   fs::remove_all(d);
+}
+
+// `hfx registries --stages` lists the declared stages (the declaration check_registries holds entries to),
+// with the kinds of entries each applies; --backend filters them.
+TEST(CliRegistries, StagesListsTheDeclaredStages) {
+  Proc p = sh(cli() + " registries --stages");
+  ASSERT_EQ(p.rc, 0) << p.out;
+  for (const hfx::StageDecl& d : hfx::declared_stages()) {
+    EXPECT_NE(p.out.find(d.name), std::string::npos) << d.name << "\n" << p.out;
+    EXPECT_NE(p.out.find(d.backend), std::string::npos) << p.out;
+  }
+  EXPECT_NE(p.out.find("program_fix"), std::string::npos) << p.out;
+  Proc e = sh(cli() + " registries --stages --backend executorch");
+  ASSERT_EQ(e.rc, 0) << e.out;
+  EXPECT_EQ(e.out.find("dynamo"), std::string::npos) << e.out;
+  EXPECT_NE(e.out.find("backend preparation"), std::string::npos) << e.out;
 }
