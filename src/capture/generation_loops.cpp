@@ -346,7 +346,7 @@ std::pair<std::vector<int64_t>, std::vector<int64_t>> mrope_batch(const Model& m
     const int64_t n = static_cast<int64_t>(ids.size()), off = in.len - n;
     for (int64_t d = 0; d < 3; d++)
       for (int64_t i = 0; i < n; i++) pos[(d * in.rows + r) * in.len + off + i] = p.pos[d * n + i];
-    next.push_back(in.len + p.delta);
+    next.push_back(p.decode_position(in.len));
   }
   return {pos, next};
 }

@@ -114,16 +114,24 @@ Prepared prepare(const Codes& c, const float* x, int64_t M) {
 // xs = amax / 127, xq = round-half-even(x · (1 / xs))), as ONNX Runtime's MatMulNBits at accuracy_level 4
 // (MLAS QuantizeARow) does; y = Σ_b s_b·xs_b·Σ (q − zp)·xq. ----
 
-// x' = xs · round(x · 127 / amax) per block: the math of every act_bits-8 path; the paths without VNNI run
-// their float loops on x'.
+// One block of n activations rounded to int8 (q) the way MLAS's QuantizeARow does; returns the scale xs
+// (q · xs ≈ x). Every act_bits-8 path rounds through here, so all compute the same q.
+float quantize_block(const float* x, int64_t n, int8_t* q) {
+  float amax = 0;
+  for (int64_t k = 0; k < n; k++) amax = std::max(amax, std::fabs(x[k]));
+  const float xs = amax / 127.0f, inv = xs != 0 ? 1.0f / xs : 0.0f;
+  for (int64_t k = 0; k < n; k++)
+    q[k] = static_cast<int8_t>(std::clamp(std::nearbyint(x[k] * inv), -127.0f, 127.0f));
+  return xs;
+}
+
+// x' = xs · q per block: the paths without VNNI run their float loops on x'.
 std::vector<float> fake_quant(const float* x, int64_t M, int64_t K, int64_t group) {
   std::vector<float> out(static_cast<size_t>(M * K));
+  std::vector<int8_t> q(static_cast<size_t>(group));
   for (int64_t r = 0; r < M * K; r += group) {
-    float amax = 0;
-    for (int64_t k = 0; k < group; k++) amax = std::max(amax, std::fabs(x[r + k]));
-    const float xs = amax / 127.0f, inv = xs != 0 ? 1.0f / xs : 0.0f;  // MLAS's QuantizeARow order
-    for (int64_t k = 0; k < group; k++)
-      out[static_cast<size_t>(r + k)] = std::clamp(std::nearbyint(x[r + k] * inv), -127.0f, 127.0f) * xs;
+    const float xs = quantize_block(x + r, group, q.data());
+    for (int64_t k = 0; k < group; k++) out[static_cast<size_t>(r + k)] = static_cast<float>(q[k]) * xs;
   }
   return out;
 }
@@ -150,15 +158,9 @@ PreparedA8 prepare_a8(const Codes& c, const float* x, int64_t M) {
   for (int64_t m = 0; m < M; m++) {
     const float* xr = x + m * c.K;
     for (int64_t b = 0; b < c.blocks; b++) {
-      float amax = 0;
-      for (int64_t k = b * c.group; k < (b + 1) * c.group; k++) amax = std::max(amax, std::fabs(xr[k]));
-      xs[b] = amax / 127.0f;
-      const float inv = xs[b] != 0 ? 1.0f / xs[b] : 0.0f;
+      xs[b] = quantize_block(xr + b * c.group, c.group, q.data() + b * c.group);
       int32_t sum = 0;
-      for (int64_t k = b * c.group; k < (b + 1) * c.group; k++) {
-        q[k] = static_cast<int8_t>(std::clamp(std::nearbyint(xr[k] * inv), -127.0f, 127.0f));
-        sum += q[k];
-      }
+      for (int64_t k = b * c.group; k < (b + 1) * c.group; k++) sum += q[k];
       p.block_sum[m * c.blocks + b] = xs[b] * static_cast<float>(sum);
     }
     for (int64_t ch = 0; ch < p.chunks; ch++) {

@@ -327,7 +327,7 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
   std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
   int64_t seq = static_cast<int64_t>(r.prompt_ids.size());
   for (int64_t step = 0; step < max_new_tokens; step++) {
-    const int64_t at = static_cast<int64_t>(r.prompt_ids.size()) + step - 1 + mrope.delta;
+    const int64_t at = mrope.decode_position(static_cast<int64_t>(r.prompt_ids.size()) + step - 1);
     const std::vector<int64_t> pos = mrope.pos.empty() ? std::vector<int64_t>()
                                      : step == 0       ? mrope.pos
                                                        : std::vector<int64_t>(3, at);

@@ -109,7 +109,7 @@ std::vector<int64_t> greedy(hfx::rt::ImageTextEngine& e, const json& c, std::vec
   int64_t seq = static_cast<int64_t>(ids.size());
   const int64_t eos = config()["eos_token_id"].is_number() ? config()["eos_token_id"].get<int64_t>() : -1;
   for (int step = 0; step < 32; step++) {
-    const int64_t at = static_cast<int64_t>(ids.size()) + step - 1 + pos.delta;
+    const int64_t at = pos.decode_position(static_cast<int64_t>(ids.size()) + step - 1);
     const std::vector<int64_t> p = step == 0 ? pos.pos : std::vector<int64_t>(3, at);
     const std::vector<float> l = e.step(emb, seq, {}, p);
     if (step == 0 && last_logits) *last_logits = l;

@@ -55,7 +55,9 @@ RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len = st
 /// Qwen2-VL's multimodal positions of one prompt, as transformers' get_rope_index computes them.
 struct MropePositions {
   std::vector<int64_t> pos;  ///< [3, S]: temporal, then height, then width positions of each token
-  int64_t delta = 0;         ///< max position + 1 - S: a decode step at cache length L has position L + delta
+  int64_t delta = 0;         ///< max position + 1 - S
+  /// The position (in all three) of a decode step's token fed at cache length `cache_length`.
+  int64_t decode_position(int64_t cache_length) const { return cache_length + delta; }
 };
 /// get_rope_index (transformers 4.47) for `ids` (one prompt without padding): text tokens count on from the
 /// last position in all three; the image tokens after each `vision_start` token take, for image k of
