@@ -273,9 +273,7 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
       type == "llava" || type == "gemma3" || type == "idefics3" || type == "smolvlm" || type == "qwen2_vl",
       kComp,
       "expected a llava, gemma3, idefics3, smolvlm or qwen2_vl checkpoint or export folder for --image "
-      "(the "
-      "vision-language "
-      "models hfx runs so far), got model_type '{}' in '{}'",
+      "(the vision-language models hfx runs so far), got model_type '{}' in '{}'",
       type, dir);
   HFX_CHECK(engine == "auto" || engine == "eager" || engine == "ort", kComp,
             "expected engine auto, eager or ort, got '{}'", engine);
