@@ -1,0 +1,116 @@
+#!/usr/bin/env bash
+# Runs hfx's ExecuTorch exports of every decoder-only architecture that has a transformers golden on
+# ExecuTorch's own C++ runtime (et_run, built by tools/et_check/build.sh) and compares them.
+#
+#   tools/et_check/run.sh [BUILD_DIR] [--backend portable|xnnpack] [--et-root DIR] [--out DIR]
+#                         [--archs a,b,...] [--threads N] [--decode N]
+#
+#   BUILD_DIR   the project's build (default: build/ of this checkout); needs BUILD_DIR/hfx
+#   --backend   passed to `hfx export --format executorch --backend B` (default portable)
+#   --et-root   where build.sh built ExecuTorch (default $ET_ROOT or /work/et); uses ET_ROOT/et_run-build/et_run
+#   --out       work and report directory (default $ET_ROOT/check-<backend>)
+#
+# Goldens: tests/data/goldens/*-lm.json that have prompts[].greedy_new_tokens (transformers' logits and
+# greedy tokens for `hfx create-tiny ARCH` checkpoints; see tools/hf_goldens/). Per architecture:
+#   hfx create-tiny ARCH -o OUT/ARCH/ckpt
+#   hfx export OUT/ARCH/ckpt --format executorch --backend B -o OUT/ARCH/pte
+#   et_run on each golden prompt (prefill + N greedy decode steps, N=32), compare.py against the golden
+#   et_run --over-max (get_max_seq_len + 1 tokens), which must fail
+# Writes OUT/report.json and OUT/table.txt (one line per architecture); exits 1 if any architecture fails.
+set -uo pipefail
+HERE=$(cd "$(dirname "$0")" && pwd)
+ROOT=$(cd "$HERE/../.." && pwd)
+BUILD_DIR="" BACKEND=portable ET_ROOT=${ET_ROOT:-/work/et} OUT="" ARCHS="" THREADS=0 DECODE=32
+while (($#)); do
+  case $1 in
+    --backend) BACKEND=$2; shift 2 ;;
+    --et-root) ET_ROOT=$2; shift 2 ;;
+    --out) OUT=$2; shift 2 ;;
+    --archs) ARCHS=$2; shift 2 ;;
+    --threads) THREADS=$2; shift 2 ;;
+    --decode) DECODE=$2; shift 2 ;;
+    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
+    *) BUILD_DIR=$1; shift ;;
+  esac
+done
+BUILD_DIR=${BUILD_DIR:-$ROOT/build}
+HFX=$BUILD_DIR/hfx
+ET_RUN=$ET_ROOT/et_run-build/et_run
+OUT=${OUT:-$ET_ROOT/check-$BACKEND}
+[[ -x $HFX ]] || { echo "run.sh: no hfx at $HFX (build the project first)" >&2; exit 2; }
+[[ -x $ET_RUN ]] || { echo "run.sh: no et_run at $ET_RUN (run tools/et_check/build.sh first)" >&2; exit 2; }
+mkdir -p "$OUT"
+
+# Decoder-only goldens.
+mapfile -t GOLDENS < <(python3 - "$ROOT/tests/data/goldens" "$ARCHS" <<'PY'
+import glob, json, os, sys
+d, only = sys.argv[1], [a for a in sys.argv[2].split(",") if a]
+for p in sorted(glob.glob(os.path.join(d, "*-lm.json"))):
+    g = json.load(open(p))
+    ps = g.get("prompts")
+    if not isinstance(ps, list) or not ps or "greedy_new_tokens" not in ps[0]:
+        continue
+    arch = os.path.basename(p)[:-len("-lm.json")]
+    if only and arch not in only:
+        continue
+    print(arch + "\t" + p)
+PY
+)
+((${#GOLDENS[@]})) || { echo "run.sh: no decoder-only goldens selected" >&2; exit 2; }
+
+echo "et_check: backend=$BACKEND hfx=$HFX et_run=$ET_RUN out=$OUT (${#GOLDENS[@]} architectures)"
+REPORTS=()
+for line in "${GOLDENS[@]}"; do
+  arch=${line%%$'\t'*} golden=${line#*$'\t'}
+  d=$OUT/$arch
+  rm -rf "$d"; mkdir -p "$d"
+  echo "== $arch"
+  if ! "$HFX" create-tiny "$arch" -o "$d/ckpt" >"$d/create.log" 2>&1; then
+    echo "create-tiny" >"$d/status"; cp "$d/create.log" "$d/status.detail"
+  elif ! "$HFX" export "$d/ckpt" --format executorch --backend "$BACKEND" -o "$d/pte" >"$d/export.log" 2>&1; then
+    echo "export (--backend $BACKEND)" >"$d/status"; cp "$d/export.log" "$d/status.detail"
+  elif [[ ! -f $d/pte/model.pte ]]; then
+    echo "export wrote no model.pte" >"$d/status"; ls -la "$d/pte" >"$d/status.detail" 2>&1
+  else
+    n=$(python3 -c "import json,sys; print(len(json.load(open(sys.argv[1]))['prompts']))" "$golden")
+    for ((i = 0; i < n; i++)); do
+      ids=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['prompts'][int(sys.argv[2])]; print(','.join(map(str, p.get('input_ids', p.get('ids')))))" "$golden" "$i")
+      "$ET_RUN" --model "$d/pte/model.pte" --tokens "$ids" --decode "$DECODE" --threads "$THREADS" \
+        --out "$d/prompt$i.json" 2>"$d/prompt$i.stderr"
+      echo $? >"$d/prompt$i.rc"
+    done
+    ids=$(python3 -c "import json,sys; p=json.load(open(sys.argv[1]))['prompts'][0]; print(','.join(map(str, p.get('input_ids', p.get('ids')))))" "$golden")
+    "$ET_RUN" --model "$d/pte/model.pte" --tokens "$ids" --decode 0 --logits none --over-max \
+      --out "$d/probe.json" 2>"$d/probe.stderr"
+    echo $? >"$d/probe.rc"
+  fi
+  python3 "$HERE/compare.py" "$golden" "$d" >"$d/report.json" ||
+    echo "{\"arch\": \"$arch\", \"ok\": false, \"problems\": [\"compare.py failed\"]}" >"$d/report.json"
+  REPORTS+=("$d/report.json")
+done
+
+python3 - "$OUT" "$BACKEND" "${REPORTS[@]}" <<'PY'
+import json, sys
+out, backend, paths = sys.argv[1], sys.argv[2], sys.argv[3:]
+reps = [json.load(open(p)) for p in paths]
+json.dump({"backend": backend, "architectures": reps}, open(f"{out}/report.json", "w"), indent=1)
+def f(x):
+    return "-" if x is None else f"{x:.2g}"
+lines = [f"{'arch':<18} {'result':<6} {'max|dlogit|':>11} {'greedy':>8} {'probe':>7} {'prefill ms':>10} {'decode ms/tok':>13}  delegates / problems"]
+for r in reps:
+    ps = r.get("prompts", [])
+    greedy = f"{sum(1 for p in ps if p.get('greedy_match'))}/{len(ps)}" if ps else "-"
+    pf = [p.get("prefill_ms") for p in ps if p.get("prefill_ms") is not None]
+    dm = [p.get("decode_ms_per_token") for p in ps if p.get("decode_ms_per_token") is not None]
+    probe = r.get("probe", {})
+    pstr = "-" if not probe else ("failed" if probe.get("failed_as_expected") else "RAN")
+    dele = sorted({b for v in (r.get("delegates") or {}).values() for b in v})
+    tail = ("delegates: " + ",".join(dele) if dele else "no delegates") if r.get("ok") else "; ".join(r.get("problems", []))[:300]
+    lines.append(f"{r['arch']:<18} {'PASS' if r.get('ok') else 'FAIL':<6} {f(r.get('max_abs_logit_err')):>11} {greedy:>8} {pstr:>7} "
+                 f"{(f'{max(pf):.1f}' if pf else '-'):>10} {(f'{sum(dm)/len(dm):.2f}' if dm else '-'):>13}  {tail}")
+open(f"{out}/table.txt", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+print(f"report: {out}/report.json")
+sys.exit(0 if all(r.get("ok") for r in reps) else 1)
+PY
