@@ -67,6 +67,7 @@ void print_summary(const ExportArgs& a, const Model& model, const ExportResult& 
   fmt::print("warnings: {}\n",
              r.warnings.empty() ? "none" : std::to_string(r.warnings.size()) + " (kept in manifest.json)");
   for (const auto& w : r.warnings) fmt::print("  - {}\n", w);
+  for (const auto& n : r.notes) fmt::print("note: {}\n", n);
 }
 
 // The export config: --config FILE, else the flags.
@@ -206,7 +207,9 @@ void register_export(CLI::App& app) {
                   "ONNX --quantize --target ort: f32 (default: the eager kernels' math) | int8 (MatMulNBits "
                   "accuracy_level 4: activations quantized per block at run time, ONNX Runtime's fast path)")
       ->check(CLI::IsMember({"f32", "int8"}));
-  cmd->add_option("--backend", a->backend, "ExecuTorch: portable (portable kernels, no delegate)");
+  cmd->add_option(
+      "--backend", a->backend,
+      "ExecuTorch: portable (portable kernels, no delegate) | xnnpack (XNNPACK delegate + portable)");
   cmd->add_option("--max-seq-len", a->max_seq_len,
                   "ExecuTorch: static cache length (also bounds its sequence dims)");
   cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");

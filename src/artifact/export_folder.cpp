@@ -71,6 +71,7 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
     out.manifest = build_manifest(tmp.string(), dir, cfg.format, cfg.to_json(), contracts);
     out.manifest.precision = cfg.precision(model.config().dtype);
     out.manifest.warnings = out.export_result.warnings;
+    out.manifest.notes = out.export_result.notes;
     out.manifest.write(tmp.string());
     return out;
   } catch (const fs::filesystem_error& e) {

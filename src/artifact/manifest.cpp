@@ -192,6 +192,7 @@ json Manifest::to_json() const {
   }
   j["files"] = files_j;
   j["warnings"] = warnings;
+  if (!notes.empty()) j["notes"] = notes;
   j["verify"] = {{"status", verify.status}, {"checked_at", verify.checked_at}, {"report", verify.report}};
   return j;
 }
@@ -243,6 +244,8 @@ Manifest Manifest::from_json(const json& j) {
   }
   if (jsonc::has(j, "warnings"))
     m.warnings = jsonc::as<std::vector<std::string>>(j["warnings"], kComp, "manifest.json.warnings");
+  if (jsonc::has(j, "notes"))
+    m.notes = jsonc::as<std::vector<std::string>>(j["notes"], kComp, "manifest.json.notes");
   if (jsonc::has(j, "verify")) {
     const json& v = jsonc::object(j["verify"], kComp, "manifest.json.verify");
     m.verify.status = opt<std::string>(v, "status", "unverified", "manifest.json.verify");

@@ -63,6 +63,7 @@ const std::vector<StageDecl>& declared_stages() {
       {"executorch", 3, "ExecuTorch patches", {K::patch}},
       {"executorch", 4, "program fixes", {K::program_fix}},
       {"executorch", 5, "node fixes", {K::node_fix}},
+      {"executorch", 6, "partitioner (the XNNPACK op table, src/export/executorch/xnnpack_delegate.cpp)", {}},
       // src/export/dynamo/dynamo_exporter.cpp
       {"dynamo", 1, "forward-signature flattening", {}},
       {"dynamo", 2, "model patches, then node and program fixes", {K::patch, K::node_fix, K::program_fix}},

@@ -38,6 +38,14 @@ struct Slot {
   bool constant = false;
   const uint8_t* initial = nullptr;  // initial state of a mutable tensor
 };
+/// A loaded XnnpackBackend payload (pte_xnnpack.cpp).
+struct XnnGraph;
+struct XnnGraphDeleter {
+  void operator()(XnnGraph* g) const;
+};
+using XnnGraphPtr = std::unique_ptr<XnnGraph, XnnGraphDeleter>;
+/// The bytes of the program's named data `key` (throws when the program has none by that key).
+using NamedData = std::function<std::pair<const uint8_t*, size_t>(const std::string&)>;
 }  // namespace pte_detail
 using pte_detail::Slot;
 
@@ -140,6 +148,10 @@ struct PteMethod::Impl {
   void read_value(size_t i, const Segments& seg);
   void read_tensor(size_t i, const fb::Tensor* t, const Segments& seg);
   void exec(const fb::KernelCall* kc);
+  /// The plan's delegates, loaded at init (only XnnpackBackend; anything else is refused by name).
+  std::vector<pte_detail::XnnGraphPtr> delegates;
+  void load_delegates();
+  void exec(const fb::DelegateCall* dc);
 };
 
 namespace pte_detail {
@@ -151,6 +163,10 @@ struct KernelEntry {
 };
 /// ExecuTorch kernel name ("aten::add.out") → its argument count and the op-table op it runs.
 const std::map<std::string, KernelEntry>& kernel_table();
+/// Reads an XnnpackBackend payload (XH00 header + XNNGraph, or a bare XNNGraph); throws hfx::Error("pte").
+XnnGraphPtr load_xnn_graph(const uint8_t* data, size_t size, const NamedData& named);
+/// Runs it on a DelegateCall's arguments: the payload's external ids index them (inputs, then outputs).
+void run_xnn_graph(const XnnGraph& g, PteMethod::Impl& m, const Args& args);
 }  // namespace pte_detail
 
 }  // namespace hfx::verify

@@ -345,7 +345,65 @@ void PteMethod::Impl::init() {
       if (op->overload() && op->overload()->size()) n += "." + op->overload()->str();
       op_names.push_back(n);
     }
+  load_delegates();
   load_initial_state();
+}
+
+// Each delegate's payload (a segment, or inline data of the program) and the named data it may refer to.
+void PteMethod::Impl::load_delegates() {
+  if (!plan->delegates()) return;
+  const auto& b = *prog->bytes_;
+  const fb::Program* p = fb::GetProgram(b.data());
+  auto segment = [&](uint32_t i) -> std::pair<const uint8_t*, size_t> {
+    if (!p->segments() || i >= p->segments()->size())
+      HFX_THROW("pte", "expected a segment index < {}, got {}", p->segments() ? p->segments()->size() : 0, i);
+    const auto* seg = p->segments()->Get(i);
+    const uint64_t base = prog->header_.segment_base_offset;
+    if (!fits(base, seg->offset(), b.size()) || !fits(base + seg->offset(), seg->size(), b.size()))
+      HFX_THROW("pte", "expected segment {} inside the file", i);
+    return {b.data() + base + seg->offset(), seg->size()};
+  };
+  pte_detail::NamedData named = [&](const std::string& key) -> std::pair<const uint8_t*, size_t> {
+    if (p->named_data())
+      for (const auto* nd : *p->named_data())
+        if (nd->key() && nd->key()->str() == key) return segment(nd->segment_index());
+    HFX_THROW("pte", "expected named data '{}' in the program, got none by that key", key);
+  };
+  for (const auto* d : *plan->delegates()) {
+    const std::string id = d->id() ? d->id()->str() : "";
+    if (id != "XnnpackBackend")
+      HFX_THROW("pte", "expected delegates of a backend the reader runs (XnnpackBackend), got '{}'", id);
+    if (!d->processed()) HFX_THROW("pte", "expected processed data on delegate '{}'", id);
+    std::pair<const uint8_t*, size_t> data;
+    const uint32_t idx = d->processed()->index();
+    if (d->processed()->location() == fb::DataLocation::SEGMENT) {
+      data = segment(idx);
+    } else {
+      const auto* inl = p->backend_delegate_data();
+      if (!inl || idx >= inl->size() || !inl->Get(idx)->data())
+        HFX_THROW("pte", "expected inline delegate data {} in the program", idx);
+      data = {inl->Get(idx)->data()->data(), inl->Get(idx)->data()->size()};
+    }
+    try {
+      delegates.push_back(pte_detail::load_xnn_graph(data.first, data.second, named));
+    } catch (const Error& e) {
+      HFX_THROW("pte", "delegate {} of method '{}': {}", delegates.size(), name, e.what());
+    }
+  }
+}
+
+void PteMethod::Impl::exec(const fb::DelegateCall* dc) {
+  const int d = dc->delegate_index();
+  if (d < 0 || d >= static_cast<int>(delegates.size()))
+    HFX_THROW("pte", "expected a delegate index < {}, got {}", delegates.size(), d);
+  Args args;
+  if (dc->args())
+    for (int32_t a : *dc->args()) args.push_back(a);
+  try {
+    pte_detail::run_xnn_graph(*delegates[d], *this, args);
+  } catch (const Error& e) {
+    HFX_THROW("pte", "XnnpackBackend delegate {} in method '{}' failed: {}", d, name, e.what());
+  }
 }
 
 void PteMethod::Impl::load_initial_state() {
@@ -426,11 +484,15 @@ void run_chains(PteMethod::Impl& m) {
     if (!chain->instructions()) continue;
     for (flatbuffers::uoffset_t i = 0; i < chain->instructions()->size(); i++) {
       const auto* ins_ = chain->instructions()->Get(i);
-      if (ins_->instr_args_type() != fb::InstructionArguments::KernelCall)
-        HFX_THROW("pte", "expected only kernel calls in '{}', got {}", m.name,
-                  fb::EnumNameInstructionArguments(ins_->instr_args_type()));
+      const auto kind = ins_->instr_args_type();
+      if (kind != fb::InstructionArguments::KernelCall && kind != fb::InstructionArguments::DelegateCall)
+        HFX_THROW("pte", "expected only kernel and delegate calls in '{}', got {}", m.name,
+                  fb::EnumNameInstructionArguments(kind));
       try {
-        m.exec(ins_->instr_args_as_KernelCall());
+        if (kind == fb::InstructionArguments::DelegateCall)
+          m.exec(ins_->instr_args_as_DelegateCall());
+        else
+          m.exec(ins_->instr_args_as_KernelCall());
       } catch (const Error& e) {
         // A contract check of the writer names its guard in the instruction's stacktrace frame.
         const auto* st = chain->stacktrace();

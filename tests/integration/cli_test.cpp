@@ -110,8 +110,7 @@ json inspect_checked(const fs::path& dir, const std::string& arch, const std::st
         std::to_string(z.parameters), std::string("backends")})
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   EXPECT_EQ(j["backends"].size(), 5u);
-  for (const auto& b : j["backends"])  // xnnpack: refused with its reason until hfx writes delegate payloads
-    EXPECT_EQ(b["supported"].get<bool>(), b["backend"] != "executorch xnnpack") << b.dump();
+  for (const auto& b : j["backends"]) EXPECT_TRUE(b["supported"].get<bool>()) << b.dump();
   return j;
 }
 
@@ -142,9 +141,8 @@ TEST(CliInspect, DecoderLlama) {
   EXPECT_FALSE(has(dyn["artifacts"], "model.pt2"));  // merged: not a torch.export program
   EXPECT_NE(backend(j, "executorch portable")["artifacts"][0].get<std::string>().find("forward"),
             std::string::npos);
-  // A delegate hfx does not write is listed as unsupported, with the reason.
-  EXPECT_FALSE(backend(j, "executorch xnnpack")["supported"].get<bool>());
-  EXPECT_NE(backend(j, "executorch xnnpack")["reason"].get<std::string>().find("delegate payloads"),
+  // The XNNPACK program: the same forward method, its partitions delegated.
+  EXPECT_NE(backend(j, "executorch xnnpack")["artifacts"][0].get<std::string>().find("forward"),
             std::string::npos);
   fs::remove_all(d);
 }

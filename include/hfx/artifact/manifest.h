@@ -69,6 +69,7 @@ struct Manifest {
   std::map<std::string, ShapeContract> contracts;  ///< component → input → axes
   std::vector<ManifestFile> files;
   std::vector<std::string> warnings;  ///< the exporter's warnings (ExportResult::warnings), shown by verify
+  std::vector<std::string> notes;     ///< ExportResult::notes (written only when there are some)
   VerifyRecord verify;
 
   nlohmann::json to_json() const;

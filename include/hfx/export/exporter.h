@@ -121,6 +121,9 @@ struct ExportResult {
   std::vector<ArtifactFile> files;
   std::vector<CapturedProgram> programs;  ///< what was captured, per component
   std::vector<std::string> warnings;
+  /// Facts about the artifact a user should see (ExecuTorch with a delegate: the share of nodes and work
+  /// each method's delegates take); kept in manifest.json.
+  std::vector<std::string> notes;
 };
 
 /// Where an export stands, as an exporter reports it to a progress callback (`hfx export`'s bar): the

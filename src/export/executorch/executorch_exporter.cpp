@@ -18,15 +18,19 @@ namespace hfx::et {
 
 // The backend-preparation table (stage 1), declared once. ExecuTorch's own exporter moves the model to
 // the device and dtype here and picks a partitioner; hfx's model is never changed, so a row says which
-// dtype the weights take in the program and what the artifact needs at run time. Only what hfx really
-// writes is a row: hfx writes no delegate payloads yet, so there is no `xnnpack` or GPU row — a name for
-// a delegate that never runs would be a label that does nothing.
+// dtype the weights take in the program, which partitioner runs at stage 6 and what the artifact needs at
+// run time. Only what hfx really writes is a row: there is no GPU row, since hfx writes no GPU delegate
+// payloads — a name for a delegate that never runs would be a label that does nothing.
 const std::vector<BackendPrep>& backend_prep_table() {
   static const std::vector<BackendPrep> t = {
       {"portable", "cpu", DType::F32, "", "",
        "CPU, float32 weights and activations; every op is a portable kernel (no delegate), so any ExecuTorch "
-       "CPU "
-       "runtime built with the portable kernel library loads it"},
+       "CPU runtime built with the portable kernel library loads it"},
+      {"xnnpack", "cpu", DType::F32, "XnnpackPartitioner", "",
+       "CPU, float32; the XNNPACK partitioner (stage 6, xnnpack_delegate.h) lowers the runs of linear, "
+       "matmul, elementwise, activation and softmax nodes into XnnpackBackend payloads, weights in the "
+       "program's named data; the rest (KV-cache updates, views, gathers, sym-size arithmetic) stays "
+       "portable, so the runtime needs the XNNPACK backend and the portable kernels"},
   };
   return t;
 }
@@ -37,13 +41,34 @@ const BackendPrep& backend_prep(const std::string& name) {
     if (b.name == name) return b;
     known += (known.empty() ? "" : ", ") + b.name;
   }
-  if (name == "xnnpack" || name == "cuda" || name == "vulkan" || name == "coreml" || name == "qnn")
+  if (name == "cuda" || name == "vulkan" || name == "coreml" || name == "qnn" || name == "mps")
     HFX_THROW("executorch",
-              "expected a backend among [{}], got '{}': hfx does not write {} delegate payloads yet, so such "
-              "a program "
-              "would be the portable one under another name; use --backend portable",
+              "expected a backend among [{}], got '{}': hfx does not write {} delegate payloads, so such a "
+              "program would be the portable one under another name; use --backend xnnpack or portable",
               known, name, name);
   HFX_THROW("executorch", "expected a backend among [{}], got '{}'", known, name);
+}
+
+// What each method's delegates took: calls, nodes and the share of the work (FLOPs at the upper-bound
+// sizes), so a user sees how much of the program runs in XNNPACK and how much on portable kernels.
+std::vector<std::string> delegation_notes(const PteWriteResult& pte, const std::string& backend) {
+  std::vector<std::string> v;
+  for (const PteMethodStats& m : pte.methods) {
+    if (m.delegate_calls == 0 && backend == "portable") continue;
+    v.push_back(fmt::format(
+        "[executorch] {}: method '{}' has {} delegate calls taking {} of {} nodes and "
+        "{:.1f}% of the FLOPs; {} kernel calls stay portable",
+        backend, m.name, m.delegate_calls, m.delegated_nodes, m.nodes,
+        m.flops > 0 ? 100.0 * m.delegated_flops / m.flops : 0.0, m.instructions - m.delegate_calls));
+  }
+  return v;
+}
+
+// Stage 6 (partitioner): the .pte writer's options for the row's partitioner.
+PteWriteOptions writer_options(const BackendPrep& prep) {
+  PteWriteOptions o;
+  if (prep.partitioner == "XnnpackPartitioner") o.delegate = "xnnpack";
+  return o;
 }
 
 namespace {
@@ -191,7 +216,8 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   fwd.guards = out.forward.guards;
   for (const CacheLeaf& l : g.cache_leaves()) fwd.mutable_buffers.emplace_back(l.input_name, l.output_name);
   out.metadata = metadata_methods(mc, cfg, out.warnings);
-  out.pte = write_pte({fwd}, out.metadata);
+  // ── Stage 6: Partitioner ── (in the writer: the row's partitioner takes its subgraphs into delegates)
+  out.pte = write_pte({fwd}, out.metadata, writer_options(prep));
   out.warnings.insert(out.warnings.end(), out.pte.warnings.begin(), out.pte.warnings.end());
   return out;
 }
@@ -245,7 +271,8 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
   }
   out.forward = out.components.front();
   out.metadata = component_metadata(model, cfg);
-  out.pte = write_pte(methods, out.metadata);
+  // ── Stage 6: Partitioner ──
+  out.pte = write_pte(methods, out.metadata, writer_options(prep));
   out.warnings.insert(out.warnings.end(), out.pte.warnings.begin(), out.pte.warnings.end());
   return out;
 }
@@ -278,6 +305,7 @@ ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureO
   else
     for (auto& c : p.components) r.programs.push_back(std::move(c));
   r.warnings = std::move(p.warnings);
+  r.notes = delegation_notes(p.pte, cfg.backend);
   return r;
 }
 

@@ -4,14 +4,16 @@
 // KV cache and writes one .pte holding that method and the metadata methods ExecuTorch's LLM runners
 // read; other structures get one method per component program (encoder-only: forward; encoder-decoder:
 // encoder, decoder, decoder_with_past). Its stages, in order (each a `// ── Stage N ──` block in the .cpp):
-//   1. Backend preparation — the backend-preparation table below (portable: CPU f32, portable kernels; no
-//      delegate rows until hfx writes delegate payloads).
+//   1. Backend preparation — the backend-preparation table below (portable: CPU f32, portable kernels;
+//      xnnpack: CPU f32, the XNNPACK partitioner at stage 6).
 //   2. Torch patches — PatchScope("executorch", 2) around capture: hfx.sdpa / hfx.rms_norm / hfx.rope
 //      replaced by their op-table decompositions, so only portable ops remain.
 //   3. ExecuTorch patches — PatchScope("executorch", 3) around capture: static-cache attention masked by
 //      input_pos.
 //   4. Program fixes — registered ProgramFixEntry (cap dims without an upper bound, constant dtype).
 //   5. Node fixes — registered NodeFixEntry (pow → mul chain, silu/linear/matmul → portable ops, ...).
+//   6. Partitioner — the row's partitioner, run by the writer: XNNPACK takes the runs of nodes its op table
+//      (xnnpack_delegate.h) supports into XnnpackBackend delegate calls.
 // Then the .pte writer (pte_writer.h). Entries of stages 2–5 live in registrations.cpp.
 #pragma once
 #include <string>

@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "export/executorch/pte_writer.h"
+#include "export/executorch/xnnpack_delegate.h"
 #include "hfx/core/error.h"
 #include "hfx_gen/program_generated.h"
 
@@ -64,6 +65,7 @@ struct EV {
 
 struct Call {
   int op = 0;
+  int delegate = -1;  // >= 0: a DelegateCall of the plan's delegate `delegate` (op unused)
   std::vector<int32_t> args;
   std::string check;  // a contract check: its stacktrace frame's context (the guard), else empty
   std::string where;  // file:line of the code that asked for the guard
@@ -77,6 +79,9 @@ struct Plan {
   std::vector<std::pair<std::string, std::string>> operators;
   std::vector<int64_t> non_const_buffer_sizes{0};
   std::vector<std::string> warnings;
+  std::vector<uint32_t> delegates;  // each delegate's payload: an index into Pools::payloads
+  int nodes = 0, delegated_nodes = 0;
+  double flops = 0, delegated_flops = 0;
 };
 
 // Program-wide pools: constants (deduplicated by storage) and zeroed initial states of mutable buffers.
@@ -101,6 +106,30 @@ struct Pools {
     uint32_t idx = static_cast<uint32_t>(constant_offsets.size() - 1);
     if (t.is_contiguous()) seen[key] = idx;
     return idx;
+  }
+  // Delegate payloads and the named data they refer to (one segment each, as ExecuTorch's NamedDataStore
+  // writes them); a key names one content: the same name with other bytes gets a suffix.
+  std::vector<std::vector<uint8_t>> payloads;
+  std::vector<std::pair<std::string, std::vector<uint8_t>>> named;
+  std::map<std::string, size_t> named_index;
+
+  uint32_t add_payload(std::vector<uint8_t> bytes) {
+    payloads.push_back(std::move(bytes));
+    return static_cast<uint32_t>(payloads.size() - 1);
+  }
+  std::string add_named(const Value* v) {
+    std::vector<uint8_t> bytes(v->data.nbytes());
+    if (!bytes.empty()) copy_to_contiguous(v->data, bytes.data(), v->data.dtype());
+    std::string key = v->name;
+    for (int k = 1;; k++) {
+      auto it = named_index.find(key);
+      if (it == named_index.end()) break;
+      if (named[it->second].second == bytes) return key;
+      key = fmt::format("{}#{}", v->name, k);
+    }
+    named_index[key] = named.size();
+    named.emplace_back(key, std::move(bytes));
+    return key;
   }
   uint32_t add_zeroed(size_t nbytes) {
     mutables.resize(align_up(mutables.size(), opt.tensor_alignment), 0);
@@ -219,7 +248,7 @@ class MethodEmitter {
       op_index_[key] = op;
     }
     args.push_back(ret);
-    plan_.calls.push_back(Call{op, std::vector<int32_t>(args.begin(), args.end()), {}, {}});
+    plan_.calls.push_back(Call{op, -1, std::vector<int32_t>(args.begin(), args.end()), {}, {}});
   }
   /// Out-variant call of a node with one output: out = node output 0.
   void out_call(const Node& n, const std::string& name, const std::string& overload, std::vector<int> args) {
@@ -325,6 +354,8 @@ class MethodEmitter {
   }
 
   void lower(const Node& n);
+  void lower_nodes();
+  void emit_delegate(const xnn::Partition& p);
   void emit_guard_checks();
   void plan_memory();
 

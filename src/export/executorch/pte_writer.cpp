@@ -57,7 +57,7 @@ Plan MethodEmitter::emit() {
     }
   }
   emit_guard_checks();
-  for (const auto& n : g_.nodes()) lower(*n);
+  lower_nodes();
   for (Value* v : g_.outputs()) {
     if (auto it = buffer_out.find(v->name); it != buffer_out.end()) {
       const Value* buf = g_.find_input(it->second);
@@ -87,6 +87,48 @@ Plan MethodEmitter::emit() {
   }
   plan_memory();
   return std::move(plan_);
+}
+
+// Every node in graph order: a portable kernel call each, or — with the XNNPACK delegate — one delegate
+// call at the first node of each partition (its inputs are all computed by then: a partition is a run of
+// consecutive nodes) and nothing for the rest of it.
+void MethodEmitter::lower_nodes() {
+  std::map<const Node*, size_t> first;
+  std::set<const Node*> taken;
+  std::vector<xnn::Partition> parts;
+  if (opt_.delegate == "xnnpack") parts = xnn::partition(g_);
+  for (size_t i = 0; i < parts.size(); i++) {
+    first[parts[i].nodes.front()] = i;
+    taken.insert(parts[i].nodes.begin(), parts[i].nodes.end());
+  }
+  for (const auto& n : g_.nodes()) {
+    const double f = xnn::node_flops(*n, env_);
+    plan_.nodes++;
+    plan_.flops += f;
+    if (!taken.count(n.get())) {
+      lower(*n);
+      continue;
+    }
+    plan_.delegated_nodes++;
+    plan_.delegated_flops += f;
+    if (auto it = first.find(n.get()); it != first.end()) emit_delegate(parts[it->second]);
+  }
+}
+
+// One XnnpackBackend call: arguments are the partition's inputs then its outputs (the payload's external
+// ids 0..n-1, in that order), each a tensor value of the method; the payload's constants go to named data.
+void MethodEmitter::emit_delegate(const xnn::Partition& p) {
+  std::vector<int32_t> args;
+  for (const Value* v : p.inputs) args.push_back(T(v));
+  for (const Value* v : p.outputs) args.push_back(T(v));
+  auto bytes = xnn::serialize(
+      p, [&](const Value* v) { return tensor_ev(v->type, v->name, false).sizes; },
+      [&](const Value* v) { return pools_.add_named(v); });
+  plan_.delegates.push_back(pools_.add_payload(std::move(bytes)));
+  Call c;
+  c.delegate = static_cast<int>(plan_.delegates.size() - 1);
+  c.args = std::move(args);
+  plan_.calls.push_back(std::move(c));
 }
 
 // The capture's deferred guards (lower <= expr <= upper over input sizes), enforced the way ExecuTorch
@@ -224,13 +266,18 @@ flatbuffers::Offset<fb::EValue> pack(flatbuffers::FlatBufferBuilder& b, const EV
   return fb::CreateEValue(b, e.kind, u);
 }
 
-flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, const Plan& p) {
+// `payload_segment0`: the segment of payload 0 (Pools::payloads are consecutive segments).
+flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, const Plan& p,
+                                            uint32_t payload_segment0) {
   std::vector<flatbuffers::Offset<fb::EValue>> values;
   for (const EV& e : p.values) values.push_back(pack(b, e));
   std::vector<flatbuffers::Offset<fb::Instruction>> instrs;
   for (const Call& c : p.calls)
-    instrs.push_back(fb::CreateInstruction(b, fb::InstructionArguments::KernelCall,
-                                           fb::CreateKernelCallDirect(b, c.op, &c.args).Union()));
+    instrs.push_back(c.delegate >= 0
+                         ? fb::CreateInstruction(b, fb::InstructionArguments::DelegateCall,
+                                                 fb::CreateDelegateCallDirect(b, c.delegate, &c.args).Union())
+                         : fb::CreateInstruction(b, fb::InstructionArguments::KernelCall,
+                                                 fb::CreateKernelCallDirect(b, c.op, &c.args).Union()));
   // Contract checks carry a stacktrace frame (one FrameList per instruction, empty for the others).
   std::vector<flatbuffers::Offset<fb::FrameList>> frames;
   const bool checks =
@@ -250,6 +297,12 @@ flatbuffers::Offset<fb::ExecutionPlan> pack(flatbuffers::FlatBufferBuilder& b, c
   std::vector<flatbuffers::Offset<fb::Operator>> ops;
   for (const auto& [n, o] : p.operators) ops.push_back(fb::CreateOperatorDirect(b, n.c_str(), o.c_str()));
   std::vector<flatbuffers::Offset<fb::BackendDelegate>> delegates;
+  for (uint32_t payload : p.delegates) {
+    auto ref =
+        fb::CreateBackendDelegateDataReference(b, fb::DataLocation::SEGMENT, payload_segment0 + payload);
+    std::vector<flatbuffers::Offset<fb::CompileSpec>> no_specs;
+    delegates.push_back(fb::CreateBackendDelegateDirect(b, "XnnpackBackend", ref, &no_specs));
+  }
   auto meta = fb::CreateContainerMetadataDirect(b, "", "");
   return fb::CreateExecutionPlanDirect(b, p.name.c_str(), meta, &values, &p.inputs, &p.outputs, &chains, &ops,
                                        &delegates, &p.non_const_buffer_sizes);
@@ -305,6 +358,11 @@ PteMethodStats method_stats(const Plan& p, const PteWriteOptions& opt, std::set<
     st.operators.push_back(full);
     all_ops.insert(full);
   }
+  st.delegate_calls = static_cast<int>(p.delegates.size());
+  st.nodes = p.nodes;
+  st.delegated_nodes = p.delegated_nodes;
+  st.flops = p.flops;
+  st.delegated_flops = p.delegated_flops;
   return st;
 }
 
@@ -374,10 +432,16 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
   uint32_t const_seg = add_seg(pools.constants);
   bool has_mut = pools.mutable_offsets.size() > 1;
   uint32_t mut_seg = has_mut ? add_seg(pools.mutables) : 0;
+  // Then each delegate payload, then each piece of named data (ExecuTorch's layout: one segment each).
+  const auto payload_seg0 = static_cast<uint32_t>(segs.size());
+  for (const auto& pl : pools.payloads) add_seg(pl), res.delegate_bytes += static_cast<int64_t>(pl.size());
+  const auto named_seg0 = static_cast<uint32_t>(segs.size());
+  for (const auto& nd : pools.named)
+    add_seg(nd.second), res.named_data_bytes += static_cast<int64_t>(nd.second.size());
 
   flatbuffers::FlatBufferBuilder b(1 << 16);
   std::vector<flatbuffers::Offset<fb::ExecutionPlan>> eps;
-  for (const Plan& p : plans) eps.push_back(pack(b, p));
+  for (const Plan& p : plans) eps.push_back(pack(b, p, payload_seg0));
   std::vector<flatbuffers::Offset<fb::DataSegment>> seg_tables;
   for (const auto& [d, off] : segs) seg_tables.push_back(fb::CreateDataSegment(b, off, d->size()));
   auto cseg = fb::CreateSubsegmentOffsetsDirect(b, const_seg, &pools.constant_offsets);
@@ -385,8 +449,12 @@ PteWriteResult write_pte(const std::vector<PteMethodSpec>& methods,
   if (has_mut) msegs.push_back(fb::CreateSubsegmentOffsetsDirect(b, mut_seg, &pools.mutable_offsets));
   std::vector<flatbuffers::Offset<fb::Buffer>> no_buffers;  // deprecated inline constants: always empty
   std::vector<flatbuffers::Offset<fb::BackendDelegateInlineData>> no_delegate_data;
+  std::vector<flatbuffers::Offset<fb::NamedData>> named;
+  for (size_t i = 0; i < pools.named.size(); i++)
+    named.push_back(
+        fb::CreateNamedDataDirect(b, pools.named[i].first.c_str(), named_seg0 + static_cast<uint32_t>(i)));
   auto root = fb::CreateProgramDirect(b, /*version=*/0, &eps, &no_buffers, &no_delegate_data, &seg_tables,
-                                      cseg, has_mut ? &msegs : nullptr);
+                                      cseg, has_mut ? &msegs : nullptr, named.empty() ? nullptr : &named);
   fb::FinishProgramBuffer(b, root);
 
   assemble(b, segs, seg_end, opt, res.bytes);

@@ -46,15 +46,21 @@ struct PteWriteOptions {
   size_t segment_alignment = 128;  ///< start of each segment (ExecuTorch's default)
   size_t tensor_alignment = 16;    ///< each constant inside the constant segment
   size_t memory_alignment = 16;    ///< each planned tensor inside the arena
+  /// "" (every node a portable kernel call) or "xnnpack": the XNNPACK partitioner (xnnpack_delegate.h)
+  /// takes the runs of nodes it supports into XnnpackBackend delegate calls.
+  std::string delegate;
 };
 
 struct PteMethodStats {
   std::string name;
   int instructions = 0;
   int values = 0;
-  int64_t planned_bytes = 0;           ///< arena size after reuse
-  int64_t naive_bytes = 0;             ///< sum of every planned tensor's capacity
-  std::vector<std::string> operators;  ///< "aten::mm.out", each once
+  int64_t planned_bytes = 0;              ///< arena size after reuse
+  int64_t naive_bytes = 0;                ///< sum of every planned tensor's capacity
+  std::vector<std::string> operators;     ///< "aten::mm.out", each once
+  int delegate_calls = 0;                 ///< DelegateCall instructions
+  int nodes = 0, delegated_nodes = 0;     ///< graph nodes, and those inside a delegate
+  double flops = 0, delegated_flops = 0;  ///< work at the upper-bound sizes (xnn::node_flops)
 };
 
 struct PteWriteResult {
@@ -62,6 +68,8 @@ struct PteWriteResult {
   std::vector<PteMethodStats> methods;
   int64_t constant_bytes = 0;
   int64_t mutable_bytes = 0;
+  int64_t named_data_bytes = 0;  ///< constants of delegate payloads, in the program's named data
+  int64_t delegate_bytes = 0;    ///< the payloads themselves
   /// Every operator of every method, each once, sorted.
   std::vector<std::string> operators;
   /// Guards that could not be checked in the program (a symbol no input size defines).

@@ -8,6 +8,7 @@
 
 #include "export/executorch/executorch_exporter.h"
 #include "export/executorch/static_cache.h"
+#include "export/executorch/xnnpack_delegate.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/functional.h"
@@ -323,6 +324,10 @@ std::vector<RegistryLine> executorch_registry_lines() {
     if (!b.warning.empty()) what += "; warns: " + b.warning;
     v.push_back({"backend_prep", kBackend, 1, b.name, what});
   }
+  for (const auto& e : et::xnn::xnnpack_op_table())
+    v.push_back({"partitioner", kBackend, 6, e.op,
+                 fmt::format("xnnpack → {}{}: {}", e.xnn_node, e.when.empty() ? "" : " (when " + e.when + ")",
+                             e.reason)});
   return v;
 }
 

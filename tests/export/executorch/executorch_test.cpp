@@ -2,6 +2,7 @@
 // portable-only operators, memory planning, bounded dims, and numerics of the independent reader
 // against eager — on hand-built graphs and on every architecture of the model library (prefill + 16
 // decode steps with the static KV cache vs EagerBuilder + DynamicCache).
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -275,13 +276,19 @@ TEST(ExecutorchPte, RefusesUnboundedDimsAndTheProgramFixCapsThem) {
 }
 
 TEST(ExecutorchPte, RegistryListsBackendPreparationAndEveryEntryHasAReason) {
-  std::vector<std::string> preps;
+  std::vector<std::string> preps, partitioned;
   for (const auto& l : registry_listing("executorch")) {
     EXPECT_FALSE(l.reason.empty()) << l.kind << " " << l.name;
     if (l.kind == "backend_prep") preps.push_back(l.name);
+    if (l.kind == "partitioner") {
+      EXPECT_EQ(l.stage, 6) << l.name;
+      partitioned.push_back(l.name);
+    }
   }
-  // Only what hfx really writes: no delegate partitioner is listed while hfx writes no delegate payloads.
-  EXPECT_EQ(preps, std::vector<std::string>{"portable"});
+  // Only what hfx really writes: the portable program and the XNNPACK-delegated one, whose partitioner
+  // lists the ops it takes, each with its reason.
+  EXPECT_EQ(preps, (std::vector<std::string>{"portable", "xnnpack"}));
+  EXPECT_NE(std::find(partitioned.begin(), partitioned.end(), "aten.mm"), partitioned.end());
   int stage2 = 0;
   for (const auto& p : patch_registry())
     if (p.backend == "executorch" && p.stage == 2) stage2++;
@@ -365,6 +372,55 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
   RecordProperty("max_abs_diff", std::to_string(worst));
 }
 
+// The XNNPACK program: the partitions run as XnnpackBackend delegate calls, the linear layers all among
+// them (no aten::mm kernel is left), at least 90% of the work delegated, and the program — read back by
+// the reader's own XNNPACK interpreter — computes what the eager model computes. The real runtime's check
+// is tools/et_check.
+TEST_P(ExecutorchArch, XnnpackProgramDelegatesTheLinearsAndMatchesEager) {
+  const Architecture& a = architecture(GetParam());
+  auto model = tiny_model(a);
+  const ModelConfig& mc = model->config();
+  ExecutorchConfig cfg;
+  cfg.max_seq_len = 32;
+  cfg.backend = "xnnpack";
+  CaptureOptions opts;
+  opts.sample_sequence = 5;
+  et::ExecutorchProgram p = et::build_executorch_program(*model, cfg, opts);
+  expect_portable(p.pte.operators);
+  EXPECT_TRUE(verifies(p.pte.bytes));
+  EXPECT_EQ(std::count(p.pte.operators.begin(), p.pte.operators.end(), "aten::mm.out"), 0)
+      << "every linear layer is an XNNPACK fully-connected node";
+  const et::PteMethodStats& st = p.pte.methods.at(0);
+  EXPECT_GT(st.delegate_calls, mc.num_hidden_layers);
+  EXPECT_GE(st.delegated_flops, 0.9 * st.flops) << st.delegated_flops << " of " << st.flops;
+  EXPECT_GT(p.pte.named_data_bytes, 0);
+  nlohmann::json j = flatc_json(p.pte.bytes, GetParam() + "_xnnpack");
+  EXPECT_EQ(j["execution_plan"][0]["delegates"][0]["id"], "XnnpackBackend");
+  EXPECT_GT(j["named_data"].size(), 0u);
+
+  auto& fwd = verify::PteProgram::load_bytes(p.pte.bytes)->method("forward");
+  std::vector<int64_t> prompt = {1, 7, 42, 3, 99, 11, 5}, pos;
+  for (size_t i = 0; i < prompt.size(); i++) pos.push_back(static_cast<int64_t>(i));
+  EagerBuilder eb;
+  DynamicCache cache(model->cache_layout());
+  ForwardArgs args;
+  args.input_ids = eb.wrap(ids(prompt));
+  args.cache = &cache;
+  Tensor ref = model->forward(eb, args).logits.tensor();
+  float worst = max_abs_diff(std::get<Tensor>(fwd.run({ids(prompt), ids(pos, false)})[0]), ref);
+  for (int64_t step = 0, next = static_cast<int64_t>(prompt.size()); step < 8; step++, next++) {
+    int64_t tok = (step * 37 + 3) % mc.vocab_size;
+    ForwardArgs d;
+    d.input_ids = eb.wrap(ids({tok}));
+    d.cache = &cache;
+    Tensor r = model->forward(eb, d).logits.tensor();
+    worst = std::max(worst, max_abs_diff(std::get<Tensor>(fwd.run({ids({tok}), ids({next}, false)})[0]), r));
+  }
+  EXPECT_LE(worst, 1e-5f);
+  RecordProperty("max_abs_diff", std::to_string(worst));
+  RecordProperty("delegated_flops_share", std::to_string(st.delegated_flops / st.flops));
+}
+
 // Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); the state-space models'
 // .pte (methods prefill/decode over conv/ssm leaves) is checked by tests/integration/mamba_export_test.cpp.
 std::vector<std::string> arch_names() {
@@ -378,24 +434,26 @@ INSTANTIATE_TEST_SUITE_P(AllArchitectures, ExecutorchArch, ::testing::ValuesIn(a
                          [](const ::testing::TestParamInfo<std::string>& i) { return i.param; });
 
 TEST(ExecutorchExporter, RefusesDelegateBackendsItDoesNotWrite) {
-  // A backend name is a promise about the program; hfx writes no XNNPACK/CUDA delegate payloads, so those
-  // names are refused with the reason instead of producing the portable program under another label.
-  for (const char* b : {"xnnpack", "cuda"}) {
+  // A backend name is a promise about the program; hfx writes no GPU delegate payloads, so those names are
+  // refused with the reason instead of producing the portable program under another label.
+  for (const char* b : {"cuda", "vulkan"}) {
     ExecutorchConfig cfg;
     try {
       cfg.from_json({{"backend", b}});
       ADD_FAILURE() << b << " accepted";
     } catch (const Error& e) {
       std::string what = e.what();
-      EXPECT_NE(what.find("expected a backend among [portable], got '" + std::string(b) + "'"),
+      EXPECT_NE(what.find("expected a backend among [portable, xnnpack], got '" + std::string(b) + "'"),
                 std::string::npos)
           << what;
-      EXPECT_NE(what.find("use --backend portable"), std::string::npos) << what;
+      EXPECT_NE(what.find("use --backend xnnpack or portable"), std::string::npos) << what;
     }
   }
   ExecutorchConfig ok;
   ok.from_json({{"backend", "portable"}});
   EXPECT_EQ(ok.backend, "portable");
+  ok.from_json({{"backend", "xnnpack"}});
+  EXPECT_EQ(ok.backend, "xnnpack");
 }
 
 }  // namespace

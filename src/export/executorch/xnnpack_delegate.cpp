@@ -1,0 +1,345 @@
+// The XNNPACK partitioner and payload writer (xnnpack_delegate.h). The payload layout follows ExecuTorch's
+// serializer (backends/xnnpack/serialization/xnnpack_graph_serialize.py): a 30-byte XH00 header padded to
+// 16 bytes, the XNNGraph flatbuffer padded to 16 bytes, then the inline constant data — empty here, since
+// every constant is named data of the program, as ExecuTorch's current XNNPACK flow writes it.
+#include "export/executorch/xnnpack_delegate.h"
+
+#include <algorithm>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <memory>
+#include <set>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "hfx/core/error.h"
+#include "hfx_gen/xnnpack_schema_generated.h"
+
+namespace hfx::et::xnn {
+namespace fx = fb_xnnpack;
+
+namespace {
+
+constexpr uint32_t kInvalidId = std::numeric_limits<uint32_t>::max();  // XNN_INVALID_VALUE_ID
+constexpr uint32_t kExternalInput = 1, kExternalOutput = 2;            // XNN_VALUE_FLAG_EXTERNAL_*
+constexpr uint32_t kTransposeWeights = 1;                              // XNN_FLAG_TRANSPOSE_WEIGHTS
+constexpr size_t kMaxDims = 6;                                         // XNN_MAX_TENSOR_DIMS
+
+bool is_constant(const Value* v) {
+  return v && (v->kind == ValueKind::Param || v->kind == ValueKind::Const) && v->data.defined();
+}
+bool f32(const Value* v) { return v && v->type.dtype == DType::F32 && v->type.shape.size() <= kMaxDims; }
+int64_t rank(const Value* v) { return static_cast<int64_t>(v->type.shape.size()); }
+
+// What a node becomes, by op: its XNNPACK node kind and the condition beyond float32 operands.
+struct Lowering {
+  fx::XNodeUnion kind;
+  std::function<bool(const Node&)> when;
+};
+
+const std::map<std::string, Lowering>& lowerings() {
+  static const std::map<std::string, Lowering> t = [] {
+    std::map<std::string, Lowering> m;
+    auto any = [](const Node&) { return true; };
+    m["aten.mm"] = {fx::XNodeUnion::XNNFullyConnected, [](const Node& n) {
+                      const Value* w = n.inputs.at(1);
+                      return is_constant(w) && rank(w) == 2 && rank(n.inputs.at(0)) == 2;
+                    }};
+    m["aten.bmm"] = {fx::XNodeUnion::XNNBatchMatrixMultiply, any};
+    m["aten.view"] = {fx::XNodeUnion::XNNStaticReshape, [](const Node& n) {
+                        int symbolic = 0;
+                        for (const Sym& d : n.attrs.syms("size")) symbolic += d.is_const() ? 0 : 1;
+                        return symbolic <= 1 && !n.attrs.syms("size").empty();
+                      }};
+    m["aten.permute"] = {fx::XNodeUnion::XNNStaticTranspose, any};
+    m["aten.add.Tensor"] = {fx::XNodeUnion::XNNAdd, any};
+    m["aten.sub.Tensor"] = {fx::XNodeUnion::XNNSubtract, any};
+    m["aten.mul.Tensor"] = {fx::XNodeUnion::XNNMultiply, any};
+    m["aten.div.Tensor"] = {fx::XNodeUnion::XNNDiv, any};
+    m["aten.maximum"] = {fx::XNodeUnion::XNNMaximum, any};
+    m["aten.minimum"] = {fx::XNodeUnion::XNNMinimum, any};
+    m["aten.add.Scalar"] = {fx::XNodeUnion::XNNAdd, any};
+    m["aten.mul.Scalar"] = {fx::XNodeUnion::XNNMultiply, any};
+    m["aten.sigmoid"] = {fx::XNodeUnion::XNNSigmoid, any};
+    m["aten.tanh"] = {fx::XNodeUnion::XNNTanh, any};
+    m["aten.exp"] = {fx::XNodeUnion::XNNExp, any};
+    m["aten.neg"] = {fx::XNodeUnion::XNNNegate, any};
+    m["aten.abs"] = {fx::XNodeUnion::XNNAbs, any};
+    m["aten.sqrt"] = {fx::XNodeUnion::XNNSquareRoot, any};
+    m["aten.rsqrt"] = {fx::XNodeUnion::XNNReciprocalSquareRoot, any};
+    m["aten.log"] = {fx::XNodeUnion::XNNLog, any};
+    m["aten.sin"] = {fx::XNodeUnion::XNNSin, any};
+    m["aten.cos"] = {fx::XNodeUnion::XNNCos, any};
+    m["aten.relu"] = {fx::XNodeUnion::XNNClamp, any};
+    m["aten.gelu"] = {fx::XNodeUnion::XNNGelu, [](const Node& n) {
+                        return !n.attrs.has("approximate") || n.attrs.s("approximate") == "none";
+                      }};
+    m["aten._softmax"] = {fx::XNodeUnion::XNNSoftmax, [](const Node& n) {
+                            int64_t d = n.attrs.i("dim"), r = rank(n.inputs.at(0));
+                            return d == -1 || d == r - 1;
+                          }};
+    return m;
+  }();
+  return t;
+}
+
+}  // namespace
+
+const std::vector<XnnOpEntry>& xnnpack_op_table() {
+  static const std::vector<XnnOpEntry> t = {
+      {"aten.mm", "XNNFullyConnected", "the right operand is a constant (a linear layer after linear_to_mm)",
+       "the linear layers: nearly all of a decoder's work; XNNPACK packs the [in, out] weight once at load "
+       "(XNN_FLAG_TRANSPOSE_WEIGHTS) and runs its GEMM microkernels"},
+      {"aten.bmm", "XNNBatchMatrixMultiply", "",
+       "attention's scores and weighted values (q·kᵀ, p·v) over the static cache"},
+      {"aten.view", "XNNStaticReshape",
+       "at most one size is symbolic (serialized as 0, inferred at run time)",
+       "keeps a linear layer's flatten/unflatten inside its partition instead of two portable copies"},
+      {"aten.permute", "XNNStaticTranspose", "", "head transposes between projections and attention"},
+      {"aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.maximum, aten.minimum",
+       "XNNAdd, XNNSubtract, XNNMultiply, XNNDiv, XNNMaximum, XNNMinimum", "",
+       "elementwise binary ops with NumPy broadcasting (residuals, norm scaling, gating, biases)"},
+      {"aten.add.Scalar, aten.mul.Scalar", "XNNAdd, XNNMultiply", "",
+       "a binary op with a static rank-0 operand holding the scalar"},
+      {"aten.sigmoid, aten.tanh, aten.exp, aten.neg, aten.abs, aten.sqrt, aten.rsqrt, aten.log, aten.sin, "
+       "aten.cos",
+       "XNNSigmoid, XNNTanh, XNNExp, XNNNegate, XNNAbs, XNNSquareRoot, XNNReciprocalSquareRoot, XNNLog, "
+       "XNNSin, XNNCos",
+       "", "unary activations and norm pieces (SiLU is x·sigmoid(x) after silu_to_sigmoid_mul)"},
+      {"aten.relu", "XNNClamp", "", "relu as a clamp to [0, +inf)"},
+      {"aten.gelu", "XNNGelu", "approximate='none'", "the exact (erf) GELU; the tanh form stays portable"},
+      {"aten._softmax", "XNNSoftmax", "over the last dim", "attention probabilities"},
+  };
+  return t;
+}
+
+bool supported(const Node& n) {
+  auto it = lowerings().find(n.op);
+  if (it == lowerings().end() || n.outputs.size() != 1 || !f32(n.outputs[0])) return false;
+  for (const Value* v : n.inputs)
+    if (!v || !f32(v) || (v->kind != ValueKind::NodeOutput && v->kind != ValueKind::Input && !is_constant(v)))
+      return false;
+  return it->second.when(n);
+}
+
+std::vector<Partition> partition(const Graph& g) {
+  std::map<const Value*, std::vector<const Node*>> users;
+  for (const auto& n : g.nodes())
+    for (const Value* v : n->inputs)
+      if (v) users[v].push_back(n.get());
+  const std::set<const Value*> graph_out(g.outputs().begin(), g.outputs().end());
+  std::vector<Partition> parts;
+  Partition cur;
+  auto flush = [&] {
+    if (cur.nodes.empty()) return;
+    const std::set<const Node*> inside(cur.nodes.begin(), cur.nodes.end());
+    std::set<const Value*> produced, seen;
+    for (const Node* n : cur.nodes) {
+      for (const Value* v : n->inputs)
+        if (!produced.count(v) && !is_constant(v) && seen.insert(v).second) cur.inputs.push_back(v);
+      for (const Value* v : n->outputs) produced.insert(v);
+    }
+    for (const Node* n : cur.nodes)
+      for (const Value* v : n->outputs) {
+        bool outside = graph_out.count(v) > 0;
+        for (const Node* u : users[v]) outside = outside || !inside.count(u);
+        if (outside) cur.outputs.push_back(v);
+      }
+    parts.push_back(std::move(cur));
+    cur = Partition{};
+  };
+  for (const auto& n : g.nodes()) {
+    if (supported(*n))
+      cur.nodes.push_back(n.get());
+    else
+      flush();
+  }
+  flush();
+  return parts;
+}
+
+namespace {
+
+// The XNNGraph of one partition under construction: values by serialized id, nodes in order.
+class GraphBuilder {
+ public:
+  GraphBuilder(const std::function<std::vector<int32_t>(const Value*)>& bound,
+               const std::function<std::string(const Value*)>& named_key)
+      : bound_(bound), named_key_(named_key) {
+    constant_data_.push_back(
+        fx::CreateConstantDataOffset(b_, uint64_t{0}, uint64_t{0}));  // entry 0: "no constant data"
+  }
+
+  void external(const Value* v, uint32_t ext, uint32_t flag) { ids_[v] = add_value(bound_(v), 0, ext, flag); }
+
+  uint32_t id(const Value* v) {
+    if (auto it = ids_.find(v); it != ids_.end()) return it->second;
+    uint32_t buffer = 0;
+    if (is_constant(v)) {
+      buffer = static_cast<uint32_t>(constant_data_.size());
+      constant_data_.push_back(fx::CreateConstantDataOffsetDirect(b_, std::numeric_limits<uint64_t>::max(),
+                                                                  static_cast<uint64_t>(v->data.nbytes()),
+                                                                  named_key_(v).c_str()));
+    }
+    return ids_[v] = add_value(bound_(v), buffer, kInvalidId, 0);
+  }
+
+  void node(fx::XNodeUnion kind, flatbuffers::Offset<void> body, uint32_t handle,
+            bool clamp_at_zero = false) {
+    flatbuffers::Offset<fx::OutputMinMax> mm = 0;
+    if (clamp_at_zero) mm = fx::CreateOutputMinMax(b_, 0.0f, std::numeric_limits<float>::infinity());
+    nodes_.push_back(fx::CreateXNode(b_, kind, body, handle, mm));
+  }
+  flatbuffers::FlatBufferBuilder& fbb() { return b_; }
+
+  std::vector<uint8_t> finish(uint32_t num_externs, const std::vector<uint32_t>& in,
+                              const std::vector<uint32_t>& out);
+
+ private:
+  uint32_t add_value(const std::vector<int32_t>& sizes, uint32_t buffer, uint32_t ext, uint32_t flags) {
+    const auto sid = static_cast<uint32_t>(values_.size());
+    std::vector<uint32_t> dims(sizes.begin(), sizes.end());
+    auto tv =
+        fx::CreateXNNTensorValueDirect(b_, fx::XNNDatatype::xnn_datatype_fp32,
+                                       static_cast<uint32_t>(dims.size()), &dims, buffer, ext, flags, sid);
+    values_.push_back(fx::CreateXValue(b_, fx::XValueUnion::XNNTensorValue, tv.Union()));
+    return sid;
+  }
+
+  flatbuffers::FlatBufferBuilder b_{1 << 12};
+  const std::function<std::vector<int32_t>(const Value*)>& bound_;
+  const std::function<std::string(const Value*)>& named_key_;
+  std::map<const Value*, uint32_t> ids_;
+  std::vector<flatbuffers::Offset<fx::XValue>> values_;
+  std::vector<flatbuffers::Offset<fx::XNode>> nodes_;
+  std::vector<flatbuffers::Offset<fx::ConstantDataOffset>> constant_data_;
+};
+
+void put_le(uint8_t* p, uint64_t v, int n) {
+  for (int i = 0; i < n; i++) p[i] = static_cast<uint8_t>(v >> (8 * i));
+}
+
+std::vector<uint8_t> GraphBuilder::finish(uint32_t num_externs, const std::vector<uint32_t>& in,
+                                          const std::vector<uint32_t>& out) {
+  auto root = fx::CreateXNNGraphDirect(b_, "0", &nodes_, &values_, num_externs, &in, &out, nullptr, nullptr,
+                                       &constant_data_);
+  fx::FinishXNNGraphBuffer(b_, root);
+  constexpr size_t kHeader = 30, kAlign = 16;
+  const size_t header_padded = (kHeader + kAlign - 1) / kAlign * kAlign;
+  const size_t fb_size = b_.GetSize(), fb_padded = (fb_size + kAlign - 1) / kAlign * kAlign;
+  std::vector<uint8_t> bytes(header_padded + fb_padded, 0);
+  std::memcpy(bytes.data() + 4, "XH00", 4);
+  put_le(bytes.data() + 8, kHeader, 2);
+  put_le(bytes.data() + 10, header_padded, 4);              // flatbuffer offset
+  put_le(bytes.data() + 14, fb_size, 4);                    // flatbuffer size
+  put_le(bytes.data() + 18, header_padded + fb_padded, 4);  // constant data offset
+  put_le(bytes.data() + 22, 0, 8);                          // constant data size: all named
+  std::memcpy(bytes.data() + header_padded, b_.GetBufferPointer(), fb_size);
+  return bytes;
+}
+
+// Emits the XNNPACK node of one hfx node.
+void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
+  const fx::XNodeUnion kind = lowerings().at(n.op).kind;
+  auto& b = gb.fbb();
+  const uint32_t out = gb.id(n.outputs.at(0));
+  switch (kind) {
+    case fx::XNodeUnion::XNNFullyConnected: {
+      const uint32_t x = gb.id(n.inputs[0]), w = gb.id(n.inputs[1]);
+      gb.node(kind, fx::CreateXNNFullyConnected(b, x, w, kInvalidId, out, kTransposeWeights).Union(), handle);
+      return;
+    }
+    case fx::XNodeUnion::XNNStaticReshape: {
+      std::vector<uint32_t> shape;  // 0: the one symbolic size, inferred from the element count
+      for (const Sym& d : n.attrs.syms("size"))
+        shape.push_back(d.is_const() ? static_cast<uint32_t>(d.value()) : 0);
+      const uint32_t x = gb.id(n.inputs[0]);
+      gb.node(
+          kind,
+          fx::CreateXNNStaticReshapeDirect(b, static_cast<uint32_t>(shape.size()), &shape, x, out, 0).Union(),
+          handle);
+      return;
+    }
+    case fx::XNodeUnion::XNNStaticTranspose: {
+      std::vector<uint32_t> perm;
+      const int64_t r = rank(n.inputs[0]);
+      for (int64_t d : n.attrs.ints("dims")) perm.push_back(static_cast<uint32_t>(d < 0 ? d + r : d));
+      const uint32_t x = gb.id(n.inputs[0]);
+      gb.node(
+          kind,
+          fx::CreateXNNStaticTransposeDirect(b, static_cast<uint32_t>(perm.size()), &perm, x, out, 0).Union(),
+          handle);
+      return;
+    }
+    case fx::XNodeUnion::XNNSoftmax:
+    case fx::XNodeUnion::XNNSigmoid:
+    case fx::XNodeUnion::XNNTanh:
+    case fx::XNodeUnion::XNNExp:
+    case fx::XNodeUnion::XNNNegate:
+    case fx::XNodeUnion::XNNAbs:
+    case fx::XNodeUnion::XNNSquareRoot:
+    case fx::XNodeUnion::XNNReciprocalSquareRoot:
+    case fx::XNodeUnion::XNNLog:
+    case fx::XNodeUnion::XNNSin:
+    case fx::XNodeUnion::XNNCos:
+    case fx::XNodeUnion::XNNGelu:
+    case fx::XNodeUnion::XNNClamp: {
+      const uint32_t x = gb.id(n.inputs[0]);
+      gb.node(kind, fx::Create_XNNNode1x1(b, x, out, 0).Union(), handle, kind == fx::XNodeUnion::XNNClamp);
+      return;
+    }
+    default:
+      break;
+  }
+  // Binary: a Scalar overload reads its operand from the node's "scalar" constant input (see serialize).
+  const uint32_t a = gb.id(n.inputs[0]), c = gb.id(n.inputs.at(1));
+  gb.node(kind, fx::Create_XNNNode2x1(b, a, c, out, 0).Union(), handle);
+}
+
+}  // namespace
+
+std::vector<uint8_t> serialize(const Partition& p,
+                               const std::function<std::vector<int32_t>(const Value*)>& bound,
+                               const std::function<std::string(const Value*)>& named_key) {
+  GraphBuilder gb(bound, named_key);
+  std::vector<uint32_t> in, out;
+  uint32_t ext = 0;
+  for (const Value* v : p.inputs) gb.external(v, ext, kExternalInput), in.push_back(ext++);
+  for (const Value* v : p.outputs) gb.external(v, ext, kExternalOutput), out.push_back(ext++);
+  // The scalar operands of add/mul.Scalar become rank-0 constants owned by this payload.
+  std::vector<std::unique_ptr<Value>> scalars;
+  uint32_t handle = 0;
+  for (const Node* n : p.nodes) {
+    if (n->op == "aten.add.Scalar" || n->op == "aten.mul.Scalar") {
+      auto s = std::make_unique<Value>();
+      s->kind = ValueKind::Const;
+      s->name = n->name + ".other";
+      s->type = TensorType{DType::F32, {}};
+      s->data = Tensor::scalar(n->attrs.f("other"));
+      Node copy = *n;
+      copy.inputs = {n->inputs.at(0), s.get()};
+      scalars.push_back(std::move(s));
+      emit_node(gb, copy, handle++);
+      continue;
+    }
+    emit_node(gb, *n, handle++);
+  }
+  return gb.finish(ext, in, out);
+}
+
+double node_flops(const Node& n, const ShapeEnv& env) {
+  auto size = [&](const Sym& d) -> double {
+    if (auto c = d.maybe_value()) return static_cast<double>(*c);
+    SymRange r = env.bounds(d);
+    return r.bounded() ? static_cast<double>(r.max) : 1.0;
+  };
+  double out = 1;
+  if (n.outputs.empty()) return 0;
+  for (const Sym& d : n.outputs[0]->type.shape) out *= size(d);
+  if ((n.op == "aten.mm" || n.op == "aten.bmm") && n.inputs.size() == 2 && !n.inputs[0]->type.shape.empty())
+    return 2 * out * size(n.inputs[0]->type.shape.back());
+  return out;
+}
+
+}  // namespace hfx::et::xnn

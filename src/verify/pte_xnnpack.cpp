@@ -1,0 +1,325 @@
+// The .pte reader's XnnpackBackend (pte_method_impl.h): re-reads a delegate payload the way ExecuTorch's
+// XNNCompiler does — the XH00 header (or a bare XN00 flatbuffer), the flatbuffers verifier, values with
+// their external ids and constants (named data of the program, or the payload's own constant region), the
+// nodes — and runs it with op-table kernels. It shares nothing with the writer but the generated schema.
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <map>
+#include <tuple>
+
+#include <flatbuffers/flatbuffers.h>
+
+#include "hfx/ops/op_schema.h"
+#include "hfx_gen/xnnpack_schema_generated.h"
+#include "verify/pte_method_impl.h"
+
+namespace hfx::verify::pte_detail {
+namespace fx = fb_xnnpack;
+
+namespace {
+constexpr uint32_t kInvalid = std::numeric_limits<uint32_t>::max();
+constexpr uint32_t kInput = 1, kOutput = 2, kTranspose = 1;
+
+uint64_t le(const uint8_t* p, int n) {
+  uint64_t v = 0;
+  for (int i = n - 1; i >= 0; i--) v = v << 8 | p[i];
+  return v;
+}
+
+Tensor run_op(const char* op, const std::vector<Tensor>& in, const Attrs& a = {}) {
+  const OpSchema& s = op_schema(op);
+  return s.kernel(in, normalize_attrs(s, a)).at(0);
+}
+}  // namespace
+
+struct XnnGraph {
+  struct Val {
+    Shape dims;
+    uint32_t external = kInvalid, flags = 0;
+    Tensor constant;
+  };
+  struct Op {
+    fx::XNodeUnion kind = fx::XNodeUnion::NONE;
+    std::vector<uint32_t> in;
+    std::vector<int64_t> dims;  // reshape: new shape (0 = inferred); transpose: permutation
+    uint32_t out = kInvalid, flags = 0;
+    float lo = -INFINITY, hi = INFINITY;
+  };
+  std::map<uint32_t, Val> values;
+  std::vector<Op> ops;
+  uint32_t num_externs = 0;
+};
+
+void XnnGraphDeleter::operator()(XnnGraph* g) const { delete g; }
+
+namespace {
+
+// The flatbuffer and the constant region of a payload: behind an XH00 header, or the whole payload.
+struct Regions {
+  const uint8_t *fb = nullptr, *constants = nullptr;
+  size_t fb_size = 0, constants_size = 0;
+};
+Regions regions(const uint8_t* d, size_t n) {
+  Regions r;
+  if (n >= 30 && std::memcmp(d + 4, "XH00", 4) == 0) {
+    const uint64_t fo = le(d + 10, 4), fs = le(d + 14, 4), co = le(d + 18, 4), cs = le(d + 22, 8);
+    if (fo > n || fs > n - fo || co > n || cs > n - co || co < fo + fs)
+      HFX_THROW("pte",
+                "expected an XNNPACK header whose regions fit the {}-byte payload, got flatbuffer "
+                "[{}, +{}) and constants [{}, +{})",
+                n, fo, fs, co, cs);
+    r.fb = d + fo, r.fb_size = fs, r.constants = d + co, r.constants_size = cs;
+  } else {
+    r.fb = d, r.fb_size = n;
+  }
+  if (r.fb_size < 8 || (std::memcmp(r.fb + 4, "XN00", 4) != 0 && std::memcmp(r.fb + 4, "XN01", 4) != 0))
+    HFX_THROW("pte",
+              "expected an XNNGraph flatbuffer (identifier XN00/XN01) in the delegate payload, got "
+              "{} bytes without it",
+              r.fb_size);
+  return r;
+}
+
+Tensor constant_of(const fx::XNNGraph* g, uint32_t idx, const Shape& dims, const Regions& r,
+                   const NamedData& named) {
+  if (!g->constant_data() || idx >= g->constant_data()->size())
+    HFX_THROW("pte", "expected constant index {} inside the payload's constant_data table", idx);
+  const auto* cd = g->constant_data()->Get(idx);
+  const uint8_t* src = nullptr;
+  size_t avail = 0;
+  if (cd->named_key()) {
+    std::tie(src, avail) = named(cd->named_key()->str());
+  } else {
+    if (cd->offset() > r.constants_size || cd->size() > r.constants_size - cd->offset())
+      HFX_THROW("pte", "expected constant {} inside the payload's {}-byte constant region", idx,
+                r.constants_size);
+    src = r.constants + cd->offset(), avail = cd->size();
+  }
+  Tensor t = Tensor::zeros(dims);
+  if (avail < t.nbytes())
+    HFX_THROW("pte", "expected {} bytes for an XNNPACK constant of shape {}, got {}", t.nbytes(),
+              shape_to_string(dims), avail);
+  if (t.nbytes()) std::memcpy(t.raw(), src, t.nbytes());
+  return t;
+}
+
+void read_values(XnnGraph& out, const fx::XNNGraph* g, const Regions& r, const NamedData& named) {
+  for (const auto* xv : *g->xvalues()) {
+    const fx::XNNTensorValue* tv = xv->xvalue_union_as_XNNTensorValue();
+    if (!tv)
+      HFX_THROW("pte", "expected float32 XNNPACK tensor values, got {}",
+                fx::EnumNameXValueUnion(xv->xvalue_union_type()));
+    if (tv->datatype() != fx::XNNDatatype::xnn_datatype_fp32)
+      HFX_THROW("pte", "expected fp32 XNNPACK values, got {}", fx::EnumNameXNNDatatype(tv->datatype()));
+    XnnGraph::Val v;
+    if (tv->dims())
+      for (uint32_t d : *tv->dims()) v.dims.push_back(d);
+    v.external = tv->external_id();
+    v.flags = tv->flags();
+    if ((v.flags & (kInput | kOutput)) && v.external >= out.num_externs)
+      HFX_THROW("pte", "expected external id < {} on XNNPACK value {}, got {}", out.num_externs, tv->id_out(),
+                v.external);
+    if (tv->constant_buffer_idx()) v.constant = constant_of(g, tv->constant_buffer_idx(), v.dims, r, named);
+    if (!out.values.emplace(tv->id_out(), std::move(v)).second)
+      HFX_THROW("pte", "expected unique XNNPACK value ids, got {} twice", tv->id_out());
+  }
+}
+
+XnnGraph::Op read_op(const fx::XNode* n) {
+  XnnGraph::Op op;
+  op.kind = n->xnode_union_type();
+  if (const auto* mm = n->output_min_max()) op.lo = mm->output_min(), op.hi = mm->output_max();
+  using K = fx::XNodeUnion;
+  switch (op.kind) {
+    case K::XNNFullyConnected: {
+      const auto* f = n->xnode_union_as_XNNFullyConnected();
+      op.in = {f->input1_id(), f->filter_id(), f->bias_id()};
+      op.out = f->output_id(), op.flags = f->flags();
+      return op;
+    }
+    case K::XNNAdd:
+    case K::XNNSubtract:
+    case K::XNNMultiply:
+    case K::XNNDiv:
+    case K::XNNMaximum:
+    case K::XNNMinimum:
+    case K::XNNBatchMatrixMultiply: {
+      const auto* b = static_cast<const fx::_XNNNode2x1*>(n->xnode_union());
+      op.in = {b->input1_id(), b->input2_id()};
+      op.out = b->output_id(), op.flags = b->flags();
+      return op;
+    }
+    case K::XNNStaticReshape: {
+      const auto* r = n->xnode_union_as_XNNStaticReshape();
+      op.in = {r->input_id()};
+      op.out = r->output_id(), op.flags = r->flags();
+      if (r->new_shape())
+        for (uint32_t d : *r->new_shape()) op.dims.push_back(d);
+      return op;
+    }
+    case K::XNNStaticTranspose: {
+      const auto* t = n->xnode_union_as_XNNStaticTranspose();
+      op.in = {t->input_id()};
+      op.out = t->output_id(), op.flags = t->flags();
+      if (t->perm())
+        for (uint32_t d : *t->perm()) op.dims.push_back(d);
+      return op;
+    }
+    case K::XNNSoftmax:
+    case K::XNNSigmoid:
+    case K::XNNTanh:
+    case K::XNNExp:
+    case K::XNNNegate:
+    case K::XNNAbs:
+    case K::XNNSquareRoot:
+    case K::XNNReciprocalSquareRoot:
+    case K::XNNLog:
+    case K::XNNSin:
+    case K::XNNCos:
+    case K::XNNGelu:
+    case K::XNNClamp: {
+      const auto* u = static_cast<const fx::_XNNNode1x1*>(n->xnode_union());
+      op.in = {u->input_id()};
+      op.out = u->output_id(), op.flags = u->flags();
+      return op;
+    }
+    default:
+      HFX_THROW("pte", "expected an XNNPACK node the reader runs, got {}", fx::EnumNameXNodeUnion(op.kind));
+  }
+}
+
+}  // namespace
+
+XnnGraphPtr load_xnn_graph(const uint8_t* data, size_t size, const NamedData& named) {
+  const Regions r = regions(data, size);
+  flatbuffers::Verifier v(r.fb, r.fb_size);
+  if (!v.VerifyBuffer<fx::XNNGraph>(nullptr))
+    HFX_THROW("pte",
+              "expected a valid XNNGraph flatbuffer in the delegate payload, got one the verifier refuses");
+  const fx::XNNGraph* g = fx::GetXNNGraph(r.fb);
+  if (!g->xvalues() || !g->xnodes()) HFX_THROW("pte", "expected xvalues and xnodes in the XNNGraph");
+  XnnGraphPtr out(new XnnGraph);
+  out->num_externs = g->num_externs();
+  read_values(*out, g, r, named);
+  for (const auto* n : *g->xnodes()) {
+    XnnGraph::Op op = read_op(n);
+    for (uint32_t id : op.in)
+      if (id != kInvalid && !out->values.count(id))
+        HFX_THROW("pte", "expected XNNPACK value {} to be defined", id);
+    if (!out->values.count(op.out)) HFX_THROW("pte", "expected XNNPACK value {} to be defined", op.out);
+    out->ops.push_back(std::move(op));
+  }
+  return out;
+}
+
+namespace {
+
+Tensor clamp_output(Tensor t, float lo, float hi) {
+  if (lo == -INFINITY && hi == INFINITY) return t;
+  t = t.contiguous().clone();
+  float* p = t.data<float>();
+  for (int64_t i = 0; i < t.numel(); i++) p[i] = std::min(std::max(p[i], lo), hi);
+  return t;
+}
+
+Tensor fully_connected(const Tensor& x, const Tensor& w, const Tensor& bias, uint32_t flags) {
+  const Tensor wt = flags & kTranspose ? w : w.transpose(0, 1).contiguous();  // [in, out]
+  const int64_t k = wt.shape()[0];
+  if (x.dim() < 1 || x.shape().back() != k)
+    HFX_THROW("pte", "expected a fully-connected input with {} features, got {}", k,
+              shape_to_string(x.shape()));
+  Shape lead(x.shape().begin(), x.shape().end() - 1), out = lead;
+  out.push_back(wt.shape()[1]);
+  Tensor y = run_op("aten.mm", {x.contiguous().reshape({x.numel() / std::max<int64_t>(k, 1), k}), wt});
+  if (bias.defined()) y = run_op("aten.add.Tensor", {y, bias});
+  return y.reshape(out);
+}
+
+// XNNPACK's static reshape: a 0 in the new shape is the one size inferred from the element count.
+Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
+  Shape s(dims.begin(), dims.end());
+  int64_t known = 1, zeros = 0;
+  for (int64_t d : dims) d == 0 ? zeros++ : known *= d;
+  if (zeros > 1 || (zeros == 0 && known != x.numel()) || (zeros == 1 && (known == 0 || x.numel() % known)))
+    HFX_THROW("pte", "expected a reshape of {} to {} (0 = inferred, at most one)", shape_to_string(x.shape()),
+              shape_to_string(s));
+  for (auto& d : s)
+    if (d == 0) d = x.numel() / known;
+  return x.contiguous().reshape(s);
+}
+
+Tensor run_node(const XnnGraph::Op& op, const std::vector<Tensor>& in) {
+  using K = fx::XNodeUnion;
+  static const std::map<K, const char*> binary = {
+      {K::XNNAdd, "aten.add.Tensor"},      {K::XNNSubtract, "aten.sub.Tensor"},
+      {K::XNNMultiply, "aten.mul.Tensor"}, {K::XNNDiv, "aten.div.Tensor"},
+      {K::XNNMaximum, "aten.maximum"},     {K::XNNMinimum, "aten.minimum"}};
+  static const std::map<K, const char*> unary = {{K::XNNSigmoid, "aten.sigmoid"},
+                                                 {K::XNNTanh, "aten.tanh"},
+                                                 {K::XNNExp, "aten.exp"},
+                                                 {K::XNNNegate, "aten.neg"},
+                                                 {K::XNNAbs, "aten.abs"},
+                                                 {K::XNNSquareRoot, "aten.sqrt"},
+                                                 {K::XNNReciprocalSquareRoot, "aten.rsqrt"},
+                                                 {K::XNNLog, "aten.log"},
+                                                 {K::XNNSin, "aten.sin"},
+                                                 {K::XNNCos, "aten.cos"}};
+  if (auto it = binary.find(op.kind); it != binary.end()) return run_op(it->second, {in[0], in[1]});
+  if (auto it = unary.find(op.kind); it != unary.end()) return run_op(it->second, {in[0]});
+  switch (op.kind) {
+    case K::XNNFullyConnected:
+      return fully_connected(in[0], in[1], in[2], op.flags);
+    case K::XNNBatchMatrixMultiply:
+      return run_op("aten.bmm",
+                    {in[0], op.flags & kTranspose ? in[1].transpose(-2, -1).contiguous() : in[1]});
+    case K::XNNSoftmax:
+      return run_op("aten._softmax", {in[0]}, {{"dim", int64_t{-1}}});
+    case K::XNNGelu:
+      return run_op("aten.gelu", {in[0]}, {{"approximate", std::string("none")}});
+    case K::XNNClamp:
+      return in[0];
+    case K::XNNStaticReshape:
+      return reshape(in[0], op.dims);
+    case K::XNNStaticTranspose:
+      if (static_cast<int64_t>(op.dims.size()) != in[0].dim())
+        HFX_THROW("pte", "expected a permutation of {} dims, got {}", in[0].dim(), op.dims.size());
+      return in[0].permute(op.dims).contiguous();
+    default:
+      HFX_THROW("pte", "expected an XNNPACK node the reader runs, got {}", fx::EnumNameXNodeUnion(op.kind));
+  }
+}
+
+}  // namespace
+
+void run_xnn_graph(const XnnGraph& g, PteMethod::Impl& m, const Args& args) {
+  if (args.size() != g.num_externs)
+    HFX_THROW("pte", "expected {} arguments (the payload's externals) for the XNNPACK delegate, got {}",
+              g.num_externs, args.size());
+  std::map<uint32_t, Tensor> vals;
+  for (const auto& [id, v] : g.values) {
+    if (v.constant.defined()) vals[id] = v.constant;
+    if (v.flags & kInput) vals[id] = m.tensor(args[v.external]);
+  }
+  for (const XnnGraph::Op& op : g.ops) {
+    std::vector<Tensor> in;
+    for (uint32_t id : op.in) {
+      if (id == kInvalid) {
+        in.emplace_back();
+        continue;
+      }
+      auto it = vals.find(id);
+      if (it == vals.end()) HFX_THROW("pte", "expected XNNPACK value {} computed before its use", id);
+      in.push_back(it->second);
+    }
+    vals[op.out] = clamp_output(run_node(op, in), op.lo, op.hi);
+  }
+  for (const auto& [id, v] : g.values) {
+    if (!(v.flags & kOutput)) continue;
+    auto it = vals.find(id);
+    if (it == vals.end()) HFX_THROW("pte", "expected XNNPACK output value {} to be computed", id);
+    m.write(args[v.external], it->second);
+  }
+}
+
+}  // namespace hfx::verify::pte_detail
