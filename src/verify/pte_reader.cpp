@@ -465,6 +465,22 @@ int PteMethod::num_instructions() const {
   return n;
 }
 
+int PteMethod::num_delegate_calls() const {
+  int n = 0;
+  for (const auto* c : *impl_->plan->chains())
+    if (c->instructions())
+      for (const auto* i : *c->instructions())
+        n += i->instr_args_type() == fb::InstructionArguments::DelegateCall;
+  return n;
+}
+
+std::vector<std::string> PteMethod::delegate_backends() const {
+  std::vector<std::string> v;
+  if (impl_->plan->delegates())
+    for (const auto* d : *impl_->plan->delegates()) v.push_back(d->id() ? d->id()->str() : "");
+  return v;
+}
+
 int64_t PteMethod::planned_bytes() const {
   int64_t n = 0;
   for (const auto& a : impl_->arenas) n += static_cast<int64_t>(a->nbytes);

@@ -69,6 +69,9 @@ class PteMethod {
   void reset();
   int num_inputs() const;
   int num_instructions() const;
+  /// DelegateCall instructions among them, and the backend id of each of the method's delegates.
+  int num_delegate_calls() const;
+  std::vector<std::string> delegate_backends() const;
   int64_t planned_bytes() const;
   /// Bound (serialized sizes) of input i.
   Shape input_bound(int i) const;

@@ -154,11 +154,19 @@ void numerics_and_latency(Context& cx, const std::string& comp, const ForwardRun
   const ErrorStats& worst = run.worst;
   const double prefill_s = run.prefill_s, decode_s = run.decode_s;
   const std::vector<int64_t>& prompt = run.prompt;
+  const int delegated = info.value("delegate_calls", 0);
+  const std::string delegates =
+      delegated ? fmt::format(
+                      "; {} of {} instructions are XnnpackBackend calls (run by the reader's XNNGraph "
+                      "interpreter)",
+                      delegated, info.value("instructions", 0))
+                : "";
   if (worst.max_abs <= tol.logits_abs)
     cx.add(comp, "numerics", "passed",
            fmt::format("prefill + 16 decode steps vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
-                       "{:.3g}, top-5 agreement {:.0f}%",
-                       worst.max_abs, tol.logits_abs, backend, worst.max_rel, 100 * worst.topk_agreement),
+                       "{:.3g}, top-5 agreement {:.0f}%{}",
+                       worst.max_abs, tol.logits_abs, backend, worst.max_rel, 100 * worst.topk_agreement,
+                       delegates),
            info);
   else
     cx.add(comp, "numerics", "failed",
@@ -228,6 +236,8 @@ void check_pte(Context& cx, const fs::path& path) {
                          {"decode_ms_per_token", 1e3 * decode_s / 16},
                          {"decode_tokens_per_s", 16 / decode_s}}}};
     info["operators"] = prog->operator_names("forward");
+    info["delegate_calls"] = fwd.num_delegate_calls();
+    info["instructions"] = fwd.num_instructions();
     numerics_and_latency(cx, comp, run, tol, backend, load_s, info);
     rejects_check(cx, comp, *prog, mc);
     const int64_t hwm = peak_rss_bytes() - rss0;

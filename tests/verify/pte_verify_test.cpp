@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
+#include <tuple>
 
 #include <nlohmann/json.hpp>
 
@@ -57,7 +58,7 @@ void flip_and_resign(const fs::path& out, const fs::path& file, uint64_t offset,
   ASSERT_EQ(r.rc, 0) << r.out;
 }
 
-class PteVerify : public testing::TestWithParam<std::string> {
+class PteVerify : public testing::TestWithParam<std::tuple<std::string, std::string>> {
  protected:
   static void SetUpTestSuite() {
     fs::remove_all(root());
@@ -69,15 +70,21 @@ class PteVerify : public testing::TestWithParam<std::string> {
 };
 
 TEST_P(PteVerify, CleanProgramPassesWithLatencyMemoryAndRefusals) {
-  const std::string dtype = GetParam();
-  fs::path out = exported("llama-" + dtype, "llama --dtype " + dtype, "executorch");
+  const auto& [dtype, backend] = GetParam();
+  fs::path out = exported("llama-" + dtype + "-" + backend, "llama --dtype " + dtype, "executorch",
+                          "--backend " + backend);
   Proc r = sh(cli() + " verify " + out.string());
   ASSERT_EQ(r.rc, 0) << r.out;
   json j = json::parse(hfx::io::read_file((out / "verify.json").string()));
   const json* num = check(j, "model.pte", "numerics");
   ASSERT_TRUE(num && (*num)["status"] == "passed") << r.out;
-  EXPECT_EQ((*num)["data"]["backend"], "portable");
+  EXPECT_EQ((*num)["data"]["backend"], backend);
   EXPECT_EQ((*num)["data"]["tolerance"]["logits_abs"].get<double>(), 1e-5);
+  // The XNNPACK program's work runs in its delegate calls; the portable one has none.
+  if (backend == "xnnpack")
+    EXPECT_GT((*num)["data"]["delegate_calls"].get<int>(), 2) << r.out;
+  else
+    EXPECT_EQ((*num)["data"]["delegate_calls"].get<int>(), 0) << r.out;
   const json* lat = check(j, "model.pte", "latency");
   ASSERT_TRUE(lat) << r.out;
   EXPECT_GT((*lat)["data"]["forward"]["prefill_tokens_per_s"].get<double>(), 0);
@@ -95,7 +102,10 @@ TEST_P(PteVerify, CleanProgramPassesWithLatencyMemoryAndRefusals) {
             std::string::npos);
 }
 
-INSTANTIATE_TEST_SUITE_P(Dtypes, PteVerify, testing::Values("float32", "bfloat16"));
+INSTANTIATE_TEST_SUITE_P(DtypesAndBackends, PteVerify,
+                         testing::Combine(testing::Values("float32", "bfloat16"),
+                                          testing::Values("portable", "xnnpack")),
+                         [](const auto& i) { return std::get<0>(i.param) + "_" + std::get<1>(i.param); });
 
 TEST(PteVerifyDamage, FlippedWeightByteOfThePteIsCaughtByNumerics) {
   fs::create_directories(root());
@@ -133,6 +143,26 @@ TEST(PteVerifyDamage, FlippedByteOfThePt2IsCaughtByTheRecordCrc) {
   Proc r = sh(cli() + " verify " + out.string());
   EXPECT_NE(r.rc, 0) << r.out;
   EXPECT_NE(r.out.find("prefill.pt2 structure"), std::string::npos) << r.out;
+}
+
+// In the XNNPACK program the weights of the delegated layers are named data (the last segments): a byte
+// flipped near the end of the file lands in the last one the delegates read (lm_head's), and the reader's
+// XNNGraph interpreter, which reads the weights from there, turns it into wrong logits.
+TEST(PteVerifyDamage, FlippedNamedDataByteOfTheXnnpackProgramIsCaughtByNumerics) {
+  fs::create_directories(root());
+  fs::path clean = exported("llama-xnn-damage-src", "llama", "executorch", "--backend xnnpack");
+  fs::path out = root() / "llama-xnn-damaged";
+  fs::remove_all(out);
+  fs::copy(clean, out, fs::copy_options::recursive);
+  const uint64_t size = fs::file_size(out / "model.pte"), at = size - 256;
+  flip_and_resign(out, out / "model.pte", at - at % 4 + 3, root() / "llama-xnn-damage-src-ck");
+  Proc r = sh(cli() + " verify " + out.string());
+  EXPECT_NE(r.rc, 0) << r.out;
+  json j = json::parse(hfx::io::read_file((out / "verify.json").string()));
+  EXPECT_EQ((*check(j, "manifest", "checksums"))["status"], "passed");
+  const json* num = check(j, "model.pte", "numerics");
+  ASSERT_TRUE(num) << r.out;
+  EXPECT_EQ((*num)["status"], "failed") << r.out;
 }
 
 TEST(PteVerifyContract, Gpt2ProgramRefusesAPositionPastItsTable) {

@@ -31,6 +31,11 @@ bool is_constant(const Value* v) {
 }
 bool f32(const Value* v) { return v && v->type.dtype == DType::F32 && v->type.shape.size() <= kMaxDims; }
 int64_t rank(const Value* v) { return static_cast<int64_t>(v->type.shape.size()); }
+int symbolic_dims(const Value* v) {
+  int k = 0;
+  for (const Sym& d : v->type.shape) k += d.is_const() ? 0 : 1;
+  return k;
+}
 
 // What a node becomes, by op: its XNNPACK node kind and the condition beyond float32 operands.
 struct Lowering {
@@ -43,8 +48,10 @@ const std::map<std::string, Lowering>& lowerings() {
     std::map<std::string, Lowering> m;
     auto any = [](const Node&) { return true; };
     m["aten.mm"] = {fx::XNodeUnion::XNNFullyConnected, [](const Node& n) {
-                      const Value* w = n.inputs.at(1);
-                      return is_constant(w) && rank(w) == 2 && rank(n.inputs.at(0)) == 2;
+                      const Value *x = n.inputs.at(0), *w = n.inputs.at(1);
+                      if (rank(x) != 2 || rank(w) != 2) return false;
+                      return is_constant(w) || (symbolic_dims(x) <= 1 && symbolic_dims(w) <= 1 &&
+                                                symbolic_dims(n.outputs.at(0)) <= 1);
                     }};
     m["aten.bmm"] = {fx::XNodeUnion::XNNBatchMatrixMultiply, any};
     m["aten.view"] = {fx::XNodeUnion::XNNStaticReshape, [](const Node& n) {
@@ -91,6 +98,10 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
       {"aten.mm", "XNNFullyConnected", "the right operand is a constant (a linear layer after linear_to_mm)",
        "the linear layers: nearly all of a decoder's work; XNNPACK packs the [in, out] weight once at load "
        "(XNN_FLAG_TRANSPOSE_WEIGHTS) and runs its GEMM microkernels"},
+      {"aten.mm", "XNNStaticReshape + XNNBatchMatrixMultiply + XNNStaticReshape",
+       "the right operand is computed (at most one symbolic size per operand)",
+       "a product of two activations (the dense MoE's routed expert weights): XNNPACK's batch matmul over a "
+       "batch of one, the reshapes inferring the one symbolic size"},
       {"aten.bmm", "XNNBatchMatrixMultiply", "",
        "attention's scores and weighted values (q·kᵀ, p·v) over the static cache"},
       {"aten.view", "XNNStaticReshape",
@@ -172,6 +183,8 @@ class GraphBuilder {
   }
 
   void external(const Value* v, uint32_t ext, uint32_t flag) { ids_[v] = add_value(bound_(v), 0, ext, flag); }
+  /// An internal value of these sizes that no hfx value stands for.
+  uint32_t temp(const std::vector<int32_t>& sizes) { return add_value(sizes, 0, kInvalidId, 0); }
 
   uint32_t id(const Value* v) {
     if (auto it = ids_.find(v); it != ids_.end()) return it->second;
@@ -192,6 +205,7 @@ class GraphBuilder {
     nodes_.push_back(fx::CreateXNode(b_, kind, body, handle, mm));
   }
   flatbuffers::FlatBufferBuilder& fbb() { return b_; }
+  std::vector<int32_t> bound(const Value* v) const { return bound_(v); }
 
   std::vector<uint8_t> finish(uint32_t num_externs, const std::vector<uint32_t>& in,
                               const std::vector<uint32_t>& out);
@@ -239,6 +253,40 @@ std::vector<uint8_t> GraphBuilder::finish(uint32_t num_externs, const std::vecto
   return bytes;
 }
 
+// New shape of a reshape: constant sizes as they are, the (at most one) symbolic size as 0 (inferred).
+std::vector<uint32_t> reshape_dims(const SymShape& s) {
+  std::vector<uint32_t> v;
+  for (const Sym& d : s) v.push_back(d.is_const() ? static_cast<uint32_t>(d.value()) : 0);
+  return v;
+}
+
+// mm of two activations: [M, K] → [1, M, K], [K, N] → [1, K, N], batch matmul, [1, M, N] → [M, N].
+void emit_mm_as_bmm(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handle) {
+  auto& b = gb.fbb();
+  const Value *x = n.inputs[0], *w = n.inputs[1];
+  auto batch1 = [&](const Value* v) {
+    std::vector<int32_t> sizes = {1};
+    for (int32_t s : gb.bound(v)) sizes.push_back(s);
+    std::vector<uint32_t> shape = {1};
+    for (uint32_t d : reshape_dims(v->type.shape)) shape.push_back(d);
+    const uint32_t t = gb.temp(sizes), src = gb.id(v);
+    gb.node(
+        fx::XNodeUnion::XNNStaticReshape,
+        fx::CreateXNNStaticReshapeDirect(b, static_cast<uint32_t>(shape.size()), &shape, src, t, 0).Union(),
+        handle);
+    return t;
+  };
+  const uint32_t x3 = batch1(x), w3 = batch1(w);
+  const std::vector<int32_t> xs = gb.bound(x), ws = gb.bound(w);
+  const uint32_t y3 = gb.temp({1, xs[0], ws[1]});
+  gb.node(fx::XNodeUnion::XNNBatchMatrixMultiply, fx::Create_XNNNode2x1(b, x3, w3, y3, 0).Union(), handle);
+  std::vector<uint32_t> shape = reshape_dims(n.outputs[0]->type.shape);
+  gb.node(
+      fx::XNodeUnion::XNNStaticReshape,
+      fx::CreateXNNStaticReshapeDirect(b, static_cast<uint32_t>(shape.size()), &shape, y3, out, 0).Union(),
+      handle);
+}
+
 // Emits the XNNPACK node of one hfx node.
 void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
   const fx::XNodeUnion kind = lowerings().at(n.op).kind;
@@ -246,6 +294,7 @@ void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
   const uint32_t out = gb.id(n.outputs.at(0));
   switch (kind) {
     case fx::XNodeUnion::XNNFullyConnected: {
+      if (!is_constant(n.inputs[1])) return emit_mm_as_bmm(gb, n, out, handle);
       const uint32_t x = gb.id(n.inputs[0]), w = gb.id(n.inputs[1]);
       gb.node(kind, fx::CreateXNNFullyConnected(b, x, w, kInvalidId, out, kTransposeWeights).Union(), handle);
       return;

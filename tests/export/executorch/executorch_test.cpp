@@ -398,7 +398,8 @@ TEST_P(ExecutorchArch, XnnpackProgramDelegatesTheLinearsAndMatchesEager) {
   EXPECT_EQ(j["execution_plan"][0]["delegates"][0]["id"], "XnnpackBackend");
   EXPECT_GT(j["named_data"].size(), 0u);
 
-  auto& fwd = verify::PteProgram::load_bytes(p.pte.bytes)->method("forward");
+  auto prog = verify::PteProgram::load_bytes(p.pte.bytes);
+  auto& fwd = prog->method("forward");
   std::vector<int64_t> prompt = {1, 7, 42, 3, 99, 11, 5}, pos;
   for (size_t i = 0; i < prompt.size(); i++) pos.push_back(static_cast<int64_t>(i));
   EagerBuilder eb;
