@@ -39,10 +39,12 @@ def read(p):
         return ""
 
 
-def runtime_log(stderr_text, limit=6):
-    """The runtime's own error lines (ET_LOG E/W) from et_run's stderr."""
-    lines = [l for l in stderr_text.splitlines() if l[:2] in ("E ", "W ") or l.startswith("et_run:")]
-    return lines[-limit:]
+def runtime_log(stderr_text, limit=4):
+    """The runtime's first error lines (ET_LOG "E ...": the cause comes first, the kernel-argument trail
+    after it) and et_run's own closing line, from et_run's stderr."""
+    lines = stderr_text.splitlines()
+    errs = [l for l in lines if l.startswith("E ")][:limit]
+    return errs + [l for l in lines if l.startswith("et_run:")][-1:]
 
 
 def main():
