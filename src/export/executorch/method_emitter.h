@@ -357,6 +357,7 @@ class MethodEmitter {
   void lower_nodes();
   void emit_delegate(const xnn::Partition& p);
   void emit_guard_checks();
+  void emit_check(const Sym& expr, int64_t lo, int64_t hi, const std::string& what, const std::string& where);
   void plan_memory();
 
   const PteMethodSpec& spec_;

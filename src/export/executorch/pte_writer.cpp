@@ -150,13 +150,36 @@ void MethodEmitter::emit_guard_checks() {
           spec_.name, sourced ? "its bounds do not fit a tensor size" : "a symbol has no input axis"));
       continue;
     }
-    EV e = tensor_ev(TensorType{DType::Bool, {Sym(hi - lo)}}, "contract check", true);
-    e.dynamic = true;
-    const int out = add(e);
-    call("aten::full", "out", {IL(std::vector<Sym>{gd.expr - Sym(lo)}), I(0), out}, out);
-    plan_.calls.back().check = fmt::format("{} in [{}, {}] ({})", gd.expr.str(), lo, hi, gd.what);
-    plan_.calls.back().where = gd.where;
+    emit_check(gd.expr, lo, hi, gd.what, gd.where);
   }
+  // ExecuTorch resizes a DYNAMIC_BOUND input when its element count fits the bound's, whatever its sizes:
+  // an input with two dynamic dims ([batch, seq] bounded [64, 128]) takes [1, 129], and the method runs
+  // past its contract until some kernel happens to refuse. Each symbol of such an input is checked against
+  // its own range, as the guards are.
+  std::set<std::string> checked;
+  for (const Value* v : g_.inputs()) {
+    int dynamic = 0;
+    for (const Sym& d : v->type.shape) dynamic += d.is_const() ? 0 : 1;
+    if (buffers_.count(v) || dynamic < 2) continue;
+    for (size_t a = 0; a < v->type.shape.size(); a++) {
+      const Sym& d = v->type.shape[a];
+      if (d.kind() != Sym::Kind::Symbol || !checked.insert(d.name()).second) continue;
+      const SymRange r = env_.bounds(d);
+      if (r.bounded() && r.min > -SymRange::kInf && r.max - r.min <= INT32_MAX)
+        emit_check(d, r.min, r.max, fmt::format("input '{}' dim {} within its bound", v->name, a), "");
+    }
+  }
+}
+
+// One check instruction: aten::full.out of size [expr - lo] into a bool tensor bounded at hi - lo.
+void MethodEmitter::emit_check(const Sym& expr, int64_t lo, int64_t hi, const std::string& what,
+                               const std::string& where) {
+  EV e = tensor_ev(TensorType{DType::Bool, {Sym(hi - lo)}}, "contract check", true);
+  e.dynamic = true;
+  const int out = add(e);
+  call("aten::full", "out", {IL(std::vector<Sym>{expr - Sym(lo)}), I(0), out}, out);
+  plan_.calls.back().check = fmt::format("{} in [{}, {}] ({})", expr.str(), lo, hi, what);
+  plan_.calls.back().where = where;
 }
 
 // Greedy planning by size: each tensor takes the lowest aligned offset that does not overlap a tensor

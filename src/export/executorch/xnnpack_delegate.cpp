@@ -12,6 +12,7 @@
 #include <set>
 
 #include <flatbuffers/flatbuffers.h>
+#include <fmt/format.h>
 
 #include "hfx/core/error.h"
 #include "hfx_gen/xnnpack_schema_generated.h"
@@ -60,6 +61,18 @@ const std::map<std::string, Lowering>& lowerings() {
                         return symbolic <= 1 && !n.attrs.syms("size").empty();
                       }};
     m["aten.permute"] = {fx::XNodeUnion::XNNStaticTranspose, any};
+    // A sum or mean over the last dim is a fully-connected product with a constant [1, N] row of ones
+    // (or 1/N): the schema has no reduction node, and these are the norms' and the scans' reductions.
+    auto last_dim_reduction = [](const Node& n) {
+      const Value* x = n.inputs.at(0);
+      const auto& d = n.attrs.ints("dim");
+      const int64_t r = rank(x);
+      if (r < 1 || d.size() != 1 || (d[0] != -1 && d[0] != r - 1) || !x->type.shape.back().is_const())
+        return false;
+      return n.attrs.b("keepdim") || (r >= 2 && symbolic_dims(n.outputs.at(0)) <= 1);
+    };
+    m["aten.sum.dim_IntList"] = {fx::XNodeUnion::XNNFullyConnected, last_dim_reduction};
+    m["aten.mean.dim"] = {fx::XNodeUnion::XNNFullyConnected, last_dim_reduction};
     m["aten.add.Tensor"] = {fx::XNodeUnion::XNNAdd, any};
     m["aten.sub.Tensor"] = {fx::XNodeUnion::XNNSubtract, any};
     m["aten.mul.Tensor"] = {fx::XNodeUnion::XNNMultiply, any};
@@ -108,6 +121,11 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
        "at most one size is symbolic (serialized as 0, inferred at run time)",
        "keeps a linear layer's flatten/unflatten inside its partition instead of two portable copies"},
       {"aten.permute", "XNNStaticTranspose", "", "head transposes between projections and attention"},
+      {"aten.sum.dim_IntList, aten.mean.dim", "XNNFullyConnected (+ XNNStaticReshape without keepdim)",
+       "over the last dim, of a constant size",
+       "RMSNorm's mean and the state-space scans' sums: a product with a constant [1, N] row of ones (1/N "
+       "for "
+       "the mean), since the XNNPACK schema has no reduction node"},
       {"aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.maximum, aten.minimum",
        "XNNAdd, XNNSubtract, XNNMultiply, XNNDiv, XNNMaximum, XNNMinimum", "",
        "elementwise binary ops with NumPy broadcasting (residuals, norm scaling, gating, biases)"},
@@ -186,6 +204,14 @@ class GraphBuilder {
   /// An internal value of these sizes that no hfx value stands for.
   uint32_t temp(const std::vector<int32_t>& sizes) { return add_value(sizes, 0, kInvalidId, 0); }
 
+  /// A constant this payload makes (no hfx value stands for it, so it is not cached by address).
+  uint32_t constant(const Value& v) {
+    const auto buffer = static_cast<uint32_t>(constant_data_.size());
+    constant_data_.push_back(fx::CreateConstantDataOffsetDirect(b_, std::numeric_limits<uint64_t>::max(),
+                                                                static_cast<uint64_t>(v.data.nbytes()),
+                                                                named_key_(&v).c_str()));
+    return add_value(bound_(&v), buffer, kInvalidId, 0);
+  }
   uint32_t id(const Value* v) {
     if (auto it = ids_.find(v); it != ids_.end()) return it->second;
     uint32_t buffer = 0;
@@ -287,6 +313,31 @@ void emit_mm_as_bmm(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t hand
       handle);
 }
 
+// sum/mean over the last dim (size N): x[..., N] · [1, N]ᵀ → [..., 1], reshaped when keepdim is false.
+void emit_last_dim_reduction(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handle) {
+  auto& b = gb.fbb();
+  const Value* x = n.inputs[0];
+  const int64_t k = x->type.shape.back().value();
+  const float w = n.op == "aten.mean.dim" ? 1.0f / static_cast<float>(k) : 1.0f;
+  Value row;  // the constant row, named data of the program (its key names its content)
+  row.kind = ValueKind::Const;
+  row.name = fmt::format("xnnpack.reduce_row.{}.{}", k, n.op == "aten.mean.dim" ? "mean" : "sum");
+  row.type = TensorType{DType::F32, {Sym(1), Sym(k)}};
+  row.data = Tensor::full({1, k}, w);
+  const bool keep = n.attrs.b("keepdim");
+  std::vector<int32_t> sizes = gb.bound(x);
+  sizes.back() = 1;
+  const uint32_t xi = gb.id(x), wi = gb.constant(row), yi = keep ? out : gb.temp(sizes);
+  gb.node(fx::XNodeUnion::XNNFullyConnected,
+          fx::CreateXNNFullyConnected(b, xi, wi, kInvalidId, yi, 0).Union(), handle);
+  if (keep) return;
+  std::vector<uint32_t> shape = reshape_dims(n.outputs[0]->type.shape);
+  gb.node(
+      fx::XNodeUnion::XNNStaticReshape,
+      fx::CreateXNNStaticReshapeDirect(b, static_cast<uint32_t>(shape.size()), &shape, yi, out, 0).Union(),
+      handle);
+}
+
 // Emits the XNNPACK node of one hfx node.
 void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
   const fx::XNodeUnion kind = lowerings().at(n.op).kind;
@@ -294,6 +345,7 @@ void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
   const uint32_t out = gb.id(n.outputs.at(0));
   switch (kind) {
     case fx::XNodeUnion::XNNFullyConnected: {
+      if (n.op != "aten.mm") return emit_last_dim_reduction(gb, n, out, handle);
       if (!is_constant(n.inputs[1])) return emit_mm_as_bmm(gb, n, out, handle);
       const uint32_t x = gb.id(n.inputs[0]), w = gb.id(n.inputs[1]);
       gb.node(kind, fx::CreateXNNFullyConnected(b, x, w, kInvalidId, out, kTransposeWeights).Union(), handle);
@@ -378,17 +430,32 @@ std::vector<uint8_t> serialize(const Partition& p,
 }
 
 double node_flops(const Node& n, const ShapeEnv& env) {
-  auto size = [&](const Sym& d) -> double {
+  // Data movement (views, copies, gathers, concatenation, fills, selects, comparisons) is no arithmetic.
+  static const std::set<std::string> moves = {
+      "aten.view",      "aten.permute",   "aten.expand",       "aten.slice",      "aten.cat",
+      "aten.unsqueeze", "aten.squeeze",   "aten.index_select", "aten.embedding",  "aten.index_copy",
+      "aten._to_copy",  "aten.full",      "aten.arange",       "aten.where.self", "aten.clone",
+      "aten.select",    "aten.gather",    "aten.eq.Tensor",    "aten.lt.Tensor",  "aten.le.Tensor",
+      "aten.gt.Tensor", "aten.ge.Tensor", "aten.logical_and",  "aten.logical_or", "aten.logical_not"};
+  const size_t overload = n.op.find('.', 5);  // "aten.slice.Tensor" → "aten.slice"
+  if (n.outputs.empty() || moves.count(n.op) || moves.count(n.op.substr(0, overload))) return 0;
+  auto size = [&](const Sym& d) {
     if (auto c = d.maybe_value()) return static_cast<double>(*c);
-    SymRange r = env.bounds(d);
+    const SymRange r = env.bounds(d);
     return r.bounded() ? static_cast<double>(r.max) : 1.0;
   };
-  double out = 1;
-  if (n.outputs.empty()) return 0;
-  for (const Sym& d : n.outputs[0]->type.shape) out *= size(d);
+  auto numel = [&](const Value* v) {
+    double e = 1;
+    for (const Sym& d : v->type.shape) e *= size(d);
+    return e;
+  };
+  const double out = numel(n.outputs[0]);
   if ((n.op == "aten.mm" || n.op == "aten.bmm") && n.inputs.size() == 2 && !n.inputs[0]->type.shape.empty())
     return 2 * out * size(n.inputs[0]->type.shape.back());
-  return out;
+  double in = 0;  // a reduction works on its input
+  for (const Value* v : n.inputs)
+    if (v) in = std::max(in, numel(v));
+  return std::max(out, in);
 }
 
 }  // namespace hfx::et::xnn

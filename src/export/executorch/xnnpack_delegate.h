@@ -51,8 +51,9 @@ std::vector<uint8_t> serialize(const Partition& p,
                                const std::function<std::vector<int32_t>(const Value*)>& bound,
                                const std::function<std::string(const Value*)>& named_key);
 
-/// Multiply-adds ×2 of a matrix product, else one per output element, at the upper-bound sizes: the
-/// measure of the share of work the delegate takes.
+/// Arithmetic of one node at the upper-bound sizes: 2·M·K·N for a matrix product, one per element of its
+/// largest operand for the rest, none for data movement (views, copies, gathers, concatenation, fills,
+/// selects, comparisons): the measure of the share of work the delegate takes.
 double node_flops(const Node& n, const ShapeEnv& env);
 
 }  // namespace hfx::et::xnn
