@@ -56,9 +56,10 @@ const std::map<std::string, Lowering>& lowerings() {
                     }};
     m["aten.bmm"] = {fx::XNodeUnion::XNNBatchMatrixMultiply, any};
     m["aten.view"] = {fx::XNodeUnion::XNNStaticReshape, [](const Node& n) {
-                        int symbolic = 0;
-                        for (const Sym& d : n.attrs.syms("size")) symbolic += d.is_const() ? 0 : 1;
-                        return symbolic <= 1 && !n.attrs.syms("size").empty();
+                        int inferred = 0;  // symbolic sizes and -1: XNNPACK infers one size at most
+                        for (const Sym& d : n.attrs.syms("size"))
+                          inferred += d.is_const() && d.value() >= 0 ? 0 : 1;
+                        return inferred <= 1 && !n.attrs.syms("size").empty();
                       }};
     m["aten.permute"] = {fx::XNodeUnion::XNNStaticTranspose, any};
     // A sum or mean over the last dim is a fully-connected product with a constant [1, N] row of ones
@@ -118,7 +119,7 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
       {"aten.bmm", "XNNBatchMatrixMultiply", "",
        "attention's scores and weighted values (q·kᵀ, p·v) over the static cache"},
       {"aten.view", "XNNStaticReshape",
-       "at most one size is symbolic (serialized as 0, inferred at run time)",
+       "at most one size is symbolic or -1 (serialized as 0, inferred at run time)",
        "keeps a linear layer's flatten/unflatten inside its partition instead of two portable copies"},
       {"aten.permute", "XNNStaticTranspose", "", "head transposes between projections and attention"},
       {"aten.sum.dim_IntList, aten.mean.dim", "XNNFullyConnected (+ XNNStaticReshape without keepdim)",
@@ -352,9 +353,9 @@ void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
       return;
     }
     case fx::XNodeUnion::XNNStaticReshape: {
-      std::vector<uint32_t> shape;  // 0: the one symbolic size, inferred from the element count
+      std::vector<uint32_t> shape;  // 0: the one symbolic (or -1) size, inferred from the element count
       for (const Sym& d : n.attrs.syms("size"))
-        shape.push_back(d.is_const() ? static_cast<uint32_t>(d.value()) : 0);
+        shape.push_back(d.is_const() && d.value() >= 0 ? static_cast<uint32_t>(d.value()) : 0);
       const uint32_t x = gb.id(n.inputs[0]);
       gb.node(
           kind,
