@@ -55,11 +55,14 @@ std::vector<std::string> delegation_notes(const PteWriteResult& pte, const std::
   std::vector<std::string> v;
   for (const PteMethodStats& m : pte.methods) {
     if (m.delegate_calls == 0 && backend == "portable") continue;
-    v.push_back(fmt::format(
-        "[executorch] {}: method '{}' has {} delegate calls taking {} of {} nodes and "
-        "{:.1f}% of the FLOPs; {} kernel calls stay portable",
-        backend, m.name, m.delegate_calls, m.delegated_nodes, m.nodes,
-        m.flops > 0 ? 100.0 * m.delegated_flops / m.flops : 0.0, m.instructions - m.delegate_calls));
+    const std::string share = m.flops > 0
+                                  ? fmt::format("{:.1f}% of the FLOPs", 100.0 * m.delegated_flops / m.flops)
+                                  : std::string("no arithmetic (its nodes only move data)");
+    v.push_back(
+        fmt::format("[executorch] {}: method '{}' has {} delegate calls taking {} of {} nodes and {}; {} "
+                    "kernel calls stay portable",
+                    backend, m.name, m.delegate_calls, m.delegated_nodes, m.nodes, share,
+                    m.instructions - m.delegate_calls));
   }
   return v;
 }

@@ -32,45 +32,51 @@ bool is_constant(const Value* v) {
 }
 bool f32(const Value* v) { return v && v->type.dtype == DType::F32 && v->type.shape.size() <= kMaxDims; }
 int64_t rank(const Value* v) { return static_cast<int64_t>(v->type.shape.size()); }
-int symbolic_dims(const Value* v) {
-  int k = 0;
-  for (const Sym& d : v->type.shape) k += d.is_const() ? 0 : 1;
-  return k;
+// Whether XNNPACK's static reshape can state these sizes: it infers one size written as 0 from the element
+// count (the one symbolic size, or -1), and refuses to infer from zero elements — so no constant 0, and the
+// symbolic size is never 0 at run time (a decoder's empty past is).
+bool inferable(const std::vector<Sym>& sizes, const ShapeEnv& env) {
+  int inferred = 0;
+  for (const Sym& d : sizes) {
+    if (d.is_const() && d.value() == 0) return false;
+    if (d.is_const() && d.value() > 0) continue;
+    if (!d.is_const() && env.bounds(d).min < 1) return false;
+    inferred++;
+  }
+  return inferred <= 1;
 }
 
 // What a node becomes, by op: its XNNPACK node kind and the condition beyond float32 operands.
 struct Lowering {
   fx::XNodeUnion kind;
-  std::function<bool(const Node&)> when;
+  std::function<bool(const Node&, const ShapeEnv&)> when;
 };
 
 const std::map<std::string, Lowering>& lowerings() {
   static const std::map<std::string, Lowering> t = [] {
     std::map<std::string, Lowering> m;
-    auto any = [](const Node&) { return true; };
-    m["aten.mm"] = {fx::XNodeUnion::XNNFullyConnected, [](const Node& n) {
+    auto any = [](const Node&, const ShapeEnv&) { return true; };
+    m["aten.mm"] = {fx::XNodeUnion::XNNFullyConnected, [](const Node& n, const ShapeEnv& env) {
                       const Value *x = n.inputs.at(0), *w = n.inputs.at(1);
                       if (rank(x) != 2 || rank(w) != 2) return false;
-                      return is_constant(w) || (symbolic_dims(x) <= 1 && symbolic_dims(w) <= 1 &&
-                                                symbolic_dims(n.outputs.at(0)) <= 1);
+                      return is_constant(w) ||
+                             (inferable(x->type.shape, env) && inferable(w->type.shape, env) &&
+                              inferable(n.outputs.at(0)->type.shape, env));
                     }};
     m["aten.bmm"] = {fx::XNodeUnion::XNNBatchMatrixMultiply, any};
-    m["aten.view"] = {fx::XNodeUnion::XNNStaticReshape, [](const Node& n) {
-                        int inferred = 0;  // symbolic sizes and -1: XNNPACK infers one size at most
-                        for (const Sym& d : n.attrs.syms("size"))
-                          inferred += d.is_const() && d.value() >= 0 ? 0 : 1;
-                        return inferred <= 1 && !n.attrs.syms("size").empty();
+    m["aten.view"] = {fx::XNodeUnion::XNNStaticReshape, [](const Node& n, const ShapeEnv& env) {
+                        return !n.attrs.syms("size").empty() && inferable(n.attrs.syms("size"), env);
                       }};
     m["aten.permute"] = {fx::XNodeUnion::XNNStaticTranspose, any};
     // A sum or mean over the last dim is a fully-connected product with a constant [1, N] row of ones
     // (or 1/N): the schema has no reduction node, and these are the norms' and the scans' reductions.
-    auto last_dim_reduction = [](const Node& n) {
+    auto last_dim_reduction = [](const Node& n, const ShapeEnv& env) {
       const Value* x = n.inputs.at(0);
       const auto& d = n.attrs.ints("dim");
       const int64_t r = rank(x);
       if (r < 1 || d.size() != 1 || (d[0] != -1 && d[0] != r - 1) || !x->type.shape.back().is_const())
         return false;
-      return n.attrs.b("keepdim") || (r >= 2 && symbolic_dims(n.outputs.at(0)) <= 1);
+      return n.attrs.b("keepdim") || (r >= 2 && inferable(n.outputs.at(0)->type.shape, env));
     };
     m["aten.sum.dim_IntList"] = {fx::XNodeUnion::XNNFullyConnected, last_dim_reduction};
     m["aten.mean.dim"] = {fx::XNodeUnion::XNNFullyConnected, last_dim_reduction};
@@ -93,10 +99,10 @@ const std::map<std::string, Lowering>& lowerings() {
     m["aten.sin"] = {fx::XNodeUnion::XNNSin, any};
     m["aten.cos"] = {fx::XNodeUnion::XNNCos, any};
     m["aten.relu"] = {fx::XNodeUnion::XNNClamp, any};
-    m["aten.gelu"] = {fx::XNodeUnion::XNNGelu, [](const Node& n) {
+    m["aten.gelu"] = {fx::XNodeUnion::XNNGelu, [](const Node& n, const ShapeEnv&) {
                         return !n.attrs.has("approximate") || n.attrs.s("approximate") == "none";
                       }};
-    m["aten._softmax"] = {fx::XNodeUnion::XNNSoftmax, [](const Node& n) {
+    m["aten._softmax"] = {fx::XNodeUnion::XNNSoftmax, [](const Node& n, const ShapeEnv&) {
                             int64_t d = n.attrs.i("dim"), r = rank(n.inputs.at(0));
                             return d == -1 || d == r - 1;
                           }};
@@ -144,13 +150,13 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
   return t;
 }
 
-bool supported(const Node& n) {
+bool supported(const Node& n, const ShapeEnv& env) {
   auto it = lowerings().find(n.op);
   if (it == lowerings().end() || n.outputs.size() != 1 || !f32(n.outputs[0])) return false;
   for (const Value* v : n.inputs)
     if (!v || !f32(v) || (v->kind != ValueKind::NodeOutput && v->kind != ValueKind::Input && !is_constant(v)))
       return false;
-  return it->second.when(n);
+  return it->second.when(n, env);
 }
 
 std::vector<Partition> partition(const Graph& g) {
@@ -180,7 +186,7 @@ std::vector<Partition> partition(const Graph& g) {
     cur = Partition{};
   };
   for (const auto& n : g.nodes()) {
-    if (supported(*n))
+    if (supported(*n, g.env()))
       cur.nodes.push_back(n.get());
     else
       flush();

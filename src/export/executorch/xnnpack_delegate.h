@@ -30,8 +30,8 @@ struct XnnOpEntry {
 const std::vector<XnnOpEntry>& xnnpack_op_table();
 
 /// Whether the partitioner takes node `n`: a table entry, float32 tensors of rank <= 6 throughout, and the
-/// entry's condition.
-bool supported(const Node& n);
+/// entry's condition (sizes and their ranges in `env`).
+bool supported(const Node& n, const ShapeEnv& env);
 
 /// A partition: consecutive supported nodes; `inputs` are the non-constant values its nodes read that come
 /// from outside (first use order), `outputs` the values it produces that a node outside reads or the graph
