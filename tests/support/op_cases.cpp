@@ -351,4 +351,37 @@ CaseGraph build_case_graph(const OpCase& oc, std::mt19937& rng, PatchTable* patc
   return cg;
 }
 
+CaseRun eager_case_run(const OpCase& oc, const CaseGraph& cg, const std::map<std::string, int64_t>& binding,
+                       std::mt19937& rng) {
+  CaseRun r;
+  EagerBuilder eb;
+  std::vector<Var> ev;
+  for (const auto& in : oc.ins) {
+    if (in.name.empty()) {
+      ev.push_back(Var());
+      continue;
+    }
+    if (in.param) {
+      ev.push_back(eb.wrap(cg.params.at(in.name)));
+      continue;
+    }
+    Tensor t = make_input(in, onnx_test::concrete(symbolic_dims(in), binding), rng);
+    ev.push_back(eb.wrap(t));
+    r.feeds.push_back(t);
+  }
+  if (cg.dims_input) r.feeds.push_back(Tensor::zeros({binding.at("B"), binding.at("S"), binding.at("T")}));
+  r.ref = eb.call(oc.op, ev, onnx_test::concrete_attrs(oc.attrs, binding))[0].tensor();
+  return r;
+}
+
+double max_rel_diff(const Tensor& a, const Tensor& b) {
+  const auto x = a.to(DType::F32).to_floats(), y = b.to(DType::F32).to_floats();
+  double err = 0;
+  for (size_t i = 0; i < std::min(x.size(), y.size()); i++) {
+    if (std::isinf(x[i]) && x[i] == y[i]) continue;
+    err = std::max(err, std::abs(static_cast<double>(x[i]) - y[i]) / std::max(1.0, std::abs(double(y[i]))));
+  }
+  return err;
+}
+
 }  // namespace hfx::op_cases

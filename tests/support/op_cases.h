@@ -59,4 +59,15 @@ struct CaseGraph {
 };
 CaseGraph build_case_graph(const OpCase& oc, std::mt19937& rng, PatchTable* patches = nullptr);
 
+/// One size binding of a case: the graph's inputs (in order, then "dims" when the graph has it) and the
+/// eager kernel's result on them.
+struct CaseRun {
+  std::vector<Tensor> feeds;
+  Tensor ref;
+};
+CaseRun eager_case_run(const OpCase& oc, const CaseGraph& cg, const std::map<std::string, int64_t>& binding,
+                       std::mt19937& rng);
+/// Max |a - b| / max(1, |b|) over the elements, equal infinities counting 0.
+double max_rel_diff(const Tensor& a, const Tensor& b);
+
 }  // namespace hfx::op_cases

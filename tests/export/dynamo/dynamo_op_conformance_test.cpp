@@ -34,11 +34,12 @@ class DynamoOpConformance : public ::testing::TestWithParam<size_t> {};
 
 // The tensor a placeholder of the program stands for: a lifted parameter or constant, else the next user
 // input.
-Tensor placeholder(const dynamo::SerializedProgram& sp, const nlohmann::json& spec, const std::vector<Tensor>& feeds,
-                   size_t& user) {
+Tensor placeholder(const dynamo::SerializedProgram& sp, const nlohmann::json& spec,
+                   const std::vector<Tensor>& feeds, size_t& user) {
   for (const char* kind : {"parameter", "tensor_constant"}) {
     if (!spec.contains(kind)) continue;
-    const std::string fqn = spec[kind][std::string(kind) == "parameter" ? "parameter_name" : "tensor_constant_name"];
+    const std::string fqn =
+        spec[kind][std::string(kind) == "parameter" ? "parameter_name" : "tensor_constant_name"];
     for (const auto* lifted : {&sp.parameters, &sp.constants})
       for (const auto& l : *lifted)
         if (l.fqn == fqn) return l.value->data;
@@ -71,26 +72,11 @@ TEST_P(DynamoOpConformance, MatchesEagerAtTwoSizes) {
   const nlohmann::json& graph = sp.program["graph_module"]["graph"];
   const nlohmann::json& specs = sp.program["graph_module"]["signature"]["input_specs"];
   for (const auto& binding : oc.sizes) {
-    SCOPED_TRACE(::testing::Message() << "B=" << binding.at("B") << " S=" << binding.at("S")
-                                      << " T=" << binding.at("T"));
-    EagerBuilder eb;
-    std::vector<Var> ev;
-    std::vector<Tensor> feeds;
-    for (const auto& in : oc.ins) {
-      if (in.name.empty()) {
-        ev.push_back(Var());
-        continue;
-      }
-      if (in.param) {
-        ev.push_back(eb.wrap(cg.params.at(in.name)));
-        continue;
-      }
-      Tensor t = op_cases::make_input(in, onnx_test::concrete(op_cases::symbolic_dims(in), binding), rng);
-      ev.push_back(eb.wrap(t));
-      feeds.push_back(t);
-    }
-    if (cg.dims_input) feeds.push_back(Tensor::zeros({binding.at("B"), binding.at("S"), binding.at("T")}));
-    Tensor ref = eb.call(oc.op, ev, onnx_test::concrete_attrs(oc.attrs, binding))[0].tensor();
+    SCOPED_TRACE(::testing::Message()
+                 << "B=" << binding.at("B") << " S=" << binding.at("S") << " T=" << binding.at("T"));
+    const op_cases::CaseRun run = op_cases::eager_case_run(oc, cg, binding, rng);
+    const std::vector<Tensor>& feeds = run.feeds;
+    const Tensor& ref = run.ref;
     dynamo::interp::Interpreter it;
     size_t user = 0;
     for (size_t i = 0; i < specs.size(); i++)
@@ -102,12 +88,7 @@ TEST_P(DynamoOpConformance, MatchesEagerAtTwoSizes) {
     }
     const Tensor out = it.tensors.at(graph["outputs"][0]["as_tensor"]["name"]);
     ASSERT_EQ(out.shape(), ref.shape()) << oc.op;
-    const auto a = out.to(DType::F32).to_floats(), b = ref.to(DType::F32).to_floats();
-    double err = 0;
-    for (size_t i = 0; i < a.size(); i++) {
-      if (std::isinf(a[i]) && a[i] == b[i]) continue;
-      err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::abs(double(b[i]))));
-    }
+    const double err = op_cases::max_rel_diff(out, ref);
     EXPECT_LE(err, oc.tol) << oc.op;
   }
 }

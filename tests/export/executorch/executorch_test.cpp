@@ -311,6 +311,38 @@ std::unique_ptr<CausalLM> tiny_model(const Architecture& a) {
   return make_causal_lm(cj, io::WeightStore::from_tensors(std::move(w)));
 }
 
+// forward(tokens, input_pos) of a static-cache program against the eager model with a dynamic cache: a
+// 7-token prefill, then `steps` single-token decode steps; the max abs logit difference of each call.
+struct EagerDiffs {
+  std::vector<float> per_call;  // [0]: the prefill
+  float spread = 0;             // max - min of the prefill's eager logits
+  float worst() const { return *std::max_element(per_call.begin(), per_call.end()); }
+};
+EagerDiffs forward_vs_eager(const CausalLM& model, verify::PteMethod& fwd, int steps) {
+  const ModelConfig& mc = model.config();
+  std::vector<int64_t> prompt = {1, 7, 42, 3, 99, 11, 5}, pos;
+  for (size_t i = 0; i < prompt.size(); i++) pos.push_back(static_cast<int64_t>(i));
+  EagerBuilder eb;
+  DynamicCache cache(model.cache_layout());
+  ForwardArgs args;
+  args.input_ids = eb.wrap(ids(prompt));
+  args.cache = &cache;
+  const Tensor ref = model.forward(eb, args).logits.tensor();
+  EagerDiffs d;
+  d.per_call.push_back(max_abs_diff(std::get<Tensor>(fwd.run({ids(prompt), ids(pos, false)})[0]), ref));
+  const auto rv = ref.to_floats();
+  d.spread = *std::max_element(rv.begin(), rv.end()) - *std::min_element(rv.begin(), rv.end());
+  for (int64_t step = 0, next = static_cast<int64_t>(prompt.size()); step < steps; step++, next++) {
+    const int64_t tok = (step * 37 + 3) % mc.vocab_size;
+    ForwardArgs a;
+    a.input_ids = eb.wrap(ids({tok}));
+    a.cache = &cache;
+    const Tensor r = model.forward(eb, a).logits.tensor();
+    d.per_call.push_back(max_abs_diff(std::get<Tensor>(fwd.run({ids({tok}), ids({next}, false)})[0]), r));
+  }
+  return d;
+}
+
 class ExecutorchArch : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
@@ -340,36 +372,13 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
   auto& fwd = prog->method("forward");
   ASSERT_EQ(fwd.num_inputs(), 2);
 
-  std::vector<int64_t> prompt = {1, 7, 42, 3, 99, 11, 5};
-  EagerBuilder eb;
-  DynamicCache cache(model->cache_layout());
-  ForwardArgs args;
-  args.input_ids = eb.wrap(ids(prompt));
-  args.cache = &cache;
-  Tensor ref = model->forward(eb, args).logits.tensor();
-  std::vector<int64_t> pos;
-  for (size_t i = 0; i < prompt.size(); i++) pos.push_back(static_cast<int64_t>(i));
-  Tensor got = std::get<Tensor>(fwd.run({ids(prompt), ids(pos, false)})[0]);
-  float worst = max_abs_diff(got, ref);
-  auto rv = ref.to_floats();
-  float spread = *std::max_element(rv.begin(), rv.end()) - *std::min_element(rv.begin(), rv.end());
-  EXPECT_GT(spread, 0.5f) << "logits spread enough for 1e-5 to mean something";
-  RecordProperty("logits_spread", std::to_string(spread));
-  EXPECT_LE(worst, 1e-5f) << "prefill";
-  int64_t next = prompt.size();
-  for (int step = 0; step < 16; step++) {
-    int64_t tok = (step * 37 + 3) % mc.vocab_size;
-    ForwardArgs d;
-    d.input_ids = eb.wrap(ids({tok}));
-    d.cache = &cache;
-    Tensor r = model->forward(eb, d).logits.tensor();
-    Tensor o = std::get<Tensor>(fwd.run({ids({tok}), ids({next}, false)})[0]);
-    float diff = max_abs_diff(o, r);
-    worst = std::max(worst, diff);
-    EXPECT_LE(diff, 1e-5f) << "decode step " << step;
-    next++;
-  }
-  RecordProperty("max_abs_diff", std::to_string(worst));
+  const EagerDiffs d = forward_vs_eager(*model, fwd, 16);
+  EXPECT_GT(d.spread, 0.5f) << "logits spread enough for 1e-5 to mean something";
+  RecordProperty("logits_spread", std::to_string(d.spread));
+  EXPECT_LE(d.per_call[0], 1e-5f) << "prefill";
+  for (size_t step = 1; step < d.per_call.size(); step++)
+    EXPECT_LE(d.per_call[step], 1e-5f) << "decode step " << step - 1;
+  RecordProperty("max_abs_diff", std::to_string(d.worst()));
 }
 
 // The XNNPACK program: the partitions run as XnnpackBackend delegate calls, the linear layers all among
@@ -400,23 +409,7 @@ TEST_P(ExecutorchArch, XnnpackProgramDelegatesTheLinearsAndMatchesEager) {
 
   auto prog = verify::PteProgram::load_bytes(p.pte.bytes);
   auto& fwd = prog->method("forward");
-  std::vector<int64_t> prompt = {1, 7, 42, 3, 99, 11, 5}, pos;
-  for (size_t i = 0; i < prompt.size(); i++) pos.push_back(static_cast<int64_t>(i));
-  EagerBuilder eb;
-  DynamicCache cache(model->cache_layout());
-  ForwardArgs args;
-  args.input_ids = eb.wrap(ids(prompt));
-  args.cache = &cache;
-  Tensor ref = model->forward(eb, args).logits.tensor();
-  float worst = max_abs_diff(std::get<Tensor>(fwd.run({ids(prompt), ids(pos, false)})[0]), ref);
-  for (int64_t step = 0, next = static_cast<int64_t>(prompt.size()); step < 8; step++, next++) {
-    int64_t tok = (step * 37 + 3) % mc.vocab_size;
-    ForwardArgs d;
-    d.input_ids = eb.wrap(ids({tok}));
-    d.cache = &cache;
-    Tensor r = model->forward(eb, d).logits.tensor();
-    worst = std::max(worst, max_abs_diff(std::get<Tensor>(fwd.run({ids({tok}), ids({next}, false)})[0]), r));
-  }
+  const float worst = forward_vs_eager(*model, fwd, 8).worst();
   EXPECT_LE(worst, 1e-5f);
   RecordProperty("max_abs_diff", std::to_string(worst));
   RecordProperty("delegated_flops_share", std::to_string(st.delegated_flops / st.flops));

@@ -70,24 +70,9 @@ TEST_P(PteOpConformance, MatchesEagerAtTwoSizes) {
   for (const auto& binding : oc.sizes) {
     SCOPED_TRACE(::testing::Message()
                  << "B=" << binding.at("B") << " S=" << binding.at("S") << " T=" << binding.at("T"));
-    EagerBuilder eb;
-    std::vector<Var> ev;
-    std::vector<Tensor> feeds;
-    for (const auto& in : oc.ins) {
-      if (in.name.empty()) {
-        ev.push_back(Var());
-        continue;
-      }
-      if (in.param) {
-        ev.push_back(eb.wrap(cg.params.at(in.name)));
-        continue;
-      }
-      Tensor t = op_cases::make_input(in, onnx_test::concrete(op_cases::symbolic_dims(in), binding), rng);
-      ev.push_back(eb.wrap(t));
-      feeds.push_back(t);
-    }
-    if (cg.dims_input) feeds.push_back(Tensor::zeros({binding.at("B"), binding.at("S"), binding.at("T")}));
-    Tensor ref = eb.call(oc.op, ev, onnx_test::concrete_attrs(oc.attrs, binding))[0].tensor();
+    const op_cases::CaseRun run = op_cases::eager_case_run(oc, cg, binding, rng);
+    const std::vector<Tensor>& feeds = run.feeds;
+    const Tensor& ref = run.ref;
     std::vector<verify::PteOutput> got;
     try {
       got = fwd.run(feeds);
@@ -97,12 +82,7 @@ TEST_P(PteOpConformance, MatchesEagerAtTwoSizes) {
     ASSERT_EQ(got.size(), 1u);
     const Tensor& out = std::get<Tensor>(got[0]);
     ASSERT_EQ(out.shape(), ref.shape()) << oc.op;
-    const auto a = out.to(DType::F32).to_floats(), b = ref.to(DType::F32).to_floats();
-    double err = 0;
-    for (size_t i = 0; i < a.size(); i++) {
-      if (std::isinf(a[i]) && a[i] == b[i]) continue;
-      err = std::max(err, std::abs(static_cast<double>(a[i]) - b[i]) / std::max(1.0, std::abs(double(b[i]))));
-    }
+    const double err = op_cases::max_rel_diff(out, ref);
     EXPECT_LE(err, oc.tol) << oc.op << " (" << GetParam().backend << ")";
   }
   if (GetParam().backend == "xnnpack") RecordProperty("delegate_calls", r.methods.at(0).delegate_calls);
