@@ -36,6 +36,9 @@ json tiny(const std::string& preset) {
   j["sliding_window"] = 8;
   j["original_max_position_embeddings"] = 2048;
   j["rope_scaling"] = nullptr;
+  // Phi3Config defaults pad_token_id to 32000, past a tiny vocabulary: transformers then refuses the
+  // checkpoint (nn.Embedding: "Padding_idx must be within num_embeddings"). The tiny model has no pad.
+  j["pad_token_id"] = nullptr;
   return j;
 }
 

@@ -1,11 +1,14 @@
-// Decoder-only LMs against goldens from the real transformers (4.47; 4.51 for qwen3_moe and gemma3_text),
+// Decoder-only LMs against goldens from the real transformers (4.47; 4.51 for qwen3_moe, gemma3_text, qwen3
+// and phi3 — 4.47's Phi3 ignores partial_rotary_factor),
 // made by tools/hf_goldens/make_causal_goldens.sh on the very checkpoints `create-tiny` writes: logits at
 // every position of three batch-1 prompts (lengths 6, 13, 2) and 32 greedy tokens (transformers' generate(),
 // or full recomputation where the golden says greedy_method "nocache": gemma3_text, whose 4.51 HybridCache
-// shifts the sliding window one step early, huggingface/transformers#37574). hfx's greedy tokens come from
+// shifts the sliding window one step early, huggingface/transformers#37574, and gemma2, whose 4.47
+// HybridCache decoding across the window differs from recomputation). hfx's greedy tokens come from
 // its cached path. Tolerance 1e-4 absolute at f32 on logits of magnitude ~1. Measured worst |hfx -
 // transformers| (printed): mixtral 2.6e-6, qwen2_moe 1.6e-6, qwen3_moe 1.9e-6, olmoe 1.7e-6,
-// granitemoe 3.7e-7, gemma3_text 6.0e-6 — the size of hfx's own cached-vs-recomputed difference on these
+// granitemoe 3.7e-7, gemma3_text 6.0e-6, llama 2.8e-6, qwen2 1.6e-6, qwen3 2.7e-6, gemma 2.1e-6, gemma2
+// 2.7e-6, phi3 3.1e-6, gpt2 2.1e-6 — the size of hfx's own cached-vs-recomputed difference on these
 // checkpoints (ModelArch: up to 2.6e-6), so 1e-4 leaves ~40x room for summation order while any routing
 // mistake (a wrong expert) moves logits by > 1e-3 (MoeRouting) and a wrong rope or window by far more.
 #include <gtest/gtest.h>
@@ -24,8 +27,9 @@ namespace {
 using nlohmann::json;
 constexpr double kTol = 1e-4;
 
-const std::vector<std::string> kGolden = {"mixtral", "qwen2_moe",  "qwen3_moe",
-                                          "olmoe",   "granitemoe", "gemma3_text"};
+const std::vector<std::string> kGolden = {"mixtral",     "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe",
+                                          "gemma3_text", "llama",     "qwen2",     "qwen3", "gemma",
+                                          "gemma2",      "phi3",      "gpt2"};
 
 class CausalGoldens : public ::testing::TestWithParam<std::string> {};
 
