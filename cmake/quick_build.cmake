@@ -20,6 +20,8 @@ set(HFX_UNITY_ALONE
   src/export/onnx/translations.cpp  # last(Cx&) (also in gqa_fusion.cpp)
   tools/cmd_inspect.cpp           # human_bytes (also in cmd_export.cpp)
   src/processors/qwen2_vl_processor.cpp  # kC (also in idefics3_processor.cpp)
+  src/export/executorch/xnnpack_delegate.cpp  # is_constant (also in registrations.cpp)
+  src/verify/pte_xnnpack.cpp      # run_op (also in pte_kernels.cpp)
   # A class member of a file-local type: -Wsubobject-linkage once the file is #included into another.
   src/io/zip_reader.cpp
   src/tokenizers/tokenizer.cpp
