@@ -6,14 +6,14 @@
 #   the portable program (--backend portable) of the same weights, same runtime
 #   ONNX Runtime on an ONNX export of the same weights (bench/ort_bench), 1 and 2 threads
 # on the llama-100m checkpoint of bench/run_all.sh (random weights, created once under bench/.cache).
-# ExecuTorch's runtime is tools/et_check's et_run (build it with tools/et_check/build.sh; ET_RUN overrides).
+# ExecuTorch's runtime is tools/et_check's et_run (built beside the project as docs/executorch-runtime.md describes; ET_RUN overrides).
 # Usage: bash bench/xnnpack_bench.sh BUILD_DIR   (needs BUILD_DIR/hfx and BUILD_DIR/bench/ort_bench)
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 BUILD="${1:?usage: xnnpack_bench.sh BUILD_DIR}"
 HFX="$BUILD/hfx"
 ET_RUN="${ET_RUN:-${ET_ROOT:-/work/et}/et_run-build/et_run}"
-[[ -x "$ET_RUN" ]] || { echo "xnnpack_bench: expected ExecuTorch's et_run at $ET_RUN (tools/et_check/build.sh)" >&2; exit 2; }
+[[ -x "$ET_RUN" ]] || { echo "xnnpack_bench: expected ExecuTorch's et_run at $ET_RUN (docs/executorch-runtime.md: how to build it)" >&2; exit 2; }
 CACHE="$ROOT/bench/.cache"
 DECODE="${HFX_XNN_DECODE:-32}"
 REPS="${HFX_XNN_REPS:-3}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs hfx's ExecuTorch exports of every decoder-only architecture that has a transformers golden on
-# ExecuTorch's own C++ runtime (et_run, built by tools/et_check/build.sh) and compares them.
+# ExecuTorch's own C++ runtime (et_run, built beside the project: docs/executorch-runtime.md) and compares them.
 #
 #   tools/et_check/run.sh [BUILD_DIR] [--backend portable|xnnpack] [--et-root DIR] [--out DIR]
 #                         [--archs a,b,...] [--threads N] [--decode N]
@@ -39,7 +39,7 @@ HFX=$BUILD_DIR/hfx
 ET_RUN=$ET_ROOT/et_run-build/et_run
 OUT=${OUT:-$ET_ROOT/check-$BACKEND}
 [[ -x $HFX ]] || { echo "run.sh: no hfx at $HFX (build the project first)" >&2; exit 2; }
-[[ -x $ET_RUN ]] || { echo "run.sh: no et_run at $ET_RUN (run tools/et_check/build.sh first)" >&2; exit 2; }
+[[ -x $ET_RUN ]] || { echo "run.sh: no et_run at $ET_RUN (build it first: docs/executorch-runtime.md)" >&2; exit 2; }
 mkdir -p "$OUT"
 
 # Decoder-only goldens.
