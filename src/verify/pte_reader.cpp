@@ -467,6 +467,7 @@ int PteMethod::num_instructions() const {
 
 int PteMethod::num_delegate_calls() const {
   int n = 0;
+  if (!impl_->plan->chains()) return 0;
   for (const auto* c : *impl_->plan->chains())
     if (c->instructions())
       for (const auto* i : *c->instructions())

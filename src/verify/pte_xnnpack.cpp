@@ -96,10 +96,17 @@ Tensor constant_of(const fx::XNNGraph* g, uint32_t idx, const Shape& dims, const
                 r.constants_size);
     src = r.constants + cd->offset(), avail = cd->size();
   }
-  Tensor t = Tensor::zeros(dims);
-  if (avail < t.nbytes())
-    HFX_THROW("pte", "expected {} bytes for an XNNPACK constant of shape {}, got {}", t.nbytes(),
+  // The bytes the shape needs, checked against what the file holds before anything is allocated (a
+  // corrupt payload may state any dims).
+  uint64_t need = sizeof(float);
+  for (int64_t d : dims)
+    if (__builtin_mul_overflow(need, static_cast<uint64_t>(d), &need))
+      HFX_THROW("pte", "expected the dims {} of an XNNPACK constant to fit 64-bit bytes",
+                shape_to_string(dims));
+  if (avail < need)
+    HFX_THROW("pte", "expected {} bytes for an XNNPACK constant of shape {}, got {}", need,
               shape_to_string(dims), avail);
+  Tensor t = Tensor::zeros(dims);
   if (t.nbytes()) std::memcpy(t.raw(), src, t.nbytes());
   return t;
 }
@@ -204,9 +211,13 @@ XnnGraphPtr load_xnn_graph(const uint8_t* data, size_t size, const NamedData& na
   read_values(*out, g, r, named);
   for (const auto* n : *g->xnodes()) {
     XnnGraph::Op op = read_op(n);
-    for (uint32_t id : op.in)
-      if (id != kInvalid && !out->values.count(id))
-        HFX_THROW("pte", "expected XNNPACK value {} to be defined", id);
+    for (size_t i = 0; i < op.in.size(); i++) {
+      const bool optional = op.kind == fx::XNodeUnion::XNNFullyConnected && i == 2;  // the bias
+      if (op.in[i] == kInvalid && optional) continue;
+      if (!out->values.count(op.in[i]))
+        HFX_THROW("pte", "expected XNNPACK value {} (input {} of a {} node) to be defined", op.in[i], i,
+                  fx::EnumNameXNodeUnion(op.kind));
+    }
     if (!out->values.count(op.out)) HFX_THROW("pte", "expected XNNPACK value {} to be defined", op.out);
     out->ops.push_back(std::move(op));
   }
@@ -224,6 +235,8 @@ Tensor clamp_output(Tensor t, float lo, float hi) {
 }
 
 Tensor fully_connected(const Tensor& x, const Tensor& w, const Tensor& bias, uint32_t flags) {
+  if (w.dim() != 2)
+    HFX_THROW("pte", "expected a 2-d fully-connected filter, got {}", shape_to_string(w.shape()));
   const Tensor wt = flags & kTranspose ? w : w.transpose(0, 1).contiguous();  // [in, out]
   const int64_t k = wt.shape()[0];
   if (x.dim() < 1 || x.shape().back() != k)
@@ -240,7 +253,11 @@ Tensor fully_connected(const Tensor& x, const Tensor& w, const Tensor& bias, uin
 Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
   Shape s(dims.begin(), dims.end());
   int64_t known = 1, zeros = 0;
-  for (int64_t d : dims) d == 0 ? zeros++ : known *= d;
+  for (int64_t d : dims)
+    if (d == 0)
+      zeros++;
+    else if (__builtin_mul_overflow(known, d, &known))
+      HFX_THROW("pte", "expected reshape sizes whose product fits 64 bits, got {}", shape_to_string(s));
   if (zeros > 1 || (zeros == 0 && known != x.numel()) || (zeros == 1 && (known == 0 || x.numel() % known)))
     HFX_THROW("pte", "expected a reshape of {} to {} (0 = inferred, at most one)", shape_to_string(x.shape()),
               shape_to_string(s));
@@ -281,10 +298,17 @@ Tensor run_node(const XnnGraph::Op& op, const std::vector<Tensor>& in) {
       return in[0];
     case K::XNNStaticReshape:
       return reshape(in[0], op.dims);
-    case K::XNNStaticTranspose:
-      if (static_cast<int64_t>(op.dims.size()) != in[0].dim())
-        HFX_THROW("pte", "expected a permutation of {} dims, got {}", in[0].dim(), op.dims.size());
+    case K::XNNStaticTranspose: {
+      std::vector<bool> seen(static_cast<size_t>(in[0].dim()), false);
+      bool perm = static_cast<int64_t>(op.dims.size()) == in[0].dim();
+      for (int64_t d : op.dims) {
+        perm = perm && d >= 0 && d < in[0].dim() && !seen[static_cast<size_t>(d)];
+        if (perm) seen[static_cast<size_t>(d)] = true;
+      }
+      if (!perm)
+        HFX_THROW("pte", "expected a permutation of {} dims, got {} entries", in[0].dim(), op.dims.size());
       return in[0].permute(op.dims).contiguous();
+    }
     default:
       HFX_THROW("pte", "expected an XNNPACK node the reader runs, got {}", fx::EnumNameXNodeUnion(op.kind));
   }
