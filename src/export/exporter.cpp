@@ -289,16 +289,60 @@ nlohmann::json ExecutorchConfig::to_json() const {
   auto j = ExportConfig::to_json();
   j["backend"] = backend;
   j["max_seq_len"] = max_seq_len;
+  if (quantize.enabled()) j["quantize"] = quant::to_json(quantize);
   return j;
 }
 void ExecutorchConfig::from_json(const nlohmann::json& j) {
-  check_keys(j, with_common({"backend", "max_seq_len"}), format);
+  check_keys(j, with_common({"backend", "max_seq_len", "quantize"}), format);
   ExportConfig::from_json(j);
   take(j, "backend", backend, format);
   take(j, "max_seq_len", max_seq_len, format);
   et::backend_prep(
       backend);  // throws "[executorch] expected a backend among [...]" for a name hfx does not write
   if (max_seq_len < 1) HFX_THROW("config", "expected max_seq_len >= 1, got {}", max_seq_len);
+  if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
+  if (quantize.enabled()) check_executorch_quantize();
+}
+
+// What XNNPACK's quantized fully-connected runs (docs/quantization.md, "ExecuTorch"): the refusals name
+// the flag that fixes each case.
+void ExecutorchConfig::check_executorch_quantize() {
+  const std::string m = quantize.method();
+  if (backend != "xnnpack")
+    HFX_THROW(
+        "executorch",
+        "expected --backend xnnpack with --quantize {}, got --backend {}: ExecuTorch's portable kernels "
+        "have no quantized linear, the XNNPACK delegate runs it",
+        m, backend);
+  if (quantize.bits != 4)
+    HFX_THROW("executorch",
+              "expected --quantize int4 with --backend xnnpack, got --quantize {}: XNNPACK's 8-bit weights "
+              "are one scale per output channel, hfx's int8 codes are blockwise; use int4 or --format onnx",
+              m);
+  if (!quantize.symmetric)
+    HFX_THROW("executorch",
+              "expected --symmetric with --quantize int4 --backend xnnpack, got asymmetric codes: XNNPACK's "
+              "4-bit weights have the fixed zero point 8 (add --symmetric)");
+  if (quantize.int8_activations)
+    HFX_THROW("executorch",
+              "expected no --activations int8 with --format executorch, got it: the XNNPACK pattern always "
+              "quantizes the activations to int8 per token at run time");
+  if (quantize.embedding)
+    HFX_THROW("executorch",
+              "expected no --quantize-embedding with --format executorch, got it: the embedding gather "
+              "stays a portable kernel over float rows");
+  if (dtype != "auto" && dtype != "f32")
+    HFX_THROW("executorch",
+              "expected --dtype auto or f32 with --quantize {} on executorch, got --dtype {}: the "
+              "quantized linears hold their own bf16 scales and the other weights stay float32",
+              m, dtype);
+  quantize.bf16_scales = true;  // what XNNPACK's qb4w kernels read: eager quantizes to the same weights
+}
+
+nlohmann::json ExecutorchConfig::precision(DType checkpoint) const {
+  nlohmann::json p = ExportConfig::precision(checkpoint);
+  if (quantize.enabled()) p["key"] = "int8-dynamic-activations";
+  return p;
 }
 
 nlohmann::json DynamoConfig::to_json() const { return ExportConfig::to_json(); }

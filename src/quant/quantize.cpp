@@ -68,10 +68,15 @@ void quantize_block(const float* w, int64_t g, const QuantOptions& o, uint8_t* c
     float amax = 0.0f;
     for (int64_t j = 0; j < g; j++) amax = std::max(amax, std::fabs(w[j]));
     s = amax / static_cast<float>((1 << (o.bits - 1)) - 1);
+    // bf16 scales: the codes are chosen against the rounded scale, so (q − zp) · scale is the weight the
+    // bf16-scale kernel computes with; a scale rounded down may put |w| / s a hair past 2^(bits−1) − 1,
+    // which the clamp below keeps in the code range.
+    if (o.bf16_scales) s = bf16_to_f32(f32_to_bf16(s));
   } else {
     float lo = 0.0f, hi = 0.0f;  // the range always holds 0, so 0 is exact
     for (int64_t j = 0; j < g; j++) lo = std::min(lo, w[j]), hi = std::max(hi, w[j]);
     s = (hi - lo) / static_cast<float>(qmax);
+    if (o.bf16_scales) s = bf16_to_f32(f32_to_bf16(s));
     z = s > 0 ? std::clamp(static_cast<int>(std::nearbyint(-lo / s)), 0, qmax) : 0;
   }
   for (int64_t j = 0; j < g; j++) {
@@ -170,7 +175,8 @@ nlohmann::json to_json(const QuantOptions& o) {
                       {"group_size", o.group_size},
                       {"symmetric", o.symmetric},
                       {"activations", o.int8_activations ? "int8" : "f32"}};
-  if (o.embedding) j["embedding"] = true;  // absent = false: earlier exports' JSON reads back the same
+  if (o.embedding) j["embedding"] = true;   // absent = false: earlier exports' JSON reads back the same
+  if (o.bf16_scales) j["scales"] = "bf16";  // absent = f32, likewise
   return j;
 }
 
@@ -181,15 +187,20 @@ QuantOptions from_json(const nlohmann::json& j) {
         "expected quantize as {{\"method\": \"int4\", \"group_size\": 32, \"symmetric\": false}}, got {}",
         j.dump());
   for (const auto& [k, v] : j.items())
-    if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations" && k != "embedding")
-      HFX_THROW(
-          "config",
-          "expected quantize keys among [method, group_size, symmetric, activations, embedding], got '{}'",
-          k);
+    if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations" && k != "embedding" &&
+        k != "scales")
+      HFX_THROW("config",
+                "expected quantize keys among [method, group_size, symmetric, activations, embedding, "
+                "scales], got '{}'",
+                k);
   try {
     QuantOptions o = parse_options(j.value("method", std::string("none")), j.value("group_size", 32),
                                    j.value("symmetric", false), j.value("activations", std::string("f32")));
     o.embedding = j.value("embedding", false);
+    const std::string scales = j.value("scales", std::string("f32"));
+    if (scales != "f32" && scales != "bf16")
+      HFX_THROW("config", "expected quantize scales \"f32\" or \"bf16\", got '{}'", scales);
+    o.bf16_scales = scales == "bf16";
     if (o.embedding && !o.enabled())
       HFX_THROW("config", "expected quantize embedding together with a method int4 or int8, got method none");
     return o;

@@ -35,6 +35,7 @@ Tensor run_op(const char* op, const std::vector<Tensor>& in, const Attrs& a = {}
 
 struct XnnGraph {
   struct Val {
+    fx::XNNDatatype dt = fx::XNNDatatype::xnn_datatype_fp32;
     Shape dims;
     uint32_t external = kInvalid, flags = 0;
     Tensor constant;
@@ -111,11 +112,98 @@ Tensor constant_of(const fx::XNNGraph* g, uint32_t idx, const Shape& dims, const
   return t;
 }
 
+// The raw bytes of constant `idx`, at least `need` of them.
+const uint8_t* constant_bytes(const fx::XNNGraph* g, uint32_t idx, uint64_t need, const Regions& r,
+                              const NamedData& named) {
+  if (!g->constant_data() || idx == 0 || idx >= g->constant_data()->size())
+    HFX_THROW("pte", "expected constant index {} (not 0) inside the payload's constant_data table", idx);
+  const auto* cd = g->constant_data()->Get(idx);
+  const uint8_t* src = nullptr;
+  size_t avail = 0;
+  if (cd->named_key())
+    std::tie(src, avail) = named(cd->named_key()->str());
+  else if (cd->offset() <= r.constants_size && cd->size() <= r.constants_size - cd->offset())
+    src = r.constants + cd->offset(), avail = cd->size();
+  if (!src || avail < need)
+    HFX_THROW("pte", "expected {} bytes for XNNPACK constant {}, got {}", need, idx, src ? avail : 0);
+  return src;
+}
+
+// A qbint4 filter [N, K] (XNNPACK's blockwise 4-bit weights: two codes per byte along K, the even element
+// in the low nibble, zero point 8, one bf16 scale per block of group_size) as float32 (code − 8) · scale.
+Tensor qbint4_filter(const fx::XNNGraph* g, const fx::XNNTensorValue* tv, const fx::PerChannelGroupQuant* q,
+                     const Shape& dims, const Regions& r, const NamedData& named) {
+  const int64_t gs = q->group_size();
+  if (dims.size() != 2 || q->channel_dim() != 0 || gs <= 0 || gs % 2 || dims[1] % gs || dims[0] <= 0 ||
+      dims[0] > (int64_t{1} << 31) || dims[1] > (int64_t{1} << 31))
+    HFX_THROW(
+        "pte",
+        "expected a qbint4 filter [N, K] with channel dim 0 and K a multiple of an even group size, got "
+        "{} in groups of {} along dim {}",
+        shape_to_string(dims), gs, q->channel_dim());
+  const int64_t n = dims[0], k = dims[1], blocks = k / gs;
+  if (q->num_scales() != static_cast<uint64_t>(n * blocks) || !tv->constant_buffer_idx() ||
+      !q->scale_buffer_idx())
+    HFX_THROW("pte", "expected {} bf16 block scales in named data and codes for a qbint4 filter {}, got {}",
+              n * blocks, shape_to_string(dims), q->num_scales());
+  const uint8_t* codes =
+      constant_bytes(g, tv->constant_buffer_idx(), static_cast<uint64_t>(n * k / 2), r, named);
+  const uint8_t* sc =
+      constant_bytes(g, q->scale_buffer_idx(), static_cast<uint64_t>(n * blocks * 2), r, named);
+  Tensor w = Tensor::zeros({n, k});
+  float* p = w.data<float>();
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < k; j++) {
+      const uint8_t byte = codes[(i * k + j) / 2];
+      const int code = (j % 2 == 0) ? (byte & 0x0F) : (byte >> 4);
+      const size_t si = static_cast<size_t>(i * blocks + j / gs) * 2;
+      p[i * k + j] =
+          static_cast<float>(code - 8) * bf16_to_f32(static_cast<uint16_t>(sc[si] | sc[si + 1] << 8));
+    }
+  return w;
+}
+
+// A quantized value: the qdint8 a Convert node computes (per-token parameters at run time; internal, no
+// data), or a constant qbint4 filter, which the reader holds de-quantized.
+XnnGraph::Val quantized_value(const fx::XNNGraph* g, const fx::XNNQuantizedTensorValue* qv, const Regions& r,
+                              const NamedData& named) {
+  const fx::XNNTensorValue* tv = qv->tensor_value();
+  if (!tv) HFX_THROW("pte", "expected a tensor_value in an XNNPACK quantized value");
+  XnnGraph::Val v;
+  v.dt = tv->datatype();
+  if (tv->dims())
+    for (uint32_t d : *tv->dims()) v.dims.push_back(d);
+  v.external = tv->external_id(), v.flags = tv->flags();
+  if (v.dt == fx::XNNDatatype::xnn_datatype_qdint8 && qv->quant_params_as_PerTokenDynamicQuant()) {
+    if (tv->constant_buffer_idx() || (v.flags & (kInput | kOutput)) ||
+        qv->quant_params_as_PerTokenDynamicQuant()->num_nonbatch_dims() != 1)
+      HFX_THROW("pte",
+                "expected a qdint8 value to be internal, without data, quantized per token (1 "
+                "non-batch dim)");
+    return v;
+  }
+  if (v.dt == fx::XNNDatatype::xnn_datatype_qbint4 && qv->quant_params_as_PerChannelGroupQuant() &&
+      !v.flags) {
+    v.constant = qbint4_filter(g, tv, qv->quant_params_as_PerChannelGroupQuant(), v.dims, r, named);
+    return v;
+  }
+  HFX_THROW("pte",
+            "expected a qdint8 (per token) or constant qbint4 (per channel group) XNNPACK value, got {} "
+            "with {}",
+            fx::EnumNameXNNDatatype(v.dt), fx::EnumNameXNNQuantParams(qv->quant_params_type()));
+}
+
 void read_values(XnnGraph& out, const fx::XNNGraph* g, const Regions& r, const NamedData& named) {
   for (const auto* xv : *g->xvalues()) {
+    if (const auto* qv = xv->xvalue_union_as_XNNQuantizedTensorValue()) {
+      XnnGraph::Val v = quantized_value(g, qv, r, named);
+      if (!out.values.emplace(qv->tensor_value()->id_out(), std::move(v)).second)
+        HFX_THROW("pte", "expected unique XNNPACK value ids, got {} twice", qv->tensor_value()->id_out());
+      continue;
+    }
     const fx::XNNTensorValue* tv = xv->xvalue_union_as_XNNTensorValue();
     if (!tv)
-      HFX_THROW("pte", "expected float32 XNNPACK tensor values, got {}",
+      HFX_THROW("pte", "expected XNNPACK tensor values, got {}",
                 fx::EnumNameXValueUnion(xv->xvalue_union_type()));
     if (tv->datatype() != fx::XNNDatatype::xnn_datatype_fp32)
       HFX_THROW("pte", "expected fp32 XNNPACK values, got {}", fx::EnumNameXNNDatatype(tv->datatype()));
@@ -185,6 +273,7 @@ XnnGraph::Op read_op(const fx::XNode* n) {
     case K::XNNSin:
     case K::XNNCos:
     case K::XNNGelu:
+    case K::XNNConvert:
     case K::XNNClamp: {
       const auto* u = static_cast<const fx::_XNNNode1x1*>(n->xnode_union());
       op.in = {u->input_id()};
@@ -194,6 +283,26 @@ XnnGraph::Op read_op(const fx::XNode* n) {
     default:
       HFX_THROW("pte", "expected an XNNPACK node the reader runs, got {}", fx::EnumNameXNodeUnion(op.kind));
   }
+}
+
+// The datatypes the reader's kernels take: a Convert turns fp32 into qdint8, a fully-connected reads
+// qdint8 with a qbint4 filter or fp32 with an fp32 one; every other node reads and writes fp32.
+void check_types(const XnnGraph& g, const XnnGraph::Op& op) {
+  using D = fx::XNNDatatype;
+  auto dt = [&](uint32_t id) { return id == kInvalid ? D::xnn_datatype_fp32 : g.values.at(id).dt; };
+  bool ok = true;
+  if (op.kind == fx::XNodeUnion::XNNConvert)
+    ok = dt(op.in[0]) == D::xnn_datatype_fp32 && dt(op.out) == D::xnn_datatype_qdint8;
+  else if (op.kind == fx::XNodeUnion::XNNFullyConnected && dt(op.in[0]) == D::xnn_datatype_qdint8)
+    ok = dt(op.in[1]) == D::xnn_datatype_qbint4 && !(op.flags & kTranspose) &&
+         dt(op.in[2]) == D::xnn_datatype_fp32 && dt(op.out) == D::xnn_datatype_fp32;
+  else
+    for (uint32_t id : op.in) ok = ok && dt(id) == D::xnn_datatype_fp32;
+  if (!ok || (op.kind != fx::XNodeUnion::XNNConvert && dt(op.out) != D::xnn_datatype_fp32))
+    HFX_THROW("pte",
+              "expected the operand datatypes a {} node takes (fp32; Convert fp32 → qdint8; "
+              "FullyConnected qdint8 × qbint4), got others",
+              fx::EnumNameXNodeUnion(op.kind));
 }
 
 }  // namespace
@@ -219,6 +328,7 @@ XnnGraphPtr load_xnn_graph(const uint8_t* data, size_t size, const NamedData& na
                   fx::EnumNameXNodeUnion(op.kind));
     }
     if (!out->values.count(op.out)) HFX_THROW("pte", "expected XNNPACK value {} to be defined", op.out);
+    check_types(*out, op);
     out->ops.push_back(std::move(op));
   }
   return out;
@@ -247,6 +357,31 @@ Tensor fully_connected(const Tensor& x, const Tensor& w, const Tensor& bias, uin
   Tensor y = run_op("aten.mm", {x.contiguous().reshape({x.numel() / std::max<int64_t>(k, 1), k}), wt});
   if (bias.defined()) y = run_op("aten.add.Tensor", {y, bias});
   return y.reshape(out);
+}
+
+// XNNPACK's dynamic int8 quantization of each row (the last dim): the range [min(0, lo), max(0, hi)] onto
+// [-128, 127] with a zero point nudged to an integer (xnn_qd8_asymmetric_quantization_params), each value
+// rounded half to even after clamping (the vcvt kernels' magic-bias rounding). The reader keeps the result
+// de-quantized, (q − zp) · scale, which the fully-connected then multiplies exactly as XNNPACK's integer
+// sums do up to float rounding.
+Tensor quantize_per_token(const Tensor& x) {
+  Tensor y = x.contiguous().clone();
+  const int64_t k = y.dim() ? y.shape().back() : 1, rows = k ? y.numel() / k : 0;
+  float* p = y.data<float>();
+  for (int64_t r = 0; r < rows; r++, p += k) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int64_t j = 0; j < k; j++) lo = std::min(lo, p[j]), hi = std::max(hi, p[j]);
+    const float inv = lo == hi ? 1.0f : 255.0f / (hi - lo);
+    const float dmin = lo * inv, dmax = hi * inv;
+    float zp = (-128.0f + dmin) + (127.0f + dmax) > 0 ? -128.0f - dmin : 127.0f - dmax;
+    zp = std::nearbyint(std::min(std::max(zp, -128.0f), 127.0f));
+    const float scale = 1.0f / inv;
+    for (int64_t j = 0; j < k; j++) {
+      const float q = std::nearbyint(std::min(std::max(p[j] * inv, -128.0f - zp), 127.0f - zp));
+      p[j] = q * scale;
+    }
+  }
+  return y;
 }
 
 // XNNPACK's static reshape: a 0 in the new shape is the one size inferred from the element count.
@@ -296,6 +431,8 @@ Tensor run_node(const XnnGraph::Op& op, const std::vector<Tensor>& in) {
       return run_op("aten.gelu", {in[0]}, {{"approximate", std::string("none")}});
     case K::XNNClamp:
       return in[0];
+    case K::XNNConvert:
+      return quantize_per_token(in[0]);
     case K::XNNStaticReshape:
       return reshape(in[0], op.dims);
     case K::XNNStaticTranspose: {

@@ -367,7 +367,7 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
         cx.model = std::shared_ptr<const CausalLM>(m, &as_causal_lm(*m));
       else
         cx.other = m;
-      cx.tol = tolerance_for(precision_key(manifest), m->config().dtype);
+      cx.tol = tolerance_for(tolerance_key(precision_key(manifest), m->config()), m->config().dtype);
       if (manifest && manifest->export_config.is_object())
         cx.max_batch = manifest->export_config.value("max_batch", int64_t{0});
       cx.add("reference", "load", "passed",

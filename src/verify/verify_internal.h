@@ -36,6 +36,10 @@ Tolerance tolerance_for(const std::string& key, DType checkpoint);
 /// The precision key an export records in its manifest ("exact" for a manifest written before hfx recorded
 /// one).
 std::string precision_key(const std::optional<artifact::Manifest>& manifest);
+/// The tolerance row for a precision key and the model: "int8-dynamic-activations" becomes
+/// "int8-dynamic-activations-moe" for a model with routed experts (config.json's num_local_experts or
+/// num_experts), whose router may pick another expert under the activation rounding.
+std::string tolerance_key(const std::string& precision, const ModelConfig& config);
 /// "" when `s` is within `t`'s logits bounds (abs, top-1 agreement, KL), else what broke, for a message.
 std::string logits_within(const ErrorStats& s, const Tolerance& t);
 

@@ -18,8 +18,10 @@ namespace {
 
 // Ops whose models a backend refuses before capture, with where it does.
 const std::map<std::string, std::string> kRefusedByExecutorchAndDynamo = {
-    {"hfx.linear_q", "quantized weights: hfx export refuses --quantize with --format executorch or dynamo"},
-    {"hfx.embedding_q", "quantized embedding table: refused with --quantize as above"},
+    {"hfx.linear_q",
+     "quantized weights: no portable kernel (ExecutorchConfig refuses --quantize but on --backend xnnpack, "
+     "whose partitioner takes it: PteOpConformance.linear_q_int4_sym_xnnpack); dynamo refuses --quantize"},
+    {"hfx.embedding_q", "quantized embedding table: refused with --quantize-embedding by both"},
 };
 
 // The ops a backend's patches decompose or its node fixes rewrite away entirely.

@@ -4,6 +4,7 @@
 // mis-shaped tensor.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <random>
 
@@ -62,6 +63,38 @@ TEST(Quantize, AsymmetricKeepsZeroExactAndUsesTheFullRange) {
   EXPECT_FLOAT_EQ(d.data<float>()[31], 1.0f);
   // codes packed low nibble first: element 0 → byte 0 bits 0-3, element 31 (code 15) → byte 15 bits 4-7
   EXPECT_EQ(q.qweight.data<uint8_t>()[15] >> 4, 15);
+}
+
+// bf16 scales (the ExecuTorch/XNNPACK export): every scale is a bfloat16 value, the codes are chosen
+// against it (so the de-quantized weight is what XNNPACK's bf16-scale kernel computes with), and they stay
+// within the error bound of the rounded scale; the JSON form says "scales": "bf16" and reads back.
+TEST(Quantize, Bf16ScalesAreExactBf16AndTheCodesFollowThem) {
+  Tensor w = randn({16, 128}, 9, 0.05f);
+  quant::QuantOptions o = quant::parse_options("int4", 32, true);
+  o.bf16_scales = true;
+  auto q = quant::quantize_weight(w, o);
+  auto plain = quant::quantize_weight(w, quant::parse_options("int4", 32, true));
+  Tensor d = quant::dequantize(q);
+  int differ = 0;
+  for (int64_t i = 0; i < q.scales.numel(); i++) {
+    const float s = q.scales.data<float>()[i];
+    EXPECT_EQ(s, bf16_to_f32(f32_to_bf16(s)));
+    EXPECT_EQ(s, bf16_to_f32(f32_to_bf16(plain.scales.data<float>()[i])));
+    differ += s != plain.scales.data<float>()[i];
+  }
+  EXPECT_GT(differ, 0) << "f32 scales of random weights are rarely bf16 values";
+  for (int64_t n = 0; n < 16; n++)
+    for (int64_t k = 0; k < 128; k++) {
+      const float s = q.scales.data<float>()[n * 4 + k / 32], x = w.data<float>()[n * 128 + k];
+      const float want = std::clamp(std::nearbyint(x / s), -8.0f, 7.0f) * s;
+      EXPECT_EQ(d.data<float>()[n * 128 + k], want) << n << "," << k;
+    }
+  nlohmann::json j = quant::to_json(o);
+  EXPECT_EQ(j["scales"], "bf16");
+  EXPECT_TRUE(quant::from_json(j).bf16_scales);
+  EXPECT_FALSE(quant::to_json(quant::parse_options("int4", 32, true)).contains("scales"));
+  j["scales"] = "f8";
+  EXPECT_THROW(quant::from_json(j), Error);
 }
 
 Tensor run_linear_q(const Tensor& x, const quant::QuantizedWeight& q) {

@@ -91,6 +91,17 @@ std::vector<OpCase> cases() {
                1e-5,
                21,
                true});
+  // ExecuTorch's 8da4w pattern (XNNPACK): symmetric 4-bit codes, bf16 scales, and activations on an int8
+  // grid, which XNNPACK's run-time per-token quantization keeps exact (scale 1, zero point 0).
+  c.push_back({"linear_q_int4_sym",
+               "hfx.linear_q",
+               {{"x", {"B", "S", "64"}, DType::F32, "int8grid"},
+                {"q", {"6", "2", "16"}, DType::U8, "int:256", true},
+                {"s", {"6", "2"}, DType::F32, "pos_bf16", true}},
+               {{"bits", int64_t{4}}, {"group_size", int64_t{32}}},
+               1e-5,
+               21,
+               true});
   c.push_back({"linear_q_int8_sym",
                "hfx.linear_q",
                {{"x", {"B", "S", "64"}},
@@ -287,9 +298,21 @@ Tensor make_input(const In& in, const Shape& shape, std::mt19937& rng) {
       }
     return Tensor::from_floats(shape, v);
   }
+  if (in.gen == "int8grid") {
+    // Integers in [-128, 127], each row (last dim) holding both ends: XNNPACK's per-token int8 quantization
+    // of such a row has scale 1 and zero point 0, so it is exact and a quantized linear can be held to f32.
+    const int64_t k = shape.empty() ? 1 : shape.back();
+    for (int64_t i = 0; i < n; i++)
+      v[i] = (i % k == 0)   ? -128.f
+             : (i % k == 1) ? 127.f
+                            : static_cast<float>(static_cast<int>(rng() % 256) - 128);
+    return Tensor::from_floats(shape, v).to(in.dt);
+  }
   for (auto& x : v) {
     if (in.gen == "pos")
       x = ud(rng);
+    else if (in.gen == "pos_bf16")  // what bf16 block scales hold (XNNPACK's 4-bit weights)
+      x = bf16_to_f32(f32_to_bf16(ud(rng)));
     else if (in.gen == "mask")
       x = (rng() % 5 == 0) ? -std::numeric_limits<float>::infinity() : nd(rng);
     else

@@ -21,6 +21,9 @@ import sys
 
 TOL = float(os.environ.get("ET_CHECK_TOL", "1e-4"))
 NTOK = int(os.environ.get("ET_CHECK_TOKENS", "32"))
+# "report": greedy differences are reported, not failures (run.sh --quantize: the program rounds its
+# activations, the golden does not).
+GREEDY_REQUIRED = os.environ.get("ET_CHECK_GREEDY", "require") != "report"
 
 
 def load(p):
@@ -110,8 +113,8 @@ def main():
             pr["greedy_first_mismatch"] = first
             pr["greedy_got"] = got_tok
             pr["greedy_want"] = want_tok
-            rep["ok"] = False
-            rep["problems"].append(f"prompt of {len(ids)}: greedy tokens differ from step {first} "
+            rep["ok"] = rep["ok"] and not GREEDY_REQUIRED
+            (rep["problems"] if GREEDY_REQUIRED else rep.setdefault("notes", [])).append(f"prompt of {len(ids)}: greedy tokens differ from step {first} "
                                    f"(got {got_tok[first:first + 4]}, want {want_tok[first:first + 4]})"
                                    + (f"; et_run decoded only {len(got_tok)}" if len(got_tok) < k else ""))
         if "greedy_step_logits" in p:

@@ -3,7 +3,7 @@
 # ExecuTorch's own C++ runtime (et_run, built beside the project: docs/executorch-runtime.md) and compares them.
 #
 #   tools/et_check/run.sh [BUILD_DIR] [--backend portable|xnnpack] [--et-root DIR] [--out DIR]
-#                         [--archs a,b,...] [--threads N] [--decode N]
+#                         [--archs a,b,...] [--threads N] [--decode N] [--quantize int4 [--group-size G]]
 #
 #   BUILD_DIR   the project's build (default: build/ of this checkout); needs BUILD_DIR/hfx
 #   --backend   passed to `hfx export --format executorch --backend B` (default portable)
@@ -16,11 +16,20 @@
 #   hfx export OUT/ARCH/ckpt --format executorch --backend B -o OUT/ARCH/pte
 #   et_run on each golden prompt (prefill + N greedy decode steps, N=32), compare.py against the golden
 #   et_run --over-max (get_max_seq_len + 1 tokens), which must fail
+# --quantize int4 (needs --backend xnnpack and the hf-oracle, HFO=/work/hfo by default): exports with
+#   `--quantize int4 --symmetric --group-size G` (ExecuTorch's 8da4w) and compares with a golden made on the
+#   spot: dequantize.py writes the checkpoint of the weights the program holds (re-derived in numpy), and
+#   the transformers oracle runs it on the golden's prompts (float32 activations). The program quantizes its
+#   activations to int8 per token at run time, so the logits are held to ET_CHECK_TOL (default 0.25, hfx
+#   verify's "int8-dynamic-activations" row) and the greedy tokens are reported, not required (random tiny
+#   models have top-2 margins below the activation rounding). Architectures whose golden came from a
+#   transformers newer than the oracle's trees (4.47, 4.51) are reported as "no oracle".
 # Writes OUT/report.json and OUT/table.txt (one line per architecture); exits 1 if any architecture fails.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-BUILD_DIR="" BACKEND=portable ET_ROOT=${ET_ROOT:-/work/et} OUT="" ARCHS="" THREADS=0 DECODE=32
+BUILD_DIR="" BACKEND=portable ET_ROOT=${ET_ROOT:-/work/et} OUT="" ARCHS="" THREADS=0 DECODE=32 QUANT="" GROUP=32
+HFO=${HFO:-/work/hfo}
 while (($#)); do
   case $1 in
     --backend) BACKEND=$2; shift 2 ;;
@@ -29,7 +38,9 @@ while (($#)); do
     --archs) ARCHS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
     --decode) DECODE=$2; shift 2 ;;
-    -h|--help) sed -n '2,22p' "$0"; exit 0 ;;
+    --quantize) QUANT=$2; shift 2 ;;
+    --group-size) GROUP=$2; shift 2 ;;
+    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) BUILD_DIR=$1; shift ;;
   esac
@@ -37,7 +48,15 @@ done
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 HFX=$BUILD_DIR/hfx
 ET_RUN=$ET_ROOT/et_run-build/et_run
-OUT=${OUT:-$ET_ROOT/check-$BACKEND}
+OUT=${OUT:-$ET_ROOT/check-$BACKEND${QUANT:+-$QUANT}}
+EXPORT_FLAGS=()
+if [[ -n $QUANT ]]; then
+  [[ $QUANT == int4 && $BACKEND == xnnpack ]] ||
+    { echo "run.sh: --quantize takes int4 with --backend xnnpack (got $QUANT, $BACKEND)" >&2; exit 2; }
+  [[ -x $HFO/run.sh ]] || { echo "run.sh: --quantize needs the hf-oracle at HFO=$HFO (tools/hf_goldens/README.md)" >&2; exit 2; }
+  EXPORT_FLAGS=(--quantize int4 --symmetric --group-size "$GROUP")
+  export ET_CHECK_TOL=${ET_CHECK_TOL:-0.25} ET_CHECK_GREEDY=report
+fi
 [[ -x $HFX ]] || { echo "run.sh: no hfx at $HFX (build the project first)" >&2; exit 2; }
 [[ -x $ET_RUN ]] || { echo "run.sh: no et_run at $ET_RUN (build it first: docs/executorch-runtime.md)" >&2; exit 2; }
 mkdir -p "$OUT"
@@ -59,7 +78,32 @@ PY
 )
 ((${#GOLDENS[@]})) || { echo "run.sh: no decoder-only goldens selected" >&2; exit 2; }
 
-echo "et_check: backend=$BACKEND hfx=$HFX et_run=$ET_RUN out=$OUT (${#GOLDENS[@]} architectures)"
+# --quantize: the golden of the de-quantized checkpoint, from the oracle, on the committed golden's prompts.
+quantized_golden() {
+  local golden=$1 d=$2 arch=$3 tf run args=()
+  tf=$(python3 -c "import json,sys; print(json.load(open(sys.argv[1])).get('transformers_version',''))" "$golden")
+  case $tf in
+    4.47*) run=$HFO/run.sh ;;
+    4.51*) run=$HFO/run-4.51.sh ;;
+    *) echo "no oracle (golden from transformers $tf)" >"$d/status"; echo "the oracle's trees are 4.47 and 4.51" >"$d/status.detail"; return 1 ;;
+  esac
+  /usr/bin/python3 "$HERE/dequantize.py" "$d/ckpt" "$d/ckpt-deq" --group-size "$GROUP" 2>"$d/dequantize.log" ||
+    { echo "dequantize.py" >"$d/status"; cp "$d/dequantize.log" "$d/status.detail"; return 1; }
+  mapfile -t args < <(python3 -c "import json,sys
+for p in json.load(open(sys.argv[1]))['prompts']: print('--ids'); print(','.join(map(str, p['input_ids'])))" "$golden")
+  "$run" "$d/ckpt-deq" "${args[@]}" --all-logits --greedy "$DECODE" --greedy-method nocache >"$d/oracle.json" 2>"$d/oracle.log" ||
+    { echo "oracle" >"$d/status"; tail -5 "$d/oracle.log" >"$d/status.detail"; return 1; }
+  python3 - "$d/oracle.json" "$d/golden.json" <<'PY'
+import json, sys
+o = json.load(open(sys.argv[1]))
+r = {"source": "dequantize.py of hfx create-tiny", "kind": "causal_lm", "transformers_version": o["transformers_version"],
+     "prompts": [{"input_ids": p["input_ids"], "logits": p["all_logits"], "greedy_new_tokens": p["greedy_new_tokens"]}
+                 for p in o["prompts"]]}
+json.dump(r, open(sys.argv[2], "w"))
+PY
+}
+
+echo "et_check: backend=$BACKEND${QUANT:+ quantize=$QUANT g$GROUP} hfx=$HFX et_run=$ET_RUN out=$OUT (${#GOLDENS[@]} architectures)"
 REPORTS=()
 for line in "${GOLDENS[@]}"; do
   arch=${line%%$'\t'*} golden=${line#*$'\t'}
@@ -68,7 +112,10 @@ for line in "${GOLDENS[@]}"; do
   echo "== $arch"
   if ! "$HFX" create-tiny "$arch" -o "$d/ckpt" >"$d/create.log" 2>&1; then
     echo "create-tiny" >"$d/status"; cp "$d/create.log" "$d/status.detail"
-  elif ! "$HFX" export "$d/ckpt" --format executorch --backend "$BACKEND" -o "$d/pte" >"$d/export.log" 2>&1; then
+  elif [[ -n $QUANT ]] && ! quantized_golden "$golden" "$d" "$arch"; then
+    :  # quantized_golden wrote the status
+  elif ! "$HFX" export "$d/ckpt" --format executorch --backend "$BACKEND" "${EXPORT_FLAGS[@]}" -o "$d/pte" \
+      >"$d/export.log" 2>&1; then
     echo "export (--backend $BACKEND)" >"$d/status"; cp "$d/export.log" "$d/status.detail"
   elif [[ ! -f $d/pte/model.pte ]]; then
     echo "export wrote no model.pte" >"$d/status"; ls -la "$d/pte" >"$d/status.detail" 2>&1
@@ -85,6 +132,7 @@ for line in "${GOLDENS[@]}"; do
       --out "$d/probe.json" 2>"$d/probe.stderr"
     echo $? >"$d/probe.rc"
   fi
+  [[ -n $QUANT && -f $d/golden.json ]] && golden=$d/golden.json
   python3 "$HERE/compare.py" "$golden" "$d" >"$d/report.json" ||
     echo "{\"arch\": \"$arch\", \"ok\": false, \"problems\": [\"compare.py failed\"]}" >"$d/report.json"
   REPORTS+=("$d/report.json")

@@ -94,9 +94,20 @@ struct ExecutorchConfig : ExportConfig {
   int64_t sequence_bound() const override { return std::min(max_sequence, max_seq_len); }
   /// The backend-preparation row's weight dtype (portable: float32, what its kernels compute in).
   DType auto_dtype(DType) const override;
+  /// Quantized linear layers (JSON "quantize", as OnnxConfig's): backend xnnpack only, int4 symmetric in
+  /// groups of 32/64/128 — ExecuTorch's 8da4w pattern (activations quantized to int8 per token at run
+  /// time, XNNConvert, into XNNFullyConnected over 4-bit weights with bf16 block scales). from_json
+  /// refuses what XNNPACK cannot run (portable backend, asymmetric codes, int8 blocks, the embedding)
+  /// and sets bf16_scales.
+  quant::QuantOptions quantize;
+  /// Key "int8-dynamic-activations" when quantized: the activations are rounded at run time.
+  nlohmann::json precision(DType checkpoint) const override;
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<ExecutorchConfig>(*this); }
+
+ private:
+  void check_executorch_quantize();
 };
 
 struct DynamoConfig : ExportConfig {

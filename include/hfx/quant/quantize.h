@@ -42,6 +42,11 @@ struct QuantOptions {
   /// Also quantize the token embedding table (`model.embed_tokens.weight` of the shared decoder blocks) the
   /// same way: gathered rows are de-quantized (hfx.embedding_q); a tied LM head reads the same codes.
   bool embedding = false;
+  /// Each block scale rounded to bfloat16 before the codes are chosen (JSON "scales": "bf16"). XNNPACK's
+  /// 4-bit blockwise kernels read bf16 scales (ExecuTorch's XnnpackBackend converts f32 ones at load), so
+  /// the ExecuTorch xnnpack export quantizes this way and eager (hfx verify's reference) runs the very
+  /// weights the delegate runs.
+  bool bf16_scales = false;
   bool enabled() const { return bits != 0; }
   /// "none", "int4", "int8".
   std::string method() const;
@@ -79,7 +84,7 @@ QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tens
 
 /// {"method": "int4", "group_size": 32, "symmetric": false, "activations": "f32", "embedding": false} (the
 /// manifest / export_config form; "activations" may be absent, meaning "f32", and "embedding", meaning
-/// false).
+/// false; "scales": "bf16" appears only with QuantOptions::bf16_scales).
 nlohmann::json to_json(const QuantOptions& o);
 /// The quantization an export folder was written with (its export_config.json's "quantize"; none
 /// when absent). Eager references (hfx generate --engine eager, hfx verify) quantize the same way.

@@ -11,6 +11,7 @@
 #include "export/executorch/static_cache.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/ops/op_schema.h"
 #include "io/fileutil.h"
 
@@ -280,9 +281,22 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
   return out;
 }
 
-ExportResult ExecutorchExporter::export_model(const Model& model, const CaptureOptions& opts,
+ExportResult ExecutorchExporter::export_model(const Model& model0, const CaptureOptions& opts,
                                               const ExportConfig& config, const std::string& out_dir) {
   const ExecutorchConfig& cfg = as_executorch(config);
+  // --quantize: the model with its linear weights as codes (hfx.linear_q), which the XNNPACK partitioner
+  // takes as ExecuTorch's 8da4w pattern; eager runs the same codes.
+  std::unique_ptr<Model> quantized;
+  if (cfg.quantize.enabled()) {
+    int count = 0;
+    quantized = quant::quantize_model(model0, cfg.quantize, &count);
+    if (count == 0)
+      HFX_THROW("quant",
+                "expected linear weights [N, K] with K a multiple of {} to quantize in {}, got none; try "
+                "--group-size 32",
+                cfg.quantize.group_size, model0.config().model_type);
+  }
+  const Model& model = quantized ? *quantized : model0;
   // One .pte holds every method: one component, captured and lowered, then written.
   report({"model", "capture and lower", 0, 1, 0, 2, 0});
   // A decoder with a KV cache gets ExecuTorch's static-cache forward(tokens, input_pos); one whose cache is

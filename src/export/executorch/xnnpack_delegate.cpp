@@ -46,6 +46,24 @@ bool inferable(const std::vector<Sym>& sizes, const ShapeEnv& env) {
   return inferred <= 1;
 }
 
+// ExecuTorch's 8da4w linear (hfx.linear_q over 4-bit symmetric codes with f32 activations): a float32
+// input, constant codes and scales, no zero points (XNNPACK's 4-bit weights have the fixed zero point 8,
+// which is hfx's symmetric one), blocks a multiple of 32 wide (XNNPACK's blockwise kernels).
+bool quantized_linear(const Node& n) {
+  if (n.inputs.size() != 3 || n.outputs.size() != 1 || !f32(n.outputs[0])) return false;
+  const Value *x = n.inputs[0], *c = n.inputs[1], *s = n.inputs[2];
+  if (!f32(x) || x->kind == ValueKind::Param || !is_constant(c) || !is_constant(s) ||
+      c->type.dtype != DType::U8 || s->type.dtype != DType::F32 || c->data.dim() != 3 || s->data.dim() != 2)
+    return false;
+  const int64_t g = n.attrs.i("group_size");
+  if (n.attrs.i("bits") != 4 || (n.attrs.has("act_bits") && n.attrs.i("act_bits") != 0) || g <= 0 || g % 32)
+    return false;
+  const int64_t blocks = c->data.shape()[1];
+  return rank(x) >= 1 && x->type.shape.back().is_const() && x->type.shape.back().value() == blocks * g &&
+         c->data.shape()[2] == g / 2 && s->data.shape()[0] == c->data.shape()[0] &&
+         s->data.shape()[1] == blocks;
+}
+
 // What a node becomes, by op: its XNNPACK node kind and the condition beyond float32 operands.
 struct Lowering {
   fx::XNodeUnion kind;
@@ -122,6 +140,11 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
        "the right operand is computed (at most one symbolic size per operand)",
        "a product of two activations (the dense MoE's routed expert weights): XNNPACK's batch matmul over a "
        "batch of one, the reshapes inferring the one symbolic size"},
+      {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qbint4 filter)",
+       "4-bit symmetric codes, blocks a multiple of 32, f32 activations (--quantize int4 --symmetric)",
+       "ExecuTorch's 8da4w linear: the activations are quantized to int8 per token at run time and XNNPACK's "
+       "qd8 × qb4w GEMM reads hfx's codes as they are (low nibble first, zero point 8) with the block scales "
+       "as bf16 named data"},
       {"aten.bmm", "XNNBatchMatrixMultiply", "",
        "attention's scores and weighted values (q·kᵀ, p·v) over the static cache"},
       {"aten.view", "XNNStaticReshape",
@@ -151,6 +174,7 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
 }
 
 bool supported(const Node& n, const ShapeEnv& env) {
+  if (n.op == "hfx.linear_q") return quantized_linear(n);  // uint8 codes: not a float32-only entry
   auto it = lowerings().find(n.op);
   if (it == lowerings().end() || n.outputs.size() != 1 || !f32(n.outputs[0])) return false;
   for (const Value* v : n.inputs)
@@ -212,23 +236,30 @@ class GraphBuilder {
   uint32_t temp(const std::vector<int32_t>& sizes) { return add_value(sizes, 0, kInvalidId, 0); }
 
   /// A constant this payload makes (no hfx value stands for it, so it is not cached by address).
-  uint32_t constant(const Value& v) {
-    const auto buffer = static_cast<uint32_t>(constant_data_.size());
+  uint32_t constant(const Value& v) { return add_value(bound_(&v), buffer(v), kInvalidId, 0); }
+  /// The constant_data entry of `v`'s bytes (program named data): a value's data, or a quantized
+  /// filter's block scales.
+  uint32_t buffer(const Value& v) {
+    const auto idx = static_cast<uint32_t>(constant_data_.size());
     constant_data_.push_back(fx::CreateConstantDataOffsetDirect(b_, std::numeric_limits<uint64_t>::max(),
                                                                 static_cast<uint64_t>(v.data.nbytes()),
                                                                 named_key_(&v).c_str()));
-    return add_value(bound_(&v), buffer, kInvalidId, 0);
+    return idx;
+  }
+  /// A quantized value (XNNQuantizedTensorValue): `dt` of these dims over constant `buffer` (0: none)
+  /// with quantization parameters `params` of union type `kind`.
+  uint32_t quantized(fx::XNNDatatype dt, const std::vector<uint32_t>& dims, uint32_t buffer,
+                     fx::XNNQuantParams kind, flatbuffers::Offset<void> params) {
+    const auto sid = static_cast<uint32_t>(values_.size());
+    auto tv = fx::CreateXNNTensorValueDirect(b_, dt, static_cast<uint32_t>(dims.size()), &dims, buffer,
+                                             kInvalidId, 0, sid);
+    auto qv = fx::CreateXNNQuantizedTensorValue(b_, tv, kind, params);
+    values_.push_back(fx::CreateXValue(b_, fx::XValueUnion::XNNQuantizedTensorValue, qv.Union()));
+    return sid;
   }
   uint32_t id(const Value* v) {
     if (auto it = ids_.find(v); it != ids_.end()) return it->second;
-    uint32_t buffer = 0;
-    if (is_constant(v)) {
-      buffer = static_cast<uint32_t>(constant_data_.size());
-      constant_data_.push_back(fx::CreateConstantDataOffsetDirect(b_, std::numeric_limits<uint64_t>::max(),
-                                                                  static_cast<uint64_t>(v->data.nbytes()),
-                                                                  named_key_(v).c_str()));
-    }
-    return ids_[v] = add_value(bound_(v), buffer, kInvalidId, 0);
+    return ids_[v] = add_value(bound_(v), is_constant(v) ? buffer(*v) : 0, kInvalidId, 0);
   }
 
   void node(fx::XNodeUnion kind, flatbuffers::Offset<void> body, uint32_t handle,
@@ -320,6 +351,36 @@ void emit_mm_as_bmm(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t hand
       handle);
 }
 
+// hfx.linear_q as ExecuTorch's 8da4w: x → XNNConvert → qdint8 (per-token scale and zero point computed at
+// run time) → XNNFullyConnected with the codes as a qbint4 [N, K] filter (hfx's bytes: [N, K/2], element k
+// in the low nibble when k is even, code − 8 the value) and the block scales as bf16 named data.
+void emit_linear_q(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handle) {
+  auto& b = gb.fbb();
+  const Value *x = n.inputs[0], *codes = n.inputs[1], *scales = n.inputs[2];
+  const int64_t g = n.attrs.i("group_size"), rows = codes->data.shape()[0], blocks = codes->data.shape()[1];
+  const uint32_t xi = gb.id(x);
+  std::vector<uint32_t> xdims;
+  for (int32_t d : gb.bound(x)) xdims.push_back(static_cast<uint32_t>(d));
+  const uint32_t xq =
+      gb.quantized(fx::XNNDatatype::xnn_datatype_qdint8, xdims, 0, fx::XNNQuantParams::PerTokenDynamicQuant,
+                   fx::CreatePerTokenDynamicQuant(b, 1).Union());
+  gb.node(fx::XNodeUnion::XNNConvert, fx::Create_XNNNode1x1(b, xi, xq, 0).Union(), handle);
+  Value bf16;  // the block scales as XNNPACK reads them (exact: the quantization rounded them to bf16)
+  bf16.kind = ValueKind::Const;
+  bf16.name = scales->name + ".bf16";
+  bf16.type = TensorType{DType::BF16, {Sym(rows), Sym(blocks)}};
+  bf16.data = scales->data.to(DType::BF16);
+  const uint32_t scale_buf = gb.buffer(bf16);
+  const uint32_t w = gb.quantized(fx::XNNDatatype::xnn_datatype_qbint4,
+                                  {static_cast<uint32_t>(rows), static_cast<uint32_t>(blocks * g)},
+                                  gb.buffer(*codes), fx::XNNQuantParams::PerChannelGroupQuant,
+                                  fx::CreatePerChannelGroupQuant(b, 0, 0, static_cast<int32_t>(g), scale_buf,
+                                                                 static_cast<uint32_t>(rows * blocks))
+                                      .Union());
+  gb.node(fx::XNodeUnion::XNNFullyConnected,
+          fx::CreateXNNFullyConnected(b, xq, w, kInvalidId, out, 0).Union(), handle);
+}
+
 // sum/mean over the last dim (size N): x[..., N] · [1, N]ᵀ → [..., 1], reshaped when keepdim is false.
 void emit_last_dim_reduction(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handle) {
   auto& b = gb.fbb();
@@ -347,6 +408,7 @@ void emit_last_dim_reduction(GraphBuilder& gb, const Node& n, uint32_t out, uint
 
 // Emits the XNNPACK node of one hfx node.
 void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
+  if (n.op == "hfx.linear_q") return emit_linear_q(gb, n, gb.id(n.outputs.at(0)), handle);
   const fx::XNodeUnion kind = lowerings().at(n.op).kind;
   auto& b = gb.fbb();
   const uint32_t out = gb.id(n.outputs.at(0));
@@ -457,8 +519,9 @@ double node_flops(const Node& n, const ShapeEnv& env) {
     return e;
   };
   const double out = numel(n.outputs[0]);
-  if ((n.op == "aten.mm" || n.op == "aten.bmm") && n.inputs.size() == 2 && !n.inputs[0]->type.shape.empty())
-    return 2 * out * size(n.inputs[0]->type.shape.back());
+  const bool product = ((n.op == "aten.mm" || n.op == "aten.bmm") && n.inputs.size() == 2) ||
+                       (n.op == "hfx.linear_q" && n.inputs.size() >= 3);
+  if (product && !n.inputs[0]->type.shape.empty()) return 2 * out * size(n.inputs[0]->type.shape.back());
   double in = 0;  // a reduction works on its input
   for (const Value* v : n.inputs)
     if (v) in = std::max(in, numel(v));

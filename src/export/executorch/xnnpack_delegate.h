@@ -30,7 +30,8 @@ struct XnnOpEntry {
 const std::vector<XnnOpEntry>& xnnpack_op_table();
 
 /// Whether the partitioner takes node `n`: a table entry, float32 tensors of rank <= 6 throughout, and the
-/// entry's condition (sizes and their ranges in `env`).
+/// entry's condition (sizes and their ranges in `env`); hfx.linear_q (uint8 codes) has its own condition
+/// (4-bit symmetric, blocks a multiple of 32, f32 activations).
 bool supported(const Node& n, const ShapeEnv& env);
 
 /// A partition: consecutive supported nodes; `inputs` are the non-constant values its nodes read that come
@@ -51,9 +52,9 @@ std::vector<uint8_t> serialize(const Partition& p,
                                const std::function<std::vector<int32_t>(const Value*)>& bound,
                                const std::function<std::string(const Value*)>& named_key);
 
-/// Arithmetic of one node at the upper-bound sizes: 2·M·K·N for a matrix product, one per element of its
-/// largest operand for the rest, none for data movement (views, copies, gathers, concatenation, fills,
-/// selects, comparisons): the measure of the share of work the delegate takes.
+/// Arithmetic of one node at the upper-bound sizes: 2·M·K·N for a matrix product (quantized or not), one per
+/// element of its largest operand for the rest, none for data movement (views, copies, gathers,
+/// concatenation, fills, selects, comparisons): the measure of the share of work the delegate takes.
 double node_flops(const Node& n, const ShapeEnv& env);
 
 }  // namespace hfx::et::xnn

@@ -21,11 +21,13 @@
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/ops/functional.h"
 #include "hfx/ops/op_schema.h"
 #include "hfx_gen/program_generated.h"
 #include "models/model_test_util.h"
 #include "verify/pte_reader.h"
+#include "verify/verify_internal.h"
 
 namespace hfx {
 namespace {
@@ -415,6 +417,48 @@ TEST_P(ExecutorchArch, XnnpackProgramDelegatesTheLinearsAndMatchesEager) {
   RecordProperty("delegated_flops_share", std::to_string(st.delegated_flops / st.flops));
 }
 
+// ExecuTorch's 8da4w (--quantize int4 --symmetric, backend xnnpack): every quantized linear is an XNNConvert
+// (int8 per token at run time) into an XNNFullyConnected over the codes as qbint4 — inside the delegates,
+// since the portable library has no kernel for it — with the codes and the bf16 block scales as named data,
+// and the program (the reader emulates XNNPACK's per-token rounding) stays within the measured
+// "int8-dynamic-activations" row of eager over the same codes, while visibly rounding.
+TEST_P(ExecutorchArch, XnnpackInt4ProgramIs8da4wWithinItsTolerance) {
+  auto model = tiny_model(architecture(GetParam()));
+  ExecutorchConfig cfg;
+  cfg.from_json({{"backend", "xnnpack"},
+                 {"max_seq_len", 32},
+                 {"quantize", {{"method", "int4"}, {"group_size", 32}, {"symmetric", true}}}});
+  ASSERT_TRUE(cfg.quantize.bf16_scales);
+  int quantized = 0;
+  auto qm = quant::quantize_model(*model, cfg.quantize, &quantized);
+  ASSERT_GT(quantized, 0);
+  const CausalLM& lm = as_causal_lm(*qm);
+  CaptureOptions opts;
+  opts.sample_sequence = 5;
+  et::ExecutorchProgram p = et::build_executorch_program(lm, cfg, opts);
+  EXPECT_TRUE(verifies(p.pte.bytes));
+  EXPECT_EQ(std::count(p.pte.operators.begin(), p.pte.operators.end(), "aten::mm.out"), 0);
+  const et::PteMethodStats& st = p.pte.methods.at(0);
+  EXPECT_GE(st.delegated_flops, 0.9 * st.flops) << st.delegated_flops << " of " << st.flops;
+  nlohmann::json j = flatc_json(p.pte.bytes, GetParam() + "_xnnpack_int4");
+  int codes = 0, scales = 0;
+  for (const auto& nd : j["named_data"]) {
+    const std::string key = nd["key"];
+    codes += key.find("weight_q") != std::string::npos;
+    scales += key.find("_scale.bf16") != std::string::npos;
+  }
+  EXPECT_EQ(codes, quantized) << "one named-data entry of codes per quantized weight";
+  EXPECT_EQ(scales, quantized) << "one of bf16 block scales per quantized weight";
+
+  auto prog = verify::PteProgram::load_bytes(p.pte.bytes);
+  const float worst = forward_vs_eager(lm, prog->method("forward"), 8).worst();
+  const std::string key = verify::detail::tolerance_key("int8-dynamic-activations", qm->config());
+  const double bound = verify::detail::tolerance_for(key, DType::F32).logits_abs;
+  EXPECT_LE(worst, bound) << key;
+  EXPECT_GT(worst, 1e-4f) << "the reader rounds the activations as XNNPACK does, so eager's f32 ones differ";
+  RecordProperty("max_abs_diff", std::to_string(worst));
+}
+
 // Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); the state-space models'
 // .pte (methods prefill/decode over conv/ssm leaves) is checked by tests/integration/mamba_export_test.cpp.
 std::vector<std::string> arch_names() {
@@ -445,9 +489,50 @@ TEST(ExecutorchExporter, RefusesDelegateBackendsItDoesNotWrite) {
   }
   ExecutorchConfig ok;
   ok.from_json({{"backend", "portable"}});
+  EXPECT_FALSE(ok.quantize.enabled());
   EXPECT_EQ(ok.backend, "portable");
   ok.from_json({{"backend", "xnnpack"}});
   EXPECT_EQ(ok.backend, "xnnpack");
+}
+
+// --quantize on ExecuTorch takes what XNNPACK's quantized fully-connected runs; the rest is refused naming
+// the flag that fixes it, and an accepted config states bf16 scales and its precision key.
+TEST(ExecutorchExporter, QuantizeTakesOnlyWhatXnnpackRuns) {
+  const nlohmann::json int4 = {{"method", "int4"}, {"group_size", 32}, {"symmetric", true}};
+  auto with = [&](nlohmann::json q, nlohmann::json extra = nlohmann::json::object()) {
+    nlohmann::json j = {{"backend", "xnnpack"}, {"quantize", q}};
+    for (const auto& [k, v] : extra.items()) j[k] = v;
+    return j;
+  };
+  nlohmann::json asym = int4, int8 = int4, emb = int4;
+  asym["symmetric"] = false;
+  int8["method"] = "int8";
+  emb["embedding"] = true;
+  const std::vector<std::pair<nlohmann::json, std::string>> refused = {
+      {with(int4, {{"backend", "portable"}}),
+       "expected --backend xnnpack with --quantize int4, got --backend portable"},
+      {with(int8), "expected --quantize int4 with --backend xnnpack, got --quantize int8"},
+      {with(asym), "expected --symmetric with --quantize int4 --backend xnnpack"},
+      {with(emb), "expected no --quantize-embedding with --format executorch"},
+      {with(int4, {{"dtype", "bf16"}}), "expected --dtype auto or f32 with --quantize int4 on executorch"},
+  };
+  for (const auto& [j, want] : refused) {
+    ExecutorchConfig cfg;
+    try {
+      cfg.from_json(j);
+      ADD_FAILURE() << j.dump() << " accepted";
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(want), std::string::npos) << e.what();
+    }
+  }
+  ExecutorchConfig ok;
+  ok.from_json(with(int4));
+  EXPECT_TRUE(ok.quantize.bf16_scales);
+  EXPECT_EQ(ok.to_json()["quantize"]["scales"], "bf16");
+  EXPECT_EQ(ok.precision(DType::F32)["key"], "int8-dynamic-activations");
+  ExecutorchConfig back;
+  back.from_json(ok.to_json());
+  EXPECT_EQ(quant::to_json(back.quantize), quant::to_json(ok.quantize));
 }
 
 }  // namespace

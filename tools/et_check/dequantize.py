@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Writes the float checkpoint whose weights are what an int4 ExecuTorch/XNNPACK export computes with.
+
+  dequantize.py CKPT OUT [--group-size 32]
+
+hfx exports `--quantize int4 --symmetric --backend xnnpack` as ExecuTorch's 8da4w pattern: every linear weight
+W [N, K] becomes 4-bit codes in blocks of G input features with one bf16 scale per block. This script
+re-derives those weights on its own (numpy, from the rule in docs/quantization.md, not from hfx's code):
+
+    scale = bf16(max|W_block| / 7)          (round to nearest even)
+    q     = clamp(round_half_even(W / scale), -8, 7)
+    W'    = q * scale                       (q = 0 where the block is all zeros)
+
+and writes OUT, a copy of CKPT with W' in place of W, so the transformers oracle run on OUT gives the logits an
+ideal 8da4w program would give with float32 activations. Which weights: the ones hfx quantizes — 2-d float
+`*.weight` tensors whose name has none of embed, norm, wpe, wte, experts., shared., vision_tower.,
+vision_model., visual., multi_modal_projector., connector. and whose input features are a multiple of G; gpt2's
+Conv1D weights are stored [in, out] and quantized along `in`. A tied LM head gets its own quantized copy of the
+embedding table (config.json's tie_word_embeddings becomes false; the embedding gather stays float).
+
+Needs numpy (Debian's python3-numpy, which the hf-oracle's python has).
+"""
+import argparse
+import json
+import os
+import re
+import shutil
+import struct
+import sys
+
+import numpy as np
+
+SKIP = ("embed", "norm", "wpe", "wte", "experts.", "shared.", "vision_tower.", "vision_model.", "visual.",
+        "multi_modal_projector.", "connector.")
+TRANSPOSED = {"gpt2": r"transformer\.h\.\d+\.(attn\.c_attn|attn\.c_proj|mlp\.c_fc|mlp\.c_proj)\.weight"}
+DTYPES = {"F32": np.float32, "F16": np.float16, "BF16": np.uint16}
+
+
+def read_safetensors(path):
+    with open(path, "rb") as f:
+        n = struct.unpack("<Q", f.read(8))[0]
+        header = json.loads(f.read(n))
+        data = f.read()
+    meta = header.pop("__metadata__", None)
+    tensors = {}
+    for name, info in header.items():
+        b, e = info["data_offsets"]
+        if info["dtype"] not in DTYPES:
+            tensors[name] = (info["dtype"], info["shape"], data[b:e])
+            continue
+        a = np.frombuffer(data[b:e], dtype=DTYPES[info["dtype"]]).reshape(info["shape"])
+        if info["dtype"] == "BF16":
+            a = (a.astype(np.uint32) << 16).view(np.float32)
+        tensors[name] = a.astype(np.float32)
+    return tensors, meta
+
+
+def write_safetensors(path, tensors, meta):
+    header, blobs, off = {}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name]
+        if isinstance(t, tuple):
+            dtype, shape, raw = t
+        else:
+            dtype, shape, raw = "F32", list(t.shape), np.ascontiguousarray(t, dtype="<f4").tobytes()
+        header[name] = {"dtype": dtype, "shape": shape, "data_offsets": [off, off + len(raw)]}
+        blobs.append(raw)
+        off += len(raw)
+    if meta:
+        header["__metadata__"] = meta
+    h = json.dumps(header, separators=(",", ":")).encode()
+    h += b" " * ((8 - len(h) % 8) % 8)
+    with open(path, "wb") as f:
+        f.write(struct.pack("<Q", len(h)) + h)
+        for b in blobs:
+            f.write(b)
+
+
+def to_bf16(x):
+    """float32 -> nearest bfloat16 (ties to even), returned as float32."""
+    u = np.ascontiguousarray(x, dtype=np.float32).view(np.uint32).astype(np.uint64)
+    u = (u + 0x7FFF + ((u >> 16) & 1)) >> 16 << 16
+    return u.astype(np.uint32).view(np.float32)
+
+
+def dequantized(w, g):
+    """W [N, K] -> the symmetric int4 weight with bf16 block scales, along K in blocks of g."""
+    n, k = w.shape
+    b = w.reshape(n, k // g, g)
+    scale = to_bf16(np.abs(b).max(axis=2) / np.float32(7.0))[:, :, None]
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = np.where(scale > 0, np.clip(np.rint(b / scale), -8, 7), 0).astype(np.float32)
+    return (q * scale).reshape(n, k).astype(np.float32)
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("ckpt")
+    ap.add_argument("out")
+    ap.add_argument("--group-size", type=int, default=32)
+    a = ap.parse_args()
+    g = a.group_size
+    cfg = json.load(open(os.path.join(a.ckpt, "config.json")))
+    tensors, meta = read_safetensors(os.path.join(a.ckpt, "model.safetensors"))
+    transposed = re.compile(TRANSPOSED.get(cfg.get("model_type", ""), r"$^"))
+    count = 0
+    for name in list(tensors):
+        t = tensors[name]
+        if isinstance(t, tuple) or t.ndim != 2 or not name.endswith(".weight") or any(s in name for s in SKIP):
+            continue
+        tr = transposed.fullmatch(name) is not None
+        w = t.T if tr else t
+        if w.shape[1] % g:
+            continue
+        dq = dequantized(np.ascontiguousarray(w), g)
+        tensors[name] = np.ascontiguousarray(dq.T if tr else dq)
+        count += 1
+    embed = "model.embed_tokens.weight"
+    tied = cfg.get("tie_word_embeddings", True)
+    if tied and embed in tensors and "lm_head.weight" not in tensors and tensors[embed].shape[1] % g == 0:
+        tensors["lm_head.weight"] = dequantized(tensors[embed], g)
+        cfg["tie_word_embeddings"] = False
+        count += 1
+    os.makedirs(a.out, exist_ok=True)
+    for f in os.listdir(a.ckpt):
+        if f not in ("model.safetensors", "config.json") and os.path.isfile(os.path.join(a.ckpt, f)):
+            shutil.copy(os.path.join(a.ckpt, f), a.out)
+    json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=2)
+    write_safetensors(os.path.join(a.out, "model.safetensors"), tensors, meta)
+    print(f"dequantize.py: {count} weights as int4 (groups of {g}, bf16 scales) -> {a.out}", file=sys.stderr)
+    return 0 if count else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
