@@ -3,6 +3,8 @@
 # statistic (decode tokens/s = steps / median over reps of the time of `DECODE` single-token steps after a
 # 16-token prefill):
 #   the XNNPACK-delegated program (--backend xnnpack) on 1 and 2 threads, in ExecuTorch's own runtime
+#   its 8da4w form (--backend xnnpack --quantize int4 --symmetric: int8 activations per token, 4-bit weights in
+#   groups of 32 with bf16 scales), same runtime
 #   the portable program (--backend portable) of the same weights, same runtime
 #   ONNX Runtime on an ONNX export of the same weights (bench/ort_bench), 1 and 2 threads
 # on the llama-100m checkpoint of bench/run_all.sh (random weights, created once under bench/.cache).
@@ -24,10 +26,13 @@ printf '{"cpu": "%s", "cores": %s, "load_avg_start": "%s", "date": "%s", "commit
 M100="$CACHE/llama-100m"
 [[ -f "$M100/model.safetensors" ]] || "$HFX" create-tiny llama --preset llama-100m -o "$M100" >/dev/null
 
-for b in portable xnnpack; do
-  out="$CACHE/pte-$b-100m"
+for v in portable xnnpack xnnpack-int4; do
+  out="$CACHE/pte-$v-100m"
   rm -rf "$out"
-  "$HFX" export "$M100" --format executorch --backend "$b" -o "$out" | grep '^note:' || true
+  flags=(--backend "${v%-int4}")
+  [[ $v == *-int4 ]] && flags+=(--quantize int4 --symmetric)
+  "$HFX" export "$M100" --format executorch "${flags[@]}" -o "$out" | grep '^note:' || true
+  echo "{\"label\": \"pte-$v\", \"program_bytes\": $(stat -c %s "$out/model.pte")}"
 done
 onnx="$CACHE/onnx-std-100m"
 [[ -f "$onnx/onnx/model.onnx" ]] || "$HFX" export "$M100" --format onnx -o "$onnx" >/dev/null
@@ -50,6 +55,7 @@ PY
 for t in 1 2; do
   et_bench portable "$t"
   et_bench xnnpack "$t"
+  et_bench xnnpack-int4 "$t"
   "$BUILD/bench/ort_bench" "$onnx" --threads "$t" --prefill 16 --decode "$DECODE" --reps "$REPS" --label "ort-f32"
 done
 echo "{\"load_avg_end\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"

@@ -41,14 +41,20 @@ std::string pte_backend(const fs::path& out) {
                                                                             : "portable";
 }
 
+// The positions the static-cache forward holds: its get_max_seq_len, else the tokens input's bound.
+int64_t program_positions(PteProgram& prog, const ModelConfig&) {
+  int64_t cache = prog.method("forward").input_bound(0).back();  // tokens [1, max S]
+  if (std::find(prog.method_names().begin(), prog.method_names().end(), std::string("get_max_seq_len")) !=
+      prog.method_names().end())
+    cache = std::get<int64_t>(prog.method("get_max_seq_len").run({}).at(0));
+  return cache;
+}
+
 // Out-of-contract calls of the static-cache forward: each must fail with an error, not run.
 json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failure) {
   PteMethod& fwd = prog.method("forward");
   const Shape bound = fwd.input_bound(0);  // tokens [1, max S]
-  int64_t cache = bound.back();
-  if (std::find(prog.method_names().begin(), prog.method_names().end(), std::string("get_max_seq_len")) !=
-      prog.method_names().end())
-    cache = std::get<int64_t>(prog.method("get_max_seq_len").run({}).at(0));
+  const int64_t cache = program_positions(prog, mc);
   struct Probe {
     std::string what;
     std::vector<int64_t> tokens, pos;
@@ -78,17 +84,25 @@ json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failur
   return out;
 }
 
-// Prefill of 7 tokens and 16 decode steps, each against eager (EagerBuilder + DynamicCache), timed.
+// Prefill of 7 tokens and 16 decode steps, each against eager (EagerBuilder + DynamicCache), timed — fewer
+// when the program's static cache (`positions`) holds fewer: a prompt of at most half of it, the decode
+// steps up to its end.
 struct ForwardRun {
   ErrorStats worst;
   json steps = json::array();
   double prefill_s = 0, decode_s = 0;
   std::vector<int64_t> prompt;
+  int decode_steps = 0;
+  std::string what() const {
+    return fmt::format("prefill of {} + {} decode steps", prompt.size(), decode_steps);
+  }
 };
-ForwardRun run_forward(const CausalLM& model, PteMethod& fwd) {
+ForwardRun run_forward(const CausalLM& model, PteMethod& fwd, int64_t positions) {
   ForwardRun out;
   const ModelConfig& mc = model.config();
-  out.prompt = test_tokens(mc.vocab_size, 0, 7, 11);
+  const int64_t n_prompt = std::clamp<int64_t>(positions / 2, 1, 7);
+  out.decode_steps = static_cast<int>(std::clamp<int64_t>(positions - n_prompt, 0, 16));
+  out.prompt = test_tokens(mc.vocab_size, 0, n_prompt, 11);
   EagerBuilder eb;
   DynamicCache cache(model.cache_layout());
   ForwardArgs args;
@@ -105,7 +119,7 @@ ForwardRun run_forward(const CausalLM& model, PteMethod& fwd) {
   out.steps.push_back({{"step", "prefill"}, {"stats", out.worst.to_json()}});
   int64_t next = static_cast<int64_t>(out.prompt.size());
   auto toks = test_tokens(mc.vocab_size, 1, 16, 12);
-  for (int s = 0; s < 16; s++) {
+  for (int s = 0; s < out.decode_steps; s++) {
     ForwardArgs d;
     d.input_ids = eb.wrap(ids_tensor({toks[s]}, true));
     d.cache = &cache;
@@ -163,23 +177,23 @@ void numerics_and_latency(Context& cx, const std::string& comp, const ForwardRun
                 : "";
   if (worst.max_abs <= tol.logits_abs)
     cx.add(comp, "numerics", "passed",
-           fmt::format("prefill + 16 decode steps vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
+           fmt::format("{} vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
                        "{:.3g}, top-5 agreement {:.0f}%{}",
-                       worst.max_abs, tol.logits_abs, backend, worst.max_rel, 100 * worst.topk_agreement,
-                       delegates),
+                       run.what(), worst.max_abs, tol.logits_abs, backend, worst.max_rel,
+                       100 * worst.topk_agreement, delegates),
            info);
   else
     cx.add(comp, "numerics", "failed",
-           fmt::format("expected logits within {:.0e} of eager over prefill + 16 decode steps ({}), got "
-                       "max abs error {:.3g}",
-                       tol.logits_abs, tol.basis, worst.max_abs),
+           fmt::format("expected logits within {:.0e} of eager over the {} ({}), got max abs error {:.3g}",
+                       tol.logits_abs, run.what(), tol.basis, worst.max_abs),
            info);
-  cx.add(comp, "latency", "info",
-         fmt::format("forward: prefill {} tokens {:.2f} ms ({:.0f} tokens/s), decode {:.2f} ms/token "
-                     "({:.0f} tokens/s); load {:.0f} ms",
-                     prompt.size(), 1e3 * prefill_s, prompt.size() / prefill_s, 1e3 * decode_s / 16,
-                     16 / decode_s, 1e3 * load_s),
-         info["latency"]);
+  cx.add(
+      comp, "latency", "info",
+      fmt::format("forward: prefill {} tokens {:.2f} ms ({:.0f} tokens/s), decode {:.2f} ms/token "
+                  "({:.0f} tokens/s); load {:.0f} ms",
+                  prompt.size(), 1e3 * prefill_s, prompt.size() / prefill_s,
+                  1e3 * decode_s / std::max(run.decode_steps, 1), run.decode_steps / decode_s, 1e3 * load_s),
+      info["latency"]);
 }
 
 // Out-of-contract calls (longer than the bound, past the position table) must fail with an error.
@@ -211,7 +225,7 @@ void check_pte(Context& cx, const fs::path& path) {
     info["planned_bytes"] = {{"forward", fwd.planned_bytes()}};
     const double load_s = seconds_since(t0);
     const ModelConfig& mc = cx.model->config();
-    const ForwardRun run = run_forward(*cx.model, fwd);
+    const ForwardRun run = run_forward(*cx.model, fwd, program_positions(*prog, cx.model->config()));
     const json& steps = run.steps;
     const double prefill_s = run.prefill_s, decode_s = run.decode_s;
     const std::vector<int64_t>& prompt = run.prompt;
@@ -232,9 +246,9 @@ void check_pte(Context& cx, const fs::path& path) {
                         {{"prefill_tokens", prompt.size()},
                          {"prefill_ms", 1e3 * prefill_s},
                          {"prefill_tokens_per_s", static_cast<double>(prompt.size()) / prefill_s},
-                         {"decode_steps", 16},
-                         {"decode_ms_per_token", 1e3 * decode_s / 16},
-                         {"decode_tokens_per_s", 16 / decode_s}}}};
+                         {"decode_steps", run.decode_steps},
+                         {"decode_ms_per_token", 1e3 * decode_s / std::max(run.decode_steps, 1)},
+                         {"decode_tokens_per_s", run.decode_steps / decode_s}}}};
     info["operators"] = prog->operator_names("forward");
     info["delegate_calls"] = fwd.num_delegate_calls();
     info["instructions"] = fwd.num_instructions();
