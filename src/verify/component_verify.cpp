@@ -11,6 +11,7 @@
 
 #include "capture/generation_loops.h"
 #include "hfx/core/error.h"
+#include "verify/call_fixture.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
 #ifdef HFX_HAVE_ORT
@@ -23,10 +24,12 @@ using nlohmann::json;
 
 namespace {
 
-// The samples: generation's defaults (batch 1; batch 2 of unequal lengths) and a padded batch of 3, each cut
-// to the export's batch bound.
-std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch) {
+// The samples: generation's defaults (batch 1; batch 2 of unequal lengths), a padded batch of 3 and one
+// prompt generating `tokens` (--tokens, default 32: a prefill and that many decode calls), each cut to the
+// export's batch bound.
+std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch, int64_t tokens) {
   std::vector<GenerationSample> s = default_generation_samples(m.config().vocab_size);
+  if (tokens > 3) s.push_back(GenerationSample{{test_tokens(m.config().vocab_size, 7, 6, 23)}, tokens});
   GenerationSample three;
   for (int64_t row = 0; row < 3; row++)
     three.prompts.push_back(test_tokens(m.config().vocab_size, row, 3 + 4 * row, 21));
@@ -127,7 +130,21 @@ void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::v
 // Calls beyond the method's contract: for every input with a dynamic bound, its last such axis one past
 // its bound (the other inputs as in a real call) — more tokens, a longer past — must fail with an
 // error, not run.
-void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const ReplayCall& sample) {
+// --save-calls: `<DIR>/<program>.<method>.<tag>.call` (call_fixture.h).
+void save_call(const Context& cx, const std::string& file, const std::string& method, const std::string& tag,
+               const std::vector<std::pair<std::string, Tensor>>& inputs,
+               const std::vector<std::pair<std::string, Tensor>>& outputs, bool expect_error) {
+  if (cx.opt.save_calls.empty()) return;
+  fs::create_directories(cx.opt.save_calls);
+  CallFixture f{method, expect_error, inputs, outputs};
+  write_call_fixture((fs::path(cx.opt.save_calls) /
+                      fmt::format("{}.{}.{}.call", fs::path(file).stem().string(), method, tag))
+                         .string(),
+                     f);
+}
+
+void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const ReplayCall& sample,
+                const std::string& file, const std::string& method) {
   json probes = json::array();
   std::string failure;
   for (size_t i = 0; i < sample.inputs.size(); i++) {
@@ -139,10 +156,14 @@ void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const Repla
       Shape s = b;
       s[a] += 1;
       std::vector<Tensor> in;
-      for (size_t j = 0; j < sample.inputs.size(); j++)
+      std::vector<std::pair<std::string, Tensor>> named;
+      for (size_t j = 0; j < sample.inputs.size(); j++) {
         in.push_back(j == i ? Tensor::full(s, 0, t.dtype()) : sample.inputs[j].second);
+        named.emplace_back(sample.inputs[j].first, in.back());
+      }
       const std::string what =
           fmt::format("{} axis {} = {} (bound {})", sample.inputs[i].first, a, s[a], b[a]);
+      save_call(cx, file, method, fmt::format("probe{}", i), named, {}, true);
       pm.reset();
       try {
         pm.run(in);
@@ -186,6 +207,7 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
       if (out.size() != c.expected.size())
         HFX_THROW("verify", "expected {} outputs from method '{}', got {}", c.expected.size(), method,
                   out.size());
+      save_call(cx, file, method, fmt::format("{:03d}", w.calls), c.inputs, c.expected, false);
       for (size_t i = 0; i < out.size(); i++)
         compare(w, c.expected[i].first, c.kind, std::get<Tensor>(out[i]).to_floats(), c.expected[i].second);
       w.calls++;
@@ -202,7 +224,7 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
                tokens > 0 ? fmt::format(", {} input tokens ({:.0f} tokens/s)", tokens, tokens / seconds) : "",
                pm.planned_bytes() / 1048576.0),
            lat);
-    if (!calls.empty()) pte_probes(cx, pm, comp, calls.front());
+    if (!calls.empty()) pte_probes(cx, pm, comp, calls.front(), file, method);
   } catch (const Error& e) {
     cx.add(comp, "numerics", "failed",
            fmt::format("expected method '{}' of {} to run, got: {}", method, file, e.what()));
@@ -213,7 +235,8 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
 }  // namespace
 
 void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& ptes) {
-  std::vector<RecordedCall> calls = record_generation(m, verify_samples(m, cx.max_batch), true);
+  std::vector<RecordedCall> calls =
+      record_generation(m, verify_samples(m, cx.max_batch, cx.opt.tokens), true);
   std::vector<ProgramSpec> plan = plan_generation(m, calls, CaptureOptions{});
   const auto& loop = capture::generation_loop(m.structure());
   std::vector<std::shared_ptr<PteProgram>> programs;

@@ -107,6 +107,25 @@ INSTANTIATE_TEST_SUITE_P(DtypesAndBackends, PteVerify,
                                           testing::Values("portable", "xnnpack")),
                          [](const auto& i) { return std::get<0>(i.param) + "_" + std::get<1>(i.param); });
 
+// ExecuTorch's 8da4w program: verify holds it to the measured activation-rounding row, not 1e-5; and a
+// program whose static cache is short (--max-seq-len 16) is run within it (7 + 9 positions).
+TEST(PteVerifyQuant, Int4XnnpackProgramPassesWithItsRowInAShortCache) {
+  fs::path out = exported("llama-int4-xnnpack", "llama", "executorch",
+                          "--backend xnnpack --quantize int4 --symmetric --max-seq-len 16");
+  Proc r = sh(cli() + " verify " + out.string());
+  ASSERT_EQ(r.rc, 0) << r.out;
+  json j = json::parse(hfx::io::read_file((out / "verify.json").string()));
+  const json* num = check(j, "model.pte", "numerics");
+  ASSERT_TRUE(num && (*num)["status"] == "passed") << r.out;
+  EXPECT_EQ((*num)["data"]["tolerance"]["logits_abs"].get<double>(), 0.5);
+  EXPECT_NE((*num)["data"]["tolerance"]["basis"].get<std::string>().find("int8-dynamic-activations"),
+            std::string::npos);
+  EXPECT_EQ((*num)["data"]["latency"]["forward"]["decode_steps"].get<int>(), 9);
+  json m = json::parse(hfx::io::read_file((out / "manifest.json").string()));
+  EXPECT_EQ(m["precision"]["key"], "int8-dynamic-activations");
+  EXPECT_EQ(m["export_config"]["quantize"]["scales"], "bf16");
+}
+
 TEST(PteVerifyDamage, FlippedWeightByteOfThePteIsCaughtByNumerics) {
   fs::create_directories(root());
   fs::path clean = exported("llama-damage-src", "llama", "executorch");

@@ -10,6 +10,8 @@
 //
 //   et_run --model model.pte --tokens 1,2,3 [--decode 32] [--threads N] [--method forward]
 //          [--mode auto|forward|state] [--logits all|last|none] [--over-max] [--out FILE]
+//   et_run --model model.pte --replay DIR [--threads N] [--out FILE]
+//          (the call fixtures of `hfx verify OUT --save-calls DIR`, any method: replay.h)
 //
 // Two program forms (--mode auto picks by the methods present):
 //   forward  `forward(tokens [1, n], input_pos [n])`, the KV cache in mutable buffers (hfx's form for
@@ -178,11 +180,12 @@ struct Out {
 }
 
 [[noreturn]] void usage(const char* msg) {
-  std::fprintf(stderr,
-               "et_run: %s\nusage: et_run --model FILE.pte --tokens ID,ID,... [--decode N=32] "
-               "[--threads N] [--method forward] [--mode auto|forward|state] [--logits all|last|none] "
-               "[--over-max] [--out FILE]\n",
-               msg);
+  std::fprintf(
+      stderr,
+      "et_run: %s\nusage: et_run --model FILE.pte --tokens ID,ID,... [--decode N=32] "
+      "[--threads N] [--method forward] [--mode auto|forward|state] [--logits all|last|none] "
+      "[--over-max] [--out FILE]\n       et_run --model FILE.pte --replay DIR [--threads N] [--out FILE]\n",
+      msg);
   std::exit(2);
 }
 
@@ -320,8 +323,10 @@ Owned own(const Tensor& t) {
 
 }  // namespace
 
+#include "replay.h"  // --replay: uses the helpers above
+
 int main(int argc, char** argv) {
-  std::string model, method, logits_mode = "all", tokens_arg, mode = "auto";
+  std::string model, method, logits_mode = "all", tokens_arg, mode = "auto", replay_dir;
   int decode = 32, threads = 0;
   bool over_max = false;
   Out out;
@@ -347,6 +352,8 @@ int main(int argc, char** argv) {
       over_max = true;
     else if (a == "--out")
       out.out_path = next();
+    else if (a == "--replay")
+      replay_dir = next();
     else if (a == "-h" || a == "--help")
       usage("help");
     else
@@ -356,7 +363,7 @@ int main(int argc, char** argv) {
   if (mode != "auto" && mode != "forward" && mode != "state") usage("--mode auto|forward|state");
   if (logits_mode != "all" && logits_mode != "last" && logits_mode != "none") usage("--logits all|last|none");
   std::vector<int64_t> prompt = parse_ids(tokens_arg);
-  if (prompt.empty()) usage("--tokens needs at least one id");
+  if (prompt.empty() && replay_dir.empty()) usage("--tokens (or --replay DIR) is required");
   if (decode < 0) usage("--decode must be >= 0");
 
   executorch::runtime::runtime_init();
@@ -386,6 +393,7 @@ int main(int argc, char** argv) {
   if (Error e = mod.load(Program::Verification::InternalConsistency); e != Error::Ok)
     fail(out, "program load (Verification::InternalConsistency)", e, model);
   out.add("verification", jstr("InternalConsistency"));
+  if (!replay_dir.empty()) return replay::run(mod, replay_dir, out);
 
   auto names = mod.method_names();
   if (!names.ok()) fail(out, "method_names", names.error(), "");

@@ -57,7 +57,10 @@ struct VerifyOptions {
   int warm_runs = 5;                 ///< warm latency = median of this many runs
   int threads = 2;                   ///< ORT intra-op threads and kernel threads
   bool write_manifest = true;        ///< record the result in OUT/manifest.json when it exists
-  bool quiet = false;                ///< no terminal table
+  /// Non-empty: every replayed .pte method call (and out-of-contract probe) is also written here as a call
+  /// fixture (src/verify/call_fixture.h) for another runtime to replay (tools/et_check's et_run --replay).
+  std::string save_calls;
+  bool quiet = false;  ///< no terminal table
   /// Called after each check with the number of checks so far and the last one's "component check".
   std::function<void(size_t checks_done, const std::string& last)> on_check;
   /// Called as a long check moves on, before each case of the shape matrix ("prefill shapes 2/5: typical
