@@ -16,11 +16,16 @@ constexpr char kMagic[8] = {'H', 'F', 'X', 'C', 'A', 'L', 'L', '1'};
 
 uint8_t code_of(DType d) {
   switch (d) {
-    case DType::F32: return 1;
-    case DType::I64: return 2;
-    case DType::I32: return 3;
-    case DType::Bool: return 4;
-    case DType::U8: return 5;
+    case DType::F32:
+      return 1;
+    case DType::I64:
+      return 2;
+    case DType::I32:
+      return 3;
+    case DType::Bool:
+      return 4;
+    case DType::U8:
+      return 5;
     default:
       HFX_THROW("verify", "expected a float32, int64, int32, bool or uint8 tensor in a call fixture, got {}",
                 dtype_name(d));
@@ -29,12 +34,18 @@ uint8_t code_of(DType d) {
 
 DType dtype_of(uint8_t c, const std::string& path) {
   switch (c) {
-    case 1: return DType::F32;
-    case 2: return DType::I64;
-    case 3: return DType::I32;
-    case 4: return DType::Bool;
-    case 5: return DType::U8;
-    default: HFX_THROW("verify", "expected a dtype code 1..5 in the call fixture {}, got {}", path, int{c});
+    case 1:
+      return DType::F32;
+    case 2:
+      return DType::I64;
+    case 3:
+      return DType::I32;
+    case 4:
+      return DType::Bool;
+    case 5:
+      return DType::U8;
+    default:
+      HFX_THROW("verify", "expected a dtype code 1..5 in the call fixture {}, got {}", path, int{c});
   }
 }
 

@@ -54,9 +54,11 @@ TEST(CallFixture, SavedCallsReplayToEagerAndProbesAreRefused) {
     std::vector<hfx::verify::PteOutput> got = m.run(in);
     ASSERT_EQ(got.size(), c.outputs.size()) << f.path();
     for (size_t i = 0; i < got.size(); i++) {
-      const std::vector<float> a = std::get<hfx::Tensor>(got[i]).to_floats(), b = c.outputs[i].second.to_floats();
+      const std::vector<float> a = std::get<hfx::Tensor>(got[i]).to_floats(),
+                               b = c.outputs[i].second.to_floats();
       ASSERT_EQ(a.size(), b.size()) << c.outputs[i].first;
-      for (size_t k = 0; k < a.size(); k++) ASSERT_NEAR(a[k], b[k], 1e-4) << c.outputs[i].first << " of " << f.path();
+      for (size_t k = 0; k < a.size(); k++)
+        ASSERT_NEAR(a[k], b[k], 1e-4) << c.outputs[i].first << " of " << f.path();
     }
     runs++;
   }

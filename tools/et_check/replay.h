@@ -40,8 +40,15 @@ inline Call read(const std::string& path, std::string& why) {
     at += n;
     return b.data() + at - n;
   };
-  auto u32 = [&] { uint32_t v; std::memcpy(&v, take(4), 4); return v; };
-  auto str = [&] { uint32_t n = u32(); return std::string(take(n), n); };
+  auto u32 = [&] {
+    uint32_t v;
+    std::memcpy(&v, take(4), 4);
+    return v;
+  };
+  auto str = [&] {
+    uint32_t n = u32();
+    return std::string(take(n), n);
+  };
   auto tensor = [&] {
     Tens t;
     t.name = str();
@@ -75,11 +82,16 @@ inline Call read(const std::string& path, std::string& why) {
 
 inline ScalarType scalar_type(uint8_t code) {
   switch (code) {
-    case 1: return ScalarType::Float;
-    case 2: return ScalarType::Long;
-    case 3: return ScalarType::Int;
-    case 4: return ScalarType::Bool;
-    default: return ScalarType::Byte;
+    case 1:
+      return ScalarType::Float;
+    case 2:
+      return ScalarType::Long;
+    case 3:
+      return ScalarType::Int;
+    case 4:
+      return ScalarType::Bool;
+    default:
+      return ScalarType::Byte;
   }
 }
 
@@ -129,7 +141,8 @@ inline std::string run_one(Module& mod, const Call& c) {
   if (c.expect_error)
     return o + ", \"refused\": " + (r.ok() ? "false" : "true") +
            (r.ok() ? "" : ", \"error\": " + jstr(executorch::runtime::to_string(r.error()))) + "}";
-  if (!r.ok()) return o + ", \"ok\": false, \"error\": " + jstr(executorch::runtime::to_string(r.error())) + "}";
+  if (!r.ok())
+    return o + ", \"ok\": false, \"error\": " + jstr(executorch::runtime::to_string(r.error())) + "}";
   double worst = 0;
   std::string where, problem;
   if (r->size() != c.outputs.size())
