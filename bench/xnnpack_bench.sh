@@ -4,7 +4,8 @@
 # 16-token prefill):
 #   the XNNPACK-delegated program (--backend xnnpack) on 1 and 2 threads, in ExecuTorch's own runtime
 #   its 8da4w form (--backend xnnpack --quantize int4 --symmetric: int8 activations per token, 4-bit weights in
-#   groups of 32 with bf16 scales), same runtime
+#   groups of 32 with bf16 scales) and 8da8w form (--quantize int8: 8-bit weights, one scale per channel),
+#   same runtime
 #   the portable program (--backend portable) of the same weights, same runtime
 #   ONNX Runtime on an ONNX export of the same weights (bench/ort_bench), 1 and 2 threads
 # on the llama-100m checkpoint of bench/run_all.sh (random weights, created once under bench/.cache).
@@ -26,11 +27,11 @@ printf '{"cpu": "%s", "cores": %s, "load_avg_start": "%s", "date": "%s", "commit
 M100="$CACHE/llama-100m"
 [[ -f "$M100/model.safetensors" ]] || "$HFX" create-tiny llama --preset llama-100m -o "$M100" >/dev/null
 
-for v in portable xnnpack xnnpack-int4; do
+for v in portable xnnpack xnnpack-int4 xnnpack-int8; do
   out="$CACHE/pte-$v-100m"
   rm -rf "$out"
-  flags=(--backend "${v%-int4}")
-  [[ $v == *-int4 ]] && flags+=(--quantize int4 --symmetric)
+  flags=(--backend "${v%-int*}")
+  [[ $v == *-int* ]] && flags+=(--quantize "${v##*-}" --symmetric)
   "$HFX" export "$M100" --format executorch "${flags[@]}" -o "$out" | grep '^note:' || true
   echo "{\"label\": \"pte-$v\", \"program_bytes\": $(stat -c %s "$out/model.pte")}"
 done
@@ -56,6 +57,7 @@ for t in 1 2; do
   et_bench portable "$t"
   et_bench xnnpack "$t"
   et_bench xnnpack-int4 "$t"
+  et_bench xnnpack-int8 "$t"
   "$BUILD/bench/ort_bench" "$onnx" --threads "$t" --prefill 16 --decode "$DECODE" --reps "$REPS" --label "ort-f32"
 done
 echo "{\"load_avg_end\": \"$(cut -d' ' -f1-3 /proc/loadavg)\"}"

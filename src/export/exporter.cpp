@@ -314,15 +314,11 @@ void ExecutorchConfig::check_executorch_quantize() {
         "expected --backend xnnpack with --quantize {}, got --backend {}: ExecuTorch's portable kernels "
         "have no quantized linear, the XNNPACK delegate runs it",
         m, backend);
-  if (quantize.bits != 4)
-    HFX_THROW("executorch",
-              "expected --quantize int4 with --backend xnnpack, got --quantize {}: XNNPACK's 8-bit weights "
-              "are one scale per output channel, hfx's int8 codes are blockwise; use int4 or --format onnx",
-              m);
   if (!quantize.symmetric)
     HFX_THROW("executorch",
-              "expected --symmetric with --quantize int4 --backend xnnpack, got asymmetric codes: XNNPACK's "
-              "4-bit weights have the fixed zero point 8 (add --symmetric)");
+              "expected --symmetric with --quantize {} --backend xnnpack, got asymmetric codes: XNNPACK's "
+              "quantized weights have a fixed zero point (8 for 4-bit, 0 for 8-bit; add --symmetric)",
+              m);
   if (quantize.int8_activations)
     HFX_THROW("executorch",
               "expected no --activations int8 with --format executorch, got it: the XNNPACK pattern always "
@@ -336,7 +332,10 @@ void ExecutorchConfig::check_executorch_quantize() {
               "expected --dtype auto or f32 with --quantize {} on executorch, got --dtype {}: the "
               "quantized linears hold their own bf16 scales and the other weights stay float32",
               m, dtype);
-  quantize.bf16_scales = true;  // what XNNPACK's qb4w kernels read: eager quantizes to the same weights
+  // What XNNPACK's kernels read, so eager quantizes to the very weights the delegate runs: 4-bit blocks with
+  // bf16 scales (qb4w), 8-bit with one f32 scale per output channel (qc8w; --group-size only lays it out).
+  quantize.bf16_scales = quantize.bits == 4;
+  quantize.per_channel = quantize.bits == 8;
 }
 
 nlohmann::json ExecutorchConfig::precision(DType checkpoint) const {

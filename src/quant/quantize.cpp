@@ -58,16 +58,18 @@ inline int get_code(const uint8_t* row, int64_t i, int bits) {
   return (i % 2 == 0) ? (row[i / 2] & 0x0F) : (row[i / 2] >> 4);
 }
 
-// One block: scale and zero point by the rule of the header, then the codes.
+// One block: scale and zero point by the rule of the header, then the codes. `row_amax` >= 0: the
+// symmetric scale comes from it (QuantOptions::per_channel: the whole row's max |w|), not from the block.
 void quantize_block(const float* w, int64_t g, const QuantOptions& o, uint8_t* codes, int64_t first,
-                    float* scale, int* zp) {
+                    float* scale, int* zp, float row_amax = -1.0f) {
   const int qmax = (1 << o.bits) - 1;
   float s = 0.0f;
   int z = 1 << (o.bits - 1);
   if (o.symmetric) {
-    float amax = 0.0f;
-    for (int64_t j = 0; j < g; j++) amax = std::max(amax, std::fabs(w[j]));
-    s = amax / static_cast<float>((1 << (o.bits - 1)) - 1);
+    float amax = row_amax;
+    if (amax < 0)
+      for (int64_t j = 0; j < g; j++) amax = std::max(amax, std::fabs(w[j]));
+    s = std::max(amax, 0.0f) / static_cast<float>((1 << (o.bits - 1)) - 1);
     // bf16 scales: the codes are chosen against the rounded scale, so (q − zp) · scale is the weight the
     // bf16-scale kernel computes with; a scale rounded down may put |w| / s a hair past 2^(bits−1) − 1,
     // which the clamp below keeps in the code range.
@@ -91,6 +93,8 @@ void quantize_block(const float* w, int64_t g, const QuantOptions& o, uint8_t* c
 
 QuantizedWeight quantize_weight(const Tensor& w, const QuantOptions& o, const std::string& name) {
   if (!o.enabled()) HFX_THROW("quant", "expected bits 4 or 8 to quantize '{}', got none", name);
+  if (o.per_channel && !o.symmetric)
+    HFX_THROW("quant", "expected symmetric codes with per-channel scales for '{}', got asymmetric", name);
   if (w.dim() != 2 || !dtype_is_float(w.dtype()))
     HFX_THROW("quant", "expected a 2-d float weight [N, K] for '{}', got {} {}", name, dtype_name(w.dtype()),
               shape_to_string(w.shape()));
@@ -114,10 +118,15 @@ QuantizedWeight quantize_weight(const Tensor& w, const QuantOptions& o, const st
     Tensor r = w.slice(0, n, n + 1).to(DType::F32).contiguous();
     std::copy_n(r.data<float>(), q.K, row.data());
     uint8_t* codes = q.qweight.data<uint8_t>() + n * B * blob;
+    float row_amax = -1.0f;
+    if (o.per_channel) {
+      row_amax = 0.0f;
+      for (float v : row) row_amax = std::max(row_amax, std::fabs(v));
+    }
     for (int64_t b = 0; b < B; b++) {
       int zp = 0;
       quantize_block(row.data() + b * o.group_size, o.group_size, o, codes, b * o.group_size,
-                     q.scales.data<float>() + n * B + b, &zp);
+                     q.scales.data<float>() + n * B + b, &zp, row_amax);
       if (!o.symmetric) put_code(q.zero_points.data<uint8_t>() + n * zb, b, o.bits, zp);
     }
   }
@@ -177,6 +186,7 @@ nlohmann::json to_json(const QuantOptions& o) {
                       {"activations", o.int8_activations ? "int8" : "f32"}};
   if (o.embedding) j["embedding"] = true;   // absent = false: earlier exports' JSON reads back the same
   if (o.bf16_scales) j["scales"] = "bf16";  // absent = f32, likewise
+  if (o.per_channel) j["per_channel"] = true;
   return j;
 }
 
@@ -188,10 +198,10 @@ QuantOptions from_json(const nlohmann::json& j) {
         j.dump());
   for (const auto& [k, v] : j.items())
     if (k != "method" && k != "group_size" && k != "symmetric" && k != "activations" && k != "embedding" &&
-        k != "scales")
+        k != "scales" && k != "per_channel")
       HFX_THROW("config",
                 "expected quantize keys among [method, group_size, symmetric, activations, embedding, "
-                "scales], got '{}'",
+                "scales, per_channel], got '{}'",
                 k);
   try {
     QuantOptions o = parse_options(j.value("method", std::string("none")), j.value("group_size", 32),
@@ -201,6 +211,9 @@ QuantOptions from_json(const nlohmann::json& j) {
     if (scales != "f32" && scales != "bf16")
       HFX_THROW("config", "expected quantize scales \"f32\" or \"bf16\", got '{}'", scales);
     o.bf16_scales = scales == "bf16";
+    o.per_channel = j.value("per_channel", false);
+    if (o.per_channel && !o.symmetric)
+      HFX_THROW("config", "expected quantize per_channel together with symmetric codes, got asymmetric");
     if (o.embedding && !o.enabled())
       HFX_THROW("config", "expected quantize embedding together with a method int4 or int8, got method none");
     return o;

@@ -163,6 +163,35 @@ Tensor qbint4_filter(const fx::XNNGraph* g, const fx::XNNTensorValue* tv, const 
   return w;
 }
 
+// A qcint8 filter [N, K] (XNNPACK's per-channel 8-bit weights: signed values, zero point 0, one f32 scale
+// per row along channel dim 0, from named data or inline) as float32 value · scale.
+Tensor qcint8_filter(const fx::XNNGraph* g, const fx::XNNTensorValue* tv, const fx::PerChannelQuant* q,
+                     const Shape& dims, const Regions& r, const NamedData& named) {
+  if (dims.size() != 2 || q->channel_dim() != 0 || dims[0] <= 0 || dims[0] > (int64_t{1} << 31) ||
+      dims[1] > (int64_t{1} << 31) || !tv->constant_buffer_idx())
+    HFX_THROW("pte", "expected a constant qcint8 filter [N, K] with channel dim 0, got {} along dim {}",
+              shape_to_string(dims), q->channel_dim());
+  const int64_t n = dims[0], k = dims[1];
+  const float* scales = nullptr;
+  std::vector<float> named_scales(static_cast<size_t>(n));
+  if (q->scale_buffer_idx()) {
+    const uint8_t* p = constant_bytes(g, q->scale_buffer_idx(), static_cast<uint64_t>(n) * 4, r, named);
+    std::memcpy(named_scales.data(), p, named_scales.size() * 4);
+    scales = named_scales.data();
+  } else if (q->scale() && q->scale()->size() == static_cast<uint32_t>(n)) {
+    scales = q->scale()->data();
+  } else {
+    HFX_THROW("pte", "expected {} per-channel scales for a qcint8 filter {}", n, shape_to_string(dims));
+  }
+  const auto* v = reinterpret_cast<const int8_t*>(
+      constant_bytes(g, tv->constant_buffer_idx(), static_cast<uint64_t>(n * k), r, named));
+  Tensor w = Tensor::zeros({n, k});
+  float* p = w.data<float>();
+  for (int64_t i = 0; i < n; i++)
+    for (int64_t j = 0; j < k; j++) p[i * k + j] = static_cast<float>(v[i * k + j]) * scales[i];
+  return w;
+}
+
 // A quantized value: the qdint8 a Convert node computes (per-token parameters at run time; internal, no
 // data), or a constant qbint4 filter, which the reader holds de-quantized.
 XnnGraph::Val quantized_value(const fx::XNNGraph* g, const fx::XNNQuantizedTensorValue* qv, const Regions& r,
@@ -187,9 +216,13 @@ XnnGraph::Val quantized_value(const fx::XNNGraph* g, const fx::XNNQuantizedTenso
     v.constant = qbint4_filter(g, tv, qv->quant_params_as_PerChannelGroupQuant(), v.dims, r, named);
     return v;
   }
+  if (v.dt == fx::XNNDatatype::xnn_datatype_qcint8 && qv->quant_params_as_PerChannelQuant() && !v.flags) {
+    v.constant = qcint8_filter(g, tv, qv->quant_params_as_PerChannelQuant(), v.dims, r, named);
+    return v;
+  }
   HFX_THROW("pte",
-            "expected a qdint8 (per token) or constant qbint4 (per channel group) XNNPACK value, got {} "
-            "with {}",
+            "expected a qdint8 (per token), or a constant qbint4 (per channel group) or qcint8 (per "
+            "channel) XNNPACK value, got {} with {}",
             fx::EnumNameXNNDatatype(v.dt), fx::EnumNameXNNQuantParams(qv->quant_params_type()));
 }
 
@@ -286,7 +319,7 @@ XnnGraph::Op read_op(const fx::XNode* n) {
 }
 
 // The datatypes the reader's kernels take: a Convert turns fp32 into qdint8, a fully-connected reads
-// qdint8 with a qbint4 filter or fp32 with an fp32 one; every other node reads and writes fp32.
+// qdint8 with a qbint4 or qcint8 filter, or fp32 with an fp32 one; every other node reads and writes fp32.
 void check_types(const XnnGraph& g, const XnnGraph::Op& op) {
   using D = fx::XNNDatatype;
   auto dt = [&](uint32_t id) { return id == kInvalid ? D::xnn_datatype_fp32 : g.values.at(id).dt; };
@@ -294,14 +327,15 @@ void check_types(const XnnGraph& g, const XnnGraph::Op& op) {
   if (op.kind == fx::XNodeUnion::XNNConvert)
     ok = dt(op.in[0]) == D::xnn_datatype_fp32 && dt(op.out) == D::xnn_datatype_qdint8;
   else if (op.kind == fx::XNodeUnion::XNNFullyConnected && dt(op.in[0]) == D::xnn_datatype_qdint8)
-    ok = dt(op.in[1]) == D::xnn_datatype_qbint4 && !(op.flags & kTranspose) &&
-         dt(op.in[2]) == D::xnn_datatype_fp32 && dt(op.out) == D::xnn_datatype_fp32;
+    ok = (dt(op.in[1]) == D::xnn_datatype_qbint4 || dt(op.in[1]) == D::xnn_datatype_qcint8) &&
+         !(op.flags & kTranspose) && dt(op.in[2]) == D::xnn_datatype_fp32 &&
+         dt(op.out) == D::xnn_datatype_fp32;
   else
     for (uint32_t id : op.in) ok = ok && dt(id) == D::xnn_datatype_fp32;
   if (!ok || (op.kind != fx::XNodeUnion::XNNConvert && dt(op.out) != D::xnn_datatype_fp32))
     HFX_THROW("pte",
               "expected the operand datatypes a {} node takes (fp32; Convert fp32 → qdint8; "
-              "FullyConnected qdint8 × qbint4), got others",
+              "FullyConnected qdint8 × qbint4 or qcint8), got others",
               fx::EnumNameXNodeUnion(op.kind));
 }
 

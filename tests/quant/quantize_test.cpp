@@ -97,6 +97,29 @@ TEST(Quantize, Bf16ScalesAreExactBf16AndTheCodesFollowThem) {
   EXPECT_THROW(quant::from_json(j), Error);
 }
 
+// Per-channel scales (the ExecuTorch/XNNPACK int8 export): every block of a row holds the row's scale,
+// max |w| / 127 over the whole row, and the codes follow it; asymmetric per-channel codes are refused.
+TEST(Quantize, PerChannelScalesAreOnePerRowStoredBlockwise) {
+  Tensor w = randn({8, 128}, 11, 0.05f);
+  quant::QuantOptions o = quant::parse_options("int8", 32, true);
+  o.per_channel = true;
+  auto q = quant::quantize_weight(w, o);
+  Tensor d = quant::dequantize(q);
+  for (int64_t n = 0; n < 8; n++) {
+    float amax = 0;
+    for (int64_t k = 0; k < 128; k++) amax = std::max(amax, std::fabs(w.data<float>()[n * 128 + k]));
+    for (int64_t b = 0; b < 4; b++)
+      EXPECT_EQ(q.scales.data<float>()[n * 4 + b], amax / 127.0f) << n << "," << b;
+    const float s = amax / 127.0f;
+    for (int64_t k = 0; k < 128; k++)
+      EXPECT_EQ(d.data<float>()[n * 128 + k], std::nearbyint(w.data<float>()[n * 128 + k] / s) * s);
+  }
+  EXPECT_EQ(quant::to_json(o)["per_channel"], true);
+  EXPECT_TRUE(quant::from_json(quant::to_json(o)).per_channel);
+  o.symmetric = false;
+  EXPECT_THROW(quant::quantize_weight(w, o), Error);
+}
+
 Tensor run_linear_q(const Tensor& x, const quant::QuantizedWeight& q) {
   EagerBuilder b;
   Var zp = q.zero_points.defined() ? b.wrap(q.zero_points) : Var();

@@ -102,6 +102,16 @@ std::vector<OpCase> cases() {
                1e-5,
                21,
                true});
+  // ExecuTorch's 8da8w: symmetric 8-bit codes with one scale per row (every block of a row holds it).
+  c.push_back({"linear_q_int8_channel",
+               "hfx.linear_q",
+               {{"x", {"B", "S", "64"}, DType::F32, "int8grid"},
+                {"q", {"6", "2", "32"}, DType::U8, "int:256", true},
+                {"s", {"6", "2"}, DType::F32, "pos_row", true}},
+               {{"bits", int64_t{8}}, {"group_size", int64_t{32}}},
+               1e-5,
+               21,
+               true});
   c.push_back({"linear_q_int8_sym",
                "hfx.linear_q",
                {{"x", {"B", "S", "64"}},
@@ -313,6 +323,8 @@ Tensor make_input(const In& in, const Shape& shape, std::mt19937& rng) {
       x = ud(rng);
     else if (in.gen == "pos_bf16")  // what bf16 block scales hold (XNNPACK's 4-bit weights)
       x = bf16_to_f32(f32_to_bf16(ud(rng)));
+    else if (in.gen == "pos_row")  // one value per row (per-channel scales stored blockwise)
+      x = (&x - v.data()) % shape.back() == 0 ? ud(rng) : *(&x - 1);
     else if (in.gen == "mask")
       x = (rng() % 5 == 0) ? -std::numeric_limits<float>::infinity() : nd(rng);
     else

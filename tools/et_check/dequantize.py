@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Writes the float checkpoint whose weights are what an int4 ExecuTorch/XNNPACK export computes with.
 
-  dequantize.py CKPT OUT [--group-size 32]
+  dequantize.py CKPT OUT [--group-size 32] [--bits 4|8]
 
 hfx exports `--quantize int4 --symmetric --backend xnnpack` as ExecuTorch's 8da4w pattern: every linear weight
 W [N, K] becomes 4-bit codes in blocks of G input features with one bf16 scale per block. This script
@@ -11,7 +11,8 @@ re-derives those weights on its own (numpy, from the rule in docs/quantization.m
     q     = clamp(round_half_even(W / scale), -8, 7)
     W'    = q * scale                       (q = 0 where the block is all zeros)
 
-and writes OUT, a copy of CKPT with W' in place of W, so the transformers oracle run on OUT gives the logits an
+(`--bits 8`, the 8da8w export: scale = max|W_row| / 127 in f32, q = clamp(round(W / scale), -128, 127)) and
+writes OUT, a copy of CKPT with W' in place of W, so the transformers oracle run on OUT gives the logits an
 ideal 8da4w program would give with float32 activations. Which weights: the ones hfx quantizes — 2-d float
 `*.weight` tensors whose name has none of embed, norm, wpe, wte, experts., shared., vision_tower.,
 vision_model., visual., multi_modal_projector., connector. and whose input features are a multiple of G; gpt2's
@@ -83,13 +84,20 @@ def to_bf16(x):
     return u.astype(np.uint32).view(np.float32)
 
 
-def dequantized(w, g):
-    """W [N, K] -> the symmetric int4 weight with bf16 block scales, along K in blocks of g."""
+def dequantized(w, g, bits=4):
+    """W [N, K] -> the symmetric weight: 4-bit with bf16 scales per block of g along K, or 8-bit with one
+    f32 scale per row."""
     n, k = w.shape
-    b = w.reshape(n, k // g, g)
-    scale = to_bf16(np.abs(b).max(axis=2) / np.float32(7.0))[:, :, None]
+    if bits == 8:
+        b = w.reshape(n, 1, k)
+        scale = (np.abs(b).max(axis=2) / np.float32(127.0))[:, :, None].astype(np.float32)
+        lo, hi = -128, 127
+    else:
+        b = w.reshape(n, k // g, g)
+        scale = to_bf16(np.abs(b).max(axis=2) / np.float32(7.0))[:, :, None]
+        lo, hi = -8, 7
     with np.errstate(divide="ignore", invalid="ignore"):
-        q = np.where(scale > 0, np.clip(np.rint(b / scale), -8, 7), 0).astype(np.float32)
+        q = np.where(scale > 0, np.clip(np.rint(b / scale), lo, hi), 0).astype(np.float32)
     return (q * scale).reshape(n, k).astype(np.float32)
 
 
@@ -98,6 +106,7 @@ def main():
     ap.add_argument("ckpt")
     ap.add_argument("out")
     ap.add_argument("--group-size", type=int, default=32)
+    ap.add_argument("--bits", type=int, choices=(4, 8), default=4)
     a = ap.parse_args()
     g = a.group_size
     cfg = json.load(open(os.path.join(a.ckpt, "config.json")))
@@ -112,13 +121,13 @@ def main():
         w = t.T if tr else t
         if w.shape[1] % g:
             continue
-        dq = dequantized(np.ascontiguousarray(w), g)
+        dq = dequantized(np.ascontiguousarray(w), g, a.bits)
         tensors[name] = np.ascontiguousarray(dq.T if tr else dq)
         count += 1
     embed = "model.embed_tokens.weight"
     tied = cfg.get("tie_word_embeddings", True)
     if tied and embed in tensors and "lm_head.weight" not in tensors and tensors[embed].shape[1] % g == 0:
-        tensors["lm_head.weight"] = dequantized(tensors[embed], g)
+        tensors["lm_head.weight"] = dequantized(tensors[embed], g, a.bits)
         cfg["tie_word_embeddings"] = False
         count += 1
     os.makedirs(a.out, exist_ok=True)
@@ -127,7 +136,8 @@ def main():
             shutil.copy(os.path.join(a.ckpt, f), a.out)
     json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=2)
     write_safetensors(os.path.join(a.out, "model.safetensors"), tensors, meta)
-    print(f"dequantize.py: {count} weights as int4 (groups of {g}, bf16 scales) -> {a.out}", file=sys.stderr)
+    how = f"int4 (groups of {g}, bf16 scales)" if a.bits == 4 else "int8 (one f32 scale per row)"
+    print(f"dequantize.py: {count} weights as {how} -> {a.out}", file=sys.stderr)
     return 0 if count else 1
 
 

@@ -3,7 +3,7 @@
 # ExecuTorch's own C++ runtime (et_run, built beside the project: docs/executorch-runtime.md) and compares them.
 #
 #   tools/et_check/run.sh [BUILD_DIR] [--backend portable|xnnpack] [--et-root DIR] [--out DIR]
-#                         [--archs a,b,...] [--threads N] [--decode N] [--quantize int4 [--group-size G]]
+#                         [--archs a,b,...] [--threads N] [--decode N] [--quantize int4|int8 [--group-size G]]
 #
 #   BUILD_DIR   the project's build (default: build/ of this checkout); needs BUILD_DIR/hfx
 #   --backend   passed to `hfx export --format executorch --backend B` (default portable)
@@ -16,8 +16,8 @@
 #   hfx export OUT/ARCH/ckpt --format executorch --backend B -o OUT/ARCH/pte
 #   et_run on each golden prompt (prefill + N greedy decode steps, N=32), compare.py against the golden
 #   et_run --over-max (get_max_seq_len + 1 tokens), which must fail
-# --quantize int4 (needs --backend xnnpack and the hf-oracle, HFO=/work/hfo by default): exports with
-#   `--quantize int4 --symmetric --group-size G` (ExecuTorch's 8da4w) and compares with a golden made on the
+# --quantize int4|int8 (needs --backend xnnpack and the hf-oracle, HFO=/work/hfo by default): exports with
+#   `--quantize Q --symmetric --group-size G` (ExecuTorch's 8da4w / 8da8w) and compares with a golden made on the
 #   spot: dequantize.py writes the checkpoint of the weights the program holds (re-derived in numpy), and
 #   the transformers oracle runs it on the golden's prompts (float32 activations). The program quantizes its
 #   activations to int8 per token at run time, so the logits are held to hfx verify's bound for it (ET_CHECK_TOL
@@ -52,10 +52,10 @@ ET_RUN=$ET_ROOT/et_run-build/et_run
 OUT=${OUT:-$ET_ROOT/check-$BACKEND${QUANT:+-$QUANT}}
 EXPORT_FLAGS=()
 if [[ -n $QUANT ]]; then
-  [[ $QUANT == int4 && $BACKEND == xnnpack ]] ||
-    { echo "run.sh: --quantize takes int4 with --backend xnnpack (got $QUANT, $BACKEND)" >&2; exit 2; }
+  [[ ($QUANT == int4 || $QUANT == int8) && $BACKEND == xnnpack ]] ||
+    { echo "run.sh: --quantize takes int4 or int8 with --backend xnnpack (got $QUANT, $BACKEND)" >&2; exit 2; }
   [[ -x $HFO/run.sh ]] || { echo "run.sh: --quantize needs the hf-oracle at HFO=$HFO (tools/hf_goldens/README.md)" >&2; exit 2; }
-  EXPORT_FLAGS=(--quantize int4 --symmetric --group-size "$GROUP")
+  EXPORT_FLAGS=(--quantize "$QUANT" --symmetric --group-size "$GROUP")
   export ET_CHECK_GREEDY=report
 fi
 [[ -x $HFX ]] || { echo "run.sh: no hfx at $HFX (build the project first)" >&2; exit 2; }
@@ -88,7 +88,8 @@ quantized_golden() {
     4.51*) run=$HFO/run-4.51.sh ;;
     *) echo "no oracle (golden from transformers $tf)" >"$d/status"; echo "the oracle's trees are 4.47 and 4.51" >"$d/status.detail"; return 1 ;;
   esac
-  /usr/bin/python3 "$HERE/dequantize.py" "$d/ckpt" "$d/ckpt-deq" --group-size "$GROUP" 2>"$d/dequantize.log" ||
+  /usr/bin/python3 "$HERE/dequantize.py" "$d/ckpt" "$d/ckpt-deq" --group-size "$GROUP" --bits "${QUANT#int}" \
+    2>"$d/dequantize.log" ||
     { echo "dequantize.py" >"$d/status"; cp "$d/dequantize.log" "$d/status.detail"; return 1; }
   mapfile -t args < <(python3 -c "import json,sys
 for p in json.load(open(sys.argv[1]))['prompts']: print('--ids'); print(','.join(map(str, p.get('input_ids', p.get('ids')))))" "$golden")

@@ -4,12 +4,12 @@
 # runtime, by replaying the real calls of each model's generation loop (run.sh covers the KV-cache decoders
 # against transformers goldens).
 #
-#   tools/et_check/run_components.sh [BUILD_DIR] [--backend portable|xnnpack] [--quantize int4]
+#   tools/et_check/run_components.sh [BUILD_DIR] [--backend portable|xnnpack] [--quantize int4|int8]
 #                                    [--et-root DIR] [--out DIR] [--archs a,b,...] [--threads N]
 #
 # Per architecture:
 #   hfx create-tiny ARCH -o OUT/ARCH/ckpt
-#   hfx export OUT/ARCH/ckpt --format executorch --backend B [--quantize int4 --symmetric] -o OUT/ARCH/pte
+#   hfx export OUT/ARCH/ckpt --format executorch --backend B [--quantize Q --symmetric] -o OUT/ARCH/pte
 #   hfx verify OUT/ARCH/pte --save-calls OUT/ARCH/calls     (must pass: hfx's reader against eager)
 #   et_run --model OUT/ARCH/pte/model.pte --replay OUT/ARCH/calls
 # The call fixtures hold each recorded call's inputs and eager's outputs (src/verify/call_fixture.h) and

@@ -94,11 +94,11 @@ struct ExecutorchConfig : ExportConfig {
   int64_t sequence_bound() const override { return std::min(max_sequence, max_seq_len); }
   /// The backend-preparation row's weight dtype (portable: float32, what its kernels compute in).
   DType auto_dtype(DType) const override;
-  /// Quantized linear layers (JSON "quantize", as OnnxConfig's): backend xnnpack only, int4 symmetric in
-  /// groups of 32/64/128 — ExecuTorch's 8da4w pattern (activations quantized to int8 per token at run
-  /// time, XNNConvert, into XNNFullyConnected over 4-bit weights with bf16 block scales). from_json
-  /// refuses what XNNPACK cannot run (portable backend, asymmetric codes, int8 blocks, the embedding)
-  /// and sets bf16_scales.
+  /// Quantized linear layers (JSON "quantize", as OnnxConfig's): backend xnnpack only, symmetric codes —
+  /// ExecuTorch's dynamically quantized linear (activations quantized to int8 per token at run time,
+  /// XNNConvert, into XNNFullyConnected): int4 in blocks of 32/64/128 with bf16 block scales (8da4w), int8
+  /// with one scale per output channel (8da8w). from_json refuses what XNNPACK cannot run (portable
+  /// backend, asymmetric codes, the embedding) and sets bf16_scales (int4) or per_channel (int8).
   quant::QuantOptions quantize;
   /// Key "int8-dynamic-activations" when quantized: the activations are rounded at run time.
   nlohmann::json precision(DType checkpoint) const override;

@@ -47,6 +47,11 @@ struct QuantOptions {
   /// the ExecuTorch xnnpack export quantizes this way and eager (hfx verify's reference) runs the very
   /// weights the delegate runs.
   bool bf16_scales = false;
+  /// One scale per output row (JSON "per_channel": true), stored blockwise as every other scale — each block
+  /// of a row holds the row's scale — so the layout and the eager kernel stay the same. XNNPACK's 8-bit
+  /// weights are per channel (qcint8): the ExecuTorch xnnpack export of int8 quantizes this way. Symmetric
+  /// codes only.
+  bool per_channel = false;
   bool enabled() const { return bits != 0; }
   /// "none", "int4", "int8".
   std::string method() const;
@@ -84,7 +89,8 @@ QuantizedWeight describe(const Tensor& qweight, const Tensor& scales, const Tens
 
 /// {"method": "int4", "group_size": 32, "symmetric": false, "activations": "f32", "embedding": false} (the
 /// manifest / export_config form; "activations" may be absent, meaning "f32", and "embedding", meaning
-/// false; "scales": "bf16" appears only with QuantOptions::bf16_scales).
+/// false; "scales": "bf16" appears only with QuantOptions::bf16_scales, "per_channel": true only with
+/// QuantOptions::per_channel).
 nlohmann::json to_json(const QuantOptions& o);
 /// The quantization an export folder was written with (its export_config.json's "quantize"; none
 /// when absent). Eager references (hfx generate --engine eager, hfx verify) quantize the same way.

@@ -46,22 +46,37 @@ bool inferable(const std::vector<Sym>& sizes, const ShapeEnv& env) {
   return inferred <= 1;
 }
 
-// ExecuTorch's 8da4w linear (hfx.linear_q over 4-bit symmetric codes with f32 activations): a float32
-// input, constant codes and scales, no zero points (XNNPACK's 4-bit weights have the fixed zero point 8,
-// which is hfx's symmetric one), blocks a multiple of 32 wide (XNNPACK's blockwise kernels).
+// Whether every block of each row holds the row's scale (QuantOptions::per_channel): XNNPACK's 8-bit
+// weights take one scale per output channel.
+bool per_row_scales(const Tensor& scales) {
+  Tensor s = scales.contiguous();
+  const int64_t rows = s.shape()[0], blocks = s.shape()[1];
+  const float* p = s.data<float>();
+  for (int64_t r = 0; r < rows; r++)
+    for (int64_t b = 1; b < blocks; b++)
+      if (p[r * blocks + b] != p[r * blocks]) return false;
+  return true;
+}
+
+// ExecuTorch's dynamically quantized linear (hfx.linear_q over symmetric codes with f32 activations): a
+// float32 input, constant codes and scales, no zero points (XNNPACK's are fixed: 8 for 4-bit, 0 for the
+// signed 8-bit values, hfx's symmetric ones). 4-bit (8da4w): blocks a multiple of 32 wide (XNNPACK's
+// blockwise kernels); 8-bit (8da8w): one scale per row.
 bool quantized_linear(const Node& n) {
   if (n.inputs.size() != 3 || n.outputs.size() != 1 || !f32(n.outputs[0])) return false;
   const Value *x = n.inputs[0], *c = n.inputs[1], *s = n.inputs[2];
   if (!f32(x) || x->kind == ValueKind::Param || !is_constant(c) || !is_constant(s) ||
       c->type.dtype != DType::U8 || s->type.dtype != DType::F32 || c->data.dim() != 3 || s->data.dim() != 2)
     return false;
-  const int64_t g = n.attrs.i("group_size");
-  if (n.attrs.i("bits") != 4 || (n.attrs.has("act_bits") && n.attrs.i("act_bits") != 0) || g <= 0 || g % 32)
+  const int64_t g = n.attrs.i("group_size"), bits = n.attrs.i("bits");
+  if ((bits != 4 && bits != 8) || (n.attrs.has("act_bits") && n.attrs.i("act_bits") != 0) || g <= 0 ||
+      (bits == 4 && g % 32))
     return false;
   const int64_t blocks = c->data.shape()[1];
-  return rank(x) >= 1 && x->type.shape.back().is_const() && x->type.shape.back().value() == blocks * g &&
-         c->data.shape()[2] == g / 2 && s->data.shape()[0] == c->data.shape()[0] &&
-         s->data.shape()[1] == blocks;
+  const bool shapes = rank(x) >= 1 && x->type.shape.back().is_const() &&
+                      x->type.shape.back().value() == blocks * g && c->data.shape()[2] == g * bits / 8 &&
+                      s->data.shape()[0] == c->data.shape()[0] && s->data.shape()[1] == blocks;
+  return shapes && (bits == 4 || per_row_scales(s->data));
 }
 
 // What a node becomes, by op: its XNNPACK node kind and the condition beyond float32 operands.
@@ -140,6 +155,10 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
        "the right operand is computed (at most one symbolic size per operand)",
        "a product of two activations (the dense MoE's routed expert weights): XNNPACK's batch matmul over a "
        "batch of one, the reshapes inferring the one symbolic size"},
+      {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qcint8 filter)",
+       "8-bit symmetric codes with one scale per row, f32 activations (--quantize int8 --symmetric)",
+       "ExecuTorch's 8da8w linear: int8 activations per token × int8 weights with one f32 scale per output "
+       "channel; hfx's codes become signed int8 values (code − 128) and the row scales f32 named data"},
       {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qbint4 filter)",
        "4-bit symmetric codes, blocks a multiple of 32, f32 activations (--quantize int4 --symmetric)",
        "ExecuTorch's 8da4w linear: the activations are quantized to int8 per token at run time and XNNPACK's "
@@ -351,9 +370,34 @@ void emit_mm_as_bmm(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t hand
       handle);
 }
 
-// hfx.linear_q as ExecuTorch's 8da4w: x → XNNConvert → qdint8 (per-token scale and zero point computed at
-// run time) → XNNFullyConnected with the codes as a qbint4 [N, K] filter (hfx's bytes: [N, K/2], element k
-// in the low nibble when k is even, code − 8 the value) and the block scales as bf16 named data.
+// The qcint8 filter of an 8-bit hfx.linear_q with per-row scales: the codes as signed values (code − 128,
+// hfx's symmetric zero point) [N, K] and each row's scale, f32 [N], both named data.
+uint32_t qcint8_filter(GraphBuilder& gb, const Value& codes, const Value& scales) {
+  const int64_t rows = codes.data.shape()[0], k = codes.data.shape()[1] * codes.data.shape()[2];
+  Value w8, s32;
+  w8.kind = s32.kind = ValueKind::Const;
+  w8.name = codes.name + ".int8";
+  w8.type = TensorType{DType::U8, {Sym(rows), Sym(k)}};
+  w8.data = codes.data.contiguous().reshape({rows, k}).clone();
+  for (uint8_t *p = w8.data.data<uint8_t>(), *e = p + rows * k; p != e; p++) *p ^= 0x80;  // code − 128
+  s32.name = scales.name + ".per_channel";
+  s32.type = TensorType{DType::F32, {Sym(rows)}};
+  s32.data = scales.data.contiguous().slice(1, 0, 1).contiguous().reshape({rows}).clone();
+  const uint32_t scale_buf = gb.buffer(s32);
+  return gb.quantized(fx::XNNDatatype::xnn_datatype_qcint8,
+                      {static_cast<uint32_t>(rows), static_cast<uint32_t>(k)}, gb.buffer(w8),
+                      fx::XNNQuantParams::PerChannelQuant,
+                      // An empty inline scale vector beside the named one: ExecuTorch's XNNCompiler reads
+                      // scale()->data() before it looks at scale_buffer_idx, so the vector must be present.
+                      fx::CreatePerChannelQuant(gb.fbb(), gb.fbb().CreateVector(std::vector<float>{}), 0,
+                                                scale_buf, static_cast<uint32_t>(rows))
+                          .Union());
+}
+
+// hfx.linear_q as ExecuTorch's 8da4w (8da8w for 8-bit codes: qcint8_filter): x → XNNConvert → qdint8
+// (per-token scale and zero point computed at run time) → XNNFullyConnected with the codes as a qbint4 [N, K]
+// filter (hfx's bytes: [N, K/2], element k in the low nibble when k is even, code − 8 the value) and the
+// block scales as bf16 named data.
 void emit_linear_q(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handle) {
   auto& b = gb.fbb();
   const Value *x = n.inputs[0], *codes = n.inputs[1], *scales = n.inputs[2];
@@ -365,6 +409,12 @@ void emit_linear_q(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handl
       gb.quantized(fx::XNNDatatype::xnn_datatype_qdint8, xdims, 0, fx::XNNQuantParams::PerTokenDynamicQuant,
                    fx::CreatePerTokenDynamicQuant(b, 1).Union());
   gb.node(fx::XNodeUnion::XNNConvert, fx::Create_XNNNode1x1(b, xi, xq, 0).Union(), handle);
+  if (n.attrs.i("bits") == 8) {
+    const uint32_t w = qcint8_filter(gb, *codes, *scales);
+    gb.node(fx::XNodeUnion::XNNFullyConnected,
+            fx::CreateXNNFullyConnected(b, xq, w, kInvalidId, out, 0).Union(), handle);
+    return;
+  }
   Value bf16;  // the block scales as XNNPACK reads them (exact: the quantization rounded them to bf16)
   bf16.kind = ValueKind::Const;
   bf16.name = scales->name + ".bf16";

@@ -422,13 +422,24 @@ TEST_P(ExecutorchArch, XnnpackProgramDelegatesTheLinearsAndMatchesEager) {
 // since the portable library has no kernel for it — with the codes and the bf16 block scales as named data,
 // and the program (the reader emulates XNNPACK's per-token rounding) stays within the measured
 // "int8-dynamic-activations" row of eager over the same codes, while visibly rounding.
+// The same for 8-bit codes (8da8w): per-row scales, the codes as signed int8 and the scales as f32 named
+// data.
+void expect_dynamically_quantized_program(const std::string& arch, const std::string& method);
 TEST_P(ExecutorchArch, XnnpackInt4ProgramIs8da4wWithinItsTolerance) {
-  auto model = tiny_model(architecture(GetParam()));
+  expect_dynamically_quantized_program(GetParam(), "int4");
+}
+TEST_P(ExecutorchArch, XnnpackInt8ProgramIs8da8wWithinItsTolerance) {
+  expect_dynamically_quantized_program(GetParam(), "int8");
+}
+
+void expect_dynamically_quantized_program(const std::string& arch, const std::string& method) {
+  auto model = tiny_model(architecture(arch));
   ExecutorchConfig cfg;
   cfg.from_json({{"backend", "xnnpack"},
                  {"max_seq_len", 32},
-                 {"quantize", {{"method", "int4"}, {"group_size", 32}, {"symmetric", true}}}});
-  ASSERT_TRUE(cfg.quantize.bf16_scales);
+                 {"quantize", {{"method", method}, {"group_size", 32}, {"symmetric", true}}}});
+  ASSERT_EQ(cfg.quantize.bf16_scales, method == "int4");
+  ASSERT_EQ(cfg.quantize.per_channel, method == "int8");
   int quantized = 0;
   auto qm = quant::quantize_model(*model, cfg.quantize, &quantized);
   ASSERT_GT(quantized, 0);
@@ -440,15 +451,15 @@ TEST_P(ExecutorchArch, XnnpackInt4ProgramIs8da4wWithinItsTolerance) {
   EXPECT_EQ(std::count(p.pte.operators.begin(), p.pte.operators.end(), "aten::mm.out"), 0);
   const et::PteMethodStats& st = p.pte.methods.at(0);
   EXPECT_GE(st.delegated_flops, 0.9 * st.flops) << st.delegated_flops << " of " << st.flops;
-  nlohmann::json j = flatc_json(p.pte.bytes, GetParam() + "_xnnpack_int4");
+  nlohmann::json j = flatc_json(p.pte.bytes, arch + "_xnnpack_" + method);
   int codes = 0, scales = 0;
   for (const auto& nd : j["named_data"]) {
     const std::string key = nd["key"];
-    codes += key.find("weight_q") != std::string::npos;
-    scales += key.find("_scale.bf16") != std::string::npos;
+    codes += key.find(method == "int4" ? "weight_q" : "weight_q.int8") != std::string::npos;
+    scales += key.find(method == "int4" ? "_scale.bf16" : "_scale.per_channel") != std::string::npos;
   }
   EXPECT_EQ(codes, quantized) << "one named-data entry of codes per quantized weight";
-  EXPECT_EQ(scales, quantized) << "one of bf16 block scales per quantized weight";
+  EXPECT_EQ(scales, quantized) << "one of scales (bf16 blocks, f32 rows) per quantized weight";
 
   auto prog = verify::PteProgram::load_bytes(p.pte.bytes);
   const float worst = forward_vs_eager(lm, prog->method("forward"), 8).worst();
@@ -456,7 +467,7 @@ TEST_P(ExecutorchArch, XnnpackInt4ProgramIs8da4wWithinItsTolerance) {
   const double bound = verify::detail::tolerance_for(key, DType::F32).logits_abs;
   EXPECT_LE(worst, bound) << key;
   EXPECT_GT(worst, 1e-4f) << "the reader rounds the activations as XNNPACK does, so eager's f32 ones differ";
-  RecordProperty("max_abs_diff", std::to_string(worst));
+  ::testing::Test::RecordProperty("max_abs_diff_" + method, std::to_string(worst));
 }
 
 // Decoders with a KV cache (ExecuTorch's static-cache forward(tokens, input_pos)); the state-space models'
@@ -511,7 +522,6 @@ TEST(ExecutorchExporter, QuantizeTakesOnlyWhatXnnpackRuns) {
   const std::vector<std::pair<nlohmann::json, std::string>> refused = {
       {with(int4, {{"backend", "portable"}}),
        "expected --backend xnnpack with --quantize int4, got --backend portable"},
-      {with(int8), "expected --quantize int4 with --backend xnnpack, got --quantize int8"},
       {with(asym), "expected --symmetric with --quantize int4 --backend xnnpack"},
       {with(emb), "expected no --quantize-embedding with --format executorch"},
       {with(int4, {{"dtype", "bf16"}}), "expected --dtype auto or f32 with --quantize int4 on executorch"},
@@ -533,6 +543,11 @@ TEST(ExecutorchExporter, QuantizeTakesOnlyWhatXnnpackRuns) {
   ExecutorchConfig back;
   back.from_json(ok.to_json());
   EXPECT_EQ(quant::to_json(back.quantize), quant::to_json(ok.quantize));
+  ExecutorchConfig eight;
+  eight.from_json(with(int8));
+  EXPECT_TRUE(eight.quantize.per_channel);
+  EXPECT_FALSE(eight.quantize.bf16_scales);
+  EXPECT_EQ(eight.to_json()["quantize"]["per_channel"], true);
 }
 
 }  // namespace

@@ -3,8 +3,9 @@
 // node fixes, written as a .pte — portable kernels only, and with the XNNPACK partitioner — and run by the
 // .pte reader (its kernel table and its XNNGraph interpreter) at two sizes, against the eager kernel. An op
 // that does not lower, or lowers to wrong numbers, fails here naming the op and the backend. The quantized
-// ops run only where hfx's config lets them: hfx.linear_q with 4-bit symmetric codes on xnnpack (ExecuTorch's
-// 8da4w; its case feeds activations on an int8 grid, which XNNPACK's per-token rounding keeps exact); the
+// ops run only where hfx's config lets them: hfx.linear_q with symmetric codes on xnnpack (ExecuTorch's
+// 8da4w, and 8da8w with per-row scales; the cases feed activations on an int8 grid, which XNNPACK's per-token
+// rounding keeps exact); the
 // portable kernels have none (the config refuses --quantize there), as lowering_coverage_test says.
 #include <gtest/gtest.h>
 
@@ -32,7 +33,8 @@ std::vector<Param> all_params() {
   std::vector<Param> p;
   const auto cs = op_cases::cases();
   for (size_t c = 0; c < cs.size(); c++) {
-    if (cs[c].name == "linear_q_int4_sym") p.push_back({c, "xnnpack"});
+    if (cs[c].name == "linear_q_int4_sym" || cs[c].name == "linear_q_int8_channel")
+      p.push_back({c, "xnnpack"});
     if (cs[c].op == "hfx.linear_q" || cs[c].op == "hfx.embedding_q") continue;  // refused by the config
     for (const char* b : {"portable", "xnnpack"}) p.push_back({c, b});
   }
@@ -97,7 +99,8 @@ INSTANTIATE_TEST_SUITE_P(Ops, PteOpConformance, ::testing::ValuesIn(all_params()
 
 // The XNNPACK partitioner takes what its table says: the cases of the ops it lists become delegate calls.
 TEST(PteOpConformance, TheXnnpackPartitionerTakesItsOps) {
-  for (const char* name : {"add", "mul", "bmm", "sigmoid", "rsqrt", "gelu", "linear_q_int4_sym"}) {
+  for (const char* name :
+       {"add", "mul", "bmm", "sigmoid", "rsqrt", "gelu", "linear_q_int4_sym", "linear_q_int8_channel"}) {
     OpCase oc;
     for (const auto& c : op_cases::cases())
       if (c.name == name) oc = c;
