@@ -25,10 +25,12 @@ using nlohmann::json;
 namespace {
 
 // The samples: generation's defaults (batch 1; batch 2 of unequal lengths), a padded batch of 3 and one
-// prompt generating `tokens` (--tokens, default 32: a prefill and that many decode calls), each cut to the
-// export's batch bound.
-std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch, int64_t tokens) {
+// prompt of 6 generating `tokens` (--tokens, default 32: a prefill and that many decode calls) — fewer when
+// the export's sequence bound (`max_sequence`, 0: none) holds fewer — each cut to the export's batch bound.
+std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch, int64_t max_sequence,
+                                             int64_t tokens) {
   std::vector<GenerationSample> s = default_generation_samples(m.config().vocab_size);
+  if (max_sequence > 0) tokens = std::min(tokens, max_sequence - 6);
   if (tokens > 3) s.push_back(GenerationSample{{test_tokens(m.config().vocab_size, 7, 6, 23)}, tokens});
   GenerationSample three;
   for (int64_t row = 0; row < 3; row++)
@@ -236,7 +238,7 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
 
 void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& ptes) {
   std::vector<RecordedCall> calls =
-      record_generation(m, verify_samples(m, cx.max_batch, cx.opt.tokens), true);
+      record_generation(m, verify_samples(m, cx.max_batch, cx.max_sequence, cx.opt.tokens), true);
   std::vector<ProgramSpec> plan = plan_generation(m, calls, CaptureOptions{});
   const auto& loop = capture::generation_loop(m.structure());
   std::vector<std::shared_ptr<PteProgram>> programs;

@@ -368,8 +368,12 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
       else
         cx.other = m;
       cx.tol = tolerance_for(tolerance_key(precision_key(manifest), m->config()), m->config().dtype);
-      if (manifest && manifest->export_config.is_object())
+      if (manifest && manifest->export_config.is_object()) {
         cx.max_batch = manifest->export_config.value("max_batch", int64_t{0});
+        for (const char* k : {"max_sequence", "max_seq_len"})
+          if (const int64_t v = manifest->export_config.value(k, int64_t{0}); v > 0)
+            cx.max_sequence = cx.max_sequence > 0 ? std::min(cx.max_sequence, v) : v;
+      }
       cx.add("reference", "load", "passed",
              fmt::format("{} {} ({}, {}, {} layers, vocab {}) from {}", m->config().model_type, m->head(),
                          structure_name(m->structure()), dtype_name(m->config().dtype),

@@ -74,6 +74,9 @@ struct Context {
   /// The export's batch bound (manifest export_config.max_batch; 0: not recorded): replayed samples keep
   /// at most this many rows, as the export's own recording did.
   int64_t max_batch = 0;
+  /// The export's sequence bound (the smaller of export_config.max_sequence and, for ExecuTorch,
+  /// max_seq_len; 0: not recorded): the long replayed sample generates within it.
+  int64_t max_sequence = 0;
   std::vector<CheckResult> checks;
   nlohmann::json layer_diff;  ///< per-layer errors of the component diffed (null when none)
   nlohmann::json memory = nlohmann::json::object();

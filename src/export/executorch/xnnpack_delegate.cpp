@@ -58,10 +58,20 @@ bool per_row_scales(const Tensor& scales) {
   return true;
 }
 
+// Whether every scale is a bfloat16 value (QuantOptions::bf16_scales): XNNPACK's 4-bit kernels read bf16
+// block scales, so other scales would be rounded and the delegate would compute other weights than eager.
+bool bf16_exact(const Tensor& scales) {
+  Tensor s = scales.contiguous();
+  const float* p = s.data<float>();
+  for (int64_t i = 0; i < s.numel(); i++)
+    if (bf16_to_f32(f32_to_bf16(p[i])) != p[i]) return false;
+  return true;
+}
+
 // ExecuTorch's dynamically quantized linear (hfx.linear_q over symmetric codes with f32 activations): a
 // float32 input, constant codes and scales, no zero points (XNNPACK's are fixed: 8 for 4-bit, 0 for the
 // signed 8-bit values, hfx's symmetric ones). 4-bit (8da4w): blocks a multiple of 32 wide (XNNPACK's
-// blockwise kernels); 8-bit (8da8w): one scale per row.
+// blockwise kernels), bf16 scales; 8-bit (8da8w): one scale per row.
 bool quantized_linear(const Node& n) {
   if (n.inputs.size() != 3 || n.outputs.size() != 1 || !f32(n.outputs[0])) return false;
   const Value *x = n.inputs[0], *c = n.inputs[1], *s = n.inputs[2];
@@ -76,7 +86,7 @@ bool quantized_linear(const Node& n) {
   const bool shapes = rank(x) >= 1 && x->type.shape.back().is_const() &&
                       x->type.shape.back().value() == blocks * g && c->data.shape()[2] == g * bits / 8 &&
                       s->data.shape()[0] == c->data.shape()[0] && s->data.shape()[1] == blocks;
-  return shapes && (bits == 4 || per_row_scales(s->data));
+  return shapes && (bits == 4 ? bf16_exact(s->data) : per_row_scales(s->data));
 }
 
 // What a node becomes, by op: its XNNPACK node kind and the condition beyond float32 operands.
@@ -160,7 +170,8 @@ const std::vector<XnnOpEntry>& xnnpack_op_table() {
        "ExecuTorch's 8da8w linear: int8 activations per token × int8 weights with one f32 scale per output "
        "channel; hfx's codes become signed int8 values (code − 128) and the row scales f32 named data"},
       {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qbint4 filter)",
-       "4-bit symmetric codes, blocks a multiple of 32, f32 activations (--quantize int4 --symmetric)",
+       "4-bit symmetric codes with bf16 scales, blocks a multiple of 32, f32 activations (--quantize int4 "
+       "--symmetric)",
        "ExecuTorch's 8da4w linear: the activations are quantized to int8 per token at run time and XNNPACK's "
        "qd8 × qb4w GEMM reads hfx's codes as they are (low nibble first, zero point 8) with the block scales "
        "as bf16 named data"},
