@@ -90,6 +90,18 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
   return architecture(cfg.model_type).create(std::move(c), io::WeightStore::from_tensors(std::move(all)));
 }
 
+std::unique_ptr<Model> quantize_for_export(const Model& model, const QuantOptions& o) {
+  if (!o.enabled()) return nullptr;
+  int count = 0;
+  auto m = quantize_model(model, o, &count);
+  if (count == 0)
+    HFX_THROW("quant",
+              "expected linear weights [N, K] with K a multiple of {} to quantize in {}, got none; try "
+              "--group-size 32 or export without --quantize",
+              o.group_size, model.config().model_type);
+  return m;
+}
+
 int write_prequantized_checkpoint(const std::string& dir, const CheckpointQuant& cq) {
   const std::string cfg_path = dir + "/config.json", st_path = dir + "/model.safetensors";
   nlohmann::json config = nlohmann::json::parse(io::read_file(cfg_path));

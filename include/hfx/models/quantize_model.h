@@ -21,6 +21,9 @@ namespace hfx::quant {
 /// equal to its codes' (bits, group size, symmetric) this returns a model over the same store (count = the
 /// weights it holds quantized), with other options it throws hfx::Error("quant", ...).
 std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o, int* count = nullptr);
+/// What an exporter runs for its config's quantize options: null when `o` asks for none, else
+/// quantize_model's copy; throws hfx::Error("quant", ...) when no weight of the model qualifies.
+std::unique_ptr<Model> quantize_for_export(const Model& model, const QuantOptions& o);
 
 /// A GPTQ / AWQ checkpoint's store (config.json's `quantization_config`, hfx/quant/checkpoint_formats.h)
 /// in the layout of a quantized model: each layer's `P.qweight`, `P.qzeros`, `P.scales` and `P.g_idx`

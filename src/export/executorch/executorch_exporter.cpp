@@ -286,16 +286,7 @@ ExportResult ExecutorchExporter::export_model(const Model& model0, const Capture
   const ExecutorchConfig& cfg = as_executorch(config);
   // --quantize: the model with its linear weights as codes (hfx.linear_q), which the XNNPACK partitioner
   // takes as ExecuTorch's 8da4w pattern; eager runs the same codes.
-  std::unique_ptr<Model> quantized;
-  if (cfg.quantize.enabled()) {
-    int count = 0;
-    quantized = quant::quantize_model(model0, cfg.quantize, &count);
-    if (count == 0)
-      HFX_THROW("quant",
-                "expected linear weights [N, K] with K a multiple of {} to quantize in {}, got none; try "
-                "--group-size 32",
-                cfg.quantize.group_size, model0.config().model_type);
-  }
+  std::unique_ptr<Model> quantized = quant::quantize_for_export(model0, cfg.quantize);
   const Model& model = quantized ? *quantized : model0;
   // One .pte holds every method: one component, captured and lowered, then written.
   report({"model", "capture and lower", 0, 1, 0, 2, 0});

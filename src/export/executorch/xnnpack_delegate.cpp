@@ -405,14 +405,30 @@ uint32_t qcint8_filter(GraphBuilder& gb, const Value& codes, const Value& scales
                           .Union());
 }
 
-// hfx.linear_q as ExecuTorch's 8da4w (8da8w for 8-bit codes: qcint8_filter): x → XNNConvert → qdint8
-// (per-token scale and zero point computed at run time) → XNNFullyConnected with the codes as a qbint4 [N, K]
-// filter (hfx's bytes: [N, K/2], element k in the low nibble when k is even, code − 8 the value) and the
-// block scales as bf16 named data.
+// The qbint4 filter of a 4-bit hfx.linear_q: the codes as they are (hfx's bytes [N, K/2], element k in the
+// low nibble when k is even, code − 8 the value) [N, K] and the block scales as bf16 named data (exact: the
+// quantization rounded them to bf16).
+uint32_t qbint4_filter(GraphBuilder& gb, const Value& codes, const Value& scales, int64_t group) {
+  const int64_t rows = codes.data.shape()[0], blocks = codes.data.shape()[1];
+  Value bf16;
+  bf16.kind = ValueKind::Const;
+  bf16.name = scales.name + ".bf16";
+  bf16.type = TensorType{DType::BF16, {Sym(rows), Sym(blocks)}};
+  bf16.data = scales.data.to(DType::BF16);
+  const uint32_t scale_buf = gb.buffer(bf16);
+  return gb.quantized(fx::XNNDatatype::xnn_datatype_qbint4,
+                      {static_cast<uint32_t>(rows), static_cast<uint32_t>(blocks * group)}, gb.buffer(codes),
+                      fx::XNNQuantParams::PerChannelGroupQuant,
+                      fx::CreatePerChannelGroupQuant(gb.fbb(), 0, 0, static_cast<int32_t>(group), scale_buf,
+                                                     static_cast<uint32_t>(rows * blocks))
+                          .Union());
+}
+
+// hfx.linear_q as ExecuTorch's 8da4w / 8da8w: x → XNNConvert → qdint8 (per-token scale and zero point
+// computed at run time) → XNNFullyConnected over the qbint4 or qcint8 filter.
 void emit_linear_q(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handle) {
   auto& b = gb.fbb();
   const Value *x = n.inputs[0], *codes = n.inputs[1], *scales = n.inputs[2];
-  const int64_t g = n.attrs.i("group_size"), rows = codes->data.shape()[0], blocks = codes->data.shape()[1];
   const uint32_t xi = gb.id(x);
   std::vector<uint32_t> xdims;
   for (int32_t d : gb.bound(x)) xdims.push_back(static_cast<uint32_t>(d));
@@ -420,24 +436,8 @@ void emit_linear_q(GraphBuilder& gb, const Node& n, uint32_t out, uint32_t handl
       gb.quantized(fx::XNNDatatype::xnn_datatype_qdint8, xdims, 0, fx::XNNQuantParams::PerTokenDynamicQuant,
                    fx::CreatePerTokenDynamicQuant(b, 1).Union());
   gb.node(fx::XNodeUnion::XNNConvert, fx::Create_XNNNode1x1(b, xi, xq, 0).Union(), handle);
-  if (n.attrs.i("bits") == 8) {
-    const uint32_t w = qcint8_filter(gb, *codes, *scales);
-    gb.node(fx::XNodeUnion::XNNFullyConnected,
-            fx::CreateXNNFullyConnected(b, xq, w, kInvalidId, out, 0).Union(), handle);
-    return;
-  }
-  Value bf16;  // the block scales as XNNPACK reads them (exact: the quantization rounded them to bf16)
-  bf16.kind = ValueKind::Const;
-  bf16.name = scales->name + ".bf16";
-  bf16.type = TensorType{DType::BF16, {Sym(rows), Sym(blocks)}};
-  bf16.data = scales->data.to(DType::BF16);
-  const uint32_t scale_buf = gb.buffer(bf16);
-  const uint32_t w = gb.quantized(fx::XNNDatatype::xnn_datatype_qbint4,
-                                  {static_cast<uint32_t>(rows), static_cast<uint32_t>(blocks * g)},
-                                  gb.buffer(*codes), fx::XNNQuantParams::PerChannelGroupQuant,
-                                  fx::CreatePerChannelGroupQuant(b, 0, 0, static_cast<int32_t>(g), scale_buf,
-                                                                 static_cast<uint32_t>(rows * blocks))
-                                      .Union());
+  const uint32_t w = n.attrs.i("bits") == 8 ? qcint8_filter(gb, *codes, *scales)
+                                            : qbint4_filter(gb, *codes, *scales, n.attrs.i("group_size"));
   gb.node(fx::XNodeUnion::XNNFullyConnected,
           fx::CreateXNNFullyConnected(b, xq, w, kInvalidId, out, 0).Union(), handle);
 }

@@ -108,17 +108,6 @@ std::string describe_inputs(const Graph& g) {
   return s;
 }
 
-// The model with its linear weights quantized (null when `q` asks for none).
-std::unique_ptr<Model> quantize_for_export(const Model& model, const quant::QuantOptions& q) {
-  if (!q.enabled()) return nullptr;
-  int count = 0;
-  auto m = quant::quantize_model(model, q, &count);
-  if (count == 0)
-    HFX_THROW("quant", "expected linear weights [N, K] with K a multiple of {} to quantize in {}, got none",
-              q.group_size, model.config().model_type);
-  return m;
-}
-
 // Stages 2 and 3: composite ops without a translation decomposed through the op table (stage-2 patches
 // active meanwhile: a decomposition runs through a TraceBuilder), stage-2 node fixes re-run over the nodes
 // the decompositions produced; then the stage-3 node and program fixes, and dead-code elimination unless
@@ -186,7 +175,7 @@ class OnnxExporter : public Exporter {
     ExportResult r;
     r.out_dir = out_dir;
     OnnxConfig oc = as_onnx(config);
-    std::unique_ptr<Model> quantized = quantize_for_export(model0, oc.quantize);
+    std::unique_ptr<Model> quantized = quant::quantize_for_export(model0, oc.quantize);
     const Model& model = quantized ? *quantized : model0;
     if (!oc.external_data && needs_external_data(model, oc)) {
       oc.external_data = true;
@@ -212,7 +201,7 @@ class OnnxExporter : public Exporter {
                   "expected one quantize setting for every component, got {} for '{}' and {} for '{}'",
                   quant::to_json(q).dump(), configs.begin()->first,
                   quant::to_json(as_onnx(*c).quantize).dump(), name);
-    std::unique_ptr<Model> quantized = quantize_for_export(model0, q);
+    std::unique_ptr<Model> quantized = quant::quantize_for_export(model0, q);
     const Model& model = quantized ? *quantized : model0;
     ExportResult r;
     r.out_dir = out_dir;
