@@ -108,20 +108,35 @@ WeightSpecs specs(const ModelConfig& c) {
 }
 
 // h_t = exp(dA_t)·h_{t-1} + dBu_t over the last axis of dA, dBu [B, I, N, S] from h0 [B, I, N]; all states
-// [B, I, N, S]. Chunks of Q = min(S, kChunk) steps (the sequence zero-padded to a multiple of Q: dA = 0,
-// dBu = 0 keeps the state, so padding after the end changes nothing): inside a chunk, from a zero state,
-// the segment-sum masked matmul over [Q, Q]; the chunk end states then go through the same form over
-// the [nc, nc] chunks to give each chunk's incoming state, added with its decay. Memory is
-// O(S·Q + (S/Q)²) per channel instead of O(S²); decode (S = 1) is one chunk of one step.
+// [B, I, N, S]. Chunks of Q steps (the sequence zero-padded to a multiple of Q: dA = 0, dBu = 0 keeps the
+// state, so padding after the end changes nothing): inside a chunk, from a zero state, the segment-sum
+// masked product over [Q, Q] (chunk_scan); the chunk end states then go through the same form over the [nc,
+// nc] chunks to give each chunk's incoming state, added with its decay. Memory is O(S·Q + (S/Q)²) per channel
+// instead of O(S²); decode (S = 1) is one chunk of one step.
 Var masked_scan(Builder& b, const Var& dA, const Var& dBu, const Sym& L) {
   // Along the last axis of length L: h_t = Σ_{s≤t} exp(Σ_{s<k≤t} dA_k)·dBu_s (from a zero state).
   Var t_idx = F::unsqueeze(F::arange(b, Sym(0), L), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), L), 0);
   Var strict = F::gt(t_idx, s_idx), lower = F::ge(t_idx, s_idx);  // [L, L] (t, s)
   Var zero = F::full(b, {}, 0.0);
   const int64_t last = dA.dim() - 1;
-  // seg[t, s] = Σ_{s<k≤t} dA_k: repeat dA_k along s, keep k > s, cumsum over k (no difference of large sums).
+  // seg[t, s] = Σ_{s<k≤t} dA_k: repeat dA_k along s, keep k > s, cumsum over k (no difference of large sums:
+  // across chunks, Σ dA grows with the sequence).
   Var seg = F::cumsum(F::where(strict, F::unsqueeze(dA, last + 1), zero), last);  // [..., L(t), L(s)]
   Var decay = F::where(lower, F::exp(seg), zero);
+  return F::sum(F::mul(decay, F::unsqueeze(dBu, last)), {last + 1});  // [..., L(t)]
+}
+
+// The same form inside one chunk of L <= kChunk steps, from the chunk's inclusive cumsum cum_t = Σ_{k≤t}
+// dA_k: seg[t, s] = cum_t − cum_s, a difference of sums of at most kChunk steps, so every [L, L] op is
+// elementwise or a last-axis sum (what XNNPACK runs; a cumsum over the [L, L] repeat is not). dA = dt·A <= 0
+// (softplus dt > 0, A = −exp(A_log) < 0): seg <= 0 below the diagonal and >= 0 above it, where min(seg, 0)
+// keeps exp finite before the mask zeroes it.
+Var chunk_scan(Builder& b, const Var& cum, const Var& dBu, const Sym& L) {
+  Var t_idx = F::unsqueeze(F::arange(b, Sym(0), L), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), L), 0);
+  Var lower = F::to(F::ge(t_idx, s_idx), DType::F32);  // [L, L] (t, s): 1 where s <= t
+  const int64_t last = cum.dim() - 1;
+  Var seg = F::sub(F::unsqueeze(cum, last + 1), F::unsqueeze(cum, last));  // [..., L(t), L(s)]
+  Var decay = F::mul(F::exp(F::minimum(seg, F::full(b, {}, 0.0))), lower);
   // Σ_s decay[t, s]·dBu[s] as multiply + sum, not matmul: a decode step is B·I·N products of 1×1 matrices,
   // which a batched matmul pays per matrix (measured: the largest item of an eager mamba decode step).
   return F::sum(F::mul(decay, F::unsqueeze(dBu, last)), {last + 1});  // [..., L(t)]
@@ -131,16 +146,23 @@ constexpr int64_t kChunk = 16;  // (2·S)^(1/3) at S = 2048 balances the S·Q an
 
 Var chunked_scan(Builder& b, const Var& dA, const Var& dBu, const Var& h0, const Sym& I, const Sym& N) {
   Sym B = dA.size(0), S = dA.size(3);
-  // nc = ceil(S / kChunk) is also ceil(S / Q) (S <= kChunk: one chunk of S steps), and keeps nc's bound
-  // tight (ExecuTorch plans buffers for the bounds: nc·Q² <= 2·16² at S <= 32).
-  Sym Q = sym_min(S, Sym(kChunk)), nc = floordiv(S + Sym(kChunk - 1), Sym(kChunk)), Sp = nc * Q;
+  // A known length runs in chunks of Q = min(S, kChunk) (eager; a decode step is one chunk of one step). A
+  // symbolic one (a prefill export) in chunks of exactly kChunk: every [Q, Q] op then has constant trailing
+  // sizes, which XNNPACK's sums need (a product with a constant row of ones) — without it 29% of an
+  // ExecuTorch prefill's FLOPs stayed on portable kernels — at the cost of at most kChunk − 1 zero steps.
+  // nc = ceil(S / kChunk) keeps nc's bound tight (ExecuTorch plans buffers for the bounds).
+  Sym Q = S.maybe_value() ? sym_min(S, Sym(kChunk)) : Sym(kChunk);
+  Sym nc = floordiv(S + Sym(kChunk - 1), Sym(kChunk)), Sp = nc * Q;
   Var pad = F::full(b, {B, I, N, Sp - S}, 0.0);
-  Var a = F::reshape(F::cat({dA, pad}, 3), {B, I, N, nc, Q}),
-      x = F::reshape(F::cat({dBu, pad}, 3), {B, I, N, nc, Q});
-  Var intra = masked_scan(b, a, x, Q);                         // [B, I, N, nc, Q] from zero
-  Var cum = F::cumsum(a, 4);                                   // Σ_{k≤t} dA_k within the chunk
-  Var end = F::squeeze(F::slice(intra, 4, Q - Sym(1), Q), 4);  // [B, I, N, nc]
-  Var total = F::squeeze(F::slice(cum, 4, Q - Sym(1), Q), 4);  // [B, I, N, nc]
+  // The chunks as rows [B·I·N·nc, Q]: one symbolic size, which XNNPACK's reshapes can infer at run time
+  // (the [B, I, N, nc, Q] form has two: batch and nc).
+  const std::vector<Sym> chunks = {B, I, N, nc, Q}, rows = {B * I * N * nc, Q};
+  Var a = F::reshape(F::cat({dA, pad}, 3), rows), x = F::reshape(F::cat({dBu, pad}, 3), rows);
+  Var cum_rows = F::cumsum(a, 1);  // Σ_{k≤t} dA_k within the chunk
+  Var cum = F::reshape(cum_rows, chunks);
+  Var intra = F::reshape(chunk_scan(b, cum_rows, x, Q), chunks);  // [B, I, N, nc, Q] from zero
+  Var end = F::squeeze(F::slice(intra, 4, Q - Sym(1), Q), 4);     // [B, I, N, nc]
+  Var total = F::squeeze(F::slice(cum, 4, Q - Sym(1), Q), 4);     // [B, I, N, nc]
   // State after chunk c: the chunk scan of the end states, plus h0 decayed through chunks 0..c.
   Var after =
       F::add(masked_scan(b, total, end, nc), F::mul(F::exp(F::cumsum(total, 3)), F::unsqueeze(h0, 3)));

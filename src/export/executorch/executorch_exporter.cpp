@@ -59,11 +59,20 @@ std::vector<std::string> delegation_notes(const PteWriteResult& pte, const std::
     const std::string share = m.flops > 0
                                   ? fmt::format("{:.1f}% of the FLOPs", 100.0 * m.delegated_flops / m.flops)
                                   : std::string("no arithmetic (its nodes only move data)");
+    // The portable ops with the most work, so a low share points at the op to delegate or rewrite.
+    std::vector<std::pair<double, std::string>> ops;
+    for (const auto& [op, f] : m.portable_flops) ops.emplace_back(f, op);
+    std::sort(ops.rbegin(), ops.rend());
+    std::string top;
+    for (size_t i = 0; i < ops.size() && i < 3 && m.delegate_calls > 0; i++)
+      top += fmt::format("{}{} {:.1f}%", i ? ", " : " (most work: ", ops[i].second,
+                         100.0 * ops[i].first / m.flops);
+    if (!top.empty()) top += ")";
     v.push_back(
         fmt::format("[executorch] {}: method '{}' has {} delegate calls taking {} of {} nodes and {}; {} "
-                    "kernel calls stay portable",
+                    "kernel calls stay portable{}",
                     backend, m.name, m.delegate_calls, m.delegated_nodes, m.nodes, share,
-                    m.instructions - m.delegate_calls));
+                    m.instructions - m.delegate_calls, top));
   }
   return v;
 }

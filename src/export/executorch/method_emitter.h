@@ -82,6 +82,7 @@ struct Plan {
   std::vector<uint32_t> delegates;  // each delegate's payload: an index into Pools::payloads
   int nodes = 0, delegated_nodes = 0;
   double flops = 0, delegated_flops = 0;
+  std::map<std::string, double> portable_flops;  // per op, of the nodes left to portable kernels
 };
 
 // Program-wide pools: constants (deduplicated by storage) and zeroed initial states of mutable buffers.

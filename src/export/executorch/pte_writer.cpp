@@ -106,6 +106,7 @@ void MethodEmitter::lower_nodes() {
     plan_.nodes++;
     plan_.flops += f;
     if (!taken.count(n.get())) {
+      if (f > 0) plan_.portable_flops[n->op] += f;
       lower(*n);
       continue;
     }
@@ -386,6 +387,7 @@ PteMethodStats method_stats(const Plan& p, const PteWriteOptions& opt, std::set<
   st.delegated_nodes = p.delegated_nodes;
   st.flops = p.flops;
   st.delegated_flops = p.delegated_flops;
+  st.portable_flops = p.portable_flops;
   return st;
 }
 

@@ -11,6 +11,7 @@
 // initial state in `mutable_data_segments`. The file carries the `eh00` extended header.
 #pragma once
 #include <cstdint>
+#include <map>
 #include <string>
 #include <utility>
 #include <variant>
@@ -55,12 +56,13 @@ struct PteMethodStats {
   std::string name;
   int instructions = 0;
   int values = 0;
-  int64_t planned_bytes = 0;              ///< arena size after reuse
-  int64_t naive_bytes = 0;                ///< sum of every planned tensor's capacity
-  std::vector<std::string> operators;     ///< "aten::mm.out", each once
-  int delegate_calls = 0;                 ///< DelegateCall instructions
-  int nodes = 0, delegated_nodes = 0;     ///< graph nodes, and those inside a delegate
-  double flops = 0, delegated_flops = 0;  ///< work at the upper-bound sizes (xnn::node_flops)
+  int64_t planned_bytes = 0;                     ///< arena size after reuse
+  int64_t naive_bytes = 0;                       ///< sum of every planned tensor's capacity
+  std::vector<std::string> operators;            ///< "aten::mm.out", each once
+  int delegate_calls = 0;                        ///< DelegateCall instructions
+  int nodes = 0, delegated_nodes = 0;            ///< graph nodes, and those inside a delegate
+  double flops = 0, delegated_flops = 0;         ///< work at the upper-bound sizes (xnn::node_flops)
+  std::map<std::string, double> portable_flops;  ///< per op (e.g. "aten.cumsum"), outside the delegates
 };
 
 struct PteWriteResult {

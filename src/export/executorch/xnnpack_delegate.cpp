@@ -213,6 +213,9 @@ bool supported(const Node& n, const ShapeEnv& env) {
   return it->second.when(n, env);
 }
 
+// A value larger than this at the bounds ends its partition (see partition()).
+constexpr double kLargeValueBytes = 64.0 * 1024 * 1024;
+
 std::vector<Partition> partition(const Graph& g) {
   std::map<const Value*, std::vector<const Node*>> users;
   for (const auto& n : g.nodes())
@@ -240,10 +243,16 @@ std::vector<Partition> partition(const Graph& g) {
     cur = Partition{};
   };
   for (const auto& n : g.nodes()) {
-    if (supported(*n, g.env()))
-      cur.nodes.push_back(n.get());
-    else
+    if (!supported(*n, g.env())) {
       flush();
+      continue;
+    }
+    cur.nodes.push_back(n.get());
+    // A value that is large at the bounds ends its partition, so it lives in the method's planned memory
+    // (touched at the sizes of each call) rather than in XNNPACK's workspace, which XNNPACK sizes for the
+    // bounds and zero-fills on first use (mamba's chunked scan at batch 64: seconds per process).
+    for (const Value* v : n->outputs)
+      if (v && bound_bytes(*v, g.env()) > kLargeValueBytes) flush();
   }
   flush();
   return parts;
@@ -557,36 +566,6 @@ std::vector<uint8_t> serialize(const Partition& p,
     emit_node(gb, *n, handle++);
   }
   return gb.finish(ext, in, out);
-}
-
-double node_flops(const Node& n, const ShapeEnv& env) {
-  // Data movement (views, copies, gathers, concatenation, fills, selects, comparisons) is no arithmetic.
-  static const std::set<std::string> moves = {
-      "aten.view",      "aten.permute",   "aten.expand",       "aten.slice",      "aten.cat",
-      "aten.unsqueeze", "aten.squeeze",   "aten.index_select", "aten.embedding",  "aten.index_copy",
-      "aten._to_copy",  "aten.full",      "aten.arange",       "aten.where.self", "aten.clone",
-      "aten.select",    "aten.gather",    "aten.eq.Tensor",    "aten.lt.Tensor",  "aten.le.Tensor",
-      "aten.gt.Tensor", "aten.ge.Tensor", "aten.logical_and",  "aten.logical_or", "aten.logical_not"};
-  const size_t overload = n.op.find('.', 5);  // "aten.slice.Tensor" → "aten.slice"
-  if (n.outputs.empty() || moves.count(n.op) || moves.count(n.op.substr(0, overload))) return 0;
-  auto size = [&](const Sym& d) {
-    if (auto c = d.maybe_value()) return static_cast<double>(*c);
-    const SymRange r = env.bounds(d);
-    return r.bounded() ? static_cast<double>(r.max) : 1.0;
-  };
-  auto numel = [&](const Value* v) {
-    double e = 1;
-    for (const Sym& d : v->type.shape) e *= size(d);
-    return e;
-  };
-  const double out = numel(n.outputs[0]);
-  const bool product = ((n.op == "aten.mm" || n.op == "aten.bmm") && n.inputs.size() == 2) ||
-                       (n.op == "hfx.linear_q" && n.inputs.size() >= 3);
-  if (product && !n.inputs[0]->type.shape.empty()) return 2 * out * size(n.inputs[0]->type.shape.back());
-  double in = 0;  // a reduction works on its input
-  for (const Value* v : n.inputs)
-    if (v) in = std::max(in, numel(v));
-  return std::max(out, in);
 }
 
 }  // namespace hfx::et::xnn

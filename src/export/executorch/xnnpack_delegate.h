@@ -56,5 +56,7 @@ std::vector<uint8_t> serialize(const Partition& p,
 /// element of its largest operand for the rest, none for data movement (views, copies, gathers,
 /// concatenation, fills, selects, comparisons): the measure of the share of work the delegate takes.
 double node_flops(const Node& n, const ShapeEnv& env);
+/// Bytes of `v` at the upper-bound sizes (a symbolic size without a bound counts 1).
+double bound_bytes(const Value& v, const ShapeEnv& env);
 
 }  // namespace hfx::et::xnn
