@@ -142,9 +142,45 @@ std::string unpack_rows(Cx& cx, const Node& n, const std::string& bytes, int bit
 
 }  // namespace
 
-// The rows of the table are gathered first (codes, scales and zero points stay packed in the graph and in
-// memory), then unpacked and de-quantized with standard ops: (code − zero point) · scale in f32, the
-// eager kernel's arithmetic, on either target.
+namespace {
+
+// --target ort: com.microsoft.GatherBlockQuantized over the stored table as it is. With uint8 data ONNX
+// Runtime reads MatMulNBits' conventions (low nibble first, zero point 2^(bits−1) when none is given) and
+// needs the quantized axis last: the codes [V, blocks, blob] are read as `blocks` rows of one block each
+// (quantize_axis 2, block_size = the group), so a tied head's MatMulNBits and the gather share one
+// initializer; the scales get a trailing axis of 1, and the zero points (packed two blocks per byte across
+// a row for MatMulNBits) are rewritten one block per byte, the layout this view needs.
+void gather_block_quantized(Cx& cx, const Node& n, int bits, int64_t group, int64_t B, int64_t rank) {
+  std::vector<std::string> ins = {cx.in(n, 0), cx.in_as(n, 2, DType::I64),
+                                  cx.op(&n, "Unsqueeze", {cx.in(n, 1), cx.i64s({-1})}, "scale_blocks")};
+  if (n.inputs.size() > 3 && n.inputs[3]) {
+    const Tensor& z = n.inputs[3]->data;
+    const int64_t V = z.shape().at(0), zb = z.shape().at(1);
+    const uint8_t* zp = z.data<uint8_t>();
+    std::string one(static_cast<size_t>(V * B), '\0');
+    for (int64_t r = 0; r < V; r++)
+      for (int64_t b = 0; b < B; b++) {
+        const uint8_t byte = zp[r * zb + (bits == 8 ? b : b / 2)];
+        one[r * B + b] = static_cast<char>(bits == 8 ? byte : (b % 2 == 0 ? byte & 0x0F : byte >> 4));
+      }
+    ins.push_back(add_initializer(cx, n, "zero_point_blocks", onnx::TensorProto::UINT8, {V, B, 1}, one));
+  }
+  const std::string rows = cx.tmp(&n, "rows");
+  auto& g = cx.emit("GatherBlockQuantized", ins, {rows}, &n, "com.microsoft");
+  Cx::attr(g, "gather_axis", int64_t{0});
+  Cx::attr(g, "quantize_axis", int64_t{2});
+  Cx::attr(g, "block_size", group);
+  Cx::attr(g, "bits", static_cast<int64_t>(bits));
+  std::vector<int64_t> out(static_cast<size_t>(rank), 0);  // [.., blocks, group] → [.., blocks · group]
+  out.push_back(B * group);
+  cx.emit("Reshape", {rows, cx.i64s(out)}, {cx.out(n)}, &n);
+}
+
+}  // namespace
+
+// Standard target: the rows of the table are gathered first (codes, scales and zero points stay packed in the
+// graph and in memory), then unpacked and de-quantized with standard ops: (code − zero point) · scale in
+// f32, the eager kernel's arithmetic. --target ort: ONNX Runtime's GatherBlockQuantized does the same.
 void embedding_q_translation(Cx& cx, const Node& n) {
   for (size_t i : {size_t{0}, size_t{1}, size_t{3}})
     if (i < n.inputs.size() && n.inputs[i] && n.inputs[i]->kind != ValueKind::Param)
@@ -156,6 +192,7 @@ void embedding_q_translation(Cx& cx, const Node& n) {
   const int bits = static_cast<int>(n.attrs.i("bits"));
   const int64_t group = n.attrs.i("group_size"),
                 rank = static_cast<int64_t>(n.inputs.at(2)->type.shape.size());
+  if (cx.target() == "ort") return gather_block_quantized(cx, n, bits, group, B, rank);
   const std::string ids = cx.in_as(n, 2, DType::I64);
   auto gather = [&](size_t i, const std::string& hint) {
     auto& g = cx.emit("Gather", {cx.in(n, i), ids}, {cx.tmp(&n, hint)}, &n);

@@ -388,7 +388,8 @@ std::map<std::string, OnnxTranslationEntry> build() {
   add("hfx.linear_q", linear_q_translation,
       "ort: com.microsoft.MatMulNBits; standard (opset ≥ 21): DequantizeLinear (blocked) → MatMul");
   add("hfx.embedding_q", embedding_q_translation,
-      "Gather of the packed rows, Mod/BitShift unpack, (code − zero point) · scale (both targets)");
+      "ort: com.microsoft.GatherBlockQuantized; standard: Gather of the packed rows, Mod/BitShift unpack, "
+      "(code − zero point) · scale");
   add("aten.sum.dim_IntList", reduce("ReduceSum"), "ReduceSum (axes input)");
   add("aten.mean.dim", reduce("ReduceMean"), "ReduceMean (axes input, opset >= 18)");
   add("aten.amax", reduce("ReduceMax"), "ReduceMax (axes input, opset >= 18)");

@@ -34,7 +34,8 @@ const std::vector<Mode> kModes = {{"int4_g32_ort", "int4", "ort", 32, 18, false}
                                   {"int8_g32_std", "int8", "standard", 32, 21, false},
                                   {"int8_g64_sym_ort", "int8", "ort", 64, 18, true},
                                   {"int4_g32_ort_emb", "int4", "ort", 32, 18, false},
-                                  {"int8_g64_sym_std_emb", "int8", "standard", 64, 21, true}};
+                                  {"int8_g64_sym_std_emb", "int8", "standard", 64, 21, true},
+                                  {"int8_g32_ort_emb", "int8", "ort", 32, 18, false}};
 const std::vector<std::string> kArchs = {"llama", "qwen2", "gemma", "phi3", "mixtral"};
 
 struct P {
@@ -121,6 +122,9 @@ TEST_P(OrtQuant, MatchesTheEagerQuantizedModel) {
   for (const char* op : {"MatMulNBits", "DequantizeLinear"})
     if (count_ops(dir.path / "onnx/model.onnx", op) > 0) ops += op;
   EXPECT_EQ(ops, md.target == "ort" ? "MatMulNBits" : "DequantizeLinear");
+  // The quantized embedding: ONNX Runtime's GatherBlockQuantized on target ort, standard ops otherwise.
+  EXPECT_EQ(count_ops(dir.path / "onnx/model.onnx", "GatherBlockQuantized"),
+            oc.quantize.embedding && md.target == "ort" ? 1 : 0);
 
   std::mt19937 rng(3);
   const int64_t V = model->config().vocab_size, B = 2, S = 7;
