@@ -51,6 +51,8 @@ set(HFX_UNITY_TESTS_ALONE
 # src/models: the shared parts (blocks, caches, rope, the registry) group; the architectures do not.
 set(HFX_UNITY_MODELS_SHARED blocks cache encoder_blocks model registry rope ssd tiny tiny_writer)
 
+include(${CMAKE_CURRENT_LIST_DIR}/fuzz_parsers.cmake)  # HFX_FUZZ_PARSERS: alone, see there
+
 function(hfx_unity_groups target)
   get_target_property(sources ${target} SOURCES)
   foreach(src ${sources})
@@ -60,7 +62,8 @@ function(hfx_unity_groups target)
     file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${src}")
     get_filename_component(dir "${rel}" DIRECTORY)
     get_filename_component(stem "${rel}" NAME_WE)
-    if(rel IN_LIST HFX_UNITY_ALONE OR rel IN_LIST HFX_UNITY_TESTS_ALONE OR stem MATCHES "^ort_"
+    if(rel IN_LIST HFX_UNITY_ALONE OR rel IN_LIST HFX_UNITY_TESTS_ALONE OR src IN_LIST HFX_FUZZ_PARSERS
+       OR stem MATCHES "^ort_"
        OR dir STREQUAL "tools/sweep" OR dir STREQUAL "tests/integration")
       continue()
     endif()
