@@ -1,7 +1,7 @@
 # The sources the fuzz build compiles instrumented (tests/fuzz/CMakeLists.txt): the parsers of untrusted
-# input. The rest of each fuzz target comes from the base build's libhfx.a, so in a unity build these files
-# compile alone there (cmake/quick_build.cmake): an object that grouped one of them with other files would
-# be pulled in for those and define its symbols a second time.
+# input. The rest of each fuzz target comes from the base build's libhfx.a, so in a unity build that is a
+# fuzz base (HFX_UNITY_FUZZ_BASE) these files compile alone there (cmake/quick_build.cmake): an object that
+# grouped one of them with other files would be pulled in for those and define its symbols a second time.
 set(_hfx_src ${PROJECT_SOURCE_DIR}/src)
 file(GLOB HFX_FUZZ_PARSERS CONFIGURE_DEPENDS ${_hfx_src}/core/*.cpp ${_hfx_src}/io/*.cpp ${_hfx_src}/tokenizers/*.cpp)
 list(FILTER HFX_FUZZ_PARSERS EXCLUDE REGEX ".*/tokenizers/tiny.*")  # writers of tiny tokenizers, not parsers

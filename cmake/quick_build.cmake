@@ -62,7 +62,7 @@ function(hfx_unity_groups target)
     file(RELATIVE_PATH rel "${PROJECT_SOURCE_DIR}" "${src}")
     get_filename_component(dir "${rel}" DIRECTORY)
     get_filename_component(stem "${rel}" NAME_WE)
-    if(rel IN_LIST HFX_UNITY_ALONE OR rel IN_LIST HFX_UNITY_TESTS_ALONE OR src IN_LIST HFX_FUZZ_PARSERS
+    if(rel IN_LIST HFX_UNITY_ALONE OR rel IN_LIST HFX_UNITY_TESTS_ALONE OR (HFX_UNITY_FUZZ_BASE AND src IN_LIST HFX_FUZZ_PARSERS)
        OR stem MATCHES "^ort_"
        OR dir STREQUAL "tools/sweep" OR dir STREQUAL "tests/integration")
       continue()
@@ -76,5 +76,10 @@ function(hfx_unity_groups target)
   set_target_properties(${target} PROPERTIES UNITY_BUILD ON UNITY_BUILD_MODE GROUP)
 endfunction()
 
-hfx_unity_groups(hfx)
-hfx_unity_groups(hfx_cli)
+# The fuzz build (tests/fuzz) includes this file for the function only: it has neither target.
+if(TARGET hfx)
+  hfx_unity_groups(hfx)
+endif()
+if(TARGET hfx_cli)
+  hfx_unity_groups(hfx_cli)
+endif()
