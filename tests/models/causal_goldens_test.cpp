@@ -8,8 +8,8 @@
 // its cached path. Tolerance 1e-4 absolute at f32 on logits of magnitude ~1. Measured worst |hfx -
 // transformers| (printed): mixtral 2.6e-6, qwen2_moe 1.6e-6, qwen3_moe 1.9e-6, olmoe 1.7e-6,
 // granitemoe 3.7e-7, gemma3_text 6.0e-6, llama 2.8e-6, qwen2 1.6e-6, qwen3 2.7e-6, gemma 2.1e-6, gemma2
-// 2.7e-6, phi3 3.1e-6, gpt2 2.1e-6, mistral 2.5e-6 — the size of hfx's own cached-vs-recomputed difference on these
-// checkpoints (ModelArch: up to 2.6e-6), so 1e-4 leaves ~40x room for summation order while any routing
+// 2.7e-6, phi3 3.1e-6, gpt2 2.1e-6, mistral 2.5e-6 — the size of hfx's own cached-vs-recomputed difference on
+// these checkpoints (ModelArch: up to 2.6e-6), so 1e-4 leaves ~40x room for summation order while any routing
 // mistake (a wrong expert) moves logits by > 1e-3 (MoeRouting) and a wrong rope or window by far more.
 #include <gtest/gtest.h>
 
@@ -27,9 +27,9 @@ namespace {
 using nlohmann::json;
 constexpr double kTol = 1e-4;
 
-const std::vector<std::string> kGolden = {"mixtral",     "qwen2_moe", "qwen3_moe", "olmoe", "granitemoe",
-                                          "gemma3_text", "llama",     "qwen2",     "qwen3", "gemma",
-                                          "gemma2",      "phi3",      "gpt2",  "mistral"};
+const std::vector<std::string> kGolden = {"mixtral",     "qwen2_moe", "qwen3_moe", "olmoe",  "granitemoe",
+                                          "gemma3_text", "llama",     "qwen2",     "qwen3",  "gemma",
+                                          "gemma2",      "phi3",      "gpt2",      "mistral"};
 
 class CausalGoldens : public ::testing::TestWithParam<std::string> {};
 
