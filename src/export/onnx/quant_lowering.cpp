@@ -164,6 +164,8 @@ void gather_block_quantized(Cx& cx, const Node& n, int bits, int64_t group, int6
         one[r * B + b] = static_cast<char>(bits == 8 ? byte : (b % 2 == 0 ? byte & 0x0F : byte >> 4));
       }
     ins.push_back(add_initializer(cx, n, "zero_point_blocks", onnx::TensorProto::UINT8, {V, B, 1}, one));
+    // The stored zero points go unless a tied head's MatMulNBits reads them too.
+    if (cx.graph().users().at(n.inputs[3]).size() == 1) drop_initializer(cx, cx.name(n.inputs[3]));
   }
   const std::string rows = cx.tmp(&n, "rows");
   auto& g = cx.emit("GatherBlockQuantized", ins, {rows}, &n, "com.microsoft");
