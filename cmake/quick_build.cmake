@@ -1,8 +1,8 @@
 # The unity build of the quick preset (HFX_QUICK_BUILD, the demo's build) and of the release preset
 # (HFX_UNITY_BUILD: libhfx, the CLI and the test suite, which the CI builds from scratch on 2 cores): the
-# sources of one folder compile as one translation unit, so the code they share — nlohmann::json, fmt and the standard library, the IR and
-# builder headers — is parsed, instantiated and compiled once per folder instead of once per file. At -O0
-# that is most of the compile time.
+# sources of one folder compile as one translation unit, so the code they share — nlohmann::json, fmt and
+# the standard library, the IR and builder headers — is parsed, instantiated and compiled once per folder
+# instead of once per file. At -O0 that is most of the compile time.
 #
 # Files are grouped with CMake's UNITY_BUILD_MODE GROUP: a source without a group compiles alone, so a
 # new file is always safe. Files that define the same file-local names as another file of their folder

@@ -18,6 +18,7 @@
 // B = x_proj(0) = 0 and the state stays zero: a left-padded row gives the same logits as the row alone.
 #include <cmath>
 #include <limits>
+#include <utility>
 
 #include "blocks.h"
 #include "hfx/core/error.h"
@@ -113,17 +114,29 @@ WeightSpecs specs(const ModelConfig& c) {
 // masked product over [Q, Q] (chunk_scan); the chunk end states then go through the same form over the [nc,
 // nc] chunks to give each chunk's incoming state, added with its decay. Memory is O(S·Q + (S/Q)²) per channel
 // instead of O(S²); decode (S = 1) is one chunk of one step.
+// The positions of an [L, L] (t, s) grid: t down the rows, s along the columns.
+std::pair<Var, Var> grid(Builder& b, const Sym& L) {
+  return {F::unsqueeze(F::arange(b, Sym(0), L), 1), F::unsqueeze(F::arange(b, Sym(0), L), 0)};
+}
+
+// Σ_s decay[..., t, s]·dBu[..., s] as multiply + sum, not matmul: a decode step is B·I·N products of 1×1
+// matrices, which a batched matmul pays per matrix (measured: the largest item of an eager mamba decode
+// step).
+Var decayed_sum(const Var& decay, const Var& dBu) {
+  const int64_t last = dBu.dim() - 1;
+  return F::sum(F::mul(decay, F::unsqueeze(dBu, last)), {last + 1});  // [..., L(t)]
+}
+
 Var masked_scan(Builder& b, const Var& dA, const Var& dBu, const Sym& L) {
   // Along the last axis of length L: h_t = Σ_{s≤t} exp(Σ_{s<k≤t} dA_k)·dBu_s (from a zero state).
-  Var t_idx = F::unsqueeze(F::arange(b, Sym(0), L), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), L), 0);
+  auto [t_idx, s_idx] = grid(b, L);
   Var strict = F::gt(t_idx, s_idx), lower = F::ge(t_idx, s_idx);  // [L, L] (t, s)
   Var zero = F::full(b, {}, 0.0);
   const int64_t last = dA.dim() - 1;
   // seg[t, s] = Σ_{s<k≤t} dA_k: repeat dA_k along s, keep k > s, cumsum over k (no difference of large sums:
   // across chunks, Σ dA grows with the sequence).
   Var seg = F::cumsum(F::where(strict, F::unsqueeze(dA, last + 1), zero), last);  // [..., L(t), L(s)]
-  Var decay = F::where(lower, F::exp(seg), zero);
-  return F::sum(F::mul(decay, F::unsqueeze(dBu, last)), {last + 1});  // [..., L(t)]
+  return decayed_sum(F::where(lower, F::exp(seg), zero), dBu);
 }
 
 // The same form inside one chunk of L <= kChunk steps, from the chunk's inclusive cumsum cum_t = Σ_{k≤t}
@@ -132,14 +145,11 @@ Var masked_scan(Builder& b, const Var& dA, const Var& dBu, const Sym& L) {
 // (softplus dt > 0, A = −exp(A_log) < 0): seg <= 0 below the diagonal and >= 0 above it, where min(seg, 0)
 // keeps exp finite before the mask zeroes it.
 Var chunk_scan(Builder& b, const Var& cum, const Var& dBu, const Sym& L) {
-  Var t_idx = F::unsqueeze(F::arange(b, Sym(0), L), 1), s_idx = F::unsqueeze(F::arange(b, Sym(0), L), 0);
+  auto [t_idx, s_idx] = grid(b, L);
   Var lower = F::to(F::ge(t_idx, s_idx), DType::F32);  // [L, L] (t, s): 1 where s <= t
   const int64_t last = cum.dim() - 1;
   Var seg = F::sub(F::unsqueeze(cum, last + 1), F::unsqueeze(cum, last));  // [..., L(t), L(s)]
-  Var decay = F::mul(F::exp(F::minimum(seg, F::full(b, {}, 0.0))), lower);
-  // Σ_s decay[t, s]·dBu[s] as multiply + sum, not matmul: a decode step is B·I·N products of 1×1 matrices,
-  // which a batched matmul pays per matrix (measured: the largest item of an eager mamba decode step).
-  return F::sum(F::mul(decay, F::unsqueeze(dBu, last)), {last + 1});  // [..., L(t)]
+  return decayed_sum(F::mul(F::exp(F::minimum(seg, F::full(b, {}, 0.0))), lower), dBu);
 }
 
 constexpr int64_t kChunk = 16;  // (2·S)^(1/3) at S = 2048 balances the S·Q and (S/Q)² terms
