@@ -15,6 +15,10 @@ Var call1(const std::string& op, const std::vector<Var>& in, const Attrs& a = {}
 }
 }  // namespace
 
+Var op(const std::string& name, const std::vector<Var>& inputs, const Attrs& attrs) {
+  return call1(name, inputs, attrs);
+}
+
 Var add(const Var& a, const Var& b) { return call1("aten.add.Tensor", {a, b}); }
 Var sub(const Var& a, const Var& b) { return call1("aten.sub.Tensor", {a, b}); }
 Var mul(const Var& a, const Var& b) { return call1("aten.mul.Tensor", {a, b}); }

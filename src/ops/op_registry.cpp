@@ -31,6 +31,36 @@ const OpSchema& op_schema(std::string_view name) {
   HFX_THROW("ops", "expected a known op (see `hfx ops`), got '{}'", name);
 }
 
+namespace {
+// One declared call per target: two ops may not claim the same callee, or a reader could not invert it.
+using TargetIndex = std::unordered_map<std::string, const OpSchema*>;
+TargetIndex target_index(const CallDecl OpLowering::*decl, const char* backend) {
+  TargetIndex m;
+  for (const OpSchema& s : op_table()) {
+    const CallDecl& c = s.lower.*decl;
+    if (!c.declared()) continue;
+    if (auto [it, fresh] = m.emplace(c.target, &s); !fresh)
+      throw Error("ops", "expected one op per " + std::string(backend) + " call, got '" + c.target +
+                             "' declared by " + it->second->name + " and " + s.name);
+  }
+  return m;
+}
+const OpSchema* find_in(const TargetIndex& m, std::string_view target) {
+  auto it = m.find(std::string(target));
+  return it == m.end() ? nullptr : it->second;
+}
+}  // namespace
+
+const OpSchema* find_op_by_executorch_kernel(std::string_view kernel) {
+  static const TargetIndex m = target_index(&OpLowering::executorch, "ExecuTorch");
+  return find_in(m, kernel);
+}
+
+const OpSchema* find_op_by_aten_target(std::string_view target) {
+  static const TargetIndex m = target_index(&OpLowering::aten, "ATen");
+  return find_in(m, target);
+}
+
 std::vector<const OpSchema*> all_op_schemas() {
   std::vector<const OpSchema*> v;
   for (const OpSchema& s : op_table()) v.push_back(&s);

@@ -313,6 +313,9 @@ Out infer_full(const In&, const Attrs& a, ShapeEnv&) {
   return {TensorType{a.dtype("dtype"), a.syms("size")}};
 }
 
+Out to_bool(const In& i, const Attrs&, ShapeEnv&) { return Out{TensorType{DType::Bool, i.at(0)->shape}}; }
+Out infer_matmul2(const In& i, const Attrs& a, ShapeEnv& e) { return infer_matmul(i, a, e, "aten.matmul"); }
+
 #define BIN(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return binary(i, a, e, n); }
 #define CMP(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return compare(i, a, e, n); }
 #define RED(n) [](const In& i, const Attrs& a, ShapeEnv& e) { return reduce(i, a, e, n); }
@@ -325,243 +328,199 @@ AttrSpec opt(const std::string& n, AttrValue d, const std::string& doc = "") {
   return AttrSpec{n, false, std::move(d), doc};
 }
 
+// The backends' one-call lowerings (hfx/ops/op_lowering.h): ExecuTorch portable kernel "aten::<k>", ATen
+// overload "torch.ops.aten.<a>", ONNX op. The argument lists are the callees' schemas in order.
+using namespace lower;
+CallDecl et(const std::string& k, std::vector<CallArg> args) { return {"aten::" + k, std::move(args)}; }
+CallDecl aten(const std::string& a, std::vector<CallArg> args) {
+  return {"torch.ops.aten." + a, std::move(args)};
+}
+const std::vector<CallArg> kSelf = {in(0, "self")};
+const std::vector<CallArg> kSelfOther = {in(0, "self"), in(1, "other")};
+OpLowering with_onnx(OpLowering l, const char* onnx, OnnxForm form) {
+  l.onnx = onnx;
+  l.onnx_form = form;
+  return l;
+}
+// a ⊕ b, elementwise: ExecuTorch "aten::<e>" (add/sub also take alpha = 1), ATen "<a>", ONNX `onnx`.
+OpLowering elementwise2(const std::string& e, const std::string& a, bool alpha, const char* onnx, OnnxForm f,
+                        const char* xnn = "") {
+  std::vector<CallArg> ea{in(0), in(1)};
+  if (alpha) ea.push_back(constant(int64_t{1}, "alpha"));
+  OpLowering l = with_onnx({et(e, ea), aten(a, kSelfOther), AtenLayout::Elementwise}, onnx, f);
+  l.xnnpack = xnn;
+  return l;
+}
+
 std::vector<OpSchema> build_table() {
   namespace K = kernels;
   std::vector<OpSchema> t;
-  auto add = [&](OpSchema s) { t.push_back(std::move(s)); };
-  auto unary = [&](const char* name, KernelFn k, bool float_only = true) {
-    add({name, 1, 1, 1, {}, float_only ? InferFn(float_unary) : InferFn(same_as_first), k, nullptr, ""});
+  auto add = [&](OpSchema s, OpLowering l = {}) {
+    s.lower = std::move(l);
+    t.push_back(std::move(s));
   };
+  // f(x), elementwise: "aten::<u>.out" where ExecuTorch's portable library has it, "<u>.default", `onnx`.
+  auto unary = [&](const char* name, KernelFn k, bool float_only, bool executorch, const char* onnx,
+                   const char* xnn = "") {
+    std::string u = std::string(name).substr(5);
+    OpLowering l{executorch ? et(u + ".out", {in(0)}) : CallDecl{}, aten(u + ".default", kSelf),
+                 AtenLayout::Elementwise};
+    l.xnnpack = xnn;
+    add({name, 1, 1, 1, {}, float_only ? InferFn(float_unary) : InferFn(same_as_first), k, nullptr, ""},
+        onnx ? with_onnx(l, onnx, OnnxForm::Unary) : l);
+  };
+  // A table of data: one op per line where it fits, its lowerings below it.
+  // clang-format off
+  using F = OnnxForm;
   // ---- elementwise binary ----
-  add({"aten.add.Tensor", 2, 2, 1, {}, BIN("aten.add.Tensor"), K::add, nullptr, "a + b"});
-  add({"aten.sub.Tensor", 2, 2, 1, {}, BIN("aten.sub.Tensor"), K::sub, nullptr, "a - b"});
-  add({"aten.mul.Tensor", 2, 2, 1, {}, BIN("aten.mul.Tensor"), K::mul, nullptr, "a * b"});
-  add({"aten.div.Tensor", 2, 2, 1, {}, true_div, K::div, nullptr, "a / b (true division)"});
-  add({"aten.maximum", 2, 2, 1, {}, BIN("aten.maximum"), K::maximum, nullptr, ""});
-  add({"aten.minimum", 2, 2, 1, {}, BIN("aten.minimum"), K::minimum, nullptr, ""});
+  add({"aten.add.Tensor", 2, 2, 1, {}, BIN("aten.add.Tensor"), K::add, nullptr, "a + b"},
+      elementwise2("add.out", "add.Tensor", true, "Add", F::Binary, "XNNAdd"));
+  add({"aten.sub.Tensor", 2, 2, 1, {}, BIN("aten.sub.Tensor"), K::sub, nullptr, "a - b"},
+      elementwise2("sub.out", "sub.Tensor", true, "Sub", F::Binary, "XNNSubtract"));
+  add({"aten.mul.Tensor", 2, 2, 1, {}, BIN("aten.mul.Tensor"), K::mul, nullptr, "a * b"},
+      elementwise2("mul.out", "mul.Tensor", false, "Mul", F::Binary, "XNNMultiply"));
+  add({"aten.div.Tensor", 2, 2, 1, {}, true_div, K::div, nullptr, "a / b (true division)"},
+      elementwise2("div.out", "div.Tensor", false, "Div", F::Binary, "XNNDiv"));
+  add({"aten.maximum", 2, 2, 1, {}, BIN("aten.maximum"), K::maximum, nullptr, ""},
+      elementwise2("maximum.out", "maximum.default", false, "Max", F::Binary, "XNNMaximum"));
+  add({"aten.minimum", 2, 2, 1, {}, BIN("aten.minimum"), K::minimum, nullptr, ""},
+      elementwise2("minimum.out", "minimum.default", false, "Min", F::Binary, "XNNMinimum"));
   add({"aten.add.Scalar", 1, 1, 1, {req_f("other")}, same_as_first, K::add_scalar, nullptr, "a + other"});
   add({"aten.mul.Scalar", 1, 1, 1, {req_f("other")}, same_as_first, K::mul_scalar, nullptr, "a * other"});
-  add({"aten.pow.Tensor_Scalar",
-       1,
-       1,
-       1,
-       {req_f("exponent")},
-       float_unary,
-       K::pow_scalar,
-       nullptr,
-       "a ** exponent"});
-  add({"aten.eq.Tensor", 2, 2, 1, {}, CMP("aten.eq.Tensor"), K::eq, nullptr, ""});
-  add({"aten.lt.Tensor", 2, 2, 1, {}, CMP("aten.lt.Tensor"), K::lt, nullptr, ""});
-  add({"aten.le.Tensor", 2, 2, 1, {}, CMP("aten.le.Tensor"), K::le, nullptr, ""});
-  add({"aten.gt.Tensor", 2, 2, 1, {}, CMP("aten.gt.Tensor"), K::gt, nullptr, ""});
-  add({"aten.ge.Tensor", 2, 2, 1, {}, CMP("aten.ge.Tensor"), K::ge, nullptr, ""});
-  add({"aten.logical_and", 2, 2, 1, {}, CMP("aten.logical_and"), K::logical_and, nullptr, ""});
-  add({"aten.logical_or", 2, 2, 1, {}, CMP("aten.logical_or"), K::logical_or, nullptr, ""});
-  add({"aten.logical_not",
-       1,
-       1,
-       1,
-       {},
-       [](const In& i, const Attrs&, ShapeEnv&) {
-         return Out{TensorType{DType::Bool, i.at(0)->shape}};
-       },
-       K::logical_not,
-       nullptr,
-       ""});
-  add({"aten.where.self", 3, 3, 1, {}, infer_where, K::where, nullptr, "cond ? a : b"});
+  add({"aten.pow.Tensor_Scalar", 1, 1, 1, {req_f("exponent")}, float_unary, K::pow_scalar, nullptr,
+       "a ** exponent"},
+      {et("pow.Tensor_Scalar_out", {in(0), attr("exponent")}),
+       aten("pow.Tensor_Scalar", {in(0, "self"), attr("exponent")}), AtenLayout::LikeInput0});
+  add({"aten.eq.Tensor", 2, 2, 1, {}, CMP("aten.eq.Tensor"), K::eq, nullptr, ""},
+      elementwise2("eq.Tensor_out", "eq.Tensor", false, "Equal", F::Compare));
+  add({"aten.lt.Tensor", 2, 2, 1, {}, CMP("aten.lt.Tensor"), K::lt, nullptr, ""},
+      elementwise2("lt.Tensor_out", "lt.Tensor", false, "Less", F::Compare));
+  add({"aten.le.Tensor", 2, 2, 1, {}, CMP("aten.le.Tensor"), K::le, nullptr, ""},
+      elementwise2("le.Tensor_out", "le.Tensor", false, "LessOrEqual", F::Compare));
+  add({"aten.gt.Tensor", 2, 2, 1, {}, CMP("aten.gt.Tensor"), K::gt, nullptr, ""},
+      elementwise2("gt.Tensor_out", "gt.Tensor", false, "Greater", F::Compare));
+  add({"aten.ge.Tensor", 2, 2, 1, {}, CMP("aten.ge.Tensor"), K::ge, nullptr, ""},
+      elementwise2("ge.Tensor_out", "ge.Tensor", false, "GreaterOrEqual", F::Compare));
+  add({"aten.logical_and", 2, 2, 1, {}, CMP("aten.logical_and"), K::logical_and, nullptr, ""},
+      elementwise2("logical_and.out", "logical_and.default", false, "And", F::Logical));
+  add({"aten.logical_or", 2, 2, 1, {}, CMP("aten.logical_or"), K::logical_or, nullptr, ""},
+      elementwise2("logical_or.out", "logical_or.default", false, "Or", F::Logical));
+  add({"aten.logical_not", 1, 1, 1, {}, to_bool, K::logical_not, nullptr, ""},
+      with_onnx({et("logical_not.out", {in(0)}), aten("logical_not.default", kSelf), AtenLayout::Elementwise},
+                "Not", F::Logical));
+  add({"aten.where.self", 3, 3, 1, {}, infer_where, K::where, nullptr, "cond ? a : b"},
+      {et("where.self_out", {in(0), in(1), in(2)}),
+       aten("where.self", {in(0, "condition"), in(1, "self"), in(2, "other")}), AtenLayout::Elementwise});
   // ---- unary ----
-  unary("aten.neg", K::neg, false);
-  unary("aten.abs", K::abs, false);
-  unary("aten.relu", K::relu, false);
-  unary("aten.exp", K::exp);
-  unary("aten.log", K::log);
-  unary("aten.sqrt", K::sqrt);
-  unary("aten.rsqrt", K::rsqrt);
-  unary("aten.tanh", K::tanh);
-  unary("aten.sigmoid", K::sigmoid);
-  unary("aten.silu", K::silu);
-  unary("aten.sin", K::sin);
-  unary("aten.cos", K::cos);
-  unary("aten.reciprocal", K::reciprocal);
-  unary("aten.erf", K::erf);
-  add({"aten.gelu",
-       1,
-       1,
-       1,
-       {opt("approximate", std::string("none"), "'none' (erf) or 'tanh'")},
-       float_unary,
-       K::gelu,
-       nullptr,
-       ""});
+  unary("aten.neg", K::neg, false, true, "Neg", "XNNNegate");
+  unary("aten.abs", K::abs, false, true, "Abs", "XNNAbs");
+  unary("aten.relu", K::relu, false, true, "Relu");
+  unary("aten.exp", K::exp, true, true, "Exp", "XNNExp");
+  unary("aten.log", K::log, true, true, "Log", "XNNLog");
+  unary("aten.sqrt", K::sqrt, true, true, "Sqrt", "XNNSquareRoot");
+  unary("aten.rsqrt", K::rsqrt, true, true, nullptr, "XNNReciprocalSquareRoot");
+  unary("aten.tanh", K::tanh, true, true, "Tanh", "XNNTanh");
+  unary("aten.sigmoid", K::sigmoid, true, true, "Sigmoid", "XNNSigmoid");
+  unary("aten.silu", K::silu, true, false, nullptr);  // ExecuTorch: silu_to_sigmoid_mul (no portable kernel)
+  unary("aten.sin", K::sin, true, true, "Sin", "XNNSin");
+  unary("aten.cos", K::cos, true, true, "Cos", "XNNCos");
+  unary("aten.reciprocal", K::reciprocal, true, true, "Reciprocal");
+  unary("aten.erf", K::erf, true, true, "Erf");
+  add({"aten.gelu", 1, 1, 1, {opt("approximate", std::string("none"), "'none' (erf) or 'tanh'")}, float_unary,
+       K::gelu, nullptr, ""},
+      {et("gelu.out", {in(0), attr("approximate")})});
   // ---- linear algebra ----
-  add({"aten.mm", 2, 2, 1, {}, infer_mm, K::mm, nullptr, "[M,K] @ [K,N]"});
-  add({"aten.bmm", 2, 2, 1, {}, infer_bmm, K::bmm, nullptr, "[B,M,K] @ [B,K,N]"});
-  add({"aten.matmul",
-       2,
-       2,
-       1,
-       {},
-       [](const In& i, const Attrs& a, ShapeEnv& e) { return infer_matmul(i, a, e, "aten.matmul"); },
-       K::matmul,
-       nullptr,
-       "batched matmul with broadcasting"});
+  add({"aten.mm", 2, 2, 1, {}, infer_mm, K::mm, nullptr, "[M,K] @ [K,N]"},
+      {et("mm.out", {in(0), in(1)}), aten("mm.default", {in(0, "self"), in(1, "mat2")})});
+  add({"aten.bmm", 2, 2, 1, {}, infer_bmm, K::bmm, nullptr, "[B,M,K] @ [B,K,N]"},
+      {et("bmm.out", {in(0), in(1)}), aten("bmm.default", {in(0, "self"), in(1, "mat2")})});
+  add({"aten.matmul", 2, 2, 1, {}, infer_matmul2, K::matmul, nullptr, "batched matmul with broadcasting"},
+      {{}, aten("matmul.default", kSelfOther)});
   add({"aten.linear", 2, 3, 1, {}, infer_linear, K::linear, nullptr, "x @ w^T + b"});
-  add({"hfx.linear_q",
-       3,
-       4,
-       1,
+  add({"hfx.linear_q", 3, 4, 1,
        {req("bits", "4 or 8"), req("group_size", "input features per scale"),
         opt("act_bits", int64_t{0}, "8: x rounded to int8 per block (MatMulNBits accuracy_level 4); 0: f32")},
-       op_shapes::linear_q,
-       K::linear_q,
-       nullptr,
+       op_shapes::linear_q, K::linear_q, nullptr,
        "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
-  add({"hfx.embedding_q",
-       3,
-       4,
-       1,
-       {req("bits", "4 or 8"), req("group_size", "features per scale")},
-       op_shapes::embedding_q,
-       K::embedding_q,
-       nullptr,
+  add({"hfx.embedding_q", 3, 4, 1, {req("bits", "4 or 8"), req("group_size", "features per scale")},
+       op_shapes::embedding_q, K::embedding_q, nullptr,
        "rows of dequant(codes, scales, zero_points) (inputs: codes, scales, indices[, zero_points])"});
   // ---- reductions ----
-  add({"aten.sum.dim_IntList",
-       1,
-       1,
-       1,
-       {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)},
-       RED("aten.sum.dim_IntList"),
-       K::sum,
-       nullptr,
-       ""});
-  add({"aten.mean.dim",
-       1,
-       1,
-       1,
-       {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)},
-       RED("aten.mean.dim"),
-       K::mean,
-       nullptr,
-       ""});
-  add({"aten.amax",
-       1,
-       1,
-       1,
-       {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)},
-       RED("aten.amax"),
-       K::amax,
-       nullptr,
-       ""});
-  add({"aten.argmax", 1, 1, 1, {req("dim"), opt("keepdim", false)}, infer_argmax, K::argmax, nullptr, ""});
-  add({"aten.cumsum", 1, 1, 1, {req("dim")}, DIMSAME("aten.cumsum"), K::cumsum, nullptr, ""});
-  add({"aten._softmax", 1, 1, 1, {req("dim")}, DIMSAME("aten._softmax"), K::softmax, nullptr, ""});
-  add({"aten._log_softmax",
-       1,
-       1,
-       1,
-       {req("dim")},
-       DIMSAME("aten._log_softmax"),
-       K::log_softmax,
-       nullptr,
-       ""});
-  add({"aten.layer_norm",
-       1,
-       3,
-       1,
-       {opt("eps", 1e-5)},
-       infer_layer_norm,
-       K::layer_norm,
-       nullptr,
+  const std::vector<AttrSpec> reduce_attrs = {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)};
+  add({"aten.sum.dim_IntList", 1, 1, 1, reduce_attrs, RED("aten.sum.dim_IntList"), K::sum, nullptr, ""});
+  add({"aten.mean.dim", 1, 1, 1, reduce_attrs, RED("aten.mean.dim"), K::mean, nullptr, ""});
+  add({"aten.amax", 1, 1, 1, reduce_attrs, RED("aten.amax"), K::amax, nullptr, ""},
+      {et("amax.out", {in(0), attr("dim"), attr("keepdim")})});
+  add({"aten.argmax", 1, 1, 1, {req("dim"), opt("keepdim", false)}, infer_argmax, K::argmax, nullptr, ""},
+      {et("argmax.out", {in(0), attr("dim"), attr("keepdim")}),
+       aten("argmax.default", {in(0, "self"), attr("dim"), attr("keepdim")})});
+  add({"aten.cumsum", 1, 1, 1, {req("dim")}, DIMSAME("aten.cumsum"), K::cumsum, nullptr, ""},
+      {et("cumsum.out", {in(0), attr("dim"), none("dtype")})});
+  using NamedKernel = std::pair<const char*, KernelFn>;
+  for (auto [name, k] : {NamedKernel{"aten._softmax", K::softmax}, {"aten._log_softmax", K::log_softmax}}) {
+    std::string op = name, u = op.substr(5);
+    InferFn infer = [op](const In& i, const Attrs& a, ShapeEnv& e) {
+      return infer_dim_check_same(i, a, e, op.c_str());
+    };
+    add({op, 1, 1, 1, {req("dim")}, infer, k, nullptr, ""},
+        {et(u + ".out", {in(0), attr("dim"), constant(false, "half_to_float")}),
+         aten(u + ".default", {in(0, "self"), attr("dim"), constant(false, "half_to_float")}),
+         AtenLayout::LikeInput0});
+  }
+  add({"aten.layer_norm", 1, 3, 1, {opt("eps", 1e-5)}, infer_layer_norm, K::layer_norm, nullptr,
        "over the last dim"});
   // ---- indexing and shape ----
-  add({"aten.embedding", 2, 2, 1, {}, op_shapes::embedding, K::embedding, nullptr, ""});
-  add({"aten.index_select", 2, 2, 1, {req("dim")}, op_shapes::index_select, K::index_select, nullptr, ""});
-  add({"aten.index_copy",
-       3,
-       3,
-       1,
-       {req("dim")},
-       op_shapes::index_copy,
-       K::index_copy,
-       nullptr,
-       "functional index_copy"});
+  add({"aten.embedding", 2, 2, 1, {}, op_shapes::embedding, K::embedding, nullptr, ""},
+      {et("embedding.out", {in(0), in(1), constant(int64_t{-1}, "padding_idx"),
+                            constant(false, "scale_grad_by_freq"), constant(false, "sparse")}),
+       aten("embedding.default", {in(0, "weight"), in(1, "indices")})});
+  add({"aten.index_select", 2, 2, 1, {req("dim")}, op_shapes::index_select, K::index_select, nullptr, ""},
+      {et("index_select.out", {in(0), attr("dim"), in(1)}),
+       aten("index_select.default", {in(0, "self"), attr("dim"), in(1, "index")})});
+  add({"aten.index_copy", 3, 3, 1, {req("dim")}, op_shapes::index_copy, K::index_copy, nullptr,
+       "functional index_copy"},
+      {{}, aten("index_copy.default", {in(0, "self"), attr("dim"), in(1, "index"), in(2, "source")}),
+       AtenLayout::LikeInput0});
   add({"aten.cat", 1, -1, 1, {opt("dim", int64_t{0})}, infer_cat, K::cat, nullptr, ""});
-  add({"aten.slice.Tensor",
-       1,
-       1,
-       1,
+  add({"aten.slice.Tensor", 1, 1, 1,
        {opt("dim", int64_t{0}), opt("start", Sym(0)), opt("end", Sym(SymRange::kInf)),
         opt("step", int64_t{1})},
-       infer_slice,
-       K::slice,
-       nullptr,
-       ""});
-  add({"aten.view", 1, 1, 1, {req("size")}, infer_view, K::view, nullptr, ""});
-  add({"aten.permute", 1, 1, 1, {req("dims")}, infer_permute, K::permute, nullptr, ""});
-  add({"aten.expand", 1, 1, 1, {req("size")}, infer_expand, K::expand, nullptr, ""});
-  add({"aten.unsqueeze", 1, 1, 1, {req("dim")}, infer_unsqueeze, K::unsqueeze, nullptr, ""});
-  add({"aten.squeeze.dim", 1, 1, 1, {req("dim")}, infer_squeeze, K::squeeze, nullptr, ""});
+       infer_slice, K::slice, nullptr, ""});
+  add({"aten.view", 1, 1, 1, {req("size")}, infer_view, K::view, nullptr, ""},
+      {et("view_copy.out", {in(0), attr("size")})});
+  add({"aten.permute", 1, 1, 1, {req("dims")}, infer_permute, K::permute, nullptr, ""},
+      {et("permute_copy.out", {in(0), attr("dims")})});
+  add({"aten.expand", 1, 1, 1, {req("size")}, infer_expand, K::expand, nullptr, ""},
+      {et("expand_copy.out", {in(0), attr("size"), constant(false, "implicit")})});
+  add({"aten.unsqueeze", 1, 1, 1, {req("dim")}, infer_unsqueeze, K::unsqueeze, nullptr, ""},
+      {et("unsqueeze_copy.out", {in(0), attr("dim")}),
+       aten("unsqueeze.default", {in(0, "self"), attr("dim")}), AtenLayout::LikeInput0});
+  add({"aten.squeeze.dim", 1, 1, 1, {req("dim")}, infer_squeeze, K::squeeze, nullptr, ""},
+      {et("squeeze_copy.dim_out", {in(0), attr("dim")}), aten("squeeze.dim", {in(0, "self"), attr("dim")}),
+       AtenLayout::LikeInput0});
   add({"aten._to_copy", 1, 1, 1, {req("dtype")}, infer_to_copy, K::to_copy, nullptr, "dtype conversion"});
   // ---- factories ----
-  add({"aten.arange.start",
-       0,
-       0,
-       1,
-       {opt("start", Sym(0)), req("end"), opt("dtype", DType::I64)},
-       infer_arange,
-       K::arange,
-       nullptr,
-       ""});
-  add({"aten.full",
-       0,
-       0,
-       1,
-       {req("size"), opt("value", 0.0), opt("dtype", DType::F32)},
-       infer_full,
-       K::full,
-       nullptr,
-       ""});
+  add({"aten.arange.start", 0, 0, 1, {opt("start", Sym(0)), req("end"), opt("dtype", DType::I64)},
+       infer_arange, K::arange, nullptr, ""});
+  add({"aten.full", 0, 0, 1, {req("size"), opt("value", 0.0), opt("dtype", DType::F32)}, infer_full, K::full,
+       nullptr, ""});
   // ---- composite ----
-  add({"hfx.rms_norm",
-       2,
-       2,
-       1,
-       {opt("eps", 1e-6), opt("weight_offset", 0.0)},
-       op_shapes::rms_norm,
-       K::rms_norm,
-       decomp::rms_norm,
-       "x * rsqrt(mean(x^2) + eps) * (w + offset)"});
-  add({"hfx.rope",
-       3,
-       3,
-       1,
-       {opt("interleaved", false)},
-       op_shapes::rope,
-       K::rope,
-       decomp::rope,
+  add({"hfx.rms_norm", 2, 2, 1, {opt("eps", 1e-6), opt("weight_offset", 0.0)}, op_shapes::rms_norm,
+       K::rms_norm, decomp::rms_norm, "x * rsqrt(mean(x^2) + eps) * (w + offset)"});
+  add({"hfx.rope", 3, 3, 1, {opt("interleaved", false)}, op_shapes::rope, K::rope, decomp::rope,
        "rotary embedding"});
-  add({"hfx.sdpa",
-       3,
-       4,
-       1,
-       {req_f("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)},
-       op_shapes::sdpa,
-       K::sdpa,
-       decomp::sdpa,
+  add({"hfx.sdpa", 3, 4, 1,
+       {req_f("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)}, op_shapes::sdpa,
+       K::sdpa, decomp::sdpa,
        "scaled dot-product attention (causal, GQA, sliding window, softcap, additive mask)"});
-  add({"hfx.moe",
-       4,
-       -1,
-       1,
+  add({"hfx.moe", 4, -1, 1,
        {req("top_k"), opt("normalize", false),
         opt("act", std::string("silu"), "silu, relu, gelu or gelu_tanh"),
         opt("interleaved", false, "stacked gate_up rows alternate gate, up (else gate rows, then up)")},
-       op_shapes::moe,
-       K::moe,
-       decomp::moe,
+       op_shapes::moe, K::moe, decomp::moe,
        "sparse mixture-of-experts MLP: softmax routing, top_k (optionally renormalized), gated experts "
        "(stacked or per expert)"});
+  // clang-format on
   return t;
 }
 

@@ -16,43 +16,58 @@ Tensor run_op(const char* op, const std::vector<Tensor>& in, const Attrs& a = {}
 
 std::vector<Sym> syms(const std::vector<int64_t>& v) { return std::vector<Sym>(v.begin(), v.end()); }
 
+// An argument read back as the attribute value its EValue holds (the writer picks the EValue by the value's
+// type, so the kind says which).
+AttrValue read_value(PteMethod::Impl& m, int idx) {
+  switch (m.at(idx).kind) {
+    case fb::KernelTypes::Int:
+      return m.integer(idx);
+    case fb::KernelTypes::Double:
+      return m.number(idx);
+    case fb::KernelTypes::Bool:
+      return m.boolean(idx);
+    case fb::KernelTypes::String:
+      return m.str(idx);
+    case fb::KernelTypes::IntList:
+      return m.int_list(idx);
+    default:
+      HFX_THROW("pte", "expected an Int, Double, Bool, String or IntList at value {}, got {}", idx,
+                fb::EnumNameKernelTypes(m.at(idx).kind));
+  }
+}
+
+// The op table's declared call (hfx/ops/op_lowering.h) read back: inputs and attributes from the arguments
+// it names, constants checked, the op's kernel run into the out tensor that follows them.
+KernelEntry declared(const OpSchema& s) {
+  const CallDecl& c = s.lower.executorch;
+  return {c.args.size() + 2, [&s, &c](PteMethod::Impl& m, const Args& a) {
+            std::vector<Tensor> ins;
+            Attrs at;
+            for (size_t i = 0; i < c.args.size(); i++) {
+              const CallArg& x = c.args[i];
+              if (x.kind == CallArg::Kind::Input) {
+                if (ins.size() <= static_cast<size_t>(x.input)) ins.resize(static_cast<size_t>(x.input) + 1);
+                ins[static_cast<size_t>(x.input)] = m.tensor(a[i]);
+              } else if (x.kind == CallArg::Kind::None) {
+                if (!m.is_null(a[i])) HFX_THROW("pte", "expected None for {} of {}", x.name, c.target);
+              } else if (x.kind == CallArg::Kind::Const) {
+                if (!attr_equal(read_value(m, a[i]), x.value))
+                  HFX_THROW("pte", "expected {} {} for {}, got {}", x.name, attr_to_string(x.value), c.target,
+                            attr_to_string(read_value(m, a[i])));
+              } else {
+                at.set(x.attr, read_value(m, a[i]));
+              }
+            }
+            m.write(a[c.args.size()], s.kernel(ins, normalize_attrs(s, at)).at(0).contiguous());
+          }};
+}
+
 }  // namespace
 
 const std::map<std::string, KernelEntry>& kernel_table() {
   static const std::map<std::string, KernelEntry> t = [] {
     std::map<std::string, KernelEntry> k;
     using M = PteMethod::Impl;
-    // binary with alpha (must be 1: hfx never writes another)
-    for (auto [et, op] : std::vector<std::pair<const char*, const char*>>{
-             {"aten::add.out", "aten.add.Tensor"}, {"aten::sub.out", "aten.sub.Tensor"}})
-      k[et] = {5, [op = op](M& m, const Args& a) {
-                 if (m.number(a[2]) != 1)
-                   HFX_THROW("pte", "expected alpha 1 for {}, got {}", op, m.number(a[2]));
-                 m.write(a[3], run_op(op, {m.tensor(a[0]), m.tensor(a[1])}));
-               }};
-    for (auto [et, op] :
-         std::vector<std::pair<const char*, const char*>>{{"aten::mul.out", "aten.mul.Tensor"},
-                                                          {"aten::div.out", "aten.div.Tensor"},
-                                                          {"aten::maximum.out", "aten.maximum"},
-                                                          {"aten::minimum.out", "aten.minimum"},
-                                                          {"aten::eq.Tensor_out", "aten.eq.Tensor"},
-                                                          {"aten::lt.Tensor_out", "aten.lt.Tensor"},
-                                                          {"aten::le.Tensor_out", "aten.le.Tensor"},
-                                                          {"aten::gt.Tensor_out", "aten.gt.Tensor"},
-                                                          {"aten::ge.Tensor_out", "aten.ge.Tensor"},
-                                                          {"aten::logical_and.out", "aten.logical_and"},
-                                                          {"aten::logical_or.out", "aten.logical_or"},
-                                                          {"aten::mm.out", "aten.mm"},
-                                                          {"aten::bmm.out", "aten.bmm"}})
-      k[et] = {4, [op = op](M& m, const Args& a) {
-                 m.write(a[2], run_op(op, {m.tensor(a[0]), m.tensor(a[1])}));
-               }};
-    for (const char* u : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "sin",
-                          "cos", "reciprocal", "erf", "logical_not"}) {
-      std::string op = std::string("aten.") + u;
-      k[std::string("aten::") + u + ".out"] = {
-          3, [op](M& m, const Args& a) { m.write(a[1], run_op(op.c_str(), {m.tensor(a[0])})); }};
-    }
     k["aten::add.Scalar_out"] = {
         5, [](M& m, const Args& a) {
           if (m.number(a[2]) != 1) HFX_THROW("pte", "expected alpha 1 for add.Scalar_out");
@@ -61,18 +76,6 @@ const std::map<std::string, KernelEntry>& kernel_table() {
     k["aten::mul.Scalar_out"] = {
         4, [](M& m, const Args& a) {
           m.write(a[2], run_op("aten.mul.Scalar", {m.tensor(a[0])}, {{"other", m.number(a[1])}}));
-        }};
-    k["aten::pow.Tensor_Scalar_out"] = {
-        4, [](M& m, const Args& a) {
-          m.write(a[2], run_op("aten.pow.Tensor_Scalar", {m.tensor(a[0])}, {{"exponent", m.number(a[1])}}));
-        }};
-    k["aten::where.self_out"] = {
-        5, [](M& m, const Args& a) {
-          m.write(a[3], run_op("aten.where.self", {m.tensor(a[0]), m.tensor(a[1]), m.tensor(a[2])}));
-        }};
-    k["aten::gelu.out"] = {
-        4, [](M& m, const Args& a) {
-          m.write(a[2], run_op("aten.gelu", {m.tensor(a[0])}, {{"approximate", m.str(a[1])}}));
         }};
     // reductions
     auto dims_or_all = [](M& m, int idx) {
@@ -90,27 +93,6 @@ const std::map<std::string, KernelEntry>& kernel_table() {
                                      run_op("aten.mean.dim", {m.tensor(a[0])},
                                             {{"dim", dims_or_all(m, a[1])}, {"keepdim", m.boolean(a[2])}}));
                            }};
-    k["aten::amax.out"] = {5, [](M& m, const Args& a) {
-                             m.write(a[3], run_op("aten.amax", {m.tensor(a[0])},
-                                                  {{"dim", m.int_list(a[1])}, {"keepdim", m.boolean(a[2])}}));
-                           }};
-    k["aten::argmax.out"] = {5, [](M& m, const Args& a) {
-                               if (m.is_null(a[1]))
-                                 HFX_THROW("pte", "expected a dim for argmax.out, got None");
-                               m.write(a[3],
-                                       run_op("aten.argmax", {m.tensor(a[0])},
-                                              {{"dim", m.integer(a[1])}, {"keepdim", m.boolean(a[2])}}));
-                             }};
-    k["aten::cumsum.out"] = {
-        5, [](M& m, const Args& a) {
-          m.write(a[3], run_op("aten.cumsum", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
-        }};
-    for (auto [et, op] : std::vector<std::pair<const char*, const char*>>{
-             {"aten::_softmax.out", "aten._softmax"}, {"aten::_log_softmax.out", "aten._log_softmax"}})
-      k[et] = {5, [op = op](M& m, const Args& a) {
-                 if (m.boolean(a[2])) HFX_THROW("pte", "expected half_to_float false for {}", op);
-                 m.write(a[3], run_op(op, {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
-               }};
     k["aten::native_layer_norm.out"] = {
         9, [](M& m, const Args& a) {
           Tensor x = m.tensor(a[0]);
@@ -128,17 +110,6 @@ const std::map<std::string, KernelEntry>& kernel_table() {
           m.write(a[7], run_op("aten.rsqrt", {run_op("aten.add.Scalar", {var}, {{"other", eps}})}));
         }};
     // indexing and shape
-    k["aten::embedding.out"] = {7, [](M& m, const Args& a) {
-                                  if (m.integer(a[2]) != -1 || m.boolean(a[3]) || m.boolean(a[4]))
-                                    HFX_THROW("pte",
-                                              "expected embedding.out with padding_idx -1 and no flags");
-                                  m.write(a[5], run_op("aten.embedding", {m.tensor(a[0]), m.tensor(a[1])}));
-                                }};
-    k["aten::index_select.out"] = {
-        5, [](M& m, const Args& a) {
-          m.write(a[3],
-                  run_op("aten.index_select", {m.tensor(a[0]), m.tensor(a[2])}, {{"dim", m.integer(a[1])}}));
-        }};
     auto index_put = [](M& m, const Args& a, int out) {
       if (m.boolean(a[3])) HFX_THROW("pte", "expected accumulate false for index_put");
       Slot& l = m.at(a[1]);
@@ -175,28 +146,6 @@ const std::map<std::string, KernelEntry>& kernel_table() {
                                           if (!m.is_null(a[3])) at.set("end", Sym(m.integer(a[3])));
                                           m.write(a[5], run_op("aten.slice.Tensor", {m.tensor(a[0])}, at));
                                         }};
-    k["aten::view_copy.out"] = {
-        4, [](M& m, const Args& a) {
-          m.write(a[2],
-                  run_op("aten.view", {m.tensor(a[0])}, {{"size", syms(m.int_list(a[1]))}}).contiguous());
-        }};
-    k["aten::permute_copy.out"] = {
-        4, [](M& m, const Args& a) {
-          m.write(a[2], run_op("aten.permute", {m.tensor(a[0])}, {{"dims", m.int_list(a[1])}}));
-        }};
-    k["aten::expand_copy.out"] = {
-        5, [](M& m, const Args& a) {
-          if (m.boolean(a[2])) HFX_THROW("pte", "expected implicit false for expand_copy.out");
-          m.write(a[3], run_op("aten.expand", {m.tensor(a[0])}, {{"size", syms(m.int_list(a[1]))}}));
-        }};
-    k["aten::unsqueeze_copy.out"] = {
-        4, [](M& m, const Args& a) {
-          m.write(a[2], run_op("aten.unsqueeze", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
-        }};
-    k["aten::squeeze_copy.dim_out"] = {
-        4, [](M& m, const Args& a) {
-          m.write(a[2], run_op("aten.squeeze.dim", {m.tensor(a[0])}, {{"dim", m.integer(a[1])}}));
-        }};
     k["aten::_to_copy.out"] = {
         5, [](M& m, const Args& a) {
           if (!m.is_null(a[2])) HFX_THROW("pte", "expected memory_format None for _to_copy.out");
@@ -247,6 +196,13 @@ const std::map<std::string, KernelEntry>& kernel_table() {
     });
     k["executorch_prim::sym_min.Scalar"] = prim([](int64_t x, int64_t y) { return std::min(x, y); });
     k["executorch_prim::sym_max.Scalar"] = prim([](int64_t x, int64_t y) { return std::max(x, y); });
+    for (const OpSchema* s : all_op_schemas()) {
+      const CallDecl& c = s->lower.executorch;
+      if (!c.declared()) continue;
+      if (k.count(c.target))
+        HFX_THROW("pte", "expected {} read once, got a declared call and a hand-written one", c.target);
+      k[c.target] = declared(*s);
+    }
     return k;
   }();
   return t;

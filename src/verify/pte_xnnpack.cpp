@@ -437,22 +437,17 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
 
 Tensor run_node(const XnnGraph::Op& op, const std::vector<Tensor>& in) {
   using K = fx::XNodeUnion;
-  static const std::map<K, const char*> binary = {
-      {K::XNNAdd, "aten.add.Tensor"},      {K::XNNSubtract, "aten.sub.Tensor"},
-      {K::XNNMultiply, "aten.mul.Tensor"}, {K::XNNDiv, "aten.div.Tensor"},
-      {K::XNNMaximum, "aten.maximum"},     {K::XNNMinimum, "aten.minimum"}};
-  static const std::map<K, const char*> unary = {{K::XNNSigmoid, "aten.sigmoid"},
-                                                 {K::XNNTanh, "aten.tanh"},
-                                                 {K::XNNExp, "aten.exp"},
-                                                 {K::XNNNegate, "aten.neg"},
-                                                 {K::XNNAbs, "aten.abs"},
-                                                 {K::XNNSquareRoot, "aten.sqrt"},
-                                                 {K::XNNReciprocalSquareRoot, "aten.rsqrt"},
-                                                 {K::XNNLog, "aten.log"},
-                                                 {K::XNNSin, "aten.sin"},
-                                                 {K::XNNCos, "aten.cos"}};
-  if (auto it = binary.find(op.kind); it != binary.end()) return run_op(it->second, {in[0], in[1]});
-  if (auto it = unary.find(op.kind); it != unary.end()) return run_op(it->second, {in[0]});
+  // The elementwise nodes the op table declares (OpLowering::xnnpack), mapped back to their ops.
+  static const std::map<std::string, const OpSchema*> elementwise = [] {
+    std::map<std::string, const OpSchema*> m;
+    for (const OpSchema* s : all_op_schemas())
+      if (!s->lower.xnnpack.empty()) m[s->lower.xnnpack] = s;
+    return m;
+  }();
+  if (auto it = elementwise.find(fx::EnumNameXNodeUnion(op.kind)); it != elementwise.end()) {
+    if (it->second->max_inputs == 1) return run_op(it->second->name.c_str(), {in[0]});
+    return run_op(it->second->name.c_str(), {in[0], in[1]});
+  }
   switch (op.kind) {
     case K::XNNFullyConnected:
       return fully_connected(in[0], in[1], in[2], op.flags);

@@ -1,6 +1,8 @@
 // IR: textual dump, verifier, dead-code elimination, and the decompose pass.
 #include <gtest/gtest.h>
 
+#include <algorithm>
+
 #include "hfx/core/error.h"
 #include "hfx/ops/functional.h"
 #include "hfx/ops/op_schema.h"
@@ -116,4 +118,41 @@ TEST(OpTable, EveryOpHasKernelAndInference) {
   EXPECT_THROW(op_schema("aten.nonexistent"), Error);
   EXPECT_THROW(normalize_attrs(op_schema("aten.gelu"), Attrs{{"approx", std::string("tanh")}}), Error);
   EXPECT_THROW(normalize_attrs(op_schema("aten._softmax"), Attrs{}), Error);
+}
+
+// The backends' one-call lowerings are data beside each op (hfx/ops/op_lowering.h): every argument names
+// an input the op has or an attribute of its schema, and each declared callee maps back to its op alone
+// (the `.pte` reader and the Dynamo interpreters read calls through that inverse).
+TEST(OpTable, DeclaredLoweringsNameRealArgumentsAndInvert) {
+  int declared = 0;
+  for (const OpSchema* s : all_op_schemas()) {
+    for (const CallDecl* c : {&s->lower.executorch, &s->lower.aten}) {
+      if (!c->declared()) continue;
+      declared++;
+      for (const CallArg& a : c->args) {
+        if (a.kind == CallArg::Kind::Input)
+          EXPECT_TRUE(a.input >= 0 && (s->max_inputs < 0 || a.input < s->max_inputs)) << s->name;
+        if (a.kind == CallArg::Kind::Attr)
+          EXPECT_TRUE(std::any_of(s->attrs.begin(), s->attrs.end(),
+                                  [&](const AttrSpec& x) { return x.name == a.attr; }))
+              << s->name << " declares attribute " << a.attr;
+      }
+    }
+    if (s->lower.executorch.declared())
+      EXPECT_EQ(find_op_by_executorch_kernel(s->lower.executorch.target), s);
+    if (s->lower.aten.declared()) EXPECT_EQ(find_op_by_aten_target(s->lower.aten.target), s);
+    if (s->lower.onnx_form != OnnxForm::None) EXPECT_FALSE(s->lower.onnx.empty()) << s->name;
+  }
+  EXPECT_GE(declared, 80);  // 44 ExecuTorch + 41 ATen calls when written
+  EXPECT_EQ(find_op_by_executorch_kernel("aten::erf.out"), &op_schema("aten.erf"));
+  EXPECT_EQ(find_op_by_aten_target("torch.ops.aten.argmax.default"), &op_schema("aten.argmax"));
+  EXPECT_EQ(find_op_by_executorch_kernel("aten::cat.out"), nullptr);  // hand-written: a tensor list
+}
+
+TEST(OpTable, FunctionalOpCallsAnyOpByName) {
+  Small t;
+  Var y = F::op("aten.erf", {t.x});
+  ASSERT_NE(y.value()->producer, nullptr);
+  EXPECT_EQ(y.value()->producer->op, "aten.erf");
+  EXPECT_THROW(F::op("aten.nonexistent", {t.x}), Error);
 }

@@ -11,6 +11,10 @@
 
 namespace hfx::F {
 
+/// Any op of the op table by name, with its single output: what every function below does, for an op
+/// that has no named wrapper yet (e.g. `F::op("aten.erf", {x})`). Throws naming an unknown op.
+Var op(const std::string& name, const std::vector<Var>& inputs, const Attrs& attrs = {});
+
 // ---- elementwise binary (broadcasting) ----
 Var add(const Var& a, const Var& b);      ///< aten.add.Tensor
 Var sub(const Var& a, const Var& b);      ///< aten.sub.Tensor

@@ -2,8 +2,9 @@
 //
 // Each op has a Core-ATen-like name ("aten.mm", "aten.add.Tensor"), an input arity, attribute specs
 // with defaults, a shape/dtype inference function over symbolic dims, a CPU kernel, and — for
-// composite ops (hfx.sdpa, hfx.rms_norm, hfx.rope) — a reference decomposition into primitive ops.
-// The table is declared in one place: src/ops/op_table.cpp.
+// composite ops (hfx.sdpa, hfx.rms_norm, hfx.rope) — a reference decomposition into primitive ops, and
+// the backends' one-call lowerings (hfx/ops/op_lowering.h). The table is declared in one place:
+// src/ops/op_table.cpp.
 #pragma once
 #include <functional>
 #include <string>
@@ -13,6 +14,7 @@
 #include "hfx/core/tensor.h"
 #include "hfx/ir/attrs.h"
 #include "hfx/ir/graph.h"
+#include "hfx/ops/op_lowering.h"
 
 namespace hfx {
 
@@ -42,12 +44,17 @@ struct OpSchema {
   KernelFn kernel;
   DecompFn decompose;  ///< set for composite ops
   std::string doc;
+  OpLowering lower;  ///< the backends' one-call lowerings (hfx/ops/op_lowering.h); empty where hand-written
   bool composite() const { return static_cast<bool>(decompose); }
 };
 
 /// The op named `name`; throws hfx::Error("ops", "expected a known op, got ...").
 const OpSchema& op_schema(std::string_view name);
 const OpSchema* find_op_schema(std::string_view name);
+/// The op whose declared ExecuTorch call is `kernel` ("aten::erf.out"), or null: the `.pte` reader's map.
+const OpSchema* find_op_by_executorch_kernel(std::string_view kernel);
+/// The op whose declared ATen call is `target` ("torch.ops.aten.erf.default"), or null: the `.pt2` readers'.
+const OpSchema* find_op_by_aten_target(std::string_view target);
 /// All ops, sorted by name.
 std::vector<const OpSchema*> all_op_schemas();
 /// Fills defaults and checks required attributes and unknown names. Throws naming the op.

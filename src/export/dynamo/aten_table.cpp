@@ -36,25 +36,6 @@ std::vector<int64_t> reduce_dims(const Node& n) {
   return d;
 }
 
-// Entry builders.
-AtenEntry binary(const std::string& op, const std::string& target, const char* a = "self",
-                 const char* b = "other") {
-  return {op, target,
-          [target, a, b](Emitter& e, const Node& n, const std::string& out) {
-            e.emit(target, json::array({named(a, e.tensor_arg(in(n, 0))), named(b, e.tensor_arg(in(n, 1)))}),
-                   out_t(n), out, n.name);
-            e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
-          },
-          ""};
-}
-AtenEntry unary(const std::string& op, const std::string& target) {
-  return {op, target,
-          [target](Emitter& e, const Node& n, const std::string& out) {
-            e.emit(target, json::array({named("self", e.tensor_arg(in(n, 0)))}), out_t(n), out, n.name);
-            e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
-          },
-          ""};
-}
 // x OP scalar: aten.<op>.Tensor with a Python number, as torch.export records `x + 1.0`.
 AtenEntry scalar_op(const std::string& op, const std::string& target, const char* attr) {
   return {
@@ -90,45 +71,47 @@ json dtype_kw_if_int(const Node& n) {
   return named("dtype", json{{"as_scalar_type", scalar_type(out_t(n).dtype)}}, true);
 }
 
+// A value of the op table's declaration as the ExportedProgram's argument union writes it.
+json declared_value(Emitter& e, const AttrValue& v) {
+  if (auto* x = std::get_if<int64_t>(&v)) return json{{"as_int", *x}};
+  if (auto* x = std::get_if<double>(&v)) return float_arg(*x);
+  if (auto* x = std::get_if<bool>(&v)) return json{{"as_bool", *x}};
+  if (auto* x = std::get_if<std::string>(&v)) return json{{"as_string", *x}};
+  if (auto* x = std::get_if<std::vector<int64_t>>(&v)) return json{{"as_ints", *x}};
+  if (auto* x = std::get_if<std::vector<Sym>>(&v)) return e.syms_arg(*x);
+  if (auto* x = std::get_if<Sym>(&v)) return e.sym_arg(*x);
+  if (auto* x = std::get_if<DType>(&v)) return json{{"as_scalar_type", scalar_type(*x)}};
+  HFX_THROW("dynamo", "expected an argument value ATen takes, got {}", attr_to_string(v));
+}
+
+// The op's declared ATen call (hfx/ops/op_lowering.h): named arguments in schema order, then its layout.
+AtenEntry declared(const OpSchema& s) {
+  const CallDecl& c = s.lower.aten;
+  const AtenLayout layout = s.lower.aten_layout;
+  return {s.name, c.target,
+          [&c, layout](Emitter& e, const Node& n, const std::string& out) {
+            json args = json::array();
+            for (const CallArg& a : c.args) {
+              json v = a.kind == CallArg::Kind::Input   ? e.tensor_arg(in(n, static_cast<size_t>(a.input)))
+                       : a.kind == CallArg::Kind::None  ? json{{"as_none", true}}
+                       : a.kind == CallArg::Kind::Const ? declared_value(e, a.value)
+                                                        : declared_value(e, n.attrs.at(a.attr));
+              args.push_back(named(a.name, std::move(v), a.keyword));
+            }
+            e.emit(c.target, args, out_t(n), out, n.name);
+            if (layout == AtenLayout::Elementwise)
+              e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
+            if (layout == AtenLayout::LikeInput0) e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
+          },
+          ""};
+}
+
 const std::vector<AtenEntry>& aten_table() {
   static const std::vector<AtenEntry> t = [] {
     std::vector<AtenEntry> v;
     // ---- elementwise
-    v.push_back(binary("aten.add.Tensor", "torch.ops.aten.add.Tensor"));
-    v.push_back(binary("aten.sub.Tensor", "torch.ops.aten.sub.Tensor"));
-    v.push_back(binary("aten.mul.Tensor", "torch.ops.aten.mul.Tensor"));
-    v.push_back(binary("aten.div.Tensor", "torch.ops.aten.div.Tensor"));
-    v.push_back(binary("aten.maximum", "torch.ops.aten.maximum.default"));
-    v.push_back(binary("aten.minimum", "torch.ops.aten.minimum.default"));
     v.push_back(scalar_op("aten.add.Scalar", "torch.ops.aten.add.Tensor", "other"));
     v.push_back(scalar_op("aten.mul.Scalar", "torch.ops.aten.mul.Tensor", "other"));
-    v.push_back({"aten.pow.Tensor_Scalar", "torch.ops.aten.pow.Tensor_Scalar",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.pow.Tensor_Scalar",
-                          json::array({named("self", e.tensor_arg(in(n, 0))),
-                                       named("exponent", float_arg(n.attrs.f("exponent")))}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 },
-                 ""});
-    for (const char* c : {"eq", "lt", "le", "gt", "ge"})
-      v.push_back(binary(fmt::format("aten.{}.Tensor", c), fmt::format("torch.ops.aten.{}.Tensor", c)));
-    v.push_back(binary("aten.logical_and", "torch.ops.aten.logical_and.default"));
-    v.push_back(binary("aten.logical_or", "torch.ops.aten.logical_or.default"));
-    v.push_back(unary("aten.logical_not", "torch.ops.aten.logical_not.default"));
-    v.push_back({"aten.where.self", "torch.ops.aten.where.self",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.where.self",
-                          json::array({named("condition", e.tensor_arg(in(n, 0))),
-                                       named("self", e.tensor_arg(in(n, 1))),
-                                       named("other", e.tensor_arg(in(n, 2)))}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], elementwise_contiguous(e, n));
-                 },
-                 ""});
-    for (const char* u : {"neg", "abs", "relu", "exp", "log", "sqrt", "rsqrt", "tanh", "sigmoid", "silu",
-                          "sin", "cos", "reciprocal", "erf"})
-      v.push_back(unary(fmt::format("aten.{}", u), fmt::format("torch.ops.aten.{}.default", u)));
     v.push_back({"aten.gelu", "torch.ops.aten.gelu.default",
                  [](Emitter& e, const Node& n, const std::string& out) {
                    json a = json::array({named("self", e.tensor_arg(in(n, 0)))});
@@ -139,19 +122,6 @@ const std::vector<AtenEntry>& aten_table() {
                  },
                  ""});
     // ---- linear algebra (contiguous results)
-    for (auto [op, tg, b] : {std::tuple{"aten.mm", "torch.ops.aten.mm.default", "mat2"},
-                             std::tuple{"aten.bmm", "torch.ops.aten.bmm.default", "mat2"},
-                             std::tuple{"aten.matmul", "torch.ops.aten.matmul.default", "other"}}) {
-      std::string target = tg, bn = b;
-      v.push_back(
-          {op, target,
-           [target, bn](Emitter& e, const Node& n, const std::string& out) {
-             e.emit(target,
-                    json::array({named("self", e.tensor_arg(in(n, 0))), named(bn, e.tensor_arg(in(n, 1)))}),
-                    out_t(n), out, n.name);
-           },
-           ""});
-    }
     v.push_back({"aten.linear", "torch.ops.aten.linear.default",
                  [](Emitter& e, const Node& n, const std::string& out) {
                    json a = json::array(
@@ -177,15 +147,6 @@ const std::vector<AtenEntry>& aten_table() {
                    },
                    "an empty dim list is written as every dim"});
     }
-    v.push_back({"aten.argmax", "torch.ops.aten.argmax.default",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.argmax.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))),
-                                       named("dim", json{{"as_int", n.attrs.i("dim")}}),
-                                       named("keepdim", json{{"as_bool", n.attrs.b("keepdim")}})}),
-                          out_t(n), out, n.name);
-                 },
-                 ""});
     v.push_back({"aten.cumsum", "torch.ops.aten.cumsum.default",
                  [](Emitter& e, const Node& n, const std::string& out) {
                    json a = json::array({named("self", e.tensor_arg(in(n, 0))),
@@ -195,20 +156,6 @@ const std::vector<AtenEntry>& aten_table() {
                    e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
                  },
                  ""});
-    for (auto [op, tg] : {std::pair{"aten._softmax", "torch.ops.aten._softmax.default"},
-                          std::pair{"aten._log_softmax", "torch.ops.aten._log_softmax.default"}}) {
-      std::string target = tg;
-      v.push_back({op, target,
-                   [target](Emitter& e, const Node& n, const std::string& out) {
-                     e.emit(target,
-                            json::array({named("self", e.tensor_arg(in(n, 0))),
-                                         named("dim", json{{"as_int", n.attrs.i("dim")}}),
-                                         named("half_to_float", json{{"as_bool", false}})}),
-                            out_t(n), out, n.name);
-                     e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                   },
-                   ""});
-    }
     v.push_back({"aten.layer_norm", "torch.ops.aten.layer_norm.default",
                  [](Emitter& e, const Node& n, const std::string& out) {
                    const Value* x = in(n, 0);
@@ -222,34 +169,6 @@ const std::vector<AtenEntry>& aten_table() {
                  },
                  ""});
     // ---- indexing and shape
-    v.push_back({"aten.embedding", "torch.ops.aten.embedding.default",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.embedding.default",
-                          json::array({named("weight", e.tensor_arg(in(n, 0))),
-                                       named("indices", e.tensor_arg(in(n, 1)))}),
-                          out_t(n), out, n.name);
-                 },
-                 ""});
-    v.push_back({"aten.index_select", "torch.ops.aten.index_select.default",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.index_select.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))),
-                                       named("dim", json{{"as_int", n.attrs.i("dim")}}),
-                                       named("index", e.tensor_arg(in(n, 1)))}),
-                          out_t(n), out, n.name);
-                 },
-                 ""});
-    v.push_back({"aten.index_copy", "torch.ops.aten.index_copy.default",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.index_copy.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))),
-                                       named("dim", json{{"as_int", n.attrs.i("dim")}}),
-                                       named("index", e.tensor_arg(in(n, 1))),
-                                       named("source", e.tensor_arg(in(n, 2)))}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 },
-                 ""});
     v.push_back({"aten.cat", "torch.ops.aten.cat.default",
                  [](Emitter& e, const Node& n, const std::string& out) {
                    json ts = json::array();
@@ -319,24 +238,6 @@ const std::vector<AtenEntry>& aten_table() {
            e.set_contiguous(n.outputs[0], same && e.contiguous(x));
          },
          ""});
-    v.push_back({"aten.unsqueeze", "torch.ops.aten.unsqueeze.default",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.unsqueeze.default",
-                          json::array({named("self", e.tensor_arg(in(n, 0))),
-                                       named("dim", json{{"as_int", n.attrs.i("dim")}})}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 },
-                 ""});
-    v.push_back({"aten.squeeze.dim", "torch.ops.aten.squeeze.dim",
-                 [](Emitter& e, const Node& n, const std::string& out) {
-                   e.emit("torch.ops.aten.squeeze.dim",
-                          json::array({named("self", e.tensor_arg(in(n, 0))),
-                                       named("dim", json{{"as_int", n.attrs.i("dim")}})}),
-                          out_t(n), out, n.name);
-                   e.set_contiguous(n.outputs[0], e.contiguous(in(n, 0)));
-                 },
-                 ""});
     v.push_back(
         {"aten._to_copy", "torch.ops.aten._to_copy.default",
          [](Emitter& e, const Node& n, const std::string& out) {
@@ -412,6 +313,14 @@ const std::vector<AtenEntry>& aten_table() {
                  },
                  "only when exact: no window, no softcap, causal only without a mask and with S == T (else "
                  "decomposed)"});
+    for (const OpSchema* s : all_op_schemas()) {
+      if (!s->lower.aten.declared()) continue;
+      for (const AtenEntry& h : v)
+        if (h.hfx_op == s->name)
+          HFX_THROW("dynamo", "expected {} lowered once, got a declared call and a hand-written one",
+                    s->name);
+      v.push_back(declared(*s));
+    }
     return v;
   }();
   return t;

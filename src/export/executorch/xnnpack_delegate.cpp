@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "hfx/core/error.h"
+#include "hfx/ops/op_schema.h"
 #include "hfx_gen/xnnpack_schema_generated.h"
 
 namespace hfx::et::xnn {
@@ -95,10 +96,25 @@ struct Lowering {
   std::function<bool(const Node&, const ShapeEnv&)> when;
 };
 
+// The XNNPACK node named `name` in the schema ("XNNExp").
+fx::XNodeUnion xnn_kind(const std::string& name) {
+  for (fx::XNodeUnion k : fx::EnumValuesXNodeUnion())
+    if (name == fx::EnumNameXNodeUnion(k)) return k;
+  HFX_THROW("xnnpack", "expected an XNNPACK node name of the schema, got '{}'", name);
+}
+
+// Ops whose XNNPACK node the op table declares (OpLowering::xnnpack): elementwise, 1x1 or 2x1.
+bool declared_elementwise(const Node& n) {
+  const OpSchema* s = find_op_schema(n.op);
+  return s && !s->lower.xnnpack.empty();
+}
+
 const std::map<std::string, Lowering>& lowerings() {
   static const std::map<std::string, Lowering> t = [] {
     std::map<std::string, Lowering> m;
     auto any = [](const Node&, const ShapeEnv&) { return true; };
+    for (const OpSchema* s : all_op_schemas())
+      if (!s->lower.xnnpack.empty()) m[s->name] = {xnn_kind(s->lower.xnnpack), any};
     m["aten.mm"] = {fx::XNodeUnion::XNNFullyConnected, [](const Node& n, const ShapeEnv& env) {
                       const Value *x = n.inputs.at(0), *w = n.inputs.at(1);
                       if (rank(x) != 2 || rank(w) != 2) return false;
@@ -123,24 +139,8 @@ const std::map<std::string, Lowering>& lowerings() {
     };
     m["aten.sum.dim_IntList"] = {fx::XNodeUnion::XNNFullyConnected, last_dim_reduction};
     m["aten.mean.dim"] = {fx::XNodeUnion::XNNFullyConnected, last_dim_reduction};
-    m["aten.add.Tensor"] = {fx::XNodeUnion::XNNAdd, any};
-    m["aten.sub.Tensor"] = {fx::XNodeUnion::XNNSubtract, any};
-    m["aten.mul.Tensor"] = {fx::XNodeUnion::XNNMultiply, any};
-    m["aten.div.Tensor"] = {fx::XNodeUnion::XNNDiv, any};
-    m["aten.maximum"] = {fx::XNodeUnion::XNNMaximum, any};
-    m["aten.minimum"] = {fx::XNodeUnion::XNNMinimum, any};
     m["aten.add.Scalar"] = {fx::XNodeUnion::XNNAdd, any};
     m["aten.mul.Scalar"] = {fx::XNodeUnion::XNNMultiply, any};
-    m["aten.sigmoid"] = {fx::XNodeUnion::XNNSigmoid, any};
-    m["aten.tanh"] = {fx::XNodeUnion::XNNTanh, any};
-    m["aten.exp"] = {fx::XNodeUnion::XNNExp, any};
-    m["aten.neg"] = {fx::XNodeUnion::XNNNegate, any};
-    m["aten.abs"] = {fx::XNodeUnion::XNNAbs, any};
-    m["aten.sqrt"] = {fx::XNodeUnion::XNNSquareRoot, any};
-    m["aten.rsqrt"] = {fx::XNodeUnion::XNNReciprocalSquareRoot, any};
-    m["aten.log"] = {fx::XNodeUnion::XNNLog, any};
-    m["aten.sin"] = {fx::XNodeUnion::XNNSin, any};
-    m["aten.cos"] = {fx::XNodeUnion::XNNCos, any};
     m["aten.relu"] = {fx::XNodeUnion::XNNClamp, any};
     m["aten.gelu"] = {fx::XNodeUnion::XNNGelu, [](const Node& n, const ShapeEnv&) {
                         return !n.attrs.has("approximate") || n.attrs.s("approximate") == "none";
@@ -482,6 +482,11 @@ void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
   const fx::XNodeUnion kind = lowerings().at(n.op).kind;
   auto& b = gb.fbb();
   const uint32_t out = gb.id(n.outputs.at(0));
+  if (declared_elementwise(n) && n.inputs.size() == 1) {
+    const uint32_t x = gb.id(n.inputs[0]);
+    gb.node(kind, fx::Create_XNNNode1x1(b, x, out, 0).Union(), handle);
+    return;
+  }
   switch (kind) {
     case fx::XNodeUnion::XNNFullyConnected: {
       if (n.op != "aten.mm") return emit_last_dim_reduction(gb, n, out, handle);
@@ -513,16 +518,6 @@ void emit_node(GraphBuilder& gb, const Node& n, uint32_t handle) {
       return;
     }
     case fx::XNodeUnion::XNNSoftmax:
-    case fx::XNodeUnion::XNNSigmoid:
-    case fx::XNodeUnion::XNNTanh:
-    case fx::XNodeUnion::XNNExp:
-    case fx::XNodeUnion::XNNNegate:
-    case fx::XNodeUnion::XNNAbs:
-    case fx::XNodeUnion::XNNSquareRoot:
-    case fx::XNodeUnion::XNNReciprocalSquareRoot:
-    case fx::XNodeUnion::XNNLog:
-    case fx::XNodeUnion::XNNSin:
-    case fx::XNodeUnion::XNNCos:
     case fx::XNodeUnion::XNNGelu:
     case fx::XNodeUnion::XNNClamp: {
       const uint32_t x = gb.id(n.inputs[0]);

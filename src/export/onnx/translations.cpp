@@ -19,6 +19,7 @@
 #include "export/onnx/translations_composite.h"
 #include "export/onnx/weight_layout.h"
 #include "hfx/core/error.h"
+#include "hfx/ops/op_schema.h"
 
 namespace hfx::onnx_export {
 namespace {
@@ -337,18 +338,29 @@ void full(Cx& cx, const Node& n) {
   Cx::attr(p, "value", Cx::value_tensor(n.attrs.f("value"), out_dt(n)));
 }
 
+// An op the op table declares as one ONNX node, with what the node's description says it emits.
+OnnxTranslationEntry declared(const std::string& onnx_op, OnnxForm form) {
+  switch (form) {
+    case OnnxForm::Unary:
+      return {unary(onnx_op), onnx_op};
+    case OnnxForm::Binary:
+      return {binary(onnx_op), onnx_op + " (+Cast to the promoted dtype)"};
+    case OnnxForm::Compare:
+      return {compare(onnx_op), onnx_op};
+    case OnnxForm::Logical:
+      return {logical(onnx_op), onnx_op + " (+Cast to bool)"};
+    case OnnxForm::None:
+      break;
+  }
+  HFX_THROW("onnx", "expected a declared ONNX form for {}, got none", onnx_op);
+}
+
 // ---------------------------------------------------------------- the table
 std::map<std::string, OnnxTranslationEntry> build() {
   std::map<std::string, OnnxTranslationEntry> t;
   auto add = [&](const std::string& op, OnnxTranslation fn, const std::string& emits) {
     t[op] = {std::move(fn), emits};
   };
-  add("aten.add.Tensor", binary("Add"), "Add (+Cast to the promoted dtype)");
-  add("aten.sub.Tensor", binary("Sub"), "Sub (+Cast)");
-  add("aten.mul.Tensor", binary("Mul"), "Mul (+Cast)");
-  add("aten.div.Tensor", binary("Div"), "Div (+Cast)");
-  add("aten.maximum", binary("Max"), "Max (+Cast)");
-  add("aten.minimum", binary("Min"), "Min (+Cast)");
   add(
       "aten.add.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Add"); },
       "Add with a scalar initializer");
@@ -356,29 +368,9 @@ std::map<std::string, OnnxTranslationEntry> build() {
       "aten.mul.Scalar", [](Cx& cx, const Node& n) { scalar_op(cx, n, "Mul"); },
       "Mul with a scalar initializer");
   add("aten.pow.Tensor_Scalar", pow_scalar, "Pow (Mul for exponent 2)");
-  add("aten.eq.Tensor", compare("Equal"), "Equal");
-  add("aten.lt.Tensor", compare("Less"), "Less");
-  add("aten.le.Tensor", compare("LessOrEqual"), "LessOrEqual");
-  add("aten.gt.Tensor", compare("Greater"), "Greater");
-  add("aten.ge.Tensor", compare("GreaterOrEqual"), "GreaterOrEqual");
-  add("aten.logical_and", logical("And"), "And (+Cast to bool)");
-  add("aten.logical_or", logical("Or"), "Or (+Cast to bool)");
-  add("aten.logical_not", logical("Not"), "Not (+Cast to bool)");
   add("aten.where.self", where, "Where");
-  add("aten.neg", unary("Neg"), "Neg");
-  add("aten.abs", unary("Abs"), "Abs");
-  add("aten.relu", unary("Relu"), "Relu");
-  add("aten.exp", unary("Exp"), "Exp");
-  add("aten.log", unary("Log"), "Log");
-  add("aten.sqrt", unary("Sqrt"), "Sqrt");
   add("aten.rsqrt", rsqrt, "Reciprocal(Sqrt)");
-  add("aten.tanh", unary("Tanh"), "Tanh");
-  add("aten.sigmoid", unary("Sigmoid"), "Sigmoid");
   add("aten.silu", silu, "Mul(x, Sigmoid(x))");
-  add("aten.sin", unary("Sin"), "Sin");
-  add("aten.cos", unary("Cos"), "Cos");
-  add("aten.reciprocal", unary("Reciprocal"), "Reciprocal");
-  add("aten.erf", unary("Erf"), "Erf");
   add("aten.gelu", gelu, "Gelu (opset >= 20) or its Erf/Tanh formula");
   add("aten.mm", matmul, "MatMul");
   add("aten.bmm", matmul, "MatMul");
@@ -428,6 +420,13 @@ std::map<std::string, OnnxTranslationEntry> build() {
       "ort: com.microsoft.MoE (swiglu, interleaved fc1) after the stage-3 fix moe_pack_for_ort; otherwise "
       "the "
       "stage-3 fix moe_dense_experts has already decomposed it");
+  // The ops whose one ONNX node the op table declares (hfx/ops/op_lowering.h).
+  for (const OpSchema* s : all_op_schemas()) {
+    if (s->lower.onnx_form == OnnxForm::None) continue;
+    if (t.count(s->name))
+      HFX_THROW("onnx", "expected {} translated once, got a declared op and a hand-written one", s->name);
+    t[s->name] = declared(s->lower.onnx, s->lower.onnx_form);
+  }
   return t;
 }
 

@@ -78,6 +78,32 @@ class Interpreter {
   }
 
  private:
+  // A call the op table declares (hfx/ops/op_lowering.h), read back by its argument names.
+  void declared(const OpSchema& s, std::map<std::string, json>& a, const json& node) {
+    std::vector<Tensor> in;
+    Attrs attrs;
+    for (const CallArg& x : s.lower.aten.args) {
+      if (!a.count(x.name)) HFX_THROW("test", "expected argument {} of {}", x.name, s.lower.aten.target);
+      const json& v = a[x.name];
+      if (x.kind == CallArg::Kind::Input) {
+        if (in.size() <= static_cast<size_t>(x.input)) in.resize(static_cast<size_t>(x.input) + 1);
+        in[static_cast<size_t>(x.input)] = tensor(v);
+      } else if (x.kind == CallArg::Kind::Attr) {
+        if (v.contains("as_bool"))
+          attrs.set(x.attr, v["as_bool"].get<bool>());
+        else if (v.contains("as_float"))
+          attrs.set(x.attr, as_double(v));
+        else if (v.contains("as_ints"))
+          attrs.set(x.attr, as_ints(v));
+        else if (v.contains("as_string"))
+          attrs.set(x.attr, v["as_string"].get<std::string>());
+        else
+          attrs.set(x.attr, as_int(v));
+      }
+    }
+    call(s.name, in, attrs, node);
+  }
+
   void call(const std::string& op, const std::vector<Tensor>& in, const Attrs& attrs, const json& node) {
     const OpSchema& s = op_schema(op);
     std::vector<Tensor> out = s.kernel(in, normalize_attrs(s, attrs));
@@ -122,14 +148,7 @@ class Interpreter {
     auto overload = aten.substr(aten.rfind('.') + 1);
     if (overload == "Tensor" && (base == "aten.add" || base == "aten.mul") && !is_tensor(a["other"]))
       return call(base + ".Scalar", {tensor(a["self"])}, Attrs{{"other", as_double(a["other"])}}, n);
-    if (overload == "Tensor" && a.count("other") && a.count("self") && base != "aten.slice")
-      return call(aten, {tensor(a["self"]), tensor(a["other"])}, {}, n);
-    if (aten == "aten.pow.Tensor_Scalar")
-      return call(aten, {tensor(a["self"])}, Attrs{{"exponent", as_double(a["exponent"])}}, n);
-    if (aten == "aten.where.self")
-      return call(aten, {tensor(a["condition"]), tensor(a["self"]), tensor(a["other"])}, {}, n);
-    if (aten == "aten.mm.default" || aten == "aten.bmm.default")
-      return call(base, {tensor(a["self"]), tensor(a["mat2"])}, {}, n);
+    if (const OpSchema* s = find_op_by_aten_target(t)) return declared(*s, a, n);
     if (aten == "aten.linear.default") {
       std::vector<Tensor> in{tensor(a["input"]), tensor(a["weight"])};
       if (opt("bias")) in.push_back(tensor(a["bias"]));
@@ -143,27 +162,16 @@ class Interpreter {
     if (aten == "aten.sum.dim_IntList" || aten == "aten.mean.dim" || aten == "aten.amax.default")
       return call(aten == "aten.amax.default" ? "aten.amax" : aten, {tensor(a["self"])},
                   Attrs{{"dim", as_ints(a["dim"])}, {"keepdim", kw_bool("keepdim", false)}}, n);
-    if (aten == "aten.argmax.default")
-      return call("aten.argmax", {tensor(a["self"])},
-                  Attrs{{"dim", as_int(a["dim"])}, {"keepdim", kw_bool("keepdim", false)}}, n);
-    if (aten == "aten.cumsum.default" || aten == "aten._softmax.default" ||
-        aten == "aten._log_softmax.default" || aten == "aten.unsqueeze.default" || aten == "aten.squeeze.dim")
-      return call(aten == "aten.squeeze.dim" ? aten : base, {tensor(a["self"])},
-                  Attrs{{"dim", as_int(a["dim"])}}, n);
+    if (aten == "aten.cumsum.default")
+      return call("aten.cumsum", {tensor(a["self"])}, Attrs{{"dim", as_int(a["dim"])}}, n);
+    if (aten == "aten.permute.default")
+      return call("aten.permute", {tensor(a["self"])}, Attrs{{"dims", as_ints(a["dims"])}}, n);
     if (aten == "aten.layer_norm.default") {
       std::vector<Tensor> in{tensor(a["input"])};
       in.push_back(opt("weight") ? tensor(a["weight"]) : Tensor());
       in.push_back(opt("bias") ? tensor(a["bias"]) : Tensor());
       return call("aten.layer_norm", in, Attrs{{"eps", as_double(a["eps"])}}, n);
     }
-    if (aten == "aten.embedding.default")
-      return call("aten.embedding", {tensor(a["weight"]), tensor(a["indices"])}, {}, n);
-    if (aten == "aten.index_select.default")
-      return call("aten.index_select", {tensor(a["self"]), tensor(a["index"])},
-                  Attrs{{"dim", as_int(a["dim"])}}, n);
-    if (aten == "aten.index_copy.default")
-      return call("aten.index_copy", {tensor(a["self"]), tensor(a["index"]), tensor(a["source"])},
-                  Attrs{{"dim", as_int(a["dim"])}}, n);
     if (aten == "aten.cat.default") {
       std::vector<Tensor> in;
       for (const auto& x : a["tensors"]["as_tensors"]) in.push_back(tensors.at(x["name"]));
@@ -183,8 +191,6 @@ class Interpreter {
       return call("aten.view", {tensor(a["self"])}, Attrs{{"size", as_ints(a["size"])}}, n);
     if (aten == "aten.reshape.default")
       return call("aten.view", {tensor(a["self"])}, Attrs{{"size", as_ints(a["shape"])}}, n);
-    if (aten == "aten.permute.default")
-      return call("aten.permute", {tensor(a["self"])}, Attrs{{"dims", as_ints(a["dims"])}}, n);
     if (aten == "aten.expand.default")
       return call("aten.expand", {tensor(a["self"])}, Attrs{{"size", as_ints(a["size"])}}, n);
     if (aten == "aten._to_copy.default")
@@ -211,10 +217,6 @@ class Interpreter {
       return call("hfx.sdpa", in,
                   Attrs{{"scale", as_double(a["scale"])}, {"causal", kw_bool("is_causal", false)}}, n);
     }
-    if (overload == "default" && a.size() == 1 && a.count("self"))
-      return call(base, {tensor(a["self"])}, {}, n);  // unary
-    if (overload == "default" && a.count("self") && a.count("other"))
-      return call(base, {tensor(a["self"]), tensor(a["other"])}, {}, n);
     HFX_THROW("test", "expected a target the interpreter knows, got {}", t);
   }
 };
