@@ -22,10 +22,10 @@ namespace hfx {
 struct CallArg {
   enum class Kind { Input, Attr, Const, None };
   Kind kind = Kind::Input;
-  std::string name;   ///< the callee's schema name ("self", "dim"); the Dynamo argument name
-  int input = 0;      ///< Kind::Input: the node's input index
-  std::string attr;   ///< Kind::Attr: the op's attribute (its value's type picks the encoding)
-  AttrValue value;    ///< Kind::Const: what the call always passes; a reader refuses anything else
+  std::string name;      ///< the callee's schema name ("self", "dim"); the Dynamo argument name
+  int input = 0;         ///< Kind::Input: the node's input index
+  std::string attr;      ///< Kind::Attr: the op's attribute (its value's type picks the encoding)
+  AttrValue value;       ///< Kind::Const: what the call always passes; a reader refuses anything else
   bool keyword = false;  ///< Dynamo: a keyword-only argument
 };
 
@@ -59,7 +59,8 @@ struct OpLowering {
   std::string onnx;  ///< ONNX op type for `onnx_form`
   OnnxForm onnx_form = OnnxForm::None;
   /// The XNNPACK elementwise node ("XNNExp": 1x1 for one input, 2x1 for two) the partitioner may delegate
-  /// the op to on float32 operands; "" = not delegated, or by a rule in src/export/executorch/xnnpack_delegate.cpp
+  /// the op to on float32 operands; "" = not delegated, or by a rule in
+  /// src/export/executorch/xnnpack_delegate.cpp
   std::string xnnpack;
 };
 
