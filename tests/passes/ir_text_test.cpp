@@ -137,3 +137,38 @@ TEST(IrText, AWrongLineIsAnErrorThatQuotesIt) {
   fails("graph(%x: f32[n, 4]) {\n}\n", "declared symbols");
   fails("graph(%x: f32[4]) {\n  return (%x)\n", "closing '}' line");
 }
+
+// The ONNX stage-3 pass gqa_fusion (target ort) decides per attention and records it for the translations:
+// the causal one over cat(past input, new) is fused and owns both concats; the non-causal one is not, with
+// the reason the export will warn with. The graph's nodes are unchanged; target standard records nothing.
+TEST(IrText, OnnxGqaFusionPassDecidesPerAttention) {
+  const std::string text = R"(
+    graph(%q: f32[1, 4, s0, 8], %k: f32[1, 2, s0, 8], %v: f32[1, 2, s0, 8], %pk: f32[1, 2, s1, 8], %pv: f32[1, 2, s1, 8]) {
+      sym s0 in [1, 64]
+      sym s1 in [0, 64]
+      %k_all: f32[1, 2, s0 + s1, 8] = aten.cat(%pk, %k) {dim=2}
+      %v_all: f32[1, 2, s0 + s1, 8] = aten.cat(%pv, %v) {dim=2}
+      %o: f32[1, 4, s0, 8] = hfx.sdpa(%q, %k_all, %v_all) {causal=true, scale=0.35, softcap=0, window=0}
+      %e: f32[1, 4, s0, 8] = hfx.sdpa(%q, %k, %v) {causal=false, scale=0.35, softcap=0, window=0}
+      return (%o, %e, %k_all, %v_all)
+    }
+  )";
+  for (const char* target : {"ort", "standard"}) {
+    std::unique_ptr<Graph> g = parse_graph(text);
+    const std::string before = g->dump();
+    g->metadata()["onnx.target"] = target;
+    std::vector<std::string> warnings;
+    apply_program_fixes("onnx", 3, *g, warnings);
+    EXPECT_EQ(g->dump(), before);
+    const auto& m = g->metadata();
+    if (std::string(target) == "standard") {
+      EXPECT_EQ(m.count("onnx.gqa.sdpa.o"), 0u);
+      continue;
+    }
+    ASSERT_TRUE(m.count("onnx.gqa.sdpa.o") && m.count("onnx.gqa.sdpa.e"));
+    EXPECT_EQ(m.at("onnx.gqa.sdpa.o"), "");  // fused
+    EXPECT_EQ(m.at("onnx.gqa.cat.k_all"), "o");
+    EXPECT_EQ(m.at("onnx.gqa.cat.v_all"), "o");
+    EXPECT_NE(m.at("onnx.gqa.sdpa.e").find("non-causal"), std::string::npos) << m.at("onnx.gqa.sdpa.e");
+  }
+}

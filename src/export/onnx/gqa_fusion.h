@@ -5,10 +5,13 @@
 //     v_all = aten.cat([past_key_values.N.value, v_new], 2)    → graph output present.N.value
 //     o     = hfx.sdpa(q, k_all, v_all, mask)
 // and GroupQueryAttention owns that concat: it takes the past and the new keys/values and returns the
-// present. The fusion is decided here, over the graph, by `plan_gqa` (a pure function of the sdpa node
-// and its producers); the translations of aten.cat and hfx.sdpa both ask it, so the concat emits
-// nothing exactly when the sdpa emits GroupQueryAttention with the concat's output names as its
-// present outputs. The op table keeps no ONNX-Runtime-only op: eager, ExecuTorch and .pt2 never see it.
+// present. The fusion is a pass: the stage-3 program fix `gqa_fusion` (target=ort) decides, for every
+// hfx.sdpa, by `plan_gqa` (a pure function of the sdpa node and its producers), and records each decision
+// in the graph's metadata — fused, or the reason it is not — with the KV concats each fused attention
+// owns. Stage 4's translations only read that record: the concat emits nothing exactly when its sdpa
+// emits GroupQueryAttention with the concat's output names as its present outputs, and an sdpa the pass
+// did not fuse is decomposed with the pass's reason as the export warning. The op table keeps no
+// ONNX-Runtime-only op: eager, ExecuTorch and .pt2 never see it.
 //
 // Semantics kept exactly (hfx.sdpa: bottom-right causal over T = P + S, sliding window, softcap,
 // additive padding mask):
@@ -30,6 +33,7 @@
 #pragma once
 #include <optional>
 #include <string>
+#include <vector>
 
 #include "hfx/ir/graph.h"
 
@@ -56,8 +60,18 @@ struct GqaPlan {
 /// The GroupQueryAttention plan for an hfx.sdpa node, or nullopt with the reason in `why`.
 std::optional<GqaPlan> plan_gqa(const Graph& g, const Node& sdpa, std::string* why = nullptr);
 
-/// True when `cat` is a KV concat that a planned GroupQueryAttention takes over (its translation must
-/// then emit nothing: the GroupQueryAttention node produces its output under the same name).
+/// The stage-3 program fix `gqa_fusion` (onnx_exporter.cpp registers it): on a graph whose target is ort,
+/// records for every hfx.sdpa whether one GroupQueryAttention computes it (and which KV concats it takes
+/// over). Contract after it: every fused sdpa's plan holds and each concat it owns feeds it alone; the
+/// graph's nodes are unchanged. Returns whether it recorded anything.
+bool fix_gqa_fusion(Graph& g, std::vector<std::string>& warnings);
+
+/// The pass's record for `sdpa`: nullopt when the pass did not run on it (target standard), "" when fused,
+/// else why GroupQueryAttention cannot compute it.
+std::optional<std::string> gqa_decision(const Graph& g, const Node& sdpa);
+
+/// True when the pass gave `cat` (a KV concat) to a fused GroupQueryAttention: its translation must then
+/// emit nothing (the GroupQueryAttention node produces its output under the same name).
 bool gqa_owns_cat(const Graph& g, const Node& cat);
 
 /// Emits the GroupQueryAttention node of `p` and the reshapes around it; binds the sdpa output and the

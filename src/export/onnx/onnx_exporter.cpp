@@ -16,6 +16,7 @@
 #include <memory>
 #include <utility>
 
+#include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
 #include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
@@ -334,6 +335,13 @@ std::vector<RegistryLine> onnx_registry_lines() {
 /// every op of the table directly. Add entries here with their stage and reason.
 void register_onnx_entries() {
   auto& pf = program_fix_registry();
+  pf.push_back({"onnx", 3, "gqa_fusion", fix_gqa_fusion,
+                "target=ort: ONNX Runtime's com.microsoft GroupQueryAttention computes an hfx.sdpa together "
+                "with the KV-cache concats feeding it (past + new → present) in one CPU kernel; this pass "
+                "decides per attention (gqa_fusion.h: causal, head size a multiple of 8, an additive mask, "
+                "keys from the past input) and records it, with the reason where it does not apply, for the "
+                "stage-4 translations. Remove when ai.onnx's Attention (opset 23) takes a KV cache that "
+                "ONNX Runtime's CPU kernel runs as fast."});
   pf.push_back({"onnx", 3, "moe_pack_for_ort", fix_moe_pack_for_ort,
                 "target=ort: com.microsoft.MoE (ONNX Runtime 1.30 CPU) computes hfx.moe with act silu "
                 "exactly (softmax → "

@@ -6,7 +6,8 @@
 // Opset 23 uses the standard RMSNormalization, RotaryEmbedding and Attention ops for the composite
 // ops; `target=ort` uses ONNX Runtime's fused ops (SimplifiedLayerNormalization, com.microsoft
 // SkipSimplifiedLayerNormalization and RotaryEmbedding, and com.microsoft GroupQueryAttention, which
-// takes over the KV concat: see gqa_fusion.h). Where a fused op does not apply, the
+// takes over the KV concat where the stage-3 pass gqa_fusion decided so: see gqa_fusion.h). Where a
+// fused op does not apply, the
 // composite is emitted from primitive ops and the reason goes to the export warnings.
 #include <cmath>
 #include <limits>

@@ -380,12 +380,22 @@ void sdpa_attention23(Cx& cx, const Node& n) {
 void sdpa(Cx& cx, const Node& n) {
   double softcap = n.attrs.f("softcap");
   if (cx.target() == "ort") {
-    std::string why;
-    if (auto plan = plan_gqa(cx.graph(), n, &why)) {
+    // The stage-3 pass gqa_fusion decided; its plan still holds here (nothing rewrites the graph since).
+    auto decision = gqa_decision(cx.graph(), n);
+    if (!decision)
+      HFX_THROW("onnx",
+                "expected the stage-3 fix gqa_fusion to have decided hfx.sdpa '{}' (target ort), got "
+                "no record",
+                n.name);
+    if (decision->empty()) {
+      std::string why;
+      auto plan = plan_gqa(cx.graph(), n, &why);
+      if (!plan)
+        HFX_THROW("onnx", "expected gqa_fusion's plan for '{}' to hold at stage 4, got: {}", n.name, why);
       emit_gqa(cx, *plan);
       return;
     }
-    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention does not apply (" + why +
+    cx.warn("hfx.sdpa: com.microsoft GroupQueryAttention does not apply (" + *decision +
             "); decomposed into standard ops");
   }
   if (cx.opset() >= 23 && cx.target() == "standard") {
