@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # scripts/test.sh — builds and tests hfx (run scripts/setup.sh first). The CI tiers (.ci/run):
-#   1. release (build/, -O2, NDEBUG): the whole suite, `ctest --preset release` (HFX_CI_BASE_PRESET=quick:
+#   1. release (build/, -O2, NDEBUG): the whole suite, `ctest --preset release`, with the graph verifier
+#      after every pass (HFX_VERIFY_PASSES=1) (HFX_CI_BASE_PRESET=quick:
 #      build-quick/ at -O0, only libhfx and hfx, no suite — for a quick local pass over the other tiers).
 #   2. reproducibility: scripts/repro_check.sh build/hfx build-quick/hfx — the same tiny checkpoints exported
 #      by two build trees (release; quick: -O0, unity, only hfx) in every format give byte-identical folders;
@@ -89,7 +90,11 @@ tier "format"
 bash scripts/build.sh "$BASE_PRESET" $([[ "$BASE_PRESET" == quick ]] && echo hfx_cli)
 tier "$BASE_PRESET build"
 if [[ "$BASE_PRESET" == release ]]; then
+  # The graph verifier after every pass and fix (a Debug build's default, hfx/passes/pass.h) is on for the
+  # whole release suite, so CI checks each pass's contract on every export the tests make.
+  export HFX_VERIFY_PASSES=1
   run_ctest "$logs/release.log" --preset release -j "$HFX_JOBS"
+  unset HFX_VERIFY_PASSES
   tier "release suite"
 fi
 
