@@ -166,6 +166,11 @@ int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
         HFX_THROW("registry", "expected a valid graph after node fix '{}' ({} stage {}), got: {}", e.name,
                   backend, stage, err.what());
       }
+      // The fix's contract: the ops it declares it rewrites away (NodeFixEntry::ops) are gone.
+      for (const auto& n : g.nodes())
+        if (std::find(e.ops.begin(), e.ops.end(), n->op) != e.ops.end())
+          HFX_THROW("registry", "expected no {} after node fix '{}' ({} stage {}), got node '{}'", n->op,
+                    e.name, backend, stage, n->name);
     }
   }
   return changes;
@@ -177,7 +182,14 @@ int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::ve
   for (const ProgramFixEntry& e : program_fix_registry()) {
     if (e.backend != backend || e.stage != stage) continue;
     if (e.fix(g, warnings)) changes++;
-    if (verify_passes_enabled()) verify_graph(g);
+    if (verify_passes_enabled()) {
+      try {
+        verify_graph(g);
+      } catch (const Error& err) {
+        HFX_THROW("registry", "expected a valid graph after program fix '{}' ({} stage {}), got: {}", e.name,
+                  backend, stage, err.what());
+      }
+    }
   }
   return changes;
 }

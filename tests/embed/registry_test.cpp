@@ -2,11 +2,14 @@
 // fixes apply at their stage only; the export-skip list refuses with its reason.
 #include <gtest/gtest.h>
 
+#include <cstdlib>
+
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/functional.h"
 #include "hfx/ops/op_schema.h"
+#include "hfx/passes/pass.h"
 
 using namespace hfx;
 
@@ -134,6 +137,33 @@ TEST(Registry, NodeFixAppliesAtItsStageOnly) {
   EXPECT_EQ(count_op(g, "aten.neg"), 0);
   EXPECT_EQ(count_op(g, "aten.mul.Scalar"), 1);
   verify_graph(g);
+}
+
+// A node fix that declares the ops it removes (NodeFixEntry::ops) is held to it when the verifier runs
+// (Debug builds; HFX_VERIFY_PASSES=1, as CI's release suite sets and this test does): a neg it leaves
+// behind is an error naming it.
+TEST(Registry, NodeFixContractOnItsOpsIsChecked) {
+  struct VerifierOn {
+    const char* was = std::getenv("HFX_VERIFY_PASSES");
+    std::string saved = was ? was : "";
+    VerifierOn() { setenv("HFX_VERIFY_PASSES", "1", 1); }
+    ~VerifierOn() { was ? setenv("HFX_VERIFY_PASSES", saved.c_str(), 1) : unsetenv("HFX_VERIFY_PASSES"); }
+  } on;
+  ASSERT_TRUE(verify_passes_enabled());
+  NodeFixEntry broken{"test", 3, "neg_kept", [](Graph&, Node&) { return false; }, "test fix"};
+  broken.ops = {"aten.neg"};
+  Temp t(node_fix_registry(), broken);
+  Graph g;
+  TraceBuilder tb(g);
+  Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});
+  g.add_output("y", F::neg(x).value());
+  try {
+    apply_node_fixes("test", 3, g);
+    ADD_FAILURE() << "expected the contract check to refuse";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected no aten.neg after node fix 'neg_kept'"), std::string::npos)
+        << e.what();
+  }
 }
 
 TEST(Registry, ExportSkipRefusesWithItsReason) {
