@@ -143,6 +143,19 @@ void PatchScope::restore() {
   saved_.clear();
 }
 
+namespace {
+// The verifier after one fix (Debug builds, HFX_VERIFY_PASSES=1), its error naming the fix.
+void verify_after(const char* kind, const std::string& name, const std::string& backend, int stage,
+                  const Graph& g) {
+  try {
+    verify_graph(g);
+  } catch (const Error& err) {
+    HFX_THROW("registry", "expected a valid graph after {} '{}' ({} stage {}), got: {}", kind, name, backend,
+              stage, err.what());
+  }
+}
+}  // namespace
+
 int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
   require_declared(backend, stage, EntryKind::node_fix);
   int changes = 0;
@@ -160,12 +173,7 @@ int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
     // Registry.NodeFixAppliesAtItsStageOnly.
     if (mine) g.eliminate_dead_code();
     if (verify_passes_enabled()) {
-      try {
-        verify_graph(g);
-      } catch (const Error& err) {
-        HFX_THROW("registry", "expected a valid graph after node fix '{}' ({} stage {}), got: {}", e.name,
-                  backend, stage, err.what());
-      }
+      verify_after("node fix", e.name, backend, stage, g);
       // The fix's contract: the ops it declares it rewrites away (NodeFixEntry::ops) are gone.
       for (const auto& n : g.nodes())
         if (std::find(e.ops.begin(), e.ops.end(), n->op) != e.ops.end())
@@ -182,14 +190,7 @@ int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::ve
   for (const ProgramFixEntry& e : program_fix_registry()) {
     if (e.backend != backend || e.stage != stage) continue;
     if (e.fix(g, warnings)) changes++;
-    if (verify_passes_enabled()) {
-      try {
-        verify_graph(g);
-      } catch (const Error& err) {
-        HFX_THROW("registry", "expected a valid graph after program fix '{}' ({} stage {}), got: {}", e.name,
-                  backend, stage, err.what());
-      }
-    }
+    if (verify_passes_enabled()) verify_after("program fix", e.name, backend, stage, g);
   }
   return changes;
 }
