@@ -2,8 +2,8 @@
 //
 // A pass states what it needs (precondition) and what it guarantees (postcondition) in its contract
 // text; `run_pass` runs it and, in debug builds or with HFX_VERIFY_PASSES=1, runs hfx::verify_graph
-// after it, so a broken rewrite is caught at the pass that made it. Pipelines are named lists of
-// passes so the CLI and tests can run one pass alone.
+// after it whenever it reports a change, so a broken rewrite is caught at the pass that made it. Pipelines
+// are named lists of passes so the CLI and tests can run one pass alone.
 #pragma once
 #include <functional>
 #include <string>
