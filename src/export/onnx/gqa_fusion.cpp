@@ -6,6 +6,7 @@
 #include <cmath>
 
 #include "export/onnx/lowering.h"
+#include "export/onnx/moe_fusion.h"
 #include "hfx/core/error.h"
 
 namespace hfx::onnx_export {
@@ -144,7 +145,7 @@ std::string cat_key(const Node& n) { return "onnx.gqa.cat." + n.name; }
 }  // namespace
 
 bool fix_gqa_fusion(Graph& g, std::vector<std::string>&) {
-  auto target = g.metadata().find("onnx.target");
+  auto target = g.metadata().find(kOnnxTargetKey);
   if (target == g.metadata().end() || target->second != "ort") return false;
   bool any = false;
   for (const auto& n : g.nodes()) {
