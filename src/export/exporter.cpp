@@ -135,30 +135,57 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
   return o;
 }
 
+namespace {
+
+// What XNNPACK can hold of a pre-quantized checkpoint as it is (no re-encoding): 4-bit symmetric codes, whose
+// zero point is XNNPACK's fixed 8. The block scales are rounded to bf16 on the way
+// (check_executorch_quantize).
+void check_prequantized_for_executorch(const quant::QuantOptions& pre, const std::string& model_type) {
+  if (pre.bits != 4)
+    HFX_THROW("export",
+              "expected a 4-bit GPTQ checkpoint for --format executorch, got {} bits in groups of {} ({}): "
+              "XNNPACK's 8-bit weights take one scale per output channel, this checkpoint has one per group; "
+              "export it with --format onnx, or export the float checkpoint with --quantize int8 --symmetric",
+              pre.bits, pre.group_size, model_type);
+  if (!pre.symmetric)
+    HFX_THROW("export",
+              "expected symmetric codes (GPTQ sym true) for --format executorch, got a zero point per group "
+              "({}): XNNPACK's 4-bit weights have the fixed zero point 8 and hfx does not re-encode a "
+              "checkpoint's codes; export it with --format onnx, or export the float checkpoint with "
+              "--quantize int4 --symmetric",
+              model_type);
+}
+
+}  // namespace
+
 std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const ExportConfig& config) {
   const quant::QuantOptions& pre = model.config().prequantized;
   if (!pre.enabled()) return nullptr;
-  if (config.format != "onnx")
+  if (config.format != "onnx" && config.format != "executorch")
     HFX_THROW(
         "export",
-        "expected --format onnx for a pre-quantized (GPTQ / AWQ) checkpoint, got --format {}: hfx writes "
-        "no quantized linear layers for ExecuTorch or .pt2 yet; export the float checkpoint instead",
+        "expected --format onnx or executorch for a pre-quantized (GPTQ / AWQ) checkpoint, got --format "
+        "{}: hfx writes no quantized linear layers for .pt2 yet; export the float checkpoint instead",
         config.format);
   auto copy = config.clone();
-  auto& oc = dynamic_cast<OnnxConfig&>(*copy);
-  if (oc.quantize.enabled())
+  quant::QuantOptions& q = config.format == "onnx" ? dynamic_cast<OnnxConfig&>(*copy).quantize
+                                                   : dynamic_cast<ExecutorchConfig&>(*copy).quantize;
+  if (q.enabled())
     HFX_THROW("export",
               "expected no --quantize for a checkpoint that is already quantized ({}, groups of {}), got "
               "--quantize {}; drop the flag: the export keeps the checkpoint's codes",
-              pre.method(), pre.group_size, oc.quantize.method());
-  nlohmann::json j = oc.to_json();
+              pre.method(), pre.group_size, q.method());
+  if (config.format == "executorch") check_prequantized_for_executorch(pre, model.config().model_type);
+  nlohmann::json j = copy->to_json();
   j["quantize"] = quant::to_json(pre);
   try {
-    oc.from_json(j);  // the checks of an explicit quantize (opset ≥ 21 on target standard) apply
+    // The checks of an explicit quantize apply: ONNX's opset >= 21 on target standard; ExecuTorch's
+    // backend xnnpack, which also marks the scales bf16 (the export and verify's reference round them).
+    copy->from_json(j);
   } catch (const Error& e) {
     HFX_THROW("export",
-              "expected an ONNX config that can hold this pre-quantized checkpoint's {} codes, got: {}",
-              pre.method(), e.what());
+              "expected a {} config that can hold this pre-quantized checkpoint's {} codes, got: {}",
+              config.format == "onnx" ? "ONNX" : "ExecuTorch", pre.method(), e.what());
   }
   return copy;
 }

@@ -37,6 +37,24 @@ void put(std::map<std::string, Tensor>& m, const std::string& weight, const Quan
   if (q.zero_points.defined()) m[nm.zero_points] = q.zero_points;
 }
 
+// The store with every quantized weight's block scales rounded to bfloat16 (QuantOptions::bf16_scales) and
+// the codes as they are: what XNNPACK's 4-bit kernels run of a GPTQ checkpoint's float16 scales (a relative
+// change of at most 2^-8 per scale: bf16 keeps 8 significant bits), so the eager model computes the
+// delegate's very weights.
+std::shared_ptr<io::WeightStore> with_bf16_scales(const io::WeightStore& ws) {
+  std::map<std::string, Tensor> all;
+  for (const std::string& name : ws.names()) all[name] = ws.get(name);
+  for (const std::string& name : ws.names()) {
+    if (!name.ends_with(".weight_q")) continue;
+    const std::string scales = quant_names(name.substr(0, name.size() - 2)).scales;
+    Tensor s = all.at(scales).to(DType::F32).contiguous().clone();
+    float* p = s.data<float>();
+    for (int64_t i = 0; i < s.numel(); i++) p[i] = bf16_to_f32(f32_to_bf16(p[i]));
+    all[scales] = s;
+  }
+  return io::WeightStore::from_tensors(std::move(all));
+}
+
 }  // namespace
 
 std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o, int* count) {
@@ -50,12 +68,18 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
           "got --quantize {} --group-size {}{}; drop --quantize",
           cfg.model_type, p.method(), p.group_size, p.symmetric ? ", symmetric" : "", o.method(),
           o.group_size, o.symmetric ? " --symmetric" : "");
+    if (o.per_channel)
+      HFX_THROW("quant",
+                "expected per-group scales for the {} checkpoint's codes (one per group of {}), got quantize "
+                "per_channel: a pre-quantized checkpoint's scales are used as they are",
+                cfg.model_type, p.group_size);
     int n = 0;
     for (const std::string& name : ws.names()) n += name.ends_with(".weight_q") ? 1 : 0;
     if (count) *count = n;
     ModelConfig c = cfg;
     c.int8_activations = o.int8_activations;
-    return architecture(cfg.model_type).create(std::move(c), model.weights_ptr());
+    if (!o.bf16_scales) return architecture(cfg.model_type).create(std::move(c), model.weights_ptr());
+    return architecture(cfg.model_type).create(std::move(c), with_bf16_scales(ws));
   }
   std::map<std::string, Tensor> all;
   int n = 0;

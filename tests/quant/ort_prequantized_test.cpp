@@ -135,11 +135,10 @@ TEST(Prequantized, OtherFormatsAndRequantizationAreRefused) {
   create_tiny("llama", dir.path.string(), TinyOptions{});
   quant::write_prequantized_checkpoint(dir.path.string(), cq_of("gptq", 4, 32, true));
   auto m = load_model(dir.path.string());
-  ExecutorchConfig ec;
-  ec.format = "executorch";
-  expect_error([&] { artifact::export_folder(*m, dir.path.string(), (dir.path / "et").string(), ec); },
-               {"--format onnx", "GPTQ / AWQ"});
-  EXPECT_FALSE(fs::exists(dir.path / "et"));
+  DynamoConfig dc;  // ExecuTorch takes symmetric 4-bit codes: tests/quant/et_prequantized_test.cpp
+  expect_error([&] { artifact::export_folder(*m, dir.path.string(), (dir.path / "pt2").string(), dc); },
+               {"--format onnx or executorch", "GPTQ / AWQ"});
+  EXPECT_FALSE(fs::exists(dir.path / "pt2"));
   OnnxConfig oc;
   oc.format = "onnx";
   oc.target = "ort";

@@ -19,6 +19,17 @@ vision_model., visual., multi_modal_projector., connector. and whose input featu
 Conv1D weights are stored [in, out] and quantized along `in`. A tied LM head gets its own quantized copy of the
 embedding table (config.json's tie_word_embeddings becomes false; the embedding gather stays float).
 
+`--from-gptq`: CKPT is a GPTQ checkpoint (`hfx create-tiny ARCH --quantize gptq`: AutoGPTQ's QuantLinear
+layout, 4 bits, sym true), which hfx exports to ExecuTorch with its codes as they are and its float16 block
+scales rounded to bf16 (docs/quantization.md). OUT gets, per layer P (K inputs, N outputs, group g), by
+AutoGPTQ's published formula (written out here, not hfx's code):
+
+    q[k, n]    = (qweight[k // 8, n] >> (4 * (k % 8))) & 15
+    zero[i, n] = ((qzeros[i, n // 8] >> (4 * (n % 8))) & 15) + 1        (checkpoint_format gptq; v2: no + 1)
+    W[n, k]    = bf16(scales[g_idx[k], n]) * (q[k, n] - zero[g_idx[k], n])
+
+and no quantization_config, so the transformers oracle runs the weights the program holds.
+
 Needs numpy (Debian's python3-numpy, which the hf-oracle's python has).
 """
 import argparse
@@ -101,16 +112,62 @@ def dequantized(w, g, bits=4):
     return (q * scale).reshape(n, k).astype(np.float32)
 
 
+def write_checkpoint(src, out, cfg, tensors, meta):
+    os.makedirs(out, exist_ok=True)
+    for f in os.listdir(src):
+        if f not in ("model.safetensors", "config.json") and os.path.isfile(os.path.join(src, f)):
+            shutil.copy(os.path.join(src, f), out)
+    json.dump(cfg, open(os.path.join(out, "config.json"), "w"), indent=2)
+    write_safetensors(os.path.join(out, "model.safetensors"), tensors, meta)
+
+
+def from_gptq(tensors, qc):
+    """Replaces each GPTQ layer's qweight / qzeros / scales / g_idx by its float weight (bf16 scales)."""
+    bits = qc["bits"]
+    per = 32 // bits
+    v1 = qc.get("checkpoint_format", "gptq") != "gptq_v2"
+    prefixes = [n[: -len(".qweight")] for n in tensors if n.endswith(".qweight")]
+    for p in prefixes:
+        def words(name):
+            dtype, shape, raw = tensors.pop(name)
+            assert dtype == "I32", f"{name}: expected I32, got {dtype}"
+            return np.frombuffer(raw, dtype="<i4").reshape(shape).astype(np.uint32)
+        qw, qz = words(p + ".qweight"), words(p + ".qzeros")
+        scales = to_bf16(tensors.pop(p + ".scales"))  # [groups, N], F16 read as float32
+        K, N = qw.shape[0] * per, qw.shape[1]
+        q = np.zeros((K, N), dtype=np.int64)
+        for i in range(per):
+            q[i::per, :] = (qw >> (bits * i)) & ((1 << bits) - 1)
+        z = np.zeros((qz.shape[0], N), dtype=np.int64)
+        for i in range(per):
+            z[:, i::per] = (qz >> (bits * i)) & ((1 << bits) - 1)
+        z += 1 if v1 else 0
+        g_idx = tensors.pop(p + ".g_idx", None)
+        g = qc["group_size"] if qc["group_size"] > 0 else K
+        gi = np.arange(K) // g
+        if isinstance(g_idx, tuple):
+            gi = np.frombuffer(g_idx[2], dtype="<i4").astype(np.int64)
+        W = scales[gi, :] * (q - z[gi, :]).astype(np.float32)  # [K, N]
+        tensors[p + ".weight"] = np.ascontiguousarray(W.T.astype(np.float32))
+    return len(prefixes)
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("ckpt")
     ap.add_argument("out")
     ap.add_argument("--group-size", type=int, default=32)
     ap.add_argument("--bits", type=int, choices=(4, 8), default=4)
+    ap.add_argument("--from-gptq", action="store_true", help="CKPT is a GPTQ checkpoint (see above)")
     a = ap.parse_args()
     g = a.group_size
     cfg = json.load(open(os.path.join(a.ckpt, "config.json")))
     tensors, meta = read_safetensors(os.path.join(a.ckpt, "model.safetensors"))
+    if a.from_gptq:
+        count = from_gptq(tensors, cfg.pop("quantization_config"))
+        write_checkpoint(a.ckpt, a.out, cfg, tensors, meta)
+        print(f"dequantize.py: {count} GPTQ layers with bf16 scales -> {a.out}", file=sys.stderr)
+        return 0 if count else 1
     transposed = re.compile(TRANSPOSED.get(cfg.get("model_type", ""), r"$^"))
     count = 0
     for name in list(tensors):
@@ -130,12 +187,7 @@ def main():
         tensors["lm_head.weight"] = dequantized(tensors[embed], g, a.bits)
         cfg["tie_word_embeddings"] = False
         count += 1
-    os.makedirs(a.out, exist_ok=True)
-    for f in os.listdir(a.ckpt):
-        if f not in ("model.safetensors", "config.json") and os.path.isfile(os.path.join(a.ckpt, f)):
-            shutil.copy(os.path.join(a.ckpt, f), a.out)
-    json.dump(cfg, open(os.path.join(a.out, "config.json"), "w"), indent=2)
-    write_safetensors(os.path.join(a.out, "model.safetensors"), tensors, meta)
+    write_checkpoint(a.ckpt, a.out, cfg, tensors, meta)
     how = f"int4 (groups of {g}, bf16 scales)" if a.bits == 4 else "int8 (one f32 scale per row)"
     print(f"dequantize.py: {count} weights as {how} -> {a.out}", file=sys.stderr)
     return 0 if count else 1

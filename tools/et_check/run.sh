@@ -4,6 +4,7 @@
 #
 #   tools/et_check/run.sh [BUILD_DIR] [--backend portable|xnnpack] [--et-root DIR] [--out DIR]
 #                         [--archs a,b,...] [--threads N] [--decode N] [--quantize int4|int8 [--group-size G]]
+#                         [--prequantized gptq [--group-size G]]
 #
 #   BUILD_DIR   the project's build (default: build/ of this checkout); needs BUILD_DIR/hfx
 #   --backend   passed to `hfx export --format executorch --backend B` (default portable)
@@ -25,11 +26,16 @@
 #   pick another expert), and the greedy tokens are reported, not required (random tiny models have top-2
 #   margins below the activation rounding). Architectures whose golden came from a
 #   transformers newer than the oracle's trees (4.47, 4.51) are reported as "no oracle".
+# --prequantized gptq (needs --backend xnnpack and the hf-oracle): the checkpoint is `hfx create-tiny ARCH
+#   --quantize gptq --bits 4 --group-size G` (AutoGPTQ layout, sym), exported with no --quantize (its codes as
+#   they are, scales rounded to bf16); the golden is made on the spot as for --quantize, from
+#   `dequantize.py --from-gptq` (AutoGPTQ's formula with bf16 scales), with the same bounds.
 # Writes OUT/report.json and OUT/table.txt (one line per architecture); exits 1 if any architecture fails.
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
 BUILD_DIR="" BACKEND=portable ET_ROOT=${ET_ROOT:-/work/et} OUT="" ARCHS="" THREADS=0 DECODE=32 QUANT="" GROUP=32
+PREQ=""
 HFO=${HFO:-/work/hfo}
 while (($#)); do
   case $1 in
@@ -41,7 +47,8 @@ while (($#)); do
     --decode) DECODE=$2; shift 2 ;;
     --quantize) QUANT=$2; shift 2 ;;
     --group-size) GROUP=$2; shift 2 ;;
-    -h|--help) sed -n '2,30p' "$0"; exit 0 ;;
+    --prequantized) PREQ=$2; shift 2 ;;
+    -h|--help) sed -n '2,33p' "$0"; exit 0 ;;
     -*) echo "run.sh: unknown option $1" >&2; exit 2 ;;
     *) BUILD_DIR=$1; shift ;;
   esac
@@ -49,8 +56,16 @@ done
 BUILD_DIR=${BUILD_DIR:-$ROOT/build}
 HFX=$BUILD_DIR/hfx
 ET_RUN=$ET_ROOT/et_run-build/et_run
-OUT=${OUT:-$ET_ROOT/check-$BACKEND${QUANT:+-$QUANT}}
+OUT=${OUT:-$ET_ROOT/check-$BACKEND${QUANT:+-$QUANT}${PREQ:+-$PREQ}}
 EXPORT_FLAGS=()
+CREATE_FLAGS=()
+if [[ -n $PREQ ]]; then
+  [[ $PREQ == gptq && $BACKEND == xnnpack && -z $QUANT ]] ||
+    { echo "run.sh: --prequantized takes gptq with --backend xnnpack and no --quantize (got $PREQ, $BACKEND)" >&2; exit 2; }
+  [[ -x $HFO/run.sh ]] || { echo "run.sh: --prequantized needs the hf-oracle at HFO=$HFO (tools/hf_goldens/README.md)" >&2; exit 2; }
+  CREATE_FLAGS=(--quantize gptq --bits 4 --group-size "$GROUP")
+  export ET_CHECK_GREEDY=report
+fi
 if [[ -n $QUANT ]]; then
   [[ ($QUANT == int4 || $QUANT == int8) && $BACKEND == xnnpack ]] ||
     { echo "run.sh: --quantize takes int4 or int8 with --backend xnnpack (got $QUANT, $BACKEND)" >&2; exit 2; }
@@ -88,8 +103,9 @@ quantized_golden() {
     4.51*) run=$HFO/run-4.51.sh ;;
     *) echo "no oracle (golden from transformers $tf)" >"$d/status"; echo "the oracle's trees are 4.47 and 4.51" >"$d/status.detail"; return 1 ;;
   esac
-  /usr/bin/python3 "$HERE/dequantize.py" "$d/ckpt" "$d/ckpt-deq" --group-size "$GROUP" --bits "${QUANT#int}" \
-    2>"$d/dequantize.log" ||
+  local how=(--group-size "$GROUP" --bits "${QUANT#int}")
+  [[ -n $PREQ ]] && how=(--from-gptq)
+  /usr/bin/python3 "$HERE/dequantize.py" "$d/ckpt" "$d/ckpt-deq" "${how[@]}" 2>"$d/dequantize.log" ||
     { echo "dequantize.py" >"$d/status"; cp "$d/dequantize.log" "$d/status.detail"; return 1; }
   mapfile -t args < <(python3 -c "import json,sys
 for p in json.load(open(sys.argv[1]))['prompts']: print('--ids'); print(','.join(map(str, p.get('input_ids', p.get('ids')))))" "$golden")
@@ -108,16 +124,16 @@ json.dump(r, open(sys.argv[2], "w"))
 PY
 }
 
-echo "et_check: backend=$BACKEND${QUANT:+ quantize=$QUANT g$GROUP} hfx=$HFX et_run=$ET_RUN out=$OUT (${#GOLDENS[@]} architectures)"
+echo "et_check: backend=$BACKEND${QUANT:+ quantize=$QUANT g$GROUP}${PREQ:+ prequantized=$PREQ g$GROUP} hfx=$HFX et_run=$ET_RUN out=$OUT (${#GOLDENS[@]} architectures)"
 REPORTS=()
 for line in "${GOLDENS[@]}"; do
   arch=${line%%$'\t'*} golden=${line#*$'\t'}
   d=$OUT/$arch
   rm -rf "$d"; mkdir -p "$d"
   echo "== $arch"
-  if ! "$HFX" create-tiny "$arch" -o "$d/ckpt" >"$d/create.log" 2>&1; then
+  if ! "$HFX" create-tiny "$arch" "${CREATE_FLAGS[@]}" -o "$d/ckpt" >"$d/create.log" 2>&1; then
     echo "create-tiny" >"$d/status"; cp "$d/create.log" "$d/status.detail"
-  elif [[ -n $QUANT ]] && ! quantized_golden "$golden" "$d" "$arch"; then
+  elif [[ -n $QUANT$PREQ ]] && ! quantized_golden "$golden" "$d" "$arch"; then
     :  # quantized_golden wrote the status
   elif ! "$HFX" export "$d/ckpt" --format executorch --backend "$BACKEND" "${EXPORT_FLAGS[@]}" -o "$d/pte" \
       >"$d/export.log" 2>&1; then
@@ -138,7 +154,7 @@ for line in "${GOLDENS[@]}"; do
     echo $? >"$d/probe.rc"
   fi
   tol=${ET_CHECK_TOL:-1e-4}
-  if [[ -n $QUANT && -f $d/golden.json ]]; then golden=$d/golden.json; tol=${ET_CHECK_TOL:-$(cat "$d/tol")}; fi
+  if [[ -n $QUANT$PREQ && -f $d/golden.json ]]; then golden=$d/golden.json; tol=${ET_CHECK_TOL:-$(cat "$d/tol")}; fi
   ET_CHECK_TOL=$tol python3 "$HERE/compare.py" "$golden" "$d" >"$d/report.json" ||
     echo "{\"arch\": \"$arch\", \"ok\": false, \"problems\": [\"compare.py failed\"]}" >"$d/report.json"
   REPORTS+=("$d/report.json")

@@ -184,10 +184,13 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& conf
 CaptureOptions contract_options(const Model& model, const ExportConfig& config);
 
 /// The config an export of `model` runs with. For a GPTQ / AWQ checkpoint (ModelConfig::prequantized): a
-/// copy of the ONNX config whose quantize is the checkpoint's codes (the export writes them as they are;
-/// export_config.json, the manifest and `hfx verify` record them; quantize's opset rule applies). Null
-/// when the model is float. Throws hfx::Error("export", ...) for a pre-quantized model with another format
-/// (ExecuTorch and .pt2 write no quantized linear layers yet) or with an explicit --quantize.
+/// copy of the ONNX or ExecuTorch config whose quantize is the checkpoint's codes (the export writes them as
+/// they are; export_config.json, the manifest and `hfx verify` record them). The config's own quantize
+/// checks apply: ONNX's opset rule; ExecuTorch's backend xnnpack, which takes only 4-bit symmetric codes
+/// (XNNPACK's fixed zero point 8) and marks the block scales bf16, so the export and verify's reference
+/// both round them (quant::quantize_model). Null when the model is float. Throws hfx::Error("export", ...)
+/// for a pre-quantized model with --format dynamo, with codes ExecuTorch cannot hold, or with an explicit
+/// --quantize.
 std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const ExportConfig& config);
 /// The programs an export writes: for_generation → the recorded generation's programs; otherwise one
 /// program of kind opts.kind for a causal LM (the generation programs for other structures).

@@ -19,7 +19,9 @@ namespace hfx::quant {
 /// it (Model::w). Returns the number of weights quantized through `count`.
 /// A model read from a GPTQ / AWQ checkpoint (ModelConfig::prequantized) is already quantized: with options
 /// equal to its codes' (bits, group size, symmetric) this returns a model over the same store (count = the
-/// weights it holds quantized), with other options it throws hfx::Error("quant", ...).
+/// weights it holds quantized) — with QuantOptions::bf16_scales, over a store whose block scales are rounded
+/// to bf16 and whose codes are the same bytes (ExecuTorch's XNNPACK export of a GPTQ checkpoint) — and
+/// with other options (or per_channel) it throws hfx::Error("quant", ...).
 std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o, int* count = nullptr);
 /// What an exporter runs for its config's quantize options: null when `o` asks for none, else
 /// quantize_model's copy; throws hfx::Error("quant", ...) when no weight of the model qualifies.

@@ -23,44 +23,66 @@ struct PyObj {
   std::vector<PyObj> items;                            ///< Tuple, List
   std::vector<std::pair<std::string, PyObj>> entries;  ///< Dict (insertion order)
 
-  static PyObj none() { return {}; }
-  static PyObj integer(int64_t v) {
-    PyObj o;
-    o.kind = Kind::Int;
-    o.i = v;
-    return o;
-  }
-  static PyObj str(std::string v) {
-    PyObj o;
-    o.kind = Kind::Str;
-    o.s = std::move(v);
-    return o;
-  }
-  static PyObj tensor(Tensor v) {
-    PyObj o;
-    o.kind = Kind::Tensor;
-    o.t = std::move(v);
-    return o;
-  }
-  static PyObj tuple(std::vector<PyObj> v) {
-    PyObj o;
-    o.kind = Kind::Tuple;
-    o.items = std::move(v);
-    return o;
-  }
-  static PyObj list(std::vector<PyObj> v) {
-    PyObj o;
-    o.kind = Kind::List;
-    o.items = std::move(v);
-    return o;
-  }
-  static PyObj dict(std::vector<std::pair<std::string, PyObj>> v) {
-    PyObj o;
-    o.kind = Kind::Dict;
-    o.entries = std::move(v);
-    return o;
-  }
+  // Declared here, defined below the struct: a member defined inside (the implicit ones too) would
+  // instantiate std::pair<std::string, PyObj> while PyObj is still incomplete (clang rejects it).
+  PyObj();
+  PyObj(const PyObj&);
+  PyObj(PyObj&&) noexcept;
+  PyObj& operator=(const PyObj&);
+  PyObj& operator=(PyObj&&) noexcept;
+  ~PyObj();
+  static PyObj none();
+  static PyObj integer(int64_t v);
+  static PyObj str(std::string v);
+  static PyObj tensor(Tensor v);
+  static PyObj tuple(std::vector<PyObj> v);
+  static PyObj list(std::vector<PyObj> v);
+  static PyObj dict(std::vector<std::pair<std::string, PyObj>> v);
 };
+
+inline PyObj::PyObj() = default;
+inline PyObj::PyObj(const PyObj&) = default;
+inline PyObj::PyObj(PyObj&&) noexcept = default;
+inline PyObj& PyObj::operator=(const PyObj&) = default;
+inline PyObj& PyObj::operator=(PyObj&&) noexcept = default;
+inline PyObj::~PyObj() = default;
+inline PyObj PyObj::none() { return {}; }
+inline PyObj PyObj::integer(int64_t v) {
+  PyObj o;
+  o.kind = Kind::Int;
+  o.i = v;
+  return o;
+}
+inline PyObj PyObj::str(std::string v) {
+  PyObj o;
+  o.kind = Kind::Str;
+  o.s = std::move(v);
+  return o;
+}
+inline PyObj PyObj::tensor(Tensor v) {
+  PyObj o;
+  o.kind = Kind::Tensor;
+  o.t = std::move(v);
+  return o;
+}
+inline PyObj PyObj::tuple(std::vector<PyObj> v) {
+  PyObj o;
+  o.kind = Kind::Tuple;
+  o.items = std::move(v);
+  return o;
+}
+inline PyObj PyObj::list(std::vector<PyObj> v) {
+  PyObj o;
+  o.kind = Kind::List;
+  o.items = std::move(v);
+  return o;
+}
+inline PyObj PyObj::dict(std::vector<std::pair<std::string, PyObj>> v) {
+  PyObj o;
+  o.kind = Kind::Dict;
+  o.entries = std::move(v);
+  return o;
+}
 
 /// The bytes of `torch.save(obj)` (zip format, pickle protocol 2).
 std::string torch_save(const PyObj& obj);
