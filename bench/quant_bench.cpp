@@ -6,7 +6,7 @@
 //   quant_bench agree MODEL_DIR [--steps 32] [--prompts 8]
 //
 // speed: a 16-token prefill, then `decode` single-token steps (EagerEngine, KV cache), median of reps
-// after a warm-up, for f32, int8 g32 and int4 g32 (asymmetric, quantized at load).
+// after a warm-up, for f32, int8 g32 and int4 g32 (asymmetric, quantized at load), the reps interleaved.
 // agree: the f32 model generates `steps` greedy tokens after each of `prompts` fixed prompts (ids drawn
 // from a seeded generator, 8–20 tokens). Each quantized model is then run teacher-forced on the same
 // sequences (one forward over prompt + generated tokens, no cache), and at every position that chose a
@@ -69,23 +69,32 @@ double decode_s(EagerEngine& e, int64_t vocab, int64_t steps) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
+// The variants' reps are interleaved (rep r of every variant, then rep r + 1), so a host whose speed drifts
+// during the run (measured on a shared VM: the same f32 decode at 5.9 and 7.3 tok/s minutes apart) slows all
+// variants alike instead of skewing their ratio.
 void speed(const std::string& dir, int threads, int64_t decode, int reps) {
   kernels::set_num_threads(threads);
   auto base = load_causal_lm(dir);
   const int64_t V = base->config().vocab_size;
+  const std::vector<Variant> vs = variants();
+  std::vector<std::unique_ptr<EagerEngine>> engines;
+  for (const Variant& v : vs) {
+    engines.push_back(std::make_unique<EagerEngine>(v.q.enabled() ? as_lm(quant::quantize_model(*base, v.q))
+                                                                  : as_lm(load_causal_lm(dir))));
+    decode_s(*engines.back(), V, 2);  // warm-up
+  }
+  std::vector<std::vector<double>> t(vs.size());
+  for (int r = 0; r < reps; r++)
+    for (size_t i = 0; i < vs.size(); i++) t[i].push_back(decode_s(*engines[i], V, decode));
   double f32 = 0;
-  for (const Variant& v : variants()) {
-    EagerEngine e(v.q.enabled() ? as_lm(quant::quantize_model(*base, v.q)) : as_lm(load_causal_lm(dir)));
-    decode_s(e, V, 2);  // warm-up
-    std::vector<double> t;
-    for (int r = 0; r < reps; r++) t.push_back(decode_s(e, V, decode));
-    std::sort(t.begin(), t.end());
-    const double tok_s = static_cast<double>(decode) / t[t.size() / 2];
-    if (!v.q.enabled()) f32 = tok_s;
+  for (size_t i = 0; i < vs.size(); i++) {
+    std::sort(t[i].begin(), t[i].end());
+    const double tok_s = static_cast<double>(decode) / t[i][t[i].size() / 2];
+    if (!vs[i].q.enabled()) f32 = tok_s;
     std::printf(
         "{\"engine\":\"hfx-eager\",\"weights\":\"%s\",\"threads\":%d,\"decode_tokens\":%lld,"
         "\"decode_tok_s\":%.3f,\"vs_f32\":%.3f}\n",
-        v.name.c_str(), threads, static_cast<long long>(decode), tok_s, tok_s / f32);
+        vs[i].name.c_str(), threads, static_cast<long long>(decode), tok_s, tok_s / f32);
     std::fflush(stdout);
   }
 }
