@@ -85,7 +85,7 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
   j["max_batch"] = a.max_batch;
   j["max_sequence"] = a.max_sequence;
   j["dtype"] = a.dtype;
-  if (a.quantize != "none" && (a.format == "onnx" || a.format == "executorch"))
+  if (a.quantize != "none")
     j["quantize"] = {{"method", a.quantize},
                      {"group_size", a.group_size},
                      {"symmetric", a.symmetric},
@@ -136,14 +136,6 @@ void run_export(const ExportArgs& a) {
   const std::string dir = resolve_model(a.model);
   ExportBar progress(a.out, a.format);
   progress.bar.update(0, "load " + a.model);
-  // torch.export gets no quantized weights yet: hfx writes no op pattern PyTorch was shown to execute
-  // (docs/quantization.md), so the flag is refused rather than ignored. ExecuTorch's config checks what
-  // its XNNPACK pattern runs (ExecutorchConfig::quantize).
-  if (a.quantize != "none" && a.format != "onnx" && a.format != "executorch")
-    HFX_THROW("export",
-              "expected --quantize with --format onnx or executorch, got --format {}: hfx does not write "
-              "quantized {} programs yet; export f32 or use --format onnx [--target ort]",
-              a.format, a.format);
   if (a.activations != "f32" && a.quantize == "none")
     HFX_THROW("export",
               "expected --activations {} together with --quantize int4 or int8 (it sets how MatMulNBits "
@@ -196,9 +188,11 @@ void register_export(CLI::App& app) {
                 "ONNX: weights in model.onnx_data (automatic above 2 GB)");
   cmd->add_option("--target", a->target, "ONNX: standard | ort (com.microsoft fused ops)");
   cmd->add_flag("--no-optimize", a->no_optimize, "ONNX: skip graph optimization");
-  cmd->add_option("--quantize", a->quantize,
-                  "ONNX: weight-only quantization of the linear layers: none | int8 | int4; ExecuTorch "
-                  "--backend xnnpack: int4 with --symmetric (8da4w: int8 activations per token at run time)");
+  cmd->add_option(
+      "--quantize", a->quantize,
+      "ONNX: weight-only quantization of the linear layers: none | int8 | int4; ExecuTorch "
+      "--backend xnnpack: int4 or int8 with --symmetric (int8 activations per token at run time); "
+      "dynamo: the codes de-quantized in the graph by core ATen ops");
   cmd->add_option("--group-size", a->group_size, "--quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "--quantize: symmetric codes (no zero points)");
   cmd->add_flag(

@@ -137,6 +137,14 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
 
 namespace {
 
+// The quantize options of a format's config; null for a format without them.
+quant::QuantOptions* quantize_of(ExportConfig& c) {
+  if (auto* o = dynamic_cast<OnnxConfig*>(&c)) return &o->quantize;
+  if (auto* e = dynamic_cast<ExecutorchConfig*>(&c)) return &e->quantize;
+  if (auto* d = dynamic_cast<DynamoConfig*>(&c)) return &d->quantize;
+  return nullptr;
+}
+
 // What XNNPACK can hold of a pre-quantized checkpoint as it is (no re-encoding): 4-bit symmetric codes, whose
 // zero point is XNNPACK's fixed 8. The block scales are rounded to bf16 on the way
 // (check_executorch_quantize).
@@ -158,18 +166,34 @@ void check_prequantized_for_executorch(const quant::QuantOptions& pre, const std
 
 }  // namespace
 
+quant::QuantOptions common_quantize(const std::map<std::string, const ExportConfig*>& configs) {
+  quant::QuantOptions q;
+  std::string first;
+  for (const auto& [name, c] : configs) {
+    const quant::QuantOptions* p = quantize_of(const_cast<ExportConfig&>(*c));
+    const quant::QuantOptions mine = p ? *p : quant::QuantOptions{};
+    if (first.empty()) {
+      q = mine, first = name;
+    } else if (quant::to_json(mine) != quant::to_json(q)) {
+      HFX_THROW("export",
+                "expected one quantize setting for every component, got {} for '{}' and {} for '{}'",
+                quant::to_json(q).dump(), first, quant::to_json(mine).dump(), name);
+    }
+  }
+  return q;
+}
+
 std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const ExportConfig& config) {
   const quant::QuantOptions& pre = model.config().prequantized;
   if (!pre.enabled()) return nullptr;
-  if (config.format != "onnx" && config.format != "executorch")
-    HFX_THROW(
-        "export",
-        "expected --format onnx or executorch for a pre-quantized (GPTQ / AWQ) checkpoint, got --format "
-        "{}: hfx writes no quantized linear layers for .pt2 yet; export the float checkpoint instead",
-        config.format);
   auto copy = config.clone();
-  quant::QuantOptions& q = config.format == "onnx" ? dynamic_cast<OnnxConfig&>(*copy).quantize
-                                                   : dynamic_cast<ExecutorchConfig&>(*copy).quantize;
+  quant::QuantOptions* qp = quantize_of(*copy);
+  if (!qp)
+    HFX_THROW("export",
+              "expected --format onnx, executorch or dynamo for a pre-quantized (GPTQ / AWQ) checkpoint, got "
+              "--format {}",
+              config.format);
+  quant::QuantOptions& q = *qp;
   if (q.enabled())
     HFX_THROW("export",
               "expected no --quantize for a checkpoint that is already quantized ({}, groups of {}), got "
@@ -185,7 +209,7 @@ std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const Ex
   } catch (const Error& e) {
     HFX_THROW("export",
               "expected a {} config that can hold this pre-quantized checkpoint's {} codes, got: {}",
-              config.format == "onnx" ? "ONNX" : "ExecuTorch", pre.method(), e.what());
+              config.format, pre.method(), e.what());
   }
   return copy;
 }
@@ -371,10 +395,23 @@ nlohmann::json ExecutorchConfig::precision(DType checkpoint) const {
   return p;
 }
 
-nlohmann::json DynamoConfig::to_json() const { return ExportConfig::to_json(); }
+nlohmann::json DynamoConfig::to_json() const {
+  nlohmann::json j = ExportConfig::to_json();
+  if (quantize.enabled()) j["quantize"] = quant::to_json(quantize);
+  return j;
+}
 void DynamoConfig::from_json(const nlohmann::json& j) {
-  check_keys(j, with_common({}), format);
+  check_keys(j, with_common({"quantize"}), format);
   ExportConfig::from_json(j);
+  if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
+  if (quantize.int8_activations)
+    HFX_THROW("dynamo",
+              "expected no --activations int8 with --format dynamo, got it: the program de-quantizes the "
+              "weights and runs aten.linear in f32 (the int8 rounding is ONNX Runtime's MatMulNBits math)");
+  if (quantize.embedding)
+    HFX_THROW("dynamo",
+              "expected no --quantize-embedding with --format dynamo, got it: the embedding gather stays an "
+              "aten.embedding over float rows");
 }
 
 std::unique_ptr<Exporter> make_exporter(const std::string& format) { return entry(format).make(); }

@@ -194,3 +194,41 @@ std::vector<Var> moe(Builder& b, const std::vector<Var>& in, const Attrs& a) {
 }
 
 }  // namespace hfx::decomp
+
+namespace hfx::decomp {
+
+// x @ dequant(W)^T with the codes de-quantized in the graph (MatMulNBits' layout, hfx/quant/quantize.h),
+// for backends with no quantized matmul (torch.export's core ATen). A 4-bit byte holds elements (2j, 2j+1)
+// in its (low, high) nibble: one gather from a constant [256, 2] table (byte → its two nibbles) splits
+// them with ops every backend has, no bitwise op. 8-bit codes are cast. Zero points: the input's (4-bit
+// ones packed like the codes, a padding nibble past the last block) or the symmetric 2^(bits-1).
+std::vector<Var> linear_q(Builder& b, const std::vector<Var>& in, const Attrs& a) {
+  need(in, 3, 4, "hfx.linear_q");
+  if (attr_i(a, "act_bits", 0) != 0)
+    HFX_THROW(
+        "decomp",
+        "expected hfx.linear_q act_bits 0 to decompose it, got {}: the int8 rounding of the activations "
+        "is ONNX Runtime's MatMulNBits math (--target ort), not decomposed",
+        attr_i(a, "act_bits", 0));
+  const int64_t bits = a.i("bits"), g = a.i("group_size");
+  const Var &x = in[0], &codes = in[1], &scales = in[2];
+  const Var zp = in.size() > 3 ? in[3] : Var();
+  const Sym N = codes.size(0), B = codes.size(1);
+  auto nibbles = [&](const Var& bytes) {  // [..., n] uint8 → [..., n, 2] f32 (low, high)
+    Tensor t = Tensor::empty({256, 2}, DType::F32);
+    for (int v = 0; v < 256; v++) t.data<float>()[2 * v] = v & 15, t.data<float>()[2 * v + 1] = v >> 4;
+    return F::embedding(b.constant(t), F::to(bytes, DType::I64));
+  };
+  Var q = bits == 4 ? F::reshape(nibbles(codes), {N, B, Sym(g)}) : F::to(codes, DType::F32);  // [N, B, g]
+  if (!zp) {
+    q = F::add(q, -static_cast<double>(int64_t{1} << (bits - 1)));
+  } else {
+    Var z = bits == 8 ? F::to(zp, DType::F32)
+                      : F::slice(F::reshape(nibbles(zp), {N, zp.size(1) * Sym(2)}), 1, 0, B);  // [N, B]
+    q = F::sub(q, F::unsqueeze(z, -1));
+  }
+  Var w = F::reshape(F::mul(q, F::unsqueeze(F::to(scales, DType::F32), -1)), {N, B * Sym(g)});
+  return {F::linear(x.dtype() == DType::F32 ? x : F::to(x, DType::F32), w)};
+}
+
+}  // namespace hfx::decomp

@@ -9,4 +9,5 @@ std::vector<Var> rms_norm(Builder& b, const std::vector<Var>& inputs, const Attr
 std::vector<Var> rope(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
 std::vector<Var> sdpa(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
 std::vector<Var> moe(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
+std::vector<Var> linear_q(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs);
 }  // namespace hfx::decomp

@@ -440,7 +440,7 @@ std::vector<OpSchema> build_table() {
   add({"hfx.linear_q", 3, 4, 1,
        {req("bits", "4 or 8"), req("group_size", "input features per scale"),
         opt("act_bits", int64_t{0}, "8: x rounded to int8 per block (MatMulNBits accuracy_level 4); 0: f32")},
-       op_shapes::linear_q, K::linear_q, nullptr,
+       op_shapes::linear_q, K::linear_q, decomp::linear_q,
        "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
   add({"hfx.embedding_q", 3, 4, 1, {req("bits", "4 or 8"), req("group_size", "features per scale")},
        op_shapes::embedding_q, K::embedding_q, nullptr,

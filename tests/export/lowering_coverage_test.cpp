@@ -20,7 +20,8 @@ namespace {
 const std::map<std::string, std::string> kRefusedByExecutorchAndDynamo = {
     {"hfx.linear_q",
      "quantized weights: no portable kernel (ExecutorchConfig refuses --quantize but on --backend xnnpack, "
-     "whose partitioner takes it: PteOpConformance.linear_q_int4_sym_xnnpack); dynamo refuses --quantize"},
+     "whose partitioner takes it: PteOpConformance.linear_q_int4_sym_xnnpack); dynamo decomposes it (a "
+     "stage-2 patch: DynamoOpConformance.linear_q_*)"},
     {"hfx.embedding_q", "quantized embedding table: refused with --quantize-embedding by both"},
 };
 

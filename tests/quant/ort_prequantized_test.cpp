@@ -129,16 +129,30 @@ TEST_P(PrequantizedModel, EagerAndOnnxMatchTransformers) {
 INSTANTIATE_TEST_SUITE_P(Ckpt, PrequantizedModel, ::testing::ValuesIn(kVariants),
                          [](const auto& i) { return i.param.name; });
 
-// Formats that cannot hold the codes, and a second quantization, are refused before anything is written.
-TEST(Prequantized, OtherFormatsAndRequantizationAreRefused) {
+// A .pt2 keeps a GPTQ or AWQ checkpoint's codes (de-quantized in the graph: no hfx.linear_q is left, the
+// codes are uint8 weights of the program; ExecuTorch: tests/quant/et_prequantized_test.cpp); a second
+// quantization and an ONNX opset that cannot hold them are refused before anything is written.
+TEST(Prequantized, DynamoKeepsTheCodesAndRequantizationIsRefused) {
+  for (const auto& [method, sym] : {std::pair<const char*, bool>{"gptq", true}, {"awq", false}}) {
+    SCOPED_TRACE(method);
+    TempDir d(std::string("prequant_pt2_") + method);
+    create_tiny("llama", d.path.string(), TinyOptions{});
+    quant::write_prequantized_checkpoint(d.path.string(), cq_of(method, 4, 32, sym));
+    auto pm = load_model(d.path.string());
+    DynamoConfig dc;
+    artifact::export_folder(*pm, d.path.string(), (d.path / "pt2").string(), dc);
+    const json ec = json::parse(io::read_file((d.path / "pt2" / "export_config.json").string()));
+    EXPECT_EQ(ec["quantize"]["method"], "int4");
+    EXPECT_EQ(ec["quantize"]["symmetric"], sym);
+    const std::string doc = io::read_file((d.path / "pt2" / "decode.pt2").string());
+    EXPECT_EQ(doc.find("hfx.linear_q"), std::string::npos);
+    EXPECT_NE(doc.find("mlp.up_proj.weight_q"), std::string::npos) << "the codes are the program's weights";
+    EXPECT_EQ(doc.find("\"mlp.up_proj.weight\""), std::string::npos) << "a float copy of a quantized weight";
+  }
   TempDir dir("prequant_refuse");
   create_tiny("llama", dir.path.string(), TinyOptions{});
   quant::write_prequantized_checkpoint(dir.path.string(), cq_of("gptq", 4, 32, true));
   auto m = load_model(dir.path.string());
-  DynamoConfig dc;  // ExecuTorch takes symmetric 4-bit codes: tests/quant/et_prequantized_test.cpp
-  expect_error([&] { artifact::export_folder(*m, dir.path.string(), (dir.path / "pt2").string(), dc); },
-               {"--format onnx or executorch", "GPTQ / AWQ"});
-  EXPECT_FALSE(fs::exists(dir.path / "pt2"));
   OnnxConfig oc;
   oc.format = "onnx";
   oc.target = "ort";

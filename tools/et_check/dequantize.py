@@ -95,9 +95,10 @@ def to_bf16(x):
     return u.astype(np.uint32).view(np.float32)
 
 
-def dequantized(w, g, bits=4):
-    """W [N, K] -> the symmetric weight: 4-bit with bf16 scales per block of g along K, or 8-bit with one
-    f32 scale per row."""
+def dequantized(w, g, bits=4, f32_scales=False):
+    """W [N, K] -> the symmetric weight: 4-bit with bf16 scales per block of g along K (f32 ones with
+    f32_scales: `hfx export --format dynamo --quantize int4 --symmetric`), or 8-bit with one f32 scale per
+    row."""
     n, k = w.shape
     if bits == 8:
         b = w.reshape(n, 1, k)
@@ -105,7 +106,8 @@ def dequantized(w, g, bits=4):
         lo, hi = -128, 127
     else:
         b = w.reshape(n, k // g, g)
-        scale = to_bf16(np.abs(b).max(axis=2) / np.float32(7.0))[:, :, None]
+        scale = np.abs(b).max(axis=2) / np.float32(7.0)
+        scale = (scale.astype(np.float32) if f32_scales else to_bf16(scale))[:, :, None]
         lo, hi = -8, 7
     with np.errstate(divide="ignore", invalid="ignore"):
         q = np.where(scale > 0, np.clip(np.rint(b / scale), lo, hi), 0).astype(np.float32)
@@ -159,6 +161,7 @@ def main():
     ap.add_argument("--group-size", type=int, default=32)
     ap.add_argument("--bits", type=int, choices=(4, 8), default=4)
     ap.add_argument("--from-gptq", action="store_true", help="CKPT is a GPTQ checkpoint (see above)")
+    ap.add_argument("--f32-scales", action="store_true", help="4-bit: f32 block scales (the .pt2 export's)")
     a = ap.parse_args()
     g = a.group_size
     cfg = json.load(open(os.path.join(a.ckpt, "config.json")))
@@ -178,13 +181,13 @@ def main():
         w = t.T if tr else t
         if w.shape[1] % g:
             continue
-        dq = dequantized(np.ascontiguousarray(w), g, a.bits)
+        dq = dequantized(np.ascontiguousarray(w), g, a.bits, a.f32_scales)
         tensors[name] = np.ascontiguousarray(dq.T if tr else dq)
         count += 1
     embed = "model.embed_tokens.weight"
     tied = cfg.get("tie_word_embeddings", True)
     if tied and embed in tensors and "lm_head.weight" not in tensors and tensors[embed].shape[1] % g == 0:
-        tensors["lm_head.weight"] = dequantized(tensors[embed], g, a.bits)
+        tensors["lm_head.weight"] = dequantized(tensors[embed], g, a.bits, a.f32_scales)
         cfg["tie_word_embeddings"] = False
         count += 1
     write_checkpoint(a.ckpt, a.out, cfg, tensors, meta)

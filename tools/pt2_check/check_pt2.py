@@ -65,7 +65,8 @@ def make_checkpoint(arch: str, folder: Path, args) -> None:
 
 def hfx_export(ckpt: Path, out: Path, args) -> float:
     t0 = time.perf_counter()
-    r = subprocess.run([args.hfx, "export", str(ckpt), "--format", "dynamo", "-o", str(out)], capture_output=True, text=True)
+    q = ["--quantize", "int4", "--symmetric", "--group-size", "32"] if args.quantize else []
+    r = subprocess.run([args.hfx, "export", str(ckpt), "--format", "dynamo", *q, "-o", str(out)], capture_output=True, text=True)
     if r.returncode != 0:
         raise RuntimeError(f"hfx export failed: {r.stderr.strip() or r.stdout.strip()}")
     return time.perf_counter() - t0
@@ -251,7 +252,15 @@ def check_arch(arch: str, root: Path, args) -> dict:
     except Exception as e:  # noqa: BLE001
         rep["status"] = f"FAIL (checkpoint/export): {e}"
         return rep
-    model = AutoModelForCausalLM.from_pretrained(ckpt, torch_dtype=torch.float32, attn_implementation="eager").eval()
+    ref = ckpt
+    if args.quantize:
+        # The weights the program de-quantizes, re-derived in numpy (tools/et_check/dequantize.py, the rule of
+        # docs/quantization.md with f32 scales), so transformers runs what the .pt2 computes.
+        ref = root / f"{arch}_ckpt_deq"
+        here = Path(__file__).resolve().parent
+        subprocess.run([sys.executable, str(here.parent / "et_check" / "dequantize.py"), str(ckpt), str(ref),
+                        "--group-size", "32", "--bits", "4", "--f32-scales"], check=True)
+    model = AutoModelForCausalLM.from_pretrained(ref, torch_dtype=torch.float32, attn_implementation="eager").eval()
     rep["archives"] = {}
     for comp in ("prefill", "decode"):
         path = out / f"{comp}.pt2"
@@ -302,6 +311,9 @@ def main() -> int:
     p.add_argument("--atol", type=float, default=1e-4)
     p.add_argument("--checkpoint-source", choices=["hfx", "transformers"], default="hfx")
     p.add_argument("--skip-transformers-exporters", action="store_true")
+    p.add_argument("--quantize", action="store_true",
+                   help="export with --quantize int4 --symmetric --group-size 32 (codes de-quantized in the graph) "
+                        "and compare with transformers on the de-quantized weights")
     args = p.parse_args()
 
     import torch

@@ -115,6 +115,11 @@ struct DynamoConfig : ExportConfig {
   /// The checkpoint's dtype: PyTorch runs bf16/f16 tensors natively and the program widens weights at
   /// use exactly as the Hugging Face module does.
   DType auto_dtype(DType checkpoint) const override { return checkpoint; }
+  /// Weight-only quantization (JSON "quantize", as OnnxConfig's): the program holds each quantized linear's
+  /// codes, scales and zero points as uint8 / f32 constants and de-quantizes them in the graph with core
+  /// ATen ops (the op table's hfx.linear_q decomposition) before an aten.linear, so torch.export.load
+  /// needs no quantization library. f32 activations only; the embedding table stays float.
+  quant::QuantOptions quantize;
   nlohmann::json to_json() const override;
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<DynamoConfig>(*this); }
@@ -182,6 +187,10 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& conf
 /// (hfx/artifact/export_folder.h) passes it to every backend, and each backend (ExecuTorch's static cache
 /// length included) reads its bounds from it, so all formats of one export promise the same contract.
 CaptureOptions contract_options(const Model& model, const ExportConfig& config);
+
+/// The quantization every component of a generation export shares (one model serves all programs); none
+/// for configs without it. Throws hfx::Error("export", ...) naming two components that disagree.
+quant::QuantOptions common_quantize(const std::map<std::string, const ExportConfig*>& configs);
 
 /// The config an export of `model` runs with. For a GPTQ / AWQ checkpoint (ModelConfig::prequantized): a
 /// copy of the ONNX or ExecuTorch config whose quantize is the checkpoint's codes (the export writes them as

@@ -22,6 +22,7 @@
 #include "export/weight_dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/ops/patch_point.h"
 
 namespace hfx {
@@ -104,8 +105,13 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   result.programs.push_back(std::move(prog));
 }
 
-ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptions& opts,
+ExportResult DynamoExporter::export_model(const Model& model0, const CaptureOptions& opts,
                                           const ExportConfig& config, const std::string& out_dir) {
+  // --quantize: the model with its linear weights as codes (hfx.linear_q), de-quantized in the graph by the
+  // stage-2 decomposition (registrations.cpp).
+  std::unique_ptr<Model> quantized =
+      quant::quantize_for_export(model0, dynamic_cast<const DynamoConfig&>(config).quantize);
+  const Model& model = quantized ? *quantized : model0;
   ExportResult r;
   r.out_dir = out_dir;
   std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, config), false);
@@ -117,9 +123,11 @@ ExportResult DynamoExporter::export_model(const Model& model, const CaptureOptio
   return r;
 }
 
-ExportResult DynamoExporter::export_for_generation(const Model& model, const CaptureOptions& opts,
+ExportResult DynamoExporter::export_for_generation(const Model& model0, const CaptureOptions& opts,
                                                    const std::map<std::string, const ExportConfig*>& configs,
                                                    const std::string& out_dir) {
+  std::unique_ptr<Model> quantized = quant::quantize_for_export(model0, common_quantize(configs));
+  const Model& model = quantized ? *quantized : model0;
   ExportResult r;
   r.out_dir = out_dir;
   std::vector<Job> jobs;

@@ -23,14 +23,16 @@ using namespace detail;
 
 int lower_composites(Graph& g) {
   int count = 0;
-  bool rope = false, sdpa = false, moe = false;
+  bool rope = false, sdpa = false, moe = false, linear_q = false;
   for (const auto& n : g.nodes()) {
     if (n->op == "hfx.rope") rope = true, count++;
     if (n->op == "hfx.moe") moe = true, count++;
+    if (n->op == "hfx.linear_q") linear_q = true, count++;
     if (n->op == "hfx.sdpa" && !sdpa_is_exact(*n)) sdpa = true, count++;
   }
   if (rope) run_pass(g, decompose_pass({"hfx.rope"}));
   if (moe) run_pass(g, decompose_pass({"hfx.moe"}));
+  if (linear_q) run_pass(g, decompose_pass({"hfx.linear_q"}));
   if (sdpa) {
     // Only the inexact ones (decompose_pass takes every node of an op), node by node.
     std::vector<Node*> todo;
@@ -43,7 +45,8 @@ int lower_composites(Graph& g) {
 
 Pass lower_composites_pass() {
   return Pass{"lower_composites",
-              "requires: a captured program; ensures: no hfx.rope or hfx.moe, and only the hfx.sdpa that "
+              "requires: a captured program; ensures: no hfx.rope, hfx.moe or hfx.linear_q, and only the "
+              "hfx.sdpa that "
               "aten.scaled_dot_product_attention computes exactly, remain",
               [](Graph& g) { return lower_composites(g) > 0; }};
 }

@@ -3,7 +3,8 @@
 // Stage 2 patch: hfx.rope has no ATen op, so capture records its decomposition directly (the nodes
 // are then named after the attention module that applied it). lower_composites does the same for a
 // graph captured without the patch, so the patch is an optimisation of naming, not of correctness.
-// hfx.moe likewise: no ATen op, so its dense decomposition is recorded.
+// hfx.moe likewise: no ATen op, so its dense decomposition is recorded. hfx.linear_q (--quantize) too:
+// its codes are de-quantized in the graph.
 #include "export/weight_dtype.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/op_schema.h"
@@ -34,6 +35,19 @@ void register_dynamo_entries() {
       "table's "
       "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core "
       "ATen gets one"});
+  patch_registry().push_back(PatchEntry{
+      "dynamo",
+      2,
+      {"hfx.linear_q"},
+      [](const OpHandler*, ExportContext&) -> OpHandler {
+        return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
+          return op_schema("hfx.linear_q")
+              .decompose(b, inputs, normalize_attrs(op_schema("hfx.linear_q"), attrs));
+        };
+      },
+      "core ATen has no weight-only quantized matmul (torchao's ops are a separate library): --quantize "
+      "records the op table's decomposition, the uint8 codes split into nibbles by a gather from a [256, 2] "
+      "table, (q - zero point) * scale, then aten.linear; remove when core ATen gets one"});
   program_fix_registry().push_back(
       {"dynamo", 2, "weight_dtype", fix_weight_dtype,
        "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "

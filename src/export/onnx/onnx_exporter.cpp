@@ -195,14 +195,7 @@ class OnnxExporter : public Exporter {
     if (configs.empty())
       HFX_THROW("export", "expected at least one onnx config for export_for_generation, got none");
     // One model for every program: the components must agree on quantization.
-    const quant::QuantOptions& q = as_onnx(*configs.begin()->second).quantize;
-    for (const auto& [name, c] : configs)
-      if (quant::to_json(as_onnx(*c).quantize) != quant::to_json(q))
-        HFX_THROW("export",
-                  "expected one quantize setting for every component, got {} for '{}' and {} for '{}'",
-                  quant::to_json(q).dump(), configs.begin()->first,
-                  quant::to_json(as_onnx(*c).quantize).dump(), name);
-    std::unique_ptr<Model> quantized = quant::quantize_for_export(model0, q);
+    std::unique_ptr<Model> quantized = quant::quantize_for_export(model0, common_quantize(configs));
     const Model& model = quantized ? *quantized : model0;
     ExportResult r;
     r.out_dir = out_dir;
