@@ -33,24 +33,6 @@ ExecutorchConfig xnnpack_config() {
   return ec;
 }
 
-// Worst |logit| difference of the model against the golden's transformers logits over its cases.
-double worst_vs_golden(const CausalLM& lm, const json& g) {
-  double worst = 0;
-  for (const auto& c : g["cases"]) {
-    const auto ids = c["input_ids"].get<std::vector<int64_t>>();
-    const int64_t S = static_cast<int64_t>(ids.size());
-    EagerBuilder eb;
-    ForwardArgs a;
-    a.input_ids = eb.wrap(ints({1, S}, ids));
-    Tensor logits = lm.forward(eb, a).logits.tensor().contiguous();
-    const int64_t V = logits.size(2);
-    for (int64_t s = 0; s < S; s++)
-      for (int64_t t = 0; t < V; t++)
-        worst = std::max(worst, std::fabs(logits.data<float>()[s * V + t] - c["logits"][s][t].get<double>()));
-  }
-  return worst;
-}
-
 TEST(PrequantizedExecutorch, SymmetricGptqKeepsItsCodesWithBf16ScalesAndVerifies) {
   const json g = json::parse(
       io::read_file(std::string(HFX_SOURCE_DIR) + "/tests/data/goldens/prequant-llama-gptq.json"));
