@@ -11,6 +11,7 @@
 # tree. Then HFX_A verifies each plain export against the checkpoint (the release binary end to end).
 # One line per export; exits non-zero naming the first file that differs or holds a path.
 # HFX_REPRO_ARCHS overrides the architectures (default "llama t5 bert"); HFX_REPRO_VERIFY=0 skips verify.
+# HFX_REPRO_SAME=1 takes one binary twice instead of two (below).
 set -euo pipefail
 
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -19,7 +20,15 @@ die() { printf '[repro] error: %s\n' "$*" >&2; exit 1; }
 A=$(realpath "$1")
 B=$(realpath "$2")
 for bin in "$A" "$B"; do [[ -x "$bin" ]] || die "expected an hfx binary at $bin, got none (scripts/build.sh PRESET hfx_cli)"; done
-[[ "$A" != "$B" ]] || die "expected two different binaries, got $A twice"
+# HFX_REPRO_SAME=1 (CI's default tier): one binary, run twice; the second run in another working directory,
+# with another thread count and glibc's MALLOC_PERTURB_ (fresh and freed memory filled with a byte pattern),
+# so output that depends on uninitialized memory, on threads or on the cwd differs.
+same="${HFX_REPRO_SAME:-0}"
+if [[ "$same" == 1 ]]; then
+  [[ "$A" == "$B" ]] || die "expected HFX_REPRO_SAME=1 with one binary twice, got $A and $B"
+else
+  [[ "$A" != "$B" ]] || die "expected two different binaries, got $A twice (or set HFX_REPRO_SAME=1)"
+fi
 
 work=$(mktemp -d /tmp/hfx-repro.XXXXXX)  # outside the source tree: the path scan below must not see it
 trap 'rm -rf "$work"' EXIT
@@ -34,6 +43,13 @@ compare() {
   shift 3
   for side in a b; do
     bin=$A; [[ $side == b ]] && bin=$B
+    if [[ $side == b && "$same" == 1 ]]; then
+      mkdir -p "$work/cwd-b"
+      (cd "$work/cwd-b" && HFX_NUM_THREADS=1 MALLOC_PERTURB_=165 "$bin" --quiet export "$ckpt" "$@" \
+        -o "$work/$side/$name") >"$work/$side-$name.log" 2>&1 ||
+        { cat "$work/$side-$name.log"; die "$bin export $name (second run) failed"; }
+      continue
+    fi
     "$bin" --quiet export "$ckpt" "$@" -o "$work/$side/$name" >"$work/$side-$name.log" 2>&1 ||
       { cat "$work/$side-$name.log"; die "$bin export $name failed"; }
   done
@@ -85,4 +101,8 @@ for format in onnx dynamo; do
 done
 
 ((failed == 0)) || die "artifacts differ between build trees, hold build paths or lack the guard (see above)"
-echo "[repro] all exports byte-identical across $(dirname "$A") and $(dirname "$B")"
+if [[ "$same" == 1 ]]; then
+  echo "[repro] all exports byte-identical across two runs of $A (other cwd, HFX_NUM_THREADS=1, MALLOC_PERTURB_)"
+else
+  echo "[repro] all exports byte-identical across $(dirname "$A") and $(dirname "$B")"
+fi
