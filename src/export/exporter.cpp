@@ -138,11 +138,14 @@ CaptureOptions merge_config(const CaptureOptions& base, const ExportConfig& c) {
 namespace {
 
 // The quantize options of a format's config; null for a format without them.
-quant::QuantOptions* quantize_of(ExportConfig& c) {
-  if (auto* o = dynamic_cast<OnnxConfig*>(&c)) return &o->quantize;
-  if (auto* e = dynamic_cast<ExecutorchConfig*>(&c)) return &e->quantize;
-  if (auto* d = dynamic_cast<DynamoConfig*>(&c)) return &d->quantize;
+const quant::QuantOptions* quantize_of(const ExportConfig& c) {
+  if (const auto* o = dynamic_cast<const OnnxConfig*>(&c)) return &o->quantize;
+  if (const auto* e = dynamic_cast<const ExecutorchConfig*>(&c)) return &e->quantize;
+  if (const auto* d = dynamic_cast<const DynamoConfig*>(&c)) return &d->quantize;
   return nullptr;
+}
+quant::QuantOptions* quantize_of(ExportConfig& c) {
+  return const_cast<quant::QuantOptions*>(quantize_of(static_cast<const ExportConfig&>(c)));
 }
 
 // What XNNPACK can hold of a pre-quantized checkpoint as it is (no re-encoding): 4-bit symmetric codes, whose
@@ -170,7 +173,7 @@ quant::QuantOptions common_quantize(const std::map<std::string, const ExportConf
   quant::QuantOptions q;
   std::string first;
   for (const auto& [name, c] : configs) {
-    const quant::QuantOptions* p = quantize_of(const_cast<ExportConfig&>(*c));
+    const quant::QuantOptions* p = quantize_of(*c);
     const quant::QuantOptions mine = p ? *p : quant::QuantOptions{};
     if (first.empty()) {
       q = mine, first = name;

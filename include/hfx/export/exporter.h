@@ -193,13 +193,12 @@ CaptureOptions contract_options(const Model& model, const ExportConfig& config);
 quant::QuantOptions common_quantize(const std::map<std::string, const ExportConfig*>& configs);
 
 /// The config an export of `model` runs with. For a GPTQ / AWQ checkpoint (ModelConfig::prequantized): a
-/// copy of the ONNX or ExecuTorch config whose quantize is the checkpoint's codes (the export writes them as
-/// they are; export_config.json, the manifest and `hfx verify` record them). The config's own quantize
-/// checks apply: ONNX's opset rule; ExecuTorch's backend xnnpack, which takes only 4-bit symmetric codes
-/// (XNNPACK's fixed zero point 8) and marks the block scales bf16, so the export and verify's reference
-/// both round them (quant::quantize_model). Null when the model is float. Throws hfx::Error("export", ...)
-/// for a pre-quantized model with --format dynamo, with codes ExecuTorch cannot hold, or with an explicit
-/// --quantize.
+/// copy of the ONNX, ExecuTorch or Dynamo config whose quantize is the checkpoint's codes (the export writes
+/// them as they are; export_config.json, the manifest and `hfx verify` record them). The config's own
+/// quantize checks apply: ONNX's opset rule; ExecuTorch's backend xnnpack, which takes only 4-bit symmetric
+/// codes (XNNPACK's fixed zero point 8) and marks the block scales bf16, so the export and verify's
+/// reference both round them (quant::quantize_model). Null when the model is float. Throws
+/// hfx::Error("export", ...) for codes ExecuTorch cannot hold or an explicit --quantize.
 std::unique_ptr<ExportConfig> config_for_checkpoint(const Model& model, const ExportConfig& config);
 /// The programs an export writes: for_generation → the recorded generation's programs; otherwise one
 /// program of kind opts.kind for a causal LM (the generation programs for other structures).
