@@ -242,4 +242,18 @@ std::vector<RegistryLine> registry_listing(const std::string& backend) {
   return out;
 }
 
+PatchEntry decomposition_patch(const std::string& backend, int stage, const std::string& op,
+                               const std::string& reason) {
+  return PatchEntry{backend,
+                    stage,
+                    {op},
+                    [op](const OpHandler*, ExportContext&) -> OpHandler {
+                      return [op](Builder& b, const std::vector<Var>& in, const Attrs& attrs) {
+                        const OpSchema& s = op_schema(op);
+                        return s.decompose(b, in, normalize_attrs(s, attrs));
+                      };
+                    },
+                    reason};
+}
+
 }  // namespace hfx

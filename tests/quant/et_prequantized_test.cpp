@@ -95,13 +95,7 @@ TEST(PrequantizedExecutorch, SymmetricGptqKeepsItsCodesWithBf16ScalesAndVerifies
   EXPECT_GT(rounded, 1e-4);
   EXPECT_LE(rounded, 0.01 * largest);
 
-  verify::VerifyOptions vo;
-  vo.out_dir = out.string();
-  vo.reference = dir.path.string();
-  vo.quiet = true;
-  vo.write_manifest = false;
-  const verify::VerifyReport r = verify::run_verify(vo);
-  EXPECT_TRUE(r.passed) << r.first_failure;
+  expect_verified(out.string(), dir.path.string());
 }
 
 // What XNNPACK cannot hold as it is — asymmetric zero points (AWQ, GPTQ sym false), 8-bit per-group scales —

@@ -100,13 +100,7 @@ TEST_P(PrequantizedModel, EagerAndOnnxMatchTransformers) {
                                   target == "ort" ? "MatMulNBits" : "DequantizeLinear", &float_weights);
     EXPECT_EQ(nodes, 14);
     EXPECT_EQ(float_weights, 0) << "a quantized weight was written as float";
-    verify::VerifyOptions vo;
-    vo.out_dir = out.string();
-    vo.reference = dir.path.string();
-    vo.quiet = true;
-    vo.write_manifest = false;
-    const verify::VerifyReport r = verify::run_verify(vo);
-    EXPECT_TRUE(r.passed) << r.first_failure;
+    expect_verified(out.string(), dir.path.string());
     Generator ort(make_ort_engine(out.string(), 2), nullptr, {});
     GenerationOptions o;
     o.max_new_tokens = 32;

@@ -10,6 +10,7 @@
 
 #include "hfx/core/error.h"
 #include "hfx/quant/checkpoint_formats.h"
+#include "hfx/verify/verify.h"
 #include "models/model_test_util.h"
 
 namespace hfx::test {
@@ -48,6 +49,17 @@ inline double worst_vs_golden(const CausalLM& lm, const nlohmann::json& golden) 
         worst = std::max(worst, std::fabs(logits.data<float>()[s * V + t] - c["logits"][s][t].get<double>()));
   }
   return worst;
+}
+
+/// `hfx verify OUT --reference REF`, quiet, no manifest written: passes, or fails with its first failure.
+inline void expect_verified(const std::string& out, const std::string& reference) {
+  verify::VerifyOptions vo;
+  vo.out_dir = out;
+  vo.reference = reference;
+  vo.quiet = true;
+  vo.write_manifest = false;
+  const verify::VerifyReport r = verify::run_verify(vo);
+  EXPECT_TRUE(r.passed) << r.first_failure;
 }
 
 }  // namespace hfx::test

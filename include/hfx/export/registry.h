@@ -54,6 +54,11 @@ struct PatchEntry {
   std::string reason;  ///< the bug, and when to remove this patch
 };
 
+/// A patch that records op `op`'s own decomposition from the op table (OpSchema::decompose, attributes
+/// normalized) in place of the op: how a backend without a kernel or lowering for a composite takes it.
+PatchEntry decomposition_patch(const std::string& backend, int stage, const std::string& op,
+                               const std::string& reason);
+
 /// Installs every patch of (backend, stage) in `ctx.patches` for its lifetime; restores the previous
 /// handlers on destruction (also during stack unwinding, and when a factory throws part-way).
 class PatchScope {

@@ -12,42 +12,20 @@
 namespace hfx {
 
 void register_dynamo_entries() {
-  patch_registry().push_back(PatchEntry{
-      "dynamo",
-      2,
-      {"hfx.rope"},
-      [](const OpHandler*, ExportContext&) -> OpHandler {
-        return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
-          return op_schema("hfx.rope").decompose(b, inputs, normalize_attrs(op_schema("hfx.rope"), attrs));
-        };
-      },
-      "torch has no rotary-embedding ATen op (aten has no rope); remove when one exists in core ATen"});
-  patch_registry().push_back(PatchEntry{
-      "dynamo",
-      2,
-      {"hfx.moe"},
-      [](const OpHandler*, ExportContext&) -> OpHandler {
-        return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
-          return op_schema("hfx.moe").decompose(b, inputs, normalize_attrs(op_schema("hfx.moe"), attrs));
-        };
-      },
+  patch_registry().push_back(decomposition_patch(
+      "dynamo", 2, "hfx.rope",
+      "torch has no rotary-embedding ATen op (aten has no rope); remove when one exists in core ATen"));
+  patch_registry().push_back(decomposition_patch(
+      "dynamo", 2, "hfx.moe",
       "core ATen has no mixture-of-experts or grouped-matmul op: the routed experts are recorded as the op "
       "table's "
       "dense form (top-k by repeated argmax, every expert on every token, weighted sum); remove when core "
-      "ATen gets one"});
-  patch_registry().push_back(PatchEntry{
-      "dynamo",
-      2,
-      {"hfx.linear_q"},
-      [](const OpHandler*, ExportContext&) -> OpHandler {
-        return [](Builder& b, const std::vector<Var>& inputs, const Attrs& attrs) {
-          return op_schema("hfx.linear_q")
-              .decompose(b, inputs, normalize_attrs(op_schema("hfx.linear_q"), attrs));
-        };
-      },
+      "ATen gets one"));
+  patch_registry().push_back(decomposition_patch(
+      "dynamo", 2, "hfx.linear_q",
       "core ATen has no weight-only quantized matmul (torchao's ops are a separate library): --quantize "
       "records the op table's decomposition, the uint8 codes split into nibbles by a gather from a [256, 2] "
-      "table, (q - zero point) * scale, then aten.linear; remove when core ATen gets one"});
+      "table, (q - zero point) * scale, then aten.linear; remove when core ATen gets one"));
   program_fix_registry().push_back(
       {"dynamo", 2, "weight_dtype", fix_weight_dtype,
        "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "

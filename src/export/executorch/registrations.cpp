@@ -21,20 +21,6 @@ namespace {
 const char* kBackend = "executorch";
 
 // ---------------------------------------------------------------- stage 2: torch patches
-// The op's own decomposition from the op table, with normalized attributes.
-PatchEntry decomposition_patch(const std::string& op, const std::string& reason) {
-  return PatchEntry{kBackend,
-                    2,
-                    {op},
-                    [op](const OpHandler*, ExportContext&) -> OpHandler {
-                      return [op](Builder& b, const std::vector<Var>& in, const Attrs& attrs) {
-                        const OpSchema& s = op_schema(op);
-                        return s.decompose(b, in, normalize_attrs(s, attrs));
-                      };
-                    },
-                    reason};
-}
-
 // ---------------------------------------------------------------- stage 3: ExecuTorch patches
 // Inside a static-cache capture the keys are the whole buffer [.., max_seq_len, D]; hfx.sdpa's causal
 // mask is aligned bottom-right on the key length, which is wrong there. Replace it by the position mask
@@ -261,20 +247,20 @@ bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
 void register_executorch_entries() {
   auto& patches = patch_registry();
   patches.push_back(decomposition_patch(
-      "hfx.sdpa",
+      kBackend, 2, "hfx.sdpa",
       "The portable kernel library has no fused attention: scaled dot-product attention becomes "
       "matmul/softmax/"
       "where ops (the op table's decomposition). Remove when hfx targets a backend with an SDPA kernel."));
   patches.push_back(decomposition_patch(
-      "hfx.rms_norm",
+      kBackend, 2, "hfx.rms_norm",
       "The portable kernel library has no RMS norm: x * rsqrt(mean(x²) + eps) * w from portable ops "
       "(the op table's decomposition)."));
   patches.push_back(decomposition_patch(
-      "hfx.rope",
+      kBackend, 2, "hfx.rope",
       "The portable kernel library has no rotary-embedding kernel: slice/neg/cat/mul/add from portable ops "
       "(the op table's decomposition)."));
   patches.push_back(decomposition_patch(
-      "hfx.moe",
+      kBackend, 2, "hfx.moe",
       "The portable kernel library has no mixture-of-experts or grouped-matmul kernel: the routed experts "
       "become "
       "the op table's dense form (top-k by repeated argmax into a dense routing matrix, every expert on "
