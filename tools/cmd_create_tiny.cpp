@@ -22,6 +22,7 @@ void register_create_tiny(CLI::App& app) {
     bool sentence_transformers = false, asymmetric = false;
     uint64_t seed = 0;
     int64_t layers = 0;
+    double initializer_range = 0;
   };
   auto a = std::make_shared<Args>();
   std::string archs;
@@ -38,6 +39,11 @@ void register_create_tiny(CLI::App& app) {
   cmd->add_option("--dtype", a->dtype, "float32 | bfloat16 | float16 (default: the preset's)");
   cmd->add_option("--seed", a->seed, "random seed (default 0)");
   cmd->add_option("--layers", a->layers, "number of layers (default: the preset's)");
+  cmd->add_option(
+         "--initializer-range", a->initializer_range,
+         "weights' standard deviation (default: the preset's initializer_range, else 0.02); e.g. 0.1 "
+         "gives a trained model's logit scale")
+      ->check(CLI::PositiveNumber);
   cmd->add_option("--head", a->head,
                   "task head: base | masked_lm | sequence_classification | token_classification | "
                   "seq2seq_lm | causal_lm (default: the architecture's first)");
@@ -65,6 +71,7 @@ void register_create_tiny(CLI::App& app) {
     if (!a->dtype.empty()) o.dtype = dtype_from_name(a->dtype);
     o.seed = a->seed;
     o.layers = a->layers;
+    o.initializer_range = a->initializer_range;
     o.head = a->head;
     // The quantization is checked before anything is written.
     std::optional<quant::CheckpointQuant> cq;

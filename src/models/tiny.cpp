@@ -83,6 +83,7 @@ TinyText make_text(const std::string& model_type, const TinyOptions& opt) {
                                : "num_hidden_layers"] = opt.layers;
     j.erase("layer_types");
   }
+  if (opt.initializer_range > 0) j["initializer_range"] = opt.initializer_range;
   set_head(arch, j, opt.head);
   auto kind = tokenizer_kind(arch);
   TinyText t;

@@ -72,14 +72,21 @@ class SessionEngine : public Engine {
 
 // Greedy tokens through the artifact vs eager, batch 1 and batch 3 (left-padded prompts of 5, 9, 3 tokens).
 // Eager's top-1 minus top-2 logit after `ids` (one row, no padding).
-double eager_top2_margin(const CausalLM& m, const std::vector<int64_t>& ids) {
+// Eager's next-token logits after `ids`: the gap between its top two, and its largest |logit| (the scale
+// the logits bound grows with).
+struct Top2 {
+  double margin = 0, max_abs = 0;
+};
+Top2 eager_top2_margin(const CausalLM& m, const std::vector<int64_t>& ids) {
   EagerBuilder b;
   ForwardArgs a;
   a.input_ids = b.wrap(Tensor::from_ints({1, static_cast<int64_t>(ids.size())}, ids));
   a.logits_to_keep = 1;
   std::vector<float> l = m.forward(b, a).logits.tensor().contiguous().to_floats();
   std::partial_sort(l.begin(), l.begin() + 2, l.end(), std::greater<float>());
-  return static_cast<double>(l[0]) - static_cast<double>(l[1]);
+  const float lo = *std::min_element(l.begin(), l.end());
+  return {static_cast<double>(l[0]) - static_cast<double>(l[1]),
+          std::max(std::fabs(static_cast<double>(l[0])), std::fabs(static_cast<double>(lo)))};
 }
 
 // Token by token, eager's rows against the artifact's: counts, the first difference, and (lossy
@@ -100,9 +107,11 @@ void compare_rows(const Context& cx, const std::vector<std::vector<int64_t>>& pr
       if (cx.tol.key != "exact" && i < eager[b].size()) {
         std::vector<int64_t> ctx = prompts[b];
         ctx.insert(ctx.end(), eager[b].begin(), eager[b].begin() + static_cast<std::ptrdiff_t>(i));
-        const double margin = eager_top2_margin(m, ctx);
-        if (margin <= 2 * cx.tol.logits_abs) {
-          near_ties.push_back({{"row", b}, {"token", i}, {"eager_margin", margin}});
+        const Top2 top = eager_top2_margin(m, ctx);
+        const double bound = cx.tol.logits_bound(top.max_abs);
+        if (top.margin <= 2 * bound) {
+          near_ties.push_back(
+              {{"row", b}, {"token", i}, {"eager_margin", top.margin}, {"logits_bound", bound}});
           break;
         }
       }
@@ -120,9 +129,9 @@ std::string near_tie_note(const Context& cx, const json& runs) {
   for (const auto& r : runs)
     for (const auto& t : r["near_ties"]) {
       if (ties++ == 0)
-        tie_note = fmt::format("batch {} row {} at token {} (eager's top-2 margin {:.3g} <= 2 x {:.0e})",
+        tie_note = fmt::format("batch {} row {} at token {} (eager's top-2 margin {:.3g} <= 2 x {:.2g})",
                                r["batch"].get<int>(), t["row"].get<int>(), t["token"].get<size_t>(),
-                               t["eager_margin"].get<double>(), cx.tol.logits_abs);
+                               t["eager_margin"].get<double>(), t["logits_bound"].get<double>());
     }
   if (ties)
     tie_note = fmt::format(", except {} row(s) parting at a near-tie under '{}' precision: {}", ties,

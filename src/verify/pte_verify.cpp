@@ -130,7 +130,9 @@ ForwardRun run_forward(const CausalLM& model, PteMethod& fwd, int64_t positions)
     out.decode_s += seconds_since(t2);
     ErrorStats e = error_stats(o, r, mc.vocab_size);
     out.steps.push_back({{"step", fmt::format("decode {}", s)}, {"stats", e.to_json()}});
+    const double ref_max = std::max(out.worst.ref_max, e.ref_max);
     if (e.max_abs > out.worst.max_abs) out.worst = e;
+    out.worst.ref_max = ref_max;  // the bound's scale is the largest |eager| logit of the whole run
     next++;
   }
   return out;
@@ -143,19 +145,23 @@ PteTolerance pte_tolerance(DType dtype, const std::string& backend) {
   // as eager does: the error is reduction-order noise. Measured with `hfx verify` on .pte exports of the
   // tiny checkpoints (prefill + 16 decode steps, max abs on logits): llama 1.7e-6 (float32), 1.8e-6
   // (bfloat16), 1.9e-6 (float16); gpt2 1.1e-6, qwen2 1.7e-6, gemma2 1.9e-6, phi3 1.8e-6. 1e-5 keeps 5x room.
+  // A trained model's logits are larger and so is the noise: stories260K (|logits| 12) measured 2.2e-5
+  // abs, 1.85e-6 relative to max|eager| (portable and xnnpack), hence the 5e-6 rel term.
   // The xnnpack backend's delegate payloads are read back and run by the reader's own XNNGraph interpreter
   // (pte_xnnpack.cpp) with the same float32 op-table kernels, so the same bound holds for what verify runs;
   // XNNPACK's own microkernels are checked in ExecuTorch's runtime by tools/et_check.
   PteTolerance t;
   if (backend != "portable" && backend != "xnnpack") {
     t.logits_abs = 0;
+    t.logits_rel = 0;
     t.basis = fmt::format("no tolerance is measured for backend '{}'", backend);
     return t;
   }
   t.logits_abs = 1e-5;
   t.basis = fmt::format(
-      "{} checkpoint, {} backend: float32 kernels and constants as eager; 1e-5 abs on logits (measured "
-      "<= 1.9e-6 on tiny checkpoints)",
+      "{} checkpoint, {} backend: float32 kernels and constants as eager; the larger of 1e-5 abs and 5e-6 x "
+      "max|eager| on logits (measured <= 1.9e-6 abs on tiny checkpoints, 1.85e-6 rel on the trained "
+      "stories260K)",
       dtype_name(dtype), backend);
   return t;
 }
@@ -175,17 +181,20 @@ void numerics_and_latency(Context& cx, const std::string& comp, const ForwardRun
                       "interpreter)",
                       delegated, info.value("instructions", 0))
                 : "";
-  if (worst.max_abs <= tol.logits_abs)
+  const double bound = tol.logits_bound(worst.ref_max);
+  if (worst.max_abs <= bound)
     cx.add(comp, "numerics", "passed",
-           fmt::format("{} vs eager: max abs {:.3g} <= {:.0e} ({} backend), max rel "
+           fmt::format("{} vs eager: max abs {:.3g} <= {:.2g} ({} backend), max rel "
                        "{:.3g}, top-5 agreement {:.0f}%{}",
-                       run.what(), worst.max_abs, tol.logits_abs, backend, worst.max_rel,
-                       100 * worst.topk_agreement, delegates),
+                       run.what(), worst.max_abs, bound, backend, worst.max_rel, 100 * worst.topk_agreement,
+                       delegates),
            info);
   else
     cx.add(comp, "numerics", "failed",
-           fmt::format("expected logits within {:.0e} of eager over the {} ({}), got max abs error {:.3g}",
-                       tol.logits_abs, run.what(), tol.basis, worst.max_abs),
+           fmt::format("expected logits within {:.2g} of eager (the larger of {:.0e} and {:.0e} x max|eager| "
+                       "{:.3g}) over the {} ({}), got max abs error {:.3g}",
+                       bound, tol.logits_abs, tol.logits_rel, worst.ref_max, run.what(), tol.basis,
+                       worst.max_abs),
            info);
   cx.add(
       comp, "latency", "info",
@@ -235,11 +244,13 @@ void check_pte(Context& cx, const fs::path& path) {
     // measured row (tolerances.cpp) bounds the error, not the float32 kernels' noise.
     if (cx.tol.key != "exact") {
       tol.logits_abs = cx.tol.logits_abs;
+      tol.logits_rel = cx.tol.logits_rel;
       tol.basis = fmt::format("'{}' weights: {}", cx.tol.key, cx.tol.basis);
     }
     info["steps"] = steps;
     info["backend"] = backend;
-    info["tolerance"] = {{"logits_abs", tol.logits_abs}, {"basis", tol.basis}};
+    info["tolerance"] = {
+        {"logits_abs", tol.logits_abs}, {"logits_rel", tol.logits_rel}, {"basis", tol.basis}};
     info["load_ms"] = 1e3 * load_s;
     info["cold_start_ms"] = 1e3 * (load_s + prefill_s);
     info["latency"] = {{"forward",

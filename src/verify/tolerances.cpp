@@ -4,6 +4,12 @@
 // it. Rows of lossy precisions bound three things measured on a fixed prompt set (docs/precision.md):
 // max abs logit error, top-1 agreement and the KL divergence of the next-token distribution. A
 // quantization scheme adds its row here under its own key ("int8", "int4-g32", ...).
+//
+// Every error bound is max(abs, rel x max|eager|): both kernel noise and a rounded weight's effect grow
+// with the activations. The rows were first measured on random tiny checkpoints only (|logits| <= 3.1);
+// a trained Llama (llama2.c's stories260K, tools/llama2c/to_hf.py; |logits| up to 21, sharp next-token
+// distributions) failed every row, f32 included (ONNX 1.5e-4 against 1e-4). The rel terms and the
+// lossy rows' KL bounds come from that model; docs/precision.md has both tables.
 #include <cmath>
 
 #include <fmt/format.h>
@@ -32,20 +38,28 @@ void add_activation_rounding_rows(std::vector<Tolerance>& t) {
   // the top-2 margins (0.001-0.03, measured where greedy runs part) are below the activation rounding, so a
   // one-position shape flips (0%) while the logits stay within 0.03; the logit error and KL bound the
   // drift. Bounds ~2-4x the worst.
+  // The trained stories260K (docs/precision.md): --target ort --activations int8 logits rel 0.045, KV rel
+  // 0.034; the standard target's int4 (f32-activation reference) logits rel 0.193 (abs 3.9 of 20), KV rel
+  // 0.114, KL 0.60 nats at a near-tie-rich position. KL is not bounded: at that size it says no more than
+  // the logits bound (a sup-norm error B moves KL by at most 2B). Rel bounds ~2x the worst.
   a8.logits_abs = 0.25;
+  a8.logits_rel = 0.4;
   a8.kv_abs = 0.15;
+  a8.kv_rel = 0.25;
   a8.layer_abs = 0.3;
-  a8.layer_rel = 5e-2;
+  a8.layer_rel = 0.4;
   a8.top1_min = 0;
-  a8.kl_max = 1e-3;
+  a8.kl_max = 0;
   a8.basis =
       "ONNX Runtime MatMulNBits accuracy_level 4 (activations rounded to int8 per block) against eager with "
       "the same weight codes (--target ort --activations int8: the same int8 activations, measured <= 2e-6 "
       "but 0.053 where a rounding tie differs; standard target: f32 activations): dense tiny decoders "
       "measured logits max abs 0.083, KV 0.053, "
-      "layer 0.114, KL 2.3e-4 nats; top-1 not bounded (random weights: top-2 margins below the rounding); "
-      "bounds "
-      "~2-4x the worst. Mixture-of-experts models fall outside (a router can pick another expert: tiny "
+      "layer 0.114, KL 2.3e-4 nats; trained stories260K: logits rel 0.193 (standard target), KV rel 0.114, "
+      "KL "
+      "0.60; top-1 and KL not bounded (margins below the rounding; the logits bound implies KL); abs bounds "
+      "~2-4x the tiny models' worst, rel ~2x the trained model's. Mixture-of-experts models fall outside (a "
+      "router can pick another expert: tiny "
       "mixtral int4 logits 0.98): use --activations f32 for them";
   t.push_back(a8);
   // ExecuTorch's 8da4w / 8da8w (--format executorch --backend xnnpack --quantize int4|int8 --symmetric):
@@ -62,8 +76,12 @@ void add_activation_rounding_rows(std::vector<Tolerance>& t) {
   // above. Bound ~2x the worst.
   Tolerance d8;
   d8.key = "int8-dynamic-activations";
+  // The trained stories260K through the .pte check (docs/precision.md): 8da4w logits rel 0.110 (abs 1.26
+  // of 11.4), 8da8w 0.102. Rel bound ~2.3x the worst.
   d8.logits_abs = 0.5;
+  d8.logits_rel = 0.25;
   d8.kv_abs = 0.5;
+  d8.kv_rel = 0.25;
   d8.layer_abs = 0.5;
   d8.layer_rel = 0.1;
   d8.top1_min = 0;
@@ -72,7 +90,8 @@ void add_activation_rounding_rows(std::vector<Tolerance>& t) {
       "XNNPACK 8da4w / 8da8w (activations rounded to int8 per token at run time) against eager on the same "
       "weights with float32 activations: 32 tiny architectures measured logits/outputs max abs <= 0.235 "
       "(dense decoders <= 0.098); ExecuTorch's runtime vs transformers on the same weights <= 0.12; "
-      "bound ~2x the worst; top-1 and KL not bounded (random weights: top-2 margins below the rounding)";
+      "trained stories260K: logits rel 0.110; bounds ~2x the worst; top-1 and KL not bounded (top-2 margins "
+      "below the rounding)";
   t.push_back(d8);
   // The same under a router that picks experts by a top-k of rounded activations: tiny mixtral and qwen3_moe
   // measured 0.725 and 0.651 (another expert wins where the router's top scores are closer than the
@@ -95,11 +114,14 @@ std::vector<Tolerance> table() {
   std::vector<Tolerance> t;
   Tolerance exact;
   exact.key = "exact";
+  // Rel (the Tolerance defaults, 3e-5): the trained stories260K measured logits 7.2e-6 (abs 1.5e-4 of
+  // 20.9, batch 8 x 256 tokens), KV 5.8e-6, over ONNX standard and ort with f32 and int4/int8 weight
+  // codes; a random llama at --initializer-range 0.5 (|logits| 28) 9.6e-6. ~3x the worst.
   exact.basis =
-      "weights as the checkpoint holds them (or widened to float32): 1e-4 abs on logits and KV (measured "
-      "1.9e-6 f32, "
-      "1.7e-6 bf16, 1.9e-6 f16 checkpoints on the tiny llama: reduction-order noise of the runtime's "
-      "kernels)";
+      "weights as the checkpoint holds them (or widened to float32): the larger of 1e-4 abs and 3e-5 x "
+      "max|eager| on logits and KV (measured 1.9e-6 abs on the tiny llama's f32, bf16 and f16 checkpoints; "
+      "trained stories260K 7.2e-6 rel, 1.5e-4 abs of |logits| 20.9; --initializer-range 0.5 llama 9.6e-6 "
+      "rel: reduction-order noise of the runtime's kernels)";
   t.push_back(exact);
   // Measured on the tiny llama (create-tiny llama, f32, |logits| <= 3.1) exported with --dtype f16 / bf16
   // (docs/precision.md has the table): each bound is ~4-5x the worst measured error over ONNX (standard
@@ -107,29 +129,41 @@ std::vector<Tolerance> table() {
   // (measured: 100% everywhere).
   Tolerance f16;
   f16.key = "f16";
-  f16.logits_abs = 1.5e-2;  // measured 2.6e-3 ONNX, 3.3e-3 .pte
-  f16.kv_abs = 1e-2;        // measured 2.0e-3
-  f16.layer_abs = 1.5e-2;   // measured 3.5e-3 (per-module diff)
-  f16.layer_rel = 1e-2;
-  f16.top1_min = 0.9;
-  f16.kl_max = 5e-6;  // measured 3.6e-7 ONNX, 6.2e-7 .pte
+  // The trained stories260K (transformers on f16-rounded weights agrees: logits rel 7.3e-3, KL 1.3e-3):
+  // logits rel 9.8e-3 (ONNX) / 4.3e-3 (.pte), KV rel 7.0e-3, KL 1.7e-3, top-1 87.5% (one of 8 positions,
+  // a near-tie). Top-1 is not bounded: a flip needs eager's top-2 margin under twice the logits bound,
+  // which the bound already allows; the greedy check tells such near-ties from real partings.
+  f16.logits_abs = 1.5e-2;  // tiny llama measured 2.6e-3 ONNX, 3.3e-3 .pte
+  f16.logits_rel = 3e-2;
+  f16.kv_abs = 1e-2;  // measured 2.0e-3
+  f16.kv_rel = 2e-2;
+  f16.layer_abs = 1.5e-2;  // measured 3.5e-3 (per-module diff)
+  f16.layer_rel = 3e-2;
+  f16.top1_min = 0;
+  f16.kl_max = 5e-3;
   f16.basis =
       "weights rounded to float16 (10-bit mantissa): tiny llama measured logits max abs 2.6e-3 (ONNX) / "
-      "3.3e-3 (.pte), "
-      "KV 2.0e-3, KL 6.2e-7 nats, top-1 100%; bounds ~4-8x the worst";
+      "3.3e-3 (.pte), KV 2.0e-3; trained stories260K logits rel 9.8e-3, KV rel 7.0e-3, KL 1.7e-3 nats, top-1 "
+      "87.5% (a near-tie; not bounded); bounds ~3x the worst";
   t.push_back(f16);
   Tolerance bf16;
   bf16.key = "bf16";
-  bf16.logits_abs = 1.2e-1;  // measured 2.4e-2 ONNX, 2.7e-2 .pte
-  bf16.kv_abs = 8e-2;        // measured 1.7e-2
-  bf16.layer_abs = 1.2e-1;   // measured 3.2e-2
-  bf16.layer_rel = 5e-2;
-  bf16.top1_min = 0.9;
-  bf16.kl_max = 3e-4;  // measured 2.6e-5 ONNX, 3.5e-5 .pte
+  // The trained stories260K (transformers on bf16-rounded weights: logits rel 6.7e-2, KL 0.18): logits
+  // rel 7.8e-2 (ONNX) / 3.7e-2 (.pte), KV rel 4.7e-2, KL 0.126, top-1 75% (4 positions). As f16: top-1 not
+  // bounded.
+  bf16.logits_abs = 1.2e-1;  // tiny llama measured 2.4e-2 ONNX, 2.7e-2 .pte
+  bf16.logits_rel = 0.2;
+  bf16.kv_abs = 8e-2;  // measured 1.7e-2
+  bf16.kv_rel = 0.12;
+  bf16.layer_abs = 1.2e-1;  // measured 3.2e-2
+  bf16.layer_rel = 0.2;
+  bf16.top1_min = 0;
+  bf16.kl_max = 0.4;
   bf16.basis =
       "weights rounded to bfloat16 (7-bit mantissa, 8x f16's rounding error): tiny llama measured logits max "
-      "abs "
-      "2.4e-2 (ONNX) / 2.7e-2 (.pte), KV 1.7e-2, KL 3.5e-5 nats, top-1 100%; bounds ~4-8x the worst";
+      "abs 2.4e-2 (ONNX) / 2.7e-2 (.pte), KV 1.7e-2; trained stories260K logits rel 7.8e-2, KV rel 4.7e-2, "
+      "KL 0.126 nats (transformers on the same rounding: 0.18), top-1 75% over 4 positions (near-ties; not "
+      "bounded); bounds ~2.5x the worst";
   t.push_back(bf16);
   add_activation_rounding_rows(t);
   return t;
@@ -140,13 +174,16 @@ std::vector<Tolerance> table() {
 nlohmann::json Tolerance::to_json() const {
   return {{"key", key},
           {"logits_abs", logits_abs},
+          {"logits_rel", logits_rel},
           {"kv_abs", kv_abs},
+          {"kv_rel", kv_rel},
           {"layer_abs", layer_abs},
           {"layer_rel", layer_rel},
           {"top1_min", top1_min},
           {"kl_max", kl_max},
           {"basis", basis},
-          {"relative_error", "max abs error / max |eager| over the tensor"}};
+          {"relative_error", "max abs error / max |eager| over the tensor"},
+          {"bound", "max abs error <= max(*_abs, *_rel x max |eager| over the tensor)"}};
 }
 
 Tolerance tolerance_for(const std::string& key, DType checkpoint) {
@@ -175,8 +212,9 @@ std::string tolerance_key(const std::string& precision, const ModelConfig& confi
 }
 
 std::string logits_within(const ErrorStats& s, const Tolerance& t) {
-  if (!(s.max_abs <= t.logits_abs))
-    return fmt::format("max abs error {:.3g} > {:.1e}", s.max_abs, t.logits_abs);
+  if (!(s.max_abs <= t.logits_bound(s.ref_max)))
+    return fmt::format("max abs error {:.3g} > {:.2g} (the larger of {:.0e} and {:.0e} x max|eager| {:.3g})",
+                       s.max_abs, t.logits_bound(s.ref_max), t.logits_abs, t.logits_rel, s.ref_max);
   if (s.top1_agreement < t.top1_min)
     return fmt::format("top-1 agreement {:.1f}% < {:.1f}%", 100 * s.top1_agreement, 100 * t.top1_min);
   if (t.kl_max > 0 && !(s.kl_max <= t.kl_max))

@@ -1,6 +1,7 @@
 // src/verify/verify_internal.h — what verify.cpp (format-independent checks, report) shares with
 // ort_verify.cpp (the checks that run graphs in ONNX Runtime). Not a public header.
 #pragma once
+#include <algorithm>
 #include <filesystem>
 #include <map>
 #include <memory>
@@ -21,13 +22,20 @@ namespace hfx::verify::detail {
 /// measurements behind each number).
 struct Tolerance {
   std::string key = "exact";  ///< the precision key (manifest "precision.key"): "exact", "f16", "bf16", ...
-  double logits_abs = 1e-4;   ///< max abs error on logits
-  double kv_abs = 1e-4;       ///< max abs error on present key/value tensors
-  double layer_rel = 1e-4;    ///< per-layer diff: divergence when err > layer_abs + layer_rel * max|eager|
+  double logits_abs = 1e-4;   ///< max abs error on logits, at least (see logits_bound)
+  /// The logits bound grows with their scale: max abs error <= max(logits_abs, logits_rel * max|eager|).
+  /// Both the kernels' reduction-order noise and a rounded weight's effect are proportional to the
+  /// activations, and a trained model's logits (|max| 15-30) are 5-10x a random tiny model's.
+  double logits_rel = 3e-5;
+  double kv_abs = 1e-4;     ///< max abs error on present key/value tensors, at least (see kv_bound)
+  double kv_rel = 3e-5;     ///< kv bound: max(kv_abs, kv_rel * max|eager|) over the tensor
+  double layer_rel = 1e-4;  ///< per-layer diff: divergence when err > layer_abs + layer_rel * max|eager|
   double layer_abs = 1e-4;
   double top1_min = 0;  ///< min share of positions whose argmax equals eager's (0: implied by logits_abs)
   double kl_max = 0;    ///< max KL(eager || artifact) of the next-token distribution, nats (0: not checked)
   std::string basis;    ///< how the numbers were chosen
+  double logits_bound(double eager_max) const { return std::max(logits_abs, logits_rel * eager_max); }
+  double kv_bound(double eager_max) const { return std::max(kv_abs, kv_rel * eager_max); }
   nlohmann::json to_json() const;
 };
 /// The row for precision `key` (see ExportConfig::precision) with a checkpoint of `checkpoint` dtype;
@@ -117,6 +125,8 @@ void check_onnx_static(Context& cx, OnnxComponent& c, const std::optional<artifa
 /// The tolerance of a .pte program's logits against eager, by checkpoint dtype and ExecuTorch backend.
 struct PteTolerance {
   double logits_abs = 1e-5;
+  double logits_rel = 5e-6;  ///< the bound is max(logits_abs, logits_rel * max|eager|), as Tolerance's
+  double logits_bound(double eager_max) const { return std::max(logits_abs, logits_rel * eager_max); }
   std::string basis;  ///< how the number was chosen (measured errors)
 };
 PteTolerance pte_tolerance(DType dtype, const std::string& backend);

@@ -21,6 +21,10 @@ struct TinyOptions {
   std::optional<DType> dtype;   ///< default: the preset's torch_dtype
   uint64_t seed = 0;
   int64_t layers = 0;  ///< 0 = the preset's layer count
+  /// > 0: the weights' standard deviation, written to config.json as `initializer_range` (default: the
+  /// preset's, else 0.02). Larger values give a random model a trained model's logit scale (|logits| in
+  /// the tens), where errors that scale with the activations show.
+  double initializer_range = 0;
   /// Task head (Architecture::heads: "base", "masked_lm", ...); empty = the architecture's default. Sets
   /// config.json's `architectures`; classification heads also get id2label/label2id.
   std::string head;
