@@ -16,7 +16,6 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
-#include <random>
 #include <string>
 #include <vector>
 
@@ -24,6 +23,7 @@
 #include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
 #include "hfx/runtime/generator.h"
+#include "hfx/verify/precision.h"
 #include "kernels/kernels.h"
 
 using namespace hfx;
@@ -99,68 +99,20 @@ void speed(const std::string& dir, int threads, int64_t decode, int reps) {
   }
 }
 
-Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq) {
-  EagerBuilder b;
-  const int64_t S = static_cast<int64_t>(seq.size());
-  std::vector<int64_t> pos(seq.size());
-  for (int64_t i = 0; i < S; i++) pos[i] = i;
-  ForwardArgs a;
-  a.input_ids = b.wrap(Tensor::from_ints({1, S}, seq));
-  a.attention_mask = b.wrap(Tensor::full({1, S}, 1, DType::I64));
-  a.position_ids = b.wrap(Tensor::from_ints({1, S}, pos));
-  return m.forward(b, a).logits.tensor().contiguous();
-}
-
-std::vector<double> log_softmax(const float* x, int64_t V) {
-  double mx = *std::max_element(x, x + V), s = 0;
-  for (int64_t i = 0; i < V; i++) s += std::exp(x[i] - mx);
-  std::vector<double> out(static_cast<size_t>(V));
-  for (int64_t i = 0; i < V; i++) out[i] = x[i] - mx - std::log(s);
-  return out;
-}
-
 void agree(const std::string& dir, int64_t steps, int prompts) {
   auto f32 = as_lm(load_causal_lm(dir));
-  const int64_t V = f32->config().vocab_size;
-  std::mt19937 rng(1234);
-  std::vector<std::vector<int64_t>> seqs;
-  std::vector<size_t> starts;
-  Generator g(std::make_unique<EagerEngine>(f32), nullptr, {});
-  GenerationOptions go;
-  go.max_new_tokens = steps;
-  go.ignore_eos = true;
-  for (int p = 0; p < prompts; p++) {
-    std::vector<int64_t> prompt(8 + rng() % 13);
-    for (auto& t : prompt) t = static_cast<int64_t>(rng() % V);
-    GenerationResult r = g.generate_ids({prompt}, go);
-    starts.push_back(prompt.size() - 1);
-    prompt.insert(prompt.end(), r.ids[0].begin(), r.ids[0].end());
-    seqs.push_back(std::move(prompt));
-  }
-  std::vector<Tensor> ref;
-  for (const auto& s : seqs) ref.push_back(forward_logits(*f32, s));
+  verify::AgreementOptions o;
+  o.steps = steps;
+  o.prompts = prompts;
   for (const Variant& v : variants()) {
     if (!v.q.enabled()) continue;
     auto qm = as_lm(quant::quantize_model(*f32, v.q));
-    int64_t n = 0, same = 0;
-    double max_d = 0, kl = 0;
-    for (size_t i = 0; i < seqs.size(); i++) {
-      Tensor q = forward_logits(*qm, seqs[i]);
-      for (size_t t = starts[i]; t + 1 < seqs[i].size(); t++) {
-        const float* a = ref[i].data<float>() + t * V;
-        const float* b = q.data<float>() + t * V;
-        same += (std::max_element(a, a + V) - a) == (std::max_element(b, b + V) - b);
-        for (int64_t k = 0; k < V; k++) max_d = std::max(max_d, static_cast<double>(std::fabs(a[k] - b[k])));
-        auto la = log_softmax(a, V), lb = log_softmax(b, V);
-        for (int64_t k = 0; k < V; k++) kl += std::exp(la[k]) * (la[k] - lb[k]);
-        n++;
-      }
-    }
+    const verify::Agreement a = verify::measure_agreement(*f32, *qm, o);
     std::printf(
         "{\"weights\":\"%s\",\"positions\":%lld,\"top1_agreement\":%.4f,\"max_abs_logit_diff\":%.4f,"
-        "\"mean_kl\":%.6f}\n",
-        v.name.c_str(), static_cast<long long>(n), static_cast<double>(same) / static_cast<double>(n), max_d,
-        kl / static_cast<double>(n));
+        "\"max_abs_logit\":%.3f,\"mean_kl\":%.6f,\"max_kl\":%.6f}\n",
+        v.name.c_str(), static_cast<long long>(a.positions), a.top1, a.max_abs_diff, a.max_abs_logit,
+        a.mean_kl, a.max_kl);
     std::fflush(stdout);
   }
 }

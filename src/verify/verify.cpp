@@ -20,6 +20,7 @@
 #include "hfx/io/safetensors.h"
 #include "hfx/models/quantize_model.h"
 #include "hfx/quant/quantize.h"
+#include "hfx/verify/precision.h"
 #include "io/zip.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
@@ -221,6 +222,7 @@ json report_json(const Context& cx, const VerifyReport& r, const std::vector<Onn
                   {"vocab_size", cx.model->config().vocab_size}};
     j["tolerances"] = cx.tol.to_json();
   }
+  if (!cx.precision.is_null()) j["precision"] = cx.precision;
   j["caps"] = {{"max_check_sequence", cx.opt.max_check_sequence},
                {"max_check_batch", cx.opt.max_check_batch},
                {"max_probe_past", cx.opt.max_probe_past},
@@ -327,6 +329,30 @@ std::optional<artifact::Manifest> check_manifest(Context& cx) {
 
 // 2. The reference model: --reference, the folder itself, or the manifest's source; fails the check
 // "reference load" when none loads.
+// What a quantized export's weights cost: the quantized reference against the float model it came from,
+// on the fixed prompt set of docs/benchmarks.md (8 prompts, --tokens greedy steps each). Reported, not
+// bounded: the artifact itself is held to the quantized eager model, and random test checkpoints have
+// top-2 margins any rounding flips. Measured here so the float model need not stay loaded.
+void measure_precision(Context& cx, const Model& f32, const Model& quantized, const quant::QuantOptions& q) {
+  if (f32.structure() != Structure::DecoderOnly || !kv_cache_only(f32)) return;
+  AgreementOptions o;
+  o.steps = std::max<int64_t>(cx.opt.tokens, 1);
+  const Agreement a = measure_agreement(as_causal_lm(f32), as_causal_lm(quantized), o);
+  cx.precision = a.to_json();
+  cx.precision["weights"] = quant::to_json(q);
+  cx.precision["prompt_set"] =
+      fmt::format("{} seeded prompts of 8-20 ids, {} greedy float32 steps each, both models teacher-forced",
+                  o.prompts, o.steps);
+  cx.add(
+      "reference", "precision", "info",
+      fmt::format("{}{} g{} weights vs the float32 model over {} greedy positions: top-1 agreement "
+                  "{:.1f}%, max |logit diff| {:.3g} (max |logit| {:.3g}), KL mean {:.2g} / max {:.2g} nats "
+                  "(reported, not bounded; the artifact is checked against the quantized model)",
+                  q.method(), q.symmetric ? " symmetric" : "", q.group_size, a.positions, 100 * a.top1,
+                  a.max_abs_diff, a.max_abs_logit, a.mean_kl, a.max_kl),
+      cx.precision);
+}
+
 void load_reference(Context& cx, const std::optional<artifact::Manifest>& manifest) {
   std::string ref_problem;
   if (!cx.opt.reference.empty()) {
@@ -359,7 +385,11 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
       std::shared_ptr<const Model> m(load_model(cx.reference_dir));
       // A quantized export is compared with the reference quantized the same way (its export_config.json).
       const quant::QuantOptions q = quant::export_quantization(cx.out.string());
-      if (q.enabled()) m = quant::quantize_model(*m, q);
+      if (q.enabled()) {
+        std::shared_ptr<const Model> quantized = quant::quantize_model(*m, q);
+        measure_precision(cx, *m, *quantized, q);
+        m = std::move(quantized);
+      }
       // The causal-LM checks (ort_verify.cpp) feed past_key_values.N.key/value; a decoder whose cache has
       // other leaves (a state-space model's conv/ssm states) is verified like the other structures, by
       // replaying its loop's recorded calls against each program.
@@ -465,6 +495,7 @@ VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifac
     summary["checks"] = lines;
     // The tolerances the numerics were judged by (the precision row), shown in the manifest too.
     if (rep.json.contains("tolerances")) summary["tolerances"] = rep.json["tolerances"];
+    if (rep.json.contains("precision")) summary["precision"] = rep.json["precision"];
     artifact::record_verify_result(cx.out.string(), rep.passed, summary);
   }
   return rep;

@@ -78,6 +78,9 @@ struct Context {
   std::string reference_dir;
   std::shared_ptr<const CausalLM> model;  ///< the reference when it is a decoder-only causal LM
   std::shared_ptr<const Model> other;     ///< the reference when it has another structure
+  /// A quantized export: the quantized reference's distance to the float model (verify/precision.h),
+  /// measured when the reference is loaded; null otherwise.
+  nlohmann::json precision;
   Tolerance tol;
   /// The export's batch bound (manifest export_config.max_batch; 0: not recorded): replayed samples keep
   /// at most this many rows, as the export's own recording did.

@@ -1,0 +1,37 @@
+// include/hfx/verify/precision.h — how far a lower-precision copy of a causal LM is from its float32
+// model: top-1 agreement, logit error and KL divergence over the greedy steps of a fixed prompt set.
+// `hfx verify` reports it for a quantized export (the artifact itself is compared with the quantized
+// eager model; this says what the quantization costs), and bench/quant_bench's `agree` prints it.
+#pragma once
+#include <cstdint>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "hfx/models/model.h"
+
+namespace hfx::verify {
+
+/// The fixed prompt set: `prompts` prompts of 8-20 token ids drawn by a generator seeded with `seed`,
+/// each followed by `steps` greedy tokens of the float32 model.
+struct AgreementOptions {
+  int prompts = 8;
+  int64_t steps = 32;
+  uint32_t seed = 1234;
+};
+
+/// The distance over every position that chose a generated token (the low-precision model runs
+/// teacher-forced on the float32 model's sequences: one forward over prompt + generated tokens).
+struct Agreement {
+  int64_t positions = 0;
+  double top1 = 1;                 ///< share of positions whose argmax equals the float32 model's
+  double max_abs_diff = 0;         ///< max |logit difference|
+  double max_abs_logit = 0;        ///< max |float32 logit| (the scale max_abs_diff compares with)
+  double mean_kl = 0, max_kl = 0;  ///< KL(float32 || low precision) of the next-token distribution, nats
+  nlohmann::json to_json() const;
+};
+
+/// Measures `low` against `f32` (same config and vocabulary).
+Agreement measure_agreement(const CausalLM& f32, const CausalLM& low, const AgreementOptions& opt = {});
+
+}  // namespace hfx::verify
