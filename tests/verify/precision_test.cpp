@@ -23,7 +23,7 @@ namespace {
 using hfx::testsupport::Proc;
 using hfx::testsupport::sh;
 
-TEST(Precision, AgreementOfAModelWithItselfIsExactAndInt8IsCloserThanInt4) {
+TEST(QuantPrecision, AgreementOfAModelWithItselfIsExactAndInt8IsCloserThanInt4) {
   auto model = hfx::test::tiny_in_memory("llama", 3);
   const hfx::CausalLM& f32 = hfx::as_causal_lm(*model);
   hfx::verify::AgreementOptions o;
@@ -46,7 +46,7 @@ TEST(Precision, AgreementOfAModelWithItselfIsExactAndInt8IsCloserThanInt4) {
   EXPECT_EQ(a8.max_abs_logit, self.max_abs_logit);  // the float32 model's scale, whatever the copy
 }
 
-TEST(Precision, VerifyOfAQuantizedExportReportsItsDistanceToTheFloatModel) {
+TEST(QuantPrecision, VerifyOfAQuantizedExportReportsItsDistanceToTheFloatModel) {
   const fs::path root = fs::path(testing::TempDir()) / ("hfx_precision_" + std::to_string(::getpid()));
   fs::remove_all(root);
   const std::string cli = HFX_CLI;
