@@ -71,9 +71,8 @@ class SessionEngine : public Engine {
 };
 
 // Greedy tokens through the artifact vs eager, batch 1 and batch 3 (left-padded prompts of 5, 9, 3 tokens).
-// Eager's top-1 minus top-2 logit after `ids` (one row, no padding).
-// Eager's next-token logits after `ids`: the gap between its top two, and its largest |logit| (the scale
-// the logits bound grows with).
+// Eager's next-token logits after `ids` (one row, no padding): the gap between its top two, and its
+// largest |logit| (the scale the logits bound grows with).
 struct Top2 {
   double margin = 0, max_abs = 0;
 };
