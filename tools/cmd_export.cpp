@@ -32,6 +32,7 @@ struct ExportArgs {
   bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false,
        quantize_embedding = false;
   bool max_seq_len_given = false;  // --max-seq-len on the command line (it is refused outside executorch)
+  bool max_batch_given = false;    // --max-batch on the command line
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
 };
 
@@ -82,7 +83,7 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
   }
   nlohmann::json j = cfg->to_json();
   j["dynamic"] = !a.no_dynamic;
-  j["max_batch"] = a.max_batch;
+  if (a.max_batch_given) j["max_batch"] = a.max_batch;  // else the format's default (ExecuTorch: 1)
   j["max_sequence"] = a.max_sequence;
   j["dtype"] = a.dtype;
   if (a.quantize != "none")
@@ -209,10 +210,13 @@ void register_export(CLI::App& app) {
   cmd->add_option("--max-seq-len", a->max_seq_len,
                   "ExecuTorch: static cache length (also bounds its sequence dims)");
   cmd->add_flag("--static", a->no_dynamic, "Fix every dim at its sample size");
-  cmd->add_option("--max-batch", a->max_batch, "Upper bound of the batch dim");
+  cmd->add_option("--max-batch", a->max_batch,
+                  "Upper bound of the batch dim (default: 64; ExecuTorch 1, as its memory is planned for the "
+                  "largest call)");
   cmd->add_option("--max-sequence", a->max_sequence, "Upper bound of sequence and past dims");
   cmd->callback([a, cmd] {
     a->max_seq_len_given = cmd->count("--max-seq-len") > 0;
+    a->max_batch_given = cmd->count("--max-batch") > 0;
     run_export(*a);
   });
 }

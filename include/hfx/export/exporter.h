@@ -85,7 +85,13 @@ struct OnnxConfig : ExportConfig {
 };
 
 struct ExecutorchConfig : ExportConfig {
-  ExecutorchConfig() { format = "executorch"; }
+  /// max_batch defaults to 1 here: a program's memory plan reserves its largest call, so a batch bound of
+  /// 64 made a tiny whisper encoder's arena 5 GB (79 MiB at 1); a device runs one stream. --max-batch N
+  /// (JSON "max_batch") raises it.
+  ExecutorchConfig() {
+    format = "executorch";
+    max_batch = 1;
+  }
   std::string backend =
       "portable";  ///< "portable": CPU f32, portable kernels only (no delegate payloads yet)
   /// The static KV cache's length: a further bound on every sequence dim (a position lives in the cache).
