@@ -6,10 +6,13 @@
 #
 #   tools/et_check/run_components.sh [BUILD_DIR] [--backend portable|xnnpack] [--quantize int4|int8]
 #                                    [--et-root DIR] [--out DIR] [--archs a,b,...] [--threads N]
+#                                    [--max-batch N]
 #
 # Per architecture:
 #   hfx create-tiny ARCH -o OUT/ARCH/ckpt
-#   hfx export OUT/ARCH/ckpt --format executorch --backend B [--quantize Q --symmetric] -o OUT/ARCH/pte
+#   hfx export OUT/ARCH/ckpt --format executorch --backend B [--quantize Q --symmetric] [--max-batch N] -o OUT/ARCH/pte
+#   (ExecuTorch exports are batch 1 by default: the loop's batch-2 and padded batch-3 samples are then cut
+#   to one row; --max-batch 3 keeps them, so the runtime runs the padded calls too)
 #   hfx verify OUT/ARCH/pte --save-calls OUT/ARCH/calls     (must pass: hfx's reader against eager)
 #   et_run --model OUT/ARCH/pte/model.pte --replay OUT/ARCH/calls
 # The call fixtures hold each recorded call's inputs and eager's outputs (src/verify/call_fixture.h) and
@@ -20,17 +23,18 @@
 set -uo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-BUILD_DIR="" BACKEND=xnnpack ET_ROOT=${ET_ROOT:-/work/et} OUT="" THREADS=0 QUANT=""
+BUILD_DIR="" BACKEND=xnnpack ET_ROOT=${ET_ROOT:-/work/et} OUT="" THREADS=0 QUANT="" MAX_BATCH=""
 ARCHS="bert,roberta,xlm-roberta,distilbert,modernbert,t5,bart,marian,whisper,llava,gemma3,idefics3,smolvlm,qwen2_vl"
 while (($#)); do
   case $1 in
     --backend) BACKEND=$2; shift 2 ;;
     --quantize) QUANT=$2; shift 2 ;;
+    --max-batch) MAX_BATCH=$2; shift 2 ;;
     --et-root) ET_ROOT=$2; shift 2 ;;
     --out) OUT=$2; shift 2 ;;
     --archs) ARCHS=$2; shift 2 ;;
     --threads) THREADS=$2; shift 2 ;;
-    -h|--help) sed -n '2,21p' "$0"; exit 0 ;;
+    -h|--help) sed -n '2,24p' "$0"; exit 0 ;;
     -*) echo "run_components.sh: unknown option $1" >&2; exit 2 ;;
     *) BUILD_DIR=$1; shift ;;
   esac
@@ -42,6 +46,7 @@ OUT=${OUT:-$ET_ROOT/components-$BACKEND${QUANT:+-$QUANT}}
 [[ -x $ET_RUN ]] || { echo "run_components.sh: no et_run at $ET_RUN (docs/executorch-runtime.md)" >&2; exit 2; }
 FLAGS=(--backend "$BACKEND")
 [[ -n $QUANT ]] && FLAGS+=(--quantize "$QUANT" --symmetric)
+[[ -n $MAX_BATCH ]] && FLAGS+=(--max-batch "$MAX_BATCH")
 mkdir -p "$OUT"
 echo "et_check components: backend=$BACKEND${QUANT:+ quantize=$QUANT} hfx=$HFX et_run=$ET_RUN out=$OUT"
 REPORTS=()
