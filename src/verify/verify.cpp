@@ -327,8 +327,6 @@ std::optional<artifact::Manifest> check_manifest(Context& cx) {
   return manifest;
 }
 
-// 2. The reference model: --reference, the folder itself, or the manifest's source; fails the check
-// "reference load" when none loads.
 // What a quantized export's weights cost: the quantized reference against the float model it came from,
 // on the fixed prompt set of docs/benchmarks.md (8 prompts, --tokens greedy steps each). Reported, not
 // bounded: the artifact itself is held to the quantized eager model, and random test checkpoints have
@@ -345,14 +343,17 @@ void measure_precision(Context& cx, const Model& f32, const Model& quantized, co
                   o.prompts, o.steps);
   cx.add(
       "reference", "precision", "info",
-      fmt::format("{}{} g{} weights vs the float32 model over {} greedy positions: top-1 agreement "
+      fmt::format("{}{} g{} weights{}{} vs the float32 model over {} greedy positions: top-1 agreement "
                   "{:.1f}%, max |logit diff| {:.3g} (max |logit| {:.3g}), KL mean {:.2g} / max {:.2g} nats "
                   "(reported, not bounded; the artifact is checked against the quantized model)",
-                  q.method(), q.symmetric ? " symmetric" : "", q.group_size, a.positions, 100 * a.top1,
-                  a.max_abs_diff, a.max_abs_logit, a.mean_kl, a.max_kl),
+                  q.method(), q.symmetric ? " symmetric" : "", q.group_size,
+                  q.embedding ? " and embedding" : "", q.int8_activations ? ", int8 activations" : "",
+                  a.positions, 100 * a.top1, a.max_abs_diff, a.max_abs_logit, a.mean_kl, a.max_kl),
       cx.precision);
 }
 
+// 2. The reference model: --reference, the folder itself, or the manifest's source; fails the check
+// "reference load" when none loads.
 void load_reference(Context& cx, const std::optional<artifact::Manifest>& manifest) {
   std::string ref_problem;
   if (!cx.opt.reference.empty()) {
