@@ -104,10 +104,11 @@ void agree(const std::string& dir, int64_t steps, int prompts) {
   verify::AgreementOptions o;
   o.steps = steps;
   o.prompts = prompts;
+  const verify::AgreementSet set = verify::agreement_set(*f32, o);  // the float32 side, once
   for (const Variant& v : variants()) {
     if (!v.q.enabled()) continue;
     auto qm = as_lm(quant::quantize_model(*f32, v.q));
-    const verify::Agreement a = verify::measure_agreement(*f32, *qm, o);
+    const verify::Agreement a = verify::measure_agreement(set, *qm);
     std::printf(
         "{\"weights\":\"%s\",\"positions\":%lld,\"top1_agreement\":%.4f,\"max_abs_logit_diff\":%.4f,"
         "\"max_abs_logit\":%.3f,\"mean_kl\":%.6f,\"max_kl\":%.6f}\n",

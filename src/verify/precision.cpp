@@ -42,8 +42,9 @@ nlohmann::json Agreement::to_json() const {
           {"max_abs_logit", max_abs_logit}, {"mean_kl", mean_kl},     {"max_kl", max_kl}};
 }
 
-Agreement measure_agreement(const CausalLM& f32, const CausalLM& low, const AgreementOptions& opt) {
-  const int64_t V = f32.config().vocab_size;
+AgreementSet agreement_set(const CausalLM& f32, const AgreementOptions& opt) {
+  AgreementSet set;
+  set.vocab = f32.config().vocab_size;
   std::mt19937 rng(opt.seed);
   // A non-owning handle: the Generator's engine only reads the model during this call.
   std::shared_ptr<const CausalLM> ref(std::shared_ptr<const CausalLM>(), &f32);
@@ -51,17 +52,27 @@ Agreement measure_agreement(const CausalLM& f32, const CausalLM& low, const Agre
   GenerationOptions go;
   go.max_new_tokens = opt.steps;
   go.ignore_eos = true;
-  Agreement a;
-  int64_t same = 0;
   for (int p = 0; p < opt.prompts; p++) {
     std::vector<int64_t> seq(8 + rng() % 13);
-    for (auto& t : seq) t = static_cast<int64_t>(rng() % V);
-    const size_t start = seq.size() - 1;
+    for (auto& t : seq) t = static_cast<int64_t>(rng() % set.vocab);
+    set.starts.push_back(seq.size() - 1);
     GenerationResult r = g.generate_ids({seq}, go);
     seq.insert(seq.end(), r.ids[0].begin(), r.ids[0].end());
-    const Tensor x = forward_logits(f32, seq), y = forward_logits(low, seq);
-    for (size_t t = start; t + 1 < seq.size(); t++) {
-      const float* u = x.data<float>() + t * V;
+    set.logits.push_back(forward_logits(f32, seq));
+    set.sequences.push_back(std::move(seq));
+  }
+  return set;
+}
+
+Agreement measure_agreement(const AgreementSet& set, const CausalLM& low) {
+  const int64_t V = set.vocab;
+  Agreement a;
+  int64_t same = 0;
+  for (size_t i = 0; i < set.sequences.size(); i++) {
+    const std::vector<int64_t>& seq = set.sequences[i];
+    const Tensor y = forward_logits(low, seq);
+    for (size_t t = set.starts[i]; t + 1 < seq.size(); t++) {
+      const float* u = set.logits[i].data<float>() + t * V;
       const float* v = y.data<float>() + t * V;
       same += (std::max_element(u, u + V) - u) == (std::max_element(v, v + V) - v);
       for (int64_t k = 0; k < V; k++) {
@@ -81,6 +92,10 @@ Agreement measure_agreement(const CausalLM& f32, const CausalLM& low, const Agre
     a.mean_kl /= static_cast<double>(a.positions);
   }
   return a;
+}
+
+Agreement measure_agreement(const CausalLM& f32, const CausalLM& low, const AgreementOptions& opt) {
+  return measure_agreement(agreement_set(f32, opt), low);
 }
 
 }  // namespace hfx::verify

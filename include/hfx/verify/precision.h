@@ -5,6 +5,7 @@
 #pragma once
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -31,7 +32,19 @@ struct Agreement {
   nlohmann::json to_json() const;
 };
 
-/// Measures `low` against `f32` (same config and vocabulary).
+/// The fixed prompt set with the float32 model's greedy continuations and its teacher-forced logits over
+/// each whole sequence: computed once, compared with any number of low-precision copies.
+struct AgreementSet {
+  int64_t vocab = 0;
+  std::vector<std::vector<int64_t>> sequences;  ///< prompt + generated tokens
+  std::vector<size_t> starts;                   ///< the position that chose each sequence's first new token
+  std::vector<Tensor> logits;                   ///< [1, S, vocab] of the float32 model per sequence
+};
+AgreementSet agreement_set(const CausalLM& f32, const AgreementOptions& opt = {});
+
+/// Measures `low` (same config and vocabulary as the set's model) over the set's generated positions.
+Agreement measure_agreement(const AgreementSet& set, const CausalLM& low);
+/// agreement_set(f32, opt), then measure_agreement of `low` over it.
 Agreement measure_agreement(const CausalLM& f32, const CausalLM& low, const AgreementOptions& opt = {});
 
 }  // namespace hfx::verify
