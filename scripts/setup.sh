@@ -8,6 +8,12 @@
 #      skipped when node_modules already matches package-lock.json (HFX_FORCE_NPM=1 forces it)
 #   4. checks that libonnxruntime.so.1 and the ONNX Runtime C++ headers are where cmake/onnxruntime.cmake
 #      looks for them
+#   6. the project's Python environment (oracles and runtimes for the interop tier: transformers, torch,
+#      ExecuTorch, ONNX Runtime): a venv built on Debian's python3.11 from deps/python/requirements.lock (exact
+#      versions and sha256), kept in HFX_VENV (default ~/.cache/hfx/venv-<lock hash>) and linked as .venv;
+#      skipped when the venv already holds that lock, so a filled machine re-runs it offline. HFX_PYTHON_ENV=0
+#      skips it. Measured cold here: 3.2 GB downloaded (torch's CUDA wheel and its nvidia-* libraries are
+#      3.1 GB of it: PyPI has no CPU-only torch), 6.2 GB on disk, about 3 minutes.
 #   5. extracts llama.cpp's Jinja engine (common/jinja, common/json.*, common/unicode.*, LICENSE; MIT) from the
 #      llama.cpp source bundle that node-llama-cpp ships into deps/llama-jinja and applies
 #      cmake/llama_jinja/*.patch (cmake/llama_jinja.cmake builds it into libhfx for chat templates)
@@ -42,6 +48,7 @@ PACKAGES=(
   chromium fonts-liberation  # headless screenshots of HTML reports in tests
   slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster
   libyaml-cpp-dev  # `hfx sweep PLAN.yaml`: YAML plans
+  python3.11 python3.11-venv  # the base of the project's Python venv (step 6; deps/python/requirements.lock is cp311)
   python3-jinja2  # tests only: Python's Jinja2, the chat-template engine of transformers, as a parity oracle
   libsndfile1-dev libsoxr-dev libfftw3-dev  # audio (src/audio): WAV/FLAC decoding, resampling, Whisper's log-mel FFT
   espeak-ng  # tests only: speech clips for the Whisper tests (hfx transcribe vs Transformers.js)
@@ -119,5 +126,34 @@ else
   rm -rf "$JINJA_DIR"
   mv "$tmp/out" "$JINJA_DIR"
   log "deps/llama-jinja: llama.cpp $commit (common/jinja, $(ls "$JINJA_DIR/common/jinja" | wc -l) files, ${#patches[@]} patch(es))"
+fi
+
+# ---- 6. the project's Python environment ----
+LOCK="$ROOT/deps/python/requirements.lock"
+lock_sha=$(sha256sum "$LOCK" | awk '{print $1}')
+VENV="${HFX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hfx/venv-${lock_sha:0:12}}"
+if [[ "${HFX_PYTHON_ENV:-1}" == 0 ]]; then
+  log "python env: skipped (HFX_PYTHON_ENV=0)"
+elif [[ -f "$VENV/.hfx-lock.sha256" && "$(cat "$VENV/.hfx-lock.sha256")" == "$lock_sha" ]]; then
+  log "python env: $VENV holds deps/python/requirements.lock"
+else
+  log "python env: $VENV from deps/python/requirements.lock ($(grep -c -- '--hash=' "$LOCK") packages, ~3.2 GB download)"
+  rm -rf "$VENV.tmp"
+  mkdir -p "$(dirname "$VENV")"
+  /usr/bin/python3.11 -m venv "$VENV.tmp"
+  pip_version=$(sed -n 's/^# pip==\(.*\)$/\1/p' "$LOCK")
+  "$VENV.tmp/bin/python" -m pip install -q --no-input "pip==$pip_version"
+  # --no-deps: the lock is the whole environment; --require-hashes: each file is the one that was locked.
+  "$VENV.tmp/bin/python" -m pip install -q --no-input --no-deps --require-hashes -r "$LOCK" ||
+    die "pip could not install $LOCK into $VENV.tmp (is the package index reachable? re-run when it is)"
+  echo "$lock_sha" >"$VENV.tmp/.hfx-lock.sha256"
+  # Built as VENV.tmp and renamed only when complete, so an interrupted install never looks filled. The
+  # console scripts' shebangs keep the .tmp path: the project runs everything as `.venv/bin/python -m ...`.
+  rm -rf "$VENV"
+  mv "$VENV.tmp" "$VENV"
+fi
+if [[ "${HFX_PYTHON_ENV:-1}" != 0 ]]; then
+  ln -sfn "$VENV" "$ROOT/.venv"
+  log "python env: .venv -> $VENV ($("$ROOT/.venv/bin/python" -c 'import torch, transformers, executorch.version as e, onnxruntime as o; print(f"torch {torch.__version__}, transformers {transformers.__version__}, executorch {e.__version__}, onnxruntime {o.__version__}")' 2>/dev/null || echo 'BROKEN: rm -rf it and re-run setup'))"
 fi
 log "done"

@@ -100,6 +100,39 @@ if [[ "$BASE_PRESET" == release ]]; then
   tier "release suite"
 fi
 
+# The interop tier (HFX_CI_INTEROP=1, the default): the base tree's hfx exports tiny checkpoints made by
+# transformers' own classes, and the released runtimes (onnxruntime, torch.export.load, ExecuTorch's Python
+# runtime) judge them against transformers 5.x eager (tests/interop, pytest in the project's venv, .venv from
+# scripts/setup.sh). The records become $BASE_DIR/interop/interop.md (docs/interop.md is the last run's copy).
+if [[ "${HFX_CI_INTEROP:-1}" == 1 ]]; then
+  if [[ -x "$ROOT/.venv/bin/python" ]]; then
+    rc=0
+    HFX="$ROOT/$BASE_DIR/hfx" HFX_INTEROP_REPORT="$ROOT/$BASE_DIR/interop/report.json" \
+      "$ROOT/.venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider -rfE 2>&1 | tee "$logs/interop.log" || rc=$?
+    line=$(grep -E '^=*.*[0-9]+ (passed|failed)' "$logs/interop.log" | tail -1 || true)
+    ip=$(grep -oE '[0-9]+ passed' <<<"$line" | awk '{ s += $1 } END { print s + 0 }')
+    ifl=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | awk '{ s += $1 } END { print s + 0 }')
+    is=$(grep -oE '[0-9]+ skipped' <<<"$line" | awk '{ s += $1 } END { print s + 0 }')
+    passed=$((passed + ip))
+    failed=$((failed + ifl))
+    skipped=$((skipped + is))
+    if ((rc != 0)); then
+      status=$rc
+      [[ -n "$line" ]] || failed=$((failed + 1))  # pytest itself failed (no summary)
+    fi
+    "$ROOT/.venv/bin/python" tests/interop/table.py "$ROOT/$BASE_DIR/interop/report.json" \
+      >"$ROOT/$BASE_DIR/interop/interop.md" || true
+  elif [[ "${HFX_REQUIRE_ORACLES:-0}" == 1 ]]; then
+    echo "[interop] expected the project's Python environment at .venv, got none: run scripts/setup.sh" >&2
+    failed=$((failed + 1))
+    status=1
+  else
+    echo "[interop] skipped: no .venv (scripts/setup.sh makes it)"
+    skipped=$((skipped + 1))
+  fi
+  tier "interop"
+fi
+
 if [[ "$ASAN" == 1 ]]; then
   # The sanitizer options and LeakSanitizer suppressions of the test preset (CMakePresets.json), also for
   # what runs sanitized outside ctest: the test listing at build time (gtest_discover_tests), the repro step.

@@ -238,6 +238,11 @@ Var keep_last(const Var& h, int64_t keep) {
 
 MoeOptions parse_moe(const ModelConfig& c, const char* experts_key, int64_t def_experts, int64_t def_top_k) {
   MoeOptions m;
+  // transformers 5 writes some configs' expert count under the other name (qwen3_moe's config.json says
+  // num_local_experts; its attribute_map reads it back as num_experts): either spelling is the count.
+  const std::string key = experts_key;
+  const char* alias = key == "num_experts" ? "num_local_experts" : "num_experts";
+  if (!jhas(c.raw, experts_key) && jhas(c.raw, alias)) experts_key = alias;
   try {
     m.num_experts = jget<int64_t>(c.raw, experts_key, def_experts);
     m.top_k = jget<int64_t>(c.raw, "num_experts_per_tok", def_top_k);

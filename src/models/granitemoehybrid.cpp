@@ -44,11 +44,14 @@ bool rope_on(const ModelConfig& c) {
 }
 
 ModelConfig parse(const json& j) {
-  // transformers' layer_types say "mamba" / "attention"; hfx's vocabulary calls attention full_attention.
+  // transformers 4.x's layer_types say "mamba" / "attention", 5.x's "linear_attention" / "full_attention"
+  // (configuration_granitemoehybrid.py, 5.23); hfx's vocabulary is mamba / full_attention.
   json m = j;
   if (jhas(j, "layer_types") && j["layer_types"].is_array())
-    for (auto& t : m["layer_types"])
+    for (auto& t : m["layer_types"]) {
       if (t.is_string() && t.get<std::string>() == "attention") t = "full_attention";
+      if (t.is_string() && t.get<std::string>() == "linear_attention") t = "mamba";
+    }
   m.erase("head_dim");  // GraniteMoeHybridAttention: head_dim = hidden_size / num_attention_heads
   ConfigDefaults d;
   d.intermediate_size = 11008;

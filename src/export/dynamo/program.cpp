@@ -146,7 +146,8 @@ std::vector<std::string> forward_arg_names(const std::vector<std::string>& user_
   for (const auto& n : user_inputs) {
     int layer;
     std::string kind;
-    std::string k = group && is_cache_leaf(n, "past_key_values", &layer, &kind) ? "past_key_values" : n;
+    std::string k =
+        group && is_cache_leaf(n, "past_key_values", &layer, &kind) ? "past_key_values" : kwarg_name(n);
     if (std::find(seen.begin(), seen.end(), k) == seen.end()) seen.push_back(k);
   }
   return seen;

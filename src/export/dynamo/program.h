@@ -69,6 +69,11 @@ std::string py_json(const nlohmann::json& j);
 
 /// Valid, unique Python identifier for an FX node name.
 std::string fx_name(const std::string& raw);
+/// The keyword a flat input leaf takes in a program's forward: its name as a Python identifier
+/// (`past_conv.0` -> `past_conv_0`, `past_key_values.0.decoder.key` -> `past_key_values_0_decoder_key`).
+/// torch.export's unlifted module (`ExportedProgram.module()`) makes each top-level keyword of the in_spec
+/// a parameter of a generated Python function, so a dotted name there is a SyntaxError.
+std::string kwarg_name(const std::string& leaf);
 
 /// One row of the ATen table, for `hfx registries` and docs.
 struct AtenRow {

@@ -143,7 +143,7 @@ PyObj sample_inputs_for(const Graph& g, int64_t vocab) {
       layers[layer].items.push_back(PyObj::tensor(t));
       continue;
     }
-    kwargs.emplace_back(v->name, PyObj::tensor(t));
+    kwargs.emplace_back(kwarg_name(v->name), PyObj::tensor(t));
   }
   if (!layers.empty()) kwargs.emplace_back("past_key_values", PyObj::list(layers));
   return PyObj::tuple({PyObj::tuple({}), PyObj::dict(kwargs)});

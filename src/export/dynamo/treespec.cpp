@@ -134,8 +134,10 @@ bool is_cache_leaf(const std::string& name, const char* prefix, int* layer, std:
 namespace {
 
 // Groups names into (plain keys, cache layers). Cache leaves become one list of (key, value) tuples
-// (unless groups_kv_leaves says they stay flat).
-ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix, const char* cache_key) {
+// (unless groups_kv_leaves says they stay flat). `keywords`: the keys are a forward's keyword arguments
+// (kwarg_name), which torch's unlifted module writes as Python parameters.
+ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix, const char* cache_key,
+                bool keywords) {
   const bool group = groups_kv_leaves(names);
   std::vector<std::string> keys;
   ojson children = ojson::array();
@@ -153,7 +155,7 @@ ojson dict_spec(const std::vector<std::string>& names, const char* cache_prefix,
       }
       continue;
     }
-    keys.push_back(n);
+    keys.push_back(keywords ? kwarg_name(n) : n);
     children.push_back(leaf_spec());
   }
   if (cache_seen) {
@@ -195,12 +197,12 @@ bool groups_kv_leaves(const std::vector<std::string>& names) {
 
 std::string input_treespec(const std::vector<std::string>& input_names) {
   ojson args = node_spec("builtins.tuple", "null", ojson::array());
-  ojson kwargs = dict_spec(input_names, "past_key_values", "past_key_values");
+  ojson kwargs = dict_spec(input_names, "past_key_values", "past_key_values", true);
   return dump_spec(node_spec("builtins.tuple", "null", ojson::array({args, kwargs})));
 }
 
 std::string output_treespec(const std::vector<std::string>& output_names) {
-  return dump_spec(dict_spec(output_names, "present", "past_key_values"));
+  return dump_spec(dict_spec(output_names, "present", "past_key_values", false));
 }
 
 // ---------------------------------------------------------------- names
@@ -219,5 +221,7 @@ std::string fx_name(const std::string& raw) {
   if (reserved.count(s)) s += "_1";
   return s;
 }
+
+std::string kwarg_name(const std::string& leaf) { return fx_name(leaf); }
 
 }  // namespace hfx::dynamo

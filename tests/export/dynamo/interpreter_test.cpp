@@ -11,6 +11,7 @@
 #include "export/dynamo/dynamo_exporter.h"
 #include "export/dynamo/dynamo_interpreter.h"
 #include "export/dynamo/dynamo_support.h"
+#include "export/dynamo/program.h"
 #include "export/dynamo/pt2_archive.h"
 #include "export/dynamo/torch_save.h"
 #include "hfx/models/quantize_model.h"
@@ -245,9 +246,9 @@ std::vector<std::string> arch_names() {
 }
 
 // Decoders whose cache is not all KV pairs (mamba's conv/ssm states, lfm2's conv states beside the
-// attention layers' keys/values): prefill.pt2 and decode.pt2 (every leaf a flat keyword, past_conv.N,
-// past_ssm.N, past_key_values.N.key) run by the interpreter on their sample inputs equal the model's
-// component `model` on them, every output by name.
+// attention layers' keys/values): prefill.pt2 and decode.pt2 (every leaf a flat keyword, past_conv_N,
+// past_ssm_N: the leaf's name as a Python identifier) run by the interpreter on their sample inputs equal the
+// model's component `model` on them, every output by name.
 std::vector<std::string> state_leaf_arch_names() {
   std::vector<std::string> v;
   for (const Architecture* a : all_architectures())
@@ -289,7 +290,11 @@ TEST_P(DynamoInterpretStateLeaves, WrittenProgramsMatchEagerComponent) {
       }
       ASSERT_EQ(v.kind, PyObj::Kind::Tensor) << k << ": state leaves are flat keywords";
       flat.push_back(v.t);
-      inputs.emplace_back(k, b.wrap(v.t));
+      // The keyword is the leaf's name as a Python identifier (past_conv.0 -> past_conv_0: kwarg_name).
+      std::string leaf = k;
+      for (const CacheLeafDecl& l : model->component("model").cache)
+        if (kwarg_name(l.past_input) == k) leaf = l.past_input;
+      inputs.emplace_back(leaf, b.wrap(v.t));
     }
     if (std::string(program) == "decode")
       for (const CacheLeafDecl& l : model->component("model").cache)

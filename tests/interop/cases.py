@@ -1,0 +1,131 @@
+"""Tiny checkpoints made by transformers' own config and model classes (never by `hfx create-tiny`).
+
+Each case is a model_type, the transformers config knobs it sets, and the family that decides how the
+judges drive it. The knobs vary what hfx must read from a real config.json: GQA ratios (4:2, 4:1 MQA, 4:4),
+tied and untied heads, sliding windows shorter than the test's sequences, rope scalings, biases, head dims
+that are not hidden/heads, soft-capping, shared experts.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+# Shared by every decoder: small enough that one export + judge takes seconds.
+_DEC = dict(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2, num_attention_heads=4,
+            num_key_value_heads=2, max_position_embeddings=256)
+
+
+@dataclasses.dataclass(frozen=True)
+class Case:
+    name: str            # test id and folder name
+    model_type: str      # transformers' model_type
+    family: str          # "decoder" (KV cache), "state" (SSM / hybrid caches), "encoder"
+    config: dict         # keyword arguments of AutoConfig.for_model
+    auto: str = "AutoModelForCausalLM"
+    why: str = ""        # what this case's knobs exercise
+
+    @property
+    def model_id(self) -> str:
+        return self.name
+
+
+DECODERS = [
+    Case("llama", "llama", "decoder", dict(_DEC, head_dim=16, tie_word_embeddings=False,
+                                          rope_parameters=dict(rope_type="llama3", rope_theta=10000.0, factor=8.0,
+                                                               low_freq_factor=1.0, high_freq_factor=4.0,
+                                                               original_max_position_embeddings=64)),
+         why="GQA 4:2, untied head, llama3 rope scaling"),
+    Case("llama_mqa_tied", "llama", "decoder", dict(_DEC, num_key_value_heads=1, head_dim=32, tie_word_embeddings=True,
+                                                   attention_bias=True, mlp_bias=True),
+         why="MQA 4:1, head_dim 32 != hidden/heads, tied head, attention and MLP biases"),
+    Case("mistral", "mistral", "decoder", dict(_DEC, head_dim=16, sliding_window=8),
+         why="sliding window 8, shorter than prompt + decode"),
+    Case("qwen2", "qwen2", "decoder", dict(_DEC, tie_word_embeddings=True),
+         why="q/k/v biases, tied head"),
+    Case("qwen3", "qwen3", "decoder", dict(_DEC, head_dim=32, num_key_value_heads=4),
+         why="q/k norms, head_dim 32, no GQA"),
+    Case("gemma", "gemma", "decoder", dict(_DEC, head_dim=32, num_key_value_heads=1),
+         why="MQA, embedding scale, (1 + w) RMSNorm"),
+    Case("gemma2", "gemma2", "decoder", dict(_DEC, head_dim=16, sliding_window=8, final_logit_softcapping=30.0,
+                                            attn_logit_softcapping=50.0, query_pre_attn_scalar=16),
+         why="soft-capping, alternating sliding window 8"),
+    Case("gemma3_text", "gemma3_text", "decoder", dict(_DEC, head_dim=16, sliding_window=8, num_hidden_layers=3,
+                                                      layer_types=["sliding_attention", "sliding_attention",
+                                                                   "full_attention"]),
+         why="per-layer-type rope bases, sliding pattern, q/k norms"),
+    Case("phi3", "phi3", "decoder", dict(_DEC, pad_token_id=0),
+         why="fused qkv and gate_up projections"),
+    Case("gpt2", "gpt2", "decoder", dict(vocab_size=320, n_embd=64, n_layer=2, n_head=4, n_positions=128),
+         why="learned positions, Conv1D weights, LayerNorm"),
+    Case("mixtral", "mixtral", "decoder", dict(_DEC, head_dim=16, num_local_experts=4, num_experts_per_tok=2),
+         why="4 experts, top-2"),
+    Case("qwen2_moe", "qwen2_moe", "decoder", dict(_DEC, moe_intermediate_size=32, shared_expert_intermediate_size=64,
+                                                  num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1),
+         why="shared expert with sigmoid gate"),
+    Case("qwen3_moe", "qwen3_moe", "decoder", dict(_DEC, head_dim=16, moe_intermediate_size=32, num_experts=4,
+                                                  num_experts_per_tok=2, norm_topk_prob=True),
+         why="normalized top-k, q/k norms"),
+    Case("olmoe", "olmoe", "decoder", dict(_DEC, num_experts=4, num_experts_per_tok=2),
+         why="q/k norms over all heads, experts"),
+    Case("granitemoe", "granitemoe", "decoder", dict(_DEC, num_local_experts=4, num_experts_per_tok=2,
+                                                    embedding_multiplier=2.0, logits_scaling=4.0,
+                                                    residual_multiplier=0.5, attention_multiplier=0.25),
+         why="embedding / residual / attention / logit multipliers"),
+]
+
+STATE = [
+    Case("mamba", "mamba", "state", dict(vocab_size=320, hidden_size=64, state_size=8, num_hidden_layers=2,
+                                         conv_kernel=4, expand=2)),
+    Case("mamba2", "mamba2", "state", dict(vocab_size=320, hidden_size=64, state_size=16, num_hidden_layers=2,
+                                           conv_kernel=4, expand=2, head_dim=16, num_heads=8, n_groups=1,
+                                           chunk_size=16)),
+    Case("granitemoehybrid", "granitemoehybrid", "state",
+         dict(_DEC, num_hidden_layers=2, layer_types=["mamba", "attention"], mamba_n_heads=8, mamba_d_head=16,
+              mamba_d_state=16, mamba_n_groups=1, mamba_d_conv=4, mamba_expand=2, num_local_experts=4,
+              num_experts_per_tok=2, shared_intermediate_size=64)),
+    Case("lfm2", "lfm2", "state", dict(_DEC, num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"],
+                                       conv_L_cache=3, block_ff_dim=128, block_auto_adjust_ff_dim=False)),
+]
+
+ENCODERS = [
+    Case("bert", "bert", "encoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128, num_hidden_layers=2,
+                                         num_attention_heads=4, max_position_embeddings=128), auto="AutoModelForMaskedLM"),
+    Case("roberta", "roberta", "encoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                               num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=130,
+                                               pad_token_id=1), auto="AutoModelForSequenceClassification"),
+    Case("xlm-roberta", "xlm-roberta", "encoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                                       num_hidden_layers=2, num_attention_heads=4,
+                                                       max_position_embeddings=130, pad_token_id=1),
+         auto="AutoModel"),
+    Case("distilbert", "distilbert", "encoder", dict(vocab_size=320, dim=64, hidden_dim=128, n_layers=2, n_heads=4,
+                                                     max_position_embeddings=128), auto="AutoModelForTokenClassification"),
+    Case("modernbert", "modernbert", "encoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                                     num_hidden_layers=3, num_attention_heads=4,
+                                                     global_attn_every_n_layers=2, local_attention=8,
+                                                     max_position_embeddings=128), auto="AutoModelForMaskedLM"),
+]
+
+ALL = DECODERS + STATE + ENCODERS
+BY_NAME = {c.name: c for c in ALL}
+
+
+def make_checkpoint(case: Case, folder: Path, seed: int = 0) -> Path:
+    """Writes the case's checkpoint with transformers' own classes: config.json + model.safetensors."""
+    import torch
+    import transformers
+
+    if (folder / "model.safetensors").exists():
+        return folder
+    cfg = transformers.AutoConfig.for_model(case.model_type, **case.config)
+    torch.manual_seed(seed)
+    model = getattr(transformers, case.auto).from_config(cfg, dtype=torch.float32)
+    # Random init draws LayerNorm/RMSNorm weights at 1 and biases at 0; perturb every parameter a little so a
+    # wrong norm offset or a dropped bias shows in the numbers.
+    with torch.no_grad():
+        g = torch.Generator().manual_seed(seed + 1)
+        for p in model.parameters():
+            p.add_(torch.randn(p.shape, generator=g) * 0.02)
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tmp.rename(folder)
+    return folder
