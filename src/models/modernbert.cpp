@@ -36,6 +36,14 @@ Options options(const ModelConfig& c) {
   o.local_window = jget<int64_t>(j, "local_attention", 128);
   o.global_theta = jget<double>(j, "global_rope_theta", 160000.0);
   o.local_theta = jget<double>(j, "local_rope_theta", o.global_theta);  // None → the global theta
+  // transformers 5 writes the thetas per layer type instead: rope_parameters.{full,sliding}_attention.
+  if (jhas(j, "rope_parameters") && j["rope_parameters"].is_object()) {
+    const json& rp = j["rope_parameters"];
+    if (jhas(rp, "full_attention"))
+      o.global_theta = jget<double>(rp["full_attention"], "rope_theta", o.global_theta);
+    if (jhas(rp, "sliding_attention"))
+      o.local_theta = jget<double>(rp["sliding_attention"], "rope_theta", o.local_theta);
+  }
   o.act = jget<std::string>(j, "hidden_activation", "gelu");
   o.classifier_act = jget<std::string>(j, "classifier_activation", "gelu");
   o.pooling = jget<std::string>(j, "classifier_pooling", "cls");

@@ -102,7 +102,9 @@ ENCODERS = [
     Case("modernbert", "modernbert", "encoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
                                                      num_hidden_layers=3, num_attention_heads=4,
                                                      global_attn_every_n_layers=2, local_attention=8,
-                                                     max_position_embeddings=128), auto="AutoModelForMaskedLM"),
+                                                     max_position_embeddings=128, pad_token_id=0, bos_token_id=1,
+                                                     eos_token_id=2, cls_token_id=1, sep_token_id=2),
+         auto="AutoModelForMaskedLM"),
 ]
 
 ALL = DECODERS + STATE + ENCODERS

@@ -122,4 +122,9 @@ class PteModule:
         import torch
 
         ins = [torch.from_numpy(np.ascontiguousarray(a)) for a in args]
-        return [o.detach().numpy().copy() for o in self.module.run_method(method, ins)]
+        try:
+            outs = self.module.run_method(method, ins)
+        except Exception as e:  # the runtime's own error, with the method it came from
+            raise RuntimeError(f"[executorch] method '{method}' refused {len(ins)} inputs "
+                               f"{[tuple(a.shape) for a in ins]}: {type(e).__name__}: {e}") from e
+        return [o.detach().numpy().copy() for o in outs]

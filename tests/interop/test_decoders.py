@@ -124,10 +124,12 @@ def test_pt2(case, export, checkpoint, record):
 @pytest.mark.parametrize("case", DECODERS, ids=lambda c: c.name)
 def test_pte(case, backend, export, checkpoint, record):
     fmt = f"pte-{backend}"
-    rec = record(case, fmt)
-    pte = PteModule(export(case, fmt) / "model.pte")
-    assert "forward" in pte.methods, f"[{fmt}] expected a forward method, got {pte.methods}"
-    ref = reference(case, checkpoint)
+    judge_pte(record(case, fmt), PteModule(export(case, fmt) / "model.pte"), reference(case, checkpoint))
+
+
+def judge_pte(rec, pte, ref):
+    """forward(tokens, input_pos) on the prompt, then the 32-token greedy loop, vs transformers."""
+    assert "forward" in pte.methods, f"[{rec.fmt}] expected a forward method, got {pte.methods}"
     ids = np.array([PROMPT], np.int64)
     logits = pte("forward", [ids, np.arange(len(PROMPT), dtype=np.int64)])[0]
     r_logits, _, _ = ref.forward(ids)

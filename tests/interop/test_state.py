@@ -103,10 +103,14 @@ def test_pt2(case, export, checkpoint, record):
 @pytest.mark.parametrize("case", STATE, ids=lambda c: c.name)
 def test_pte(case, backend, export, checkpoint, record):
     fmt = f"pte-{backend}"
-    rec = record(case, fmt)
-    pte = PteModule(export(case, fmt) / "model.pte")
+    judge_pte(record(case, fmt), PteModule(export(case, fmt) / "model.pte"), reference(case, checkpoint))
+
+
+def judge_pte(rec, pte, ref):
+    """The prefill and decode methods on the prompt and 32 greedy steps, the states carried by the caller."""
+    fmt = rec.fmt
     assert {"prefill", "decode"} <= set(pte.methods), f"[{fmt}] expected prefill and decode methods, got {pte.methods}"
-    logits, tokens, steps = reference(case, checkpoint)
+    logits, tokens, steps = ref
     # Inputs in the component's declared order: the int64 ones (input_ids, attention_mask, position_ids where
     # declared), then the states, fed from the previous call's outputs 1.. in order (output 0: logits).
     n_int = {m: sum(1 for i in range(pte.num_inputs(m)) if pte.input_dtype(m, i) == "int64")
