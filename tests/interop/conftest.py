@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 import tempfile
@@ -121,4 +122,13 @@ def pytest_sessionfinish(session, exitstatus):
     meta = {"transformers": transformers.__version__, "torch": torch.__version__,
             "executorch": et_version.__version__, "onnxruntime": onnxruntime.__version__,
             "python": sys.version.split()[0]}
-    path.write_text(json.dumps({"meta": meta, "records": [r.__dict__ for r in _RECORDS]}, indent=1))
+    path.write_text(json.dumps({"meta": meta, "hfx_architectures": hfx_architectures(),
+                                "records": [r.__dict__ for r in _RECORDS]}, indent=1))
+
+
+def hfx_architectures() -> list:
+    """Every model_type hfx supports, as `hfx create-tiny --help` lists them (the table names the ones no case
+    here judges)."""
+    r = subprocess.run([hfx_binary(), "create-tiny", "--help"], capture_output=True, text=True)
+    m = re.search(r"model_type: ([^\n]+)", r.stdout)
+    return [a.strip() for a in m.group(1).split(",")] if m else []

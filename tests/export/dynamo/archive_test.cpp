@@ -316,8 +316,8 @@ TEST_P(DynamoSeq2Seq, ComponentArchives) {
                past = std::string(program) == "decoder_with_past_model";
     ComponentDecl decl = model->component(encoder ? "encoder" : "decoder");
     json want_in = json::array(), want_out = json::array();
-    for (const InputDecl& d : decl.inputs)
-      if (!d.optional || past) want_in.push_back(d.name);
+    for (const InputDecl& d : decl.inputs)  // each keyword a Python identifier (kwarg_name)
+      if (!d.optional || past) want_in.push_back(kwarg_name(d.name));
     for (const std::string& o : decl.outputs) want_out.push_back(o);
     EXPECT_EQ(f.kw_keys, want_in);
     EXPECT_EQ(f.out_keys, want_out);

@@ -193,10 +193,15 @@ TEST_P(DynamoInterpretSeq2Seq, WrittenProgramsMatchEagerComponents) {
     EagerBuilder b;
     NamedVars inputs;
     std::vector<Tensor> flat;
+    const ComponentDecl decl =
+        model->component(std::string(program) == "encoder_model" ? "encoder" : "decoder");
     for (const auto& [k, v] : samples.items[1].entries) {
       ASSERT_EQ(v.kind, PyObj::Kind::Tensor) << k << ": encoder-decoder cache leaves are flat keywords";
       flat.push_back(v.t);
-      inputs.emplace_back(k, b.wrap(v.t));
+      std::string name = k;  // the keyword is the input's name as a Python identifier (kwarg_name)
+      for (const InputDecl& d : decl.inputs)
+        if (kwarg_name(d.name) == k) name = d.name;
+      inputs.emplace_back(name, b.wrap(v.t));
     }
     size_t user = 0;
     const auto& specs = ep["graph_module"]["signature"]["input_specs"];
