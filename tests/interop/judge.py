@@ -76,3 +76,9 @@ def greedy_agreement(rec: Record, got: list, ref: list, ref_logits: list, bound:
         raise Mismatch(f"[{rec.fmt}/{rec.runtime}] expected {len(ref)} greedy tokens, got {len(got)}")
     rec.greedy = f"{len(ref)}/{len(ref)}"
     return len(ref)
+
+
+def check_greedy(rec: Record, got: list, seen: list, ref: list, ref_logits: list, bound: Bound) -> None:
+    """Greedy tokens on transformers' path, and the logits of every step on it."""
+    for i in range(greedy_agreement(rec, got, ref, ref_logits, bound)):
+        rec.check(f"greedy step {i} logits", seen[i], ref_logits[i], bound)

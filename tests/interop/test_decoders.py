@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from cases import DECODERS
-from judge import EXACT, PTE, greedy_agreement
+from judge import EXACT, PTE, check_greedy
+from loops import empty_past, greedy, past_name
 from reference import CausalReference, padded_batch
 from runtimes import OnnxProgram, PteModule, Pt2Program
 
@@ -50,7 +51,7 @@ def judge_functional(rec, prefill, decode, ref: CausalReference, bound):
     """The prefill/decode pair (or the merged graph twice) against transformers, then greedy."""
     ids, mask, pos = padded_batch(ROWS)
     r_logits, r_cache, r_leaves = ref.forward(ids, mask, pos)
-    out = prefill({"input_ids": ids, "attention_mask": mask, "position_ids": pos, **empty_past(prefill, ref, 2)})
+    out = prefill({"input_ids": ids, "attention_mask": mask, "position_ids": pos, **empty_past(prefill, 2)})
     real = mask.astype(bool)
     rec.check("prefill logits", out["logits"][real], r_logits[real], bound)
     check_presents(rec, "prefill", out, r_leaves, mask, bound)
@@ -60,45 +61,14 @@ def judge_functional(rec, prefill, decode, ref: CausalReference, bound):
     pos2 = pos[:, -1:] + 1
     d_logits, _, d_leaves = ref.forward(nxt, mask2, pos2, cache=r_cache)
     feeds = {"input_ids": nxt, "attention_mask": mask2, "position_ids": pos2}
-    feeds.update({"past_key_values" + k[len("present"):]: v for k, v in out.items() if k.startswith("present.")})
+    feeds.update({past_name(k): v for k, v in out.items() if k.startswith("present.")})
     out2 = decode(feeds)
     rec.check("decode logits", out2["logits"], d_logits, bound)
     check_presents(rec, "decode", out2, d_leaves, mask2, bound)
 
     tokens, step_logits = ref.greedy(PROMPT, STEPS)
-    got, logits_seen = run_greedy_functional(prefill, decode, ref)
-    n = greedy_agreement(rec, got, tokens, step_logits, bound)
-    for i in range(n):
-        rec.check(f"greedy step {i} logits", logits_seen[i], step_logits[i], bound)
-
-
-def empty_past(program, ref, batch):
-    """Zero-length past leaves for a graph that declares them (the merged ONNX graph)."""
-    feeds = {}
-    for name in getattr(program, "inputs", []):
-        if name.startswith("past_key_values."):
-            shape = program.shape_of(name)
-            feeds[name] = np.zeros([batch if i == 0 else (0 if not isinstance(d, int) else d)
-                                    for i, d in enumerate(shape)], np.float32)
-    return feeds
-
-
-def run_greedy_functional(prefill, decode, ref):
-    ids = np.array([PROMPT], np.int64)
-    mask = np.ones_like(ids)
-    pos = np.arange(len(PROMPT), dtype=np.int64)[None]
-    out = prefill({"input_ids": ids, "attention_mask": mask, "position_ids": pos, **empty_past(prefill, ref, 1)})
-    got, seen = [], []
-    for _ in range(STEPS):
-        last = out["logits"][0, -1]
-        seen.append(last)
-        got.append(int(last.argmax()))
-        mask = np.concatenate([mask, np.ones((1, 1), np.int64)], 1)
-        pos = pos[:, -1:] + 1
-        feeds = {"input_ids": np.array([[got[-1]]], np.int64), "attention_mask": mask, "position_ids": pos}
-        feeds.update({"past_key_values" + k[len("present"):]: v for k, v in out.items() if k.startswith("present.")})
-        out = decode(feeds)
-    return got, seen
+    _, got, logits_seen = greedy(prefill, decode, PROMPT, STEPS)
+    check_greedy(rec, got, logits_seen, tokens, step_logits, bound)
 
 
 @pytest.mark.parametrize("case", DECODERS, ids=lambda c: c.name)
@@ -141,6 +111,4 @@ def judge_pte(rec, pte, ref):
         seen.append(last)
         got.append(int(last.argmax()))
         logits = pte("forward", [np.array([[got[-1]]], np.int64), np.array([len(PROMPT) + i], np.int64)])[0]
-    n = greedy_agreement(rec, got, tokens, step_logits, PTE)
-    for i in range(n):
-        rec.check(f"greedy step {i} logits", seen[i], step_logits[i], PTE)
+    check_greedy(rec, got, seen, tokens, step_logits, PTE)

@@ -16,7 +16,8 @@ import numpy as np
 import pytest
 
 from cases import STATE
-from judge import EXACT, PTE, greedy_agreement
+from judge import EXACT, PTE, check_greedy
+from loops import greedy
 from reference import CausalReference
 from runtimes import OnnxProgram, PteModule, Pt2Program
 
@@ -41,46 +42,11 @@ def reference(case, checkpoint):
     return _REFS[case.name]
 
 
-def past_name(output: str) -> str:
-    """present_conv.0 -> past_conv.0, present.1.key -> past_key_values.1.key."""
-    if output.startswith("present."):
-        return "past_key_values." + output[len("present."):]
-    return "past_" + output[len("present_"):]
-
-
-def zero_past(program) -> dict:
-    """The empty past of a merged graph: zero states, zero-length keys/values."""
-    feeds = {}
-    for name in program.inputs:
-        if name.startswith("past_"):
-            feeds[name] = np.zeros([1 if i == 0 else (d if isinstance(d, int) else 0)
-                                    for i, d in enumerate(program.shape_of(name))], np.float32)
-    return feeds
-
-
 def run_functional(rec, prefill, decode, case, checkpoint, bound):
     logits, tokens, steps = reference(case, checkpoint)
-    ids = np.array([PROMPT], np.int64)
-    mask = np.ones_like(ids)
-    pos = np.arange(len(PROMPT), dtype=np.int64)[None]
-    feeds = {"input_ids": ids, "attention_mask": mask, "position_ids": pos}
-    if hasattr(prefill, "shape_of"):
-        feeds.update(zero_past(prefill))
-    out = prefill(feeds)
+    out, got, seen = greedy(prefill, decode, PROMPT, STEPS)
     rec.check("prefill logits", out["logits"], logits, bound)
-    got, seen = [], []
-    for _ in range(STEPS):
-        last = out["logits"][0, -1]
-        seen.append(last)
-        got.append(int(last.argmax()))
-        mask = np.concatenate([mask, np.ones((1, 1), np.int64)], 1)
-        pos = pos[:, -1:] + 1
-        feeds = {"input_ids": np.array([[got[-1]]], np.int64), "attention_mask": mask, "position_ids": pos}
-        feeds.update({past_name(k): v for k, v in out.items() if k.startswith("present")})
-        out = decode(feeds)
-    n = greedy_agreement(rec, got, tokens, steps, bound)
-    for i in range(n):
-        rec.check(f"greedy step {i} logits", seen[i], steps[i], bound)
+    check_greedy(rec, got, seen, tokens, steps, bound)
 
 
 @pytest.mark.parametrize("case", STATE, ids=lambda c: c.name)
@@ -132,6 +98,4 @@ def judge_pte(rec, pte, ref):
         got.append(int(last.argmax()))
         n = len(PROMPT) + i
         out = pte("decode", ints(np.array([[got[-1]]], np.int64), n + 1, n, "decode") + out[1:])
-    n = greedy_agreement(rec, got, tokens, steps, PTE)
-    for i in range(n):
-        rec.check(f"greedy step {i} logits", seen[i], steps[i], PTE)
+    check_greedy(rec, got, seen, tokens, steps, PTE)
