@@ -44,52 +44,6 @@ std::vector<GenerationSample> verify_samples(const Model& m, int64_t max_batch, 
   return s;
 }
 
-// The output furthest outside its bound (max abs error / the bound at its own scale) over the replay.
-struct Worst {
-  double max_abs = 0, bound = 0;
-  std::string where;
-  int calls = 0;
-};
-
-void compare(Worst& w, const Tolerance& tol, const std::string& name, const std::string& kind,
-             const std::vector<float>& got, const Tensor& want) {
-  std::vector<float> ref = want.to_floats();
-  ErrorStats e = error_stats(got, ref, 0);
-  const double bound = tol.logits_bound(e.ref_max);
-  const bool worse = w.where.empty() || !e.finite || e.max_abs / bound > w.max_abs / w.bound;
-  if (worse && std::isfinite(w.max_abs)) {  // the first output names the worst until one differs more
-    w.max_abs = e.finite ? e.max_abs : INFINITY;
-    w.bound = bound;
-    w.where = fmt::format("{} of a {} call", name, kind);
-  }
-}
-
-void report(Context& cx, const std::string& comp, const Worst& w, const std::string& runtime) {
-  json info = {{"calls", w.calls},
-               {"max_abs", w.max_abs},
-               {"bound", w.bound},
-               {"worst", w.where},
-               {"runtime", runtime}};
-  const std::string how = fmt::format("the larger of {:.0e} and {:.0e} x the output's max|eager|",
-                                      cx.tol.logits_abs, cx.tol.logits_rel);
-  if (w.calls == 0)
-    cx.add(comp, "numerics", "failed", "expected recorded calls to replay, got none", info);
-  else if (w.max_abs <= w.bound)
-    cx.add(
-        comp, "numerics", "passed",
-        fmt::format("{} real calls of the generation loop replayed in {}: max abs {:.3g} <= {:.2g} ({}) vs "
-                    "eager (worst: {})",
-                    w.calls, runtime, w.max_abs, w.bound, how, w.where),
-        info);
-  else
-    cx.add(
-        comp, "numerics", "failed",
-        fmt::format("expected outputs within {:.2g} ({}) of eager over {} replayed calls in {}, got max abs "
-                    "{:.3g} at {}",
-                    w.bound, how, w.calls, runtime, w.max_abs, w.where),
-        info);
-}
-
 #ifdef HFX_HAVE_ORT
 rt::RtTensor to_rt(const Tensor& t) {
   std::vector<int64_t> shape(t.shape().begin(), t.shape().end());
@@ -142,19 +96,6 @@ void replay_onnx(Context& cx, const Model& m, const ProgramSpec& p, const std::v
 // Calls beyond the method's contract: for every input with a dynamic bound, its last such axis one past
 // its bound (the other inputs as in a real call) — more tokens, a longer past — must fail with an
 // error, not run.
-// --save-calls: `<DIR>/<program>.<method>.<tag>.call` (call_fixture.h).
-void save_call(const Context& cx, const std::string& file, const std::string& method, const std::string& tag,
-               const std::vector<std::pair<std::string, Tensor>>& inputs,
-               const std::vector<std::pair<std::string, Tensor>>& outputs, bool expect_error) {
-  if (cx.opt.save_calls.empty()) return;
-  fs::create_directories(cx.opt.save_calls);
-  CallFixture f{method, expect_error, inputs, outputs};
-  write_call_fixture((fs::path(cx.opt.save_calls) /
-                      fmt::format("{}.{}.{}.call", fs::path(file).stem().string(), method, tag))
-                         .string(),
-                     f);
-}
-
 void pte_probes(Context& cx, PteMethod& pm, const std::string& comp, const ReplayCall& sample,
                 const std::string& file, const std::string& method) {
   json probes = json::array();
@@ -246,6 +187,60 @@ void replay_pte(Context& cx, PteProgram& prog, const std::string& method, const 
 }
 
 }  // namespace
+
+void compare(Worst& w, const Tolerance& tol, const std::string& name, const std::string& kind,
+             const std::vector<float>& got, const Tensor& want) {
+  std::vector<float> ref = want.to_floats();
+  ErrorStats e = error_stats(got, ref, 0);
+  const double bound = tol.logits_bound(e.ref_max);
+  const bool worse = w.where.empty() || !e.finite || e.max_abs / bound > w.max_abs / w.bound;
+  if (worse && std::isfinite(w.max_abs)) {  // the first output names the worst until one differs more
+    w.max_abs = e.finite ? e.max_abs : INFINITY;
+    w.bound = bound;
+    w.where = fmt::format("{} of a {} call", name, kind);
+  }
+}
+
+void report(Context& cx, const std::string& comp, const Worst& w, const std::string& runtime,
+            const std::string& check, const Tolerance* bound_of) {
+  const Tolerance& tol = bound_of ? *bound_of : cx.tol;
+  json info = {{"calls", w.calls},
+               {"max_abs", w.max_abs},
+               {"bound", w.bound},
+               {"worst", w.where},
+               {"runtime", runtime}};
+  const std::string how = fmt::format("the larger of {:.0e} and {:.0e} x the output's max|eager|",
+                                      tol.logits_abs, tol.logits_rel);
+  if (w.calls == 0)
+    cx.add(comp, check, "failed", "expected recorded calls to replay, got none", info);
+  else if (w.max_abs <= w.bound)
+    cx.add(
+        comp, check, "passed",
+        fmt::format("{} real calls of the generation loop replayed in {}: max abs {:.3g} <= {:.2g} ({}) vs "
+                    "eager (worst: {})",
+                    w.calls, runtime, w.max_abs, w.bound, how, w.where),
+        info);
+  else
+    cx.add(
+        comp, check, "failed",
+        fmt::format("expected outputs within {:.2g} ({}) of eager over {} replayed calls in {}, got max abs "
+                    "{:.3g} at {}",
+                    w.bound, how, w.calls, runtime, w.max_abs, w.where),
+        info);
+}
+
+// --save-calls: `<DIR>/<program>.<method>.<tag>.call` (call_fixture.h).
+void save_call(const Context& cx, const std::string& file, const std::string& method, const std::string& tag,
+               const std::vector<std::pair<std::string, Tensor>>& inputs,
+               const std::vector<std::pair<std::string, Tensor>>& outputs, bool expect_error) {
+  if (cx.opt.save_calls.empty()) return;
+  fs::create_directories(cx.opt.save_calls);
+  CallFixture f{method, expect_error, inputs, outputs};
+  write_call_fixture((fs::path(cx.opt.save_calls) /
+                      fmt::format("{}.{}.{}.call", fs::path(file).stem().string(), method, tag))
+                         .string(),
+                     f);
+}
 
 void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& ptes) {
   std::vector<RecordedCall> calls =

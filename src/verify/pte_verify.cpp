@@ -13,6 +13,7 @@
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "verify/call_fixture.h"
 #include "verify/pte_reader.h"
 #include "verify/verify_internal.h"
 
@@ -32,15 +33,6 @@ Tensor ids_tensor(const std::vector<int64_t>& v, bool batch) {
       batch ? Shape{1, static_cast<int64_t>(v.size())} : Shape{static_cast<int64_t>(v.size())}, v);
 }
 
-// The backend an export folder's program was written for (export_config.json), "portable" by default.
-std::string pte_backend(const fs::path& out) {
-  const fs::path p = out / "export_config.json";
-  if (!fs::exists(p)) return "portable";
-  auto j = json::parse(io::read_file(p.string()), nullptr, false);
-  return j.is_object() && j.contains("backend") && j["backend"].is_string() ? j["backend"].get<std::string>()
-                                                                            : "portable";
-}
-
 // The positions the static-cache forward holds: its get_max_seq_len, else the tokens input's bound.
 int64_t program_positions(PteProgram& prog, const ModelConfig&) {
   int64_t cache = prog.method("forward").input_bound(0).back();  // tokens [1, max S]
@@ -51,7 +43,8 @@ int64_t program_positions(PteProgram& prog, const ModelConfig&) {
 }
 
 // Out-of-contract calls of the static-cache forward: each must fail with an error, not run.
-json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failure) {
+json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failure,
+                    std::vector<CallFixture>& saved) {
   PteMethod& fwd = prog.method("forward");
   const Shape bound = fwd.input_bound(0);  // tokens [1, max S]
   const int64_t cache = program_positions(prog, mc);
@@ -70,6 +63,10 @@ json forward_probes(PteProgram& prog, const ModelConfig& mc, std::string& failur
                     {cache}});
   json out = json::array();
   for (const auto& p : probes) {
+    saved.push_back({"forward",
+                     true,
+                     {{"tokens", ids_tensor(p.tokens, true)}, {"input_pos", ids_tensor(p.pos, false)}},
+                     {}});
     fwd.reset();
     try {
       fwd.run({ids_tensor(p.tokens, true), ids_tensor(p.pos, false)});
@@ -93,6 +90,7 @@ struct ForwardRun {
   double prefill_s = 0, decode_s = 0;
   std::vector<int64_t> prompt;
   int decode_steps = 0;
+  std::vector<CallFixture> calls;  ///< every forward call with eager's logits (--save-calls, runtime judge)
   std::string what() const {
     return fmt::format("prefill of {} + {} decode steps", prompt.size(), decode_steps);
   }
@@ -108,9 +106,14 @@ ForwardRun run_forward(const CausalLM& model, PteMethod& fwd, int64_t positions)
   ForwardArgs args;
   args.input_ids = eb.wrap(ids_tensor(out.prompt, true));
   args.cache = &cache;
-  std::vector<float> ref = model.forward(eb, args).logits.tensor().to_floats();
+  Tensor ref_t = model.forward(eb, args).logits.tensor();
+  std::vector<float> ref = ref_t.to_floats();
   std::vector<int64_t> pos(out.prompt.size());
   for (size_t i = 0; i < pos.size(); i++) pos[i] = static_cast<int64_t>(i);
+  out.calls.push_back({"forward",
+                       false,
+                       {{"tokens", ids_tensor(out.prompt, true)}, {"input_pos", ids_tensor(pos, false)}},
+                       {{"logits", ref_t}}});
   auto t1 = Clock::now();
   std::vector<float> got =
       std::get<Tensor>(fwd.run({ids_tensor(out.prompt, true), ids_tensor(pos, false)})[0]).to_floats();
@@ -123,7 +126,12 @@ ForwardRun run_forward(const CausalLM& model, PteMethod& fwd, int64_t positions)
     ForwardArgs d;
     d.input_ids = eb.wrap(ids_tensor({toks[s]}, true));
     d.cache = &cache;
-    auto r = model.forward(eb, d).logits.tensor().to_floats();
+    Tensor r_t = model.forward(eb, d).logits.tensor();
+    auto r = r_t.to_floats();
+    out.calls.push_back({"forward",
+                         false,
+                         {{"tokens", ids_tensor({toks[s]}, true)}, {"input_pos", ids_tensor({next}, false)}},
+                         {{"logits", r_t}}});
     auto t2 = Clock::now();
     auto o =
         std::get<Tensor>(fwd.run({ids_tensor({toks[s]}, true), ids_tensor({next}, false)})[0]).to_floats();
@@ -208,7 +216,12 @@ void numerics_and_latency(Context& cx, const std::string& comp, const ForwardRun
 // Out-of-contract calls (longer than the bound, past the position table) must fail with an error.
 void rejects_check(Context& cx, const std::string& comp, PteProgram& prog, const ModelConfig& mc) {
   std::string failure;
-  json probes = forward_probes(prog, mc, failure);
+  std::vector<CallFixture> saved;
+  json probes = forward_probes(prog, mc, failure, saved);
+  // After the numerics' calls in name order ("probe" sorts after the digits): a runtime replaying them
+  // runs the real calls first on a fresh cache.
+  for (size_t i = 0; i < saved.size(); i++)
+    save_call(cx, comp, "forward", fmt::format("probe{}", i), saved[i].inputs, {}, true);
   if (failure.empty())
     cx.add(comp, "rejects", "passed",
            fmt::format("{} out-of-contract calls fail with an error (e.g. {}: {})", probes.size(),
@@ -220,6 +233,26 @@ void rejects_check(Context& cx, const std::string& comp, PteProgram& prog, const
 }
 
 }  // namespace
+
+std::string pte_backend(const fs::path& out) {
+  const fs::path p = out / "export_config.json";
+  if (!fs::exists(p)) return "portable";
+  auto j = json::parse(io::read_file(p.string()), nullptr, false);
+  return j.is_object() && j.contains("backend") && j["backend"].is_string() ? j["backend"].get<std::string>()
+                                                                            : "portable";
+}
+
+PteTolerance pte_tolerance_of(const Context& cx, DType dtype, const std::string& backend) {
+  PteTolerance tol = pte_tolerance(dtype, backend);
+  // Weights stored in a lower precision than the checkpoint's (--dtype f16/bf16): that precision's
+  // measured row (tolerances.cpp) bounds the error, not the float32 kernels' noise.
+  if (cx.tol.key != "exact") {
+    tol.logits_abs = cx.tol.logits_abs;
+    tol.logits_rel = cx.tol.logits_rel;
+    tol.basis = fmt::format("'{}' weights: {}", cx.tol.key, cx.tol.basis);
+  }
+  return tol;
+}
 
 void check_pte(Context& cx, const fs::path& path) {
   const std::string comp = path.filename().string();
@@ -239,14 +272,10 @@ void check_pte(Context& cx, const fs::path& path) {
     const double prefill_s = run.prefill_s, decode_s = run.decode_s;
     const std::vector<int64_t>& prompt = run.prompt;
     const std::string backend = pte_backend(cx.out);
-    PteTolerance tol = pte_tolerance(mc.dtype, backend);
-    // Weights stored in a lower precision than the checkpoint's (--dtype f16/bf16): that precision's
-    // measured row (tolerances.cpp) bounds the error, not the float32 kernels' noise.
-    if (cx.tol.key != "exact") {
-      tol.logits_abs = cx.tol.logits_abs;
-      tol.logits_rel = cx.tol.logits_rel;
-      tol.basis = fmt::format("'{}' weights: {}", cx.tol.key, cx.tol.basis);
-    }
+    const PteTolerance tol = pte_tolerance_of(cx, mc.dtype, backend);
+    for (size_t i = 0; i < run.calls.size(); i++)
+      save_call(cx, comp, "forward", fmt::format("{:03d}", i), run.calls[i].inputs, run.calls[i].outputs,
+                false);
     info["steps"] = steps;
     info["backend"] = backend;
     info["tolerance"] = {

@@ -4,6 +4,8 @@
 // The checks that run ONNX graphs are in ort_verify.cpp.
 #include "hfx/verify/verify.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -196,8 +198,8 @@ void check_pt2(Context& cx, const fs::path& path) {
     else
       cx.add(
           comp, "structure", "passed",
-          fmt::format("{} records, each read and CRC-checked (program{}{}); numerics not verifiable without "
-                      "PyTorch (tools/pt2_check replays it)",
+          fmt::format("{} records, each read and CRC-checked (program{}{}); its numerics need PyTorch: the "
+                      "runtime numerics check",
                       st.names.size(), st.has_weights ? ", weights" : "", st.has_version ? ", version" : ""),
           info);
   } catch (const Error& e) {
@@ -418,7 +420,26 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
 }
 
 // 3. The checks of each artifact against the reference.
+void run_reference_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifest>& manifest);
+
 void run_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifest>& manifest) {
+  // The released runtimes judge the .pte and .pt2 files too when the project's Python is there: the calls
+  // verify replays are saved for them (--save-calls, or a temporary folder).
+  std::string why, python;
+  if ((cx.model || cx.other) && (!a.ptes.empty() || !a.pt2s.empty())) python = runtime_python(why);
+  const bool temp_calls = !python.empty() && cx.opt.save_calls.empty();
+  if (temp_calls)
+    cx.opt.save_calls = (fs::temp_directory_path() / fmt::format("hfx_verify_calls_{}", ::getpid())).string();
+  const fs::path calls = cx.opt.save_calls;
+  run_reference_checks(cx, a, manifest);
+  if (cx.model || cx.other) runtime_judge(cx, python, why, a.ptes, a.pt2s, calls);
+  if (temp_calls) {
+    fs::remove_all(calls);
+    cx.opt.save_calls.clear();
+  }
+}
+
+void run_reference_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifest>& manifest) {
   if (cx.model) {
     for (auto& c : a.comps) check_onnx_static(cx, c, manifest);
 #ifdef HFX_HAVE_ORT

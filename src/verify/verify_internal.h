@@ -137,6 +137,45 @@ PteTolerance pte_tolerance(DType dtype, const std::string& backend);
 /// memory, size, and out-of-contract calls that must fail (pte_verify.cpp).
 void check_pte(Context& cx, const std::filesystem::path& path);
 
+/// The tolerance check_pte holds a decoder's .pte to: pte_tolerance by the checkpoint's dtype and the
+/// backend the export folder names, or the precision row of cx.tol when the weights were stored lower.
+PteTolerance pte_tolerance_of(const Context& cx, DType dtype, const std::string& backend);
+/// The backend an export folder's .pte was written for (export_config.json), "portable" by default.
+std::string pte_backend(const std::filesystem::path& out);
+
+/// The output furthest outside its bound (max abs error / the bound at its own scale) over a replay.
+struct Worst {
+  double max_abs = 0, bound = 0;
+  std::string where;
+  int calls = 0;
+};
+/// Adds one output's comparison to `w`: the bound is tol.logits_bound(max|want|).
+void compare(Worst& w, const Tolerance& tol, const std::string& name, const std::string& kind,
+             const std::vector<float>& got, const Tensor& want);
+/// The check `check` ("numerics", "runtime numerics") of `comp` from `w`: passed when every output was
+/// within its bound, naming the runtime that computed the outputs and the bound's rule (`bound_of`, the
+/// tolerance `w` was compared with; cx.tol when null).
+void report(Context& cx, const std::string& comp, const Worst& w, const std::string& runtime,
+            const std::string& check = "numerics", const Tolerance* bound_of = nullptr);
+/// --save-calls: writes one call (inputs, eager's outputs, or a probe) to `<DIR>/<file
+/// stem>.<method>.<tag>.call` (call_fixture.h); does nothing when cx.opt.save_calls is empty.
+void save_call(const Context& cx, const std::string& file, const std::string& method, const std::string& tag,
+               const std::vector<std::pair<std::string, Tensor>>& inputs,
+               const std::vector<std::pair<std::string, Tensor>>& outputs, bool expect_error);
+
+/// The project's Python interpreter with the released runtimes (torch, executorch): HFX_PYTHON, else a
+/// .venv beside the hfx binary or one or two folders above it (build/hfx -> .venv). "" when none, with
+/// what was looked at in `why`.
+std::string runtime_python(std::string& why);
+/// The released runtimes judge the folder's .pte and .pt2 files (runtime_judge.cpp): ExecuTorch's Python
+/// runtime replays every call saved in `calls` (check_pte and component_checks write them), PyTorch runs
+/// each .pt2 (torch.export.load) on its sample inputs and eager runs the same inputs; each file gets a
+/// "runtime numerics" check (and "runtime rejects" for the probes) naming the runtime and its version, or
+/// "skipped" (not judged) with the reason when `python` is empty or could not run.
+void runtime_judge(Context& cx, const std::string& python, const std::string& why,
+                   const std::vector<std::filesystem::path>& ptes,
+                   const std::vector<std::filesystem::path>& pt2s, const std::filesystem::path& calls);
+
 /// Models of other structures: every exported program (onnx/<program>.onnx, each method of the .pte
 /// files) replays the real calls of the model's generation loop against eager (component_verify.cpp).
 void component_checks(Context& cx, const Model& m, const std::vector<std::filesystem::path>& ptes);

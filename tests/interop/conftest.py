@@ -96,7 +96,11 @@ def record(request):
     if rec is not None:
         rep = getattr(request.node, "rep_call", None)
         if rep is not None:
-            rec.status = "pass" if rep.passed else ("fail" if rep.failed else "skip")
+            # A strict xfail is a known hfx bug, named in the test; it stays visible as its own status.
+            rec.status = ("xfail" if hasattr(rep, "wasxfail") else "pass" if rep.passed
+                          else "fail" if rep.failed else "skip")
+            if hasattr(rep, "wasxfail") and not rec.detail:
+                rec.detail = str(rep.wasxfail)[:300]
             if rep.failed:
                 rec.detail = str(rep.longrepr.reprcrash.message if hasattr(rep.longrepr, "reprcrash")
                                  else rep.longrepr).splitlines()[0][:300]

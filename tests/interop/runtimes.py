@@ -98,6 +98,21 @@ def flatten_outputs(out) -> dict:
     return flat
 
 
+def as_executorch_tensor(a):
+    """A tensor with the strides ExecuTorch's Python bridge checks (it aborts the process on any other): an
+    empty one (a past of length 0) gets its shape's strides with every 0 counted as 1."""
+    import torch
+
+    a = np.asarray(a)
+    if a.size:
+        return torch.from_numpy(np.ascontiguousarray(a))
+    strides, step = [], 1
+    for d in reversed(a.shape):
+        strides.insert(0, step)
+        step *= max(d, 1)
+    return torch.empty_strided(a.shape, strides, dtype=torch.from_numpy(a).dtype)
+
+
 class PteModule:
     runtime = "executorch"
 
@@ -121,7 +136,7 @@ class PteModule:
     def __call__(self, method: str, args: list) -> list:
         import torch
 
-        ins = [torch.from_numpy(np.ascontiguousarray(a)) for a in args]
+        ins = [as_executorch_tensor(a) for a in args]
         try:
             outs = self.module.run_method(method, ins)
         except Exception as e:  # the runtime's own error, with the method it came from
