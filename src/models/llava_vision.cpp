@@ -120,24 +120,55 @@ Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::j
                          const Var& pixel_values) {
   const Vision v = vision_of(jsonc::at(config, "vision_config", kC, "config.json"));
   const Weights W{b, w};
-  const int64_t fl = jsonc::get_or<int64_t>(config, "vision_feature_layer", -2, kC, "config.json");
-  // hidden_states[0] is the embeddings after pre_layrnorm, [i] the output of layer i - 1: the selected one
-  // needs `upto` layers.
-  const int64_t upto = fl < 0 ? v.layers + 1 + fl : fl;
-  HFX_CHECK(upto >= 0 && upto <= v.layers, "model",
-            "expected vision_feature_layer in [-{}, {}] (an index into the {} hidden states), got {}",
-            v.layers + 1, v.layers, v.layers + 1, fl);
+  // hidden_states[0] is the embeddings after pre_layrnorm, [i] the output of layer i - 1; a list of layers
+  // (transformers 4.50+) concatenates the selected ones along the features, in the list's order.
+  const std::vector<int64_t> picked = llava_feature_layers(config, v.layers);
   HFX_CHECK(pixel_values.dim() == 4, "model", "expected pixel_values [batch, {}, {}, {}], got rank {}",
             v.channels, v.image, v.image, pixel_values.dim());
-  Var h = W.norm(embeddings(W, v, pixel_values), "vision_tower.vision_model.pre_layrnorm", v.eps);
-  for (int64_t i = 0; i < upto; i++) h = encoder_layer(W, v, h, i);
+  std::vector<Var> hidden{
+      W.norm(embeddings(W, v, pixel_values), "vision_tower.vision_model.pre_layrnorm", v.eps)};
+  for (int64_t i = 0; i < *std::max_element(picked.begin(), picked.end()); i++)
+    hidden.push_back(encoder_layer(W, v, hidden.back(), i));
+  std::vector<Var> parts;
+  for (int64_t i : picked) parts.push_back(hidden[static_cast<size_t>(i)]);
+  Var h = parts.size() == 1 ? parts[0] : F::cat(parts, 2);
   const std::string strategy =
       jsonc::get_or<std::string>(config, "vision_feature_select_strategy", "default", kC, "config.json");
   if (strategy == "default") h = F::slice(h, 1, 1, h.size(1));  // drops the CLS position
   const std::string pact =
       jsonc::get_or<std::string>(config, "projector_hidden_act", "gelu", kC, "config.json");
-  h = act(W.linear(h, "multi_modal_projector.linear_1"), pact);
-  return W.linear(h, "multi_modal_projector.linear_2");
+  // multimodal_projector_bias (transformers 4.49+, default true): linear_1 and linear_2 without biases.
+  const bool bias = jsonc::get_or<bool>(config, "multimodal_projector_bias", true, kC, "config.json");
+  auto project = [&](const Var& x, const std::string& p) {
+    return F::linear(x, W(p + ".weight"), bias ? W(p + ".bias") : Var());
+  };
+  h = act(project(h, "multi_modal_projector.linear_1"), pact);
+  return project(h, "multi_modal_projector.linear_2");
+}
+
+std::vector<int64_t> llava_feature_layers(const nlohmann::json& config, int64_t layers) {
+  std::vector<int64_t> raw;
+  const auto it = config.find("vision_feature_layer");
+  if (it == config.end() || it->is_null())
+    raw = {-2};
+  else if (it->is_number_integer())
+    raw = {it->get<int64_t>()};
+  else if (it->is_array() && !it->empty() &&
+           std::all_of(it->begin(), it->end(), [](const nlohmann::json& x) { return x.is_number_integer(); }))
+    raw = it->get<std::vector<int64_t>>();
+  else
+    HFX_THROW("model",
+              "expected vision_feature_layer as an integer or a list of integers in config.json, got {}",
+              it->dump());
+  std::vector<int64_t> out;
+  for (int64_t fl : raw) {
+    const int64_t at = fl < 0 ? layers + 1 + fl : fl;
+    HFX_CHECK(at >= 0 && at <= layers, "model",
+              "expected vision_feature_layer in [-{}, {}] (an index into the {} hidden states), got {}",
+              layers + 1, layers, layers + 1, fl);
+    out.push_back(at);
+  }
+  return out;
 }
 
 void vision_layer_specs(std::vector<std::pair<std::string, Shape>>& s, const std::string& tower,

@@ -6,6 +6,8 @@
 // the image features replace the embeddings of the image tokens, in order, and the text model runs on the
 // result (llava_logits, llava_greedy).
 #pragma once
+#include <vector>
+
 #include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
@@ -15,6 +17,10 @@ namespace hfx::models {
 
 /// image_features for `pixel_values` with the llava config.json `config` (vision_config,
 /// vision_feature_layer, vision_feature_select_strategy, projector_hidden_act) and its weights.
+/// The hidden states (0: the embeddings, i: layer i's output) that llava's vision_feature_layer selects: one
+/// index or a list (concatenated along the features), negatives counted from the end; default -2. Throws
+/// hfx::Error("model", ...) for another type or an index outside [-(layers + 1), layers].
+std::vector<int64_t> llava_feature_layers(const nlohmann::json& config, int64_t layers);
 Var llava_image_features(Builder& b, const io::WeightStore& w, const nlohmann::json& config,
                          const Var& pixel_values);
 

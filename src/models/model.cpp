@@ -248,6 +248,14 @@ std::unique_ptr<Model> make_model(const nlohmann::json& config, std::shared_ptr<
   auto files = w->files();
   std::string where = files.empty() ? std::string("the in-memory weights") : files.front();
   if (files.size() > 1) where = std::filesystem::path(files.front()).parent_path().string();
+  for (const auto& [from, to] : arch.weight_layouts) {  // another layout of the same weights
+    const auto names = w->names();
+    auto under = [&](const std::string& p) {
+      return std::any_of(names.begin(), names.end(),
+                         [&](const std::string& n) { return n.rfind(p, 0) == 0; });
+    };
+    if (under(from) && !under(to)) w->rename_prefix(from, to);
+  }
   if (config.contains("quantization_config"))  // GPTQ / AWQ: the codes go into the store as they are
     w = quant::read_prequantized(config["quantization_config"], *w, &cfg.prequantized);
   validate_weights(arch, cfg, *w, where);

@@ -11,8 +11,8 @@
 // so they neither decay the state nor add to it: the final state is the one after the last real token.
 //
 // Heads share B and C by groups: head h reads group h / (heads / groups), as transformers' repeat_interleave
-// and mamba_ssm do. The gated RMSNorm (MambaRMSNormGated) normalizes y·silu(gate) over the whole
-// intermediate size, as transformers does.
+// and mamba_ssm do. The gated RMSNorm (MambaRMSNormGated) normalizes y·silu(gate) per group of
+// intermediate / n_groups channels, as transformers 5 and mamba_ssm do.
 #include "ssd.h"
 
 #include <cmath>
@@ -190,8 +190,19 @@ Var ssd_mixer(Builder& b, const Model& m, const SsdDims& d, const Var& x, const 
     y = F::reshape(y, {B, S, Sym(I)});
     b.name_output(y);
   }
-  // MambaRMSNormGated: rms_norm(y · silu(gate)) · weight.
-  y = rms_norm(b, m, F::mul(y, F::silu(gate)), "norm", d.eps, 0.0);
+  // MambaRMSNormGated: rms_norm(y · silu(gate)) · weight, each group of I / n_groups channels normalized on
+  // its own (transformers 5, mamba_ssm; transformers 4.x normalized all I at once, which equals it only for
+  // one group).
+  const Var gated = F::mul(y, F::silu(gate));
+  if (d.groups == 1) {
+    y = rms_norm(b, m, gated, "norm", d.eps, 0.0);
+  } else {
+    Scope sn(b, "norm");
+    Var x4 = F::reshape(gated, {B, S, Sym(d.groups), Sym(I / d.groups)});
+    x4 = F::mul(x4, F::rsqrt(F::add(F::mean(F::pow(x4, 2.0), {3}, true), d.eps)));
+    y = F::mul(F::reshape(x4, {B, S, Sym(I)}), W(b, m, b.scope() + ".weight"));
+    b.name_output(y);
+  }
   return linear(b, m, y, "out_proj", d.bias);
 }
 

@@ -2,7 +2,8 @@
 // attention scaling, a relative position bias computed by the first layer of each stack (bidirectional
 // buckets in the encoder, unidirectional in the decoder) and shared by all its layers. feed_forward_proj
 // "relu" (wo(relu(wi x))) or "gated-gelu" (wo(gelu_new(wi_0 x) * wi_1 x), T5 v1.1). Tied (original T5):
-// the decoder output is scaled by d_model^-0.5 before lm_head = shared; untied (v1.1): lm_head.weight.
+// the decoder output is scaled by d_model^-0.5 before lm_head = shared (transformers 5: where the config's
+// scale_decoder_outputs says so); untied (v1.1): lm_head.weight.
 #include <cmath>
 
 #include "hfx/core/error.h"
@@ -182,7 +183,10 @@ class T5LM : public Seq2SeqLM {
     }
     h = keep_last(h, a.logits_to_keep);
     const bool tied = config().tie_word_embeddings;
-    if (tied) h = F::mul(h, std::pow(static_cast<double>(o_.d_model), -0.5));  // T5ForConditionalGeneration
+    // T5ForConditionalGeneration scales by d_model^-0.5 where transformers 4 tied the head (tie true) and
+    // transformers 5 writes scale_decoder_outputs (a v1.1 config saved by 5.x says tie true, scale false).
+    const bool scale = jget<bool>(config().raw, "scale_decoder_outputs", tied);
+    if (scale) h = F::mul(h, std::pow(static_cast<double>(o_.d_model), -0.5));
     Scope sl(b, "lm_head");
     Var logits = matmul_weight(b, *this, h, tied ? "shared.weight" : "lm_head.weight");
     b.name_output(logits);

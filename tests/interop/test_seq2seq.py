@@ -61,12 +61,7 @@ CASES = [
 ]
 
 # hfx bugs these cases expose (strict: a fix turns them into failures to un-mark).
-_XFAIL = {
-    "t5_v1_1": "hfx t5 ignores transformers 5's scale_decoder_outputs: config.json says tie_word_embeddings true "
-               "+ scale_decoder_outputs false (what T5Config writes for v1.1), and src/models/t5.cpp T5LM::decode "
-               "scales the decoder output by d_model^-0.5 whenever tied: hfx's logits x 8 = transformers' to 1e-5 "
-               "(d_model 64), max |delta| 31.3 on the first decoder step",
-}
+_XFAIL: dict = {}
 
 ROWS = [[5, 17, 42, 9, 77, 101, 13, 64], [8, 66, 31, 250, 19]]
 SOURCE = [11, 25, 3, 97, 140, 7, 60, 33]

@@ -17,10 +17,10 @@ Per case and format, one record:
 ONNX: decoder_model + decoder_with_past_model, then decoder_model_merged for both calls; .pt2: decoder_model.pt2
 + decoder_with_past_model.pt2; .pte: vision_encoder, token_embedding, text_decoder (the cache as plain tensors).
 
-The checkpoints for the numerics are written in the Hub's layout: transformers 5 saves llava's and gemma3's
-vision tower without CLIPVisionModel / SiglipVisionModel's `vision_model.` prefix, which hfx does not read
-(test_transformers5_layout, xfail); the Hub's checkpoints, and the keys renamed back (which transformers 5
-loads with no missing or unexpected weight: asserted), carry it.
+The checkpoints for the numerics are written in the Hub's layout (the keys renamed back: transformers 5 loads
+them with no missing or unexpected weight, asserted); transformers 5 itself saves llava's and gemma3's vision
+tower without CLIPVisionModel / SiglipVisionModel's `vision_model.` prefix, which hfx reads too
+(test_transformers5_layout: Architecture::weight_layouts).
 """
 from __future__ import annotations
 
@@ -246,47 +246,28 @@ TF5_LAYOUT = [Case(f"{c.name}_tf5_layout", c.model_type, c.family, c.config, c.a
               for c in VLMS if c.name in ("llava", "gemma3")]
 
 
-@pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-    "hfx reads the vision tower only under 'vision_tower.vision_model.' (src/models/llava.cpp weight_specs; "
-    "gemma3_vlm.cpp likewise); transformers 5.23's save_pretrained writes CLIPVisionModel / SiglipVisionModel "
-    "without the 'vision_model.' prefix ('vision_tower.embeddings.patch_embedding.weight', ...), and loads both "
-    "layouts (conversion_mapping PrefixChange). hfx export: \"expected tensor "
-    "'vision_tower.vision_model.embeddings...' ..., got none\""))
 @pytest.mark.parametrize("case", TF5_LAYOUT, ids=lambda c: c.name)
 def test_transformers5_layout(case, checkpoint, export, record):
     rec = record(case, "onnx")
-    rec.detail = "xfail: transformers 5 saves the vision tower without 'vision_model.'; hfx reads only that prefix"
     folder = checkpoint(case)  # cases.make_checkpoint: transformers' save_pretrained as it is
     out = export(case, "onnx")
     judge(rec, OnnxVlm(out), case, folder, EXACT, images=2, greedy_too=False)
 
 
-# LlavaConfig knobs of transformers 5.x that hfx does not read yet: each case exports and is judged as above
-# (ONNX), and fails until hfx supports it.
+# LlavaConfig knobs of transformers 4.49+ (found unsupported by this tier, now read): each case exports and is
+# judged as above (ONNX).
 _LLAVA = dict(vision_config=dict(_VIS, model_type="clip_vision_model", projection_dim=32),
               text_config=dict(_T, model_type="llama"), image_token_id=300)
-UNSUPPORTED = [
+KNOBS = [
     pytest.param(Case("llava_projector_nobias", "llava", "vlm", dict(_LLAVA, multimodal_projector_bias=False),
-                      auto=_AUTO, why="LlavaConfig.multimodal_projector_bias = False"),
-                 marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-                     "LlavaConfig.multimodal_projector_bias=False (transformers 5.x; linear_1/linear_2 without "
-                     "bias): hfx's llava weight_specs (src/models/llava.cpp) always require "
-                     "multi_modal_projector.linear_{1,2}.bias and llava_image_features adds them; export fails "
-                     "\"expected tensor 'multi_modal_projector.linear_1.bias' of shape [64], got none\""))),
+                      auto=_AUTO, why="LlavaConfig.multimodal_projector_bias = False")),
     pytest.param(Case("llava_feature_layers", "llava", "vlm", dict(_LLAVA, vision_feature_layer=[-2, -1]),
-                      auto=_AUTO, why="vision_feature_layer as a list"),
-                 marks=pytest.mark.xfail(strict=True, raises=AssertionError, reason=(
-                     "vision_feature_layer as a list ([-2, -1]: transformers concatenates those hidden states, "
-                     "so linear_1 takes vision hidden x 2 = 64 features): hfx reads one int "
-                     "(src/models/llava_vision.cpp, llava.cpp weight_specs: linear_1 [text hidden, vision "
-                     "hidden]); export fails \"expected tensor 'multi_modal_projector.linear_1.weight' of shape "
-                     "[64, 32], got [64, 64]\" instead of naming the unsupported key"))),
+                      auto=_AUTO, why="vision_feature_layer as a list")),
 ]
 
 
-@pytest.mark.parametrize("case", UNSUPPORTED, ids=lambda c: c.name)
-def test_unsupported_config(case, vlm_checkpoint, export, record):
+@pytest.mark.parametrize("case", KNOBS, ids=lambda c: c.name)
+def test_llava_config_knobs(case, vlm_checkpoint, export, record):
     rec = record(case, "onnx")
-    rec.detail = f"xfail: {case.why} is not read by hfx"
     folder = vlm_checkpoint(case)
     judge(rec, OnnxVlm(export(case, "onnx")), case, folder, EXACT, images=2, greedy_too=False)

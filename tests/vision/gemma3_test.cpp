@@ -108,8 +108,12 @@ TEST(Gemma3, ComponentsEqualTransformersEagerAndOrt) {
         "and without token types (1 and 2 images)\n",
         engine, feat, logit);
   }
-  // The two images' cases differ with and without token types: the bidirectional mask is live.
-  EXPECT_NE(g["cases"][1]["greedy"], g["cases"][1]["greedy_causal"]);
+  // Every case's logits differ with and without token types: the bidirectional mask within an image is live
+  // (transformers 5 keeps it within each image, so the tiny model's greedy tokens may no longer differ).
+  for (const json& c : g["cases"])
+    EXPECT_GT(max_diff(c["last_logits"].back().get<std::vector<float>>(), c["last_logits_causal"].back()),
+              1e-3)
+        << c["images"] << " image(s)";
 }
 
 TEST(Gemma3, TransformersJsRunsTheExportWithoutTokenTypes) {
@@ -125,9 +129,7 @@ TEST(Gemma3, TransformersJsRunsTheExportWithoutTokenTypes) {
     const json tjs = json::parse(r.out.substr(r.out.rfind("{\"model\"")));
     EXPECT_EQ(tjs["model"], "Gemma3ForConditionalGeneration");
     EXPECT_EQ(tjs["ids"], c["greedy_causal"]);
-    if (images == 2)
-      EXPECT_NE(tjs["ids"], c["greedy"])
-          << "Transformers.js now passes token_type_ids: compare it with greedy";
+
     std::printf(
         "  [gemma3 transformers.js] %lld image(s): %zu tokens equal transformers' without token types\n",
         static_cast<long long>(images), tjs["ids"].size());

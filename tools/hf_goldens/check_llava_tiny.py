@@ -1,20 +1,22 @@
-"""Checks an `hfx create-tiny llava` folder with the real transformers (4.47, the HF oracle) — not committed
-numbers, a conformance check run by hand (CI has no oracle):
+"""Checks an `hfx create-tiny llava` folder with the real transformers (the project's venv) — not committed
+numbers, a conformance check run by hand:
 
-  /work/hfo/py.sh tools/hf_goldens/check_llava_tiny.py DIR IMAGE.png
+  .venv/bin/python tools/hf_goldens/check_llava_tiny.py DIR IMAGE.png
 
 - LlavaForConditionalGeneration.from_pretrained loads every weight: no missing, unexpected or mismatched key;
-- AutoImageProcessor gives a CLIPImageProcessor from preprocessor_config.json (the oracle has no Python
-  `tokenizers`, so the tokenizer side is checked with Transformers.js in tests/vision/llava_tiny_test.cpp);
+- AutoImageProcessor gives a CLIPImageProcessor from preprocessor_config.json (the tokenizer side is checked
+  with Transformers.js in tests/vision/llava_tiny_test.cpp);
 - the model runs and generates on pixel_values and a prompt with image_seq_length image tokens (as
   LlavaProcessor expands one <image>); prints the numbers so a report can quote them.
 """
+import os
 import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common  # noqa: F401,E402  (offline, quiet)
 
-import hfo_torch_compat  # noqa: F401  the HF oracle's torch 1.13 shims ($HFO/shims, on py.sh's path)
-from PIL import Image
+import torch  # noqa: E402
+from PIL import Image  # noqa: E402
 from transformers import AutoImageProcessor, LlavaForConditionalGeneration
 
 
@@ -34,7 +36,7 @@ def main():
     n_image = ids.count(c.image_token_index)
     with torch.no_grad():
         out = model(**inputs)
-        # Greedy by full recomputation (generate() needs torch.distributed, which the oracle's torch lacks).
+        # Greedy by full recomputation.
         gen = list(ids)
         for _ in range(8):
             n = len(gen)

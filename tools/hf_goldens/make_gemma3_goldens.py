@@ -1,7 +1,7 @@
-"""Goldens of an `hfx create-tiny gemma3` checkpoint from the real transformers 4.51 (HF oracle, HFO_TF=4.51):
+"""Goldens of an `hfx create-tiny gemma3` checkpoint from the real transformers (project venv):
 image features, logits and greedy tokens with one and with two images.
 
-  HFO_TF=4.51 /work/hfo/py.sh tools/hf_goldens/make_gemma3_goldens.py DIR OUT.json
+  .venv/bin/python tools/hf_goldens/make_gemma3_goldens.py DIR OUT.json
 
 pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i of [2, C, H, W]
 (the test builds the same tensor). Writes "image_features" (Gemma3ForConditionalGeneration.get_image_features:
@@ -11,16 +11,19 @@ the image tokens, as Gemma3Processor makes them), the logits of the last 4 posit
 recomputation with token_type_ids (transformers' bidirectional attention between image tokens; 4.51's
 generate() also shifts the sliding window one step early, huggingface/transformers#37574, so it is not
 used), and "greedy_causal": the same without token_type_ids (a purely causal mask, what a caller that passes
-no token types, such as Transformers.js, computes). The model is built with _from_config and loaded with the
-oracle's strict state_dict loader (4.51's from_pretrained fails on torch 1.13). float32, eager, CPU.
+no token types, such as Transformers.js, computes). The model is loaded by hfg_common.load (from_pretrained, every weight
+from the file). float32, eager, CPU.
 """
 import json
+import os
 import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common as C  # noqa: E402  (offline set-up, loader)
 
-import oracle  # /work/hfo/oracle.py: load_state_dict_file, load_into (and the torch 2 stand-ins for 4.51)
-from transformers import AutoConfig, Gemma3ForConditionalGeneration
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import Gemma3ForConditionalGeneration  # noqa: E402
 
 
 def greedy(model, ids, pixel_values, types, n=32):
@@ -38,11 +41,8 @@ def greedy(model, ids, pixel_values, types, n=32):
 
 def main():
     d, out = sys.argv[1], sys.argv[2]
-    config = AutoConfig.from_pretrained(d)
-    torch.manual_seed(0)
-    model = Gemma3ForConditionalGeneration._from_config(config, attn_implementation="eager", torch_dtype=torch.float32)
-    notes = oracle.load_into(model, oracle.load_state_dict_file(d))
-    model = model.float().eval()
+    C.setup()
+    model, notes = C.load(d, Gemma3ForConditionalGeneration)
     c = model.config
     v = c.vision_config
     shape = [2, v.num_channels, v.image_size, v.image_size]
@@ -51,7 +51,7 @@ def main():
         n *= s
     pv = (1.5 * torch.sin(0.37 * torch.arange(n, dtype=torch.float64))).float().reshape(shape)
     with torch.no_grad():
-        feats = model.get_image_features(pixel_values=pv)
+        feats = C.features_tensor(model.get_image_features(pixel_values=pv))
     cases = []
     image = [c.boi_token_index] + [c.image_token_index] * c.mm_tokens_per_image + [c.eoi_token_index]
     for n_images in (1, 2):
@@ -64,11 +64,13 @@ def main():
         with torch.no_grad():
             logits = model(input_ids=torch.tensor([ids]), pixel_values=pv_n,
                            token_type_ids=torch.tensor([types])).logits[0, -4:]
+            causal = model(input_ids=torch.tensor([ids]), pixel_values=pv_n).logits[0, -4:]
         cases.append({"images": n_images, "input_ids": ids, "token_type_ids": types,
                       "last_logits": [[float(f"{x:.7g}") for x in row] for row in logits.tolist()],
+                      "last_logits_causal": [[float(f"{x:.7g}") for x in row] for row in causal.tolist()],
                       "greedy": greedy(model, ids, pv_n, True),
                       "greedy_causal": greedy(model, ids, pv_n, False)})
-    golden = {"source": "hfx create-tiny gemma3", "transformers": __import__("transformers").__version__,
+    golden = {"source": "hfx create-tiny gemma3", "transformers": transformers.__version__,
               "torch": torch.__version__, "notes": notes, "pixel_values": "1.5*sin(0.37*i) over [2, C, H, W]",
               "pixel_values_shape": shape, "image_features_shape": list(feats.shape),
               "image_features": [float(f"{x:.7g}") for x in feats.flatten().tolist()], "cases": cases}

@@ -2,8 +2,8 @@
 """make_goldens.py: golden numbers from the REAL Hugging Face transformers modeling code (float32, eager attention,
 CPU, eval) for encoder-only and seq2seq checkpoints, written as compact JSON for hfx's C++ tests.
 
-Run it with the oracle's python so transformers is importable (see tools/hf_goldens/README.md):
-  tools/hf_goldens/make_goldens.sh CKPT -o OUT.json [options]          (= $HFO/py.sh tools/hf_goldens/make_goldens.py)
+Run it with the project's venv (see tools/hf_goldens/README.md):
+  tools/hf_goldens/make_goldens.sh CKPT -o OUT.json [options]          (= .venv/bin/python tools/hf_goldens/make_goldens.py)
   CKPT: a folder in the Hugging Face layout, config.json + model.safetensors (or a sharded index), e.g. from
         `hfx create-tiny ARCH -o CKPT`.
 Options:
@@ -16,19 +16,18 @@ Options:
   --digits 7                significant digits kept for floats
   --no-single / --no-batch  skip the batch-1 cases / the padded batch case
   --source TEXT             provenance stored in checkpoint.source (e.g. "hfx create-tiny bert --seed 0")
-Model class: getattr(transformers, architectures[0]) via _from_config(config, attn_implementation="eager",
-torch_dtype=float32), torch.manual_seed(0) first, .eval(). Weights: strict load_state_dict after filling tied
-tensors the file omits (the oracle's load_into). The only keys allowed to be missing are ones transformers itself
-ignores when missing (class._keys_to_ignore_on_load_missing, e.g. Bart's final_logits_bias = zeros, Marian's
-sinusoidal embed_positions) and a base model's pooler (then built with add_pooling_layer=False; the pooler does
-not affect last_hidden_state); all are listed in load_notes. Classes that transformers 4.47 lacks (ModernBERT)
-re-run under the oracle's 4.51 tree (HFO_TF=4.51) automatically.
+Model class: getattr(transformers, architectures[0]).from_pretrained(CKPT, dtype=float32, attn_implementation="eager")
+after torch.manual_seed(0), .eval() (hfg_common.load). Every weight must come from the file; tied tensors that the
+file omits are tied by transformers. The only keys allowed to be missing are ones transformers itself ignores when
+missing (class._keys_to_ignore_on_load_missing, e.g. Bart's final_logits_bias = zeros, Marian's sinusoidal
+embed_positions) and a base model's pooler (then built with add_pooling_layer=False; the pooler does not affect
+last_hidden_state); all are listed in load_notes.
 
 JSON format ("format": "hfx-hf-golden/1"). Floats are rounded to --digits significant digits.
 {
   "format": "hfx-hf-golden/1",
   "generator": {"script", "transformers_version", "torch_version", "attn_implementation": "eager",
-                "dtype": "float32", "digits", "torch_shims": [...]},
+                "dtype": "float32", "digits"},
   "checkpoint": {"source" (--source text or null), "architecture", "model_type", "config_sha256",
                  "weights_sha256" (of model.safetensors),
                  "load_notes": [...]},
@@ -87,17 +86,11 @@ import numpy as np
 import torch
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, HERE)
-if os.environ.get("HFO_TORCH2_COMPAT"):  # oracle's 4.51 tree
-    import hfo_torch2_compat as hfo_compat
-else:
-    import hfo_torch_compat as hfo_compat
-import hfg_torch_compat  # noqa: E402  (torch.compile / LayerNorm(bias=) stand-ins for ModernBERT)
+import hfg_common as C  # noqa: E402  (tools/hf_goldens/hfg_common.py: offline set-up, loader)
+
 import transformers  # noqa: E402
 from transformers import AutoConfig, GenerationConfig  # noqa: E402
-
-import oracle  # noqa: E402  ($HFO/oracle.py, on PYTHONPATH through py.sh: load_into, load_state_dict_file)
 
 FORMAT = "hfx-hf-golden/1"
 SPECIAL_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_token_id", "cls_token_id",
@@ -116,13 +109,6 @@ def sha256(path):
     return h.hexdigest()
 
 
-def find_hfo():
-    for p in [os.environ.get("HFO", "")] + sys.path:
-        if p and os.path.exists(os.path.join(p, "py.sh")) and os.path.exists(os.path.join(p, "oracle.py")):
-            return p
-    return None
-
-
 def head_of(arch, config):
     if config.is_encoder_decoder:
         if arch.endswith("ForConditionalGeneration") or arch.endswith("MTModel"):
@@ -135,7 +121,7 @@ def head_of(arch, config):
                 break
             return "encoder", head
     raise SystemExit(f"{arch}: not an encoder-only (Model/ForMaskedLM/ForSequenceClassification/"
-                     f"ForTokenClassification) or seq2seq class; use $HFO/run.sh for causal LMs")
+                     f"ForTokenClassification) or seq2seq class; use make_causal_goldens.py for causal LMs")
 
 
 def build(ckpt, arch_override):
@@ -144,65 +130,41 @@ def build(ckpt, arch_override):
     arch = arch_override or (raw.get("architectures") or [None])[0]
     if not arch:
         raise SystemExit("config.json has no architectures[0]; pass --arch")
-    from transformers.models.auto.configuration_auto import CONFIG_MAPPING_NAMES
-    if not hasattr(transformers, arch) or raw.get("model_type") not in CONFIG_MAPPING_NAMES:
-        hfo = find_hfo()
-        if os.environ.get("HFO_TF", "4.47") != "4.51" and hfo and os.path.isdir(os.path.join(hfo, "transformers-4.51-src")):
-            print(f"note: {arch} is not in transformers {transformers.__version__}; re-running on the 4.51 tree",
-                  file=sys.stderr)
-            env = dict(os.environ, HFO_TF="4.51")
-            os.execve(os.path.join(hfo, "py.sh"), [os.path.join(hfo, "py.sh"), os.path.abspath(__file__)] + sys.argv[1:],
-                      env)
-        raise SystemExit(f"transformers {transformers.__version__} has no class {arch} / model_type "
-                         f"{raw.get('model_type')}")
+    if not hasattr(transformers, arch):
+        raise SystemExit(f"transformers {transformers.__version__} has no class {arch}")
     config = AutoConfig.from_pretrained(ckpt)
     if hasattr(config, "reference_compile"):
         config.reference_compile = False  # ModernBERT: never torch.compile (transformers turns it off on CPU too)
     kind, head = head_of(arch, config)
     cls = getattr(transformers, arch)
-    sd = oracle.load_state_dict_file(ckpt)
-
-    def make(**kw):
-        torch.manual_seed(0)
-        return cls._from_config(copy.deepcopy(config), attn_implementation="eager", torch_dtype=torch.float32, **kw)
-
-    model = make()
-    notes = []
+    # keys transformers itself ignores when missing (Bart's final_logits_bias = zeros, Marian's sinusoidal
+    # embed_positions): they keep transformers' own value
+    ignore = list(getattr(cls, "_keys_to_ignore_on_load_missing", None) or [])
+    other_head = [r".*"] if arch_override else []  # --arch: keys of another head are dropped
     try:
-        notes = oracle.load_into(model, sd)
-    except RuntimeError as e:
-        msg = str(e)
-        missing = re.findall(r'"([^"]+)"', msg.split("Unexpected key(s)")[0]) if "Missing key(s)" in msg else []
-        unexpected = re.findall(r'"([^"]+)"', msg.split("Unexpected key(s)")[1]) if "Unexpected key(s)" in msg else []
-        ignore = [re.compile(p) for p in (getattr(cls, "_keys_to_ignore_on_load_missing", None) or [])]
-        pooler = [k for k in missing if k.startswith("pooler.") or ".pooler." in k]
-        if pooler and len(pooler) == len(missing) and "add_pooling_layer" in cls.__init__.__code__.co_varnames:
-            model = make(add_pooling_layer=False)
-            missing = []
-            notes.append(f"no pooler weights in the checkpoint ({', '.join(pooler)}): built with add_pooling_layer=False "
-                         f"(the pooler does not affect last_hidden_state)")
-        bad_missing = [k for k in missing if not any(p.search(k) for p in ignore)]
-        if bad_missing or (unexpected and not arch_override) or not (missing or unexpected or pooler):
+        model, notes = C.load(ckpt, cls, copy.deepcopy(config), allow_missing=ignore, allow_unexpected=other_head)
+    except SystemExit as e:
+        # a base model whose checkpoint has no pooler: rebuilt without it (it does not affect last_hidden_state)
+        if "add_pooling_layer" not in cls.__init__.__code__.co_varnames or "pooler" not in str(e):
             raise
-        expected = model.state_dict()
-        sd2 = {k: v for k, v in sd.items() if k not in unexpected}
-        if unexpected:
-            notes.append(f"--arch {arch}: ignored {len(unexpected)} checkpoint keys of another head: "
-                         f"{', '.join(unexpected[:6])}{' ...' if len(unexpected) > 6 else ''}")
-        for k in missing:
-            notes.append(f"{k} not in the checkpoint: kept transformers' own value (listed in "
-                         f"{cls.__name__}._keys_to_ignore_on_load_missing)")
-            sd2[k] = expected[k].clone()
-        notes += oracle.load_into(model, sd2)
-    if arch_override:  # keys of another head that the prefix handling in load_into dropped silently
-        exp = set(model.state_dict())
-        pre = (getattr(model, "base_model_prefix", "") or "") + "."
-        unused = [k for k in sd if k not in exp and not (k.startswith(pre) and k[len(pre):] in exp)
-                  and pre + k not in exp and not any(k in n for n in notes)]
-        if unused:
-            notes.append(f"--arch {arch}: {len(unused)} checkpoint keys not used: {', '.join(unused[:6])}"
-                         f"{' ...' if len(unused) > 6 else ''}")
-    return config, arch, kind, head, model.float().eval(), notes
+        model, notes = C.load(ckpt, cls, copy.deepcopy(config), allow_missing=ignore, allow_unexpected=other_head,
+                              add_pooling_layer=False)
+        notes.append("no pooler weights in the checkpoint: built with add_pooling_layer=False (the pooler does "
+                     "not affect last_hidden_state)")
+    return config, arch, kind, head, model, notes
+
+
+def special_tokens(ckpt, config):
+    """The special ids config.json sets (transformers 5 keeps some, e.g. forced_bos_token_id, only in the
+    generation config), else the config class's value."""
+    with open(os.path.join(ckpt, "config.json")) as f:
+        raw = json.load(f)
+    out = {}
+    for k in SPECIAL_KEYS:
+        v = raw[k] if k in raw else getattr(config, k, None)
+        if v is not None:
+            out[k] = v
+    return out
 
 
 def rounder(digits):
@@ -228,8 +190,8 @@ def default_rows(config, seq2seq, vocab):
     rows = []
     for n in (6, 13, 2):
         body = [int(pool[i]) for i in rng.integers(0, len(pool), size=n - (1 if seq2seq else 0))]
-        if seq2seq and isinstance(config.eos_token_id, int):
-            body.append(config.eos_token_id)
+        if seq2seq and isinstance(getattr(config, "eos_token_id", None), int):
+            body.append(getattr(config, "eos_token_id", None))
         rows.append(body)
     dec_body = [int(pool[i]) for i in rng.integers(0, len(pool), size=5)]
     return rows, dec_body
@@ -243,8 +205,11 @@ def pad_batch(rows, pad):
 
 
 def non_default_generation_fields(gc):
-    d = gc.to_diff_dict()
-    for k in ("transformers_version", "_from_model_config"):
+    """Fields of gc that differ from GenerationConfig()'s value and from the global default generate() fills in."""
+    blank = GenerationConfig()
+    defaults = {**blank.to_dict(), **blank._get_default_generation_params()}
+    d = {k: v for k, v in gc.to_dict().items() if v is not None and v != defaults.get(k)}
+    for k in ("transformers_version", "_from_model_config", "output_attentions", "output_hidden_states", "use_cache"):
         d.pop(k, None)
     return d
 
@@ -259,11 +224,11 @@ def run_generate(model, gc, ids, mask, dec_start):
 
 def greedy_all(model, config, ids, mask, dec_start, n, r):
     B = ids.shape[0]
-    pad = config.pad_token_id if config.pad_token_id is not None else 0
-    eos = config.eos_token_id
+    pad = getattr(config, "pad_token_id", None) if getattr(config, "pad_token_id", None) is not None else 0
+    eos = getattr(config, "eos_token_id", None)
     eos_list = [eos] if isinstance(eos, int) else list(eos or [])
     base = dict(do_sample=False, num_beams=1, max_new_tokens=n, output_scores=True, output_logits=True,
-                return_dict_in_generate=True, use_cache=True, pad_token_id=pad, bos_token_id=config.bos_token_id,
+                return_dict_in_generate=True, use_cache=True, pad_token_id=pad, bos_token_id=getattr(config, "bos_token_id", None),
                 decoder_start_token_id=dec_start)
     g = {"decoder_start_token_id": dec_start}
 
@@ -324,7 +289,7 @@ def greedy_all(model, config, ids, mask, dec_start, n, r):
 
 def hf_default_greedy(model, ids, mask, n):
     model.generation_config = copy.deepcopy(model._hfg_default_generation_config)
-    over = dict(do_sample=False, num_beams=1, num_beam_groups=1, max_new_tokens=n, output_scores=True,
+    over = dict(do_sample=False, num_beams=1, max_new_tokens=n, output_scores=True,
                 return_dict_in_generate=True, synced_gpus=False)
     eff, _ = model._prepare_generation_config(None, **{k: v for k, v in over.items() if k != "synced_gpus"})
     out = model.generate(input_ids=ids, attention_mask=mask, **over)
@@ -357,13 +322,13 @@ def main():
     ap.add_argument("--source", help="provenance recorded as checkpoint.source, e.g. 'hfx create-tiny bert --seed 0'")
     ap.add_argument("--threads", type=int, default=1)
     args = ap.parse_args()
-    torch.set_num_threads(args.threads)
+    C.setup(args.threads)
     r = rounder(args.digits)
 
     config, arch, kind, head, model, notes = build(args.ckpt, args.arch)
     seq2seq = kind == "seq2seq"
     vocab = config.vocab_size
-    pad = config.pad_token_id if config.pad_token_id is not None else 0
+    pad = getattr(config, "pad_token_id", None) if getattr(config, "pad_token_id", None) is not None else 0
     rows, dec_body = default_rows(config, seq2seq, vocab)
     if args.ids:
         rows = [parse_ids(s) for s in args.ids]
@@ -378,8 +343,7 @@ def main():
         "format": FORMAT,
         "generator": {"script": "tools/hf_goldens/make_goldens.py", "transformers_version": transformers.__version__,
                       "torch_version": torch.__version__, "attn_implementation": model.config._attn_implementation,
-                      "dtype": "float32", "digits": args.digits,
-                      "torch_shims": list(hfo_compat.SHIMMED) + list(hfg_torch_compat.SHIMMED)},
+                      "dtype": "float32", "digits": args.digits},
         "checkpoint": {"source": args.source, "architecture": arch, "model_type": config.model_type,
                        "config_sha256": sha256(os.path.join(args.ckpt, "config.json")),
                        "weights_sha256": (sha256(os.path.join(args.ckpt, "model.safetensors"))
@@ -388,7 +352,7 @@ def main():
         "kind": kind,
         "head": head,
         "pad_token_id": pad,
-        "special_tokens": {k: getattr(config, k) for k in SPECIAL_KEYS if getattr(config, k, None) is not None},
+        "special_tokens": special_tokens(args.ckpt, config),
         "cases": [],
     }
 
@@ -400,21 +364,20 @@ def main():
 
     dec_start = None
     if seq2seq:
-        dec_start = config.decoder_start_token_id
+        dec_start = getattr(config, "decoder_start_token_id", None)
         if dec_start is None:
-            dec_start = config.bos_token_id
+            dec_start = getattr(config, "bos_token_id", None)
         dec_row = parse_ids(args.decoder_ids) if args.decoder_ids else [dec_start] + dec_body
         gen_json = os.path.join(args.ckpt, "generation_config.json")
-        if os.path.exists(gen_json):  # as from_pretrained() sets model.generation_config
+        res_gen_file = None
+        if os.path.exists(gen_json):
             with open(gen_json) as f:
                 res_gen_file = json.load(f)
-            model._hfg_default_generation_config = GenerationConfig.from_pretrained(args.ckpt)
-        else:
-            res_gen_file = None
-            model._hfg_default_generation_config = GenerationConfig.from_model_config(model.config)
+        # what from_pretrained() set: generation_config.json, else GenerationConfig.from_model_config(config)
+        model._hfg_default_generation_config = copy.deepcopy(model.generation_config)
         res["generation"] = {
             "max_new_tokens": args.max_new_tokens,
-            "hf_default_generation_config": non_default_generation_fields(GenerationConfig.from_model_config(config)),
+            "hf_default_generation_config": non_default_generation_fields(model._hfg_default_generation_config),
             "generation_config_json": res_gen_file,
         }
 

@@ -1,8 +1,8 @@
 #!/bin/bash
-# make_goldens.py under the hf-oracle's python (Debian torch 1.13 + shims + transformers 4.47 tree; ModernBERT
-# re-runs itself on the 4.51 tree). HFO: the oracle folder set up per tools/hf_goldens/README.md (default /work/hfo).
+# make_goldens.py under the project's venv (.venv from scripts/setup.sh: torch 2.x, transformers 5.x).
 #   tools/hf_goldens/make_goldens.sh CKPT -o OUT.json [--ids 5,6,7 ...] [--decoder-ids ...] [--max-new-tokens 32]
+# PYTHON=... overrides the interpreter.
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export HFO="${HFO:-/work/hfo}"
-[ -x "$HFO/py.sh" ] || { echo "no hf-oracle at HFO=$HFO (see $HERE/README.md)" >&2; exit 2; }
-exec "$HFO/py.sh" "$HERE/make_goldens.py" "$@"
+PY="${PYTHON:-$HERE/../../.venv/bin/python}"
+[ -x "$PY" ] || { echo "no python at $PY (run scripts/setup.sh, or set PYTHON)" >&2; exit 2; }
+exec "$PY" "$HERE/make_goldens.py" "$@"

@@ -1,11 +1,11 @@
-"""Goldens of an `hfx create-tiny idefics3` (transformers 4.47) or `hfx create-tiny smolvlm` (transformers 4.51:
-HFO_TF=4.51) checkpoint from the real transformers (HF oracle): image features, logits and greedy tokens with
+"""Goldens of an `hfx create-tiny idefics3` or `hfx create-tiny smolvlm` checkpoint from the real transformers
+(project venv): image features, logits and greedy tokens with
 one and with two images.
 
-  [HFO_TF=4.51] /work/hfo/py.sh tools/hf_goldens/make_idefics3_goldens.py DIR OUT.json
+  .venv/bin/python tools/hf_goldens/make_idefics3_goldens.py DIR OUT.json
 
-The model class is config.json's architectures[0], built with _from_config and loaded with the oracle's strict
-state_dict loader (4.51's from_pretrained fails on torch 1.13).
+The model class is config.json's architectures[0], loaded by hfg_common.load (from_pretrained, every weight from
+the file).
 pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i of [1, 2, C, H, W]
 (one prompt with two whole images; the test builds the same tensor). Writes "image_features" (the vision model's
 last hidden state through Idefics3Connector: pixel shuffle and modality projection, [2, tokens, hidden]) and
@@ -15,16 +15,17 @@ recomputation, stopping at eos_token_id; and "images": the image processor on re
 tests/vision/image_writers.h (pattern(), as make_llava_goldens.py ports it, written as PNG by PIL) through
 transformers' Idefics3ImageProcessor from the folder (resize, splitting, global image): each image's rows and
 cols, the text Idefics3Processor puts in place of its <image> marker, pixel_values' shape, sums and every 7th
-value. (The oracle has no `tokenizers` package, so no Idefics3Processor tokenization here: Transformers.js
-checks hfx's prompt ids.) float32, eager, CPU.
+value. (No Idefics3Processor tokenization here: Transformers.js checks hfx's prompt ids.) float32, eager, CPU.
 """
 import json
+import os
 import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common as C  # noqa: E402  (offline set-up, loader)
 
-import oracle  # /work/hfo/oracle.py: load_state_dict_file, load_into (and the torch shims of the tree)
-import transformers
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 
 def greedy(model, ids, pixel_values, n=32):
@@ -48,10 +49,9 @@ def image_cases(d):
 
     from PIL import Image
     from transformers import AutoImageProcessor
-    if json.load(open(f"{d}/config.json"))["model_type"] == "smolvlm":
-        from transformers.models.smolvlm.processing_smolvlm import get_image_prompt_string
-    else:
-        from transformers.models.idefics3.processing_idefics3 import get_image_prompt_string
+    # the text Idefics3Processor.replace_image_token / SmolVLMProcessor put in place of <image> (the same format);
+    # transformers 5 keeps it as a function only in processing_smolvlm
+    from transformers.models.smolvlm.processing_smolvlm import get_image_prompt_string
 
     from make_llava_goldens import write_rgb_png
 
@@ -79,12 +79,9 @@ def image_cases(d):
 
 def main():
     d, out = sys.argv[1], sys.argv[2]
+    C.setup()
     config = transformers.AutoConfig.from_pretrained(d)
-    cls = getattr(transformers, config.architectures[0])
-    torch.manual_seed(0)
-    model = cls._from_config(config, attn_implementation="eager", torch_dtype=torch.float32)
-    notes = oracle.load_into(model, oracle.load_state_dict_file(d))
-    model = model.float().eval()
+    model, notes = C.load(d, config=config)
     c = model.config
     v = c.vision_config
     shape = [1, 2, v.num_channels, v.image_size, v.image_size]

@@ -1,7 +1,7 @@
-"""Goldens of an `hfx create-tiny llava` checkpoint from the real transformers (HF oracle): image features,
+"""Goldens of an `hfx create-tiny llava` checkpoint from the real transformers (project venv): image features,
 logits and greedy tokens with one and with two images.
 
-  /work/hfo/py.sh tools/hf_goldens/make_llava_goldens.py DIR OUT.json
+  .venv/bin/python tools/hf_goldens/make_llava_goldens.py DIR OUT.json
 
 pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i of
 [2, C, H, W] (the test builds the same tensor), so no image decoding is involved. Writes
@@ -9,22 +9,24 @@ pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the f
 LlavaForConditionalGeneration.get_image_features (vision tower, feature layer, strategy, projector), and
 "cases": one per image count (1, 2; pixel_values the first 1 or 2 images of the pattern): input_ids (text ids
 around image_seq_length image tokens per image), the logits of the last 4 positions of the prompt, and 32
-greedy tokens decoded by full recomputation (generate() needs torch.distributed, which the oracle's torch
-lacks), stopping at eos_token_id; and "images": the same through real image files — the test images of
+greedy tokens decoded by full recomputation, stopping at eos_token_id; and "images": the same through real image files — the test images of
 tests/vision/image_writers.h (pattern() ported below, written as PNG by PIL), transformers' CLIPImageProcessor
 from the folder, prompt ids given on the command line (hfx's tokenization of the prompt, which
 LlavaTiny.TransformersJsProcessorReadsTheFolder checks against Transformers.js) with each image token expanded
 to image_seq_length — for `hfx generate --image`. float32, eager, CPU. Numbers only.
 
-  /work/hfo/py.sh tools/hf_goldens/make_llava_goldens.py DIR OUT.json [PROMPT1_IDS [PROMPT2_IDS]]
+  .venv/bin/python tools/hf_goldens/make_llava_goldens.py DIR OUT.json [PROMPT1_IDS [PROMPT2_IDS]]
 """
 import json
+import os
 import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common as C  # noqa: E402  (offline set-up, loader)
 
-import hfo_torch_compat  # noqa: F401  the HF oracle's torch 1.13 shims ($HFO/shims, on py.sh's path)
-from transformers import LlavaForConditionalGeneration
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from transformers import LlavaForConditionalGeneration  # noqa: E402
 
 
 M32 = 0xFFFFFFFF
@@ -89,7 +91,8 @@ def image_cases(model, d, prompts):
 def main():
     d, out = sys.argv[1], sys.argv[2]
     prompts = [json.loads(a) for a in sys.argv[3:]]
-    model = LlavaForConditionalGeneration.from_pretrained(d, torch_dtype=torch.float32).eval()
+    C.setup()
+    model, notes = C.load(d, LlavaForConditionalGeneration)
     v = model.config.vision_config
     shape = [2, v.num_channels, v.image_size, v.image_size]
     n = 1
@@ -102,6 +105,7 @@ def main():
             vision_feature_layer=model.config.vision_feature_layer,
             vision_feature_select_strategy=model.config.vision_feature_select_strategy,
         )
+        feats = C.features_tensor(feats)
     c = model.config
     cases = []
     for n_images in (1, 2):
@@ -120,7 +124,7 @@ def main():
                     break
         cases.append({"images": n_images, "input_ids": ids, "last_logits_shape": list(logits.shape),
                       "last_logits": [round(float(x), 7) for x in logits.flatten()], "greedy": gen[len(ids):]})
-    json.dump({"source": "transformers 4.47 LlavaForConditionalGeneration on hfx create-tiny llava",
+    json.dump({"source": "hfx create-tiny llava", **C.versions(), "notes": notes,
                "pixel_values_shape": shape, "image_features_shape": list(feats.shape),
                "image_features": [round(float(x), 7) for x in feats.flatten()], "cases": cases,
                "image_files": {"images": IMAGES, "cases": image_cases(model, d, prompts)}}, open(out, "w"))

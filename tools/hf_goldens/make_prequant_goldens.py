@@ -1,8 +1,8 @@
 """Goldens of a pre-quantized (GPTQ or AWQ) `hfx create-tiny ... --quantize gptq|awq` checkpoint from the real
-transformers (HF oracle): the packed codes are de-quantized here, by the published formulas of AutoGPTQ and
+transformers (project venv): the packed codes are de-quantized here, by the published formulas of AutoGPTQ and
 AutoAWQ (written out below, not hfx's code), into a float state dict, which the real transformers model runs.
 
-  /work/hfo/py.sh tools/hf_goldens/make_prequant_goldens.py DIR OUT.json
+  .venv/bin/python tools/hf_goldens/make_prequant_goldens.py DIR OUT.json
 
 De-quantization, per linear layer P with K input and N output features, group g (K when group_size is -1):
   GPTQ (AutoGPTQ's QuantLinear, bits b, checkpoint_format "gptq" = v1):
@@ -22,12 +22,14 @@ import os
 import sys
 
 import numpy as np
-import torch
 
-import oracle  # /work/hfo/oracle.py: load_into
-import transformers
-from safetensors import load_numpy_raw  # the oracle's numpy safetensors shim
-from transformers import AutoConfig
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common as C  # noqa: E402  (offline set-up, loader)
+
+import torch  # noqa: E402
+import transformers  # noqa: E402
+from safetensors.torch import load_file  # noqa: E402
+from transformers import AutoConfig  # noqa: E402
 
 AWQ_REVERSE_ORDER = [0, 4, 1, 5, 2, 6, 3, 7]
 
@@ -64,19 +66,19 @@ def dequantize(raw, qc):
     sd = {}
     method, bits = qc["quant_method"], qc["bits"]
     prefixes = [k[: -len(".qweight")] for k in raw if k.endswith(".qweight")]
-    for name, (_, arr) in raw.items():
+    for name, arr in raw.items():
         leaf = name.rsplit(".", 1)[-1]
         if leaf in ("qweight", "qzeros", "scales", "g_idx") and name.rsplit(".", 1)[0] in prefixes:
             continue
         sd[name] = torch.from_numpy(np.array(arr, dtype=np.float32) if arr.dtype != np.float32 else arr.copy())
     for p in prefixes:
-        qweight, qzeros = raw[p + ".qweight"][1], raw[p + ".qzeros"][1]
-        scales = raw[p + ".scales"][1].astype(np.float32)
+        qweight, qzeros = raw[p + ".qweight"], raw[p + ".qzeros"]
+        scales = raw[p + ".scales"].astype(np.float32)
         if method == "gptq":
             w = unpack_rows(qweight, bits)  # [K, N]
             z = unpack_cols(qzeros, bits) + (0 if qc.get("checkpoint_format", "gptq") == "gptq_v2" else 1)
             K = w.shape[0]
-            g_idx = raw[p + ".g_idx"][1].astype(np.int64) if p + ".g_idx" in raw else np.arange(K) // qc["group_size"]
+            g_idx = raw[p + ".g_idx"].astype(np.int64) if p + ".g_idx" in raw else np.arange(K) // qc["group_size"]
         else:
             w = unpack_awq(qweight)
             z = unpack_awq(qzeros)
@@ -98,14 +100,16 @@ def greedy(model, ids, n=32):
 
 def main():
     d, out = sys.argv[1], sys.argv[2]
+    C.setup()
     cfg_json = json.load(open(os.path.join(d, "config.json")))
     qc = cfg_json.pop("quantization_config")
     config = AutoConfig.for_model(**cfg_json)
     cls = getattr(transformers, cfg_json["architectures"][0])
     torch.manual_seed(0)
-    model = cls._from_config(config, attn_implementation="eager", torch_dtype=torch.float32)
-    raw, _ = load_numpy_raw(os.path.join(d, "model.safetensors"))
-    notes = oracle.load_into(model, dequantize(raw, qc))
+    model = cls._from_config(config, attn_implementation="eager", dtype=torch.float32)
+    raw = {k: (v.float() if v.dtype == torch.bfloat16 else v).numpy()
+           for k, v in load_file(os.path.join(d, "model.safetensors")).items()}
+    notes = C.load_state_dict_into(model, dequantize(raw, qc))
     model = model.float().eval()
     cases = []
     for ids in ([1, 17, 42, 99, 7, 250, 3, 64], [1, 5, 300, 301, 302, 11]):
@@ -113,7 +117,7 @@ def main():
             logits = model(input_ids=torch.tensor([ids])).logits[0]
         cases.append({"input_ids": ids, "logits": [[float(x) for x in row] for row in logits],
                       "greedy": greedy(model, ids)})
-    json.dump({"oracle": f"transformers {transformers.__version__}, torch {torch.__version__}",
+    json.dump({"oracle": f"transformers {transformers.__version__}, torch {torch.__version__}", **C.versions(),
                "quantization_config": qc, "load_notes": notes, "cases": cases}, open(out, "w"))
     print(f"wrote {out}: {len(cases)} cases")
 

@@ -1,13 +1,13 @@
-"""Goldens of an `hfx create-tiny qwen2_vl` checkpoint from the real transformers 4.47 (HF oracle): the vision
+"""Goldens of an `hfx create-tiny qwen2_vl` checkpoint from the real transformers (project venv): the vision
 tower's image features, logits and greedy tokens with one and with two images, and Qwen2VLImageProcessor on
 real files.
 
-  /work/hfo/py.sh tools/hf_goldens/make_qwen2_vl_goldens.py DIR OUT.json
+  .venv/bin/python tools/hf_goldens/make_qwen2_vl_goldens.py DIR OUT.json
 
-Qwen2VLForConditionalGeneration is built with _from_config (eager attention) and loaded with the oracle's strict
-state_dict loader. pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i
+Qwen2VLForConditionalGeneration is loaded by hfg_common.load (from_pretrained, eager attention, every weight from
+the file). pixel_values are a fixed pattern, p[i] = float32(1.5 * sin(0.37 * i)) over the flat index i
 of [patches, C*T*P*P] for the grids GRIDS (two images of different shapes; the test builds the same tensor).
-Writes "image_features" (model.visual(pixel_values, grid_thw), [tokens, hidden]) and "cases", one per image
+Writes "image_features" (model.model.visual(pixel_values, grid_thw), [tokens, hidden]) and "cases", one per image
 count (1, 2): input_ids (text ids around <|vision_start|> <|image_pad|> x tokens <|vision_end|> per image), the
 position_ids get_rope_index computes, the logits of the last 4 positions and 32 greedy tokens by full
 recomputation (position_ids recomputed by get_rope_index at each step, as generate() does for a prefill),
@@ -15,12 +15,14 @@ stopping at eos; and "images": Qwen2VLImageProcessor from the folder on PNG file
 (pattern(), written by PIL): grid_thw, pixel_values' shape, sums and every 7th value. float32, eager, CPU.
 """
 import json
+import os
 import sys
 
-import torch
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common as C  # noqa: E402  (offline set-up, loader)
 
-import oracle  # /work/hfo/oracle.py: load_state_dict_file, load_into (and the torch shims of the tree)
-import transformers
+import torch  # noqa: E402
+import transformers  # noqa: E402
 
 GRIDS = [[1, 4, 6], [1, 6, 4]]
 # Images for the processor cases: (width, height, seed); sizes below, at and above the pixel bounds of the
@@ -30,13 +32,16 @@ PROCESSOR_IMAGES = [(40, 30, 41), (30, 30, 42), (16, 16, 43), (64, 48, 44), (24,
 
 
 def rope(model, ids, grid):
-    pos, _ = model.get_rope_index(torch.tensor([ids]), torch.tensor(grid) if grid else None, None, None)
+    # transformers 5: get_rope_index lives on the inner model and takes the modality of every token
+    # (mm_token_type_ids: 0 text, 1 image), which the processor makes
+    types = torch.tensor([[1 if t == model.config.image_token_id else 0 for t in ids]])
+    pos, _ = model.model.get_rope_index(torch.tensor([ids]), types, torch.tensor(grid) if grid else None, None)
     return pos
 
 
 def greedy(model, ids, pv, grid, n=32):
     gen = list(ids)
-    eos = model.config.eos_token_id
+    eos = model.config.get_text_config().eos_token_id  # transformers 5: on the text config
     with torch.no_grad():
         for _ in range(n):
             out = model(input_ids=torch.tensor([gen]), pixel_values=pv, image_grid_thw=torch.tensor(grid),
@@ -77,19 +82,17 @@ def image_cases(d):
 
 def main():
     d, out = sys.argv[1], sys.argv[2]
+    C.setup()
     config = transformers.AutoConfig.from_pretrained(d)
-    torch.manual_seed(0)
-    model = transformers.Qwen2VLForConditionalGeneration._from_config(
-        config, attn_implementation="eager", torch_dtype=torch.float32)
-    notes = oracle.load_into(model, oracle.load_state_dict_file(d))
-    model = model.float().eval()
+    model, notes = C.load(d, transformers.Qwen2VLForConditionalGeneration, config)
     v = config.vision_config
     dim = v.in_channels * v.temporal_patch_size * v.patch_size ** 2
     per = [t * h * w for t, h, w in GRIDS]
     n = sum(per) * dim
     pv = (1.5 * torch.sin(0.37 * torch.arange(n, dtype=torch.float64))).float().reshape(sum(per), dim)
     with torch.no_grad():
-        feats = model.visual(pv, grid_thw=torch.tensor(GRIDS))
+        feats = model.model.visual(pv, grid_thw=torch.tensor(GRIDS))
+        feats = getattr(feats, "pooler_output", feats)  # transformers 5: the merged features
     merge = v.spatial_merge_size ** 2
     cases = []
     for n_images in (1, 2):

@@ -3,10 +3,8 @@
 for testing make_goldens.py before `hfx create-tiny` can write these architectures. Not for committing: the goldens
 under tests/data/goldens/ must come from hfx-made checkpoints.
 
-Run with the oracle's python (transformers importable; ModernBERT needs the 4.51 tree):
-  $HFO/py.sh tools/hf_goldens/make_tiny_hf.py OUT_DIR [name ...]              # 4.47 tree: everything but modernbert*
-  HFO_TF=4.51 $HFO/py.sh tools/hf_goldens/make_tiny_hf.py OUT_DIR modernbert modernbert-mlm ...
-(`make_goldens.sh tiny OUT_DIR` does both.)
+Run with the project's venv:
+  .venv/bin/python tools/hf_goldens/make_tiny_hf.py OUT_DIR [name ...]
 
 Names: NAME (the base model) and NAME-mlm / NAME-seqcls / NAME-tokcls for bert, roberta, xlm-roberta, distilbert,
 modernbert; t5 (original: relu FFN, tied embeddings), t5-gated (v1.1 style: gated-gelu, untied lm_head), bart,
@@ -22,13 +20,9 @@ import zlib
 import numpy as np
 import torch
 
-if os.environ.get("HFO_TORCH2_COMPAT"):
-    import hfo_torch2_compat  # noqa: F401  (4.51 tree: torch>=2 stand-ins)
-else:
-    import hfo_torch_compat  # noqa: F401  (no-op torch._dynamo on torch 1.13)
 sys.dont_write_bytecode = True  # no __pycache__ in the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-import hfg_torch_compat  # noqa: F401,E402  (torch.compile / LayerNorm(bias=) stand-ins for ModernBERT on torch 1.13)
+import hfg_common  # noqa: F401,E402  (offline, quiet)
 import transformers
 from safetensors.torch import save_file
 

@@ -1,5 +1,6 @@
 """Goldens for Whisper from the real transformers (WhisperForConditionalGeneration, float32, eager attention,
-CPU, eval) on an `hfx create-tiny whisper` checkpoint. Run through tools/hf_goldens/make_whisper_goldens.sh.
+CPU, eval; from_pretrained through hfg_common.load) on an `hfx create-tiny whisper` checkpoint. Run with the
+project's venv through tools/hf_goldens/make_whisper_goldens.sh.
 
 The input_features are a formula both sides compute (no 240k numbers in the repository):
     features[b, m, t] = 0.5 * sin(0.37 * (m * FRAMES + t) + 1.3 * b)   (float32)
@@ -28,10 +29,12 @@ import os
 import sys
 
 import numpy as np
-import torch
 
-import oracle  # /work/hfo/oracle.py: load_state_dict_file, load_into
-from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hfg_common as C  # noqa: E402  (offline set-up, loader)
+
+import torch  # noqa: E402
+from transformers import GenerationConfig, WhisperConfig, WhisperForConditionalGeneration  # noqa: E402
 
 
 def features(batch, mels, frames):
@@ -61,11 +64,9 @@ def main():
     ap.add_argument("--source", default="")
     ap.add_argument("--max-new-tokens", type=int, default=24)
     a = ap.parse_args()
+    C.setup()
     config = WhisperConfig.from_pretrained(a.ckpt)
-    torch.manual_seed(0)
-    model = WhisperForConditionalGeneration._from_config(config, attn_implementation="eager", torch_dtype=torch.float32)
-    notes = oracle.load_into(model, oracle.load_state_dict_file(a.ckpt))
-    model = model.float().eval()
+    model, notes = C.load(a.ckpt, WhisperForConditionalGeneration, config)
     gen = GenerationConfig.from_pretrained(a.ckpt)
     frames = 2 * config.max_source_positions
     feats = features(2, config.num_mel_bins, frames)
@@ -110,6 +111,14 @@ def main():
                          "values": [[r(float(lfe[m, t])) for m in range(lfe.shape[0])] for t in cols],
                          "sum": r(float(lfe.astype(np.float64).sum())),
                          "abs_sum": r(float(np.abs(lfe.astype(np.float64)).sum()))}
+    # generate() on one 30-second window must return the forced prompt then at most max_new_tokens tokens (what
+    # tests/models/whisper_test.cpp compares); refuse to write anything else
+    for name, seqs, pre in (("greedy", greedy, prompt), ("timestamps", timestamps, prompt[:3]),
+                            ("detected", detected, [sot])):
+        for s in seqs:
+            if s[:len(pre)] != pre or len(s) > len(prompt) + a.max_new_tokens:
+                raise SystemExit(f"{name}: generate() returned {len(s)} tokens {s[:8]}...: not the prompt {pre} then "
+                                 f"at most {a.max_new_tokens} new tokens (transformers {C.versions()})")
     rows = list(range(0, config.max_source_positions, 50))
     golden = {
         "source": a.source,

@@ -2,10 +2,10 @@
 # Self-test of make_goldens.py on tiny random checkpoints made by make_tiny_hf.py with the real transformers classes
 # (not hfx): makes them in $TINY (default /tmp/hf_tiny), writes goldens twice into $OUTD/run1 and $OUTD/run2
 # (default /tmp/hf_goldens_test), checks them with check_goldens.py and that both runs are byte-identical.
-#   HFO=/work/hfo tools/hf_goldens/test_tiny.sh [name ...]
+#   tools/hf_goldens/test_tiny.sh [name ...]          (the project's venv; PYTHON=... overrides)
 set -uo pipefail
 HERE="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
-export HFO="${HFO:-/work/hfo}"
+PY="${PYTHON:-$HERE/../../.venv/bin/python}"
 TINY="${TINY:-/tmp/hf_tiny}"
 OUTD="${OUTD:-/tmp/hf_goldens_test}"
 names=("$@")
@@ -15,10 +15,7 @@ if [ ${#names[@]} -eq 0 ]; then
   done
   names+=(t5 t5-gated bart marian)
 fi
-old=() new=()
-for n in "${names[@]}"; do case "$n" in modernbert*) new+=("$n") ;; *) old+=("$n") ;; esac; done
-[ ${#old[@]} -gt 0 ] && "$HFO/py.sh" "$HERE/make_tiny_hf.py" "$TINY" "${old[@]}" >/dev/null
-[ ${#new[@]} -gt 0 ] && HFO_TF=4.51 "$HFO/py.sh" "$HERE/make_tiny_hf.py" "$TINY" "${new[@]}" >/dev/null
+"$PY" "$HERE/make_tiny_hf.py" "$TINY" "${names[@]}" >/dev/null
 rm -rf "$OUTD"; mkdir -p "$OUTD/run1" "$OUTD/run2"
 rc=0
 for n in "${names[@]}"; do

@@ -69,8 +69,14 @@ class WeightStore {
   std::vector<std::string> names() const;
   /// Files that back this store (empty for in-memory).
   std::vector<std::string> files() const;
+  /// Serves every weight named `from...` as `to...` instead (the file keeps its own name); returns how
+  /// many were renamed. Throws hfx::Error("safetensors", ...) when a new name is already taken.
+  size_t rename_prefix(const std::string& from, const std::string& to);
 
  private:
+  /// The name in the file for a served name (rename_prefix); absent: the same name.
+  std::string stored(const std::string& name) const;
+  std::map<std::string, std::string> stored_;
   std::map<std::string, std::shared_ptr<SafetensorsFile>> by_name_;
   std::map<std::string, Tensor> mem_;
   std::map<std::string, TensorInfo> mem_info_;

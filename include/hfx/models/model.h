@@ -217,6 +217,11 @@ struct Architecture {
   /// transformers class that config.json's `architectures` names for it. The first is the default
   /// (create-tiny, and configs without `architectures`). Empty: one head, "causal_lm".
   std::vector<std::pair<std::string, std::string>> heads = {};
+  /// Other layouts of the same weights that checkpoints carry: {from, to} prefix pairs. A checkpoint that
+  /// has names under `from` and none under `to` is read as if each `from...` were `to...` (transformers 5's
+  /// save_pretrained writes llava's CLIP tower as vision_tower.* where the Hub's files say
+  /// vision_tower.vision_model.*; transformers loads both).
+  std::vector<std::pair<std::string, std::string>> weight_layouts = {};
 };
 
 /// The head a config selects: the head whose class is config.json's architectures[0] (the default head
