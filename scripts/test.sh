@@ -110,9 +110,12 @@ if [[ "${HFX_CI_INTEROP:-1}" == 1 ]]; then
     HFX="$ROOT/$BASE_DIR/hfx" HFX_INTEROP_REPORT="$ROOT/$BASE_DIR/interop/report.json" \
       "$ROOT/.venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider -rfE 2>&1 | tee "$logs/interop.log" || rc=$?
     line=$(grep -E '^=*.*[0-9]+ (passed|failed)' "$logs/interop.log" | tail -1 || true)
-    ip=$(grep -oE '[0-9]+ passed' <<<"$line" | awk '{ s += $1 } END { print s + 0 }')
-    ifl=$(grep -oE '[0-9]+ (failed|errors?)' <<<"$line" | awk '{ s += $1 } END { print s + 0 }')
-    is=$(grep -oE '[0-9]+ skipped' <<<"$line" | awk '{ s += $1 } END { print s + 0 }')
+    # pytest's summary line, e.g. "3 failed, 150 passed, 2 skipped, 1 xfailed in 90.1s" (awk: no grep that
+    # finds nothing under pipefail).
+    count() { awk -v w="$1" '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ "^" w) s += $i } END { print s + 0 }' <<<"$line"; }
+    ip=$(count passed)
+    ifl=$(( $(count failed) + $(count error) ))
+    is=$(count skipped)
     passed=$((passed + ip))
     failed=$((failed + ifl))
     skipped=$((skipped + is))

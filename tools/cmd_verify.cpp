@@ -63,10 +63,11 @@ void register_verify(CLI::App& app) {
   cmd->add_option("--tokens", o->tokens, "Greedy end-to-end length (default 32)");
   cmd->add_option("--threads", o->threads, "ONNX Runtime and kernel threads (default 2)");
   cmd->add_option("--warm-runs", o->warm_runs, "Runs per shape for the warm median (default 5)");
-  cmd->add_option("--save-calls", o->save_calls,
-                  "Also write each replayed .pte method call (inputs, eager's outputs) and each "
-                  "out-of-contract probe to DIR as call fixtures, for ExecuTorch's runtime to replay "
-                  "(tools/et_check: et_run --replay)");
+  cmd->add_option(
+      "--save-calls", o->save_calls,
+      "Also write each replayed .pte method call (inputs, eager's outputs) and each "
+      "out-of-contract probe to DIR as call fixtures, for ExecuTorch's runtime to replay "
+      "(hfx verify replays them in ExecuTorch's Python runtime itself when the project's Python is there)");
   cmd->add_flag(
       "--no-manifest", [o](int64_t) { o->write_manifest = false; },
       "Do not record the result in manifest.json");

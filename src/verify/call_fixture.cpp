@@ -1,5 +1,5 @@
 // The call-fixture format of call_fixture.h: written by `hfx verify --save-calls`, read back by tests and by
-// tools/et_check/et_run (its own reader, tools/et_check/replay.h).
+// src/verify/runtime_judge.py (its own reader), which ExecuTorch's released Python runtime replays them with.
 #include "verify/call_fixture.h"
 
 #include <cstring>

@@ -3,8 +3,9 @@
 // `hfx verify OUT --save-calls DIR` writes, for every .pte method call it replays against eager (the real
 // calls of the model's own generation loop: encoders, decoders, projectors, prefill/decode of state-space
 // models), one file with the call's inputs and eager's outputs, and one per out-of-contract probe (inputs
-// only, marked: the runtime must refuse the call). tools/et_check's `et_run --replay` feeds them to
-// ExecuTorch's runtime and compares, so every structure hfx exports is checked there, not only the decoders.
+// only, marked: the runtime must refuse the call). `hfx verify`'s runtime judge (runtime_judge.cpp) feeds
+// them to ExecuTorch's runtime and compares, so every structure hfx exports is checked there, not only the
+// decoders.
 //
 // File layout (little-endian, no padding):
 //   "HFXCALL1"                                   8 bytes

@@ -157,7 +157,8 @@ PteTolerance pte_tolerance(DType dtype, const std::string& backend) {
   // abs, 1.85e-6 relative to max|eager| (portable and xnnpack), hence the 5e-6 rel term.
   // The xnnpack backend's delegate payloads are read back and run by the reader's own XNNGraph interpreter
   // (pte_xnnpack.cpp) with the same float32 op-table kernels, so the same bound holds for what verify runs;
-  // XNNPACK's own microkernels are checked in ExecuTorch's runtime by tools/et_check.
+  // XNNPACK's own microkernels are checked in ExecuTorch's released runtime (the runtime judge,
+  // runtime_judge.cpp).
   PteTolerance t;
   if (backend != "portable" && backend != "xnnpack") {
     t.logits_abs = 0;

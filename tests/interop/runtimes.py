@@ -50,7 +50,7 @@ class Pt2Program:
         self.ep = torch.export.load(str(path))
         self.module = self.ep.module()
         # hfx's programs take keyword inputs only: ((), {name: tensor or list of (key, value) / of tensors}).
-        self.kwargs_spec = self.ep.call_spec.in_spec.children_specs[1]
+        self.kwargs_spec = self.ep.call_spec.in_spec.children()[1]
         self.inputs = list(self.kwargs_spec.context)
 
     def __call__(self, feeds: dict) -> dict:
@@ -63,12 +63,12 @@ class Pt2Program:
             return torch.from_numpy(np.ascontiguousarray(feeds[name if name in feeds else by_keyword[name]]))
 
         kw = {}
-        for name, spec in zip(self.kwargs_spec.context, self.kwargs_spec.children_specs):
+        for name, spec in zip(self.kwargs_spec.context, self.kwargs_spec.children()):
             if spec.is_leaf():
                 kw[name] = leaf(name)
             elif spec.type is list:  # a cache: list of (key, value) tuples, or of tensors
                 kw[name] = [tuple(leaf(f"{name}.{i}.{kv}") for kv in ("key", "value"))
-                            if not c.is_leaf() else leaf(f"{name}.{i}") for i, c in enumerate(spec.children_specs)]
+                            if not c.is_leaf() else leaf(f"{name}.{i}") for i, c in enumerate(spec.children())]
             else:
                 raise TypeError(f"[interop] expected a tensor or a list input for '{name}', got {spec}")
         with torch.no_grad():

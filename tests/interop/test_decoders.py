@@ -47,9 +47,9 @@ def check_presents(rec, what, got: dict, ref: dict, mask, bound):
         rec.check(f"{what} {n}", np.where(keep, g, 0), np.where(keep, r, 0), bound)
 
 
-def judge_functional(rec, prefill, decode, ref: CausalReference, bound):
+def judge_functional(rec, prefill, decode, ref: CausalReference, bound, rows=ROWS, prompt=PROMPT):
     """The prefill/decode pair (or the merged graph twice) against transformers, then greedy."""
-    ids, mask, pos = padded_batch(ROWS)
+    ids, mask, pos = padded_batch(rows)
     r_logits, r_cache, r_leaves = ref.forward(ids, mask, pos)
     out = prefill({"input_ids": ids, "attention_mask": mask, "position_ids": pos, **empty_past(prefill, 2)})
     real = mask.astype(bool)
@@ -66,8 +66,8 @@ def judge_functional(rec, prefill, decode, ref: CausalReference, bound):
     rec.check("decode logits", out2["logits"], d_logits, bound)
     check_presents(rec, "decode", out2, d_leaves, mask2, bound)
 
-    tokens, step_logits = ref.greedy(PROMPT, STEPS)
-    _, got, logits_seen = greedy(prefill, decode, PROMPT, STEPS)
+    tokens, step_logits = ref.greedy(prompt, STEPS)
+    _, got, logits_seen = greedy(prefill, decode, prompt, STEPS)
     check_greedy(rec, got, logits_seen, tokens, step_logits, bound)
 
 
@@ -97,18 +97,18 @@ def test_pte(case, backend, export, checkpoint, record):
     judge_pte(record(case, fmt), PteModule(export(case, fmt) / "model.pte"), reference(case, checkpoint))
 
 
-def judge_pte(rec, pte, ref):
+def judge_pte(rec, pte, ref, prompt=PROMPT):
     """forward(tokens, input_pos) on the prompt, then the 32-token greedy loop, vs transformers."""
     assert "forward" in pte.methods, f"[{rec.fmt}] expected a forward method, got {pte.methods}"
-    ids = np.array([PROMPT], np.int64)
-    logits = pte("forward", [ids, np.arange(len(PROMPT), dtype=np.int64)])[0]
+    ids = np.array([prompt], np.int64)
+    logits = pte("forward", [ids, np.arange(len(prompt), dtype=np.int64)])[0]
     r_logits, _, _ = ref.forward(ids)
     rec.check("prefill logits", logits, r_logits, PTE)
-    tokens, step_logits = ref.greedy(PROMPT, STEPS)
+    tokens, step_logits = ref.greedy(prompt, STEPS)
     got, seen = [], []
     for i in range(STEPS):
         last = logits[0, -1]
         seen.append(last)
         got.append(int(last.argmax()))
-        logits = pte("forward", [np.array([[got[-1]]], np.int64), np.array([len(PROMPT) + i], np.int64)])[0]
+        logits = pte("forward", [np.array([[got[-1]]], np.int64), np.array([len(prompt) + i], np.int64)])[0]
     check_greedy(rec, got, seen, tokens, step_logits, PTE)

@@ -27,7 +27,12 @@ CASES = [  # (model_type, export flags, the runtime that must judge each file)
     ("t5", ["--format", "dynamo"], "PyTorch 2.15"),
     ("llava", ["--format", "executorch", "--backend", "xnnpack"], "ExecuTorch 1.5.1"),
     ("llava", ["--format", "dynamo"], "PyTorch 2.15"),
+    # A GPTQ checkpoint's codes as they are (4-bit, groups of 32, scales rounded to bf16) in XNNPACK's kernels,
+    # and hfx's int4 weights de-quantized in a .pt2's graph: each against eager on the same codes.
+    ("llama-gptq", ["--format", "executorch", "--backend", "xnnpack"], "ExecuTorch 1.5.1"),
+    ("llama", ["--format", "dynamo", "--quantize", "int4", "--symmetric"], "PyTorch 2.15"),
 ]
+TINY_FLAGS = {"llama-gptq": ["llama", "--quantize", "gptq", "--bits", "4", "--group-size", "32"]}
 
 
 def verify(out, *extra, python=sys.executable) -> dict:
@@ -52,8 +57,8 @@ def artifacts(out) -> set:
 def test_every_file_is_judged_by_its_runtime(arch, flags, runtime, workdir):
     ckpt = workdir / "tiny" / arch
     if not ckpt.exists():
-        run_hfx("create-tiny", arch, "-o", ckpt)
-    out = workdir / "verify" / f"{arch}-{flags[1]}{'-' + flags[-1] if len(flags) > 2 else ''}"
+        run_hfx("create-tiny", *TINY_FLAGS.get(arch, [arch]), "-o", ckpt)
+    out = workdir / "verify" / f"{arch}-{'-'.join(f.strip('-') for f in flags[1:])}"
     if not out.exists():
         run_hfx("export", ckpt, *flags, "-o", out)
     rep = verify(out)

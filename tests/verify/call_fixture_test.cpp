@@ -2,7 +2,7 @@
 // replayed method call is written as a call fixture (src/verify/call_fixture.h) that reads back to a call
 // the .pte reader reproduces — eager's outputs from the fixture's inputs — and every out-of-contract probe
 // as a fixture the reader refuses. A truncated or foreign file is refused naming the path. The same
-// fixtures are what tools/et_check/run_components.sh feeds to ExecuTorch's runtime.
+// fixtures are what hfx verify's runtime judge (src/verify/runtime_judge.py) feeds to ExecuTorch's runtime.
 #include <gtest/gtest.h>
 #include <unistd.h>
 

@@ -386,7 +386,7 @@ TEST_P(ExecutorchArch, PteMatchesEagerForPrefillAnd16DecodeSteps) {
 // The XNNPACK program: the partitions run as XnnpackBackend delegate calls, the linear layers all among
 // them (no aten::mm kernel is left), at least 90% of the work delegated, and the program — read back by
 // the reader's own XNNPACK interpreter — computes what the eager model computes. The real runtime's check
-// is tools/et_check.
+// is the interop tier (tests/interop) and hfx verify's runtime judge.
 TEST_P(ExecutorchArch, XnnpackProgramDelegatesTheLinearsAndMatchesEager) {
   const Architecture& a = architecture(GetParam());
   auto model = tiny_model(a);
