@@ -242,6 +242,20 @@ void save_call(const Context& cx, const std::string& file, const std::string& me
                      f);
 }
 
+void save_program_calls(const Context& cx, const Model& m, const std::vector<fs::path>& files) {
+  if (cx.opt.save_calls.empty() || files.empty()) return;
+  std::vector<RecordedCall> calls =
+      record_generation(m, verify_samples(m, cx.max_batch, cx.max_sequence, cx.opt.tokens), true);
+  for (const ProgramSpec& p : plan_generation(m, calls, CaptureOptions{}))
+    for (const fs::path& f : files) {
+      if (f.stem().string() != p.name) continue;
+      const std::vector<ReplayCall> replay = replay_calls(m, p, calls);
+      for (size_t i = 0; i < replay.size(); i++)
+        save_call(cx, f.filename().string(), "forward", fmt::format("{:03d}", i), replay[i].inputs,
+                  replay[i].expected, false);
+    }
+}
+
 void component_checks(Context& cx, const Model& m, const std::vector<fs::path>& ptes) {
   std::vector<RecordedCall> calls =
       record_generation(m, verify_samples(m, cx.max_batch, cx.max_sequence, cx.opt.tokens), true);

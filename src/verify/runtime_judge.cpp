@@ -177,9 +177,69 @@ std::string declared_name(const std::string& flat, const ComponentDecl& decl) {
   return flat;
 }
 
-// One .pt2: the outputs PyTorch computed on the archive's sample inputs against eager on the same inputs.
-void judge_pt2(Context& cx, const fs::path& pt2, const fs::path& out, const std::string& runtime) {
+// The eager output a .pt2 output stands for: the program returns a KV cache under its input's name.
+bool same_output(const std::string& runtime_name, const std::string& eager_name) {
+  return runtime_name == eager_name || (runtime_name.rfind("past_key_values.", 0) == 0 &&
+                                        "present." + runtime_name.substr(16) == eager_name);
+}
+
+// One .pt2 on the saved calls: every output against eager's, every probe refused.
+void judge_pt2_calls(Context& cx, const fs::path& pt2, const fs::path& calls, const fs::path& out,
+                     const std::string& runtime) {
   const std::string file = pt2.filename().string(), stem = pt2.stem().string();
+  Worst w;
+  std::string failure;
+  for (const fs::path& f : calls_of(calls, stem)) {
+    const CallFixture in = read_call_fixture(f.string());
+    const fs::path got = out / f.filename(), err = fs::path(got.string() + ".error");
+    if (fs::exists(err) || !fs::exists(got)) {
+      failure = fmt::format("expected {} to run {}, got: {}", runtime, f.filename().string(),
+                            fs::exists(err) ? slurp(err) : "no outputs");
+      break;
+    }
+    const CallFixture res = read_call_fixture(got.string());
+    for (const auto& [name, want] : in.outputs) {
+      auto it = std::find_if(res.outputs.begin(), res.outputs.end(),
+                             [&](const auto& o) { return same_output(o.first, name); });
+      if (it == res.outputs.end()) {
+        failure = fmt::format("expected output '{}' of {} from {}, got none", name, file, runtime);
+        break;
+      }
+      compare(w, cx.tol, name, stem, it->second.to_floats(), want);
+    }
+    if (!failure.empty()) break;
+    w.calls++;
+  }
+  if (failure.empty())
+    report(cx, file, w, runtime, "runtime numerics");
+  else
+    cx.add(file, "runtime numerics", "failed", failure);
+  // Probes: a refused one leaves <stem>.forward.probeK.call.error, one that ran leaves its .call.
+  int refused = 0;
+  std::string escaped;
+  for (const auto& e : fs::directory_iterator(out)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind(stem + ".forward.probe", 0) != 0) continue;
+    if (e.path().extension() == ".error")
+      refused++;
+    else if (escaped.empty())
+      escaped = fmt::format("expected {} to refuse {} (beyond the program's range constraints), got outputs",
+                            runtime, read_call_fixture(e.path().string()).method);
+  }
+  if (!escaped.empty())
+    cx.add(file, "runtime rejects", "failed", escaped);
+  else if (refused > 0)
+    cx.add(file, "runtime rejects", "passed",
+           fmt::format("{} out-of-contract calls (each bounded dimension one past its range, every axis of "
+                       "it at once) refused by {}",
+                       refused, runtime));
+}
+
+// One .pt2: the outputs PyTorch computed on the archive's sample inputs against eager on the same inputs.
+void judge_pt2(Context& cx, const fs::path& pt2, const fs::path& calls, const fs::path& out,
+               const std::string& runtime) {
+  const std::string file = pt2.filename().string(), stem = pt2.stem().string();
+  if (!calls_of(calls, stem).empty()) return judge_pt2_calls(cx, pt2, calls, out, runtime);
   const fs::path got = out / (stem + ".example.call"), err = fs::path(got.string() + ".error");
   if (fs::exists(err) || !fs::exists(got)) {
     cx.add(file, "runtime numerics", "failed",
@@ -206,10 +266,8 @@ void judge_pt2(Context& cx, const fs::path& pt2, const fs::path& out, const std:
   Worst w;
   for (const auto& [name, v] : ref) {
     const Tensor want = v.tensor();
-    auto it = std::find_if(res.outputs.begin(), res.outputs.end(), [&](const auto& o) {
-      const std::string& n = o.first;  // the .pt2 returns a KV cache under its input's name
-      return n == name || (n.rfind("past_key_values.", 0) == 0 && "present." + n.substr(16) == name);
-    });
+    auto it = std::find_if(res.outputs.begin(), res.outputs.end(),
+                           [&](const auto& o) { return same_output(o.first, name); });
     if (it == res.outputs.end()) {
       cx.add(file, "runtime numerics", "failed",
              fmt::format("expected output '{}' of {} from {}, got none", name, file, runtime));
@@ -286,7 +344,8 @@ void runtime_judge(Context& cx, const std::string& python, const std::string& wh
     const std::string torch = r.versions.value("torch", "?"), et = r.versions.value("executorch", "?");
     for (const auto& p : ptes)
       judge_pte(cx, p, calls, out, fmt::format("ExecuTorch {} (Python runtime, pybindings)", et), r.results);
-    for (const auto& p : pt2s) judge_pt2(cx, p, out, fmt::format("PyTorch {} (torch.export.load)", torch));
+    for (const auto& p : pt2s)
+      judge_pt2(cx, p, calls, out, fmt::format("PyTorch {} (torch.export.load)", torch));
   }
   if (!std::getenv("HFX_KEEP_RUNTIME_JUDGE")) fs::remove_all(out);
 }

@@ -11,9 +11,11 @@ order (a static-cache forward's calls depend on the ones before), the method is 
 runtime (executorch.extension.pybindings.portable_lib: portable kernels and the XNNPACK delegate) on the
 fixture's inputs; OUT/<same name> gets its outputs (output.0, output.1, ...), or OUT/<same name>.error the
 runtime's error.
-.pt2: torch.export.load, then ep.module() on the archive's own sample inputs; OUT/<stem>.example.call gets
-those inputs (flat: a list of (key, value) pairs as past_key_values.N.key / .value) and the outputs (flat the
-same way), or OUT/<stem>.example.call.error.
+.pt2: torch.export.load, then ep.module() on every saved call DIR/<stem>.forward.<tag>.call (inputs by name: a
+leaf by its keyword, a list of (key, value) pairs from past_key_values.N.key / .value), OUT/<same name> getting
+the outputs (flat the same way) or .error; then one call per bounded axis one past its bound (range
+constraints), OUT/<stem>.forward.probe<K>.call(.error). Without saved calls, the archive's sample inputs:
+OUT/<stem>.example.call gets those inputs and the outputs.
 Prints one JSON line: the runtimes' versions and, per file, "ok" or the first error line.
 """
 import argparse
@@ -132,23 +134,101 @@ def flatten(prefix, v, flat):
         flat.append((prefix, v.detach().numpy() if hasattr(v, "detach") else np.asarray(v)))
 
 
-def run_pt2(path, out, results):
+def kwargs_of(spec, feeds):
+    """The program's keyword arguments from flat named tensors: a leaf by its keyword (past_conv.0 is the
+    keyword past_conv_0), a list of (key, value) pairs from past_key_values.N.key / .value."""
+    import re
+
+    import torch
+
+    by_keyword = {re.sub(r"[^0-9A-Za-z_]", "_", k): k for k in feeds}
+
+    def leaf(name):
+        return torch.tensor(feeds[name if name in feeds else by_keyword[name]])
+
+    kw = {}
+    for name, child in zip(spec.context, spec.children()):
+        if child.is_leaf():
+            kw[name] = leaf(name)
+        else:
+            kw[name] = [tuple(leaf(f"{name}.{i}.{kv}") for kv in ("key", "value")) if not c.is_leaf()
+                        else leaf(f"{name}.{i}") for i, c in enumerate(child.children())]
+    return kw
+
+
+def probes_of(ep, kw):
+    """One call per bounded symbol of the first call's inputs: every axis of that size one past its upper
+    bound together (a consistent call, so the refusal is the range's, not a mismatch's)."""
+    import torch
+
+    bounds = {str(s): int(r.upper) for s, r in ep.range_constraints.items() if r.upper is not None
+              and str(r.upper) not in ("int_oo", "oo", "inf")}
+    flat, tree = torch.utils._pytree.tree_flatten(kw)
+    users = [n for n in ep.graph.nodes if n.op == "placeholder"][-len(flat):]
+    probes = []
+    for sym, upper in sorted(bounds.items()):
+        bad, where = list(flat), []
+        for i, (t, node) in enumerate(zip(flat, users)):
+            shape = list(t.shape)
+            for axis, size in enumerate(node.meta["val"].shape):
+                if str(size) == sym:
+                    shape[axis] = upper + 1
+                    where.append(f"{node.name}[{axis}]")
+            if shape != list(t.shape):
+                bad[i] = torch.zeros(shape, dtype=t.dtype)
+        if where:
+            probes.append((f"{sym} = {upper + 1} (bound {upper}: {', '.join(where[:3])})",
+                           torch.utils._pytree.tree_unflatten(bad, tree)))
+    return probes
+
+
+def run_pt2(path, calls, out, results):
+    """Every saved call of the program (the generation loop's real calls, several shapes), then one call per
+    bounded axis one past its bound, which the program must refuse; without saved calls, the archive's own
+    sample inputs."""
     import torch
 
     stem = os.path.splitext(os.path.basename(path))[0]
-    target = os.path.join(out, f"{stem}.example.call")
     try:
         ep = torch.export.load(path)
-        args, kwargs = ep.example_inputs
-        with torch.no_grad():
-            outputs = ep.module()(*args, **kwargs)
-        ins, outs = [], []
-        flatten("", kwargs, ins)
-        flatten("", outputs, outs)
-        write_fixture(target, "forward", False, ins, outs)
-        results[os.path.basename(path)] = "ok"
+        module = ep.module()
+        spec = ep.call_spec.in_spec.children()[1]
+        names = sorted(glob.glob(os.path.join(calls, f"{stem}.*.call")))
+        if not names:  # no saved calls: the archive's sample inputs
+            args, kwargs = ep.example_inputs
+            with torch.no_grad():
+                outputs = module(*args, **kwargs)
+            ins, outs = [], []
+            flatten("", kwargs, ins)
+            flatten("", outputs, outs)
+            write_fixture(os.path.join(out, f"{stem}.example.call"), "forward", False, ins, outs)
+            results[os.path.basename(path)] = "ok: sample inputs"
+            return
+        first = None
+        for f in names:
+            method, _, inputs, _ = read_fixture(f)
+            kw = kwargs_of(spec, dict(inputs))
+            first = first or kw
+            target = os.path.join(out, os.path.basename(f))
+            try:
+                with torch.no_grad():
+                    outputs = module(**kw)
+                outs = []
+                flatten("", outputs, outs)
+                write_fixture(target, method, False, [], outs)
+            except Exception as e:
+                open(target + ".error", "w").write(first_line(e))
+        for k, (what, kw) in enumerate(probes_of(ep, first)):
+            target = os.path.join(out, f"{stem}.forward.probe{k}.call")
+            try:
+                with torch.no_grad():
+                    module(**kw)
+                write_fixture(target, what, True, [], [])  # ran: the contract did not hold
+            except Exception as e:
+                open(target + ".error", "w").write(f"{what}: {first_line(e)}")
+        results[os.path.basename(path)] = f"ok: {len(names)} calls"
     except Exception as e:
-        open(target + ".error", "w").write(first_line(e))
+        open(os.path.join(out, f"{stem}.example.call.error"), "w").write(first_line(e))
         results[os.path.basename(path)] = first_line(e)
         traceback.print_exc(file=sys.stderr)
 
@@ -186,7 +266,7 @@ def main():
         results[os.path.basename(p)] = f"the runtime process ended with exit code {r.returncode} at {at}: {tail[0][:300]}"
         sys.stderr.write(r.stderr)
     for p in a.pt2:
-        run_pt2(p, a.out, results)
+        run_pt2(p, a.calls, a.out, results)
     print(json.dumps({"versions": versions, "results": results}))
 
 

@@ -432,6 +432,8 @@ void run_checks(Context& cx, Artifacts& a, const std::optional<artifact::Manifes
     cx.opt.save_calls = (fs::temp_directory_path() / fmt::format("hfx_verify_calls_{}", ::getpid())).string();
   const fs::path calls = cx.opt.save_calls;
   run_reference_checks(cx, a, manifest);
+  if (cx.model || cx.other)
+    save_program_calls(cx, cx.model ? static_cast<const Model&>(*cx.model) : *cx.other, a.pt2s);
   if (cx.model || cx.other) runtime_judge(cx, python, why, a.ptes, a.pt2s, calls);
   if (temp_calls) {
     fs::remove_all(calls);

@@ -163,6 +163,10 @@ void save_call(const Context& cx, const std::string& file, const std::string& me
                const std::vector<std::pair<std::string, Tensor>>& inputs,
                const std::vector<std::pair<std::string, Tensor>>& outputs, bool expect_error);
 
+/// --save-calls for programs other runtimes replay by name (.pt2): every real call of the generation loop
+/// that program `<stem of the file>` covers, as `<stem>.forward.<NNN>.call` with eager's outputs.
+void save_program_calls(const Context& cx, const Model& m, const std::vector<std::filesystem::path>& files);
+
 /// The project's Python interpreter with the released runtimes (torch, executorch): HFX_PYTHON, else a
 /// .venv beside the hfx binary or one or two folders above it (build/hfx -> .venv). "" when none, with
 /// what was looked at in `why`.

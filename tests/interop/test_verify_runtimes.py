@@ -68,6 +68,10 @@ def test_every_file_is_judged_by_its_runtime(arch, flags, runtime, workdir):
     for c in checks:
         assert c["status"] == "passed", c
         assert runtime in c["message"], c
+        assert "real calls" in c["message"], c  # the generation loop's calls (several shapes), not one sample
+    rejects = [c for c in rep["checks"] if c["check"] == "runtime rejects"]
+    assert {c["component"].split(":")[0] for c in rejects} == artifacts(out), rejects
+    assert all(c["status"] == "passed" and runtime in c["message"] for c in rejects), rejects
     assert rep["exit_code"] == 0, rep["first_failure"]
 
 
