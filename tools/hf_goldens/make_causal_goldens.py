@@ -48,16 +48,19 @@ def f32(t):
     return [float(x) for x in t.detach().to(torch.float32).reshape(-1).tolist()]
 
 
+def pick(out, seq, toks, rows):
+    """Greedy step bookkeeping: the last position's logits, its argmax appended to the sequence."""
+    row = out.logits[0, -1]
+    toks.append(int(row.argmax()))
+    rows.append(row)
+    seq.append(toks[-1])
+
+
 def greedy_nocache(model, ids, n):
     seq, toks, rows = list(ids), [], []
     for _ in range(n):
-        out = model(input_ids=torch.tensor([seq]), attention_mask=torch.ones(1, len(seq), dtype=torch.long),
-                    use_cache=False)
-        row = out.logits[0, -1]
-        t = int(row.argmax())
-        toks.append(t)
-        rows.append(row)
-        seq.append(t)
+        pick(model(input_ids=torch.tensor([seq]), attention_mask=torch.ones(1, len(seq), dtype=torch.long),
+                   use_cache=False), seq, toks, rows)
     return toks, rows
 
 
@@ -79,11 +82,7 @@ def greedy_kv(model, ids, n):
                 kw["cache_position"] = torch.arange(len(seq) - len(new), len(seq))
         out = model(**kw)
         past = out.cache_params if ssm else out.past_key_values
-        row = out.logits[0, -1]
-        t = int(row.argmax())
-        toks.append(t)
-        rows.append(row)
-        seq.append(t)
+        pick(out, seq, toks, rows)
     return toks, rows
 
 

@@ -76,7 +76,6 @@ CASE (seq2seq):  {"name", "input_ids", "attention_mask", "lengths",
 """
 import argparse
 import copy
-import hashlib
 import json
 import os
 import re
@@ -99,14 +98,6 @@ SPECIAL_KEYS = ("bos_token_id", "eos_token_id", "pad_token_id", "decoder_start_t
 
 def parse_ids(s):
     return [int(x) for x in s.replace(" ", "").split(",") if x != ""]
-
-
-def sha256(path):
-    h = hashlib.sha256()
-    with open(path, "rb") as f:
-        for chunk in iter(lambda: f.read(1 << 20), b""):
-            h.update(chunk)
-    return h.hexdigest()
 
 
 def head_of(arch, config):
@@ -345,8 +336,8 @@ def main():
                       "torch_version": torch.__version__, "attn_implementation": model.config._attn_implementation,
                       "dtype": "float32", "digits": args.digits},
         "checkpoint": {"source": args.source, "architecture": arch, "model_type": config.model_type,
-                       "config_sha256": sha256(os.path.join(args.ckpt, "config.json")),
-                       "weights_sha256": (sha256(os.path.join(args.ckpt, "model.safetensors"))
+                       "config_sha256": C.sha256(os.path.join(args.ckpt, "config.json")),
+                       "weights_sha256": (C.sha256(os.path.join(args.ckpt, "model.safetensors"))
                                           if os.path.exists(os.path.join(args.ckpt, "model.safetensors")) else None),
                        "load_notes": notes},
         "kind": kind,
