@@ -26,8 +26,8 @@ def main(path: str) -> int:
           "greedy step's logits), the worst share of the bound `hfx verify` uses (1.0 = at the bound), and greedy "
           "tokens on transformers' path. ONNX: onnxruntime on every graph (prefill, decode and merged; encoder, "
           "decoder, decoder_with_past; vision_encoder, embed_tokens, decoder); .pt2: `torch.export.load` of each "
-          "program; .pte: ExecuTorch's runtime, every method. `xfail` cells are known hfx bugs (strict: the test "
-          "fails once they are fixed), listed below with the reason; `fail` cells give the first error.\n")
+          "program; .pte: ExecuTorch's runtime, every method. `xfail` cells are known bugs or upstream runtime limitations (strict: the test "
+          "passes, and so fails, once they are gone), listed below with the reason and the error; `fail` cells give the first error.\n")
     print("| case | model_type | " + " | ".join(fmts) + " |")
     print("|---|---|" + "---|" * len(fmts))
     failures = []
@@ -51,7 +51,7 @@ def main(path: str) -> int:
               f"supports): {', '.join(missing)}. Their exports are checked only by `hfx verify` and the C++ suite "
               "(against committed goldens), not by transformers 5.x here.")
     if failures:
-        print("\n## Known bugs (xfail) and failures\n")
+        print("\n## Known limitations (strict xfail) and failures\n")
         for case, f, status, d in failures:
             print(f"- {case} / {f} ({status}): {d}")
     return 0
