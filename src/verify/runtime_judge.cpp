@@ -1,8 +1,9 @@
 // The released runtimes judge `hfx verify`'s .pte and .pt2 files: ExecuTorch's Python runtime (portable
-// kernels, XNNPACK delegate) replays the calls verify saved (call_fixture.h), and PyTorch runs each .pt2
-// through torch.export.load on the archive's own sample inputs. The Python side (runtime_judge.py, embedded
-// here at build time) only runs calls and writes what the runtime computed; every comparison and bound stays
-// here, the same ones the in-process checks use, so the two judges of a file can differ only in who ran it.
+// kernels, XNNPACK delegate) replays the calls verify saved (call_fixture.h), and PyTorch replays each .pt2's
+// through torch.export.load, then calls past its range constraints. The Python side (runtime_judge.py,
+// embedded here at build time) only runs calls and writes what the runtime computed; every comparison and
+// bound stays here, the same ones the in-process checks use, so the two judges of a file can differ only in
+// who ran it.
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -16,7 +17,6 @@
 
 #include <fmt/format.h>
 
-#include "capture/generation_loops.h"
 #include "hfx/core/error.h"
 #include "hfx_gen/runtime_judge_py.h"
 #include "verify/call_fixture.h"
@@ -163,33 +163,25 @@ void judge_pte(Context& cx, const fs::path& pte, const fs::path& calls, const fs
   }
 }
 
-// A flat name of the .pt2 (its keyword, or past_key_values.N.key of a list) as the component declares it.
-std::string declared_name(const std::string& flat, const ComponentDecl& decl) {
-  auto keyword = [](std::string s) {  // the .pt2's keyword rule (dynamo::kwarg_name): a Python identifier
-    for (char& c : s)
-      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '_') c = '_';
-    return s;
-  };
-  for (const InputDecl& d : decl.inputs)
-    if (d.name == flat || keyword(d.name) == flat) return d.name;
-  for (const CacheLeafDecl& l : decl.cache)
-    if (l.past_input == flat || keyword(l.past_input) == flat) return l.past_input;
-  return flat;
-}
-
 // The eager output a .pt2 output stands for: the program returns a KV cache under its input's name.
 bool same_output(const std::string& runtime_name, const std::string& eager_name) {
   return runtime_name == eager_name || (runtime_name.rfind("past_key_values.", 0) == 0 &&
                                         "present." + runtime_name.substr(16) == eager_name);
 }
 
-// One .pt2 on the saved calls: every output against eager's, every probe refused.
-void judge_pt2_calls(Context& cx, const fs::path& pt2, const fs::path& calls, const fs::path& out,
-                     const std::string& runtime) {
+// One .pt2 on the calls verify saved (save_program_calls): every output against eager's, every probe refused.
+void judge_pt2(Context& cx, const fs::path& pt2, const fs::path& calls, const fs::path& out,
+               const std::string& runtime) {
   const std::string file = pt2.filename().string(), stem = pt2.stem().string();
   Worst w;
   std::string failure;
-  for (const fs::path& f : calls_of(calls, stem)) {
+  const std::vector<fs::path> saved = calls_of(calls, stem);
+  if (saved.empty())
+    failure = fmt::format(
+        "expected saved calls of program '{}' to replay in {}, got none (no program of the "
+        "generation loop has that name)",
+        stem, runtime);
+  for (const fs::path& f : saved) {
     const CallFixture in = read_call_fixture(f.string());
     const fs::path got = out / f.filename(), err = fs::path(got.string() + ".error");
     if (fs::exists(err) || !fs::exists(got)) {
@@ -233,64 +225,6 @@ void judge_pt2_calls(Context& cx, const fs::path& pt2, const fs::path& calls, co
            fmt::format("{} out-of-contract calls (each bounded dimension one past its range, every axis of "
                        "it at once) refused by {}",
                        refused, runtime));
-}
-
-// One .pt2: the outputs PyTorch computed on the archive's sample inputs against eager on the same inputs.
-void judge_pt2(Context& cx, const fs::path& pt2, const fs::path& calls, const fs::path& out,
-               const std::string& runtime) {
-  const std::string file = pt2.filename().string(), stem = pt2.stem().string();
-  if (!calls_of(calls, stem).empty()) return judge_pt2_calls(cx, pt2, calls, out, runtime);
-  const fs::path got = out / (stem + ".example.call"), err = fs::path(got.string() + ".error");
-  if (fs::exists(err) || !fs::exists(got)) {
-    cx.add(file, "runtime numerics", "failed",
-           fmt::format("expected {} to load and run {} on its sample inputs, got: {}", runtime, file,
-                       fs::exists(err) ? slurp(err) : "no outputs"));
-    return;
-  }
-  const Model& m = cx.model ? static_cast<const Model&>(*cx.model) : *cx.other;
-  std::string component;
-  for (const auto& pd : capture::generation_loop(m.structure()).programs)
-    if (pd.name == stem) component = pd.component;
-  if (component.empty()) {
-    cx.add(file, "runtime numerics", "failed",
-           fmt::format("expected a program of the {} loop named {}, got none", structure_name(m.structure()),
-                       stem));
-    return;
-  }
-  const CallFixture res = read_call_fixture(got.string());
-  const ComponentDecl decl = m.component(component);
-  EagerBuilder b;
-  NamedVars inputs;
-  for (const auto& [name, t] : res.inputs) inputs.emplace_back(declared_name(name, decl), b.wrap(t));
-  const NamedVars ref = m.call(component, b, inputs, CallOptions{0, true});
-  Worst w;
-  for (const auto& [name, v] : ref) {
-    const Tensor want = v.tensor();
-    auto it = std::find_if(res.outputs.begin(), res.outputs.end(),
-                           [&](const auto& o) { return same_output(o.first, name); });
-    if (it == res.outputs.end()) {
-      cx.add(file, "runtime numerics", "failed",
-             fmt::format("expected output '{}' of {} from {}, got none", name, file, runtime));
-      return;
-    }
-    compare(w, cx.tol, name, stem, it->second.to_floats(), want);
-  }
-  const json info = {{"max_abs", w.max_abs}, {"bound", w.bound}, {"worst", w.where}, {"runtime", runtime}};
-  const std::string how = fmt::format("the larger of {:.0e} and {:.0e} x the output's max|eager|",
-                                      cx.tol.logits_abs, cx.tol.logits_rel);
-  if (w.max_abs <= w.bound)
-    cx.add(file, "runtime numerics", "passed",
-           fmt::format("{} on the archive's sample inputs: every output within {:.2g} ({}) of eager on the "
-                       "same inputs, max abs {:.3g} (worst: {})",
-                       runtime, w.bound, how, w.max_abs, w.where),
-           info);
-  else
-    cx.add(
-        file, "runtime numerics", "failed",
-        fmt::format("expected {}'s outputs on the archive's sample inputs within {:.2g} ({}) of eager, got "
-                    "max abs {:.3g} at {}",
-                    runtime, w.bound, how, w.max_abs, w.where),
-        info);
 }
 
 }  // namespace

@@ -14,8 +14,7 @@ runtime's error.
 .pt2: torch.export.load, then ep.module() on every saved call DIR/<stem>.forward.<tag>.call (inputs by name: a
 leaf by its keyword, a list of (key, value) pairs from past_key_values.N.key / .value), OUT/<same name> getting
 the outputs (flat the same way) or .error; then one call per bounded axis one past its bound (range
-constraints), OUT/<stem>.forward.probe<K>.call(.error). Without saved calls, the archive's sample inputs:
-OUT/<stem>.example.call gets those inputs and the outputs.
+constraints), OUT/<stem>.forward.probe<K>.call(.error).
 Prints one JSON line: the runtimes' versions and, per file, "ok" or the first error line.
 """
 import argparse
@@ -184,8 +183,7 @@ def probes_of(ep, kw):
 
 def run_pt2(path, calls, out, results):
     """Every saved call of the program (the generation loop's real calls, several shapes), then one call per
-    bounded axis one past its bound, which the program must refuse; without saved calls, the archive's own
-    sample inputs."""
+    bounded symbol one past its bound, which the program must refuse."""
     import torch
 
     stem = os.path.splitext(os.path.basename(path))[0]
@@ -194,16 +192,6 @@ def run_pt2(path, calls, out, results):
         module = ep.module()
         spec = ep.call_spec.in_spec.children()[1]
         names = sorted(glob.glob(os.path.join(calls, f"{stem}.*.call")))
-        if not names:  # no saved calls: the archive's sample inputs
-            args, kwargs = ep.example_inputs
-            with torch.no_grad():
-                outputs = module(*args, **kwargs)
-            ins, outs = [], []
-            flatten("", kwargs, ins)
-            flatten("", outputs, outs)
-            write_fixture(os.path.join(out, f"{stem}.example.call"), "forward", False, ins, outs)
-            results[os.path.basename(path)] = "ok: sample inputs"
-            return
         first = None
         for f in names:
             method, _, inputs, _ = read_fixture(f)
@@ -218,7 +206,7 @@ def run_pt2(path, calls, out, results):
                 write_fixture(target, method, False, [], outs)
             except Exception as e:
                 open(target + ".error", "w").write(first_line(e))
-        for k, (what, kw) in enumerate(probes_of(ep, first)):
+        for k, (what, kw) in enumerate(probes_of(ep, first) if first else []):
             target = os.path.join(out, f"{stem}.forward.probe{k}.call")
             try:
                 with torch.no_grad():
@@ -228,7 +216,7 @@ def run_pt2(path, calls, out, results):
                 open(target + ".error", "w").write(f"{what}: {first_line(e)}")
         results[os.path.basename(path)] = f"ok: {len(names)} calls"
     except Exception as e:
-        open(os.path.join(out, f"{stem}.example.call.error"), "w").write(first_line(e))
+        open(os.path.join(out, f"{stem}.forward.000.call.error"), "w").write(first_line(e))
         results[os.path.basename(path)] = first_line(e)
         traceback.print_exc(file=sys.stderr)
 

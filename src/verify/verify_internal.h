@@ -172,8 +172,8 @@ void save_program_calls(const Context& cx, const Model& m, const std::vector<std
 /// what was looked at in `why`.
 std::string runtime_python(std::string& why);
 /// The released runtimes judge the folder's .pte and .pt2 files (runtime_judge.cpp): ExecuTorch's Python
-/// runtime replays every call saved in `calls` (check_pte and component_checks write them), PyTorch runs
-/// each .pt2 (torch.export.load) on its sample inputs and eager runs the same inputs; each file gets a
+/// runtime replays every call saved in `calls` (check_pte and component_checks write them), PyTorch every
+/// .pt2's (save_program_calls) and one call past each bounded range of it; each file gets a
 /// "runtime numerics" check (and "runtime rejects" for the probes) naming the runtime and its version, or
 /// "skipped" (not judged) with the reason when `python` is empty or could not run.
 void runtime_judge(Context& cx, const std::string& python, const std::string& why,
