@@ -40,6 +40,9 @@ void register_transcribe(CLI::App& app) {
       "--timestamps", a->opts.timestamps,
       "segment timestamps (transformers' return_timestamps): one '[start --> end] text' line each; always "
       "on for audio longer than 30 s (transformers' long-form transcription)");
+  cmd->add_flag("--single-call", a->opts.single_call,
+                "one decoder call per clip (transformers' force_unique_generate_call, as Transformers.js): "
+                "no re-decoding from the last timestamp; the raw tokens, EOS kept; clips up to 30 s");
   cmd->add_option("--engine", a->engine, "auto (export folder: ort, checkpoint: eager) | eager | ort");
   cmd->add_flag("--json", a->json, "print one JSON object (prompt, ids, text, finish reason)");
   cmd->callback([a] {
@@ -62,7 +65,7 @@ void register_transcribe(CLI::App& app) {
       fmt::print("{}\n", j.dump());
       return;
     }
-    if (!a->opts.timestamps && r.segments.empty()) return fmt::print("{}\n", r.text);
+    if (!a->opts.timestamps) return fmt::print("{}\n", r.text);
     for (const auto& s : r.segments) fmt::print("[{:.2f} --> {:.2f}] {}\n", s.start, s.end, s.text);
   });
 }

@@ -226,13 +226,6 @@ double time_precision(const audio::WhisperFeatureConfig& f) {
   return static_cast<double>(f.chunk_length) / (static_cast<double>(f.nb_max_frames) / 2.0);
 }
 
-void Transcriber::add_segments(TranscribeResult& r, int64_t timestamp_begin) const {
-  std::vector<int64_t> ids = r.ids;
-  if (r.finish_reason == "eos" && !ids.empty()) ids.pop_back();
-  r.text.clear();
-  append_segments(r, ids, timestamp_begin, static_cast<double>(features_.nb_max_frames) / 2.0, 0.0);
-}
-
 void Transcriber::append_segments(TranscribeResult& r, const std::vector<int64_t>& ids,
                                   int64_t timestamp_begin, double window, double offset) const {
   const double precision = time_precision(features_);
@@ -264,22 +257,18 @@ TranscribeResult Transcriber::transcribe(const audio::Waveform& w, const Transcr
                                   static_cast<int64_t>(x.size()) / features_.hop_length, opts);
 }
 
-// transformers 4.47 WhisperGenerationMixin.generate with more than nb_max_frames frames (batch 1, greedy, no
-// temperature fallback, condition_on_prev_tokens off): each window is the features from `seek`, zero-padded
-// to nb_max_frames; its sequence loses a non-final EOS and trailing pads, is cut into segments, and moves
-// seek.
-TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f, int64_t frames,
-                                                       const TranscribeOptions& opts) {
+// transformers 5.x WhisperGenerationMixin.generate runs short and long audio through one loop (batch 1,
+// greedy, no temperature fallback, condition_on_prev_tokens off): each window is the features from `seek`,
+// zero-padded to nb_max_frames; its sequence loses its pads (all of them, as upstream, but one when pad is
+// EOS) and then a final EOS, is cut into segments, and moves seek, until seek passes the last frame. So a
+// 30-second clip whose decoding ends inside a segment is decoded again from that segment's start.
+TranscribeResult Transcriber::decode_windows(std::span<const float> f, int64_t frames,
+                                             const TranscribeOptions& opts) {
   const int64_t M = features_.feature_size, W = features_.nb_max_frames, stride = 2;
   HFX_CHECK(frames > 0 && static_cast<int64_t>(f.size()) == M * frames, kComp,
             "expected input_features [{}, {}] ({} values), got {} values", M, frames, M * frames, f.size());
-  HFX_CHECK(settings_.no_timestamps_token_id && !settings_.eos_token_ids.empty(), kComp,
-            "expected no_timestamps_token_id and eos_token_id in generation_config.json for long-form audio "
-            "(over {} s), got none; cut the audio into {}-second clips",
-            features_.chunk_length, features_.chunk_length);
   TranscribeOptions o = opts;
-  o.timestamps = true;  // transformers: long-form generation needs (and turns on) timestamps
-  if (o.language != "auto") prompt(o);
+  if (o.language != "auto") prompt(o);  // a bad language or task fails before the encoder runs
   const int64_t tb = *settings_.no_timestamps_token_id + 1, eos = settings_.eos_token_ids.front();
   const double precision = time_precision(features_);
   TranscribeResult all;
@@ -293,11 +282,12 @@ TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f,
     if (o.language == "auto") o.language = detect_language();  // once, on the first window (as transformers)
     TranscribeResult r = transcribe_encoded(o);
     std::vector<int64_t> seq = r.ids;
-    if (seek + W < frames && !seq.empty() && seq.back() == eos) seq.pop_back();
-    if (settings_.pad_token_id && !seq.empty() &&
-        seq.back() == *settings_.pad_token_id)  // all pads, as upstream
-      seq.resize(seq.size() -
-                 static_cast<size_t>(std::count(seq.begin(), seq.end(), *settings_.pad_token_id)));
+    if (settings_.pad_token_id && !seq.empty() && seq.back() == *settings_.pad_token_id) {
+      auto pads = static_cast<size_t>(std::count(seq.begin(), seq.end(), *settings_.pad_token_id));
+      if (*settings_.pad_token_id == eos) pads--;  // upstream keeps that EOS for the fallback's log-prob
+      seq.resize(seq.size() - pads);
+    }
+    if (!seq.empty() && seq.back() == eos) seq.pop_back();
     const size_t before = all.segments.size();
     // A window without a timestamp pair ends at int(n · time_precision_features / time_precision), computed
     // by transformers in float32 (a long tensor times Python floats); the offset is float64.
@@ -309,7 +299,7 @@ TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f,
                     static_cast<double>(seek) * precision / static_cast<double>(stride));
     for (size_t i = before; i < all.segments.size(); i++)
       all.ids.insert(all.ids.end(), all.segments[i].ids.begin(), all.segments[i].ids.end());
-    all.prompt = r.prompt;
+    if (all.prompt.empty()) all.prompt = r.prompt;
     all.language = r.language;
     all.finish_reason = r.finish_reason;
     // A window whose last pair is <|0.00|><|0.00|> would not move: transformers' loop decodes the same window
@@ -320,13 +310,39 @@ TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f,
   return all;
 }
 
+TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f, int64_t frames,
+                                                       const TranscribeOptions& opts) {
+  HFX_CHECK(settings_.no_timestamps_token_id && !settings_.eos_token_ids.empty(), kComp,
+            "expected no_timestamps_token_id and eos_token_id in generation_config.json for long-form audio "
+            "(over {} s), got none; cut the audio into {}-second clips",
+            features_.chunk_length, features_.chunk_length);
+  HFX_CHECK(!opts.single_call, kComp,
+            "expected a clip of at most {} s for a single decoder call (single_call, "
+            "--single-call), got {} frames; leave it off for long-form transcription",
+            features_.chunk_length, frames);
+  TranscribeOptions o = opts;
+  o.timestamps = true;  // transformers: long-form generation needs (and turns on) timestamps
+  return decode_windows(f, frames, o);
+}
+
 TranscribeResult Transcriber::transcribe_features(std::span<const float> f, const TranscribeOptions& opts) {
+  if (!opts.single_call && settings_.no_timestamps_token_id && !settings_.eos_token_ids.empty())
+    return decode_windows(f, features_.nb_max_frames, opts);
+  // One decoding of the clip: asked for (transformers' force_unique_generate_call, what Transformers.js
+  // does), or the model has no timestamp tokens to cut segments at. Its raw tokens, EOS kept.
   if (opts.language != "auto") prompt(opts);  // a bad language or task fails before the encoder runs
   engine_->encode(f, 1, features_.feature_size, features_.nb_max_frames);
-  if (opts.language != "auto") return transcribe_encoded(opts);
-  TranscribeOptions detected = opts;
-  detected.language = detect_language();
-  return transcribe_encoded(detected);
+  TranscribeOptions o = opts;
+  if (o.language == "auto") o.language = detect_language();
+  TranscribeResult r = transcribe_encoded(o);
+  if (o.timestamps) {  // the segments of the one sequence; the text is theirs
+    std::vector<int64_t> ids = r.ids;
+    if (r.finish_reason == "eos") ids.pop_back();
+    r.text.clear();
+    append_segments(r, ids, *settings_.no_timestamps_token_id + 1,
+                    static_cast<double>(features_.nb_max_frames) / 2.0, 0.0);
+  }
+  return r;
 }
 
 // transformers' WhisperGenerationMixin.detect_language: the decoder on <|startoftranscript|> alone, the
@@ -389,10 +405,6 @@ TranscribeResult Transcriber::transcribe_encoded(const TranscribeOptions& opts) 
       r.finish_reason = "eos";
       break;
     }
-  }
-  if (opts.timestamps) {
-    add_segments(r, rules.timestamp_begin());
-    return r;
   }
   if (tokenizer_) {
     std::vector<int32_t> t(r.ids.begin(), r.ids.end());

@@ -2,12 +2,13 @@
 // onnx/decoder_model_merged.onnx in Transformers.js's layout, preprocessor_config.json beside them.
 //   * ONNX Runtime equals eager ≤ 1e-4 at f32: the encoder's last_hidden_state; the merged decoder's
 //     logits and presents on the 4-token prompt with empty pasts, then on one token over those pasts;
-//   * `hfx transcribe` gives the same greedy tokens over the checkpoint (eager) and the export (ort), and
+//   * `hfx transcribe --single-call` gives the same greedy tokens over the checkpoint (eager) and the export
+//   (ort), and
 //     Transformers.js 4.3.1 (model.generate() and the automatic-speech-recognition pipeline's text) gives
 //     them too on the export folder as it is: a speech clip from espeak-ng (22.05 kHz), a tone clip at
 //     8 kHz and one at 44.1 kHz;
 //   * with --timestamps (transformers' return_timestamps): eager and ort give the same tokens and segments
-//     (tests/models/whisper_test.cpp checks them against transformers 4.47). Transformers.js 4.3.1 is not a
+//     (tests/models/whisper_test.cpp checks them against transformers 5.23). Transformers.js 4.3.1 is not a
 //     reference here: its WhisperTimeStampLogitsProcessor skips max_initial_timestamp_index and the
 //     non-decreasing rule, so its first token is a later timestamp than transformers allows; the test
 //     asserts that departure, so that a Transformers.js that fixes it turns the check into an equality;
@@ -163,9 +164,9 @@ TEST(WhisperOnnx, SameGreedyTokensEagerOrtAndTransformersJs) {
   size_t k = 0;
   for (const fs::path& c : {speech, t8, t44}) {
     auto e = sh(cli() + " transcribe " + (d / "ckpt").string() + " " + c.string() +
-                " --language en --json --max-new-tokens " + std::to_string(n));
+                " --language en --json --single-call --max-new-tokens " + std::to_string(n));
     auto o = sh(cli() + " transcribe " + (d / "out").string() + " " + c.string() +
-                " --language en --json --max-new-tokens " + std::to_string(n));
+                " --language en --json --single-call --max-new-tokens " + std::to_string(n));
     ASSERT_EQ(e.rc, 0) << e.out;
     ASSERT_EQ(o.rc, 0) << o.out;
     eager.push_back(json::parse(e.out));
@@ -250,7 +251,7 @@ TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {
       static_cast<long long>(last_initial), static_cast<long long>(tjs[3]));
 }
 
-// Long-form transcription (more than 30 s of features): transformers 4.47's sequential windows, each moved on
+// Long-form transcription (more than 30 s of features): transformers 5.23's sequential windows, each moved on
 // to its last timestamp pair, against the golden's generate(return_timestamps=True, return_segments=True) on
 // LONG_FRAMES frames of the golden formula — the same segments (tokens, start and end in seconds) and the
 // same sequence, from the checkpoint (eager) and from the export (ONNX Runtime).

@@ -1,16 +1,19 @@
-// Whisper (WhisperForConditionalGeneration) against goldens from the real transformers 4.47
+// Whisper (WhisperForConditionalGeneration) against goldens from the real transformers 5.23
 // (tests/data/goldens/whisper-lm.json, made by tools/hf_goldens/make_whisper_goldens.sh on the very
 // checkpoint create-tiny writes here; the weights' sha256 is checked first). Two batch rows of
 // input_features from the formula in the golden:
 //   * encoder last_hidden_state: 30 stored frames (every d_model column), and sum / sum |x| of the whole,
 //   * decoder logits under teacher forcing (a use_cache=false call over the prompt + 4 tokens),
 //   * greedy tokens of transformers' Whisper generate() (language en, transcribe) against hfx's
-//     Transcriber on the eager engine (cached decoder calls, suppress / begin-suppress tokens),
-//   * the same with timestamps (return_timestamps=True): transformers returns the prompt and the finished
-//     segments' tokens, which hfx's segments, concatenated, must equal; the raw tokens hfx generated start
-//     with them,
+//     Transcriber on the eager engine (cached decoder calls, suppress / begin-suppress tokens): 5.x runs
+//     the clip through its window loop (the random model emits timestamp tokens, so the clip is decoded
+//     again from its last timestamp pair) and returns the segments' tokens joined; hfx must give the same
+//     first prompt, tokens and segments (tokens, start, end),
+//   * the same with timestamps (return_timestamps=True, no <|notimestamps|> in the prompt),
 //   * language detection (--language auto) against generate() without a language: the same detected
-//     language token in the prompt and the same tokens after it;
+//     language token in the prompt and the same tokens and segments;
+//   * single_call (transformers' force_unique_generate_call): the one call's prompt and tokens, equal to
+//     generate(force_unique_generate_call=True), and not the window loop's (the runs above differ);
 //   * long-form features: WhisperFeatureExtractor(truncation=False, padding="longest") on a 45-second wave
 //     against audio::whisper_log_mel_long (frame count, 7 whole frames, sums). The long-form segments
 //     are checked in tests/integration/whisper_export_test.cpp (eager and ONNX Runtime).
@@ -34,10 +37,19 @@ constexpr double kTol = 1e-4;
 
 // features[b, m, t] = 0.5 * sin(0.37 * (m * frames + t) + 1.3 * b), as make_whisper_goldens.py computes it.
 // What transformers' generate() returns: the decoder prompt, then the generated tokens.
-std::vector<int64_t> prompt_and_ids(const TranscribeResult& r) {
-  std::vector<int64_t> all = r.prompt;
-  all.insert(all.end(), r.ids.begin(), r.ids.end());
-  return all;
+// hfx's result against one row of a golden run (make_whisper_goldens.py's record()): the first window's
+// prompt, the joined tokens, and every segment.
+void expect_run(const TranscribeResult& r, const json& run, int64_t b) {
+  EXPECT_EQ(r.prompt, run["prompts"][b].get<std::vector<int64_t>>()) << "row " << b;
+  EXPECT_EQ(r.ids, run["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
+  const json& want = run["segments"][b];
+  ASSERT_EQ(r.segments.size(), want.size()) << "row " << b;
+  for (size_t i = 0; i < want.size(); i++) {
+    EXPECT_EQ(r.segments[i].ids, want[i]["tokens"].get<std::vector<int64_t>>())
+        << "row " << b << " seg " << i;
+    EXPECT_NEAR(r.segments[i].start, want[i]["start"].get<double>(), 1e-6) << "row " << b << " seg " << i;
+    EXPECT_NEAR(r.segments[i].end, want[i]["end"].get<double>(), 1e-6) << "row " << b << " seg " << i;
+  }
 }
 
 std::vector<float> golden_features(int64_t b, int64_t mels, int64_t frames) {
@@ -107,63 +119,45 @@ TEST(WhisperGoldens, EagerMatchesTransformers) {
   std::printf("  [whisper] encoder max|diff| %.3g (mean-sum diff %.3g), decoder logits max|diff| %.3g\n",
               worst_enc, worst_sum, worst_dec);
 
-  // Greedy: transformers' generate() returns the prompt then the new tokens.
+  // Greedy, then with timestamps, then with the language detected: transformers 5.x generate().
   Transcriber t = Transcriber::open(dir.path.string(), "eager");
-  const json& gg = g["greedy"];
+  const char* kRuns[] = {"greedy", "timestamps", "detected"};
+  for (const char* name : kRuns) {
+    const json& run = g[name];
+    TranscribeOptions o;
+    o.language = std::string(name) == "detected" ? "auto" : "en";
+    o.timestamps = std::string(name) == "timestamps";
+    o.max_new_tokens = run["max_new_tokens"].get<int64_t>();
+    for (int64_t b = 0; b < 2; b++) {
+      const std::vector<float> f = golden_features(b, mels, frames);
+      TranscribeResult r = t.transcribe_features(f, o);
+      expect_run(r, run, b);
+      if (o.language == "auto") {
+        ASSERT_GE(r.prompt.size(), 2u);
+        EXPECT_EQ(t.settings().lang_to_id.at(r.language), r.prompt[1]);
+      }
+      std::printf(
+          "  [whisper] %s row %lld (language %s): %zu tokens in %zu segments (%.2f-%.2f s ... %.2f s) "
+          "equal to transformers' generate()\n",
+          name, static_cast<long long>(b), r.language.c_str(), r.ids.size(), r.segments.size(),
+          r.segments.empty() ? 0.0 : r.segments[0].start, r.segments.empty() ? 0.0 : r.segments[0].end,
+          r.segments.empty() ? 0.0 : r.segments.back().end);
+    }
+  }
+  const json& sc = g["single_call"];
   TranscribeOptions o;
   o.language = "en";
-  o.max_new_tokens = gg["max_new_tokens"].get<int64_t>();
+  o.single_call = true;
+  o.max_new_tokens = sc["max_new_tokens"].get<int64_t>();
   for (int64_t b = 0; b < 2; b++) {
-    const std::vector<float> f = golden_features(b, mels, frames);
-    TranscribeResult r = t.transcribe_features(f, o);
-    EXPECT_EQ(r.prompt, gg["prompt"].get<std::vector<int64_t>>());
-    EXPECT_EQ(prompt_and_ids(r), gg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
-    std::printf("  [whisper] row %lld: %zu greedy tokens equal to transformers' generate()\n",
-                static_cast<long long>(b), r.ids.size());
-  }
-
-  const json& tg = g["timestamps"];
-  o.timestamps = true;
-  for (int64_t b = 0; b < 2; b++) {
-    const std::vector<float> f = golden_features(b, mels, frames);
-    TranscribeResult r = t.transcribe_features(f, o);
-    EXPECT_EQ(r.prompt, tg["prompt"].get<std::vector<int64_t>>());
+    TranscribeResult r = t.transcribe_features(golden_features(b, mels, frames), o);
     std::vector<int64_t> got = r.prompt;
-    double last_end = 0;
-    for (const TranscribeSegment& s : r.segments) {
-      got.insert(got.end(), s.ids.begin(), s.ids.end());
-      EXPECT_LE(last_end, s.start);
-      EXPECT_LE(s.start, s.end);
-      last_end = s.end;
-    }
-    const auto want = tg["sequences"][b].get<std::vector<int64_t>>();
-    EXPECT_EQ(got, want) << "row " << b;
-    ASSERT_GE(r.ids.size() + r.prompt.size(), want.size());
-    EXPECT_TRUE(
-        std::equal(want.begin() + static_cast<std::ptrdiff_t>(r.prompt.size()), want.end(), r.ids.begin()))
-        << "row " << b << ": the generated tokens start with transformers' segments";
-    ASSERT_FALSE(r.segments.empty());
+    got.insert(got.end(), r.ids.begin(), r.ids.end());
+    EXPECT_EQ(got, sc["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
+    EXPECT_NE(r.ids, g["greedy"]["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
     std::printf(
-        "  [whisper] row %lld with timestamps: %zu segments (%.2f-%.2f s ... %.2f s), %zu tokens equal to "
-        "transformers' generate(return_timestamps=True)\n",
-        static_cast<long long>(b), r.segments.size(), r.segments[0].start, r.segments[0].end,
-        r.segments.back().end, want.size() - r.prompt.size());
-  }
-
-  const json& dg = g["detected"];
-  TranscribeOptions a;
-  a.language = "auto";
-  a.max_new_tokens = dg["max_new_tokens"].get<int64_t>();
-  for (int64_t b = 0; b < 2; b++) {
-    const std::vector<float> f = golden_features(b, mels, frames);
-    TranscribeResult r = t.transcribe_features(f, a);
-    EXPECT_EQ(prompt_and_ids(r), dg["sequences"][b].get<std::vector<int64_t>>()) << "row " << b;
-    ASSERT_GE(r.prompt.size(), 2u);
-    EXPECT_EQ(t.settings().lang_to_id.at(r.language), r.prompt[1]);
-    std::printf(
-        "  [whisper] row %lld, language auto: detected %s (id %lld), %zu tokens equal to transformers' "
-        "generate() without a language\n",
-        static_cast<long long>(b), r.language.c_str(), static_cast<long long>(r.prompt[1]), r.ids.size());
+        "  [whisper] single_call row %lld: %zu tokens equal to generate(force_unique_generate_call=True)\n",
+        static_cast<long long>(b), r.ids.size());
   }
 }
 

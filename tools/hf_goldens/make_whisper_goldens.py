@@ -14,6 +14,9 @@ Written (numbers only):
   timestamps: the same with return_timestamps=True (no <|notimestamps|> in the prompt,
            WhisperTimeStampLogitsProcessor; generate() returns the prompt and the finished segments' tokens);
   detected: generate() with no language (detect_language picks the prompt's language token).
+  (Each of those three: 5.x's window loop, re-decoding from the last timestamp pair; the first call's prompt,
+  the joined sequence and the segments are written.)
+  single_call: greedy with force_unique_generate_call=True: the one call's prompt, tokens and EOS.
   longform: generate() on LONG_FRAMES (> 3000) frames of the same formula (transformers' sequential long-form
            transcription: 30-second windows, each advanced to its last timestamp), return_timestamps=True,
            return_segments=True: the sequence and every segment's start, end and tokens;
@@ -79,22 +82,16 @@ def main():
     with torch.no_grad():
         enc = model.model.encoder(x).last_hidden_state
         logits = model(input_features=x, decoder_input_ids=dec).logits
-        greedy = []
-        for b in range(2):
-            out = model.generate(x[b:b + 1], generation_config=gen, language="en", task="transcribe",
-                                 max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
-            greedy.append([int(t) for t in out[0].tolist()])
-        timestamps = []
-        for b in range(2):
-            out = model.generate(x[b:b + 1], generation_config=gen, language="en", task="transcribe",
-                                 return_timestamps=True, max_new_tokens=a.max_new_tokens, do_sample=False,
-                                 num_beams=1)
-            timestamps.append([int(t) for t in out[0].tolist()])
-        detected = []
-        for b in range(2):
-            out = model.generate(x[b:b + 1], generation_config=gen, task="transcribe",
-                                 max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
-            detected.append([int(t) for t in out[0].tolist()])
+        runs = {}
+        for name, extra in (("greedy", dict(language="en")), ("timestamps", dict(language="en", return_timestamps=True)),
+                            ("detected", {})):
+            runs[name] = [model.generate(x[b:b + 1], generation_config=gen, task="transcribe", return_segments=True,
+                                         max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1, **extra)
+                          for b in range(2)]
+        # force_unique_generate_call: one call, its raw sequence (prompt, tokens, EOS) as Transformers.js gives
+        single = [[int(t) for t in model.generate(x[b:b + 1], generation_config=gen, language="en", task="transcribe",
+                                                  max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1,
+                                                  force_unique_generate_call=True)[0].tolist()] for b in range(2)]
         xl = torch.from_numpy(features(1, config.num_mel_bins, LONG_FRAMES))
         lf = model.generate(xl, generation_config=gen, language="en", task="transcribe", return_timestamps=True,
                             return_segments=True, max_new_tokens=a.max_new_tokens, do_sample=False, num_beams=1)
@@ -111,14 +108,23 @@ def main():
                          "values": [[r(float(lfe[m, t])) for m in range(lfe.shape[0])] for t in cols],
                          "sum": r(float(lfe.astype(np.float64).sum())),
                          "abs_sum": r(float(np.abs(lfe.astype(np.float64)).sum()))}
-    # generate() on one 30-second window must return the forced prompt then at most max_new_tokens tokens (what
-    # tests/models/whisper_test.cpp compares); refuse to write anything else
-    for name, seqs, pre in (("greedy", greedy, prompt), ("timestamps", timestamps, prompt[:3]),
-                            ("detected", detected, [sot])):
-        for s in seqs:
-            if s[:len(pre)] != pre or len(s) > len(prompt) + a.max_new_tokens:
-                raise SystemExit(f"{name}: generate() returned {len(s)} tokens {s[:8]}...: not the prompt {pre} then "
-                                 f"at most {a.max_new_tokens} new tokens (transformers {C.versions()})")
+    # 5.x runs one window through the same loop as long-form audio: each call's sequence (its prompt and EOS
+    # dropped) is cut into segments and the window is decoded again from its last timestamp until the seek
+    # passes the end; generate() returns the segments' tokens joined. Each row keeps that sequence, the first
+    # call's prompt (the language transformers forced or detected) and the segments.
+    def record(outs, plen):
+        return {"prompts": [[int(t) for t in o["segments"][0][0]["result"][:plen].tolist()] for o in outs],
+                "sequences": [[int(t) for t in o["sequences"][0].tolist()] for o in outs],
+                "segments": [[{"start": r(float(sg["start"])), "end": r(float(sg["end"])),
+                               "tokens": [int(t) for t in sg["tokens"].tolist()]} for sg in o["segments"][0]]
+                             for o in outs]}
+    for name, plen in (("greedy", 4), ("timestamps", 3), ("detected", 4)):
+        for b, o in enumerate(runs[name]):
+            if not o["segments"][0]:
+                raise SystemExit(f"{name} row {b}: generate() returned no segment (transformers {C.versions()})")
+    greedy = record(runs["greedy"], 4)
+    timestamps = record(runs["timestamps"], 3)
+    detected = record(runs["detected"], 4)
     rows = list(range(0, config.max_source_positions, 50))
     golden = {
         "source": a.source,
@@ -131,16 +137,18 @@ def main():
         "decoder": {"decoder_input_ids": dec.tolist(), "logit_ids": logit_ids,
                     "logits": [[[r(logits[b, s, i].item()) for i in logit_ids] for s in range(dec.shape[1])] for b in range(2)],
                     "last_row": [[r(v) for v in logits[b, -1].tolist()] for b in range(2)]},
-        "greedy": {"prompt": prompt, "max_new_tokens": a.max_new_tokens, "sequences": greedy},
-        "timestamps": {"prompt": prompt[:3], "max_new_tokens": a.max_new_tokens, "sequences": timestamps},
-        "detected": {"max_new_tokens": a.max_new_tokens, "sequences": detected},
+        "greedy": {"prompt": prompt, "max_new_tokens": a.max_new_tokens, **greedy},
+        "timestamps": {"prompt": prompt[:3], "max_new_tokens": a.max_new_tokens, **timestamps},
+        "detected": {"max_new_tokens": a.max_new_tokens, **detected},
+        "single_call": {"max_new_tokens": a.max_new_tokens, "sequences": single},
         "longform": longform,
         "longform_features": longform_features,
     }
     with open(a.out, "w") as f:
         json.dump(golden, f, separators=(",", ":"))
         f.write("\n")
-    print(f"wrote {a.out}: greedy {greedy}, timestamps {timestamps}, detected {detected}", file=sys.stderr)
+    print(f"wrote {a.out}: greedy {greedy['sequences']}, timestamps {timestamps['sequences']}, "
+          f"detected {detected['sequences']}", file=sys.stderr)
 
 
 if __name__ == "__main__":

@@ -8,13 +8,14 @@
 // <|notimestamps|>) in one call, then one token per call over the caches; suppress_tokens are banned at
 // every step and begin_suppress_tokens at the first generated one; a row stops at an EOS id.
 // With timestamps (transformers' return_timestamps=True) the prompt has no <|notimestamps|> and
-// WhisperTimeStampLogitsProcessor's rules apply after the suppressions, as in transformers 4.47: the first
+// WhisperTimeStampLogitsProcessor's rules apply after the suppressions, as in transformers 5.x: the first
 // token is a timestamp no later than max_initial_timestamp_index, timestamps come in pairs (except right
 // before EOS), never decrease, and a timestamp is forced when the timestamps' total probability beats every
 // text token. The result is split into segments at timestamp pairs; an unfinished last segment (text with
 // no closing timestamp) is dropped, as transformers drops it.
-// Audio longer than the feature extractor's chunk (30 s) is transcribed as transformers' long-form
-// generate() does (always with timestamps): log-mel over the whole clip, then 30-second windows from a
+// Every clip runs through transformers 5.x's window loop (a 30-s clip too; single_call opts out), and audio
+// longer than the feature extractor's chunk (30 s) always with timestamps: log-mel over the whole clip, then
+// 30-second windows from a
 // seek position, each decoded from the same prompt and cut into segments; the next window starts at the
 // window's last timestamp pair (or after the whole window when it ends on a lone timestamp or has none; also
 // when that pair is at 0.00, where transformers' loop would decode the same window forever).
@@ -85,6 +86,10 @@ struct TranscribeOptions {
   std::string task = "transcribe";  ///< "transcribe" | "translate"
   int64_t max_new_tokens = 0;       ///< 0: up to max_length (long-form: per 30-second window)
   bool timestamps = false;          ///< segment timestamps (return_timestamps)
+  /// One decoder call over the clip, no re-decoding from its last timestamp (transformers'
+  /// force_unique_generate_call; Transformers.js's only mode): `ids` are that call's tokens, EOS kept.
+  /// Clips of at most 30 s only.
+  bool single_call = false;
 };
 
 /// One timed segment: from its opening to its closing timestamp token.
@@ -97,11 +102,14 @@ struct TranscribeSegment {
 struct TranscribeResult {
   std::vector<int64_t> prompt;  ///< the decoder prompt (start, language, task, no-timestamps)
   std::string language;         ///< the prompt's language token ("<|en|>"), given or detected; empty: none
-  std::vector<int64_t> ids;     ///< generated, without the prompt (EOS kept)
-  std::string text;             ///< decoded without special tokens
-  std::string finish_reason;    ///< "eos" | "length"
-  /// With timestamps: the finished segments (their ids concatenated are what transformers' generate returns
-  /// after the prompt); `text` is then their texts joined.
+  /// What transformers 5.x generate() returns: every window's segments' tokens joined (each window's
+  /// prompt, pads and final EOS dropped). A clip whose decoding stops inside a segment is decoded again from
+  /// that segment's start, so `ids` can hold more than max_new_tokens. With single_call: see there.
+  std::vector<int64_t> ids;
+  std::string text;           ///< decoded without special tokens
+  std::string finish_reason;  ///< the last window's: "eos" | "length"
+  /// The segments (transformers' return_segments), cut at timestamp pairs; `text` is their texts joined.
+  /// Without timestamps a window is one segment unless the model emits timestamp tokens anyway.
   std::vector<TranscribeSegment> segments;
 };
 
@@ -119,7 +127,8 @@ class Transcriber {
   TranscribeResult transcribe_file(const std::string& path, const TranscribeOptions& opts = {});
   /// Mono samples at `sample_rate` (resampled to the feature extractor's rate).
   TranscribeResult transcribe(const audio::Waveform& wave, const TranscribeOptions& opts = {});
-  /// input_features [mels, frames] of one clip.
+  /// input_features [mels, nb_max_frames] of one clip (30 s, zero-padded), through transformers 5.x's window
+  /// loop when the model has timestamp tokens (no_timestamps_token_id), else one decoding.
   TranscribeResult transcribe_features(std::span<const float> features, const TranscribeOptions& opts = {});
   /// Long-form transcription of input_features [mels, frames] (any number of frames; see the file comment):
   /// timestamps on, segment times from the clip's start, `ids` the segments' tokens concatenated.
@@ -133,7 +142,9 @@ class Transcriber {
   const audio::WhisperFeatureConfig& feature_config() const { return features_; }
 
  private:
-  void add_segments(TranscribeResult& r, int64_t timestamp_begin) const;
+  /// transformers 5.x's window loop over input_features [mels, frames] (see transcribe.cpp).
+  TranscribeResult decode_windows(std::span<const float> features, int64_t frames,
+                                  const TranscribeOptions& opts);
   /// Appends the segments of `ids` (transformers' _retrieve_segment), `offset` seconds from the clip's start.
   void append_segments(TranscribeResult& r, const std::vector<int64_t>& ids, int64_t timestamp_begin,
                        double window_positions, double offset) const;
