@@ -153,6 +153,10 @@ Var chunk_scan(Builder& b, const Var& cum, const Var& dBu, const Sym& L) {
 }
 
 constexpr int64_t kChunk = 16;  // (2·S)^(1/3) at S = 2048 balances the S·Q and (S/Q)² terms
+// Eager's piece of a long sequence: its [B·I·N, 8, 8] temporaries are small enough for the allocator to reuse
+// (bench/ssm_prefill_mem.sh, tiny mamba at 2k tokens: peak RSS 1.5x the tiny llama's with 8, 1.9-2.4x with
+// 16).
+constexpr int64_t kPiece = 8;
 
 Var chunked_scan(Builder& b, const Var& dA, const Var& dBu, const Var& h0, const Sym& I, const Sym& N) {
   Sym B = dA.size(0), S = dA.size(3);
@@ -179,6 +183,37 @@ Var chunked_scan(Builder& b, const Var& dA, const Var& dBu, const Var& h0, const
   Var incoming = F::cat({F::unsqueeze(h0, 3), F::slice(after, 3, Sym(0), nc - Sym(1))}, 3);  // [B, I, N, nc]
   Var hs = F::add(intra, F::mul(F::exp(cum), F::unsqueeze(incoming, 4)));  // [B, I, N, nc, Q]
   return F::slice(F::reshape(hs, {B, I, N, Sp}), 3, Sym(0), S);
+}
+
+// y_t = C_t · h_t of the scan over dt, u [B, S, I], Bm, Cm [B, S, N] with A [I, N], from ssm_state [B, I, N]
+// (absent: zeros), which it leaves as the last state. Eager runs a long sequence kPiece steps at a time,
+// carrying the state: its [B, I, N, ·] terms then never span the sequence, so prefill memory grows with S·I
+// (the output), not S·I·N·Q (whole-sequence chunks: 8 GB at 7,700 tokens of the tiny mamba). A traced graph
+// has one piece (no loop to export).
+Var selective_scan(Builder& b, const Var& dt, const Var& u, const Var& Bm, const Var& Cm, const Var& A,
+                   Var& ssm_state, const Sym& I, const Sym& N) {
+  const Sym B = dt.size(0), S = dt.size(1);
+  const int64_t len = S.maybe_value().value_or(0), step = b.tracing() || len <= kPiece ? len : kPiece;
+  Var h;  // the state carried between pieces
+  std::vector<Var> ys;
+  for (int64_t at = 0;; at += step) {
+    const bool whole = b.tracing() || step == len;
+    const int64_t end = std::min(at + step, len);
+    auto piece = [&](const Var& v) { return whole ? v : F::slice(v, 1, at, end); };
+    const Sym n = whole ? S : Sym(end - at);
+    Var dt_c = piece(dt), u_c = piece(u);
+    // [B, I, N, S] layouts: the scan runs along the last axis.
+    Var dA = F::permute(F::mul(F::unsqueeze(dt_c, 3), A), {0, 2, 3, 1});  // [B, I, N, n]
+    Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt_c, u_c), 3), F::unsqueeze(piece(Bm), 2)),
+                         {0, 2, 3, 1});  // [B, I, N, n]
+    if (!h) h = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, I, N}, 0.0);
+    Var hs = chunked_scan(b, dA, dBu, h, I, N);         // [B, I, N, n]
+    h = F::squeeze(F::slice(hs, 3, n - Sym(1), n), 3);  // [B, I, N]
+    ys.push_back(F::sum(F::mul(F::permute(hs, {0, 3, 1, 2}), F::unsqueeze(piece(Cm), 2)), {3}));  // [B, n, I]
+    if (whole || end == len) break;
+  }
+  ssm_state = h;
+  return ys.size() == 1 ? ys[0] : F::cat(ys, 1);
 }
 
 class MambaLM : public CausalLM {
@@ -318,16 +353,8 @@ class MambaLM : public CausalLM {
     Var scan;
     {
       Scope ss(b, "ssm");
-      // [B, I, N, S] layouts: the scan runs along the last axis.
-      Var dA = F::permute(F::mul(F::unsqueeze(dt, 3), A), {0, 2, 3, 1});  // [B, I, N, S]
-      Var dBu = F::permute(F::mul(F::unsqueeze(F::mul(dt, u), 3), F::unsqueeze(Bm, 2)),
-                           {0, 2, 3, 1});  // [B, I, N, S]
-      Var h0 = ssm_state ? F::to(ssm_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.N)}, 0.0);
-      Var hs = chunked_scan(b, dA, dBu, h0, Sym(d.I), Sym(d.N));  // [B, I, N, S]
-      ssm_state = F::squeeze(F::slice(hs, 3, S - Sym(1), S), 3);  // [B, I, N]
-      // y_t = C_t · h_t + D·x_t
-      Var yt = F::sum(F::mul(F::permute(hs, {0, 3, 1, 2}), F::unsqueeze(Cm, 2)), {3});  // [B, S, I]
-      scan = F::add(yt, F::mul(u, W(b, *this, p + "D")));
+      Var yt = selective_scan(b, dt, u, Bm, Cm, A, ssm_state, Sym(d.I), Sym(d.N));  // [B, S, I]
+      scan = F::add(yt, F::mul(u, W(b, *this, p + "D")));                           // + D·x_t
       b.name_output(scan);
     }
     scan = F::mul(scan, F::silu(gate));
