@@ -5,6 +5,9 @@
 // (kill -9) or the disk fills up (tests/integration/export_faults_test.cpp). This file adds the progress
 // bar and the summary.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 
@@ -31,10 +34,61 @@ struct ExportArgs {
   int opset = OnnxConfig::kDefaultOpset, group_size = 32;
   bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false,
        quantize_embedding = false;
-  bool max_seq_len_given = false;  // --max-seq-len on the command line (it is refused outside executorch)
-  bool max_batch_given = false;    // --max-batch on the command line
+  bool max_batch_given = false;  // --max-batch on the command line
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
 };
+
+// Where each flag has a meaning: the formats that read it, and the flag it only modifies. A flag given
+// outside them would change nothing, so it is refused (a label that does nothing is a defect);
+// tests/integration/export_flags_test.cpp runs every flag of --help in every format against this.
+struct FlagUse {
+  const char* flag;
+  std::vector<std::string> formats;  ///< empty: every format
+  const char* needs = nullptr;       ///< a flag it modifies, else nullptr
+  const char* conflicts = nullptr;   ///< a flag that makes it meaningless, else nullptr
+};
+const std::vector<FlagUse>& flag_uses() {
+  static const std::vector<FlagUse> uses = {
+      {"--opset", {"onnx"}},
+      {"--dtype", {}},
+      {"--external-data", {"onnx"}},
+      {"--target", {"onnx"}},
+      {"--no-optimize", {"onnx"}},
+      {"--quantize", {}},
+      {"--group-size", {}, "--quantize"},
+      {"--symmetric", {}, "--quantize"},
+      {"--quantize-embedding", {"onnx"}, "--quantize"},
+      {"--activations", {"onnx"}, "--quantize"},
+      {"--backend", {"executorch"}},
+      {"--max-seq-len", {"executorch"}},
+      {"--static", {}},
+      {"--max-batch", {}, nullptr, "--static"},
+      {"--max-sequence", {}, nullptr, "--static"},
+  };
+  return uses;
+}
+
+// Refuses a flag given where it changes nothing (see FlagUse), and any flag beside --config (the file
+// holds the whole configuration).
+void check_flags(const CLI::App& cmd, const std::string& format, bool with_config) {
+  for (const FlagUse& u : flag_uses()) {
+    if (cmd.count(u.flag) == 0) continue;
+    HFX_CHECK(!with_config, "export",
+              "expected no {} beside --config (the config file holds every setting), got both; set it in "
+              "the file",
+              u.flag);
+    HFX_CHECK(u.formats.empty() || std::count(u.formats.begin(), u.formats.end(), format), "export",
+              "expected {} with --format {} (the only format{} it changes), got --format {}; leave it out",
+              u.flag, fmt::join(u.formats, " or --format "), u.formats.size() > 1 ? "s" : "", format);
+    HFX_CHECK(!u.needs || cmd.count(u.needs) > 0, "export",
+              "expected {} together with {} (it only modifies it), got no {}; add {} or leave {} out", u.flag,
+              u.needs, u.needs, u.needs, u.flag);
+    HFX_CHECK(!u.conflicts || cmd.count(u.conflicts) == 0, "export",
+              "expected {} without {} ({} fixes every dim at its sample size, so no bound applies), got "
+              "both; leave one out",
+              u.flag, u.conflicts, u.conflicts);
+  }
+}
 
 std::string human_bytes(uintmax_t b) {
   if (b >= (uintmax_t(1) << 30)) return fmt::format("{:.2f} GiB", b / double(uintmax_t(1) << 30));
@@ -142,11 +196,6 @@ void run_export(const ExportArgs& a) {
               "expected --activations {} together with --quantize int4 or int8 (it sets how MatMulNBits "
               "computes), got no --quantize",
               a.activations);
-  if (a.max_seq_len_given && a.format != "executorch")
-    HFX_THROW("export",
-              "expected --max-seq-len with --format executorch (its static cache length), got --format {}; "
-              "use --max-sequence to bound the sequence dims of every format",
-              a.format);
   auto model = load_model(dir);
   check_export_skip(a.format, model->config().model_type);
   std::unique_ptr<ExportConfig> cfg = export_config(a);
@@ -215,8 +264,8 @@ void register_export(CLI::App& app) {
                   "largest call)");
   cmd->add_option("--max-sequence", a->max_sequence, "Upper bound of sequence and past dims");
   cmd->callback([a, cmd] {
-    a->max_seq_len_given = cmd->count("--max-seq-len") > 0;
     a->max_batch_given = cmd->count("--max-batch") > 0;
+    check_flags(*cmd, a->format, !a->config_file.empty());
     run_export(*a);
   });
 }

@@ -60,7 +60,7 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
   Proc slurm = sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm");
   EXPECT_EQ(slurm.rc, 1) << slurm.out;
   EXPECT_NE(slurm.out.find("submitted Slurm job"), std::string::npos) << slurm.out;
-  EXPECT_NE(slurm.out.find("(array 0-12, 13 tasks)"), std::string::npos) << slurm.out;
+  EXPECT_NE(slurm.out.find("(array 0-11, 12 tasks)"), std::string::npos) << slurm.out;
   json sl = read_json(dir_ / "slurm" / "summary.json"), lo = read_json(dir_ / "local" / "summary.json");
   EXPECT_EQ(sl["engine"], "slurm");
   EXPECT_EQ(comparable(sl), comparable(lo)) << comparable(sl).dump(1) << "\n" << comparable(lo).dump(1);
@@ -68,15 +68,15 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
   for (const auto& t : sl["tasks"])
     if (t["id"] != "broken.onnx") check_passed_task(dir_ / "slurm", t);
   // Each array task wrote its log where the batch script says.
-  EXPECT_TRUE(fs::exists(dir_ / "slurm" / "slurm" / "task-12.log"));
+  EXPECT_TRUE(fs::exists(dir_ / "slurm" / "slurm" / "task-11.log"));
 
   fs::copy_file(dir_ / "ckpt" / "llama" / "model.safetensors", dir_ / "ckpt" / "broken" / "model.safetensors",
                 fs::copy_options::overwrite_existing);
   Proc again =
       sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
-  // broken.onnx is the plan's last task: index 12.
-  EXPECT_NE(again.out.find("(array 12, 1 tasks)"), std::string::npos) << again.out;
+  // broken.onnx is the plan's last task: index 11.
+  EXPECT_NE(again.out.find("(array 11, 1 tasks)"), std::string::npos) << again.out;
   EXPECT_TRUE(read_json(dir_ / "slurm" / "summary.json")["passed"].get<bool>());
 }
 

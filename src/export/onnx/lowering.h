@@ -79,6 +79,9 @@ OnnxTranslation register_onnx_translation(const std::string& op, OnnxTranslation
 
 /// A lowered model: the proto (initializers for parameters have dims and type but no bytes yet) and
 /// where each parameter's bytes come from.
+/// ONNX Runtime's contrib operator domain (the fused operators of --target ort).
+inline constexpr const char* kContribDomain = "com.microsoft";
+
 struct LoweredModel {
   onnx::ModelProto model;
   std::map<std::string, const Value*> param_sources;  ///< initializer name → graph Param value

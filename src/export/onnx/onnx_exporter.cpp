@@ -184,8 +184,10 @@ class OnnxExporter : public Exporter {
     }
     const std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, oc), false);
     written_ = 0;
+    contrib_nodes_ = 0;
     for (size_t i = 0; i < programs.size(); i++)
       export_component(model, programs[i], oc, out_dir, r, nullptr, {i, programs.size()});
+    check_target_applied(model, oc.target == "ort");
     return r;
   }
 
@@ -204,8 +206,11 @@ class OnnxExporter : public Exporter {
     bool noted = false;
     const auto plan = generation_plan(model, opts, configs);
     written_ = 0;
+    contrib_nodes_ = 0;
+    bool ort = false;
     for (size_t i = 0; i < plan.size(); i++) {
       OnnxConfig oc = as_onnx(*plan[i].second);
+      ort |= oc.target == "ort";
       if (!oc.external_data && needs_external_data(model, oc)) {
         oc.external_data = true;
         if (!std::exchange(noted, true)) r.warnings.push_back(auto_external_data_note(model, oc));
@@ -216,6 +221,7 @@ class OnnxExporter : public Exporter {
       export_component(model, plan[i].first, oc, out_dir, r, oc.external_data ? data.get() : nullptr,
                        {i, plan.size()});
     }
+    check_target_applied(model, ort);
     if (data) {
       Trace trace("model");
       data->finish();
@@ -226,6 +232,20 @@ class OnnxExporter : public Exporter {
   }
 
  private:
+  // target ort means ONNX Runtime's fused com.microsoft operators; where none applies to any program (an
+  // encoder-only model: bidirectional attention, LayerNorm, no quantization) the graphs equal target
+  // standard's, and accepting the flag would label an artifact with something it does not have. The
+  // export folder is staged, so throwing here leaves nothing behind.
+  void check_target_applied(const Model& model, bool ort) const {
+    if (ort && contrib_nodes_ == 0)
+      HFX_THROW("export",
+                "expected --target ort to use ONNX Runtime's fused operators (com.microsoft: "
+                "GroupQueryAttention, SkipSimplifiedLayerNormalization, MatMulNBits, MoE), got none in any "
+                "program of {} ({}): its graphs would equal --target standard's; use --target standard (or "
+                "--quantize, which ort computes with MatMulNBits)",
+                model.config().model_type, structure_name(model.structure()));
+  }
+
   // Which component of how many, for report(): the five stages below are four steps of the bar.
   struct Slot {
     size_t index = 0, count = 1;
@@ -274,6 +294,7 @@ class OnnxExporter : public Exporter {
       // ── Stage 5: ONNX IR fixes ──
       apply_onnx_ir_fixes(lm.model, lm.warnings);
       trace.phase("ir-fixes");
+      for (const auto& n : lm.model.graph().node()) contrib_nodes_ += n.domain() == kContribDomain ? 1 : 0;
 
       stage(comp, at, 3, "write", written_ + shared_before);
       write_component(model, comp, cfg, out_dir, lm, r, shared_data, at);
@@ -308,7 +329,8 @@ class OnnxExporter : public Exporter {
     r.files.push_back({comp, rel, "graph"});
   }
 
-  uint64_t written_ = 0;  // bytes of graphs (and own external data) written by this export so far
+  uint64_t written_ = 0;       // bytes of graphs (and own external data) written by this export so far
+  int64_t contrib_nodes_ = 0;  // com.microsoft nodes in the programs exported so far
 };
 
 }  // namespace

@@ -6,10 +6,10 @@
 // standard (attention decomposed) and target ort.
 //
 // target ort: its fused operator (com.microsoft GroupQueryAttention) fuses the decoder's cached, causal
-// attention; encoder attention is bidirectional and has no cache, so it does not apply — the exporter says
-// so in a warning and decomposes the attention into standard ops (MatMul, Softmax, ...). No other fused
-// operator applies to these encoders (their norms are LayerNorm, not RMSNorm). The test exports with
-// target ort anyway to show the option is accepted and stays exact.
+// attention; encoder attention is bidirectional and has no cache, so it does not apply. ModernBERT's
+// RMS-free norms still fuse (SkipLayerNormalization-style com.microsoft nodes), so it exports and stays
+// exact; bert, roberta, xlm-roberta and distilbert get no fused operator at all, so --target ort would
+// equal --target standard and the export is refused (TargetOrtWithoutFusedOpsIsRefused).
 //
 // Measured: worst |ORT - eager| over all 60 cases is 1.9e-6 (modernbert masked_lm), printed per case.
 #include <gtest/gtest.h>
@@ -81,13 +81,44 @@ TEST_P(OrtEncoders, ModelOnnxMatchesEager) {
               target.c_str(), opset, worst);
 }
 
+// Encoders whose graphs have a com.microsoft operator under target ort.
+bool ort_fuses(const std::string& arch) { return arch == "modernbert"; }
+
 std::vector<P> params() {
   std::vector<P> v;
   for (const auto& e : test::encoder_params())
     for (const auto& [t, o] :
          std::vector<std::pair<const char*, int>>{{"standard", 23}, {"standard", 18}, {"ort", 23}})
-      v.push_back({e, t, o});
+      if (std::string(t) != "ort" || ort_fuses(e.arch)) v.push_back({e, t, o});
   return v;
+}
+
+// A label that changes nothing is refused: target ort on an encoder with no fused operator, before
+// anything is written to the output folder.
+TEST(OrtEncodersTarget, TargetOrtWithoutFusedOpsIsRefused) {
+  for (const auto& e : test::encoder_params()) {
+    if (ort_fuses(e.arch) || e.head != "base") continue;
+    TempDir dir(test::param_name(e.arch + "_refuse_ort"));
+    test::create_tiny_encoder(e.arch, e.head, (dir.path / "ckpt").string());
+    auto m = load_model((dir.path / "ckpt").string());
+    OnnxConfig oc;
+    oc.target = "ort";
+    CaptureOptions co = contract_options(*m, oc);
+    try {
+      make_onnx_exporter()->export_for_generation(*m, co, {{"*", &oc}}, (dir.path / "out").string());
+      ADD_FAILURE() << e.arch << ": --target ort accepted with no fused operator";
+    } catch (const Error& err) {
+      EXPECT_NE(std::string(err.what()).find("expected --target ort to use ONNX Runtime's fused operators"),
+                std::string::npos)
+          << err.what();
+      std::printf("  [%s] --target ort refused: %.90s...\n", e.arch.c_str(), err.what());
+    }
+    // The same model with int4 weights does get MatMulNBits under target ort: accepted.
+    oc.quantize.bits = 4;
+    ExportResult r =
+        make_onnx_exporter()->export_for_generation(*m, co, {{"*", &oc}}, (dir.path / "q").string());
+    EXPECT_TRUE(fs::exists(dir.path / "q/onnx/model.onnx")) << e.arch;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Encoders, OrtEncoders, ::testing::ValuesIn(params()),
