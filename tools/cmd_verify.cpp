@@ -81,6 +81,7 @@ void register_verify(CLI::App& app) {
     bar.finish();
     std::fputs(verify::render_table(r).c_str(), stdout);
     std::fflush(stdout);
+    if (r.verdict == "not_judged") throw Error("verify", "NOT JUDGED (not a pass): " + r.not_judged);
     if (!r.passed) throw Error("verify", "FAILED: " + r.first_failure);
   });
 }

@@ -106,16 +106,22 @@ std::string page_head(const json& r) {
        "table{border-collapse:collapse;margin:8px 0 20px}td,th{border:1px solid #ccc;padding:3px "
        "8px;font-size:13px;text-align:left;vertical-align:top}"
        "th{background:#f2f2f2}.passed{color:#1e8449;font-weight:bold}.failed{color:#c0392b;font-weight:bold}."
-       "skipped,.info,.muted{color:#777}"
+       "skipped,.not_judged,.info,.muted{color:#777}.not_judged{font-style:italic}"
        ".banner{padding:10px "
        "14px;border-radius:4px;font-size:18px;margin-bottom:16px}.ok{background:#d5f5e3}.bad{background:#"
        "fadbd8}"
        "svg .lbl{font-size:11px;font-family:monospace}svg .val,svg "
        ".tick{font-size:10px;fill:#555}code{font-size:12px}\n"
        "</style></head><body>\n";
+  const std::string verdict = r.value("verdict", passed ? "verified" : "failed");
+  const std::string why = passed                    ? r.value("out_dir", std::string())
+                          : verdict == "not_judged" ? r.value("not_judged", std::string())
+                                                    : r.value("first_failure", std::string());
   h += fmt::format("<div class=\"banner {}\">{} &mdash; {}</div>\n", passed ? "ok" : "bad",
-                   passed ? "VERIFIED" : "FAILED",
-                   esc(passed ? r.value("out_dir", std::string()) : r.value("first_failure", std::string())));
+                   passed                    ? "VERIFIED"
+                   : verdict == "not_judged" ? "NOT JUDGED"
+                                             : "FAILED",
+                   esc(why));
   h += "<table><tr><th>export folder</th><td><code>" + esc(r.value("out_dir", std::string())) +
        "</code></td></tr>";
   h += "<tr><th>reference</th><td><code>" + esc(r.value("reference", std::string())) + "</code></td></tr>";

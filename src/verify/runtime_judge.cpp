@@ -261,10 +261,8 @@ void runtime_judge(Context& cx, const std::string& python, const std::string& wh
                    const fs::path& calls) {
   if (ptes.empty() && pt2s.empty()) return;
   auto not_judged = [&](const std::string& reason) {
-    for (const auto& p : ptes)
-      cx.add(p.filename().string(), "runtime numerics", "skipped", "not judged: " + reason);
-    for (const auto& p : pt2s)
-      cx.add(p.filename().string(), "runtime numerics", "skipped", "not judged: " + reason);
+    for (const auto& p : ptes) cx.add(p.filename().string(), "runtime numerics", "not_judged", reason);
+    for (const auto& p : pt2s) cx.add(p.filename().string(), "runtime numerics", "not_judged", reason);
   };
   if (python.empty()) return not_judged(why);
   cx.step("the released runtimes (Python)");

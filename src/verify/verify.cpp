@@ -216,7 +216,9 @@ json report_json(const Context& cx, const VerifyReport& r, const std::vector<Onn
   j["out_dir"] = cx.out.string();
   j["reference"] = cx.reference_dir;
   j["passed"] = r.passed;
+  j["verdict"] = r.verdict;
   j["first_failure"] = r.first_failure;
+  j["not_judged"] = r.not_judged;
   if (cx.model) {
     j["model"] = {{"model_type", cx.model->config().model_type},
                   {"dtype", dtype_name(cx.model->config().dtype)},
@@ -232,7 +234,7 @@ json report_json(const Context& cx, const VerifyReport& r, const std::vector<Onn
                 "the max-shape cases run against eager on 2 CPU cores; larger claimed maxima are probed on "
                 "the artifact alone"}};
   json checks = json::array();
-  int passed = 0, failed = 0, skipped = 0;
+  int passed = 0, failed = 0, skipped = 0, not_judged = 0;
   for (const auto& c : cx.checks) {
     checks.push_back({{"component", c.component},
                       {"check", c.check},
@@ -242,8 +244,9 @@ json report_json(const Context& cx, const VerifyReport& r, const std::vector<Onn
     passed += c.status == "passed";
     failed += c.status == "failed";
     skipped += c.status == "skipped";
+    not_judged += c.status == "not_judged";
   }
-  j["summary"] = {{"passed", passed}, {"failed", failed}, {"skipped", skipped}};
+  j["summary"] = {{"passed", passed}, {"failed", failed}, {"skipped", skipped}, {"not_judged", not_judged}};
   j["checks"] = checks;
   json cj = json::object();
   for (const auto& c : comps) cj[c.name] = c.info;
@@ -485,20 +488,35 @@ void report_memory(Context& cx, const Artifacts& a, int64_t rss0) {
 VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifact::Manifest>& manifest) {
   VerifyReport rep;
   const VerifyOptions& options = cx.opt;
-  // Verdict: no failure, and something was really run against the reference.
+  // Verdict: no failure, and something was really run against the reference; an artifact whose only
+  // numerics check is a runtime that could not run (a .pt2 without PyTorch) is not judged, never a pass.
   bool ran = false;
+  std::set<std::string> judged;
   for (const auto& c : cx.checks) {
     if (c.status == "failed" && rep.first_failure.empty())
       rep.first_failure = fmt::format("{} {}: {}", c.component, c.check, c.message);
-    if ((c.check == "numerics" || c.check == "structure") && c.status == "passed") ran = true;
+    const bool numerics = c.check == "numerics" || c.check == "runtime numerics";
+    if (numerics && c.status == "passed") {
+      ran = true;
+      judged.insert(c.component);
+    }
   }
-  if (rep.first_failure.empty() && !ran) {
+  if (rep.first_failure.empty() && !ran && a.pt2s.empty()) {
     cx.add(
         "verify", "numerics", "failed",
         "expected at least one artifact run against the reference, got none (built without ONNX Runtime?)");
     rep.first_failure = "verify numerics: " + cx.checks.back().message;
   }
-  rep.passed = rep.first_failure.empty();
+  // A .pte's methods are judged as "model.pte:forward": they cover "model.pte".
+  auto covered = [&](const std::string& comp) {
+    auto it = judged.lower_bound(comp);
+    return it != judged.end() && (*it == comp || it->rfind(comp + ":", 0) == 0);
+  };
+  for (const auto& c : cx.checks)
+    if (c.status == "not_judged" && !covered(c.component) && rep.not_judged.empty())
+      rep.not_judged = fmt::format("{} {}: {}", c.component, c.check, c.message);
+  rep.verdict = !rep.first_failure.empty() ? "failed" : !rep.not_judged.empty() ? "not_judged" : "verified";
+  rep.passed = rep.verdict == "verified";
   rep.checks = cx.checks;
   rep.json = report_json(cx, rep, a.comps);
 
@@ -508,7 +526,9 @@ VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifac
   io::write_file_atomic(rep.html_path, render_html(rep.json));
   if (options.write_manifest && manifest) {
     json summary = {{"passed", rep.passed},
+                    {"verdict", rep.verdict},
                     {"first_failure", rep.first_failure},
+                    {"not_judged", rep.not_judged},
                     {"summary", rep.json["summary"]},
                     {"checked_at", rep.json["checked_at"]},
                     {"reference", cx.reference_dir}};
@@ -552,17 +572,22 @@ std::string render_table(const VerifyReport& r) {
   s += fmt::format("{:<{}}  {:<{}}  {:<7}  {}\n", "component", wc, "check", wk, "status", "detail");
   s += std::string(wc + wk + 30, '-') + "\n";
   for (const auto& c : r.checks) {
-    std::string st = c.status == "passed"    ? "PASS"
-                     : c.status == "failed"  ? "FAIL"
-                     : c.status == "skipped" ? "skip"
-                                             : "info";
+    std::string st = c.status == "passed"       ? "PASS"
+                     : c.status == "failed"     ? "FAIL"
+                     : c.status == "skipped"    ? "skip"
+                     : c.status == "not_judged" ? "not judged"
+                                                : "info";
     s += fmt::format("{:<{}}  {:<{}}  {:<7}  {}\n", c.component, wc, c.check, wk, st, c.message);
   }
   const json& sm = r.json.contains("summary") ? r.json["summary"] : json::object();
-  s += fmt::format("\n{}: {} passed, {} failed, {} skipped — report {} , {}\n",
-                   r.passed ? "VERIFIED" : "FAILED", sm.value("passed", 0), sm.value("failed", 0),
-                   sm.value("skipped", 0), r.json_path, r.html_path);
-  if (!r.passed) s += "first failure: " + r.first_failure + "\n";
+  const std::string head = r.verdict == "verified" ? "VERIFIED"
+                           : r.verdict == "failed" ? "FAILED"
+                                                   : "NOT JUDGED";
+  s += fmt::format("\n{}: {} passed, {} failed, {} skipped, {} not judged — report {} , {}\n", head,
+                   sm.value("passed", 0), sm.value("failed", 0), sm.value("skipped", 0),
+                   sm.value("not_judged", 0), r.json_path, r.html_path);
+  if (!r.first_failure.empty()) s += "first failure: " + r.first_failure + "\n";
+  if (r.verdict == "not_judged") s += "not judged: " + r.not_judged + "\n";
   return s;
 }
 

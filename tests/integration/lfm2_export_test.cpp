@@ -20,6 +20,7 @@
 #include "hfx/ops/functional.h"
 #include "hfx/verify/verify.h"
 #include "models/gguf_lfm2.h"
+#include "support/verdict.h"
 
 namespace hfx {
 namespace {
@@ -72,7 +73,7 @@ TEST(Lfm2Export, EveryBackendExportsAndVerifies) {
     o.quiet = true;
     verify::VerifyReport r = verify::run_verify(o);
     for (const auto& line : passed_numerics(r)) std::printf("  [lfm2 %s] %s\n", format, line.c_str());
-    EXPECT_TRUE(r.passed) << r.first_failure;
+    EXPECT_TRUE(testsupport::verified_or_judge_off(r)) << r.first_failure << r.not_judged;
     const size_t want =
         std::string(format) == "onnx" ? 3 : 2;  // prefill, decode, model / methods prefill, decode
     EXPECT_EQ(passed_numerics(r).size(), want);

@@ -59,8 +59,8 @@ TEST(SweepPlan, YamlAndJsonExpandTheSameDtypesTimesQuantize) {
     ASSERT_EQ(sh(cli() + " create-tiny " + a + " -o " + (d / "ckpt" / a).string()).rc, 0);
   std::ofstream(d / "plan.json") << kJsonPlan;
   std::ofstream(d / "plan.yaml") << kYamlPlan;
-  Proc j = sh(cli() + " sweep " + (d / "plan.json").string() + " --dry-run");
-  Proc y = sh(cli() + " sweep " + (d / "plan.yaml").string() + " --dry-run");
+  Proc j = sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " --dry-run");
+  Proc y = sh(sweep_cli() + " sweep " + (d / "plan.yaml").string() + " --dry-run");
   ASSERT_EQ(j.rc, 0) << j.out;
   ASSERT_EQ(y.rc, 0) << y.out;
   EXPECT_EQ(y.out, j.out);
@@ -98,26 +98,26 @@ TEST(SweepPlan, YamlAndJsonExpandTheSameDtypesTimesQuantize) {
 TEST(SweepPlan, MalformedPlansExit2WithTheirPlace) {
   fs::path d = tmpdir("plan_bad");
   std::ofstream(d / "bad.yaml") << "name: x\nmodels:\n  - a\n - b\nvariants: [\n";
-  Proc y = sh(cli() + " sweep " + (d / "bad.yaml").string() + " -o " + (d / "r").string());
+  Proc y = sh(sweep_cli() + " sweep " + (d / "bad.yaml").string() + " -o " + (d / "r").string());
   EXPECT_EQ(y.rc, 2) << y.out;
   EXPECT_NE(y.out.find("[sweep] expected a YAML plan in " + (d / "bad.yaml").string() +
                        ", got a parse error at line"),
             std::string::npos)
       << y.out;
   std::ofstream(d / "bad.json") << R"({"models": ["a"],)";
-  Proc j = sh(cli() + " sweep " + (d / "bad.json").string() + " -o " + (d / "r").string());
+  Proc j = sh(sweep_cli() + " sweep " + (d / "bad.json").string() + " -o " + (d / "r").string());
   EXPECT_EQ(j.rc, 2) << j.out;
   EXPECT_NE(j.out.find("[sweep] expected a JSON plan in"), std::string::npos) << j.out;
   EXPECT_FALSE(fs::exists(d / "r"));
   // A YAML plan that parses but says something wrong gets the same checks as JSON.
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "x").string()).rc, 0);
   std::ofstream(d / "typo.yml") << "models: [x]\nvariants: [{format: onnx, taget: ort}]\n";
-  Proc t = sh(cli() + " sweep " + (d / "typo.yml").string() + " --dry-run");
+  Proc t = sh(sweep_cli() + " sweep " + (d / "typo.yml").string() + " --dry-run");
   EXPECT_EQ(t.rc, 1) << t.out;
   EXPECT_NE(t.out.find("[sweep] unknown key 'taget' in variants[0]"), std::string::npos) << t.out;
   std::ofstream(d / "dup.json")
       << R"({"models": ["x"], "dtypes": ["bf16", "bf16"], "variants": [{"format": "onnx"}]})";
-  Proc u = sh(cli() + " sweep " + (d / "dup.json").string() + " --dry-run");
+  Proc u = sh(sweep_cli() + " sweep " + (d / "dup.json").string() + " --dry-run");
   EXPECT_EQ(u.rc, 1) << u.out;
   EXPECT_NE(u.out.find("expected distinct values in the plan.dtypes, got 'bf16' twice"), std::string::npos)
       << u.out;
@@ -132,7 +132,7 @@ TEST(SweepPlan, DtypeFlagReachesExportAndARefusedVariantFailsAlone) {
   std::ofstream(d / "plan.yaml") << "models: [ckpt/llama]\ndtypes: [f32, bf16]\nvariants: [{format: onnx}]\n"
                                     "verify: {tokens: 4, warm_runs: 1, threads: 1, shapes: '1x4,1x3+2'}\n";
   fs::path r = d / "results";
-  Proc run = sh(cli() + " sweep " + (d / "plan.yaml").string() + " -o " + r.string() + " --jobs 2");
+  Proc run = sh(sweep_cli() + " sweep " + (d / "plan.yaml").string() + " -o " + r.string() + " --jobs 2");
   Proc direct = sh(cli() + " export " + (d / "ckpt" / "llama").string() + " --format onnx --dtype bf16 -o " +
                    (d / "direct").string());
   json s = read_json(r / "summary.json");
@@ -178,7 +178,7 @@ TEST(SweepPlan, LocalMemoryLimitBindsAndIsReportedOutOfMemory) {
   };
   plan(16384);
   fs::path free = d / "unlimited";
-  ASSERT_EQ(sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + free.string()).rc, 0);
+  ASSERT_EQ(sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " -o " + free.string()).rc, 0);
   json f = read_json(free / "tasks" / "llama.onnx" / "result.json");
   const int64_t export_peak = f["export"]["peak_rss_bytes"].get<int64_t>();
   const int64_t verify_peak = f["verify_step"]["peak_rss_bytes"].get<int64_t>();
@@ -186,7 +186,7 @@ TEST(SweepPlan, LocalMemoryLimitBindsAndIsReportedOutOfMemory) {
   const int64_t limit_mb = (export_peak + verify_peak) / 2 >> 20;
   plan(limit_mb);
   fs::path r = d / "results";
-  Proc run = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string());
+  Proc run = sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string());
   EXPECT_EQ(run.rc, 1) << run.out;
   json t = read_json(r / "tasks" / "llama.onnx" / "result.json");
   EXPECT_EQ(t["status"], "out_of_memory") << t.dump();
@@ -207,7 +207,7 @@ TEST(SweepPlan, LocalMemoryLimitBindsAndIsReportedOutOfMemory) {
   std::ofstream(d / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
     "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4"},
     "resources": {"cpus": 1, "mem_mb": 4096, "time_min": 5}})";
-  Proc again = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string() + " --resume");
+  Proc again = sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string() + " --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   json ok = read_json(r / "tasks" / "llama.onnx" / "result.json");
   EXPECT_EQ(ok["status"], "passed") << ok.dump();
@@ -224,7 +224,7 @@ TEST(SweepPlan, LocalTasksRunOnCpusOfTheirOwn) {
   int n = std::stoi(sh("nproc").out);
   std::ofstream(d / "too-many.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
     "resources": {"cpus": )" << n + 1 << "}}";
-  Proc over = sh(cli() + " sweep " + (d / "too-many.json").string() + " -o " + (d / "r0").string());
+  Proc over = sh(sweep_cli() + " sweep " + (d / "too-many.json").string() + " -o " + (d / "r0").string());
   EXPECT_EQ(over.rc, 1) << over.out;
   EXPECT_NE(over.out.find(fmt::format("expected resources.cpus <= {} (the CPUs this process may use), got {}",
                                       n, n + 1)),
@@ -234,7 +234,7 @@ TEST(SweepPlan, LocalTasksRunOnCpusOfTheirOwn) {
     {"format": "dynamo"}], "verify": {"tokens": 2, "warm_runs": 1, "threads": 1, "shapes": "1x4"},
     "resources": {"cpus": 1}})";
   fs::path r = d / "results";
-  Proc run = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string() + " --jobs 2");
+  Proc run = sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string() + " --jobs 2");
   EXPECT_EQ(run.rc, 0) << run.out;
   std::vector<std::vector<int>> held;
   for (const char* id : {"llama.onnx", "llama.dynamo"}) {
@@ -260,7 +260,7 @@ TEST(SweepPlan, LocalTimeLimitBindsAndIsReportedTimeout) {
     "verify": {"tokens": 8, "warm_runs": 3, "threads": 1, "shapes": "1x4,2x1+4,1x3+2,1x16"},
     "resources": {"time_min": 0.05}})";
   fs::path r = d / "results";
-  Proc run = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string());
+  Proc run = sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string());
   EXPECT_EQ(run.rc, 1) << run.out;
   json t = read_json(r / "tasks" / "llama.onnx" / "result.json");
   EXPECT_EQ(t["status"], "timeout") << t.dump();

@@ -55,9 +55,10 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
   const std::vector<std::string> archs = {"llama", "qwen2", "bert"};
   make_checkpoints(dir_ / "ckpt", archs);
   fs::path plan = write_plan(dir_, archs, kFourVariants);
-  Proc local = sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "local").string() + " --jobs 2");
+  Proc local = sh(sweep_cli() + " sweep " + plan.string() + " -o " + (dir_ / "local").string() + " --jobs 2");
   EXPECT_EQ(local.rc, 1) << local.out;
-  Proc slurm = sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm");
+  Proc slurm =
+      sh(sweep_cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm");
   EXPECT_EQ(slurm.rc, 1) << slurm.out;
   EXPECT_NE(slurm.out.find("submitted Slurm job"), std::string::npos) << slurm.out;
   EXPECT_NE(slurm.out.find("(array 0-11, 12 tasks)"), std::string::npos) << slurm.out;
@@ -72,8 +73,8 @@ TEST_F(SlurmCluster, SamePlanSameSummaryAsLocalAndResume) {
 
   fs::copy_file(dir_ / "ckpt" / "llama" / "model.safetensors", dir_ / "ckpt" / "broken" / "model.safetensors",
                 fs::copy_options::overwrite_existing);
-  Proc again =
-      sh(cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() + " --engine slurm --resume");
+  Proc again = sh(sweep_cli() + " sweep " + plan.string() + " -o " + (dir_ / "slurm").string() +
+                  " --engine slurm --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   // broken.onnx is the plan's last task: index 11.
   EXPECT_NE(again.out.find("(array 11, 1 tasks)"), std::string::npos) << again.out;
@@ -102,7 +103,7 @@ TEST_F(SlurmCluster, ScancelledTaskIsReportedKilledAndResumeCompletesIt) {
   EXPECT_FALSE(fs::exists(r / "tasks" / "llama.onnx" / "export"));
   EXPECT_TRUE(leftovers(r).empty());
 
-  Proc again = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + r.string() +
+  Proc again = sh(sweep_cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + r.string() +
                   " --engine slurm --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   json done = task(read_json(r / "summary.json"), "llama.onnx");
@@ -117,10 +118,11 @@ TEST_F(SlurmCluster, MemoryLimitBindsOnSlurmAsLocally) {
   std::ofstream(dir_ / "plan.json") << R"({"models": ["ckpt/llama"], "variants": [{"format": "onnx"}],
     "verify": {"tokens": 4, "warm_runs": 1, "threads": 1, "shapes": "1x4"},
     "resources": {"cpus": 1, "mem_mb": 256, "time_min": 5}})";
-  Proc slurm = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + (dir_ / "slurm").string() +
-                  " --engine slurm");
+  Proc slurm = sh(sweep_cli() + " sweep " + (dir_ / "plan.json").string() + " -o " +
+                  (dir_ / "slurm").string() + " --engine slurm");
   EXPECT_EQ(slurm.rc, 1) << slurm.out;
-  Proc local = sh(cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + (dir_ / "local").string());
+  Proc local =
+      sh(sweep_cli() + " sweep " + (dir_ / "plan.json").string() + " -o " + (dir_ / "local").string());
   EXPECT_EQ(local.rc, 1) << local.out;
   EXPECT_NE(slurp(dir_ / "slurm" / "slurm" / "sweep.sbatch").find("#SBATCH --mem=256M"), std::string::npos);
   json sl = read_json(dir_ / "slurm" / "summary.json"), lo = read_json(dir_ / "local" / "summary.json");

@@ -39,6 +39,9 @@ inline Proc sh(const std::string& cmd) {
 }
 
 inline std::string cli() { return HFX_CLI; }
+// `hfx sweep` with the released runtimes judging each verify: a .pt2 task is a pass only when PyTorch ran it
+// (without them it is not_judged), so the sweep tests turn the suite's HFX_RUNTIME_JUDGE=0 back on.
+inline std::string sweep_cli() { return std::string("HFX_RUNTIME_JUDGE=1 ") + HFX_CLI; }
 
 inline std::string slurp(const fs::path& p) {
   std::ifstream f(p, std::ios::binary);

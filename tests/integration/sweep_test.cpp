@@ -18,13 +18,13 @@ TEST(Sweep, UsageErrors) {
   EXPECT_EQ(h.rc, 0);
   EXPECT_NE(h.out.find("Example:"), std::string::npos) << h.out;
   std::ofstream(d / "plan.yaml") << "models: []\nvariants: [{format: onnx}]\n";
-  Proc y = sh(cli() + " sweep " + (d / "plan.yaml").string() + " -o " + (d / "r").string());
+  Proc y = sh(sweep_cli() + " sweep " + (d / "plan.yaml").string() + " -o " + (d / "r").string());
   EXPECT_EQ(y.rc, 1);
   EXPECT_NE(y.out.find("expected 'models' to be a non-empty list"), std::string::npos) << y.out;
   ASSERT_EQ(sh(cli() + " create-tiny llama -o " + (d / "llama").string()).rc, 0);
   std::ofstream(d / "typo.json")
       << R"({"models": ["llama"], "variants": [{"format": "onnx", "taget": "ort"}]})";
-  Proc t = sh(cli() + " sweep " + (d / "typo.json").string() + " -o " + (d / "r").string());
+  Proc t = sh(sweep_cli() + " sweep " + (d / "typo.json").string() + " -o " + (d / "r").string());
   EXPECT_EQ(t.rc, 1);
   EXPECT_NE(t.out.find("unknown key 'taget' in variants[0]"), std::string::npos) << t.out;
   EXPECT_FALSE(fs::exists(d / "r" / "summary.json"));
@@ -37,7 +37,7 @@ TEST(Sweep, LocalBrokenCheckpointFailsAloneResumeRunsOnlyIt) {
   make_checkpoints(d / "ckpt", archs);
   fs::path plan = write_plan(d, archs, kFourVariants);
   fs::path r = d / "results";
-  Proc first = sh(cli() + " sweep " + plan.string() + " -o " + r.string() + " --jobs 2");
+  Proc first = sh(sweep_cli() + " sweep " + plan.string() + " -o " + r.string() + " --jobs 2");
   EXPECT_EQ(first.rc, 1) << first.out;
   json s = read_json(r / "summary.json");
   ASSERT_EQ(s["tasks"].size(), 9u);
@@ -58,7 +58,7 @@ TEST(Sweep, LocalBrokenCheckpointFailsAloneResumeRunsOnlyIt) {
   // Fix the checkpoint; --resume runs the one failed task and keeps the other results as they were.
   fs::copy_file(d / "ckpt" / "llama" / "model.safetensors", d / "ckpt" / "broken" / "model.safetensors",
                 fs::copy_options::overwrite_existing);
-  Proc again = sh(cli() + " sweep " + plan.string() + " -o " + r.string() + " --resume");
+  Proc again = sh(sweep_cli() + " sweep " + plan.string() + " -o " + r.string() + " --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   EXPECT_NE(again.out.find("running 1 on local (resume)"), std::string::npos) << again.out;
   json after = read_json(r / "summary.json");
@@ -101,7 +101,7 @@ TEST(Sweep, KilledTaskIsReportedAndResumeCompletesIt) {
   EXPECT_TRUE(leftovers(r).empty());
   EXPECT_NE(slurp(d / "log1").find("llama.onnx KILLED"), std::string::npos) << slurp(d / "log1");
 
-  Proc again = sh(cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string() + " --resume");
+  Proc again = sh(sweep_cli() + " sweep " + (d / "plan.json").string() + " -o " + r.string() + " --resume");
   EXPECT_EQ(again.rc, 0) << again.out;
   json done = task(read_json(r / "summary.json"), "llama.onnx");
   EXPECT_EQ(done["status"], "passed");
@@ -114,7 +114,7 @@ TEST(Sweep, SummaryHtmlRendersInChromium) {
   make_checkpoints(d / "ckpt", {"llama"});
   fs::path plan = write_plan(d, {"llama"}, json::parse(R"([{"format": "onnx"}, {"format": "dynamo"}])"));
   fs::path r = d / "results";
-  EXPECT_EQ(sh(cli() + " sweep " + plan.string() + " -o " + r.string() + " --jobs 2").rc, 1);
+  EXPECT_EQ(sh(sweep_cli() + " sweep " + plan.string() + " -o " + r.string() + " --jobs 2").rc, 1);
   ASSERT_TRUE(fs::exists("/usr/bin/chromium")) << "chromium is installed by scripts/setup.sh";
   std::string flags = " --headless --no-sandbox --disable-gpu --user-data-dir=" + (d / "chrome").string() +
                       " --enable-logging=stderr --v=0 ";

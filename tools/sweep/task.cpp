@@ -80,6 +80,11 @@ void read_figures(const fs::path& out, json& r) {
   if (!fs::exists(out / "verify.json")) return;
   json v = json::parse(io::read_file((out / "verify.json").string()));
   r["verify"] = {{"passed", v["passed"]}, {"first_failure", v["first_failure"]}, {"summary", v["summary"]}};
+  // Nothing failed but a runtime could not judge an artifact: its own status, never a pass.
+  if (v.value("verdict", "") == "not_judged" && r.value("status", "") == "failed") {
+    r["status"] = "not_judged";
+    r["reason"] = "verify: not judged: " + v.value("not_judged", std::string());
+  }
   double worst = -1;
   for (const auto& c : v["checks"]) {
     const std::string check = c.value("check", "");

@@ -71,15 +71,22 @@ struct VerifyOptions {
 /// One line of the report.
 struct CheckResult {
   std::string component;  ///< "manifest", "model", "prefill", "decode", "model.pte", ...
-  std::string check;    ///< "checksums", "signature", "numerics", "shapes", "rejects", "ops", "latency", ...
-  std::string status;   ///< "passed" | "failed" | "skipped" | "info"
+  std::string check;  ///< "checksums", "signature", "numerics", "shapes", "rejects", "ops", "latency", ...
+  /// "passed" | "failed" | "skipped" | "not_judged" (a runtime that could not run: neither a pass nor a
+  /// failure) | "info"
+  std::string status;
   std::string message;  ///< one line; for a failure, what was expected and what was got
   nlohmann::json data;  ///< metrics (errors, shapes, timings)
 };
 
 struct VerifyReport {
-  bool passed = false;
+  /// "verified" (no failure, every artifact's numerics judged by a runtime), "failed", or "not_judged" (no
+  /// failure, but an artifact with no numerics except a runtime's that could not run: a .pt2 without
+  /// PyTorch). Only "verified" passes.
+  std::string verdict = "failed";
+  bool passed = false;        ///< verdict == "verified"
   std::string first_failure;  ///< "[verify] ..." line of the first failed check, empty when passed
+  std::string not_judged;     ///< with verdict "not_judged": the first artifact not judged and why
   std::vector<CheckResult> checks;
   nlohmann::json json;  ///< the whole report (what verify.json holds)
   std::string json_path, html_path;
