@@ -14,14 +14,16 @@ inline constexpr const char* kJudgeOff = "HFX_RUNTIME_JUDGE=0";
 /// A report that passed, or was not judged only because the suite turned the runtimes off.
 inline bool verified_or_judge_off(const verify::VerifyReport& r) {
   if (r.passed) return true;
-  return r.verdict == "not_judged" && r.first_failure.empty() && r.not_judged.find(kJudgeOff) != std::string::npos;
+  return r.verdict == "not_judged" && r.first_failure.empty() &&
+         r.not_judged.find(kJudgeOff) != std::string::npos;
 }
 
 /// The same on `hfx verify`'s output and exit status.
 inline bool verified_or_judge_off(int rc, const std::string& out) {
   if (rc == 0) return out.find("VERIFIED") != std::string::npos;
   return out.find("NOT JUDGED") != std::string::npos && out.find("first failure") == std::string::npos &&
-         out.find(std::string("not judged: ")) != std::string::npos && out.find(kJudgeOff) != std::string::npos;
+         out.find(std::string("not judged: ")) != std::string::npos &&
+         out.find(kJudgeOff) != std::string::npos;
 }
 
 }  // namespace hfx::testsupport
