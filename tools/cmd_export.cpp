@@ -191,11 +191,6 @@ void run_export(const ExportArgs& a) {
   const std::string dir = resolve_model(a.model);
   ExportBar progress(a.out, a.format);
   progress.bar.update(0, "load " + a.model);
-  if (a.activations != "f32" && a.quantize == "none")
-    HFX_THROW("export",
-              "expected --activations {} together with --quantize int4 or int8 (it sets how MatMulNBits "
-              "computes), got no --quantize",
-              a.activations);
   auto model = load_model(dir);
   check_export_skip(a.format, model->config().model_type);
   std::unique_ptr<ExportConfig> cfg = export_config(a);
