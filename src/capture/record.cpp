@@ -120,16 +120,34 @@ void check_call(const ComponentDecl& decl, const RecordedCall& c, std::map<std::
   }
 }
 
-DimSpec range_for(const std::string& dim, const CaptureOptions& o, const std::vector<int64_t>& seen) {
+// The past dims that only cross-attention leaves carry: the encoder's memory, as long as the encoder's input.
+std::set<std::string> memory_dims(const ComponentDecl& decl) {
+  std::set<std::string> memory, self;
+  for (const CacheLeafDecl& leaf : decl.cache)
+    for (const InputDecl& d : decl.inputs)
+      if (d.name == leaf.past_input)
+        for (const std::string& ax : d.axes)
+          if (ax.rfind("past_", 0) == 0) (leaf.layer_type == "cross_attention" ? memory : self).insert(ax);
+  for (const std::string& ax : self) memory.erase(ax);
+  return memory;
+}
+
+DimSpec range_for(const std::string& dim, const CaptureOptions& o, const std::vector<int64_t>& seen,
+                  bool memory) {
   bool varies = std::set<int64_t>(seen.begin(), seen.end()).size() > 1;
   int64_t hint = seen.back(), lo = *std::min_element(seen.begin(), seen.end());
+  const int64_t hi_seen = *std::max_element(seen.begin(), seen.end());
   if (!o.dynamic || !varies) return DimSpec{"", false, hint, hint, hint};
   if (dim == "batch_size") return DimSpec{o.batch.name, true, o.batch.min, o.batch.max, hint};
+  // A cross-attention memory holds the encoder's positions: the encoder sequence's range (0 in a merged
+  // program's first call), not the self-attention past's (one position fewer: past + 1 new token).
+  if (memory)
+    return DimSpec{dim, true, lo == 0 ? 0 : std::max<int64_t>(o.sequence.min, 1),
+                   std::max(o.sequence.max, hi_seen), hint};
   if (dim.rfind("past_", 0) == 0) {
     std::string name = dim == "past_sequence_length" ? o.past.name : dim;
-    // A range covers every size the real calls had: Whisper's cross-attention past is its 1500 encoder
-    // positions, beyond the decoder's own past range.
-    const int64_t hi = std::max(o.past.max, *std::max_element(seen.begin(), seen.end()));
+    // A range covers every size the real calls had.
+    const int64_t hi = std::max(o.past.max, hi_seen);
     return DimSpec{name, true, lo == 0 ? 0 : std::max<int64_t>(o.past.min, 1), hi, hint};
   }
   std::string name = dim == "sequence_length" ? o.sequence.name : dim;
@@ -162,7 +180,8 @@ ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vecto
     check_call(decl, *mine[i], size, i);
     for (const auto& [dim, v] : size) seen[dim].push_back(v);
   }
-  for (const auto& [dim, v] : seen) p.dims[dim] = range_for(dim, o, v);
+  const std::set<std::string> memory = memory_dims(decl);
+  for (const auto& [dim, v] : seen) p.dims[dim] = range_for(dim, o, v, memory.count(dim) > 0);
   p.call.logits_to_keep = o.logits_to_keep;
   apply_explicit_dims(model, p, o.dynamic_shapes);
   return p;

@@ -17,10 +17,12 @@ whisper, encoder_attention_mask; then encoder_hidden_states and the past leaves)
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
-from judge import EXACT, PTE, check_greedy
+from judge import EXACT, PTE, Record, check_greedy
 from loops import empty_past, past_name
 from runtimes import OnnxProgram, PteModule, Pt2Program
 from seq2seq_support import (Seq2SeqCase, Seq2SeqReference, decoder_prompt, leaf_names, make_checkpoint,
@@ -226,12 +228,72 @@ def judge_pte(rec, pte, case, ref: Seq2SeqReference):
         rec.check(f"decoder_with_past {n}", v, r2_leaves[n], PTE)
 
     tokens, step_logits = ref.greedy(x, mask, prompt, STEPS)
-    enc = pte("encoder", enc_args())[0]
-    out = pte("decoder", dec_args("decoder", ids, enc))
+    got, seen = pte_greedy(pte, case, x, mask, STEPS)
+    check_greedy(rec, got, seen, tokens, step_logits, PTE)
+
+
+def pte_greedy(pte, case, x, mask, steps):
+    """Greedy tokens (batch 1) of the .pte's encoder, decoder and decoder_with_past, the caller carrying the
+    leaves; returns (tokens, the logits each was picked from)."""
+    methods = ("encoder", "decoder", "decoder_with_past")
+    n_int = {m: sum(1 for i in range(pte.num_inputs(m)) if pte.input_dtype(m, i) == "int64") for m in methods}
+
+    def dec_args(method, ids, enc, leaves=()):
+        return [ids, mask][:n_int[method]] + [enc] + list(leaves)
+
+    enc = pte("encoder", [x] if case.audio else [x, mask][:n_int["encoder"]])[0]
+    out = pte("decoder", dec_args("decoder", np.array([decoder_prompt(case)], np.int64), enc))
     got, seen = [], []
-    for _ in range(STEPS):
+    for _ in range(steps):
         last = out[0][0, -1]
         seen.append(last)
         got.append(int(last.argmax()))
         out = pte("decoder_with_past", dec_args("decoder_with_past", np.array([[got[-1]]], np.int64), enc, out[1:]))
-    check_greedy(rec, got, seen, tokens, step_logits, PTE)
+    return got, seen
+
+
+def encoder_max(out) -> int:
+    """The contract's largest encoder input (encoder_sequence_length) across the export's programs."""
+    contracts = json.loads((out / "manifest.json").read_text())["contracts"]
+    maxima = {ax["max"] for c in contracts.values() for axes in c.values() for ax in axes
+              if ax.get("symbol") == "encoder_sequence_length"}
+    assert len(maxima) == 1, f"expected one encoder_sequence_length bound in every program, got {sorted(maxima)}"
+    return maxima.pop()
+
+
+MAX_STEPS = 8
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "pt2", "pte-portable"])
+@pytest.mark.parametrize("case", params(CASES))
+def test_max_encoder_length(case, fmt, exported, workdir):
+    """Generation from an encoder input of the contract's own maximum length (issue 45: the cross-attention
+    memory's range was one position short of the encoder's): 8 greedy tokens in the runtime vs transformers.
+    Whisper's encoder input is always its maximum (2 x max_source_positions frames)."""
+    rec = Record(case=case.name, model_type=case.model_type, fmt=f"{fmt} (max encoder length)", runtime=fmt)
+    out = exported(case, fmt)
+    ref = reference(case, workdir)
+    if case.audio:
+        x, mask = features(1), None
+        feeds = {"input_features": x}
+    else:
+        n = encoder_max(out)
+        row = [4 + (i * 37) % 250 for i in range(n - 1)] + [case.config["eos_token_id"]]
+        x, mask = np.array([row], np.int64), np.ones((1, n), np.int64)
+        feeds = {"input_ids": x, "attention_mask": mask}
+    tokens, step_logits = ref.greedy(x, mask, decoder_prompt(case), MAX_STEPS)
+    if fmt == "pte-portable":
+        got, seen = pte_greedy(PteModule(out / "model.pte"), case, x, mask, MAX_STEPS)
+        bound = PTE
+    elif fmt == "pt2":
+        got, seen = runtime_greedy(Pt2Program(out / "encoder_model.pt2"), Pt2Program(out / "decoder_model.pt2"),
+                                   Pt2Program(out / "decoder_with_past_model.pt2"), feeds, mask,
+                                   decoder_prompt(case), MAX_STEPS)
+        bound = EXACT
+    else:
+        onnx = out / "onnx"
+        merged = OnnxProgram(onnx / "decoder_model_merged.onnx")
+        got, seen = runtime_greedy(OnnxProgram(onnx / "encoder_model.onnx"), merged, merged, feeds, mask,
+                                   decoder_prompt(case), MAX_STEPS)
+        bound = EXACT
+    check_greedy(rec, got, seen, tokens, step_logits, bound)
