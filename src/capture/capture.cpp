@@ -225,15 +225,43 @@ void bound_sum(ProgramSpec& spec, const std::string& input, int axis, const Dim&
   }
 }
 
-const InputDecl* declared_input(const std::vector<ComponentDecl>& comps, const std::string& input,
-                                std::string& known) {
-  const InputDecl* d = nullptr;
+// A dynamic_shapes key: "input" (that input of every component that declares it, each with its own axes,
+// as each of HfExporters' programs reads its config) or "component.input" (that component's only). Input
+// names may hold dots (past_key_values.0.key): a prefix is a component only when one has that name.
+struct InputKey {
+  std::string component;  ///< empty: every component declaring `input`
+  std::string input;
+};
+InputKey parse_key(const std::vector<ComponentDecl>& comps, const std::string& key) {
+  const auto dot = key.find('.');
+  if (dot != std::string::npos)
+    for (const auto& c : comps)
+      if (c.name == key.substr(0, dot)) return {c.name, key.substr(dot + 1)};
+  return {"", key};
+}
+
+// The declaration of `k` in component `comp`, or nullptr when `k` does not address it; throws for a name
+// no component declares, listing the valid ones.
+const InputDecl* declared_input(const Model& model, const std::vector<ComponentDecl>& comps,
+                                const InputKey& k, const std::string& key, const std::string& comp) {
+  std::vector<std::string> known;
+  auto note = [&](const std::string& n) {
+    if (std::find(known.begin(), known.end(), n) == known.end()) known.push_back(n);
+  };
+  bool found = false;
+  const InputDecl* mine = nullptr;
   for (const auto& c : comps)
     for (const auto& i : c.inputs) {
-      if (i.name == input && !d) d = &i;
-      if (known.find(i.name) == std::string::npos) known += (known.empty() ? "" : ", ") + i.name;
+      note(i.name);
+      if (comps.size() > 1) note(c.name + "." + i.name);
+      if (i.name != k.input || (!k.component.empty() && k.component != c.name)) continue;
+      found = true;
+      if (c.name == comp) mine = &i;
     }
-  return d;
+  if (!found)
+    HFX_THROW("dynamic_shapes", "expected an input name of {} among [{}], got '{}'",
+              model.config().model_type, fmt::join(known, ", "), key);
+  return mine;
 }
 
 }  // namespace
@@ -250,16 +278,14 @@ void apply_explicit_dims(const Model& model, ProgramSpec& spec,
     std::vector<std::string> terms;
   };
   std::vector<Sum> sums;  // bounded after every single dim has its range
-  for (const auto& [input, axes] : ds) {
-    std::string known;
-    const InputDecl* d = declared_input(comps, input, known);
-    if (!d)
-      HFX_THROW("dynamic_shapes", "expected an input name of {} among [{}], got '{}'",
-                model.config().model_type, known, input);
+  for (const auto& [key, axes] : ds) {
+    const InputKey k = parse_key(comps, key);
+    const InputDecl* d = declared_input(model, comps, k, key, spec.component);
+    if (!d) continue;  // another component's input
+    const std::string& input = k.input;
     for (const auto& [axis, dim] : axes)
       if (axis < 0 || axis >= static_cast<int>(d->axes.size()))
-        HFX_THROW("dynamic_shapes", "expected an axis of '{}' in [0, {}), got {}", input, d->axes.size(),
-                  axis);
+        HFX_THROW("dynamic_shapes", "expected an axis of '{}' in [0, {}), got {}", key, d->axes.size(), axis);
     if (std::find(spec.inputs.begin(), spec.inputs.end(), input) == spec.inputs.end()) continue;
     for (const auto& [axis, dim] : axes) {
       std::vector<std::string> terms = live_terms(spec, d->axes[axis]);

@@ -184,6 +184,13 @@ ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vecto
   for (const auto& [dim, v] : seen) p.dims[dim] = range_for(dim, o, v, memory.count(dim) > 0);
   p.call.logits_to_keep = o.logits_to_keep;
   apply_explicit_dims(model, p, o.dynamic_shapes);
+  // The memory is the encoder's output: never longer than the encoder states this program takes, also when
+  // a user's Dim bounds them (decoder.encoder_attention_mask).
+  auto enc = p.dims.find("encoder_sequence_length");
+  if (enc != p.dims.end() && enc->second.dynamic)
+    for (const std::string& dim : memory)
+      if (auto m = p.dims.find(dim); m != p.dims.end() && m->second.dynamic)
+        m->second.max = std::max(m->second.min, std::min(m->second.max, enc->second.max));
   return p;
 }
 

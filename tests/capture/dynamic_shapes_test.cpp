@@ -21,11 +21,12 @@ using namespace hfx;
 
 namespace {
 
-std::unique_ptr<Model> tiny_llama() {
-  nlohmann::json cfg = tiny_model_config("llama", TinyOptions{});
-  ModelConfig mc = architecture("llama").parse_config(cfg);
+std::unique_ptr<Model> tiny_model(const std::string& arch) {
+  nlohmann::json cfg = tiny_model_config(arch, TinyOptions{});
+  ModelConfig mc = architecture(arch).parse_config(cfg);
   return make_model(cfg, io::WeightStore::from_tensors(tiny_weights(mc, DType::F32, 0)));
 }
+std::unique_ptr<Model> tiny_llama() { return tiny_model("llama"); }
 
 std::string error_of(const std::function<void()>& f) {
   try {
@@ -116,6 +117,44 @@ TEST(DynamicShapes, SeedsExampleNamesAndBoundsEveryProgram) {
   o.dynamic_shapes["attention_mask"][1] = Dim{"total", 1, 100};
   msg = error_of([&] { generation_programs(*m, o); });
   EXPECT_NE(msg.find("expected one Dim for 'sequence_length'"), std::string::npos) << msg;
+}
+
+// Issue 45: a name is resolved in each program's own component (t5's encoder and decoder both take
+// input_ids, with different axes); "component.input" addresses one component only. Before, every program
+// read the first declaration (the encoder's), so a Dim on input_ids axis 1 renamed the encoder length inside
+// the decoder programs and the decoder's own input_ids could not be addressed.
+TEST(DynamicShapes, EachComponentReadsItsOwnInputAndComponentDotInputAddressesOne) {
+  auto m = tiny_model("t5");
+  CaptureOptions o;
+  o.dynamic_shapes["input_ids"] = {{1, Dim{"src", 1, 512}}};
+  std::vector<ProgramSpec> ps = generation_programs(*m, o);
+  EXPECT_EQ(program(ps, "encoder_model").dims.at("encoder_sequence_length").symbol, "src");
+  EXPECT_EQ(program(ps, "encoder_model").dims.at("encoder_sequence_length").max, 512);
+  // The decoder's input_ids axis 1 is its own dim; the encoder length keeps its name there.
+  const ProgramSpec& dec = program(ps, "decoder_with_past_model");
+  EXPECT_EQ(dec.dims.at("decoder_sequence_length").symbol, "src");
+  EXPECT_NE(dec.dims.at("encoder_sequence_length").symbol, "src");
+
+  o.dynamic_shapes.clear();
+  o.dynamic_shapes["encoder.input_ids"] = {{1, Dim{"src", 1, 512}}};
+  o.dynamic_shapes["decoder.encoder_attention_mask"] = {{1, Dim{"memory", 1, 256}}};
+  ps = generation_programs(*m, o);
+  EXPECT_EQ(program(ps, "encoder_model").dims.at("encoder_sequence_length").symbol, "src");
+  for (const char* name : {"decoder_model", "decoder_with_past_model", "decoder_model_merged"}) {
+    const ProgramSpec& d = program(ps, name);
+    EXPECT_EQ(d.dims.at("encoder_sequence_length").symbol, "memory") << name;
+    EXPECT_EQ(d.dims.at("encoder_sequence_length").max, 256) << name;
+    EXPECT_NE(d.dims.at("decoder_sequence_length").symbol, "src") << name;
+    // The cross-attention memory is the encoder's output: bounded with it.
+    if (d.dims.count("past_encoder_sequence_length"))
+      EXPECT_EQ(d.dims.at("past_encoder_sequence_length").max, 256) << name;
+  }
+  o.dynamic_shapes.clear();
+  o.dynamic_shapes["encoder.encoder_attention_mask"][1] = Dim{"x", 1, 8};
+  std::string msg = error_of([&] { generation_programs(*m, o); });
+  EXPECT_NE(msg.find("expected an input name of t5 among [input_ids, encoder.input_ids"), std::string::npos)
+      << msg;
+  EXPECT_NE(msg.find("decoder.encoder_attention_mask"), std::string::npos) << msg;
 }
 
 #ifdef HFX_CLI
