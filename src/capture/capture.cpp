@@ -170,6 +170,14 @@ CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, boo
       }
       ins.emplace_back(name, tb.input(name, TensorType{d.dtype, shape}));
     }
+    // A user's bound on a sum axis is a relation between its terms: asked here, it becomes a guard (a
+    // runtime assert in every backend) unless the terms' ranges already decide it.
+    for (const TotalBound& t : spec.totals)
+      if (const Value* in = g.find_input(t.input); in && t.axis < static_cast<int>(in->type.shape.size())) {
+        const Sym& x = in->type.shape[static_cast<size_t>(t.axis)];
+        g.env().ge(x, Sym(t.min));
+        g.env().le(x, Sym(t.max));
+      }
     NamedVars outs = model.call(spec.component, tb, ins, spec.call);
     add_outputs(g, decl, outs, spec.inputs);
   } catch (const Error& e) {
@@ -310,7 +318,10 @@ void apply_explicit_dims(const Model& model, ProgramSpec& spec,
       s = DimSpec{dim.name, true, dim.min, dim.max, s.hint};
     }
   }
-  for (const Sum& x : sums) bound_sum(spec, x.input, x.axis, x.dim, x.terms);
+  for (const Sum& x : sums) {
+    bound_sum(spec, x.input, x.axis, x.dim, x.terms);
+    spec.totals.push_back({x.input, x.axis, x.dim.name, x.dim.min, x.dim.max});
+  }
 }
 
 ProgramSpec causal_lm_program(const CausalLM& model, const CaptureOptions& o) {

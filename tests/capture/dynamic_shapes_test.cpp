@@ -14,7 +14,11 @@
 #include "hfx/capture/capture.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
+#include "hfx/export/onnx.h"
 #include "hfx/models/tiny.h"
+#ifdef HFX_HAVE_ORT
+#include "hfx/runtime/ort_session.h"
+#endif
 
 namespace fs = std::filesystem;
 using namespace hfx;
@@ -155,6 +159,65 @@ TEST(DynamicShapes, EachComponentReadsItsOwnInputAndComponentDotInputAddressesOn
   EXPECT_NE(msg.find("expected an input name of t5 among [input_ids, encoder.input_ids"), std::string::npos)
       << msg;
   EXPECT_NE(msg.find("decoder.encoder_attention_mask"), std::string::npos) << msg;
+}
+
+// Issue 45: a Dim on the merged decoder's attention_mask axis 1 (past + new tokens) bounds the total, not
+// each term: the contract states it, and the graph refuses a call whose terms fit their ranges but whose
+// sum does not (before, each term was capped alone and past 300 + 300 new tokens ran under a 512 Dim).
+TEST(DynamicShapes, ATotalBoundIsStatedAndEnforced) {
+  auto m = tiny_llama();
+  CaptureOptions o = seeds_example();
+  o.dynamic_shapes["input_ids"][1] = o.dynamic_shapes["attention_mask"][1] = Dim{"sequence", 1, 100};
+  const std::vector<ProgramSpec> ps = generation_programs(*m, o);
+  const ProgramSpec& merged = program(ps, "model");
+  ASSERT_EQ(merged.totals.size(), 1u);
+  CapturedProgram cm = capture_program(*m, merged);
+  EXPECT_EQ(cm.contract.at("attention_mask")[1].max, 100);
+  EXPECT_EQ(cm.contract.at("past_key_values.0.key")[2].max, 99);
+  EXPECT_EQ(cm.contract.at("input_ids")[1].max, 100);
+  // The sum of the terms' maxima (199) is past the bound: a guard must say so.
+  bool guarded = false;
+  for (const Guard& g : cm.guards) guarded |= g.what.find("<= 100") != std::string::npos;
+  EXPECT_TRUE(guarded) << "no guard bounds past + sequence";
+#ifdef HFX_HAVE_ORT
+  const fs::path out = fs::path(testing::TempDir()) / ("hfx_ds_total_" + std::to_string(::getpid()));
+  fs::remove_all(out);
+  OnnxConfig oc;
+  oc.dynamic_shapes = o.dynamic_shapes;
+  CaptureOptions co = contract_options(*m, oc);
+  make_onnx_exporter()->export_for_generation(*m, co, {{"*", &oc}}, out.string());
+  rt::OrtSession s(out / "onnx" / "model.onnx", rt::SessionOptions{});
+  auto run = [&](int64_t past, int64_t seq) {
+    rt::NamedTensors f;
+    const auto& c = m->config();
+    const int64_t kv = c.num_key_value_heads, hd = c.head_dim;
+    std::vector<int64_t> ids(static_cast<size_t>(seq), 1), mask(static_cast<size_t>(past + seq), 1);
+    for (const std::string& n : s.input_names()) {
+      if (n == "input_ids")
+        f.push_back({n, rt::RtTensor::i64({1, seq}, ids)});
+      else if (n == "attention_mask")
+        f.push_back({n, rt::RtTensor::i64({1, past + seq}, mask)});
+      else if (n == "position_ids") {
+        std::vector<int64_t> pos(static_cast<size_t>(seq));
+        for (int64_t i = 0; i < seq; i++) pos[static_cast<size_t>(i)] = past + i;
+        f.push_back({n, rt::RtTensor::i64({1, seq}, pos)});
+      } else {
+        f.push_back({n, rt::RtTensor::zeros("float32", {1, kv, past, hd})});
+      }
+    }
+    try {
+      s.run(f);
+      return true;
+    } catch (const Error&) {
+      return false;
+    }
+  };
+  EXPECT_TRUE(run(50, 50));  // total 100: in the contract
+  EXPECT_TRUE(run(99, 1));
+  EXPECT_FALSE(run(60, 60));  // each term in its range (past <= 99, new <= 100), the total 120 is not
+  EXPECT_FALSE(run(99, 2));
+  fs::remove_all(out);
+#endif
 }
 
 #ifdef HFX_CLI

@@ -75,6 +75,16 @@ struct DimSpec {
 };
 
 /// One program to capture: a component called with some of its inputs.
+/// A bound on an input axis that is a sum of dims (a merged decoder's attention_mask axis 1: past + new
+/// tokens), from a user's Dim: capture records it as a guard, so the contract states the total and every
+/// backend's runtime assert enforces it (not only each term's range).
+struct TotalBound {
+  std::string input;
+  int axis = 0;
+  std::string dim;  ///< the Dim's name
+  int64_t min = 0, max = 0;
+};
+
 struct ProgramSpec {
   std::string name;       ///< artifact component name: "prefill", "decode", "model", "encoder_model", ...
   std::string component;  ///< the model component it calls
@@ -82,6 +92,7 @@ struct ProgramSpec {
   std::map<std::string, DimSpec> dims;  ///< every named dim of those inputs
   std::vector<std::string> kinds;       ///< the recorded call kinds it covers (empty: from options)
   CallOptions call;
+  std::vector<TotalBound> totals;  ///< user bounds on sum axes (apply_explicit_dims)
 };
 
 /// Captures one program. Throws hfx::Error("capture", ...) naming the architecture, the component and
