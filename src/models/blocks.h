@@ -47,9 +47,11 @@ struct ConfigDefaults {
 /// dtype), bos/pad/eos (int or list), num_key_value_heads (default heads), head_dim, layer_types
 /// (explicit, else all full). Checks divisibility.
 ModelConfig parse_common(const json& j, const std::string& model_type, const ConfigDefaults& d);
-/// The layer-type vocabulary config.json's `layer_types` may use (transformers' names).
-inline const std::vector<std::string> kLayerTypes = {
-    "full_attention", "sliding_attention", "chunked_attention", "linear_attention", "mamba", "conv"};
+/// The layer-type vocabulary config.json's `layer_types` may use (transformers' names), each run by some
+/// architecture (tests/models/layer_types_test.cpp; linear_attention is granitemoehybrid's mamba layer in
+/// transformers 5). transformers' chunked_attention (Llama 4) is left out until an architecture runs it.
+inline const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_attention",
+                                                     "linear_attention", "mamba", "conv"};
 /// Sets cfg.layer_types from config.json's layer_types, else from `fallback(i)`; checks the length. An entry
 /// outside kLayerTypes, or one that is not in `supported` (what this architecture runs), is
 /// `[model] expected …, got '<type>' at layer N`.

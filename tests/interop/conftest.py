@@ -2,7 +2,8 @@
 
 Run by scripts/test.sh (tier "interop") as `.venv/bin/python -m pytest tests/interop`. Environment:
   HFX              the hfx binary (default build/hfx)
-  HFX_INTEROP_DIR  work folder for checkpoints and exports (default: a fresh temp folder)
+  HFX_INTEROP_DIR  work folder for checkpoints and exports, kept (default: a fresh temp folder, removed at the
+                   end unless HFX_INTEROP_KEEP=1)
   HFX_INTEROP_REPORT  where the records go (default build/interop/report.json); tests/interop/table.py
                    turns them into the docs table (docs/interop.md).
 """
@@ -11,6 +12,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -45,11 +47,15 @@ def hfx_binary() -> str:
 
 
 @pytest.fixture(scope="session")
-def workdir() -> Path:
+def workdir():
+    """HFX_INTEROP_DIR (kept), else a temp folder removed at the end (about 4.5 GB of checkpoints and exports;
+    HFX_INTEROP_KEEP=1 keeps it to look at)."""
     d = os.environ.get("HFX_INTEROP_DIR")
     path = Path(d) if d else Path(tempfile.mkdtemp(prefix="hfx_interop_"))
     path.mkdir(parents=True, exist_ok=True)
-    return path
+    yield path
+    if not d and os.environ.get("HFX_INTEROP_KEEP") != "1":
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def run_hfx(*args, check=True) -> subprocess.CompletedProcess:

@@ -207,8 +207,8 @@ TEST(Lfm2, LayerTypesAreCheckedByLayer) {
   json cfg = architecture("lfm2").tiny_config("tiny");
   cfg["layer_types"] = {"conv", "full_attention", "conv", "banana"};
   EXPECT_NE(config_error(cfg).find(
-                "[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
-                "linear_attention, mamba, conv], got 'banana' at layer 3"),
+                "[model] expected a layer type among [full_attention, sliding_attention, linear_attention, "
+                "mamba, conv], got 'banana' at layer 3"),
             std::string::npos)
       << config_error(cfg);
   cfg["layer_types"] = {"conv", "mamba", "conv", "full_attention"};

@@ -173,8 +173,8 @@ TEST(Mamba, LayerTypesAreCheckedByLayer) {
   EXPECT_EQ(parse_model_config(cfg).layer_types, (std::vector<std::string>{"mamba", "mamba"}));
   cfg["layer_types"] = {"mamba", "mamba2000"};
   EXPECT_NE(config_error(cfg).find(
-                "[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
-                "linear_attention, mamba, conv], got 'mamba2000' at layer 1"),
+                "[model] expected a layer type among [full_attention, sliding_attention, linear_attention, "
+                "mamba, conv], got 'mamba2000' at layer 1"),
             std::string::npos)
       << config_error(cfg);
   cfg["layer_types"] = {"full_attention", "mamba"};

@@ -133,8 +133,8 @@ TEST(LayerTypes, VocabularyAndUnsupportedTypes) {
   cfg["layer_types"] = {"full_attention", "ssm_attention"};
   msg = error_of([&] { parse_model_config(cfg); });
   EXPECT_NE(
-      msg.find("[model] expected a layer type among [full_attention, sliding_attention, chunked_attention, "
-               "linear_attention, mamba, conv], got 'ssm_attention' at layer 1"),
+      msg.find("[model] expected a layer type among [full_attention, sliding_attention, linear_attention, "
+               "mamba, conv], got 'ssm_attention' at layer 1"),
       std::string::npos)
       << msg;
   cfg["layer_types"] = {"full_attention", "full_attention"};
