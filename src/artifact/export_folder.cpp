@@ -2,6 +2,7 @@
 // from the CLI so that `hfx export` and programs embedding hfx write the same folder (one implementation).
 #include "hfx/artifact/export_folder.h"
 
+#include <algorithm>
 #include <filesystem>
 
 #include "hfx/core/error.h"
@@ -47,6 +48,32 @@ void write_side_files(const std::string& dir, const fs::path& tmp, const ExportC
   io::write_file_atomic((tmp / "export_config.json").string(), cfg.to_json().dump(2));
 }
 
+// A program's calling convention as manifest.json states it (Manifest::signatures): inputs and outputs in the
+// artifact's order, so a consumer (the conformance tester, a runtime binding) needs no hfx internals to call
+// an ExecuTorch method whose arguments have no names in the file.
+nlohmann::json program_signature(const CapturedProgram& p) {
+  nlohmann::json ins = nlohmann::json::array(), outs = nlohmann::json::array();
+  for (const Value* v : p.graph->inputs()) {
+    nlohmann::json in = {{"name", v->name}, {"dtype", dtype_name(v->type.dtype)}};
+    if (std::find(p.state.begin(), p.state.end(), v->name) != p.state.end()) in["state"] = true;
+    ins.push_back(std::move(in));
+  }
+  for (const Value* v : p.graph->outputs()) outs.push_back(v->name);
+  return {{"inputs", ins}, {"outputs", outs}};
+}
+
+// The capture's deferred guards, the relations the per-axis ranges cannot state (Manifest::relations).
+nlohmann::json program_relations(const CapturedProgram& p) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const Guard& g : p.guards)
+    out.push_back({{"what", g.what},
+                   {"expr", g.expr.str()},
+                   {"lower", g.lower},
+                   {"upper", g.upper},
+                   {"where", g.where}});
+  return out;
+}
+
 // Exports into `tmp` (removed by the caller's StagedDir on failure): the programs, side files, manifest.
 ExportFolderResult export_into(const Model& model, const std::string& dir, const ExportConfig& cfg,
                                const fs::path& tmp, const ExportFolderProgress& progress) {
@@ -69,6 +96,11 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
     std::map<std::string, ShapeContract> contracts;
     for (const auto& p : out.export_result.programs) contracts[p.component] = p.contract;
     out.manifest = build_manifest(tmp.string(), dir, cfg.format, cfg.to_json(), contracts);
+    for (const auto& p : out.export_result.programs) {
+      if (!p.graph) continue;
+      out.manifest.signatures[p.component] = program_signature(p);
+      if (!p.guards.empty()) out.manifest.relations[p.component] = program_relations(p);
+    }
     out.manifest.precision = cfg.precision(model.config().dtype);
     out.manifest.warnings = out.export_result.warnings;
     out.manifest.notes = out.export_result.notes;

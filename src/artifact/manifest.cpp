@@ -184,6 +184,8 @@ json Manifest::to_json() const {
   json c = json::object();
   for (const auto& [comp, contract] : contracts) c[comp] = contract_to_json(contract);
   j["contracts"] = c;
+  if (!relations.empty()) j["relations"] = relations;
+  if (!signatures.empty()) j["signatures"] = signatures;
   json files_j = json::array();
   for (const auto& f : files) {
     json fj = {{"path", f.path}, {"role", f.role}, {"size", f.size}, {"sha256", f.sha256}};
@@ -225,6 +227,11 @@ Manifest Manifest::from_json(const json& j) {
   if (jsonc::has(j, "contracts"))
     for (const auto& [comp, c] : jsonc::object(j["contracts"], kComp, "manifest.json.contracts").items())
       m.contracts[comp] = contract_from_json(c, comp);
+  m.relations = jsonc::has(j, "relations") ? jsonc::object(j["relations"], kComp, "manifest.json.relations")
+                                           : json::object();
+  m.signatures = jsonc::has(j, "signatures")
+                     ? jsonc::object(j["signatures"], kComp, "manifest.json.signatures")
+                     : json::object();
   const json& files =
       jsonc::array(jsonc::at(j, "files", kComp, "manifest.json"), kComp, "manifest.json.files");
   for (size_t i = 0; i < files.size(); i++) {

@@ -182,6 +182,16 @@ ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vecto
   }
   const std::set<std::string> memory = memory_dims(decl);
   for (const auto& [dim, v] : seen) p.dims[dim] = range_for(dim, o, v, memory.count(dim) > 0);
+  // A length of its own (mamba's mask: total_sequence_length) that equals the new tokens in every call of
+  // this program (prefill: no past, so the mask is as long as the prompt) is that same symbol, as
+  // torch.export's duck sizing would make it: else the contract admits a mask longer than the prompt, a
+  // call with no meaning (found by tests/interop/test_conformance.py).
+  auto seq = seen.find("sequence_length");
+  for (const auto& [dim, v] : seen)
+    if (seq != seen.end() && dim != seq->first && dim != "batch_size" &&
+        dim.find("past") == std::string::npos && v == seq->second && p.dims[dim].dynamic &&
+        p.dims[seq->first].dynamic)
+      p.dims[dim] = p.dims[seq->first];
   p.call.logits_to_keep = o.logits_to_keep;
   apply_explicit_dims(model, p, o.dynamic_shapes);
   // The memory is the encoder's output: never longer than the encoder states this program takes, also when

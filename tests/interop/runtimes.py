@@ -24,6 +24,7 @@ class OnnxProgram:
         opts = ort.SessionOptions()
         opts.intra_op_num_threads = 1
         opts.log_severity_level = 3
+        ort.set_default_logger_severity(4)  # refusals the tests provoke would print a red line each
         self.session = ort.InferenceSession(str(path), opts, providers=["CPUExecutionProvider"])
         self.inputs = [i.name for i in self.session.get_inputs()]
         self.shapes = {i.name: i.shape for i in self.session.get_inputs()}

@@ -67,6 +67,14 @@ struct Manifest {
   /// written before hfx recorded it.
   nlohmann::json precision;
   std::map<std::string, ShapeContract> contracts;  ///< component → input → axes
+  /// component → the relations between its symbols that the axes cannot state (the capture's deferred
+  /// guards: `past_sequence_length + sequence_length <= 128`), each {"what", "expr", "lower", "upper",
+  /// "where"}: `lower <= expr <= upper` must hold, and every format's runtime check enforces it.
+  nlohmann::json relations = nlohmann::json::object();
+  /// component → its calling convention: {"inputs": [{"name", "dtype", "state"?}], "outputs": [names]}, in
+  /// the order the artifact takes and returns them (an ExecuTorch method's arguments are the inputs
+  /// without "state": true, which it keeps as mutable buffers).
+  nlohmann::json signatures = nlohmann::json::object();
   std::vector<ManifestFile> files;
   std::vector<std::string> warnings;  ///< the exporter's warnings (ExportResult::warnings), shown by verify
   std::vector<std::string> notes;     ///< ExportResult::notes (written only when there are some)

@@ -64,6 +64,9 @@ struct CapturedProgram {
   std::shared_ptr<Graph> graph;
   ShapeContract contract;
   std::vector<Guard> guards;  ///< deferred runtime asserts
+  /// Inputs the artifact keeps as its own state rather than taking them per call (ExecuTorch's static
+  /// KV cache: mutable buffers), in graph order.
+  std::vector<std::string> state;
 };
 
 /// The value of one named dim in a program: a symbol with a range and a hint (the sample), or fixed.

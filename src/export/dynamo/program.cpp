@@ -117,6 +117,20 @@ void emit_guards(Emitter& e, const std::vector<Guard>& guards) {
   }
 }
 
+// torch.export's own input check (range_constraints) skips a minimum of 0, 1 or 2 (torch specializes sizes
+// 0 and 1), so an empty batch or prompt, or an empty past where the contract says at least 1, would run and
+// return output. Each input-dim symbol with a positive minimum also gets a runtime assert of it.
+std::vector<Guard> with_minimums(const Graph& g, const Emitter& e, std::vector<Guard> guards) {
+  for (const auto& [name, src] : e.sources) {
+    if (!g.env().has_symbol(name)) continue;
+    const SymRange r = g.env().range_of(name);
+    if (r.min > 0)
+      guards.push_back({Sym::symbol(name), r.min, SymRange::kInf, "src/export/dynamo/program.cpp",
+                        fmt::format("{} >= {} (input '{}' dim {})", name, r.min, src.tensor, src.dim)});
+  }
+  return guards;
+}
+
 // Every node through its ATen entry.
 void emit_nodes(Emitter& e, const Graph& g) {
   for (const auto& np : g.nodes()) {
@@ -163,7 +177,7 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
     for (const auto& d : v->type.shape)
       for (const auto& s : d.free_symbols()) e.torch_symbol(s);
   const Placeholders ph = place_inputs(e, g, sp);
-  emit_guards(e, guards);
+  emit_guards(e, with_minimums(g, e, guards));
   emit_nodes(e, g);
 
   json outputs = json::array(), output_specs = json::array(), call_outputs = json::array();

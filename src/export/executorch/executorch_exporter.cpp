@@ -227,7 +227,10 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   fwd.name = "forward";
   fwd.graph = &g;
   fwd.guards = out.forward.guards;
-  for (const CacheLeaf& l : g.cache_leaves()) fwd.mutable_buffers.emplace_back(l.input_name, l.output_name);
+  for (const CacheLeaf& l : g.cache_leaves()) {
+    fwd.mutable_buffers.emplace_back(l.input_name, l.output_name);
+    out.forward.state.push_back(l.input_name);
+  }
   out.metadata = metadata_methods(mc, cfg, out.warnings);
   // ── Stage 6: Partitioner ── (in the writer: the row's partitioner takes its subgraphs into delegates)
   out.pte = write_pte({fwd}, out.metadata, writer_options(prep));

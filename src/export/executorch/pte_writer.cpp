@@ -156,16 +156,20 @@ void MethodEmitter::emit_guard_checks() {
   // ExecuTorch resizes a DYNAMIC_BOUND input when its element count fits the bound's, whatever its sizes:
   // an input with two dynamic dims ([batch, seq] bounded [64, 128]) takes [1, 129], and the method runs
   // past its contract until some kernel happens to refuse. Each symbol of such an input is checked against
-  // its own range, as the guards are.
+  // its own range, as the guards are. The resize also takes any size down to 0, so a symbol whose range
+  // starts above 0 (an empty prompt, an empty past where the contract says at least one position) is
+  // checked on every input that has it (tests/interop/test_conformance.py's min - 1 probes).
   std::set<std::string> checked;
   for (const Value* v : g_.inputs()) {
     int dynamic = 0;
     for (const Sym& d : v->type.shape) dynamic += d.is_const() ? 0 : 1;
-    if (buffers_.count(v) || dynamic < 2) continue;
+    if (buffers_.count(v) || dynamic == 0) continue;
     for (size_t a = 0; a < v->type.shape.size(); a++) {
       const Sym& d = v->type.shape[a];
-      if (d.kind() != Sym::Kind::Symbol || !checked.insert(d.name()).second) continue;
+      if (d.kind() != Sym::Kind::Symbol || checked.count(d.name())) continue;
       const SymRange r = env_.bounds(d);
+      if (dynamic < 2 && r.min <= 0) continue;
+      checked.insert(d.name());
       if (r.bounded() && r.min > -SymRange::kInf && r.max - r.min <= INT32_MAX)
         emit_check(d, r.min, r.max, fmt::format("input '{}' dim {} within its bound", v->name, a), "");
     }
