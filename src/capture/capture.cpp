@@ -9,9 +9,13 @@
 
 #include <fmt/format.h>
 
+#include "capture/generation_loops.h"
 #include "hfx/core/error.h"
 
 namespace hfx {
+
+using capture::past_dims;
+using capture::PastDims;
 
 const char* call_kind_name(CallKind k) {
   switch (k) {
@@ -146,6 +150,46 @@ void narrow_contract_by_guards(CapturedProgram& prog) {
   }
 }
 
+// A cross-attention memory is the encoder's output for this call's encoder states: as long as them (or empty,
+// in a merged decoder's first call), and empty exactly when the self-attention past is (one call fills both).
+// The axis ranges cannot say so: the contract admitted a 2-position memory beside 2048 encoder states, a call
+// with no meaning (tests/interop/test_conformance.py). Asked here, each relation becomes a guard that every
+// backend checks. Asked only where the recorded calls agree (the hints satisfy it).
+void relate_memory(const ComponentDecl& decl, const Symbols& syms, ShapeEnv& env) {
+  auto made = [&](const std::string& dim) -> const Sym* {
+    auto it = syms.made.find(dim);
+    return it == syms.made.end() || it->second.is_const() ? nullptr : &it->second;
+  };
+  // The encoder's length: axis 1 of the encoder states this program takes (a symbol, or fixed: whisper's
+  // 1500).
+  Sym enc;
+  bool found = false;
+  for (const InputDecl& d : decl.inputs)
+    if (d.name == "encoder_hidden_states" && d.axes.size() > 1) {
+      const std::string& ax = d.axes[1];
+      if (!ax.empty() && std::all_of(ax.begin(), ax.end(), ::isdigit)) {
+        enc = Sym(static_cast<int64_t>(std::stoll(ax)));
+        found = true;
+      } else if (auto it = syms.made.find(ax); it != syms.made.end()) {
+        enc = it->second;
+        found = true;
+      }
+    }
+  if (!found) return;
+  const PastDims dims = past_dims(decl);
+  for (const std::string& m : dims.memory) {
+    const Sym* M = made(m);
+    if (!M) continue;
+    const Sym rel = env.bounds(*M).min >= 1 ? *M - enc : *M * (enc - *M);
+    if (env.hint(rel) == 0) env.eq(rel, Sym(0));
+    for (const std::string& s : dims.self)
+      if (const Sym* D = made(s)) {
+        const Sym both = env.min(*D, Sym(1)) - env.min(*M, Sym(1));
+        if (!both.is_const() && env.hint(both) == 0) env.eq(both, Sym(0));
+      }
+  }
+}
+
 }  // namespace
 
 CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, bool prefer_deferred,
@@ -178,6 +222,7 @@ CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, boo
         g.env().ge(x, Sym(t.min));
         g.env().le(x, Sym(t.max));
       }
+    relate_memory(decl, syms, g.env());
     NamedVars outs = model.call(spec.component, tb, ins, spec.call);
     add_outputs(g, decl, outs, spec.inputs);
   } catch (const Error& e) {

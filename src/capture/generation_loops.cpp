@@ -432,4 +432,16 @@ const GenerationLoop& generation_loop(Structure s) {
   HFX_THROW("capture", "expected a generation loop for structure '{}', got none", structure_name(s));
 }
 
+PastDims past_dims(const ComponentDecl& decl) {
+  PastDims r;
+  for (const CacheLeafDecl& leaf : decl.cache)
+    for (const InputDecl& d : decl.inputs)
+      if (d.name == leaf.past_input)
+        for (const std::string& ax : d.axes)
+          if (ax.rfind("past_", 0) == 0)
+            (leaf.layer_type == "cross_attention" ? r.memory : r.self).insert(ax);
+  for (const std::string& ax : r.self) r.memory.erase(ax);
+  return r;
+}
+
 }  // namespace hfx::capture

@@ -5,6 +5,7 @@
 // loop, a structure declares the programs an export writes and which recorded call kinds each covers.
 // Adding a generation structure is one more entry of the table in generation_loops.cpp.
 #pragma once
+#include <set>
 #include <string>
 #include <vector>
 
@@ -67,5 +68,12 @@ struct GenerationLoop {
 };
 
 const GenerationLoop& generation_loop(Structure s);
+
+/// The past dims of a component's cache leaves: `memory` only cross-attention leaves carry (the encoder's
+/// output, as long as the encoder's input), `self` the self-attention ones (and every other kind) carry.
+struct PastDims {
+  std::set<std::string> memory, self;
+};
+PastDims past_dims(const ComponentDecl& decl);
 
 }  // namespace hfx::capture

@@ -13,6 +13,7 @@
 namespace hfx {
 
 using capture::generation_loop;
+using capture::past_dims;
 using capture::ProgramDecl;
 
 std::vector<GenerationSample> default_generation_samples(int64_t vocab_size) {
@@ -120,18 +121,6 @@ void check_call(const ComponentDecl& decl, const RecordedCall& c, std::map<std::
   }
 }
 
-// The past dims that only cross-attention leaves carry: the encoder's memory, as long as the encoder's input.
-std::set<std::string> memory_dims(const ComponentDecl& decl) {
-  std::set<std::string> memory, self;
-  for (const CacheLeafDecl& leaf : decl.cache)
-    for (const InputDecl& d : decl.inputs)
-      if (d.name == leaf.past_input)
-        for (const std::string& ax : d.axes)
-          if (ax.rfind("past_", 0) == 0) (leaf.layer_type == "cross_attention" ? memory : self).insert(ax);
-  for (const std::string& ax : self) memory.erase(ax);
-  return memory;
-}
-
 DimSpec range_for(const std::string& dim, const CaptureOptions& o, const std::vector<int64_t>& seen,
                   bool memory) {
   bool varies = std::set<int64_t>(seen.begin(), seen.end()).size() > 1;
@@ -180,7 +169,7 @@ ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vecto
     check_call(decl, *mine[i], size, i);
     for (const auto& [dim, v] : size) seen[dim].push_back(v);
   }
-  const std::set<std::string> memory = memory_dims(decl);
+  const std::set<std::string> memory = past_dims(decl).memory;
   for (const auto& [dim, v] : seen) p.dims[dim] = range_for(dim, o, v, memory.count(dim) > 0);
   // A length of its own (mamba's mask: total_sequence_length) that equals the new tokens in every call of
   // this program (prefill: no past, so the mask is as long as the prompt) is that same symbol, as
@@ -196,11 +185,19 @@ ProgramSpec plan_one(const Model& model, const ProgramDecl& pd, const std::vecto
   apply_explicit_dims(model, p, o.dynamic_shapes);
   // The memory is the encoder's output: never longer than the encoder states this program takes, also when
   // a user's Dim bounds them (decoder.encoder_attention_mask).
-  auto enc = p.dims.find("encoder_sequence_length");
-  if (enc != p.dims.end() && enc->second.dynamic)
+  // (Fixed encoder states, whisper's: the memory is at most that size.)
+  int64_t enc_max = 0;
+  for (const InputDecl& d : decl.inputs)
+    if (d.name == "encoder_hidden_states" && d.axes.size() > 1) {
+      if (is_number(d.axes[1]))
+        enc_max = std::stoll(d.axes[1]);
+      else if (auto e = p.dims.find(d.axes[1]); e != p.dims.end())
+        enc_max = e->second.dynamic ? e->second.max : e->second.hint;
+    }
+  if (enc_max > 0)
     for (const std::string& dim : memory)
       if (auto m = p.dims.find(dim); m != p.dims.end() && m->second.dynamic)
-        m->second.max = std::max(m->second.min, std::min(m->second.max, enc->second.max));
+        m->second.max = std::max(m->second.min, std::min(m->second.max, enc_max));
   return p;
 }
 

@@ -22,6 +22,9 @@ from conformance_support import (Artifact, empty_pasts, feeds_for, past_inputs, 
 from judge import EXACT, PTE, Record
 from loops import past_name
 from reference import CausalReference
+from seq2seq_support import Seq2SeqReference, make_checkpoint as make_s2s_checkpoint
+import test_encoders as enc_mod
+import test_seq2seq as s2s_mod
 
 FMTS = ["onnx", "pt2", "pte-portable", "pte-xnnpack"]
 LM = cases_mod.DECODERS + cases_mod.STATE
@@ -134,3 +137,68 @@ def test_decoder_contract(case, fmt, export, checkpoint, record):
     art = Artifact(export(case, fmt), fmt)
     ref = lm_reference(case, checkpoint)
     probe_all(art, rec, lambda *x: lm_call(*x[:4], ref, x[4], rec)).report()
+
+
+def encoder_call(art: Artifact, comp: str, c, a: dict, model, rng, rec: Record) -> None:
+    """An encoder's outputs (logits or hidden states) vs transformers on the same ids, all positions real."""
+    feeds = feeds_for(art, comp, c, a, rng)
+    out = art.call(comp, feeds, fresh=True)
+    ref = enc_mod.ref_outputs(model, feeds["input_ids"], feeds["attention_mask"])
+    names = [n for n in out if n in ref]
+    assert names, f"expected an output transformers has ({sorted(ref)}), got {sorted(out)}"
+    for n in names:
+        rec.check(f"{comp} {n}", out[n], ref[n], bound_of(art.fmt))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("case", cases_mod.ENCODERS, ids=lambda c: c.name)
+def test_encoder_contract(case, fmt, export, checkpoint, record):
+    rec = record(case, f"{fmt} (contract)", runtime=FORMATS[fmt][1])
+    art = Artifact(export(case, fmt), fmt)
+    model = enc_mod.reference(case, checkpoint)
+    probe_all(art, rec, lambda *x: encoder_call(*x[:4], model, x[4], rec)).report()
+
+
+def seq2seq_call(art: Artifact, comp: str, c, a: dict, ref: Seq2SeqReference, rng, rec: Record) -> None:
+    """An encoder program vs transformers' encoder; a decoder program on random encoder states, its past (if
+    any) transformers' own cache of a teacher-forced decoder prefix, vs transformers' next logits."""
+    feeds = feeds_for(art, comp, c, a, rng)
+    bound = bound_of(art.fmt)
+    if "encoder_hidden_states" not in c.axes:  # the encoder
+        x = feeds.get("input_features", feeds.get("input_ids"))
+        out = art.call(comp, feeds, fresh=True)
+        rec.check(f"{comp} last_hidden_state", out["last_hidden_state"], ref.encode(x, feeds.get("attention_mask")),
+                  bound)
+        return
+    enc = feeds["encoder_hidden_states"]
+    mask = feeds.get("encoder_attention_mask")
+    batch, new = c.shape("input_ids", a)
+    pasts = past_inputs(art, comp)
+    dec = [n for n in pasts if ".decoder." in n]
+    mem = [n for n in pasts if ".encoder." in n]
+    past = c.shape(dec[0], a)[2] if dec else 0
+    memory = c.shape(mem[0], a)[2] if mem else 0
+    if past and memory != enc.shape[1] or (past == 0) != (memory == 0):
+        raise AssertionError(f"the contract admits a decoder past of {past} beside a cross-attention memory of "
+                             f"{memory} for {enc.shape[1]} encoder states: no eager call has that meaning")
+    ids = rng.integers(4, art.vocab - 1, size=(batch, past + new)).astype(np.int64)
+    cache = None
+    if past:
+        _, cache, leaves = ref.step(ids[:, :past], enc, mask)
+        feeds.update({past_name(k): v for k, v in leaves.items()})
+    elif pasts:
+        feeds.update(empty_pasts(art, comp, batch))
+    feeds["input_ids"] = ids[:, past:]
+    out = art.call(comp, feeds, fresh=True)
+    want = ref.step(ids[:, past:], enc, mask, cache)[0]
+    rec.check(f"{comp} logits", out["logits"], want, bound)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("case", s2s_mod.CASES, ids=lambda c: c.name)
+def test_seq2seq_contract(case, fmt, workdir, export, record):
+    rec = record(case, f"{fmt} (contract)", runtime=FORMATS[fmt][1])
+    make_s2s_checkpoint(case, workdir / "ckpt" / case.name)
+    art = Artifact(export(case, fmt), fmt)
+    ref = s2s_mod.reference(case, workdir)
+    probe_all(art, rec, lambda *x: seq2seq_call(*x[:4], ref, x[4], rec)).report()
