@@ -232,6 +232,15 @@ class Qwen2Vl : public Model {
   Var image_features(Builder& b, const Var& pixels, const Var& grid_thw) const {
     Scope s(b, "visual");
     const Sym n = pixels.size(0);
+    // Each image's grid is at least one merge window (merge x merge patches): the patches the grids tile
+    // are at least that many per image. A relation of the sizes every valid call satisfies, so the contract
+    // states it (a guard, checked at run time) instead of admitting more images than the patches can hold.
+    // And every grid's rows and columns are whole merge windows, so the patches come in multiples of one.
+    const Sym window(v_.merge * v_.merge);
+    if (!b.env().ge(n, grid_thw.size(0) * window) || !b.env().eq(mod(n, window), Sym(0)))
+      HFX_THROW("model",
+                "expected whole {}-patch merge windows, at least one per image, got {} patches for {} images",
+                v_.merge * v_.merge, b.env().hint(n), b.env().hint(grid_thw.size(0)));
     Var patch = F::reshape(w(b, "visual.patch_embed.proj.weight"), {v_.embed, v_.patch_dim()});
     Var h = F::linear(F::to(pixels, DType::F32), patch);  // Conv3d with stride = kernel: one matmul
     const PatchPositions pos = patch_positions(b, grid_thw, n, v_.merge);

@@ -35,7 +35,8 @@ class Artifact:
         if not self.signatures:
             raise AssertionError(f"[conformance] expected manifest.json 'signatures' in {out} (the inputs in the "
                                  "artifact's order), got none: exported by an hfx that did not write them")
-        self.vocab = json.loads((out / "config.json").read_text()).get("vocab_size")
+        cfg = json.loads((out / "config.json").read_text())
+        self.vocab = cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size")
         self._programs: dict = {}
 
     def contract(self, comp: str) -> Contract:
@@ -109,11 +110,11 @@ def refused(art: Artifact, comp: str, feeds: dict) -> str | None:
     return ", ".join(f"{k}{list(np.shape(v))}" for k, v in list(out.items())[:3])
 
 
-def prefix_component(art: Artifact, comp: str):
+def prefix_component(art: Artifact, comp: str, seq: str = "input_ids"):
     """A component that starts a sequence and returns present.* (no past inputs, or pasts whose every symbolic
     axis past the batch may be 0), to make a real past for `comp`; None when there is none."""
-    for c in art.contracts:
-        if c == comp or art.stateful(c) or not (art.contracts[c].get("input_ids", [{}, {}])[1].get("symbol")):
+    for c in [x for x in art.contracts if x != comp] + [comp]:  # itself last: a merged program starts one too
+        if art.stateful(c) or not (art.contracts[c].get(seq, [{}, {}])[1].get("symbol")):
             continue  # a prefix takes a prompt of any length
         if not any(o.startswith("present") for o in art.signatures[c]["outputs"]):
             continue

@@ -25,6 +25,8 @@ from reference import CausalReference
 from seq2seq_support import Seq2SeqReference, make_checkpoint as make_s2s_checkpoint
 import test_encoders as enc_mod
 import test_seq2seq as s2s_mod
+import test_vision as vis_mod
+from vision_support import make_vlm_checkpoint
 
 FMTS = ["onnx", "pt2", "pte-portable", "pte-xnnpack"]
 LM = cases_mod.DECODERS + cases_mod.STATE
@@ -202,3 +204,188 @@ def test_seq2seq_contract(case, fmt, workdir, export, record):
     art = Artifact(export(case, fmt), fmt)
     ref = s2s_mod.reference(case, workdir)
     probe_all(art, rec, lambda *x: seq2seq_call(*x[:4], ref, x[4], rec)).report()
+
+
+def vlm_call(art: Artifact, comp: str, c, a: dict, ref, rng, rec: Record) -> None:
+    """A VLM component vs transformers: the vision encoder's image features, the embedding table's rows, and
+    the text decoder on random embeddings (its past made by the export's own first decoder program) vs the
+    model's forward on the whole embedding sequence."""
+    feeds = feeds_for(art, comp, c, a, rng)
+    bound = bound_of(art.fmt)
+    if "pixel_values" in feeds:
+        if "grid_thw" in feeds:  # qwen2_vl: grids the patches tile (each image 1 x 2 x 2k: whole merge windows)
+            n_img, n_patch = feeds["grid_thw"].shape[0], feeds["pixel_values"].shape[0]
+            if n_patch % 4 or n_patch < 4 * n_img:
+                raise AssertionError(f"the contract admits {n_patch} patches for {n_img} images: no grids of whole "
+                                     "2 x 2 merge windows tile them")
+            last = n_patch // 2 - 2 * (n_img - 1)
+            feeds["grid_thw"] = np.array([[1, 2, 2]] * (n_img - 1) + [[1, 2, last]], np.int64)
+        out = art.call(comp, feeds, fresh=True)
+        got = out["image_features"]
+        rec.check(f"{comp} image_features", got.reshape(-1, got.shape[-1]), ref.image_features(feeds), bound)
+        return
+    if "inputs_embeds" not in feeds:  # the embedding table
+        out = art.call(comp, feeds, fresh=True)
+        name = next(iter(out))
+        rec.check(f"{comp} {name}", out[name], ref.embeddings(feeds["input_ids"]), bound)
+        return
+    batch, new = c.shape("inputs_embeds", a)[:2]
+    pasts = past_inputs(art, comp)
+    total = c.shape("attention_mask", a)[1]
+    past = total - new
+    if past < 0:
+        raise AssertionError(f"the contract admits a total length {total} below the {new} new embeddings")
+    full = (rng.standard_normal((batch, total, feeds["inputs_embeds"].shape[-1])) * 0.5).astype(np.float32)
+    feeds = feeds_for(art, comp, c, a, rng, total=total)
+    feeds["inputs_embeds"] = full[:, past:]
+    if pasts and past == 0:
+        feeds.update(empty_pasts(art, comp, batch))
+    elif pasts:
+        pre = prefix_component(art, comp, seq="inputs_embeds")
+        assert pre, f"expected a component that makes a past for {comp}, got none"
+        pc = art.contract(pre)
+        pa = {s: batch if s == "batch_size" else 0 if "past" in s else past for s in pc.symbols}
+        pf = feeds_for(art, pre, pc, pa, rng, total=past)
+        pf["inputs_embeds"] = full[:, :past]
+        pf.update(empty_pasts(art, pre, batch))
+        feeds.update({past_name(k): v for k, v in art.call(pre, pf).items() if k.startswith("present")})
+    out = art.call(comp, feeds, fresh=True)
+    want = vlm_text_logits(ref, full, feeds.get("position_ids"), past)
+    got = out["logits"]
+    rec.check(f"{comp} logits", got, want[:, -got.shape[1]:], bound)
+
+
+def vlm_text_logits(ref, embeds: np.ndarray, pos_new, past: int) -> np.ndarray:
+    """The model's forward on embeddings alone (no image: no merge), positions 0..T-1 in every M-RoPE row."""
+    import torch
+
+    total = embeds.shape[1]
+    kw = {"inputs_embeds": torch.from_numpy(embeds), "attention_mask": torch.ones(embeds.shape[:2], dtype=torch.long)}
+    if pos_new is not None:
+        shape = list(pos_new.shape[:-1]) + [total]
+        kw["position_ids"] = torch.from_numpy(np.broadcast_to(np.arange(total), shape).copy())
+    with torch.no_grad():
+        return ref.model(**kw).logits.numpy()[:, past:]
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("case", vis_mod.VLMS, ids=lambda c: c.name)
+def test_vlm_contract(case, fmt, workdir, export, record):
+    rec = record(case, f"{fmt} (contract)", runtime=FORMATS[fmt][1])
+    folder = make_vlm_checkpoint(case, workdir / "ckpt" / case.name, layout="hub")
+    art = Artifact(export(case, fmt), fmt)
+    ref = vis_mod.reference(case, folder)
+    probe_all(art, rec, lambda *x: vlm_call(*x[:4], ref, x[4], rec)).report()
+
+
+# ---- the generation loop at the contract's largest total length ------------------------------------------
+
+def decode_component(art: Artifact, seq: str):
+    """The program a generation loop decodes with: one new position over a past (decode, decoder_with_past,
+    text_decoder), else the merged one."""
+    for want_fixed in (True, False):
+        for comp, axes in sorted(art.contracts.items()):
+            if seq in axes and past_inputs(art, comp) and (axes[seq][1]["max"] == 1) == want_fixed:
+                return comp
+    return None
+
+
+def loop_total(art: Artifact, dec: str) -> int:
+    """The largest total length a one-position-at-a-time loop reaches: the mask's bound, or the past's + 1 where
+    that is less (a mask bounded at past + a whole chunk)."""
+    c = art.contracts[dec]
+    pasts = [ax["max"] + 1 for n in past_inputs(art, dec) for ax in c[n][1:] if ax.get("symbol")]
+    return min([c["attention_mask"][1]["max"]] + pasts)
+
+
+def run_loop(art: Artifact, seq: str, x: np.ndarray):
+    """Prefill on all but the last 4 positions the decode program's contract allows, decode one position at a
+    time up to that total, then one more, which must be refused. Returns (first position, total, the logits of
+    every position from the prefill's last on)."""
+    dec = decode_component(art, seq)
+    assert dec, f"expected a decode program with pasts, got {sorted(art.contracts)}"
+    pre = prefix_component(art, dec, seq=seq)
+    total = loop_total(art, dec)
+    n0 = min(total - 4, art.contracts[pre][seq][1]["max"])
+    assert x.shape[1] > total, f"expected {total + 1} positions to feed, got {x.shape[1]}"
+
+    def call(comp, lo, hi, pasts):
+        c = art.contract(comp)
+        a = {s: 1 if s == "batch_size" else lo if "past" in s else hi if "total" in s else hi - lo
+             for s in c.symbols}
+        f = feeds_for(art, comp, c, a, np.random.default_rng(0), total=hi)
+        f[seq] = x[:, lo:hi]
+        f.update(pasts)
+        return art.call(comp, f)
+
+    out = call(pre, 0, n0, empty_pasts(art, pre, 1))
+    seen = [out["logits"][0, -1]]
+    for t in range(n0, total + 1):
+        pasts = {past_name(k): v for k, v in out.items() if k.startswith("present")}
+        if t == total:
+            try:
+                call(dec, t, t + 1, pasts)
+            except Exception:  # noqa: BLE001 (refused: the contract's end)
+                return n0, total, seen
+            raise AssertionError(f"{dec}: a step past the contract's largest total ({total}) was not refused")
+        out = call(dec, t, t + 1, pasts)
+        seen.append(out["logits"][0, -1])
+    raise AssertionError("unreachable")
+
+
+def pte_static_loop(art: Artifact, ref: CausalReference, rec: Record, bound) -> None:
+    """ExecuTorch's forward(tokens, input_pos) on its own cache: a prompt, then one token per call up to the
+    cache's last position (get_max_seq_len - 1), then a token at get_max_seq_len, which must be refused."""
+    pte = art._program("forward", fresh=True)
+    n = int(pte.constant("get_max_seq_len"))
+    x = np.random.default_rng(1).integers(4, art.vocab - 1, size=(1, n + 1)).astype(np.int64)
+    n0 = min(n - 4, art.contracts["forward"]["tokens"][1]["max"])
+    seen = [pte("forward", [x[:, :n0], np.arange(n0, dtype=np.int64)])[0][0, -1]]
+    for t in range(n0, n):
+        seen.append(pte("forward", [x[:, t:t + 1], np.array([t], np.int64)])[0][0, -1])
+    try:
+        pte("forward", [x[:, n:n + 1], np.array([n], np.int64)])
+    except Exception:  # noqa: BLE001 (refused: past the cache)
+        want = ref.forward(x[:, :n])[0][0]
+        for i, g in enumerate(seen):
+            rec.check(f"position {n0 - 1 + i} logits", g, want[n0 - 1 + i], bound)
+        return
+    raise AssertionError(f"forward: a token at position {n} (get_max_seq_len) was not refused")
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("case", LM, ids=lambda c: c.name)
+def test_decoder_generation_at_max_total(case, fmt, export, checkpoint, record):
+    """Decoders and state models: the loop up to the largest total its contract claims, vs transformers."""
+    rec = record(case, f"{fmt} (max total)", runtime=FORMATS[fmt][1])
+    art = Artifact(export(case, fmt), fmt)
+    ref = lm_reference(case, checkpoint)
+    if any(art.stateful(c) for c in art.contracts):
+        pte_static_loop(art, ref, rec, bound_of(fmt))
+        return
+    total = loop_total(art, decode_component(art, "input_ids"))
+    x = np.random.default_rng(1).integers(4, art.vocab - 1, size=(1, total + 1)).astype(np.int64)
+    n0, total, seen = run_loop(art, "input_ids", x)
+    want = ref.forward(x[:, :total])[0][0]
+    for i, g in enumerate(seen):
+        rec.check(f"position {n0 - 1 + i} logits", g, want[n0 - 1 + i], bound_of(fmt))
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("case", vis_mod.VLMS, ids=lambda c: c.name)
+def test_vlm_generation_at_max_total(case, fmt, workdir, export, record):
+    """The VLM text decoder's loop on embeddings up to its contract's largest total, vs transformers."""
+    rec = record(case, f"{fmt} (max total)", runtime=FORMATS[fmt][1])
+    folder = make_vlm_checkpoint(case, workdir / "ckpt" / case.name, layout="hub")
+    art = Artifact(export(case, fmt), fmt)
+    ref = vis_mod.reference(case, folder)
+    dec = decode_component(art, "inputs_embeds")
+    total = loop_total(art, dec)
+    hidden = art.contracts[dec]["inputs_embeds"][2]["max"]
+    x = (np.random.default_rng(1).standard_normal((1, total + 1, hidden)) * 0.5).astype(np.float32)
+    n0, total, seen = run_loop(art, "inputs_embeds", x)
+    pos = np.zeros((3, 1, 1), np.int64) if "position_ids" in art.contracts[dec] and \
+        len(art.contracts[dec]["position_ids"]) == 3 else np.zeros((1, 1), np.int64)
+    want = vlm_text_logits(ref, x[:, :total], pos, 0)[0]
+    for i, g in enumerate(seen):
+        rec.check(f"position {n0 - 1 + i} logits", g, want[n0 - 1 + i], bound_of(fmt))
