@@ -355,7 +355,23 @@ void ExecutorchConfig::from_json(const nlohmann::json& j) {
       backend);  // throws "[executorch] expected a backend among [...]" for a name hfx does not write
   if (max_seq_len < 1) HFX_THROW("config", "expected max_seq_len >= 1, got {}", max_seq_len);
   if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
-  if (quantize.enabled()) check_executorch_quantize();
+  if (!quantize.enabled()) return;
+  check_executorch_quantize();
+  // XNNPACK fixes the scales' layout (check_executorch_quantize sets it); a file that asks for the other
+  // one would otherwise be silently overridden (tests/integration/config_keys_test.cpp).
+  const nlohmann::json& q = j.at("quantize");
+  const std::string want_scales = quantize.bf16_scales ? "bf16" : "f32";
+  if (q.contains("scales") && q["scales"] != want_scales)
+    HFX_THROW(
+        "executorch",
+        "expected quantize scales \"{}\" with --quantize {} on XNNPACK, got {}: its kernel reads {} scales",
+        want_scales, quantize.method(), q["scales"].dump(), want_scales);
+  if (q.contains("per_channel") && q["per_channel"] != quantize.per_channel)
+    HFX_THROW(
+        "executorch",
+        "expected quantize per_channel {} with --quantize {} on XNNPACK, got {}: its {}-bit kernel has {}",
+        quantize.per_channel, quantize.method(), q["per_channel"].dump(), quantize.bits,
+        quantize.per_channel ? "one scale per output channel" : "block scales");
 }
 
 // What XNNPACK's quantized fully-connected runs (docs/quantization.md, "ExecuTorch"): the refusals name

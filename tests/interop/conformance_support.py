@@ -32,9 +32,9 @@ class Artifact:
         self.contracts = m["contracts"]
         self.relations = m.get("relations", {})
         self.signatures = m.get("signatures", {})
-        if not self.signatures:
-            raise AssertionError(f"[conformance] expected manifest.json 'signatures' in {out} (the inputs in the "
-                                 "artifact's order), got none: exported by an hfx that did not write them")
+        if not self.signatures and fmt.startswith("pte"):
+            raise AssertionError(f"[conformance] expected manifest.json 'signatures' in {out} (an ExecuTorch "
+                                 "method's arguments in order), got none: exported by an hfx that did not write them")
         cfg = json.loads((out / "config.json").read_text())
         self.vocab = cfg.get("vocab_size") or cfg.get("text_config", {}).get("vocab_size")
         self._programs: dict = {}
@@ -43,7 +43,13 @@ class Artifact:
         return Contract(self.contracts[comp], self.relations.get(comp, []))
 
     def inputs(self, comp: str) -> list:
-        return [i for i in self.signatures[comp]["inputs"]]
+        if comp in self.signatures:
+            return list(self.signatures[comp]["inputs"])
+        # A manifest without signatures (an older hfx): ONNX and .pt2 take inputs by name, so the contract's
+        # names with a dtype by what they hold will do (the tester runs against old exports this way).
+        floats = ("past_", "hidden", "embeds", "pixel", "features")
+        return [{"name": n, "dtype": "float32" if any(f in n for f in floats) else "int64"}
+                for n in self.contracts[comp]]
 
     def stateful(self, comp: str) -> bool:
         return any(i.get("state") for i in self.inputs(comp))
@@ -116,7 +122,7 @@ def prefix_component(art: Artifact, comp: str, seq: str = "input_ids"):
     for c in [x for x in art.contracts if x != comp] + [comp]:  # itself last: a merged program starts one too
         if art.stateful(c) or not (art.contracts[c].get(seq, [{}, {}])[1].get("symbol")):
             continue  # a prefix takes a prompt of any length
-        if not any(o.startswith("present") for o in art.signatures[c]["outputs"]):
+        if c in art.signatures and not any(o.startswith("present") for o in art.signatures[c]["outputs"]):
             continue
         if all(ax["min"] == 0 for p in past_inputs(art, c) for ax in art.contracts[c][p][1:] if ax.get("symbol")):
             return c

@@ -13,6 +13,8 @@ length, and one step past it, which must be refused. One test per case and forma
 """
 from __future__ import annotations
 
+import json
+
 import numpy as np
 import pytest
 
@@ -389,3 +391,58 @@ def test_vlm_generation_at_max_total(case, fmt, workdir, export, record):
     want = vlm_text_logits(ref, x[:, :total], pos, 0)[0]
     for i, g in enumerate(seen):
         rec.check(f"position {n0 - 1 + i} logits", g, want[n0 - 1 + i], bound_of(fmt))
+
+
+# ---- a user's dynamic_shapes: the contract states what was asked, per component --------------------------
+
+def export_with(workdir, case, fmt: str, config: dict, tag: str):
+    from conftest import run_hfx
+
+    out = workdir / "out" / f"{case.name}-{fmt}-{tag}"
+    if not out.exists():
+        cfg = workdir / f"{case.name}-{fmt}-{tag}.json"
+        flags = FORMATS[fmt][0]  # --format F [--backend B]: the backend goes in the file (hfx refuses both)
+        cfg.write_text(json.dumps({**({"backend": flags[3]} if len(flags) > 3 else {}), **config}))
+        run_hfx("export", workdir / "ckpt" / case.name, *flags[:2], "--config", cfg, "-o", out)
+    return out
+
+
+_SEQ100 = {"name": "sequence", "min": 1, "max": 100}
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "pt2"])
+def test_user_total_bound(fmt, workdir, checkpoint, record):
+    """The seeds' example (one Dim on input_ids and attention_mask axis 1, max 100) bounds past + new tokens:
+    no in-contract call has a mask longer than 100, and every program is probed at its own boundaries."""
+    case = cases_mod.BY_NAME["llama"]
+    checkpoint(case)
+    rec = record(case, f"{fmt} (user Dim, total <= 100)", runtime=FORMATS[fmt][1])
+    art = Artifact(export_with(workdir, case, fmt, {"dynamic_shapes": {"input_ids": {"1": _SEQ100},
+                                                                       "attention_mask": {"1": _SEQ100}}},
+                               "total100"), fmt)
+    for comp in art.contracts:
+        c = art.contract(comp)
+        longest = max(c.shape("attention_mask", p.assignment)[1] for p in c.probes() if p.in_contract)
+        assert longest <= 100, f"{comp}: the contract admits a mask of {longest} > the Dim's max 100"
+    ref = lm_reference(case, checkpoint)
+    probe_all(art, rec, lambda *x: lm_call(*x[:4], ref, x[4], rec)).report()
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "pt2", "pte-portable"])
+def test_user_dim_per_component(fmt, workdir, record):
+    """t5: `encoder.input_ids` bounds the source (and `decoder.encoder_attention_mask` the memory) without
+    renaming the decoder's own input_ids; every program probed at its boundaries."""
+    case = next(c for c in s2s_mod.CASES if c.name == "t5")
+    make_s2s_checkpoint(case, workdir / "ckpt" / case.name)
+    rec = record(case, f"{fmt} (user Dim per component)", runtime=FORMATS[fmt][1])
+    src = {"name": "source", "min": 1, "max": 64}
+    art = Artifact(export_with(workdir, case, fmt, {"dynamic_shapes": {"encoder.input_ids": {"1": src},
+                                                                       "decoder.encoder_attention_mask": {"1": src}}},
+                               "source64"), fmt)
+    for comp, axes in art.contracts.items():
+        if "encoder_hidden_states" in axes:  # a decoder program
+            assert axes["input_ids"][1].get("symbol") != "source", f"{comp}: the decoder's input_ids was renamed"
+            assert axes["encoder_attention_mask"][1] == {"symbol": "source", "min": 1, "max": 64}, (comp, axes)
+        else:
+            assert axes["input_ids"][1] == {"symbol": "source", "min": 1, "max": 64}, (comp, axes)
+    probe_all(art, rec, lambda *x: seq2seq_call(*x[:4], s2s_mod.reference(case, workdir), x[4], rec)).report()

@@ -73,13 +73,35 @@ TEST(PteGuards, CallInsideRunsAndCallOutsideIsRefusedNamingTheGuard) {
   }
 }
 
+// A graph y = x + 1 over x [s, 4] with s in [min, 64] and no guard.
+std::shared_ptr<Graph> unguarded_graph(int64_t min) {
+  auto g = std::make_shared<Graph>();
+  TraceBuilder tb(*g);
+  Sym S = g->env().create_symbol("s", min, 64, 8);
+  Var x = tb.input("x", TensorType{DType::F32, {S, Sym(4)}});
+  g->add_output("y", F::add(x, 1.0).value());
+  return g;
+}
+
 TEST(PteGuards, WithoutGuardsTheProgramHasNoCheck) {
-  Guarded p = guarded_graph(true);
-  et::PteMethodSpec m{"forward", p.g.get(), {}, {}};
+  auto g = unguarded_graph(0);  // [0, 64]: ExecuTorch's bounded resize is the whole contract
+  et::PteMethodSpec m{"forward", g.get(), {}, {}};
   et::PteWriteResult r = et::write_pte({m}, {});
   auto out = verify::PteProgram::load_bytes(r.bytes)->method("forward").run({Tensor::full({50, 4}, 1.0)});
   EXPECT_EQ(std::get<Tensor>(out[0]).item({49, 0}), 2.0) << "no guard given: S = 50 runs";
   EXPECT_EQ(r.operators, std::vector<std::string>{"aten::add.Scalar_out"});
+}
+
+// ExecuTorch's resize takes any size down to 0: a symbol whose range starts above 0 gets a check of its
+// own, so an empty input is refused (found by tests/interop/test_conformance.py's min - 1 probes).
+TEST(PteGuards, AMinimumAboveZeroIsChecked) {
+  auto g = unguarded_graph(1);
+  et::PteMethodSpec m{"forward", g.get(), {}, {}};
+  et::PteWriteResult r = et::write_pte({m}, {});
+  EXPECT_NE(std::find(r.operators.begin(), r.operators.end(), "aten::full.out"), r.operators.end());
+  auto pte = verify::PteProgram::load_bytes(r.bytes);
+  EXPECT_EQ(std::get<Tensor>(pte->method("forward").run({Tensor::full({1, 4}, 1.0)})[0]).item({0, 0}), 2.0);
+  EXPECT_THROW(pte->method("forward").run({Tensor::full({0, 4}, 1.0)}), Error) << "an empty x ran";
 }
 
 TEST(PteGuards, StaticCacheIsCappedAtMaxPositions) {

@@ -171,5 +171,42 @@ INSTANTIATE_TEST_SUITE_P(Archs, OrtSeq2Seq,
                                            P{"marian_ort", "marian", "tiny", 18, "ort"}),
                          [](const auto& i) { return i.param.name; });
 
+// Issue 45: a source of the contract's own maximum length (the encoder's input_ids axis 1, as the export
+// states it) generates in the eager engine and in ONNX Runtime alike (8 greedy tokens, equal), and one token
+// more is refused by the graph's check. The cross-attention memory was one position short of it before.
+class OrtSeq2SeqMax : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(OrtSeq2SeqMax, GeneratesFromASourceOfTheContractsMaximum) {
+  const std::string arch = GetParam();
+  test::TempDir dir("s2s_max_" + arch);
+  create_tiny(arch, (dir.path / "ckpt").string(), TinyOptions{});
+  std::shared_ptr<const Model> m(load_model((dir.path / "ckpt").string()));
+  OnnxConfig oc;
+  ExportResult r = make_onnx_exporter()->export_for_generation(*m, CaptureOptions{}, {{"default", &oc}},
+                                                               (dir.path / "out").string());
+  int64_t max = 0;
+  for (const auto& p : r.programs)
+    if (p.component == "encoder_model") max = p.contract.at("input_ids").at(1).max;
+  ASSERT_GT(max, 8) << arch;
+  std::vector<int64_t> row(static_cast<size_t>(max));
+  for (int64_t i = 0; i < max; i++) row[static_cast<size_t>(i)] = 4 + (i * 37) % 90;
+  Text2TextSettings plain;
+  plain.decoder_start_token_id = m->config().raw.value("decoder_start_token_id", int64_t{0});
+  plain.pad_token_id = m->config().pad_token_id.value_or(0);
+  Text2TextGenerator ge(make_eager_seq2seq_engine(m), nullptr, plain),
+      go(make_ort_seq2seq_engine((dir.path / "out").string()), nullptr, plain);
+  auto a = ge.generate_ids({row}, 8), b = go.generate_ids({row}, 8);
+  ASSERT_EQ(a.ids.size(), 1u);
+  EXPECT_EQ(a.ids[0].size(), 8u);
+  EXPECT_EQ(a.ids, b.ids) << arch << ": a source of " << max << " tokens, eager vs ONNX Runtime";
+  row.push_back(5);
+  EXPECT_THROW(go.generate_ids({row}, 1), std::exception) << arch << ": " << max + 1 << " tokens accepted";
+  std::printf("  [%s] a source of %lld tokens (the contract's maximum): 8 tokens, eager == ONNX Runtime\n",
+              arch.c_str(), static_cast<long long>(max));
+}
+
+INSTANTIATE_TEST_SUITE_P(Archs, OrtSeq2SeqMax, ::testing::Values("t5", "bart", "marian"),
+                         [](const auto& i) { return i.param; });
+
 }  // namespace
 }  // namespace hfx::onnx_test
