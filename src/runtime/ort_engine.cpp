@@ -145,6 +145,11 @@ Graph load_graph(const fs::path& path, int threads) {
     HFX_CHECK(!j.is_discarded(), kComp,
               "expected JSON in the hfx.contract metadata of {}, got unparsable text", path.string());
     g.restrictions = rt::restrictions_from_contract(j);
+    // The axis ranges first: a prompt or a generation past the export's bounds is refused in the contract's
+    // words (ONNX Runtime's own refusal names the check node inside a Reshape error).
+    auto ranges = rt::axis_ranges_from_contract(
+        j, "a longer prompt or generation needs an export with a larger --max-sequence (or --max-batch)");
+    g.restrictions.insert(g.restrictions.begin(), ranges.begin(), ranges.end());
   }
   read_inputs(g, alloc);
   for (size_t i = 0; i < g.session.GetOutputCount(); i++)

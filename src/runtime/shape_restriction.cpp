@@ -66,6 +66,26 @@ std::vector<ShapeRestriction> restrictions_from_contract(const nlohmann::json& c
   return out;
 }
 
+std::vector<ShapeRestriction> axis_ranges_from_contract(const nlohmann::json& contract,
+                                                        const std::string& hint) {
+  std::vector<ShapeRestriction> out;
+  if (!contract.is_object() || !contract.contains("inputs") || !contract["inputs"].is_object()) return out;
+  for (const auto& [input, axes] : contract["inputs"].items()) {
+    if (!axes.is_array()) continue;
+    for (size_t a = 0; a < axes.size(); a++) {
+      const auto& ax = axes[a];
+      const std::string sym = ax.is_object() ? ax.value("symbol", std::string()) : std::string();
+      if (sym.empty() || !ax.contains("min") || !ax.contains("max")) continue;
+      ShapeRestriction r;
+      r.require =
+          AxisCondition{input, static_cast<int>(a), ax["min"].get<int64_t>(), ax["max"].get<int64_t>()};
+      r.why = fmt::format("{} in [{}, {}]; {}", sym, r.require.min, r.require.max, hint);
+      out.push_back(std::move(r));
+    }
+  }
+  return out;
+}
+
 const ShapeRestriction* broken_restriction(const std::vector<ShapeRestriction>& rs, const AxisSize& size) {
   for (const auto& r : rs) {
     bool applies = true;
@@ -89,6 +109,9 @@ void check_restrictions(const std::vector<ShapeRestriction>& rs, const AxisSize&
     sizes +=
         fmt::format("{}{} axis {} = {}", sizes.empty() ? "" : ", ", c.input, c.axis, size(c.input, c.axis));
   }
+  if (r->when.empty())
+    HFX_THROW(component, "expected {} (the graph's contract: {}), got {} axis {} = {}", r->require.str(),
+              r->why, r->require.input, r->require.axis, size(r->require.input, r->require.axis));
   HFX_THROW(component, "expected {} when {} (out of the graph's contract: {}), got {} axis {} = {} ({})",
             r->require.str(), when, r->why, r->require.input, r->require.axis,
             size(r->require.input, r->require.axis), sizes);

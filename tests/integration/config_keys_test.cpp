@@ -29,10 +29,10 @@ namespace {
 using testsupport::sh;
 
 struct KeyCase {
-  std::string key;    ///< "opset", or "quantize.group_size" inside quantize
-  json value;         ///< what the case sets it to
-  json base;          ///< per format: the config of both runs (null: {})
-  std::string model;  ///< "llama" or "gpt2"
+  std::string key;                             ///< "opset", or "quantize.group_size" inside quantize
+  json value;                                  ///< what the case sets it to
+  json base;                                   ///< per format: the config of both runs (null: {})
+  std::string model;                           ///< "llama" or "gpt2"
   std::map<std::string, json> value_for = {};  ///< a format's own value where the common one is its default
 };
 
@@ -42,7 +42,8 @@ const std::vector<std::string> kFormats = {"onnx", "executorch", "dynamo"};
 // with symmetric codes.
 json quant_base(const std::string& q) {
   return json::parse(R"({"onnx": {"opset": 21, "quantize": )" + q + R"(}, "executorch": {"backend": "xnnpack",
-      "quantize": )" + q + R"(}, "dynamo": {"quantize": )" + q + "}}");
+      "quantize": )" +
+                     q + R"(}, "dynamo": {"quantize": )" + q + "}}");
 }
 
 KeyCase key_case(const std::string& key, const std::string& value, json base = nullptr,
@@ -51,7 +52,8 @@ KeyCase key_case(const std::string& key, const std::string& value, json base = n
 }
 
 std::vector<KeyCase> cases() {
-  const std::string q4 = R"({"method": "int4", "symmetric": true})", q8 = R"({"method": "int8", "symmetric": true})";
+  const std::string q4 = R"({"method": "int4", "symmetric": true})",
+                    q8 = R"({"method": "int8", "symmetric": true})";
   return {
       key_case("opset", "23"),
       key_case("external_data", "true"),
@@ -72,8 +74,8 @@ std::vector<KeyCase> cases() {
       key_case("quantize.symmetric", "false", quant_base(q4)),
       key_case("quantize.activations", R"("int8")", quant_base(q4)),
       key_case("quantize.embedding", "true", quant_base(q4)),
-      // XNNPACK's int4 kernel reads bf16 scales and its int8 one per-channel scales (hfx sets both): asking for
-      // the other layout is what can change there.
+      // XNNPACK's int4 kernel reads bf16 scales and its int8 one per-channel scales (hfx sets both): asking
+      // for the other layout is what can change there.
       key_case("quantize.scales", R"("bf16")", quant_base(q4), "llama", {{"executorch", "f32"}}),
       key_case("quantize.per_channel", "true", quant_base(q8), "llama", {{"executorch", false}}),
   };
@@ -101,11 +103,12 @@ class ConfigKeys : public ::testing::Test {
                                const fs::path& out) {
     const fs::path file = out.string() + ".json";
     std::ofstream(file) << cfg.dump();
-    return sh(std::string(HFX_CLI) + " --quiet export " + (dir_->path / model).string() + " --format " + format +
-              " --config " + file.string() + " -o " + out.string());
+    return sh(std::string(HFX_CLI) + " --quiet export " + (dir_->path / model).string() + " --format " +
+              format + " --config " + file.string() + " -o " + out.string());
   }
   // The keys hfx accepts, from its refusal of one it does not ("expected ... among [a, b, c], got ...").
-  static std::set<std::string> accepted(const std::string& format, const json& cfg, const std::string& prefix) {
+  static std::set<std::string> accepted(const std::string& format, const json& cfg,
+                                        const std::string& prefix) {
     auto p = run("llama", format, cfg, dir_->path / ("unknown-" + format + prefix));
     EXPECT_NE(p.rc, 0) << p.out;
     std::smatch m;
@@ -132,13 +135,15 @@ TEST_F(ConfigKeys, EveryKeyChangesTheArtifactOrIsRefused) {
   for (const std::string& format : kFormats) {
     std::set<std::string> keys = accepted(format, {{"no_such_key", 1}}, "");
     if (keys.count("quantize"))
-      for (const auto& k : accepted(format, {{"quantize", {{"no_such_key", 1}}}}, "quantize.")) keys.insert(k);
+      for (const auto& k : accepted(format, {{"quantize", {{"no_such_key", 1}}}}, "quantize."))
+        keys.insert(k);
     ASSERT_GT(keys.size(), 5u) << format;
     for (const std::string& key : keys) {
       if (key == "format") continue;  // the format itself: --format must agree with it
       auto it = by_key.find(key);
       if (it == by_key.end()) {
-        ADD_FAILURE() << format << " accepts config key '" << key << "' but it has no case here: say what it does";
+        ADD_FAILURE() << format << " accepts config key '" << key
+                      << "' but it has no case here: say what it does";
         continue;
       }
       const KeyCase& c = *it->second;
@@ -149,14 +154,17 @@ TEST_F(ConfigKeys, EveryKeyChangesTheArtifactOrIsRefused) {
         with["quantize"][key.substr(9)] = value;
       else
         with[key] = value;
-      const fs::path b = dir_->path / ("base" + std::to_string(n)), out = dir_->path / ("case" + std::to_string(n));
+      const fs::path b = dir_->path / ("base" + std::to_string(n)),
+                     out = dir_->path / ("case" + std::to_string(n));
       n++;
       const std::string what = format + " " + with.dump();
       auto p = run(c.model, format, with, out);
       if (p.rc != 0) {
-        EXPECT_NE(p.out.find("] expected"), std::string::npos) << what << ": refused without saying why: " << p.out;
+        EXPECT_NE(p.out.find("] expected"), std::string::npos)
+            << what << ": refused without saying why: " << p.out;
         EXPECT_FALSE(fs::exists(out)) << what << ": refused but wrote " << out;
-        std::printf("  [config keys] %s refused: %s", what.c_str(), p.out.substr(p.out.find("hfx: ")).c_str());
+        std::printf("  [config keys] %s refused: %s", what.c_str(),
+                    p.out.substr(p.out.find("hfx: ")).c_str());
         refused++;
         continue;
       }

@@ -44,6 +44,7 @@ class Record:
     greedy: str = "-"            # "32/32", "near-tie at 17", ...
     status: str = "not judged"
     detail: str = ""
+    probes: int = 0              # contract conformance: calls made at the contract's boundaries
 
     def check(self, what: str, got: np.ndarray, ref: np.ndarray, bound: Bound) -> None:
         got = np.asarray(got, dtype=np.float64)

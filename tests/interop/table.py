@@ -11,6 +11,9 @@ from collections import defaultdict
 def main(path: str) -> int:
     rep = json.load(open(path))
     meta, recs = rep["meta"], rep["records"]
+    # "onnx (contract)", "pt2 (max total)", ...: the conformance tester's records, tables of their own below.
+    extra = [r for r in recs if " (" in r["fmt"]]
+    recs = [r for r in recs if " (" not in r["fmt"]]
     order = ["onnx", "pt2", "pte-portable", "pte-xnnpack"]
     fmts = sorted({r["fmt"] for r in recs}, key=lambda f: (order.index(f) if f in order else 9, f))
     by_case = defaultdict(dict)
@@ -50,11 +53,42 @@ def main(path: str) -> int:
         print(f"\n**Not judged by this tier yet** ({len(missing)} of {len(rep['hfx_architectures'])} architectures hfx "
               f"supports): {', '.join(missing)}. Their exports are checked only by `hfx verify` and the C++ suite "
               "(against committed goldens), not by transformers 5.x here.")
+    failures += conformance_tables(extra)
     if failures:
         print("\n## Known limitations (strict xfail) and failures\n")
         for case, f, status, d in failures:
             print(f"- {case} / {f} ({status}): {d}")
     return 0
+
+
+def conformance_tables(recs: list) -> list:
+    """One table per kind of conformance record (tests/interop/test_conformance.py): case x format, each cell the
+    probes made (calls at the written contract's boundaries, in and out of it) and the worst |delta| vs eager."""
+    failures = []
+    kinds = sorted({r["fmt"].split(" (", 1)[1].rstrip(")") for r in recs})
+    for kind in kinds:
+        rows = [r for r in recs if r["fmt"].endswith(f"({kind})")]
+        fmts = sorted({r["fmt"].split(" (")[0] for r in rows})
+        print(f"\n## Contract conformance: {kind}\n")
+        print("| case | " + " | ".join(fmts) + " |")
+        print("|---|" + "---|" * len(fmts))
+        by_case = defaultdict(dict)
+        for r in rows:
+            by_case[r["case"]][r["fmt"].split(" (")[0]] = r
+        for case, cells in by_case.items():
+            out = []
+            for f in fmts:
+                r = cells.get(f)
+                if r is None:
+                    out.append("—")
+                elif r["status"] == "pass":
+                    n = f"{r['probes']} probes, " if r.get("probes") else ""
+                    out.append(f"{n}{r['worst_abs']:.1e} ({r['worst']:.2f})")
+                else:
+                    out.append(f"**{r['status']}**")
+                    failures.append((case, r["fmt"], r["status"], r["detail"]))
+            print(f"| {case} | " + " | ".join(out) + " |")
+    return failures
 
 
 if __name__ == "__main__":

@@ -64,6 +64,7 @@ class Findings:
             self.items.append(f"{what}: {type(e).__name__}: {str(e).splitlines()[0][:400]}")
 
     def report(self) -> None:
+        self.rec.probes = self.runs
         assert self.runs, f"[conformance] {self.rec.case}/{self.rec.fmt}: expected probes, got none"
         if self.items:
             head = "\n  ".join(self.items[:25])

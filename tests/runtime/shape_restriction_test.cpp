@@ -51,4 +51,27 @@ TEST(ShapeRestriction, RefusalNamesTheRuleAndItsReason) {
       hfx::Error);
 }
 
+// The generation engine's pre-check: each dynamic axis of the contract's inputs in its range, refused in the
+// contract's words (ONNX Runtime's own refusal is a Reshape error naming a check node).
+TEST(ShapeRestriction, AxisRangesComeFromTheContractsInputs) {
+  const auto contract = nlohmann::json::parse(R"({"inputs": {
+      "input_ids": [{"symbol": "batch_size", "min": 1, "max": 4}, {"symbol": "sequence_length", "min": 1, "max": 16}],
+      "past_key_values.0.key": [{"symbol": "batch_size", "min": 1, "max": 4}, {"min": 2, "max": 2},
+                                {"symbol": "past_sequence_length", "min": 0, "max": 15}, {"min": 8, "max": 8}]}})");
+  auto rs = hfx::rt::axis_ranges_from_contract(contract, "re-export it");
+  ASSERT_EQ(rs.size(), 4u) << "fixed axes are the graph's own business";
+  EXPECT_EQ(hfx::rt::broken_restriction(rs, sizes(2, 16, 15)), nullptr);
+  try {
+    hfx::rt::check_restrictions(rs, sizes(2, 17, 0), "generate");
+    FAIL() << "expected 17 new tokens to be refused";
+  } catch (const hfx::Error& e) {
+    EXPECT_STREQ(
+        e.what(),
+        "[generate] expected input_ids axis 1 in [1, 16] (the graph's contract: sequence_length in [1, "
+        "16]; re-export it), got input_ids axis 1 = 17");
+  }
+  EXPECT_NE(hfx::rt::broken_restriction(rs, sizes(2, 1, 16)), nullptr) << "a past of 16";
+  EXPECT_TRUE(hfx::rt::axis_ranges_from_contract(nlohmann::json::object(), "").empty());
+}
+
 }  // namespace

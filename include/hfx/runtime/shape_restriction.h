@@ -45,6 +45,13 @@ struct ShapeRestriction {
 /// hfx::Error("contract", ...) on a malformed entry.
 std::vector<ShapeRestriction> restrictions_from_contract(const nlohmann::json& contract);
 
+/// The per-axis ranges of an hfx.contract JSON object's "inputs" (each dynamic axis: its symbol's [min,
+/// max]), as restrictions with no `when`: a generation engine checks a step against them before ONNX Runtime
+/// runs it, so a prompt past the export's bounds is refused in the contract's words rather than by the
+/// graph's check node (whose message is ONNX Runtime's Reshape error). `hint` says what widens the contract.
+std::vector<ShapeRestriction> axis_ranges_from_contract(const nlohmann::json& contract,
+                                                        const std::string& hint);
+
 /// Size of a fed input along an axis, or -1 when that input is not fed (or has fewer axes).
 using AxisSize = std::function<int64_t(const std::string& input, int axis)>;
 
