@@ -18,6 +18,7 @@
 
 #include "hfx/io/safetensors.h"
 #include "models/model_test_util.h"
+#include "support/artifact_files.h"
 #include "support/shell.h"
 
 namespace fs = std::filesystem;
@@ -26,6 +27,7 @@ using nlohmann::json;
 namespace hfx {
 namespace {
 
+using testsupport::artifact_hashes;
 using testsupport::sh;
 
 struct KeyCase {
@@ -79,15 +81,6 @@ std::vector<KeyCase> cases() {
       key_case("quantize.scales", R"("bf16")", quant_base(q4), "llama", {{"executorch", "f32"}}),
       key_case("quantize.per_channel", "true", quant_base(q8), "llama", {{"executorch", false}}),
   };
-}
-
-std::map<std::string, std::string> artifact_hashes(const fs::path& dir) {
-  std::map<std::string, std::string> r;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file() || e.path().filename() == "manifest.json") continue;
-    r[fs::relative(e.path(), dir).generic_string()] = io::sha256_file(e.path().string());
-  }
-  return r;
 }
 
 class ConfigKeys : public ::testing::Test {

@@ -17,6 +17,7 @@
 
 #include "hfx/io/safetensors.h"
 #include "models/model_test_util.h"
+#include "support/artifact_files.h"
 #include "support/shell.h"
 
 namespace fs = std::filesystem;
@@ -24,6 +25,7 @@ namespace fs = std::filesystem;
 namespace hfx {
 namespace {
 
+using testsupport::artifact_hashes;
 using testsupport::sh;
 
 struct FlagCase {
@@ -67,16 +69,6 @@ std::vector<FlagCase> cases() {
 // Not flags of the artifact: the positional model, the output folder, the format itself, help, and
 // --config (its own case below).
 const std::set<std::string> kBasics = {"-h", "--help", "-o", "--out", "--format", "--config"};
-
-// sha256 of every artifact file (manifest.json left out: it records the flags, not what they did).
-std::map<std::string, std::string> artifact_hashes(const fs::path& dir) {
-  std::map<std::string, std::string> r;
-  for (const auto& e : fs::recursive_directory_iterator(dir)) {
-    if (!e.is_regular_file() || e.path().filename() == "manifest.json") continue;
-    r[fs::relative(e.path(), dir).generic_string()] = io::sha256_file(e.path().string());
-  }
-  return r;
-}
 
 class ExportFlags : public ::testing::Test {
  protected:

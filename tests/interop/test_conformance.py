@@ -72,6 +72,31 @@ class Findings:
                                  f"probes broke the written contract:\n  {head}")
 
 
+def fill_pasts(art: Artifact, comp: str, c, a: dict, feeds: dict, seq: str, full: np.ndarray, past: int, rng):
+    """Feeds `comp` the new positions of `full` ([batch, total, ...]) and, for its past inputs, what the export's
+    own prefix program returns on the first `past` positions (empty pasts when there are none), each checked
+    against the shape the contract asks."""
+    batch = full.shape[0]
+    feeds[seq] = full[:, past:]
+    pasts = past_inputs(art, comp)
+    if pasts and past == 0:
+        feeds.update(empty_pasts(art, comp, batch))
+    elif pasts:
+        pre = prefix_component(art, comp, seq=seq)
+        assert pre, f"expected a component that makes a past for {comp}, got none"
+        pc = art.contract(pre)
+        pa = {s: batch if s == "batch_size" else 0 if "past" in s else past for s in pc.symbols}
+        pf = feeds_for(art, pre, pc, pa, rng, total=past)
+        pf[seq] = full[:, :past]
+        pf.update(empty_pasts(art, pre, batch))
+        made = {past_name(k): v for k, v in art.call(pre, pf).items() if k.startswith("present")}
+        for n in pasts:
+            if list(made[n].shape) != c.shape(n, a):
+                raise AssertionError(f"{pre} makes {n} of shape {list(made[n].shape)} for a past of {past}, the "
+                                     f"contract asks {c.shape(n, a)}")
+            feeds[n] = made[n]
+
+
 def lm_call(art: Artifact, comp: str, c, a: dict, ref: CausalReference, rng, rec: Record) -> None:
     """One in-contract call of a decoder program vs transformers on the whole sequence (no cache)."""
     if art.stateful(comp):  # ExecuTorch's static-cache forward(tokens, input_pos), from an empty cache
@@ -90,24 +115,7 @@ def lm_call(art: Artifact, comp: str, c, a: dict, ref: CausalReference, rng, rec
         raise AssertionError(f"the contract admits a total length {total} below the {new} new tokens")
     full = rng.integers(4, art.vocab - 1, size=(batch, total)).astype(np.int64)
     feeds = feeds_for(art, comp, c, a, rng, total=total)
-    feeds["input_ids"] = full[:, past:]
-    if pasts and past == 0:
-        feeds.update(empty_pasts(art, comp, batch))
-    elif pasts:
-        pre = prefix_component(art, comp)
-        assert pre, f"expected a component that makes a past for {comp}, got none"
-        pc = art.contract(pre)
-        pa = {s: batch if s == "batch_size" else 0 if "past" in s else past for s in pc.symbols}
-        pf = feeds_for(art, pre, pc, pa, rng, total=past)
-        pf["input_ids"] = full[:, :past]
-        pf.update(empty_pasts(art, pre, batch))
-        made = {past_name(k): v for k, v in art.call(pre, pf).items() if k.startswith("present")}
-        for n in pasts:
-            want = c.shape(n, a)
-            if list(made[n].shape) != want:
-                raise AssertionError(f"{pre} makes {n} of shape {list(made[n].shape)} for a past of {past}, the "
-                                     f"contract asks {want}")
-            feeds[n] = made[n]
+    fill_pasts(art, comp, c, a, feeds, "input_ids", full, past, rng)
     out = art.call(comp, feeds)
     want = ref.forward(full)[0][:, past:]
     got = out["logits"]
@@ -135,12 +143,16 @@ def _total(c, a: dict):
     return c.shape("attention_mask", a)[-1] if "attention_mask" in c.axes else None
 
 
+def lm_setup(case, fmt: str, kind: str, export, checkpoint, record):
+    """(record, the export, transformers' model) of a decoder or state case in a format."""
+    rec = record(case, f"{fmt} ({kind})", runtime=FORMATS[fmt][1])
+    return rec, Artifact(export(case, fmt), fmt), lm_reference(case, checkpoint)
+
+
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("case", LM, ids=lambda c: c.name)
 def test_decoder_contract(case, fmt, export, checkpoint, record):
-    rec = record(case, f"{fmt} (contract)", runtime=FORMATS[fmt][1])
-    art = Artifact(export(case, fmt), fmt)
-    ref = lm_reference(case, checkpoint)
+    rec, art, ref = lm_setup(case, fmt, "contract", export, checkpoint, record)
     probe_all(art, rec, lambda *x: lm_call(*x[:4], ref, x[4], rec)).report()
 
 
@@ -240,18 +252,7 @@ def vlm_call(art: Artifact, comp: str, c, a: dict, ref, rng, rec: Record) -> Non
         raise AssertionError(f"the contract admits a total length {total} below the {new} new embeddings")
     full = (rng.standard_normal((batch, total, feeds["inputs_embeds"].shape[-1])) * 0.5).astype(np.float32)
     feeds = feeds_for(art, comp, c, a, rng, total=total)
-    feeds["inputs_embeds"] = full[:, past:]
-    if pasts and past == 0:
-        feeds.update(empty_pasts(art, comp, batch))
-    elif pasts:
-        pre = prefix_component(art, comp, seq="inputs_embeds")
-        assert pre, f"expected a component that makes a past for {comp}, got none"
-        pc = art.contract(pre)
-        pa = {s: batch if s == "batch_size" else 0 if "past" in s else past for s in pc.symbols}
-        pf = feeds_for(art, pre, pc, pa, rng, total=past)
-        pf["inputs_embeds"] = full[:, :past]
-        pf.update(empty_pasts(art, pre, batch))
-        feeds.update({past_name(k): v for k, v in art.call(pre, pf).items() if k.startswith("present")})
+    fill_pasts(art, comp, c, a, feeds, "inputs_embeds", full, past, rng)
     out = art.call(comp, feeds, fresh=True)
     want = vlm_text_logits(ref, full, feeds.get("position_ids"), past)
     got = out["logits"]
@@ -271,13 +272,17 @@ def vlm_text_logits(ref, embeds: np.ndarray, pos_new, past: int) -> np.ndarray:
         return ref.model(**kw).logits.numpy()[:, past:]
 
 
+def vlm_setup(case, fmt: str, kind: str, workdir, export, record):
+    """(record, the export, transformers' model) of a VLM case in a format."""
+    rec = record(case, f"{fmt} ({kind})", runtime=FORMATS[fmt][1])
+    folder = make_vlm_checkpoint(case, workdir / "ckpt" / case.name, layout="hub")
+    return rec, Artifact(export(case, fmt), fmt), vis_mod.reference(case, folder)
+
+
 @pytest.mark.parametrize("fmt", FMTS)
 @pytest.mark.parametrize("case", vis_mod.VLMS, ids=lambda c: c.name)
 def test_vlm_contract(case, fmt, workdir, export, record):
-    rec = record(case, f"{fmt} (contract)", runtime=FORMATS[fmt][1])
-    folder = make_vlm_checkpoint(case, workdir / "ckpt" / case.name, layout="hub")
-    art = Artifact(export(case, fmt), fmt)
-    ref = vis_mod.reference(case, folder)
+    rec, art, ref = vlm_setup(case, fmt, "contract", workdir, export, record)
     probe_all(art, rec, lambda *x: vlm_call(*x[:4], ref, x[4], rec)).report()
 
 
@@ -360,9 +365,7 @@ def pte_static_loop(art: Artifact, ref: CausalReference, rec: Record, bound) -> 
 @pytest.mark.parametrize("case", LM, ids=lambda c: c.name)
 def test_decoder_generation_at_max_total(case, fmt, export, checkpoint, record):
     """Decoders and state models: the loop up to the largest total its contract claims, vs transformers."""
-    rec = record(case, f"{fmt} (max total)", runtime=FORMATS[fmt][1])
-    art = Artifact(export(case, fmt), fmt)
-    ref = lm_reference(case, checkpoint)
+    rec, art, ref = lm_setup(case, fmt, "max total", export, checkpoint, record)
     if any(art.stateful(c) for c in art.contracts):
         pte_static_loop(art, ref, rec, bound_of(fmt))
         return
@@ -378,10 +381,7 @@ def test_decoder_generation_at_max_total(case, fmt, export, checkpoint, record):
 @pytest.mark.parametrize("case", vis_mod.VLMS, ids=lambda c: c.name)
 def test_vlm_generation_at_max_total(case, fmt, workdir, export, record):
     """The VLM text decoder's loop on embeddings up to its contract's largest total, vs transformers."""
-    rec = record(case, f"{fmt} (max total)", runtime=FORMATS[fmt][1])
-    folder = make_vlm_checkpoint(case, workdir / "ckpt" / case.name, layout="hub")
-    art = Artifact(export(case, fmt), fmt)
-    ref = vis_mod.reference(case, folder)
+    rec, art, ref = vlm_setup(case, fmt, "max total", workdir, export, record)
     dec = decode_component(art, "inputs_embeds")
     total = loop_total(art, dec)
     hidden = art.contracts[dec]["inputs_embeds"][2]["max"]
