@@ -1,5 +1,5 @@
 """scripts/check_readme_commands.py README HFX — every `hfx` command line of README.md's ```sh blocks runs as
-written (issue 44's doc tests, README part).
+written (issue 44's doc tests, README part), and its list of supported architectures is the registry's.
 
 The lines run in order, in one fresh temp folder (a quick start's `create-tiny` makes what its `export` reads),
 with `hfx` replaced by the binary given. A line that names something the reader supplies is not run and is
@@ -60,6 +60,33 @@ def check(readme: str, hfx: str) -> int:
     return 1 if failed else 0
 
 
+def check_architectures(readme: str, hfx: str) -> int:
+    """README's "Supported architectures" names every model_type of the registry (`hfx create-tiny --help`) and
+    states their number."""
+    text = open(readme, encoding="utf-8").read()
+    m = re.search(r"^## Supported architectures\n(.*?)(?=^## )", text, re.S | re.M)
+    if not m:
+        print(f"[readme] expected a '## Supported architectures' section in {readme}, got none")
+        return 1
+    help_text = subprocess.run([hfx, "create-tiny", "--help"], capture_output=True, text=True).stdout
+    h = re.search(r"model_type: ([^\n]+)", help_text)
+    registry = [a.strip() for a in h.group(1).split(",")] if h else []
+    section = m.group(1)
+    missing = [a for a in registry if not re.search(rf"(?<![\w-]){re.escape(a)}(?![\w-])", section)]
+    count = re.search(r"(\d+) model types", section)
+    bad = []
+    if not registry:
+        bad.append("no model_type list in `hfx create-tiny --help`")
+    if missing:
+        bad.append(f"model types the registry has and README does not name: {missing}")
+    if not count or int(count.group(1)) != len(registry):
+        bad.append(f"README states {count.group(1) if count else 'no'} model types, the registry has {len(registry)}")
+    for b in bad:
+        print(f"[readme] FAILED: {b}")
+    print(f"[readme] supported architectures: {len(registry)} in the registry, {len(missing)} missing from README")
+    return 1 if bad else 0
+
+
 def selftest(hfx: str) -> int:
     with tempfile.NamedTemporaryFile("w", suffix=".md", delete=False) as f:
         f.write("```sh\nhfx export no-such-folder --format onnx -o out\n```\n")
@@ -80,4 +107,6 @@ if __name__ == "__main__":
     binary = os.path.abspath(sys.argv[2])
     if not os.access(binary, os.X_OK):
         sys.exit(f"[readme] expected the hfx binary at {binary}, got none: build it (scripts/build.sh release)")
-    sys.exit(selftest(binary) if sys.argv[1] == "--selftest" else check(sys.argv[1], binary))
+    if sys.argv[1] == "--selftest":
+        sys.exit(selftest(binary))
+    sys.exit(max(check(sys.argv[1], binary), check_architectures(sys.argv[1], binary)))
