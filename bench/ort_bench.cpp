@@ -35,7 +35,7 @@ double median(std::vector<double> v) {
 
 struct Bench {
   OrtSession& s;
-  std::map<std::string, RtTensor> past;  // past_key_values.* → tensor
+  std::map<std::string, RtTensor> past{};  // past_key_values.* → tensor
   int64_t P = 0;
 
   void reset() {

@@ -56,7 +56,7 @@ echo "[fuzz] $BASE_PRESET library (g++) in $BASE"
 HFX_CMAKE_ARGS=-DHFX_UNITY_FUZZ_BASE=ON HFX_BUILD_DIR="$BASE" HFX_JOBS="$JOBS" bash scripts/build.sh "$BASE_PRESET" hfx >/dev/null
 echo "[fuzz] fuzz targets ($CXX_BIN, ASan+UBSan) in $OUT"
 cmake -S . -B "$OUT" -G Ninja -DHFX_FUZZ=ON -DHFX_FUZZ_BASE="$BASE" -DCMAKE_BUILD_TYPE=Fuzz \
-  -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" ${HFX_FUZZ_CMAKE_ARGS:-} >/dev/null
+  -DCMAKE_C_COMPILER="$CC_BIN" -DCMAKE_CXX_COMPILER="$CXX_BIN" -DHFX_WERROR=ON ${HFX_FUZZ_CMAKE_ARGS:-} >/dev/null
 cmake --build "$OUT" -j "$JOBS" $(printf -- '--target fuzz_%s ' "${targets[@]}")
 
 export ASAN_OPTIONS="${ASAN_OPTIONS:-detect_leaks=1:allocator_may_return_null=0}"

@@ -14,6 +14,8 @@
 #      "all" runs the whole suite); the reproducibility step then compares build/ with build-asan/.
 #      Leak reports of third-party code are suppressed by tests/sanitizers/lsan.supp (one reason each).
 #   0. format: scripts/format_check.sh — every tracked C++ file as .clang-format says; counts as one test.
+#      Every build compiles with -Werror (HFX_WERROR in the presets); after the base build, clang -Werror
+#      parses every translation unit of it (scripts/check_warnings.py, "clang warnings"); counts as one test.
 #   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
 #      tests/fuzz, HFX_JOBS at a time, for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
 # HFX_REQUIRE_ORACLES=1 (.ci/run sets it) turns a test whose oracle (node, the npm packages, chromium) is
@@ -91,6 +93,12 @@ tier "format"
 
 bash scripts/build.sh "$BASE_PRESET" $([[ "$BASE_PRESET" == quick ]] && echo hfx_cli)
 tier "$BASE_PRESET build"
+# The build above compiles with -Werror (HFX_WERROR, every preset); the second compiler: clang parses every
+# translation unit of that tree with -Wall -Wextra -Werror (scripts/check_warnings.py); counts as one test.
+rc=0
+python3 scripts/check_warnings.py "$BASE_DIR" || rc=$?
+if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
+tier "clang warnings"
 if [[ "$BASE_PRESET" == release ]]; then
   # The graph verifier after every pass and fix (a Debug build's default, hfx/passes/pass.h) is on for the
   # whole release suite, so CI checks each pass's contract on every export the tests make.

@@ -104,6 +104,30 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
   return j;
 }
 
+// Sizes from the safetensors headers alone (no tensor is read): parameters, tensors, bytes per dtype.
+void weight_sizes(const std::string& dir, nlohmann::json& j) {
+  auto w = io::WeightStore::open_dir(dir);
+  int64_t params = 0;
+  std::map<std::string, nlohmann::json> by_dtype;
+  for (const auto& n : w->names()) {
+    const auto& ti = w->info(n);
+    int64_t numel = 1;
+    for (auto d : ti.shape) numel *= d;
+    params += numel;
+    auto& e = by_dtype[dtype_name(ti.dtype)];
+    if (e.is_null()) e = {{"tensors", 0}, {"parameters", 0}, {"bytes", 0}};
+    e["tensors"] = e["tensors"].get<int64_t>() + 1;
+    e["parameters"] = e["parameters"].get<int64_t>() + numel;
+    e["bytes"] = e["bytes"].get<int64_t>() + static_cast<int64_t>(ti.end - ti.begin);
+  }
+  j["parameters"] = params;
+  j["tensors"] = w->names().size();
+  j["by_dtype"] = by_dtype;
+  int64_t file_bytes = 0;
+  for (const auto& f : w->files()) file_bytes += static_cast<int64_t>(fs::file_size(f));
+  j["weight_files_bytes"] = file_bytes;
+}
+
 nlohmann::json inspect(const std::string& dir) {
   if (!fs::is_directory(dir) || !fs::exists(fs::path(dir) / "config.json"))
     HFX_THROW("inspect", "expected a checkpoint folder with config.json, got '{}'", dir);
@@ -170,27 +194,7 @@ nlohmann::json inspect(const std::string& dir) {
     for (const auto& l : c.cache) cache_types[l.layer_type]++;
   }
   j["cache_layer_types"] = cache_types;  // layer type → number of cache leaves
-  // Sizes from the safetensors headers alone (no tensor is read).
-  auto w = io::WeightStore::open_dir(dir);
-  int64_t params = 0;
-  std::map<std::string, nlohmann::json> by_dtype;
-  for (const auto& n : w->names()) {
-    const auto& ti = w->info(n);
-    int64_t numel = 1;
-    for (auto d : ti.shape) numel *= d;
-    params += numel;
-    auto& e = by_dtype[dtype_name(ti.dtype)];
-    if (e.is_null()) e = {{"tensors", 0}, {"parameters", 0}, {"bytes", 0}};
-    e["tensors"] = e["tensors"].get<int64_t>() + 1;
-    e["parameters"] = e["parameters"].get<int64_t>() + numel;
-    e["bytes"] = e["bytes"].get<int64_t>() + static_cast<int64_t>(ti.end - ti.begin);
-  }
-  j["parameters"] = params;
-  j["tensors"] = w->names().size();
-  j["by_dtype"] = by_dtype;
-  int64_t file_bytes = 0;
-  for (const auto& f : w->files()) file_bytes += static_cast<int64_t>(fs::file_size(f));
-  j["weight_files_bytes"] = file_bytes;
+  weight_sizes(dir, j);
   j["backends"] = nlohmann::json::array({
       backend_json("onnx standard", "onnx", "", *m),
       backend_json("onnx ort", "onnx", " --target ort", *m),

@@ -18,12 +18,16 @@ void register_registries(CLI::App& app) {
   cmd->add_flag("--stages", *stages, "List the declared stages of each backend and what they apply");
   cmd->callback([backend, stages] {
     if (*stages) {
-      fmt::print("{:<11} {:<6} {:<30} {}\n", "backend", "stage", "applies", "name");
+      // One line per stage, in the order its exporter runs them (the number is the position).
+      fmt::print("{:<11} {:<6} {:<19} {:<27} {:<15} {}\n", "backend", "stage", "name", "applies", "sets",
+                 "what");
       for (const StageDecl& d : declared_stages()) {
         if (!backend->empty() && d.backend != *backend) continue;
-        std::string runs;
-        for (EntryKind k : d.runs) runs += (runs.empty() ? "" : ", ") + std::string(entry_kind_name(k));
-        fmt::print("{:<11} {:<6} {:<30} {}\n", d.backend, d.stage, runs.empty() ? "-" : runs, d.name);
+        std::string runs, sets;
+        for (EntryKind k : d.runs) runs += (runs.empty() ? "" : ",") + std::string(entry_kind_name(k));
+        for (Fact f : d.sets) sets += (sets.empty() ? "" : ",") + std::string(fact_name(f));
+        fmt::print("{:<11} {:<6} {:<19} {:<27} {:<15} {}\n", d.backend, d.stage, d.name,
+                   runs.empty() ? "-" : runs, sets.empty() ? "-" : sets, d.what);
       }
       return;
     }

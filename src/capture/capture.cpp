@@ -229,8 +229,6 @@ CapturedProgram capture_program(const Model& model, const ProgramSpec& spec, boo
     HFX_THROW("capture", "capturing '{}' (component '{}') of architecture '{}' with inputs ({}) failed: {}",
               prog.component, spec.component, model_type, describe_inputs(g), e.what());
   }
-  g.metadata()["hfx.component"] = prog.component;
-  g.metadata()["hfx.model_type"] = model_type;
   take_guards(prog, model_type, prefer_deferred);
   narrow_contract_by_guards(prog);
   g.eliminate_dead_code();

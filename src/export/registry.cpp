@@ -23,6 +23,19 @@ const char* entry_kind_name(EntryKind k) {
   }
 }
 
+const char* fact_name(Fact f) {
+  switch (f) {
+    case Fact::onnx_target:
+      return "onnx_target";
+    case Fact::weight_dtype:
+      return "weight_dtype";
+    case Fact::constant_dtype:
+      return "constant_dtype";
+    default:
+      return "gqa_fusion";
+  }
+}
+
 namespace {
 
 bool declared_backend(const std::string& backend) {
@@ -75,6 +88,27 @@ void require_declared(const std::string& backend, int stage, EntryKind kind) {
               expected, stage);
 }
 
+// A program fix reads only facts its exporter set at or before its stage (StageDecl::sets) or that a fix of
+// an earlier stage, or earlier in its own stage's list, wrote.
+void check_facts(const ProgramFixEntry& fix) {
+  std::vector<Fact> known;
+  for (const StageDecl& d : declared_stages())
+    if (d.backend == fix.backend && d.stage <= fix.stage)
+      known.insert(known.end(), d.sets.begin(), d.sets.end());
+  for (const ProgramFixEntry& e : program_fix_registry()) {
+    if (&e == &fix) break;
+    if (e.backend == fix.backend && e.stage <= fix.stage)
+      known.insert(known.end(), e.writes.begin(), e.writes.end());
+  }
+  for (Fact f : fix.reads)
+    if (std::find(known.begin(), known.end(), f) == known.end())
+      HFX_THROW(
+          "registry",
+          "expected program fix '{}' ({} stage {}) to read facts set before it, got '{}', which no stage "
+          "of {} up to {} sets and no earlier fix writes; declare it in StageDecl::sets or move the fix",
+          fix.name, fix.backend, fix.stage, fact_name(f), fix.backend, fix.stage);
+}
+
 }  // namespace
 
 void check_registries() {
@@ -99,8 +133,10 @@ void check_registries() {
                   "expected the ops of node fix '{}' ({} stage {}) to be ops of the op table, got '{}'",
                   e.name, e.backend, e.stage, op);
   }
-  for (const ProgramFixEntry& e : program_fix_registry())
+  for (const ProgramFixEntry& e : program_fix_registry()) {
     check_entry(EntryKind::program_fix, e.backend, e.stage, e.name, e.reason);
+    check_facts(e);
+  }
   for (const DisableOptimizeEntry& e : disable_optimize_registry())
     if (!declared_backend(e.backend) || e.upstream_bug.empty())
       HFX_THROW("registry",
@@ -185,16 +221,43 @@ int apply_node_fixes(const std::string& backend, int stage, Graph& g) {
   return changes;
 }
 
-int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::vector<std::string>& warnings) {
+int apply_program_fixes(const std::string& backend, int stage, Graph& g, ExportContext& ctx,
+                        std::vector<std::string>& warnings) {
   require_declared(backend, stage, EntryKind::program_fix);
   int changes = 0;
   for (const ProgramFixEntry& e : program_fix_registry()) {
     if (e.backend != backend || e.stage != stage) continue;
-    const bool changed = e.fix(g, warnings);
+    const bool changed = e.fix(g, ctx, warnings);
     if (changed) changes++;
     if (changed && verify_passes_enabled()) verify_after("program fix", e.name, backend, stage, g);
   }
   return changes;
+}
+
+int stage_of(const std::string& backend, const std::string& name) {
+  std::string names;
+  for (const StageDecl& d : declared_stages()) {
+    if (d.backend != backend) continue;
+    if (d.name == name) return d.stage;
+    names += (names.empty() ? "" : ", ") + d.name;
+  }
+  HFX_THROW("registry", "expected a declared stage of {} ({}), got '{}'; declare it in declared_stages()",
+            backend, names.empty() ? "no stages: not a declared backend" : names, name);
+}
+
+int run_stage(const std::string& backend, const std::string& name, const Graph* g,
+              const std::function<void(int stage)>& body) {
+  const int stage = stage_of(backend, name);
+  body(stage);
+  if (g && verify_passes_enabled()) {
+    try {
+      verify_graph(*g);
+    } catch (const Error& err) {
+      HFX_THROW("registry", "expected a valid graph after {} stage {} '{}', got: {}", backend, stage, name,
+                err.what());
+    }
+  }
+  return stage;
 }
 
 bool optimize_disabled(const std::string& backend, const std::string& model_type, std::string* why) {

@@ -46,31 +46,61 @@ Tables& tables() {
   }
   return raw();
 }
+
+// Each backend's stages, in the order its exporter runs them: the position is the stage's number.
+struct StageRow {
+  const char* name;
+  const char* what;
+  std::vector<EntryKind> runs = {};
+  std::vector<Fact> sets = {};
+};
+using K = EntryKind;
+const std::vector<std::pair<std::string, std::vector<StageRow>>>& backend_stage_lists() {
+  static const std::vector<std::pair<std::string, std::vector<StageRow>>> lists = {
+      {"onnx",  // src/export/onnx/onnx_exporter.cpp
+       {{"torch_patches", "torch patches, around capture", {K::patch}},
+        {"onnx_patches",
+         "ONNX patches; composites without a translation decomposed, node fixes after",
+         {K::patch, K::node_fix}},
+        {"fx_fixes",
+         "FX node fixes, then program fixes, then dead-code elimination",
+         {K::node_fix, K::program_fix},
+         {Fact::onnx_target}},
+        {"translations", "ONNX translations (the translation table) to a ModelProto"},
+        {"ir_fixes", "ONNX IR fixes (src/export/onnx/ir_fixes.cpp)"},
+        {"write", "emitter: the ModelProto and its weights to onnx/<component>.onnx[_data]"}}},
+      {"executorch",  // src/export/executorch/executorch_exporter.cpp
+       {{"backend_preparation", "backend preparation (the backend table: dtype, partitioner)"},
+        {"torch_patches", "torch patches, around capture", {K::patch}},
+        {"executorch_patches", "ExecuTorch patches (static-cache attention), around capture", {K::patch}},
+        {"program_fixes", "program fixes", {K::program_fix}, {Fact::constant_dtype}},
+        {"node_fixes", "node fixes, then dead-code elimination", {K::node_fix}},
+        {"partition_and_emit",
+         "the .pte writer: partitioner (the XNNPACK op table, xnnpack_delegate.cpp), then the emitter"}}},
+      {"dynamo",  // src/export/dynamo/dynamo_exporter.cpp
+       {{"flatten", "forward-signature flattening (capture)"},
+        {"model_patches",
+         "model patches, then node and program fixes, composites lowered",
+         {K::patch, K::node_fix, K::program_fix},
+         {Fact::weight_dtype}},
+        {"treespec", "pytree / treespec of the flattened cache"},
+        {"dynamic_shapes", "dynamic shapes (range constraints, runtime asserts); emitter: the .pt2 archive"},
+        {"state_cleanup", "state cleanup (every patch restored)"}}},
+  };
+  return lists;
+}
+
 }  // namespace
 
 const std::vector<StageDecl>& declared_stages() {
-  using K = EntryKind;
-  static const std::vector<StageDecl> stages = {
-      // src/export/onnx/onnx_exporter.cpp
-      {"onnx", 1, "torch patches (around capture)", {K::patch}},
-      {"onnx", 2, "ONNX patches; node fixes after the decompositions", {K::patch, K::node_fix}},
-      {"onnx", 3, "FX node fixes, then program fixes", {K::node_fix, K::program_fix}},
-      {"onnx", 4, "ONNX translations (the translation table)", {}},
-      {"onnx", 5, "ONNX IR fixes (src/export/onnx/ir_fixes.cpp)", {}},
-      // src/export/executorch/executorch_exporter.cpp
-      {"executorch", 1, "backend preparation (the backend table)", {}},
-      {"executorch", 2, "torch patches", {K::patch}},
-      {"executorch", 3, "ExecuTorch patches", {K::patch}},
-      {"executorch", 4, "program fixes", {K::program_fix}},
-      {"executorch", 5, "node fixes", {K::node_fix}},
-      {"executorch", 6, "partitioner (the XNNPACK op table, src/export/executorch/xnnpack_delegate.cpp)", {}},
-      // src/export/dynamo/dynamo_exporter.cpp
-      {"dynamo", 1, "forward-signature flattening", {}},
-      {"dynamo", 2, "model patches, then node and program fixes", {K::patch, K::node_fix, K::program_fix}},
-      {"dynamo", 3, "pytree / treespec of the flattened cache", {}},
-      {"dynamo", 4, "dynamic shapes (range constraints)", {}},
-      {"dynamo", 5, "state cleanup", {}},
-  };
+  static const std::vector<StageDecl> stages = [] {
+    std::vector<StageDecl> out;
+    for (const auto& [backend, rows] : backend_stage_lists())
+      for (size_t i = 0; i < rows.size(); i++)
+        out.push_back(
+            {backend, static_cast<int>(i) + 1, rows[i].name, rows[i].what, rows[i].runs, rows[i].sets});
+    return out;
+  }();
   return stages;
 }
 

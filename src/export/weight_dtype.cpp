@@ -33,7 +33,8 @@ bool store_params_as(Graph& g, DType dt) {
   auto users = g.users();
   Node* first = g.nodes().empty() ? nullptr : g.nodes().front().get();
   bool changed = false;
-  for (Value* p : std::vector<Value*>(g.params().begin(), g.params().end())) {
+  const std::vector<Value*> params = g.params();  // a copy: the loop adds casts to the graph
+  for (Value* p : params) {
     const DType orig = p->type.dtype;
     // A parameter returned as a graph output keeps its dtype (the signature promises it).
     bool output = std::find(g.outputs().begin(), g.outputs().end(), p) != g.outputs().end();
@@ -53,10 +54,8 @@ bool store_params_as(Graph& g, DType dt) {
   return changed;
 }
 
-bool fix_weight_dtype(Graph& g, std::vector<std::string>&) {
-  auto it = g.metadata().find(kWeightDtypeKey);
-  if (it == g.metadata().end()) return false;
-  return store_params_as(g, dtype_from_name(it->second));
+bool fix_weight_dtype(Graph& g, ExportContext& ctx, std::vector<std::string>&) {
+  return ctx.weight_dtype && store_params_as(g, *ctx.weight_dtype);
 }
 
 }  // namespace hfx

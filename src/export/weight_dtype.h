@@ -2,12 +2,10 @@
 // parameters as parameters: dynamo). ONNX applies it in lowering (LowerOptions::weight_dtype), ExecuTorch
 // in its stage-4 fix "constant_dtype".
 #pragma once
+#include "hfx/export/registry.h"
 #include "hfx/ir/graph.h"
 
 namespace hfx {
-
-/// Graph metadata key holding the dtype name (dtype_name) parameters are to be stored in.
-inline constexpr const char* kWeightDtypeKey = "hfx.weight_dtype";
 
 /// Stores every floating parameter of `g` as `dt`: its type becomes `dt` (writers convert the bytes as
 /// they stream them) and one `aten._to_copy` back to the dtype the model reads it in is inserted before
@@ -16,7 +14,7 @@ inline constexpr const char* kWeightDtypeKey = "hfx.weight_dtype";
 /// f32 is exact for f16/bf16 values); a cast to `dt` itself is dropped. Returns true if it changed `g`.
 bool store_params_as(Graph& g, DType dt);
 
-/// The program fix form: reads kWeightDtypeKey from the graph metadata (nothing to do without it).
-bool fix_weight_dtype(Graph& g, std::vector<std::string>& warnings);
+/// The program fix form: reads ExportContext::weight_dtype (nothing to do without it).
+bool fix_weight_dtype(Graph& g, ExportContext& ctx, std::vector<std::string>& warnings);
 
 }  // namespace hfx

@@ -5,7 +5,9 @@
 // over the broadcast shape with dims coalesced, so contiguous same-shape inputs are one flat
 // vectorizable run and views (permuted, sliced, expanded) need no copy. f16/bf16 results are computed
 // into f32 and rounded once at the end.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: clang has no per-file optimize pragma
 #pragma GCC optimize("O3")
+#endif
 #include <cmath>
 
 #include "kernels/detail.h"

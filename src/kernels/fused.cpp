@@ -7,7 +7,9 @@
 // read once per group. Blocks run in parallel on the kernel pool with OpenBLAS single-threaded; when
 // there are fewer blocks than threads, blocks run in turn (OpenBLAS itself runs single-threaded: see
 // threading.cpp).
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: clang has no per-file optimize pragma
 #pragma GCC optimize("O3")
+#endif
 #include <cblas.h>
 
 #include <algorithm>

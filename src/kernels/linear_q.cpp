@@ -232,7 +232,9 @@ __attribute__((target("avx2,fma"))) void dot_rows_avx2(const Codes& c, int64_t n
 // -Wuninitialized reports at -O3 (a false positive inside the headers, not in these loops).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
+#if !defined(__clang__)  // a GCC-only warning group
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 #define HFX_AVX512 __attribute__((target("avx512f,avx512bw,avx512vl,fma")))
 
 // The zero-point term Σ_b zp_b · scale_b · Σx_b of row n for each row of x, 16 blocks per step: the

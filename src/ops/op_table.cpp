@@ -347,7 +347,9 @@ OpLowering elementwise2(const std::string& e, const std::string& a, bool alpha, 
                         const char* xnn = "") {
   std::vector<CallArg> ea{in(0), in(1)};
   if (alpha) ea.push_back(constant(int64_t{1}, "alpha"));
-  OpLowering l = with_onnx({et(e, ea), aten(a, kSelfOther), AtenLayout::Elementwise}, onnx, f);
+  OpLowering l = with_onnx(
+      {.executorch = et(e, ea), .aten = aten(a, kSelfOther), .aten_layout = AtenLayout::Elementwise}, onnx,
+      f);
   l.xnnpack = xnn;
   return l;
 }
@@ -355,62 +357,78 @@ OpLowering elementwise2(const std::string& e, const std::string& a, bool alpha, 
 std::vector<OpSchema> build_table() {
   namespace K = kernels;
   std::vector<OpSchema> t;
-  auto add = [&](OpSchema s, OpLowering l = {}) {
-    s.lower = std::move(l);
-    t.push_back(std::move(s));
-  };
+  auto add = [&](OpSchema s) { t.push_back(std::move(s)); };
   // f(x), elementwise: "aten::<u>.out" where ExecuTorch's portable library has it, "<u>.default", `onnx`.
   auto unary = [&](const char* name, KernelFn k, bool float_only, bool executorch, const char* onnx,
                    const char* xnn = "") {
     std::string u = std::string(name).substr(5);
-    OpLowering l{executorch ? et(u + ".out", {in(0)}) : CallDecl{}, aten(u + ".default", kSelf),
-                 AtenLayout::Elementwise};
+    OpLowering l{.executorch = executorch ? et(u + ".out", {in(0)}) : CallDecl{},
+                 .aten = aten(u + ".default", kSelf),
+                 .aten_layout = AtenLayout::Elementwise};
     l.xnnpack = xnn;
-    add({name, 1, 1, 1, {}, float_only ? InferFn(float_unary) : InferFn(same_as_first), k, nullptr, ""},
-        onnx ? with_onnx(l, onnx, OnnxForm::Unary) : l);
+    add({.name = name,
+         .min_inputs = 1,
+         .max_inputs = 1,
+         .infer = float_only ? InferFn(float_unary) : InferFn(same_as_first),
+         .kernel = k,
+         .lower = onnx ? with_onnx(l, onnx, OnnxForm::Unary) : l});
   };
   // A table of data: one op per line where it fits, its lowerings below it.
   // clang-format off
   using F = OnnxForm;
   // ---- elementwise binary ----
-  add({"aten.add.Tensor", 2, 2, 1, {}, BIN("aten.add.Tensor"), K::add, nullptr, "a + b"},
-      elementwise2("add.out", "add.Tensor", true, "Add", F::Binary, "XNNAdd"));
-  add({"aten.sub.Tensor", 2, 2, 1, {}, BIN("aten.sub.Tensor"), K::sub, nullptr, "a - b"},
-      elementwise2("sub.out", "sub.Tensor", true, "Sub", F::Binary, "XNNSubtract"));
-  add({"aten.mul.Tensor", 2, 2, 1, {}, BIN("aten.mul.Tensor"), K::mul, nullptr, "a * b"},
-      elementwise2("mul.out", "mul.Tensor", false, "Mul", F::Binary, "XNNMultiply"));
-  add({"aten.div.Tensor", 2, 2, 1, {}, true_div, K::div, nullptr, "a / b (true division)"},
-      elementwise2("div.out", "div.Tensor", false, "Div", F::Binary, "XNNDiv"));
-  add({"aten.maximum", 2, 2, 1, {}, BIN("aten.maximum"), K::maximum, nullptr, ""},
-      elementwise2("maximum.out", "maximum.default", false, "Max", F::Binary, "XNNMaximum"));
-  add({"aten.minimum", 2, 2, 1, {}, BIN("aten.minimum"), K::minimum, nullptr, ""},
-      elementwise2("minimum.out", "minimum.default", false, "Min", F::Binary, "XNNMinimum"));
-  add({"aten.add.Scalar", 1, 1, 1, {req_f("other")}, same_as_first, K::add_scalar, nullptr, "a + other"});
-  add({"aten.mul.Scalar", 1, 1, 1, {req_f("other")}, same_as_first, K::mul_scalar, nullptr, "a * other"});
-  add({"aten.pow.Tensor_Scalar", 1, 1, 1, {req_f("exponent")}, float_unary, K::pow_scalar, nullptr,
-       "a ** exponent"},
-      {et("pow.Tensor_Scalar_out", {in(0), attr("exponent")}),
-       aten("pow.Tensor_Scalar", {in(0, "self"), attr("exponent")}), AtenLayout::LikeInput0});
-  add({"aten.eq.Tensor", 2, 2, 1, {}, CMP("aten.eq.Tensor"), K::eq, nullptr, ""},
-      elementwise2("eq.Tensor_out", "eq.Tensor", false, "Equal", F::Compare));
-  add({"aten.lt.Tensor", 2, 2, 1, {}, CMP("aten.lt.Tensor"), K::lt, nullptr, ""},
-      elementwise2("lt.Tensor_out", "lt.Tensor", false, "Less", F::Compare));
-  add({"aten.le.Tensor", 2, 2, 1, {}, CMP("aten.le.Tensor"), K::le, nullptr, ""},
-      elementwise2("le.Tensor_out", "le.Tensor", false, "LessOrEqual", F::Compare));
-  add({"aten.gt.Tensor", 2, 2, 1, {}, CMP("aten.gt.Tensor"), K::gt, nullptr, ""},
-      elementwise2("gt.Tensor_out", "gt.Tensor", false, "Greater", F::Compare));
-  add({"aten.ge.Tensor", 2, 2, 1, {}, CMP("aten.ge.Tensor"), K::ge, nullptr, ""},
-      elementwise2("ge.Tensor_out", "ge.Tensor", false, "GreaterOrEqual", F::Compare));
-  add({"aten.logical_and", 2, 2, 1, {}, CMP("aten.logical_and"), K::logical_and, nullptr, ""},
-      elementwise2("logical_and.out", "logical_and.default", false, "And", F::Logical));
-  add({"aten.logical_or", 2, 2, 1, {}, CMP("aten.logical_or"), K::logical_or, nullptr, ""},
-      elementwise2("logical_or.out", "logical_or.default", false, "Or", F::Logical));
-  add({"aten.logical_not", 1, 1, 1, {}, to_bool, K::logical_not, nullptr, ""},
-      with_onnx({et("logical_not.out", {in(0)}), aten("logical_not.default", kSelf), AtenLayout::Elementwise},
-                "Not", F::Logical));
-  add({"aten.where.self", 3, 3, 1, {}, infer_where, K::where, nullptr, "cond ? a : b"},
-      {et("where.self_out", {in(0), in(1), in(2)}),
-       aten("where.self", {in(0, "condition"), in(1, "self"), in(2, "other")}), AtenLayout::Elementwise});
+  add({.name = "aten.add.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = BIN("aten.add.Tensor"),
+       .kernel = K::add, .doc = "a + b", .lower = elementwise2("add.out", "add.Tensor", true, "Add", F::Binary,
+       "XNNAdd")});
+  add({.name = "aten.sub.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = BIN("aten.sub.Tensor"),
+       .kernel = K::sub, .doc = "a - b", .lower = elementwise2("sub.out", "sub.Tensor", true, "Sub", F::Binary,
+       "XNNSubtract")});
+  add({.name = "aten.mul.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = BIN("aten.mul.Tensor"),
+       .kernel = K::mul, .doc = "a * b", .lower = elementwise2("mul.out", "mul.Tensor", false, "Mul",
+       F::Binary, "XNNMultiply")});
+  add({.name = "aten.div.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = true_div, .kernel = K::div,
+       .doc = "a / b (true division)", .lower = elementwise2("div.out", "div.Tensor", false, "Div", F::Binary,
+       "XNNDiv")});
+  add({.name = "aten.maximum", .min_inputs = 2, .max_inputs = 2, .infer = BIN("aten.maximum"),
+       .kernel = K::maximum, .lower = elementwise2("maximum.out", "maximum.default", false, "Max", F::Binary,
+       "XNNMaximum")});
+  add({.name = "aten.minimum", .min_inputs = 2, .max_inputs = 2, .infer = BIN("aten.minimum"),
+       .kernel = K::minimum, .lower = elementwise2("minimum.out", "minimum.default", false, "Min", F::Binary,
+       "XNNMinimum")});
+  add({.name = "aten.add.Scalar", .min_inputs = 1, .max_inputs = 1, .attrs = {req_f("other")},
+       .infer = same_as_first, .kernel = K::add_scalar, .doc = "a + other"});
+  add({.name = "aten.mul.Scalar", .min_inputs = 1, .max_inputs = 1, .attrs = {req_f("other")},
+       .infer = same_as_first, .kernel = K::mul_scalar, .doc = "a * other"});
+  add({.name = "aten.pow.Tensor_Scalar", .min_inputs = 1, .max_inputs = 1, .attrs = {req_f("exponent")},
+       .infer = float_unary, .kernel = K::pow_scalar, .doc = "a ** exponent",
+       .lower = {.executorch = et("pow.Tensor_Scalar_out", {in(0), attr("exponent")}),
+       .aten = aten("pow.Tensor_Scalar", {in(0, "self"), attr("exponent")}),
+       .aten_layout = AtenLayout::LikeInput0}});
+  add({.name = "aten.eq.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.eq.Tensor"),
+       .kernel = K::eq, .lower = elementwise2("eq.Tensor_out", "eq.Tensor", false, "Equal", F::Compare)});
+  add({.name = "aten.lt.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.lt.Tensor"),
+       .kernel = K::lt, .lower = elementwise2("lt.Tensor_out", "lt.Tensor", false, "Less", F::Compare)});
+  add({.name = "aten.le.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.le.Tensor"),
+       .kernel = K::le, .lower = elementwise2("le.Tensor_out", "le.Tensor", false, "LessOrEqual", F::Compare)});
+  add({.name = "aten.gt.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.gt.Tensor"),
+       .kernel = K::gt, .lower = elementwise2("gt.Tensor_out", "gt.Tensor", false, "Greater", F::Compare)});
+  add({.name = "aten.ge.Tensor", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.ge.Tensor"),
+       .kernel = K::ge, .lower = elementwise2("ge.Tensor_out", "ge.Tensor", false, "GreaterOrEqual",
+       F::Compare)});
+  add({.name = "aten.logical_and", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.logical_and"),
+       .kernel = K::logical_and, .lower = elementwise2("logical_and.out", "logical_and.default", false, "And",
+       F::Logical)});
+  add({.name = "aten.logical_or", .min_inputs = 2, .max_inputs = 2, .infer = CMP("aten.logical_or"),
+       .kernel = K::logical_or, .lower = elementwise2("logical_or.out", "logical_or.default", false, "Or",
+       F::Logical)});
+  add({.name = "aten.logical_not", .min_inputs = 1, .max_inputs = 1, .infer = to_bool,
+       .kernel = K::logical_not, .lower = with_onnx({.executorch = et("logical_not.out", {in(0)}),
+       .aten = aten("logical_not.default", kSelf), .aten_layout = AtenLayout::Elementwise},
+                "Not", F::Logical)});
+  add({.name = "aten.where.self", .min_inputs = 3, .max_inputs = 3, .infer = infer_where, .kernel = K::where,
+       .doc = "cond ? a : b", .lower = {.executorch = et("where.self_out", {in(0), in(1), in(2)}),
+       .aten = aten("where.self", {in(0, "condition"), in(1, "self"), in(2, "other")}),
+       .aten_layout = AtenLayout::Elementwise}});
   // ---- unary ----
   unary("aten.neg", K::neg, false, true, "Neg", "XNNNegate");
   unary("aten.abs", K::abs, false, true, "Abs", "XNNAbs");
@@ -426,100 +444,121 @@ std::vector<OpSchema> build_table() {
   unary("aten.cos", K::cos, true, true, "Cos", "XNNCos");
   unary("aten.reciprocal", K::reciprocal, true, true, "Reciprocal");
   unary("aten.erf", K::erf, true, true, "Erf");
-  add({"aten.gelu", 1, 1, 1, {opt("approximate", std::string("none"), "'none' (erf) or 'tanh'")}, float_unary,
-       K::gelu, nullptr, ""},
-      {et("gelu.out", {in(0), attr("approximate")})});
+  add({.name = "aten.gelu", .min_inputs = 1, .max_inputs = 1,
+       .attrs = {opt("approximate", std::string("none"), "'none' (erf) or 'tanh'")}, .infer = float_unary,
+       .kernel = K::gelu, .lower = {.executorch = et("gelu.out", {in(0), attr("approximate")})}});
   // ---- linear algebra ----
-  add({"aten.mm", 2, 2, 1, {}, infer_mm, K::mm, nullptr, "[M,K] @ [K,N]"},
-      {et("mm.out", {in(0), in(1)}), aten("mm.default", {in(0, "self"), in(1, "mat2")})});
-  add({"aten.bmm", 2, 2, 1, {}, infer_bmm, K::bmm, nullptr, "[B,M,K] @ [B,K,N]"},
-      {et("bmm.out", {in(0), in(1)}), aten("bmm.default", {in(0, "self"), in(1, "mat2")})});
-  add({"aten.matmul", 2, 2, 1, {}, infer_matmul2, K::matmul, nullptr, "batched matmul with broadcasting"},
-      {{}, aten("matmul.default", kSelfOther)});
-  add({"aten.linear", 2, 3, 1, {}, infer_linear, K::linear, nullptr, "x @ w^T + b"});
-  add({"hfx.linear_q", 3, 4, 1,
-       {req("bits", "4 or 8"), req("group_size", "input features per scale"),
+  add({.name = "aten.mm", .min_inputs = 2, .max_inputs = 2, .infer = infer_mm, .kernel = K::mm,
+       .doc = "[M,K] @ [K,N]", .lower = {.executorch = et("mm.out", {in(0), in(1)}),
+       .aten = aten("mm.default", {in(0, "self"), in(1, "mat2")})}});
+  add({.name = "aten.bmm", .min_inputs = 2, .max_inputs = 2, .infer = infer_bmm, .kernel = K::bmm,
+       .doc = "[B,M,K] @ [B,K,N]", .lower = {.executorch = et("bmm.out", {in(0), in(1)}),
+       .aten = aten("bmm.default", {in(0, "self"), in(1, "mat2")})}});
+  add({.name = "aten.matmul", .min_inputs = 2, .max_inputs = 2, .infer = infer_matmul2, .kernel = K::matmul,
+       .doc = "batched matmul with broadcasting", .lower = {.aten = aten("matmul.default", kSelfOther)}});
+  add({.name = "aten.linear", .min_inputs = 2, .max_inputs = 3, .infer = infer_linear, .kernel = K::linear,
+       .doc = "x @ w^T + b"});
+  add({.name = "hfx.linear_q", .min_inputs = 3, .max_inputs = 4,
+       .attrs = {req("bits", "4 or 8"), req("group_size", "input features per scale"),
         opt("act_bits", int64_t{0}, "8: x rounded to int8 per block (MatMulNBits accuracy_level 4); 0: f32")},
-       op_shapes::linear_q, K::linear_q, decomp::linear_q,
-       "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
-  add({"hfx.embedding_q", 3, 4, 1, {req("bits", "4 or 8"), req("group_size", "features per scale")},
-       op_shapes::embedding_q, K::embedding_q, nullptr,
-       "rows of dequant(codes, scales, zero_points) (inputs: codes, scales, indices[, zero_points])"});
+             .infer = op_shapes::linear_q, .kernel = K::linear_q, .decompose = decomp::linear_q,
+             .doc = "x @ dequant(codes, scales, zero_points)^T, MatMulNBits layout (hfx/quant/quantize.h)"});
+  add({.name = "hfx.embedding_q", .min_inputs = 3, .max_inputs = 4,
+       .attrs = {req("bits", "4 or 8"), req("group_size", "features per scale")},
+       .infer = op_shapes::embedding_q, .kernel = K::embedding_q,
+       .doc = "rows of dequant(codes, scales, zero_points) (inputs: codes, scales, indices[, zero_points])"});
   // ---- reductions ----
   const std::vector<AttrSpec> reduce_attrs = {opt("dim", std::vector<int64_t>{}), opt("keepdim", false)};
-  add({"aten.sum.dim_IntList", 1, 1, 1, reduce_attrs, RED("aten.sum.dim_IntList"), K::sum, nullptr, ""});
-  add({"aten.mean.dim", 1, 1, 1, reduce_attrs, RED("aten.mean.dim"), K::mean, nullptr, ""});
-  add({"aten.amax", 1, 1, 1, reduce_attrs, RED("aten.amax"), K::amax, nullptr, ""},
-      {et("amax.out", {in(0), attr("dim"), attr("keepdim")})});
-  add({"aten.argmax", 1, 1, 1, {req("dim"), opt("keepdim", false)}, infer_argmax, K::argmax, nullptr, ""},
-      {et("argmax.out", {in(0), attr("dim"), attr("keepdim")}),
-       aten("argmax.default", {in(0, "self"), attr("dim"), attr("keepdim")})});
-  add({"aten.cumsum", 1, 1, 1, {req("dim")}, DIMSAME("aten.cumsum"), K::cumsum, nullptr, ""},
-      {et("cumsum.out", {in(0), attr("dim"), none("dtype")})});
+  add({.name = "aten.sum.dim_IntList", .min_inputs = 1, .max_inputs = 1, .attrs = reduce_attrs,
+       .infer = RED("aten.sum.dim_IntList"), .kernel = K::sum});
+  add({.name = "aten.mean.dim", .min_inputs = 1, .max_inputs = 1, .attrs = reduce_attrs,
+       .infer = RED("aten.mean.dim"), .kernel = K::mean});
+  add({.name = "aten.amax", .min_inputs = 1, .max_inputs = 1, .attrs = reduce_attrs,
+       .infer = RED("aten.amax"), .kernel = K::amax,
+       .lower = {.executorch = et("amax.out", {in(0), attr("dim"), attr("keepdim")})}});
+  add({.name = "aten.argmax", .min_inputs = 1, .max_inputs = 1, .attrs = {req("dim"), opt("keepdim", false)},
+       .infer = infer_argmax, .kernel = K::argmax,
+       .lower = {.executorch = et("argmax.out", {in(0), attr("dim"), attr("keepdim")}),
+       .aten = aten("argmax.default", {in(0, "self"), attr("dim"), attr("keepdim")})}});
+  add({.name = "aten.cumsum", .min_inputs = 1, .max_inputs = 1, .attrs = {req("dim")},
+       .infer = DIMSAME("aten.cumsum"), .kernel = K::cumsum,
+       .lower = {.executorch = et("cumsum.out", {in(0), attr("dim"), none("dtype")})}});
   using NamedKernel = std::pair<const char*, KernelFn>;
   for (auto [name, k] : {NamedKernel{"aten._softmax", K::softmax}, {"aten._log_softmax", K::log_softmax}}) {
     std::string op = name, u = op.substr(5);
     InferFn infer = [op](const In& i, const Attrs& a, ShapeEnv& e) {
       return infer_dim_check_same(i, a, e, op.c_str());
     };
-    add({op, 1, 1, 1, {req("dim")}, infer, k, nullptr, ""},
-        {et(u + ".out", {in(0), attr("dim"), constant(false, "half_to_float")}),
-         aten(u + ".default", {in(0, "self"), attr("dim"), constant(false, "half_to_float")}),
-         AtenLayout::LikeInput0});
+    add({.name = op, .min_inputs = 1, .max_inputs = 1, .attrs = {req("dim")}, .infer = infer, .kernel = k,
+         .lower = {.executorch = et(u + ".out", {in(0), attr("dim"), constant(false, "half_to_float")}),
+         .aten = aten(u + ".default", {in(0, "self"), attr("dim"), constant(false, "half_to_float")}),
+         .aten_layout = AtenLayout::LikeInput0}});
   }
-  add({"aten.layer_norm", 1, 3, 1, {opt("eps", 1e-5)}, infer_layer_norm, K::layer_norm, nullptr,
-       "over the last dim"});
+  add({.name = "aten.layer_norm", .min_inputs = 1, .max_inputs = 3, .attrs = {opt("eps", 1e-5)},
+       .infer = infer_layer_norm, .kernel = K::layer_norm, .doc = "over the last dim"});
   // ---- indexing and shape ----
-  add({"aten.embedding", 2, 2, 1, {}, op_shapes::embedding, K::embedding, nullptr, ""},
-      {et("embedding.out", {in(0), in(1), constant(int64_t{-1}, "padding_idx"),
+  add({.name = "aten.embedding", .min_inputs = 2, .max_inputs = 2, .infer = op_shapes::embedding,
+       .kernel = K::embedding, .lower = {.executorch = et("embedding.out", {in(0), in(1), constant(int64_t{-1},
+       "padding_idx"),
                             constant(false, "scale_grad_by_freq"), constant(false, "sparse")}),
-       aten("embedding.default", {in(0, "weight"), in(1, "indices")})});
-  add({"aten.index_select", 2, 2, 1, {req("dim")}, op_shapes::index_select, K::index_select, nullptr, ""},
-      {et("index_select.out", {in(0), attr("dim"), in(1)}),
-       aten("index_select.default", {in(0, "self"), attr("dim"), in(1, "index")})});
-  add({"aten.index_copy", 3, 3, 1, {req("dim")}, op_shapes::index_copy, K::index_copy, nullptr,
-       "functional index_copy"},
-      {{}, aten("index_copy.default", {in(0, "self"), attr("dim"), in(1, "index"), in(2, "source")}),
-       AtenLayout::LikeInput0});
-  add({"aten.cat", 1, -1, 1, {opt("dim", int64_t{0})}, infer_cat, K::cat, nullptr, ""});
-  add({"aten.slice.Tensor", 1, 1, 1,
-       {opt("dim", int64_t{0}), opt("start", Sym(0)), opt("end", Sym(SymRange::kInf)),
-        opt("step", int64_t{1})},
-       infer_slice, K::slice, nullptr, ""});
-  add({"aten.view", 1, 1, 1, {req("size")}, infer_view, K::view, nullptr, ""},
-      {et("view_copy.out", {in(0), attr("size")})});
-  add({"aten.permute", 1, 1, 1, {req("dims")}, infer_permute, K::permute, nullptr, ""},
-      {et("permute_copy.out", {in(0), attr("dims")})});
-  add({"aten.expand", 1, 1, 1, {req("size")}, infer_expand, K::expand, nullptr, ""},
-      {et("expand_copy.out", {in(0), attr("size"), constant(false, "implicit")})});
-  add({"aten.unsqueeze", 1, 1, 1, {req("dim")}, infer_unsqueeze, K::unsqueeze, nullptr, ""},
-      {et("unsqueeze_copy.out", {in(0), attr("dim")}),
-       aten("unsqueeze.default", {in(0, "self"), attr("dim")}), AtenLayout::LikeInput0});
-  add({"aten.squeeze.dim", 1, 1, 1, {req("dim")}, infer_squeeze, K::squeeze, nullptr, ""},
-      {et("squeeze_copy.dim_out", {in(0), attr("dim")}), aten("squeeze.dim", {in(0, "self"), attr("dim")}),
-       AtenLayout::LikeInput0});
-  add({"aten._to_copy", 1, 1, 1, {req("dtype")}, infer_to_copy, K::to_copy, nullptr, "dtype conversion"});
+                                 .aten = aten("embedding.default", {in(0, "weight"), in(1, "indices")})}});
+  add({.name = "aten.index_select", .min_inputs = 2, .max_inputs = 2, .attrs = {req("dim")},
+       .infer = op_shapes::index_select, .kernel = K::index_select,
+       .lower = {.executorch = et("index_select.out", {in(0), attr("dim"), in(1)}),
+       .aten = aten("index_select.default", {in(0, "self"), attr("dim"), in(1, "index")})}});
+  add({.name = "aten.index_copy", .min_inputs = 3, .max_inputs = 3, .attrs = {req("dim")},
+       .infer = op_shapes::index_copy, .kernel = K::index_copy, .doc = "functional index_copy",
+       .lower = {.aten = aten("index_copy.default", {in(0, "self"), attr("dim"), in(1, "index"), in(2,
+       "source")}), .aten_layout = AtenLayout::LikeInput0}});
+  add({.name = "aten.cat", .min_inputs = 1, .max_inputs = -1, .attrs = {opt("dim", int64_t{0})},
+       .infer = infer_cat, .kernel = K::cat});
+  add({.name = "aten.slice.Tensor", .min_inputs = 1, .max_inputs = 1,
+       .attrs = {opt("dim", int64_t{0}), opt("start", Sym(0)), opt("end", Sym(SymRange::kInf)),
+        opt("step", int64_t{1})}, .infer = infer_slice, .kernel = K::slice});
+  add({.name = "aten.view", .min_inputs = 1, .max_inputs = 1, .attrs = {req("size")}, .infer = infer_view,
+       .kernel = K::view, .lower = {.executorch = et("view_copy.out", {in(0), attr("size")})}});
+  add({.name = "aten.permute", .min_inputs = 1, .max_inputs = 1, .attrs = {req("dims")},
+       .infer = infer_permute, .kernel = K::permute,
+       .lower = {.executorch = et("permute_copy.out", {in(0), attr("dims")})}});
+  add({.name = "aten.expand", .min_inputs = 1, .max_inputs = 1, .attrs = {req("size")}, .infer = infer_expand,
+       .kernel = K::expand, .lower = {.executorch = et("expand_copy.out", {in(0), attr("size"), constant(false,
+       "implicit")})}});
+  add({.name = "aten.unsqueeze", .min_inputs = 1, .max_inputs = 1, .attrs = {req("dim")},
+       .infer = infer_unsqueeze, .kernel = K::unsqueeze,
+       .lower = {.executorch = et("unsqueeze_copy.out", {in(0), attr("dim")}),
+       .aten = aten("unsqueeze.default", {in(0, "self"), attr("dim")}),
+       .aten_layout = AtenLayout::LikeInput0}});
+  add({.name = "aten.squeeze.dim", .min_inputs = 1, .max_inputs = 1, .attrs = {req("dim")},
+       .infer = infer_squeeze, .kernel = K::squeeze,
+       .lower = {.executorch = et("squeeze_copy.dim_out", {in(0), attr("dim")}),
+       .aten = aten("squeeze.dim", {in(0, "self"), attr("dim")}), .aten_layout = AtenLayout::LikeInput0}});
+  add({.name = "aten._to_copy", .min_inputs = 1, .max_inputs = 1, .attrs = {req("dtype")},
+       .infer = infer_to_copy, .kernel = K::to_copy, .doc = "dtype conversion"});
   // ---- factories ----
-  add({"aten.arange.start", 0, 0, 1, {opt("start", Sym(0)), req("end"), opt("dtype", DType::I64)},
-       infer_arange, K::arange, nullptr, ""});
-  add({"aten.full", 0, 0, 1, {req("size"), opt("value", 0.0), opt("dtype", DType::F32)}, infer_full, K::full,
-       nullptr, ""});
+  add({.name = "aten.arange.start", .min_inputs = 0, .max_inputs = 0,
+       .attrs = {opt("start", Sym(0)), req("end"), opt("dtype", DType::I64)}, .infer = infer_arange,
+       .kernel = K::arange});
+  add({.name = "aten.full", .min_inputs = 0, .max_inputs = 0,
+       .attrs = {req("size"), opt("value", 0.0), opt("dtype", DType::F32)}, .infer = infer_full,
+       .kernel = K::full});
   // ---- composite ----
-  add({"hfx.rms_norm", 2, 2, 1, {opt("eps", 1e-6), opt("weight_offset", 0.0)}, op_shapes::rms_norm,
-       K::rms_norm, decomp::rms_norm, "x * rsqrt(mean(x^2) + eps) * (w + offset)"});
-  add({"hfx.rope", 3, 3, 1, {opt("interleaved", false)}, op_shapes::rope, K::rope, decomp::rope,
-       "rotary embedding"});
-  add({"hfx.sdpa", 3, 4, 1,
-       {req_f("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)}, op_shapes::sdpa,
-       K::sdpa, decomp::sdpa,
-       "scaled dot-product attention (causal, GQA, sliding window, softcap, additive mask)"});
-  add({"hfx.moe", 4, -1, 1,
-       {req("top_k"), opt("normalize", false),
-        opt("act", std::string("silu"), "silu, relu, gelu or gelu_tanh"),
-        opt("interleaved", false, "stacked gate_up rows alternate gate, up (else gate rows, then up)")},
-       op_shapes::moe, K::moe, decomp::moe,
-       "sparse mixture-of-experts MLP: softmax routing, top_k (optionally renormalized), gated experts "
-       "(stacked or per expert)"});
+  add({.name = "hfx.rms_norm", .min_inputs = 2, .max_inputs = 2,
+       .attrs = {opt("eps", 1e-6), opt("weight_offset", 0.0)}, .infer = op_shapes::rms_norm,
+       .kernel = K::rms_norm, .decompose = decomp::rms_norm,
+       .doc = "x * rsqrt(mean(x^2) + eps) * (w + offset)"});
+  add({.name = "hfx.rope", .min_inputs = 3, .max_inputs = 3, .attrs = {opt("interleaved", false)},
+       .infer = op_shapes::rope, .kernel = K::rope, .decompose = decomp::rope, .doc = "rotary embedding"});
+  add({.name = "hfx.sdpa", .min_inputs = 3, .max_inputs = 4,
+       .attrs = {req_f("scale"), opt("causal", true), opt("window", int64_t{0}), opt("softcap", 0.0)},
+       .infer = op_shapes::sdpa, .kernel = K::sdpa, .decompose = decomp::sdpa,
+       .doc = "scaled dot-product attention (causal, GQA, sliding window, softcap, additive mask)"});
+  add({.name = "hfx.moe", .min_inputs = 4, .max_inputs = -1,
+       .attrs = {req("top_k"), opt("normalize", false),
+                 opt("act", std::string("silu"), "silu, relu, gelu or gelu_tanh"),
+                 opt("interleaved", false, "stacked gate_up rows alternate gate, up (else gate rows, then up)")},
+       .infer = op_shapes::moe, .kernel = K::moe, .decompose = decomp::moe,
+       .doc = "sparse mixture-of-experts MLP: softmax routing, top_k (optionally renormalized), gated experts "
+              "(stacked or per expert)"});
   // clang-format on
   return t;
 }

@@ -197,7 +197,8 @@ std::string modernbert_bpe_json(int vocab_size) {
   for (const char* s : {"|||EMAIL_ADDRESS|||", "|||PHONE_NUMBER|||"}) add(s, false);
   for (const char* s : {"<|endoftext|>", "[UNK]", "[CLS]", "[SEP]", "[PAD]"}) add(s, true);
   add("[MASK]", true, true);
-  for (int k = 0; next < vocab_size; ++k) add(fmt::format("[unused{}]", k), true);
+  int unused = 0;  // add() advances `next`
+  while (next < vocab_size) add(fmt::format("[unused{}]", unused++), true);
   check_size("ModernBertBPE", vocab, vocab_size);
 
   return tokenizer_json_text(

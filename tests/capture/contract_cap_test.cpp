@@ -41,7 +41,9 @@ TEST(ContractCap, EveryFormatStaysInsideTheLearnedPositionTable) {
     }
     // The merged ONNX program asks the table's question at run time; .pt2 has no merged program and its
     // ranges alone answer it (prefill: past 0; decode: one token over at most 47).
-    if (std::string(format) == "onnx") EXPECT_TRUE(guarded) << "the merged program keeps gpt2's guard";
+    if (std::string(format) == "onnx") {
+      EXPECT_TRUE(guarded) << "the merged program keeps gpt2's guard";
+    }
   }
   fs::remove_all(dir);
 }

@@ -150,8 +150,9 @@ TEST(DynamicShapes, EachComponentReadsItsOwnInputAndComponentDotInputAddressesOn
     EXPECT_EQ(d.dims.at("encoder_sequence_length").max, 256) << name;
     EXPECT_NE(d.dims.at("decoder_sequence_length").symbol, "src") << name;
     // The cross-attention memory is the encoder's output: bounded with it.
-    if (d.dims.count("past_encoder_sequence_length"))
+    if (d.dims.count("past_encoder_sequence_length")) {
       EXPECT_EQ(d.dims.at("past_encoder_sequence_length").max, 256) << name;
+    }
   }
   o.dynamic_shapes.clear();
   o.dynamic_shapes["encoder.encoder_attention_mask"][1] = Dim{"x", 1, 8};

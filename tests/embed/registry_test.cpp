@@ -166,6 +166,55 @@ TEST(Registry, NodeFixContractOnItsOpsIsChecked) {
   }
 }
 
+// Each backend is a declared list of named stages whose numbers are their positions; the driver's step
+// (run_stage) looks a stage up by name and verifies the graph after it, naming the stage that broke it.
+TEST(Registry, RunStageNumbersStagesByPositionAndNamesTheStageThatBrokeTheGraph) {
+  int position = 0;
+  std::string last;
+  for (const StageDecl& d : declared_stages()) {
+    position = d.backend == last ? position + 1 : 1;
+    last = d.backend;
+    EXPECT_EQ(d.stage, position) << d.backend << " " << d.name;
+    EXPECT_EQ(stage_of(d.backend, d.name), d.stage);
+  }
+  EXPECT_EQ(stage_of("onnx", "fx_fixes"), 3);  // the seeds' "stage 3: FX node fixes"
+  try {
+    stage_of("onnx", "fx_fixs");
+    ADD_FAILURE() << "expected an unknown stage to be refused";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find(
+                  "expected a declared stage of onnx (torch_patches, onnx_patches, fx_fixes"),
+              std::string::npos)
+        << e.what();
+  }
+  struct VerifierOn {
+    const char* was = std::getenv("HFX_VERIFY_PASSES");
+    std::string saved = was ? was : "";
+    VerifierOn() { setenv("HFX_VERIFY_PASSES", "1", 1); }
+    ~VerifierOn() { was ? setenv("HFX_VERIFY_PASSES", saved.c_str(), 1) : unsetenv("HFX_VERIFY_PASSES"); }
+  } on;
+  Graph g;
+  TraceBuilder tb(g);
+  Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});
+  g.add_output("y", F::neg(x).value());
+  int ran = 0;
+  // Negative control: a stage that keeps the graph valid passes, and its number is handed to its body.
+  EXPECT_EQ(run_stage("onnx", "fx_fixes", &g, [&](int stage) { ran = stage; }), 3);
+  EXPECT_EQ(ran, 3);
+  // A stage that leaves a node typed unlike its op's inference: the error names the backend, stage and name.
+  auto breaks = [&](int) { g.nodes().front()->outputs[0]->type.dtype = DType::I64; };
+  try {
+    run_stage("onnx", "fx_fixes", &g, breaks);
+    ADD_FAILURE() << "expected the verifier to refuse the broken graph";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("expected a valid graph after onnx stage 3 'fx_fixes'"),
+              std::string::npos)
+        << e.what();
+  }
+  // A stage that does not rewrite the hfx graph (null) is not verified.
+  EXPECT_NO_THROW(run_stage("onnx", "translations", nullptr, [](int) {}));
+}
+
 TEST(Registry, ExportSkipRefusesWithItsReason) {
   Temp t(export_skip_registry(),
          ExportSkipEntry{"onnx", "test-arch", "needs a vectorized router in the model"});
@@ -292,10 +341,24 @@ TEST(Registry, EntriesAndStagesAreCheckedAgainstTheDeclaredStages) {
     fails("expected node_fix entry 'late_fix' on a node_fix stage of dynamo (2)");
   }
   {
-    Temp t(
-        program_fix_registry(),
-        ProgramFixEntry{"onnx", 3, "no_reason", [](Graph&, std::vector<std::string>&) { return false; }, ""});
+    Temp t(program_fix_registry(),
+           ProgramFixEntry{"onnx", 3, "no_reason",
+                           [](Graph&, ExportContext&, std::vector<std::string>&) { return false; }, ""});
     fails("expected a reason for program_fix entry 'no_reason'");
+  }
+  {
+    // A fact no stage of the backend sets before the fix, and no earlier fix writes: the GQA record is the
+    // ONNX backend's; an ExecuTorch fix reading it would read an empty record, silently.
+    Temp t(program_fix_registry(),
+           ProgramFixEntry{"executorch",
+                           4,
+                           "reads_gqa",
+                           [](Graph&, ExportContext&, std::vector<std::string>&) { return false; },
+                           "x",
+                           {Fact::gqa_fusion}});
+    fails(
+        "expected program fix 'reads_gqa' (executorch stage 4) to read facts set before it, got "
+        "'gqa_fusion'");
   }
   {
     Temp t(export_skip_registry(), ExportSkipEntry{"tensorrt", "llama", "not a backend"});
@@ -307,6 +370,6 @@ TEST(Registry, EntriesAndStagesAreCheckedAgainstTheDeclaredStages) {
   Graph g;
   EXPECT_THROW(apply_node_fixes("executorch", 2, g), Error);
   std::vector<std::string> warnings;
-  EXPECT_THROW(apply_program_fixes("dynamo", 5, g, warnings), Error);
-  EXPECT_NO_THROW(apply_program_fixes("onnx", 3, g, warnings));
+  EXPECT_THROW(apply_program_fixes("dynamo", 5, g, ctx, warnings), Error);
+  EXPECT_NO_THROW(apply_program_fixes("onnx", 3, g, ctx, warnings));
 }

@@ -111,10 +111,14 @@ TEST_F(ChatCli, InteractiveKeepsCacheOnEagerAndOnnx) {
                 cached = std::stoi((*it)[4]);
       turns_seen++;
       EXPECT_EQ(prefilled + cached, prompt) << model << " turn " << n;
-      if (n == 1) EXPECT_EQ(cached, 0) << model;
+      if (n == 1) {
+        EXPECT_EQ(cached, 0) << model;
+      }
       // Later turns take the earlier ones from the cache (turn 3 after cutting it where this random model's
       // second reply re-encodes differently) and still give the fresh run's reply, checked above.
-      if (n > 1) EXPECT_GT(cached, prefilled) << model << " turn " << n << " must reuse the cache: " << r.err;
+      if (n > 1) {
+        EXPECT_GT(cached, prefilled) << model << " turn " << n << " must reuse the cache: " << r.err;
+      }
     }
     EXPECT_EQ(turns_seen, 3) << model << ": " << r.err;
   }
@@ -204,7 +208,7 @@ TEST_F(ChatCli, ErrorsAndUsage) {
             std::string::npos)
       << r.err;
   const std::string ckpt = (dir / "ckpt").string();
-  for (const std::string& args :
+  for (const char* args :
        {" --system x --prompt y", " --chat", " --chat hi --prompt y", " -i --prompt y", ""}) {
     r = sh(cli + " generate " + ckpt + args, dir);
     EXPECT_EQ(r.rc, 2) << args << ": " << r.err;

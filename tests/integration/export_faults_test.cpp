@@ -167,8 +167,9 @@ TEST(ExportFaults, KillAtRandomPointsNeverLeavesAHalfWrittenOrDamagedOut) {
       const bool previous = i >= kKillsPerFormat / 2;
       if (!previous)
         fs::remove_all(out);
-      else if (!fs::exists(out))
+      else if (!fs::exists(out)) {
         ASSERT_EQ(wait_exit(spawn_export(s.path / "ckpt", c, out, log)), 0) << slurp(log);
+      }
       const int delay_ms = static_cast<int>(at(rng));
       pid_t pid = spawn_export(s.path / "ckpt", c, out, log);
       std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms));
@@ -177,8 +178,9 @@ TEST(ExportFaults, KillAtRandomPointsNeverLeavesAHalfWrittenOrDamagedOut) {
       const std::string where = "kill " + std::to_string(i) + " at " + std::to_string(delay_ms) + " ms of ~" +
                                 std::to_string(static_cast<int>(full_ms)) + " ms (exit " +
                                 std::to_string(rc) + ")";
-      if (previous)
+      if (previous) {
         EXPECT_TRUE(fs::exists(out)) << where << ": expected the previous OUT to survive, got none";
+      }
       if (fs::exists(out)) {
         std::string d = diff(want, read_tree(out));
         EXPECT_EQ(d, "") << where

@@ -33,7 +33,7 @@ class HubDownload : public HubFixture {
     const bool lfs = file.ends_with(".safetensors");
     const std::string etag = lfs ? file_sha256(src) : git_blob_sha1(src);
     fs::path expect = fs::path("../..");
-    for (size_t i = 0; i < std::count(file.begin(), file.end(), '/'); i++) expect /= "..";
+    for (std::ptrdiff_t i = 0; i < std::count(file.begin(), file.end(), '/'); i++) expect /= "..";
     EXPECT_EQ(fs::read_symlink(link), expect / "blobs" / etag) << file;
     EXPECT_EQ(hub_slurp(repo_dir(repo) / "blobs" / etag), hub_slurp(src)) << file;
   }
@@ -176,8 +176,9 @@ TEST_F(HubDownload, RevisionIsPinnedToItsCommit) {
   EXPECT_FALSE(fs::exists(repo_dir("org/tiny-llama") / "refs" / "main"));
   expect_cached("org/tiny-llama", kV1, "model.safetensors");
   for (const auto& r : requests())
-    if (r["method"] == "HEAD")
+    if (r["method"] == "HEAD") {
       EXPECT_NE(r["url"].get<std::string>().find(kV1), std::string::npos) << r.dump();
+    }
   EXPECT_EQ(json::parse(hub_slurp(work_ / "v1" / "manifest.json"))["model"]["revision"], kV1);
   // The commit hash itself, with a complete snapshot, makes no request at all.
   clear_requests();

@@ -80,8 +80,9 @@ TEST(Reproducible, EveryFormatWrittenTwiceInOneProcessIsByteIdenticalAndPathFree
     }
     // The place is written into ONNX metadata and the .pt2's runtime assertion, so the path check above
     // is not vacuous; the .pte's static cache fixes the length, and its program holds no guard.
-    if (format != "executorch")
+    if (format != "executorch") {
       EXPECT_FALSE(with_place.empty()) << "expected the guard place " << place << " in an artifact";
+    }
   }
   fs::remove_all(root);
 }

@@ -130,18 +130,25 @@ TEST(OpTable, DeclaredLoweringsNameRealArgumentsAndInvert) {
       if (!c->declared()) continue;
       declared++;
       for (const CallArg& a : c->args) {
-        if (a.kind == CallArg::Kind::Input)
+        if (a.kind == CallArg::Kind::Input) {
           EXPECT_TRUE(a.input >= 0 && (s->max_inputs < 0 || a.input < s->max_inputs)) << s->name;
-        if (a.kind == CallArg::Kind::Attr)
+        }
+        if (a.kind == CallArg::Kind::Attr) {
           EXPECT_TRUE(std::any_of(s->attrs.begin(), s->attrs.end(),
                                   [&](const AttrSpec& x) { return x.name == a.attr; }))
               << s->name << " declares attribute " << a.attr;
+        }
       }
     }
-    if (s->lower.executorch.declared())
+    if (s->lower.executorch.declared()) {
       EXPECT_EQ(find_op_by_executorch_kernel(s->lower.executorch.target), s);
-    if (s->lower.aten.declared()) EXPECT_EQ(find_op_by_aten_target(s->lower.aten.target), s);
-    if (s->lower.onnx_form != OnnxForm::None) EXPECT_FALSE(s->lower.onnx.empty()) << s->name;
+    }
+    if (s->lower.aten.declared()) {
+      EXPECT_EQ(find_op_by_aten_target(s->lower.aten.target), s);
+    }
+    if (s->lower.onnx_form != OnnxForm::None) {
+      EXPECT_FALSE(s->lower.onnx.empty()) << s->name;
+    }
   }
   EXPECT_GE(declared, 80);  // 44 ExecuTorch + 41 ATen calls when written
   EXPECT_EQ(find_op_by_executorch_kernel("aten::erf.out"), &op_schema("aten.erf"));

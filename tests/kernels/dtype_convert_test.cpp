@@ -163,7 +163,9 @@ TEST(DTypeConvert, BulkPathsMatchScalar) {
   std::vector<uint16_t> hb(f.size());
   convert_elements(h.data(), DType::F16, hb.data(), DType::BF16, f.size());
   for (size_t i = 0; i < f.size(); i++)
-    if (!is_nan16(h[i])) ASSERT_EQ(hb[i], f32_to_bf16(f16_to_f32(h[i])));
+    if (!is_nan16(h[i])) {
+      ASSERT_EQ(hb[i], f32_to_bf16(f16_to_f32(h[i])));
+    }
 }
 
 }  // namespace

@@ -41,9 +41,12 @@ TEST(GraniteMoeHybrid, LeavesByLayerType) {
       {"past_ssm.3", "present_ssm.3", "mamba"}};
   EXPECT_EQ(got, want);
   for (const auto& i : c.inputs) {
-    if (i.name == "past_key_values.1.key")
+    if (i.name == "past_key_values.1.key") {
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "2", "past_sequence_length", "16"}));
-    if (i.name == "past_ssm.2") EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "4", "32", "16"}));
+    }
+    if (i.name == "past_ssm.2") {
+      EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "4", "32", "16"}));
+    }
     EXPECT_NE(i.name, "position_ids") << "NoPE: no position input";
   }
 }

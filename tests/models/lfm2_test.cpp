@@ -189,8 +189,9 @@ TEST(Lfm2, DeclaresLeavesPerLayerType) {
   for (const auto& i : c.inputs)
     if (i.name == "past_conv.2")
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "64", "3"}));
-    else if (i.name == "past_key_values.3.key")
+    else if (i.name == "past_key_values.3.key") {
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "2", "past_sequence_length", "16"}));
+    }
   EXPECT_THROW(m->forward(*std::make_unique<EagerBuilder>(), ForwardArgs{}), Error);
 }
 

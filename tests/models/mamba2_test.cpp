@@ -73,8 +73,9 @@ TEST(Mamba2, DeclaresConvAndSsmLeavesOfLayerTypeMamba) {
   for (const auto& i : c.inputs)
     if (i.name == "past_conv.1")
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "256", "3"}));  // 128 + 2·4·16
-    else if (i.name == "past_ssm.1")
+    else if (i.name == "past_ssm.1") {
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "4", "32", "16"}));
+    }
 }
 
 std::string config_error(json cfg) {

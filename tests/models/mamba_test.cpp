@@ -153,8 +153,9 @@ TEST(Mamba, DeclaresConvAndSsmLeavesOfLayerTypeMamba) {
   for (const auto& i : c.inputs)
     if (i.name == "past_conv.1")
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "128", "3"}));
-    else if (i.name == "past_ssm.1")
+    else if (i.name == "past_ssm.1") {
       EXPECT_EQ(i.axes, (std::vector<std::string>{"batch_size", "128", "16"}));
+    }
   EXPECT_THROW(m->forward(*std::make_unique<EagerBuilder>(), ForwardArgs{}), Error);
 }
 

@@ -156,19 +156,20 @@ TEST(IrText, OnnxGqaFusionPassDecidesPerAttention) {
   for (const char* target : {"ort", "standard"}) {
     std::unique_ptr<Graph> g = parse_graph(text);
     const std::string before = g->dump();
-    g->metadata()["onnx.target"] = target;
+    ExportContext ctx;
+    ctx.onnx_target = target;
     std::vector<std::string> warnings;
-    apply_program_fixes("onnx", 3, *g, warnings);
+    apply_program_fixes("onnx", 3, *g, ctx, warnings);
     EXPECT_EQ(g->dump(), before);
-    const auto& m = g->metadata();
+    const auto& m = ctx.gqa.decision;
     if (std::string(target) == "standard") {
-      EXPECT_EQ(m.count("onnx.gqa.sdpa.o"), 0u);
+      EXPECT_TRUE(m.empty() && ctx.gqa.cat_owner.empty());
       continue;
     }
-    ASSERT_TRUE(m.count("onnx.gqa.sdpa.o") && m.count("onnx.gqa.sdpa.e"));
-    EXPECT_EQ(m.at("onnx.gqa.sdpa.o"), "");  // fused
-    EXPECT_EQ(m.at("onnx.gqa.cat.k_all"), "o");
-    EXPECT_EQ(m.at("onnx.gqa.cat.v_all"), "o");
-    EXPECT_NE(m.at("onnx.gqa.sdpa.e").find("non-causal"), std::string::npos) << m.at("onnx.gqa.sdpa.e");
+    ASSERT_TRUE(m.count("o") && m.count("e"));
+    EXPECT_EQ(m.at("o"), "");  // fused
+    EXPECT_EQ(ctx.gqa.cat_owner.at("k_all"), "o");
+    EXPECT_EQ(ctx.gqa.cat_owner.at("v_all"), "o");
+    EXPECT_NE(m.at("e").find("non-causal"), std::string::npos) << m.at("e");
   }
 }

@@ -132,10 +132,11 @@ TEST(Prequantized, WriterRoundTrips) {
     const auto back = quant::from_packed(cq, quant::to_packed(cq, q, "w"), "w");
     ASSERT_EQ(back.zero_points.defined(), q.zero_points.defined());
     EXPECT_EQ(std::memcmp(back.qweight.data<uint8_t>(), q.qweight.data<uint8_t>(), q.qweight.numel()), 0);
-    if (q.zero_points.defined())
+    if (q.zero_points.defined()) {
       EXPECT_EQ(
           std::memcmp(back.zero_points.data<uint8_t>(), q.zero_points.data<uint8_t>(), q.zero_points.numel()),
           0);
+    }
     const Tensor s16 = q.scales.to(DType::F16).to(DType::F32);
     for (int64_t i = 0; i < s16.numel(); i++) ASSERT_EQ(back.scales.data<float>()[i], s16.data<float>()[i]);
   }

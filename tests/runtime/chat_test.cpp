@@ -69,7 +69,9 @@ TEST_F(TinyChat, SecondTurnPrefillsOnlyNewTokensAndEqualsFreshRun) {
     EXPECT_EQ(s.prompt_tokens, static_cast<int64_t>(ref.prompt_ids[0].size()));
     EXPECT_EQ(s.prefilled_tokens + s.cached_tokens, s.prompt_tokens);
     EXPECT_EQ(r.stats.prompt_tokens, s.prefilled_tokens);
-    if (i == 0) EXPECT_EQ(s.cached_tokens, 0);
+    if (i == 0) {
+      EXPECT_EQ(s.cached_tokens, 0);
+    }
     if (i > 0) {
       // The earlier turns came from the cache: all of turn 1 (its ids are a prefix of turn 2's), and up to
       // where this random model's second reply re-encodes differently (stray byte tokens decode to U+FFFD),
@@ -77,8 +79,12 @@ TEST_F(TinyChat, SecondTurnPrefillsOnlyNewTokensAndEqualsFreshRun) {
       EXPECT_FALSE(s.cache_dropped) << "turn " << i + 1;
       EXPECT_GT(s.cached_tokens, s.prefilled_tokens) << "turn " << i + 1;
     }
-    if (i == 1) EXPECT_EQ(s.cropped_tokens, 0);
-    if (i == 2) EXPECT_GT(s.cropped_tokens, 0) << "turn 3 must exercise Engine::crop";
+    if (i == 1) {
+      EXPECT_EQ(s.cropped_tokens, 0);
+    }
+    if (i == 2) {
+      EXPECT_GT(s.cropped_tokens, 0) << "turn 3 must exercise Engine::crop";
+    }
   }
   EXPECT_EQ(chat.messages().size(), 1 + 2 * turns.size());
 }

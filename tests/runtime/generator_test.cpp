@@ -107,7 +107,7 @@ TEST(Generator, EosIdsFromJson) {
 
 TEST(Generator, LeftPaddedBatchEqualsEachPromptAlone) {
   const int64_t V = 64;
-  auto next = [V](const std::vector<int64_t>& h) { return hash_next(h, V); };
+  auto next = [&](const std::vector<int64_t>& h) { return hash_next(h, V); };
   std::vector<std::vector<int64_t>> prompts = {{3, 4, 5}, {7, 8, 9, 10, 11, 12, 13}, {20, 21, 22, 23, 24}};
   GenerationOptions o;
   o.max_new_tokens = 12;
@@ -149,7 +149,7 @@ TEST(Generator, StopStringCutsTheTextAndIsNeverStreamed) {
   auto enc = tk->encode(script_text, false);
   std::vector<int64_t> script(enc.begin(), enc.end());
   const size_t prompt_len = 2;
-  auto next = [script, prompt_len](const std::vector<int64_t>& h) {
+  auto next = [script](const std::vector<int64_t>& h) {
     size_t i = h.size() - prompt_len;
     return i < script.size() ? script[i] : script.back();
   };

@@ -16,7 +16,6 @@ Sym S(const char* n) { return Sym::symbol(n); }
 }  // namespace
 
 std::vector<OpCase> cases() {
-  using V = std::vector<In>;
   const In x{"x", {"B", "S", "8"}}, y{"y", {"B", "S", "8"}};
   std::vector<OpCase> c;
   auto bin = [&](const std::string& n, const std::string& op, In b = {"y", {"B", "S", "8"}}) {

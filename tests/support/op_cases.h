@@ -29,7 +29,7 @@ struct OpCase {
   std::string name;
   std::string op;
   std::vector<In> ins;
-  Attrs attrs;
+  Attrs attrs{};
   double tol = 1e-5;
   /// Target standard below this opset: lowering must refuse the op with an error (blocked
   /// DequantizeLinear needs opset 21).

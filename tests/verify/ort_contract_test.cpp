@@ -95,7 +95,9 @@ TEST(OnnxContract, TargetOrtStatesAndEnforcesTheBatchOneChunkRule) {
   // The standard target has no such rule: its chunk over cache runs at batch 2.
   json s = verified("qwen2", "");
   for (const auto& c : (*check(s, "model", "shapes"))["data"]["cases"])
-    if (c["label"] == "chunk over cache") EXPECT_EQ(c["batch"], 2);
+    if (c["label"] == "chunk over cache") {
+      EXPECT_EQ(c["batch"], 2);
+    }
 }
 
 }  // namespace

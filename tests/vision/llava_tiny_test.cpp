@@ -175,13 +175,15 @@ TEST_F(LlavaTiny, EveryFormatExportsTheComponentsAndVerifies) {
       EXPECT_TRUE(fs::exists(out / f)) << f;
     r = hfx::testsupport::sh(std::string(HFX_CLI) + " verify '" + out.string() + "' 2>&1");
     EXPECT_TRUE(hfx::testsupport::verified_or_judge_off(r.rc, r.out)) << r.out;
-    if (format == "executorch")
+    if (format == "executorch") {
       for (const char* method :
            {"model.pte:vision_encoder", "model.pte:token_embedding", "model.pte:text_decoder"})
         EXPECT_TRUE(has_line(r.out, {method, "numerics", "PASS"})) << method << r.out;
-    if (format == "onnx")
+    }
+    if (format == "onnx") {
       for (const char* c : {"vision_encoder ", "embed_tokens ", "decoder_model_merged "})
         EXPECT_TRUE(has_line(r.out, {c, "numerics", "PASS", "ONNX Runtime"})) << c << r.out;
+    }
   }
 }
 

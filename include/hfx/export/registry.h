@@ -14,8 +14,11 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
+
+#include "hfx/core/dtype.h"
 
 #include "hfx/ir/graph.h"
 #include "hfx/ops/builder.h"
@@ -28,6 +31,25 @@ namespace et {
 struct StaticAttentionContext;
 }
 
+/// The facts one pass hands to a later one through the ExportContext (nothing string-keyed crosses a pass
+/// boundary). A stage declares the facts its exporter sets (StageDecl::sets), a program fix the facts it
+/// reads and writes (ProgramFixEntry::reads, ::writes); check_registries() refuses a fix that reads a fact
+/// nothing set before it.
+enum class Fact {
+  onnx_target,     ///< ExportContext::onnx_target
+  weight_dtype,    ///< ExportContext::weight_dtype
+  constant_dtype,  ///< ExportContext::constant_dtype
+  gqa_fusion,      ///< ExportContext::gqa
+};
+const char* fact_name(Fact f);  ///< "onnx_target", ...
+
+/// ONNX --target ort: what the stage-3 program fix gqa_fusion decided for each hfx.sdpa, read by the stage-4
+/// translations (src/export/onnx/gqa_fusion.h).
+struct GqaFusionRecord {
+  std::map<std::string, std::string> decision;   ///< sdpa node → "" (fused) or the reason it is not
+  std::map<std::string, std::string> cat_owner;  ///< KV concat node → the fused sdpa that owns it
+};
+
 /// The mutable state of one export, passed explicitly through its stages: nothing an export changes
 /// lives in process-global or thread-local storage, so exports may run concurrently on threads of one
 /// process (tests/embed). The registries below are declarations, read-only while exports run.
@@ -37,6 +59,15 @@ struct ExportContext {
   /// ExecuTorch: the static-cache positions while a static-cache forward is captured (else nullptr);
   /// set by et::StaticAttentionScope, read by the stage-3 attention patch.
   et::StaticAttentionContext* static_attention = nullptr;
+  // ---- the facts (Fact) passes hand each other
+  /// ONNX: "standard" or "ort" (com.microsoft fused operators); set before stage 3.
+  std::string onnx_target = "standard";
+  /// Dynamo: the dtype parameters are stored in (--dtype resolved); unset: as they are.
+  std::optional<DType> weight_dtype;
+  /// ExecuTorch: the dtype constants are stored in (the backend row's, or --dtype); unset: as they are.
+  std::optional<DType> constant_dtype;
+  /// ONNX --target ort: the gqa_fusion pass's record.
+  GqaFusionRecord gqa;
 };
 
 // ---------------------------------------------------------------- patch points
@@ -92,14 +123,19 @@ struct ProgramFixEntry {
   std::string backend;
   int stage = 0;
   std::string name;
-  std::function<bool(Graph& g, std::vector<std::string>& warnings)> fix;
+  /// Rewrites the program, reading and writing only the facts declared below; returns true if it changed
+  /// the graph (or wrote a fact).
+  std::function<bool(Graph& g, ExportContext& ctx, std::vector<std::string>& warnings)> fix;
   std::string reason;
+  std::vector<Fact> reads = {};   ///< facts of the context it reads
+  std::vector<Fact> writes = {};  ///< facts of the context it writes
 };
 
 /// Runs every node fix of (backend, stage) over every node, then verifies (debug). Returns changes.
 int apply_node_fixes(const std::string& backend, int stage, Graph& g);
-/// Runs every program fix of (backend, stage). Returns changes.
-int apply_program_fixes(const std::string& backend, int stage, Graph& g, std::vector<std::string>& warnings);
+/// Runs every program fix of (backend, stage) with the export's context. Returns changes.
+int apply_program_fixes(const std::string& backend, int stage, Graph& g, ExportContext& ctx,
+                        std::vector<std::string>& warnings);
 
 // ---------------------------------------------------------------- lists
 struct DisableOptimizeEntry {
@@ -121,17 +157,33 @@ void check_export_skip(const std::string& backend, const std::string& model_type
 enum class EntryKind { patch, node_fix, program_fix };
 const char* entry_kind_name(EntryKind k);  ///< "patch", "node_fix", "program_fix"
 
-/// One numbered stage of a backend's exporter (docs/stages.md). The one declaration that registry entries
-/// and the exporters' PatchScope / apply_node_fixes / apply_program_fixes calls are checked against: an
-/// entry on a backend, stage or kind no exporter runs is an error when the registries are filled, and an
-/// exporter that applies a stage its backend does not declare fails at that call.
+/// One stage of a backend's exporter (docs/design.md, docs/stages.md). Each backend is a declared list of
+/// named stages (src/export/registry_table.cpp); a stage's number is its position in that list, 1-based —
+/// the numbers registry entries name. The one declaration that registry entries and the exporters'
+/// run_stage / PatchScope / apply_node_fixes / apply_program_fixes calls are checked against: an entry on a
+/// backend, stage or kind no exporter runs is an error when the registries are filled, and an exporter that
+/// applies a stage its backend does not declare fails at that call.
 struct StageDecl {
-  std::string backend;  ///< "onnx", "executorch", "dynamo"
-  int stage = 0;
-  std::string name;
-  std::vector<EntryKind> runs;  ///< the kinds of registry entries this stage applies (may be none)
+  std::string backend;               ///< "onnx", "executorch", "dynamo"
+  int stage = 0;                     ///< its position in the backend's list, 1-based (derived from the list)
+  std::string name;                  ///< its identifier, e.g. "fx_fixes": what exporters run it by
+  std::string what;                  ///< what it does, one line
+  std::vector<EntryKind> runs = {};  ///< the kinds of registry entries this stage applies (may be none)
+  std::vector<Fact> sets = {};  ///< the facts the exporter sets in the context before this stage's entries
 };
 const std::vector<StageDecl>& declared_stages();
+
+/// The number of stage `name` of `backend`. Throws hfx::Error("registry", "expected a declared stage of
+/// <backend> (...), got '<name>'").
+int stage_of(const std::string& backend, const std::string& name);
+
+/// The driver's step: runs stage `name` of `backend` — `body(stage number)` — then, when
+/// verify_passes_enabled(), the graph verifier on `g` (null for a stage that does not rewrite the hfx graph,
+/// e.g. the ONNX translations, whose output is a ModelProto). A graph the stage left broken throws
+/// hfx::Error("registry", "expected a valid graph after <backend> stage N '<name>', got: ...") naming it.
+/// Returns the stage's number.
+int run_stage(const std::string& backend, const std::string& name, const Graph* g,
+              const std::function<void(int stage)>& body);
 
 /// Checks every entry of the registries against declared_stages(): a patch, node fix or program fix names
 /// a declared backend and a stage of it that runs its kind; a patch path is an op of the op table or a

@@ -85,8 +85,6 @@ class Graph {
   const std::list<std::unique_ptr<Node>>& nodes() const { return nodes_; }
   std::vector<CacheLeaf>& cache_leaves() { return cache_leaves_; }
   const std::vector<CacheLeaf>& cache_leaves() const { return cache_leaves_; }
-  std::map<std::string, std::string>& metadata() { return metadata_; }
-  const std::map<std::string, std::string>& metadata() const { return metadata_; }
 
   Value* find_input(const std::string& name) const;
   Value* find_output(const std::string& name) const;
@@ -114,7 +112,6 @@ class Graph {
   std::vector<Value*> inputs_, params_, consts_, outputs_;
   std::list<std::unique_ptr<Node>> nodes_;
   std::vector<CacheLeaf> cache_leaves_;
-  std::map<std::string, std::string> metadata_;
   std::map<std::string, int> name_counts_;
   int next_id_ = 0;
 };

@@ -17,8 +17,8 @@
 namespace hfx {
 
 struct TinyOptions {
-  std::string preset = "tiny";  ///< "tiny" or an architecture's real-shape preset (e.g. "llama-3.2-1b")
-  std::optional<DType> dtype;   ///< default: the preset's torch_dtype
+  std::string preset = "tiny";   ///< "tiny" or an architecture's real-shape preset (e.g. "llama-3.2-1b")
+  std::optional<DType> dtype{};  ///< default: the preset's torch_dtype
   uint64_t seed = 0;
   int64_t layers = 0;  ///< 0 = the preset's layer count
   /// > 0: the weights' standard deviation, written to config.json as `initializer_range` (default: the
@@ -27,11 +27,11 @@ struct TinyOptions {
   double initializer_range = 0;
   /// Task head (Architecture::heads: "base", "masked_lm", ...); empty = the architecture's default. Sets
   /// config.json's `architectures`; classification heads also get id2label/label2id.
-  std::string head;
+  std::string head{};
   /// Non-empty: also write a sentence-transformers model around the checkpoint (modules.json,
   /// 1_Pooling/config.json with this pooling mode — "mean", "cls" or "max" —, an empty 2_Normalize/,
   /// sentence_bert_config.json, config_sentence_transformers.json). Encoder-only base models only.
-  std::string sentence_pooling;
+  std::string sentence_pooling{};
 };
 
 /// The config.json create-tiny writes (vocab_size already matched to the fixture tokenizer).

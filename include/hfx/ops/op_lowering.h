@@ -31,8 +31,8 @@ struct CallArg {
 
 /// A call: the callee and its arguments in schema order. An empty target: no declared lowering.
 struct CallDecl {
-  std::string target;
-  std::vector<CallArg> args;
+  std::string target{};
+  std::vector<CallArg> args{};
   bool declared() const { return !target.empty(); }
 };
 
@@ -53,15 +53,15 @@ enum class OnnxForm {
 };
 
 struct OpLowering {
-  CallDecl executorch;  ///< portable kernel "aten::erf.out"; the out tensor follows the arguments
-  CallDecl aten;        ///< "torch.ops.aten.erf.default"
+  CallDecl executorch{};  ///< portable kernel "aten::erf.out"; the out tensor follows the arguments
+  CallDecl aten{};        ///< "torch.ops.aten.erf.default"
   AtenLayout aten_layout = AtenLayout::Fresh;
-  std::string onnx;  ///< ONNX op type for `onnx_form`
+  std::string onnx{};  ///< ONNX op type for `onnx_form`
   OnnxForm onnx_form = OnnxForm::None;
   /// The XNNPACK elementwise node ("XNNExp": 1x1 for one input, 2x1 for two) the partitioner may delegate
   /// the op to on float32 operands; "" = not delegated, or by a rule in
   /// src/export/executorch/xnnpack_delegate.cpp
-  std::string xnnpack;
+  std::string xnnpack{};
 };
 
 namespace lower {

@@ -22,10 +22,10 @@ class Var;
 class Builder;
 
 struct AttrSpec {
-  std::string name;
+  std::string name{};
   bool required = false;
   AttrValue default_value = int64_t{0};
-  std::string doc;
+  std::string doc{};
 };
 
 using InferFn = std::function<std::vector<TensorType>(const std::vector<const TensorType*>& inputs,
@@ -35,16 +35,16 @@ using DecompFn =
     std::function<std::vector<Var>(Builder& b, const std::vector<Var>& inputs, const Attrs& attrs)>;
 
 struct OpSchema {
-  std::string name;
+  std::string name{};
   int min_inputs = 0;
   int max_inputs = 0;  ///< -1: variadic
   int num_outputs = 1;
-  std::vector<AttrSpec> attrs;
-  InferFn infer;
-  KernelFn kernel;
-  DecompFn decompose;  ///< set for composite ops
-  std::string doc;
-  OpLowering lower;  ///< the backends' one-call lowerings (hfx/ops/op_lowering.h); empty where hand-written
+  std::vector<AttrSpec> attrs{};
+  InferFn infer{};
+  KernelFn kernel{};
+  DecompFn decompose{};  ///< set for composite ops
+  std::string doc{};
+  OpLowering lower{};  ///< the backends' one-call lowerings (hfx/ops/op_lowering.h); empty where hand-written
   bool composite() const { return static_cast<bool>(decompose); }
 };
 

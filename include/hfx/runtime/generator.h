@@ -131,7 +131,7 @@ struct GeneratorConfig {
   /// Eager only: quantize the linear layers at load (hfx/quant/quantize.h). An export folder whose
   /// export_config.json says "quantize" is quantized the same way when this is unset, so the eager
   /// reference runs the exported math.
-  quant::QuantOptions quantize;
+  quant::QuantOptions quantize{};
 };
 
 class Generator {

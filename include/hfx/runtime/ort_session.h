@@ -79,9 +79,9 @@ struct SessionOptions {
   /// what `hfx generate`'s engine uses, src/runtime/ort_engine.cpp).
   bool prepacking = true;
   /// When non-empty, ORT profiling is on and writes "<profile_prefix>_<date>.json"; see end_profiling().
-  std::string profile_prefix;
+  std::string profile_prefix{};
   /// When non-empty, ORT writes the optimized model here (useful to inspect fusions).
-  std::filesystem::path optimized_model_path;
+  std::filesystem::path optimized_model_path{};
 };
 
 /// Named tensors, in the order given (feeds) or in the order of the requested outputs (results).

@@ -14,7 +14,6 @@
 
 #include <fmt/format.h>
 
-#include <chrono>
 #include <filesystem>
 
 #include "export/dynamo/program.h"
@@ -35,7 +34,6 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   const std::string model_type = model.config().model_type;
   const std::string& component = spec.name;
   check_export_skip("dynamo", model_type);
-  auto t0 = std::chrono::steady_clock::now();
 
   // ── Stage 1: Forward-signature flattening (internal) ──
   // The program spec (from the recorded calls and the config's contract) names every input and dim;
@@ -44,17 +42,19 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   // ── Stage 2: Model patches ──
   ExportContext ctx;  // this component's patch table: nothing shared with other exports
   CapturedProgram prog;
-  {
-    PatchScope patches(ctx, "dynamo", 2);
+  const int model_patches = stage_of("dynamo", "model_patches");
+  run_stage("dynamo", "flatten", nullptr, [&](int) {
+    PatchScope patches(ctx, "dynamo", model_patches);  // the patches trace the model as capture runs it
     prog = capture_program(model, spec, config.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
-  }
+  });
   prog.component = component;
   Graph& g = *prog.graph;
-  g.metadata()[kWeightDtypeKey] =
-      dtype_name(config.weight_dtype(model.config().dtype));  // read by fix_weight_dtype
-  apply_node_fixes("dynamo", 2, g);
-  apply_program_fixes("dynamo", 2, g, result.warnings);
-  run_pipeline(g, {dynamo::lower_composites_pass(), dead_code_elimination_pass()});
+  run_stage("dynamo", "model_patches", &g, [&](int stage) {
+    ctx.weight_dtype = config.weight_dtype(model.config().dtype);  // read by fix_weight_dtype
+    apply_node_fixes("dynamo", stage, g);
+    apply_program_fixes("dynamo", stage, g, ctx, result.warnings);
+    run_pipeline(g, {dynamo::lower_composites_pass(), dead_code_elimination_pass()});
+  });
 
   // ── Stage 3: Pytree / treespec for the flattened cache ──
   // Every past/present leaf must belong to a full (key, value) layer so the list-of-tuples treespec
@@ -70,7 +70,8 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
 
   // ── Stage 4: Dynamic shapes ──
   // Symbols become s0, s1, ... with range_constraints; deferred guards become runtime asserts.
-  dynamo::SerializedProgram sp = dynamo::serialize_program(g, prog.guards);
+  const dynamo::ProgramLabels labels{component, model_type, ctx.weight_dtype};
+  dynamo::SerializedProgram sp = dynamo::serialize_program(g, prog.guards, &labels);
   for (const auto& [torch_sym, hfx_sym] : sp.symbols)
     if (!sp.program["range_constraints"].contains(torch_sym))
       HFX_THROW("dynamo", "expected a range constraint for symbol {} ({}), got none", torch_sym, hfx_sym);
@@ -90,7 +91,7 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
   wo.extra["hfx_manifest.json"] = manifest.dump(2);
   fs::create_directories(out_dir);
   std::string path = (fs::path(out_dir) / file).string();
-  uint64_t bytes = dynamo::write_pt2(path, sp, wo);
+  dynamo::write_pt2(path, sp, wo);
 
   // ── Stage 5: State cleanup ──
   // PatchScope has restored every handler; weights were released one by one while streaming.
@@ -98,9 +99,6 @@ void DynamoExporter::export_component(const Model& model, const ProgramSpec& spe
     result.warnings.push_back(fmt::format("dynamo: {} patch(es) still installed after exporting '{}'",
                                           ctx.patches.size(), component));
 
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-  g.metadata()["hfx.dynamo.bytes"] = std::to_string(bytes);
-  g.metadata()["hfx.dynamo.seconds"] = fmt::format("{:.3f}", secs);
   result.files.push_back(ArtifactFile{component, file, "program"});
   result.programs.push_back(std::move(prog));
 }

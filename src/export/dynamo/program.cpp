@@ -169,7 +169,8 @@ std::vector<std::string> forward_arg_names(const std::vector<std::string>& user_
 
 }  // namespace
 
-SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards) {
+SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards,
+                                    const ProgramLabels* labels) {
   SerializedProgram sp;
   Emitter e(g);
   // Symbols get torch names in the order they first appear in the user inputs.
@@ -196,7 +197,12 @@ SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& gu
     ranges[torch] = json{{"min_val", r.min}, {"max_val", r.bounded() ? json(r.max) : json(nullptr)}};
   }
   json custom{{"hfx", {{"symbols", sp.symbols}}}};
-  for (const auto& [k, v] : g.metadata()) custom["hfx"]["metadata"][k] = v;
+  if (labels) {
+    json& m = custom["hfx"]["metadata"];
+    m["hfx.component"] = labels->component;
+    m["hfx.model_type"] = labels->model_type;
+    if (labels->weight_dtype) m["hfx.weight_dtype"] = dtype_name(*labels->weight_dtype);
+  }
 
   json graph{{"inputs", ph.inputs},
              {"outputs", outputs},

@@ -8,6 +8,7 @@
 // program and to read it back (the interpreter that checks a written program runs).
 #pragma once
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,9 +41,17 @@ struct SerializedProgram {
   std::map<std::string, std::string> symbols;  ///< torch symbol ("s0") → hfx symbol ("batch_size")
 };
 
-/// Serializes `g` (composite ops must already be lowered: see lower_composites). Throws
-/// hfx::Error("dynamo", ...) naming the node for an op without an ATen mapping.
-SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards = {});
+/// What the archive says of the program in its custom metadata (graph_module.metadata.custom, under
+/// hfx.metadata: "hfx.component", "hfx.model_type", "hfx.weight_dtype").
+struct ProgramLabels {
+  std::string component, model_type;
+  std::optional<DType> weight_dtype;  ///< the dtype parameters are stored in; unset: not written
+};
+
+/// Serializes `g` (composite ops must already be lowered: see lower_composites), with `labels` (if given) in
+/// its custom metadata. Throws hfx::Error("dynamo", ...) naming the node for an op without an ATen mapping.
+SerializedProgram serialize_program(const Graph& g, const std::vector<Guard>& guards = {},
+                                    const ProgramLabels* labels = nullptr);
 
 /// Replaces composites that have no exact ATen op by their decompositions (hfx.rope always;
 /// hfx.sdpa when it needs a sliding window, a softcap or bottom-right causal alignment with S != T).

@@ -27,9 +27,13 @@ void register_dynamo_entries() {
       "records the op table's decomposition, the uint8 codes split into nibbles by a gather from a [256, 2] "
       "table, (q - zero point) * scale, then aten.linear; remove when core ATen gets one"));
   program_fix_registry().push_back(
-      {"dynamo", 2, "weight_dtype", fix_weight_dtype,
+      {"dynamo",
+       2,
+       "weight_dtype",
+       fix_weight_dtype,
        "--dtype: parameters stored in the export's weight dtype (auto: the checkpoint's), "
-       "widened back to the dtype the model reads them in by one _to_copy each."});
+       "widened back to the dtype the model reads them in by one _to_copy each.",
+       {Fact::weight_dtype}});
 }
 
 }  // namespace hfx

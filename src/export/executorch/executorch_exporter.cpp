@@ -171,6 +171,19 @@ const ExecutorchConfig& as_executorch(const ExportConfig& c) {
   return *e;
 }
 
+// Stages program_fixes and node_fixes on a captured program (the driver verifies the graph after each).
+void fix_program(Graph& g, ExportContext& ctx, std::vector<std::string>& warnings) {
+  // ── Stage 4: Program fixes ──
+  run_stage("executorch", "program_fixes", &g,
+            [&](int stage) { apply_program_fixes("executorch", stage, g, ctx, warnings); });
+  // ── Stage 5: Node fixes ──
+  run_stage("executorch", "node_fixes", &g, [&](int stage) {
+    apply_node_fixes("executorch", stage, g);
+    g.eliminate_dead_code();
+  });
+  verify_graph(g);  // what the writer is given is a valid graph, also in a release build without the verifier
+}
+
 }  // namespace
 
 ExecutorchProgram build_executorch_program(const CausalLM& model, const ExecutorchConfig& config,
@@ -183,7 +196,7 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
 
   // ── Stage 1: Backend preparation ──
   // Picks the table row; its dtype decision is applied to the captured program's constants by the
-  // stage-4 fix "constant_dtype", which reads it from the graph metadata.
+  // stage-4 fix "constant_dtype", which reads it from the context (ExportContext::constant_dtype).
   const BackendPrep& prep = backend_prep(cfg.backend);
   if (!prep.warning.empty()) out.warnings.push_back("[executorch] " + prep.warning);
   if (cfg.max_seq_len < 1) HFX_THROW("executorch", "expected max_seq_len >= 1, got {}", cfg.max_seq_len);
@@ -204,24 +217,15 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
   {
     // ── Stage 2: Torch patches ──
     // Composite ops → their decompositions into portable ops, for the duration of the capture.
-    PatchScope torch_patches(ctx, "executorch", 2);
+    PatchScope torch_patches(ctx, "executorch", stage_of("executorch", "torch_patches"));
     // ── Stage 3: ExecuTorch patches ──
     // ExecuTorch's static-cache layout: attention over the whole buffer, masked by input_pos.
-    PatchScope executorch_patches(ctx, "executorch", 3);
+    PatchScope executorch_patches(ctx, "executorch", stage_of("executorch", "executorch_patches"));
     out.forward = capture_static_forward(model, so, ctx);
   }
   Graph& g = *out.forward.graph;
-  g.metadata()["executorch.backend"] = prep.name;
-  g.metadata()["executorch.constant_dtype"] =
-      dtype_name(cfg.weight_dtype(mc.dtype));  // --dtype, auto: the row's
-
-  // ── Stage 4: Program fixes ──
-  apply_program_fixes("executorch", 4, g, out.warnings);
-
-  // ── Stage 5: Node fixes ──
-  apply_node_fixes("executorch", 5, g);
-  g.eliminate_dead_code();
-  verify_graph(g);
+  ctx.constant_dtype = cfg.weight_dtype(mc.dtype);  // --dtype, auto: the row's
+  fix_program(g, ctx, out.warnings);
 
   PteMethodSpec fwd;
   fwd.name = "forward";
@@ -232,8 +236,10 @@ ExecutorchProgram build_executorch_program(const CausalLM& model, const Executor
     out.forward.state.push_back(l.input_name);
   }
   out.metadata = metadata_methods(mc, cfg, out.warnings);
-  // ── Stage 6: Partitioner ── (in the writer: the row's partitioner takes its subgraphs into delegates)
-  out.pte = write_pte({fwd}, out.metadata, writer_options(prep));
+  // ── Stage 6: Partitioner and emitter ── (the writer: the row's partitioner takes its subgraphs into
+  // delegates)
+  run_stage("executorch", "partition_and_emit", nullptr,
+            [&](int) { out.pte = write_pte({fwd}, out.metadata, writer_options(prep)); });
   out.warnings.insert(out.warnings.end(), out.pte.warnings.begin(), out.pte.warnings.end());
   return out;
 }
@@ -264,22 +270,16 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
       HFX_THROW("executorch", "expected a planned program '{}' for method '{}', got none", pd.name,
                 pd.executorch_method);
     CapturedProgram cp;
+    ExportContext ctx;
     {
       // ── Stages 2–3: Torch and ExecuTorch patches ── (no static cache here: stage 3 passes through)
-      ExportContext ctx;
-      PatchScope torch_patches(ctx, "executorch", 2);
-      PatchScope executorch_patches(ctx, "executorch", 3);
+      PatchScope torch_patches(ctx, "executorch", stage_of("executorch", "torch_patches"));
+      PatchScope executorch_patches(ctx, "executorch", stage_of("executorch", "executorch_patches"));
       cp = capture_program(model, *spec, opts.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
     }
     Graph& g = *cp.graph;
-    g.metadata()["executorch.backend"] = prep.name;
-    g.metadata()["executorch.constant_dtype"] = dtype_name(cfg.weight_dtype(model.config().dtype));
-    // ── Stage 4: Program fixes ──
-    apply_program_fixes("executorch", 4, g, out.warnings);
-    // ── Stage 5: Node fixes ──
-    apply_node_fixes("executorch", 5, g);
-    g.eliminate_dead_code();
-    verify_graph(g);
+    ctx.constant_dtype = cfg.weight_dtype(model.config().dtype);
+    fix_program(g, ctx, out.warnings);
     cp.component = pd.executorch_method;
     graphs.push_back(cp.graph);
     methods.push_back(PteMethodSpec{pd.executorch_method, graphs.back().get(), {}, cp.guards});
@@ -287,8 +287,9 @@ ExecutorchProgram build_component_program(const Model& model, const ExecutorchCo
   }
   out.forward = out.components.front();
   out.metadata = component_metadata(model, cfg);
-  // ── Stage 6: Partitioner ──
-  out.pte = write_pte(methods, out.metadata, writer_options(prep));
+  // ── Stage 6: Partitioner and emitter ──
+  run_stage("executorch", "partition_and_emit", nullptr,
+            [&](int) { out.pte = write_pte(methods, out.metadata, writer_options(prep)); });
   out.warnings.insert(out.warnings.end(), out.pte.warnings.begin(), out.pte.warnings.end());
   return out;
 }

@@ -184,7 +184,7 @@ bool fix_identity_cast(Graph& g, Node& n) {
 // ---------------------------------------------------------------- stage 4: program fixes
 // A dim without an upper bound cannot be written (the portable runtime refuses DYNAMIC_UNBOUND): cap
 // it at max(4 × lower bound, 4 × sample, 1024) and say so, naming the dim.
-bool fix_cap_unbounded(Graph& g, std::vector<std::string>& warnings) {
+bool fix_cap_unbounded(Graph& g, ExportContext&, std::vector<std::string>& warnings) {
   bool changed = false;
   ShapeEnv& env = g.env();
   for (const auto& [name, r] : std::map<std::string, SymRange>(env.ranges())) {
@@ -201,15 +201,14 @@ bool fix_cap_unbounded(Graph& g, std::vector<std::string>& warnings) {
   return changed;
 }
 
-// Weights in the dtype the backend-preparation row chose (graph metadata "executorch.constant_dtype").
+// Weights in the dtype the backend-preparation row chose (ExportContext::constant_dtype).
 // Every weight (Param) of another float dtype is stored in that dtype and cast back to the dtype the
 // model reads it in, inside the program (a row with bfloat16 weights keeps float32 math). Then each cast of a
 // constant whose result is the chosen dtype (or not a float) is folded into a constant, so no weight is
 // copied at every call (portable: a bfloat16 checkpoint becomes float32 constants).
-bool fix_constant_dtype(Graph& g, std::vector<std::string>&) {
-  auto it = g.metadata().find("executorch.constant_dtype");
-  if (it == g.metadata().end()) return false;
-  DType want = dtype_from_name(it->second);
+bool fix_constant_dtype(Graph& g, ExportContext& ctx, std::vector<std::string>&) {
+  if (!ctx.constant_dtype) return false;
+  const DType want = *ctx.constant_dtype;
   bool changed = false;
   auto users = g.users();
   Node* first = g.nodes().empty() ? nullptr : g.nodes().front().get();
@@ -273,11 +272,15 @@ void register_executorch_entries() {
                 "ExecuTorch's portable runtime refuses DYNAMIC_UNBOUND tensors (tensor_parser: 'Fully "
                 "dynamic tensor shapes not "
                 "yet supported'); a dim without an upper bound gets one, with a warning naming it."});
-  pf.push_back({kBackend, 4, "constant_dtype", fix_constant_dtype,
+  pf.push_back({kBackend,
+                4,
+                "constant_dtype",
+                fix_constant_dtype,
                 "Applies the backend-preparation dtype to the weights: the model casts every weight to "
                 "float32 at use, which "
                 "would copy each weight on every call; the cast of each weight is folded into a float32 "
-                "constant at export."});
+                "constant at export.",
+                {Fact::constant_dtype}});
 
   auto& nf = node_fix_registry();
   nf.push_back({kBackend, 5, "linear_to_mm", fix_linear,

@@ -148,9 +148,6 @@ CapturedProgram capture_static_forward(const CausalLM& model, const StaticCaptur
     HFX_THROW("executorch", "capturing the static-cache forward of architecture '{}' failed: {}",
               cfg.model_type, e.what());
   }
-  g.metadata()["hfx.component"] = prog.component;
-  g.metadata()["hfx.model_type"] = cfg.model_type;
-  g.metadata()["executorch.max_seq_len"] = std::to_string(o.max_seq_len);
   for (const Guard& gd : env.guards()) {
     if (gd.lower == gd.upper && gd.expr.kind() == Sym::Kind::Symbol)
       HFX_THROW(

@@ -137,37 +137,30 @@ std::optional<GqaPlan> plan_gqa(const Graph& g, const Node& sdpa, std::string* w
   return p;
 }
 
-namespace {
-// The pass's record in the graph metadata: "onnx.gqa.sdpa.<node>" → "" (fused) or the reason it is not;
-// "onnx.gqa.cat.<node>" → the fused sdpa that owns the concat.
-std::string sdpa_key(const Node& n) { return "onnx.gqa.sdpa." + n.name; }
-std::string cat_key(const Node& n) { return "onnx.gqa.cat." + n.name; }
-}  // namespace
-
-bool fix_gqa_fusion(Graph& g, std::vector<std::string>&) {
-  auto target = g.metadata().find(kOnnxTargetKey);
-  if (target == g.metadata().end() || target->second != "ort") return false;
+bool fix_gqa_fusion(Graph& g, ExportContext& ctx, std::vector<std::string>&) {
+  if (ctx.onnx_target != "ort") return false;
   bool any = false;
   for (const auto& n : g.nodes()) {
     if (n->op != "hfx.sdpa") continue;
     std::string why;
     auto p = plan_gqa(g, *n, &why);
-    g.metadata()[sdpa_key(*n)] = p ? "" : why;
+    ctx.gqa.decision[n->name] = p ? "" : why;
     for (const Node* c : {p ? p->cat_k : nullptr, p ? p->cat_v : nullptr})
-      if (c) g.metadata()[cat_key(*c)] = n->name;
+      if (c) ctx.gqa.cat_owner[c->name] = n->name;
     any = true;
   }
   return any;
 }
 
-std::optional<std::string> gqa_decision(const Graph& g, const Node& sdpa) {
-  auto it = g.metadata().find(sdpa_key(sdpa));
-  if (it == g.metadata().end()) return std::nullopt;
+std::optional<std::string> gqa_decision(const GqaFusionRecord* record, const Node& sdpa) {
+  if (!record) return std::nullopt;
+  auto it = record->decision.find(sdpa.name);
+  if (it == record->decision.end()) return std::nullopt;
   return it->second;
 }
 
-bool gqa_owns_cat(const Graph& g, const Node& cat) {
-  return cat.op == "aten.cat" && g.metadata().count(cat_key(cat));
+bool gqa_owns_cat(const GqaFusionRecord* record, const Node& cat) {
+  return record && cat.op == "aten.cat" && record->cat_owner.count(cat.name);
 }
 
 // The attention bias from the model's mask: f32, clamped at −1e30, [B|1, 1, S, T] (the kernel reads the

@@ -35,6 +35,7 @@
 #include <string>
 #include <vector>
 
+#include "hfx/export/registry.h"
 #include "hfx/ir/graph.h"
 
 namespace hfx::onnx_export {
@@ -64,15 +65,16 @@ std::optional<GqaPlan> plan_gqa(const Graph& g, const Node& sdpa, std::string* w
 /// records for every hfx.sdpa whether one GroupQueryAttention computes it (and which KV concats it takes
 /// over). Contract after it: every fused sdpa's plan holds and each concat it owns feeds it alone; the
 /// graph's nodes are unchanged. Returns whether it recorded anything.
-bool fix_gqa_fusion(Graph& g, std::vector<std::string>& warnings);
+/// It reads ExportContext::onnx_target and writes ExportContext::gqa.
+bool fix_gqa_fusion(Graph& g, ExportContext& ctx, std::vector<std::string>& warnings);
 
-/// The pass's record for `sdpa`: nullopt when the pass did not run on it (target standard), "" when fused,
-/// else why GroupQueryAttention cannot compute it.
-std::optional<std::string> gqa_decision(const Graph& g, const Node& sdpa);
+/// The pass's record for `sdpa`: nullopt when the pass did not run on it (target standard, or no record
+/// given), "" when fused, else why GroupQueryAttention cannot compute it.
+std::optional<std::string> gqa_decision(const GqaFusionRecord* record, const Node& sdpa);
 
 /// True when the pass gave `cat` (a KV concat) to a fused GroupQueryAttention: its translation must then
 /// emit nothing (the GroupQueryAttention node produces its output under the same name).
-bool gqa_owns_cat(const Graph& g, const Node& cat);
+bool gqa_owns_cat(const GqaFusionRecord* record, const Node& cat);
 
 /// Emits the GroupQueryAttention node of `p` and the reshapes around it; binds the sdpa output and the
 /// concats' outputs (present.N.key/value) to what it produces.

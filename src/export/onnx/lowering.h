@@ -42,7 +42,10 @@ struct LowerOptions {
   ShapeContract contract;     ///< stored as metadata and enforced by in-graph guards
   std::vector<Guard> guards;  ///< deferred runtime asserts from capture
   bool emit_guards = true;    ///< in-graph contract checks (see LoweringContext::emit_guards)
-  std::map<std::string, std::string> metadata;  ///< extra metadata_props
+  std::map<std::string, std::string> metadata_props;  ///< extra metadata_props of the ModelProto
+  /// target ort: the stage-3 pass gqa_fusion's record (ExportContext::gqa), which the translations of
+  /// hfx.sdpa and aten.cat follow; null for target standard.
+  const GqaFusionRecord* gqa = nullptr;
   /// f16/bf16 parameters read only by casts to f32 (or gathered, then cast) stay f16/bf16 initializers
   /// followed by a Cast node (half the bytes, no conversion when writing; numerics unchanged since the
   /// widening is exact). ONNX Runtime folds the Cast of an initializer when it loads the graph.

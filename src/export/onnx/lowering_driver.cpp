@@ -130,7 +130,7 @@ void write_model_info(onnx::ModelProto& m, LoweringContext& cx, const Graph& g, 
   if (!cx.restrictions().empty()) cj["restrictions"] = cx.restrictions();
   meta("hfx.contract", cj.dump());
   meta("hfx.target", opts.target);
-  for (const auto& [k, v] : opts.metadata) meta(k, v);
+  for (const auto& [k, v] : opts.metadata_props) meta(k, v);
 }
 
 }  // namespace

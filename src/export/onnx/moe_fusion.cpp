@@ -11,11 +11,6 @@
 namespace hfx::onnx_export {
 namespace {
 
-std::string target_of(const Graph& g) {
-  auto it = g.metadata().find(kOnnxTargetKey);
-  return it == g.metadata().end() ? "standard" : it->second;
-}
-
 // The data behind a weight input: a parameter or constant, possibly through the models' casts to f32.
 const Tensor* weight_data(const Value* v) {
   while (v && v->kind == ValueKind::NodeOutput && v->producer->op == "aten._to_copy")
@@ -65,8 +60,8 @@ std::pair<Tensor, Tensor> pack(const Node& n, int64_t E) {
 
 }  // namespace
 
-bool fix_moe_pack_for_ort(Graph& g, std::vector<std::string>& warnings) {
-  if (target_of(g) != "ort") return false;
+bool fix_moe_pack_for_ort(Graph& g, ExportContext& ctx, std::vector<std::string>& warnings) {
+  if (ctx.onnx_target != "ort") return false;
   bool changed = false;
   for (const auto& up : g.nodes()) {
     Node& n = *up;
@@ -88,8 +83,8 @@ bool fix_moe_pack_for_ort(Graph& g, std::vector<std::string>& warnings) {
   return changed;
 }
 
-bool fix_moe_dense_experts(Graph& g, std::vector<std::string>&) {
-  const bool ort = target_of(g) == "ort";
+bool fix_moe_dense_experts(Graph& g, ExportContext& ctx, std::vector<std::string>&) {
+  const bool ort = ctx.onnx_target == "ort";
   std::vector<Node*> todo;
   for (const auto& n : g.nodes())
     if (n->op == "hfx.moe" && !(ort && packed_for_ort(*n))) todo.push_back(n.get());

@@ -109,43 +109,46 @@ std::string describe_inputs(const Graph& g) {
   return s;
 }
 
-// Stages 2 and 3: composite ops without a translation decomposed through the op table (stage-2 patches
-// active meanwhile: a decomposition runs through a TraceBuilder), stage-2 node fixes re-run over the nodes
-// the decompositions produced; then the stage-3 node and program fixes, and dead-code elimination unless
-// disabled for the architecture.
+// Stages onnx_patches and fx_fixes: composite ops without a translation decomposed through the op table
+// (the stage's patches active meanwhile: a decomposition runs through a TraceBuilder), its node fixes re-run
+// over the nodes the decompositions produced; then the fx_fixes node and program fixes, and dead-code
+// elimination unless disabled for the architecture. The driver verifies the graph after each stage.
 void fix_stages(ExportContext& ctx, Graph& g, const OnnxConfig& cfg, const std::string& arch,
                 std::vector<std::string>& warnings) {
   // ── Stage 2: ONNX patches ──
-  {
-    PatchScope patches(ctx, "onnx", 2);
+  run_stage("onnx", "onnx_patches", &g, [&](int stage) {
+    PatchScope patches(ctx, "onnx", stage);
     std::vector<std::string> decompose;
     const auto& table = onnx_translation_table();
     for (const auto& n : g.nodes())
       if (op_schema(n->op).composite() && !table.count(n->op)) decompose.push_back(n->op);
     if (!decompose.empty()) run_pass(g, decompose_pass(decompose, &ctx.patches));
-    apply_node_fixes("onnx", 2, g);
-  }
+    apply_node_fixes("onnx", stage, g);
+  });
 
   // ── Stage 3: FX node fixes ──
-  g.metadata()[kOnnxTargetKey] = cfg.target;  // fixes that depend on the target read it here
-  apply_node_fixes("onnx", 3, g);
-  apply_program_fixes("onnx", 3, g, warnings);
-  std::string why;
-  if (cfg.optimize && !optimize_disabled("onnx", arch, &why))
-    run_pass(g, dead_code_elimination_pass());
-  else if (!why.empty())
-    warnings.push_back("optimization disabled for " + arch + ": " + why);
+  run_stage("onnx", "fx_fixes", &g, [&](int stage) {
+    ctx.onnx_target = cfg.target;  // the fact this stage declares it sets (declared_stages)
+    apply_node_fixes("onnx", stage, g);
+    apply_program_fixes("onnx", stage, g, ctx, warnings);
+    std::string why;
+    if (cfg.optimize && !optimize_disabled("onnx", arch, &why))
+      run_pass(g, dead_code_elimination_pass());
+    else if (!why.empty())
+      warnings.push_back("optimization disabled for " + arch + ": " + why);
+  });
 }
 
 // Stage 4's options for one captured program: opset, target, activations (refused for MoE), contract,
 // guards, weight dtype, zero-default inputs and metadata.
 LowerOptions lower_options(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg,
-                           const CapturedProgram& prog) {
+                           const CapturedProgram& prog, const ExportContext& ctx) {
   const std::string& arch = model.config().model_type;
   const Graph& g = *prog.graph;
   LowerOptions lo;
   lo.opset = cfg.opset;
   lo.target = cfg.target;
+  lo.gqa = ctx.onnx_target == "ort" ? &ctx.gqa : nullptr;
   lo.int8_activations = cfg.quantize.int8_activations;
   if (lo.int8_activations)
     for (const auto& n : g.nodes())
@@ -162,7 +165,7 @@ LowerOptions lower_options(const Model& model, const ProgramSpec& spec, const On
   lo.guards = prog.guards;
   for (const InputDecl& d : model.component(spec.component).inputs)
     if (d.zero_default && g.find_input(d.name)) lo.zero_default_inputs.push_back(d.name);
-  lo.metadata = {
+  lo.metadata_props = {
       {"hfx.component", prog.component}, {"hfx.model_type", arch}, {"hfx.opset", std::to_string(cfg.opset)}};
   return lo;
 }
@@ -273,10 +276,10 @@ class OnnxExporter : public Exporter {
 
     // ── Stage 1: Torch patches ──
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
-    {
-      PatchScope patches(ctx, "onnx", 1);
+    run_stage("onnx", "torch_patches", nullptr, [&](int stage) {
+      PatchScope patches(ctx, "onnx", stage);
       prog = capture_program(model, spec, cfg.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
-    }
+    });
     trace.phase("capture");
     prog.component = comp;
     Graph& g = *prog.graph;
@@ -287,17 +290,20 @@ class OnnxExporter : public Exporter {
 
       stage(comp, at, 2, "lower", written_ + shared_before);
       // ── Stage 4: ONNX translations ──
-      const LowerOptions lo = lower_options(model, spec, cfg, prog);
-      LoweredModel lm = lower_graph(g, lo);
+      LoweredModel lm;
+      run_stage("onnx", "translations", nullptr,
+                [&](int) { lm = lower_graph(g, lower_options(model, spec, cfg, prog, ctx)); });
       trace.phase("lower");
 
       // ── Stage 5: ONNX IR fixes ──
-      apply_onnx_ir_fixes(lm.model, lm.warnings);
+      run_stage("onnx", "ir_fixes", nullptr, [&](int) { apply_onnx_ir_fixes(lm.model, lm.warnings); });
       trace.phase("ir-fixes");
       for (const auto& n : lm.model.graph().node()) contrib_nodes_ += n.domain() == kContribDomain ? 1 : 0;
 
       stage(comp, at, 3, "write", written_ + shared_before);
-      write_component(model, comp, cfg, out_dir, lm, r, shared_data, at);
+      // ── Stage 6: write (the emitter) ──
+      run_stage("onnx", "write", nullptr,
+                [&](int) { write_component(model, comp, cfg, out_dir, lm, r, shared_data, at); });
       trace.phase("write");
       for (auto& w : lm.warnings) warnings.push_back(std::move(w));
     } catch (const Error& e) {
@@ -337,12 +343,13 @@ class OnnxExporter : public Exporter {
 
 std::unique_ptr<Exporter> make_onnx_exporter() { return std::make_unique<OnnxExporter>(); }
 
-/// Registry lines of the ONNX backend's own tables (translations at stage 4, IR fixes at stage 5).
+/// Registry lines of the ONNX backend's own tables (the translations and IR fixes stages).
 std::vector<RegistryLine> onnx_registry_lines() {
   std::vector<RegistryLine> out;
+  const int translations = stage_of("onnx", "translations"), ir_fixes = stage_of("onnx", "ir_fixes");
   for (const auto& [op, e] : onnx_translation_table())
-    out.push_back({"onnx-translation", "onnx", 4, op, e.emits});
-  for (const auto& f : onnx_ir_fixes()) out.push_back({"onnx-ir-fix", "onnx", 5, f.name, f.reason});
+    out.push_back({"onnx-translation", "onnx", translations, op, e.emits});
+  for (const auto& f : onnx_ir_fixes()) out.push_back({"onnx-ir-fix", "onnx", ir_fixes, f.name, f.reason});
   return out;
 }
 
@@ -350,14 +357,23 @@ std::vector<RegistryLine> onnx_registry_lines() {
 /// every op of the table directly. Add entries here with their stage and reason.
 void register_onnx_entries() {
   auto& pf = program_fix_registry();
-  pf.push_back({"onnx", 3, "gqa_fusion", fix_gqa_fusion,
+  using F = Fact;
+  pf.push_back({"onnx",
+                3,
+                "gqa_fusion",
+                fix_gqa_fusion,
                 "target=ort: ONNX Runtime's com.microsoft GroupQueryAttention computes an hfx.sdpa together "
                 "with the KV-cache concats feeding it (past + new → present) in one CPU kernel; this pass "
                 "decides per attention (gqa_fusion.h: causal, head size a multiple of 8, an additive mask, "
                 "keys from the past input) and records it, with the reason where it does not apply, for the "
                 "stage-4 translations. Remove when ai.onnx's Attention (opset 23) takes a KV cache that "
-                "ONNX Runtime's CPU kernel runs as fast."});
-  pf.push_back({"onnx", 3, "moe_pack_for_ort", fix_moe_pack_for_ort,
+                "ONNX Runtime's CPU kernel runs as fast.",
+                {F::onnx_target},
+                {F::gqa_fusion}});
+  pf.push_back({"onnx",
+                3,
+                "moe_pack_for_ort",
+                fix_moe_pack_for_ort,
                 "target=ort: com.microsoft.MoE (ONNX Runtime 1.30 CPU) computes hfx.moe with act silu "
                 "exactly (softmax → "
                 "top-k → optional renormalization; SwiGLU with alpha 1, beta 0 = silu(gate)·up) but wants "
@@ -365,15 +381,20 @@ void register_onnx_entries() {
                 "fc1 [E, 2I, H] with gate and up rows interleaved (swiglu_fusion=1; FC3 is not implemented "
                 "on CPU) and fc2 "
                 "[E, H, I]: the weights are packed into those two parameters. Other activations are left to "
-                "moe_dense_experts."});
-  pf.push_back({"onnx", 3, "moe_dense_experts", fix_moe_dense_experts,
+                "moe_dense_experts.",
+                {F::onnx_target}});
+  pf.push_back({"onnx",
+                3,
+                "moe_dense_experts",
+                fix_moe_dense_experts,
                 "ai.onnx has no mixture-of-experts op and no grouped matmul: hfx.moe becomes the op table's "
                 "dense form (top-k "
                 "by repeated ArgMax into a dense routing matrix, every expert on every token, weighted sum), "
                 "no data-dependent "
                 "shapes. Applies to every hfx.moe not packed by moe_pack_for_ort (target standard; ort with "
                 "an activation "
-                "other than silu). Remove for a target with a fused MoE."});
+                "other than silu). Remove for a target with a fused MoE.",
+                {F::onnx_target}});
 }
 
 }  // namespace hfx

@@ -251,7 +251,7 @@ void index_copy(Cx& cx, const Node& n) {
 
 void cat(Cx& cx, const Node& n) {
   // target=ort: a KV-cache concat feeding a GroupQueryAttention is done by that node (gqa_fusion.h).
-  if (cx.target() == "ort" && gqa_owns_cat(cx.graph(), n)) return;
+  if (cx.target() == "ort" && gqa_owns_cat(cx.options().gqa, n)) return;
   DType t = out_dt(n);
   std::vector<std::string> ins;
   for (size_t i = 0; i < n.inputs.size(); i++) ins.push_back(cx.in_as(n, i, t));

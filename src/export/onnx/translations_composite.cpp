@@ -381,7 +381,7 @@ void sdpa(Cx& cx, const Node& n) {
   double softcap = n.attrs.f("softcap");
   if (cx.target() == "ort") {
     // The stage-3 pass gqa_fusion decided; its plan still holds here (nothing rewrites the graph since).
-    auto decision = gqa_decision(cx.graph(), n);
+    auto decision = gqa_decision(cx.options().gqa, n);
     if (!decision)
       HFX_THROW("onnx",
                 "expected the stage-3 fix gqa_fusion to have decided hfx.sdpa '{}' (target ort), got "

@@ -277,10 +277,12 @@ TEST_P(DynamoArch, PrefillAndDecodeArchives) {
     EXPECT_EQ(std::string(component) == "decode", f.kw_keys.back() == "past_key_values");
     EXPECT_EQ(f.out_keys, json({"logits", "past_key_values"}));
     for (auto& [torch_sym, hfx_sym] : f.symbols.items()) {
-      if (hfx_sym == "batch_size")
+      if (hfx_sym == "batch_size") {
         EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
-      if (hfx_sym == "past_sequence_length")
-        EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);  // decode: a past of >= 1
+      }
+      if (hfx_sym == "past_sequence_length") {
+        EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);
+      }  // decode: a past of >= 1
     }
   }
   if (!std::getenv("HFX_DYNAMO_KEEP"))
@@ -322,10 +324,12 @@ TEST_P(DynamoSeq2Seq, ComponentArchives) {
     EXPECT_EQ(f.kw_keys, want_in);
     EXPECT_EQ(f.out_keys, want_out);
     for (auto& [torch_sym, hfx_sym] : f.symbols.items()) {
-      if (hfx_sym == "batch_size")
+      if (hfx_sym == "batch_size") {
         EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
-      if (hfx_sym.get<std::string>().rfind("past_", 0) == 0)
+      }
+      if (hfx_sym.get<std::string>().rfind("past_", 0) == 0) {
         EXPECT_EQ(f.range_constraints[torch_sym]["min_val"], 1);
+      }
     }
   }
   EXPECT_FALSE(fs::exists(out / "decoder_model_merged.pt2"));
@@ -375,8 +379,9 @@ TEST_P(DynamoEncoderArch, ModelArchive) {
   EXPECT_EQ(f.kw_keys, want_in);
   EXPECT_EQ(f.out_keys, json({head == "base" ? "last_hidden_state" : "logits"}));
   for (auto& [torch_sym, hfx_sym] : f.symbols.items())
-    if (hfx_sym == "batch_size")
+    if (hfx_sym == "batch_size") {
       EXPECT_EQ(f.range_constraints[torch_sym], json({{"min_val", 1}, {"max_val", 64}}));
+    }
   fs::remove_all(out);
 }
 

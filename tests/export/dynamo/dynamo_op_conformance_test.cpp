@@ -61,7 +61,7 @@ TEST_P(DynamoOpConformance, MatchesEagerAtTwoSizes) {
   Graph& g = *cg.graph;
   std::vector<std::string> warnings;
   apply_node_fixes("dynamo", 2, g);
-  apply_program_fixes("dynamo", 2, g, warnings);
+  apply_program_fixes("dynamo", 2, g, ctx, warnings);
   dynamo::lower_composites(g);
   g.eliminate_dead_code();
   dynamo::SerializedProgram sp;

@@ -301,9 +301,10 @@ TEST_P(DynamoInterpretStateLeaves, WrittenProgramsMatchEagerComponent) {
         if (kwarg_name(l.past_input) == k) leaf = l.past_input;
       inputs.emplace_back(leaf, b.wrap(v.t));
     }
-    if (std::string(program) == "decode")
+    if (std::string(program) == "decode") {
       for (const CacheLeafDecl& l : model->component("model").cache)
         EXPECT_TRUE(get(inputs, l.past_input).defined()) << l.past_input;
+    }
     size_t user = 0;
     const auto& specs = ep["graph_module"]["signature"]["input_specs"];
     for (size_t i = 0; i < specs.size(); i++) {

@@ -268,7 +268,8 @@ TEST(ExecutorchPte, RefusesUnboundedDimsAndTheProgramFixCapsThem) {
     EXPECT_NE(std::string(e.what()).find("tokens_len"), std::string::npos) << e.what();
   }
   std::vector<std::string> warnings;
-  EXPECT_GE(apply_program_fixes("executorch", 4, *g, warnings), 1);
+  ExportContext ctx;
+  EXPECT_GE(apply_program_fixes("executorch", 4, *g, ctx, warnings), 1);
   ASSERT_EQ(warnings.size(), 1u);
   EXPECT_NE(warnings[0].find("'tokens_len'"), std::string::npos) << warnings[0];
   EXPECT_EQ(g->env().range_of("tokens_len").max, 1024) << "max(4*2, 4*8, 1024)";

@@ -31,7 +31,9 @@ Guarded guarded_graph(bool upper_only) {
   Sym S = r.g->env().create_symbol("s", 1, 64, 8);
   Var x = tb.input("x", TensorType{DType::F32, {S, Sym(4)}});
   EXPECT_TRUE(r.g->env().le(S, Sym(40)));  // undecidable by [1, 64]: answered by the hint, guarded
-  if (!upper_only) EXPECT_TRUE(r.g->env().ge(S, Sym(3)));
+  if (!upper_only) {
+    EXPECT_TRUE(r.g->env().ge(S, Sym(3)));
+  }
   r.g->add_output("y", F::add(x, 1.0).value());
   r.guards = r.g->env().guards();
   return r;

@@ -53,10 +53,9 @@ TEST_P(PteOpConformance, MatchesEagerAtTwoSizes) {
     cg = op_cases::build_case_graph(oc, rng, &ctx.patches);
   }
   Graph& g = *cg.graph;
-  g.metadata()["executorch.backend"] = GetParam().backend;
-  g.metadata()["executorch.constant_dtype"] = "float32";
+  ctx.constant_dtype = DType::F32;
   std::vector<std::string> warnings;
-  apply_program_fixes("executorch", 4, g, warnings);
+  apply_program_fixes("executorch", 4, g, ctx, warnings);
   apply_node_fixes("executorch", 5, g);
   g.eliminate_dead_code();
   et::PteMethodSpec m;

@@ -257,8 +257,9 @@ TEST(OnnxLowering, HalfParamsCastToF32KeepTheirDtypeBehindOneCast) {
   lo.keep_param_dtype = false;
   auto wide = onnx_export::lower_graph(*g, lo);
   for (const auto& t : wide.model.graph().initializer())
-    if (t.name() == "w" || t.name() == "b" || t.name() == "u" || t.name() == "e")
+    if (t.name() == "w" || t.name() == "b" || t.name() == "u" || t.name() == "e") {
       EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT) << t.name();
+    }
 }
 
 TEST(OnnxLowering, ExternalDataFileIsSharedByGraphsWrittenThroughIt) {

@@ -44,13 +44,15 @@ TEST_P(OrtOpConformance, MatchesEagerAtTwoSizes) {
   const std::map<std::string, Tensor>& params = cg.params;
 
   // The backend's stage-3 program fixes (hfx.moe: packed for com.microsoft.MoE, or dense experts).
-  g.metadata()[onnx_export::kOnnxTargetKey] = cfg.target;
+  ExportContext ctx;
+  ctx.onnx_target = cfg.target;
   std::vector<std::string> warnings;
-  apply_program_fixes("onnx", 3, g, warnings);
+  apply_program_fixes("onnx", 3, g, ctx, warnings);
   TempDir dir(oc.name);
   onnx_export::LowerOptions lo;
   lo.opset = cfg.opset;
   lo.target = cfg.target;
+  lo.gqa = &ctx.gqa;
   if (cfg.target == "standard" && cfg.opset < oc.min_opset) {
     EXPECT_THROW(lower_and_write(g, lo, dir.path), Error) << oc.op << " at opset " << cfg.opset;
     return;

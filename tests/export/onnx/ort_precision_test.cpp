@@ -64,10 +64,14 @@ class Precision : public testing::Test {
     EXPECT_EQ(m["precision"]["dtype"], dtype) << m["precision"].dump();
     EXPECT_EQ(m["precision"]["key"], key) << m["precision"].dump();
     Proc v = sh(cli() + " verify " + out.string() + " --tokens 8 --warm-runs 1");
-    if (whole) EXPECT_EQ(v.rc, 0) << name << ": " << v.out;
+    if (whole) {
+      EXPECT_EQ(v.rc, 0) << name << ": " << v.out;
+    }
     json j = read_json(out / "verify.json");
     EXPECT_EQ(j["tolerances"]["key"], key);
-    if (whole) EXPECT_TRUE(j["passed"].get<bool>()) << j["first_failure"];
+    if (whole) {
+      EXPECT_TRUE(j["passed"].get<bool>()) << j["first_failure"];
+    }
     int numerics = 0;
     for (const auto& c : j["checks"])
       if (c["check"] == "numerics" && c["component"] != "verify") {
@@ -128,13 +132,16 @@ TEST_F(Precision, F32LayoutLeavesNothingToFoldAndTiedTablesAreGatheredTransposed
       std::set<std::string> inits;
       for (const auto& t : m.graph().initializer()) {
         inits.insert(t.name());
-        if (t.dims_size() == 2) EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT) << ck << " " << t.name();
+        if (t.dims_size() == 2) {
+          EXPECT_EQ(t.data_type(), onnx::TensorProto::FLOAT) << ck << " " << t.name();
+        }
       }
       int matmul_on_weights = 0;
       for (const auto& n : m.graph().node()) {
-        if (n.op_type() == "Transpose" || n.op_type() == "Cast")
+        if (n.op_type() == "Transpose" || n.op_type() == "Cast") {
           EXPECT_FALSE(inits.count(n.input(0)))
               << ck << " " << comp << ": " << n.op_type() << " of initializer " << n.input(0);
+        }
         if (n.op_type() == "MatMul" && inits.count(n.input(1))) matmul_on_weights++;
         if (n.op_type() == "Gather" && n.input(0).find("embed_tokens") != std::string::npos) {
           // gemma ties lm_head to the table: stored [H, V] and gathered on axis 1; llama's is untied: axis 0.
