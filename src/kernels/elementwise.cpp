@@ -351,5 +351,8 @@ Tensors reciprocal(const Tensors& in, const Attrs&) {
 Tensors erf(const Tensors& in, const Attrs&) {
   return float_unary(in, "erf", [](float x) { return std::erf(x); });
 }
+Tensors floor(const Tensors& in, const Attrs&) {
+  return float_unary(in, "floor", [](float x) { return std::floor(x); });
+}
 
 }  // namespace hfx::kernels

@@ -50,6 +50,7 @@ HFX_KERNEL(cos);
 HFX_KERNEL(abs);
 HFX_KERNEL(reciprocal);
 HFX_KERNEL(erf);
+HFX_KERNEL(floor);
 // linear algebra (OpenBLAS sgemm)
 HFX_KERNEL(mm);
 HFX_KERNEL(bmm);

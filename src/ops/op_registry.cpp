@@ -7,6 +7,21 @@
 
 namespace hfx {
 
+const char* route_name(Route r) {
+  switch (r) {
+    case Route::hand_written:
+      return "hand_written";
+    case Route::decomposed:
+      return "decomposed";
+    case Route::refused:
+      return "refused";
+    case Route::not_delegated:
+      return "not_delegated";
+    default:
+      return "unsaid";
+  }
+}
+
 namespace {
 const std::unordered_map<std::string_view, const OpSchema*>& index() {
   static const auto* idx = [] {

@@ -254,10 +254,35 @@ void read_values(XnnGraph& out, const fx::XNNGraph* g, const Regions& r, const N
   }
 }
 
+// The elementwise nodes the op table declares (OpLowering::xnnpack, 1x1 or 2x1), mapped back to their ops:
+// reading and running them needs no entry here, so an op that declares its node is read as it is written.
+const OpSchema* declared_op(fx::XNodeUnion kind) {
+  static const std::map<std::string, const OpSchema*> elementwise = [] {
+    std::map<std::string, const OpSchema*> m;
+    for (const OpSchema* s : all_op_schemas())
+      if (!s->lower.xnnpack.empty()) m[s->lower.xnnpack] = s;
+    return m;
+  }();
+  auto it = elementwise.find(fx::EnumNameXNodeUnion(kind));
+  return it == elementwise.end() ? nullptr : it->second;
+}
+
 XnnGraph::Op read_op(const fx::XNode* n) {
   XnnGraph::Op op;
   op.kind = n->xnode_union_type();
   if (const auto* mm = n->output_min_max()) op.lo = mm->output_min(), op.hi = mm->output_max();
+  if (const OpSchema* s = declared_op(op.kind)) {
+    if (s->max_inputs == 1) {
+      const auto* u = static_cast<const fx::_XNNNode1x1*>(n->xnode_union());
+      op.in = {u->input_id()};
+      op.out = u->output_id(), op.flags = u->flags();
+    } else {
+      const auto* b = static_cast<const fx::_XNNNode2x1*>(n->xnode_union());
+      op.in = {b->input1_id(), b->input2_id()};
+      op.out = b->output_id(), op.flags = b->flags();
+    }
+    return op;
+  }
   using K = fx::XNodeUnion;
   switch (op.kind) {
     case K::XNNFullyConnected: {
@@ -266,12 +291,6 @@ XnnGraph::Op read_op(const fx::XNode* n) {
       op.out = f->output_id(), op.flags = f->flags();
       return op;
     }
-    case K::XNNAdd:
-    case K::XNNSubtract:
-    case K::XNNMultiply:
-    case K::XNNDiv:
-    case K::XNNMaximum:
-    case K::XNNMinimum:
     case K::XNNBatchMatrixMultiply: {
       const auto* b = static_cast<const fx::_XNNNode2x1*>(n->xnode_union());
       op.in = {b->input1_id(), b->input2_id()};
@@ -295,16 +314,6 @@ XnnGraph::Op read_op(const fx::XNode* n) {
       return op;
     }
     case K::XNNSoftmax:
-    case K::XNNSigmoid:
-    case K::XNNTanh:
-    case K::XNNExp:
-    case K::XNNNegate:
-    case K::XNNAbs:
-    case K::XNNSquareRoot:
-    case K::XNNReciprocalSquareRoot:
-    case K::XNNLog:
-    case K::XNNSin:
-    case K::XNNCos:
     case K::XNNGelu:
     case K::XNNConvert:
     case K::XNNClamp: {
@@ -437,16 +446,9 @@ Tensor reshape(const Tensor& x, const std::vector<int64_t>& dims) {
 
 Tensor run_node(const XnnGraph::Op& op, const std::vector<Tensor>& in) {
   using K = fx::XNodeUnion;
-  // The elementwise nodes the op table declares (OpLowering::xnnpack), mapped back to their ops.
-  static const std::map<std::string, const OpSchema*> elementwise = [] {
-    std::map<std::string, const OpSchema*> m;
-    for (const OpSchema* s : all_op_schemas())
-      if (!s->lower.xnnpack.empty()) m[s->lower.xnnpack] = s;
-    return m;
-  }();
-  if (auto it = elementwise.find(fx::EnumNameXNodeUnion(op.kind)); it != elementwise.end()) {
-    if (it->second->max_inputs == 1) return run_op(it->second->name.c_str(), {in[0]});
-    return run_op(it->second->name.c_str(), {in[0], in[1]});
+  if (const OpSchema* s = declared_op(op.kind)) {  // the op table's elementwise nodes
+    if (s->max_inputs == 1) return run_op(s->name.c_str(), {in[0]});
+    return run_op(s->name.c_str(), {in[0], in[1]});
   }
   switch (op.kind) {
     case K::XNNFullyConnected:

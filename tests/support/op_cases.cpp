@@ -67,7 +67,8 @@ std::vector<OpCase> cases() {
            {"sin", "aten.sin", "normal"},
            {"cos", "aten.cos", "normal"},
            {"reciprocal", "aten.reciprocal", "pos"},
-           {"erf", "aten.erf", "normal"}})
+           {"erf", "aten.erf", "normal"},
+           {"floor", "aten.floor", "normal"}})
     c.push_back({n, op, {{"x", {"B", "S", "8"}, DType::F32, gen}}});
   c.push_back({"exp_int", "aten.exp", {{"x", {"B", "S"}, DType::I64, "int:4"}}});
   c.push_back({"gelu", "aten.gelu", {x}});

@@ -52,6 +52,26 @@ enum class OnnxForm {
   Logical,  ///< `Op(...)`, every input cast to bool
 };
 
+/// How a backend takes an op whose call is not declared in its OpLowering field: said in the op's entry, so a
+/// missing lowering is a statement, not an absence. tests/export/op_routes_test.cpp holds every statement to
+/// the backends' real tables and registries, and fails naming the op and backend where none is said.
+enum class Route {
+  unsaid,         ///< nothing said: an error for a backend whose call is not declared
+  hand_written,   ///< an entry of that backend's own table (ONNX translations, .pte lowering table, ATen
+                  ///< table; for XNNPACK a partitioner rule): the lowering needs code
+  decomposed,     ///< a patch or node fix of that backend (ONNX: also its composite decomposition) rewrites
+                  ///< the op away before lowering
+  refused,        ///< the backend refuses models that carry the op, before capture
+  not_delegated,  ///< XNNPACK only: the op stays outside the delegate, run by its portable kernel
+};
+const char* route_name(Route r);  ///< "unsaid", "hand_written", ...
+
+/// A route and why (for hand_written: what needs code; for refused: where and why).
+struct RouteNote {
+  Route route = Route::unsaid;
+  std::string why{};
+};
+
 struct OpLowering {
   CallDecl executorch{};  ///< portable kernel "aten::erf.out"; the out tensor follows the arguments
   CallDecl aten{};        ///< "torch.ops.aten.erf.default"
@@ -62,6 +82,8 @@ struct OpLowering {
   /// the op to on float32 operands; "" = not delegated, or by a rule in
   /// src/export/executorch/xnnpack_delegate.cpp
   std::string xnnpack{};
+  /// Each backend's route where its call above is not declared (ignored where it is).
+  RouteNote onnx_route{}, executorch_route{}, aten_route{}, xnnpack_route{};
 };
 
 namespace lower {
@@ -79,6 +101,11 @@ inline CallArg constant(AttrValue v, std::string name = "") {
 inline CallArg none(std::string name = "") {
   return {CallArg::Kind::None, std::move(name), 0, "", int64_t{0}, false};
 }
+/// Route builders.
+inline RouteNote hand(std::string why) { return {Route::hand_written, std::move(why)}; }
+inline RouteNote decomposed(std::string why) { return {Route::decomposed, std::move(why)}; }
+inline RouteNote refused(std::string why) { return {Route::refused, std::move(why)}; }
+inline RouteNote not_delegated(std::string why = "") { return {Route::not_delegated, std::move(why)}; }
 }  // namespace lower
 
 }  // namespace hfx

@@ -156,50 +156,69 @@ const std::map<std::string, Lowering>& lowerings() {
 
 }  // namespace
 
+bool has_rule(const std::string& op) {
+  const OpSchema* s = find_op_schema(op);
+  return op == "hfx.linear_q" || (lowerings().count(op) && !(s && !s->lower.xnnpack.empty()));
+}
+
 const std::vector<XnnOpEntry>& xnnpack_op_table() {
-  static const std::vector<XnnOpEntry> t = {
-      {"aten.mm", "XNNFullyConnected", "the right operand is a constant (a linear layer after linear_to_mm)",
-       "the linear layers: nearly all of a decoder's work; XNNPACK packs the [in, out] weight once at load "
-       "(XNN_FLAG_TRANSPOSE_WEIGHTS) and runs its GEMM microkernels"},
-      {"aten.mm", "XNNStaticReshape + XNNBatchMatrixMultiply + XNNStaticReshape",
-       "the right operand is computed (at most one symbolic size per operand)",
-       "a product of two activations (the dense MoE's routed expert weights): XNNPACK's batch matmul over a "
-       "batch of one, the reshapes inferring the one symbolic size"},
-      {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qcint8 filter)",
-       "8-bit symmetric codes with one scale per row, f32 activations (--quantize int8 --symmetric)",
-       "ExecuTorch's 8da8w linear: int8 activations per token × int8 weights with one f32 scale per output "
-       "channel; hfx's codes become signed int8 values (code − 128) and the row scales f32 named data"},
-      {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qbint4 filter)",
-       "4-bit symmetric codes with bf16 scales, blocks a multiple of 32, f32 activations (--quantize int4 "
-       "--symmetric)",
-       "ExecuTorch's 8da4w linear: the activations are quantized to int8 per token at run time and XNNPACK's "
-       "qd8 × qb4w GEMM reads hfx's codes as they are (low nibble first, zero point 8) with the block scales "
-       "as bf16 named data"},
-      {"aten.bmm", "XNNBatchMatrixMultiply", "",
-       "attention's scores and weighted values (q·kᵀ, p·v) over the static cache"},
-      {"aten.view", "XNNStaticReshape",
-       "at most one size is symbolic or -1 (serialized as 0, inferred at run time)",
-       "keeps a linear layer's flatten/unflatten inside its partition instead of two portable copies"},
-      {"aten.permute", "XNNStaticTranspose", "", "head transposes between projections and attention"},
-      {"aten.sum.dim_IntList, aten.mean.dim", "XNNFullyConnected (+ XNNStaticReshape without keepdim)",
-       "over the last dim, of a constant size",
-       "RMSNorm's mean and the state-space scans' sums: a product with a constant [1, N] row of ones (1/N "
-       "for "
-       "the mean), since the XNNPACK schema has no reduction node"},
-      {"aten.add.Tensor, aten.sub.Tensor, aten.mul.Tensor, aten.div.Tensor, aten.maximum, aten.minimum",
-       "XNNAdd, XNNSubtract, XNNMultiply, XNNDiv, XNNMaximum, XNNMinimum", "",
-       "elementwise binary ops with NumPy broadcasting (residuals, norm scaling, gating, biases)"},
-      {"aten.add.Scalar, aten.mul.Scalar", "XNNAdd, XNNMultiply", "",
-       "a binary op with a static rank-0 operand holding the scalar"},
-      {"aten.sigmoid, aten.tanh, aten.exp, aten.neg, aten.abs, aten.sqrt, aten.rsqrt, aten.log, aten.sin, "
-       "aten.cos",
-       "XNNSigmoid, XNNTanh, XNNExp, XNNNegate, XNNAbs, XNNSquareRoot, XNNReciprocalSquareRoot, XNNLog, "
-       "XNNSin, XNNCos",
-       "", "unary activations and norm pieces (SiLU is x·sigmoid(x) after silu_to_sigmoid_mul)"},
-      {"aten.relu", "XNNClamp", "", "relu as a clamp to [0, +inf)"},
-      {"aten.gelu", "XNNGelu", "approximate='none'", "the exact (erf) GELU; the tanh form stays portable"},
-      {"aten._softmax", "XNNSoftmax", "over the last dim", "attention probabilities"},
-  };
+  static const std::vector<XnnOpEntry> t = [] {
+    std::vector<XnnOpEntry> rows = {
+        {"aten.mm", "XNNFullyConnected",
+         "the right operand is a constant (a linear layer after linear_to_mm)",
+         "the linear layers: nearly all of a decoder's work; XNNPACK packs the [in, out] weight once at load "
+         "(XNN_FLAG_TRANSPOSE_WEIGHTS) and runs its GEMM microkernels"},
+        {"aten.mm", "XNNStaticReshape + XNNBatchMatrixMultiply + XNNStaticReshape",
+         "the right operand is computed (at most one symbolic size per operand)",
+         "a product of two activations (the dense MoE's routed expert weights): XNNPACK's batch matmul over "
+         "a "
+         "batch of one, the reshapes inferring the one symbolic size"},
+        {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qcint8 filter)",
+         "8-bit symmetric codes with one scale per row, f32 activations (--quantize int8 --symmetric)",
+         "ExecuTorch's 8da8w linear: int8 activations per token × int8 weights with one f32 scale per output "
+         "channel; hfx's codes become signed int8 values (code − 128) and the row scales f32 named data"},
+        {"hfx.linear_q", "XNNConvert (fp32 → qdint8, per token) + XNNFullyConnected (qbint4 filter)",
+         "4-bit symmetric codes with bf16 scales, blocks a multiple of 32, f32 activations (--quantize int4 "
+         "--symmetric)",
+         "ExecuTorch's 8da4w linear: the activations are quantized to int8 per token at run time and "
+         "XNNPACK's "
+         "qd8 × qb4w GEMM reads hfx's codes as they are (low nibble first, zero point 8) with the block "
+         "scales "
+         "as bf16 named data"},
+        {"aten.bmm", "XNNBatchMatrixMultiply", "",
+         "attention's scores and weighted values (q·kᵀ, p·v) over the static cache"},
+        {"aten.view", "XNNStaticReshape",
+         "at most one size is symbolic or -1 (serialized as 0, inferred at run time)",
+         "keeps a linear layer's flatten/unflatten inside its partition instead of two portable copies"},
+        {"aten.permute", "XNNStaticTranspose", "", "head transposes between projections and attention"},
+        {"aten.sum.dim_IntList, aten.mean.dim", "XNNFullyConnected (+ XNNStaticReshape without keepdim)",
+         "over the last dim, of a constant size",
+         "RMSNorm's mean and the state-space scans' sums: a product with a constant [1, N] row of ones (1/N "
+         "for "
+         "the mean), since the XNNPACK schema has no reduction node"},
+        {"aten.add.Scalar, aten.mul.Scalar", "XNNAdd, XNNMultiply", "",
+         "a binary op with a static rank-0 operand holding the scalar"},
+        {"aten.relu", "XNNClamp", "", "relu as a clamp to [0, +inf)"},
+        {"aten.gelu", "XNNGelu", "approximate='none'", "the exact (erf) GELU; the tanh form stays portable"},
+        {"aten._softmax", "XNNSoftmax", "over the last dim", "attention probabilities"},
+    };
+    // The elementwise nodes the op table declares (OpLowering::xnnpack), one row per arity, derived: the
+    // table is where an op says its node, and this listing follows it.
+    for (int arity : {2, 1}) {
+      XnnOpEntry row{
+          "", "", "",
+          arity == 2 ? "elementwise binary ops with NumPy broadcasting (residuals, norm scaling, gating, "
+                       "biases)"
+                     : "unary activations and norm pieces (SiLU is x·sigmoid(x) after silu_to_sigmoid_mul)"};
+      for (const OpSchema* s : all_op_schemas()) {
+        if (s->lower.xnnpack.empty() || s->max_inputs != arity) continue;
+        row.op += (row.op.empty() ? "" : ", ") + s->name;
+        row.xnn_node += (row.xnn_node.empty() ? "" : ", ") + s->lower.xnnpack;
+      }
+      rows.push_back(row);
+    }
+    return rows;
+  }();
   return t;
 }
 

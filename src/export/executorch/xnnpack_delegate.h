@@ -29,6 +29,10 @@ struct XnnOpEntry {
 };
 const std::vector<XnnOpEntry>& xnnpack_op_table();
 
+/// Whether the partitioner has a rule of its own for op `op` (beyond the op table's declared elementwise
+/// nodes): the matmuls, reshapes, reductions, scalar forms, softmax, gelu, relu, hfx.linear_q.
+bool has_rule(const std::string& op);
+
 /// Whether the partitioner takes node `n`: a table entry, float32 tensors of rank <= 6 throughout, and the
 /// entry's condition (sizes and their ranges in `env`); hfx.linear_q (uint8 codes) has its own condition
 /// (4-bit symmetric, blocks a multiple of 32, f32 activations).
