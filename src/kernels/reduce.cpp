@@ -5,7 +5,9 @@
 // reduction over dims that coalesce into one strided run is a row loop (parallel over rows, or over
 // chunks of a single long row); over leading dims of a tensor whose kept dims are contiguous it is a
 // column loop that streams whole output vectors; otherwise the permuted input is copied once.
+#if defined(__GNUC__) && !defined(__clang__)  // GCC only: clang has no per-file optimize pragma
 #pragma GCC optimize("O3")
+#endif
 #include <algorithm>
 #include <limits>
 

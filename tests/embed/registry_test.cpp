@@ -139,16 +139,21 @@ TEST(Registry, NodeFixAppliesAtItsStageOnly) {
   verify_graph(g);
 }
 
+namespace {
+// HFX_VERIFY_PASSES=1 for the scope (the verifier after each pass, fix and stage), restored after.
+struct VerifierOn {
+  const char* was = std::getenv("HFX_VERIFY_PASSES");
+  std::string saved = was ? was : "";
+  VerifierOn() { setenv("HFX_VERIFY_PASSES", "1", 1); }
+  ~VerifierOn() { was ? setenv("HFX_VERIFY_PASSES", saved.c_str(), 1) : unsetenv("HFX_VERIFY_PASSES"); }
+};
+}  // namespace
+
 // A node fix that declares the ops it removes (NodeFixEntry::ops) is held to it when the verifier runs
 // (Debug builds; HFX_VERIFY_PASSES=1, as CI's release suite sets and this test does): a neg it leaves
 // behind is an error naming it.
 TEST(Registry, NodeFixContractOnItsOpsIsChecked) {
-  struct VerifierOn {
-    const char* was = std::getenv("HFX_VERIFY_PASSES");
-    std::string saved = was ? was : "";
-    VerifierOn() { setenv("HFX_VERIFY_PASSES", "1", 1); }
-    ~VerifierOn() { was ? setenv("HFX_VERIFY_PASSES", saved.c_str(), 1) : unsetenv("HFX_VERIFY_PASSES"); }
-  } on;
+  VerifierOn on;
   ASSERT_TRUE(verify_passes_enabled());
   NodeFixEntry broken{"test", 3, "neg_kept", [](Graph&, Node&) { return false; }, "test fix"};
   broken.ops = {"aten.neg"};
@@ -187,12 +192,7 @@ TEST(Registry, RunStageNumbersStagesByPositionAndNamesTheStageThatBrokeTheGraph)
               std::string::npos)
         << e.what();
   }
-  struct VerifierOn {
-    const char* was = std::getenv("HFX_VERIFY_PASSES");
-    std::string saved = was ? was : "";
-    VerifierOn() { setenv("HFX_VERIFY_PASSES", "1", 1); }
-    ~VerifierOn() { was ? setenv("HFX_VERIFY_PASSES", saved.c_str(), 1) : unsetenv("HFX_VERIFY_PASSES"); }
-  } on;
+  VerifierOn on;
   Graph g;
   TraceBuilder tb(g);
   Var x = tb.input("x", TensorType{DType::F32, {Sym(2)}});

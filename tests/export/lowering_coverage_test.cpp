@@ -13,6 +13,7 @@
 #include "export/executorch/method_emitter.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/op_schema.h"
+#include "support/registry_ops.h"
 
 namespace {
 
@@ -25,22 +26,14 @@ const std::map<std::string, std::string> kRefusedByExecutorchAndDynamo = {
     {"hfx.embedding_q", "quantized embedding table: refused with --quantize-embedding by both"},
 };
 
-// The ops a backend's patches decompose or its node fixes rewrite away entirely.
-std::set<std::string> patched_ops(const std::string& backend) {
-  std::set<std::string> ops;
-  for (const hfx::PatchEntry& e : hfx::patch_registry())
-    if (e.backend == backend)
-      for (const std::string& p : e.paths) ops.insert(p);
-  for (const hfx::NodeFixEntry& e : hfx::node_fix_registry())
-    if (e.backend == backend) ops.insert(e.ops.begin(), e.ops.end());
-  return ops;
-}
+using hfx::testsupport::ops_rewritten_by;
 
 }  // namespace
 
 TEST(LoweringCoverage, EveryOpLowersDecomposesOrIsRefusedOnExecutorchAndDynamo) {
   const auto& et = hfx::et::detail::lowering_table();
-  const std::set<std::string> et_patched = patched_ops("executorch"), dyn_patched = patched_ops("dynamo");
+  const std::set<std::string> et_patched = ops_rewritten_by("executorch"),
+                              dyn_patched = ops_rewritten_by("dynamo");
   int checked = 0;
   for (const hfx::OpSchema* s : hfx::all_op_schemas()) {
     const bool refused = kRefusedByExecutorchAndDynamo.count(s->name) > 0;

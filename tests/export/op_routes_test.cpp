@@ -17,39 +17,31 @@
 #include "export/onnx/lowering.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/op_schema.h"
+#include "support/registry_ops.h"
 
 namespace {
 
 using hfx::OpSchema;
 using hfx::Route;
 
-// The ops a backend's patches decompose or its node fixes rewrite away entirely.
-std::set<std::string> rewritten_by(const std::string& backend) {
-  std::set<std::string> ops;
-  for (const hfx::PatchEntry& e : hfx::patch_registry())
-    if (e.backend == backend)
-      for (const std::string& p : e.paths) ops.insert(p);
-  for (const hfx::NodeFixEntry& e : hfx::node_fix_registry())
-    if (e.backend == backend) ops.insert(e.ops.begin(), e.ops.end());
-  return ops;
-}
+using hfx::testsupport::ops_rewritten_by;
 
 // What a backend really does with an op whose call the entry does not declare.
 Route actual(const std::string& backend, const OpSchema& s) {
   if (backend == "onnx") {
     if (hfx::onnx_export::onnx_translation_table().count(s.name)) return Route::hand_written;
     // Stage onnx_patches decomposes every composite op without a translation.
-    if (s.composite() || rewritten_by("onnx").count(s.name)) return Route::decomposed;
+    if (s.composite() || ops_rewritten_by("onnx").count(s.name)) return Route::decomposed;
     return Route::unsaid;
   }
   if (backend == "executorch") {
     if (hfx::et::detail::lowering_table().count(s.name)) return Route::hand_written;
-    if (rewritten_by("executorch").count(s.name)) return Route::decomposed;
+    if (ops_rewritten_by("executorch").count(s.name)) return Route::decomposed;
     return Route::unsaid;
   }
   if (backend == "aten") {
     if (hfx::dynamo::detail::find_entry(s.name)) return Route::hand_written;
-    if (rewritten_by("dynamo").count(s.name)) return Route::decomposed;
+    if (ops_rewritten_by("dynamo").count(s.name)) return Route::decomposed;
     return Route::unsaid;
   }
   return hfx::et::xnn::has_rule(s.name) ? Route::hand_written : Route::not_delegated;
@@ -82,25 +74,29 @@ TEST(OpRoutes, EveryOpSaysHowEveryBackendTakesItAndTheBackendsAgree) {
         declared++;
         // The backend's table holds the derived entry (XNNPACK: the partitioner's declared nodes).
         if (std::string(b) != "xnnpack") {
-          EXPECT_NE(real, Route::unsaid) << s->name << " on " << b << ": declared, but the backend's table lacks it";
+          EXPECT_NE(real, Route::unsaid)
+              << s->name << " on " << b << ": declared, but the backend's table lacks it";
         }
         continue;
       }
       routed++;
       EXPECT_NE(x.note.route, Route::unsaid)
           << s->name << ": no " << b << " lowering declared and no route said; "
-          << (real == Route::unsaid ? "declare its " + std::string(b) + " call, or add ." + b +
-                                          "_route = refused(\"why\") where the backend refuses its models"
-                                    : "add ." + std::string(b) + "_route = " + hfx::route_name(real) + "(\"why\")")
+          << (real == Route::unsaid
+                  ? "declare its " + std::string(b) + " call, or add ." + b +
+                        "_route = refused(\"why\") where the backend refuses its models"
+                  : "add ." + std::string(b) + "_route = " + hfx::route_name(real) + "(\"why\")")
           << " in its entry in src/ops/op_table.cpp";
       if (x.note.route == Route::refused) {
         EXPECT_FALSE(x.note.why.empty()) << s->name << " on " << b << ": a refusal names where and why";
-        EXPECT_EQ(real, Route::unsaid) << s->name << " on " << b << ": said refused, but the backend takes it ("
-                                       << hfx::route_name(real) << ")";
+        EXPECT_EQ(real, Route::unsaid)
+            << s->name << " on " << b << ": said refused, but the backend takes it (" << hfx::route_name(real)
+            << ")";
         continue;
       }
-      EXPECT_EQ(x.note.route, real) << s->name << " on " << b << ": the entry says " << hfx::route_name(x.note.route)
-                                    << ", the backend does " << hfx::route_name(real);
+      EXPECT_EQ(x.note.route, real) << s->name << " on " << b << ": the entry says "
+                                    << hfx::route_name(x.note.route) << ", the backend does "
+                                    << hfx::route_name(real);
     }
     listing += "\n";
   }

@@ -1,9 +1,9 @@
 // Every registered pass has an IR-in / IR-out text test (issue 39, Deliver 4): each patch, node fix and
 // program fix of the registries has a case file tests/passes/cases/<backend>.<name>.ir —
 //
-//   # pass: <backend> <kind> <name>        (kind: patch | node_fix | program_fix; a patch is named by its path)
-//   # context: onnx_target=ort             (optional: the facts the program fix reads)
-//   graph(...) { ... }                      the IR in
+//   # pass: <backend> <kind> <name>        (kind: patch | node_fix | program_fix; a patch is named by its
+//   path) # context: onnx_target=ort             (optional: the facts the program fix reads) graph(...) { ...
+//   }                      the IR in
 //   ---
 //   graph(...) { ... }                      the IR the entry alone must leave
 //
@@ -41,8 +41,8 @@ fs::path cases_dir() { return fs::path(HFX_SOURCE_DIR) / "tests" / "passes" / "c
 struct Case {
   fs::path file;
   std::string backend, kind, name, context, in, want;
-  int stage = 0;             ///< for a patch: its stage, where a path has patches at two stages
-  double tolerance = 1e-5;   ///< relative to the largest output; "# tolerance:" for a dtype pass
+  int stage = 0;            ///< for a patch: its stage, where a path has patches at two stages
+  double tolerance = 1e-5;  ///< relative to the largest output; "# tolerance:" for a dtype pass
 };
 
 Case read_case(const fs::path& file) {
@@ -71,8 +71,10 @@ Case read_case(const fs::path& file) {
     }
   }
   if (c.backend.empty() || c.want.empty())
-    HFX_THROW("pass cases", "expected '# pass: BACKEND KIND NAME', the IR, '---' and the expected IR in {}, got "
-              "no {}", file.string(), c.backend.empty() ? "header" : "expected IR");
+    HFX_THROW("pass cases",
+              "expected '# pass: BACKEND KIND NAME', the IR, '---' and the expected IR in {}, got "
+              "no {}",
+              file.string(), c.backend.empty() ? "header" : "expected IR");
   return c;
 }
 
@@ -97,7 +99,8 @@ void set_context(ExportContext& ctx, const std::string& context) {
     else if (k == "constant_dtype")
       ctx.constant_dtype = dtype_from_name(v);
     else
-      HFX_THROW("pass cases", "expected a context fact (onnx_target, weight_dtype, constant_dtype), got '{}'", k);
+      HFX_THROW("pass cases", "expected a context fact (onnx_target, weight_dtype, constant_dtype), got '{}'",
+                k);
   }
 }
 
@@ -126,7 +129,8 @@ void apply(const Case& c, Graph& g) {
       if (e.backend != c.backend || (c.stage && e.stage != c.stage) ||
           std::find(e.paths.begin(), e.paths.end(), c.name) == e.paths.end())
         continue;
-      auto saved = ctx.patches.swap(c.name, std::make_unique<OpHandler>(e.factory(ctx.patches.active(c.name), ctx)));
+      auto saved =
+          ctx.patches.swap(c.name, std::make_unique<OpHandler>(e.factory(ctx.patches.active(c.name), ctx)));
       std::vector<Node*> todo;
       for (const auto& n : g.nodes())
         if (n->op == c.name) todo.push_back(n.get());
@@ -191,14 +195,17 @@ std::map<std::string, Tensor> random_inputs(const Graph& g) {
 TEST(PassCases, EveryRegisteredPassHasACase) {
   std::set<std::string> have;
   for (const Case& c : all_cases())
-    have.insert(c.backend + " " + c.kind + " " + c.name + (c.kind == "patch" ? " " + std::to_string(c.stage) : ""));
+    have.insert(c.backend + " " + c.kind + " " + c.name +
+                (c.kind == "patch" ? " " + std::to_string(c.stage) : ""));
   int checked = 0;
-  auto need = [&](const std::string& backend, const char* kind, const std::string& name, const std::string& at) {
+  auto need = [&](const std::string& backend, const char* kind, const std::string& name,
+                  const std::string& at) {
     if (backend != "onnx" && backend != "executorch" && backend != "dynamo") return;  // unit tests' own
     checked++;
     EXPECT_TRUE(have.count(backend + " " + kind + " " + name + at))
         << "no IR case for " << backend << " " << kind << " '" << name << at << "': add tests/passes/cases/"
-        << backend << "." << name << ".ir with '# pass: " << backend << " " << kind << " " << name << at << "'";
+        << backend << "." << name << ".ir with '# pass: " << backend << " " << kind << " " << name << at
+        << "'";
   };
   for (const PatchEntry& e : patch_registry())
     for (const std::string& p : e.paths) need(e.backend, "patch", p, " " + std::to_string(e.stage));
@@ -224,7 +231,8 @@ TEST(PassCases, EachPassLeavesItsExpectedIrAndKeepsTheNumbers) {
       text = text.substr(0, text.find("\n---\n") + 5) + got;
       std::ofstream(c.file) << text;
     } else {
-      EXPECT_EQ(got, parse_graph(c.want)->dump()) << "the IR the pass left (HFX_WRITE_PASS_CASES=1 rewrites it)";
+      EXPECT_EQ(got, parse_graph(c.want)->dump())
+          << "the IR the pass left (HFX_WRITE_PASS_CASES=1 rewrites it)";
     }
     const auto inputs = random_inputs(*before);
     const auto want = run(*before, inputs), have = run(*after, inputs);
@@ -249,7 +257,8 @@ TEST(PassCases, EachPassLeavesItsExpectedIrAndKeepsTheNumbers) {
 TEST(PassCases, AWrongExpectationOrAWrongRewriteIsCaught) {
   const std::string in = "graph(%x: f32[2, 3]) {\n  %y: f32[2, 3] = aten.relu(%x)\n  return (%y)\n}\n";
   std::unique_ptr<Graph> a = parse_graph(in);
-  std::unique_ptr<Graph> b = parse_graph("graph(%x: f32[2, 3]) {\n  %y: f32[2, 3] = aten.neg(%x)\n  return (%y)\n}\n");
+  std::unique_ptr<Graph> b =
+      parse_graph("graph(%x: f32[2, 3]) {\n  %y: f32[2, 3] = aten.neg(%x)\n  return (%y)\n}\n");
   EXPECT_NE(a->dump(), b->dump());
   const auto inputs = random_inputs(*a);
   const std::vector<float> ra = run(*a, inputs).at("y").to_floats(), rb = run(*b, inputs).at("y").to_floats();
