@@ -31,8 +31,10 @@ const char* fact_name(Fact f) {
       return "weight_dtype";
     case Fact::constant_dtype:
       return "constant_dtype";
-    default:
+    case Fact::gqa_fusion:
       return "gqa_fusion";
+    default:
+      return "skip_rms_norm";
   }
 }
 

@@ -252,6 +252,29 @@ TEST(PassCases, EachPassLeavesItsExpectedIrAndKeepsTheNumbers) {
   EXPECT_GT(ran, 15);
 }
 
+// The record the skip_rms_norm_fusion case leaves (its graph is unchanged): what it fused and absorbed.
+TEST(PassCases, SkipRmsNormFusionRecordsWhatItFuses) {
+  for (const Case& c : all_cases()) {
+    if (c.name != "skip_rms_norm_fusion") continue;
+    std::unique_ptr<Graph> g = parse_graph(c.in);
+    for (const char* target : {"ort", "standard"}) {
+      ExportContext ctx;
+      ctx.onnx_target = target;
+      std::vector<std::string> warnings;
+      for (const ProgramFixEntry& e : program_fix_registry())
+        if (e.name == c.name) e.fix(*g, ctx, warnings);
+      if (std::string(target) == "standard") {
+        EXPECT_TRUE(ctx.skip_rms_norm.fused.empty() && ctx.skip_rms_norm.absorbed.empty());
+        continue;
+      }
+      EXPECT_EQ(ctx.skip_rms_norm.fused, (std::set<std::string>{"n1", "n2"}));
+      EXPECT_EQ(ctx.skip_rms_norm.absorbed, (std::set<std::string>{"h"}));
+    }
+    return;
+  }
+  FAIL() << "no skip_rms_norm_fusion case";
+}
+
 // Negative controls: the runner's comparisons can fail — an expected IR that differs is caught, and so is a
 // rewrite that changes the numbers (neg(x) in place of relu(x)).
 TEST(PassCases, AWrongExpectationOrAWrongRewriteIsCaught) {

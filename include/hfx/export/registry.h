@@ -15,6 +15,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -40,6 +41,7 @@ enum class Fact {
   weight_dtype,    ///< ExportContext::weight_dtype
   constant_dtype,  ///< ExportContext::constant_dtype
   gqa_fusion,      ///< ExportContext::gqa
+  skip_rms_norm,   ///< ExportContext::skip_rms_norm
 };
 const char* fact_name(Fact f);  ///< "onnx_target", ...
 
@@ -48,6 +50,17 @@ const char* fact_name(Fact f);  ///< "onnx_target", ...
 struct GqaFusionRecord {
   std::map<std::string, std::string> decision;   ///< sdpa node → "" (fused) or the reason it is not
   std::map<std::string, std::string> cat_owner;  ///< KV concat node → the fused sdpa that owns it
+};
+
+/// ONNX --target ort: what the stage-3 program fix skip_rms_norm_fusion decided, read by the stage-4
+/// translations (src/export/onnx/translations_composite.h).
+struct SkipNormRecord {
+  /// hfx.rms_norm nodes one com.microsoft SkipSimplifiedLayerNormalization computes with the residual add
+  /// before them (its 4th output is the sum).
+  std::set<std::string> fused;
+  /// Those residual aten.add.Tensor nodes no one reads before their fused norm: the fused op alone computes
+  /// them, so they emit nothing.
+  std::set<std::string> absorbed;
 };
 
 /// The mutable state of one export, passed explicitly through its stages: nothing an export changes
@@ -68,6 +81,8 @@ struct ExportContext {
   std::optional<DType> constant_dtype;
   /// ONNX --target ort: the gqa_fusion pass's record.
   GqaFusionRecord gqa;
+  /// ONNX --target ort: the skip_rms_norm_fusion pass's record.
+  SkipNormRecord skip_rms_norm;
 };
 
 // ---------------------------------------------------------------- patch points

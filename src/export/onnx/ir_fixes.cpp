@@ -70,11 +70,10 @@ bool check_fixed_kv_dims(onnx::ModelProto& m, std::vector<std::string>&) {
 std::vector<OnnxIrFix>& onnx_ir_fixes() {
   static std::vector<OnnxIrFix> fixes = {
       {"prune_dead_nodes", prune_dead,
-       "target=ort fusions take over values (add + rms_norm → SkipSimplifiedLayerNormalization rebinds the "
-       "residual "
-       "sum), leaving the original nodes unread; ORT keeps dead nodes when graph optimization is off and "
-       "warns about "
-       "unused initializers. Permanent (it is the exporter's own dead-code elimination)."},
+       "the exporter's own dead-code elimination of the ModelProto: nodes and initializers no output "
+       "depends on (a translation's helper values, a shape read only by a guard the graph drops); ORT keeps "
+       "dead nodes when graph optimization is off and warns about unused initializers. Fusions do not rely "
+       "on it: what a fused op computes alone is not emitted (skip_rms_norm_fusion, gqa_fusion). Permanent."},
       {"check_fixed_kv_dims", check_fixed_kv_dims,
        "Transformers.js 4.x builds the first empty past_key_values from the declared input shapes resolving "
        "only the "

@@ -46,6 +46,9 @@ struct LowerOptions {
   /// target ort: the stage-3 pass gqa_fusion's record (ExportContext::gqa), which the translations of
   /// hfx.sdpa and aten.cat follow; null for target standard.
   const GqaFusionRecord* gqa = nullptr;
+  /// target ort: the stage-3 pass skip_rms_norm_fusion's record (ExportContext::skip_rms_norm), which the
+  /// translations of hfx.rms_norm follow and whose absorbed adds emit nothing; null for target standard.
+  const SkipNormRecord* skip_rms_norm = nullptr;
   /// f16/bf16 parameters read only by casts to f32 (or gathered, then cast) stay f16/bf16 initializers
   /// followed by a Cast node (half the bytes, no conversion when writing; numerics unchanged since the
   /// widening is exact). ONNX Runtime folds the Cast of an initializer when it loads the graph.

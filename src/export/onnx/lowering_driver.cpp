@@ -37,7 +37,11 @@ void declare_consts(LoweringContext& cx, const Graph& g, const std::set<const Va
 // Every node through its registered translation; an error names the node and its types.
 void translate_nodes(LoweringContext& cx, const Graph& g) {
   const auto& table = onnx_translation_table();
+  const SkipNormRecord* skip = cx.options().skip_rms_norm;
   for (const auto& n : g.nodes()) {
+    // A residual add the stage-3 pass gave to a fused SkipSimplifiedLayerNormalization: that node computes
+    // it.
+    if (skip && skip->absorbed.count(n->name)) continue;
     auto it = table.find(n->op);
     if (it == table.end() || !it->second.fn)
       HFX_THROW("onnx",

@@ -19,6 +19,7 @@
 #include "export/onnx/gqa_fusion.h"
 #include "export/onnx/lowering.h"
 #include "export/onnx/moe_fusion.h"
+#include "export/onnx/norm_fusion.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/registry.h"
@@ -149,6 +150,7 @@ LowerOptions lower_options(const Model& model, const ProgramSpec& spec, const On
   lo.opset = cfg.opset;
   lo.target = cfg.target;
   lo.gqa = ctx.onnx_target == "ort" ? &ctx.gqa : nullptr;
+  lo.skip_rms_norm = ctx.onnx_target == "ort" ? &ctx.skip_rms_norm : nullptr;
   lo.int8_activations = cfg.quantize.int8_activations;
   if (lo.int8_activations)
     for (const auto& n : g.nodes())
@@ -249,11 +251,12 @@ class OnnxExporter : public Exporter {
                 model.config().model_type, structure_name(model.structure()));
   }
 
-  // Which component of how many, for report(): the five stages below are four steps of the bar.
+  // The progress bar (report()): which component of how many, and its step k of 4 (capture, fixes, lower,
+  // write) — steps of the bar, not the declared stages (declared_stages) the driver runs.
   struct Slot {
     size_t index = 0, count = 1;
   };
-  void stage(const std::string& comp, Slot at, int k, const char* name, uint64_t bytes) const {
+  void progress(const std::string& comp, Slot at, int k, const char* name, uint64_t bytes) const {
     report({comp, name, at.index, at.count, k, 4, bytes});
   }
   static uint64_t file_bytes(const fs::path& p) {
@@ -272,7 +275,7 @@ class OnnxExporter : public Exporter {
     CapturedProgram prog;
     Trace trace(comp);
     const uint64_t shared_before = shared_data ? shared_data->size() : 0;
-    stage(comp, at, 0, "capture", written_ + shared_before);
+    progress(comp, at, 0, "capture", written_ + shared_before);
 
     // ── Stage 1: Torch patches ──
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
@@ -284,11 +287,11 @@ class OnnxExporter : public Exporter {
     prog.component = comp;
     Graph& g = *prog.graph;
     try {
-      stage(comp, at, 1, "fixes", written_ + shared_before);
+      progress(comp, at, 1, "fixes", written_ + shared_before);
       fix_stages(ctx, g, cfg, arch, warnings);
       trace.phase("fixes");
 
-      stage(comp, at, 2, "lower", written_ + shared_before);
+      progress(comp, at, 2, "lower", written_ + shared_before);
       // ── Stage 4: ONNX translations ──
       LoweredModel lm;
       run_stage("onnx", "translations", nullptr,
@@ -300,7 +303,7 @@ class OnnxExporter : public Exporter {
       trace.phase("ir-fixes");
       for (const auto& n : lm.model.graph().node()) contrib_nodes_ += n.domain() == kContribDomain ? 1 : 0;
 
-      stage(comp, at, 3, "write", written_ + shared_before);
+      progress(comp, at, 3, "write", written_ + shared_before);
       // ── Stage 6: write (the emitter) ──
       run_stage("onnx", "write", nullptr,
                 [&](int) { write_component(model, comp, cfg, out_dir, lm, r, shared_data, at); });
@@ -322,7 +325,7 @@ class OnnxExporter : public Exporter {
     fs::path path = fs::path(out_dir) / rel;
     if (shared_data) {
       // The shared weights stream tensor by tensor: the bar follows the bytes.
-      shared_data->on_written = [&](uint64_t n) { stage(comp, at, 3, "write", written_ + n); };
+      shared_data->on_written = [&](uint64_t n) { progress(comp, at, 3, "write", written_ + n); };
       write_onnx_model(lm, path.string(), shared_data);
       shared_data->on_written = nullptr;
     } else {
@@ -331,7 +334,7 @@ class OnnxExporter : public Exporter {
       written_ += file_bytes(fs::path(out_dir) / (rel + "_data"));
     }
     written_ += file_bytes(path);
-    stage(comp, at, 4, "write", written_ + (shared_data ? shared_data->size() : 0));
+    progress(comp, at, 4, "write", written_ + (shared_data ? shared_data->size() : 0));
     r.files.push_back({comp, rel, "graph"});
   }
 
@@ -370,6 +373,18 @@ void register_onnx_entries() {
                 "ONNX Runtime's CPU kernel runs as fast.",
                 {F::onnx_target},
                 {F::gqa_fusion}});
+  pf.push_back(
+      {"onnx",
+       3,
+       "skip_rms_norm_fusion",
+       fix_skip_rms_norm_fusion,
+       "target=ort: ONNX Runtime's com.microsoft SkipSimplifiedLayerNormalization computes a residual "
+       "add and the hfx.rms_norm after it in one CPU kernel; this pass decides per norm (no broadcast, "
+       "rank 3, float32) and records it, and which adds the fused op computes alone (no reader before "
+       "the norm), for the stage-4 translations (norm_fusion.h). Remove when ai.onnx's RMSNormalization "
+       "(opset 23) with a skip input runs as fast in ONNX Runtime.",
+       {F::onnx_target},
+       {F::skip_rms_norm}});
   pf.push_back({"onnx",
                 3,
                 "moe_pack_for_ort",

@@ -34,21 +34,18 @@ void rms_norm_primitive(Cx& cx, const Node& n) {
   cx.emit("Mul", {cx.op(&n, "Mul", {x, inv}), rms_weight(cx, n)}, {cx.out(n)}, &n);
 }
 
-// target=ort: add + rms_norm → com.microsoft SkipSimplifiedLayerNormalization when the add's operands
-// have one shape (no broadcast); the add's value is taken over by the fused op's 4th output.
+// target=ort: add + rms_norm → com.microsoft SkipSimplifiedLayerNormalization where the stage-3 pass
+// skip_rms_norm_fusion decided so; the add's value is taken over by the fused op's 4th output.
 bool try_skip_rms_norm(Cx& cx, const Node& n) {
+  const SkipNormRecord* record = cx.options().skip_rms_norm;
+  if (!record || !record->fused.count(n.name)) return false;
   const Value* x = n.inputs[0];
-  const Node* add = x->producer;
-  if (!add || add->op != "aten.add.Tensor" || rank_of(x) != 3) return false;
-  const Value *a = add->inputs[0], *b = add->inputs[1];
-  if (!a || !b || !a->type.same(x->type) || !b->type.same(x->type) ||
-      export_dtype(x->type.dtype) != DType::F32)
-    return false;
+  const Value *a = x->producer->inputs[0], *b = x->producer->inputs[1];
   std::string sum = cx.tmp(&n, "input_skip_sum");
   auto& p = cx.emit("SkipSimplifiedLayerNormalization", {cx.name(a), cx.name(b), rms_weight(cx, n)},
                     {cx.out(n), "", "", sum}, &n, "com.microsoft");
   Cx::attr(p, "epsilon", n.attrs.f("eps"));
-  cx.rebind(x, sum);  // later users of the residual read the fused sum; the Add becomes dead if unused
+  cx.rebind(x, sum);  // later users of the residual read the fused sum (an absorbed add emitted nothing)
   return true;
 }
 

@@ -53,6 +53,7 @@ TEST_P(OrtOpConformance, MatchesEagerAtTwoSizes) {
   lo.opset = cfg.opset;
   lo.target = cfg.target;
   lo.gqa = &ctx.gqa;
+  lo.skip_rms_norm = &ctx.skip_rms_norm;
   if (cfg.target == "standard" && cfg.opset < oc.min_opset) {
     EXPECT_THROW(lower_and_write(g, lo, dir.path), Error) << oc.op << " at opset " << cfg.opset;
     return;
