@@ -2,7 +2,9 @@
 """scripts/gen_docs.py HFX [--check] — the parts of docs/ that are generated from the code.
 
 Each generated block of a doc sits between `<!-- generated: COMMAND -->` and `<!-- end generated -->`; its
-content is COMMAND's output (COMMAND starts with `hfx`, run with the binary HFX), in a ```text fence. Today: docs/design.md's pass list of each backend. Without
+content is COMMAND's output (COMMAND starts with `hfx`, run with the binary HFX as argv[0] "hfx"), in a ```text fence. Today: docs/design.md's pass list of
+each backend, and docs/cli-reference.md, every command's --help (every subcommand `hfx --help` lists must
+have its block there). Without
 --check the blocks are rewritten in place; with --check (ctest docs.generated) nothing is written and the
 exit status is 1 naming each block whose text differs from what the code prints now — the doc says what the
 code does, or the test fails. `--selftest HFX` runs --check on a doc whose block is stale, which must fail
@@ -16,7 +18,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOCS = ["docs/design.md"]
+DOCS = ["docs/design.md", "docs/cli-reference.md"]
 BLOCK = re.compile(r"(<!-- generated: (?P<cmd>[^>]*?) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 
@@ -24,7 +26,7 @@ def render(hfx: str, cmd: str) -> str:
     argv = shlex.split(cmd)
     if not argv or argv[0] != "hfx":
         sys.exit(f"[docs] error: expected a generated block's command to start with hfx, got '{cmd}'")
-    p = subprocess.run([hfx, *argv[1:]], capture_output=True, text=True)
+    p = subprocess.run(["hfx", *argv[1:]], executable=hfx, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"[docs] error: '{cmd}' exited {p.returncode}: {p.stderr.strip()}")
     return "```text\n" + p.stdout.rstrip("\n") + "\n```\n"
@@ -48,6 +50,14 @@ def process(path: pathlib.Path, hfx: str, check: bool) -> list:
     return stale
 
 
+def missing_commands(hfx: str) -> list:
+    """The subcommands `hfx --help` lists that docs/cli-reference.md has no generated block for."""
+    out = subprocess.run(["hfx", "--help"], executable=hfx, capture_output=True, text=True).stdout
+    listed = re.findall(r"^  ([a-z][a-z-]*) {2,}", out.split("Subcommands:", 1)[-1], re.M)
+    ref = (ROOT / "docs/cli-reference.md").read_text()
+    return [c for c in listed if f"<!-- generated: hfx {c} --help -->" not in ref]
+
+
 def main(argv):
     if len(argv) >= 2 and argv[0] == "--selftest":
         with tempfile.TemporaryDirectory() as d:
@@ -65,6 +75,8 @@ def main(argv):
     stale = []
     for rel in DOCS:
         stale += process(ROOT / rel, hfx, check)
+    # Every command of the binary has its --help block in the reference (a new command must be added there).
+    stale += [f"cli-reference.md: no block for command '{c}'" for c in missing_commands(hfx)]
     for s in stale:
         print(f"[docs] {'stale' if check else 'rewrote'}: {s}" + (" (run scripts/gen_docs.py HFX)" if check else ""))
     if check and stale:
