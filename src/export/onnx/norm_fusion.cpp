@@ -16,7 +16,8 @@ const Node* fusable_add(const Node& norm) {
   const Node* add = x ? x->producer : nullptr;
   if (!add || add->op != "aten.add.Tensor" || x->type.shape.size() != 3) return nullptr;
   const Value *a = add->inputs.at(0), *b = add->inputs.at(1);
-  if (!a || !b || !a->type.same(x->type) || !b->type.same(x->type) || export_dtype(x->type.dtype) != DType::F32)
+  if (!a || !b || !a->type.same(x->type) || !b->type.same(x->type) ||
+      export_dtype(x->type.dtype) != DType::F32)
     return nullptr;
   return add;
 }
@@ -40,7 +41,8 @@ bool fix_skip_rms_norm_fusion(Graph& g, ExportContext& ctx, std::vector<std::str
     const auto& outs = g.outputs();
     bool read_before = std::find(outs.begin(), outs.end(), sum) != outs.end();
     if (auto it = users.find(sum); it != users.end())
-      for (const Node* u : it->second) read_before = read_before || (u != n.get() && position[u] < position[n.get()]);
+      for (const Node* u : it->second)
+        read_before = read_before || (u != n.get() && position[u] < position[n.get()]);
     if (!read_before) ctx.skip_rms_norm.absorbed.insert(add->name);
   }
   return any;
