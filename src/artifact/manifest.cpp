@@ -72,7 +72,8 @@ std::string role_of(const std::string& rel) {
       name == "chat_template.jinja" || name == "chat_template.json" || name == "merges.txt" ||
       name == "vocab.json" || name == "vocab.txt" || ext == ".model")
     return "tokenizer";
-  if (name == "config.json" || name == "generation_config.json" || name == "export_config.json")
+  if (name == "config.json" || name == "generation_config.json" || name == "export_config.json" ||
+      name == "session_options.json")
     return "config";
   return "artifact";
 }

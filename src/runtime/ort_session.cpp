@@ -10,6 +10,7 @@
 #include <onnxruntime/onnxruntime_cxx_api.h>
 
 #include "hfx/core/error.h"
+#include "hfx/export/onnx.h"
 #include "hfx/runtime/shape_restriction.h"
 
 namespace hfx::rt {
@@ -293,6 +294,20 @@ struct OrtSession::Impl {
   std::vector<ShapeRestriction> restrictions;  // of the graph's hfx.contract metadata
 };
 
+bool resolve_prepacking(const std::filesystem::path& model, std::optional<bool> requested) {
+  if (const char* env = std::getenv("HFX_ORT_PREPACK")) {
+    const std::string v = env;
+    HFX_CHECK(v == "0" || v == "1", kComp,
+              "expected HFX_ORT_PREPACK to be 0 or 1, got '{}'; unset it to use "
+              "what the export advises (onnx/session_options.json)",
+              v);
+    return v == "1";
+  }
+  if (requested) return *requested;
+  if (auto advice = read_ort_session_advice(model)) return advice->prepacking;
+  return false;
+}
+
 OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions& options)
     : impl_(std::make_unique<Impl>()) {
   impl_->model_path = model.string();
@@ -318,7 +333,7 @@ OrtSession::OrtSession(const std::filesystem::path& model, const SessionOptions&
         break;
     }
     so.SetGraphOptimizationLevel(level);
-    if (!options.prepacking) so.AddConfigEntry("session.disable_prepacking", "1");
+    if (!resolve_prepacking(model, options.prepacking)) so.AddConfigEntry("session.disable_prepacking", "1");
     if (!options.profile_prefix.empty()) {
       so.EnableProfiling(options.profile_prefix.c_str());
       impl_->profiling = true;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -75,14 +76,20 @@ enum class GraphOpt { Disabled, Basic, Extended, All };
 struct SessionOptions {
   int intra_op_threads = 1;  ///< 0 = ORT's default (one per core)
   GraphOpt graph_opt = GraphOpt::All;
-  /// false: ONNX Runtime's "session.disable_prepacking" (no packed copy of constant MatMul weights at load;
-  /// what `hfx generate`'s engine uses, src/runtime/ort_engine.cpp).
-  bool prepacking = true;
+  /// MLAS prepacking of constant MatMul weights at load (false: ONNX Runtime's "session.disable_prepacking").
+  /// Unset: what the export advises for this graph (onnx/session_options.json, hfx/export/onnx.h), see
+  /// resolve_prepacking().
+  std::optional<bool> prepacking{};
   /// When non-empty, ORT profiling is on and writes "<profile_prefix>_<date>.json"; see end_profiling().
   std::string profile_prefix{};
   /// When non-empty, ORT writes the optimized model here (useful to inspect fusions).
   std::filesystem::path optimized_model_path{};
 };
+
+/// Whether a session of `model` prepacks: HFX_ORT_PREPACK=1/0 when set (an override for measurements), else
+/// `requested`, else the export's advice for that graph (onnx/session_options.json), else off (a folder
+/// exported before the advice existed: its float graphs load fastest without).
+bool resolve_prepacking(const std::filesystem::path& model, std::optional<bool> requested = std::nullopt);
 
 /// Named tensors, in the order given (feeds) or in the order of the requested outputs (results).
 using NamedTensors = std::vector<std::pair<std::string, RtTensor>>;

@@ -22,6 +22,7 @@
 #include "export/onnx/norm_fusion.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
+#include "hfx/export/onnx.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/quantize_model.h"
@@ -190,9 +191,11 @@ class OnnxExporter : public Exporter {
     const std::vector<ProgramSpec> programs = export_programs(model, merge_config(opts, oc), false);
     written_ = 0;
     contrib_nodes_ = 0;
+    advice_.clear();
     for (size_t i = 0; i < programs.size(); i++)
       export_component(model, programs[i], oc, out_dir, r, nullptr, {i, programs.size()});
     check_target_applied(model, oc.target == "ort");
+    write_advice(out_dir, r);
     return r;
   }
 
@@ -212,6 +215,7 @@ class OnnxExporter : public Exporter {
     const auto plan = generation_plan(model, opts, configs);
     written_ = 0;
     contrib_nodes_ = 0;
+    advice_.clear();
     bool ort = false;
     for (size_t i = 0; i < plan.size(); i++) {
       OnnxConfig oc = as_onnx(*plan[i].second);
@@ -233,6 +237,7 @@ class OnnxExporter : public Exporter {
       r.files.push_back({"model", "onnx/model.onnx_data", "weights"});
       trace.phase("data-fsync");
     }
+    write_advice(out_dir, r);
     return r;
   }
 
@@ -301,7 +306,12 @@ class OnnxExporter : public Exporter {
       // ── Stage 5: ONNX IR fixes ──
       run_stage("onnx", "ir_fixes", nullptr, [&](int) { apply_onnx_ir_fixes(lm.model, lm.warnings); });
       trace.phase("ir-fixes");
-      for (const auto& n : lm.model.graph().node()) contrib_nodes_ += n.domain() == kContribDomain ? 1 : 0;
+      std::map<std::string, int64_t> op_counts;
+      for (const auto& n : lm.model.graph().node()) {
+        contrib_nodes_ += n.domain() == kContribDomain ? 1 : 0;
+        op_counts[n.op_type()]++;
+      }
+      advice_[comp] = advise_ort_session(op_counts);
 
       progress(comp, at, 3, "write", written_ + shared_before);
       // ── Stage 6: write (the emitter) ──
@@ -338,6 +348,13 @@ class OnnxExporter : public Exporter {
     r.files.push_back({comp, rel, "graph"});
   }
 
+  // onnx/session_options.json: the session settings each program's graph wants (hfx/export/onnx.h).
+  void write_advice(const std::string& out_dir, ExportResult& r) const {
+    write_ort_session_advice(out_dir, advice_);
+    r.files.push_back({"", "onnx/session_options.json", "config"});
+  }
+
+  std::map<std::string, OrtSessionAdvice> advice_;  // per program exported so far
   uint64_t written_ = 0;       // bytes of graphs (and own external data) written by this export so far
   int64_t contrib_nodes_ = 0;  // com.microsoft nodes in the programs exported so far
 };
