@@ -2,9 +2,11 @@
 // innermost dimension is a tight loop so that copies of contiguous rows stay memcpy-speed.
 #include "hfx/core/tensor.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <numeric>
+#include <vector>
 
 #include "hfx/core/error.h"
 
@@ -258,6 +260,68 @@ void for_each_offset(const Shape& shape, const Shape& strides,
   }
 }
 
+namespace {
+
+// Copies `n` consecutive elements of ES bytes (a source column of a tile) to slots `row_bytes` apart.
+template <size_t ES>
+void gather_column(const char* src, char* tile, int64_t n, int64_t row_bytes) {
+  for (int64_t a = 0; a < n; a++) std::memcpy(tile + a * row_bytes, src + a * static_cast<int64_t>(ES), ES);
+}
+
+// A transposed tail, [..., A, B] with strides [..., 1, s] (a weight stored [out, in] read as [in, out]):
+// copied in T x T tiles so that reads and writes both stay within a few cache lines, each tile converted
+// row by row. Element by element over the strided dim, the copy of a 1B checkpoint's transposed weights was
+// most of an export's time.
+bool copy_transposed_tail(const Tensor& src, void* dst, DType dst_dt) {
+  const int64_t nd = src.dim();
+  if (nd < 2 || src.strides()[nd - 2] != 1 || src.strides()[nd - 1] == 1) return false;
+  const size_t es = dtype_size(src.dtype()), ds = dtype_size(dst_dt);
+  if (es != 1 && es != 2 && es != 4 && es != 8) return false;
+  constexpr int64_t T = 64;
+  const int64_t A = src.shape()[nd - 2], B = src.shape()[nd - 1], s = src.strides()[nd - 1];
+  const int64_t E = static_cast<int64_t>(es), D = static_cast<int64_t>(ds);
+  Shape outer(src.shape().begin(), src.shape().end() - 2),
+      ostr(src.strides().begin(), src.strides().end() - 2);
+  std::vector<char> tile(static_cast<size_t>(T * T * E));
+  const char* base = static_cast<const char*>(src.raw());
+  char* out = static_cast<char*>(dst);
+  for_each_offset(outer, ostr, [&](int64_t i, int64_t off) {
+    const char* in = base + off * E;
+    char* o = out + i * A * B * D;
+    for (int64_t a0 = 0; a0 < A; a0 += T) {
+      const int64_t ta = std::min(T, A - a0);
+      for (int64_t b0 = 0; b0 < B; b0 += T) {
+        const int64_t tb = std::min(T, B - b0);
+        // tile[a][b] = src[a0 + a, b0 + b]; column b of the tile is contiguous in the source.
+        for (int64_t b = 0; b < tb; b++) {
+          const char* col = in + ((b0 + b) * s + a0) * E;
+          char* t = tile.data() + b * E;
+          switch (es) {
+            case 1:
+              gather_column<1>(col, t, ta, T * E);
+              break;
+            case 2:
+              gather_column<2>(col, t, ta, T * E);
+              break;
+            case 4:
+              gather_column<4>(col, t, ta, T * E);
+              break;
+            default:
+              gather_column<8>(col, t, ta, T * E);
+              break;
+          }
+        }
+        for (int64_t a = 0; a < ta; a++)
+          convert_elements(tile.data() + a * T * E, src.dtype(), o + ((a0 + a) * B + b0) * D, dst_dt,
+                           static_cast<size_t>(tb));
+      }
+    }
+  });
+  return true;
+}
+
+}  // namespace
+
 void copy_to_contiguous(const Tensor& src, void* dst, DType dst_dt) {
   size_t es = dtype_size(src.dtype());
   size_t ds = dtype_size(dst_dt);
@@ -270,6 +334,7 @@ void copy_to_contiguous(const Tensor& src, void* dst, DType dst_dt) {
     convert_elements(src.raw(), src.dtype(), dst, dst_dt, 1);
     return;
   }
+  if (copy_transposed_tail(src, dst, dst_dt)) return;
   // Row-wise: walk outer dims, convert the innermost row element by element (it may be strided).
   int64_t inner = src.shape()[nd - 1];
   int64_t istride = src.strides()[nd - 1];

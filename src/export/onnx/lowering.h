@@ -59,6 +59,11 @@ struct LowerOptions {
   /// Linear weights stored transposed, [in, out], the operand MatMul reads (weight_layout.h): nothing
   /// for ONNX Runtime to fold at load. Off: MatMul(x, Transpose(W)) as PyTorch's exporter writes it.
   bool pretranspose_weights = true;
+  /// With pretranspose_weights: the parameters (by name) the whole export folder stores transposed, decided
+  /// over every program that shares its weights file (params_to_transpose(graphs)), so a weight one program
+  /// reads as a linear and another only gathers from is stored once, in one layout. Null: decided for this
+  /// graph alone.
+  const std::set<std::string>* transpose_params = nullptr;
   /// MatMulNBits (target ort) with accuracy_level 4: int8 activations
   /// (quant::QuantOptions::int8_activations).
   bool int8_activations = false;
@@ -155,6 +160,8 @@ class ExternalDataFile {
   void write_all(const void* p, size_t n);
   void pad_to(uint64_t align);
   void copy_from_file(int src_fd, uint64_t src_off, uint64_t n);
+  // Writes the strided view `t` as contiguous `as`, a chunk of its leading rows at a time.
+  void write_rows(const Tensor& t, DType as);
   void after_write();
   [[noreturn]] void fail(const std::string& what);
 

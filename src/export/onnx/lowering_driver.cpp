@@ -159,7 +159,14 @@ LoweredModel lower_graph(const Graph& g, const LowerOptions& opts) {
     for (const Value* v : n->inputs)
       if (v) read.insert(v);
   for (const Value* v : g.outputs()) read.insert(v);
-  cx.set_transposed(opts.pretranspose_weights ? params_to_transpose(g) : std::set<const Value*>{});
+  std::set<const Value*> transposed;
+  if (opts.pretranspose_weights && opts.transpose_params) {
+    for (const Value* p : g.params())
+      if (opts.transpose_params->count(p->name)) transposed.insert(p);
+  } else if (opts.pretranspose_weights) {
+    transposed = params_to_transpose(g);
+  }
+  cx.set_transposed(std::move(transposed));
   declare_params(cx, g, read, lm);
   declare_consts(cx, g, read);
   if (opts.emit_guards) cx.emit_guards();

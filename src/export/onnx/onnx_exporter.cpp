@@ -20,6 +20,7 @@
 #include "export/onnx/lowering.h"
 #include "export/onnx/moe_fusion.h"
 #include "export/onnx/norm_fusion.h"
+#include "export/onnx/weight_layout.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
 #include "hfx/export/onnx.h"
@@ -192,8 +193,11 @@ class OnnxExporter : public Exporter {
     written_ = 0;
     contrib_nodes_ = 0;
     advice_.clear();
-    for (size_t i = 0; i < programs.size(); i++)
-      export_component(model, programs[i], oc, out_dir, r, nullptr, {i, programs.size()});
+    for (size_t i = 0; i < programs.size(); i++) {
+      const Slot at{i, programs.size()};
+      Prepared p = prepare_component(model, programs[i], oc);
+      finish_component(model, programs[i], oc, out_dir, r, nullptr, at, p, nullptr);
+    }
     check_target_applied(model, oc.target == "ort");
     write_advice(out_dir, r);
     return r;
@@ -217,6 +221,8 @@ class OnnxExporter : public Exporter {
     contrib_nodes_ = 0;
     advice_.clear();
     bool ort = false;
+    std::vector<OnnxConfig> ocs;
+    std::vector<Prepared> prepared;
     for (size_t i = 0; i < plan.size(); i++) {
       OnnxConfig oc = as_onnx(*plan[i].second);
       ort |= oc.target == "ort";
@@ -224,11 +230,22 @@ class OnnxExporter : public Exporter {
         oc.external_data = true;
         if (!std::exchange(noted, true)) r.warnings.push_back(auto_external_data_note(model, oc));
       }
-      if (oc.external_data && !data)
+      // Several programs read the same weights: one copy of them, in the shared file, whatever their size
+      // (embedded, each graph would carry its own).
+      if (plan.size() > 1) oc.external_data = true;
+      prepared.push_back(prepare_component(model, plan[i].first, oc));
+      ocs.push_back(std::move(oc));
+    }
+    // The layouts of the weights the programs share, decided over all of them: one layout, one copy.
+    std::vector<const Graph*> graphs;
+    for (const Prepared& p : prepared) graphs.push_back(p.prog.graph.get());
+    const std::set<std::string> transpose = params_to_transpose(graphs);
+    for (size_t i = 0; i < plan.size(); i++) {
+      if (ocs[i].external_data && !data)
         data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(),
                                                   &model.weights());
-      export_component(model, plan[i].first, oc, out_dir, r, oc.external_data ? data.get() : nullptr,
-                       {i, plan.size()});
+      finish_component(model, plan[i].first, ocs[i], out_dir, r, ocs[i].external_data ? data.get() : nullptr,
+                       {i, plan.size()}, prepared[i], plan.size() > 1 ? &transpose : nullptr);
     }
     check_target_applied(model, ort);
     if (data) {
@@ -270,37 +287,59 @@ class OnnxExporter : public Exporter {
     return ec ? 0 : static_cast<uint64_t>(n);
   }
 
-  void export_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg,
-                        const std::string& out_dir, ExportResult& r, ExternalDataFile* shared_data, Slot at) {
-    const std::string& arch = model.config().model_type;
-    const std::string comp = spec.name;
-    check_export_skip("onnx", arch);
-    ExportContext ctx;  // this component's patch table: nothing shared with other exports
-    std::vector<std::string> warnings;
+  // One program captured and fixed (stages 1-3), waiting to be lowered and written: an export folder's
+  // programs are all prepared before any is lowered, so that the layouts they share are decided over all of
+  // them (LowerOptions::transpose_params). Capture and fixes take milliseconds (HFX_EXPORT_TRACE): the
+  // progress bar reports them with the program's lowering, so it moves through the programs in order.
+  struct Prepared {
+    std::unique_ptr<ExportContext> ctx = std::make_unique<ExportContext>();  // this program's patch table
     CapturedProgram prog;
-    Trace trace(comp);
-    const uint64_t shared_before = shared_data ? shared_data->size() : 0;
-    progress(comp, at, 0, "capture", written_ + shared_before);
+    std::vector<std::string> warnings;
+  };
 
+  static std::string failure(const Model& model, const std::string& comp, const Graph& g, const Error& e) {
+    return fmt::format("onnx export of component '{}' of architecture '{}' with inputs ({}) failed: {}", comp,
+                       model.config().model_type, describe_inputs(g), e.what());
+  }
+
+  Prepared prepare_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg) {
+    const std::string& arch = model.config().model_type;
+    check_export_skip("onnx", arch);
+    Prepared p;
+    Trace trace(spec.name);
     // ── Stage 1: Torch patches ──
     // Patches of stage 1 swap op handlers while the model's own code runs on symbolic inputs.
     run_stage("onnx", "torch_patches", nullptr, [&](int stage) {
-      PatchScope patches(ctx, "onnx", stage);
-      prog = capture_program(model, spec, cfg.prefer_deferred_runtime_asserts_over_guards, &ctx.patches);
+      PatchScope patches(*p.ctx, "onnx", stage);
+      p.prog = capture_program(model, spec, cfg.prefer_deferred_runtime_asserts_over_guards, &p.ctx->patches);
     });
     trace.phase("capture");
-    prog.component = comp;
-    Graph& g = *prog.graph;
+    p.prog.component = spec.name;
     try {
-      progress(comp, at, 1, "fixes", written_ + shared_before);
-      fix_stages(ctx, g, cfg, arch, warnings);
+      fix_stages(*p.ctx, *p.prog.graph, cfg, arch, p.warnings);
       trace.phase("fixes");
+    } catch (const Error& e) {
+      HFX_THROW("export", "{}", failure(model, spec.name, *p.prog.graph, e));
+    }
+    return p;
+  }
 
+  void finish_component(const Model& model, const ProgramSpec& spec, const OnnxConfig& cfg,
+                        const std::string& out_dir, ExportResult& r, ExternalDataFile* shared_data, Slot at,
+                        Prepared& p, const std::set<std::string>* transpose_params) {
+    const std::string comp = spec.name;
+    Trace trace(comp);
+    const uint64_t shared_before = shared_data ? shared_data->size() : 0;
+    Graph& g = *p.prog.graph;
+    progress(comp, at, 0, "capture", written_ + shared_before);
+    progress(comp, at, 1, "fixes", written_ + shared_before);
+    try {
       progress(comp, at, 2, "lower", written_ + shared_before);
       // ── Stage 4: ONNX translations ──
       LoweredModel lm;
-      run_stage("onnx", "translations", nullptr,
-                [&](int) { lm = lower_graph(g, lower_options(model, spec, cfg, prog, ctx)); });
+      LowerOptions lo = lower_options(model, spec, cfg, p.prog, *p.ctx);
+      lo.transpose_params = transpose_params;
+      run_stage("onnx", "translations", nullptr, [&](int) { lm = lower_graph(g, lo); });
       trace.phase("lower");
 
       // ── Stage 5: ONNX IR fixes ──
@@ -318,13 +357,12 @@ class OnnxExporter : public Exporter {
       run_stage("onnx", "write", nullptr,
                 [&](int) { write_component(model, comp, cfg, out_dir, lm, r, shared_data, at); });
       trace.phase("write");
-      for (auto& w : lm.warnings) warnings.push_back(std::move(w));
+      for (auto& w : lm.warnings) p.warnings.push_back(std::move(w));
     } catch (const Error& e) {
-      HFX_THROW("export", "onnx export of component '{}' of architecture '{}' with inputs ({}) failed: {}",
-                comp, arch, describe_inputs(g), e.what());
+      HFX_THROW("export", "{}", failure(model, comp, g, e));
     }
-    for (auto& w : warnings) r.warnings.push_back(comp + ": " + w);
-    r.programs.push_back(std::move(prog));
+    for (auto& w : p.warnings) r.warnings.push_back(comp + ": " + w);
+    r.programs.push_back(std::move(p.prog));
   }
 
   // OUT/onnx/<comp>.onnx, with its weights embedded, in its own external data or in the shared file.
@@ -344,15 +382,22 @@ class OnnxExporter : public Exporter {
       written_ += file_bytes(fs::path(out_dir) / (rel + "_data"));
     }
     written_ += file_bytes(path);
-    progress(comp, at, 4, "write", written_ + (shared_data ? shared_data->size() : 0));
+    last_at_ = at;
+    last_shared_ = shared_data ? shared_data->size() : 0;
+    progress(comp, at, 4, "write", written_ + last_shared_);
     r.files.push_back({comp, rel, "graph"});
   }
 
   // onnx/session_options.json: the session settings each program's graph wants (hfx/export/onnx.h).
-  void write_advice(const std::string& out_dir, ExportResult& r) const {
+  // Written once every program is, so the bar's last step (the last program's) counts its bytes too.
+  void write_advice(const std::string& out_dir, ExportResult& r) {
     write_ort_session_advice(out_dir, advice_);
     r.files.push_back({"", "onnx/session_options.json", "config"});
+    written_ += file_bytes(fs::path(out_dir) / "onnx" / "session_options.json");
+    if (!r.programs.empty()) progress(r.programs.back().component, last_at_, 4, "write", written_ + last_shared_);
   }
+  Slot last_at_;               // the slot of the last program written
+  uint64_t last_shared_ = 0;   // the shared weights file's bytes after it
 
   std::map<std::string, OrtSessionAdvice> advice_;  // per program exported so far
   uint64_t written_ = 0;       // bytes of graphs (and own external data) written by this export so far

@@ -153,6 +153,20 @@ void ExternalDataFile::copy_from_file(int src_fd, uint64_t src_off, uint64_t n) 
   }
 }
 
+void ExternalDataFile::write_rows(const Tensor& t, DType as) {
+  const uint64_t rows = static_cast<uint64_t>(t.size(0)), row = static_cast<uint64_t>(t.numel()) / rows;
+  const uint64_t row_bytes = row * std::max(dtype_size(t.dtype()), dtype_size(as));
+  const uint64_t per = std::max<uint64_t>(1, kChunk / std::max<uint64_t>(row_bytes, 1));
+  if (cvt_.size() < std::max<uint64_t>(kChunk, per * row_bytes))
+    cvt_.resize(std::max<uint64_t>(kChunk, per * row_bytes));
+  for (uint64_t r = 0; r < rows; r += per) {
+    const uint64_t n = std::min(per, rows - r);
+    const Tensor block = t.slice(0, static_cast<int64_t>(r), static_cast<int64_t>(r + n));
+    copy_to_contiguous(block, cvt_.data(), as);
+    write_all(cvt_.data(), static_cast<size_t>(n * row * dtype_size(as)));
+  }
+}
+
 ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Tensor& t, DType as) {
   if (finished_)
     HFX_THROW("onnx", "expected to add '{}' before the external data file '{}' was finished", name, path_);
@@ -191,9 +205,12 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
 
   if (as == t.dtype() && src_fd >= 0) {
     copy_from_file(src_fd, src_off, e.length);
-  } else if (as == t.dtype()) {
-    Tensor c = t.is_contiguous() ? t : t.contiguous();
-    write_all(c.raw(), e.length);
+  } else if (as == t.dtype() && t.is_contiguous()) {
+    write_all(t.raw(), e.length);
+  } else if (!t.is_contiguous() && t.dim() > 0 && t.size(0) > 1) {
+    // A view (a transposed or sliced weight): laid out and converted a block of leading rows at a time,
+    // never a whole contiguous copy in memory.
+    write_rows(t, as);
   } else {
     // Converted in chunks: never a whole converted tensor in memory.
     Tensor c;

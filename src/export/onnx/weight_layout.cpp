@@ -2,6 +2,7 @@
 #include "export/onnx/weight_layout.h"
 
 #include <algorithm>
+#include <map>
 
 namespace hfx::onnx_export {
 
@@ -35,15 +36,44 @@ const Value* param_behind(const Value* v) {
   return v && v->kind == ValueKind::Param ? v : nullptr;
 }
 
-std::set<const Value*> params_to_transpose(const Graph& g) {
-  std::set<const Value*> out;
+namespace {
+// For each 2-D floating parameter of `g` that is not an output: whether all its readers are linears or
+// tables, and how many linears read it.
+struct ParamUse {
+  bool only_linear_or_table = true;
+  int linears = 0;
+};
+void param_uses(const Graph& g, std::map<std::string, ParamUse>& uses) {
   auto users = g.users();
   for (const Value* p : g.params()) {
-    if (p->type.shape.size() != 2 || !dtype_is_float(p->type.dtype)) continue;
-    if (std::find(g.outputs().begin(), g.outputs().end(), p) != g.outputs().end()) continue;
+    ParamUse& u = uses[p->name];
+    if (p->type.shape.size() != 2 || !dtype_is_float(p->type.dtype) ||
+        std::find(g.outputs().begin(), g.outputs().end(), p) != g.outputs().end()) {
+      u.only_linear_or_table = false;
+      continue;
+    }
     int linears = 0;
-    if (only_linear_or_table(p, users, linears) && linears > 0) out.insert(p);
+    u.only_linear_or_table = only_linear_or_table(p, users, linears) && u.only_linear_or_table;
+    u.linears += linears;
   }
+}
+}  // namespace
+
+std::set<const Value*> params_to_transpose(const Graph& g) {
+  std::map<std::string, ParamUse> uses;
+  param_uses(g, uses);
+  std::set<const Value*> out;
+  for (const Value* p : g.params())
+    if (const ParamUse& u = uses[p->name]; u.only_linear_or_table && u.linears > 0) out.insert(p);
+  return out;
+}
+
+std::set<std::string> params_to_transpose(const std::vector<const Graph*>& graphs) {
+  std::map<std::string, ParamUse> uses;
+  for (const Graph* g : graphs) param_uses(*g, uses);
+  std::set<std::string> out;
+  for (const auto& [name, u] : uses)
+    if (u.only_linear_or_table && u.linears > 0) out.insert(name);
   return out;
 }
 

@@ -8,6 +8,8 @@
 // ONNX Runtime CPU must widen at load since its kernels compute in f32).
 #pragma once
 #include <set>
+#include <string>
+#include <vector>
 
 #include "export/onnx/lowering.h"
 
@@ -20,6 +22,11 @@ const Value* param_behind(const Value* v);
 /// is the weight of aten.linear or the table of aten.embedding, at least one a linear. A tied embedding /
 /// lm_head is one of them: its Gather reads the transposed table on axis 1 (see the embedding translation).
 std::set<const Value*> params_to_transpose(const Graph& g);
+
+/// The same rule over the programs of one export folder, by parameter name: a parameter is stored
+/// transposed when, in every program that reads it, every reader is a linear's weight or an embedding's
+/// table, and some program reads it as a linear's weight (LowerOptions::transpose_params).
+std::set<std::string> params_to_transpose(const std::vector<const Graph*>& graphs);
 
 /// Declares the initializers of the parameters in `read` (dims as stored, dtype as LowerOptions says),
 /// with a Cast to f32 behind each f16/bf16 one, and records their sources (and which are transposed) in
