@@ -48,3 +48,36 @@ TEST(Tensor, DtypeConversionsRoundToNearestEven) {
   EXPECT_EQ(promote_types(DType::I32, DType::BF16), DType::BF16);
   EXPECT_THROW(dtype_from_name("F64"), Error);
 }
+
+// The tiled copy of a transposed tail ([..., A, B] with strides [..., 1, s]) equals the element-by-element
+// definition, item(), at sizes that are not multiples of the 64-element tile, with outer dims, a sliced
+// source (s larger than A), a broadcast column (s = 0), every element size and a dtype conversion.
+TEST(Tensor, TransposedCopiesEqualTheElementwiseDefinition) {
+  auto check = [](const Tensor& v, DType to) {
+    std::vector<char> out(static_cast<size_t>(v.numel()) * dtype_size(to));
+    copy_to_contiguous(v, out.data(), to);
+    Tensor got = Tensor::zeros(v.shape(), to);
+    std::memcpy(got.raw(), out.data(), out.size());
+    const int64_t n = v.numel();
+    Shape idx(v.shape().size(), 0);
+    for (int64_t i = 0; i < n; i++) {
+      const double want = Tensor::scalar(v.item(idx), v.dtype()).to(to).item({});
+      ASSERT_EQ(got.item(idx), want) << "element " << i << " of " << shape_to_string(v.shape());
+      for (int64_t d = static_cast<int64_t>(idx.size()) - 1; d >= 0 && ++idx[d] == v.shape()[d]; d--)
+        idx[d] = 0;
+    }
+  };
+  std::vector<float> vals(3 * 70 * 130);
+  for (size_t i = 0; i < vals.size(); i++) vals[i] = static_cast<float>(i % 1000) * 0.25f;  // in u8's range
+  for (DType dt : {DType::F32, DType::BF16, DType::F16, DType::I64, DType::U8}) {
+    SCOPED_TRACE(dtype_name(dt));
+    Tensor w = Tensor::from_floats({3, 130, 70}, vals).to(dt);
+    check(w.transpose(1, 2), dt);                                // [3, 70, 130], strides [9100, 1, 70]
+    check(w.select(0, 1).transpose(0, 1), dt);                   // 2-D
+    check(w.slice(1, 5, 100).select(0, 2).transpose(0, 1), dt);  // a sliced source
+    check(w.select(0, 0).slice(0, 0, 1).expand({64, 70}).transpose(0, 1), dt);  // s = 0
+  }
+  Tensor w = Tensor::from_floats({130, 70}, std::vector<float>(vals.begin(), vals.begin() + 9100));
+  check(w.transpose(0, 1), DType::BF16);  // converted while copied
+  check(w.to(DType::BF16).transpose(0, 1), DType::F32);
+}

@@ -162,6 +162,16 @@ class ExternalDataFile {
   void copy_from_file(int src_fd, uint64_t src_off, uint64_t n);
   // Writes the strided view `t` as contiguous `as`, a chunk of its leading rows at a time.
   void write_rows(const Tensor& t, DType as);
+  // Where a parameter's bytes can be read from its checkpoint file instead of its mapping.
+  struct Source {
+    int fd = -1;              // the checkpoint file, or -1: read the tensor in memory
+    uint64_t offset = 0;      // its first byte in the file
+    bool transposed = false;  // the tensor is the 2-D transpose of the file's [R, C]
+  };
+  Source source_of(const std::string& name, const Tensor& t);
+  int source_fd(const std::string& file);
+  void pread_all(int fd, char* dst, uint64_t n, uint64_t off);
+  void write_transposed(const Source& src, const Tensor& t, DType as);
   void after_write();
   [[noreturn]] void fail(const std::string& what);
 

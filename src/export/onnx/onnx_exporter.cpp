@@ -394,10 +394,11 @@ class OnnxExporter : public Exporter {
     write_ort_session_advice(out_dir, advice_);
     r.files.push_back({"", "onnx/session_options.json", "config"});
     written_ += file_bytes(fs::path(out_dir) / "onnx" / "session_options.json");
-    if (!r.programs.empty()) progress(r.programs.back().component, last_at_, 4, "write", written_ + last_shared_);
+    if (!r.programs.empty())
+      progress(r.programs.back().component, last_at_, 4, "write", written_ + last_shared_);
   }
-  Slot last_at_;               // the slot of the last program written
-  uint64_t last_shared_ = 0;   // the shared weights file's bytes after it
+  Slot last_at_;              // the slot of the last program written
+  uint64_t last_shared_ = 0;  // the shared weights file's bytes after it
 
   std::map<std::string, OrtSessionAdvice> advice_;  // per program exported so far
   uint64_t written_ = 0;       // bytes of graphs (and own external data) written by this export so far

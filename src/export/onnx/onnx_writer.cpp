@@ -27,6 +27,7 @@ namespace {
 constexpr uint64_t kAlign = 4096;
 constexpr size_t kChunk = size_t{8} << 20;        // one sequential write / one conversion step
 constexpr uint64_t kWindow = uint64_t{64} << 20;  // writeback granularity of the data file
+constexpr uint64_t kBand = uint64_t{32} << 20;    // source bytes per band of a transposed copy
 
 // Offset of the data section of a safetensors file: 8-byte little-endian header length + header.
 uint64_t safetensors_data_offset(int fd, const std::string& file) {
@@ -167,6 +168,82 @@ void ExternalDataFile::write_rows(const Tensor& t, DType as) {
   }
 }
 
+int ExternalDataFile::source_fd(const std::string& file) {
+  auto it = src_fds_.find(file);
+  if (it == src_fds_.end()) {
+    int fd = ::open(file.c_str(), O_RDONLY | O_CLOEXEC);
+    if (fd < 0)
+      HFX_THROW("onnx", "expected to open the checkpoint file '{}', got {}", file, std::strerror(errno));
+#ifdef __linux__
+    (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
+#endif
+    it = src_fds_.emplace(file, fd).first;
+  }
+  return it->second;
+}
+
+// Is `t` the checkpoint tensor `name` as mapped from its file (or its 2-D transpose)? Then the file is read,
+// not the map: nothing of the checkpoint becomes resident.
+ExternalDataFile::Source ExternalDataFile::source_of(const std::string& name, const Tensor& t) {
+  Source src;
+  if (!store_ || !store_->has(name)) return src;
+  const io::TensorInfo& ti = store_->info(name);
+  if (ti.file.empty() || ti.dtype != t.dtype() || ti.end - ti.begin != t.nbytes() ||
+      store_->get(name).raw() != t.raw())
+    return src;
+  const bool transposed = t.dim() == 2 && t.strides()[0] == 1 && t.strides()[1] == t.size(0) && t.size(0) > 1;
+  if (!t.is_contiguous() && !transposed) return src;
+  src.fd = source_fd(ti.file);
+  src.offset = safetensors_data_offset(src.fd, ti.file) + ti.begin;
+  src.transposed = !t.is_contiguous();
+  return src;
+}
+
+void ExternalDataFile::pread_all(int fd, char* dst, uint64_t n, uint64_t off) {
+  for (uint64_t got = 0; got < n;) {
+    ssize_t r = ::pread(fd, dst + got, n - got, static_cast<off_t>(off + got));
+    if (r < 0 && errno == EINTR) continue;
+    if (r <= 0) fail("read the checkpoint for");
+    got += static_cast<uint64_t>(r);
+  }
+}
+
+// [R, C] in the checkpoint, [C, R] out: bands of source rows read with pread, transposed in memory (the
+// tensor's tiled copy) and each output row's segment written in place with pwrite, so memory holds two
+// bands whatever the tensor's size; the file continues after the tensor.
+void ExternalDataFile::write_transposed(const Source& src, const Tensor& t, DType as) {
+  const int64_t C = t.size(0), R = t.size(1);
+  const uint64_t es = dtype_size(t.dtype()), os = dtype_size(as), base = offset_;
+  // HFX_EXPORT_BAND_BYTES: a smaller band, so tests cross band boundaries on tiny weights.
+  const char* env = std::getenv("HFX_EXPORT_BAND_BYTES");
+  const uint64_t band = env && std::atoll(env) > 0 ? static_cast<uint64_t>(std::atoll(env)) : kBand;
+  const int64_t J =
+      std::max<int64_t>(1, static_cast<int64_t>(band / (static_cast<uint64_t>(C) * std::max(es, os))));
+  buf_.resize(std::max<size_t>(buf_.size(), static_cast<size_t>(J * C) * es));
+  cvt_.resize(std::max<size_t>(cvt_.size(), static_cast<size_t>(J * C) * os));
+  for (int64_t r0 = 0; r0 < R; r0 += J) {
+    const int64_t n = std::min(J, R - r0);
+    pread_all(src.fd, buf_.data(), static_cast<uint64_t>(n * C) * es,
+              src.offset + static_cast<uint64_t>(r0 * C) * es);
+    const Tensor band(Storage::borrow(buf_.data(), static_cast<size_t>(n * C) * es, nullptr), t.dtype(),
+                      {n, C}, {C, 1});
+    copy_to_contiguous(band.transpose(0, 1), cvt_.data(), as);  // [C, n]
+    for (int64_t c = 0; c < C; c++) {
+      const char* p = cvt_.data() + static_cast<uint64_t>(c * n) * os;
+      const uint64_t at = base + static_cast<uint64_t>(c * R + r0) * os;
+      for (uint64_t done = 0, len = static_cast<uint64_t>(n) * os; done < len;) {
+        ssize_t w = ::pwrite(fd_, p + done, len - done, static_cast<off_t>(at + done));
+        if (w < 0 && errno == EINTR) continue;
+        if (w <= 0) fail("write the external data file");
+        done += static_cast<uint64_t>(w);
+      }
+    }
+  }
+  offset_ = base + static_cast<uint64_t>(R * C) * os;
+  if (::lseek(fd_, static_cast<off_t>(offset_), SEEK_SET) < 0) fail("seek in the external data file");
+  after_write();
+}
+
 ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Tensor& t, DType as) {
   if (finished_)
     HFX_THROW("onnx", "expected to add '{}' before the external data file '{}' was finished", name, path_);
@@ -180,31 +257,11 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
   pad_to(kAlign);
   Extent e{offset_, numel * out_size};
 
-  // Is `t` exactly the checkpoint tensor `name` as mapped from its file? Then read the file, not the map.
-  int src_fd = -1;
-  uint64_t src_off = 0;
-  if (store_ && t.is_contiguous() && store_->has(name)) {
-    const io::TensorInfo& ti = store_->info(name);
-    if (!ti.file.empty() && ti.dtype == t.dtype() && ti.end - ti.begin == t.nbytes() &&
-        store_->get(name).raw() == t.raw()) {
-      auto it = src_fds_.find(ti.file);
-      if (it == src_fds_.end()) {
-        int fd = ::open(ti.file.c_str(), O_RDONLY | O_CLOEXEC);
-        if (fd < 0)
-          HFX_THROW("onnx", "expected to open the checkpoint file '{}', got {}", ti.file,
-                    std::strerror(errno));
-#ifdef __linux__
-        (void)::posix_fadvise(fd, 0, 0, POSIX_FADV_SEQUENTIAL);
-#endif
-        it = src_fds_.emplace(ti.file, fd).first;
-      }
-      src_fd = it->second;
-      src_off = safetensors_data_offset(src_fd, ti.file) + ti.begin;
-    }
-  }
-
-  if (as == t.dtype() && src_fd >= 0) {
-    copy_from_file(src_fd, src_off, e.length);
+  const Source src = source_of(name, t);
+  if (src.transposed) {
+    write_transposed(src, t, as);
+  } else if (as == t.dtype() && src.fd >= 0) {
+    copy_from_file(src.fd, src.offset, e.length);
   } else if (as == t.dtype() && t.is_contiguous()) {
     write_all(t.raw(), e.length);
   } else if (!t.is_contiguous() && t.dim() > 0 && t.size(0) > 1) {
@@ -214,27 +271,20 @@ ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Te
   } else {
     // Converted in chunks: never a whole converted tensor in memory.
     Tensor c;
-    if (src_fd < 0) c = t.is_contiguous() ? t : t.contiguous();
+    if (src.fd < 0) c = t.is_contiguous() ? t : t.contiguous();
     const uint64_t per = kChunk / std::max(in_size, out_size);
     if (cvt_.size() < kChunk) cvt_.resize(kChunk);
-    if (src_fd >= 0 && buf_.size() < kChunk) buf_.resize(kChunk);
+    if (src.fd >= 0 && buf_.size() < kChunk) buf_.resize(kChunk);
     for (uint64_t i = 0; i < numel; i += per) {
       const uint64_t m = std::min(per, numel - i);
-      const void* src = nullptr;
-      if (src_fd >= 0) {
-        size_t want = static_cast<size_t>(m * in_size), got = 0;
-        while (got < want) {
-          ssize_t r =
-              ::pread(src_fd, buf_.data() + got, want - got, static_cast<off_t>(src_off + i * in_size + got));
-          if (r < 0 && errno == EINTR) continue;
-          if (r <= 0) fail("read the checkpoint for");
-          got += static_cast<size_t>(r);
-        }
-        src = buf_.data();
+      const void* from = nullptr;
+      if (src.fd >= 0) {
+        pread_all(src.fd, buf_.data(), m * in_size, src.offset + i * in_size);
+        from = buf_.data();
       } else {
-        src = static_cast<const char*>(c.raw()) + i * in_size;
+        from = static_cast<const char*>(c.raw()) + i * in_size;
       }
-      convert_elements(src, t.dtype(), cvt_.data(), as, static_cast<size_t>(m));
+      convert_elements(from, t.dtype(), cvt_.data(), as, static_cast<size_t>(m));
       write_all(cvt_.data(), static_cast<size_t>(m * out_size));
     }
   }

@@ -6,12 +6,15 @@
 
 #include <onnx/onnx_pb.h>
 
+#include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <map>
 #include <set>
 
 #include "hfx/export/exporter.h"
 #include "hfx/export/onnx.h"
+#include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
 #include "hfx/models/quantize_model.h"
 #include "hfx/models/tiny.h"
@@ -121,6 +124,47 @@ TEST(SharedWeights, EncoderDecoderAndVisionLanguageExportsShareOneFile) {
     make_onnx_exporter()->export_for_generation(*m, CaptureOptions{}, {{"*", &oc}},
                                                 (dir.path / "out").string());
     expect_one_shared_copy(dir.path / "out");
+  }
+}
+
+// Linear weights are stored transposed; read from a checkpoint file they are transposed band by band (pread,
+// tiled transpose, pwrite in place). Bands of 1000 bytes cross every weight's band boundaries; the bytes of
+// each transposed initializer equal the checkpoint tensor transposed (and converted: a bf16 checkpoint
+// exported as f32).
+TEST(SharedWeights, WeightsTransposedFromTheCheckpointFileAreExact) {
+  for (DType ck : {DType::F32, DType::BF16}) {
+    SCOPED_TRACE(dtype_name(ck));
+    TempDir dir("shared_weights_bands");
+    TinyOptions to;
+    to.dtype = ck;
+    create_tiny("llama", (dir.path / "ck").string(), to);
+    std::unique_ptr<Model> m = load_model((dir.path / "ck").string());
+    OnnxConfig oc;
+    oc.dtype = "f32";
+    ::setenv("HFX_EXPORT_BAND_BYTES", "1000", 1);
+    make_onnx_exporter()->export_for_generation(*m, CaptureOptions{}, {{"*", &oc}},
+                                                (dir.path / "out").string());
+    ::unsetenv("HFX_EXPORT_BAND_BYTES");
+    auto file = io::SafetensorsFile::open((dir.path / "ck" / "model.safetensors").string());
+    std::ifstream data(dir.path / "out" / "onnx" / "model.onnx_data", std::ios::binary);
+    const onnx::ModelProto g = read(dir.path / "out" / "onnx" / "model.onnx");
+    int transposed = 0;
+    for (const auto& t : g.graph().initializer()) {
+      if (t.dims_size() != 2 || t.data_location() != onnx::TensorProto::EXTERNAL) continue;
+      if (!file->has(t.name())) continue;  // not a checkpoint tensor
+      const Tensor src = file->get(t.name());
+      if (src.size(0) != t.dims(1) || src.size(1) != t.dims(0) || src.size(0) == src.size(1)) continue;
+      transposed++;
+      uint64_t offset = 0;
+      for (const auto& kv : t.external_data())
+        if (kv.key() == "offset") offset = std::stoull(kv.value());
+      const Tensor want = src.transpose(0, 1).to(DType::F32).contiguous();
+      std::vector<char> got(want.nbytes());
+      data.seekg(static_cast<std::streamoff>(offset));
+      data.read(got.data(), static_cast<std::streamsize>(got.size()));
+      EXPECT_EQ(std::memcmp(got.data(), want.raw(), got.size()), 0) << t.name();
+    }
+    EXPECT_GT(transposed, 4) << "no linear weight was stored transposed";
   }
 }
 
