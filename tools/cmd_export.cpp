@@ -35,6 +35,7 @@ struct ExportArgs {
   bool external_data = false, no_dynamic = false, no_optimize = false, symmetric = false,
        quantize_embedding = false;
   bool max_batch_given = false;  // --max-batch on the command line
+  bool opset_given = false;      // --opset on the command line (else derived: OnnxConfig::from_json)
   int64_t max_seq_len = 128, max_batch = 64, max_sequence = 4096;
 };
 
@@ -147,7 +148,10 @@ std::unique_ptr<ExportConfig> export_config(const ExportArgs& a) {
                      {"activations", a.activations},
                      {"embedding", a.quantize_embedding}};
   if (a.format == "onnx") {
-    j["opset"] = a.opset;
+    if (a.opset_given)
+      j["opset"] = a.opset;
+    else
+      j.erase("opset");  // derived from the rest (OnnxConfig::from_json)
     j["external_data"] = a.external_data;
     j["target"] = a.target;
     j["optimize"] = !a.no_optimize;
@@ -224,8 +228,11 @@ void register_export(CLI::App& app) {
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
   cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
-  cmd->add_option("--opset", a->opset,
-                  fmt::format("ONNX opset ({}..{})", OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset));
+  cmd->add_option(
+      "--opset", a->opset,
+      fmt::format("ONNX opset ({}..{}; default {}, or 21 where --quantize on --target standard needs "
+                  "it)",
+                  OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset, OnnxConfig::kDefaultOpset));
   cmd->add_option("--dtype", a->dtype,
                   "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
                   "docs/precision.md)");
@@ -260,6 +267,7 @@ void register_export(CLI::App& app) {
   cmd->add_option("--max-sequence", a->max_sequence, "Upper bound of sequence and past dims");
   cmd->callback([a, cmd] {
     a->max_batch_given = cmd->count("--max-batch") > 0;
+    a->opset_given = cmd->count("--opset") > 0;
     check_flags(*cmd, a->format, !a->config_file.empty());
     run_export(*a);
   });

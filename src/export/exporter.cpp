@@ -322,11 +322,14 @@ void OnnxConfig::from_json(const nlohmann::json& j) {
   take(j, "external_data", external_data, format);
   take(j, "optimize", optimize, format);
   take(j, "target", target, format);
+  if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
+  // Unless the opset is fixed, the quantized form picks the one it needs: blocked DequantizeLinear (target
+  // standard) is opset 21.
+  if (!j.contains("opset") && quantize.enabled() && target == "standard") opset = std::max(opset, 21);
   if (opset < kMinOpset || opset > kMaxOpset)
     HFX_THROW("config", "expected an ONNX opset in [{}, {}], got {}", kMinOpset, kMaxOpset, opset);
   if (target != "standard" && target != "ort")
     HFX_THROW("config", "expected target 'standard' or 'ort', got '{}'", target);
-  if (j.contains("quantize")) quantize = quant::from_json(j.at("quantize"));
   if (quantize.int8_activations && target != "ort")
     HFX_THROW("config",
               "expected --target ort with --activations int8 (ONNX Runtime's MatMulNBits computes "
@@ -335,7 +338,7 @@ void OnnxConfig::from_json(const nlohmann::json& j) {
   if (quantize.enabled() && target == "standard" && opset < 21)
     HFX_THROW("config",
               "expected opset ≥ 21 with quantize {} on target standard (blocked DequantizeLinear), got {}; "
-              "use --opset 21 or --target ort",
+              "use --opset 21 (or leave the opset out: it is then derived) or --target ort",
               quantize.method(), opset);
 }
 

@@ -163,6 +163,16 @@ INSTANTIATE_TEST_SUITE_P(Archs, OrtQuant, ::testing::ValuesIn(params()), [](cons
 TEST(OrtQuantConfig, RefusesWhatItCannotWrite) {
   OnnxConfig oc;
   EXPECT_THROW(oc.from_json({{"format", "onnx"}, {"opset", 18}, {"quantize", {{"method", "int4"}}}}), Error);
+  // With no opset given, the quantized form picks the one it needs (21 on target standard); unquantized and
+  // target ort keep the default.
+  OnnxConfig derived;
+  derived.from_json({{"format", "onnx"}, {"quantize", {{"method", "int8"}}}});
+  EXPECT_EQ(derived.opset, 21);
+  OnnxConfig plain, ort;
+  plain.from_json({{"format", "onnx"}});
+  ort.from_json({{"format", "onnx"}, {"target", "ort"}, {"quantize", {{"method", "int4"}}}});
+  EXPECT_EQ(plain.opset, OnnxConfig::kDefaultOpset);
+  EXPECT_EQ(ort.opset, OnnxConfig::kDefaultOpset);
   oc.from_json({{"format", "onnx"}, {"opset", 21}, {"quantize", {{"method", "int4"}, {"group_size", 64}}}});
   EXPECT_EQ(oc.quantize.bits, 4);
   EXPECT_EQ(oc.quantize.group_size, 64);
