@@ -148,6 +148,9 @@ class ExternalDataFile {
   const std::string& path() const { return path_; }
   /// Writes parameter `name` (data `t`) stored as `as` unless the same bytes were written before.
   Extent add(const std::string& name, const Tensor& t, DType as);
+  /// Writes an initializer's raw bytes (a tensor the lowering computed) unless the same name and bytes were
+  /// written before.
+  Extent add_bytes(const std::string& name, const std::string& bytes);
   /// Flushes, fsyncs and renames the temp file into place. Idempotent.
   void finish();
   uint64_t size() const { return offset_; }

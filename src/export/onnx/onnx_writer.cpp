@@ -28,6 +28,7 @@ constexpr uint64_t kAlign = 4096;
 constexpr size_t kChunk = size_t{8} << 20;        // one sequential write / one conversion step
 constexpr uint64_t kWindow = uint64_t{64} << 20;  // writeback granularity of the data file
 constexpr uint64_t kBand = uint64_t{32} << 20;    // source bytes per band of a transposed copy
+constexpr size_t kExternalMin = 1024;             // a computed initializer this large goes to external data
 
 // Offset of the data section of a safetensors file: 8-byte little-endian header length + header.
 uint64_t safetensors_data_offset(int fd, const std::string& file) {
@@ -244,6 +245,22 @@ void ExternalDataFile::write_transposed(const Source& src, const Tensor& t, DTyp
   after_write();
 }
 
+ExternalDataFile::Extent ExternalDataFile::add_bytes(const std::string& name, const std::string& bytes) {
+  if (finished_ || fd_ < 0)
+    HFX_THROW("onnx", "expected an open external data file '{}' to add '{}', got a finished or failed one",
+              path_, name);
+  // Keyed by content: the same initializer lowered in several programs is written once.
+  const std::string key =
+      fmt::format("bytes\x1f{}\x1f{}\x1f{}", name, bytes.size(), std::hash<std::string>{}(bytes));
+  if (auto it = extents_.find(key); it != extents_.end()) return it->second;
+  pad_to(kAlign);
+  Extent e{offset_, bytes.size()};
+  write_all(bytes.data(), bytes.size());
+  extents_[key] = e;
+  if (on_written) on_written(offset_);
+  return e;
+}
+
 ExternalDataFile::Extent ExternalDataFile::add(const std::string& name, const Tensor& t, DType as) {
   if (finished_)
     HFX_THROW("onnx", "expected to add '{}' before the external data file '{}' was finished", name, path_);
@@ -327,10 +344,29 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
         data->path(), path);
   uint64_t embedded = 0;
   auto* g = lm.model.mutable_graph();
+  auto to_external = [&](onnx::TensorProto* t, const ExternalDataFile::Extent& e) {
+    t->clear_raw_data();
+    t->clear_external_data();
+    t->set_data_location(onnx::TensorProto::EXTERNAL);
+    auto kv = [&](const std::string& k, const std::string& val) {
+      auto* x = t->add_external_data();
+      x->set_key(k);
+      x->set_value(val);
+    };
+    kv("location", data->location());
+    kv("offset", std::to_string(e.offset));
+    kv("length", std::to_string(e.length));
+  };
   for (int i = 0; i < g->initializer_size(); i++) {
     onnx::TensorProto* t = g->mutable_initializer(i);
     auto it = lm.param_sources.find(t->name());
-    if (it == lm.param_sources.end()) continue;
+    if (it == lm.param_sources.end()) {
+      // Tensors the lowering computed (quantized codes and scales, tables): in the shared file too, so the
+      // programs of a folder hold one copy; shape-sized constants stay in the graph.
+      if (data && t->raw_data().size() >= kExternalMin)
+        to_external(t, data->add_bytes(t->name(), t->raw_data()));
+      continue;
+    }
     const Value* v = it->second;
     const DType as = dtype_of_onnx_elem(t->data_type());
     // Stored transposed (weight_layout.h): a strided view; the writer makes it contiguous one tensor at a
@@ -338,18 +374,7 @@ WriteStats write_onnx_model(LoweredModel& lm, const std::string& path, ExternalD
     const Tensor src = lm.transposed.count(t->name()) ? v->data.transpose(0, 1) : v->data;
     st.initializers++;
     if (data) {
-      ExternalDataFile::Extent e = data->add(v->name, src, as);
-      t->clear_raw_data();
-      t->clear_external_data();
-      t->set_data_location(onnx::TensorProto::EXTERNAL);
-      auto kv = [&](const std::string& k, const std::string& val) {
-        auto* x = t->add_external_data();
-        x->set_key(k);
-        x->set_value(val);
-      };
-      kv("location", data->location());
-      kv("offset", std::to_string(e.offset));
-      kv("length", std::to_string(e.length));
+      to_external(t, data->add(v->name, src, as));
     } else {
       const uint64_t n = static_cast<uint64_t>(v->data.numel()) * dtype_size(as);
       embedded += n;

@@ -112,6 +112,13 @@ TEST(SharedWeights, ADecoderExportStoresEachWeightOnce) {
   make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &q4}},
                                               (dir.path / "int4").string());
   expect_one_shared_copy(dir.path / "int4");
+  // Target standard: codes, scales and zero points the lowering computes for DequantizeLinear (opset 21).
+  OnnxConfig q4s;
+  q4s.opset = 21;
+  q4s.quantize = quant::parse_options("int4", 32, false);
+  make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &q4s}},
+                                              (dir.path / "int4_standard").string());
+  expect_one_shared_copy(dir.path / "int4_standard");
 }
 
 TEST(SharedWeights, EncoderDecoderAndVisionLanguageExportsShareOneFile) {
