@@ -16,6 +16,7 @@
 #include "hfx/core/error.h"
 #include "hfx/export/registry.h"
 #include "hfx/ops/builder.h"
+#include "hfx/ops/op_schema.h"
 #include "support/op_cases.h"
 #include "verify/pte_reader.h"
 
