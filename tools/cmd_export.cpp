@@ -237,7 +237,8 @@ void register_export(CLI::App& app) {
                   "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
                   "docs/precision.md)");
   cmd->add_flag("--external-data", a->external_data,
-                "ONNX: weights in model.onnx_data (automatic above 2 GB)");
+                "ONNX: a single program's weights in <program>.onnx_data too (the programs of a decoder "
+                "always share one file; automatic above 2 GB)");
   cmd->add_option("--target", a->target, "ONNX: standard | ort (com.microsoft fused ops)");
   cmd->add_flag("--no-optimize", a->no_optimize, "ONNX: skip graph optimization");
   cmd->add_option(

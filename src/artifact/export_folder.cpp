@@ -37,12 +37,14 @@ void write_side_files(const std::string& dir, const fs::path& tmp, const ExportC
     fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
   }
   if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
-  // Transformers.js loads external data only when config.json says so (flag or chosen automatically).
-  bool external = false;
-  for (const auto& f : r.files) external |= f.role == "weights" && f.path.ends_with(".onnx_data");
-  if (cfg.format == "onnx" && external && fs::exists(tmp / "config.json")) {
+  // Transformers.js loads external data only where config.json says so, per graph: {"<graph>": 1} fetches
+  // onnx/<graph>.onnx_data beside onnx/<graph>.onnx (the graphs it does not list are read as they are).
+  nlohmann::json external = nlohmann::json::object();
+  for (const auto& f : r.files)
+    if (f.role == "weights" && f.path.ends_with(".onnx_data")) external[fs::path(f.path).stem().string()] = 1;
+  if (cfg.format == "onnx" && !external.empty() && fs::exists(tmp / "config.json")) {
     auto j = nlohmann::json::parse(io::read_file((tmp / "config.json").string()));
-    j["transformers.js_config"]["use_external_data_format"] = true;
+    j["transformers.js_config"]["use_external_data_format"] = external;
     io::write_file_atomic((tmp / "config.json").string(), j.dump(2));
   }
   io::write_file_atomic((tmp / "export_config.json").string(), cfg.to_json().dump(2));

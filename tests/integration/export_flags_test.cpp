@@ -33,6 +33,7 @@ struct FlagCase {
   std::string args;                         ///< the flag with its value
   std::map<std::string, std::string> base;  ///< per format: arguments of both runs ("" when none)
   std::set<std::string> formats;            ///< where it has a meaning; elsewhere it must be refused
+  std::string arch = "llama";               ///< the tiny checkpoint both runs export
 };
 
 const std::set<std::string> kAll = {"onnx", "executorch", "dynamo"};
@@ -51,7 +52,9 @@ std::vector<FlagCase> cases() {
   return {
       {"--opset", "--opset 23", {}, {"onnx"}},
       {"--dtype", "--dtype f16", {}, kAll},
-      {"--external-data", "--external-data", {}, {"onnx"}},
+      // A decoder's programs always share onnx/model.onnx_data; the flag moves a single program's weights
+      // out.
+      {"--external-data", "--external-data", {}, {"onnx"}, "bert"},
       {"--target", "--target ort", {}, {"onnx"}},
       {"--no-optimize", "--no-optimize", {}, {"onnx"}},
       {"--quantize", "--quantize int4", {{"executorch", "--backend xnnpack"}}, kAll},
@@ -74,22 +77,25 @@ class ExportFlags : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {
     dir_ = new test::TempDir("export_flags");
-    ASSERT_EQ(sh(std::string(HFX_CLI) + " create-tiny llama -o " + ck()).rc, 0);
+    for (const char* arch : {"llama", "bert"})
+      ASSERT_EQ(sh(std::string(HFX_CLI) + " create-tiny " + arch + " -o " + ck(arch)).rc, 0);
   }
   static void TearDownTestSuite() { delete dir_; }
-  static std::string ck() { return (dir_->path / "ck").string(); }
-  static testsupport::Proc run(const std::string& format, const std::string& args, const fs::path& out) {
-    return sh(std::string(HFX_CLI) + " --quiet export " + ck() + " --format " + format + " " + args + " -o " +
-              out.string());
+  static std::string ck(const std::string& arch = "llama") { return (dir_->path / ("ck-" + arch)).string(); }
+  static testsupport::Proc run(const std::string& format, const std::string& args, const fs::path& out,
+                               const std::string& arch = "llama") {
+    return sh(std::string(HFX_CLI) + " --quiet export " + ck(arch) + " --format " + format + " " + args +
+              " -o " + out.string());
   }
-  // The baseline of (format, base), exported once; a refused baseline is one entry "<refused>" (then a
+  // The baseline of (arch, format, base), exported once; a refused baseline is one entry "<refused>" (then a
   // flag that makes the export succeed has changed it).
-  const std::map<std::string, std::string>& baseline(const std::string& format, const std::string& base) {
-    const std::string key = format + "|" + base;
+  const std::map<std::string, std::string>& baseline(const std::string& format, const std::string& base,
+                                                     const std::string& arch = "llama") {
+    const std::string key = arch + "|" + format + "|" + base;
     auto it = baselines_.find(key);
     if (it != baselines_.end()) return it->second;
     const fs::path out = dir_->path / ("base" + std::to_string(baselines_.size()));
-    auto p = run(format, base, out);
+    auto p = run(format, base, out, arch);
     if (p.rc != 0) {
       EXPECT_NE(p.out.find("] expected"), std::string::npos) << format << " " << base << ": " << p.out;
       return baselines_[key] = {{"<refused>", p.out}};
@@ -125,7 +131,7 @@ TEST_F(ExportFlags, EveryFlagChangesTheArtifactOrIsRefused) {
       const auto b = c.base.find(format);
       const std::string base = b == c.base.end() ? "" : b->second;
       const fs::path out = dir_->path / ("case" + std::to_string(n++));
-      auto p = run(format, base + " " + c.args, out);
+      auto p = run(format, base + " " + c.args, out, c.arch);
       const std::string what = format + " " + base + " " + c.args;
       if (!c.formats.count(format)) {
         EXPECT_NE(p.rc, 0) << what << ": accepted where the flag changes nothing";
@@ -141,7 +147,7 @@ TEST_F(ExportFlags, EveryFlagChangesTheArtifactOrIsRefused) {
         refused++;
         continue;
       }
-      EXPECT_NE(artifact_hashes(out), baseline(format, base))
+      EXPECT_NE(artifact_hashes(out), baseline(format, base, c.arch))
           << what << ": the artifact equals the baseline's";
       changed++;
     }

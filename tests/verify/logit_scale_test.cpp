@@ -14,6 +14,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
+#include "support/onnx_edit.h"
 #include "support/shell.h"
 
 namespace fs = std::filesystem;
@@ -76,27 +77,11 @@ TEST_F(LogitScale, AWeightScaledBy1Point002StillFails) {
   const fs::path d = scale_root() / "perturbed";
   fs::remove_all(d);
   fs::copy(scale_root() / "onnx", d, fs::copy_options::recursive);
-  bool done = false;
-  for (const char* g : {"model.onnx", "prefill.onnx", "decode.onnx"}) {
-    onnx::ModelProto m;
-    {
-      std::ifstream in(d / "onnx" / g, std::ios::binary);
-      ASSERT_TRUE(m.ParseFromIstream(&in)) << g;
-    }
-    for (auto& t : *m.mutable_graph()->mutable_initializer()) {
-      if (t.name() != "model.layers.1.mlp.down_proj.weight") continue;
-      ASSERT_EQ(t.data_type(), onnx::TensorProto::FLOAT);
-      ASSERT_TRUE(t.has_raw_data());
-      std::string raw = t.raw_data();
-      auto* w = reinterpret_cast<float*>(raw.data());
-      for (size_t i = 0; i < raw.size() / 4; i++) w[i] *= 1.002f;
-      t.set_raw_data(raw);
-      done = true;
-    }
-    std::string bytes;
-    m.SerializeToString(&bytes);
-    std::ofstream(d / "onnx" / g, std::ios::binary | std::ios::trunc) << bytes;
-  }
+  // The weight is in the data file the three graphs share: scaled once, every graph reads it scaled.
+  const bool done = hfx::testsupport::edit_float_initializer(
+      d / "onnx" / "model.onnx", "model.layers.1.mlp.down_proj.weight", [](float* w, size_t n) {
+        for (size_t i = 0; i < n; i++) w[i] *= 1.002f;
+      });
   ASSERT_TRUE(done) << "no initializer model.layers.1.mlp.down_proj.weight";
   Proc man = sh(scale_cli() + " manifest " + d.string() + " --source " + (scale_root() / "ck").string());
   ASSERT_EQ(man.rc, 0) << man.out;  // checksums match the damaged files: numerics must catch it

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/io/safetensors.h"
+#include "support/onnx_edit.h"
 #include "support/oracle.h"
 #include "support/shell.h"
 
@@ -107,23 +108,11 @@ TEST_F(VerifyCli, PerturbedWeightFailsNumericsAndTheLayerDiffNamesLayer1) {
   fs::path d = copy("perturbed");
   fs::remove(d / "onnx" / "prefill.onnx");  // only the merged graph: the diff runs on it
   fs::remove(d / "onnx" / "decode.onnx");
-  onnx::ModelProto m = load(d / "onnx" / "model.onnx");
-  bool done = false;
-  for (auto& t : *m.mutable_graph()->mutable_initializer()) {
-    if (t.name() != "model.layers.1.self_attn.q_proj.weight") continue;
-    ASSERT_EQ(t.data_type(), onnx::TensorProto::FLOAT);
-    if (t.has_raw_data()) {
-      std::string raw = t.raw_data();
-      auto* f = reinterpret_cast<float*>(raw.data());
-      for (size_t i = 0; i < raw.size() / 4; i++) f[i] += 0.25f;
-      t.set_raw_data(raw);
-    } else {
-      for (int i = 0; i < t.float_data_size(); i++) t.set_float_data(i, t.float_data(i) + 0.25f);
-    }
-    done = true;
-  }
+  const bool done = hfx::testsupport::edit_float_initializer(
+      d / "onnx" / "model.onnx", "model.layers.1.self_attn.q_proj.weight", [](float* f, size_t n) {
+        for (size_t i = 0; i < n; i++) f[i] += 0.25f;
+      });
   ASSERT_TRUE(done) << "no initializer model.layers.1.self_attn.q_proj.weight";
-  save(m, d / "onnx" / "model.onnx");
   manifest(d);  // the checksum matches the damaged file: numerics must catch it
   Proc r = verify(d);
   EXPECT_NE(r.rc, 0) << r.out;

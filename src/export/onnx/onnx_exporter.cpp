@@ -193,6 +193,7 @@ class OnnxExporter : public Exporter {
     written_ = 0;
     contrib_nodes_ = 0;
     advice_.clear();
+    data_.clear();
     for (size_t i = 0; i < programs.size(); i++) {
       const Slot at{i, programs.size()};
       Prepared p = prepare_component(model, programs[i], oc);
@@ -213,14 +214,15 @@ class OnnxExporter : public Exporter {
     const Model& model = quantized ? *quantized : model0;
     ExportResult r;
     r.out_dir = out_dir;
-    // One external data file for every component that uses external data: the weights are written once.
-    std::unique_ptr<ExternalDataFile> data;
     bool noted = false;
     const auto plan = generation_plan(model, opts, configs);
     written_ = 0;
     contrib_nodes_ = 0;
     advice_.clear();
+    data_.clear();
     bool ort = false;
+    std::map<std::string, int> group_size;  // data file → programs that write to it
+    for (const auto& [spec, cfg] : plan) group_size[data_group(spec.name)]++;
     std::vector<OnnxConfig> ocs;
     std::vector<Prepared> prepared;
     for (size_t i = 0; i < plan.size(); i++) {
@@ -230,9 +232,9 @@ class OnnxExporter : public Exporter {
         oc.external_data = true;
         if (!std::exchange(noted, true)) r.warnings.push_back(auto_external_data_note(model, oc));
       }
-      // Several programs read the same weights: one copy of them, in the shared file, whatever their size
+      // Programs that read the same weights: one copy of them, in their group's file, whatever their size
       // (embedded, each graph would carry its own).
-      if (plan.size() > 1) oc.external_data = true;
+      if (group_size[data_group(plan[i].first.name)] > 1) oc.external_data = true;
       prepared.push_back(prepare_component(model, plan[i].first, oc));
       ocs.push_back(std::move(oc));
     }
@@ -241,20 +243,27 @@ class OnnxExporter : public Exporter {
     for (const Prepared& p : prepared) graphs.push_back(p.prog.graph.get());
     const std::set<std::string> transpose = params_to_transpose(graphs);
     for (size_t i = 0; i < plan.size(); i++) {
-      if (ocs[i].external_data && !data)
-        data = std::make_unique<ExternalDataFile>((fs::path(out_dir) / "onnx" / "model.onnx_data").string(),
-                                                  &model.weights());
-      finish_component(model, plan[i].first, ocs[i], out_dir, r, ocs[i].external_data ? data.get() : nullptr,
-                       {i, plan.size()}, prepared[i], plan.size() > 1 ? &transpose : nullptr);
+      ExternalDataFile* data = nullptr;
+      if (ocs[i].external_data) {
+        const std::string group = data_group(plan[i].first.name);
+        auto& f = data_[group];
+        if (!f)
+          f = std::make_unique<ExternalDataFile>(
+              (fs::path(out_dir) / "onnx" / (group + ".onnx_data")).string(), &model.weights());
+        data = f.get();
+      }
+      finish_component(model, plan[i].first, ocs[i], out_dir, r, data, {i, plan.size()}, prepared[i],
+                       plan.size() > 1 ? &transpose : nullptr);
     }
     check_target_applied(model, ort);
-    if (data) {
-      Trace trace("model");
-      data->finish();
-      r.files.push_back({"model", "onnx/model.onnx_data", "weights"});
+    for (auto& [group, f] : data_) {
+      Trace trace(group);
+      f->finish();
+      r.files.push_back({group, "onnx/" + group + ".onnx_data", "weights"});
       trace.phase("data-fsync");
     }
     write_advice(out_dir, r);
+    data_.clear();
     return r;
   }
 
@@ -329,7 +338,7 @@ class OnnxExporter : public Exporter {
                         Prepared& p, const std::set<std::string>* transpose_params) {
     const std::string comp = spec.name;
     Trace trace(comp);
-    const uint64_t shared_before = shared_data ? shared_data->size() : 0;
+    const uint64_t shared_before = data_bytes();
     Graph& g = *p.prog.graph;
     progress(comp, at, 0, "capture", written_ + shared_before);
     progress(comp, at, 1, "fixes", written_ + shared_before);
@@ -373,7 +382,10 @@ class OnnxExporter : public Exporter {
     fs::path path = fs::path(out_dir) / rel;
     if (shared_data) {
       // The shared weights stream tensor by tensor: the bar follows the bytes.
-      shared_data->on_written = [&](uint64_t n) { progress(comp, at, 3, "write", written_ + n); };
+      const uint64_t others = data_bytes() - shared_data->size();  // the other groups' files
+      shared_data->on_written = [&, others](uint64_t n) {
+        progress(comp, at, 3, "write", written_ + others + n);
+      };
       write_onnx_model(lm, path.string(), shared_data);
       shared_data->on_written = nullptr;
     } else {
@@ -383,12 +395,29 @@ class OnnxExporter : public Exporter {
     }
     written_ += file_bytes(path);
     last_at_ = at;
-    last_shared_ = shared_data ? shared_data->size() : 0;
+    last_shared_ = data_bytes();
     progress(comp, at, 4, "write", written_ + last_shared_);
     r.files.push_back({comp, rel, "graph"});
   }
 
   // onnx/session_options.json: the session settings each program's graph wants (hfx/export/onnx.h).
+  // The external data file a program writes to: the one of the graph Transformers.js loads for it, which it
+  // fetches as <graph>.onnx_data and passes to ONNX Runtime alone. hfx's own prefill/decode graphs share the
+  // merged decoder's file (Transformers.js loads model.onnx); decoder_model/decoder_with_past_model share
+  // decoder_model_merged's; every other program (encoders, embed_tokens, vision_encoder) has its own. A
+  // weight two of these loading units read (a tied embedding in encoder and decoder) is stored in each.
+  static std::string data_group(const std::string& program) {
+    if (program == "prefill" || program == "decode") return "model";
+    if (program == "decoder_model" || program == "decoder_with_past_model") return "decoder_model_merged";
+    return program;
+  }
+  // Bytes in the export's external data files so far.
+  uint64_t data_bytes() const {
+    uint64_t n = 0;
+    for (const auto& [group, f] : data_) n += f ? f->size() : 0;
+    return n;
+  }
+
   // Written once every program is, so the bar's last step (the last program's) counts its bytes too.
   void write_advice(const std::string& out_dir, ExportResult& r) {
     write_ort_session_advice(out_dir, advice_);
@@ -398,9 +427,10 @@ class OnnxExporter : public Exporter {
       progress(r.programs.back().component, last_at_, 4, "write", written_ + last_shared_);
   }
   Slot last_at_;              // the slot of the last program written
-  uint64_t last_shared_ = 0;  // the shared weights file's bytes after it
+  uint64_t last_shared_ = 0;  // the external data files' bytes after it
 
-  std::map<std::string, OrtSessionAdvice> advice_;  // per program exported so far
+  std::map<std::string, OrtSessionAdvice> advice_;                 // per program exported so far
+  std::map<std::string, std::unique_ptr<ExternalDataFile>> data_;  // data_group → its file
   uint64_t written_ = 0;       // bytes of graphs (and own external data) written by this export so far
   int64_t contrib_nodes_ = 0;  // com.microsoft nodes in the programs exported so far
 };

@@ -1,7 +1,7 @@
-// One copy of the weights per export folder: every program of a multi-program ONNX export (prefill, decode,
-// merged; encoder and decoders; vision encoder, projector and language model) references one shared
-// onnx/model.onnx_data, whatever the size, and no weight is written twice; a single-program export under the
-// protobuf limit keeps its weights inline.
+// One copy of the weights per loading unit: the programs that share weights and load together (prefill,
+// decode and the merged decoder; the three decoder graphs of a seq2seq or vision-language export) reference
+// one external data file, named after the graph Transformers.js loads, whatever the size, and no weight is
+// written twice in it; a single-program export under the protobuf limit keeps its weights inline.
 #include <gtest/gtest.h>
 
 #include <onnx/onnx_pb.h>
@@ -41,22 +41,23 @@ struct Extent {
   }
 };
 
-// What the folder's graphs reference: initializer name → the extents it is stored at, and the bytes of
-// initializers kept inline (above 1 KiB: what counts as a weight, not a shape constant).
+// What the folder's graphs reference: per data file, initializer name → the extents it is stored at; and
+// per graph, the bytes of initializers kept inline (above 1 KiB: what counts as a weight, not a shape
+// constant).
 struct Refs {
-  std::map<std::string, std::set<Extent>> external;
-  uint64_t inline_weight_bytes = 0;
-  int graphs = 0;
+  std::map<std::string, std::map<std::string, std::set<Extent>>> external;  // file → name → extents
+  std::map<std::string, uint64_t> inline_weight_bytes;                      // graph → bytes
 };
 Refs references(const fs::path& onnx_dir) {
   Refs r;
   for (const auto& e : fs::directory_iterator(onnx_dir)) {
     if (e.path().extension() != ".onnx") continue;
-    r.graphs++;
+    const std::string graph = e.path().stem().string();
+    uint64_t& inl = r.inline_weight_bytes[graph];
     const onnx::ModelProto m = read(e.path());
     for (const auto& t : m.graph().initializer()) {
       if (t.data_location() != onnx::TensorProto::EXTERNAL) {
-        if (t.raw_data().size() > 1024) r.inline_weight_bytes += t.raw_data().size();
+        if (t.raw_data().size() > 1024) inl += t.raw_data().size();
         continue;
       }
       Extent x;
@@ -65,38 +66,47 @@ Refs references(const fs::path& onnx_dir) {
         if (kv.key() == "offset") x.offset = std::stoull(kv.value());
         if (kv.key() == "length") x.length = std::stoull(kv.value());
       }
-      r.external[t.name()].insert(x);
+      r.external[x.location][t.name()].insert(x);
     }
   }
   return r;
 }
 
-void expect_one_shared_copy(const fs::path& out) {
+// The folder's external data files are exactly `files`; the graphs `sharing` (programs that share a file)
+// embed no weight; within a file no weight is stored twice, and nothing is unreferenced.
+void expect_shared(const fs::path& out, const std::set<std::string>& files,
+                   const std::set<std::string>& sharing) {
   const fs::path onnx = out / "onnx";
-  std::vector<std::string> data_files;
+  std::set<std::string> data_files;
   for (const auto& e : fs::directory_iterator(onnx))
-    if (e.path().extension() == ".onnx_data") data_files.push_back(e.path().filename().string());
-  ASSERT_EQ(data_files, std::vector<std::string>{"model.onnx_data"});
+    if (e.path().extension() == ".onnx_data") data_files.insert(e.path().filename().string());
+  ASSERT_EQ(data_files, files);
   const Refs r = references(onnx);
-  ASSERT_GT(r.graphs, 1);
-  EXPECT_EQ(r.inline_weight_bytes, 0u) << "a weight is embedded in a graph of a multi-program export";
-  ASSERT_FALSE(r.external.empty());
-  const uint64_t size = fs::file_size(onnx / "model.onnx_data");
-  uint64_t distinct = 0;
-  std::set<Extent> all;
-  for (const auto& [name, extents] : r.external) {
-    EXPECT_EQ(extents.size(), 1u) << name << " is stored " << extents.size() << " times";
-    for (const Extent& x : extents) {
-      EXPECT_EQ(x.location, "model.onnx_data") << name;
-      EXPECT_LE(x.offset + x.length, size) << name;
-      all.insert(x);
-    }
+  for (const std::string& g : sharing) {
+    ASSERT_TRUE(r.inline_weight_bytes.count(g)) << "no graph " << g;
+    EXPECT_EQ(r.inline_weight_bytes.at(g), 0u) << g << " embeds a weight its data file should hold";
   }
-  // Nothing in the file that no graph references (a second copy under another name): the referenced
-  // extents, each padded to the file's 4096-byte alignment, cover it.
-  for (const Extent& x : all) distinct += (x.length + 4095) / 4096 * 4096;
-  EXPECT_LE(size, distinct);
+  EXPECT_EQ(r.external.size(), files.size());
+  for (const auto& [file, names] : r.external) {
+    SCOPED_TRACE(file);
+    ASSERT_TRUE(files.count(file)) << "a graph references " << file;
+    const uint64_t size = fs::file_size(onnx / file);
+    std::set<Extent> all;
+    for (const auto& [name, extents] : names) {
+      EXPECT_EQ(extents.size(), 1u) << name << " is stored " << extents.size() << " times";
+      for (const Extent& x : extents) {
+        EXPECT_LE(x.offset + x.length, size) << name;
+        all.insert(x);
+      }
+    }
+    // Nothing in the file that no graph references (a second copy under another name): the referenced
+    // extents, each padded to the file's 4096-byte alignment, cover it.
+    uint64_t covered = 0;
+    for (const Extent& x : all) covered += (x.length + 4095) / 4096 * 4096;
+    EXPECT_LE(size, covered);
+  }
 }
+const std::set<std::string> kDecoder = {"prefill", "decode", "model"};
 
 TEST(SharedWeights, ADecoderExportStoresEachWeightOnce) {
   auto model = test::tiny_in_memory("llama", 3);
@@ -104,24 +114,28 @@ TEST(SharedWeights, ADecoderExportStoresEachWeightOnce) {
   OnnxConfig f32;
   make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &f32}},
                                               (dir.path / "f32").string());
-  expect_one_shared_copy(dir.path / "f32");
+  expect_shared(dir.path / "f32", {"model.onnx_data"}, kDecoder);
   // Quantized: the codes and scales the lowering lays out for MatMulNBits are shared too.
   OnnxConfig q4;
   q4.target = "ort";
   q4.quantize = quant::parse_options("int4", 32, false);
   make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &q4}},
                                               (dir.path / "int4").string());
-  expect_one_shared_copy(dir.path / "int4");
+  expect_shared(dir.path / "int4", {"model.onnx_data"}, kDecoder);
   // Target standard: codes, scales and zero points the lowering computes for DequantizeLinear (opset 21).
   OnnxConfig q4s;
   q4s.opset = 21;
   q4s.quantize = quant::parse_options("int4", 32, false);
   make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &q4s}},
                                               (dir.path / "int4_standard").string());
-  expect_one_shared_copy(dir.path / "int4_standard");
+  expect_shared(dir.path / "int4_standard", {"model.onnx_data"}, kDecoder);
 }
 
-TEST(SharedWeights, EncoderDecoderAndVisionLanguageExportsShareOneFile) {
+// Encoder-decoder and vision-language folders: the decoder programs share decoder_model_merged.onnx_data
+// (the file Transformers.js fetches for the merged graph, config.json says which graphs have one); encoders,
+// embed_tokens and vision_encoder are single programs and keep their weights inline.
+TEST(SharedWeights, EncoderDecoderAndVisionLanguageDecodersShareTheMergedGraphsFile) {
+  const std::set<std::string> decoders = {"decoder_model", "decoder_with_past_model", "decoder_model_merged"};
   for (const char* arch : {"t5", "llava"}) {
     SCOPED_TRACE(arch);
     TempDir dir(std::string("shared_weights_") + arch);
@@ -130,7 +144,7 @@ TEST(SharedWeights, EncoderDecoderAndVisionLanguageExportsShareOneFile) {
     OnnxConfig oc;
     make_onnx_exporter()->export_for_generation(*m, CaptureOptions{}, {{"*", &oc}},
                                                 (dir.path / "out").string());
-    expect_one_shared_copy(dir.path / "out");
+    expect_shared(dir.path / "out", {"decoder_model_merged.onnx_data"}, decoders);
   }
 }
 
@@ -182,9 +196,9 @@ TEST(SharedWeights, ASingleProgramExportKeepsItsWeightsInline) {
   OnnxConfig oc;
   make_onnx_exporter()->export_model(*model, CaptureOptions{}, oc, dir.path.string());
   const Refs r = references(dir.path / "onnx");
-  EXPECT_EQ(r.graphs, 1);
+  ASSERT_EQ(r.inline_weight_bytes.size(), 1u);
   EXPECT_TRUE(r.external.empty());
-  EXPECT_GT(r.inline_weight_bytes, 0u);
+  EXPECT_GT(r.inline_weight_bytes.begin()->second, 0u);
   for (const auto& e : fs::directory_iterator(dir.path / "onnx"))
     EXPECT_NE(e.path().extension(), ".onnx_data");
 }
