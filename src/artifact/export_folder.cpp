@@ -97,7 +97,10 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
     report("manifest", nullptr);
     std::map<std::string, ShapeContract> contracts;
     for (const auto& p : out.export_result.programs) contracts[p.component] = p.contract;
-    out.manifest = build_manifest(tmp.string(), dir, cfg.format, cfg.to_json(), contracts);
+    std::map<std::string, std::pair<uint64_t, std::string>> hashed;  // computed while the files were written
+    for (const auto& f : out.export_result.files)
+      if (!f.sha256.empty()) hashed[f.path] = {f.size, f.sha256};
+    out.manifest = build_manifest(tmp.string(), dir, cfg.format, cfg.to_json(), contracts, hashed);
     for (const auto& p : out.export_result.programs) {
       if (!p.graph) continue;
       out.manifest.signatures[p.component] = program_signature(p);

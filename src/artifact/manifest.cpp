@@ -425,7 +425,8 @@ json onnx_model_info(const std::string& path) {
   return info;
 }
 
-std::vector<ManifestFile> scan_files(const std::string& out_dir) {
+std::vector<ManifestFile> scan_files(const std::string& out_dir,
+                                     const std::map<std::string, std::pair<uint64_t, std::string>>& known) {
   const fs::path root = fs::absolute(out_dir);
   HFX_CHECK(fs::is_directory(root), kComp, "expected an export folder, got '{}' (not a folder)", out_dir);
   std::vector<ManifestFile> files;
@@ -443,7 +444,10 @@ std::vector<ManifestFile> scan_files(const std::string& out_dir) {
     f.path = rel;
     f.role = role_of(rel);
     f.size = it->file_size();
-    f.sha256 = io::sha256_file(it->path().string());
+    auto k = known.find(rel);
+    f.sha256 = k != known.end() && k->second.first == f.size && k->second.second.size() == 64
+                   ? k->second.second
+                   : io::sha256_file(it->path().string());
     if (it->path().extension() == ".onnx") f.details = onnx_model_info(it->path().string());
     files.push_back(std::move(f));
   }
@@ -453,7 +457,8 @@ std::vector<ManifestFile> scan_files(const std::string& out_dir) {
 }
 
 Manifest build_manifest(const std::string& out_dir, const std::string& source_dir, const std::string& format,
-                        const json& export_config, const std::map<std::string, ShapeContract>& contracts) {
+                        const json& export_config, const std::map<std::string, ShapeContract>& contracts,
+                        const std::map<std::string, std::pair<uint64_t, std::string>>& known_hashes) {
   Manifest m;
   std::tie(m.model_id, m.revision) = model_identity(source_dir);
   m.source_path = fs::weakly_canonical(fs::absolute(source_dir)).string();
@@ -463,7 +468,7 @@ Manifest build_manifest(const std::string& out_dir, const std::string& source_di
   m.dependencies = dependency_versions();
   m.export_config = export_config;
   m.contracts = contracts;
-  m.files = scan_files(out_dir);
+  m.files = scan_files(out_dir, known_hashes);
   return m;
 }
 

@@ -142,12 +142,33 @@ std::string read_file(const std::string& path) {
   return out;
 }
 
+Sha256::Sha256() : ctx_(EVP_MD_CTX_new()) {
+  if (!ctx_ || EVP_DigestInit_ex(static_cast<EVP_MD_CTX*>(ctx_), EVP_sha256(), nullptr) != 1)
+    HFX_THROW("io", "cannot initialise sha256 (OpenSSL EVP)");
+}
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+void Sha256::update(const void* data, size_t n) {
+  if (EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), data, n) != 1) HFX_THROW("io", "sha256 update failed");
+}
+std::string Sha256::hex() {
+  unsigned char md[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  if (EVP_DigestFinal_ex(static_cast<EVP_MD_CTX*>(ctx_), md, &len) != 1)
+    HFX_THROW("io", "sha256 final failed");
+  static const char* digits = "0123456789abcdef";
+  std::string out;
+  out.reserve(len * 2);
+  for (unsigned int i = 0; i < len; i++) {
+    out.push_back(digits[md[i] >> 4]);
+    out.push_back(digits[md[i] & 15]);
+  }
+  return out;
+}
+
 std::string sha256_file(const std::string& path) {
   int fd = open_for_read(path, "hash it");
   FdCloser closer{fd};
-  std::unique_ptr<EVP_MD_CTX, void (*)(EVP_MD_CTX*)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  if (!ctx || EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr) != 1)
-    HFX_THROW("io", "cannot initialise sha256 (OpenSSL EVP) to hash '{}'", path);
+  Sha256 h;
   std::vector<unsigned char> buf(1 << 20);
   uint64_t total = 0;
   for (;;) {
@@ -159,22 +180,10 @@ std::string sha256_file(const std::string& path) {
                 detail::errno_text(e));
     }
     if (r == 0) break;
-    if (EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(r)) != 1)
-      HFX_THROW("io", "sha256 update failed while hashing '{}'", path);
+    h.update(buf.data(), static_cast<size_t>(r));
     total += static_cast<uint64_t>(r);
   }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  if (EVP_DigestFinal_ex(ctx.get(), md, &len) != 1)
-    HFX_THROW("io", "sha256 final failed while hashing '{}'", path);
-  static const char* hex = "0123456789abcdef";
-  std::string out;
-  out.reserve(len * 2);
-  for (unsigned int i = 0; i < len; i++) {
-    out.push_back(hex[md[i] >> 4]);
-    out.push_back(hex[md[i] & 15]);
-  }
-  return out;
+  return h.hex();
 }
 
 }  // namespace hfx::io

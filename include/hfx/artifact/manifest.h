@@ -18,6 +18,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -100,7 +101,10 @@ std::pair<std::string, std::string> model_identity(const std::string& source_dir
 std::map<std::string, std::string> dependency_versions();
 /// Every file under `out_dir` (manifest.json and hidden temp files excluded), hashed, sorted by path,
 /// with its role guessed from its name.
-std::vector<ManifestFile> scan_files(const std::string& out_dir);
+/// `known`: relative path → (size, sha256) already computed (ArtifactFile::sha256); used for a file still of
+/// that size, any other file is hashed.
+std::vector<ManifestFile> scan_files(
+    const std::string& out_dir, const std::map<std::string, std::pair<uint64_t, std::string>>& known = {});
 /// ir_version, opset_import and producer of an .onnx file, read without loading the graph.
 nlohmann::json onnx_model_info(const std::string& path);
 
@@ -108,7 +112,8 @@ nlohmann::json onnx_model_info(const std::string& path);
 /// "unverified". `contracts` maps component → contract (from ExportResult::programs).
 Manifest build_manifest(const std::string& out_dir, const std::string& source_dir, const std::string& format,
                         const nlohmann::json& export_config,
-                        const std::map<std::string, ShapeContract>& contracts);
+                        const std::map<std::string, ShapeContract>& contracts,
+                        const std::map<std::string, std::pair<uint64_t, std::string>>& known_hashes = {});
 /// Reads OUT/manifest.json, sets the verify section ("passed" | "failed" with the report, timestamped)
 /// and writes it back atomically.
 void record_verify_result(const std::string& out_dir, bool passed, const nlohmann::json& report);

@@ -136,6 +136,10 @@ struct ArtifactFile {
   std::string component;  ///< "model", "prefill", "decode"
   std::string path;       ///< relative to the output folder
   std::string role;       ///< "graph", "weights", "program", ...
+  /// The file's SHA-256 (hex) when the exporter computed it while writing (the manifest then uses it for a
+  /// file still of that size); "" otherwise.
+  std::string sha256{};
+  uint64_t size = 0;  ///< with sha256: the size it was computed at
 };
 
 struct ExportResult {

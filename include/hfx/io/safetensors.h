@@ -94,4 +94,19 @@ std::string read_file(const std::string& path);
 /// sha256 hex digest of a file (streamed).
 std::string sha256_file(const std::string& path);
 
+/// An incremental SHA-256 (OpenSSL EVP): update() with consecutive bytes, then hex() once.
+class Sha256 {
+ public:
+  Sha256();
+  ~Sha256();
+  Sha256(const Sha256&) = delete;
+  Sha256& operator=(const Sha256&) = delete;
+  void update(const void* data, size_t n);
+  /// The lowercase hex digest of everything updated so far; the hash cannot be updated after.
+  std::string hex();
+
+ private:
+  void* ctx_ = nullptr;  // EVP_MD_CTX
+};
+
 }  // namespace hfx::io

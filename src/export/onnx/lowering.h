@@ -13,11 +13,14 @@
 // bytes as they are and one Cast node in the graph widens it, exactly what eager computes; the external
 // data file is then a near-copy of the checkpoint.
 #pragma once
+#include <condition_variable>
 #include <functional>
 #include <map>
+#include <mutex>
 #include <optional>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <onnx/onnx_pb.h>  // defines ONNX_API, then includes onnx-ml.pb.h
@@ -154,6 +157,9 @@ class ExternalDataFile {
   /// Flushes, fsyncs and renames the temp file into place. Idempotent.
   void finish();
   uint64_t size() const { return offset_; }
+  /// The file's SHA-256 (hex), computed on a second thread while the tensors are written, so the manifest
+  /// need not read the file again; set by finish(), "" if it could not be computed.
+  const std::string& sha256() const { return sha256_; }
   /// Called after each tensor add() writes, with the file's size so far (an export's progress bar).
   std::function<void(uint64_t bytes)> on_written;
   int64_t tensors() const { return static_cast<int64_t>(extents_.size()); }
@@ -175,6 +181,18 @@ class ExternalDataFile {
   int source_fd(const std::string& file);
   void pread_all(int fd, char* dst, uint64_t n, uint64_t off);
   void write_transposed(const Source& src, const Tensor& t, DType as);
+  // The hashing thread: reads back (from the page cache) each byte range once it is final.
+  void hash_loop();
+  void mark_complete();
+  void stop_hasher();
+  std::thread hasher_;
+  std::mutex hash_mu_;
+  std::condition_variable hash_cv_;
+  uint64_t complete_ = 0;  // bytes [0, complete_) are final
+  bool closing_ = false;   // finish(): hash up to complete_, then the digest
+  bool abandon_ = false;   // failed or destroyed: stop, no digest
+  int hash_fd_ = -1;
+  std::string sha256_;
   void after_write();
   [[noreturn]] void fail(const std::string& what);
 

@@ -259,7 +259,7 @@ class OnnxExporter : public Exporter {
     for (auto& [group, f] : data_) {
       Trace trace(group);
       f->finish();
-      r.files.push_back({group, "onnx/" + group + ".onnx_data", "weights"});
+      r.files.push_back({group, "onnx/" + group + ".onnx_data", "weights", f->sha256(), f->size()});
       trace.phase("data-fsync");
     }
     write_advice(out_dir, r);

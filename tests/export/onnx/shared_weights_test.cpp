@@ -112,9 +112,18 @@ TEST(SharedWeights, ADecoderExportStoresEachWeightOnce) {
   auto model = test::tiny_in_memory("llama", 3);
   TempDir dir("shared_weights_llama");
   OnnxConfig f32;
-  make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &f32}},
-                                              (dir.path / "f32").string());
+  const ExportResult r = make_onnx_exporter()->export_for_generation(*model, CaptureOptions{}, {{"*", &f32}},
+                                                                     (dir.path / "f32").string());
   expect_shared(dir.path / "f32", {"model.onnx_data"}, kDecoder);
+  // The data file's SHA-256, computed while it was written (the manifest takes it), is the file's.
+  int hashed = 0;
+  for (const auto& f : r.files) {
+    if (f.sha256.empty()) continue;
+    hashed++;
+    EXPECT_EQ(f.sha256, io::sha256_file((dir.path / "f32" / f.path).string())) << f.path;
+    EXPECT_EQ(f.size, fs::file_size(dir.path / "f32" / f.path)) << f.path;
+  }
+  EXPECT_EQ(hashed, 1);
   // Quantized: the codes and scales the lowering lays out for MatMulNBits are shared too.
   OnnxConfig q4;
   q4.target = "ort";
