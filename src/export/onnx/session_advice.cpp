@@ -1,8 +1,5 @@
 // The ONNX Runtime session advice of an export (hfx/export/onnx.h): decided from the op types of each
 // written graph, stored as onnx/session_options.json, read back by every hfx consumer of the folder.
-#include <fstream>
-#include <sstream>
-
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
 #include "hfx/export/onnx.h"
@@ -65,15 +62,9 @@ void write_ort_session_advice(const std::string& out_dir,
 
 std::optional<OrtSessionAdvice> read_ort_session_advice(const fs::path& model) {
   const fs::path file = model.parent_path() / kFile;
-  std::ifstream in(file);
-  if (!in) return std::nullopt;
-  std::stringstream ss;
-  ss << in.rdbuf();
-  json j = json::parse(ss.str(), nullptr, false);
+  if (!fs::exists(file)) return std::nullopt;
   const std::string where = file.string();
-  if (j.is_discarded())
-    HFX_THROW("onnx", "expected JSON in {}, got unparsable text; re-export the folder or delete the file",
-              where);
+  const json j = jsonc::parse(io::read_file(where), "onnx", where);
   // value() returns copies: held here, not bound to references into temporaries.
   const json programs = jsonc::object(j, "onnx", where).value("programs", json::object());
   jsonc::object(programs, "onnx", where + " programs");
