@@ -124,6 +124,24 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
                 cfg.sliding_window);
 }
 
+RopeConfig rope_config_partial(const ModelConfig& c, double partial) {
+  const json& j = c.raw;
+  const bool in_params = jhas(j, "rope_parameters") && j["rope_parameters"].is_object() &&
+                         jhas(j["rope_parameters"], "partial_rotary_factor");
+  if (in_params || jhas(j, "partial_rotary_factor")) return rope_config(c);
+  ModelConfig with = c;
+  with.raw["partial_rotary_factor"] = partial;
+  return rope_config(with);
+}
+
+void refuse_knob(const ModelConfig& c, const char* key, const json& expected, const char* what) {
+  if (!jhas(c.raw, key) || c.raw[key] == expected) return;
+  HFX_THROW("model",
+            "expected config.json.{} to be {} for {} (hfx does not implement {} yet), got {}; see "
+            "docs/adding-an-architecture.md",
+            key, expected.dump(), c.model_type, what, c.raw[key].dump());
+}
+
 Var W(Builder& b, const Model& m, const std::string& name) { return F::to(m.w(b, name), DType::F32); }
 
 // x @ weight^T: hfx.linear_q when the store holds the weight's quantized form (quant::quantize_model),
@@ -165,26 +183,17 @@ Var activation(const Var& x, const std::string& name) {
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
     return F::gelu(x, "tanh");
   if (name == "relu") return F::relu(x);
+  if (name == "relu2") {  // ReLUSquaredActivation (Nemotron)
+    Var r = F::relu(x);
+    return F::mul(r, r);
+  }
   if (name == "quick_gelu") return F::mul(x, F::sigmoid(F::mul(x, 1.702)));  // QuickGELUActivation
-  HFX_THROW(
-      "model",
-      "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu, quick_gelu), got "
-      "'{}'",
-      name);
-}
-
-namespace {
-// hidden_act → hfx.moe's act attribute (the same functions activation() applies).
-std::string moe_activation(const std::string& name) {
-  if (name == "silu" || name == "swish") return "silu";
-  if (name == "gelu" || name == "relu") return name;
-  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
-    return "gelu_tanh";
   HFX_THROW("model",
-            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'",
+            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu, relu2, "
+            "quick_gelu), got "
+            "'{}'",
             name);
 }
-}  // namespace
 
 Var padding_mask(Builder& b, const Var& attention_mask) {
   if (!attention_mask.defined()) return Var();
@@ -272,284 +281,6 @@ std::vector<bool> sparse_layers_by_step(const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; i++)
     r.push_back(std::find(dense.begin(), dense.end(), i) == dense.end() && (i + 1) % step == 0);
   return r;
-}
-
-WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) {
-  WeightSpecs s;
-  const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads,
-                K = c.num_key_value_heads, D = c.head_dim;
-  s.push_back({"model.embed_tokens.weight", {c.vocab_size, E}});
-  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    s.push_back({p + "input_layernorm.weight", {E}});
-    if (o.fused_qkv) {
-      s.push_back({p + "self_attn.qkv_proj.weight", {(H + 2 * K) * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.qkv_proj.bias", {(H + 2 * K) * D}});
-    } else {
-      s.push_back({p + "self_attn.q_proj.weight", {H * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.q_proj.bias", {H * D}});
-      s.push_back({p + "self_attn.k_proj.weight", {K * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.k_proj.bias", {K * D}});
-      s.push_back({p + "self_attn.v_proj.weight", {K * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.v_proj.bias", {K * D}});
-    }
-    s.push_back({p + "self_attn.o_proj.weight", {E, H * D}});
-    if (o.o_bias) s.push_back({p + "self_attn.o_proj.bias", {E}});
-    if (o.qk_norm) {
-      s.push_back({p + "self_attn.q_norm.weight", {D}});
-      s.push_back({p + "self_attn.k_norm.weight", {D}});
-    }
-    if (o.qk_norm_flat) {
-      s.push_back({p + "self_attn.q_norm.weight", {H * D}});
-      s.push_back({p + "self_attn.k_norm.weight", {K * D}});
-    }
-    s.push_back({p + "post_attention_layernorm.weight", {E}});
-    if (o.sandwich_norms) {
-      s.push_back({p + "pre_feedforward_layernorm.weight", {E}});
-      s.push_back({p + "post_feedforward_layernorm.weight", {E}});
-    }
-    if (o.moe.sparse(i)) {
-      const auto& m = o.moe;
-      const std::string q = p + m.block + ".";
-      s.push_back({q + m.router + ".weight", {m.num_experts, E}});
-      if (m.stacked) {
-        s.push_back({q + "input_linear.weight", {m.num_experts, 2 * m.intermediate, E}});
-        s.push_back({q + "output_linear.weight", {m.num_experts, E, m.intermediate}});
-      }
-      for (int64_t x = 0; x < m.num_experts && !m.stacked; x++) {
-        std::string e = q + "experts." + std::to_string(x) + ".";
-        s.push_back({e + (m.mixtral_names ? "w1" : "gate_proj") + ".weight", {m.intermediate, E}});
-        s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
-        s.push_back({e + (m.mixtral_names ? "w3" : "up_proj") + ".weight", {m.intermediate, E}});
-      }
-      if (m.shared_intermediate > 0) {
-        s.push_back({q + "shared_expert.gate_proj.weight", {m.shared_intermediate, E}});
-        s.push_back({q + "shared_expert.up_proj.weight", {m.shared_intermediate, E}});
-        s.push_back({q + "shared_expert.down_proj.weight", {E, m.shared_intermediate}});
-        s.push_back({q + "shared_expert_gate.weight", {1, E}});
-      }
-      continue;
-    }
-    if (o.fused_gate_up) {
-      s.push_back({p + "mlp.gate_up_proj.weight", {2 * I, E}});
-    } else {
-      s.push_back({p + "mlp.gate_proj.weight", {I, E}});
-      if (o.mlp_bias) s.push_back({p + "mlp.gate_proj.bias", {I}});
-      s.push_back({p + "mlp.up_proj.weight", {I, E}});
-      if (o.mlp_bias) s.push_back({p + "mlp.up_proj.bias", {I}});
-    }
-    s.push_back({p + "mlp.down_proj.weight", {E, I}});
-    if (o.mlp_bias) s.push_back({p + "mlp.down_proj.bias", {E}});
-  }
-  s.push_back({"model.norm.weight", {E}});
-  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, E}});
-  return s;
-}
-
-Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
-                         KVCache* cache, bool full_mask) const {
-  const auto& c = config();
-  Scope s(b, "self_attn");
-  const int64_t H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
-  Sym B = x.size(0), S = x.size(1);
-  Var q, k, v;
-  if (o_.fused_qkv) {
-    Var qkv = linear(b, *this, x, "qkv_proj", o_.qkv_bias);
-    q = F::slice(qkv, -1, 0, H * D);
-    k = F::slice(qkv, -1, H * D, (H + K) * D);
-    v = F::slice(qkv, -1, (H + K) * D, (H + 2 * K) * D);
-  } else {
-    q = linear(b, *this, x, "q_proj", o_.qkv_bias);
-    k = linear(b, *this, x, "k_proj", o_.qkv_bias);
-    v = linear(b, *this, x, "v_proj", o_.qkv_bias);
-  }
-  if (o_.qk_norm_flat) {
-    q = rms_norm(b, *this, q, "q_norm", c.norm_eps, o_.norm_offset);
-    k = rms_norm(b, *this, k, "k_norm", c.norm_eps, o_.norm_offset);
-  }
-  if (o_.clip_qkv > 0) {
-    // torch.clamp(x, -clip, clip) as min(max(x, -clip), clip).
-    Var lo = b.constant(Tensor::scalar(-o_.clip_qkv)), hi = b.constant(Tensor::scalar(o_.clip_qkv));
-    q = F::minimum(F::maximum(q, lo), hi);
-    k = F::minimum(F::maximum(k, lo), hi);
-    v = F::minimum(F::maximum(v, lo), hi);
-  }
-  q = F::reshape(q, {B, S, H, D});
-  k = F::reshape(k, {B, S, K, D});
-  v = F::reshape(v, {B, S, K, D});
-  if (o_.qk_norm) {
-    q = rms_norm(b, *this, q, "q_norm", c.norm_eps, o_.norm_offset);
-    k = rms_norm(b, *this, k, "k_norm", c.norm_eps, o_.norm_offset);
-  }
-  q = F::transpose(q, 1, 2);  // [B, H, S, D]
-  k = F::transpose(k, 1, 2);
-  v = F::transpose(v, 1, 2);
-  if (cos) {
-    q = F::rope(q, cos, sin);
-    k = F::rope(k, cos, sin);
-  }
-  if (cache) std::tie(k, v) = cache->update(layer, k, v);
-  const bool sliding = c.layer_types.at(layer) == "sliding_attention";
-  double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
-  Var o = full_mask ? F::sdpa(q, k, v, mask, scale, /*causal=*/false, 0, o_.attn_softcap)
-                    : F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0,
-                              o_.attn_softcap);
-  o = F::reshape(F::transpose(o, 1, 2), {B, S, H * D});
-  o = linear(b, *this, o, "o_proj", o_.o_bias);
-  b.name_output(o);
-  return o;
-}
-
-// The routed experts are one hfx.moe op (eager: a sparse kernel that runs each expert on its tokens only;
-// backends without a fused MoE get the op table's dense decomposition through their registry entry;
-// --target ort lowers it to com.microsoft.MoE). The router linear and Qwen2-MoE's shared expert stay
-// outside: every family here routes by softmax → top-k → optional renormalization, which the op
-// covers (GraniteMoE's softmax over the top-k logits is exactly that renormalization).
-Var DecoderLM::moe(Builder& b, const Var& x) const {
-  const auto& m = o_.moe;
-  Scope s(b, m.block);
-  const std::string blk = b.scope() + ".";
-  Var logits = linear(b, *this, x, m.router, false);  // router [B, S, E]
-  std::vector<Var> experts;
-  if (m.stacked) {
-    experts = {w(b, blk + "input_linear.weight"), w(b, blk + "output_linear.weight")};
-  } else {
-    for (int64_t e = 0; e < m.num_experts; e++) {
-      const std::string p = blk + "experts." + std::to_string(e) + ".";
-      for (const char* n : m.mixtral_names ? std::vector<const char*>{"w1", "w3", "w2"}
-                                           : std::vector<const char*>{"gate_proj", "up_proj", "down_proj"})
-        experts.push_back(w(b, p + n + ".weight"));
-    }
-  }
-  Var out;
-  {
-    Scope se(b, "experts");
-    out = F::moe(x, logits, experts, m.top_k, m.norm_topk_prob, moe_activation(o_.act));
-    b.name_output(out);
-  }
-  if (m.shared_intermediate > 0) {
-    Var y;
-    {
-      Scope ss(b, "shared_expert");
-      Var gate = linear(b, *this, x, "gate_proj", false), up = linear(b, *this, x, "up_proj", false);
-      y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", false);
-      b.name_output(y);
-    }
-    Var g = F::sigmoid(linear(b, *this, x, "shared_expert_gate", false));  // [B, S, 1]
-    out = F::add(out, F::mul(g, y));
-  }
-  b.name_output(out);
-  return out;
-}
-
-Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
-  const auto& c = config();
-  if (o_.moe.sparse(layer)) return moe(b, x);
-  Scope s(b, "mlp");
-  Var gate, up;
-  if (o_.fused_gate_up) {
-    Var gu = linear(b, *this, x, "gate_up_proj", false);
-    gate = F::slice(gu, -1, 0, c.intermediate_size);
-    up = F::slice(gu, -1, c.intermediate_size, 2 * c.intermediate_size);
-  } else {
-    gate = linear(b, *this, x, "gate_proj", o_.mlp_bias);
-    up = linear(b, *this, x, "up_proj", o_.mlp_bias);
-  }
-  Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", o_.mlp_bias);
-  b.name_output(y);
-  return y;
-}
-
-namespace {
-// transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
-Var embedding_scale(const ModelConfig& c, Var x) {
-  const double norm = Tensor::scalar(std::sqrt(static_cast<double>(c.hidden_size)), c.dtype).item();
-  x = F::mul(x, norm);
-  return c.dtype != DType::F32 ? F::to(F::to(x, c.dtype), DType::F32) : x;
-}
-}  // namespace
-
-Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
-  Scope se(b, "embed_tokens");
-  const quant::QuantNames q = quant::quant_names("model.embed_tokens.weight");
-  Var h;
-  if (weights().has(weight_name(q.qweight))) {  // quantize_model with QuantOptions::embedding
-    Var codes = w(b, q.qweight);
-    const int64_t group = config().hidden_size / codes.size(1).value();
-    h = F::embedding_q(codes, w(b, q.scales), w_opt(b, q.zero_points), input_ids,
-                       codes.size(2).value() * 8 / group, group);
-  } else {
-    h = F::embedding(w(b, "model.embed_tokens.weight"), input_ids);
-  }
-  if (o_.scale_embeddings && o_.scale_in_embedding) h = embedding_scale(config(), F::to(h, DType::F32));
-  b.name_output(h);
-  return h;
-}
-
-ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
-  const auto& c = config();
-  Sym S = (a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids).size(1);
-  Sym past = a.cache ? a.cache->past_length() : Sym(0);
-  Var h = a.inputs_embeds;
-  {
-    Scope sm(b, "model");
-    if (!h.defined()) h = embed(b, a.input_ids);
-    h = F::to(h, DType::F32);
-    if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
-    if (o_.scale_embeddings && !o_.scale_in_embedding) h = embedding_scale(c, h);
-    Var pos = positions(b, a, past);
-    auto [cos, sin] = rope_cos_sin(b, o_.rope, pos, past + S);
-    Var cos_local = cos, sin_local = sin;
-    if (o_.rope_local) std::tie(cos_local, sin_local) = rope_cos_sin(b, *o_.rope_local, pos, past + S);
-    Var mask = padding_mask(b, a.attention_mask), mask_local;
-    const bool full = a.token_type_ids.defined();  // Gemma 3 image-text: the whole mask is built here
-    if (full)
-      std::tie(mask, mask_local) =
-          image_text_masks(b, a.token_type_ids, a.attention_mask, past, c.sliding_window);
-    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      Scope sl(b, "layers." + std::to_string(i));
-      Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, o_.norm_offset);
-      const bool local = c.layer_types.at(i) == "sliding_attention";
-      Var att = attention(b, x, static_cast<int>(i), local ? cos_local : cos, local ? sin_local : sin,
-                          full && local ? mask_local : mask, a.cache, full);
-      if (o_.sandwich_norms)
-        att = rms_norm(b, *this, att, "post_attention_layernorm", c.norm_eps, o_.norm_offset);
-      if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
-      h = F::add(h, att);
-      x = rms_norm(b, *this, h, o_.sandwich_norms ? "pre_feedforward_layernorm" : "post_attention_layernorm",
-                   c.norm_eps, o_.norm_offset);
-      Var m = mlp(b, x, i);
-      if (o_.sandwich_norms)
-        m = rms_norm(b, *this, m, "post_feedforward_layernorm", c.norm_eps, o_.norm_offset);
-      if (o_.residual_multiplier != 1.0) m = F::mul(m, o_.residual_multiplier);
-      h = F::add(h, m);
-      b.name_output(h);
-    }
-    h = rms_norm(b, *this, h, "norm", c.norm_eps, o_.norm_offset);
-  }
-  h = keep_last(h, a.logits_to_keep);
-  Var logits;
-  {
-    Scope sl(b, "lm_head");
-    // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h), or reads the
-    // embedding's when the table itself is quantized (QuantOptions::embedding).
-    const bool own =
-        !c.tie_word_embeddings || weights().has(weight_name(quant::quant_names("lm_head.weight").qweight));
-    logits = matmul_weight(b, *this, h, own ? "lm_head.weight" : "model.embed_tokens.weight");
-    b.name_output(logits);
-  }
-  if (o_.logits_scaling != 1.0) {
-    logits =
-        F::div(logits, b.constant(Tensor::scalar(o_.logits_scaling)));  // GraniteMoE: logits / logits_scaling
-    b.name_output(logits, "logits");
-  }
-  if (o_.final_softcap > 0) {
-    // logits / cap → tanh → × cap, as Gemma2ForCausalLM does.
-    logits = F::div(logits, b.constant(Tensor::scalar(o_.final_softcap)));
-    logits = F::mul(F::tanh(logits), o_.final_softcap);
-    b.name_output(logits, "logits");
-  }
-  return {logits};
 }
 
 }  // namespace hfx::models

@@ -58,6 +58,14 @@ inline const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_
 void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding_fallback,
                      const std::vector<std::string>& supported = {"full_attention", "sliding_attention"});
 
+/// rope_config(c) with `partial` as the partial_rotary_factor when config.json states none (Phi and
+/// Nemotron 0.5, StableLM 0.25: their config classes' defaults).
+RopeConfig rope_config_partial(const ModelConfig& c, double partial);
+/// Refuses a config knob this architecture does not implement, naming it: throws "[model] expected
+/// config.json.<key> to be <expected> (hfx does not implement <what>), got <value>" when config.json sets
+/// `key` to a value other than `expected` (absent and null are the default and pass).
+void refuse_knob(const ModelConfig& c, const char* key, const json& expected, const char* what);
+
 // ---- blocks (every call names its output after the HF module of the current scope) ----
 /// A weight cast to f32.
 Var W(Builder& b, const Model& m, const std::string& name);
@@ -106,24 +114,67 @@ struct MoeOptions {
   }
 };
 
+/// The norm a decoder uses everywhere (layers, q/k norms, the final norm), as transformers' module computes
+/// it.
+enum class NormKind {
+  rms,              ///< RMSNorm x·rsqrt(mean x² + eps)·(offset + w) (Llama; Gemma: offset 1)
+  layer,            ///< LayerNorm with weight and bias (Phi, StarCoder2, StableLM)
+  layer_no_bias,    ///< LayerNorm with a weight only (Cohere's mean-subtracting CohereLayerNorm)
+  layer_no_affine,  ///< LayerNorm without parameters (OLMo)
+  layer_1p,         ///< LayerNorm with bias and weight + 1 (Nemotron's LayerNorm1P)
+};
+
+/// Where a layer's norms sit, by their Hugging Face names ("" = that norm is absent). Pre-norm Llama:
+/// input + pre_mlp. Gemma 2's sandwich adds post_attn / post_mlp on the sublayer outputs; OLMo 2 has only
+/// those two (post-norm); GLM-4 all four under its own names.
+struct NormPlacement {
+  std::string input = "input_layernorm";             ///< on the residual stream, before attention
+  std::string post_attn;                             ///< on the attention output, before the residual add
+  std::string pre_mlp = "post_attention_layernorm";  ///< on the residual stream, before the MLP
+  std::string post_mlp;                              ///< on the MLP output, before the residual add
+};
+
+/// Gemma 2 / 3: norms on both sides of each sublayer.
+inline NormPlacement sandwich_norms() {
+  return {.input = "input_layernorm",
+          .post_attn = "post_attention_layernorm",
+          .pre_mlp = "pre_feedforward_layernorm",
+          .post_mlp = "post_feedforward_layernorm"};
+}
+
 struct DecoderOptions {
   std::string act = "silu";
+  NormKind norm = NormKind::rms;
   double norm_offset = 0.0;  ///< RMSNorm x·(offset + w) (Gemma: 1)
+  NormPlacement norms;
+  /// h + attn(n(h)) + mlp(n'(h)) in one step (Phi, Cohere: n' = n, norms.pre_mlp ""; GPT-NeoX: two norms).
+  bool parallel_residual = false;
   bool qkv_bias = false, o_bias = false, mlp_bias = false;
   bool fused_qkv = false;      ///< Phi-3 self_attn.qkv_proj
   bool fused_gate_up = false;  ///< Phi-3 mlp.gate_up_proj
-  bool qk_norm = false;        ///< Qwen3 q_norm / k_norm over head_dim
+  /// false: a plain MLP mlp_out(act(mlp_in(x))) (Phi fc1/fc2, StarCoder2 c_fc/c_proj, Nemotron up/down_proj).
+  bool gated_mlp = true;
+  std::string mlp_in = "up_proj", mlp_out = "down_proj";
+  std::string o_proj = "o_proj";    ///< Phi: self_attn.dense
+  std::string final_norm = "norm";  ///< Phi: model.final_layernorm
+  bool lm_head_bias = false;        ///< Phi: lm_head.bias
+  bool qk_norm = false;             ///< Qwen3 q_norm / k_norm over head_dim
+  bool qk_norm_after_rope = false;  ///< HunYuan: the per-head q/k norms run on the rotated q/k
+  std::string q_norm = "q_norm", k_norm = "k_norm";  ///< HunYuan: query_layernorm / key_layernorm
   bool qk_norm_flat = false;  ///< OLMoE q_norm [H·D] / k_norm [K·D] on the projections, before the head split
   double clip_qkv = 0.0;      ///< OLMoE: clamp q/k/v to ±clip_qkv (0: none)
-  bool sandwich_norms = false;    ///< Gemma-2 post_attention / pre_feedforward / post_feedforward norms
   bool scale_embeddings = false;  ///< Gemma: × sqrt(hidden) rounded to the model dtype
   bool scale_in_embedding =
       false;  ///< Gemma 3: the scale is embed_tokens' own (inputs_embeds are not scaled)
   double attn_softcap = 0.0, final_softcap = 0.0;
   double attn_scale = 0.0;                                                             ///< 0: head_dim^-0.5
   double embedding_multiplier = 1.0, residual_multiplier = 1.0, logits_scaling = 1.0;  ///< Granite
+  double logits_multiplier = 1.0;  ///< Cohere: logits × logit_scale
   RopeConfig rope;
   std::optional<RopeConfig> rope_local;  ///< Gemma 3: the rope of sliding_attention layers (else `rope`)
+  /// Per layer: true where the layer applies no rotary embedding (SmolLM3's no_rope_layers 0, Cohere 2's
+  /// full-attention layers). Empty: every layer rotates.
+  std::vector<bool> nope_layers;
   MoeOptions moe;
 };
 
@@ -153,6 +204,15 @@ class DecoderLM : public CausalLM {
   Var attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
                 KVCache* cache, bool full_mask = false) const;
   Var mlp(Builder& b, const Var& x, int64_t layer) const;
+  /// The decoder's norm (o_.norm) named `local` in the current scope; eps is config.norm_eps.
+  Var norm(Builder& b, const Var& x, const std::string& local) const;
+  /// Rotary cos/sin of one layer (both undefined on a NoPE layer).
+  struct LayerRope {
+    Var cos, sin;
+  };
+  /// Decoder layer `i` in the current scope on the residual stream `h`.
+  Var layer(Builder& b, Var h, int64_t i, const LayerRope& r, const Var& mask, KVCache* cache,
+            bool full_mask) const;
   /// The sparse MoE block (o_.moe) in the current scope.
   Var moe(Builder& b, const Var& x) const;
 

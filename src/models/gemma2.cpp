@@ -35,7 +35,7 @@ DecoderOptions options(const ModelConfig& c) {
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
   o.norm_offset = 1.0;
   o.scale_embeddings = true;
-  o.sandwich_norms = true;
+  o.norms = sandwich_norms();
   o.attn_softcap = jget<double>(c.raw, "attn_logit_softcapping", 0.0);
   o.final_softcap = jget<double>(c.raw, "final_logit_softcapping", 0.0);
   o.attn_scale = 1.0 / std::sqrt(jget<double>(c.raw, "query_pre_attn_scalar", 256.0));

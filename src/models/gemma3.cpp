@@ -62,7 +62,7 @@ DecoderOptions options(const ModelConfig& c) {
   o.norm_offset = 1.0;
   o.scale_embeddings = true;
   o.scale_in_embedding = true;
-  o.sandwich_norms = true;
+  o.norms = sandwich_norms();
   o.qk_norm = true;
   o.attn_softcap = jget<double>(c.raw, "attn_logit_softcapping", 0.0);
   o.final_softcap = jget<double>(c.raw, "final_logit_softcapping", 0.0);

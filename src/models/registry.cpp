@@ -13,6 +13,22 @@ const Architecture& qwen3_architecture();
 const Architecture& gemma_architecture();
 const Architecture& gemma2_architecture();
 const Architecture& gemma3_text_architecture();
+const Architecture& granite_architecture();
+const Architecture& helium_architecture();
+const Architecture& smollm3_architecture();
+const Architecture& olmo_architecture();
+const Architecture& olmo2_architecture();
+const Architecture& stablelm_architecture();
+const Architecture& starcoder2_architecture();
+const Architecture& phi_architecture();
+const Architecture& cohere_architecture();
+const Architecture& cohere2_architecture();
+const Architecture& nemotron_architecture();
+const Architecture& glm_architecture();
+const Architecture& glm4_architecture();
+const Architecture& ernie4_5_architecture();
+const Architecture& exaone4_architecture();
+const Architecture& hunyuan_v1_dense_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
 const Architecture& mixtral_architecture();
@@ -58,6 +74,23 @@ std::vector<const Architecture*> all_architectures() {
       &phi3_architecture(),
       &gpt2_architecture(),
       &gemma3_text_architecture(),
+      // Llama-family decoders declared as options of the shared decoder (docs/adding-an-architecture.md)
+      &granite_architecture(),
+      &helium_architecture(),
+      &smollm3_architecture(),
+      &olmo_architecture(),
+      &olmo2_architecture(),
+      &stablelm_architecture(),
+      &starcoder2_architecture(),
+      &phi_architecture(),
+      &cohere_architecture(),
+      &cohere2_architecture(),
+      &nemotron_architecture(),
+      &glm_architecture(),
+      &glm4_architecture(),
+      &ernie4_5_architecture(),
+      &exaone4_architecture(),
+      &hunyuan_v1_dense_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

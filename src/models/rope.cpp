@@ -208,6 +208,10 @@ std::pair<Var, Var> rope_cos_sin(Builder& b, const RopeConfig& rc, const Var& po
     freqs = F::cat(parts, -1);  // [B, S, dim/2]
   }
   Var emb = F::cat({freqs, freqs}, -1);
+  if (rc.interleaved) {  // repeat_interleave(freqs, 2, -1): pair (2i, 2i + 1) shares frequency i
+    Var f = F::unsqueeze(freqs, -1);
+    emb = F::reshape(F::cat({f, f}, -1), {freqs.size(0), freqs.size(1), Sym(2) * freqs.size(2)});
+  }
   Var cos = F::cos(emb), sin = F::sin(emb);
   if (fr.attention_scaling != 1.0) {
     cos = F::mul(cos, fr.attention_scaling);

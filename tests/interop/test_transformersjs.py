@@ -14,11 +14,13 @@ import pytest
 
 from cases import BY_NAME
 from conftest import ROOT
+from judge import EXACT, greedy_agreement
 from reference import CausalReference
 
 # The decoder families Transformers.js 4.3 implements (the C++ suite's TransformersJs list).
 NAMES = ["llama", "llama_mqa_tied", "qwen2", "gemma2", "gpt2", "mistral", "qwen3", "gemma", "phi3", "qwen2_moe",
-         "qwen3_moe", "lfm2", "gemma3_text",
+         "qwen3_moe", "lfm2", "gemma3_text", "granite", "helium", "smollm3", "olmo", "olmo2", "stablelm",
+         "stablelm_parallel", "starcoder2", "phi", "cohere", "cohere2", "glm", "ernie4_5", "hunyuan_v1_dense",
          # An upstream limitation, not hfx's: Transformers.js 4.3.1 reads granitemoehybrid's layer_types as
          # "mamba" / "attention" (transformers 4.x); transformers 5 writes "linear_attention" / "full_attention",
          # so it feeds no cache and onnxruntime refuses the call.
@@ -47,16 +49,20 @@ def test_greedy_tokens(name, export, checkpoint, record):
     ref = CausalReference(checkpoint(case))
     eos = ref.model.generation_config.eos_token_id
     eos = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
+    agreed = []
     for row, prompt in enumerate(PROMPTS):
-        want, _ = ref.greedy(prompt, STEPS)
+        want, want_logits = ref.greedy(prompt, STEPS)
         tokens = [t for t in got[row]]
         n = len(tokens)
         if n < STEPS:  # stopped at eos: the rest of the row is padding
             stop = next((i for i, t in enumerate(tokens) if t in eos), n - 1)
             tokens, n = tokens[:stop + 1], stop + 1
-        assert tokens == want[:n], (f"[onnx/transformers.js] row {row}: expected transformers' greedy tokens "
-                                    f"{want[:n]}, got {tokens}")
-        assert n == STEPS or tokens[-1] in eos, f"[transformers.js] row {row} stopped at {n} tokens without eos"
-    rec.greedy = f"{min(len(g) for g in got)}/{STEPS} (batch of 2)"
+        # Equal tokens, or a divergence only where transformers' own top-2 margin is within the f32 bound (a
+        # near-tie that another runtime's kernels may break either way); any other difference fails.
+        steps = greedy_agreement(rec, tokens, want[:n], want_logits[:n], EXACT)
+        assert steps < n or n == STEPS or tokens[-1] in eos, (
+            f"[transformers.js] row {row} stopped at {n} tokens without eos")
+        agreed.append(f"{steps}/{n}")
+    rec.greedy = f"{', '.join(agreed)} (batch of 2)"
     rec.checks = len(PROMPTS)
     assert np.isfinite(rec.worst)

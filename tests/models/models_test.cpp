@@ -155,7 +155,8 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
       for (Value* v : n->inputs) fused_weights.insert(v->name);
   }
   auto aliased = [](const std::string& e) {
-    for (const char* t : {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear"})
+    for (const char* t :
+         {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear", ".dense", ".fc2"})
       if (e.size() >= std::strlen(t) && e.compare(e.size() - std::strlen(t), std::strlen(t), t) == 0)
         return true;
     return false;

@@ -29,6 +29,9 @@ struct RopeConfig {
   int64_t dim = 0;                      ///< rotary dims: int(head_dim * partial_rotary_factor)
   int64_t max_position_embeddings = 0;  ///< config.max_position_embeddings
   nlohmann::json params;                ///< the rope_parameters / rope_scaling object (factor, ...)
+  /// GPT-J-style pairs (2i, 2i + 1) (Cohere, GLM): cos/sin are repeat_interleave(freqs, 2) and hfx.rope
+  /// rotates interleaved; else Llama's halves (i, i + dim/2) with cat(freqs, freqs).
+  bool interleaved = false;
   /// Qwen2-VL's multimodal rope (rope_scaling {"type": "mrope", "mrope_section": [t, h, w]}): the rotary
   /// frequencies are split in sections of t, h and w entries (t + h + w = dim / 2), each rotated by its own
   /// position (temporal, height, width). Empty: one position per token.
@@ -46,7 +49,8 @@ RopeConfig rope_config(const ModelConfig& cfg);
 RopeFreqs compute_rope(const RopeConfig& rc, std::optional<int64_t> seq_len = std::nullopt);
 
 /// cos/sin [B, S, dim] for positions [B, S] (int64), as transformers' rotary embedding forward computes
-/// them: freqs = pos × inv_freq (f32), emb = cat(freqs, freqs), cos/sin × attention_scaling. For the
+/// them: freqs = pos × inv_freq (f32), emb = cat(freqs, freqs) (interleaved: each repeated twice), cos/sin ×
+/// attention_scaling. For the
 /// dynamic type with `total_len` > max_position_embeddings (decided by b.env().gt, which guards when
 /// tracing) the NTK inverse frequencies are computed in the graph from the symbolic length. With
 /// `mrope_section` the positions may be [3, B, S] (temporal, height, width): frequency i takes the position

@@ -1,0 +1,355 @@
+// The Llama-family decoder (DecoderLM): transformers' LlamaDecoderLayer and its relatives line by line, with
+// what varies in the family (norm kind and placement, parallel residual, partial/interleaved rotary, NoPE
+// layers, gated or plain MLP, biases, q/k norms, multipliers, soft-capping, experts) read from
+// DecoderOptions, so that an architecture of the family is a declaration.
+#include <algorithm>
+#include <cmath>
+
+#include "blocks.h"
+#include "hfx/core/error.h"
+#include "hfx/ops/linear_q.h"
+#include "hfx/quant/quantize.h"
+
+namespace hfx::models {
+
+namespace {
+// The parameters of one norm of `kind` over `n` features named `name` (none for OLMo's parameterless one).
+void norm_specs(WeightSpecs& s, NormKind kind, const std::string& name, int64_t n) {
+  if (name.empty() || kind == NormKind::layer_no_affine) return;
+  s.push_back({name + ".weight", {n}});
+  if (kind == NormKind::layer || kind == NormKind::layer_1p) s.push_back({name + ".bias", {n}});
+}
+
+// hidden_act → hfx.moe's act attribute (the same functions activation() applies).
+std::string moe_activation(const std::string& name) {
+  if (name == "silu" || name == "swish") return "silu";
+  if (name == "gelu" || name == "relu") return name;
+  if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
+    return "gelu_tanh";
+  HFX_THROW("model",
+            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu), got '{}'",
+            name);
+}
+}  // namespace
+
+WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) {
+  WeightSpecs s;
+  const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads,
+                K = c.num_key_value_heads, D = c.head_dim;
+  s.push_back({"model.embed_tokens.weight", {c.vocab_size, E}});
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    std::string p = "model.layers." + std::to_string(i) + ".";
+    const auto named = [&](const std::string& n) { return n.empty() ? n : p + n; };
+    norm_specs(s, o.norm, named(o.norms.input), E);
+    if (o.fused_qkv) {
+      s.push_back({p + "self_attn.qkv_proj.weight", {(H + 2 * K) * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.qkv_proj.bias", {(H + 2 * K) * D}});
+    } else {
+      s.push_back({p + "self_attn.q_proj.weight", {H * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.q_proj.bias", {H * D}});
+      s.push_back({p + "self_attn.k_proj.weight", {K * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.k_proj.bias", {K * D}});
+      s.push_back({p + "self_attn.v_proj.weight", {K * D, E}});
+      if (o.qkv_bias) s.push_back({p + "self_attn.v_proj.bias", {K * D}});
+    }
+    s.push_back({p + "self_attn." + o.o_proj + ".weight", {E, H * D}});
+    if (o.o_bias) s.push_back({p + "self_attn." + o.o_proj + ".bias", {E}});
+    if (o.qk_norm || o.qk_norm_flat) {
+      norm_specs(s, o.norm, p + "self_attn." + o.q_norm, o.qk_norm ? D : H * D);
+      norm_specs(s, o.norm, p + "self_attn." + o.k_norm, o.qk_norm ? D : K * D);
+    }
+    for (const std::string* n : {&o.norms.post_attn, &o.norms.pre_mlp, &o.norms.post_mlp})
+      norm_specs(s, o.norm, named(*n), E);
+    if (o.moe.sparse(i)) {
+      const auto& m = o.moe;
+      const std::string q = p + m.block + ".";
+      s.push_back({q + m.router + ".weight", {m.num_experts, E}});
+      if (m.stacked) {
+        s.push_back({q + "input_linear.weight", {m.num_experts, 2 * m.intermediate, E}});
+        s.push_back({q + "output_linear.weight", {m.num_experts, E, m.intermediate}});
+      }
+      for (int64_t x = 0; x < m.num_experts && !m.stacked; x++) {
+        std::string e = q + "experts." + std::to_string(x) + ".";
+        s.push_back({e + (m.mixtral_names ? "w1" : "gate_proj") + ".weight", {m.intermediate, E}});
+        s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
+        s.push_back({e + (m.mixtral_names ? "w3" : "up_proj") + ".weight", {m.intermediate, E}});
+      }
+      if (m.shared_intermediate > 0) {
+        s.push_back({q + "shared_expert.gate_proj.weight", {m.shared_intermediate, E}});
+        s.push_back({q + "shared_expert.up_proj.weight", {m.shared_intermediate, E}});
+        s.push_back({q + "shared_expert.down_proj.weight", {E, m.shared_intermediate}});
+        s.push_back({q + "shared_expert_gate.weight", {1, E}});
+      }
+      continue;
+    }
+    if (!o.gated_mlp) {
+      s.push_back({p + "mlp." + o.mlp_in + ".weight", {I, E}});
+      if (o.mlp_bias) s.push_back({p + "mlp." + o.mlp_in + ".bias", {I}});
+      s.push_back({p + "mlp." + o.mlp_out + ".weight", {E, I}});
+      if (o.mlp_bias) s.push_back({p + "mlp." + o.mlp_out + ".bias", {E}});
+      continue;
+    }
+    if (o.fused_gate_up) {
+      s.push_back({p + "mlp.gate_up_proj.weight", {2 * I, E}});
+    } else {
+      s.push_back({p + "mlp.gate_proj.weight", {I, E}});
+      if (o.mlp_bias) s.push_back({p + "mlp.gate_proj.bias", {I}});
+      s.push_back({p + "mlp.up_proj.weight", {I, E}});
+      if (o.mlp_bias) s.push_back({p + "mlp.up_proj.bias", {I}});
+    }
+    s.push_back({p + "mlp.down_proj.weight", {E, I}});
+    if (o.mlp_bias) s.push_back({p + "mlp.down_proj.bias", {E}});
+  }
+  norm_specs(s, o.norm, "model." + o.final_norm, E);
+  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, E}});
+  if (o.lm_head_bias) s.push_back({"lm_head.bias", {c.vocab_size}});
+  return s;
+}
+
+Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
+                         KVCache* cache, bool full_mask) const {
+  const auto& c = config();
+  Scope s(b, "self_attn");
+  const int64_t H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
+  Sym B = x.size(0), S = x.size(1);
+  Var q, k, v;
+  if (o_.fused_qkv) {
+    Var qkv = linear(b, *this, x, "qkv_proj", o_.qkv_bias);
+    q = F::slice(qkv, -1, 0, H * D);
+    k = F::slice(qkv, -1, H * D, (H + K) * D);
+    v = F::slice(qkv, -1, (H + K) * D, (H + 2 * K) * D);
+  } else {
+    q = linear(b, *this, x, "q_proj", o_.qkv_bias);
+    k = linear(b, *this, x, "k_proj", o_.qkv_bias);
+    v = linear(b, *this, x, "v_proj", o_.qkv_bias);
+  }
+  if (o_.qk_norm_flat) {
+    q = norm(b, q, o_.q_norm);
+    k = norm(b, k, o_.k_norm);
+  }
+  if (o_.clip_qkv > 0) {
+    // torch.clamp(x, -clip, clip) as min(max(x, -clip), clip).
+    Var lo = b.constant(Tensor::scalar(-o_.clip_qkv)), hi = b.constant(Tensor::scalar(o_.clip_qkv));
+    q = F::minimum(F::maximum(q, lo), hi);
+    k = F::minimum(F::maximum(k, lo), hi);
+    v = F::minimum(F::maximum(v, lo), hi);
+  }
+  q = F::reshape(q, {B, S, H, D});
+  k = F::reshape(k, {B, S, K, D});
+  v = F::reshape(v, {B, S, K, D});
+  if (o_.qk_norm && !o_.qk_norm_after_rope) {
+    q = norm(b, q, o_.q_norm);
+    k = norm(b, k, o_.k_norm);
+  }
+  q = F::transpose(q, 1, 2);  // [B, H, S, D]
+  k = F::transpose(k, 1, 2);
+  v = F::transpose(v, 1, 2);
+  if (cos) {
+    q = F::rope(q, cos, sin, o_.rope.interleaved);
+    k = F::rope(k, cos, sin, o_.rope.interleaved);
+  }
+  if (o_.qk_norm && o_.qk_norm_after_rope) {  // on [B, H, S, D]: still over head_dim
+    q = norm(b, q, o_.q_norm);
+    k = norm(b, k, o_.k_norm);
+  }
+  if (cache) std::tie(k, v) = cache->update(layer, k, v);
+  const bool sliding = c.layer_types.at(layer) == "sliding_attention";
+  double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
+  Var o = full_mask ? F::sdpa(q, k, v, mask, scale, /*causal=*/false, 0, o_.attn_softcap)
+                    : F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0,
+                              o_.attn_softcap);
+  o = F::reshape(F::transpose(o, 1, 2), {B, S, H * D});
+  o = linear(b, *this, o, o_.o_proj, o_.o_bias);
+  b.name_output(o);
+  return o;
+}
+
+// The routed experts are one hfx.moe op (eager: a sparse kernel that runs each expert on its tokens only;
+// backends without a fused MoE get the op table's dense decomposition through their registry entry;
+// --target ort lowers it to com.microsoft.MoE). The router linear and Qwen2-MoE's shared expert stay
+// outside: every family here routes by softmax → top-k → optional renormalization, which the op
+// covers (GraniteMoE's softmax over the top-k logits is exactly that renormalization).
+Var DecoderLM::moe(Builder& b, const Var& x) const {
+  const auto& m = o_.moe;
+  Scope s(b, m.block);
+  const std::string blk = b.scope() + ".";
+  Var logits = linear(b, *this, x, m.router, false);  // router [B, S, E]
+  std::vector<Var> experts;
+  if (m.stacked) {
+    experts = {w(b, blk + "input_linear.weight"), w(b, blk + "output_linear.weight")};
+  } else {
+    for (int64_t e = 0; e < m.num_experts; e++) {
+      const std::string p = blk + "experts." + std::to_string(e) + ".";
+      for (const char* n : m.mixtral_names ? std::vector<const char*>{"w1", "w3", "w2"}
+                                           : std::vector<const char*>{"gate_proj", "up_proj", "down_proj"})
+        experts.push_back(w(b, p + n + ".weight"));
+    }
+  }
+  Var out;
+  {
+    Scope se(b, "experts");
+    out = F::moe(x, logits, experts, m.top_k, m.norm_topk_prob, moe_activation(o_.act));
+    b.name_output(out);
+  }
+  if (m.shared_intermediate > 0) {
+    Var y;
+    {
+      Scope ss(b, "shared_expert");
+      Var gate = linear(b, *this, x, "gate_proj", false), up = linear(b, *this, x, "up_proj", false);
+      y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", false);
+      b.name_output(y);
+    }
+    Var g = F::sigmoid(linear(b, *this, x, "shared_expert_gate", false));  // [B, S, 1]
+    out = F::add(out, F::mul(g, y));
+  }
+  b.name_output(out);
+  return out;
+}
+
+Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
+  const auto& c = config();
+  if (o_.moe.sparse(layer)) return moe(b, x);
+  Scope s(b, "mlp");
+  if (!o_.gated_mlp) {
+    Var y = linear(b, *this, activation(linear(b, *this, x, o_.mlp_in, o_.mlp_bias), o_.act), o_.mlp_out,
+                   o_.mlp_bias);
+    b.name_output(y);
+    return y;
+  }
+  Var gate, up;
+  if (o_.fused_gate_up) {
+    Var gu = linear(b, *this, x, "gate_up_proj", false);
+    gate = F::slice(gu, -1, 0, c.intermediate_size);
+    up = F::slice(gu, -1, c.intermediate_size, 2 * c.intermediate_size);
+  } else {
+    gate = linear(b, *this, x, "gate_proj", o_.mlp_bias);
+    up = linear(b, *this, x, "up_proj", o_.mlp_bias);
+  }
+  Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", o_.mlp_bias);
+  b.name_output(y);
+  return y;
+}
+
+namespace {
+// transformers multiplies by torch.tensor(sqrt(hidden), dtype=model dtype), in the model dtype.
+Var embedding_scale(const ModelConfig& c, Var x) {
+  const double norm = Tensor::scalar(std::sqrt(static_cast<double>(c.hidden_size)), c.dtype).item();
+  x = F::mul(x, norm);
+  return c.dtype != DType::F32 ? F::to(F::to(x, c.dtype), DType::F32) : x;
+}
+}  // namespace
+
+Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
+  Scope se(b, "embed_tokens");
+  const quant::QuantNames q = quant::quant_names("model.embed_tokens.weight");
+  Var h;
+  if (weights().has(weight_name(q.qweight))) {  // quantize_model with QuantOptions::embedding
+    Var codes = w(b, q.qweight);
+    const int64_t group = config().hidden_size / codes.size(1).value();
+    h = F::embedding_q(codes, w(b, q.scales), w_opt(b, q.zero_points), input_ids,
+                       codes.size(2).value() * 8 / group, group);
+  } else {
+    h = F::embedding(w(b, "model.embed_tokens.weight"), input_ids);
+  }
+  if (o_.scale_embeddings && o_.scale_in_embedding) h = embedding_scale(config(), F::to(h, DType::F32));
+  b.name_output(h);
+  return h;
+}
+
+Var DecoderLM::norm(Builder& b, const Var& x, const std::string& local) const {
+  const auto& c = config();
+  if (o_.norm == NormKind::rms) return rms_norm(b, *this, x, local, c.norm_eps, o_.norm_offset);
+  Scope s(b, local);
+  const std::string n = b.scope();
+  Var w, bias;
+  if (o_.norm != NormKind::layer_no_affine) w = W(b, *this, n + ".weight");
+  if (o_.norm == NormKind::layer || o_.norm == NormKind::layer_1p) bias = W(b, *this, n + ".bias");
+  if (o_.norm == NormKind::layer_1p) w = F::add(w, 1.0);  // Nemotron's LayerNorm1P: weight + 1
+  Var y = F::layer_norm(x, w, bias, c.norm_eps);
+  b.name_output(y);
+  return y;
+}
+
+// One decoder layer on the residual stream h, the norms where o_.norms puts them (transformers' order of
+// adds: residual + branch, the parallel form residual + attention + MLP).
+Var DecoderLM::layer(Builder& b, Var h, int64_t i, const LayerRope& r, const Var& mask, KVCache* cache,
+                     bool full_mask) const {
+  const NormPlacement& n = o_.norms;
+  const auto norm_or = [&](const Var& x, const std::string& name) {
+    return name.empty() ? x : norm(b, x, name);
+  };
+  Var x = norm_or(h, n.input);
+  Var att = attention(b, x, static_cast<int>(i), r.cos, r.sin, mask, cache, full_mask);
+  att = norm_or(att, n.post_attn);
+  if (o_.residual_multiplier != 1.0) att = F::mul(att, o_.residual_multiplier);
+  if (o_.parallel_residual) {  // Phi, Cohere: both branches read the same normed input (GPT-NeoX: its own)
+    Var m = mlp(b, n.pre_mlp.empty() ? x : norm(b, h, n.pre_mlp), i);
+    return F::add(F::add(h, att), m);
+  }
+  h = F::add(h, att);
+  Var m = norm_or(mlp(b, norm_or(h, n.pre_mlp), i), n.post_mlp);
+  if (o_.residual_multiplier != 1.0) m = F::mul(m, o_.residual_multiplier);
+  return F::add(h, m);
+}
+
+ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
+  const auto& c = config();
+  Sym S = (a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids).size(1);
+  Sym past = a.cache ? a.cache->past_length() : Sym(0);
+  Var h = a.inputs_embeds;
+  {
+    Scope sm(b, "model");
+    if (!h.defined()) h = embed(b, a.input_ids);
+    h = F::to(h, DType::F32);
+    if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
+    if (o_.scale_embeddings && !o_.scale_in_embedding) h = embedding_scale(c, h);
+    Var pos = positions(b, a, past);
+    auto [cos, sin] = rope_cos_sin(b, o_.rope, pos, past + S);
+    Var cos_local = cos, sin_local = sin;
+    if (o_.rope_local) std::tie(cos_local, sin_local) = rope_cos_sin(b, *o_.rope_local, pos, past + S);
+    Var mask = padding_mask(b, a.attention_mask), mask_local;
+    const bool full = a.token_type_ids.defined();  // Gemma 3 image-text: the whole mask is built here
+    if (full)
+      std::tie(mask, mask_local) =
+          image_text_masks(b, a.token_type_ids, a.attention_mask, past, c.sliding_window);
+    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+      Scope sl(b, "layers." + std::to_string(i));
+      const bool local = c.layer_types.at(i) == "sliding_attention";
+      const bool nope = !o_.nope_layers.empty() && o_.nope_layers.at(static_cast<size_t>(i));
+      LayerRope r{nope ? Var() : local ? cos_local : cos, nope ? Var() : local ? sin_local : sin};
+      h = layer(b, h, i, r, full && local ? mask_local : mask, a.cache, full);
+      b.name_output(h);
+    }
+    h = norm(b, h, o_.final_norm);
+  }
+  h = keep_last(h, a.logits_to_keep);
+  Var logits;
+  {
+    Scope sl(b, "lm_head");
+    // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h), or reads the
+    // embedding's when the table itself is quantized (QuantOptions::embedding).
+    const bool own =
+        !c.tie_word_embeddings || weights().has(weight_name(quant::quant_names("lm_head.weight").qweight));
+    logits = matmul_weight(b, *this, h, own ? "lm_head.weight" : "model.embed_tokens.weight");
+    if (o_.lm_head_bias) logits = F::add(logits, W(b, *this, "lm_head.bias"));
+    b.name_output(logits);
+  }
+  if (o_.logits_scaling != 1.0) {
+    logits =
+        F::div(logits, b.constant(Tensor::scalar(o_.logits_scaling)));  // GraniteMoE: logits / logits_scaling
+    b.name_output(logits, "logits");
+  }
+  if (o_.logits_multiplier != 1.0) {
+    logits = F::mul(logits, o_.logits_multiplier);  // Cohere: logits * logit_scale
+    b.name_output(logits, "logits");
+  }
+  if (o_.final_softcap > 0) {
+    // logits / cap → tanh → × cap, as Gemma2ForCausalLM does.
+    logits = F::div(logits, b.constant(Tensor::scalar(o_.final_softcap)));
+    logits = F::mul(F::tanh(logits), o_.final_softcap);
+    b.name_output(logits, "logits");
+  }
+  return {logits};
+}
+
+}  // namespace hfx::models
