@@ -179,9 +179,41 @@ static std::string supported_list() {
   return s;
 }
 
+// Edit distance (insert, delete, substitute: 1 each) between two model_type names.
+static size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<size_t> row(b.size() + 1);
+  for (size_t j = 0; j <= b.size(); j++) row[j] = j;
+  for (size_t i = 1; i <= a.size(); i++) {
+    size_t diag = row[0];
+    row[0] = i;
+    for (size_t j = 1; j <= b.size(); j++) {
+      const size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diag + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diag = up;
+    }
+  }
+  return row[b.size()];
+}
+
+std::vector<std::string> nearest_model_types(const std::string& model_type, size_t n) {
+  std::vector<std::pair<size_t, std::string>> by_distance;
+  for (const Architecture* a : all_architectures())
+    by_distance.push_back({edit_distance(model_type, a->model_type), a->model_type});
+  std::stable_sort(by_distance.begin(), by_distance.end(),
+                   [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> r;
+  for (size_t i = 0; i < std::min(n, by_distance.size()); i++) r.push_back(by_distance[i].second);
+  return r;
+}
+
 const Architecture& architecture(const std::string& model_type) {
   if (const Architecture* a = find_architecture(model_type)) return *a;
-  HFX_THROW("model", "expected a supported model_type ({}), got '{}'", supported_list(), model_type);
+  std::string near;
+  for (const auto& t : nearest_model_types(model_type, 3)) near += (near.empty() ? "" : ", ") + t;
+  HFX_THROW("model",
+            "expected a supported model_type, got '{}' (nearest: {}); `hfx create-tiny --help` lists all {}; "
+            "to add one, see docs/adding-an-architecture.md",
+            model_type, near, all_architectures().size());
 }
 
 ModelConfig parse_model_config(const nlohmann::json& config) {

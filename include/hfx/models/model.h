@@ -228,9 +228,13 @@ struct Architecture {
 /// when absent). Throws hfx::Error("model", "expected one of the classes [...] of MODEL_TYPE, got 'X'").
 std::string head_of(const Architecture& arch, const nlohmann::json& config);
 
+/// The architecture of `model_type`. An unknown one throws hfx::Error("model", "expected a supported
+/// model_type, got 'X' (nearest: a, b, c); ... docs/adding-an-architecture.md").
 const Architecture& architecture(const std::string& model_type);
 const Architecture* find_architecture(const std::string& model_type);
 std::vector<const Architecture*> all_architectures();
+/// The `n` supported model types nearest to `model_type` by edit distance (ties in registry order).
+std::vector<std::string> nearest_model_types(const std::string& model_type, size_t n);
 
 /// Loads config.json + safetensors from a folder, validates every weight name and shape.
 std::unique_ptr<Model> load_model(const std::string& dir);
