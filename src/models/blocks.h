@@ -142,7 +142,31 @@ inline NormPlacement sandwich_norms() {
           .post_mlp = "post_feedforward_layernorm"};
 }
 
+/// The Hugging Face module names of a decoder's checkpoint (Llama's by default): weights are
+/// `<model>.<layers>.N.<attn>.<q>.weight`, ... and every intermediate is named after the same modules.
+struct DecoderNames {
+  std::string model = "model";                           ///< GPT-NeoX: gpt_neox; GPT-J: transformer
+  std::string embed = "embed_tokens";                    ///< GPT-NeoX: embed_in; GPT-J: wte
+  std::string layers = "layers";                         ///< GPT-J: h
+  std::string attn = "self_attn";                        ///< GPT-NeoX: attention; GPT-J: attn
+  std::string q = "q_proj", k = "k_proj", v = "v_proj";  ///< separate projections
+  std::string qkv = "qkv_proj";                          ///< the fused one (GPT-NeoX: query_key_value)
+  std::string mlp = "mlp";
+  std::string lm_head = "lm_head";
+  /// The weight-name prefix of layer `i`: "<model>.<layers>.i.".
+  std::string layer(int64_t i) const { return model + "." + layers + "." + std::to_string(i) + "."; }
+  std::string embed_weight() const { return model + "." + embed + ".weight"; }
+};
+
+/// How q, k and v are stored.
+enum class QkvLayout {
+  separate,  ///< q_proj, k_proj, v_proj (Llama)
+  concat,    ///< one projection, rows [q; k; v] (Phi-3 qkv_proj)
+  per_head,  ///< one projection, rows per head [q_h; k_h; v_h] (GPT-NeoX query_key_value; no GQA)
+};
+
 struct DecoderOptions {
+  DecoderNames names;
   std::string act = "silu";
   NormKind norm = NormKind::rms;
   double norm_offset = 0.0;  ///< RMSNorm x·(offset + w) (Gemma: 1)
@@ -150,7 +174,7 @@ struct DecoderOptions {
   /// h + attn(n(h)) + mlp(n'(h)) in one step (Phi, Cohere: n' = n, norms.pre_mlp ""; GPT-NeoX: two norms).
   bool parallel_residual = false;
   bool qkv_bias = false, o_bias = false, mlp_bias = false;
-  bool fused_qkv = false;      ///< Phi-3 self_attn.qkv_proj
+  QkvLayout qkv = QkvLayout::separate;
   bool fused_gate_up = false;  ///< Phi-3 mlp.gate_up_proj
   /// false: a plain MLP mlp_out(act(mlp_in(x))) (Phi fc1/fc2, StarCoder2 c_fc/c_proj, Nemotron up/down_proj).
   bool gated_mlp = true;
@@ -254,6 +278,8 @@ Architecture decoder_architecture(const char* model_type, json (*tiny)(const std
       .tiny_tokenizer = tokenizer,
       .tiny_norm_mean = tiny_norm_mean,
       .optional_weights = std::move(optional),
+      // module names do not depend on the config: the tiny one's are the architecture's
+      .embedding_weight = Options(Parse(tiny("tiny"))).names.embed_weight(),
   };
 }
 

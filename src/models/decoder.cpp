@@ -32,96 +32,110 @@ std::string moe_activation(const std::string& name) {
 }
 }  // namespace
 
+namespace {
+// A linear's weight [out, in] and, with `bias`, its bias [out].
+void linear_specs(WeightSpecs& s, const std::string& name, int64_t out, int64_t in, bool bias) {
+  s.push_back({name + ".weight", {out, in}});
+  if (bias) s.push_back({name + ".bias", {out}});
+}
+
+void attention_specs(WeightSpecs& s, const ModelConfig& c, const DecoderOptions& o, const std::string& a) {
+  const int64_t E = c.hidden_size, H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
+  const DecoderNames& n = o.names;
+  if (o.qkv == QkvLayout::separate) {
+    linear_specs(s, a + n.q, H * D, E, o.qkv_bias);
+    linear_specs(s, a + n.k, K * D, E, o.qkv_bias);
+    linear_specs(s, a + n.v, K * D, E, o.qkv_bias);
+  } else {
+    linear_specs(s, a + n.qkv, (H + 2 * K) * D, E, o.qkv_bias);
+  }
+  linear_specs(s, a + o.o_proj, E, H * D, o.o_bias);
+  if (o.qk_norm || o.qk_norm_flat) {
+    norm_specs(s, o.norm, a + o.q_norm, o.qk_norm ? D : H * D);
+    norm_specs(s, o.norm, a + o.k_norm, o.qk_norm ? D : K * D);
+  }
+}
+
+void moe_specs(WeightSpecs& s, const ModelConfig& c, const MoeOptions& m, const std::string& q) {
+  const int64_t E = c.hidden_size;
+  s.push_back({q + m.router + ".weight", {m.num_experts, E}});
+  if (m.stacked) {
+    s.push_back({q + "input_linear.weight", {m.num_experts, 2 * m.intermediate, E}});
+    s.push_back({q + "output_linear.weight", {m.num_experts, E, m.intermediate}});
+  }
+  for (int64_t x = 0; x < m.num_experts && !m.stacked; x++) {
+    std::string e = q + "experts." + std::to_string(x) + ".";
+    s.push_back({e + (m.mixtral_names ? "w1" : "gate_proj") + ".weight", {m.intermediate, E}});
+    s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
+    s.push_back({e + (m.mixtral_names ? "w3" : "up_proj") + ".weight", {m.intermediate, E}});
+  }
+  if (m.shared_intermediate > 0) {
+    s.push_back({q + "shared_expert.gate_proj.weight", {m.shared_intermediate, E}});
+    s.push_back({q + "shared_expert.up_proj.weight", {m.shared_intermediate, E}});
+    s.push_back({q + "shared_expert.down_proj.weight", {E, m.shared_intermediate}});
+    s.push_back({q + "shared_expert_gate.weight", {1, E}});
+  }
+}
+
+void mlp_specs(WeightSpecs& s, const ModelConfig& c, const DecoderOptions& o, const std::string& m) {
+  const int64_t E = c.hidden_size, I = c.intermediate_size;
+  if (!o.gated_mlp) {
+    linear_specs(s, m + o.mlp_in, I, E, o.mlp_bias);
+  } else if (o.fused_gate_up) {
+    s.push_back({m + "gate_up_proj.weight", {2 * I, E}});
+  } else {
+    linear_specs(s, m + "gate_proj", I, E, o.mlp_bias);
+    linear_specs(s, m + "up_proj", I, E, o.mlp_bias);
+  }
+  linear_specs(s, m + o.mlp_out, E, I, o.mlp_bias);
+}
+}  // namespace
+
 WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) {
   WeightSpecs s;
-  const int64_t E = c.hidden_size, I = c.intermediate_size, H = c.num_attention_heads,
-                K = c.num_key_value_heads, D = c.head_dim;
-  s.push_back({"model.embed_tokens.weight", {c.vocab_size, E}});
+  const int64_t E = c.hidden_size;
+  const DecoderNames& n = o.names;
+  s.push_back({n.embed_weight(), {c.vocab_size, E}});
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-    std::string p = "model.layers." + std::to_string(i) + ".";
-    const auto named = [&](const std::string& n) { return n.empty() ? n : p + n; };
+    const std::string p = n.layer(i);
+    const auto named = [&](const std::string& x) { return x.empty() ? x : p + x; };
     norm_specs(s, o.norm, named(o.norms.input), E);
-    if (o.fused_qkv) {
-      s.push_back({p + "self_attn.qkv_proj.weight", {(H + 2 * K) * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.qkv_proj.bias", {(H + 2 * K) * D}});
-    } else {
-      s.push_back({p + "self_attn.q_proj.weight", {H * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.q_proj.bias", {H * D}});
-      s.push_back({p + "self_attn.k_proj.weight", {K * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.k_proj.bias", {K * D}});
-      s.push_back({p + "self_attn.v_proj.weight", {K * D, E}});
-      if (o.qkv_bias) s.push_back({p + "self_attn.v_proj.bias", {K * D}});
-    }
-    s.push_back({p + "self_attn." + o.o_proj + ".weight", {E, H * D}});
-    if (o.o_bias) s.push_back({p + "self_attn." + o.o_proj + ".bias", {E}});
-    if (o.qk_norm || o.qk_norm_flat) {
-      norm_specs(s, o.norm, p + "self_attn." + o.q_norm, o.qk_norm ? D : H * D);
-      norm_specs(s, o.norm, p + "self_attn." + o.k_norm, o.qk_norm ? D : K * D);
-    }
-    for (const std::string* n : {&o.norms.post_attn, &o.norms.pre_mlp, &o.norms.post_mlp})
-      norm_specs(s, o.norm, named(*n), E);
-    if (o.moe.sparse(i)) {
-      const auto& m = o.moe;
-      const std::string q = p + m.block + ".";
-      s.push_back({q + m.router + ".weight", {m.num_experts, E}});
-      if (m.stacked) {
-        s.push_back({q + "input_linear.weight", {m.num_experts, 2 * m.intermediate, E}});
-        s.push_back({q + "output_linear.weight", {m.num_experts, E, m.intermediate}});
-      }
-      for (int64_t x = 0; x < m.num_experts && !m.stacked; x++) {
-        std::string e = q + "experts." + std::to_string(x) + ".";
-        s.push_back({e + (m.mixtral_names ? "w1" : "gate_proj") + ".weight", {m.intermediate, E}});
-        s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
-        s.push_back({e + (m.mixtral_names ? "w3" : "up_proj") + ".weight", {m.intermediate, E}});
-      }
-      if (m.shared_intermediate > 0) {
-        s.push_back({q + "shared_expert.gate_proj.weight", {m.shared_intermediate, E}});
-        s.push_back({q + "shared_expert.up_proj.weight", {m.shared_intermediate, E}});
-        s.push_back({q + "shared_expert.down_proj.weight", {E, m.shared_intermediate}});
-        s.push_back({q + "shared_expert_gate.weight", {1, E}});
-      }
-      continue;
-    }
-    if (!o.gated_mlp) {
-      s.push_back({p + "mlp." + o.mlp_in + ".weight", {I, E}});
-      if (o.mlp_bias) s.push_back({p + "mlp." + o.mlp_in + ".bias", {I}});
-      s.push_back({p + "mlp." + o.mlp_out + ".weight", {E, I}});
-      if (o.mlp_bias) s.push_back({p + "mlp." + o.mlp_out + ".bias", {E}});
-      continue;
-    }
-    if (o.fused_gate_up) {
-      s.push_back({p + "mlp.gate_up_proj.weight", {2 * I, E}});
-    } else {
-      s.push_back({p + "mlp.gate_proj.weight", {I, E}});
-      if (o.mlp_bias) s.push_back({p + "mlp.gate_proj.bias", {I}});
-      s.push_back({p + "mlp.up_proj.weight", {I, E}});
-      if (o.mlp_bias) s.push_back({p + "mlp.up_proj.bias", {I}});
-    }
-    s.push_back({p + "mlp.down_proj.weight", {E, I}});
-    if (o.mlp_bias) s.push_back({p + "mlp.down_proj.bias", {E}});
+    attention_specs(s, c, o, p + n.attn + ".");
+    for (const std::string* x : {&o.norms.post_attn, &o.norms.pre_mlp, &o.norms.post_mlp})
+      norm_specs(s, o.norm, named(*x), E);
+    if (o.moe.sparse(i))
+      moe_specs(s, c, o.moe, p + o.moe.block + ".");
+    else
+      mlp_specs(s, c, o, p + n.mlp + ".");
   }
-  norm_specs(s, o.norm, "model." + o.final_norm, E);
-  if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, E}});
-  if (o.lm_head_bias) s.push_back({"lm_head.bias", {c.vocab_size}});
+  norm_specs(s, o.norm, n.model + "." + o.final_norm, E);
+  if (!c.tie_word_embeddings) s.push_back({n.lm_head + ".weight", {c.vocab_size, E}});
+  if (o.lm_head_bias) s.push_back({n.lm_head + ".bias", {c.vocab_size}});
   return s;
 }
 
 Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, const Var& sin, const Var& mask,
                          KVCache* cache, bool full_mask) const {
   const auto& c = config();
-  Scope s(b, "self_attn");
+  const DecoderNames& n = o_.names;
+  Scope s(b, n.attn);
   const int64_t H = c.num_attention_heads, K = c.num_key_value_heads, D = c.head_dim;
   Sym B = x.size(0), S = x.size(1);
   Var q, k, v;
-  if (o_.fused_qkv) {
-    Var qkv = linear(b, *this, x, "qkv_proj", o_.qkv_bias);
+  if (o_.qkv == QkvLayout::concat) {
+    Var qkv = linear(b, *this, x, n.qkv, o_.qkv_bias);
     q = F::slice(qkv, -1, 0, H * D);
     k = F::slice(qkv, -1, H * D, (H + K) * D);
     v = F::slice(qkv, -1, (H + K) * D, (H + 2 * K) * D);
+  } else if (o_.qkv == QkvLayout::per_head) {  // [B, S, H, 3D]: head h's q, k, v side by side
+    Var qkv = F::reshape(linear(b, *this, x, n.qkv, o_.qkv_bias), {B, S, Sym(H), Sym(3 * D)});
+    q = F::slice(qkv, -1, 0, D);
+    k = F::slice(qkv, -1, D, 2 * D);
+    v = F::slice(qkv, -1, 2 * D, 3 * D);
   } else {
-    q = linear(b, *this, x, "q_proj", o_.qkv_bias);
-    k = linear(b, *this, x, "k_proj", o_.qkv_bias);
-    v = linear(b, *this, x, "v_proj", o_.qkv_bias);
+    q = linear(b, *this, x, n.q, o_.qkv_bias);
+    k = linear(b, *this, x, n.k, o_.qkv_bias);
+    v = linear(b, *this, x, n.v, o_.qkv_bias);
   }
   if (o_.qk_norm_flat) {
     q = norm(b, q, o_.q_norm);
@@ -209,7 +223,7 @@ Var DecoderLM::moe(Builder& b, const Var& x) const {
 Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
   const auto& c = config();
   if (o_.moe.sparse(layer)) return moe(b, x);
-  Scope s(b, "mlp");
+  Scope s(b, o_.names.mlp);
   if (!o_.gated_mlp) {
     Var y = linear(b, *this, activation(linear(b, *this, x, o_.mlp_in, o_.mlp_bias), o_.act), o_.mlp_out,
                    o_.mlp_bias);
@@ -225,7 +239,7 @@ Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
     gate = linear(b, *this, x, "gate_proj", o_.mlp_bias);
     up = linear(b, *this, x, "up_proj", o_.mlp_bias);
   }
-  Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", o_.mlp_bias);
+  Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), o_.mlp_out, o_.mlp_bias);
   b.name_output(y);
   return y;
 }
@@ -240,8 +254,8 @@ Var embedding_scale(const ModelConfig& c, Var x) {
 }  // namespace
 
 Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
-  Scope se(b, "embed_tokens");
-  const quant::QuantNames q = quant::quant_names("model.embed_tokens.weight");
+  Scope se(b, o_.names.embed);
+  const quant::QuantNames q = quant::quant_names(o_.names.embed_weight());
   Var h;
   if (weights().has(weight_name(q.qweight))) {  // quantize_model with QuantOptions::embedding
     Var codes = w(b, q.qweight);
@@ -249,7 +263,7 @@ Var DecoderLM::embed(Builder& b, const Var& input_ids) const {
     h = F::embedding_q(codes, w(b, q.scales), w_opt(b, q.zero_points), input_ids,
                        codes.size(2).value() * 8 / group, group);
   } else {
-    h = F::embedding(w(b, "model.embed_tokens.weight"), input_ids);
+    h = F::embedding(w(b, o_.names.embed_weight()), input_ids);
   }
   if (o_.scale_embeddings && o_.scale_in_embedding) h = embedding_scale(config(), F::to(h, DType::F32));
   b.name_output(h);
@@ -298,7 +312,7 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   Sym past = a.cache ? a.cache->past_length() : Sym(0);
   Var h = a.inputs_embeds;
   {
-    Scope sm(b, "model");
+    Scope sm(b, o_.names.model);
     if (!h.defined()) h = embed(b, a.input_ids);
     h = F::to(h, DType::F32);
     if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
@@ -313,7 +327,7 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
       std::tie(mask, mask_local) =
           image_text_masks(b, a.token_type_ids, a.attention_mask, past, c.sliding_window);
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      Scope sl(b, "layers." + std::to_string(i));
+      Scope sl(b, o_.names.layers + "." + std::to_string(i));
       const bool local = c.layer_types.at(i) == "sliding_attention";
       const bool nope = !o_.nope_layers.empty() && o_.nope_layers.at(static_cast<size_t>(i));
       LayerRope r{nope ? Var() : local ? cos_local : cos, nope ? Var() : local ? sin_local : sin};
@@ -325,13 +339,14 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   h = keep_last(h, a.logits_to_keep);
   Var logits;
   {
-    Scope sl(b, "lm_head");
+    const DecoderNames& n = o_.names;
+    Scope sl(b, n.lm_head);
     // A quantized tied head has codes of its own under lm_head.weight (hfx/quant/quantize.h), or reads the
     // embedding's when the table itself is quantized (QuantOptions::embedding).
-    const bool own =
-        !c.tie_word_embeddings || weights().has(weight_name(quant::quant_names("lm_head.weight").qweight));
-    logits = matmul_weight(b, *this, h, own ? "lm_head.weight" : "model.embed_tokens.weight");
-    if (o_.lm_head_bias) logits = F::add(logits, W(b, *this, "lm_head.bias"));
+    const bool own = !c.tie_word_embeddings ||
+                     weights().has(weight_name(quant::quant_names(n.lm_head + ".weight").qweight));
+    logits = matmul_weight(b, *this, h, own ? n.lm_head + ".weight" : n.embed_weight());
+    if (o_.lm_head_bias) logits = F::add(logits, W(b, *this, n.lm_head + ".bias"));
     b.name_output(logits);
   }
   if (o_.logits_scaling != 1.0) {

@@ -22,7 +22,8 @@ ModelConfig parse(const json& j) {
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
   o.act = jget<std::string>(c.raw, "hidden_act", "silu");
-  o.fused_qkv = o.fused_gate_up = true;
+  o.qkv = QkvLayout::concat;
+  o.fused_gate_up = true;
   o.rope = rope_config(c);
   return o;
 }

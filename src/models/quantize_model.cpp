@@ -95,8 +95,13 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
   }
   // Tied embeddings: the LM head reads the embedding table as a linear weight. With the table quantized
   // (o.embedding) it reads the table's codes; else it gets its own codes and the gather stays float.
-  const std::string embed = "model.embed_tokens.weight";
-  const bool table = ws.has(embed) && ws.info(embed).shape.size() == 2 &&
+  const std::string embed = arch.embedding_weight;
+  if (o.enabled() && o.embedding && (embed.empty() || !ws.has(embed)))
+    HFX_THROW("quant",
+              "expected an architecture whose token embedding table hfx can gather quantized with "
+              "--quantize-embedding, got {}; drop --quantize-embedding",
+              cfg.model_type);
+  const bool table = !embed.empty() && ws.has(embed) && ws.info(embed).shape.size() == 2 &&
                      dtype_is_float(ws.info(embed).dtype) && ws.info(embed).shape[1] % o.group_size == 0;
   if (o.enabled() && o.embedding && table) {
     put(all, embed, quantize_weight(all[embed], o, embed));

@@ -29,6 +29,8 @@ const Architecture& glm4_architecture();
 const Architecture& ernie4_5_architecture();
 const Architecture& exaone4_architecture();
 const Architecture& hunyuan_v1_dense_architecture();
+const Architecture& gpt_neox_architecture();
+const Architecture& gptj_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
 const Architecture& mixtral_architecture();
@@ -91,6 +93,8 @@ std::vector<const Architecture*> all_architectures() {
       &ernie4_5_architecture(),
       &exaone4_architecture(),
       &hunyuan_v1_dense_architecture(),
+      &gpt_neox_architecture(),
+      &gptj_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

@@ -30,7 +30,8 @@ onnx::ModelProto read_model(const std::string& path) {
 
 // A module path: dot-separated identifiers and layer indices, no '/' (sub-op values carry one).
 bool is_module_name(const std::string& n) {
-  static const std::regex re(R"(^(model|transformer|lm_head)(\.[A-Za-z_][A-Za-z0-9_]*|\.\d+)*$|^logits$)");
+  static const std::regex re(
+      R"(^(model|transformer|gpt_neox|lm_head)(\.[A-Za-z_][A-Za-z0-9_]*|\.\d+)*$|^logits$)");
   return std::regex_match(n, re);
 }
 

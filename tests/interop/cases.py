@@ -111,6 +111,19 @@ DECODERS = [
          why="post-norm, per-head q/k norms, a full NoPE layer between sliding ones"),
     Case("hunyuan_v1_dense", "hunyuan_v1_dense", "decoder", dict(_DEC, head_dim=16, attention_bias=True, pad_token_id=0),
          why="q/k norms after rotary, q/k/v/o biases"),
+    # Decoders of the shared blocks under their own module names (DecoderNames).
+    Case("gpt_neox", "gpt_neox", "decoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                                num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=256,
+                                                rotary_pct=0.5, rotary_emb_base=5000),
+         why="per-head fused q/k/v, parallel residual with two LayerNorms, half rotary at base 5000"),
+    Case("gpt_neox_sequential", "gpt_neox", "decoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                                           num_hidden_layers=2, num_attention_heads=4,
+                                                           max_position_embeddings=256, use_parallel_residual=False,
+                                                           attention_bias=False),
+         why="sequential residual, no attention biases, quarter rotary"),
+    Case("gptj", "gptj", "decoder", dict(vocab_size=320, n_embd=64, n_layer=2, n_head=4, n_inner=128, n_positions=256,
+                                        rotary_dim=8),
+         why="GPT-J names, interleaved rotary on 8 of 16 dims, parallel residual, lm_head bias"),
 ]
 
 STATE = [

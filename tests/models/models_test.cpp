@@ -155,8 +155,8 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
       for (Value* v : n->inputs) fused_weights.insert(v->name);
   }
   auto aliased = [](const std::string& e) {
-    for (const char* t :
-         {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear", ".dense", ".fc2"})
+    for (const char* t : {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear", ".dense",
+                          ".fc2", ".out_proj", ".fc_out", ".dense_4h_to_h"})
       if (e.size() >= std::strlen(t) && e.compare(e.size() - std::strlen(t), std::strlen(t), t) == 0)
         return true;
     return false;
@@ -166,11 +166,18 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   for (const auto& [w, shape] : arch.weight_specs(m->config()))
     if (w.size() > 7 && w.compare(w.size() - 7, 7, ".weight") == 0)
       expected.push_back(w.substr(0, w.size() - 7));
-  bool gpt2 = GetParam() == "gpt2";
+  // Layers and attention modules of the checkpoints not laid out as Llama's.
+  const std::map<std::string, std::pair<std::string, std::string>> layout = {
+      {"gpt2", {"transformer.h.", ".attn"}},
+      {"gptj", {"transformer.h.", ".attn"}},
+      {"gpt_neox", {"gpt_neox.layers.", ".attention"}}};
+  const auto it = layout.find(GetParam());
+  const auto [layers, attn] =
+      it != layout.end() ? it->second : std::pair<std::string, std::string>{"model.layers.", ".self_attn"};
   for (int64_t i = 0; i < m->config().num_hidden_layers; i++) {
-    std::string p = (gpt2 ? "transformer.h." : "model.layers.") + std::to_string(i);
+    std::string p = layers + std::to_string(i);
     expected.push_back(p);
-    expected.push_back(p + (gpt2 ? ".attn" : ".self_attn"));
+    expected.push_back(p + attn);
     expected.push_back(p + ".mlp");
   }
   expected.push_back("lm_head");

@@ -97,6 +97,38 @@ TEST(QuantArchs, Int8StaysNearTheFloatModel) {
   }
 }
 
+// --quantize-embedding quantizes the architecture's own table (gpt_neox.embed_in, not a Llama name it lacks)
+// and the forward gathers from its codes; an architecture without a quantized gather (gpt2) is refused
+// instead of exporting a float table under that flag.
+TEST(QuantArchs, EmbeddingTableQuantizedUnderItsOwnNameOrRefused) {
+  auto opts = quant::parse_options("int8", 32, false);
+  opts.embedding = true;
+  {
+    TempDir dir("quant_embed_neox");
+    create_tiny("gpt_neox", dir.path.string(), TinyOptions{});
+    std::shared_ptr<const Model> f(load_model(dir.path.string()));
+    std::shared_ptr<const Model> q(quant::quantize_model(*f, opts));
+    EXPECT_FALSE(q->weights().has("gpt_neox.embed_in.weight"));
+    EXPECT_TRUE(q->weights().has(quant::quant_names("gpt_neox.embed_in.weight").qweight));
+    EagerBuilder eb;
+    ForwardArgs a;
+    a.input_ids = eb.wrap(ints({1, 3}, {1, 17, 42}));
+    EXPECT_NO_THROW(as_causal_lm(*q).forward(eb, a));
+  }
+  TempDir dir("quant_embed_gpt2");
+  create_tiny("gpt2", dir.path.string(), TinyOptions{});
+  std::shared_ptr<const Model> f(load_model(dir.path.string()));
+  try {
+    quant::quantize_model(*f, opts);
+    ADD_FAILURE() << "gpt2 --quantize-embedding accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("[quant] expected an architecture whose token embedding table hfx "
+                                         "can gather quantized with --quantize-embedding, got gpt2"),
+              std::string::npos)
+        << e.what();
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(Archs, QuantArchs, ::testing::ValuesIn(archs()),
                          [](const auto& i) { return param_name(i.param); });
 

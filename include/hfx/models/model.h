@@ -222,6 +222,10 @@ struct Architecture {
   /// save_pretrained writes llava's CLIP tower as vision_tower.* where the Hub's files say
   /// vision_tower.vision_model.*; transformers loads both).
   std::vector<std::pair<std::string, std::string>> weight_layouts = {};
+  /// The token embedding table a decoder gathers from and a tied head reads (quantize_model's
+  /// QuantOptions::embedding quantizes it; the forward reads its codes). Empty: the forward has no quantized
+  /// gather, and --quantize-embedding is refused.
+  std::string embedding_weight = "";
 };
 
 /// The head a config selects: the head whose class is config.json's architectures[0] (the default head

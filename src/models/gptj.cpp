@@ -1,0 +1,96 @@
+// gptj: GPTJForCausalLM — the shared decoder under GPT-J's names (transformer.wte, transformer.h.N.ln_1,
+// attn.q_proj / k_proj / v_proj / out_proj without biases, mlp.fc_in / fc_out, transformer.ln_f, lm_head
+// with a bias) and config keys (n_embd, n_layer, n_head, n_inner, n_positions, layer_norm_epsilon,
+// activation_function): parallel residual on one LayerNorm, GPT-J-style interleaved rotary pairs on the
+// first rotary_dim (64) dims of each head with base 10000.
+#include "blocks.h"
+
+namespace hfx::models {
+namespace {
+
+ModelConfig parse(const json& j) {
+  ConfigDefaults d;
+  d.vocab_size = 50400;
+  d.hidden_size = 4096;
+  d.num_hidden_layers = 28;
+  d.num_attention_heads = 16;
+  d.norm_eps = 1e-5;
+  d.norm_eps_key = "layer_norm_epsilon";
+  d.bos = 50256;
+  d.eos = 50256;
+  json k = j;  // GPTJConfig's attribute_map: hidden_size is n_embd, ...
+  for (const auto& [gptj, common] : std::vector<std::pair<const char*, const char*>>{
+           {"n_embd", "hidden_size"}, {"n_layer", "num_hidden_layers"}, {"n_head", "num_attention_heads"},
+           {"n_positions", "max_position_embeddings"}})
+    if (jhas(j, gptj)) k[common] = j[gptj];
+  const int64_t hidden = jget<int64_t>(k, "hidden_size", d.hidden_size);
+  k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * hidden);  // n_inner null: 4 · n_embd
+  for (const char* x : {"num_key_value_heads", "head_dim", "rope_theta", "rope_parameters", "rope_scaling"})
+    k.erase(x);
+  ModelConfig c = parse_common(k, "gptj", d);
+  const int64_t rotary = jget<int64_t>(j, "rotary_dim", 64);
+  if (rotary <= 0 || rotary > c.head_dim || rotary % 2)
+    HFX_THROW("model", "expected config.json.rotary_dim to be even and in (0, head_dim = {}], got {}", c.head_dim,
+              rotary);
+  c.raw["partial_rotary_factor"] = static_cast<double>(rotary) / static_cast<double>(c.head_dim);
+  set_layer_types(c, [](int64_t) { return false; }, {"full_attention"});
+  return c;
+}
+
+DecoderOptions options(const ModelConfig& c) {
+  DecoderOptions o;
+  o.names.model = "transformer";
+  o.names.embed = "wte";
+  o.names.layers = "h";
+  o.names.attn = "attn";
+  o.act = jget<std::string>(c.raw, "activation_function", "gelu_new");
+  o.norm = NormKind::layer;
+  o.norms.input = "ln_1";
+  o.norms.pre_mlp = "";
+  o.parallel_residual = true;
+  o.mlp_bias = o.lm_head_bias = true;
+  o.gated_mlp = false;
+  o.mlp_in = "fc_in";
+  o.mlp_out = "fc_out";
+  o.o_proj = "out_proj";
+  o.final_norm = "ln_f";
+  o.rope = rope_config(c);
+  o.rope.interleaved = true;
+  return o;
+}
+
+json tiny(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("gptj", preset, "tiny");
+  return json{{"architectures", {"GPTJForCausalLM"}},
+              {"model_type", "gptj"},
+              {"vocab_size", 512},
+              {"n_embd", 64},
+              {"n_layer", 2},
+              {"n_head", 4},
+              {"n_inner", 128},
+              {"n_positions", 2048},
+              {"rotary_dim", 8},
+              {"activation_function", "gelu_new"},
+              {"layer_norm_epsilon", 1e-5},
+              {"initializer_range", 0.1},
+              {"bos_token_id", 1},
+              {"eos_token_id", 2},
+              {"tie_word_embeddings", false},
+              {"torch_dtype", "float32"},
+              {"transformers_version", "4.56.0"}};
+}
+
+Architecture make() {
+  Architecture a = decoder_architecture<parse, options>("gptj", tiny, "byte_level", 1.0, {});
+  a.optional_weights = {R"(transformer\.h\.\d+\.attn\.(bias|masked_bias))"};
+  return a;
+}
+
+}  // namespace
+
+const Architecture& gptj_architecture() {
+  static const Architecture a = make();
+  return a;
+}
+
+}  // namespace hfx::models
