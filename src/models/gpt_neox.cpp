@@ -23,7 +23,8 @@ ModelConfig parse(const json& j) {
   json k = j;
   // GPTNeoXConfig: rope_parameters win; else the legacy rotary_emb_base / rotary_pct (top-level rope_theta
   // and partial_rotary_factor are not read).
-  json rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? j["rope_parameters"] : json::object();
+  json rp = j.contains("rope_parameters") && j["rope_parameters"].is_object() ? j["rope_parameters"]
+                                                                              : json::object();
   if (!jhas(rp, "rope_theta")) rp["rope_theta"] = jget<double>(j, "rotary_emb_base", 10000.0);
   if (!jhas(rp, "partial_rotary_factor")) rp["partial_rotary_factor"] = jget<double>(j, "rotary_pct", 0.25);
   if (!jhas(rp, "rope_type")) rp["rope_type"] = "default";

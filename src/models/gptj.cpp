@@ -19,9 +19,11 @@ ModelConfig parse(const json& j) {
   d.bos = 50256;
   d.eos = 50256;
   json k = j;  // GPTJConfig's attribute_map: hidden_size is n_embd, ...
-  for (const auto& [gptj, common] : std::vector<std::pair<const char*, const char*>>{
-           {"n_embd", "hidden_size"}, {"n_layer", "num_hidden_layers"}, {"n_head", "num_attention_heads"},
-           {"n_positions", "max_position_embeddings"}})
+  for (const auto& [gptj, common] :
+       std::vector<std::pair<const char*, const char*>>{{"n_embd", "hidden_size"},
+                                                        {"n_layer", "num_hidden_layers"},
+                                                        {"n_head", "num_attention_heads"},
+                                                        {"n_positions", "max_position_embeddings"}})
     if (jhas(j, gptj)) k[common] = j[gptj];
   const int64_t hidden = jget<int64_t>(k, "hidden_size", d.hidden_size);
   k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * hidden);  // n_inner null: 4 · n_embd
@@ -30,8 +32,8 @@ ModelConfig parse(const json& j) {
   ModelConfig c = parse_common(k, "gptj", d);
   const int64_t rotary = jget<int64_t>(j, "rotary_dim", 64);
   if (rotary <= 0 || rotary > c.head_dim || rotary % 2)
-    HFX_THROW("model", "expected config.json.rotary_dim to be even and in (0, head_dim = {}], got {}", c.head_dim,
-              rotary);
+    HFX_THROW("model", "expected config.json.rotary_dim to be even and in (0, head_dim = {}], got {}",
+              c.head_dim, rotary);
   c.raw["partial_rotary_factor"] = static_cast<double>(rotary) / static_cast<double>(c.head_dim);
   set_layer_types(c, [](int64_t) { return false; }, {"full_attention"});
   return c;

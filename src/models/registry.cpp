@@ -31,6 +31,13 @@ const Architecture& exaone4_architecture();
 const Architecture& hunyuan_v1_dense_architecture();
 const Architecture& gpt_neox_architecture();
 const Architecture& gptj_architecture();
+const Architecture& olmo3_architecture();
+const Architecture& arcee_architecture();
+const Architecture& ministral_architecture();
+const Architecture& seed_oss_architecture();
+const Architecture& vaultgemma_architecture();
+const Architecture& cwm_architecture();
+const Architecture& flex_olmo_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
 const Architecture& mixtral_architecture();
@@ -95,12 +102,19 @@ std::vector<const Architecture*> all_architectures() {
       &hunyuan_v1_dense_architecture(),
       &gpt_neox_architecture(),
       &gptj_architecture(),
+      &olmo3_architecture(),
+      &arcee_architecture(),
+      &ministral_architecture(),
+      &seed_oss_architecture(),
+      &vaultgemma_architecture(),
+      &cwm_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),
       &qwen3_moe_architecture(),
       &olmoe_architecture(),
       &granitemoe_architecture(),
+      &flex_olmo_architecture(),
       // state-space decoders
       &mamba_architecture(),
       &mamba2_architecture(),
