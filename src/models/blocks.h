@@ -196,6 +196,11 @@ struct DecoderOptions {
   double logits_multiplier = 1.0;  ///< Cohere: logits × logit_scale
   RopeConfig rope;
   std::optional<RopeConfig> rope_local;  ///< Gemma 3: the rope of sliding_attention layers (else `rope`)
+  /// Learned absolute positions added to the token embeddings (GPT-BigCode wpe, OPT embed_positions, under
+  /// names.model): row position + position_offset (OPT: 2). "": none.
+  std::string position_embedding;
+  int64_t position_offset = 0;
+  bool rotary = true;  ///< false: no rotary embedding on any layer (learned positions instead)
   /// Per layer: true where the layer applies no rotary embedding (SmolLM3's no_rope_layers 0, Cohere 2's
   /// full-attention layers). Empty: every layer rotates.
   std::vector<bool> nope_layers;

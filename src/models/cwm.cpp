@@ -21,9 +21,10 @@ ModelConfig parse(const json& j) {
   json k = j;
   if (!k.contains("num_key_value_heads")) k["num_key_value_heads"] = 8;  // CwmConfig's defaults
   if (!jhas(k, "rope_parameters") && !jhas(k, "rope_scaling"))
-    k["rope_parameters"] = {{"rope_type", "llama3"}, {"rope_theta", jget<double>(j, "rope_theta", 1000000.0)},
-                            {"factor", 16.0}, {"low_freq_factor", 1.0}, {"high_freq_factor", 4.0},
-                            {"original_max_position_embeddings", 8192}};
+    k["rope_parameters"] = {
+        {"rope_type", "llama3"},   {"rope_theta", jget<double>(j, "rope_theta", 1000000.0)},
+        {"factor", 16.0},          {"low_freq_factor", 1.0},
+        {"high_freq_factor", 4.0}, {"original_max_position_embeddings", 8192}};
   ModelConfig c = parse_common(k, "cwm", d);
   if (!jhas(j, "eos_token_id")) c.eos_token_ids = {128001, 128008, 128009};
   const json& w = j.contains("sliding_window") ? j["sliding_window"] : json(8192);

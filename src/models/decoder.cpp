@@ -96,6 +96,9 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
   const int64_t E = c.hidden_size;
   const DecoderNames& n = o.names;
   s.push_back({n.embed_weight(), {c.vocab_size, E}});
+  if (!o.position_embedding.empty())
+    s.push_back({n.model + "." + o.position_embedding + ".weight",
+                 {c.max_position_embeddings + o.position_offset, E}});
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = n.layer(i);
     const auto named = [&](const std::string& x) { return x.empty() ? x : p + x; };
@@ -106,7 +109,7 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
     if (o.moe.sparse(i))
       moe_specs(s, c, o.moe, p + o.moe.block + ".");
     else
-      mlp_specs(s, c, o, p + n.mlp + ".");
+      mlp_specs(s, c, o, n.mlp.empty() ? p : p + n.mlp + ".");
   }
   norm_specs(s, o.norm, n.model + "." + o.final_norm, E);
   if (!c.tie_word_embeddings) s.push_back({n.lm_head + ".weight", {c.vocab_size, E}});
@@ -223,11 +226,12 @@ Var DecoderLM::moe(Builder& b, const Var& x) const {
 Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
   const auto& c = config();
   if (o_.moe.sparse(layer)) return moe(b, x);
-  Scope s(b, o_.names.mlp);
+  std::optional<Scope> s;  // OPT: fc1 / fc2 sit on the layer itself (names.mlp "")
+  if (!o_.names.mlp.empty()) s.emplace(b, o_.names.mlp);
   if (!o_.gated_mlp) {
     Var y = linear(b, *this, activation(linear(b, *this, x, o_.mlp_in, o_.mlp_bias), o_.act), o_.mlp_out,
                    o_.mlp_bias);
-    b.name_output(y);
+    if (s) b.name_output(y);
     return y;
   }
   Var gate, up;
@@ -240,7 +244,7 @@ Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
     up = linear(b, *this, x, "up_proj", o_.mlp_bias);
   }
   Var y = linear(b, *this, F::mul(activation(gate, o_.act), up), o_.mlp_out, o_.mlp_bias);
-  b.name_output(y);
+  if (s) b.name_output(y);
   return y;
 }
 
@@ -318,7 +322,24 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
     if (o_.scale_embeddings && !o_.scale_in_embedding) h = embedding_scale(c, h);
     Var pos = positions(b, a, past);
-    auto [cos, sin] = rope_cos_sin(b, o_.rope, pos, past + S);
+    if (!o_.position_embedding.empty()) {  // h + wpe(position_ids + offset)
+      Scope sp(b, o_.position_embedding);
+      // Learned positions exist only up to max_position_embeddings: past + S must stay inside the table. When
+      // tracing, the ranges cannot tell, so this records a guard that export turns into a runtime check (and
+      // the contract into a relation).
+      if (!b.env().le(past + S, Sym(c.max_position_embeddings)))
+        HFX_THROW("model", "expected past + sequence <= max_position_embeddings = {} for {}, got {}",
+                  c.max_position_embeddings, c.model_type, b.env().hint(past + S));
+      Var p =
+          o_.position_offset
+              ? F::add(pos, b.constant(Tensor::scalar(static_cast<double>(o_.position_offset), DType::I64)))
+              : pos;
+      Var pe = F::embedding(W(b, *this, b.scope() + ".weight"), p);
+      b.name_output(pe);
+      h = F::add(h, pe);
+    }
+    Var cos, sin;
+    if (o_.rotary) std::tie(cos, sin) = rope_cos_sin(b, o_.rope, pos, past + S);
     Var cos_local = cos, sin_local = sin;
     if (o_.rope_local) std::tie(cos_local, sin_local) = rope_cos_sin(b, *o_.rope_local, pos, past + S);
     Var mask = padding_mask(b, a.attention_mask), mask_local;

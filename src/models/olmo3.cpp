@@ -11,9 +11,11 @@ namespace {
 json olmo3_rope(const json& j) {
   json rp = jhas(j, "rope_parameters") && j["rope_parameters"].is_object()
                 ? j["rope_parameters"]
-                : json{{"sliding_attention", {{"rope_type", "default"}}}, {"full_attention", {{"rope_type", "default"}}}};
+                : json{{"sliding_attention", {{"rope_type", "default"}}},
+                       {"full_attention", {{"rope_type", "default"}}}};
   if (!jhas(rp, "full_attention")) rp["full_attention"] = {{"rope_type", "default"}};
-  if (jhas(j, "rope_scaling") && j["rope_scaling"].is_object()) rp["full_attention"].update(j["rope_scaling"]);
+  if (jhas(j, "rope_scaling") && j["rope_scaling"].is_object())
+    rp["full_attention"].update(j["rope_scaling"]);
   bool theta_used = false;
   for (const char* t : {"full_attention", "sliding_attention"}) {
     if (!jhas(rp, t)) rp[t] = {{"rope_type", "default"}};
@@ -45,7 +47,10 @@ ModelConfig parse(const json& j) {
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
   o.act = jget<std::string>(c.raw, "hidden_act", "silu");
-  o.norms = {.input = "", .post_attn = "post_attention_layernorm", .pre_mlp = "", .post_mlp = "post_feedforward_layernorm"};
+  o.norms = {.input = "",
+             .post_attn = "post_attention_layernorm",
+             .pre_mlp = "",
+             .post_mlp = "post_feedforward_layernorm"};
   o.qk_norm_flat = true;
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
   o.rope = rope_config(c);  // rope_parameters.full_attention
@@ -63,8 +68,9 @@ json tiny(const std::string& preset) {
   j["rms_norm_eps"] = 1e-5;
   j["sliding_window"] = 8;
   j["layer_types"] = {"sliding_attention", "full_attention"};
-  j["rope_parameters"] = {{"full_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 10000.0}}},
-                          {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 5000.0}}}};
+  j["rope_parameters"] = {
+      {"full_attention", {{"rope_type", "linear"}, {"factor", 2.0}, {"rope_theta", 10000.0}}},
+      {"sliding_attention", {{"rope_type", "default"}, {"rope_theta", 5000.0}}}};
   j["pad_token_id"] = 1;
   return j;
 }

@@ -37,6 +37,8 @@ const Architecture& ministral_architecture();
 const Architecture& seed_oss_architecture();
 const Architecture& vaultgemma_architecture();
 const Architecture& cwm_architecture();
+const Architecture& opt_architecture();
+const Architecture& gpt_bigcode_architecture();
 const Architecture& flex_olmo_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
@@ -108,6 +110,8 @@ std::vector<const Architecture*> all_architectures() {
       &seed_oss_architecture(),
       &vaultgemma_architecture(),
       &cwm_architecture(),
+      &opt_architecture(),
+      &gpt_bigcode_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

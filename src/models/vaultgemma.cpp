@@ -30,7 +30,8 @@ ModelConfig parse(const json& j) {
 
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
-  o.act = jget<std::string>(c.raw, "hidden_activation", jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
+  o.act = jget<std::string>(c.raw, "hidden_activation",
+                            jget<std::string>(c.raw, "hidden_act", "gelu_pytorch_tanh"));
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
   o.norm_offset = 1.0;
   o.scale_embeddings = o.scale_in_embedding = true;
@@ -58,7 +59,8 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& vaultgemma_architecture() {
-  static const Architecture a = decoder_architecture<parse, options>("vaultgemma", tiny, "sentencepiece", 0.0);
+  static const Architecture a =
+      decoder_architecture<parse, options>("vaultgemma", tiny, "sentencepiece", 0.0);
   return a;
 }
 

@@ -150,6 +150,16 @@ DECODERS = [
     Case("flex_olmo", "flex_olmo", "decoder", dict(_DEC, intermediate_size=32, pad_token_id=1, num_experts=4,
                                                   num_experts_per_tok=2, norm_topk_prob=True, attention_bias=True),
          why="post-norm layers with 4 experts, top-2 renormalized"),
+    Case("opt", "opt", "decoder", dict(vocab_size=320, hidden_size=64, ffn_dim=128, num_hidden_layers=2,
+                                      num_attention_heads=4, max_position_embeddings=256, word_embed_proj_dim=64),
+         why="learned positions at offset 2, no rotary, relu MLP, tied head"),
+    Case("gpt_bigcode", "gpt_bigcode", "decoder", dict(vocab_size=320, n_embd=64, n_layer=2, n_head=4, n_inner=128,
+                                                      n_positions=256, multi_query=True),
+         why="multi-query fused c_attn, learned positions, GPT-2 names on nn.Linear"),
+    Case("gpt_bigcode_mha", "gpt_bigcode", "decoder", dict(vocab_size=320, n_embd=64, n_layer=2, n_head=4,
+                                                          n_inner=128, n_positions=256, multi_query=False,
+                                                          scale_attn_weights=False),
+         why="per-head fused c_attn (no MQA), unscaled attention"),
 ]
 
 STATE = [

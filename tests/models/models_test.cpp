@@ -5,6 +5,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <set>
 
 #include "hfx/core/error.h"
@@ -166,19 +167,23 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   for (const auto& [w, shape] : arch.weight_specs(m->config()))
     if (w.size() > 7 && w.compare(w.size() - 7, 7, ".weight") == 0)
       expected.push_back(w.substr(0, w.size() - 7));
-  // Layers and attention modules of the checkpoints not laid out as Llama's.
-  const std::map<std::string, std::pair<std::string, std::string>> layout = {
-      {"gpt2", {"transformer.h.", ".attn"}},
-      {"gptj", {"transformer.h.", ".attn"}},
-      {"gpt_neox", {"gpt_neox.layers.", ".attention"}}};
-  const auto it = layout.find(GetParam());
-  const auto [layers, attn] =
-      it != layout.end() ? it->second : std::pair<std::string, std::string>{"model.layers.", ".self_attn"};
+  // Layer, attention and MLP modules of the checkpoints not laid out as Llama's ("" mlp: OPT's fc1 / fc2
+  // sit on the layer itself).
+  struct Layout {
+    std::string layers, attn, mlp;
+  };
+  const std::map<std::string, Layout> layouts = {{"gpt2", {"transformer.h.", ".attn", ".mlp"}},
+                                                 {"gptj", {"transformer.h.", ".attn", ".mlp"}},
+                                                 {"gpt_bigcode", {"transformer.h.", ".attn", ".mlp"}},
+                                                 {"gpt_neox", {"gpt_neox.layers.", ".attention", ".mlp"}},
+                                                 {"opt", {"model.decoder.layers.", ".self_attn", ""}}};
+  const auto it = layouts.find(GetParam());
+  const Layout lay = it != layouts.end() ? it->second : Layout{"model.layers.", ".self_attn", ".mlp"};
   for (int64_t i = 0; i < m->config().num_hidden_layers; i++) {
-    std::string p = layers + std::to_string(i);
+    std::string p = lay.layers + std::to_string(i);
     expected.push_back(p);
-    expected.push_back(p + attn);
-    expected.push_back(p + ".mlp");
+    expected.push_back(p + lay.attn);
+    if (!lay.mlp.empty()) expected.push_back(p + lay.mlp);
   }
   expected.push_back("lm_head");
   for (auto e : expected) {
