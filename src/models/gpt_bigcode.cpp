@@ -21,9 +21,11 @@ ModelConfig parse(const json& j) {
   d.bos = 50256;
   d.eos = 50256;
   json k = j;  // GPTBigCodeConfig's attribute_map
-  for (const auto& [mine, common] : std::vector<std::pair<const char*, const char*>>{
-           {"n_embd", "hidden_size"}, {"n_layer", "num_hidden_layers"}, {"n_head", "num_attention_heads"},
-           {"n_positions", "max_position_embeddings"}})
+  for (const auto& [mine, common] :
+       std::vector<std::pair<const char*, const char*>>{{"n_embd", "hidden_size"},
+                                                        {"n_layer", "num_hidden_layers"},
+                                                        {"n_head", "num_attention_heads"},
+                                                        {"n_positions", "max_position_embeddings"}})
     if (jhas(j, mine)) k[common] = j[mine];
   k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * jget<int64_t>(k, "hidden_size", d.hidden_size));
   for (const char* x : {"head_dim", "rope_theta", "rope_parameters", "rope_scaling"}) k.erase(x);
@@ -81,7 +83,8 @@ json tiny(const std::string& preset) {
 }  // namespace
 
 const Architecture& gpt_bigcode_architecture() {
-  static const Architecture a = decoder_architecture<parse, options>("gpt_bigcode", tiny, "byte_level", 1.0, {});
+  static const Architecture a =
+      decoder_architecture<parse, options>("gpt_bigcode", tiny, "byte_level", 1.0, {});
   return a;
 }
 

@@ -21,13 +21,15 @@ ModelConfig parse(const json& j) {
   d.eos = 2;
   json k = j;
   k["intermediate_size"] = jget<int64_t>(j, "ffn_dim", 3072);
-  for (const char* x : {"num_key_value_heads", "head_dim", "rope_theta", "rope_parameters", "rope_scaling"}) k.erase(x);
+  for (const char* x : {"num_key_value_heads", "head_dim", "rope_theta", "rope_parameters", "rope_scaling"})
+    k.erase(x);
   ModelConfig c = parse_common(k, "opt", d);
   if (jhas(j, "word_embed_proj_dim") && jget<int64_t>(j, "word_embed_proj_dim", 0) != c.hidden_size)
-    HFX_THROW("model",
-              "expected config.json.word_embed_proj_dim to equal hidden_size ({}) for opt (hfx does not implement "
-              "project_in / project_out yet), got {}; see docs/adding-an-architecture.md",
-              c.hidden_size, j["word_embed_proj_dim"].dump());
+    HFX_THROW(
+        "model",
+        "expected config.json.word_embed_proj_dim to equal hidden_size ({}) for opt (hfx does not implement "
+        "project_in / project_out yet), got {}; see docs/adding-an-architecture.md",
+        c.hidden_size, j["word_embed_proj_dim"].dump());
   set_layer_types(c, [](int64_t) { return false; }, {"full_attention"});
   return c;
 }
@@ -39,7 +41,8 @@ DecoderOptions options(const ModelConfig& c) {
   o.names.model = "model.decoder";
   o.names.mlp = "";
   o.act = jget<std::string>(c.raw, "activation_function", "relu");
-  o.norm = jget<bool>(c.raw, "layer_norm_elementwise_affine", true) ? NormKind::layer : NormKind::layer_no_affine;
+  o.norm =
+      jget<bool>(c.raw, "layer_norm_elementwise_affine", true) ? NormKind::layer : NormKind::layer_no_affine;
   o.norms.input = "self_attn_layer_norm";
   o.norms.pre_mlp = "final_layer_norm";
   o.final_norm = "final_layer_norm";

@@ -160,6 +160,14 @@ DECODERS = [
                                                           n_inner=128, n_positions=256, multi_query=False,
                                                           scale_attn_weights=False),
          why="per-head fused c_attn (no MQA), unscaled attention"),
+    Case("falcon", "falcon", "decoder", dict(vocab_size=320, hidden_size=64, ffn_hidden_size=128, num_hidden_layers=2,
+                                            num_attention_heads=4, max_position_embeddings=256, multi_query=True,
+                                            parallel_attn=True, bias=True),
+         why="multi-query fused q/k/v, parallel attention and MLP on one LayerNorm, biases"),
+    Case("falcon_sequential", "falcon", "decoder", dict(vocab_size=320, hidden_size=64, num_hidden_layers=2,
+                                                       num_attention_heads=4, max_position_embeddings=256,
+                                                       multi_query=False, parallel_attn=False),
+         why="per-head fused q/k/v, sequential residual with post_attention_layernorm, 4x MLP"),
 ]
 
 STATE = [

@@ -17,11 +17,13 @@ from conftest import ROOT
 from judge import EXACT, greedy_agreement
 from reference import CausalReference
 
-# The decoder families Transformers.js 4.3 implements (the C++ suite's TransformersJs list).
+# The decoder families Transformers.js 4.3 implements (the C++ suite's TransformersJs list). It reads a
+# multi_query config (gpt_bigcode, Falcon-7B) only with Optimum's fused past_key_values.N.key_value cache, so
+# those cases are not here (tests/export/onnx/ort_gqa_test.cpp checks that refusal).
 NAMES = ["llama", "llama_mqa_tied", "qwen2", "gemma2", "gpt2", "mistral", "qwen3", "gemma", "phi3", "qwen2_moe",
          "qwen3_moe", "lfm2", "gemma3_text", "granite", "helium", "smollm3", "olmo", "olmo2", "stablelm",
          "stablelm_parallel", "starcoder2", "phi", "cohere", "cohere2", "glm", "ernie4_5", "hunyuan_v1_dense",
-         "gpt_neox", "gpt_neox_sequential", "gptj", "olmo3", "arcee", "ministral", "vaultgemma", "opt",
+         "gpt_neox", "gpt_neox_sequential", "gptj", "olmo3", "arcee", "ministral", "vaultgemma", "opt", "falcon_sequential",
          # An upstream limitation, not hfx's: Transformers.js 4.3.1 reads granitemoehybrid's layer_types as
          # "mamba" / "attention" (transformers 4.x); transformers 5 writes "linear_attention" / "full_attention",
          # so it feeds no cache and onnxruntime refuses the call.

@@ -288,7 +288,8 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
   // checked below (a Transformers.js that runs them fails this test, and the arch leaves this list to be
   // compared token by token), and their export is still checked against eager by hfx's ORT generator.
   // What Transformers.js 4.3.1 says for the model types it cannot run (its limits, not hfx's): no class for
-  // the type, or (gpt_bigcode) a cache it reads only as Optimum's fused past_key_values.N.key_value.
+  // the type, or (gpt_bigcode, multi_query falcon: config.multi_query) a cache it reads only as Optimum's
+  // fused past_key_values.N.key_value.
   const std::map<std::string, std::string> tjs_refuses = {
       {"mixtral", "Unsupported model type"},
       {"olmoe", "Unsupported model type"},
@@ -299,7 +300,8 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
       {"seed_oss", "Unsupported model type"},
       {"cwm", "Unsupported model type"},
       {"flex_olmo", "Unsupported model type"},
-      {"gpt_bigcode", "Missing the following inputs: past_key_values.0.key"}};
+      {"gpt_bigcode", "Missing the following inputs: past_key_values.0.key"},
+      {"falcon", "Missing the following inputs: past_key_values.0.key"}};
   const bool tjs_knows = !tjs_refuses.count(arch);
   const bool tjs = test::kTransformersJs.present();
   auto run_tjs = [&](const std::vector<std::vector<int64_t>>& p) {
