@@ -163,6 +163,7 @@ enum class QkvLayout {
   separate,  ///< q_proj, k_proj, v_proj (Llama)
   concat,    ///< one projection, rows [q; k; v] (Phi-3 qkv_proj)
   per_head,  ///< one projection, rows per head [q_h; k_h; v_h] (GPT-NeoX query_key_value; no GQA)
+  codegen,   ///< one projection in 4 model-parallel groups, each rows [q_g; v_g; k_g] (CodeGen qkv_proj)
 };
 
 struct DecoderOptions {

@@ -135,6 +135,12 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
     q = F::slice(qkv, -1, 0, D);
     k = F::slice(qkv, -1, D, 2 * D);
     v = F::slice(qkv, -1, 2 * D, 3 * D);
+  } else if (o_.qkv == QkvLayout::codegen) {  // [B, S, 4, 3 · H·D/4]: group g's q, v, k side by side
+    const int64_t local = H * D / 4;
+    Var qkv = F::reshape(linear(b, *this, x, n.qkv, o_.qkv_bias), {B, S, Sym(4), Sym(3 * local)});
+    q = F::slice(qkv, -1, 0, local);
+    v = F::slice(qkv, -1, local, 2 * local);
+    k = F::slice(qkv, -1, 2 * local, 3 * local);
   } else {
     q = linear(b, *this, x, n.q, o_.qkv_bias);
     k = linear(b, *this, x, n.k, o_.qkv_bias);

@@ -2,13 +2,14 @@
 // attn.q_proj / k_proj / v_proj / out_proj without biases, mlp.fc_in / fc_out, transformer.ln_f, lm_head
 // with a bias) and config keys (n_embd, n_layer, n_head, n_inner, n_positions, layer_norm_epsilon,
 // activation_function): parallel residual on one LayerNorm, GPT-J-style interleaved rotary pairs on the
-// first rotary_dim (64) dims of each head with base 10000.
+// first rotary_dim (64) dims of each head with base 10000. codegen: CodeGenForCausalLM, the same model with
+// q/k/v in one qkv_proj stored in 4 model-parallel groups of [q; v; k] rows.
 #include "blocks.h"
 
 namespace hfx::models {
 namespace {
 
-ModelConfig parse(const json& j) {
+ModelConfig parse_as(const json& j, const char* model_type) {
   ConfigDefaults d;
   d.vocab_size = 50400;
   d.hidden_size = 4096;
@@ -29,7 +30,10 @@ ModelConfig parse(const json& j) {
   k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * hidden);  // n_inner null: 4 · n_embd
   for (const char* x : {"num_key_value_heads", "head_dim", "rope_theta", "rope_parameters", "rope_scaling"})
     k.erase(x);
-  ModelConfig c = parse_common(k, "gptj", d);
+  ModelConfig c = parse_common(k, model_type, d);
+  if (std::string(model_type) == "codegen" && (c.num_attention_heads % 4 || c.hidden_size % 4))
+    HFX_THROW("model", "expected n_head divisible by CodeGen's 4 model-parallel groups, got {}",
+              c.num_attention_heads);
   const int64_t rotary = jget<int64_t>(j, "rotary_dim", 64);
   if (rotary <= 0 || rotary > c.head_dim || rotary % 2)
     HFX_THROW("model", "expected config.json.rotary_dim to be even and in (0, head_dim = {}], got {}",
@@ -38,6 +42,9 @@ ModelConfig parse(const json& j) {
   set_layer_types(c, [](int64_t) { return false; }, {"full_attention"});
   return c;
 }
+
+ModelConfig parse(const json& j) { return parse_as(j, "gptj"); }
+ModelConfig parse_codegen(const json& j) { return parse_as(j, "codegen"); }
 
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
@@ -61,10 +68,17 @@ DecoderOptions options(const ModelConfig& c) {
   return o;
 }
 
-json tiny(const std::string& preset) {
-  if (preset != "tiny") unknown_preset("gptj", preset, "tiny");
-  return json{{"architectures", {"GPTJForCausalLM"}},
-              {"model_type", "gptj"},
+DecoderOptions options_codegen(const ModelConfig& c) {
+  DecoderOptions o = options(c);
+  o.qkv = QkvLayout::codegen;
+  o.names.qkv = "qkv_proj";
+  return o;
+}
+
+json tiny_as(const std::string& preset, const char* cls, const char* model_type) {
+  if (preset != "tiny") unknown_preset(model_type, preset, "tiny");
+  return json{{"architectures", {cls}},
+              {"model_type", model_type},
               {"vocab_size", 512},
               {"n_embd", 64},
               {"n_layer", 2},
@@ -82,16 +96,22 @@ json tiny(const std::string& preset) {
               {"transformers_version", "4.56.0"}};
 }
 
-Architecture make() {
-  Architecture a = decoder_architecture<parse, options>("gptj", tiny, "byte_level", 1.0, {});
-  a.optional_weights = {R"(transformer\.h\.\d+\.attn\.(bias|masked_bias))"};
-  return a;
-}
+json tiny(const std::string& preset) { return tiny_as(preset, "GPTJForCausalLM", "gptj"); }
+json tiny_codegen(const std::string& preset) { return tiny_as(preset, "CodeGenForCausalLM", "codegen"); }
+
+const std::vector<std::string> kCausalMaskBuffers = {R"(transformer\.h\.\d+\.attn\.(bias|masked_bias))"};
 
 }  // namespace
 
 const Architecture& gptj_architecture() {
-  static const Architecture a = make();
+  static const Architecture a =
+      decoder_architecture<parse, options>("gptj", tiny, "byte_level", 1.0, kCausalMaskBuffers);
+  return a;
+}
+
+const Architecture& codegen_architecture() {
+  static const Architecture a = decoder_architecture<parse_codegen, options_codegen>(
+      "codegen", tiny_codegen, "byte_level", 1.0, kCausalMaskBuffers);
   return a;
 }
 

@@ -40,6 +40,7 @@ const Architecture& cwm_architecture();
 const Architecture& opt_architecture();
 const Architecture& gpt_bigcode_architecture();
 const Architecture& falcon_architecture();
+const Architecture& codegen_architecture();
 const Architecture& flex_olmo_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
@@ -114,6 +115,7 @@ std::vector<const Architecture*> all_architectures() {
       &opt_architecture(),
       &gpt_bigcode_architecture(),
       &falcon_architecture(),
+      &codegen_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

@@ -168,6 +168,9 @@ DECODERS = [
                                                        num_attention_heads=4, max_position_embeddings=256,
                                                        multi_query=False, parallel_attn=False),
          why="per-head fused q/k/v, sequential residual with post_attention_layernorm, 4x MLP"),
+    Case("codegen", "codegen", "decoder", dict(vocab_size=320, n_embd=64, n_layer=2, n_head=8, n_inner=128,
+                                              n_positions=256, rotary_dim=4),
+         why="q/v/k in 4 model-parallel groups of one qkv_proj, interleaved rotary on 4 of 8 dims"),
 ]
 
 STATE = [

@@ -174,6 +174,7 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   };
   const std::map<std::string, Layout> layouts = {{"gpt2", {"transformer.h.", ".attn", ".mlp"}},
                                                  {"gptj", {"transformer.h.", ".attn", ".mlp"}},
+                                                 {"codegen", {"transformer.h.", ".attn", ".mlp"}},
                                                  {"gpt_bigcode", {"transformer.h.", ".attn", ".mlp"}},
                                                  {"falcon", {"transformer.h.", ".self_attention", ".mlp"}},
                                                  {"gpt_neox", {"gpt_neox.layers.", ".attention", ".mlp"}},
