@@ -108,6 +108,10 @@ struct MoeOptions {
   std::string router = "gate";  ///< GraniteMoE: router.layer
   int64_t shared_intermediate =
       0;  ///< Qwen2-MoE shared_expert (0: none), gated by sigmoid(shared_expert_gate)
+  std::string shared_name = "shared_expert";  ///< HunYuan-MoE, GraniteMoeShared: shared_mlp
+  bool shared_sigmoid_gate = true;            ///< false: the shared MLP's output is added as it is
+  bool shared_stacked = false;  ///< GraniteMoeShared: input_linear [2S, H] (gate | up), output_linear [H, S]
+  bool shared_beside = false;   ///< GraniteMoeShared: the shared MLP is the layer's, beside the sparse block
   std::vector<bool> sparse_layers;  ///< per layer: MoE (true) or the dense MLP of intermediate_size
   bool sparse(int64_t layer) const {
     return num_experts > 0 && (sparse_layers.empty() || sparse_layers.at(static_cast<size_t>(layer)));
@@ -245,6 +249,8 @@ class DecoderLM : public CausalLM {
             bool full_mask) const;
   /// The sparse MoE block (o_.moe) in the current scope.
   Var moe(Builder& b, const Var& x) const;
+  /// The MoE's shared (always-on) MLP, o_.moe.shared_name in the current scope.
+  Var shared_mlp(Builder& b, const Var& x) const;
 
  private:
   DecoderOptions o_;

@@ -69,12 +69,21 @@ void moe_specs(WeightSpecs& s, const ModelConfig& c, const MoeOptions& m, const 
     s.push_back({e + (m.mixtral_names ? "w2" : "down_proj") + ".weight", {E, m.intermediate}});
     s.push_back({e + (m.mixtral_names ? "w3" : "up_proj") + ".weight", {m.intermediate, E}});
   }
-  if (m.shared_intermediate > 0) {
-    s.push_back({q + "shared_expert.gate_proj.weight", {m.shared_intermediate, E}});
-    s.push_back({q + "shared_expert.up_proj.weight", {m.shared_intermediate, E}});
-    s.push_back({q + "shared_expert.down_proj.weight", {E, m.shared_intermediate}});
-    s.push_back({q + "shared_expert_gate.weight", {1, E}});
+}
+
+// The shared MLP of `m` under `at` (the block, or with shared_beside the layer).
+void shared_specs(WeightSpecs& s, const ModelConfig& c, const MoeOptions& m, const std::string& at) {
+  const int64_t E = c.hidden_size, S = m.shared_intermediate;
+  const std::string p = at + m.shared_name + ".";
+  if (m.shared_stacked) {
+    s.push_back({p + "input_linear.weight", {2 * S, E}});
+    s.push_back({p + "output_linear.weight", {E, S}});
+  } else {
+    s.push_back({p + "gate_proj.weight", {S, E}});
+    s.push_back({p + "up_proj.weight", {S, E}});
+    s.push_back({p + "down_proj.weight", {E, S}});
   }
+  if (m.shared_sigmoid_gate) s.push_back({at + m.shared_name + "_gate.weight", {1, E}});
 }
 
 void mlp_specs(WeightSpecs& s, const ModelConfig& c, const DecoderOptions& o, const std::string& m) {
@@ -106,9 +115,11 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
     attention_specs(s, c, o, p + n.attn + ".");
     for (const std::string* x : {&o.norms.post_attn, &o.norms.pre_mlp, &o.norms.post_mlp})
       norm_specs(s, o.norm, named(*x), E);
-    if (o.moe.sparse(i))
+    if (o.moe.sparse(i)) {
       moe_specs(s, c, o.moe, p + o.moe.block + ".");
-    else
+      if (o.moe.shared_intermediate > 0)
+        shared_specs(s, c, o.moe, o.moe.shared_beside ? p : p + o.moe.block + ".");
+    } else
       mlp_specs(s, c, o, n.mlp.empty() ? p : p + n.mlp + ".");
   }
   norm_specs(s, o.norm, n.model + "." + o.final_norm, E);
@@ -214,24 +225,41 @@ Var DecoderLM::moe(Builder& b, const Var& x) const {
     out = F::moe(x, logits, experts, m.top_k, m.norm_topk_prob, moe_activation(o_.act));
     b.name_output(out);
   }
-  if (m.shared_intermediate > 0) {
-    Var y;
-    {
-      Scope ss(b, "shared_expert");
-      Var gate = linear(b, *this, x, "gate_proj", false), up = linear(b, *this, x, "up_proj", false);
-      y = linear(b, *this, F::mul(activation(gate, o_.act), up), "down_proj", false);
-      b.name_output(y);
-    }
-    Var g = F::sigmoid(linear(b, *this, x, "shared_expert_gate", false));  // [B, S, 1]
-    out = F::add(out, F::mul(g, y));
-  }
+  if (m.shared_intermediate > 0 && !m.shared_beside) out = F::add(out, shared_mlp(b, x));
   b.name_output(out);
   return out;
 }
 
+Var DecoderLM::shared_mlp(Builder& b, const Var& x) const {
+  const auto& m = o_.moe;
+  Var y;
+  {
+    Scope ss(b, m.shared_name);
+    Var gate, up;
+    if (m.shared_stacked) {  // input_linear rows: gate, then up
+      Var gu = linear(b, *this, x, "input_linear", false);
+      gate = F::slice(gu, -1, 0, m.shared_intermediate);
+      up = F::slice(gu, -1, m.shared_intermediate, 2 * m.shared_intermediate);
+    } else {
+      gate = linear(b, *this, x, "gate_proj", false);
+      up = linear(b, *this, x, "up_proj", false);
+    }
+    y = linear(b, *this, F::mul(activation(gate, o_.act), up),
+               m.shared_stacked ? "output_linear" : "down_proj", false);
+    b.name_output(y);
+  }
+  if (!m.shared_sigmoid_gate) return y;
+  Var g = F::sigmoid(linear(b, *this, x, m.shared_name + "_gate", false));  // [B, S, 1]
+  return F::mul(g, y);
+}
+
 Var DecoderLM::mlp(Builder& b, const Var& x, int64_t layer) const {
   const auto& c = config();
-  if (o_.moe.sparse(layer)) return moe(b, x);
+  if (o_.moe.sparse(layer)) {
+    Var y = moe(b, x);
+    const auto& m = o_.moe;
+    return m.shared_intermediate > 0 && m.shared_beside ? F::add(y, shared_mlp(b, x)) : y;
+  }
   std::optional<Scope> s;  // OPT: fc1 / fc2 sit on the layer itself (names.mlp "")
   if (!o_.names.mlp.empty()) s.emplace(b, o_.names.mlp);
   if (!o_.gated_mlp) {

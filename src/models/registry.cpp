@@ -41,6 +41,8 @@ const Architecture& opt_architecture();
 const Architecture& gpt_bigcode_architecture();
 const Architecture& falcon_architecture();
 const Architecture& codegen_architecture();
+const Architecture& granitemoeshared_architecture();
+const Architecture& hunyuan_v1_moe_architecture();
 const Architecture& flex_olmo_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
@@ -123,6 +125,8 @@ std::vector<const Architecture*> all_architectures() {
       &olmoe_architecture(),
       &granitemoe_architecture(),
       &flex_olmo_architecture(),
+      &granitemoeshared_architecture(),
+      &hunyuan_v1_moe_architecture(),
       // state-space decoders
       &mamba_architecture(),
       &mamba2_architecture(),
