@@ -124,6 +124,11 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
                 cfg.sliding_window);
 }
 
+double softcap_of(const json& j, const char* key, double def) {
+  if (!j.contains(key)) return def;
+  return j[key].is_null() ? 0.0 : jget<double>(j, key, def);
+}
+
 RopeConfig rope_config_partial(const ModelConfig& c, double partial) {
   const json& j = c.raw;
   const bool in_params = jhas(j, "rope_parameters") && j["rope_parameters"].is_object() &&

@@ -58,6 +58,8 @@ inline const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_
 void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding_fallback,
                      const std::vector<std::string>& supported = {"full_attention", "sliding_attention"});
 
+/// A soft-capping value as the config class reads it: absent → the class default `def`, null → none (0).
+double softcap_of(const json& j, const char* key, double def);
 /// rope_config(c) with `partial` as the partial_rotary_factor when config.json states none (Phi and
 /// Nemotron 0.5, StableLM 0.25: their config classes' defaults).
 RopeConfig rope_config_partial(const ModelConfig& c, double partial);

@@ -36,8 +36,8 @@ DecoderOptions options(const ModelConfig& c) {
   o.norm_offset = 1.0;
   o.scale_embeddings = o.scale_in_embedding = true;
   o.norms.pre_mlp = "pre_feedforward_layernorm";
-  o.attn_softcap = jget<double>(c.raw, "attn_logit_softcapping", 50.0);
-  o.final_softcap = jget<double>(c.raw, "final_logit_softcapping", 30.0);
+  o.attn_softcap = softcap_of(c.raw, "attn_logit_softcapping", 50.0);
+  o.final_softcap = softcap_of(c.raw, "final_logit_softcapping", 30.0);
   o.attn_scale = 1.0 / std::sqrt(jget<double>(c.raw, "query_pre_attn_scalar", 256.0));
   o.rope = rope_config(c);
   return o;
