@@ -124,6 +124,18 @@ void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& slidi
                 cfg.sliding_window);
 }
 
+json with_common_names(const json& j, int64_t default_hidden) {
+  json k = j;
+  for (const auto& [gpt2, common] :
+       std::vector<std::pair<const char*, const char*>>{{"n_embd", "hidden_size"},
+                                                        {"n_layer", "num_hidden_layers"},
+                                                        {"n_head", "num_attention_heads"},
+                                                        {"n_positions", "max_position_embeddings"}})
+    if (jhas(j, gpt2)) k[common] = j[gpt2];
+  k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * jget<int64_t>(k, "hidden_size", default_hidden));
+  return k;
+}
+
 double softcap_of(const json& j, const char* key, double def) {
   if (!j.contains(key)) return def;
   return j[key].is_null() ? 0.0 : jget<double>(j, key, def);

@@ -58,6 +58,10 @@ inline const std::vector<std::string> kLayerTypes = {"full_attention", "sliding_
 void set_layer_types(ModelConfig& cfg, const std::function<bool(int64_t)>& sliding_fallback,
                      const std::vector<std::string>& supported = {"full_attention", "sliding_attention"});
 
+/// config.json with GPT-2-style keys (GPT-J, CodeGen, GPT-BigCode: n_embd, n_layer, n_head, n_positions,
+/// n_inner) also under the common names parse_common reads (their config classes' attribute_map);
+/// intermediate_size is n_inner, or 4 · hidden_size when it is absent or null.
+json with_common_names(const json& j, int64_t default_hidden);
 /// A soft-capping value as the config class reads it: absent → the class default `def`, null → none (0).
 double softcap_of(const json& j, const char* key, double def);
 /// rope_config(c) with `partial` as the partial_rotary_factor when config.json states none (Phi and
@@ -171,6 +175,14 @@ enum class QkvLayout {
   per_head,  ///< one projection, rows per head [q_h; k_h; v_h] (GPT-NeoX query_key_value; no GQA)
   codegen,   ///< one projection in 4 model-parallel groups, each rows [q_g; v_g; k_g] (CodeGen qkv_proj)
 };
+
+/// OLMo 2 / OLMo 3 / EXAONE 4: norms on the sublayer outputs only (no input_layernorm).
+inline NormPlacement post_norms() {
+  return {.input = "",
+          .post_attn = "post_attention_layernorm",
+          .pre_mlp = "",
+          .post_mlp = "post_feedforward_layernorm"};
+}
 
 struct DecoderOptions {
   DecoderNames names;

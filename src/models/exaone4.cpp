@@ -25,10 +25,7 @@ ModelConfig parse(const json& j) {
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
   o.act = jget<std::string>(c.raw, "hidden_act", "silu");
-  o.norms = {.input = "",
-             .post_attn = "post_attention_layernorm",
-             .pre_mlp = "",
-             .post_mlp = "post_feedforward_layernorm"};
+  o.norms = post_norms();
   o.qk_norm = true;
   o.rope = rope_config(c);
   for (const auto& t : c.layer_types)

@@ -22,10 +22,7 @@ ModelConfig parse(const json& j) {
 DecoderOptions options(const ModelConfig& c) {
   DecoderOptions o;
   o.act = jget<std::string>(c.raw, "hidden_act", "silu");
-  o.norms = {.input = "",
-             .post_attn = "post_attention_layernorm",
-             .pre_mlp = "",
-             .post_mlp = "post_feedforward_layernorm"};
+  o.norms = post_norms();
   o.qk_norm_flat = true;
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
   o.rope = rope_config(c);

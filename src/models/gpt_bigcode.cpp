@@ -20,14 +20,7 @@ ModelConfig parse(const json& j) {
   d.tie_word_embeddings = true;
   d.bos = 50256;
   d.eos = 50256;
-  json k = j;  // GPTBigCodeConfig's attribute_map
-  for (const auto& [mine, common] :
-       std::vector<std::pair<const char*, const char*>>{{"n_embd", "hidden_size"},
-                                                        {"n_layer", "num_hidden_layers"},
-                                                        {"n_head", "num_attention_heads"},
-                                                        {"n_positions", "max_position_embeddings"}})
-    if (jhas(j, mine)) k[common] = j[mine];
-  k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * jget<int64_t>(k, "hidden_size", d.hidden_size));
+  json k = with_common_names(j, d.hidden_size);  // the config class's attribute_map
   for (const char* x : {"head_dim", "rope_theta", "rope_parameters", "rope_scaling"}) k.erase(x);
   k["num_key_value_heads"] = jget<bool>(j, "multi_query", true) ? json(1) : k["num_attention_heads"];
   ModelConfig c = parse_common(k, "gpt_bigcode", d);

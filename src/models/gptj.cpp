@@ -19,15 +19,7 @@ ModelConfig parse_as(const json& j, const char* model_type) {
   d.norm_eps_key = "layer_norm_epsilon";
   d.bos = 50256;
   d.eos = 50256;
-  json k = j;  // GPTJConfig's attribute_map: hidden_size is n_embd, ...
-  for (const auto& [gptj, common] :
-       std::vector<std::pair<const char*, const char*>>{{"n_embd", "hidden_size"},
-                                                        {"n_layer", "num_hidden_layers"},
-                                                        {"n_head", "num_attention_heads"},
-                                                        {"n_positions", "max_position_embeddings"}})
-    if (jhas(j, gptj)) k[common] = j[gptj];
-  const int64_t hidden = jget<int64_t>(k, "hidden_size", d.hidden_size);
-  k["intermediate_size"] = jget<int64_t>(j, "n_inner", 4 * hidden);  // n_inner null: 4 · n_embd
+  json k = with_common_names(j, d.hidden_size);  // the config class's attribute_map
   for (const char* x : {"num_key_value_heads", "head_dim", "rope_theta", "rope_parameters", "rope_scaling"})
     k.erase(x);
   ModelConfig c = parse_common(k, model_type, d);

@@ -314,7 +314,7 @@ TEST(ModelErrors, UnknownModelType) {
   EXPECT_NE(msg.find("docs/adding-an-architecture.md"), std::string::npos) << msg;
   // Near names come first: a typo of a newer type finds it, not the first types of the registry.
   EXPECT_EQ(nearest_model_types("starcoder", 1), std::vector<std::string>{"starcoder2"});
-  EXPECT_EQ(nearest_model_types("olmo3", 2), (std::vector<std::string>{"olmo", "olmo2"}));
+  EXPECT_EQ(nearest_model_types("olmo4", 2), (std::vector<std::string>{"olmo", "olmo2"}));
   EXPECT_EQ(nearest_model_types("qwen2", 1), std::vector<std::string>{"qwen2"});
 }
 
