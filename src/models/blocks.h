@@ -220,6 +220,9 @@ struct DecoderOptions {
   std::string position_embedding;
   int64_t position_offset = 0;
   bool rotary = true;  ///< false: no rotary embedding on any layer (learned positions instead)
+  /// Positions exist only below max_position_embeddings (GPT-J / CodeGen read sin/cos from a table of
+  /// n_positions rows): past + sequence beyond it is refused (learned positions imply it).
+  bool bounded_positions = false;
   /// Per layer: true where the layer applies no rotary embedding (SmolLM3's no_rope_layers 0, Cohere 2's
   /// full-attention layers). Empty: every layer rotates.
   std::vector<bool> nope_layers;

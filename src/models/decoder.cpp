@@ -356,14 +356,15 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
     if (o_.scale_embeddings && !o_.scale_in_embedding) h = embedding_scale(c, h);
     Var pos = positions(b, a, past);
+    // A table of positions (learned, or GPT-J's sin/cos rows) ends at max_position_embeddings: past + S must
+    // stay inside it. When tracing, the ranges cannot tell, so this records a guard that export turns into a
+    // runtime check (and the contract into a relation).
+    if ((o_.bounded_positions || !o_.position_embedding.empty()) &&
+        !b.env().le(past + S, Sym(c.max_position_embeddings)))
+      HFX_THROW("model", "expected past + sequence <= max_position_embeddings = {} for {}, got {}",
+                c.max_position_embeddings, c.model_type, b.env().hint(past + S));
     if (!o_.position_embedding.empty()) {  // h + wpe(position_ids + offset)
       Scope sp(b, o_.position_embedding);
-      // Learned positions exist only up to max_position_embeddings: past + S must stay inside the table. When
-      // tracing, the ranges cannot tell, so this records a guard that export turns into a runtime check (and
-      // the contract into a relation).
-      if (!b.env().le(past + S, Sym(c.max_position_embeddings)))
-        HFX_THROW("model", "expected past + sequence <= max_position_embeddings = {} for {}, got {}",
-                  c.max_position_embeddings, c.model_type, b.env().hint(past + S));
       Var p =
           o_.position_offset
               ? F::add(pos, b.constant(Tensor::scalar(static_cast<double>(o_.position_offset), DType::I64)))

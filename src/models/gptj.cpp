@@ -57,6 +57,7 @@ DecoderOptions options(const ModelConfig& c) {
   o.final_norm = "ln_f";
   o.rope = rope_config(c);
   o.rope.interleaved = true;
+  o.bounded_positions = true;  // sin/cos come from a table of n_positions rows
   return o;
 }
 
