@@ -51,10 +51,10 @@ const Architecture& bart_architecture() {
       .parse_config = parse,
       .weight_specs =
           [](const ModelConfig& c) {
-            return bart_weight_specs(bart_options(c, false), c.tie_word_embeddings);
+            return bart_weight_specs(bart_options(c, BartOptions{}), c.tie_word_embeddings);
           },
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        BartOptions o = bart_options(c, false);
+        BartOptions o = bart_options(c, BartOptions{});
         return std::make_unique<BartFamilyLM>(std::move(c), std::move(w), std::move(o));
       },
       .tiny_config = tiny,

@@ -7,6 +7,9 @@
 namespace hfx::models {
 namespace {
 
+const BartOptions kMarian{
+    .embed_norm = BartEmbedNorm::none, .positions = BartPositions::sinusoidal, .position_offset = 0};
+
 ModelConfig parse(const json& j) {
   ConfigDefaults d;
   d.vocab_size = 58101;
@@ -55,10 +58,10 @@ const Architecture& marian_architecture() {
       .parse_config = parse,
       .weight_specs =
           [](const ModelConfig& c) {
-            return bart_weight_specs(bart_options(c, true), c.tie_word_embeddings);
+            return bart_weight_specs(bart_options(c, kMarian), c.tie_word_embeddings);
           },
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        BartOptions o = bart_options(c, true);
+        BartOptions o = bart_options(c, kMarian);
         return std::make_unique<BartFamilyLM>(std::move(c), std::move(w), std::move(o));
       },
       .tiny_config = tiny,

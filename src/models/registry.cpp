@@ -63,6 +63,12 @@ const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
 const Architecture& bart_architecture();
 const Architecture& marian_architecture();
+const Architecture& mbart_architecture();
+const Architecture& plbart_architecture();
+const Architecture& pegasus_architecture();
+const Architecture& m2m_100_architecture();
+const Architecture& blenderbot_architecture();
+const Architecture& blenderbot_small_architecture();
 const Architecture& llava_architecture();
 const TinyHooks& llava_tiny_hooks();
 const Architecture& gemma3_architecture();
@@ -143,6 +149,12 @@ std::vector<const Architecture*> all_architectures() {
       &t5_architecture(),
       &bart_architecture(),
       &marian_architecture(),
+      &mbart_architecture(),
+      &plbart_architecture(),
+      &pegasus_architecture(),
+      &m2m_100_architecture(),
+      &blenderbot_architecture(),
+      &blenderbot_small_architecture(),
       // speech encoder-decoder (log-mel features in)
       &whisper_architecture(),
       // vision-language (vision encoder, token embeddings, decoder on embeddings)

@@ -1,6 +1,6 @@
 // Shared encoder-decoder pieces: the two components and their cache leaves, attention with self and
-// cross caches, and the BART-family (bart, marian) stacks following BartEncoderLayer / BartDecoderLayer
-// line by line (post-LN residual blocks, q scaled by head_dim^-0.5, lm_head + final_logits_bias).
+// cross caches, and the BART-family stacks following BartEncoderLayer / BartDecoderLayer line by line
+// (post-LN or pre-LN residual blocks, q scaled by head_dim^-0.5, lm_head + final_logits_bias).
 #include "seq2seq.h"
 
 #include <cmath>
@@ -155,9 +155,8 @@ Var layer_norm(Builder& b, const Model& m, const Var& x, const std::string& loca
 
 // ---- BART family ----
 
-BartOptions bart_options(const ModelConfig& c, bool marian) {
+BartOptions bart_options(const ModelConfig& c, BartOptions o) {
   const json& j = c.raw;
-  BartOptions o;
   o.d_model = c.hidden_size;
   o.encoder_layers = jget<int64_t>(j, "encoder_layers", 12);
   o.decoder_layers = jget<int64_t>(j, "decoder_layers", 12);
@@ -167,11 +166,10 @@ BartOptions bart_options(const ModelConfig& c, bool marian) {
   o.decoder_ffn = jget<int64_t>(j, "decoder_ffn_dim", 4096);
   o.max_positions = c.max_position_embeddings;
   o.vocab = c.vocab_size;
-  o.act = jget<std::string>(j, "activation_function", "gelu");
-  o.scale_embedding = jget<bool>(j, "scale_embedding", false);
-  o.layernorm_embedding = !marian;
-  o.sinusoidal = marian;
-  o.position_offset = marian ? 0 : 2;
+  o.pad = c.pad_token_id.value_or(1);
+  o.act = jget<std::string>(j, "activation_function", o.act);
+  o.scale_embedding = jget<bool>(j, "scale_embedding", o.scale_embedding);
+  if (o.positions == BartPositions::fairseq) o.position_offset = o.pad + 1;
   for (int64_t h : {o.encoder_heads, o.decoder_heads})
     if (h <= 0 || o.d_model % h)
       HFX_THROW("model", "expected d_model ({}) to be a multiple of the attention heads, got {}", o.d_model,
@@ -179,6 +177,9 @@ BartOptions bart_options(const ModelConfig& c, bool marian) {
   if (o.encoder_layers <= 0 || o.decoder_layers <= 0)
     HFX_THROW("model", "expected encoder_layers and decoder_layers > 0, got {} and {}", o.encoder_layers,
               o.decoder_layers);
+  if (o.positions == BartPositions::fairseq && (o.pad < 0 || o.d_model < 4))
+    HFX_THROW("model", "expected pad_token_id >= 0 and d_model >= 4 for sinusoidal positions, got {} and {}",
+              o.pad, o.d_model);
   return o;
 }
 
@@ -215,7 +216,8 @@ WeightSpecs bart_weight_specs(const BartOptions& o, bool tied) {
   for (const char* stack : {"encoder", "decoder"}) {
     const bool dec = std::string(stack) == "decoder";
     const std::string p = std::string("model.") + stack + ".";
-    if (!o.sinusoidal) s.push_back({p + "embed_positions.weight", {o.max_positions + o.position_offset, E}});
+    if (o.positions == BartPositions::learned)
+      s.push_back({p + "embed_positions.weight", {o.max_positions + o.position_offset, E}});
     const int64_t layers = dec ? o.decoder_layers : o.encoder_layers, F = dec ? o.decoder_ffn : o.encoder_ffn;
     for (int64_t i = 0; i < layers; i++) {
       std::string l = p + "layers." + std::to_string(i) + ".";
@@ -231,9 +233,10 @@ WeightSpecs bart_weight_specs(const BartOptions& o, bool tied) {
       s.push_back({l + "fc2.bias", {E}});
       norm(l + "final_layer_norm");
     }
-    if (o.layernorm_embedding) norm(p + "layernorm_embedding");
+    if (o.embed_norm != BartEmbedNorm::none) norm(p + "layernorm_embedding");
+    if (o.pre_norm) norm(p + "layer_norm");
   }
-  s.push_back({"final_logits_bias", {1, o.vocab}});
+  if (o.final_logits_bias) s.push_back({"final_logits_bias", {1, o.vocab}});
   if (!tied) s.push_back({"lm_head.weight", {o.vocab, E}});
   return s;
 }
@@ -256,35 +259,75 @@ Tensor sinusoidal_table(int64_t n, int64_t dim) {
     }
   return t;
 }
+
+// M2M100SinusoidalPositionalEmbedding.get_embedding, in float32 as torch computes it: column j < half:
+// sin(pos * exp(-j * ln(10000) / (half - 1))), column half + j: cos of the same; row `pad` zero.
+Tensor fairseq_table(int64_t n, int64_t dim, int64_t pad) {
+  Tensor t = Tensor::empty({n, dim}, DType::F32);
+  float* p = t.data<float>();
+  const int64_t half = dim / 2;
+  const auto step = static_cast<float>(-std::log(10000.0) / static_cast<double>(half - 1));
+  for (int64_t pos = 0; pos < n; pos++) {
+    for (int64_t j = 0; j < half; j++) {
+      const float angle = static_cast<float>(pos) * std::exp(static_cast<float>(j) * step);
+      p[pos * dim + j] = pos == pad ? 0.0f : std::sin(angle);
+      p[pos * dim + half + j] = pos == pad ? 0.0f : std::cos(angle);
+    }
+    if (dim % 2) p[pos * dim + dim - 1] = 0.0f;
+  }
+  return t;
+}
 }  // namespace
 
-Var BartFamilyLM::embed(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const {
-  Var h;
-  {
-    Scope s(b, "embed_tokens");
-    h = F::to(F::embedding(w(b, "model.shared.weight"), ids), DType::F32);
-    if (o_.scale_embedding) h = F::mul(h, std::sqrt(static_cast<double>(o_.d_model)));
-    b.name_output(h);
-  }
+Var BartFamilyLM::positions(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const {
   Sym S = ids.size(1);
-  // Both position tables have max_position_embeddings rows (past the offset). When tracing, the ranges
+  // Every position table has max_position_embeddings rows (past the offset). When tracing, the ranges
   // may not tell, so this records a guard that export turns into a runtime check (as gpt2 does).
   if (!b.env().le(past + S, Sym(o_.max_positions)))
     HFX_THROW(config().model_type, "expected past + sequence <= max_position_embeddings = {}, got {}",
               o_.max_positions, b.env().hint(past + S));
-  Var pos = F::arange(b, past + Sym(o_.position_offset), past + S + Sym(o_.position_offset));
-  Var pe;
-  {
-    Scope s(b, "embed_positions");
-    std::string name = "model." + stack + ".embed_positions.weight";
-    Var table = w_opt(b, name);  // Marian checkpoints may carry the sinusoidal table; else it is computed
+  Scope s(b, "embed_positions");
+  Var pos, table;
+  if (o_.positions == BartPositions::fairseq) {
+    // Pads keep position `pad` (a zero row); the others count the non-pad tokens, after the past.
+    Var pad = b.constant(Tensor::scalar(static_cast<double>(o_.pad), DType::I64));
+    Var real = F::to(F::logical_not(F::eq(ids, pad)), DType::I64);
+    Var count = F::add(F::cumsum(real, 1), F::arange(b, past, past + Sym(1)));  // + [past]
+    pos = F::add(F::mul(count, real), pad);                                     // [B, S]
+    table = b.constant(fairseq_table(o_.max_positions + o_.position_offset, o_.d_model, o_.pad));
+  } else {
+    pos = F::arange(b, past + Sym(o_.position_offset), past + S + Sym(o_.position_offset));  // [S]
+    table = w_opt(b, "model." + stack + ".embed_positions.weight");  // sinusoidal: may be in the checkpoint
+    if (!table && o_.positions == BartPositions::learned)
+      table = w(b, "model." + stack + ".embed_positions.weight");
     if (!table) table = b.constant(sinusoidal_table(o_.max_positions, o_.d_model));
-    pe = F::to(F::embedding(table, pos), DType::F32);  // [S, E], broadcast over the batch
-    b.name_output(pe);
   }
-  h = F::add(h, pe);
-  if (o_.layernorm_embedding) h = layer_norm(b, *this, h, "layernorm_embedding", 1e-5);
+  Var pe = F::to(F::embedding(table, pos), DType::F32);  // [S, E] broadcast over the batch, or [B, S, E]
+  b.name_output(pe);
+  return pe;
+}
+
+Var BartFamilyLM::embed(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const {
+  // BlenderbotSmall's decoder normalizes the tokens before adding positions, and never scales them.
+  const bool norm_first = o_.embed_norm == BartEmbedNorm::decoder_before_positions && stack == "decoder";
+  Var h;
+  {
+    Scope s(b, "embed_tokens");
+    h = F::to(F::embedding(w(b, "model.shared.weight"), ids), DType::F32);
+    if (o_.scale_embedding && !norm_first) h = F::mul(h, std::sqrt(static_cast<double>(o_.d_model)));
+    b.name_output(h);
+  }
+  if (norm_first) h = layer_norm(b, *this, h, "layernorm_embedding", 1e-5);
+  h = F::add(h, positions(b, stack, ids, past));
+  if (o_.embed_norm != BartEmbedNorm::none && !norm_first)
+    h = layer_norm(b, *this, h, "layernorm_embedding", 1e-5);
   return h;
+}
+
+Var BartFamilyLM::sublayer(Builder& b, const Var& x, const std::string& norm,
+                           const std::function<Var(const Var&)>& f) const {
+  if (!o_.pre_norm) return layer_norm(b, *this, F::add(x, f(x)), norm, 1e-5);
+  return F::add(x, f(layer_norm(b, *this, x, norm, 1e-5)));
 }
 
 Var BartFamilyLM::ffn(Builder& b, const Var& x) const {
@@ -296,13 +339,11 @@ Var BartFamilyLM::encoder_layer(Builder& b, const Var& h, const Var& mask) const
   AttnLayout a{o_.encoder_heads, o_.d_model / o_.encoder_heads, 0.0, true, "q_proj", "k_proj", "v_proj",
                "out_proj"};
   a.scale = 1.0 / std::sqrt(static_cast<double>(a.head_dim));
-  Var att;
-  {
+  Var x = sublayer(b, h, "self_attn_layer_norm", [&](const Var& in) {
     Scope s(b, "self_attn");
-    att = seq2seq_self_attention(b, *this, h, a, mask, false, Var(), Var(), nullptr, nullptr);
-  }
-  Var x = layer_norm(b, *this, F::add(h, att), "self_attn_layer_norm", 1e-5);
-  x = layer_norm(b, *this, F::add(x, ffn(b, x)), "final_layer_norm", 1e-5);
+    return seq2seq_self_attention(b, *this, in, a, mask, false, Var(), Var(), nullptr, nullptr);
+  });
+  x = sublayer(b, x, "final_layer_norm", [&](const Var& in) { return ffn(b, in); });
   b.name_output(x);
   return x;
 }
@@ -312,22 +353,19 @@ Var BartFamilyLM::decoder_layer(Builder& b, const Var& h, const Var& enc, const 
   AttnLayout a{o_.decoder_heads, o_.d_model / o_.decoder_heads, 0.0, true, "q_proj", "k_proj", "v_proj",
                "out_proj"};
   a.scale = 1.0 / std::sqrt(static_cast<double>(a.head_dim));
-  Var att;
-  {
+  Var x = sublayer(b, h, "self_attn_layer_norm", [&](const Var& in) {
     Scope s(b, "self_attn");
-    att = seq2seq_self_attention(b, *this, h, a, Var(), /*causal=*/true, c ? c->past_self_k : Var(),
-                                 c ? c->past_self_v : Var(), c ? &c->self_k : nullptr,
-                                 c ? &c->self_v : nullptr);
-  }
-  Var x = layer_norm(b, *this, F::add(h, att), "self_attn_layer_norm", 1e-5);
-  {
+    return seq2seq_self_attention(b, *this, in, a, Var(), /*causal=*/true, c ? c->past_self_k : Var(),
+                                  c ? c->past_self_v : Var(), c ? &c->self_k : nullptr,
+                                  c ? &c->self_v : nullptr);
+  });
+  x = sublayer(b, x, "encoder_attn_layer_norm", [&](const Var& in) {
     Scope s(b, "encoder_attn");
-    att = seq2seq_cross_attention(b, *this, x, enc, a, enc_mask, c ? c->past_cross_k : Var(),
-                                  c ? c->past_cross_v : Var(), c ? &c->cross_k : nullptr,
-                                  c ? &c->cross_v : nullptr);
-  }
-  x = layer_norm(b, *this, F::add(x, att), "encoder_attn_layer_norm", 1e-5);
-  x = layer_norm(b, *this, F::add(x, ffn(b, x)), "final_layer_norm", 1e-5);
+    return seq2seq_cross_attention(b, *this, in, enc, a, enc_mask, c ? c->past_cross_k : Var(),
+                                   c ? c->past_cross_v : Var(), c ? &c->cross_k : nullptr,
+                                   c ? &c->cross_v : nullptr);
+  });
+  x = sublayer(b, x, "final_layer_norm", [&](const Var& in) { return ffn(b, in); });
   b.name_output(x);
   return x;
 }
@@ -340,6 +378,7 @@ Var BartFamilyLM::encode(Builder& b, const Var& ids, const Var& attention_mask) 
     Scope sl(b, "layers." + std::to_string(i));
     h = encoder_layer(b, h, mask);
   }
+  if (o_.pre_norm) h = layer_norm(b, *this, h, "layer_norm", 1e-5);
   return h;
 }
 
@@ -355,6 +394,7 @@ Var BartFamilyLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
       h = decoder_layer(b, h, a.encoder_hidden_states, enc_mask,
                         a.cache ? &(*a.cache)[static_cast<size_t>(i)] : nullptr);
     }
+    if (o_.pre_norm) h = layer_norm(b, *this, h, "layer_norm", 1e-5);
   }
   h = keep_last(h, a.logits_to_keep);
   Var logits;
@@ -364,7 +404,7 @@ Var BartFamilyLM::decode(Builder& b, Seq2SeqDecoderArgs& a) const {
         matmul_weight(b, *this, h, config().tie_word_embeddings ? "model.shared.weight" : "lm_head.weight");
     b.name_output(logits);
   }
-  logits = F::add(logits, W(b, *this, "final_logits_bias"));
+  if (o_.final_logits_bias) logits = F::add(logits, W(b, *this, "final_logits_bias"));
   b.name_output(logits, "logits");
   return logits;
 }

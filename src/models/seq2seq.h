@@ -1,6 +1,6 @@
 // src/models/seq2seq.h — shared pieces of the encoder-decoder architectures (t5, bart, marian): the two
 // components and their signatures, the self- and cross-attention with their cache leaves, and the
-// BART-style post-LN encoder/decoder that bart and marian share.
+// BART-family encoder/decoder (bart, marian, mbart, ...: one class, knobs as data).
 //
 // Components (Optimum / Transformers.js names):
 //   encoder: input_ids i64 [batch_size, encoder_sequence_length], attention_mask i64 [same]
@@ -13,6 +13,7 @@
 // empty slice, so cached steps do not recompute it. Its length is its own dim,
 // past_encoder_sequence_length, because it is 0 in the first call of the merged program.
 #pragma once
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -78,20 +79,36 @@ Var seq2seq_cross_attention(Builder& b, const Model& m, const Var& x, const Var&
 /// Scope(local) + nn.LayerNorm (weight and bias) + name_output.
 Var layer_norm(Builder& b, const Model& m, const Var& x, const std::string& local, double eps);
 
-// ---- the BART family (bart, marian): post-LN layers, learned or sinusoidal positions ----
+// ---- the BART family (bart, marian, mbart, plbart, pegasus, m2m_100, blenderbot, blenderbot-small):
+// post-LN or pre-LN layers, learned or sinusoidal positions, the layer norms each one adds ----
+/// How the position of token t is embedded.
+enum class BartPositions {
+  learned,     ///< embed_positions.weight[past + t + position_offset] (BART: offset 2, Blenderbot: 0)
+  sinusoidal,  ///< Marian/Pegasus: a sin | cos table (read when the checkpoint carries it), no offset
+  fairseq,     ///< M2M100: tensor2tensor's table, ids from input_ids: (cumsum(ids != pad) + past) *
+               ///< (ids != pad) + pad, pad rows zero; never in the checkpoint
+};
+/// Where layernorm_embedding sits (BlenderbotSmall's decoder normalizes the unscaled tokens before adding
+/// positions).
+enum class BartEmbedNorm { none, after_positions, decoder_before_positions };
+
+/// The knobs of one BART-family architecture; the sizes come from config.json (bart_options).
 struct BartOptions {
   int64_t d_model = 0, encoder_layers = 0, decoder_layers = 0, encoder_heads = 0, decoder_heads = 0,
-          encoder_ffn = 0, decoder_ffn = 0, max_positions = 0, vocab = 0;
+          encoder_ffn = 0, decoder_ffn = 0, max_positions = 0, vocab = 0, pad = 1;
   std::string act = "gelu";
   bool scale_embedding = false;
-  bool layernorm_embedding = true;  ///< BART: yes; Marian: no
-  bool sinusoidal = false;          ///< Marian: sin first half, cos second half, no offset
-  int64_t position_offset = 2;      ///< BART's learned positions start at 2
+  BartEmbedNorm embed_norm = BartEmbedNorm::after_positions;  ///< BART: yes; Marian: none
+  BartPositions positions = BartPositions::learned;
+  int64_t position_offset = 2;  ///< rows of the table before position 0 (learned: BART 2; fairseq: pad + 1)
+  bool pre_norm = false;        ///< MBart, Pegasus, M2M100, Blenderbot: LN before each sublayer + layer_norm
+                                ///< at the end of each stack
+  bool final_logits_bias = true;  ///< the buffer added to the logits (M2M100 has none)
 };
 
-/// config.json → BartOptions (BartConfig / MarianConfig field names).
-BartOptions bart_options(const ModelConfig& c, bool marian);
-/// ModelConfig fields shared by bart and marian (hidden_size = d_model, decoder layers/heads as the cache's).
+/// config.json's sizes (BartConfig's field names, shared by the family) into the architecture's `knobs`.
+BartOptions bart_options(const ModelConfig& c, BartOptions knobs);
+/// ModelConfig fields shared by the BART family (hidden_size = d_model, decoder layers/heads as the cache's).
 ModelConfig parse_bart_family(const json& j, const std::string& model_type, const ConfigDefaults& d);
 WeightSpecs bart_weight_specs(const BartOptions& o, bool tied);
 
@@ -107,6 +124,10 @@ class BartFamilyLM : public Seq2SeqLM {
 
  private:
   Var embed(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const;
+  Var positions(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const;
+  /// Pre-LN: norm(x) before the sublayer, x + out after; post-LN: norm(x + out).
+  Var sublayer(Builder& b, const Var& x, const std::string& norm,
+               const std::function<Var(const Var&)>& f) const;
   Var ffn(Builder& b, const Var& x) const;
   Var encoder_layer(Builder& b, const Var& h, const Var& mask) const;
   Var decoder_layer(Builder& b, const Var& h, const Var& enc, const Var& enc_mask,

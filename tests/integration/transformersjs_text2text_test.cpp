@@ -2,7 +2,8 @@
 // (encoder_model.onnx + decoder_model_merged.onnx, config, generation config, tokenizer) and generates
 // the same greedy tokens as hfx (eager, from the checkpoint) with the checkpoint's own generation config
 // (decoder start, forced BOS/EOS, bad words, EOS): model.generate() on a padded batch of 3 prompts, and
-// the text2text-generation (t5, bart) / translation (marian) pipeline's text for each prompt.
+// the text2text-generation (t5, bart, mbart, m2m_100, blenderbot, blenderbot-small) / translation (marian)
+// pipeline's text for each prompt.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -87,5 +88,10 @@ INSTANTIATE_TEST_SUITE_P(Archs, TransformersJsText2Text,
                          ::testing::Values(T2T{"t5", "t5", "tiny", "text2text-generation"},
                                            T2T{"t5_gated", "t5", "tiny-gated", "text2text-generation"},
                                            T2T{"bart", "bart", "tiny", "text2text-generation"},
-                                           T2T{"marian", "marian", "tiny", "translation"}),
+                                           T2T{"marian", "marian", "tiny", "translation"},
+                                           T2T{"mbart", "mbart", "tiny", "text2text-generation"},
+                                           T2T{"m2m_100", "m2m_100", "tiny", "text2text-generation"},
+                                           T2T{"blenderbot", "blenderbot", "tiny", "text2text-generation"},
+                                           T2T{"blenderbot_small", "blenderbot-small", "tiny",
+                                               "text2text-generation"}),
                          [](const auto& info) { return info.param.name; });

@@ -1,4 +1,5 @@
-// Encoder-decoder exports (t5 relu/tied, t5 gated-gelu/untied, bart, marian) in ONNX Runtime against
+// Encoder-decoder exports (t5 relu/tied, t5 gated-gelu/untied, bart, marian; the other BART-family
+// members at target ort) in ONNX Runtime against
 // the eager components: onnx/encoder_model.onnx, decoder_model.onnx (first step, no past),
 // decoder_with_past_model.onnx (cached steps) and decoder_model_merged.onnx (empty past first, then
 // the caches), every output (logits and all present.N.{decoder,encoder}.{key,value}) at ≤ 1e-4 relative
@@ -168,7 +169,13 @@ INSTANTIATE_TEST_SUITE_P(Archs, OrtSeq2Seq,
                                            P{"bart_opset23", "bart", "tiny", 23},
                                            P{"t5_ort", "t5", "tiny", 18, "ort"},
                                            P{"bart_ort", "bart", "tiny", 18, "ort"},
-                                           P{"marian_ort", "marian", "tiny", 18, "ort"}),
+                                           P{"marian_ort", "marian", "tiny", 18, "ort"},
+                                           P{"mbart_ort", "mbart", "tiny", 18, "ort"},
+                                           P{"plbart_ort", "plbart", "tiny", 18, "ort"},
+                                           P{"pegasus_ort", "pegasus", "tiny", 18, "ort"},
+                                           P{"m2m_100_ort", "m2m_100", "tiny", 18, "ort"},
+                                           P{"blenderbot_ort", "blenderbot", "tiny", 18, "ort"},
+                                           P{"blenderbot_small_ort", "blenderbot-small", "tiny", 18, "ort"}),
                          [](const auto& i) { return i.param.name; });
 
 // Issue 45: a source of the contract's own maximum length (the encoder's input_ids axis 1, as the export
