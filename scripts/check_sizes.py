@@ -24,6 +24,7 @@ TABLES = {
     ('src/verify/pte_kernels.cpp', 'kernel_table'),
     ('src/export/executorch/pte_lowering_table.cpp', 'lowering_table'),
     ('src/export/onnx/translations.cpp', 'build'),
+    ('src/models/registry.cpp', 'all_architectures'),  # one line per architecture
 }
 SIG_END = re.compile(r'(\)|\bconst|\boverride|\bnoexcept|\bfinal|->\s*[\w:<>,\s*&]+)\s*$')
 NAME = re.compile(r'([~\w]+)\s*\([^()]*(\([^()]*\)[^()]*)*\)?[^(]*$')
