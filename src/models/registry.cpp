@@ -61,6 +61,7 @@ const Architecture& xlm_roberta_architecture();
 const Architecture& distilbert_architecture();
 const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
+const Architecture& mt5_architecture();
 const Architecture& bart_architecture();
 const Architecture& marian_architecture();
 const Architecture& mbart_architecture();
@@ -147,6 +148,7 @@ std::vector<const Architecture*> all_architectures() {
       &modernbert_architecture(),
       // encoder-decoder
       &t5_architecture(),
+      &mt5_architecture(),
       &bart_architecture(),
       &marian_architecture(),
       &mbart_architecture(),

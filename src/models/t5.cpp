@@ -4,6 +4,7 @@
 // "relu" (wo(relu(wi x))) or "gated-gelu" (wo(gelu_new(wi_0 x) * wi_1 x), T5 v1.1). Tied (original T5):
 // the decoder output is scaled by d_model^-0.5 before lm_head = shared (transformers 5: where the config's
 // scale_decoder_outputs says so); untied (v1.1): lm_head.weight.
+// mt5 (MT5ForConditionalGeneration): the same modules; gated-gelu by default, the output never scaled.
 #include <cmath>
 
 #include "hfx/core/error.h"
@@ -20,6 +21,10 @@ struct T5Options {
   std::string act = "relu";
 };
 
+// What mt5 changes: feed_forward_proj's default, and the decoder output is never scaled (MT5Config keeps no
+// scale_decoder_outputs; MT5ForConditionalGeneration applies lm_head as it is).
+bool is_mt5(const ModelConfig& c) { return c.model_type == "mt5"; }
+
 T5Options options(const ModelConfig& c) {
   const json& j = c.raw;
   T5Options o;
@@ -34,7 +39,7 @@ T5Options options(const ModelConfig& c) {
   o.vocab = c.vocab_size;
   o.eps = c.norm_eps;
   // T5Config: "gated-gelu" → gated, gelu_new; "relu" / "gated-silu" / ... → act after the dash.
-  std::string proj = jget<std::string>(j, "feed_forward_proj", "relu");
+  std::string proj = jget<std::string>(j, "feed_forward_proj", is_mt5(c) ? "gated-gelu" : "relu");
   size_t dash = proj.find('-');
   o.gated = dash != std::string::npos && proj.substr(0, dash) == "gated";
   if (dash != std::string::npos && !o.gated)
@@ -48,7 +53,7 @@ T5Options options(const ModelConfig& c) {
   return o;
 }
 
-ModelConfig parse(const json& j) {
+ModelConfig parse_as(const json& j, const char* model_type) {
   if (!j.is_object()) HFX_THROW("model", "expected config.json to be an object, got {}", j.type_name());
   json m = j;
   m["hidden_size"] = jget<int64_t>(j, "d_model", 512);
@@ -65,7 +70,7 @@ ModelConfig parse(const json& j) {
   d.tie_word_embeddings = true;
   d.bos = std::nullopt;
   d.eos = 1;
-  ModelConfig c = parse_common(m, "t5", d);
+  ModelConfig c = parse_common(m, model_type, d);
   c.raw = j;
   if (!c.pad_token_id) c.pad_token_id = 0;
   (void)options(c);  // checks feed_forward_proj and the bucket settings
@@ -185,7 +190,7 @@ class T5LM : public Seq2SeqLM {
     const bool tied = config().tie_word_embeddings;
     // T5ForConditionalGeneration scales by d_model^-0.5 where transformers 4 tied the head (tie true) and
     // transformers 5 writes scale_decoder_outputs (a v1.1 config saved by 5.x says tie true, scale false).
-    const bool scale = jget<bool>(config().raw, "scale_decoder_outputs", tied);
+    const bool scale = !is_mt5(config()) && jget<bool>(config().raw, "scale_decoder_outputs", tied);
     if (scale) h = F::mul(h, std::pow(static_cast<double>(o_.d_model), -0.5));
     Scope sl(b, "lm_head");
     Var logits = matmul_weight(b, *this, h, tied ? "shared.weight" : "lm_head.weight");
@@ -257,11 +262,13 @@ class T5LM : public Seq2SeqLM {
   T5Options o_;
 };
 
-json tiny(const std::string& preset) {
-  if (preset != "tiny" && preset != "tiny-gated") unknown_preset("t5", preset, "tiny, tiny-gated");
-  const bool gated = preset == "tiny-gated";  // T5 v1.1: gated-gelu, untied lm_head
-  return json{{"architectures", {"T5ForConditionalGeneration"}},
-              {"model_type", "t5"},
+json tiny_as(const std::string& preset, const char* model_type) {
+  const bool mt5 = std::string(model_type) == "mt5";
+  if (mt5 && preset != "tiny") unknown_preset(model_type, preset, "tiny");
+  if (preset != "tiny" && preset != "tiny-gated") unknown_preset(model_type, preset, "tiny, tiny-gated");
+  const bool gated = mt5 || preset == "tiny-gated";  // T5 v1.1 and mT5: gated-gelu, untied lm_head
+  return json{{"architectures", {mt5 ? "MT5ForConditionalGeneration" : "T5ForConditionalGeneration"}},
+              {"model_type", model_type},
               {"vocab_size", 512},
               {"d_model", 64},
               {"d_kv", 16},
@@ -285,11 +292,12 @@ json tiny(const std::string& preset) {
               {"transformers_version", "4.47.0"}};
 }
 
-}  // namespace
+using ParseFn = ModelConfig (*)(const json&);
+using TinyFn = json (*)(const std::string&);
 
-const Architecture& t5_architecture() {
-  static const Architecture a{
-      .model_type = "t5",
+Architecture t5_family(const char* model_type, const char* class_name, ParseFn parse, TinyFn tiny) {
+  return Architecture{
+      .model_type = model_type,
       .parse_config = parse,
       .weight_specs = specs,
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
@@ -303,8 +311,23 @@ const Architecture& t5_architecture() {
       .optional_weights =
           {R"((en|de)coder\.embed_tokens\.weight)",
            R"(decoder\.block\.0\.layer\.1\.EncDecAttention\.relative_attention_bias\.weight)"},
-      .heads = {{"seq2seq_lm", "T5ForConditionalGeneration"}},
+      .heads = {{"seq2seq_lm", class_name}},
   };
+}
+
+}  // namespace
+
+const Architecture& t5_architecture() {
+  static const Architecture a = t5_family(
+      "t5", "T5ForConditionalGeneration", [](const json& j) { return parse_as(j, "t5"); },
+      [](const std::string& p) { return tiny_as(p, "t5"); });
+  return a;
+}
+
+const Architecture& mt5_architecture() {
+  static const Architecture a = t5_family(
+      "mt5", "MT5ForConditionalGeneration", [](const json& j) { return parse_as(j, "mt5"); },
+      [](const std::string& p) { return tiny_as(p, "mt5"); });
   return a;
 }
 

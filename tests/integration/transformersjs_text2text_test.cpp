@@ -2,8 +2,8 @@
 // (encoder_model.onnx + decoder_model_merged.onnx, config, generation config, tokenizer) and generates
 // the same greedy tokens as hfx (eager, from the checkpoint) with the checkpoint's own generation config
 // (decoder start, forced BOS/EOS, bad words, EOS): model.generate() on a padded batch of 3 prompts, and
-// the text2text-generation (t5, bart, mbart, m2m_100, blenderbot, blenderbot-small) / translation (marian)
-// pipeline's text for each prompt.
+// the text2text-generation (t5, mt5, bart, mbart, m2m_100, blenderbot, blenderbot-small) / translation
+// (marian) pipeline's text for each prompt.
 #include <gtest/gtest.h>
 
 #include <unistd.h>
@@ -89,6 +89,7 @@ INSTANTIATE_TEST_SUITE_P(Archs, TransformersJsText2Text,
                                            T2T{"t5_gated", "t5", "tiny-gated", "text2text-generation"},
                                            T2T{"bart", "bart", "tiny", "text2text-generation"},
                                            T2T{"marian", "marian", "tiny", "translation"},
+                                           T2T{"mt5", "mt5", "tiny", "text2text-generation"},
                                            T2T{"mbart", "mbart", "tiny", "text2text-generation"},
                                            T2T{"m2m_100", "m2m_100", "tiny", "text2text-generation"},
                                            T2T{"blenderbot", "blenderbot", "tiny", "text2text-generation"},

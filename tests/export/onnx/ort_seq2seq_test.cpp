@@ -162,21 +162,18 @@ TEST_P(OrtSeq2Seq, ProgramsMatchEagerAndGreedyAgrees) {
       << "checkpoint generation config";
 }
 
-INSTANTIATE_TEST_SUITE_P(Archs, OrtSeq2Seq,
-                         ::testing::Values(P{"t5", "t5", "tiny", 18}, P{"t5_gated", "t5", "tiny-gated", 18},
-                                           P{"bart", "bart", "tiny", 18}, P{"marian", "marian", "tiny", 18},
-                                           P{"t5_opset23", "t5", "tiny", 23},
-                                           P{"bart_opset23", "bart", "tiny", 23},
-                                           P{"t5_ort", "t5", "tiny", 18, "ort"},
-                                           P{"bart_ort", "bart", "tiny", 18, "ort"},
-                                           P{"marian_ort", "marian", "tiny", 18, "ort"},
-                                           P{"mbart_ort", "mbart", "tiny", 18, "ort"},
-                                           P{"plbart_ort", "plbart", "tiny", 18, "ort"},
-                                           P{"pegasus_ort", "pegasus", "tiny", 18, "ort"},
-                                           P{"m2m_100_ort", "m2m_100", "tiny", 18, "ort"},
-                                           P{"blenderbot_ort", "blenderbot", "tiny", 18, "ort"},
-                                           P{"blenderbot_small_ort", "blenderbot-small", "tiny", 18, "ort"}),
-                         [](const auto& i) { return i.param.name; });
+INSTANTIATE_TEST_SUITE_P(
+    Archs, OrtSeq2Seq,
+    ::testing::Values(
+        P{"t5", "t5", "tiny", 18}, P{"t5_gated", "t5", "tiny-gated", 18}, P{"bart", "bart", "tiny", 18},
+        P{"marian", "marian", "tiny", 18}, P{"t5_opset23", "t5", "tiny", 23},
+        P{"bart_opset23", "bart", "tiny", 23}, P{"t5_ort", "t5", "tiny", 18, "ort"},
+        P{"bart_ort", "bart", "tiny", 18, "ort"}, P{"marian_ort", "marian", "tiny", 18, "ort"},
+        P{"mt5_ort", "mt5", "tiny", 18, "ort"}, P{"mbart_ort", "mbart", "tiny", 18, "ort"},
+        P{"plbart_ort", "plbart", "tiny", 18, "ort"}, P{"pegasus_ort", "pegasus", "tiny", 18, "ort"},
+        P{"m2m_100_ort", "m2m_100", "tiny", 18, "ort"}, P{"blenderbot_ort", "blenderbot", "tiny", 18, "ort"},
+        P{"blenderbot_small_ort", "blenderbot-small", "tiny", 18, "ort"}),
+    [](const auto& i) { return i.param.name; });
 
 // Issue 45: a source of the contract's own maximum length (the encoder's input_ids axis 1, as the export
 // states it) generates in the eager engine and in ONNX Runtime alike (8 greedy tokens, equal), and one token
