@@ -2,13 +2,29 @@
 // absolute learned positions, token types (type_vocab_size 2), post-LN layers, pooler (tanh on [CLS])
 // for the base model and sequence classification, MLM head tied to the word embeddings. Config names as
 // BertConfig reads them (hidden_act, layer_norm_eps, type_vocab_size).
+// ernie (ErnieModel …): BERT's modules under `ernie`, plus task_type_embeddings where use_task_id is set.
+#include <fmt/format.h>
+
 #include "encoder_blocks.h"
 
 namespace hfx::models {
 namespace {
 
-const BertFamilyOptions kOptions{.prefix = "bert", .roberta = false};
+struct Variant {
+  const char* model_type;
+  const char* class_prefix;
+  const char* prefix;
+  bool tiny_task_types;  ///< create-tiny writes use_task_id (ERNIE 3.0's checkpoints set it)
+};
+constexpr Variant kBert{"bert", "Bert", "bert", false};
+constexpr Variant kErnie{"ernie", "Ernie", "ernie", true};
 
+template <const Variant& V>
+BertFamilyOptions options(const ModelConfig& c) {
+  return BertFamilyOptions{.prefix = V.prefix, .task_types = jget<bool>(c.raw, "use_task_id", false)};
+}
+
+template <const Variant& V>
 ModelConfig parse(const json& j) {
   ConfigDefaults d;
   d.vocab_size = 30522;
@@ -24,40 +40,56 @@ ModelConfig parse(const json& j) {
   d.eos = std::nullopt;
   json m = j;
   if (!jhas(m, "pad_token_id")) m["pad_token_id"] = 0;
-  ModelConfig c = parse_bert_family(m, "bert", d);
+  ModelConfig c = parse_bert_family(m, V.model_type, d);
   c.raw = j;
   (void)encoder_head(c);  // an unsupported architectures[0] fails here, at load and create
   return c;
 }
 
+template <const Variant& V>
 json tiny(const std::string& preset) {
-  if (preset != "tiny") unknown_preset("bert", preset, "tiny");
-  json j = tiny_encoder_config("bert", 320);
-  j["architectures"] = {"BertModel"};
+  if (preset != "tiny") unknown_preset(V.model_type, preset, "tiny");
+  json j = tiny_encoder_config(V.model_type, 320);
+  j["architectures"] = {fmt::format("{}Model", V.class_prefix)};
   j["hidden_act"] = "gelu";
   j["layer_norm_eps"] = 1e-12;
   j["type_vocab_size"] = 2;
   j["position_embedding_type"] = "absolute";
+  if (V.tiny_task_types) {
+    j["use_task_id"] = true;
+    j["task_type_vocab_size"] = 3;
+  }
   return j;
+}
+
+template <const Variant& V>
+Architecture variant_architecture() {
+  return Architecture{
+      .model_type = V.model_type,
+      .parse_config = parse<V>,
+      .weight_specs = [](const ModelConfig& c) { return bert_family_weight_specs(c, options<V>(c)); },
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
+        BertFamilyOptions o = options<V>(c);
+        return std::make_unique<BertFamilyEncoder>(std::move(c), std::move(w), std::move(o),
+                                                   /*token_types=*/true);
+      },
+      .tiny_config = tiny<V>,
+      .tiny_tokenizer = "wordpiece",
+      .tiny_norm_mean = 1.0,
+      .optional_weights = bert_family_optional_weights(V.prefix),
+      .heads = encoder_heads(V.class_prefix),
+  };
 }
 
 }  // namespace
 
 const Architecture& bert_architecture() {
-  static const Architecture a{
-      .model_type = "bert",
-      .parse_config = parse,
-      .weight_specs = [](const ModelConfig& c) { return bert_family_weight_specs(c, kOptions); },
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        return std::make_unique<BertFamilyEncoder>(std::move(c), std::move(w), kOptions,
-                                                   /*token_types=*/true);
-      },
-      .tiny_config = tiny,
-      .tiny_tokenizer = "wordpiece",
-      .tiny_norm_mean = 1.0,
-      .optional_weights = bert_family_optional_weights("bert"),
-      .heads = encoder_heads("Bert"),
-  };
+  static const Architecture a = variant_architecture<kBert>();
+  return a;
+}
+
+const Architecture& ernie_architecture() {
+  static const Architecture a = variant_architecture<kErnie>();
   return a;
 }
 

@@ -140,6 +140,9 @@ WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptio
       {p + "embeddings.token_type_embeddings.weight", {jget<int64_t>(c.raw, "type_vocab_size", 2), E}},
       {p + "embeddings.LayerNorm.weight", {E}},
       {p + "embeddings.LayerNorm.bias", {E}}};
+  if (o.task_types)
+    s.push_back(
+        {p + "embeddings.task_type_embeddings.weight", {jget<int64_t>(c.raw, "task_type_vocab_size", 3), E}});
   auto lin = [&](const std::string& n, int64_t out, int64_t in) {
     s.push_back({n + ".weight", {out, in}});
     s.push_back({n + ".bias", {out}});
@@ -154,11 +157,12 @@ WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptio
     lin(l + "attention.self.key", E, E);
     lin(l + "attention.self.value", E, E);
     lin(l + "attention.output.dense", E, E);
-    ln(l + "attention.output.LayerNorm");
+    ln(l + (o.pre_ln ? "attention.LayerNorm" : "attention.output.LayerNorm"));
     lin(l + "intermediate.dense", I, E);
     lin(l + "output.dense", E, I);
-    ln(l + "output.LayerNorm");
+    ln(l + (o.pre_ln ? "intermediate.LayerNorm" : "output.LayerNorm"));
   }
+  if (o.pre_ln) ln(p + "LayerNorm");
   // BertModel/RobertaModel keep their pooler (add_pooling_layer=True); of the head classes only
   // BertForSequenceClassification uses it (RoBERTa's heads are built with add_pooling_layer=False).
   if (head == kBase || (head == kSeqCls && !o.roberta)) lin(p + "pooler.dense", E, E);
@@ -214,6 +218,10 @@ Var BertFamilyEncoder::embeddings(Builder& b, const Inputs& in) const {
     h = F::add(h, F::slice(W(b, *this, b.scope() + ".weight"), 0, 0, 1));
   }
   h = F::add(h, table("position_embeddings", position_ids(b, in.input_ids)));
+  if (o_.task_types) {
+    Scope s(b, "task_type_embeddings");  // the task_type_ids default (zeros): row 0
+    h = F::add(h, F::slice(W(b, *this, b.scope() + ".weight"), 0, 0, 1));
+  }
   h = layer_norm(b, *this, h, "LayerNorm", config().norm_eps);
   b.name_output(h);
   return h;
@@ -222,28 +230,36 @@ Var BertFamilyEncoder::embeddings(Builder& b, const Inputs& in) const {
 Var BertFamilyEncoder::layer(Builder& b, const Var& h, const Var& mask, int64_t) const {
   const auto& c = config();
   const std::string act = jget<std::string>(c.raw, "hidden_act", "gelu");
+  // Post-LN (BERT): LayerNorm(dense(x) + residual) in attention.output and output. Pre-LN
+  // (RoBERTa-PreLayerNorm): attention.LayerNorm / intermediate.LayerNorm first, then dense(x) + residual.
+  auto residual = [&](const Var& x, const Var& res) {
+    Var y = F::add(linear(b, *this, x, "dense", true), res);
+    return o_.pre_ln ? y : layer_norm(b, *this, y, "LayerNorm", c.norm_eps);
+  };
   Var a;
   {
     Scope sa(b, "attention");
+    Var x = o_.pre_ln ? layer_norm(b, *this, h, "LayerNorm", c.norm_eps) : h;
     Var ctx;
     {
       Scope ss(b, "self");
-      ctx = encoder_attention(linear(b, *this, h, "query", true), linear(b, *this, h, "key", true),
-                              linear(b, *this, h, "value", true), mask, c.num_attention_heads);
+      ctx = encoder_attention(linear(b, *this, x, "query", true), linear(b, *this, x, "key", true),
+                              linear(b, *this, x, "value", true), mask, c.num_attention_heads);
       b.name_output(ctx);
     }
     Scope so(b, "output");
-    a = layer_norm(b, *this, F::add(linear(b, *this, ctx, "dense", true), h), "LayerNorm", c.norm_eps);
+    a = residual(ctx, h);
     b.name_output(a);
   }
   Var i;
   {
     Scope si(b, "intermediate");
-    i = activation(linear(b, *this, a, "dense", true), act);
+    Var x = o_.pre_ln ? layer_norm(b, *this, a, "LayerNorm", c.norm_eps) : a;
+    i = activation(linear(b, *this, x, "dense", true), act);
     b.name_output(i);
   }
   Scope so(b, "output");
-  Var o = layer_norm(b, *this, F::add(linear(b, *this, i, "dense", true), a), "LayerNorm", c.norm_eps);
+  Var o = residual(i, a);
   b.name_output(o);
   return o;
 }
@@ -308,11 +324,14 @@ Var BertFamilyEncoder::forward(Builder& b, const Inputs& in) const {
     if (!scope.empty()) sb.emplace(b, scope);
     h = embeddings(b, in);
     Var mask = padding_mask(b, in.attention_mask);
-    Scope se(b, "encoder");
-    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      Scope sl(b, "layer." + std::to_string(i));
-      h = layer(b, h, mask, i);
+    {
+      Scope se(b, "encoder");
+      for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+        Scope sl(b, "layer." + std::to_string(i));
+        h = layer(b, h, mask, i);
+      }
     }
+    if (o_.pre_ln) h = layer_norm(b, *this, h, "LayerNorm", c.norm_eps);
   }
   if (head() == kBase) return h;
   if (head() == kMaskedLM) return mlm_head(b, h);

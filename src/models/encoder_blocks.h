@@ -71,11 +71,15 @@ Var first_token(const Var& h);
 /// Sum over the sequence of h × mask divided by the mask's count ([B, E]); mask int64 [B, S].
 Var masked_mean(const Var& h, const Var& mask);
 
-// ---- the BERT family (bert, roberta, xlm-roberta) ----
+// ---- the BERT family (bert, ernie, roberta, xlm-roberta, camembert, data2vec-text, roberta-prelayernorm)
+// ----
 struct BertFamilyOptions {
-  std::string prefix = "bert";  ///< base model scope inside the head classes: "bert" | "roberta"
+  std::string prefix = "bert";  ///< base model scope inside the head classes: "bert", "roberta", "ernie", ...
   bool roberta = false;         ///< position ids from input_ids != pad (RoBERTa), RobertaLMHead and
                                 ///< RobertaClassificationHead; no pooler in the head classes
+  bool pre_ln = false;      ///< RoBERTa-PreLayerNorm: attention.LayerNorm and intermediate.LayerNorm before
+                            ///< each sublayer, plain residuals, the base model's LayerNorm at the end
+  bool task_types = false;  ///< ERNIE use_task_id: + task_type_embeddings row 0 (the task_type_ids default)
 };
 WeightSpecs bert_family_weight_specs(const ModelConfig& cfg, const BertFamilyOptions& o);
 /// Rows of the position table before the first usable position: pad + 1 for RoBERTa (positions start

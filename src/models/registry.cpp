@@ -58,6 +58,10 @@ const Architecture& lfm2_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
 const Architecture& xlm_roberta_architecture();
+const Architecture& camembert_architecture();
+const Architecture& data2vec_text_architecture();
+const Architecture& roberta_prelayernorm_architecture();
+const Architecture& ernie_architecture();
 const Architecture& distilbert_architecture();
 const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
@@ -144,6 +148,10 @@ std::vector<const Architecture*> all_architectures() {
       &bert_architecture(),
       &roberta_architecture(),
       &xlm_roberta_architecture(),
+      &camembert_architecture(),
+      &data2vec_text_architecture(),
+      &roberta_prelayernorm_architecture(),
+      &ernie_architecture(),
       &distilbert_architecture(),
       &modernbert_architecture(),
       // encoder-decoder

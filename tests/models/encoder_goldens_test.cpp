@@ -99,7 +99,18 @@ TEST_P(EncoderGolden, EagerMatchesTransformers) {
               worst, g["cases"].size());
 }
 
-INSTANTIATE_TEST_SUITE_P(Encoders, EncoderGolden, ::testing::ValuesIn(encoder_params()), encoder_param_name);
+// The encoders these committed goldens cover. The later ones (camembert, data2vec-text,
+// roberta-prelayernorm, ernie) are judged against transformers 5.23 itself in the interop tier
+// (tests/interop/cases.py ENCODERS), which replaces committed numbers with the live oracle.
+std::vector<EncoderParam> golden_params() {
+  std::vector<EncoderParam> v;
+  for (const EncoderParam& p : encoder_params())
+    for (const char* a : {"bert", "roberta", "xlm-roberta", "distilbert", "modernbert"})
+      if (p.arch == a) v.push_back(p);
+  return v;
+}
+
+INSTANTIATE_TEST_SUITE_P(Encoders, EncoderGolden, ::testing::ValuesIn(golden_params()), encoder_param_name);
 
 }  // namespace
 }  // namespace hfx::test

@@ -375,7 +375,7 @@ TEST_P(DynamoEncoderArch, ModelArchive) {
   ArchiveFacts f;
   check_archive(*model, Archive::open((out / "model.pt2").string()), "model", checker, f);
   json want_in = {"input_ids", "attention_mask"};
-  if (arch == "bert") want_in.push_back("token_type_ids");
+  if (test::tiny_takes_token_types(arch)) want_in.push_back("token_type_ids");
   EXPECT_EQ(f.kw_keys, want_in);
   EXPECT_EQ(f.out_keys, json({head == "base" ? "last_hidden_state" : "logits"}));
   for (auto& [torch_sym, hfx_sym] : f.symbols.items())

@@ -51,7 +51,7 @@ TEST_P(OrtEncoders, ModelOnnxMatchesEager) {
   so.intra_op_threads = 2;
   rt::OrtSession s(dir.path / "out/onnx/model.onnx", so);
 
-  const bool token_types = e.arch == "bert";
+  const bool token_types = test::tiny_takes_token_types(e.arch);
   std::vector<std::string> want_in = {"input_ids", "attention_mask"};
   if (token_types) want_in.push_back("token_type_ids");
   EXPECT_EQ(s.input_names(), want_in);
