@@ -335,4 +335,34 @@ void unknown_preset(const std::string& model_type, const std::string& preset, co
   HFX_THROW("model", "expected a {} preset ({}), got '{}'", model_type, known, preset);
 }
 
+std::vector<double> alibi_slopes_bloom(int64_t heads) {
+  // float32 as torch computes them: base^powers with base = 2^(-(2^-(log2(n) - 3))).
+  int64_t n = 1;
+  while (n * 2 <= heads) n *= 2;
+  auto base_of = [](int64_t m) {
+    return static_cast<float>(std::pow(2.0, -std::pow(2.0, -(std::log2(static_cast<double>(m)) - 3))));
+  };
+  std::vector<double> s;
+  const float base = base_of(n), extra = base_of(2 * n);
+  for (int64_t i = 1; i <= n; i++) s.push_back(std::pow(base, static_cast<float>(i)));
+  for (int64_t i = 0; i < std::min(n, heads - n); i++)
+    s.push_back(std::pow(extra, static_cast<float>(2 * i + 1)));
+  return s;
+}
+
+std::vector<double> alibi_slopes_mpt(int64_t heads, double bias_max) {
+  int64_t n = 1;
+  while (n < heads) n *= 2;
+  std::vector<double> all;
+  for (int64_t i = 1; i <= n; i++)
+    all.push_back(
+        1.0f / std::pow(2.0f, static_cast<float>(i) * static_cast<float>(bias_max / static_cast<double>(n))));
+  if (n == heads) return all;
+  std::vector<double> s;  // slopes[1::2] then slopes[::2], the first `heads`
+  for (int64_t i = 1; i < n; i += 2) s.push_back(all[static_cast<size_t>(i)]);
+  for (int64_t i = 0; i < n; i += 2) s.push_back(all[static_cast<size_t>(i)]);
+  s.resize(static_cast<size_t>(heads));
+  return s;
+}
+
 }  // namespace hfx::models

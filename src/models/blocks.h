@@ -226,8 +226,22 @@ struct DecoderOptions {
   /// Per layer: true where the layer applies no rotary embedding (SmolLM3's no_rope_layers 0, Cohere 2's
   /// full-attention layers). Empty: every layer rotates.
   std::vector<bool> nope_layers;
+  /// ALiBi (BLOOM, MPT): slope_h · key position added to head h's scores, one slope per attention head
+  /// (alibi_slopes_bloom / alibi_slopes_mpt); softmax's shift invariance makes the query's position moot.
+  /// Empty: none.
+  std::vector<double> alibi_slopes;
+  /// A norm of the token embeddings before the first layer, under names.model (BLOOM's
+  /// word_embeddings_layernorm); "": none.
+  std::string embed_norm;
   MoeOptions moe;
 };
+
+/// BLOOM's build_alibi_tensor slopes: 2^(-8i/n) for the largest power of two n <= heads, then the odd
+/// powers of 2^(-4/n) for the rest.
+std::vector<double> alibi_slopes_bloom(int64_t heads);
+/// MPT's build_mpt_alibi_tensor slopes: 1 / 2^(i · bias_max / n) over the next power of two n >= heads,
+/// the odd-indexed ones first when heads is not a power of two.
+std::vector<double> alibi_slopes_mpt(int64_t heads, double bias_max);
 
 /// Reads and checks the router sizes: `experts_key` (num_local_experts / num_experts) and
 /// num_experts_per_tok, both positive with top-k <= experts; else `[model] expected …`.
@@ -268,6 +282,8 @@ class DecoderLM : public CausalLM {
   Var moe(Builder& b, const Var& x) const;
   /// The MoE's shared (always-on) MLP, o_.moe.shared_name in the current scope.
   Var shared_mlp(Builder& b, const Var& x) const;
+  /// `mask` (or none) plus the ALiBi bias of o_.alibi_slopes over T keys.
+  Var with_alibi(Builder& b, const Var& mask, const Sym& T) const;
 
  private:
   DecoderOptions o_;

@@ -105,6 +105,7 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
   const int64_t E = c.hidden_size;
   const DecoderNames& n = o.names;
   s.push_back({n.embed_weight(), {c.vocab_size, E}});
+  if (!o.embed_norm.empty()) norm_specs(s, o.norm, n.model + "." + o.embed_norm, E);
   if (!o.position_embedding.empty())
     s.push_back({n.model + "." + o.position_embedding + ".weight",
                  {c.max_position_embeddings + o.position_offset, E}});
@@ -187,10 +188,12 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
     k = norm(b, k, o_.k_norm);
   }
   if (cache) std::tie(k, v) = cache->update(layer, k, v);
+  // ALiBi over the keys attention sees: past + S, or a static cache's every slot (slot j holds position j).
+  const Var bias_mask = o_.alibi_slopes.empty() ? mask : with_alibi(b, mask, k.size(2));
   const bool sliding = c.layer_types.at(layer) == "sliding_attention";
   double scale = o_.attn_scale > 0 ? o_.attn_scale : 1.0 / std::sqrt(static_cast<double>(D));
-  Var o = full_mask ? F::sdpa(q, k, v, mask, scale, /*causal=*/false, 0, o_.attn_softcap)
-                    : F::sdpa(q, k, v, mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0,
+  Var o = full_mask ? F::sdpa(q, k, v, bias_mask, scale, /*causal=*/false, 0, o_.attn_softcap)
+                    : F::sdpa(q, k, v, bias_mask, scale, /*causal=*/true, sliding ? c.sliding_window : 0,
                               o_.attn_softcap);
   o = F::reshape(F::transpose(o, 1, 2), {B, S, H * D});
   o = linear(b, *this, o, o_.o_proj, o_.o_bias);
@@ -344,6 +347,18 @@ Var DecoderLM::layer(Builder& b, Var h, int64_t i, const LayerRope& r, const Var
   return F::add(h, m);
 }
 
+// The padding mask [B, 1, 1, T] (or none) plus ALiBi's slope_h · j for key j: [B|1, H, 1, T], f32.
+// Per layer (each sees its own cache's keys); small next to the attention itself.
+Var DecoderLM::with_alibi(Builder& b, const Var& mask, const Sym& T) const {
+  const auto H = static_cast<int64_t>(o_.alibi_slopes.size());
+  Tensor t = Tensor::empty({1, H, 1, 1}, DType::F32);
+  for (int64_t h = 0; h < H; h++)
+    t.data<float>()[h] = static_cast<float>(o_.alibi_slopes[static_cast<size_t>(h)]);
+  Var bias = F::mul(b.constant(std::move(t)), F::to(F::arange(b, Sym(0), T), DType::F32));
+  b.name_output(bias, "alibi");
+  return mask.defined() ? F::add(mask, bias) : bias;
+}
+
 ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   const auto& c = config();
   Sym S = (a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids).size(1);
@@ -355,6 +370,7 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
     h = F::to(h, DType::F32);
     if (o_.embedding_multiplier != 1.0) h = F::mul(h, o_.embedding_multiplier);
     if (o_.scale_embeddings && !o_.scale_in_embedding) h = embedding_scale(c, h);
+    if (!o_.embed_norm.empty()) h = norm(b, h, o_.embed_norm);
     Var pos = positions(b, a, past);
     // A table of positions (learned, or GPT-J's sin/cos rows) ends at max_position_embeddings: past + S must
     // stay inside it. When tracing, the ranges cannot tell, so this records a guard that export turns into a

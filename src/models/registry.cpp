@@ -41,6 +41,8 @@ const Architecture& opt_architecture();
 const Architecture& gpt_bigcode_architecture();
 const Architecture& falcon_architecture();
 const Architecture& codegen_architecture();
+const Architecture& bloom_architecture();
+const Architecture& mpt_architecture();
 const Architecture& granitemoeshared_architecture();
 const Architecture& hunyuan_v1_moe_architecture();
 const Architecture& flex_olmo_architecture();
@@ -129,6 +131,8 @@ std::vector<const Architecture*> all_architectures() {
       &gpt_bigcode_architecture(),
       &falcon_architecture(),
       &codegen_architecture(),
+      &bloom_architecture(),
+      &mpt_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

@@ -179,6 +179,12 @@ DECODERS = [
     Case("codegen", "codegen", "decoder", dict(vocab_size=320, n_embd=64, n_layer=2, n_head=8, n_inner=128,
                                               n_positions=256, rotary_dim=4),
          why="q/v/k in 4 model-parallel groups of one qkv_proj, interleaved rotary on 4 of 8 dims"),
+    Case("bloom", "bloom", "decoder", dict(vocab_size=320, hidden_size=96, n_layer=2, n_head=6),
+         why="ALiBi with 6 heads (4 power-of-two slopes + 2 odd extras), embedding LayerNorm, per-head fused qkv"),
+    Case("mpt", "mpt", "decoder", dict(vocab_size=320, d_model=96, n_heads=6, n_layers=2, max_seq_len=256,
+                                       attn_config=dict(clip_qkv=0.6, softmax_scale=0.3)),
+         why="MPT ALiBi (6 heads: the odd slopes of 8 first), clip_qkv 0.6, softmax_scale 0.3, bias-free "
+             "LayerNorms"),
 ]
 
 STATE = [

@@ -177,6 +177,8 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
                                                  {"codegen", {"transformer.h.", ".attn", ".mlp"}},
                                                  {"gpt_bigcode", {"transformer.h.", ".attn", ".mlp"}},
                                                  {"falcon", {"transformer.h.", ".self_attention", ".mlp"}},
+                                                 {"bloom", {"transformer.h.", ".self_attention", ".mlp"}},
+                                                 {"mpt", {"transformer.blocks.", ".attn", ".ffn"}},
                                                  {"gpt_neox", {"gpt_neox.layers.", ".attention", ".mlp"}},
                                                  {"opt", {"model.decoder.layers.", ".self_attn", ""}}};
   const auto it = layouts.find(GetParam());

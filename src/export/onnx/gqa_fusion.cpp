@@ -87,7 +87,7 @@ bool plan(const Graph& g, const Node& n, GqaPlan& p, std::string* why) {
         "attention alone (GroupQueryAttention owns the KV concat)");
   }
 
-  // The mask: an additive float mask broadcastable to [B, 1, S, T].
+  // The mask: an additive float mask broadcastable to [B, H, S, T].
   if (m) {
     if (m->type.dtype == DType::Bool || !dtype_is_float(m->type.dtype))
       return fail(why, "non-additive (" + std::string(dtype_name(m->type.dtype)) + ") mask");
@@ -98,8 +98,9 @@ bool plan(const Graph& g, const Node& n, GqaPlan& p, std::string* why) {
     if (!ms[r - 1].same(k->type.shape[2])) return fail(why, "mask's last axis is not the key length");
     if (r >= 2 && !is1(ms[r - 2]) && !ms[r - 2].same(S))
       return fail(why, "mask's query axis is neither 1 nor the query length");
-    if (r >= 3 && !is1(ms[r - 3]))
-      return fail(why, "per-head mask (attention_bias is taken as [B|1, 1, S, T])");
+    // ALiBi's bias has a head axis: attention_bias is [B|1, H|1, S, T].
+    if (r >= 3 && !is1(ms[r - 3]) && !(ms[r - 3].is_const() && ms[r - 3].value() == *Hq))
+      return fail(why, "mask's head axis is neither 1 nor the query heads");
     if (r == 4 && !is1(ms[0]) && !ms[0].same(B))
       return fail(why, "mask's batch axis is neither 1 nor the batch");
   }
@@ -163,7 +164,7 @@ bool gqa_owns_cat(const GqaFusionRecord* record, const Node& cat) {
   return record && cat.op == "aten.cat" && record->cat_owner.count(cat.name);
 }
 
-// The attention bias from the model's mask: f32, clamped at −1e30, [B|1, 1, S, T] (the kernel reads the
+// The attention bias from the model's mask: f32, clamped at −1e30, [B|1, H|1, S, T] (the kernel reads the
 // bias with the query axis unbroadcast).
 std::string gqa_bias(Cx& cx, const GqaPlan& p, const std::string& S1) {
   const Node& n = *p.sdpa;
@@ -180,7 +181,7 @@ std::string gqa_bias(Cx& cx, const GqaPlan& p, const std::string& S1) {
     for (size_t i = 0; i < 4 - r; i++) lead.push_back(static_cast<int64_t>(i));
     bias = cx.op(&n, "Unsqueeze", {bias, cx.i64s(lead)}, "bias4");
   }
-  // [B|1, 1, 1|S, T] → [B|1, 1, S, T] (the kernel reads the bias with the query axis unbroadcast).
+  // [B|1, H|1, 1|S, T] → [B|1, H|1, S, T] (the kernel reads the bias with the query axis unbroadcast).
   const Sym& qa = p.mask->type.shape[r >= 2 ? r - 2 : 0];
   if (r < 2 || !qa.same(p.q->type.shape[2])) {
     std::string es = cx.op(&n, "Concat", {cx.i64s({1, 1}), S1, cx.i64s({1})}, "bias_expand");

@@ -17,10 +17,10 @@
 // additive padding mask):
 //   - seqlens_k = T - 1 for every row and total_sequence_length = T, so the CPU kernel appends the new
 //     keys at P (present = cat(past, new), the runtime contract) and places query i at T - S + i;
-//   - the padding mask is passed as attention_bias ([B|1, 1, S, T], clamped at -1e30 so that a row
-//     whose keys are all masked averages them as hfx.sdpa does; ORT's kernel does not for float
-//     lowest); left-padded batches (hfx's generator, Transformers.js) are therefore exact, padded rows
-//     and their present KV included. seqlens_k = sum(mask) - 1 (onnxruntime-genai's right-padding
+//   - the padding mask (with ALiBi's per-head bias) is passed as attention_bias ([B|1, H|1, S, T],
+//     clamped at -1e30 so that a row whose keys are all masked averages them as hfx.sdpa does; ORT's kernel
+//     does not for float lowest); left-padded batches (hfx's generator, Transformers.js) are therefore exact,
+//     padded rows and their present KV included. seqlens_k = sum(mask) - 1 (onnxruntime-genai's right-padding
 //     convention) would write a short row's new keys at sum(mask) - S instead of at P and let it attend
 //     to its left padding: not used.
 //   - window W → local_window_size W (ONNX Runtime 1.30's CPU kernel keeps local_window_size keys,
