@@ -43,6 +43,8 @@ const Architecture& falcon_architecture();
 const Architecture& codegen_architecture();
 const Architecture& bloom_architecture();
 const Architecture& mpt_architecture();
+const Architecture& persimmon_architecture();
+const Architecture& gpt_neo_architecture();
 const Architecture& granitemoeshared_architecture();
 const Architecture& hunyuan_v1_moe_architecture();
 const Architecture& flex_olmo_architecture();
@@ -133,6 +135,8 @@ std::vector<const Architecture*> all_architectures() {
       &codegen_architecture(),
       &bloom_architecture(),
       &mpt_architecture(),
+      &persimmon_architecture(),
+      &gpt_neo_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

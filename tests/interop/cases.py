@@ -185,6 +185,14 @@ DECODERS = [
                                        attn_config=dict(clip_qkv=0.6, softmax_scale=0.3)),
          why="MPT ALiBi (6 heads: the odd slopes of 8 first), clip_qkv 0.6, softmax_scale 0.3, bias-free "
              "LayerNorms"),
+    Case("persimmon", "persimmon", "decoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                                   num_hidden_layers=2, num_attention_heads=4,
+                                                   max_position_embeddings=256, qk_layernorm=True),
+         why="per-head fused qkv, per-head q/k LayerNorms, rotary on half of each head, relu2, untied head"),
+    Case("gpt_neo", "gpt_neo", "decoder", dict(vocab_size=320, hidden_size=64, num_layers=2, num_heads=4,
+                                               intermediate_size=128, max_position_embeddings=256, window_size=8,
+                                               attention_types=[[["global", "local"], 1]]),
+         why="unscaled attention, local layer with window 8 (shorter than prompt + decode), learned positions"),
 ]
 
 STATE = [

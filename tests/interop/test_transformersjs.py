@@ -24,7 +24,7 @@ NAMES = ["llama", "llama_mqa_tied", "qwen2", "gemma2", "gpt2", "mistral", "qwen3
          "qwen3_moe", "lfm2", "gemma3_text", "granite", "helium", "smollm3", "olmo", "olmo2", "stablelm",
          "stablelm_parallel", "starcoder2", "phi", "cohere", "cohere2", "glm", "ernie4_5", "hunyuan_v1_dense",
          "gpt_neox", "gpt_neox_sequential", "gptj", "olmo3", "arcee", "ministral", "vaultgemma", "opt", "falcon_sequential", "codegen",
-         "bloom", "mpt",
+         "bloom", "mpt", "gpt_neo",
          # An upstream limitation, not hfx's: Transformers.js 4.3.1 reads granitemoehybrid's layer_types as
          # "mamba" / "attention" (transformers 4.x); transformers 5 writes "linear_attention" / "full_attention",
          # so it feeds no cache and onnxruntime refuses the call.

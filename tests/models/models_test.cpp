@@ -179,6 +179,7 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
                                                  {"falcon", {"transformer.h.", ".self_attention", ".mlp"}},
                                                  {"bloom", {"transformer.h.", ".self_attention", ".mlp"}},
                                                  {"mpt", {"transformer.blocks.", ".attn", ".ffn"}},
+                                                 {"gpt_neo", {"transformer.h.", ".attn.attention", ".mlp"}},
                                                  {"gpt_neox", {"gpt_neox.layers.", ".attention", ".mlp"}},
                                                  {"opt", {"model.decoder.layers.", ".self_attn", ""}}};
   const auto it = layouts.find(GetParam());

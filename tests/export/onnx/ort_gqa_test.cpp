@@ -303,6 +303,7 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
       {"flex_olmo", "Unsupported model type"},
       {"granitemoeshared", "Unsupported model type"},
       {"hunyuan_v1_moe", "Unsupported model type"},
+      {"persimmon", "Unsupported model type"},
       {"gpt_bigcode", "Missing the following inputs: past_key_values.0.key"},
       {"falcon", "Missing the following inputs: past_key_values.0.key"}};
   const bool tjs_knows = !tjs_refuses.count(arch);
