@@ -365,4 +365,22 @@ std::vector<double> alibi_slopes_mpt(int64_t heads, double bias_max) {
   return s;
 }
 
+// M2M100 / XGLM SinusoidalPositionalEmbedding.get_embedding, in float32 as torch computes it: column j <
+// half: sin(pos * exp(-j * ln(10000) / (half - 1))), column half + j: cos of the same; row `pad` zero.
+Tensor fairseq_sinusoidal_table(int64_t n, int64_t dim, int64_t pad) {
+  Tensor t = Tensor::empty({n, dim}, DType::F32);
+  float* p = t.data<float>();
+  const int64_t half = dim / 2;
+  const auto step = static_cast<float>(-std::log(10000.0) / static_cast<double>(half - 1));
+  for (int64_t pos = 0; pos < n; pos++) {
+    for (int64_t j = 0; j < half; j++) {
+      const float angle = static_cast<float>(pos) * std::exp(static_cast<float>(j) * step);
+      p[pos * dim + j] = pos == pad ? 0.0f : std::sin(angle);
+      p[pos * dim + half + j] = pos == pad ? 0.0f : std::cos(angle);
+    }
+    if (dim % 2) p[pos * dim + dim - 1] = 0.0f;
+  }
+  return t;
+}
+
 }  // namespace hfx::models

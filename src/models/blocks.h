@@ -219,6 +219,9 @@ struct DecoderOptions {
   /// names.model): row position + position_offset (OPT: 2). "": none.
   std::string position_embedding;
   int64_t position_offset = 0;
+  /// With position_embedding: the rows are fairseq's sinusoidal table (fairseq_sinusoidal_table, pad row
+  /// pad_token_id), computed, not weights (XGLM).
+  bool sinusoidal_positions = false;
   bool rotary = true;  ///< false: no rotary embedding on any layer (learned positions instead)
   /// Positions exist only below max_position_embeddings (GPT-J / CodeGen read sin/cos from a table of
   /// n_positions rows): past + sequence beyond it is refused (learned positions imply it).
@@ -236,6 +239,10 @@ struct DecoderOptions {
   MoeOptions moe;
 };
 
+/// fairseq's sinusoidal position table (M2M100, XGLM get_embedding), float32 as torch computes it: `rows` ×
+/// `dim`, column j < dim/2 sin(pos · exp(-j · ln(10000) / (dim/2 - 1))), column dim/2 + j its cos; row `pad`
+/// zero.
+Tensor fairseq_sinusoidal_table(int64_t rows, int64_t dim, int64_t pad);
 /// BLOOM's build_alibi_tensor slopes: 2^(-8i/n) for the largest power of two n <= heads, then the odd
 /// powers of 2^(-4/n) for the rest.
 std::vector<double> alibi_slopes_bloom(int64_t heads);
@@ -325,6 +332,7 @@ Architecture decoder_architecture(const char* model_type, json (*tiny)(const std
       .optional_weights = std::move(optional),
       // module names do not depend on the config: the tiny one's are the architecture's
       .embedding_weight = Options(Parse(tiny("tiny"))).names.embed_weight(),
+      .lm_head_weight = Options(Parse(tiny("tiny"))).names.lm_head + ".weight",
   };
 }
 

@@ -106,7 +106,7 @@ WeightSpecs decoder_weight_specs(const ModelConfig& c, const DecoderOptions& o) 
   const DecoderNames& n = o.names;
   s.push_back({n.embed_weight(), {c.vocab_size, E}});
   if (!o.embed_norm.empty()) norm_specs(s, o.norm, n.model + "." + o.embed_norm, E);
-  if (!o.position_embedding.empty())
+  if (!o.position_embedding.empty() && !o.sinusoidal_positions)
     s.push_back({n.model + "." + o.position_embedding + ".weight",
                  {c.max_position_embeddings + o.position_offset, E}});
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
@@ -385,7 +385,11 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
           o_.position_offset
               ? F::add(pos, b.constant(Tensor::scalar(static_cast<double>(o_.position_offset), DType::I64)))
               : pos;
-      Var pe = F::embedding(W(b, *this, b.scope() + ".weight"), p);
+      Var table = o_.sinusoidal_positions
+                      ? b.constant(fairseq_sinusoidal_table(c.max_position_embeddings + o_.position_offset,
+                                                            c.hidden_size, c.pad_token_id.value_or(1)))
+                      : W(b, *this, b.scope() + ".weight");
+      Var pe = F::embedding(table, p);
       b.name_output(pe);
       h = F::add(h, pe);
     }

@@ -107,8 +107,8 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
     put(all, embed, quantize_weight(all[embed], o, embed));
     all.erase(embed);
     n++;
-  } else if (o.enabled() && cfg.tie_word_embeddings && table && !ws.has("lm_head.weight")) {
-    put(all, "lm_head.weight", quantize_weight(all[embed], o, "lm_head.weight"));
+  } else if (o.enabled() && cfg.tie_word_embeddings && table && !ws.has(arch.lm_head_weight)) {
+    put(all, arch.lm_head_weight, quantize_weight(all[embed], o, arch.lm_head_weight));
     n++;
   }
   if (count) *count = n;

@@ -45,6 +45,8 @@ const Architecture& bloom_architecture();
 const Architecture& mpt_architecture();
 const Architecture& persimmon_architecture();
 const Architecture& gpt_neo_architecture();
+const Architecture& biogpt_architecture();
+const Architecture& xglm_architecture();
 const Architecture& granitemoeshared_architecture();
 const Architecture& hunyuan_v1_moe_architecture();
 const Architecture& flex_olmo_architecture();
@@ -137,6 +139,8 @@ std::vector<const Architecture*> all_architectures() {
       &mpt_architecture(),
       &persimmon_architecture(),
       &gpt_neo_architecture(),
+      &biogpt_architecture(),
+      &xglm_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
       &qwen2_moe_architecture(),

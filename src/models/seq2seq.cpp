@@ -260,23 +260,6 @@ Tensor sinusoidal_table(int64_t n, int64_t dim) {
   return t;
 }
 
-// M2M100SinusoidalPositionalEmbedding.get_embedding, in float32 as torch computes it: column j < half:
-// sin(pos * exp(-j * ln(10000) / (half - 1))), column half + j: cos of the same; row `pad` zero.
-Tensor fairseq_table(int64_t n, int64_t dim, int64_t pad) {
-  Tensor t = Tensor::empty({n, dim}, DType::F32);
-  float* p = t.data<float>();
-  const int64_t half = dim / 2;
-  const auto step = static_cast<float>(-std::log(10000.0) / static_cast<double>(half - 1));
-  for (int64_t pos = 0; pos < n; pos++) {
-    for (int64_t j = 0; j < half; j++) {
-      const float angle = static_cast<float>(pos) * std::exp(static_cast<float>(j) * step);
-      p[pos * dim + j] = pos == pad ? 0.0f : std::sin(angle);
-      p[pos * dim + half + j] = pos == pad ? 0.0f : std::cos(angle);
-    }
-    if (dim % 2) p[pos * dim + dim - 1] = 0.0f;
-  }
-  return t;
-}
 }  // namespace
 
 Var BartFamilyLM::positions(Builder& b, const std::string& stack, const Var& ids, const Sym& past) const {
@@ -294,7 +277,7 @@ Var BartFamilyLM::positions(Builder& b, const std::string& stack, const Var& ids
     Var real = F::to(F::logical_not(F::eq(ids, pad)), DType::I64);
     Var count = F::add(F::cumsum(real, 1), F::arange(b, past, past + Sym(1)));  // + [past]
     pos = F::add(F::mul(count, real), pad);                                     // [B, S]
-    table = b.constant(fairseq_table(o_.max_positions + o_.position_offset, o_.d_model, o_.pad));
+    table = b.constant(fairseq_sinusoidal_table(o_.max_positions + o_.position_offset, o_.d_model, o_.pad));
   } else {
     pos = F::arange(b, past + Sym(o_.position_offset), past + S + Sym(o_.position_offset));  // [S]
     table = w_opt(b, "model." + stack + ".embed_positions.weight");  // sinusoidal: may be in the checkpoint

@@ -193,6 +193,14 @@ DECODERS = [
                                                intermediate_size=128, max_position_embeddings=256, window_size=8,
                                                attention_types=[[["global", "local"], 1]]),
          why="unscaled attention, local layer with window 8 (shorter than prompt + decode), learned positions"),
+    Case("biogpt", "biogpt", "decoder", dict(vocab_size=320, hidden_size=64, intermediate_size=128,
+                                             num_hidden_layers=2, num_attention_heads=4, max_position_embeddings=256,
+                                             layer_norm_eps=1e-3),
+         why="positions + 2, sqrt(hidden) embedding scale, output_projection head, LayerNorm eps 1e-5 whatever "
+             "layer_norm_eps says"),
+    Case("xglm", "xglm", "decoder", dict(vocab_size=320, d_model=64, ffn_dim=128, num_layers=2, attention_heads=4,
+                                         max_position_embeddings=256),
+         why="fairseq sinusoidal positions + 2 (computed), sqrt(d_model) embedding scale, fc1/fc2 gelu"),
 ]
 
 STATE = [

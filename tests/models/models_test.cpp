@@ -157,7 +157,7 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
   }
   auto aliased = [](const std::string& e) {
     for (const char* t : {".o_proj", ".down_proj", ".c_proj", "lm_head", ".w2", ".output_linear", ".dense",
-                          ".fc2", ".out_proj", ".fc_out", ".dense_4h_to_h"})
+                          ".fc2", ".out_proj", ".fc_out", ".dense_4h_to_h", "output_projection"})
       if (e.size() >= std::strlen(t) && e.compare(e.size() - std::strlen(t), std::strlen(t), t) == 0)
         return true;
     return false;
@@ -181,7 +181,9 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
                                                  {"mpt", {"transformer.blocks.", ".attn", ".ffn"}},
                                                  {"gpt_neo", {"transformer.h.", ".attn.attention", ".mlp"}},
                                                  {"gpt_neox", {"gpt_neox.layers.", ".attention", ".mlp"}},
-                                                 {"opt", {"model.decoder.layers.", ".self_attn", ""}}};
+                                                 {"opt", {"model.decoder.layers.", ".self_attn", ""}},
+                                                 {"biogpt", {"biogpt.layers.", ".self_attn", ""}},
+                                                 {"xglm", {"model.layers.", ".self_attn", ""}}};
   const auto it = layouts.find(GetParam());
   const Layout lay = it != layouts.end() ? it->second : Layout{"model.layers.", ".self_attn", ".mlp"};
   for (int64_t i = 0; i < m->config().num_hidden_layers; i++) {
@@ -190,7 +192,7 @@ TEST_P(ModelArch, TraceVerifiesAndNamesModules) {
     expected.push_back(p + lay.attn);
     if (!lay.mlp.empty()) expected.push_back(p + lay.mlp);
   }
-  expected.push_back("lm_head");
+  expected.push_back(GetParam() == "biogpt" ? "output_projection" : "lm_head");
   for (auto e : expected) {
     // Mixtral's MLP is its sparse block, block_sparse_moe.
     if (!names.count(e) && e.size() > 4 && e.compare(e.size() - 4, 4, ".mlp") == 0)

@@ -226,6 +226,9 @@ struct Architecture {
   /// QuantOptions::embedding quantizes it; the forward reads its codes). Empty: the forward has no quantized
   /// gather, and --quantize-embedding is refused.
   std::string embedding_weight = "";
+  /// The LM head's weight (BioGPT: output_projection.weight): where quantize_model puts a tied head's own
+  /// codes, the name the forward looks them up by.
+  std::string lm_head_weight = "lm_head.weight";
 };
 
 /// The head a config selects: the head whose class is config.json's architectures[0] (the default head

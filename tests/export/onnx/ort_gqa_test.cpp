@@ -304,6 +304,8 @@ TEST_P(OrtGqaConsumers, GeneratorAndTransformersJsGiveEagerGreedyTokens) {
       {"granitemoeshared", "Unsupported model type"},
       {"hunyuan_v1_moe", "Unsupported model type"},
       {"persimmon", "Unsupported model type"},
+      {"biogpt", "Unsupported model type"},
+      {"xglm", "Unsupported model type"},
       {"gpt_bigcode", "Missing the following inputs: past_key_values.0.key"},
       {"falcon", "Missing the following inputs: past_key_values.0.key"}};
   const bool tjs_knows = !tjs_refuses.count(arch);
