@@ -289,6 +289,8 @@ class DecoderLM : public CausalLM {
   Var moe(Builder& b, const Var& x) const;
   /// The MoE's shared (always-on) MLP, o_.moe.shared_name in the current scope.
   Var shared_mlp(Builder& b, const Var& x) const;
+  /// The position_embedding rows of `pos` (+ position_offset) in the current scope.
+  Var position_embedding(Builder& b, const Var& pos) const;
   /// `mask` (or none) plus the ALiBi bias of o_.alibi_slopes over T keys.
   Var with_alibi(Builder& b, const Var& mask, const Sym& T) const;
 

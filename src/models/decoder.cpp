@@ -359,6 +359,22 @@ Var DecoderLM::with_alibi(Builder& b, const Var& mask, const Sym& T) const {
   return mask.defined() ? F::add(mask, bias) : bias;
 }
 
+// The learned (or fairseq sinusoidal) position rows of `pos` + position_offset, under names.model.
+Var DecoderLM::position_embedding(Builder& b, const Var& pos) const {
+  const auto& c = config();
+  Scope sp(b, o_.position_embedding);
+  Var p = o_.position_offset
+              ? F::add(pos, b.constant(Tensor::scalar(static_cast<double>(o_.position_offset), DType::I64)))
+              : pos;
+  Var table = o_.sinusoidal_positions
+                  ? b.constant(fairseq_sinusoidal_table(c.max_position_embeddings + o_.position_offset,
+                                                        c.hidden_size, c.pad_token_id.value_or(1)))
+                  : W(b, *this, b.scope() + ".weight");
+  Var pe = F::embedding(table, p);
+  b.name_output(pe);
+  return pe;
+}
+
 ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
   const auto& c = config();
   Sym S = (a.inputs_embeds.defined() ? a.inputs_embeds : a.input_ids).size(1);
@@ -379,20 +395,7 @@ ForwardOut DecoderLM::forward(Builder& b, const ForwardArgs& a) const {
         !b.env().le(past + S, Sym(c.max_position_embeddings)))
       HFX_THROW("model", "expected past + sequence <= max_position_embeddings = {} for {}, got {}",
                 c.max_position_embeddings, c.model_type, b.env().hint(past + S));
-    if (!o_.position_embedding.empty()) {  // h + wpe(position_ids + offset)
-      Scope sp(b, o_.position_embedding);
-      Var p =
-          o_.position_offset
-              ? F::add(pos, b.constant(Tensor::scalar(static_cast<double>(o_.position_offset), DType::I64)))
-              : pos;
-      Var table = o_.sinusoidal_positions
-                      ? b.constant(fairseq_sinusoidal_table(c.max_position_embeddings + o_.position_offset,
-                                                            c.hidden_size, c.pad_token_id.value_or(1)))
-                      : W(b, *this, b.scope() + ".weight");
-      Var pe = F::embedding(table, p);
-      b.name_output(pe);
-      h = F::add(h, pe);
-    }
+    if (!o_.position_embedding.empty()) h = F::add(h, position_embedding(b, pos));
     Var cos, sin;
     if (o_.rotary) std::tie(cos, sin) = rope_cos_sin(b, o_.rope, pos, past + S);
     Var cos_local = cos, sin_local = sin;
