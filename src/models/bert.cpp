@@ -3,6 +3,8 @@
 // for the base model and sequence classification, MLM head tied to the word embeddings. Config names as
 // BertConfig reads them (hidden_act, layer_norm_eps, type_vocab_size).
 // ernie (ErnieModel …): BERT's modules under `ernie`, plus task_type_embeddings where use_task_id is set.
+// electra (ElectraModel …, the discriminator and generator layouts): BERT's layers under `electra` over
+// embeddings of embedding_size (projected to hidden_size when they differ), no pooler, ELECTRA's heads.
 #include <fmt/format.h>
 
 #include "encoder_blocks.h"
@@ -15,13 +17,16 @@ struct Variant {
   const char* class_prefix;
   const char* prefix;
   bool tiny_task_types;  ///< create-tiny writes use_task_id (ERNIE 3.0's checkpoints set it)
+  bool electra;
 };
-constexpr Variant kBert{"bert", "Bert", "bert", false};
-constexpr Variant kErnie{"ernie", "Ernie", "ernie", true};
+constexpr Variant kBert{"bert", "Bert", "bert", false, false};
+constexpr Variant kErnie{"ernie", "Ernie", "ernie", true, false};
+constexpr Variant kElectra{"electra", "Electra", "electra", false, true};
 
 template <const Variant& V>
 BertFamilyOptions options(const ModelConfig& c) {
-  return BertFamilyOptions{.prefix = V.prefix, .task_types = jget<bool>(c.raw, "use_task_id", false)};
+  return BertFamilyOptions{
+      .prefix = V.prefix, .task_types = jget<bool>(c.raw, "use_task_id", false), .electra = V.electra};
 }
 
 template <const Variant& V>
@@ -55,6 +60,7 @@ json tiny(const std::string& preset) {
   j["layer_norm_eps"] = 1e-12;
   j["type_vocab_size"] = 2;
   j["position_embedding_type"] = "absolute";
+  if (V.electra) j["embedding_size"] = 32;  // ELECTRA-small's 128 < 256 hidden: embeddings_project runs
   if (V.tiny_task_types) {
     j["use_task_id"] = true;
     j["task_type_vocab_size"] = 3;
@@ -90,6 +96,11 @@ const Architecture& bert_architecture() {
 
 const Architecture& ernie_architecture() {
   static const Architecture a = variant_architecture<kErnie>();
+  return a;
+}
+
+const Architecture& electra_architecture() {
+  static const Architecture a = variant_architecture<kElectra>();
   return a;
 }
 

@@ -130,16 +130,24 @@ int64_t position_offset(const ModelConfig& c, const BertFamilyOptions& o) {
   return o.roberta ? c.pad_token_id.value_or(1) + 1 : 0;
 }
 
+int64_t embedding_size(const ModelConfig& c, const BertFamilyOptions& o) {
+  return o.electra ? jget<int64_t>(c.raw, "embedding_size", 128) : c.hidden_size;
+}
+
 WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptions& o) {
-  const int64_t E = c.hidden_size, I = c.intermediate_size;
+  const int64_t E = c.hidden_size, I = c.intermediate_size, Em = embedding_size(c, o);
   const std::string head = encoder_head(c);
   const std::string p = head == kBase ? "" : o.prefix + ".";
   WeightSpecs s{
-      {p + "embeddings.word_embeddings.weight", {c.vocab_size, E}},
-      {p + "embeddings.position_embeddings.weight", {c.max_position_embeddings + position_offset(c, o), E}},
-      {p + "embeddings.token_type_embeddings.weight", {jget<int64_t>(c.raw, "type_vocab_size", 2), E}},
-      {p + "embeddings.LayerNorm.weight", {E}},
-      {p + "embeddings.LayerNorm.bias", {E}}};
+      {p + "embeddings.word_embeddings.weight", {c.vocab_size, Em}},
+      {p + "embeddings.position_embeddings.weight", {c.max_position_embeddings + position_offset(c, o), Em}},
+      {p + "embeddings.token_type_embeddings.weight", {jget<int64_t>(c.raw, "type_vocab_size", 2), Em}},
+      {p + "embeddings.LayerNorm.weight", {Em}},
+      {p + "embeddings.LayerNorm.bias", {Em}}};
+  if (Em != E) {
+    s.push_back({p + "embeddings_project.weight", {E, Em}});
+    s.push_back({p + "embeddings_project.bias", {E}});
+  }
   if (o.task_types)
     s.push_back(
         {p + "embeddings.task_type_embeddings.weight", {jget<int64_t>(c.raw, "task_type_vocab_size", 3), E}});
@@ -165,6 +173,21 @@ WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptio
   if (o.pre_ln) ln(p + "LayerNorm");
   // BertModel/RobertaModel keep their pooler (add_pooling_layer=True); of the head classes only
   // BertForSequenceClassification uses it (RoBERTa's heads are built with add_pooling_layer=False).
+  if (o.electra) {  // no pooler; ElectraGeneratorPredictions / ElectraClassificationHead
+    if (head == kMaskedLM) {
+      lin("generator_predictions.dense", Em, E);
+      s.push_back({"generator_predictions.LayerNorm.weight", {Em}});
+      s.push_back({"generator_predictions.LayerNorm.bias", {Em}});
+      s.push_back({"generator_lm_head.bias", {c.vocab_size}});
+      if (!c.tie_word_embeddings) s.push_back({"generator_lm_head.weight", {c.vocab_size, Em}});
+    } else if (head == kSeqCls) {
+      lin("classifier.dense", E, E);
+      lin("classifier.out_proj", num_labels(c), E);
+    } else if (head == kTokCls) {
+      lin("classifier", num_labels(c), E);
+    }
+    return s;
+  }
   if (head == kBase || (head == kSeqCls && !o.roberta)) lin(p + "pooler.dense", E, E);
   if (head == kMaskedLM) {
     std::string h = o.roberta ? "lm_head" : "cls.predictions";
@@ -185,8 +208,11 @@ std::vector<std::string> bert_family_optional_weights(const std::string& prefix)
   // save_pretrained drops tied copies, older checkpoints keep them; NSP heads and poolers come with
   // pre-training checkpoints (bert-base-uncased is a BertForMaskedLM with both).
   return {"(" + prefix + R"(\.)?pooler\.dense\.(weight|bias))",
-          "(" + prefix + R"(\.)?embeddings\.position_ids)", R"(cls\.seq_relationship\.(weight|bias))",
-          R"(cls\.predictions\.decoder\.(weight|bias))", R"(lm_head\.decoder\.(weight|bias))"};
+          "(" + prefix + R"(\.)?embeddings\.position_ids)",
+          R"(cls\.seq_relationship\.(weight|bias))",
+          R"(cls\.predictions\.decoder\.(weight|bias))",
+          R"(lm_head\.decoder\.(weight|bias))",
+          R"(generator_lm_head\.weight)"};
 }
 
 Var BertFamilyEncoder::position_ids(Builder& b, const Var& ids) const {
@@ -225,6 +251,36 @@ Var BertFamilyEncoder::embeddings(Builder& b, const Inputs& in) const {
   h = layer_norm(b, *this, h, "LayerNorm", config().norm_eps);
   b.name_output(h);
   return h;
+}
+
+// ElectraForMaskedLM: generator_predictions (dense → gelu → LayerNorm to embedding_size) → generator_lm_head
+// (tied to the word embeddings, its own bias); ElectraClassificationHead: first token → dense → gelu →
+// out_proj.
+Var BertFamilyEncoder::electra_head(Builder& b, const Var& h) const {
+  const auto& c = config();
+  if (head() == kMaskedLM) {
+    Var x;
+    {
+      Scope s(b, "generator_predictions");
+      x = F::gelu(linear(b, *this, h, "dense", true));
+      x = layer_norm(b, *this, x, "LayerNorm", c.norm_eps);
+      b.name_output(x);
+    }
+    Scope s(b, "generator_lm_head");
+    Var y = F::linear(x,
+                      W(b, *this,
+                        c.tie_word_embeddings ? o_.prefix + ".embeddings.word_embeddings.weight"
+                                              : "generator_lm_head.weight"),
+                      W(b, *this, "generator_lm_head.bias"));
+    b.name_output(y);
+    return y;
+  }
+  if (head() == kTokCls) return linear(b, *this, h, "classifier", true);
+  Scope s(b, "classifier");
+  Var x = F::gelu(linear(b, *this, first_token(h), "dense", true));
+  Var y = linear(b, *this, x, "out_proj", true);
+  b.name_output(y);
+  return y;
 }
 
 Var BertFamilyEncoder::layer(Builder& b, const Var& h, const Var& mask, int64_t) const {
@@ -323,6 +379,7 @@ Var BertFamilyEncoder::forward(Builder& b, const Inputs& in) const {
     std::optional<Scope> sb;
     if (!scope.empty()) sb.emplace(b, scope);
     h = embeddings(b, in);
+    if (embedding_size(c, o_) != c.hidden_size) h = linear(b, *this, h, "embeddings_project", true);
     Var mask = padding_mask(b, in.attention_mask);
     {
       Scope se(b, "encoder");
@@ -334,6 +391,7 @@ Var BertFamilyEncoder::forward(Builder& b, const Inputs& in) const {
     if (o_.pre_ln) h = layer_norm(b, *this, h, "LayerNorm", c.norm_eps);
   }
   if (head() == kBase) return h;
+  if (o_.electra) return electra_head(b, h);
   if (head() == kMaskedLM) return mlm_head(b, h);
   if (head() == kSeqCls) return seq_cls_head(b, h);
   return linear(b, *this, h, "classifier", true);

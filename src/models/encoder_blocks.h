@@ -71,8 +71,8 @@ Var first_token(const Var& h);
 /// Sum over the sequence of h × mask divided by the mask's count ([B, E]); mask int64 [B, S].
 Var masked_mean(const Var& h, const Var& mask);
 
-// ---- the BERT family (bert, ernie, roberta, xlm-roberta, camembert, data2vec-text, roberta-prelayernorm)
-// ----
+// ---- the BERT family: bert, ernie, electra, roberta, xlm-roberta, camembert, data2vec-text,
+// roberta-prelayernorm ----
 struct BertFamilyOptions {
   std::string prefix = "bert";  ///< base model scope inside the head classes: "bert", "roberta", "ernie", ...
   bool roberta = false;         ///< position ids from input_ids != pad (RoBERTa), RobertaLMHead and
@@ -80,7 +80,12 @@ struct BertFamilyOptions {
   bool pre_ln = false;      ///< RoBERTa-PreLayerNorm: attention.LayerNorm and intermediate.LayerNorm before
                             ///< each sublayer, plain residuals, the base model's LayerNorm at the end
   bool task_types = false;  ///< ERNIE use_task_id: + task_type_embeddings row 0 (the task_type_ids default)
+  /// ELECTRA: embeddings of embedding_size (+ embeddings_project to hidden_size when they differ), no
+  /// pooler, generator_predictions + generator_lm_head as the MLM head, a gelu ElectraClassificationHead.
+  bool electra = false;
 };
+/// The width of a BERT-family checkpoint's embedding tables (ELECTRA: embedding_size, else hidden_size).
+int64_t embedding_size(const ModelConfig& cfg, const BertFamilyOptions& o);
 WeightSpecs bert_family_weight_specs(const ModelConfig& cfg, const BertFamilyOptions& o);
 /// Rows of the position table before the first usable position: pad + 1 for RoBERTa (positions start
 /// at pad + 1), 0 for BERT. ModelConfig::max_position_embeddings is the usable length (the table's rows
@@ -110,6 +115,7 @@ class BertFamilyEncoder : public EncoderModel {
   Var layer(Builder& b, const Var& h, const Var& mask, int64_t i) const;
   Var mlm_head(Builder& b, const Var& h) const;
   Var seq_cls_head(Builder& b, const Var& h) const;
+  Var electra_head(Builder& b, const Var& h) const;
   BertFamilyOptions o_;
 };
 

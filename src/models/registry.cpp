@@ -68,6 +68,7 @@ const Architecture& camembert_architecture();
 const Architecture& data2vec_text_architecture();
 const Architecture& roberta_prelayernorm_architecture();
 const Architecture& ernie_architecture();
+const Architecture& electra_architecture();
 const Architecture& distilbert_architecture();
 const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
@@ -164,6 +165,7 @@ std::vector<const Architecture*> all_architectures() {
       &data2vec_text_architecture(),
       &roberta_prelayernorm_architecture(),
       &ernie_architecture(),
+      &electra_architecture(),
       &distilbert_architecture(),
       &modernbert_architecture(),
       // encoder-decoder

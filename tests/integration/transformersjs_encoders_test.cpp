@@ -104,7 +104,7 @@ json tjs(const Fixture& f, const std::string& task, const std::vector<std::strin
 // data2vec-text, roberta-prelayernorm) its pipelines refuse the folder ("Unsupported model type"), which
 // the head tests check instead (its feature-extraction falls back to the plain encoder for every type).
 bool tjs_has_heads(const std::string& arch) {
-  for (const char* a : {"bert", "roberta", "xlm-roberta", "camembert", "distilbert", "modernbert"})
+  for (const char* a : {"bert", "electra", "roberta", "xlm-roberta", "camembert", "distilbert", "modernbert"})
     if (arch == a) return true;
   return false;
 }

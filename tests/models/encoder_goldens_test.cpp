@@ -100,7 +100,7 @@ TEST_P(EncoderGolden, EagerMatchesTransformers) {
 }
 
 // The encoders these committed goldens cover. The later ones (camembert, data2vec-text,
-// roberta-prelayernorm, ernie) are judged against transformers 5.23 itself in the interop tier
+// roberta-prelayernorm, ernie, electra) are judged against transformers 5.23 itself in the interop tier
 // (tests/interop/cases.py ENCODERS), which replaces committed numbers with the live oracle.
 std::vector<EncoderParam> golden_params() {
   std::vector<EncoderParam> v;
