@@ -1,5 +1,5 @@
-"""Encoder-only architectures (bert, ernie, electra, the roberta family, distilbert, modernbert) with their heads: every
-format vs transformers eager on the same inputs.
+"""Encoder-only architectures (bert, ernie, electra, the roberta family, distilbert, modernbert) with their
+heads: every format vs transformers eager on the same inputs.
 - ONNX (onnxruntime, model.onnx) and .pt2 (torch.export.load, model.pt2): a right-padded batch of two rows;
   token-level outputs are compared on the real positions (a pad position's row is never read), pooled ones
   (sequence classification) whole;
