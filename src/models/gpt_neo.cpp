@@ -10,16 +10,35 @@ namespace hfx::models {
 namespace {
 
 // attention_layers (one entry per layer) from config.json, else expanded from attention_types
-// ([[pattern, repeats], ...], as GPTNeoConfig.expand_attention_types_params does).
+// ([[pattern, repeats], ...], as GPTNeoConfig.expand_attention_types_params does); each entry checked.
 std::vector<std::string> attention_layers(const json& j) {
+  auto bad = [](const char* key, const json& v) {
+    HFX_THROW("model", "expected config.json.{} of gpt_neo to be {}, got {}; fix config.json", key,
+              std::string(key) == "attention_layers" ? "a list of 'global' / 'local'"
+                                                     : "a list of [[\"global\" | \"local\", ...], repeats]",
+              v.dump());
+  };
   std::vector<std::string> r;
-  if (j.contains("attention_layers") && j["attention_layers"].is_array())
-    return j["attention_layers"].get<std::vector<std::string>>();
+  auto add = [&](const json& t, const char* key, const json& whole) {
+    if (!t.is_string() || (t != "global" && t != "local")) bad(key, whole);
+    r.push_back(t.get<std::string>());
+  };
+  if (j.contains("attention_layers")) {
+    const json& l = j["attention_layers"];
+    if (!l.is_array()) bad("attention_layers", l);
+    for (const auto& t : l) add(t, "attention_layers", l);
+    return r;
+  }
   const json types =
       j.contains("attention_types") ? j["attention_types"] : json::parse(R"([[["global","local"],12]])");
-  for (const auto& item : types)
-    for (int64_t n = 0; n < item.at(1).get<int64_t>(); n++)
-      for (const auto& t : item.at(0)) r.push_back(t.get<std::string>());
+  if (!types.is_array()) bad("attention_types", types);
+  for (const auto& item : types) {
+    if (!item.is_array() || item.size() != 2 || !item[0].is_array() || !item[1].is_number_integer() ||
+        item[1].get<int64_t>() < 0)
+      bad("attention_types", types);
+    for (int64_t n = 0; n < item[1].get<int64_t>(); n++)
+      for (const auto& t : item[0]) add(t, "attention_types", types);
+  }
   return r;
 }
 
@@ -47,9 +66,6 @@ ModelConfig parse(const json& j) {
   if (static_cast<int64_t>(types.size()) != c.num_hidden_layers)
     HFX_THROW("model", "expected one attention type per layer ({}), got {}", c.num_hidden_layers,
               types.size());
-  for (const std::string& t : types)
-    if (t != "global" && t != "local")
-      HFX_THROW("model", "expected gpt_neo attention types 'global' or 'local', got '{}'", t);
   set_layer_types(c, [&](int64_t i) { return types[static_cast<size_t>(i)] == "local"; });
   return c;
 }
