@@ -6,6 +6,8 @@ Run by scripts/test.sh (tier "interop") as `.venv/bin/python -m pytest tests/int
                    end unless HFX_INTEROP_KEEP=1)
   HFX_INTEROP_REPORT  where the records go (default build/interop/report.json); tests/interop/table.py
                    turns them into the docs table (docs/interop.md).
+  HFX_INTEROP_FULL=1  the contract probes on every case, cases.PROBE_REPEATS included (sessions, before they
+                   stop; CI leaves the repeats out).
 """
 from __future__ import annotations
 
