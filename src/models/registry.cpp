@@ -70,6 +70,8 @@ const Architecture& roberta_prelayernorm_architecture();
 const Architecture& ernie_architecture();
 const Architecture& electra_architecture();
 const Architecture& distilbert_architecture();
+const Architecture& albert_architecture();
+const Architecture& mpnet_architecture();
 const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
 const Architecture& mt5_architecture();
@@ -167,6 +169,8 @@ std::vector<const Architecture*> all_architectures() {
       &ernie_architecture(),
       &electra_architecture(),
       &distilbert_architecture(),
+      &albert_architecture(),
+      &mpnet_architecture(),
       &modernbert_architecture(),
       // encoder-decoder
       &t5_architecture(),

@@ -56,7 +56,7 @@ inline std::vector<std::string> encoder_model_types() {
 /// Whether create-tiny's checkpoint of an encoder type takes token_type_ids (type_vocab_size 2: the
 /// BERT-style configs; RoBERTa-style ones have 1 type and export input_ids and attention_mask only).
 inline bool tiny_takes_token_types(const std::string& arch) {
-  return arch == "bert" || arch == "ernie" || arch == "electra";
+  return arch == "bert" || arch == "ernie" || arch == "electra" || arch == "albert";
 }
 
 /// A gtest parameter name from a model type ("xlm-roberta" → "xlm_roberta").

@@ -338,6 +338,22 @@ TEST(ModelErrors, AKnobHfxDoesNotImplementIsRefusedByName) {
   EXPECT_NO_THROW(architecture("cohere").weight_specs(parse_model_config(cfg)));
 }
 
+TEST(ModelErrors, EncoderKnobsOutsideWhatTransformersRuns) {
+  // MPNetEncoder buckets relative positions into 32 whatever relative_attention_num_buckets says: a smaller
+  // table would be indexed past its end, so hfx refuses it instead of exporting a gather out of range.
+  nlohmann::json cfg = tiny_model_config("mpnet", TinyOptions{});
+  cfg["relative_attention_num_buckets"] = 16;
+  std::string msg = error_of([&] { parse_model_config(cfg); });
+  EXPECT_NE(msg.find("[model] expected relative_attention_num_buckets >= 32 for mpnet"), std::string::npos)
+      << msg;
+  cfg["relative_attention_num_buckets"] = 48;  // a larger table is used in its first 32 rows
+  EXPECT_NO_THROW(architecture("mpnet").weight_specs(parse_model_config(cfg)));
+  nlohmann::json al = tiny_model_config("albert", TinyOptions{});
+  al["num_hidden_groups"] = 0;
+  msg = error_of([&] { parse_model_config(al); });
+  EXPECT_NE(msg.find("[model] expected num_hidden_groups > 0 for albert, got 0"), std::string::npos) << msg;
+}
+
 TEST(ModelErrors, UnknownPreset) {
   std::string msg = error_of([&] { tiny_model_config("llama", TinyOptions{.preset = "llama-9000"}); });
   EXPECT_NE(msg.find("expected a llama preset (tiny, llama-3.2-1b, llama-100m), got 'llama-9000'"),
