@@ -205,9 +205,10 @@ Var activation(const Var& x, const std::string& name) {
     return F::mul(r, r);
   }
   if (name == "quick_gelu") return F::mul(x, F::sigmoid(F::mul(x, 1.702)));  // QuickGELUActivation
+  if (name == "tanh") return F::tanh(x);                                     // DeBERTa's conv_act default
   HFX_THROW("model",
             "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu, relu2, "
-            "quick_gelu), got "
+            "quick_gelu, tanh), got "
             "'{}'",
             name);
 }

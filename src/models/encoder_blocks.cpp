@@ -117,13 +117,14 @@ ModelConfig parse_bert_family(const json& j, const std::string& model_type, cons
 
 void check_activation(const std::string& name, const std::string& model_type) {
   static const char* kKnown[] = {
-      "gelu", "relu", "silu", "swish", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh"};
+      "gelu", "relu", "silu", "swish", "gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh",
+      "tanh"};
   for (const char* k : kKnown)
     if (name == k) return;
-  HFX_THROW(
-      "model",
-      "expected a supported activation for {} (gelu, relu, silu, gelu_new, gelu_pytorch_tanh), got '{}'",
-      model_type, name);
+  HFX_THROW("model",
+            "expected a supported activation for {} (gelu, relu, silu, gelu_new, gelu_pytorch_tanh, tanh), "
+            "got '{}'",
+            model_type, name);
 }
 
 int64_t position_offset(const ModelConfig& c, const BertFamilyOptions& o) {

@@ -72,6 +72,7 @@ const Architecture& electra_architecture();
 const Architecture& distilbert_architecture();
 const Architecture& albert_architecture();
 const Architecture& mpnet_architecture();
+const Architecture& deberta_v2_architecture();
 const Architecture& modernbert_architecture();
 const Architecture& t5_architecture();
 const Architecture& mt5_architecture();
@@ -171,6 +172,7 @@ std::vector<const Architecture*> all_architectures() {
       &distilbert_architecture(),
       &albert_architecture(),
       &mpnet_architecture(),
+      &deberta_v2_architecture(),
       &modernbert_architecture(),
       // encoder-decoder
       &t5_architecture(),

@@ -106,8 +106,8 @@ json tjs(const Fixture& f, const std::string& task, const std::vector<std::strin
 // plain encoder for every type).
 bool tjs_has_head(const std::string& arch, const std::string& task) {
   if (arch == "albert") return task != "token-classification";  // no AlbertForTokenClassification there
-  for (const char* a :
-       {"bert", "electra", "roberta", "xlm-roberta", "camembert", "distilbert", "modernbert", "mpnet"})
+  for (const char* a : {"bert", "electra", "roberta", "xlm-roberta", "camembert", "distilbert", "modernbert",
+                        "mpnet", "deberta-v2"})
     if (arch == a) return true;
   return false;
 }

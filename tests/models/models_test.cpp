@@ -352,6 +352,16 @@ TEST(ModelErrors, EncoderKnobsOutsideWhatTransformersRuns) {
   al["num_hidden_groups"] = 0;
   msg = error_of([&] { parse_model_config(al); });
   EXPECT_NE(msg.find("[model] expected num_hidden_groups > 0 for albert, got 0"), std::string::npos) << msg;
+  // DeBERTa's grouped ConvLayer (conv_groups > 1) is not implemented: refused by name, not exported
+  // ungrouped.
+  nlohmann::json db = tiny_model_config("deberta-v2", TinyOptions{});
+  db["conv_kernel_size"] = 3;
+  db["conv_groups"] = 2;
+  msg = error_of([&] { parse_model_config(db); });
+  EXPECT_NE(msg.find("[model] expected config.json.conv_groups to be 1 for deberta-v2"), std::string::npos)
+      << msg;
+  db["conv_groups"] = 1;
+  EXPECT_NO_THROW(architecture("deberta-v2").weight_specs(parse_model_config(db)));
 }
 
 TEST(ModelErrors, UnknownPreset) {
