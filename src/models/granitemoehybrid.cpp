@@ -6,6 +6,12 @@
 // attention_multiplier, each residual branch × residual_multiplier, logits / logits_scaling. Rotary
 // embeddings only when position_embedding_type is "rope" (Granite 4.0 H uses none).
 //
+// bamba (BambaForCausalLM, IBM's Bamba-9B) is the same stack with a dense MLP (feed_forward: gate, up,
+// down) after pre_ff_layernorm instead of the MoE, no multipliers, rotary embeddings on every attention layer
+// (partial_rotary_factor 0.5 unless rope_parameters says otherwise: BambaConfig's backward-compatible
+// default), the attention layers listed by attn_layer_indices, final_layernorm, and config.json's
+// time_step_limit.
+//
 // Per-layer-type caches with the names Transformers.js reads for granitemoehybrid: a mamba layer keeps
 // past_conv.N [B, conv_dim, K-1] and past_ssm.N [B, heads, head_dim, state]; an attention layer keeps
 // past_key_values.N.key/value [B, kv_heads, past, head_dim] (present_* / present.N.* out). Each layer type
@@ -19,6 +25,8 @@
 
 namespace hfx::models {
 namespace {
+
+bool is_bamba(const ModelConfig& c) { return c.model_type == "bamba"; }
 
 SsdDims dims_of(const ModelConfig& c) {
   const json& j = c.raw;
@@ -36,13 +44,30 @@ SsdDims dims_of(const ModelConfig& c) {
   d.conv_bias = jget<bool>(j, "mamba_conv_bias", true);
   d.bias = jget<bool>(j, "mamba_proj_bias", false);
   d.eps = c.norm_eps;  // GraniteMoeHybridRMSNormGated(eps=rms_norm_eps); time_step_limit is (0, inf)
+  if (is_bamba(c)) read_time_step_limit(d, j);
   return d;
 }
 
 bool rope_on(const ModelConfig& c) {
-  return jget<std::string>(c.raw, "position_embedding_type", "nope") == "rope";
+  return is_bamba(c) || jget<std::string>(c.raw, "position_embedding_type", "nope") == "rope";
 }
 
+// BambaConfig.layers_block_type: full_attention at attn_layer_indices, mamba elsewhere.
+void bamba_layer_types(ModelConfig& c) {
+  c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
+  if (!jhas(c.raw, "attn_layer_indices") || c.raw["attn_layer_indices"].is_null()) return;
+  if (!c.raw["attn_layer_indices"].is_array())
+    HFX_THROW("model", "expected attn_layer_indices to be a list of layer numbers for bamba, got {}",
+              c.raw["attn_layer_indices"].dump());
+  for (const auto& i : c.raw["attn_layer_indices"]) {
+    if (!i.is_number_integer() || i.get<int64_t>() < 0 || i.get<int64_t>() >= c.num_hidden_layers)
+      HFX_THROW("model", "expected attn_layer_indices in [0, {}) for bamba, got {}", c.num_hidden_layers,
+                i.dump());
+    c.layer_types[i.get<size_t>()] = "full_attention";
+  }
+}
+
+template <const char* Type>
 ModelConfig parse(const json& j) {
   // transformers 4.x's layer_types say "mamba" / "attention", 5.x's "linear_attention" / "full_attention"
   // (configuration_granitemoehybrid.py, 5.23); hfx's vocabulary is mamba / full_attention.
@@ -56,9 +81,17 @@ ModelConfig parse(const json& j) {
   ConfigDefaults d;
   d.intermediate_size = 11008;
   d.max_position_embeddings = 2048;
-  ModelConfig c = parse_common(m, "granitemoehybrid", d);
+  if (std::string(Type) == "bamba") {
+    d.norm_eps = 1e-5;
+    d.max_position_embeddings = 262144;
+    d.intermediate_size = 14336;
+    m.erase("layer_types");  // a read-only property of BambaConfig, derived from attn_layer_indices
+  }
+  ModelConfig c = parse_common(m, Type, d);
   c.raw = j;
-  if (jhas(m, "layer_types")) {
+  if (is_bamba(c)) {
+    bamba_layer_types(c);
+  } else if (jhas(m, "layer_types")) {
     ModelConfig t = c;
     t.raw = m;
     set_layer_types(t, [](int64_t) { return false; }, {"mamba", "full_attention"});
@@ -66,10 +99,10 @@ ModelConfig parse(const json& j) {
   } else {
     c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");  // layers_block_type's default
   }
-  parse_moe(c, "num_local_experts", 8, 2);
-  check_ssd_dims(dims_of(c), "granitemoehybrid");
+  if (!is_bamba(c)) parse_moe(c, "num_local_experts", 8, 2);
+  check_ssd_dims(dims_of(c), Type);
   const std::string pe = jget<std::string>(j, "position_embedding_type", "nope");
-  if (pe != "rope" && pe != "nope")
+  if (!is_bamba(c) && pe != "rope" && pe != "nope")
     HFX_THROW("model",
               "expected position_embedding_type 'rope' or 'nope' (or null) for granitemoehybrid, got '{}'",
               pe);
@@ -80,6 +113,12 @@ DecoderOptions hybrid_options(const ModelConfig& c) {
   DecoderOptions o;
   o.act = jget<std::string>(c.raw, "hidden_act", "silu");
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
+  if (is_bamba(c)) {  // BambaMLP under feed_forward; no experts, no multipliers
+    o.mlp_bias = jget<bool>(c.raw, "mlp_bias", false);
+    o.names.mlp = "feed_forward";
+    o.rope = rope_config_partial(c, 0.5);
+    return o;
+  }
   o.attn_scale = jget<double>(c.raw, "attention_multiplier", 1.0);
   o.embedding_multiplier = jget<double>(c.raw, "embedding_multiplier", 1.0);
   o.residual_multiplier = jget<double>(c.raw, "residual_multiplier", 1.0);
@@ -108,12 +147,25 @@ WeightSpecs specs(const ModelConfig& c) {
     s.push_back({p + "input_layernorm.weight", {E}});
     if (c.layer_types[static_cast<size_t>(i)] == "mamba") {
       ssd_weight_specs(s, p + "mamba.", d);
+      if (is_bamba(c)) s.push_back({p + "pre_ff_layernorm.weight", {E}});
     } else {
       for (const auto& [proj, rows] : std::vector<std::pair<std::string, int64_t>>{
                {"q_proj", H * D}, {"k_proj", K * D}, {"v_proj", K * D}, {"o_proj", E}}) {
         s.push_back({p + "self_attn." + proj + ".weight", {rows, proj == "o_proj" ? H * D : E}});
         if (bias) s.push_back({p + "self_attn." + proj + ".bias", {rows}});
       }
+      if (is_bamba(c)) s.push_back({p + "pre_ff_layernorm.weight", {E}});
+    }
+    if (is_bamba(c)) {
+      const bool mb = jget<bool>(c.raw, "mlp_bias", false);
+      for (const auto& [proj, shape] :
+           std::vector<std::pair<std::string, Shape>>{{"gate_proj", {c.intermediate_size, E}},
+                                                      {"up_proj", {c.intermediate_size, E}},
+                                                      {"down_proj", {E, c.intermediate_size}}}) {
+        s.push_back({p + "feed_forward." + proj + ".weight", shape});
+        if (mb) s.push_back({p + "feed_forward." + proj + ".bias", {shape[0]}});
+      }
+      continue;
     }
     s.push_back({p + "post_attention_layernorm.weight", {E}});
     s.push_back({p + "block_sparse_moe.router.layer.weight", {moe.num_experts, E}});
@@ -122,7 +174,7 @@ WeightSpecs specs(const ModelConfig& c) {
     s.push_back({p + "shared_mlp.input_linear.weight", {2 * S, E}});
     s.push_back({p + "shared_mlp.output_linear.weight", {E, S}});
   }
-  s.push_back({"model.norm.weight", {E}});
+  s.push_back({is_bamba(c) ? "model.final_layernorm.weight" : "model.norm.weight", {E}});
   if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, E}});
   return s;
 }
@@ -196,7 +248,8 @@ class GraniteMoeHybridLM : public DecoderLM {
     ForwardArgs a;
     a.input_ids = get(in, "input_ids");
     if (!a.input_ids)
-      HFX_THROW("model", "expected input 'input_ids' for component 'model' of granitemoehybrid, got none");
+      HFX_THROW("model", "expected input 'input_ids' for component 'model' of {}, got none",
+                config().model_type);
     a.attention_mask = get(in, "attention_mask");
     a.position_ids = get(in, "position_ids");
     a.logits_to_keep = opts.logits_to_keep;
@@ -234,9 +287,10 @@ class GraniteMoeHybridLM : public DecoderLM {
   // A full recomputation from the empty past; a KV cache cannot hold the mamba layers' conv/ssm states.
   ForwardOut forward(Builder& b, const ForwardArgs& a) const override {
     if (a.cache)
-      HFX_THROW("model",
-                "expected no KV cache for granitemoehybrid (its cache is the per-layer leaves of component "
-                "'model'), got one");
+      HFX_THROW(
+          "model",
+          "expected no KV cache for {} (its cache is the per-layer leaves of component 'model'), got one",
+          config().model_type);
     const auto L = static_cast<size_t>(config().num_hidden_layers);
     std::vector<Var> conv(L), ssm(L);
     AttentionLayersCache cache(cache_layout(), std::vector<Var>(L), std::vector<Var>(L));
@@ -290,11 +344,16 @@ class GraniteMoeHybridLM : public DecoderLM {
         Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, 0.0);
         Var m = mixer(b, x, i, cos, sin, attn_mask, ssm_mask, a.cache, conv[i], ssm[i]);
         h = F::add(h, F::mul(m, o.residual_multiplier));
-        x = rms_norm(b, *this, h, "post_attention_layernorm", c.norm_eps, 0.0);
-        h = F::add(h, F::mul(F::add(moe(b, x), shared_mlp(b, x)), o.residual_multiplier));
+        if (is_bamba(c)) {
+          x = rms_norm(b, *this, h, "pre_ff_layernorm", c.norm_eps, 0.0);
+          h = F::add(h, mlp(b, x, static_cast<int64_t>(i)));
+        } else {
+          x = rms_norm(b, *this, h, "post_attention_layernorm", c.norm_eps, 0.0);
+          h = F::add(h, F::mul(F::add(moe(b, x), shared_mlp(b, x)), o.residual_multiplier));
+        }
         b.name_output(h);
       }
-      h = rms_norm(b, *this, h, "norm", c.norm_eps, 0.0);
+      h = rms_norm(b, *this, h, is_bamba(c) ? "final_layernorm" : "norm", c.norm_eps, 0.0);
     }
     h = keep_last(h, a.logits_to_keep);
     Scope sl(b, "lm_head");
@@ -305,6 +364,26 @@ class GraniteMoeHybridLM : public DecoderLM {
     return logits;
   }
 };
+
+json tiny_bamba(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("bamba", preset, "tiny");
+  json j = tiny_decoder_config("BambaForCausalLM", "bamba");
+  j.erase("head_dim");
+  j["num_hidden_layers"] = 3;
+  j["attn_layer_indices"] = {1};
+  j["hidden_act"] = "silu";
+  j["intermediate_size"] = 96;
+  j["mamba_n_heads"] = 4;
+  j["mamba_n_groups"] = 2;
+  j["mamba_d_state"] = 16;
+  j["mamba_d_head"] = "auto";
+  j["mamba_d_conv"] = 4;
+  j["mamba_expand"] = 2;
+  j["mamba_chunk_size"] = 8;
+  j["time_step_limit"] = {0.0, nullptr};
+  j["transformers_version"] = "4.52.0";
+  return j;
+}
 
 json tiny(const std::string& preset) {
   if (preset != "tiny") unknown_preset("granitemoehybrid", preset, "tiny");
@@ -336,12 +415,31 @@ json tiny(const std::string& preset) {
   return j;
 }
 
+constexpr char kGranite[] = "granitemoehybrid";
+constexpr char kBamba[] = "bamba";
+
 }  // namespace
+
+const Architecture& bamba_architecture() {
+  static const Architecture a{
+      .model_type = "bamba",
+      .parse_config = parse<kBamba>,
+      .weight_specs = specs,
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
+        return std::make_unique<GraniteMoeHybridLM>(std::move(c), std::move(w));
+      },
+      .tiny_config = tiny_bamba,
+      .tiny_tokenizer = "byte_level",
+      .tiny_norm_mean = 1.0,
+      .optional_weights = kRotaryBuffers,
+  };
+  return a;
+}
 
 const Architecture& granitemoehybrid_architecture() {
   static const Architecture a{
       .model_type = "granitemoehybrid",
-      .parse_config = parse,
+      .parse_config = parse<kGranite>,
       .weight_specs = specs,
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         return std::make_unique<GraniteMoeHybridLM>(std::move(c), std::move(w));

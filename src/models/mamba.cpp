@@ -13,6 +13,9 @@
 // data-dependent control flow; every backend runs it with existing ops (cumsum, exp, where, matmul,
 // cat, reshape). A decoded token is one chunk of one step: O(d_inner·d_state).
 //
+// falcon_mamba (FalconMambaForCausalLM) is the same mixer with weightless RMS norms (mixer_rms_eps) on the
+// time step, B and C right after x_proj (FalconMambaMixer.slow_forward's "key difference").
+//
 // Padding follows transformers 4.47's MambaMixer.slow_forward: the attention mask multiplies the mixer's
 // input before and after the convolution. With left padding the padded positions contribute x = 0, so
 // B = x_proj(0) = 0 and the state stays zero: a left-padded row gives the same logits as the row alone.
@@ -30,6 +33,7 @@ namespace {
 struct MambaDims {
   int64_t H, I, N, K, R;  // hidden, d_inner, d_state, conv kernel, dt rank
   bool conv_bias, bias;
+  double bcdt_rms_eps;  // falcon_mamba's mixer_rms_eps; 0 for mamba (no B/C/dt norms)
 };
 
 MambaDims dims_of(const ModelConfig& c) {
@@ -45,9 +49,11 @@ MambaDims dims_of(const ModelConfig& c) {
     d.R = j["time_step_rank"].get<int64_t>();
   else
     d.R = (d.H + 15) / 16;  // "auto": ceil(hidden_size / 16)
+  d.bcdt_rms_eps = c.model_type == "falcon_mamba" ? jget<double>(j, "mixer_rms_eps", 1e-6) : 0.0;
   return d;
 }
 
+template <const char* Type>
 ModelConfig parse(const json& j) {
   json m = j;
   const int64_t H = jget<int64_t>(j, "hidden_size", 768);
@@ -66,7 +72,7 @@ ModelConfig parse(const json& j) {
   d.tie_word_embeddings = true;
   d.bos = 0;
   d.eos = 0;
-  ModelConfig c = parse_common(m, "mamba", d);
+  ModelConfig c = parse_common(m, Type, d);
   c.raw = j;
   if (!c.pad_token_id) c.pad_token_id = jget<int64_t>(j, "pad_token_id", 0);
   if (jhas(j, "layer_types"))
@@ -76,12 +82,14 @@ ModelConfig parse(const json& j) {
   MambaDims md = dims_of(c);
   if (md.N <= 0 || md.K < 1 || md.R <= 0 || md.I <= 0)
     HFX_THROW("model",
-              "expected positive state_size, conv_kernel, time_step_rank and expand for mamba, got {}, {}, "
+              "expected positive state_size, conv_kernel, time_step_rank and expand for {}, got {}, {}, "
               "{} and {}",
-              md.N, md.K, md.R, md.I);
+              Type, md.N, md.K, md.R, md.I);
+  if (c.model_type == "falcon_mamba" && !(md.bcdt_rms_eps > 0))
+    HFX_THROW("model", "expected mixer_rms_eps > 0 for falcon_mamba, got {}", md.bcdt_rms_eps);
   const std::string act = jget<std::string>(j, "hidden_act", "silu");
   if (act != "silu" && act != "swish")
-    HFX_THROW("model", "expected hidden_act 'silu' for mamba, got '{}'", act);
+    HFX_THROW("model", "expected hidden_act 'silu' for {}, got '{}'", Type, act);
   return c;
 }
 
@@ -348,6 +356,15 @@ class MambaLM : public CausalLM {
     Var sp = linear(b, *this, u, "x_proj", false);  // [B, S, R + 2N]
     Var dt_low = F::slice(sp, 2, 0, d.R);
     Var Bm = F::slice(sp, 2, d.R, d.R + d.N), Cm = F::slice(sp, 2, d.R + d.N, d.R + 2 * d.N);
+    if (d.bcdt_rms_eps > 0) {  // FalconMambaMixer: dt_layernorm, b_layernorm, c_layernorm (weightless)
+      auto rms = [&](const Var& t) {
+        Var ms = F::mean(F::mul(t, t), {-1}, true);
+        return F::mul(t, F::rsqrt(F::add(ms, b.constant(Tensor::scalar(d.bcdt_rms_eps, DType::F32)))));
+      };
+      dt_low = rms(dt_low);
+      Bm = rms(Bm);
+      Cm = rms(Cm);
+    }
     Var dt = softplus(linear(b, *this, dt_low, "dt_proj", true));  // [B, S, I]
     Var A = F::neg(F::exp(W(b, *this, p + "A_log")));              // [I, N]
     Var scan;
@@ -362,55 +379,72 @@ class MambaLM : public CausalLM {
   }
 };
 
+template <const char* Type>
 json tiny(const std::string& preset) {
-  if (preset != "tiny") unknown_preset("mamba", preset, "tiny");
-  return json{{"architectures", {"MambaForCausalLM"}},
-              {"model_type", "mamba"},
-              {"vocab_size", 512},
-              {"hidden_size", 64},
-              {"state_size", 16},
-              {"num_hidden_layers", 2},
-              {"layer_norm_epsilon", 1e-5},
-              {"pad_token_id", 0},
-              {"bos_token_id", 0},
-              {"eos_token_id", 0},
-              {"expand", 2},
-              {"conv_kernel", 4},
-              {"use_bias", false},
-              {"use_conv_bias", true},
-              {"hidden_act", "silu"},
-              {"initializer_range", 0.1},
-              {"residual_in_fp32", true},
-              {"time_step_rank", "auto"},
-              {"time_step_scale", 1.0},
-              {"time_step_min", 0.001},
-              {"time_step_max", 0.1},
-              {"time_step_init_scheme", "random"},
-              {"time_step_floor", 1e-4},
-              {"rescale_prenorm_residual", false},
-              {"use_mambapy", false},
-              // Untied: with std-0.1 weights a tied head mostly echoes the input token, which makes greedy
-              // goldens uninformative. Tied checkpoints (the released ones) load the same way.
-              {"tie_word_embeddings", false},
-              {"use_cache", true},
-              {"torch_dtype", "float32"},
-              {"transformers_version", "4.47.0"}};
+  if (preset != "tiny") unknown_preset(Type, preset, "tiny");
+  const bool falcon = std::string(Type) == "falcon_mamba";
+  json j{{"architectures", {falcon ? "FalconMambaForCausalLM" : "MambaForCausalLM"}},
+         {"model_type", Type},
+         {"vocab_size", 512},
+         {"hidden_size", 64},
+         {"state_size", 16},
+         {"num_hidden_layers", 2},
+         {"layer_norm_epsilon", 1e-5},
+         {"pad_token_id", 0},
+         {"bos_token_id", 0},
+         {"eos_token_id", 0},
+         {"expand", 2},
+         {"conv_kernel", 4},
+         {"use_bias", false},
+         {"use_conv_bias", true},
+         {"hidden_act", "silu"},
+         {"initializer_range", 0.1},
+         {"residual_in_fp32", true},
+         {"time_step_rank", "auto"},
+         {"time_step_scale", 1.0},
+         {"time_step_min", 0.001},
+         {"time_step_max", 0.1},
+         {"time_step_init_scheme", "random"},
+         {"time_step_floor", 1e-4},
+         {"rescale_prenorm_residual", false},
+         {"use_mambapy", false},
+         // Untied: with std-0.1 weights a tied head mostly echoes the input token, which makes greedy
+         // goldens uninformative. Tied checkpoints (the released ones) load the same way.
+         {"tie_word_embeddings", false},
+         {"use_cache", true},
+         {"torch_dtype", "float32"},
+         {"transformers_version", "4.47.0"}};
+  if (falcon) j["mixer_rms_eps"] = 1e-6;
+  return j;
+}
+
+constexpr char kMamba[] = "mamba";
+constexpr char kFalconMamba[] = "falcon_mamba";
+
+template <const char* Type>
+Architecture variant_architecture() {
+  return Architecture{
+      .model_type = Type,
+      .parse_config = parse<Type>,
+      .weight_specs = specs,
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
+        return std::make_unique<MambaLM>(std::move(c), std::move(w));
+      },
+      .tiny_config = tiny<Type>,
+      .tiny_tokenizer = "byte_level",
+      .tiny_norm_mean = 1.0,
+  };
 }
 
 }  // namespace
 
 const Architecture& mamba_architecture() {
-  static const Architecture a{
-      .model_type = "mamba",
-      .parse_config = parse,
-      .weight_specs = specs,
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        return std::make_unique<MambaLM>(std::move(c), std::move(w));
-      },
-      .tiny_config = tiny,
-      .tiny_tokenizer = "byte_level",
-      .tiny_norm_mean = 1.0,
-  };
+  static const Architecture a = variant_architecture<kMamba>();
+  return a;
+}
+
+const Architecture& falcon_mamba_architecture() {
+  static const Architecture a = variant_architecture<kFalconMamba>();
   return a;
 }
 

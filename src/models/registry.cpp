@@ -58,8 +58,10 @@ const Architecture& qwen3_moe_architecture();
 const Architecture& olmoe_architecture();
 const Architecture& granitemoe_architecture();
 const Architecture& mamba_architecture();
+const Architecture& falcon_mamba_architecture();
 const Architecture& mamba2_architecture();
 const Architecture& granitemoehybrid_architecture();
+const Architecture& bamba_architecture();
 const Architecture& lfm2_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
@@ -156,9 +158,11 @@ std::vector<const Architecture*> all_architectures() {
       &hunyuan_v1_moe_architecture(),
       // state-space decoders
       &mamba_architecture(),
+      &falcon_mamba_architecture(),
       &mamba2_architecture(),
       // hybrids (per-layer-type caches: mamba or short-conv layers beside attention)
       &granitemoehybrid_architecture(),
+      &bamba_architecture(),
       &lfm2_architecture(),
       // encoder-only
       &bert_architecture(),

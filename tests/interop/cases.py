@@ -206,6 +206,10 @@ DECODERS = [
 STATE = [
     Case("mamba", "mamba", "state", dict(vocab_size=320, hidden_size=64, state_size=8, num_hidden_layers=2,
                                          conv_kernel=4, expand=2)),
+    Case("falcon_mamba", "falcon_mamba", "state", dict(vocab_size=320, hidden_size=64, state_size=8,
+                                                       num_hidden_layers=2, conv_kernel=4, expand=2, time_step_rank=8,
+                                                       mixer_rms_eps=1e-3),
+         why="mamba's mixer + weightless RMS norms on dt, B and C (mixer_rms_eps 1e-3)"),
     Case("mamba2", "mamba2", "state", dict(vocab_size=320, hidden_size=64, state_size=16, num_hidden_layers=2,
                                            conv_kernel=4, expand=2, head_dim=16, num_heads=8, n_groups=2,
                                            chunk_size=16),
@@ -214,6 +218,12 @@ STATE = [
          dict(_DEC, num_hidden_layers=2, layer_types=["mamba", "attention"], mamba_n_heads=8, mamba_d_head=16,
               mamba_d_state=16, mamba_n_groups=2, mamba_d_conv=4, mamba_expand=2, num_local_experts=4,
               num_experts_per_tok=2, shared_intermediate_size=64)),
+    Case("bamba", "bamba", "state", dict(_DEC, num_hidden_layers=3, attn_layer_indices=[1], mamba_n_heads=8,
+                                         mamba_d_head=16, mamba_d_state=16, mamba_n_groups=2, mamba_d_conv=4,
+                                         mamba_expand=2, mamba_chunk_size=4, attention_bias=True, mlp_bias=True,
+                                         time_step_limit=[0.01, 2.0], initializer_range=0.2),
+         why="Mamba-2 layers around one attention layer (partial rotary 0.5), a dense MLP, biases, a bounded "
+             "time_step_limit, 2 groups; weights at 0.2 so the rotary fraction shows"),
     Case("lfm2", "lfm2", "state", dict(_DEC, num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"],
                                        conv_L_cache=3, block_ff_dim=128, block_auto_adjust_ff_dim=False)),
 ]
