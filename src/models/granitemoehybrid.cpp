@@ -12,6 +12,12 @@
 // default), the attention layers listed by attn_layer_indices, final_layernorm, and config.json's
 // time_step_limit.
 //
+// jamba (JambaForCausalLM) interleaves Mamba-1 mixers (src/models/mamba1.h, with weighted RMS norms on dt,
+// B and C) with attention layers that have no positional encoding at all (attn_layer_period/offset), each
+// followed by feed_forward: a dense MLP, or on expert_layer_period/offset a Mixtral-style MoE (router,
+// experts.N.gate/up/down_proj; softmax, top-k, not renormalized). Its mamba layers keep past_conv.N
+// [B, d_inner, K-1] and past_ssm.N [B, d_inner, d_state].
+//
 // Per-layer-type caches with the names Transformers.js reads for granitemoehybrid: a mamba layer keeps
 // past_conv.N [B, conv_dim, K-1] and past_ssm.N [B, heads, head_dim, state]; an attention layer keeps
 // past_key_values.N.key/value [B, kv_heads, past, head_dim] (present_* / present.N.* out). Each layer type
@@ -21,12 +27,47 @@
 
 #include "blocks.h"
 #include "hfx/core/error.h"
+#include "mamba1.h"
 #include "ssd.h"
 
 namespace hfx::models {
 namespace {
 
 bool is_bamba(const ModelConfig& c) { return c.model_type == "bamba"; }
+bool is_jamba(const ModelConfig& c) { return c.model_type == "jamba"; }
+// bamba and jamba: feed_forward after pre_ff_layernorm, final_layernorm; no multipliers.
+bool plain_ffn(const ModelConfig& c) { return is_bamba(c) || is_jamba(c); }
+
+// JambaMambaMixer's sizes (mamba_* keys; dt rank "auto" = ceil(hidden / 16)).
+Mamba1Dims jamba_dims(const ModelConfig& c) {
+  const json& j = c.raw;
+  Mamba1Dims d;
+  d.H = c.hidden_size;
+  d.I = jget<int64_t>(j, "mamba_expand", 2) * c.hidden_size;
+  d.N = jget<int64_t>(j, "mamba_d_state", 16);
+  d.K = jget<int64_t>(j, "mamba_d_conv", 4);
+  d.R = jhas(j, "mamba_dt_rank") && j["mamba_dt_rank"].is_number_integer() ? j["mamba_dt_rank"].get<int64_t>()
+                                                                           : (c.hidden_size + 15) / 16;
+  d.conv_bias = jget<bool>(j, "mamba_conv_bias", true);
+  d.bias = jget<bool>(j, "mamba_proj_bias", false);
+  d.norms = Mamba1Dims::Norms::weighted;
+  d.norm_eps = c.norm_eps;
+  d.mask_input = true;
+  return d;
+}
+
+// JambaConfig's layers_block_type / layers_num_experts: layer i is `kind` where i % period == offset.
+std::vector<bool> every(const ModelConfig& c, const char* period_key, int64_t period_def,
+                        const char* offset_key, int64_t offset_def) {
+  const int64_t period = jget<int64_t>(c.raw, period_key, period_def),
+                offset = jget<int64_t>(c.raw, offset_key, offset_def);
+  if (period <= 0 || offset < 0 || offset >= period)
+    HFX_THROW("model", "expected 0 <= {} < {} for jamba, got {} and {}", offset_key, period_key, offset,
+              period);
+  std::vector<bool> r;
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) r.push_back(i % period == offset);
+  return r;
+}
 
 SsdDims dims_of(const ModelConfig& c) {
   const json& j = c.raw;
@@ -81,6 +122,12 @@ ModelConfig parse(const json& j) {
   ConfigDefaults d;
   d.intermediate_size = 11008;
   d.max_position_embeddings = 2048;
+  if (std::string(Type) == "jamba") {
+    d.vocab_size = 65536;
+    d.intermediate_size = 14336;
+    d.max_position_embeddings = 262144;
+    m.erase("layer_types");  // a read-only property of JambaConfig (attn_layer_period/offset)
+  }
   if (std::string(Type) == "bamba") {
     d.norm_eps = 1e-5;
     d.max_position_embeddings = 262144;
@@ -89,6 +136,20 @@ ModelConfig parse(const json& j) {
   }
   ModelConfig c = parse_common(m, Type, d);
   c.raw = j;
+  if (is_jamba(c)) {
+    const std::vector<bool> attn = every(c, "attn_layer_period", 8, "attn_layer_offset", 4);
+    c.layer_types.clear();
+    for (bool a : attn) c.layer_types.push_back(a ? "full_attention" : "mamba");
+    (void)every(c, "expert_layer_period", 2, "expert_layer_offset", 1);
+    const Mamba1Dims md = jamba_dims(c);
+    if (md.N <= 0 || md.K < 1 || md.R <= 0 || md.I <= 0)
+      HFX_THROW(
+          "model",
+          "expected positive mamba_d_state, mamba_d_conv, mamba_dt_rank and mamba_expand for jamba, got {}, "
+          "{}, {} and {}",
+          md.N, md.K, md.R, md.I);
+    return c;  // the experts are checked by hybrid_options (parse_moe) at create
+  }
   if (is_bamba(c)) {
     bamba_layer_types(c);
   } else if (jhas(m, "layer_types")) {
@@ -113,6 +174,17 @@ DecoderOptions hybrid_options(const ModelConfig& c) {
   DecoderOptions o;
   o.act = jget<std::string>(c.raw, "hidden_act", "silu");
   o.qkv_bias = o.o_bias = jget<bool>(c.raw, "attention_bias", false);
+  if (is_jamba(c)) {  // JambaMLP or JambaSparseMoeBlock under feed_forward; no rotary, no multipliers
+    o.names.mlp = "feed_forward";
+    if (jget<int64_t>(c.raw, "num_experts", 16) > 1) {
+      o.moe = parse_moe(c, "num_experts", 16, 2);
+      o.moe.intermediate = c.intermediate_size;
+      o.moe.block = "feed_forward";
+      o.moe.router = "router";
+      o.moe.sparse_layers = every(c, "expert_layer_period", 2, "expert_layer_offset", 1);
+    }
+    return o;
+  }
   if (is_bamba(c)) {  // BambaMLP under feed_forward; no experts, no multipliers
     o.mlp_bias = jget<bool>(c.raw, "mlp_bias", false);
     o.names.mlp = "feed_forward";
@@ -145,18 +217,30 @@ WeightSpecs specs(const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "model.layers." + std::to_string(i) + ".";
     s.push_back({p + "input_layernorm.weight", {E}});
-    if (c.layer_types[static_cast<size_t>(i)] == "mamba") {
+    if (is_jamba(c) && c.layer_types[static_cast<size_t>(i)] == "mamba") {
+      mamba1_weight_specs(s, p + "mamba.", jamba_dims(c));
+    } else if (c.layer_types[static_cast<size_t>(i)] == "mamba") {
       ssd_weight_specs(s, p + "mamba.", d);
-      if (is_bamba(c)) s.push_back({p + "pre_ff_layernorm.weight", {E}});
     } else {
       for (const auto& [proj, rows] : std::vector<std::pair<std::string, int64_t>>{
                {"q_proj", H * D}, {"k_proj", K * D}, {"v_proj", K * D}, {"o_proj", E}}) {
         s.push_back({p + "self_attn." + proj + ".weight", {rows, proj == "o_proj" ? H * D : E}});
         if (bias) s.push_back({p + "self_attn." + proj + ".bias", {rows}});
       }
-      if (is_bamba(c)) s.push_back({p + "pre_ff_layernorm.weight", {E}});
     }
-    if (is_bamba(c)) {
+    if (plain_ffn(c)) s.push_back({p + "pre_ff_layernorm.weight", {E}});
+    if (is_jamba(c) && moe.sparse(i)) {
+      const std::string f = p + "feed_forward.";
+      s.push_back({f + "router.weight", {moe.num_experts, E}});
+      for (int64_t e = 0; e < moe.num_experts; e++) {
+        const std::string x = f + "experts." + std::to_string(e) + ".";
+        s.push_back({x + "gate_proj.weight", {c.intermediate_size, E}});
+        s.push_back({x + "up_proj.weight", {c.intermediate_size, E}});
+        s.push_back({x + "down_proj.weight", {E, c.intermediate_size}});
+      }
+      continue;
+    }
+    if (plain_ffn(c)) {
       const bool mb = jget<bool>(c.raw, "mlp_bias", false);
       for (const auto& [proj, shape] :
            std::vector<std::pair<std::string, Shape>>{{"gate_proj", {c.intermediate_size, E}},
@@ -174,7 +258,7 @@ WeightSpecs specs(const ModelConfig& c) {
     s.push_back({p + "shared_mlp.input_linear.weight", {2 * S, E}});
     s.push_back({p + "shared_mlp.output_linear.weight", {E, S}});
   }
-  s.push_back({is_bamba(c) ? "model.final_layernorm.weight" : "model.norm.weight", {E}});
+  s.push_back({plain_ffn(c) ? "model.final_layernorm.weight" : "model.norm.weight", {E}});
   if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, E}});
   return s;
 }
@@ -227,6 +311,14 @@ class GraniteMoeHybridLM : public DecoderLM {
         cd.outputs.push_back(present);
         cd.cache.push_back({static_cast<int>(i), kind, type, 0, past, present});
       };
+      if (type == "mamba" && is_jamba(c)) {
+        const Mamba1Dims m = jamba_dims(c);
+        leaf("conv", fmt::format("past_conv.{}", i), fmt::format("present_conv.{}", i),
+             {"batch_size", std::to_string(m.I), std::to_string(m.K - 1)});
+        leaf("ssm", fmt::format("past_ssm.{}", i), fmt::format("present_ssm.{}", i),
+             {"batch_size", std::to_string(m.I), std::to_string(m.N)});
+        continue;
+      }
       if (type == "mamba") {
         leaf("conv", fmt::format("past_conv.{}", i), fmt::format("present_conv.{}", i),
              {"batch_size", std::to_string(d.conv_dim()), std::to_string(d.kernel - 1)});
@@ -314,7 +406,8 @@ class GraniteMoeHybridLM : public DecoderLM {
     if (config().layer_types[i] != "mamba")
       return attention(b, x, static_cast<int>(i), cos, sin, attn_mask, cache);
     Scope sm(b, "mamba");
-    Var y = ssd_mixer(b, *this, dims_of(config()), x, ssm_mask, conv, ssm);
+    Var y = is_jamba(config()) ? mamba1_mixer(b, *this, jamba_dims(config()), x, ssm_mask, conv, ssm)
+                               : ssd_mixer(b, *this, dims_of(config()), x, ssm_mask, conv, ssm);
     b.name_output(y);
     return y;
   }
@@ -344,7 +437,7 @@ class GraniteMoeHybridLM : public DecoderLM {
         Var x = rms_norm(b, *this, h, "input_layernorm", c.norm_eps, 0.0);
         Var m = mixer(b, x, i, cos, sin, attn_mask, ssm_mask, a.cache, conv[i], ssm[i]);
         h = F::add(h, F::mul(m, o.residual_multiplier));
-        if (is_bamba(c)) {
+        if (plain_ffn(c)) {
           x = rms_norm(b, *this, h, "pre_ff_layernorm", c.norm_eps, 0.0);
           h = F::add(h, mlp(b, x, static_cast<int64_t>(i)));
         } else {
@@ -353,7 +446,7 @@ class GraniteMoeHybridLM : public DecoderLM {
         }
         b.name_output(h);
       }
-      h = rms_norm(b, *this, h, is_bamba(c) ? "final_layernorm" : "norm", c.norm_eps, 0.0);
+      h = rms_norm(b, *this, h, plain_ffn(c) ? "final_layernorm" : "norm", c.norm_eps, 0.0);
     }
     h = keep_last(h, a.logits_to_keep);
     Scope sl(b, "lm_head");
@@ -364,6 +457,29 @@ class GraniteMoeHybridLM : public DecoderLM {
     return logits;
   }
 };
+
+json tiny_jamba(const std::string& preset) {
+  if (preset != "tiny") unknown_preset("jamba", preset, "tiny");
+  json j = tiny_decoder_config("JambaForCausalLM", "jamba");
+  j.erase("head_dim");
+  j["num_hidden_layers"] = 4;
+  j["attn_layer_period"] = 4;
+  j["attn_layer_offset"] = 2;
+  j["expert_layer_period"] = 2;
+  j["expert_layer_offset"] = 1;
+  j["num_experts"] = 4;
+  j["num_experts_per_tok"] = 2;
+  j["intermediate_size"] = 96;
+  j["hidden_act"] = "silu";
+  j["mamba_d_state"] = 16;
+  j["mamba_d_conv"] = 4;
+  j["mamba_expand"] = 2;
+  j["mamba_dt_rank"] = "auto";
+  j["mamba_conv_bias"] = true;
+  j["mamba_proj_bias"] = false;
+  j["transformers_version"] = "4.52.0";
+  return j;
+}
 
 json tiny_bamba(const std::string& preset) {
   if (preset != "tiny") unknown_preset("bamba", preset, "tiny");
@@ -417,8 +533,24 @@ json tiny(const std::string& preset) {
 
 constexpr char kGranite[] = "granitemoehybrid";
 constexpr char kBamba[] = "bamba";
+constexpr char kJamba[] = "jamba";
 
 }  // namespace
+
+const Architecture& jamba_architecture() {
+  static const Architecture a{
+      .model_type = "jamba",
+      .parse_config = parse<kJamba>,
+      .weight_specs = specs,
+      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
+        return std::make_unique<GraniteMoeHybridLM>(std::move(c), std::move(w));
+      },
+      .tiny_config = tiny_jamba,
+      .tiny_tokenizer = "byte_level",
+      .tiny_norm_mean = 1.0,
+  };
+  return a;
+}
 
 const Architecture& bamba_architecture() {
   static const Architecture a{

@@ -25,20 +25,15 @@
 
 #include "blocks.h"
 #include "hfx/core/error.h"
+#include "mamba1.h"
 #include "ssd.h"
 
 namespace hfx::models {
 namespace {
 
-struct MambaDims {
-  int64_t H, I, N, K, R;  // hidden, d_inner, d_state, conv kernel, dt rank
-  bool conv_bias, bias;
-  double bcdt_rms_eps;  // falcon_mamba's mixer_rms_eps; 0 for mamba (no B/C/dt norms)
-};
-
-MambaDims dims_of(const ModelConfig& c) {
+Mamba1Dims dims_of(const ModelConfig& c) {
   const json& j = c.raw;
-  MambaDims d{};
+  Mamba1Dims d;
   d.H = c.hidden_size;
   d.I = c.intermediate_size;
   d.N = jget<int64_t>(j, "state_size", 16);
@@ -48,8 +43,11 @@ MambaDims dims_of(const ModelConfig& c) {
   if (j.contains("time_step_rank") && j["time_step_rank"].is_number_integer())
     d.R = j["time_step_rank"].get<int64_t>();
   else
-    d.R = (d.H + 15) / 16;  // "auto": ceil(hidden_size / 16)
-  d.bcdt_rms_eps = c.model_type == "falcon_mamba" ? jget<double>(j, "mixer_rms_eps", 1e-6) : 0.0;
+    d.R = (d.H + 15) / 16;               // "auto": ceil(hidden_size / 16)
+  if (c.model_type == "falcon_mamba") {  // FalconMambaMixer: weightless norms of eps mixer_rms_eps
+    d.norms = Mamba1Dims::Norms::weightless;
+    d.norm_eps = jget<double>(j, "mixer_rms_eps", 1e-6);
+  }
   return d;
 }
 
@@ -79,14 +77,14 @@ ModelConfig parse(const json& j) {
     set_layer_types(c, [](int64_t) { return false; }, {"mamba"});
   else
     c.layer_types.assign(static_cast<size_t>(c.num_hidden_layers), "mamba");
-  MambaDims md = dims_of(c);
+  Mamba1Dims md = dims_of(c);
   if (md.N <= 0 || md.K < 1 || md.R <= 0 || md.I <= 0)
     HFX_THROW("model",
               "expected positive state_size, conv_kernel, time_step_rank and expand for {}, got {}, {}, "
               "{} and {}",
               Type, md.N, md.K, md.R, md.I);
-  if (c.model_type == "falcon_mamba" && !(md.bcdt_rms_eps > 0))
-    HFX_THROW("model", "expected mixer_rms_eps > 0 for falcon_mamba, got {}", md.bcdt_rms_eps);
+  if (md.norms != Mamba1Dims::Norms::none && !(md.norm_eps > 0))
+    HFX_THROW("model", "expected mixer_rms_eps > 0 for {}, got {}", Type, md.norm_eps);
   const std::string act = jget<std::string>(j, "hidden_act", "silu");
   if (act != "silu" && act != "swish")
     HFX_THROW("model", "expected hidden_act 'silu' for {}, got '{}'", Type, act);
@@ -94,22 +92,12 @@ ModelConfig parse(const json& j) {
 }
 
 WeightSpecs specs(const ModelConfig& c) {
-  const MambaDims d = dims_of(c);
+  const Mamba1Dims d = dims_of(c);
   WeightSpecs s{{"backbone.embeddings.weight", {c.vocab_size, d.H}}};
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     std::string p = "backbone.layers." + std::to_string(i) + ".";
     s.push_back({p + "norm.weight", {d.H}});
-    s.push_back({p + "mixer.A_log", {d.I, d.N}});
-    s.push_back({p + "mixer.D", {d.I}});
-    s.push_back({p + "mixer.conv1d.weight", {d.I, 1, d.K}});
-    if (d.conv_bias) s.push_back({p + "mixer.conv1d.bias", {d.I}});
-    s.push_back({p + "mixer.in_proj.weight", {2 * d.I, d.H}});
-    if (d.bias) s.push_back({p + "mixer.in_proj.bias", {2 * d.I}});
-    s.push_back({p + "mixer.x_proj.weight", {d.R + 2 * d.N, d.I}});
-    s.push_back({p + "mixer.dt_proj.weight", {d.I, d.R}});
-    s.push_back({p + "mixer.dt_proj.bias", {d.I}});
-    s.push_back({p + "mixer.out_proj.weight", {d.H, d.I}});
-    if (d.bias) s.push_back({p + "mixer.out_proj.bias", {d.H}});
+    mamba1_weight_specs(s, p + "mixer.", d);
   }
   s.push_back({"backbone.norm_f.weight", {d.H}});
   if (!c.tie_word_embeddings) s.push_back({"lm_head.weight", {c.vocab_size, d.H}});
@@ -235,7 +223,7 @@ class MambaLM : public CausalLM {
   }
 
   std::vector<ComponentDecl> components() const override {
-    const MambaDims d = dims_of(config());
+    const Mamba1Dims d = dims_of(config());
     ComponentDecl c;
     c.name = "model";
     // The mask spans past + new tokens as the decoder-only loop (and Transformers.js) feed it; only its
@@ -311,7 +299,12 @@ class MambaLM : public CausalLM {
       for (int64_t i = 0; i < c.num_hidden_layers; i++) {
         Scope sl(b, "layers." + std::to_string(i));
         Var x = rms_norm(b, *this, h, "norm", c.norm_eps, 0.0);
-        Var m = mixer(b, x, mask, conv[static_cast<size_t>(i)], ssm[static_cast<size_t>(i)]);
+        Var m;
+        {
+          Scope sm(b, "mixer");
+          m = mamba1_mixer(b, *this, dims_of(c), x, mask, conv[static_cast<size_t>(i)],
+                           ssm[static_cast<size_t>(i)]);
+        }
         h = F::add(h, m);
         b.name_output(h);
       }
@@ -323,59 +316,6 @@ class MambaLM : public CausalLM {
         matmul_weight(b, *this, h, c.tie_word_embeddings ? "backbone.embeddings.weight" : "lm_head.weight");
     b.name_output(logits);
     return logits;
-  }
-
-  // MambaMixer.slow_forward on x [B, S, H]; conv_state [B, I, K-1] and ssm_state [B, I, N] in and out.
-  Var mixer(Builder& b, const Var& x, const Var& mask, Var& conv_state, Var& ssm_state) const {
-    const MambaDims d = dims_of(config());
-    Scope sm(b, "mixer");
-    const std::string p = b.scope() + ".";
-    Sym B = x.size(0), S = x.size(1);
-    Var xz = linear(b, *this, x, "in_proj", d.bias);  // [B, S, 2I]
-    Var xs = F::slice(xz, 2, 0, d.I), gate = F::slice(xz, 2, d.I, 2 * d.I);
-    if (mask) xs = F::mul(xs, mask);
-    // Depthwise causal convolution over [past inputs | new inputs] along time.
-    Var xt = F::transpose(xs, 1, 2);  // [B, I, S]
-    Var past = conv_state ? F::to(conv_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.K - 1)}, 0.0);
-    Var xc = F::cat({past, xt}, 2);  // [B, I, K-1+S]
-    Var cw = F::reshape(W(b, *this, p + "conv1d.weight"), {Sym(d.I), Sym(d.K)});
-    Var y;
-    {
-      Scope sc(b, "conv1d");
-      for (int64_t k = 0; k < d.K; k++) {
-        Var term = F::mul(F::slice(xc, 2, Sym(k), S + Sym(k)), F::slice(cw, 1, k, k + 1));
-        y = y ? F::add(y, term) : term;
-      }
-      if (d.conv_bias) y = F::add(y, F::unsqueeze(W(b, *this, p + "conv1d.bias"), 1));
-      b.name_output(y);
-    }
-    conv_state = F::slice(xc, 2, S, S + Sym(d.K - 1));
-    Var u = F::silu(F::transpose(y, 1, 2));  // [B, S, I]
-    if (mask) u = F::mul(u, mask);
-    // Selection: dt, B, C from x_proj; dt through dt_proj and softplus.
-    Var sp = linear(b, *this, u, "x_proj", false);  // [B, S, R + 2N]
-    Var dt_low = F::slice(sp, 2, 0, d.R);
-    Var Bm = F::slice(sp, 2, d.R, d.R + d.N), Cm = F::slice(sp, 2, d.R + d.N, d.R + 2 * d.N);
-    if (d.bcdt_rms_eps > 0) {  // FalconMambaMixer: dt_layernorm, b_layernorm, c_layernorm (weightless)
-      auto rms = [&](const Var& t) {
-        Var ms = F::mean(F::mul(t, t), {-1}, true);
-        return F::mul(t, F::rsqrt(F::add(ms, b.constant(Tensor::scalar(d.bcdt_rms_eps, DType::F32)))));
-      };
-      dt_low = rms(dt_low);
-      Bm = rms(Bm);
-      Cm = rms(Cm);
-    }
-    Var dt = softplus(linear(b, *this, dt_low, "dt_proj", true));  // [B, S, I]
-    Var A = F::neg(F::exp(W(b, *this, p + "A_log")));              // [I, N]
-    Var scan;
-    {
-      Scope ss(b, "ssm");
-      Var yt = selective_scan(b, dt, u, Bm, Cm, A, ssm_state, Sym(d.I), Sym(d.N));  // [B, S, I]
-      scan = F::add(yt, F::mul(u, W(b, *this, p + "D")));                           // + D·x_t
-      b.name_output(scan);
-    }
-    scan = F::mul(scan, F::silu(gate));
-    return linear(b, *this, scan, "out_proj", d.bias);
   }
 };
 
@@ -437,6 +377,81 @@ Architecture variant_architecture() {
 }
 
 }  // namespace
+
+void mamba1_weight_specs(WeightSpecs& s, const std::string& p, const Mamba1Dims& d) {
+  s.push_back({p + "A_log", {d.I, d.N}});
+  s.push_back({p + "D", {d.I}});
+  s.push_back({p + "conv1d.weight", {d.I, 1, d.K}});
+  if (d.conv_bias) s.push_back({p + "conv1d.bias", {d.I}});
+  s.push_back({p + "in_proj.weight", {2 * d.I, d.H}});
+  if (d.bias) s.push_back({p + "in_proj.bias", {2 * d.I}});
+  s.push_back({p + "x_proj.weight", {d.R + 2 * d.N, d.I}});
+  s.push_back({p + "dt_proj.weight", {d.I, d.R}});
+  s.push_back({p + "dt_proj.bias", {d.I}});
+  if (d.norms == Mamba1Dims::Norms::weighted) {
+    s.push_back({p + "dt_layernorm.weight", {d.R}});
+    s.push_back({p + "b_layernorm.weight", {d.N}});
+    s.push_back({p + "c_layernorm.weight", {d.N}});
+  }
+  s.push_back({p + "out_proj.weight", {d.H, d.I}});
+  if (d.bias) s.push_back({p + "out_proj.bias", {d.H}});
+}
+
+Var mamba1_mixer(Builder& b, const Model& m, const Mamba1Dims& d, const Var& x_in, const Var& mask,
+                 Var& conv_state, Var& ssm_state) {
+  const std::string p = b.scope() + ".";
+  Sym B = x_in.size(0), S = x_in.size(1);
+  const Var x = mask && d.mask_input ? F::mul(x_in, mask) : x_in;
+  Var xz = linear(b, m, x, "in_proj", d.bias);  // [B, S, 2I]
+  Var xs = F::slice(xz, 2, 0, d.I), gate = F::slice(xz, 2, d.I, 2 * d.I);
+  if (mask && !d.mask_input) xs = F::mul(xs, mask);
+  // Depthwise causal convolution over [past inputs | new inputs] along time.
+  Var xt = F::transpose(xs, 1, 2);  // [B, I, S]
+  Var past = conv_state ? F::to(conv_state, DType::F32) : F::full(b, {B, Sym(d.I), Sym(d.K - 1)}, 0.0);
+  Var xc = F::cat({past, xt}, 2);  // [B, I, K-1+S]
+  Var cw = F::reshape(W(b, m, p + "conv1d.weight"), {Sym(d.I), Sym(d.K)});
+  Var y;
+  {
+    Scope sc(b, "conv1d");
+    for (int64_t k = 0; k < d.K; k++) {
+      Var term = F::mul(F::slice(xc, 2, Sym(k), S + Sym(k)), F::slice(cw, 1, k, k + 1));
+      y = y ? F::add(y, term) : term;
+    }
+    if (d.conv_bias) y = F::add(y, F::unsqueeze(W(b, m, p + "conv1d.bias"), 1));
+    b.name_output(y);
+  }
+  conv_state = F::slice(xc, 2, S, S + Sym(d.K - 1));
+  Var u = F::silu(F::transpose(y, 1, 2));  // [B, S, I]
+  if (mask) u = F::mul(u, mask);
+  // Selection: dt, B, C from x_proj; dt through dt_proj and softplus.
+  Var sp = linear(b, m, u, "x_proj", false);  // [B, S, R + 2N]
+  Var dt_low = F::slice(sp, 2, 0, d.R);
+  Var Bm = F::slice(sp, 2, d.R, d.R + d.N), Cm = F::slice(sp, 2, d.R + d.N, d.R + 2 * d.N);
+  if (d.norms == Mamba1Dims::Norms::weightless) {  // FalconMambaMixer's dt/b/c_layernorm: no weights
+    auto rms = [&](const Var& t) {
+      Var ms = F::mean(F::mul(t, t), {-1}, true);
+      return F::mul(t, F::rsqrt(F::add(ms, b.constant(Tensor::scalar(d.norm_eps, DType::F32)))));
+    };
+    dt_low = rms(dt_low);
+    Bm = rms(Bm);
+    Cm = rms(Cm);
+  } else if (d.norms == Mamba1Dims::Norms::weighted) {  // JambaMambaMixer: JambaRMSNorm with weights
+    dt_low = rms_norm(b, m, dt_low, "dt_layernorm", d.norm_eps, 0.0);
+    Bm = rms_norm(b, m, Bm, "b_layernorm", d.norm_eps, 0.0);
+    Cm = rms_norm(b, m, Cm, "c_layernorm", d.norm_eps, 0.0);
+  }
+  Var dt = softplus(linear(b, m, dt_low, "dt_proj", true));  // [B, S, I]
+  Var A = F::neg(F::exp(W(b, m, p + "A_log")));              // [I, N]
+  Var scan;
+  {
+    Scope ss(b, "ssm");
+    Var yt = selective_scan(b, dt, u, Bm, Cm, A, ssm_state, Sym(d.I), Sym(d.N));  // [B, S, I]
+    scan = F::add(yt, F::mul(u, W(b, m, p + "D")));                               // + D·x_t
+    b.name_output(scan);
+  }
+  scan = F::mul(scan, F::silu(gate));
+  return linear(b, m, scan, "out_proj", d.bias);
+}
 
 const Architecture& mamba_architecture() {
   static const Architecture a = variant_architecture<kMamba>();

@@ -62,6 +62,7 @@ const Architecture& falcon_mamba_architecture();
 const Architecture& mamba2_architecture();
 const Architecture& granitemoehybrid_architecture();
 const Architecture& bamba_architecture();
+const Architecture& jamba_architecture();
 const Architecture& lfm2_architecture();
 const Architecture& bert_architecture();
 const Architecture& roberta_architecture();
@@ -163,6 +164,7 @@ std::vector<const Architecture*> all_architectures() {
       // hybrids (per-layer-type caches: mamba or short-conv layers beside attention)
       &granitemoehybrid_architecture(),
       &bamba_architecture(),
+      &jamba_architecture(),
       &lfm2_architecture(),
       // encoder-only
       &bert_architecture(),

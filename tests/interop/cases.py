@@ -224,6 +224,12 @@ STATE = [
                                          time_step_limit=[0.01, 2.0], initializer_range=0.2),
          why="Mamba-2 layers around one attention layer (partial rotary 0.5), a dense MLP, biases, a bounded "
              "time_step_limit, 2 groups; weights at 0.2 so the rotary fraction shows"),
+    Case("jamba", "jamba", "state", dict(_DEC, num_hidden_layers=4, attn_layer_period=4, attn_layer_offset=2,
+                                         expert_layer_period=2, expert_layer_offset=1, num_experts=4,
+                                         num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
+                                         mamba_dt_rank=6, mamba_proj_bias=True, initializer_range=0.2),
+         why="Mamba-1 layers with weighted dt/B/C RMS norms and an in_proj bias (masked before it), one "
+             "position-free attention layer, MoE on odd layers (softmax top-2, not renormalized)"),
     Case("lfm2", "lfm2", "state", dict(_DEC, num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"],
                                        conv_L_cache=3, block_ff_dim=128, block_auto_adjust_ff_dim=False)),
 ]

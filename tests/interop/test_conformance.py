@@ -150,8 +150,22 @@ def lm_setup(case, fmt: str, kind: str, export, checkpoint, record):
     return rec, Artifact(export(case, fmt), fmt), lm_reference(case, checkpoint)
 
 
-@pytest.mark.parametrize("fmt", FMTS)
-@pytest.mark.parametrize("case", LM, ids=lambda c: c.name)
+# Known hfx bugs (strict xfail): (case, format) → why.
+CONTRACT_XFAIL = {
+    ("jamba", "pte-portable"): "hfx bug: jamba's .pte prefill at sequence_length 1 and 128 fails ExecuTorch's "
+                               "aten::full.out resize (memory planned for a smaller bound)",
+    ("jamba", "pte-xnnpack"): "hfx bug: jamba's .pte prefill at sequence_length 1 fails ExecuTorch's "
+                              "aten::full.out resize (memory planned for a smaller bound)",
+}
+
+
+def contract_params(cases):
+    return [pytest.param(c, f, id=f"{c.name}-{f}",
+                         marks=[pytest.mark.xfail(strict=True, reason=CONTRACT_XFAIL[(c.name, f)])]
+                         if (c.name, f) in CONTRACT_XFAIL else []) for c in cases for f in FMTS]
+
+
+@pytest.mark.parametrize(("case", "fmt"), contract_params(LM))
 def test_decoder_contract(case, fmt, export, checkpoint, record):
     rec, art, ref = lm_setup(case, fmt, "contract", export, checkpoint, record)
     probe_all(art, rec, lambda *x: lm_call(*x[:4], ref, x[4], rec)).report()
