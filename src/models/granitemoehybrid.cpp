@@ -289,6 +289,15 @@ class AttentionLayersCache : public KVCache {
   std::optional<Sym> past_;
 };
 
+// The attention mask spans past + new tokens. With attention layers its length is past_sequence_length +
+// sequence_length (their KV leaves carry the past); a stack of mamba layers only has no past axis, so the
+// length is a dim of its own, as mamba.cpp declares it.
+std::string mask_axis(const ModelConfig& c) {
+  for (const auto& t : c.layer_types)
+    if (t != "mamba") return "past_sequence_length+sequence_length";
+  return "total_sequence_length";
+}
+
 class GraniteMoeHybridLM : public DecoderLM {
  public:
   GraniteMoeHybridLM(ModelConfig c, std::shared_ptr<io::WeightStore> w)
@@ -300,7 +309,7 @@ class GraniteMoeHybridLM : public DecoderLM {
     ComponentDecl cd;
     cd.name = "model";
     cd.inputs = {{"input_ids", DType::I64, {"batch_size", "sequence_length"}},
-                 {"attention_mask", DType::I64, {"batch_size", "past_sequence_length+sequence_length"}}};
+                 {"attention_mask", DType::I64, {"batch_size", mask_axis(c)}}};
     if (rope_on(c)) cd.inputs.push_back({"position_ids", DType::I64, {"batch_size", "sequence_length"}});
     cd.outputs = {"logits"};
     for (int64_t i = 0; i < c.num_hidden_layers; i++) {

@@ -89,6 +89,26 @@ TEST_P(MambaExport, EveryBackendExportsAndVerifies) {
 INSTANTIATE_TEST_SUITE_P(Archs, MambaExport, ::testing::Values("mamba", "mamba2", "granitemoehybrid"),
                          [](const auto& info) { return info.param; });
 
+// A hybrid whose layers are all mamba (granitemoehybrid's default layer types; jamba with fewer layers than
+// its attn_layer_offset) has no KV leaf to carry the past: its attention mask is a dim of its own
+// (total_sequence_length, as mamba's), so the decode calls' longer masks record and verify.
+TEST(HybridExport, AllMambaLayersExportAndVerify) {
+  for (const char* arch : {"granitemoehybrid", "jamba"}) {
+    SCOPED_TRACE(arch);
+    Dir d;
+    const std::string ckpt = (d.path / "ckpt").string(), out = (d.path / "onnx").string();
+    ASSERT_EQ(run_cli(std::string("create-tiny ") + arch + " --layers 2 -o " + ckpt), 0);
+    ASSERT_EQ(run_cli("export " + ckpt + " --format onnx -o " + out), 0);
+    verify::VerifyOptions o;
+    o.out_dir = out;
+    o.reference = ckpt;
+    o.quiet = true;
+    verify::VerifyReport r = verify::run_verify(o);
+    EXPECT_TRUE(testsupport::verified_or_judge_off(r)) << r.first_failure << r.not_judged;
+    EXPECT_EQ(passed_numerics(r).size(), 3u);  // prefill, decode, model
+  }
+}
+
 // --backend xnnpack: each method of the state-space and hybrid programs runs at least 90% of its FLOPs (at
 // the bounds' sizes) inside XNNPACK delegates. mamba's chunked scan reaches it only because a symbolic
 // sequence is scanned in chunks of a constant length (models/mamba.cpp): with min(16, S) its sums over the
