@@ -119,6 +119,10 @@ struct MoeOptions {
   bool shared_stacked = false;  ///< GraniteMoeShared: input_linear [2S, H] (gate | up), output_linear [H, S]
   bool shared_beside = false;   ///< GraniteMoeShared: the shared MLP is the layer's, beside the sparse block
   std::vector<bool> sparse_layers;  ///< per layer: MoE (true) or the dense MLP of intermediate_size
+  /// PhiMoE's sparsemixer routing (eval): top-1 and top-2 each weighted by a softmax over the logits within
+  /// 2·jitter_eps (relative) of it, the top-1 expert masked out for the second; always two experts.
+  bool sparsemixer = false;
+  double jitter_eps = 0.01;  ///< router_jitter_noise
   bool sparse(int64_t layer) const {
     return num_experts > 0 && (sparse_layers.empty() || sparse_layers.at(static_cast<size_t>(layer)));
   }

@@ -5,6 +5,8 @@
 #include <algorithm>
 #include <cmath>
 
+#include <limits>
+
 #include "blocks.h"
 #include "hfx/core/error.h"
 #include "hfx/ops/linear_q.h"
@@ -206,6 +208,33 @@ Var DecoderLM::attention(Builder& b, const Var& x, int layer, const Var& cos, co
 // --target ort lowers it to com.microsoft.MoE). The router linear and Qwen2-MoE's shared expert stay
 // outside: every family here routes by softmax → top-k → optional renormalization, which the op
 // covers (GraniteMoE's softmax over the top-k logits is exactly that renormalization).
+namespace {
+
+// PhiMoE's sparsemixer (eval) on router logits [..., E]: the top-1 expert's weight is its softmax over the
+// logits within 2·eps of the maximum (relative: (max − s) / max(|s|, max) <= 2·eps); then the same for the
+// top-2 expert over the logits with the top-1 one masked out. Returned as log-weights (−inf off the two) for
+// hfx.moe's top-2 with renormalization, and the weights' sum to scale its output back: together exactly the
+// two weights applied as they are.
+std::pair<Var, Var> sparsemixer(Builder& b, const Var& scores, double eps) {
+  // torch's −inf fill as float's lowest: the same softmax zeros, and a constant every format serializes.
+  const Var ninf = F::full(b, {}, std::numeric_limits<float>::lowest()),
+            expert = F::arange(b, Sym(0), scores.size(-1));
+  auto pick = [&](const Var& masked) {  // (one-hot of the argmax, its weight)
+    Var top = F::amax(masked, {-1}, true);
+    Var onehot = F::eq(expert, F::argmax(masked, -1, true));
+    Var factor = F::maximum(F::abs(scores), top);
+    Var far = F::gt(F::div(F::sub(top, scores), factor), F::full(b, {}, 2.0 * eps));
+    Var gates = F::softmax(F::where(far, ninf, masked), -1);
+    return std::pair<Var, Var>{onehot, F::sum(F::mul(gates, F::to(onehot, DType::F32)), {-1}, true)};
+  };
+  auto [one1, p1] = pick(scores);
+  auto [one2, p2] = pick(F::where(one1, ninf, scores));
+  Var w = F::add(F::mul(F::to(one1, DType::F32), p1), F::mul(F::to(one2, DType::F32), p2));
+  return {F::log(w), F::add(p1, p2)};
+}
+
+}  // namespace
+
 Var DecoderLM::moe(Builder& b, const Var& x) const {
   const auto& m = o_.moe;
   Scope s(b, m.block);
@@ -225,7 +254,12 @@ Var DecoderLM::moe(Builder& b, const Var& x) const {
   Var out;
   {
     Scope se(b, "experts");
-    out = F::moe(x, logits, experts, m.top_k, m.norm_topk_prob, moe_activation(o_.act));
+    if (m.sparsemixer) {
+      auto [route, scale] = sparsemixer(b, logits, m.jitter_eps);
+      out = F::mul(F::moe(x, route, experts, 2, /*normalize=*/true, moe_activation(o_.act)), scale);
+    } else {
+      out = F::moe(x, logits, experts, m.top_k, m.norm_topk_prob, moe_activation(o_.act));
+    }
     b.name_output(out);
   }
   if (m.shared_intermediate > 0 && !m.shared_beside) out = F::add(out, shared_mlp(b, x));

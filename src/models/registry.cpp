@@ -53,6 +53,7 @@ const Architecture& flex_olmo_architecture();
 const Architecture& phi3_architecture();
 const Architecture& gpt2_architecture();
 const Architecture& mixtral_architecture();
+const Architecture& phimoe_architecture();
 const Architecture& qwen2_moe_architecture();
 const Architecture& qwen3_moe_architecture();
 const Architecture& olmoe_architecture();
@@ -150,6 +151,7 @@ std::vector<const Architecture*> all_architectures() {
       &xglm_architecture(),
       // mixture-of-experts decoders
       &mixtral_architecture(),
+      &phimoe_architecture(),
       &qwen2_moe_architecture(),
       &qwen3_moe_architecture(),
       &olmoe_architecture(),

@@ -59,6 +59,10 @@ DECODERS = [
          why="learned positions, Conv1D weights, LayerNorm"),
     Case("mixtral", "mixtral", "decoder", dict(_DEC, head_dim=16, num_local_experts=4, num_experts_per_tok=2),
          why="4 experts, top-2"),
+    Case("phimoe", "phimoe", "decoder", dict(_DEC, num_local_experts=4, num_experts_per_tok=2, router_jitter_noise=0.3,
+                                             attention_bias=True, lm_head_bias=True, initializer_range=0.2),
+         why="sparsemixer top-2 routing (jitter 0.3: the second softmax spans several experts), LayerNorms with "
+             "biases, attention and lm_head biases"),
     Case("qwen2_moe", "qwen2_moe", "decoder", dict(_DEC, moe_intermediate_size=32, shared_expert_intermediate_size=64,
                                                   num_experts=4, num_experts_per_tok=2, decoder_sparse_step=1),
          why="shared expert with sigmoid gate"),
