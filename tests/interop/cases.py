@@ -231,9 +231,10 @@ STATE = [
     Case("jamba", "jamba", "state", dict(_DEC, num_hidden_layers=4, attn_layer_period=4, attn_layer_offset=2,
                                          expert_layer_period=2, expert_layer_offset=1, num_experts=4,
                                          num_experts_per_tok=2, mamba_d_state=8, mamba_d_conv=4, mamba_expand=2,
-                                         mamba_dt_rank=6, mamba_proj_bias=True, initializer_range=0.2),
+                                         mamba_dt_rank=6, mamba_proj_bias=True, initializer_range=0.1),
          why="Mamba-1 layers with weighted dt/B/C RMS norms and an in_proj bias (masked before it), one "
-             "position-free attention layer, MoE on odd layers (softmax top-2, not renormalized)"),
+             "position-free attention layer, MoE on odd layers (softmax top-2, not renormalized); weights at 0.1: "
+             "at 0.2 transformers' own f32 forward is 1.4e-4 from its f64 one (hfx's 5e-5), past any f32 bound"),
     Case("lfm2", "lfm2", "state", dict(_DEC, num_hidden_layers=3, layer_types=["conv", "full_attention", "conv"],
                                        conv_L_cache=3, block_ff_dim=128, block_auto_adjust_ff_dim=False)),
 ]

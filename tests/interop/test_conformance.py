@@ -150,19 +150,8 @@ def lm_setup(case, fmt: str, kind: str, export, checkpoint, record):
     return rec, Artifact(export(case, fmt), fmt), lm_reference(case, checkpoint)
 
 
-# Known hfx bugs (strict xfail): (case, format) → why.
-_JAMBA_SCAN = ("hfx precision bug: its chunked Mamba-1 scan differs from transformers' sequential scan by up to "
-               "8e-05 on jamba's large time steps; ExecuTorch's 2.5e-05 bound fails at sequence_length 1 and 128")
-CONTRACT_XFAIL = {("jamba", "pte-portable"): _JAMBA_SCAN, ("jamba", "pte-xnnpack"): _JAMBA_SCAN}
-
-
-def contract_params(cases):
-    return [pytest.param(c, f, id=f"{c.name}-{f}",
-                         marks=[pytest.mark.xfail(strict=True, reason=CONTRACT_XFAIL[(c.name, f)])]
-                         if (c.name, f) in CONTRACT_XFAIL else []) for c in cases for f in FMTS]
-
-
-@pytest.mark.parametrize(("case", "fmt"), contract_params(LM))
+@pytest.mark.parametrize("fmt", FMTS)
+@pytest.mark.parametrize("case", LM, ids=lambda c: c.name)
 def test_decoder_contract(case, fmt, export, checkpoint, record):
     rec, art, ref = lm_setup(case, fmt, "contract", export, checkpoint, record)
     probe_all(art, rec, lambda *x: lm_call(*x[:4], ref, x[4], rec)).report()

@@ -65,21 +65,8 @@ def test_pt2(case, export, checkpoint, record):
     run_functional(rec, Pt2Program(out / "prefill.pt2"), Pt2Program(out / "decode.pt2"), case, checkpoint, EXACT)
 
 
-# Known hfx bugs on ExecuTorch (strict: a fix turns them into failures to remove here).
-PTE_XFAIL = {
-    "jamba": "hfx precision bug: its chunked Mamba-1 scan differs from transformers' sequential scan by up to "
-             "8e-05 on jamba's large time steps (dt_proj without Mamba's dt init, weights at 0.2) on every "
-             "format; ONNX/.pt2's 1e-4 bound holds, ExecuTorch's 2.5e-05 does not (greedy step 3)",
-}
-
-
-def pte_params(cases):
-    return [pytest.param(c, id=c.name, marks=[pytest.mark.xfail(strict=True, reason=PTE_XFAIL[c.name])]
-                         if c.name in PTE_XFAIL else []) for c in cases]
-
-
 @pytest.mark.parametrize("backend", ["portable", "xnnpack"])
-@pytest.mark.parametrize("case", pte_params(STATE))
+@pytest.mark.parametrize("case", STATE, ids=lambda c: c.name)
 def test_pte(case, backend, export, checkpoint, record):
     fmt = f"pte-{backend}"
     judge_pte(record(case, fmt), PteModule(export(case, fmt) / "model.pte"), reference(case, checkpoint))
