@@ -143,12 +143,7 @@ class Albert : public EncoderModel {
  private:
   Var embeddings(Builder& b, const Inputs& in) const {
     Scope se(b, "embeddings");
-    auto table = [&](const char* local, const Var& idx) {
-      Scope s(b, local);
-      Var e = F::to(F::embedding(w(b, b.scope() + ".weight"), idx), DType::F32);
-      b.name_output(e);
-      return e;
-    };
+    auto table = [&](const char* local, const Var& idx) { return embedding_table(b, *this, local, idx); };
     Var h = table("word_embeddings", in.input_ids);
     if (in.token_type_ids) {
       h = F::add(h, table("token_type_embeddings", in.token_type_ids));

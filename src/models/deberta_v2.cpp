@@ -230,12 +230,7 @@ Var DebertaV2::split(const Var& x) const {
 
 Var DebertaV2::embeddings(Builder& b, const Inputs& in, const Var& mask3) const {
   Scope se(b, "embeddings");
-  auto table = [&](const char* local, const Var& idx) {
-    Scope s(b, local);
-    Var e = F::to(F::embedding(w(b, b.scope() + ".weight"), idx), DType::F32);
-    b.name_output(e);
-    return e;
-  };
+  auto table = [&](const char* local, const Var& idx) { return embedding_table(b, *this, local, idx); };
   Var h = table("word_embeddings", in.input_ids);
   if (o_.position_biased_input)
     h = F::add(h, table("position_embeddings", F::unsqueeze(F::arange(b, 0, in.input_ids.size(1)), 0)));

@@ -88,6 +88,13 @@ Var encoder_attention(const Var& q, const Var& k, const Var& v, const Var& mask,
   return F::reshape(F::transpose(o, 1, 2), {B, S, Sym(E)});
 }
 
+Var embedding_table(Builder& b, const Model& m, const std::string& local, const Var& idx) {
+  Scope s(b, local);
+  Var e = F::to(F::embedding(m.w(b, b.scope() + ".weight"), idx), DType::F32);
+  b.name_output(e);
+  return e;
+}
+
 Var first_token(const Var& h) { return F::squeeze(F::slice(h, 1, 0, 1), 1); }
 
 Var masked_mean(const Var& h, const Var& mask) {
@@ -230,12 +237,7 @@ Var BertFamilyEncoder::position_ids(Builder& b, const Var& ids) const {
 
 Var BertFamilyEncoder::embeddings(Builder& b, const Inputs& in) const {
   Scope se(b, "embeddings");
-  auto table = [&](const char* local, const Var& idx) {
-    Scope s(b, local);
-    Var e = F::to(F::embedding(w(b, b.scope() + ".weight"), idx), DType::F32);
-    b.name_output(e);
-    return e;
-  };
+  auto table = [&](const char* local, const Var& idx) { return embedding_table(b, *this, local, idx); };
   Var h = table("word_embeddings", in.input_ids);
   if (in.token_type_ids) {
     h = F::add(h, table("token_type_embeddings", in.token_type_ids));

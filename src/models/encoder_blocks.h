@@ -66,6 +66,9 @@ Var layer_norm(Builder& b, const Model& m, const Var& x, const std::string& loca
 /// Bidirectional attention over q/k/v [B, S, H*D] (heads split here) with an additive mask broadcast to
 /// [B, H, S, S]; returns [B, S, H*D]. Scale head_dim^-0.5.
 Var encoder_attention(const Var& q, const Var& k, const Var& v, const Var& mask, int64_t heads);
+/// nn.Embedding `local` of the current scope (weight `<scope>.<local>.weight`) looked up at `idx`, as f32 and
+/// named after the module.
+Var embedding_table(Builder& b, const Model& m, const std::string& local, const Var& idx);
 /// h[:, 0] ([B, E] from [B, S, E]).
 Var first_token(const Var& h);
 /// Sum over the sequence of h × mask divided by the mask's count ([B, E]); mask int64 [B, S].

@@ -544,52 +544,38 @@ constexpr char kGranite[] = "granitemoehybrid";
 constexpr char kBamba[] = "bamba";
 constexpr char kJamba[] = "jamba";
 
-}  // namespace
-
-const Architecture& jamba_architecture() {
-  static const Architecture a{
-      .model_type = "jamba",
-      .parse_config = parse<kJamba>,
+// One registry row per model type of this file; the rotary inv_freq buffers a checkpoint may carry are
+// ignored (jamba has none, and none is required).
+template <const char* Type>
+Architecture hybrid_architecture(nlohmann::json (*tiny_config)(const std::string&)) {
+  return Architecture{
+      .model_type = Type,
+      .parse_config = parse<Type>,
       .weight_specs = specs,
       .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
         return std::make_unique<GraniteMoeHybridLM>(std::move(c), std::move(w));
       },
-      .tiny_config = tiny_jamba,
+      .tiny_config = tiny_config,
       .tiny_tokenizer = "byte_level",
       .tiny_norm_mean = 1.0,
+      .optional_weights = kRotaryBuffers,
   };
+}
+
+}  // namespace
+
+const Architecture& jamba_architecture() {
+  static const Architecture a = hybrid_architecture<kJamba>(tiny_jamba);
   return a;
 }
 
 const Architecture& bamba_architecture() {
-  static const Architecture a{
-      .model_type = "bamba",
-      .parse_config = parse<kBamba>,
-      .weight_specs = specs,
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        return std::make_unique<GraniteMoeHybridLM>(std::move(c), std::move(w));
-      },
-      .tiny_config = tiny_bamba,
-      .tiny_tokenizer = "byte_level",
-      .tiny_norm_mean = 1.0,
-      .optional_weights = kRotaryBuffers,
-  };
+  static const Architecture a = hybrid_architecture<kBamba>(tiny_bamba);
   return a;
 }
 
 const Architecture& granitemoehybrid_architecture() {
-  static const Architecture a{
-      .model_type = "granitemoehybrid",
-      .parse_config = parse<kGranite>,
-      .weight_specs = specs,
-      .create = [](ModelConfig c, std::shared_ptr<io::WeightStore> w) -> std::unique_ptr<Model> {
-        return std::make_unique<GraniteMoeHybridLM>(std::move(c), std::move(w));
-      },
-      .tiny_config = tiny,
-      .tiny_tokenizer = "byte_level",
-      .tiny_norm_mean = 1.0,
-      .optional_weights = kRotaryBuffers,
-  };
+  static const Architecture a = hybrid_architecture<kGranite>(tiny);
   return a;
 }
 

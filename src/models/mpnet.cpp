@@ -143,12 +143,7 @@ class MPNet : public EncoderModel {
  private:
   Var embeddings(Builder& b, const Var& ids) const {
     Scope se(b, "embeddings");
-    auto table = [&](const char* local, const Var& idx) {
-      Scope s(b, local);
-      Var e = F::to(F::embedding(w(b, b.scope() + ".weight"), idx), DType::F32);
-      b.name_output(e);
-      return e;
-    };
+    auto table = [&](const char* local, const Var& idx) { return embedding_table(b, *this, local, idx); };
     // create_position_ids_from_input_ids: cumsum(ids != 1) * (ids != 1) + 1.
     Var real = F::to(F::logical_not(F::eq(ids, i64(b, kPad))), DType::I64);
     Var pos = F::add(F::mul(F::cumsum(real, 1), real), i64(b, kPad));
