@@ -177,21 +177,24 @@ WeightSpecs specs(const ModelConfig& c) {
 Var i64(Builder& b, int64_t v) { return b.constant(Tensor::scalar(static_cast<double>(v), DType::I64)); }
 Var f32(Builder& b, double v) { return b.constant(Tensor::scalar(v, DType::F32)); }
 
-// make_log_bucket_position over int64 relative positions, op for op (the float part in f32 as torch does).
-Var log_bucket(Builder& b, const Var& rel, int64_t buckets, int64_t max_position) {
+// make_log_bucket_position of every relative position in [-(rows - 1), rows - 1], computed here in f32 as
+// torch does, as a constant table the graph indexes (by rel + rows - 1). Not in the graph: a backend's own
+// log (XNNPACK's) differs from torch's by an ulp, and at |rel| = max_position - 1 the ratio of the two logs
+// is exactly the integer 1 in torch, where an ulp moves the ceil to the next bucket.
+Tensor log_bucket_table(int64_t rows, int64_t buckets, int64_t max_position) {
   const int64_t mid = buckets / 2;
-  Var sign = F::where(F::gt(rel, i64(b, 0)), f32(b, 1.0),
-                      F::where(F::lt(rel, i64(b, 0)), f32(b, -1.0), f32(b, 0.0)));
-  Var near = F::logical_and(F::lt(rel, i64(b, mid)), F::gt(rel, i64(b, -mid)));
-  Var abs_pos = F::where(near, i64(b, mid - 1), F::abs(rel));
-  Var ratio = F::div(F::to(abs_pos, DType::F32), f32(b, static_cast<double>(mid)));
   const float denom =
       std::log(static_cast<float>(static_cast<double>(max_position - 1) / static_cast<double>(mid)));
-  Var x =
-      F::mul(F::div(F::log(ratio), f32(b, static_cast<double>(denom))), f32(b, static_cast<double>(mid - 1)));
-  Var log_pos = F::add(F::neg(F::op("aten.floor", {F::neg(x)})), f32(b, static_cast<double>(mid)));  // ceil
-  Var pos = F::where(F::le(abs_pos, i64(b, mid)), F::to(rel, DType::F32), F::mul(log_pos, sign));
-  return F::to(pos, DType::I64);
+  std::vector<int64_t> t;
+  for (int64_t rel = -(rows - 1); rel <= rows - 1; rel++) {
+    const int64_t abs_pos = rel < mid && rel > -mid ? mid - 1 : std::abs(rel);
+    const float x =
+        std::log(static_cast<float>(abs_pos) / static_cast<float>(mid)) / denom * static_cast<float>(mid - 1);
+    const float log_pos = std::ceil(x) + static_cast<float>(mid);
+    const float sign = rel > 0 ? 1.0f : rel < 0 ? -1.0f : 0.0f;
+    t.push_back(abs_pos <= mid ? rel : static_cast<int64_t>(log_pos * sign));
+  }
+  return Tensor::from_ints({static_cast<int64_t>(t.size())}, t);
 }
 
 // torch.gather(x, -1, index) for x [B, H, S, W] and index [S, S] (the same for every batch and head):
@@ -248,10 +251,15 @@ Var DebertaV2::embeddings(Builder& b, const Inputs& in, const Var& mask3) const 
   return h;
 }
 
-// build_relative_position for S queries and keys: bucket(q - k), [S, S] int64.
+// build_relative_position for S queries and keys: bucket(q - k), [S, S] int64. The bucket table covers
+// sequences up to max_position_embeddings, the length export contracts allow.
 Var DebertaV2::relative_positions(Builder& b, const Sym& S) const {
   Var rel = F::sub(F::unsqueeze(F::arange(b, Sym(0), S), 1), F::unsqueeze(F::arange(b, Sym(0), S), 0));
-  return o_.buckets > 0 ? log_bucket(b, rel, o_.buckets, o_.max_relative) : rel;
+  if (o_.buckets <= 0) return rel;
+  const int64_t rows = std::max<int64_t>(config().max_position_embeddings, 1);
+  Var table = b.constant(log_bucket_table(rows, o_.buckets, o_.max_relative));
+  Var flat = F::reshape(F::add(rel, i64(b, rows - 1)), {S * S});
+  return F::reshape(F::index_select(table, 0, flat), {S, S});
 }
 
 // DisentangledSelfAttention.disentangled_attention_bias: [B, H, S, S], already divided by the scale.
