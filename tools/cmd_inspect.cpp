@@ -69,6 +69,16 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
     j["reason"] = e.what();
     return j;
   }
+  // --target ort refuses a model none of whose graphs takes a fused operator (onnx_exporter.cpp's
+  // check_target_applied): an encoder-only model (bidirectional attention, LayerNorm) unless quantized.
+  if (option.find("--target ort") != std::string::npos && m.structure() == Structure::EncoderOnly) {
+    j["supported"] = false;
+    j["reason"] = fmt::format(
+        "no ONNX Runtime fused operator applies to {} (encoder-only: bidirectional attention, LayerNorm): "
+        "use --target standard, or --target ort with --quantize (MatMulNBits)",
+        mt);
+    return j;
+  }
   const auto& loop = capture::generation_loop(m.structure());
   std::vector<std::string> artifacts, notes;
   if (format == "onnx") {
