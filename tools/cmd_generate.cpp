@@ -4,11 +4,14 @@
 // printed row by row at the end. Timing goes to stderr so stdout holds only the text (or JSON).
 // `--chat TEXT` (and `--system TEXT`) renders the model's chat template around the message; `--chat -i`
 // reads user turns from stdin, one a line, keeping the conversation and its KV cache (hfx/runtime/chat.h).
-// `--image FILE` (repeatable, one <image> marker each in the prompt) runs a llava checkpoint eagerly or
-// its ONNX export folder in ONNX Runtime (hfx/runtime/image_text.h).
+// `--image FILE` (repeatable) runs a vision-language checkpoint eagerly or its ONNX export folder in ONNX
+// Runtime (hfx/runtime/image_text.h), with --prompt (one image marker per image, written by the user) or
+// --chat (the processor's chat template places the markers); the same decoding options apply.
+// `--json` prints one schema in every mode (docs/cli.md).
 #include <unistd.h>
 
 #include <fmt/format.h>
+#include <chrono>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
@@ -62,28 +65,62 @@ bool is_text2text_dir(const std::string& dir) {
   }
 }
 
+using ojson = nlohmann::ordered_json;
+
+// --json: one schema for every mode (docs/cli.md, "hfx generate --json").
+ojson json_row(const std::string& prompt, const std::vector<int64_t>& prompt_ids,
+               const std::vector<int64_t>& ids, const std::string& text, const std::string& finish_reason) {
+  return {{"prompt", prompt},
+          {"prompt_ids", prompt_ids},
+          {"ids", ids},
+          {"text", text},
+          {"finish_reason", finish_reason}};
+}
+
+ojson json_doc(const char* mode, const std::string& engine, ojson rows, double total_s,
+               const GenerationStats* s) {
+  ojson t = {{"total_s", total_s},       {"prefill_s", nullptr},     {"decode_s", nullptr},
+             {"prompt_tokens", nullptr}, {"cached_tokens", nullptr}, {"new_tokens", nullptr}};
+  if (s)
+    t = {{"total_s", total_s},
+         {"prefill_s", s->prefill_s},
+         {"decode_s", s->decode_s},
+         {"prompt_tokens", s->prompt_tokens},
+         {"cached_tokens", s->cached_tokens},
+         {"new_tokens", s->new_tokens}};
+  return {{"mode", mode}, {"engine", engine}, {"rows", std::move(rows)}, {"timings", std::move(t)}};
+}
+
+// Generated text may end inside a UTF-8 character (a stop string or the token budget cut it there): such
+// bytes are written as U+FFFD, not an exception.
+std::string dump(const ojson& j, int indent) {
+  return j.dump(indent, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
+double seconds_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
 void run_text2text(const GenerateArgs& a) {
   HFX_CHECK(!(a.temperature || a.top_k || a.top_p || a.seed) && a.repetition_penalty == 1.0f &&
                 a.stop.empty() && !a.ignore_eos,
             "generate",
             "expected greedy decoding for an encoder-decoder model (no sampling, repetition penalty, stop or "
-            "--ignore-eos), got some");
+            "--ignore-eos: hfx's seq2seq loop is greedy so far), got some");
   HFX_CHECK(a.quantize == "none", "generate",
             "expected no --quantize for an encoder-decoder model (only decoder-only "
             "models built on the shared decoder blocks quantize), got --quantize {}",
             a.quantize);
+  const auto t0 = std::chrono::steady_clock::now();
   Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
   Text2TextResult r = g.generate(a.prompts, a.max_new_tokens);
   if (a.json) {
-    nlohmann::json j;
-    j["engine"] = g.engine().name();
+    ojson rows = ojson::array();
     for (size_t i = 0; i < r.texts.size(); i++)
-      j["rows"].push_back({{"prompt", a.prompts[i]},
-                           {"prompt_ids", r.prompt_ids[i]},
-                           {"ids", r.ids[i]},
-                           {"text", r.texts[i]},
-                           {"finish_reason", r.finish_reasons[i]}});
-    fmt::print("{}\n", j.dump(2));
+      rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
+    fmt::print(
+        "{}\n",
+        dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), nullptr), 2));
     return;
   }
   if (r.texts.size() == 1)
@@ -118,10 +155,10 @@ void print_text(const TokenEvent& e) {
 
 // --tools FILE.json: the tool schemas apply_chat_template(tools=...) takes, checked before the model loads.
 // A template that never reads `tools` would ignore them silently; that is refused, not ignored.
-nlohmann::ordered_json read_tools(const std::string& path, const tok::ChatTemplate& t) {
-  nlohmann::ordered_json tools;
+ojson read_tools(const std::string& path, const tok::ChatTemplate& t) {
+  ojson tools;
   try {
-    tools = nlohmann::ordered_json::parse(io::read_file(path));
+    tools = ojson::parse(io::read_file(path));
   } catch (const nlohmann::json::exception& e) {
     HFX_THROW("generate", "expected valid JSON in --tools file '{}', got: {}", path, e.what());
   }
@@ -135,24 +172,36 @@ nlohmann::ordered_json read_tools(const std::string& path, const tok::ChatTempla
   return tools;
 }
 
-// --chat: one turn, or (-i) one turn per stdin line. Each reply is streamed and ends with a newline; a
-// line on stderr per turn says how many prompt tokens came from the cache.
-void run_chat(const GenerateArgs& a) {
-  HFX_CHECK(!is_text2text_dir(a.model), "generate",
-            "expected a decoder-only model for --chat, got an encoder-decoder one in '{}' (use --prompt)",
-            a.model);
-  tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model);
-  nlohmann::ordered_json tools;
+// --chat: one turn, or (-i) one turn per stdin line. Text mode streams each reply and ends it with a newline,
+// with a line on stderr per turn saying how many prompt tokens came from the cache; --json prints one object
+// per turn (pretty for one turn, one line each with -i). `vlm`: the images go with the first message.
+void run_chat(const GenerateArgs& a, Generator& g, tok::ChatTemplate chat_template,
+              const rt::ImageTextGenerator* vlm) {
+  ojson tools;
   if (a.tools) tools = read_tools(*a.tools, chat_template);
-  Generator g = Generator::open(a.model, a.config());
   ChatSession chat(g, std::move(chat_template), a.system);
   if (a.tools) chat.set_tools(std::move(tools));
+  if (vlm) {
+    chat.set_encoder([vlm](const std::string& r) { return rt::encode_chat_prompt(*vlm, r); });
+    chat.attach_images(static_cast<int>(a.images.size()));
+  }
   const GenerationOptions o = options_from(a);
   auto turn = [&](const std::string& user, int n) {
-    GenerationResult r = chat.send(user, o, print_text);
-    fmt::print("\n");
-    std::fflush(stdout);
+    const auto t0 = std::chrono::steady_clock::now();
+    GenerationResult r = chat.send(user, o, a.json ? TokenCallback() : TokenCallback(print_text));
     const ChatTurnStats& t = chat.last_turn();
+    if (a.json) {
+      ojson rows = ojson::array(
+          {json_row(chat.last_prompt(), r.prompt_ids[0], r.ids[0], r.texts[0], r.finish_reasons[0])});
+      ojson j = json_doc("chat", g.engine().name(), std::move(rows), seconds_since(t0), &r.stats);
+      j["turn"] = n;
+      j["message"] = user;
+      if (vlm && n == 1) j["images"] = a.images;
+      fmt::print("{}\n", dump(j, a.interactive ? -1 : 2));
+    } else {
+      fmt::print("\n");
+    }
+    std::fflush(stdout);
     std::string dropped;
     if (t.cache_dropped)
       dropped = " (cache dropped: the conversation re-rendered differently from its start)";
@@ -176,48 +225,12 @@ void run_chat(const GenerateArgs& a) {
   }
 }
 
-// --image: a vision-language checkpoint (llava, eager) or its ONNX export (ort): greedy decoding
-// (hfx/runtime/image_text.h).
-void run_image_text(const GenerateArgs& a) {
-  if (a.prompts.size() != 1 || a.chat)
-    throw UsageError("generate", fmt::format("expected one --prompt with --image, got {} prompt(s){}",
-                                             a.prompts.size(), a.chat ? " and --chat" : ""));
-  if (a.temperature || a.top_k || a.top_p || a.seed || a.repetition_penalty != 1.0f || !a.stop.empty())
-    throw UsageError("generate",
-                     "expected greedy decoding with --image (no sampling, repetition penalty or "
-                     "stop), got them");
-  if (a.ignore_eos || a.raw || a.system || a.tools || a.interactive || a.quantize != "none")
-    throw UsageError("generate",
-                     "expected none of --ignore-eos, --no-special-tokens, --system, --tools, "
-                     "--interactive, --quantize with --image (not supported for llava yet), got one");
-  const auto r = rt::generate_with_images(a.model, a.images, a.prompts[0], a.max_new_tokens, a.engine);
-  if (!a.json) return fmt::print("{}\n", r.text);
-  nlohmann::json j = {{"engine", r.engine}, {"images", a.images}};
-  j["rows"].push_back(
-      {{"prompt", a.prompts[0]}, {"prompt_ids", r.prompt_ids}, {"ids", r.ids}, {"text", r.text}});
-  fmt::print("{}\n", j.dump(2));
-}
-
-void run_generate(GenerateArgs a) {
-  a.model = resolve_model(a.model);
-  if (!a.images.empty()) return run_image_text(a);
-  if (a.chat || a.interactive) {
-    if (!a.prompts.empty() || a.json || a.raw)
-      throw UsageError("generate",
-                       "expected --chat without --prompt, --json or --no-special-tokens, got them together");
-    if (a.interactive && !a.chat)
-      throw UsageError("generate", "expected --interactive together with --chat, got it alone");
-    if (!a.interactive && a.chat->empty())
-      throw UsageError("generate",
-                       "expected a message after --chat (or --chat -i for an interactive chat), got none");
-    return run_chat(a);
-  }
-  if (a.system) throw UsageError("generate", "expected --system together with --chat, got it alone");
-  if (a.tools) throw UsageError("generate", "expected --tools together with --chat, got it alone");
-  if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
-  if (is_text2text_dir(a.model)) return run_text2text(a);
+// --prompt (repeatable): one prompt streams its tokens as they come; several are batched and printed row by
+// row at the end; --json prints the rows at the end. `ids`: the prompts already encoded (a vision-language
+// model's, markers expanded); empty: the generator encodes them.
+void run_prompts(const GenerateArgs& a, Generator& g, const std::vector<std::vector<int64_t>>& ids,
+                 const char* mode) {
   const GenerationOptions o = options_from(a);
-  Generator g = Generator::open(a.model, a.config());
   const bool stream = a.prompts.size() == 1 && !a.json;
   // Long generations show a token bar, unless the text itself streams to the same terminal.
   const int64_t budget = a.max_new_tokens * static_cast<int64_t>(a.prompts.size());
@@ -229,18 +242,16 @@ void run_generate(GenerateArgs a) {
     if (bar) bar->update(++tokens);
     if (stream) print_text(e);
   };
-  GenerationResult r = g.generate(a.prompts, o, cb);
+  const auto t0 = std::chrono::steady_clock::now();
+  GenerationResult r = ids.empty() ? g.generate(a.prompts, o, cb) : g.generate_ids(ids, o, cb);
   if (bar) bar->finish();
   if (a.json) {
-    nlohmann::json j;
-    j["engine"] = g.engine().name();
+    ojson rows = ojson::array();
     for (size_t i = 0; i < r.texts.size(); i++)
-      j["rows"].push_back({{"prompt", a.prompts[i]},
-                           {"prompt_ids", r.prompt_ids[i]},
-                           {"ids", r.ids[i]},
-                           {"text", r.texts[i]},
-                           {"finish_reason", r.finish_reasons[i]}});
-    fmt::print("{}\n", j.dump(2));
+      rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
+    ojson j = json_doc(mode, g.engine().name(), std::move(rows), seconds_since(t0), &r.stats);
+    if (!a.images.empty()) j["images"] = a.images;
+    fmt::print("{}\n", dump(j, 2));
   } else if (stream) {
     fmt::print("\n");
   } else {
@@ -251,6 +262,55 @@ void run_generate(GenerateArgs a) {
                          : 0;
   fmt::print(stderr, "hfx: {} engine, batch {}, {} new tokens; prefill {:.1f} ms, decode {:.1f} tok/s\n",
              g.engine().name(), r.texts.size(), r.stats.new_tokens, r.stats.prefill_s * 1e3, dec);
+}
+
+// --image: a vision-language checkpoint (eager) or its ONNX export (ort), with --prompt (markers written by
+// the user) or --chat (the processor's chat template places them).
+void run_image_text(const GenerateArgs& a) {
+  if (!a.chat && a.prompts.size() != 1)
+    throw UsageError("generate",
+                     fmt::format("expected one --prompt (or --chat) with --image: a vision-language "
+                                 "model runs one conversation at a time, got {} prompts",
+                                 a.prompts.size()));
+  rt::ImageTextGenerator vlm = rt::open_image_text(a.model, a.images, a.config());
+  if (a.chat) return run_chat(a, vlm.generator, tok::ChatTemplate::from_dir(a.model), &vlm);
+  run_prompts(a, vlm.generator, {vlm.encode(a.prompts[0], !a.raw)}, "image");
+}
+
+void run_generate(GenerateArgs a) {
+  a.model = resolve_model(a.model);
+  if (a.chat || a.interactive) {
+    if (!a.prompts.empty() || a.raw)
+      throw UsageError(
+          "generate",
+          "expected --chat without --prompt or --no-special-tokens (the chat template writes the "
+          "special tokens), got them together");
+    if (a.interactive && !a.chat)
+      throw UsageError("generate", "expected --interactive together with --chat, got it alone");
+    if (!a.interactive && a.chat->empty())
+      throw UsageError("generate",
+                       "expected a message after --chat (or --chat -i for an interactive chat), got none");
+  } else {
+    if (a.system) throw UsageError("generate", "expected --system together with --chat, got it alone");
+    if (a.tools) throw UsageError("generate", "expected --tools together with --chat, got it alone");
+    if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
+  }
+  if (!a.images.empty()) return run_image_text(a);
+  if (is_text2text_dir(a.model)) {
+    HFX_CHECK(
+        !a.chat, "generate",
+        "expected a decoder-only or vision-language model for --chat, got an encoder-decoder one in '{}' "
+        "(its encoder reads the source text as given, with no chat template): use --prompt",
+        a.model);
+    return run_text2text(a);
+  }
+  if (a.chat) {
+    tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model);
+    Generator g = Generator::open(a.model, a.config());
+    return run_chat(a, g, std::move(chat_template), nullptr);
+  }
+  Generator g = Generator::open(a.model, a.config());
+  run_prompts(a, g, {}, "prompt");
 }
 
 }  // namespace
@@ -264,13 +324,16 @@ void register_generate(CLI::App& app) {
       "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
       "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)\n"
       "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Weather in Paris?' --tools tools.json\n"
-      "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])");
+      "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])\n"
+      "  hfx generate tiny-llava --image cat.png --chat 'What is in the picture?' --json");
   cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")
       ->required();
   cmd->add_option("--prompt", a->prompts, "Prompt text (repeat for a batch)");
-  cmd->add_option("--image", a->images,
-                  "PNG/JPEG for a vision-language model (llava), repeatable: one <image> marker per image in "
-                  "the prompt; eager, greedy");
+  cmd->add_option(
+      "--image", a->images,
+      "PNG/JPEG for a vision-language model (llava, gemma3, idefics3, smolvlm, qwen2_vl), "
+      "repeatable: with --prompt one image marker per image in it; with --chat the images go with "
+      "the first message");
   CLI::Option* chat =
       cmd->add_option("--chat", a->chat,
                       "User message, wrapped in the model's chat template (value optional with -i)")
@@ -305,7 +368,9 @@ void register_generate(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "int8"}));
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
-  cmd->add_flag("--json", a->json, "Print prompts, ids, texts and finish reasons as JSON");
+  cmd->add_flag("--json", a->json,
+                "Print the rendered prompt, its ids, the new ids, text, finish reason and timings as JSON "
+                "(one schema in every mode: docs/cli.md)");
   cmd->callback([a, chat] {
     if (chat->count() > 0 && !a->chat) a->chat = "";  // a bare --chat (for -i)
     run_generate(*a);

@@ -26,16 +26,43 @@ void ChatSession::set_tools(ojson tools) {
   tools_ = std::move(tools);
 }
 
+namespace {
+
+// A message's content: the text, or (parts) `images` image parts then a text part.
+ojson content(const std::string& text, bool parts, int images) {
+  if (!parts) return text;
+  ojson c = ojson::array();
+  for (int i = 0; i < images; i++) c.push_back({{"type", "image"}});
+  c.push_back({{"type", "text"}, {"text", text}});
+  return c;
+}
+
+}  // namespace
+
+void ChatSession::set_encoder(std::function<std::vector<int64_t>(const std::string&)> encode) {
+  encode_ = std::move(encode);
+}
+
+void ChatSession::attach_images(int n) {
+  HFX_CHECK(n >= 0, "chat", "expected a non-negative image count, got {}", n);
+  if (!parts_)
+    for (auto& m : messages_)
+      if (m["content"].is_string()) m["content"] = content(m["content"].get<std::string>(), true, 0);
+  parts_ = true;
+  images_ = n;
+}
+
 std::string ChatSession::render_with(const std::string& user) const {
   tok::ChatInputs in;
   in.messages = messages_;
   in.tools = tools_;
-  in.messages.push_back({{"role", "user"}, {"content", user}});
+  in.messages.push_back({{"role", "user"}, {"content", content(user, parts_, images_)}});
   in.add_generation_prompt = true;
   return template_.render(in);
 }
 
 std::vector<int64_t> ChatSession::encode(const std::string& rendered) const {
+  if (encode_) return encode_(rendered);
   // The template wrote the special tokens (BOS, turn markers) itself: adding them again would double BOS.
   auto ids = gen_.tokenizer()->encode(rendered, /*add_special_tokens=*/false);
   return {ids.begin(), ids.end()};
@@ -43,7 +70,8 @@ std::vector<int64_t> ChatSession::encode(const std::string& rendered) const {
 
 GenerationResult ChatSession::send(const std::string& user, GenerationOptions options,
                                    const TokenCallback& callback) {
-  const std::vector<int64_t> ids = encode(render_with(user));
+  last_prompt_ = render_with(user);
+  const std::vector<int64_t> ids = encode(last_prompt_);
   last_ = {};
   last_.prompt_tokens = static_cast<int64_t>(ids.size());
   // The cache keeps the longest common prefix of the ids it holds and the new ones, leaving at least one
@@ -63,8 +91,9 @@ GenerationResult ChatSession::send(const std::string& user, GenerationOptions op
 
   cached_.clear();  // a failed turn leaves the cache unknown
   GenerationResult r = gen_.generate_ids({ids}, options, callback);
-  messages_.push_back({{"role", "user"}, {"content", user}});
-  messages_.push_back({{"role", "assistant"}, {"content", r.texts[0]}});
+  messages_.push_back({{"role", "user"}, {"content", content(user, parts_, images_)}});
+  messages_.push_back({{"role", "assistant"}, {"content", content(r.texts[0], parts_, 0)}});
+  images_ = 0;  // the images went with this message
   // The loop feeds every generated id but the last one back through the engine.
   cached_ = ids;
   if (!r.ids[0].empty()) cached_.insert(cached_.end(), r.ids[0].begin(), r.ids[0].end() - 1);

@@ -169,21 +169,27 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
   if (fs::exists(dir / "tokenizer.json"))
     tokenizer = std::make_shared<const tok::Tokenizer>(tok::Tokenizer::from_dir(path));
 
+  SpecialIds ids = special_ids_of(path, tokenizer.get());
+  return Generator(std::move(engine), std::move(tokenizer), std::move(ids.eos), ids.pad);
+}
+
+SpecialIds special_ids_of(const std::string& path, const tok::Tokenizer* tokenizer) {
+  const fs::path dir(path);
   // EOS: generation_config.json wins over config.json (as GenerationConfig.from_model_config); the
   // tokenizer's eos token is added too.
-  std::vector<int64_t> eos;
-  std::optional<int64_t> pad;
+  SpecialIds r;
+  auto cfg_json = read_json_if_exists(dir / "config.json");
   auto gen_json = read_json_if_exists(dir / "generation_config.json");
-  if (gen_json) eos = ids_of(*gen_json, "eos_token_id");
-  if (eos.empty() && cfg_json) eos = ids_of(*cfg_json, "eos_token_id");
-  if (tokenizer && tokenizer->eos_id()) add_unique(eos, *tokenizer->eos_id());
+  if (gen_json) r.eos = ids_of(*gen_json, "eos_token_id");
+  if (r.eos.empty() && cfg_json) r.eos = ids_of(*cfg_json, "eos_token_id");
+  if (tokenizer && tokenizer->eos_id()) add_unique(r.eos, *tokenizer->eos_id());
   for (const auto* j : {gen_json ? &*gen_json : nullptr, cfg_json ? &*cfg_json : nullptr}) {
-    if (!j || pad) continue;
+    if (!j || r.pad) continue;
     auto p = ids_of(*j, "pad_token_id");
-    if (!p.empty()) pad = p.front();
+    if (!p.empty()) r.pad = p.front();
   }
-  if (!pad && tokenizer && tokenizer->pad_id()) pad = *tokenizer->pad_id();
-  return Generator(std::move(engine), std::move(tokenizer), std::move(eos), pad);
+  if (!r.pad && tokenizer && tokenizer->pad_id()) r.pad = *tokenizer->pad_id();
+  return r;
 }
 
 GenerationResult Generator::generate(const std::vector<std::string>& prompts,
@@ -319,7 +325,10 @@ TokenEvent stream_event(Row& row, int64_t r, int64_t id, const std::vector<std::
            (static_cast<unsigned char>(row.text[limit]) & 0xC0) == 0x80)
       limit--;
   }
-  if (limit < row.emitted || row.text.compare(0, row.emitted, row.streamed) != 0) limit = row.emitted;
+  // Nothing new where the text no longer extends what was streamed (a re-decoded row, or a stop string cut
+  // inside a character that was already handed out): the result's text is the authority then.
+  if (limit <= row.emitted || row.text.compare(0, row.emitted, row.streamed) != 0)
+    return {r, id, "", row.done};
   TokenEvent ev{r, id, row.text.substr(row.emitted, limit - row.emitted), row.done};
   row.streamed += ev.text;
   row.emitted = limit;

@@ -14,9 +14,11 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/models/rope.h"
 #include "hfx/processors/image.h"
 #include "hfx/tokenizers/tokenizer.h"
+#include "kernels/kernels.h"
 
 namespace hfx::rt {
 namespace {
@@ -37,10 +39,11 @@ size_t count_markers(const std::string& prompt, const std::string& marker) {
 // (present.N.* of a call become past_key_values.N.* of the next).
 class EagerImageText : public ImageTextEngine {
  public:
-  explicit EagerImageText(const std::string& dir) : m_(load_model(dir)) {
+  EagerImageText(const std::string& dir, const quant::QuantOptions& q) : m_(load_model(dir)) {
     HFX_CHECK(m_->structure() == Structure::VisionLanguage, kComp,
               "expected a vision-language checkpoint, got {} {}", structure_name(m_->structure()),
               m_->config().model_type);
+    if (q.enabled()) m_ = quant::quantize_model(*m_, q);
     decoder_ = m_->component("decoder");
     types_ = std::any_of(decoder_.inputs.begin(), decoder_.inputs.end(),
                          [](const InputDecl& d) { return d.name == "token_type_ids"; });
@@ -224,10 +227,10 @@ PreparedImages prepare_images(const std::string& dir, const std::string& type,
 // The prompt's ids: each marker replaced by its image's text before tokenization (gemma3, idefics3), or the
 // marker token repeated once per image feature after it (llava).
 std::vector<int64_t> prompt_ids(const tok::Tokenizer& tok, const std::string& prompt, const PreparedImages& p,
-                                int64_t image_token, int64_t per_image) {
+                                int64_t image_token, int64_t per_image, bool add_special_tokens) {
   std::vector<int64_t> ids;
   if (p.texts.empty()) {
-    for (int32_t id : tok.encode(prompt)) {
+    for (int32_t id : tok.encode(prompt, add_special_tokens)) {
       if (id == image_token)
         ids.insert(ids.end(), static_cast<size_t>(per_image), image_token);
       else
@@ -242,18 +245,15 @@ std::vector<int64_t> prompt_ids(const tok::Tokenizer& tok, const std::string& pr
     from = at + p.marker.size();
   }
   text += prompt.substr(from);
-  for (int32_t id : tok.encode(text)) ids.push_back(id);
+  for (int32_t id : tok.encode(text, add_special_tokens)) ids.push_back(id);
   return ids;
-}
-
-int64_t argmax(const std::vector<float>& logits) {
-  return std::max_element(logits.begin(), logits.end()) - logits.begin();
 }
 
 }  // namespace
 
-std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir) {
-  return std::make_unique<EagerImageText>(checkpoint_dir);
+std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir,
+                                                              const quant::QuantOptions& quantize) {
+  return std::make_unique<EagerImageText>(checkpoint_dir, quantize);
 }
 
 #ifndef HFX_HAVE_ORT
@@ -264,9 +264,68 @@ std::unique_ptr<ImageTextEngine> make_ort_image_text_engine(const std::string& d
 }
 #endif
 
-ImageTextResult generate_with_images(const std::string& dir, const std::vector<std::string>& image_paths,
-                                     const std::string& prompt, int64_t max_new_tokens,
-                                     const std::string& engine) {
+namespace {
+
+// hfx::Engine over a vision-language model's decoder: a prefill (an empty cache) gets the prompt's
+// embeddings with the image features written over its image tokens, token_type_ids (gemma3) and qwen2_vl's
+// multimodal positions; later steps embed their ids and continue the positions. Batch 1. It cannot crop its
+// cache, so a chat whose re-rendered conversation departs from the cache prefills the whole conversation,
+// images included.
+class ImageTextDecoder : public Engine {
+ public:
+  struct Images {
+    std::vector<float> features;  ///< [tokens, hidden] of every image, in order
+    int64_t hidden = 0, image_token = 0, vision_start = -1;
+    std::vector<std::array<int64_t, 3>> grids;  ///< qwen2_vl (mrope positions); empty otherwise
+    int64_t merge = 1;
+  };
+  ImageTextDecoder(std::unique_ptr<ImageTextEngine> e, Images images, int64_t vocab)
+      : e_(std::move(e)), im_(std::move(images)), vocab_(vocab) {}
+  std::string name() const override { return e_->name(); }
+  int64_t vocab_size() const override { return vocab_; }
+  void reset() override {
+    e_->reset();
+    past_ = 0;
+  }
+  int64_t past_length() const override { return past_; }
+
+  void step(std::span<const int64_t> input_ids, std::span<const int64_t>, std::span<const int64_t>,
+            int64_t batch, int64_t seq, std::vector<float>& logits) override {
+    HFX_CHECK(batch == 1, kComp, "expected one prompt for a vision-language model, got a batch of {}", batch);
+    const std::vector<int64_t> ids(input_ids.begin(), input_ids.end());
+    std::vector<int64_t> types, pos;
+    std::vector<float> embeds;
+    if (past_ == 0) {
+      embeds = merged_embeddings(*e_, ids, im_.image_token, im_.features, im_.hidden);
+      for (int64_t id : ids) types.push_back(id == im_.image_token ? 1 : 0);
+      if (im_.vision_start >= 0) {
+        mrope_ = mrope_positions(ids, im_.image_token, im_.vision_start, im_.grids, im_.merge);
+        pos = mrope_.pos;
+      }
+    } else {
+      // An image token generated later is only a token (transformers merges features at the prefill alone).
+      embeds = e_->embed(ids);
+      if (im_.vision_start >= 0)
+        for (int r = 0; r < 3; r++)
+          for (int64_t i = 0; i < seq; i++) pos.push_back(mrope_.decode_position(past_ + i));
+    }
+    logits = e_->step(embeds, seq, types, pos);
+    past_ += seq;
+  }
+
+ private:
+  std::unique_ptr<ImageTextEngine> e_;
+  Images im_;
+  int64_t vocab_;
+  int64_t past_ = 0;
+  MropePositions mrope_;
+};
+
+}  // namespace
+
+ImageTextGenerator open_image_text(const std::string& dir, const std::vector<std::string>& image_paths,
+                                   const GeneratorConfig& gc) {
+  const std::string& engine = gc.engine;
   const nlohmann::json config = read_json((fs::path(dir) / "config.json").string());
   const std::string type = config.value("model_type", "");
   HFX_CHECK(
@@ -279,67 +338,73 @@ ImageTextResult generate_with_images(const std::string& dir, const std::vector<s
             "expected engine auto, eager or ort, got '{}'", engine);
   std::vector<processors::Image> images;
   for (const auto& p : image_paths) images.push_back(processors::read_image(p));
-  const PreparedImages prepared = prepare_images(dir, type, images);
-  const size_t markers = count_markers(prompt, prepared.marker);
-  HFX_CHECK(
-      markers == image_paths.size(), kComp,
-      "expected one {} marker per image in the prompt ({} image(s) given), got {} marker(s); write {} where "
-      "each image goes, e.g. 'USER: {}\\nWhat is this? ASSISTANT:'",
-      prepared.marker, image_paths.size(), markers, prepared.marker, prepared.marker);
+  auto prepared = std::make_shared<const PreparedImages>(prepare_images(dir, type, images));
   const bool onnx = fs::exists(fs::path(dir) / "onnx" / "vision_encoder.onnx");
   const bool use_ort = engine == "ort" || (engine == "auto" && onnx);
+  HFX_CHECK(!(use_ort && gc.quantize.enabled()), kComp,
+            "expected --quantize only with the eager engine, got engine ort on '{}': an export folder is "
+            "quantized when exported (hfx export --quantize)",
+            dir);
+  if (!use_ort && gc.threads > 0) kernels::set_num_threads(gc.threads);
   std::unique_ptr<ImageTextEngine> e =
-      use_ort ? make_ort_image_text_engine(dir) : make_eager_image_text_engine(dir);
+      use_ort ? make_ort_image_text_engine(dir, gc.threads) : make_eager_image_text_engine(dir, gc.quantize);
 
-  std::vector<float> features;
   const ModelConfig text = parse_model_config(config);  // the text model's numbers (the VLM's parse)
-  int64_t per_image = 0, hidden = text.hidden_size;
+  ImageTextDecoder::Images im;
+  im.hidden = text.hidden_size;
+  im.image_token =
+      config.at(config.contains("image_token_id") ? "image_token_id" : "image_token_index").get<int64_t>();
+  int64_t per_image = 0;
   if (!images.empty()) {
-    const Tensor px = prepared.pixels.contiguous();
+    const Tensor px = prepared->pixels.contiguous();
     const std::vector<float> pixels = px.to_floats();
     std::vector<int64_t> shape, grids;
-    for (const auto& g : prepared.grids) grids.insert(grids.end(), g.begin(), g.end());
-    features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, grids, shape);
+    for (const auto& g : prepared->grids) grids.insert(grids.end(), g.begin(), g.end());
+    im.features = e->encode_images(pixels, {px.shape().begin(), px.shape().end()}, grids, shape);
     HFX_CHECK(shape.size() == (grids.empty() ? 3u : 2u), kComp,
               "expected image_features [images, K, hidden] (or [tokens, hidden] with grid_thw), got rank {}",
               shape.size());
     per_image = shape.size() == 3 ? shape[1] : 0;
-    hidden = shape.back();
+    im.hidden = shape.back();
   }
-  const auto tok = tok::Tokenizer::from_dir(dir);
-  const int64_t image_token =
-      config.at(config.contains("image_token_id") ? "image_token_id" : "image_token_index").get<int64_t>();
-  ImageTextResult r;
-  r.engine = e->name();
-  r.prompt_ids = prompt_ids(tok, prompt, prepared, image_token, per_image);
-  std::vector<int64_t> types(r.prompt_ids.size());
-  for (size_t i = 0; i < types.size(); i++) types[i] = r.prompt_ids[i] == image_token ? 1 : 0;
-  const std::vector<int64_t>& eos = text.eos_token_ids;
-  // qwen2_vl: get_rope_index's positions for the prompt; each new token then sits at its cache length
-  // plus the prompt's rope delta, in all three.
-  MropePositions mrope;
-  if (type == "qwen2_vl")
-    mrope = mrope_positions(r.prompt_ids, image_token, config.at("vision_start_token_id").get<int64_t>(),
-                            prepared.grids, prepared.merge);
-  e->reset();
-  std::vector<float> embeds = merged_embeddings(*e, r.prompt_ids, image_token, features, hidden);
-  int64_t seq = static_cast<int64_t>(r.prompt_ids.size());
-  for (int64_t step = 0; step < max_new_tokens; step++) {
-    const int64_t at = mrope.decode_position(static_cast<int64_t>(r.prompt_ids.size()) + step - 1);
-    const std::vector<int64_t> pos = mrope.pos.empty() ? std::vector<int64_t>()
-                                     : step == 0       ? mrope.pos
-                                                       : std::vector<int64_t>(3, at);
-    const int64_t next = argmax(
-        e->step(embeds, seq, step == 0 ? std::span<const int64_t>(types) : std::span<const int64_t>(), pos));
-    r.ids.push_back(next);
-    if (std::find(eos.begin(), eos.end(), next) != eos.end()) break;
-    const int64_t one[1] = {next};
-    embeds = e->embed(one);
-    seq = 1;
+  if (type == "qwen2_vl") {
+    im.vision_start = config.at("vision_start_token_id").get<int64_t>();
+    im.grids = prepared->grids;
+    im.merge = prepared->merge;
   }
-  const std::vector<int32_t> ids32(r.ids.begin(), r.ids.end());
-  r.text = tok.decode(ids32);
-  return r;
+  auto tok = std::make_shared<const tok::Tokenizer>(tok::Tokenizer::from_dir(dir));
+  SpecialIds special = special_ids_of(dir, tok.get());
+  const int64_t image_token = im.image_token;
+  auto decoder = std::make_unique<ImageTextDecoder>(std::move(e), std::move(im), text.vocab_size);
+  const size_t n_images = image_paths.size();
+  auto encode = [tok, prepared, image_token, per_image, n_images](const std::string& prompt,
+                                                                  bool add_special_tokens) {
+    const size_t markers = count_markers(prompt, prepared->marker);
+    HFX_CHECK(
+        markers == n_images, kComp,
+        "expected one {} marker per image in the prompt ({} image(s) given), got {} marker(s); write {} "
+        "where each image goes, e.g. 'USER: {}\\nWhat is this? ASSISTANT:'",
+        prepared->marker, n_images, markers, prepared->marker, prepared->marker);
+    return prompt_ids(*tok, prompt, *prepared, image_token, per_image, add_special_tokens);
+  };
+  return {Generator(std::move(decoder), tok, std::move(special.eos), special.pad), prepared->marker,
+          std::move(encode)};
+}
+
+std::vector<int64_t> encode_chat_prompt(const ImageTextGenerator& g, const std::string& rendered) {
+  const auto& bos = g.generator.tokenizer()->config().bos_token;
+  return g.encode(rendered, !(bos && !bos->empty() && rendered.starts_with(*bos)));
+}
+
+ImageTextResult generate_with_images(const std::string& dir, const std::vector<std::string>& image_paths,
+                                     const std::string& prompt, int64_t max_new_tokens,
+                                     const std::string& engine) {
+  ImageTextGenerator g = open_image_text(dir, image_paths, {.engine = engine});
+  GenerationOptions o;
+  o.max_new_tokens = max_new_tokens;
+  o.skip_special_tokens = false;
+  GenerationResult r = g.generator.generate_ids({g.encode(prompt, true)}, o);
+  return {g.generator.engine().name(), r.prompt_ids[0], r.ids[0], r.texts[0]};
 }
 
 }  // namespace hfx::rt

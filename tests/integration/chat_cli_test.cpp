@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <regex>
+#include <sstream>
 
 #include "hfx/io/safetensors.h"
 #include "hfx/runtime/generator.h"
@@ -122,6 +123,57 @@ TEST_F(ChatCli, InteractiveKeepsCacheOnEagerAndOnnx) {
     }
     EXPECT_EQ(turns_seen, 3) << model << ": " << r.err;
   }
+}
+
+// --json in chat mode: the rendered prompt (the library's rendering), its ids (encoded without special
+// tokens, as apply_chat_template), the reply and its finish reason, timings; with -i one JSON line per
+// turn. The keys are those of --prompt --json (one schema, docs/cli.md).
+TEST_F(ChatCli, JsonCarriesTheRenderedPromptPerTurn) {
+  const std::string cli = std::string(HFX_CLI) + " generate " + (dir / "ckpt").string();
+  CliRun r = sh(cli + " --chat 'Hello there' --system 'You are terse.' --max-new-tokens 6 --json", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  const ojson j = ojson::parse(r.out);
+  ojson messages = ojson::array({{{"role", "system"}, {"content", "You are terse."}}});
+  hfx::tok::ChatInputs in;
+  in.messages = messages;
+  in.messages.push_back({{"role", "user"}, {"content", "Hello there"}});
+  in.add_generation_prompt = true;
+  const std::string rendered = hfx::tok::ChatTemplate::from_dir((dir / "ckpt").string()).render(in);
+  const auto tok = hfx::tok::Tokenizer::from_dir((dir / "ckpt").string());
+  const auto ids = tok.encode(rendered, false);
+  EXPECT_EQ(j["mode"], "chat");
+  EXPECT_EQ(j["turn"], 1);
+  EXPECT_EQ(j["message"], "Hello there");
+  const ojson& row = j["rows"][0];
+  EXPECT_EQ(row["prompt"], rendered);
+  EXPECT_EQ(row["prompt_ids"], ojson(std::vector<int64_t>(ids.begin(), ids.end())));
+  EXPECT_EQ(row["text"], fresh(messages, "Hello there"));
+  EXPECT_TRUE(row["finish_reason"] == "length" || row["finish_reason"] == "eos") << row.dump();
+  CliRun p = sh(cli + " --prompt 'Hello there' --max-new-tokens 6 --json", dir);
+  ASSERT_EQ(p.rc, 0) << p.err;
+  const ojson pj = ojson::parse(p.out);
+  EXPECT_EQ(pj["mode"], "prompt");
+  for (const char* k : {"mode", "engine", "rows", "timings"})
+    EXPECT_TRUE(pj.contains(k) && j.contains(k)) << k;
+  for (const auto& [k, v] : pj["rows"][0].items()) EXPECT_TRUE(row.contains(k)) << k;
+  for (const auto& [k, v] : pj["timings"].items()) EXPECT_TRUE(j["timings"][k].is_number()) << k;
+
+  r = sh("printf 'Hello there\\nTell me more\\n' | " + cli + " --chat -i --max-new-tokens 6 --json", dir);
+  ASSERT_EQ(r.rc, 0) << r.err;
+  std::istringstream lines(r.out);
+  std::string line;
+  int n = 0;
+  messages = ojson::array();
+  for (const char* u : {"Hello there", "Tell me more"}) {
+    ASSERT_TRUE(std::getline(lines, line)) << r.out;
+    const ojson t = ojson::parse(line);
+    EXPECT_EQ(t["turn"], ++n);
+    const std::string reply = fresh(messages, u);
+    EXPECT_EQ(t["rows"][0]["text"], reply) << u;
+    messages.push_back({{"role", "user"}, {"content", u}});
+    messages.push_back({{"role", "assistant"}, {"content", reply}});
+  }
+  EXPECT_FALSE(std::getline(lines, line)) << "one JSON line per turn: " << r.out;
 }
 
 // --tools FILE.json: the schemas reach the template as `tools` (here printed with tojson, the way Qwen's and

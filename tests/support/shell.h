@@ -14,10 +14,11 @@ struct Proc {
   std::string out;
 };
 
-/// Runs `cmd` through /bin/sh with stderr merged into stdout.
-inline Proc sh(const std::string& cmd) {
+/// Runs `cmd` through /bin/sh with stderr merged into stdout (`stderr_too`) or dropped (its stdout alone:
+/// what a test parses as JSON, with the CLI's stderr summary line left out).
+inline Proc sh(const std::string& cmd, bool stderr_too = true) {
   Proc r;
-  FILE* p = ::popen((cmd + " 2>&1").c_str(), "r");
+  FILE* p = ::popen(("{ " + cmd + "\n}" + (stderr_too ? " 2>&1" : " 2>/dev/null")).c_str(), "r");
   if (!p) return r;
   char buf[4096];
   size_t n;
@@ -26,5 +27,8 @@ inline Proc sh(const std::string& cmd) {
   r.rc = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
   return r;
 }
+
+/// `cmd`'s stdout alone (stderr dropped).
+inline Proc sh_stdout(const std::string& cmd) { return sh(cmd, false); }
 
 }  // namespace hfx::testsupport

@@ -158,9 +158,9 @@ TEST(Gemma3, GenerateWithAnImageMatchesTransformersJsProcessor) {
   json rows[2];
   const char* models[2] = {"ckpt", "out"};
   for (int i = 0; i < 2; i++) {
-    const auto g = hfx::testsupport::sh(std::string(HFX_CLI) + " generate '" + (d / models[i]).string() +
-                                        "' --prompt '" + prompt + "' --image '" + image +
-                                        "' --max-new-tokens 16 --json 2>/dev/null");
+    const auto g = hfx::testsupport::sh_stdout(std::string(HFX_CLI) + " generate '" +
+                                               (d / models[i]).string() + "' --prompt '" + prompt +
+                                               "' --image '" + image + "' --max-new-tokens 16 --json");
     ASSERT_EQ(g.rc, 0) << g.out;
     rows[i] = json::parse(g.out)["rows"][0];
     EXPECT_EQ(rows[i]["prompt_ids"], tjs["prompt_ids"]) << models[i];

@@ -207,7 +207,7 @@ TEST_P(Idefics3, GenerateWithImagesMatchesTransformersJsProcessor) {
       std::string cmd = std::string(HFX_CLI) + " generate '" + (d / models[i]).string() + "' --prompt '" +
                         prompts[n - 1] + "' --max-new-tokens 16 --json";
       for (size_t k = 0; k < n; k++) cmd += " --image '" + paths[k] + "'";
-      const auto g = hfx::testsupport::sh(cmd + " 2>/dev/null");
+      const auto g = hfx::testsupport::sh_stdout(cmd);
       ASSERT_EQ(g.rc, 0) << g.out;
       rows[i] = json::parse(g.out)["rows"][0];
       EXPECT_EQ(rows[i]["prompt_ids"], tjs["prompt_ids"]) << models[i];

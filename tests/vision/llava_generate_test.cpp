@@ -11,6 +11,7 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 
 #include <nlohmann/json.hpp>
@@ -99,6 +100,82 @@ TEST_F(LlavaGenerate, MarkersAndImagesMustAgree) {
   r = generate(kPrompts[0], 1, "--engine ort");  // a checkpoint has no ONNX components
   EXPECT_EQ(r.rc, 1) << r.out;
   EXPECT_NE(r.out.find("[generate] expected vision_encoder.onnx in"), std::string::npos) << r.out;
+}
+
+// --chat with --image: the processor's chat template (chat_template.json) places one <image> per image before
+// the message's text, as LlavaProcessor.apply_chat_template renders [{"type": "image"}, ..., {"type":
+// "text"}]; the ids get BOS (the rendered prompt does not start with it, so the processor adds special
+// tokens) and the marker expansion. For this template the rendering is exactly the golden prompts, so the ids
+// and the 32 greedy tokens must be transformers' again. --json has the schema of every mode.
+TEST_F(LlavaGenerate, ChatPlacesTheImagesThroughTheProcessorTemplate) {
+  const char* messages[] = {"What is this?", "Compare them."};
+  for (size_t n = 1; n <= 2; n++) {
+    SCOPED_TRACE(n);
+    std::string cmd = std::string(HFX_CLI) + " generate '" + (dir_ / "llava").string() + "' --chat '" +
+                      messages[n - 1] + "' --max-new-tokens 32 --json";
+    for (size_t i = 0; i < n; i++) cmd += " --image '" + images_[i] + "'";
+    const auto r = hfx::testsupport::sh_stdout(cmd);
+    ASSERT_EQ(r.rc, 0) << r.out;
+    const auto j = nlohmann::json::parse(r.out);
+    EXPECT_EQ(j["mode"], "chat");
+    EXPECT_EQ(j["message"], messages[n - 1]);
+    EXPECT_EQ(j["images"].size(), n);
+    const auto& row = j["rows"][0];
+    EXPECT_EQ(row["prompt"], kPrompts[n - 1]);
+    const auto& want = golden_["cases"][n - 1];
+    EXPECT_EQ(row["prompt_ids"], want["prompt_ids"]);
+    EXPECT_EQ(row["ids"], want["greedy"]);
+    for (const char* k : {"total_s", "prefill_s", "decode_s", "prompt_tokens", "cached_tokens", "new_tokens"})
+      EXPECT_TRUE(j["timings"][k].is_number()) << k;
+    EXPECT_EQ(j["timings"]["new_tokens"], want["greedy"].size());
+  }
+}
+
+// The decoding options of text models apply with --image: a stop string cuts the greedy text before it
+// (finish reason "stop"), --ignore-eos runs to --max-new-tokens, a seeded sampling run repeats itself,
+// --quantize int8 quantizes the eager model at load (a different model: its tokens may differ).
+TEST_F(LlavaGenerate, DecodingOptionsApplyWithImages) {
+  // An image whose greedy reply decodes to printable text (the golden images' is mostly byte tokens).
+  images_[0] = (dir_ / "text.png").string();
+  hfx::testsupport::write_png(images_[0], 30, 30, hfx::testsupport::PngKind::Rgb, 7);
+  const auto greedy = generate_json(kPrompts[0], 1, "llava");
+  ASSERT_FALSE(greedy.is_null());
+  EXPECT_EQ(greedy["mode"], "image");
+  const std::string text = greedy["rows"][0]["text"];
+  ASSERT_GE(text.size(), 8u) << text;
+  std::string stop;  // 3 printable ASCII bytes that first occur after the start of the text
+  auto plain = [](const std::string& p) {
+    return std::all_of(p.begin(), p.end(), [](char c) { return c > ' ' && c < 127 && c != '\''; });
+  };
+  for (size_t i = 3; stop.empty() && i + 3 <= text.size(); i++)
+    if (plain(text.substr(i, 3)) && text.find(text.substr(i, 3)) == i) stop = text.substr(i, 3);
+  ASSERT_FALSE(stop.empty()) << text;
+  auto r = generate(kPrompts[0], 1, "--json --stop '" + stop + "' 2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  auto row = nlohmann::json::parse(r.out)["rows"][0];
+  EXPECT_EQ(row["finish_reason"], "stop");
+  EXPECT_EQ(row["text"], text.substr(0, text.find(stop)));
+  // A stop string inside a character leaves the text ending mid-character: JSON still comes out (U+FFFD).
+  const size_t bad = text.find("\xEF\xBF\xBD");
+  ASSERT_NE(bad, std::string::npos) << text;
+  r = generate(kPrompts[0], 1, "--json --stop '\xBF\xBD' 2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  row = nlohmann::json::parse(r.out)["rows"][0];
+  EXPECT_EQ(row["text"], text.substr(0, bad) + "\xEF\xBF\xBD");
+  r = generate(kPrompts[0], 1, "--json --ignore-eos 2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["rows"][0]["ids"].size(), 32u);  // generate() asks for 32
+  const std::string sampled = "--json --temperature 1.5 --top-k 20 --seed 7 --repetition-penalty 1.2";
+  const auto s1 = generate(kPrompts[0], 1, sampled + " 2>/dev/null"),
+             s2 = generate(kPrompts[0], 1, sampled + " 2>/dev/null");
+  ASSERT_EQ(s1.rc, 0) << s1.out;
+  EXPECT_EQ(nlohmann::json::parse(s1.out)["rows"][0]["ids"], nlohmann::json::parse(s2.out)["rows"][0]["ids"]);
+  r = generate(kPrompts[0], 1, "--quantize int8 --json 2>/dev/null");
+  ASSERT_EQ(r.rc, 0) << r.out;
+  EXPECT_EQ(nlohmann::json::parse(r.out)["rows"][0]["prompt_ids"], greedy["rows"][0]["prompt_ids"]);
+  r = generate(kPrompts[0], 1, "--system 'Be brief.'");
+  EXPECT_EQ(r.rc, 2) << r.out;
+  EXPECT_NE(r.out.find("expected --system together with --chat"), std::string::npos) << r.out;
 }
 
 TEST_F(LlavaGenerate, OnnxExportGreedyTokensEqualTransformersWithOneAndTwoImages) {

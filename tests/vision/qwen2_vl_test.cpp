@@ -325,8 +325,8 @@ TEST(Qwen2Vl, GenerateWithImagesMatchesTransformersJs) {
       std::string cmd = std::string(HFX_CLI) + " generate '" + (folder() / model).string() + "' --prompt '" +
                         prompts[n - 1] + "' --max-new-tokens 32 --json";
       for (size_t k = 0; k < n; k++) cmd += " --image '" + paths[k] + "'";
-      const auto g = hfx::testsupport::sh(cmd + " 2>/dev/null");
-      ASSERT_EQ(g.rc, 0) << g.out;
+      const auto g = hfx::testsupport::sh_stdout(cmd);
+      ASSERT_EQ(g.rc, 0) << hfx::testsupport::sh(cmd).out;
       const json row = json::parse(g.out)["rows"][0];
       EXPECT_EQ(row["prompt_ids"], tjs["prompt_ids"]) << model;
       EXPECT_EQ(row["ids"], tjs["ids"]) << model;

@@ -19,6 +19,7 @@
 //   std::string b = chat.send("And then?", options).texts[0];   // prefills only the new turn
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -51,6 +52,14 @@ class ChatSession {
   void set_tools(nlohmann::ordered_json tools);
   const nlohmann::ordered_json& tools() const { return tools_; }
 
+  /// How a rendered conversation becomes ids; default: the generator's tokenizer, no special tokens added.
+  /// A vision-language model's encoder expands the image markers (hfx/runtime/image_text.h).
+  void set_encoder(std::function<std::vector<int64_t>(const std::string&)> encode);
+  /// The next user message carries `n` images. From then on every message's content is a list of parts
+  /// ({"type": "image"} entries, then {"type": "text", "text": ...}), as processors' chat templates take
+  /// them; the system message already there is converted.
+  void attach_images(int n);
+
   /// One turn: returns the generation result (texts[0] is the reply). `options.cached_tokens` is set by the
   /// session; batch 1. Throws hfx::Error("chat", ...) from the template (e.g. its raise_exception).
   GenerationResult send(const std::string& user, GenerationOptions options,
@@ -64,6 +73,8 @@ class ChatSession {
 
   const nlohmann::ordered_json& messages() const { return messages_; }
   const ChatTurnStats& last_turn() const { return last_; }
+  /// The rendered prompt of the last send().
+  const std::string& last_prompt() const { return last_prompt_; }
 
  private:
   Generator& gen_;
@@ -72,6 +83,10 @@ class ChatSession {
   nlohmann::ordered_json tools_ = nullptr;  // none: `tools` renders as none
   std::vector<int64_t> cached_;             // the ids in the engine's cache, in order
   ChatTurnStats last_;
+  std::string last_prompt_;
+  std::function<std::vector<int64_t>(const std::string&)> encode_;  // empty: the tokenizer's
+  bool parts_ = false;  // contents as lists of parts (attach_images was called)
+  int images_ = 0;      // images of the next user message
 };
 
 }  // namespace hfx

@@ -173,6 +173,14 @@ class Generator {
 /// last `seq` columns of a [batch, total] mask.
 std::vector<int64_t> positions_from_mask(std::span<const int64_t> mask, int64_t batch, int64_t total,
                                          int64_t seq);
+/// The stop and pad ids of a model folder as transformers' generate() takes them.
+struct SpecialIds {
+  std::vector<int64_t> eos;  ///< generation_config.json's eos_token_id, else config.json's; + the tokenizer's
+  std::optional<int64_t>
+      pad;  ///< generation_config.json's or config.json's pad_token_id, else the tokenizer's
+};
+/// SpecialIds of `dir` (config.json / generation_config.json absent: only the tokenizer's ids).
+SpecialIds special_ids_of(const std::string& dir, const tok::Tokenizer* tokenizer);
 /// eos_token_id of a generation_config.json / config.json object (int, list or absent).
 std::vector<int64_t> eos_ids_from_json_text(const std::string& json_text);
 /// Whether `dir` is an export folder (manifest.json or onnx/).

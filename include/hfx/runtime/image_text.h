@@ -21,10 +21,13 @@
 //   ASSISTANT:", 32);
 #pragma once
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
+
+#include "hfx/runtime/generator.h"
 
 namespace hfx::rt {
 
@@ -53,7 +56,9 @@ class ImageTextEngine {
 };
 
 /// The model library's vision-language components on the CPU kernels, from a checkpoint folder.
-std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir);
+/// `quantize`: the linear layers quantized at load (hfx/models/quantize_model.h).
+std::unique_ptr<ImageTextEngine> make_eager_image_text_engine(const std::string& checkpoint_dir,
+                                                              const quant::QuantOptions& quantize = {});
 /// ONNX Runtime over DIR/onnx/{vision_encoder,embed_tokens,decoder_model_merged}.onnx (empty pasts first).
 /// Throws hfx::Error("generate", ...) naming a missing file.
 std::unique_ptr<ImageTextEngine> make_ort_image_text_engine(const std::string& export_dir, int threads = 0);
@@ -64,6 +69,29 @@ struct ImageTextResult {
   std::vector<int64_t> ids;         ///< new tokens
   std::string text;                 ///< the new tokens decoded (special tokens kept)
 };
+
+/// A vision-language model with its images as an hfx::Generator: the images go through the vision encoder
+/// once, and the generator's engine writes their features over the image tokens' embeddings at each
+/// prefill (with gemma3's token types and qwen2_vl's multimodal positions), so every GenerationOptions
+/// applies: sampling, stop strings, repetition penalty, --ignore-eos, streaming. One prompt at a time.
+struct ImageTextGenerator {
+  Generator generator;
+  std::string
+      marker;  ///< what stands for one image in a prompt: "<image>", "<start_of_image>", "<|image_pad|>"
+  /// A prompt's ids with its markers expanded to the image tokens. Throws hfx::Error("generate", "expected
+  /// one <image> marker per image …") unless the prompt holds one marker per image.
+  std::function<std::vector<int64_t>(const std::string& prompt, bool add_special_tokens)> encode;
+};
+
+/// Opens `dir` (a checkpoint: eager; an export folder: ONNX Runtime unless config.engine = "eager"; eager
+/// only: config.quantize at load) and encodes `image_paths` through its image processor and vision encoder.
+ImageTextGenerator open_image_text(const std::string& dir, const std::vector<std::string>& image_paths,
+                                   const GeneratorConfig& config = {});
+
+/// Ids of a chat prompt rendered from the processor's template, as ProcessorMixin.apply_chat_template
+/// (tokenize=True) encodes it: markers expanded, special tokens added unless the prompt already starts with
+/// the tokenizer's bos_token (a tokenizer's own apply_chat_template never adds them).
+std::vector<int64_t> encode_chat_prompt(const ImageTextGenerator& g, const std::string& rendered);
 
 /// Greedy image-text-to-text from `dir`: a llava or gemma3 checkpoint (engine "eager") or its export folder
 /// ("ort"); "auto" picks ort when DIR/onnx/vision_encoder.onnx exists. Throws hfx::Error("generate",
