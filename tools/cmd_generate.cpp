@@ -54,15 +54,20 @@ struct GenerateArgs {
   }
 };
 
-// Encoder-decoder checkpoints and exports (t5, bart, marian): greedy text-to-text.
+// Encoder-decoder checkpoints and exports (t5, bart, marian): greedy text-to-text; a speech one (whisper) is
+// refused here, naming hfx transcribe.
 bool is_text2text_dir(const std::string& dir) {
   std::string path = dir + "/config.json";
   if (!std::filesystem::exists(path)) return false;
+  nlohmann::json config;
   try {
-    return is_text2text_config(nlohmann::json::parse(io::read_file(path)));
+    config = nlohmann::json::parse(io::read_file(path));
   } catch (const nlohmann::json::exception&) {
     return false;  // the generator reports the bad JSON
   }
+  if (!is_text2text_config(config)) return false;
+  check_not_speech(config, dir);
+  return true;
 }
 
 using ojson = nlohmann::ordered_json;

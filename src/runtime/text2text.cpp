@@ -123,6 +123,14 @@ bool is_text2text_config(const nlohmann::json& config) {
   return a && !a->heads.empty() && head_of(*a, config) == "seq2seq_lm";
 }
 
+void check_not_speech(const nlohmann::json& config, const std::string& path) {
+  // A speech encoder-decoder (Whisper: config.json's num_mel_bins) reads log-mel features, not text.
+  HFX_CHECK(!config.contains("num_mel_bins"), kComp,
+            "expected a text-to-text model, got the speech model {} in '{}' (its encoder reads audio features, "
+            "not a text prompt): use hfx transcribe MODEL FILE.wav",
+            config.value("model_type", "?"), path);
+}
+
 Text2TextSettings text2text_settings(const nlohmann::json& cfg, const std::optional<nlohmann::json>& gen) {
   Text2TextSettings s;
   if (const auto* e = field(cfg, gen, "eos_token_id"))
@@ -183,6 +191,7 @@ Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::
   HFX_CHECK(kind == "eager" || kind == "ort", kComp, "expected engine auto, eager or ort, got '{}'", engine);
   auto cfg = read_json_if_exists(dir / "config.json");
   HFX_CHECK(cfg.has_value(), kComp, "expected config.json in '{}', got none", path);
+  check_not_speech(*cfg, path);
   std::unique_ptr<Seq2SeqEngine> e;
   if (kind == "ort") {
     HFX_CHECK(exported, kComp,

@@ -65,6 +65,9 @@ Text2TextSettings text2text_settings(const nlohmann::json& config,
 
 /// Whether config.json describes an encoder-decoder model (is_encoder_decoder, or a seq2seq head).
 bool is_text2text_config(const nlohmann::json& config);
+/// Throws hfx::Error("generate", "expected a text-to-text model, got the speech model whisper … use hfx
+/// transcribe") for a speech encoder-decoder's config (Whisper's num_mel_bins), found at `path`.
+void check_not_speech(const nlohmann::json& config, const std::string& path);
 
 struct Text2TextResult {
   std::vector<std::vector<int64_t>> prompt_ids;  ///< per row, as encoded
