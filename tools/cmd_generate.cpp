@@ -22,10 +22,12 @@
 #include "hfx/core/error.h"
 #include "hfx/core/progress.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/models/model.h"
 #include "hfx/runtime/chat.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/runtime/image_text.h"
 #include "hfx/runtime/text2text.h"
+#include "hfx/tokenizers/tokenizer.h"
 
 namespace hfx::cli {
 
@@ -54,20 +56,34 @@ struct GenerateArgs {
   }
 };
 
-// Encoder-decoder checkpoints and exports (t5, bart, marian): greedy text-to-text; a speech one (whisper) is
-// refused here, naming hfx transcribe.
-bool is_text2text_dir(const std::string& dir) {
-  std::string path = dir + "/config.json";
-  if (!std::filesystem::exists(path)) return false;
+// What config.json says the model is, before anything loads: its generation structure decides which loop
+// runs and which options have a meaning. Empty when the folder has no readable config.json or an unknown
+// model_type (the loaders then say so).
+struct ModelKind {
+  Structure structure = Structure::DecoderOnly;
+  std::string type;
+  bool speech = false;  // an encoder-decoder over audio features (Whisper)
   nlohmann::json config;
-  try {
-    config = nlohmann::json::parse(io::read_file(path));
-  } catch (const nlohmann::json::exception&) {
-    return false;  // the generator reports the bad JSON
+  std::string what() const {
+    return fmt::format("the {}{} model {}", speech ? "speech " : "", structure_name(structure), type);
   }
-  if (!is_text2text_config(config)) return false;
-  check_not_speech(config, dir);
-  return true;
+};
+
+std::optional<ModelKind> model_kind(const std::string& dir) {
+  const std::string path = dir + "/config.json";
+  if (!std::filesystem::exists(path)) return std::nullopt;
+  try {
+    ModelKind k;
+    k.config = nlohmann::json::parse(io::read_file(path));
+    k.structure = structure_of_config(k.config);
+    k.type = k.config.value("model_type", "");
+    k.speech = k.config.contains("num_mel_bins");
+    return k;
+  } catch (const nlohmann::json::exception&) {
+    return std::nullopt;
+  } catch (const Error&) {
+    return std::nullopt;
+  }
 }
 
 using ojson = nlohmann::ordered_json;
@@ -118,7 +134,14 @@ void run_text2text(const GenerateArgs& a) {
             a.quantize);
   const auto t0 = std::chrono::steady_clock::now();
   Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
-  Text2TextResult r = g.generate(a.prompts, a.max_new_tokens);
+  HFX_CHECK(g.tokenizer() != nullptr, "generate",
+            "expected tokenizer.json in '{}' to encode the prompts, got none", a.model);
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& p : a.prompts) {
+    const auto e = g.tokenizer()->encode(p, !a.raw);
+    ids.emplace_back(e.begin(), e.end());
+  }
+  Text2TextResult r = g.generate_ids(ids, a.max_new_tokens);
   if (a.json) {
     ojson rows = ojson::array();
     for (size_t i = 0; i < r.texts.size(); i++)
@@ -160,7 +183,7 @@ void print_text(const TokenEvent& e) {
 
 // --tools FILE.json: the tool schemas apply_chat_template(tools=...) takes, checked before the model loads.
 // A template that never reads `tools` would ignore them silently; that is refused, not ignored.
-ojson read_tools(const std::string& path, const tok::ChatTemplate& t) {
+ojson read_tools(const std::string& path, const tok::ChatTemplate& t, const std::string& model) {
   ojson tools;
   try {
     tools = ojson::parse(io::read_file(path));
@@ -172,8 +195,9 @@ ojson read_tools(const std::string& path, const tok::ChatTemplate& t) {
             "([{{\"type\": \"function\", \"function\": {{\"name\": ...}}}}]), got {}",
             path, tools.is_array() ? "an empty list" : tools.type_name());
   HFX_CHECK(t.source(true).find("tools") != std::string::npos, "generate",
-            "expected a chat template that takes tools for --tools, got one that never reads `tools` "
-            "(the model was not trained with tool schemas in its prompt): drop --tools");
+            "expected a chat template that takes tools for --tools, got one of {} that never reads `tools` "
+            "(the model was not trained with tool schemas in its prompt): drop --tools",
+            model);
   return tools;
 }
 
@@ -181,9 +205,9 @@ ojson read_tools(const std::string& path, const tok::ChatTemplate& t) {
 // with a line on stderr per turn saying how many prompt tokens came from the cache; --json prints one object
 // per turn (pretty for one turn, one line each with -i). `vlm`: the images go with the first message.
 void run_chat(const GenerateArgs& a, Generator& g, tok::ChatTemplate chat_template,
-              const rt::ImageTextGenerator* vlm) {
+              const rt::ImageTextGenerator* vlm, const std::string& model) {
   ojson tools;
-  if (a.tools) tools = read_tools(*a.tools, chat_template);
+  if (a.tools) tools = read_tools(*a.tools, chat_template, model);
   ChatSession chat(g, std::move(chat_template), a.system);
   if (a.tools) chat.set_tools(std::move(tools));
   if (vlm) {
@@ -269,21 +293,20 @@ void run_prompts(const GenerateArgs& a, Generator& g, const std::vector<std::vec
              g.engine().name(), r.texts.size(), r.stats.new_tokens, r.stats.prefill_s * 1e3, dec);
 }
 
-// --image: a vision-language checkpoint (eager) or its ONNX export (ort), with --prompt (markers written by
-// the user) or --chat (the processor's chat template places them).
-void run_image_text(const GenerateArgs& a) {
+// A vision-language checkpoint (eager) or its ONNX export (ort), with --image (none: text alone) and --prompt
+// (markers written by the user) or --chat (the processor's chat template places them).
+void run_image_text(const GenerateArgs& a, const std::string& model) {
   if (!a.chat && a.prompts.size() != 1)
     throw UsageError("generate",
-                     fmt::format("expected one --prompt (or --chat) with --image: a vision-language "
-                                 "model runs one conversation at a time, got {} prompts",
-                                 a.prompts.size()));
+                     fmt::format("expected one --prompt (or --chat) for {}: a vision-language model "
+                                 "runs one conversation at a time, got {} prompts",
+                                 model, a.prompts.size()));
   rt::ImageTextGenerator vlm = rt::open_image_text(a.model, a.images, a.config());
-  if (a.chat) return run_chat(a, vlm.generator, tok::ChatTemplate::from_dir(a.model), &vlm);
+  if (a.chat) return run_chat(a, vlm.generator, tok::ChatTemplate::from_dir(a.model, model), &vlm, model);
   run_prompts(a, vlm.generator, {vlm.encode(a.prompts[0], !a.raw)}, "image");
 }
 
-void run_generate(GenerateArgs a) {
-  a.model = resolve_model(a.model);
+void check_usage(const GenerateArgs& a) {
   if (a.chat || a.interactive) {
     if (!a.prompts.empty() || a.raw)
       throw UsageError(
@@ -300,19 +323,34 @@ void run_generate(GenerateArgs a) {
     if (a.tools) throw UsageError("generate", "expected --tools together with --chat, got it alone");
     if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
   }
-  if (!a.images.empty()) return run_image_text(a);
-  if (is_text2text_dir(a.model)) {
-    HFX_CHECK(
-        !a.chat, "generate",
-        "expected a decoder-only or vision-language model for --chat, got an encoder-decoder one in '{}' "
-        "(its encoder reads the source text as given, with no chat template): use --prompt",
-        a.model);
+}
+
+// Each structure's loop: the refusals of options without a meaning there name the structure.
+void run_generate(GenerateArgs a) {
+  a.model = resolve_model(a.model);
+  check_usage(a);
+  const std::optional<ModelKind> kind = model_kind(a.model);
+  const std::string model = kind ? kind->what() : fmt::format("the model in '{}'", a.model);
+  if (kind && kind->speech) check_not_speech(kind->config, a.model);
+  HFX_CHECK(!kind || kind->structure != Structure::EncoderOnly, "generate",
+            "expected a model that generates text, got {} (it maps text to hidden states, embeddings or "
+            "labels, with no generation loop): use hfx embed MODEL --text TEXT, or hfx export",
+            model);
+  HFX_CHECK(a.images.empty() || !kind || kind->structure == Structure::VisionLanguage, "generate",
+            "expected a vision-language model for --image, got {}: it takes no images", model);
+  if (kind && kind->structure == Structure::VisionLanguage) return run_image_text(a, model);
+  if (!a.images.empty()) return run_image_text(a, model);  // no config.json: the loader says what is missing
+  if (kind && kind->structure == Structure::EncoderDecoder) {
+    HFX_CHECK(!a.chat, "generate",
+              "expected a decoder-only or vision-language model for --chat, got {} (its encoder reads the "
+              "source text as given, with no chat template): use --prompt",
+              model);
     return run_text2text(a);
   }
   if (a.chat) {
-    tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model);
+    tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model, model);
     Generator g = Generator::open(a.model, a.config());
-    return run_chat(a, g, std::move(chat_template), nullptr);
+    return run_chat(a, g, std::move(chat_template), nullptr, model);
   }
   Generator g = Generator::open(a.model, a.config());
   run_prompts(a, g, {}, "prompt");

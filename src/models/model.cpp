@@ -60,6 +60,21 @@ std::string head_of(const Architecture& arch, const nlohmann::json& config) {
             known, arch.model_type, cls);
 }
 
+Structure structure_of_config(const nlohmann::json& config) {
+  HFX_CHECK(config.is_object() && config.contains("model_type") && config["model_type"].is_string(), "model",
+            "expected config.json with a model_type string, got {}",
+            config.is_object() ? "none" : "no object");
+  const std::string type = config["model_type"].get<std::string>();
+  const Architecture* a = find_architecture(type);
+  HFX_CHECK(a != nullptr, "model",
+            "expected a model_type hfx supports (hfx create-tiny --help lists them), got '{}'", type);
+  const std::string head = head_of(*a, config);
+  if (head == "causal_lm") return Structure::DecoderOnly;
+  if (head == "seq2seq_lm") return Structure::EncoderDecoder;
+  if (head == "image_text_to_text") return Structure::VisionLanguage;
+  return Structure::EncoderOnly;
+}
+
 std::vector<std::string> Model::component_names() const {
   std::vector<std::string> r;
   for (const auto& c : components()) r.push_back(c.name);

@@ -99,8 +99,8 @@ std::unique_ptr<Model> quantize_model(const Model& model, const QuantOptions& o,
   if (o.enabled() && o.embedding && (embed.empty() || !ws.has(embed)))
     HFX_THROW("quant",
               "expected an architecture whose token embedding table hfx can gather quantized with "
-              "--quantize-embedding, got {}; drop --quantize-embedding",
-              cfg.model_type);
+              "--quantize-embedding, got the {} model {}; drop --quantize-embedding",
+              structure_name(model.structure()), cfg.model_type);
   const bool table = !embed.empty() && ws.has(embed) && ws.info(embed).shape.size() == 2 &&
                      dtype_is_float(ws.info(embed).dtype) && ws.info(embed).shape[1] % o.group_size == 0;
   if (o.enabled() && o.embedding && table) {

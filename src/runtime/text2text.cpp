@@ -125,10 +125,11 @@ bool is_text2text_config(const nlohmann::json& config) {
 
 void check_not_speech(const nlohmann::json& config, const std::string& path) {
   // A speech encoder-decoder (Whisper: config.json's num_mel_bins) reads log-mel features, not text.
-  HFX_CHECK(!config.contains("num_mel_bins"), kComp,
-            "expected a text-to-text model, got the speech model {} in '{}' (its encoder reads audio features, "
-            "not a text prompt): use hfx transcribe MODEL FILE.wav",
-            config.value("model_type", "?"), path);
+  HFX_CHECK(
+      !config.contains("num_mel_bins"), kComp,
+      "expected a text-to-text model, got the speech model {} in '{}' (its encoder reads audio features, "
+      "not a text prompt): use hfx transcribe MODEL FILE.wav",
+      config.value("model_type", "?"), path);
 }
 
 Text2TextSettings text2text_settings(const nlohmann::json& cfg, const std::optional<nlohmann::json>& gen) {

@@ -91,7 +91,7 @@ ChatTemplate ChatTemplate::from_json(const ojson& chat_template, const ojson& to
   return t;
 }
 
-ChatTemplate ChatTemplate::from_dir(const std::string& dir) {
+ChatTemplate ChatTemplate::from_dir(const std::string& dir, const std::string& model) {
   const fs::path d(dir);
   ojson config =
       fs::exists(d / "tokenizer_config.json") ? read_json(d / "tokenizer_config.json") : ojson::object();
@@ -107,8 +107,8 @@ ChatTemplate ChatTemplate::from_dir(const std::string& dir) {
   HFX_CHECK(!tmpl.is_null(), kComp,
             "expected a chat_template in tokenizer_config.json or chat_template.json, got none — pass "
             "--prompt without --chat "
-            "(folder '{}')",
-            dir);
+            "({} '{}')",
+            model.empty() ? "folder" : model + " in", dir);
   ChatTemplate t = from_json(tmpl, config);
   if (fs::exists(d / "special_tokens_map.json"))
     add_special_tokens(t.special_tokens_, read_json(d / "special_tokens_map.json"));

@@ -221,7 +221,7 @@ TEST_F(ChatCli, ToolsReachTheTemplate) {
        "expected valid JSON in --tools file"},
       {model.string() + " --chat hi --tools " + (dir / "object.json").string(), "got object"},
       {(dir / "ckpt").string() + " --chat hi --tools " + (dir / "tools.json").string(),
-       "got one that never reads `tools`"}};
+       "got one of the decoder-only model llama that never reads `tools`"}};
   for (const auto& [args, message] : bad) {
     r = sh(std::string(HFX_CLI) + " generate " + args, dir);
     EXPECT_EQ(r.rc, 1) << args << ": " << r.err;

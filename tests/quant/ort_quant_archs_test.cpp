@@ -122,8 +122,9 @@ TEST(QuantArchs, EmbeddingTableQuantizedUnderItsOwnNameOrRefused) {
     quant::quantize_model(*f, opts);
     ADD_FAILURE() << "gpt2 --quantize-embedding accepted";
   } catch (const Error& e) {
-    EXPECT_NE(std::string(e.what()).find("[quant] expected an architecture whose token embedding table hfx "
-                                         "can gather quantized with --quantize-embedding, got gpt2"),
+    EXPECT_NE(std::string(e.what()).find(
+                  "[quant] expected an architecture whose token embedding table hfx "
+                  "can gather quantized with --quantize-embedding, got the decoder-only model gpt2"),
               std::string::npos)
         << e.what();
   }

@@ -234,6 +234,10 @@ struct Architecture {
 /// The head a config selects: the head whose class is config.json's architectures[0] (the default head
 /// when absent). Throws hfx::Error("model", "expected one of the classes [...] of MODEL_TYPE, got 'X'").
 std::string head_of(const Architecture& arch, const nlohmann::json& config);
+/// The generation structure a config.json gives (its model_type's architecture and head), without loading
+/// weights: causal_lm → decoder-only, seq2seq_lm → encoder-decoder, image_text_to_text → vision-language,
+/// any other head → encoder-only. Throws hfx::Error("model", ...) for an unknown model_type or class.
+Structure structure_of_config(const nlohmann::json& config);
 
 /// The architecture of `model_type`. An unknown one throws hfx::Error("model", "expected a supported
 /// model_type, got 'X' (nearest: a, b, c); ... docs/adding-an-architecture.md").

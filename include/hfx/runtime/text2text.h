@@ -91,6 +91,8 @@ class Text2TextGenerator {
 
   Seq2SeqEngine& engine() { return *engine_; }
   const Text2TextSettings& settings() const { return settings_; }
+  /// Null when the folder has no tokenizer.json (generate_ids still works).
+  const tok::Tokenizer* tokenizer() const { return tokenizer_.get(); }
 
  private:
   std::unique_ptr<Seq2SeqEngine> engine_;

@@ -49,8 +49,8 @@ class ChatTemplate {
  public:
   /// Loads the template and special tokens of a model (or export) folder. Throws hfx::Error("chat",
   /// "expected a chat_template in tokenizer_config.json or chat_template.json, got none — ...") when the
-  /// folder has none.
-  static ChatTemplate from_dir(const std::string& dir);
+  /// folder has none (naming `model`, e.g. "the decoder-only model llama", where given).
+  static ChatTemplate from_dir(const std::string& dir, const std::string& model = "");
   /// `chat_template`: a Jinja string or a list of {"name", "template"} objects. `tokenizer_config`: the
   /// tokenizer_config.json object the special tokens are read from (strings or {"content": ...}).
   static ChatTemplate from_json(
