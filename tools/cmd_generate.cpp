@@ -122,41 +122,6 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
-void run_text2text(const GenerateArgs& a) {
-  HFX_CHECK(!(a.temperature || a.top_k || a.top_p || a.seed) && a.repetition_penalty == 1.0f &&
-                a.stop.empty() && !a.ignore_eos,
-            "generate",
-            "expected greedy decoding for an encoder-decoder model (no sampling, repetition penalty, stop or "
-            "--ignore-eos: hfx's seq2seq loop is greedy so far), got some");
-  HFX_CHECK(a.quantize == "none", "generate",
-            "expected no --quantize for an encoder-decoder model (only decoder-only "
-            "models built on the shared decoder blocks quantize), got --quantize {}",
-            a.quantize);
-  const auto t0 = std::chrono::steady_clock::now();
-  Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
-  HFX_CHECK(g.tokenizer() != nullptr, "generate",
-            "expected tokenizer.json in '{}' to encode the prompts, got none", a.model);
-  std::vector<std::vector<int64_t>> ids;
-  for (const auto& p : a.prompts) {
-    const auto e = g.tokenizer()->encode(p, !a.raw);
-    ids.emplace_back(e.begin(), e.end());
-  }
-  Text2TextResult r = g.generate_ids(ids, a.max_new_tokens);
-  if (a.json) {
-    ojson rows = ojson::array();
-    for (size_t i = 0; i < r.texts.size(); i++)
-      rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
-    fmt::print(
-        "{}\n",
-        dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), nullptr), 2));
-    return;
-  }
-  if (r.texts.size() == 1)
-    fmt::print("{}\n", r.texts[0]);
-  else
-    for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
-}
-
 GenerationOptions options_from(const GenerateArgs& a) {
   const bool sampling_flags = a.temperature || a.top_k || a.top_p || a.seed;
   HFX_CHECK(!(a.greedy && sampling_flags), "generate",
@@ -179,6 +144,39 @@ void print_text(const TokenEvent& e) {
   if (e.text.empty()) return;
   std::fwrite(e.text.data(), 1, e.text.size(), stdout);
   std::fflush(stdout);
+}
+
+// An encoder-decoder checkpoint or export (t5, bart, marian, ...): the decoding options of decoder-only
+// models through the Generator's loop; one prompt streams, several print row by row.
+void run_text2text(const GenerateArgs& a, const std::string& model) {
+  HFX_CHECK(a.quantize == "none", "generate",
+            "expected no --quantize for {} (only decoder-only models built on the shared decoder blocks "
+            "quantize at load so far), got --quantize {}",
+            model, a.quantize);
+  const GenerationOptions o = options_from(a);
+  Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
+  HFX_CHECK(g.tokenizer() != nullptr, "generate",
+            "expected tokenizer.json in '{}' to encode the prompts, got none", a.model);
+  std::vector<std::vector<int64_t>> ids;
+  for (const auto& p : a.prompts) {
+    const auto e = g.tokenizer()->encode(p, !a.raw);
+    ids.emplace_back(e.begin(), e.end());
+  }
+  const bool stream = a.prompts.size() == 1 && !a.json;
+  const auto t0 = std::chrono::steady_clock::now();
+  GenerationResult r = g.generate_ids(ids, o, stream ? TokenCallback(print_text) : TokenCallback());
+  if (a.json) {
+    ojson rows = ojson::array();
+    for (size_t i = 0; i < r.texts.size(); i++)
+      rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
+    fmt::print(
+        "{}\n",
+        dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), &r.stats), 2));
+  } else if (stream) {
+    fmt::print("\n");
+  } else {
+    for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
+  }
 }
 
 // --tools FILE.json: the tool schemas apply_chat_template(tools=...) takes, checked before the model loads.
@@ -345,7 +343,7 @@ void run_generate(GenerateArgs a) {
               "expected a decoder-only or vision-language model for --chat, got {} (its encoder reads the "
               "source text as given, with no chat template): use --prompt",
               model);
-    return run_text2text(a);
+    return run_text2text(a, model);
   }
   if (a.chat) {
     tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model, model);

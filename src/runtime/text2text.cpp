@@ -112,6 +112,62 @@ void ban_bad_words(float* row, int64_t V, const std::vector<int64_t>& seq,
   }
 }
 
+// hfx::Engine over an encoder-decoder: the Generator's "prompt" is the decoder start token of each row; the
+// first step (an empty cache) runs the encoder on the source prompts (right-padded, as tokenizers pad encoder
+// inputs), and every step applies the seq2seq logits processors transformers runs before the sampling ones
+// (NoBadWords, ForcedBOS, ForcedEOS), so the Generator's sampling, stop strings, repetition penalty and
+// streaming apply unchanged.
+class Seq2SeqDecoder : public Engine {
+ public:
+  Seq2SeqDecoder(Seq2SeqEngine& e, const Text2TextSettings& s, std::vector<std::vector<int64_t>> sources,
+                 int64_t max_new_tokens)
+      : e_(e), s_(s), sources_(std::move(sources)), max_length_(1 + max_new_tokens) {}
+  std::string name() const override { return e_.name(); }
+  int64_t vocab_size() const override { return e_.vocab_size(); }
+  void reset() override { past_ = 0; }
+  int64_t past_length() const override { return past_; }
+
+  void step(std::span<const int64_t> ids, std::span<const int64_t>, std::span<const int64_t>, int64_t B,
+            int64_t seq, std::vector<float>& logits) override {
+    HFX_CHECK(seq == 1 && B == static_cast<int64_t>(sources_.size()), kComp,
+              "expected one decoder token per row for {} rows, got [{}, {}]", sources_.size(), B, seq);
+    if (past_ == 0) encode_sources();
+    for (int64_t r = 0; r < B; r++) seqs_[r].push_back(ids[r]);
+    e_.step(ids, B, logits);
+    const int64_t V = e_.vocab_size();
+    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp, "expected logits [{}, {}], got {} values",
+              B, V, logits.size());
+    const int64_t cur_len = ++past_;  // decoder tokens so far, the start included (transformers' cur_len)
+    for (int64_t r = 0; r < B; r++) {
+      float* row = logits.data() + r * V;
+      ban_bad_words(row, V, seqs_[r], s_.bad_words_ids);
+      if (cur_len == 1 && s_.forced_bos_token_id) force(row, V, *s_.forced_bos_token_id);
+      if (cur_len == max_length_ - 1 && s_.forced_eos_token_id) force(row, V, *s_.forced_eos_token_id);
+    }
+  }
+
+ private:
+  void encode_sources() {
+    const int64_t B = static_cast<int64_t>(sources_.size());
+    int64_t S = 0;
+    for (const auto& p : sources_) S = std::max<int64_t>(S, static_cast<int64_t>(p.size()));
+    std::vector<int64_t> ids(B * S, s_.pad_token_id), mask(B * S, 0);
+    for (int64_t r = 0; r < B; r++)
+      for (size_t j = 0; j < sources_[r].size(); j++) {
+        ids[r * S + j] = sources_[r][j];
+        mask[r * S + j] = 1;
+      }
+    e_.encode(ids, mask, B, S);
+    seqs_.assign(B, {});
+  }
+
+  Seq2SeqEngine& e_;
+  const Text2TextSettings& s_;
+  std::vector<std::vector<int64_t>> sources_, seqs_;
+  int64_t max_length_;
+  int64_t past_ = 0;
+};
+
 }  // namespace
 
 bool is_text2text_config(const nlohmann::json& config) {
@@ -225,67 +281,34 @@ Text2TextResult Text2TextGenerator::generate(const std::vector<std::string>& pro
 
 Text2TextResult Text2TextGenerator::generate_ids(const std::vector<std::vector<int64_t>>& prompts,
                                                  int64_t max_new_tokens) {
+  GenerationOptions o;
+  o.max_new_tokens = max_new_tokens;
+  GenerationResult g = generate_ids(prompts, o);
+  return {std::move(g.prompt_ids), std::move(g.ids), std::move(g.texts), std::move(g.finish_reasons)};
+}
+
+GenerationResult Text2TextGenerator::generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                                                  const GenerationOptions& options,
+                                                  const TokenCallback& callback) {
   HFX_CHECK(!prompts.empty(), kComp, "expected at least one prompt, got none");
-  HFX_CHECK(max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}", max_new_tokens);
-  const Text2TextSettings& s = settings_;
-  const int64_t B = static_cast<int64_t>(prompts.size()), V = engine_->vocab_size();
-  int64_t S = 0;
+  HFX_CHECK(options.max_new_tokens >= 0, kComp, "expected max_new_tokens >= 0, got {}",
+            options.max_new_tokens);
+  HFX_CHECK(options.cached_tokens == 0, kComp,
+            "expected no cached tokens for an encoder-decoder model (its encoder runs on the whole prompt), "
+            "got {}",
+            options.cached_tokens);
+  const int64_t V = engine_->vocab_size();
   for (size_t r = 0; r < prompts.size(); r++) {
     HFX_CHECK(!prompts[r].empty(), kComp, "expected prompt {} to encode to at least one token, got none", r);
     for (int64_t id : prompts[r])
       HFX_CHECK(id >= 0 && id < V, kComp, "expected token ids in [0, {}), got {} in prompt {}", V, id, r);
-    S = std::max<int64_t>(S, static_cast<int64_t>(prompts[r].size()));
   }
-  // Right padding, as tokenizers pad encoder inputs.
-  std::vector<int64_t> ids(B * S, s.pad_token_id), mask(B * S, 0);
-  for (int64_t r = 0; r < B; r++)
-    for (size_t j = 0; j < prompts[r].size(); j++) {
-      ids[r * S + j] = prompts[r][j];
-      mask[r * S + j] = 1;
-    }
-  engine_->encode(ids, mask, B, S);
-
-  Text2TextResult res;
-  res.prompt_ids = prompts;
-  res.ids.assign(B, {});
-  res.finish_reasons.assign(B, "length");
-  std::vector<std::vector<int64_t>> seq(B, std::vector<int64_t>{s.decoder_start_token_id});
-  std::vector<bool> done(B, false);
-  std::vector<int64_t> next(B, s.decoder_start_token_id);
-  std::vector<float> logits;
-  const int64_t max_length = 1 + max_new_tokens;  // the decoder start counts, as in transformers
-  for (int64_t step = 0; step < max_new_tokens; step++) {
-    engine_->step(next, B, logits);
-    HFX_CHECK(static_cast<int64_t>(logits.size()) == B * V, kComp, "expected logits [{}, {}], got {} values",
-              B, V, logits.size());
-    const int64_t cur_len = step + 1;
-    for (int64_t r = 0; r < B; r++) {
-      float* row = logits.data() + r * V;
-      ban_bad_words(row, V, seq[r], s.bad_words_ids);
-      if (cur_len == 1 && s.forced_bos_token_id) force(row, V, *s.forced_bos_token_id);
-      if (cur_len == max_length - 1 && s.forced_eos_token_id) force(row, V, *s.forced_eos_token_id);
-      int64_t tok = std::max_element(row, row + V) - row;
-      if (done[r]) tok = s.pad_token_id;
-      next[r] = tok;
-      seq[r].push_back(tok);
-      if (done[r]) continue;
-      res.ids[r].push_back(tok);
-      if (std::find(s.eos_token_ids.begin(), s.eos_token_ids.end(), tok) != s.eos_token_ids.end()) {
-        done[r] = true;
-        res.finish_reasons[r] = "eos";
-      }
-    }
-    if (std::all_of(done.begin(), done.end(), [](bool d) { return d; })) break;
-  }
-  for (int64_t r = 0; r < B; r++) {
-    std::string text;
-    if (tokenizer_) {
-      std::vector<int32_t> t(res.ids[r].begin(), res.ids[r].end());
-      text = tokenizer_->decode(t, true);
-    }
-    res.texts.push_back(std::move(text));
-  }
-  return res;
+  Generator g(std::make_unique<Seq2SeqDecoder>(*engine_, settings_, prompts, options.max_new_tokens),
+              tokenizer_, settings_.eos_token_ids, settings_.pad_token_id);
+  const std::vector<std::vector<int64_t>> starts(prompts.size(), {settings_.decoder_start_token_id});
+  GenerationResult r = g.generate_ids(starts, options, callback);
+  r.prompt_ids = prompts;  // the encoder's input; the decoder's was the start token alone
+  return r;
 }
 
 }  // namespace hfx

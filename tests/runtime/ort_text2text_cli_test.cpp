@@ -58,8 +58,33 @@ TEST_P(Text2TextCli, CheckpointAndExportAgree) {
     EXPECT_EQ(a["rows"][r]["ids"], b["rows"][r]["ids"]) << "row " << r;
     EXPECT_EQ(a["rows"][r]["text"], b["rows"][r]["text"]) << "row " << r;
   }
-  Proc sampled = sh(cli + " generate " + (dir / "ckpt").string() + " --prompt x --temperature 0.7 2>&1");
-  EXPECT_NE(sampled.rc, 0);
+  // The decoding options of decoder-only models apply (the Generator's loop on the decoder): a seeded
+  // sampling run repeats itself, a stop string cuts the greedy text before it, --ignore-eos runs to the
+  // budget; --quantize is refused naming the structure.
+  const std::string sample = " generate " + (dir / "ckpt").string() +
+                             " --prompt 'translate: hello world' --temperature 1.5 --top-k 50 --seed 3 "
+                             "--repetition-penalty 1.2 --max-new-tokens 16 --json 2>/dev/null";
+  Proc s1 = sh(cli + sample), s2 = sh(cli + sample);
+  ASSERT_EQ(s1.rc, 0) << s1.out;
+  EXPECT_EQ(json::parse(s1.out)["rows"][0]["ids"], json::parse(s2.out)["rows"][0]["ids"]);
+  const std::string text = a["rows"][0]["text"];
+  ASSERT_GE(text.size(), 4u) << text;
+  {  // a stop string of the greedy text's bytes 2..3 (cut at its first occurrence)
+    const std::string stop = text.substr(2, 2);
+    Proc st =
+        sh(cli + " generate " + (dir / "ckpt").string() +
+           " --prompt 'translate: hello world' --max-new-tokens 16 --json --stop '" + stop + "' 2>/dev/null");
+    ASSERT_EQ(st.rc, 0) << st.out;
+    EXPECT_EQ(json::parse(st.out)["rows"][0]["finish_reason"], "stop");
+    EXPECT_EQ(json::parse(st.out)["rows"][0]["text"], text.substr(0, text.find(stop)));
+  }
+  Proc ig = sh(cli + " generate " + (dir / "out").string() +
+               " --prompt 'a b c' --max-new-tokens 16 --ignore-eos --json 2>/dev/null");
+  ASSERT_EQ(ig.rc, 0) << ig.out;
+  EXPECT_EQ(json::parse(ig.out)["rows"][0]["ids"].size(), 16u);
+  Proc q = sh("{ " + cli + " generate " + (dir / "ckpt").string() + " --prompt x --quantize int8 2>&1; }");
+  EXPECT_EQ(q.rc, 1);
+  EXPECT_NE(q.out.find("encoder-decoder model " + arch), std::string::npos) << q.out;
   fs::remove_all(dir);
 }
 

@@ -1,6 +1,6 @@
-// hfx/runtime/text2text.h — greedy text-to-text generation over encoder-decoder models (t5, bart,
-// marian), from a checkpoint (eager) or an export folder (ONNX Runtime over onnx/encoder_model.onnx and
-// onnx/decoder_model_merged.onnx).
+// hfx/runtime/text2text.h — text-to-text generation over encoder-decoder models (t5, bart, marian, ...),
+// from a checkpoint (eager) or an export folder (ONNX Runtime over onnx/encoder_model.onnx and
+// onnx/decoder_model_merged.onnx): greedy, or any GenerationOptions through hfx::Generator's loop.
 //
 // The rules are transformers' greedy generate() with the checkpoint's own generation config: the
 // encoder runs once on the right-padded prompts; the decoder starts from decoder_start_token_id and
@@ -20,6 +20,8 @@
 #include <vector>
 
 #include <nlohmann/json.hpp>
+
+#include "hfx/runtime/generator.h"
 
 namespace hfx {
 class Model;
@@ -88,6 +90,12 @@ class Text2TextGenerator {
 
   Text2TextResult generate(const std::vector<std::string>& prompts, int64_t max_new_tokens);
   Text2TextResult generate_ids(const std::vector<std::vector<int64_t>>& prompts, int64_t max_new_tokens);
+  /// Any decoding options (hfx/runtime/generator.h: sampling, stop strings, repetition penalty over the
+  /// decoder's ids, --ignore-eos, streaming) over the encoded prompts: the Generator's loop on the decoder,
+  /// the seq2seq logits processors (NoBadWords, ForcedBOS, ForcedEOS) applied before its own. prompt_ids are
+  /// the encoder's inputs; stats.prompt_tokens counts the decoder's start tokens.
+  GenerationResult generate_ids(const std::vector<std::vector<int64_t>>& prompts,
+                                const GenerationOptions& options, const TokenCallback& callback = {});
 
   Seq2SeqEngine& engine() { return *engine_; }
   const Text2TextSettings& settings() const { return settings_; }
