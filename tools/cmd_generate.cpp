@@ -39,12 +39,13 @@ struct GenerateArgs {
   std::string model, engine = "auto";
   std::vector<std::string> prompts, stop, images;
   std::optional<std::string> chat, system, tools;
-  int64_t max_new_tokens = 64;
+  std::optional<int64_t> max_new_tokens;  // unset: generation_config.json's max_new_tokens, else 64
   bool greedy = false, json = false, ignore_eos = false, raw = false, interactive = false;
   std::optional<float> temperature, top_p;
   std::optional<int64_t> top_k;
   std::optional<uint64_t> seed;
-  float repetition_penalty = 1.0f;
+  std::optional<float> repetition_penalty;
+  GenerationDefaults defaults;  // the model's generation_config.json (run_generate reads it)
   int threads = 0;
   std::string quantize = "none", activations = "f32";
   int group_size = 32;
@@ -98,18 +99,21 @@ ojson json_row(const std::string& prompt, const std::vector<int64_t>& prompt_ids
           {"finish_reason", finish_reason}};
 }
 
+ojson json_decoding(const GenerationOptions& o);
+
 ojson json_doc(const char* mode, const std::string& engine, ojson rows, double total_s,
-               const GenerationStats* s) {
-  ojson t = {{"total_s", total_s},       {"prefill_s", nullptr},     {"decode_s", nullptr},
-             {"prompt_tokens", nullptr}, {"cached_tokens", nullptr}, {"new_tokens", nullptr}};
-  if (s)
-    t = {{"total_s", total_s},
-         {"prefill_s", s->prefill_s},
-         {"decode_s", s->decode_s},
-         {"prompt_tokens", s->prompt_tokens},
-         {"cached_tokens", s->cached_tokens},
-         {"new_tokens", s->new_tokens}};
-  return {{"mode", mode}, {"engine", engine}, {"rows", std::move(rows)}, {"timings", std::move(t)}};
+               const GenerationStats& s, const GenerationOptions& o) {
+  ojson t = {{"total_s", total_s},
+             {"prefill_s", s.prefill_s},
+             {"decode_s", s.decode_s},
+             {"prompt_tokens", s.prompt_tokens},
+             {"cached_tokens", s.cached_tokens},
+             {"new_tokens", s.new_tokens}};
+  return {{"mode", mode},
+          {"engine", engine},
+          {"rows", std::move(rows)},
+          {"timings", std::move(t)},
+          {"decoding", json_decoding(o)}};
 }
 
 // Generated text may end inside a UTF-8 character (a stop string or the token budget cut it there): such
@@ -122,22 +126,39 @@ double seconds_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+// The decoding options as transformers' generate() settles them: the flags, else the model's
+// generation_config.json, else transformers' global defaults. Sampling flags imply sampling; --greedy wins
+// over a do_sample in the file.
 GenerationOptions options_from(const GenerateArgs& a) {
   const bool sampling_flags = a.temperature || a.top_k || a.top_p || a.seed;
   HFX_CHECK(!(a.greedy && sampling_flags), "generate",
             "expected either --greedy or sampling flags (--temperature/--top-k/--top-p/--seed), got both");
+  const GenerationDefaults& d = a.defaults;
   GenerationOptions o;
-  o.max_new_tokens = a.max_new_tokens;
+  o.max_new_tokens = a.max_new_tokens.value_or(d.max_new_tokens.value_or(64));
   o.stop = a.stop;
   o.ignore_eos = a.ignore_eos;
   o.add_special_tokens = !a.raw;
-  o.sampling.greedy = !sampling_flags;
-  if (a.temperature) o.sampling.temperature = *a.temperature;
-  if (a.top_k) o.sampling.top_k = *a.top_k;
-  if (a.top_p) o.sampling.top_p = *a.top_p;
-  if (a.seed) o.sampling.seed = *a.seed;
-  o.sampling.repetition_penalty = a.repetition_penalty;
+  o.sampling.greedy = a.greedy || !(sampling_flags || d.do_sample);
+  o.sampling.temperature = a.temperature.value_or(d.temperature);
+  o.sampling.top_k = a.top_k.value_or(d.top_k);
+  o.sampling.top_p = a.top_p.value_or(d.top_p);
+  o.sampling.seed = a.seed.value_or(0);
+  o.sampling.repetition_penalty = a.repetition_penalty.value_or(d.repetition_penalty);
   return o;
+}
+
+// --json's "decoding": the options in effect (from the flags or the model's generation_config.json).
+ojson json_decoding(const GenerationOptions& o) {
+  return {{"do_sample", !o.sampling.greedy},
+          {"temperature", o.sampling.temperature},
+          {"top_k", o.sampling.top_k},
+          {"top_p", o.sampling.top_p},
+          {"repetition_penalty", o.sampling.repetition_penalty},
+          {"seed", o.sampling.seed},
+          {"max_new_tokens", o.max_new_tokens},
+          {"ignore_eos", o.ignore_eos},
+          {"stop", o.stop}};
 }
 
 void print_text(const TokenEvent& e) {
@@ -171,7 +192,7 @@ void run_text2text(const GenerateArgs& a, const std::string& model) {
       rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
     fmt::print(
         "{}\n",
-        dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), &r.stats), 2));
+        dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), r.stats, o), 2));
   } else if (stream) {
     fmt::print("\n");
   } else {
@@ -220,7 +241,7 @@ void run_chat(const GenerateArgs& a, Generator& g, tok::ChatTemplate chat_templa
     if (a.json) {
       ojson rows = ojson::array(
           {json_row(chat.last_prompt(), r.prompt_ids[0], r.ids[0], r.texts[0], r.finish_reasons[0])});
-      ojson j = json_doc("chat", g.engine().name(), std::move(rows), seconds_since(t0), &r.stats);
+      ojson j = json_doc("chat", g.engine().name(), std::move(rows), seconds_since(t0), r.stats, o);
       j["turn"] = n;
       j["message"] = user;
       if (vlm && n == 1) j["images"] = a.images;
@@ -260,7 +281,7 @@ void run_prompts(const GenerateArgs& a, Generator& g, const std::vector<std::vec
   const GenerationOptions o = options_from(a);
   const bool stream = a.prompts.size() == 1 && !a.json;
   // Long generations show a token bar, unless the text itself streams to the same terminal.
-  const int64_t budget = a.max_new_tokens * static_cast<int64_t>(a.prompts.size());
+  const int64_t budget = o.max_new_tokens * static_cast<int64_t>(a.prompts.size());
   std::optional<Progress> bar;
   if (budget >= kBarTokens && !(stream && ::isatty(STDOUT_FILENO)))
     bar.emplace("generate", static_cast<uint64_t>(budget), Progress::Unit::kTokens);
@@ -276,7 +297,7 @@ void run_prompts(const GenerateArgs& a, Generator& g, const std::vector<std::vec
     ojson rows = ojson::array();
     for (size_t i = 0; i < r.texts.size(); i++)
       rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
-    ojson j = json_doc(mode, g.engine().name(), std::move(rows), seconds_since(t0), &r.stats);
+    ojson j = json_doc(mode, g.engine().name(), std::move(rows), seconds_since(t0), r.stats, o);
     if (!a.images.empty()) j["images"] = a.images;
     fmt::print("{}\n", dump(j, 2));
   } else if (stream) {
@@ -328,6 +349,7 @@ void run_generate(GenerateArgs a) {
   a.model = resolve_model(a.model);
   check_usage(a);
   const std::optional<ModelKind> kind = model_kind(a.model);
+  a.defaults = generation_defaults_of(a.model);
   const std::string model = kind ? kind->what() : fmt::format("the model in '{}'", a.model);
   if (kind && kind->speech) check_not_speech(kind->config, a.model);
   HFX_CHECK(!kind || kind->structure != Structure::EncoderOnly, "generate",
@@ -387,14 +409,21 @@ void register_generate(CLI::App& app) {
   cmd->add_flag(
       "-i,--interactive", a->interactive,
       "With --chat: read user turns from stdin line by line, keeping the conversation and its KV cache");
-  cmd->add_option("--max-new-tokens", a->max_new_tokens, "Tokens to generate per prompt")
+  cmd->add_option("--max-new-tokens", a->max_new_tokens,
+                  "Tokens to generate per prompt (default: generation_config.json's max_new_tokens, else 64)")
       ->check(CLI::NonNegativeNumber);
-  cmd->add_flag("--greedy", a->greedy, "Argmax decoding (the default without sampling flags)");
-  cmd->add_option("--temperature", a->temperature, "Sampling temperature (> 0)");
-  cmd->add_option("--top-k", a->top_k, "Keep the k most likely tokens (0 = off)");
-  cmd->add_option("--top-p", a->top_p, "Nucleus sampling mass in [0, 1]");
+  cmd->add_flag("--greedy", a->greedy,
+                "Argmax decoding (the default unless sampling flags are given or generation_config.json says "
+                "do_sample)");
+  cmd->add_option("--temperature", a->temperature,
+                  "Sampling temperature (> 0; default: generation_config.json's, else 1)");
+  cmd->add_option("--top-k", a->top_k,
+                  "Keep the k most likely tokens (0 = off; default: generation_config.json's, else 50)");
+  cmd->add_option("--top-p", a->top_p,
+                  "Nucleus sampling mass in [0, 1] (default: generation_config.json's, else 1)");
   cmd->add_option("--seed", a->seed, "RNG seed (row r uses seed + r)");
-  cmd->add_option("--repetition-penalty", a->repetition_penalty, "HF repetition penalty (1 = off)");
+  cmd->add_option("--repetition-penalty", a->repetition_penalty,
+                  "HF repetition penalty (1 = off; default: generation_config.json's, else 1)");
   cmd->add_option("--stop", a->stop, "Stop when the text contains this string (repeatable; it is cut off)");
   cmd->add_option("--engine", a->engine, "auto | eager | ort")
       ->check(CLI::IsMember({"auto", "eager", "ort"}));

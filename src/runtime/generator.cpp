@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
+#include <type_traits>
 
 #include <nlohmann/json.hpp>
 
@@ -171,6 +172,35 @@ Generator Generator::open(const std::string& path, const GeneratorConfig& config
 
   SpecialIds ids = special_ids_of(path, tokenizer.get());
   return Generator(std::move(engine), std::move(tokenizer), std::move(ids.eos), ids.pad);
+}
+
+GenerationDefaults generation_defaults_of(const std::string& path) {
+  GenerationDefaults d;
+  const auto j = read_json_if_exists(fs::path(path) / "generation_config.json");
+  if (!j || !j->is_object()) return d;
+  auto number = [&](const char* key, auto& out) {
+    auto it = j->find(key);
+    if (it == j->end() || it->is_null()) return false;
+    HFX_CHECK(it->is_number(), kComp, "expected generation_config.json's {} to be a number, got {} in '{}'",
+              key, it->dump(), path);
+    out = it->get<std::decay_t<decltype(out)>>();
+    return true;
+  };
+  if (auto it = j->find("do_sample"); it != j->end() && !it->is_null()) {
+    HFX_CHECK(it->is_boolean(), kComp,
+              "expected generation_config.json's do_sample to be a bool, got {} in '{}'", it->dump(), path);
+    d.do_sample = it->get<bool>();
+  }
+  number("temperature", d.temperature);
+  if (j->contains("top_k") && (*j)["top_k"].is_null())
+    d.top_k = 0;  // None: no top-k warper
+  else
+    number("top_k", d.top_k);
+  number("top_p", d.top_p);
+  number("repetition_penalty", d.repetition_penalty);
+  int64_t n = 0;
+  if (number("max_new_tokens", n)) d.max_new_tokens = n;
+  return d;
 }
 
 SpecialIds special_ids_of(const std::string& path, const tok::Tokenizer* tokenizer) {

@@ -176,6 +176,50 @@ TEST_F(ChatCli, JsonCarriesTheRenderedPromptPerTurn) {
   EXPECT_FALSE(std::getline(lines, line)) << "one JSON line per turn: " << r.out;
 }
 
+// generation_config.json's decoding fields are the defaults, as transformers' generate() takes them: a file
+// saying do_sample with its temperature/top_k/top_p/repetition_penalty/max_new_tokens makes a plain run
+// sample exactly as the same flags given explicitly; --greedy overrides do_sample; --json reports the
+// options in effect. Without those fields the run is greedy with 64 new tokens at most.
+TEST_F(ChatCli, GenerationConfigDefaultsApply) {
+  const std::string cli = HFX_CLI;
+  fs::path m = dir / "sampling_defaults";
+  fs::create_directories(m);
+  for (const char* f : {"config.json", "model.safetensors", "tokenizer.json", "tokenizer_config.json"})
+    fs::copy_file(dir / "ckpt" / f, m / f, fs::copy_options::overwrite_existing);
+  ojson gen = ojson::parse(hfx::io::read_file((dir / "ckpt" / "generation_config.json").string()));
+  gen.update({{"do_sample", true},
+              {"temperature", 0.7},
+              {"top_k", 7},
+              {"top_p", 0.9},
+              {"repetition_penalty", 1.2},
+              {"max_new_tokens", 9}});
+  hfx::io::write_file_atomic((m / "generation_config.json").string(), gen.dump());
+  auto run = [&](const fs::path& model, const std::string& flags) {
+    CliRun r =
+        sh(cli + " generate " + model.string() + " --prompt 'Hello there' --ignore-eos --json" + flags, dir);
+    EXPECT_EQ(r.rc, 0) << r.err;
+    return r.rc == 0 ? ojson::parse(r.out) : ojson();
+  };
+  const ojson plain = run(m, " --seed 5");
+  const ojson explicit_flags = run(dir / "ckpt",
+                                   " --seed 5 --temperature 0.7 --top-k 7 --top-p 0.9 "
+                                   "--repetition-penalty 1.2 --max-new-tokens 9");
+  ASSERT_FALSE(plain.is_null() || explicit_flags.is_null());
+  EXPECT_EQ(plain["rows"][0]["ids"], explicit_flags["rows"][0]["ids"]);
+  EXPECT_EQ(plain["rows"][0]["ids"].size(), 9u);
+  EXPECT_EQ(plain["decoding"]["do_sample"], true);
+  EXPECT_EQ(plain["decoding"]["top_k"], 7);
+  const ojson greedy = run(m, " --greedy");
+  EXPECT_EQ(greedy["decoding"]["do_sample"], false);
+  EXPECT_EQ(greedy["decoding"]["repetition_penalty"], ojson(1.2f));
+  const ojson base = run(dir / "ckpt", "");
+  EXPECT_EQ(base["decoding"]["do_sample"], false);
+  EXPECT_EQ(base["decoding"]["max_new_tokens"], 64);
+  EXPECT_EQ(base["decoding"]["top_k"], 50);  // transformers' global default (used once sampling is on)
+  EXPECT_NE(plain["rows"][0]["ids"], run(m, " --greedy --max-new-tokens 9")["rows"][0]["ids"])
+      << "the file's do_sample must make the plain run sample";
+}
+
 // --tools FILE.json: the schemas reach the template as `tools` (here printed with tojson, the way Qwen's and
 // Llama 3.1's templates print them): the CLI's prompt is the library's rendering with those tools, token for
 // token, and its reply the fresh run's. A template that never reads `tools` is refused, not ignored.

@@ -181,6 +181,19 @@ struct SpecialIds {
 };
 /// SpecialIds of `dir` (config.json / generation_config.json absent: only the tokenizer's ids).
 SpecialIds special_ids_of(const std::string& dir, const tok::Tokenizer* tokenizer);
+/// The decoding defaults a model folder's generation_config.json gives transformers' generate() when the
+/// caller passes none: do_sample (greedy unless true), temperature, top_k, top_p, repetition_penalty, with
+/// transformers' global defaults (1, 50, 1, 1) where the file is silent, and max_new_tokens when it sets
+/// one. No file: greedy, nothing set. Throws hfx::Error("generate", ...) for a field of the wrong type.
+struct GenerationDefaults {
+  bool do_sample = false;
+  float temperature = 1.0f;
+  int64_t top_k = 50;  ///< 0: off (the file's null)
+  float top_p = 1.0f;
+  float repetition_penalty = 1.0f;
+  std::optional<int64_t> max_new_tokens;
+};
+GenerationDefaults generation_defaults_of(const std::string& dir);
 /// eos_token_id of a generation_config.json / config.json object (int, list or absent).
 std::vector<int64_t> eos_ids_from_json_text(const std::string& json_text);
 /// Whether `dir` is an export folder (manifest.json or onnx/).
