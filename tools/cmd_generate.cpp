@@ -40,7 +40,7 @@ struct GenerateArgs {
   std::vector<std::string> prompts, stop, images;
   std::optional<std::string> chat, system, tools;
   std::optional<int64_t> max_new_tokens;  // unset: generation_config.json's max_new_tokens, else 64
-  bool greedy = false, json = false, ignore_eos = false, raw = false, interactive = false;
+  bool greedy = false, json = false, stream = false, ignore_eos = false, raw = false, interactive = false;
   std::optional<float> temperature, top_p;
   std::optional<int64_t> top_k;
   std::optional<uint64_t> seed;
@@ -167,6 +167,8 @@ void print_text(const TokenEvent& e) {
   std::fflush(stdout);
 }
 
+TokenCallback output_callback(const GenerateArgs& a, bool one_row);
+
 // An encoder-decoder checkpoint or export (t5, bart, marian, ...): the decoding options of decoder-only
 // models through the Generator's loop; one prompt streams, several print row by row.
 void run_text2text(const GenerateArgs& a, const std::string& model) {
@@ -185,19 +187,34 @@ void run_text2text(const GenerateArgs& a, const std::string& model) {
   }
   const bool stream = a.prompts.size() == 1 && !a.json;
   const auto t0 = std::chrono::steady_clock::now();
-  GenerationResult r = g.generate_ids(ids, o, stream ? TokenCallback(print_text) : TokenCallback());
+  GenerationResult r = g.generate_ids(ids, o, output_callback(a, a.prompts.size() == 1));
   if (a.json) {
     ojson rows = ojson::array();
     for (size_t i = 0; i < r.texts.size(); i++)
       rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
-    fmt::print(
-        "{}\n",
-        dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), r.stats, o), 2));
+    fmt::print("{}\n",
+               dump(json_doc("text2text", g.engine().name(), std::move(rows), seconds_since(t0), r.stats, o),
+                    a.stream ? -1 : 2));
   } else if (stream) {
     fmt::print("\n");
   } else {
     for (size_t i = 0; i < r.texts.size(); i++) fmt::print("--- [{}] {}\n{}\n", i, a.prompts[i], r.texts[i]);
   }
+}
+
+// --json --stream: one JSON line per generated token ({"row", "id", "text", "finished"}), before the final
+// object (printed on one line then).
+void print_event(const TokenEvent& e) {
+  const ojson j = {{"row", e.row}, {"id", e.token}, {"text", e.text}, {"finished", e.finished}};
+  fmt::print("{}\n", dump(j, -1));
+  std::fflush(stdout);
+}
+
+// What each generated token does on stdout: streamed text (one row, text mode), a JSON line (--json
+// --stream), or nothing (the result prints at the end).
+TokenCallback output_callback(const GenerateArgs& a, bool one_row) {
+  if (a.json) return a.stream ? TokenCallback(print_event) : TokenCallback();
+  return one_row ? TokenCallback(print_text) : TokenCallback();
 }
 
 // --tools FILE.json: the tool schemas apply_chat_template(tools=...) takes, checked before the model loads.
@@ -236,7 +253,7 @@ void run_chat(const GenerateArgs& a, Generator& g, tok::ChatTemplate chat_templa
   const GenerationOptions o = options_from(a);
   auto turn = [&](const std::string& user, int n) {
     const auto t0 = std::chrono::steady_clock::now();
-    GenerationResult r = chat.send(user, o, a.json ? TokenCallback() : TokenCallback(print_text));
+    GenerationResult r = chat.send(user, o, output_callback(a, true));
     const ChatTurnStats& t = chat.last_turn();
     if (a.json) {
       ojson rows = ojson::array(
@@ -245,7 +262,7 @@ void run_chat(const GenerateArgs& a, Generator& g, tok::ChatTemplate chat_templa
       j["turn"] = n;
       j["message"] = user;
       if (vlm && n == 1) j["images"] = a.images;
-      fmt::print("{}\n", dump(j, a.interactive ? -1 : 2));
+      fmt::print("{}\n", dump(j, a.interactive || a.stream ? -1 : 2));
     } else {
       fmt::print("\n");
     }
@@ -286,9 +303,10 @@ void run_prompts(const GenerateArgs& a, Generator& g, const std::vector<std::vec
   if (budget >= kBarTokens && !(stream && ::isatty(STDOUT_FILENO)))
     bar.emplace("generate", static_cast<uint64_t>(budget), Progress::Unit::kTokens);
   uint64_t tokens = 0;
+  const TokenCallback out = output_callback(a, stream);
   TokenCallback cb = [&](const TokenEvent& e) {
     if (bar) bar->update(++tokens);
-    if (stream) print_text(e);
+    if (out) out(e);
   };
   const auto t0 = std::chrono::steady_clock::now();
   GenerationResult r = ids.empty() ? g.generate(a.prompts, o, cb) : g.generate_ids(ids, o, cb);
@@ -299,7 +317,7 @@ void run_prompts(const GenerateArgs& a, Generator& g, const std::vector<std::vec
       rows.push_back(json_row(a.prompts[i], r.prompt_ids[i], r.ids[i], r.texts[i], r.finish_reasons[i]));
     ojson j = json_doc(mode, g.engine().name(), std::move(rows), seconds_since(t0), r.stats, o);
     if (!a.images.empty()) j["images"] = a.images;
-    fmt::print("{}\n", dump(j, 2));
+    fmt::print("{}\n", dump(j, a.stream ? -1 : 2));
   } else if (stream) {
     fmt::print("\n");
   } else {
@@ -326,6 +344,11 @@ void run_image_text(const GenerateArgs& a, const std::string& model) {
 }
 
 void check_usage(const GenerateArgs& a) {
+  if (a.stream && !a.json)
+    throw UsageError(
+        "generate",
+        "expected --stream together with --json (JSON Lines per token; text mode already streams "
+        "one prompt's tokens as they come), got it alone");
   if (a.chat || a.interactive) {
     if (!a.prompts.empty() || a.raw)
       throw UsageError(
@@ -438,6 +461,9 @@ void register_generate(CLI::App& app) {
       ->check(CLI::IsMember({"f32", "int8"}));
   cmd->add_flag("--ignore-eos", a->ignore_eos, "Keep generating past EOS");
   cmd->add_flag("--no-special-tokens", a->raw, "Encode prompts without BOS/template tokens");
+  cmd->add_flag("--stream", a->stream,
+                "With --json: one JSON line per generated token ({\"row\", \"id\", \"text\", \"finished\"}), "
+                "then the result on one line");
   cmd->add_flag("--json", a->json,
                 "Print the rendered prompt, its ids, the new ids, text, finish reason and timings as JSON "
                 "(one schema in every mode: docs/cli.md)");

@@ -220,6 +220,33 @@ TEST_F(ChatCli, GenerationConfigDefaultsApply) {
       << "the file's do_sample must make the plain run sample";
 }
 
+// --json --stream: JSON Lines, one per generated token as it comes ({"row", "id", "text", "finished"}), then
+// the result on one line; the tokens' ids and texts add up to the result's. In chat mode the same per turn.
+TEST_F(ChatCli, StreamPrintsJsonLinesPerToken) {
+  const std::string cli = std::string(HFX_CLI) + " generate " + (dir / "ckpt").string();
+  for (const std::string mode : {" --prompt 'Hello there'", " --chat 'Hello there'"}) {
+    CliRun r = sh(cli + mode + " --max-new-tokens 6 --ignore-eos --json --stream", dir);
+    ASSERT_EQ(r.rc, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line, text;
+    std::vector<ojson> events;
+    while (std::getline(lines, line)) events.push_back(ojson::parse(line));
+    ASSERT_EQ(events.size(), 7u) << r.out;
+    const ojson& result = events.back();
+    ojson ids = ojson::array();
+    for (size_t i = 0; i + 1 < events.size(); i++) {
+      ids.push_back(events[i]["id"]);
+      text += events[i]["text"].get<std::string>();
+      EXPECT_EQ(events[i]["finished"], i + 2 == events.size()) << i;
+    }
+    EXPECT_EQ(ids, result["rows"][0]["ids"]) << mode;
+    EXPECT_EQ(text, result["rows"][0]["text"]) << mode;
+  }
+  CliRun alone = sh(cli + " --prompt hi --stream", dir);
+  EXPECT_EQ(alone.rc, 2);
+  EXPECT_NE(alone.err.find("expected --stream together with --json"), std::string::npos) << alone.err;
+}
+
 // --tools FILE.json: the schemas reach the template as `tools` (here printed with tojson, the way Qwen's and
 // Llama 3.1's templates print them): the CLI's prompt is the library's rendering with those tools, token for
 // token, and its reply the fresh run's. A template that never reads `tools` is refused, not ignored.

@@ -40,6 +40,7 @@ OPTIONS = [
     ("ignore-eos", None, ["--ignore-eos"], None),
     ("no-special-tokens", None, ["--no-special-tokens"], None),
     ("json", None, ["--json"], None),
+    ("json-stream", None, ["--json", "--stream"], None),
     ("threads", None, ["--threads", "1"], None),
     ("max-new-tokens-0", None, [], None),
     ("quantize-int8", None, ["--quantize", "int8"], None),
