@@ -1,22 +1,48 @@
-"""scripts/check_readme_commands.py README HFX — every `hfx` command line of README.md's ```sh blocks runs as
-written (issue 44's doc tests, README part), and its list of supported architectures is the registry's.
+"""scripts/check_readme_commands.py DOC.md [DOC.md ...] HFX — every command line of the docs' ```sh blocks runs as
+written (issue 44's doc tests), and README.md's list of supported architectures is the registry's.
 
-The lines run in order, in one fresh temp folder (a quick start's `create-tiny` makes what its `export` reads),
-with `hfx` replaced by the binary given. A line that names something the reader supplies is not run and is
-listed as such: a placeholder in capitals (`WHISPER_CKPT_OR_OUT`, `cat.png`-like files the folder lacks are
-refused by hfx and so fail) or a model id on the Hub (needs the network). The set-up commands themselves
-(`bash scripts/...`) are what runs this check, so they are listed, not run. Exit 1 when a line fails or when no
-line ran. `--selftest` runs it on a README whose command fails, which must exit 1 (the negative control).
-Python 3 standard library only (ctest runs it as docs.readme_commands).
+Each document's lines run in order, in one fresh temp folder of its own (a quick start's `create-tiny` makes
+what its `export` reads), with `hfx` replaced by the binary given. The folder holds the files a reader brings:
+`cat.png` (an RGB image) and `speech.wav` (a second of 16 kHz speech-band tone). Not run, and listed as such:
+a model id on the Hub (needs the network), the set-up, test and fuzzing commands themselves (`bash scripts/...`:
+they are what runs this check, or CI tiers of their own), and measurements (`bash bench/...`, `cmake --build`,
+a bench binary: tests do not time things). Synopses with placeholders belong in ```text blocks. Exit 1 when a
+line fails, when a line names a placeholder in capitals, or when no line ran. `--selftest` runs it on a
+document whose command fails, which must exit 1 (the negative control). Python 3 standard library only (ctest
+runs it as docs.commands over README.md and docs/*.md).
 """
+import math
 import os
 import re
+import struct
 import subprocess
 import sys
 import tempfile
+import wave
+import zlib
 
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
-HUB_ID = re.compile(r"^hfx \w+ [A-Za-z][\w.-]*-(?:Instruct|Chat|\d+[BbMm])\b")
+HUB_ID = re.compile(r"^(?:HF_\w+=\S+ )?hfx \w+ (?:[\w-]+/)?[A-Za-z][\w.-]*-(?:Instruct|Chat|\d+[BbMm])\b")
+MEASUREMENT = re.compile(r"^(?:bash bench/|cmake --build|(?:\w+=\S+ )*build/bench/)")
+
+
+def reader_files(work: str) -> None:
+    """cat.png and speech.wav: what the documents' commands take as the reader's own files."""
+    w = h = 30
+    raw = b"".join(b"\x00" + bytes((x * 7 + y * 3 + c * 50) % 256 for x in range(w) for c in range(3))
+                   for y in range(h))
+
+    def chunk(tag, data):
+        return struct.pack(">I", len(data)) + tag + data + struct.pack(">I", zlib.crc32(tag + data) & 0xFFFFFFFF)
+    with open(os.path.join(work, "cat.png"), "wb") as f:
+        f.write(b"\x89PNG\r\n\x1a\n" + chunk(b"IHDR", struct.pack(">IIBBBBB", w, h, 8, 2, 0, 0, 0))
+                + chunk(b"IDAT", zlib.compress(raw)) + chunk(b"IEND", b""))
+    with wave.open(os.path.join(work, "speech.wav"), "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 16000)))
+                               for i in range(16000)))
 
 
 def commands(text: str) -> list:
@@ -34,30 +60,55 @@ def check(readme: str, hfx: str) -> int:
     lines = commands(open(readme, encoding="utf-8").read())
     ran, listed, failed = 0, [], []
     with tempfile.TemporaryDirectory(prefix="hfx_readme_") as work:
+        reader_files(work)
         for line in lines:
             if line.startswith("bash scripts/"):
-                listed.append(f"{line}  (the set-up and test commands themselves)")
+                listed.append(f"{line}  (the set-up, test and fuzzing commands themselves)")
                 continue
-            if PLACEHOLDER.search(line) or HUB_ID.search(line):
-                listed.append(f"{line}  (names what the reader supplies)")
+            if MEASUREMENT.search(line):
+                listed.append(f"{line}  (a measurement: bench/, not run by tests)")
+                continue
+            if HUB_ID.search(line):
+                listed.append(f"{line}  (a model id on the Hub: needs the network)")
+                continue
+            if PLACEHOLDER.search(line.split("  #")[0]):
+                failed.append(f"{line}: expected a command that runs as written, got a placeholder (put a "
+                              "synopsis in a ```text block)")
                 continue
             if not line.startswith("hfx "):
                 failed.append(f"{line}: expected an `hfx` command or a set-up command, got another program")
                 continue
-            cmd = re.sub(r"(^|&& )hfx ", lambda m: f"{m.group(1)}{hfx} --quiet ", line)
+            cmd = re.sub(r"(^|&& )hfx ", lambda m: f"{m.group(1)}{hfx} --quiet ", line.split("  #")[0])
             r = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=600)
             ran += 1
             if r.returncode != 0:
                 failed.append(f"{line}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")
-    print(f"[readme] {ran} command lines ran as written, {len(failed)} failed, {len(listed)} not run:")
+    print(f"[docs] {readme}: {ran} command lines ran as written, {len(failed)} failed, {len(listed)} not run:")
     for x in listed:
         print(f"  not run: {x}")
     for x in failed:
         print(f"  FAILED: {x}")
-    if ran == 0:
-        print(f"[readme] expected command lines to run in {readme}, got none")
-        return 1
+    check.ran += ran
     return 1 if failed else 0
+
+
+check.ran = 0
+
+
+def check_all(docs: list, hfx: str) -> int:
+    """Every document with a ```sh block; README.md's architecture list too."""
+    rc = 0
+    for doc in docs:
+        if not commands(open(doc, encoding="utf-8").read()):
+            continue
+        rc = max(rc, check(doc, hfx))
+        if os.path.basename(doc) == "README.md":
+            rc = max(rc, check_architectures(doc, hfx))
+    if check.ran == 0:
+        print("[docs] expected command lines to run, got none")
+        return 1
+    print(f"[docs] {check.ran} command lines ran as written over {len(docs)} documents")
+    return rc
 
 
 def check_architectures(readme: str, hfx: str) -> int:
@@ -102,11 +153,11 @@ def selftest(hfx: str) -> int:
 
 
 if __name__ == "__main__":
-    if len(sys.argv) != 3:
-        sys.exit("usage: check_readme_commands.py README.md HFX | --selftest HFX")
-    binary = os.path.abspath(sys.argv[2])
+    if len(sys.argv) < 3:
+        sys.exit("usage: check_readme_commands.py DOC.md [DOC.md ...] HFX | --selftest HFX")
+    binary = os.path.abspath(sys.argv[-1])
     if not os.access(binary, os.X_OK):
         sys.exit(f"[readme] expected the hfx binary at {binary}, got none: build it (scripts/build.sh release)")
     if sys.argv[1] == "--selftest":
         sys.exit(selftest(binary))
-    sys.exit(max(check(sys.argv[1], binary), check_architectures(sys.argv[1], binary)))
+    sys.exit(check_all(sys.argv[1:-1], binary))

@@ -2,9 +2,10 @@
 """scripts/gen_docs.py HFX [--check] — the parts of docs/ that are generated from the code.
 
 Each generated block of a doc sits between `<!-- generated: COMMAND -->` and `<!-- end generated -->`; its
-content is COMMAND's output (COMMAND starts with `hfx`, run with the binary HFX as argv[0] "hfx"), in a ```text fence. Today: docs/design.md's pass list of
-each backend, and docs/cli-reference.md, every command's --help (every subcommand `hfx --help` lists must
-have its block there). Without
+content is COMMAND's output (COMMAND starts with `hfx`, run with the binary HFX as argv[0] "hfx"), in a ```text
+fence (a `--format markdown` command's output as it is). Today: docs/design.md's pass list of each backend,
+docs/cli-reference.md, every command's --help (every subcommand `hfx --help` lists must have its block there),
+and README.md's table of supported architectures × export backends (`hfx architectures --format markdown`). Without
 --check the blocks are rewritten in place; with --check (ctest docs.generated) nothing is written and the
 exit status is 1 naming each block whose text differs from what the code prints now — the doc says what the
 code does, or the test fails. `--selftest HFX` runs --check on a doc whose block is stale, which must fail
@@ -18,7 +19,7 @@ import sys
 import tempfile
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
-DOCS = ["docs/design.md", "docs/cli-reference.md"]
+DOCS = ["docs/design.md", "docs/cli-reference.md", "README.md"]
 BLOCK = re.compile(r"(<!-- generated: (?P<cmd>[^>]*?) -->\n)(?P<body>.*?)(<!-- end generated -->)", re.S)
 
 
@@ -29,6 +30,8 @@ def render(hfx: str, cmd: str) -> str:
     p = subprocess.run(["hfx", *argv[1:]], executable=hfx, capture_output=True, text=True)
     if p.returncode != 0:
         sys.exit(f"[docs] error: '{cmd}' exited {p.returncode}: {p.stderr.strip()}")
+    if "--format markdown" in cmd:  # markdown the doc shows as it is (README.md's architecture table)
+        return p.stdout.rstrip("\n") + "\n"
     return "```text\n" + p.stdout.rstrip("\n") + "\n```\n"
 
 

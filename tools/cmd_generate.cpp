@@ -171,13 +171,9 @@ TokenCallback output_callback(const GenerateArgs& a, bool one_row);
 
 // An encoder-decoder checkpoint or export (t5, bart, marian, ...): the decoding options of decoder-only
 // models through the Generator's loop; one prompt streams, several print row by row.
-void run_text2text(const GenerateArgs& a, const std::string& model) {
-  HFX_CHECK(a.quantize == "none", "generate",
-            "expected no --quantize for {} (only decoder-only models built on the shared decoder blocks "
-            "quantize at load so far), got --quantize {}",
-            model, a.quantize);
+void run_text2text(const GenerateArgs& a) {
   const GenerationOptions o = options_from(a);
-  Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads);
+  Text2TextGenerator g = Text2TextGenerator::open(a.model, a.engine, a.threads, a.config().quantize);
   HFX_CHECK(g.tokenizer() != nullptr, "generate",
             "expected tokenizer.json in '{}' to encode the prompts, got none", a.model);
   std::vector<std::vector<int64_t>> ids;
@@ -388,7 +384,7 @@ void run_generate(GenerateArgs a) {
               "expected a decoder-only or vision-language model for --chat, got {} (its encoder reads the "
               "source text as given, with no chat template): use --prompt",
               model);
-    return run_text2text(a, model);
+    return run_text2text(a);
   }
   if (a.chat) {
     tok::ChatTemplate chat_template = tok::ChatTemplate::from_dir(a.model, model);

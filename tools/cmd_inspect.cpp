@@ -51,10 +51,11 @@ nlohmann::json component_json(const ComponentDecl& c) {
   return j;
 }
 
+}  // namespace
+
 // One backend row: the programs (or .pte methods) the exporter writes for this structure, or why not.
 nlohmann::json backend_json(const std::string& name, const std::string& format, const std::string& option,
-                            const Model& m) {
-  const std::string& mt = m.config().model_type;
+                            Structure structure, const std::string& mt) {
   nlohmann::json j = {{"backend", name},
                       {"format", format},
                       {"command", fmt::format("hfx export MODEL --format {}{}", format, option)}};
@@ -71,7 +72,7 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
   }
   // --target ort refuses a model none of whose graphs takes a fused operator (onnx_exporter.cpp's
   // check_target_applied): an encoder-only model (bidirectional attention, LayerNorm) unless quantized.
-  if (option.find("--target ort") != std::string::npos && m.structure() == Structure::EncoderOnly) {
+  if (option.find("--target ort") != std::string::npos && structure == Structure::EncoderOnly) {
     j["supported"] = false;
     j["reason"] = fmt::format(
         "no ONNX Runtime fused operator applies to {} (encoder-only: bidirectional attention, LayerNorm): "
@@ -79,7 +80,7 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
         mt);
     return j;
   }
-  const auto& loop = capture::generation_loop(m.structure());
+  const auto& loop = capture::generation_loop(structure);
   std::vector<std::string> artifacts, notes;
   if (format == "onnx") {
     for (const auto& p : loop.programs) artifacts.push_back("onnx/" + p.name + ".onnx");
@@ -89,7 +90,7 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
           "ONNX Runtime");
   } else if (format == "executorch") {
     std::vector<std::string> methods;
-    if (m.structure() == Structure::DecoderOnly)
+    if (structure == Structure::DecoderOnly)
       methods.push_back("forward (static cache: tokens, input_pos)");
     else
       for (const auto& p : loop.programs)
@@ -113,6 +114,18 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
   j["notes"] = notes;
   return j;
 }
+
+nlohmann::json backends_json(Structure structure, const std::string& mt) {
+  return nlohmann::json::array({
+      backend_json("onnx standard", "onnx", "", structure, mt),
+      backend_json("onnx ort", "onnx", " --target ort", structure, mt),
+      backend_json("executorch portable", "executorch", " --backend portable", structure, mt),
+      backend_json("executorch xnnpack", "executorch", " --backend xnnpack", structure, mt),
+      backend_json("dynamo", "dynamo", "", structure, mt),
+  });
+}
+
+namespace {
 
 // Sizes from the safetensors headers alone (no tensor is read): parameters, tensors, bytes per dtype.
 void weight_sizes(const std::string& dir, nlohmann::json& j) {
@@ -205,13 +218,7 @@ nlohmann::json inspect(const std::string& dir) {
   }
   j["cache_layer_types"] = cache_types;  // layer type → number of cache leaves
   weight_sizes(dir, j);
-  j["backends"] = nlohmann::json::array({
-      backend_json("onnx standard", "onnx", "", *m),
-      backend_json("onnx ort", "onnx", " --target ort", *m),
-      backend_json("executorch portable", "executorch", " --backend portable", *m),
-      backend_json("executorch xnnpack", "executorch", " --backend xnnpack", *m),
-      backend_json("dynamo", "dynamo", "", *m),
-  });
+  j["backends"] = backends_json(m->structure(), mt);
   return j;
 }
 

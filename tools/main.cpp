@@ -12,11 +12,11 @@
 namespace {
 // The one list of subcommands.
 const hfx::cli::Register kCommands[] = {
-    hfx::cli::register_ops,        hfx::cli::register_registries,  hfx::cli::register_export,
-    hfx::cli::register_generate,   hfx::cli::register_release,     hfx::cli::register_rollback,
-    hfx::cli::register_verify,     hfx::cli::register_create_tiny, hfx::cli::register_embed,
-    hfx::cli::register_inspect,    hfx::cli::register_sweep,       hfx::cli::register_preprocess,
-    hfx::cli::register_transcribe,
+    hfx::cli::register_ops,        hfx::cli::register_registries,    hfx::cli::register_export,
+    hfx::cli::register_generate,   hfx::cli::register_release,       hfx::cli::register_rollback,
+    hfx::cli::register_verify,     hfx::cli::register_create_tiny,   hfx::cli::register_embed,
+    hfx::cli::register_inspect,    hfx::cli::register_sweep,         hfx::cli::register_preprocess,
+    hfx::cli::register_transcribe, hfx::cli::register_architectures,
 };
 
 bool has_command(const CLI::App& app, const std::string& name) {

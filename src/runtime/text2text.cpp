@@ -14,6 +14,7 @@
 #include "hfx/core/json.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/tokenizer.h"
 #include "runtime/eager_decoder.h"
@@ -239,7 +240,8 @@ Text2TextGenerator::Text2TextGenerator(std::unique_ptr<Seq2SeqEngine> engine,
 Text2TextGenerator::Text2TextGenerator(Text2TextGenerator&&) noexcept = default;
 Text2TextGenerator::~Text2TextGenerator() = default;
 
-Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::string& engine, int threads) {
+Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::string& engine, int threads,
+                                            const quant::QuantOptions& quantize) {
   const fs::path dir(path);
   HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)",
             path);
@@ -253,12 +255,20 @@ Text2TextGenerator Text2TextGenerator::open(const std::string& path, const std::
   if (kind == "ort") {
     HFX_CHECK(exported, kComp,
               "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    HFX_CHECK(!quantize.enabled(), kComp,
+              "expected --quantize only with the eager engine, got engine ort on '{}': an export folder is "
+              "quantized when exported (hfx export --quantize)",
+              path);
     e = make_ort_seq2seq_engine(path, threads);
   } else {
     std::string weights = path;
     if (!fs::exists(dir / "model.safetensors") && exported && fs::exists(dir / "manifest.json"))
       weights = artifact::Manifest::read(path).source_path;
-    e = make_eager_seq2seq_engine(std::shared_ptr<const Model>(load_model(weights)));
+    std::shared_ptr<const Model> model(load_model(weights));
+    const quant::QuantOptions q =
+        quantize.enabled() || !exported ? quantize : quant::export_quantization(path);
+    if (q.enabled()) model = quant::quantize_model(*model, q);
+    e = make_eager_seq2seq_engine(std::move(model));
   }
   std::shared_ptr<const tok::Tokenizer> tk;
   if (fs::exists(dir / "tokenizer.json"))

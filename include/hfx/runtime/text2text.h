@@ -21,6 +21,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "hfx/quant/quantize.h"
 #include "hfx/runtime/generator.h"
 
 namespace hfx {
@@ -80,9 +81,11 @@ struct Text2TextResult {
 
 class Text2TextGenerator {
  public:
-  /// `path` is a checkpoint (eager) or an export folder (ONNX Runtime unless engine = "eager").
-  static Text2TextGenerator open(const std::string& path, const std::string& engine = "auto",
-                                 int threads = 0);
+  /// `path` is a checkpoint (eager) or an export folder (ONNX Runtime unless engine = "eager"). Eager only:
+  /// `quantize` quantizes the linear layers at load; unset, an export folder's own quantization (its
+  /// export_config.json) is applied, so the reference runs the exported math.
+  static Text2TextGenerator open(const std::string& path, const std::string& engine = "auto", int threads = 0,
+                                 const quant::QuantOptions& quantize = {});
   Text2TextGenerator(std::unique_ptr<Seq2SeqEngine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
                      Text2TextSettings settings);
   Text2TextGenerator(Text2TextGenerator&&) noexcept;
