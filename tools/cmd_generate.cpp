@@ -27,6 +27,7 @@
 #include "hfx/runtime/generator.h"
 #include "hfx/runtime/image_text.h"
 #include "hfx/runtime/text2text.h"
+#include "hfx/runtime/transcribe.h"
 #include "hfx/tokenizers/tokenizer.h"
 
 namespace hfx::cli {
@@ -38,6 +39,7 @@ constexpr int64_t kBarTokens = 32;  // fewer new tokens (all rows together) come
 struct GenerateArgs {
   std::string model, engine = "auto";
   std::vector<std::string> prompts, stop, images;
+  std::optional<std::string> audio;
   std::optional<std::string> chat, system, tools;
   std::optional<int64_t> max_new_tokens;  // unset: generation_config.json's max_new_tokens, else 64
   bool greedy = false, json = false, stream = false, ignore_eos = false, raw = false, interactive = false;
@@ -339,6 +341,39 @@ void run_image_text(const GenerateArgs& a, const std::string& model) {
   run_prompts(a, vlm.generator, {vlm.encode(a.prompts[0], !a.raw)}, "image");
 }
 
+// --audio: a speech model (Whisper) checkpoint or export transcribes the clip (English, no timestamps: hfx
+// transcribe has the language, task and timestamp options) with the common decoding options. The text is
+// printed when final: a window's segments can be decoded again from their start, so nothing streams.
+void run_speech(const GenerateArgs& a, const std::string& model) {
+  HFX_CHECK(a.prompts.empty() && !a.chat && !a.raw && a.images.empty(), "generate",
+            "expected --audio alone for {} (its decoder prompt is its own start, language and task tokens), "
+            "got --prompt, --chat, --image or --no-special-tokens",
+            model);
+  HFX_CHECK(a.max_new_tokens.value_or(1) > 0, "generate",
+            "expected --max-new-tokens of at least 1 for {} (each 30-second window decodes at least one "
+            "token), got 0",
+            model);
+  HFX_CHECK(!a.stream, "generate",
+            "expected no --stream for {}: a window's segments can be decoded again from their start, so its "
+            "text is final only at the end",
+            model);
+  const GenerationOptions o = options_from(a);
+  TranscribeOptions t;
+  t.max_new_tokens = a.max_new_tokens.value_or(a.defaults.max_new_tokens.value_or(0));  // 0: max_length
+  t.decoding = o;
+  const auto t0 = std::chrono::steady_clock::now();
+  Transcriber tr = Transcriber::open(a.model, a.engine, a.threads, a.config().quantize);
+  const TranscribeResult r = tr.transcribe_file(*a.audio, t);
+  if (!a.json) return fmt::print("{}\n", r.text);
+  GenerationOptions shown = o;
+  shown.max_new_tokens = t.max_new_tokens > 0 ? t.max_new_tokens : tr.settings().max_length;
+  ojson j = json_doc("speech", tr.engine().name(),
+                     ojson::array({json_row("", r.prompt, r.ids, r.text, r.finish_reason)}),
+                     seconds_since(t0), r.stats, shown);
+  j["audio"] = ojson::array({*a.audio});
+  fmt::print("{}\n", dump(j, 2));
+}
+
 void check_usage(const GenerateArgs& a) {
   if (a.stream && !a.json)
     throw UsageError(
@@ -359,7 +394,8 @@ void check_usage(const GenerateArgs& a) {
   } else {
     if (a.system) throw UsageError("generate", "expected --system together with --chat, got it alone");
     if (a.tools) throw UsageError("generate", "expected --tools together with --chat, got it alone");
-    if (a.prompts.empty()) throw UsageError("generate", "expected --prompt TEXT or --chat TEXT, got neither");
+    if (a.prompts.empty() && !a.audio)
+      throw UsageError("generate", "expected --prompt TEXT, --chat TEXT or --audio FILE, got none");
   }
 }
 
@@ -370,7 +406,15 @@ void run_generate(GenerateArgs a) {
   const std::optional<ModelKind> kind = model_kind(a.model);
   a.defaults = generation_defaults_of(a.model);
   const std::string model = kind ? kind->what() : fmt::format("the model in '{}'", a.model);
-  if (kind && kind->speech) check_not_speech(kind->config, a.model);
+  HFX_CHECK(!a.audio || !kind || kind->speech, "generate",
+            "expected a speech model (whisper) for --audio, got {}: it takes no audio", model);
+  if (kind && kind->speech) {
+    HFX_CHECK(a.audio.has_value(), "generate",
+              "expected --audio FILE for {} (it transcribes audio, it does not continue a text prompt), got "
+              "none; hfx transcribe has its language, task and timestamp options",
+              model);
+    return run_speech(a, model);
+  }
   HFX_CHECK(!kind || kind->structure != Structure::EncoderOnly, "generate",
             "expected a model that generates text, got {} (it maps text to hidden states, embeddings or "
             "labels, with no generation loop): use hfx embed MODEL --text TEXT, or hfx export",
@@ -416,6 +460,11 @@ void register_generate(CLI::App& app) {
       "PNG/JPEG for a vision-language model (llava, gemma3, idefics3, smolvlm, qwen2_vl), "
       "repeatable: with --prompt one image marker per image in it; with --chat the images go with "
       "the first message");
+  cmd->add_option(
+         "--audio", a->audio,
+         "WAV/FLAC for a speech model (whisper): transcribed with the decoding options (hfx transcribe "
+         "has language, task and timestamps)")
+      ->check(CLI::ExistingFile);
   CLI::Option* chat =
       cmd->add_option("--chat", a->chat,
                       "User message, wrapped in the model's chat template (value optional with -i)")

@@ -14,6 +14,7 @@
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
+#include "hfx/models/quantize_model.h"
 #include "hfx/ops/builder.h"
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/tokenizer.h"
@@ -155,7 +156,8 @@ Transcriber::Transcriber(std::unique_ptr<SpeechSeq2SeqEngine> engine,
 Transcriber::Transcriber(Transcriber&&) noexcept = default;
 Transcriber::~Transcriber() = default;
 
-Transcriber Transcriber::open(const std::string& path, const std::string& engine, int threads) {
+Transcriber Transcriber::open(const std::string& path, const std::string& engine, int threads,
+                              const quant::QuantOptions& quantize) {
   const fs::path dir(path);
   HFX_CHECK(fs::is_directory(dir), kComp, "expected a checkpoint or export folder, got '{}' (not a folder)",
             path);
@@ -171,12 +173,20 @@ Transcriber Transcriber::open(const std::string& path, const std::string& engine
   if (kind == "ort") {
     HFX_CHECK(exported, kComp,
               "expected an export folder (with manifest.json or onnx/) for the ort engine, got '{}'", path);
+    HFX_CHECK(!quantize.enabled(), kComp,
+              "expected --quantize only with the eager engine, got engine ort on '{}': an export folder is "
+              "quantized when exported (hfx export --quantize)",
+              path);
     e = make_ort_speech_engine(path, threads);
   } else {
     std::string weights = path;
     if (!fs::exists(dir / "model.safetensors") && exported && fs::exists(dir / "manifest.json"))
       weights = artifact::Manifest::read(path).source_path;
-    e = make_eager_speech_engine(std::shared_ptr<const Model>(load_model(weights)));
+    std::shared_ptr<const Model> model(load_model(weights));
+    const quant::QuantOptions q =
+        quantize.enabled() || !exported ? quantize : quant::export_quantization(path);
+    if (q.enabled()) model = quant::quantize_model(*model, q);
+    e = make_eager_speech_engine(std::move(model));
   }
   std::shared_ptr<const tok::Tokenizer> tk;
   if (fs::exists(dir / "tokenizer.json"))
@@ -300,6 +310,12 @@ TranscribeResult Transcriber::decode_windows(std::span<const float> f, int64_t f
     for (size_t i = before; i < all.segments.size(); i++)
       all.ids.insert(all.ids.end(), all.segments[i].ids.begin(), all.segments[i].ids.end());
     if (all.prompt.empty()) all.prompt = r.prompt;
+    all.stats.prefill_s += r.stats.prefill_s;
+    all.stats.decode_s += r.stats.decode_s;
+    all.stats.engine_s += r.stats.engine_s;
+    all.stats.prompt_tokens += r.stats.prompt_tokens;
+    all.stats.decode_steps += r.stats.decode_steps;
+    all.stats.new_tokens += r.stats.new_tokens;
     all.language = r.language;
     all.finish_reason = r.finish_reason;
     // A window whose last pair is <|0.00|><|0.00|> would not move: transformers' loop decodes the same window
@@ -308,6 +324,29 @@ TranscribeResult Transcriber::decode_windows(std::span<const float> f, int64_t f
     seek += advance > 0 ? advance : n;
   }
   return all;
+}
+
+// A stop string ends the transcription: its text is cut before the first one, the finish reason is "stop",
+// and `ids` keep the shortest prefix whose text holds it (as the decoder-only loop keeps the token that
+// completed it). Windows are decoded without it, since a later window may decode a segment again.
+void Transcriber::cut_at_stop(TranscribeResult& r, const std::vector<std::string>& stops) const {
+  size_t p = std::string::npos;
+  for (const auto& s : stops)
+    if (!s.empty()) p = std::min(p, r.text.find(s));
+  if (p == std::string::npos) return;
+  r.text.resize(p);
+  r.finish_reason = "stop";
+  if (!tokenizer_) return;
+  std::vector<int32_t> prefix;
+  for (size_t k = 0; k < r.ids.size(); k++) {
+    prefix.push_back(static_cast<int32_t>(r.ids[k]));
+    const std::string t = tokenizer_->decode(prefix, true);
+    if (std::any_of(stops.begin(), stops.end(),
+                    [&](const std::string& s) { return !s.empty() && t.find(s) != std::string::npos; })) {
+      r.ids.resize(k + 1);
+      return;
+    }
+  }
 }
 
 TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f, int64_t frames,
@@ -322,12 +361,17 @@ TranscribeResult Transcriber::transcribe_long_features(std::span<const float> f,
             features_.chunk_length, frames);
   TranscribeOptions o = opts;
   o.timestamps = true;  // transformers: long-form generation needs (and turns on) timestamps
-  return decode_windows(f, frames, o);
+  TranscribeResult r = decode_windows(f, frames, o);
+  cut_at_stop(r, opts.decoding.stop);
+  return r;
 }
 
 TranscribeResult Transcriber::transcribe_features(std::span<const float> f, const TranscribeOptions& opts) {
-  if (!opts.single_call && settings_.no_timestamps_token_id && !settings_.eos_token_ids.empty())
-    return decode_windows(f, features_.nb_max_frames, opts);
+  if (!opts.single_call && settings_.no_timestamps_token_id && !settings_.eos_token_ids.empty()) {
+    TranscribeResult r = decode_windows(f, features_.nb_max_frames, opts);
+    cut_at_stop(r, opts.decoding.stop);
+    return r;
+  }
   // One decoding of the clip: asked for (transformers' force_unique_generate_call, what Transformers.js
   // does), or the model has no timestamp tokens to cut segments at. Its raw tokens, EOS kept.
   if (opts.language != "auto") prompt(opts);  // a bad language or task fails before the encoder runs
@@ -342,6 +386,7 @@ TranscribeResult Transcriber::transcribe_features(std::span<const float> f, cons
     append_segments(r, ids, *settings_.no_timestamps_token_id + 1,
                     static_cast<double>(features_.nb_max_frames) / 2.0, 0.0);
   }
+  cut_at_stop(r, opts.decoding.stop);
   return r;
 }
 
@@ -368,12 +413,62 @@ std::string Transcriber::detect_language() {
 }
 
 // Greedy decoding over the encoded clip: prompt, suppressions, the timestamp rules when asked.
+namespace {
+
+// hfx::Engine over Whisper's decoder (the encoder already ran on the window): each call's logits get
+// Whisper's processors — suppress_tokens always, begin_suppress_tokens at the first generated position, the
+// timestamp rules over the tokens generated so far — before hfx::Generator's own (repetition penalty,
+// sampling). Batch 1; the prompt is the decoder prompt.
+class WhisperDecoder : public Engine {
+ public:
+  WhisperDecoder(SpeechSeq2SeqEngine& e, const WhisperSettings& s, const whisper::TimestampRules* rules,
+                 int64_t prompt_length)
+      : e_(e), s_(s), rules_(rules), prompt_(prompt_length) {}
+  std::string name() const override { return e_.name(); }
+  int64_t vocab_size() const override { return e_.vocab_size(); }
+  void reset() override {
+    e_.reset_decoder();
+    past_ = 0;
+    generated_.clear();
+  }
+  int64_t past_length() const override { return past_; }
+
+  void step(std::span<const int64_t> ids, std::span<const int64_t>, std::span<const int64_t>, int64_t B,
+            int64_t seq, std::vector<float>& logits) override {
+    HFX_CHECK(B == 1, kComp, "expected one clip per decoding, got a batch of {}", B);
+    for (int64_t i = 0; i < seq; i++)  // the ids fed after the prompt are the tokens generated so far
+      if (past_ + i >= prompt_) generated_.push_back(ids[i]);
+    e_.step(ids, 1, seq, logits);
+    past_ += seq;
+    const int64_t V = e_.vocab_size();
+    HFX_CHECK(static_cast<int64_t>(logits.size()) == V, kComp, "expected logits [1, {}], got {} values", V,
+              logits.size());
+    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
+    for (int64_t t : s_.suppress_tokens)
+      if (t >= 0 && t < V) logits[t] = kNegInf;
+    if (generated_.empty())  // SuppressTokensAtBegin: the first position after the prompt
+      for (int64_t t : s_.begin_suppress_tokens)
+        if (t >= 0 && t < V) logits[t] = kNegInf;
+    if (rules_) whisper::apply_timestamp_rules(*rules_, generated_, logits);
+  }
+
+ private:
+  SpeechSeq2SeqEngine& e_;
+  const WhisperSettings& s_;
+  const whisper::TimestampRules* rules_;
+  int64_t prompt_;
+  int64_t past_ = 0;
+  std::vector<int64_t> generated_;
+};
+
+}  // namespace
+
 TranscribeResult Transcriber::transcribe_encoded(const TranscribeOptions& opts) {
   const WhisperSettings& s = settings_;
   TranscribeResult r;
   r.prompt = prompt(opts);
   if (s.is_multilingual) r.language = language_token(opts.language);
-  const int64_t V = engine_->vocab_size(), P = static_cast<int64_t>(r.prompt.size());
+  const int64_t P = static_cast<int64_t>(r.prompt.size());
   const int64_t budget = s.max_length - P;
   const int64_t n = opts.max_new_tokens > 0 ? std::min(opts.max_new_tokens, budget) : budget;
   HFX_CHECK(n > 0, kComp, "expected max_length ({}) above the prompt's {} tokens, got none left",
@@ -384,32 +479,17 @@ TranscribeResult Transcriber::transcribe_encoded(const TranscribeOptions& opts) 
               "expected eos_token_id in generation_config.json for timestamps, got none");
     rules = {*s.no_timestamps_token_id, s.eos_token_ids.front(), s.max_initial_timestamp_index};
   }
-  std::vector<int64_t> next = r.prompt;
-  std::vector<float> logits;
-  r.finish_reason = "length";
-  for (int64_t step = 0; step < n; step++) {
-    engine_->step(next, 1, static_cast<int64_t>(next.size()), logits);
-    HFX_CHECK(static_cast<int64_t>(logits.size()) == V, kComp, "expected logits [1, {}], got {} values", V,
-              logits.size());
-    constexpr float kNegInf = -std::numeric_limits<float>::infinity();
-    for (int64_t t : s.suppress_tokens)
-      if (t >= 0 && t < V) logits[t] = kNegInf;
-    if (step == 0)  // SuppressTokensAtBegin: the first position after the prompt
-      for (int64_t t : s.begin_suppress_tokens)
-        if (t >= 0 && t < V) logits[t] = kNegInf;
-    if (opts.timestamps) whisper::apply_timestamp_rules(rules, r.ids, logits);
-    const int64_t tok = std::max_element(logits.begin(), logits.end()) - logits.begin();
-    r.ids.push_back(tok);
-    next = {tok};
-    if (std::find(s.eos_token_ids.begin(), s.eos_token_ids.end(), tok) != s.eos_token_ids.end()) {
-      r.finish_reason = "eos";
-      break;
-    }
-  }
-  if (tokenizer_) {
-    std::vector<int32_t> t(r.ids.begin(), r.ids.end());
-    r.text = tokenizer_->decode(t, true);
-  }
+  GenerationOptions o = opts.decoding;
+  o.max_new_tokens = n;
+  o.cached_tokens = 0;
+  o.stop.clear();  // stop strings cut the whole transcription (cut_at_stop), not a window a later one redoes
+  Generator g(std::make_unique<WhisperDecoder>(*engine_, s, opts.timestamps ? &rules : nullptr, P),
+              tokenizer_, s.eos_token_ids, s.pad_token_id);
+  GenerationResult res = g.generate_ids({r.prompt}, o);
+  r.ids = std::move(res.ids[0]);
+  r.text = tokenizer_ ? std::move(res.texts[0]) : std::string();
+  r.finish_reason = res.finish_reasons[0];
+  r.stats = res.stats;
   return r;
 }
 

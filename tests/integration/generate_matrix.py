@@ -7,7 +7,7 @@ that says neither fails the combination.
 
 The architectures are `hfx create-tiny --help`'s list (the model registry); the structure of each is what
 `hfx inspect --json` says. A vision-language model gets an image and its processor's image marker in --prompt
-(--chat places the marker itself). Prints one line per architecture (R runs, refusals by structure, failures)
+(--chat places the marker itself); a speech model gets --audio instead of --prompt. Prints one line per architecture (R runs, refusals by structure, failures)
 and every failure with its command and message; exit 1 when a combination fails or nothing ran.
 `--selftest` runs it with a fake hfx whose refusal names no structure, which must exit 1 (negative control).
 Python 3 standard library only (ctest runs it as generate.matrix_eager / generate.matrix_ort).
@@ -56,6 +56,18 @@ OPTIONS = [
     ("image", None, ["--image", "{image}"], None),
 ]
 STRUCTURE_WORDS = {"decoder-only", "encoder-only", "encoder-decoder", "vision-language"}
+
+
+def wav(path):
+    """A second of a 16 kHz tone: what a speech model's --audio reads."""
+    import math
+    import wave
+    with wave.open(path, "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes(b"".join(struct.pack("<h", int(8000 * math.sin(2 * math.pi * 440 * i / 16000)))
+                               for i in range(16000)))
 
 
 def png(path, w=30, h=30):
@@ -109,15 +121,17 @@ def prepare(hfx, engine, arch, work):
 def judge(hfx, engine, arch, folder, structure, work):
     """One line of outcomes for the architecture and the failures."""
     image = os.path.join(work, "image.png")
+    audio = os.path.join(work, "speech.wav")
     tools = os.path.join(work, "tools.json")
     marker = MARKERS.get(arch, "")
     prompt = f"{marker}Hello" if marker else "Hello"
     runs, refused, failures = 0, 0, []
     for name, replace, extra, stdin in OPTIONS:
-        base = replace if replace is not None else ["--prompt", "{p}"]
+        base = replace if replace is not None else (["--audio", "{audio}"] if arch == "whisper" else
+                                                    ["--prompt", "{p}"])
         if marker and name != "image":
             base = base + ["--image", "{image}"]
-        args = [a.format(p=prompt, image=image, tools=tools) for a in base + extra]
+        args = [a.format(p=prompt, image=image, audio=audio, tools=tools) for a in base + extra]
         steps = "0" if name == "max-new-tokens-0" else "2"
         cmd = [hfx, "generate", folder, "--engine", engine, "--max-new-tokens", steps, *args]
         r = run(cmd, stdin)
@@ -144,6 +158,7 @@ def main(argv):
     work = tempfile.mkdtemp(prefix=f"hfx_generate_matrix_{engine}_")
     try:
         png(os.path.join(work, "image.png"))
+        wav(os.path.join(work, "speech.wav"))
         with open(os.path.join(work, "tools.json"), "w") as f:
             f.write(TOOLS)
 

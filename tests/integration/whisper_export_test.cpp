@@ -16,6 +16,7 @@
 //     numerics against eager, the .pt2 archives' structure).
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <filesystem>
@@ -198,6 +199,60 @@ TEST(WhisperOnnx, SameGreedyTokensEagerOrtAndTransformersJs) {
         "equal\n",
         c, eager[c]["ids"].size());
   }
+}
+
+// `hfx generate WHISPER --audio FILE`: the speech structure in the one generate command. Greedy, it gives
+// hfx transcribe's tokens (the same window loop) on the checkpoint and the export; the common decoding
+// options apply through hfx::Generator after Whisper's logits processors: a seeded sampling run repeats
+// itself, a stop string cuts the text before it, --quantize int8 runs eagerly; --json has generate's schema
+// ("speech").
+TEST(WhisperGenerate, AudioTakesTheDecodingOptions) {
+  const fs::path& d = exported();
+  Folder clips("generate");
+  const fs::path clip = clips.path / "tone.wav";
+  std::vector<float> x(16000 * 2);
+  for (size_t i = 0; i < x.size(); i++)
+    x[i] = static_cast<float>(0.5 * std::sin(2 * M_PI * 440.0 * double(i) / 16000));
+  hfx::audio::write_wav_f32(clip.string(), x, 16000);
+  auto run = [&](const std::string& model, const std::string& flags) {
+    auto p = hfx::testsupport::sh_stdout(cli() + " generate " + (d / model).string() + " --audio " +
+                                         clip.string() + " --max-new-tokens 24 --json" + flags);
+    EXPECT_EQ(p.rc, 0) << hfx::testsupport::sh(cli() + " generate " + (d / model).string() + " --audio " +
+                                               clip.string() + " --max-new-tokens 24 --json" + flags)
+                              .out;
+    return p.rc == 0 ? json::parse(p.out) : json();
+  };
+  auto t = hfx::testsupport::sh_stdout(cli() + " transcribe " + (d / "ckpt").string() + " " + clip.string() +
+                                       " --language en --json --max-new-tokens 24");
+  ASSERT_EQ(t.rc, 0);
+  const json greedy = run("ckpt", ""), ort = run("out", "");
+  ASSERT_FALSE(greedy.is_null() || ort.is_null());
+  EXPECT_EQ(greedy["mode"], "speech");
+  EXPECT_EQ(greedy["rows"][0]["ids"], json::parse(t.out)["ids"]);
+  EXPECT_EQ(ort["rows"][0]["ids"], greedy["rows"][0]["ids"]);
+  const std::string sampled = " --temperature 1.3 --top-k 40 --seed 9 --repetition-penalty 1.2";
+  const json s1 = run("ckpt", sampled);
+  EXPECT_EQ(s1["rows"][0]["ids"], run("ckpt", sampled)["rows"][0]["ids"]);
+  EXPECT_NE(s1["rows"][0]["ids"], greedy["rows"][0]["ids"]);
+  // The random tiny model's greedy tokens decode to no text; the sampled ones do, and a stop string taken
+  // from them cuts the same sampled run before it.
+  const std::string text = s1["rows"][0]["text"];
+  std::string stop;  // 2 printable ASCII bytes that first occur after the start of the text
+  for (size_t i = 2; stop.empty() && i + 2 <= text.size(); i++) {
+    const std::string p = text.substr(i, 2);
+    if (std::all_of(p.begin(), p.end(), [](char c) { return c > ' ' && c < 127 && c != '\''; }) &&
+        text.find(p) == i)
+      stop = p;
+  }
+  ASSERT_FALSE(stop.empty()) << text;
+  const json cut = run("ckpt", sampled + " --stop '" + stop + "'");
+  EXPECT_EQ(cut["rows"][0]["finish_reason"], "stop");
+  EXPECT_EQ(cut["rows"][0]["text"], text.substr(0, text.find(stop)));
+  EXPECT_FALSE(run("ckpt", " --quantize int8").is_null());
+  auto bad = hfx::testsupport::sh(cli() + " generate " + (d / "ckpt").string() + " --audio " + clip.string() +
+                                  " --prompt hi");
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("speech encoder-decoder model whisper"), std::string::npos) << bad.out;
 }
 
 TEST(WhisperOnnx, TimestampsEagerOrtAndTransformersJs) {

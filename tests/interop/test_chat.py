@@ -12,7 +12,7 @@ processor's template, one image), `hfx generate DIR --chat MSG --system SYS --js
 
 from the checkpoint (eager) and from its ONNX export (ONNX Runtime). Encoder-decoder (t5) has no chat: `--chat`
 is refused naming the structure, and `--prompt`'s 16 greedy tokens equal `generate`'s. Speech (whisper):
-`hfx generate` is refused, naming `hfx transcribe`.
+`--prompt` and `--chat` are refused, naming the structure and `--audio`.
 
 The tiny checkpoints come from `hfx create-tiny` (they carry tokenizers and, for llava, the processor files),
 loaded by transformers' own classes; the templates are real models' (tests/data/chat_templates).
@@ -169,9 +169,9 @@ def test_seq2seq_refuses_chat_and_prompts_equal_transformers(engine, workdir):
     assert row["ids"] == out
 
 
-def test_speech_is_refused_naming_transcribe(workdir):
+def test_speech_takes_audio_not_text(workdir):
     ckpt = tiny(workdir, "whisper", None)
     for args in (["--prompt", "hello"], ["--chat", "hello"]):
         r = run_hfx("generate", ckpt, *args, check=False)
         assert r.returncode == 1, r.stderr
-        assert "speech model whisper" in r.stderr and "hfx transcribe" in r.stderr, r.stderr
+        assert "speech encoder-decoder model whisper" in r.stderr and "--audio" in r.stderr, r.stderr

@@ -1,5 +1,6 @@
-// hfx/runtime/transcribe.h — greedy speech recognition with Whisper, from a checkpoint (eager) or an
-// export folder (ONNX Runtime over onnx/encoder_model.onnx and onnx/decoder_model_merged.onnx).
+// hfx/runtime/transcribe.h — speech recognition with Whisper (greedy, or any GenerationOptions), from a
+// checkpoint (eager) or an export folder (ONNX Runtime over onnx/encoder_model.onnx and
+// onnx/decoder_model_merged.onnx).
 //
 // The audio goes through hfx/audio/audio.h (decode, resample to the feature extractor's rate, log-mel);
 // the rules are Whisper's greedy generate() as transformers and Transformers.js apply them with the
@@ -34,6 +35,8 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/audio/audio.h"
+#include "hfx/quant/quantize.h"
+#include "hfx/runtime/generator.h"
 
 namespace hfx {
 class Model;
@@ -90,6 +93,12 @@ struct TranscribeOptions {
   /// force_unique_generate_call; Transformers.js's only mode): `ids` are that call's tokens, EOS kept.
   /// Clips of at most 30 s only.
   bool single_call = false;
+  /// How each window's tokens are picked (hfx/runtime/generator.h; the default is greedy): sampling, stop
+  /// strings, repetition penalty over the decoder's ids, ignore_eos — hfx::Generator's loop after Whisper's
+  /// logits processors (suppress_tokens, begin_suppress_tokens, the timestamp rules). Its max_new_tokens is
+  /// not read (max_new_tokens above is). A stop string ends the whole transcription (text cut before it,
+  /// finish reason "stop", ids up to the token that completed it); segments are left as decoded.
+  GenerationOptions decoding;
 };
 
 /// One timed segment: from its opening to its closing timestamp token.
@@ -111,13 +120,16 @@ struct TranscribeResult {
   /// The segments (transformers' return_segments), cut at timestamp pairs; `text` is their texts joined.
   /// Without timestamps a window is one segment unless the model emits timestamp tokens anyway.
   std::vector<TranscribeSegment> segments;
+  GenerationStats stats;  ///< summed over the windows' decodings
 };
 
 class Transcriber {
  public:
   /// `path` is a checkpoint (eager) or an export folder (ONNX Runtime unless engine = "eager"); both need
   /// preprocessor_config.json and generation_config.json.
-  static Transcriber open(const std::string& path, const std::string& engine = "auto", int threads = 0);
+  /// Eager only: `quantize` quantizes the linear layers at load (unset: an export folder's own quantization).
+  static Transcriber open(const std::string& path, const std::string& engine = "auto", int threads = 0,
+                          const quant::QuantOptions& quantize = {});
   Transcriber(std::unique_ptr<SpeechSeq2SeqEngine> engine, std::shared_ptr<const tok::Tokenizer> tokenizer,
               WhisperSettings settings, audio::WhisperFeatureConfig features);
   Transcriber(Transcriber&&) noexcept;
@@ -149,6 +161,7 @@ class Transcriber {
   void append_segments(TranscribeResult& r, const std::vector<int64_t>& ids, int64_t timestamp_begin,
                        double window_positions, double offset) const;
   std::string detect_language();
+  void cut_at_stop(TranscribeResult& r, const std::vector<std::string>& stops) const;
   TranscribeResult transcribe_encoded(const TranscribeOptions& opts);
 
   std::unique_ptr<SpeechSeq2SeqEngine> engine_;
