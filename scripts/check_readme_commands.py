@@ -3,8 +3,9 @@ written (issue 44's doc tests), and README.md's list of supported architectures 
 
 Each document's lines run in order, in one fresh temp folder of its own (a quick start's `create-tiny` makes
 what its `export` reads), with `hfx` replaced by the binary given. The folder holds the files a reader brings:
-`cat.png` (an RGB image) and `speech.wav` (a second of 16 kHz speech-band tone). Not run, and listed as such:
-a model id on the Hub (needs the network), the set-up, test and fuzzing commands themselves (`bash scripts/...`:
+`cat.png` (an RGB image) and `speech.wav` (a second of 16 kHz speech-band tone), and a Hugging Face cache
+(HF_HUB_CACHE, HF_HUB_OFFLINE=1) serving the model ids the documents name (HUB_MODELS) as tiny checkpoints
+of their architecture. Not run, and listed as such: another model id (needs the network), the set-up, test and fuzzing commands themselves (`bash scripts/...`:
 they are what runs this check, or CI tiers of their own), and measurements (`bash bench/...`, `cmake --build`,
 a bench binary: tests do not time things). Synopses with placeholders belong in ```text blocks. Exit 1 when a
 line fails, when a line names a placeholder in capitals, or when no line ran. `--selftest` runs it on a
@@ -22,8 +23,25 @@ import wave
 import zlib
 
 PLACEHOLDER = re.compile(r"\b[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+\b")
-HUB_ID = re.compile(r"^(?:HF_\w+=\S+ )?hfx \w+ (?:[\w-]+/)?[A-Za-z][\w.-]*-(?:Instruct|Chat|\d+[BbMm])\b")
+HUB_ID = re.compile(r"^(?:HF_\w+=\S+ )?hfx \w+ ([\w-]+/[A-Za-z][\w.-]*)(?:@[\w.-]+)?\s")
+# The model ids the documents name, served from a Hugging Face cache made here (HF_HUB_OFFLINE=1: no network):
+# each is a tiny checkpoint of the id's architecture, so a line naming it runs as written.
+HUB_MODELS = {"Qwen/Qwen2.5-0.5B-Instruct": "qwen2", "HuggingFaceTB/SmolLM2-135M": "llama"}
+FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 MEASUREMENT = re.compile(r"^(?:bash bench/|cmake --build|(?:\w+=\S+ )*build/bench/)")
+
+
+def hub_cache(work: str, hfx: str) -> str:
+    """An HF cache (huggingface_hub's layout: refs/main -> snapshots/<commit>/) holding HUB_MODELS."""
+    cache = os.path.join(work, ".hub")
+    for model_id, arch in HUB_MODELS.items():
+        repo = os.path.join(cache, "models--" + model_id.replace("/", "--"))
+        os.makedirs(os.path.join(repo, "refs"), exist_ok=True)
+        subprocess.run([hfx, "--quiet", "create-tiny", arch, "-o", os.path.join(repo, "snapshots", FAKE_COMMIT)],
+                       check=True, capture_output=True)
+        with open(os.path.join(repo, "refs", "main"), "w") as f:
+            f.write(FAKE_COMMIT)
+    return cache
 
 
 def reader_files(work: str) -> None:
@@ -61,6 +79,7 @@ def check(readme: str, hfx: str) -> int:
     ran, listed, failed = 0, [], []
     with tempfile.TemporaryDirectory(prefix="hfx_readme_") as work:
         reader_files(work)
+        env = dict(os.environ, HF_HUB_CACHE=hub_cache(work, hfx), HF_HUB_OFFLINE="1")
         for line in lines:
             if line.startswith("bash scripts/"):
                 listed.append(f"{line}  (the set-up, test and fuzzing commands themselves)")
@@ -68,18 +87,19 @@ def check(readme: str, hfx: str) -> int:
             if MEASUREMENT.search(line):
                 listed.append(f"{line}  (a measurement: bench/, not run by tests)")
                 continue
-            if HUB_ID.search(line):
+            hub = HUB_ID.search(line)
+            if hub and hub.group(1) not in HUB_MODELS:
                 listed.append(f"{line}  (a model id on the Hub: needs the network)")
                 continue
-            if PLACEHOLDER.search(line.split("  #")[0]):
+            if PLACEHOLDER.search(re.sub(r"^(?:\w+=\S+ )+", "", line.split("  #")[0])):
                 failed.append(f"{line}: expected a command that runs as written, got a placeholder (put a "
                               "synopsis in a ```text block)")
                 continue
-            if not line.startswith("hfx "):
+            if not re.match(r"^(?:\w+=\S+ )*hfx ", line):
                 failed.append(f"{line}: expected an `hfx` command or a set-up command, got another program")
                 continue
-            cmd = re.sub(r"(^|&& )hfx ", lambda m: f"{m.group(1)}{hfx} --quiet ", line.split("  #")[0])
-            r = subprocess.run(["bash", "-c", cmd], cwd=work, capture_output=True, text=True, timeout=600)
+            cmd = re.sub(r"(^(?:\w+=\S+ )*|&& )hfx ", lambda m: f"{m.group(1)}{hfx} --quiet ", line.split("  #")[0])
+            r = subprocess.run(["bash", "-c", cmd], cwd=work, env=env, capture_output=True, text=True, timeout=600)
             ran += 1
             if r.returncode != 0:
                 failed.append(f"{line}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")

@@ -406,6 +406,12 @@ void run_generate(GenerateArgs a) {
   const std::optional<ModelKind> kind = model_kind(a.model);
   a.defaults = generation_defaults_of(a.model);
   const std::string model = kind ? kind->what() : fmt::format("the model in '{}'", a.model);
+  const bool ort = a.engine == "ort" || (a.engine == "auto" && is_export_dir(a.model));
+  HFX_CHECK(
+      !ort || a.quantize == "none", "generate",
+      "expected --quantize only with the eager engine, got the ort engine on {} in '{}': an export folder "
+      "is quantized when exported (hfx export --quantize), or add --engine eager",
+      model, a.model);
   HFX_CHECK(!a.audio || !kind || kind->speech, "generate",
             "expected a speech model (whisper) for --audio, got {}: it takes no audio", model);
   if (kind && kind->speech) {
@@ -447,9 +453,9 @@ void register_generate(CLI::App& app) {
       "generate", "Generate text from a checkpoint (eager) or an export folder (ONNX Runtime)");
   cmd->footer(
       "Example:\n  hfx generate tiny-llama-onnx --prompt 'Hello, world' --max-new-tokens 16 --greedy\n"
-      "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
-      "  hfx generate Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)\n"
-      "  hfx generate Qwen2.5-0.5B-Instruct --chat 'Weather in Paris?' --tools tools.json\n"
+      "  hfx generate Qwen/Qwen2.5-0.5B-Instruct --chat 'Name three colors' --system 'Be brief.'\n"
+      "  hfx generate Qwen/Qwen2.5-0.5B-Instruct --chat -i   (one user turn per line on stdin)\n"
+      "  hfx generate Qwen/Qwen2.5-0.5B-Instruct --chat 'Weather in Paris?' --tools tools.json\n"
       "    (tools.json: [{\"type\": \"function\", \"function\": {\"name\": \"get_weather\", ...}}])\n"
       "  hfx generate tiny-llava --image cat.png --chat 'What is in the picture?' --json");
   cmd->add_option("model", a->model, "Checkpoint folder, export folder or model id ORG/NAME[@REVISION]")
