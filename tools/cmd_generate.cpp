@@ -66,7 +66,6 @@ struct ModelKind {
   Structure structure = Structure::DecoderOnly;
   std::string type;
   bool speech = false;  // an encoder-decoder over audio features (Whisper)
-  nlohmann::json config;
   std::string what() const {
     return fmt::format("the {}{} model {}", speech ? "speech " : "", structure_name(structure), type);
   }
@@ -77,10 +76,10 @@ std::optional<ModelKind> model_kind(const std::string& dir) {
   if (!std::filesystem::exists(path)) return std::nullopt;
   try {
     ModelKind k;
-    k.config = nlohmann::json::parse(io::read_file(path));
-    k.structure = structure_of_config(k.config);
-    k.type = k.config.value("model_type", "");
-    k.speech = k.config.contains("num_mel_bins");
+    const nlohmann::json config = nlohmann::json::parse(io::read_file(path));
+    k.structure = structure_of_config(config);
+    k.type = config.value("model_type", "");
+    k.speech = config.contains("num_mel_bins");
     return k;
   } catch (const nlohmann::json::exception&) {
     return std::nullopt;
