@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/check_warnings.py [BUILD_DIR] — every translation unit of hfx, compiled by clang with -Werror.
+"""scripts/check_warnings.py [BUILD_DIR [PATH_SUBSTRING...]] — every translation unit of hfx, compiled by clang with -Werror.
 
 The g++ build trees compile with -Wall -Wextra -Werror (HFX_WERROR, on in the presets CI uses); this is the
 second compiler: clang++ (HFX_CLANG, default clang++-16) parses every translation unit of BUILD_DIR's
@@ -7,7 +7,8 @@ compile_commands.json (default build/) — libhfx, the CLI, the tests, the bench
 sources under deps/ excepted — with the same defines and include paths, -fsyntax-only, -Wall -Wextra
 -Wno-unused-parameter -Werror. GCC's precompiled header is not clang's: its text header is included instead.
 Prints each failing unit with clang's first lines, then one line "[warnings] N units, M failed"; exits 1 if
-any failed. HFX_JOBS units at a time (default 2).
+any failed. HFX_JOBS units at a time (default 2). PATH_SUBSTRINGs, if given, limit it to the units whose
+source path contains one of them (a quick re-check of the files you changed).
 """
 import concurrent.futures
 import json
@@ -61,12 +62,15 @@ def main():
     clang = os.environ.get("HFX_CLANG", "clang++-16")
     if not shutil.which(clang):
         sys.exit(f"[warnings] error: expected {clang} on PATH, got none; run scripts/setup.sh (installs clang-16)")
+    only = sys.argv[2:]  # optional substrings of source paths: check just those units (a quick local re-check)
     entries = []
     for e in json.load(open(db)):
         f = e["file"]
         if "/deps/" in f or f.endswith(".hxx.cxx") or "/_deps/" in f:
             continue
         if not (f.startswith(str(ROOT)) or f.startswith(str(build))):
+            continue
+        if only and not any(o in f for o in only):
             continue
         entries.append(e)
     jobs = int(os.environ.get("HFX_JOBS", "2"))

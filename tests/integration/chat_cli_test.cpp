@@ -240,7 +240,7 @@ TEST_F(ChatCli, StreamPrintsJsonLinesPerToken) {
       EXPECT_EQ(events[i]["finished"], i + 2 == events.size()) << i;
     }
     EXPECT_EQ(ids, result["rows"][0]["ids"]) << mode;
-    EXPECT_EQ(text, result["rows"][0]["text"]) << mode;
+    EXPECT_EQ(text, result["rows"][0]["text"].get<std::string>()) << mode;
   }
   CliRun alone = sh(cli + " --prompt hi --stream", dir);
   EXPECT_EQ(alone.rc, 2);
