@@ -12,7 +12,9 @@ processor's template, one image), `hfx generate DIR --chat MSG --system SYS --js
 
 from the checkpoint (eager) and from its ONNX export (ONNX Runtime). Encoder-decoder (t5) has no chat: `--chat`
 is refused naming the structure, and `--prompt`'s 16 greedy tokens equal `generate`'s. Speech (whisper):
-`--prompt` and `--chat` are refused, naming the structure and `--audio`.
+`--prompt` and `--chat` are refused, naming the structure and `--audio`; `--audio CLIP --max-new-tokens 16`
+gives the ids of `generate(input_features, language="en", task="transcribe", max_new_tokens=16)` on the
+feature extractor's features (transformers' fallback loop included: 4 windows of 16 here), silence others.
 
 The tiny checkpoints come from `hfx create-tiny` (they carry tokenizers and, for llava, the processor files),
 loaded by transformers' own classes; the templates are real models' (tests/data/chat_templates).
@@ -175,3 +177,57 @@ def test_speech_takes_audio_not_text(workdir):
         r = run_hfx("generate", ckpt, *args, check=False)
         assert r.returncode == 1, r.stderr
         assert "speech encoder-decoder model whisper" in r.stderr and "--audio" in r.stderr, r.stderr
+
+
+def wav(path: Path, seconds: float = 1.5) -> tuple:
+    """A 16 kHz mono clip (two tones and a sweep, so the tiny model's features are not flat) and its samples."""
+    import math
+    import wave as wavemod
+    n = int(16000 * seconds)
+    samples = [0.3 * math.sin(2 * math.pi * 440 * i / 16000) + 0.2 * math.sin(2 * math.pi * (200 + i / 40) * i / 16000)
+               for i in range(n)]
+    pcm = [max(-32768, min(32767, int(round(s * 32767)))) for s in samples]
+    with wavemod.open(str(path), "wb") as f:
+        f.setnchannels(1)
+        f.setsampwidth(2)
+        f.setframerate(16000)
+        f.writeframes(struct.pack(f"<{n}h", *pcm))
+    return path, [p / 32768.0 for p in pcm]
+
+
+@pytest.mark.parametrize("engine", ["eager", "ort"])
+def test_speech_audio_greedy_equals_generate(workdir, engine):
+    """`hfx generate WHISPER --audio FILE` (English, no timestamps, greedy) gives the ids of transformers'
+    `generate(input_features, language="en", task="transcribe")` on the feature extractor's features."""
+    import numpy as np
+    import torch
+    from transformers import WhisperFeatureExtractor, WhisperForConditionalGeneration
+
+    ckpt = workdir / "chat" / "whisper-0.3"  # weights' std 0.3: tokens vary (0.02 gives one token repeated)
+    if not (ckpt / "config.json").exists():
+        tmp = ckpt.with_name("whisper-0.3.tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        run_hfx("create-tiny", "whisper", "--dtype", "float32", "--initializer-range", "0.3", "-o", tmp)
+        tmp.rename(ckpt)
+    folder = ckpt if engine == "eager" else onnx_export(workdir, ckpt)
+    clip, samples = wav(workdir / "chat" / "speech.wav")
+    got = hfx_json(folder, "--audio", clip, "--max-new-tokens", STEPS, "--engine", engine)
+    assert got["mode"] == "speech" and got["audio"] == [str(clip)]
+    row = got["rows"][0]
+    fe = WhisperFeatureExtractor.from_pretrained(ckpt)
+    feats = fe(np.asarray(samples, dtype=np.float32), sampling_rate=16000, return_tensors="pt").input_features
+    model = WhisperForConditionalGeneration.from_pretrained(ckpt, dtype=torch.float32).eval()
+    with torch.no_grad():
+        seq = model.generate(feats, language="en", task="transcribe", max_new_tokens=STEPS, do_sample=False)
+    seq = seq[0].tolist()
+    prompt = row["prompt_ids"]
+    if seq[:len(prompt)] == prompt:  # the sequences carry the decoder prompt (start, language, task, notimestamps)
+        seq = seq[len(prompt):]
+    assert len(set(row["ids"])) > 1, row["ids"]
+    assert row["ids"] == seq, (row["ids"], seq)
+    print(f"[chat] whisper {engine}: prompt {prompt}, ids {row['ids']} == generate()")
+    # the negative control: silence gives other ids, so the ids depend on the audio
+    silent = fe(np.zeros(len(samples), dtype=np.float32), sampling_rate=16000, return_tensors="pt").input_features
+    with torch.no_grad():
+        seq2 = model.generate(silent, language="en", task="transcribe", max_new_tokens=STEPS, do_sample=False)
+    assert seq2[0].tolist()[len(prompt):] != row["ids"]
