@@ -14,7 +14,7 @@ from the checkpoint (eager) and from its ONNX export (ONNX Runtime). Encoder-dec
 is refused naming the structure, and `--prompt`'s 16 greedy tokens equal `generate`'s. Speech (whisper):
 `--prompt` and `--chat` are refused, naming the structure and `--audio`; `--audio CLIP --max-new-tokens 16`
 gives the ids of `generate(input_features, language="en", task="transcribe", max_new_tokens=16)` on the
-feature extractor's features (transformers' fallback loop included: 4 windows of 16 here), silence others.
+feature extractor's features (its seek loop included: 4 windows of 16 tokens on this clip), silence others.
 
 The tiny checkpoints come from `hfx create-tiny` (they carry tokenizers and, for llava, the processor files),
 loaded by transformers' own classes; the templates are real models' (tests/data/chat_templates).
