@@ -16,7 +16,8 @@
 #
 # Checkpoints are created once and kept under bench/.cache/ (gitignored); exports are redone each run.
 # Env: HFX_BENCH_BUILD (build dir, default build-bench), HFX_BIN (an hfx binary to use instead of the
-# build's), HFX_BENCH_SKIP="export ort ..." (sections to
+# build's), HFX_BENCH_RESULTS (where the results go, default bench/results.json: the doc test's bench tier
+# writes elsewhere), HFX_BENCH_SKIP="export ort ..." (sections to
 # skip), HFX_BENCH_QUICK=1 (fewer repetitions).
 set -euo pipefail
 
@@ -141,4 +142,4 @@ if ! skip export; then
 fi
 
 echo "{\"total_s\": $(since "$T_START")}" >"$RUN/total.json"
-node "$ROOT/bench/report.mjs" "$RUN" "$ROOT/bench/results.json"
+node "$ROOT/bench/report.mjs" "$RUN" "${HFX_BENCH_RESULTS:-$ROOT/bench/results.json}"

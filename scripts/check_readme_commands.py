@@ -1,16 +1,24 @@
-"""scripts/check_readme_commands.py DOC.md [DOC.md ...] HFX — every command line of the docs' ```sh blocks runs as
-written (issue 44's doc tests), and README.md's list of supported architectures is the registry's.
+"""scripts/check_readme_commands.py [--tier fuzz|bench] DOC.md [DOC.md ...] HFX — every command line of the
+docs' ```sh blocks runs as written (issue 44's doc tests), and README.md's list of supported architectures is
+the registry's.
 
-Each document's lines run in order, in one fresh temp folder of its own (a quick start's `create-tiny` makes
-what its `export` reads), with `hfx` replaced by the binary given. The folder holds the files a reader brings:
-`cat.png` (an RGB image) and `speech.wav` (a second of 16 kHz speech-band tone), and a Hugging Face cache
-(HF_HUB_CACHE, HF_HUB_OFFLINE=1) serving the model ids the documents name (HUB_MODELS) as tiny checkpoints
-of their architecture. Not run, and listed as such: another model id (needs the network), the set-up, test and fuzzing commands themselves (`bash scripts/...`:
-they are what runs this check, or CI tiers of their own), and measurements (`bash bench/...`, `cmake --build`,
-a bench binary: tests do not time things). Synopses with placeholders belong in ```text blocks. Exit 1 when a
-line fails, when a line names a placeholder in capitals, or when no line ran. `--selftest` runs it on a
-document whose command fails, which must exit 1 (the negative control). Python 3 standard library only (ctest
-runs it as docs.commands over README.md and docs/*.md).
+Each document's `hfx` lines run in order, in one fresh temp folder of its own (a quick start's `create-tiny`
+makes what its `export` reads), with `hfx` replaced by the binary given. The folder holds the files a reader
+brings: `cat.png` (an RGB image) and `speech.wav` (a second of 16 kHz speech-band tone), and a Hugging Face
+cache (HF_HUB_CACHE, HF_HUB_OFFLINE=1) serving the model ids the documents name (HUB_MODELS) as tiny
+checkpoints of their architecture. Other lines:
+  - `bash scripts/...` (the set-up and the demo, the main job): run in the repository, the demo with HFX_BIN
+    (the binary given) and its output in the temp folder;
+  - .ci/run's own line (set-up and tests): CI runs it as written, so it is compared, not run (a line naming
+    scripts/test.sh that is not .ci/run's fails);
+  - `bash scripts/fuzz.sh ...`: `--tier fuzz` runs them, each target's time and runs capped (HFX_FUZZ_MAX_SECONDS,
+    _MAX_RUNS); scripts/test.sh does after its fuzz tier, which builds what they need;
+  - measurements (`bash bench/...`, `cmake --build`, a bench binary): `--tier bench` runs them as written, the
+    slow tier HFX_CI_DOC_BENCH=1 of scripts/test.sh (tests do not time things; this checks they still run);
+  - another model id: listed, not run (needs the network).
+Synopses with placeholders belong in ```text blocks. Exit 1 when a line fails, when a line names a placeholder in
+capitals, or when no line ran. `--selftest` runs it on a document whose command fails, which must exit 1 (the
+negative control). Python 3 standard library only (ctest runs it as docs.commands over README.md and docs/*.md).
 """
 import math
 import os
@@ -28,6 +36,7 @@ HUB_ID = re.compile(r"^(?:HF_\w+=\S+ )?hfx \w+ ([\w-]+/[A-Za-z][\w.-]*)(?:@[\w.-
 # each is a tiny checkpoint of the id's architecture, so a line naming it runs as written.
 HUB_MODELS = {"Qwen/Qwen2.5-0.5B-Instruct": "qwen2", "HuggingFaceTB/SmolLM2-135M": "llama"}
 FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 MEASUREMENT = re.compile(r"^(?:bash bench/|cmake --build|(?:\w+=\S+ )*build/bench/)")
 
 
@@ -74,38 +83,83 @@ def commands(text: str) -> list:
     return out
 
 
-def check(readme: str, hfx: str) -> int:
+def ci_line() -> str:
+    """The command .ci/run runs: CI runs a document's line equal to it as written."""
+    lines = [x.strip() for x in open(os.path.join(ROOT, ".ci", "run"), encoding="utf-8")]
+    return next((x for x in reversed(lines) if x and not x.startswith("#")), "")
+
+
+def kind(line: str) -> str:
+    """run: here, in the document's folder; script: here, in the repository (the demo); ci: .ci/run's own line;
+    fuzz / bench: their tiers (`--tier`); hub: a model id this check does not serve."""
+    if line == ci_line():
+        return "ci"
+    if line.startswith("bash scripts/fuzz.sh"):
+        return "fuzz"
+    if MEASUREMENT.search(line):
+        return "bench"
+    if line.startswith("bash scripts/"):
+        return "script"
+    hub = HUB_ID.search(line)
+    return "hub" if hub and hub.group(1) not in HUB_MODELS else "run"
+
+
+NOT_HERE = {"ci": "CI runs this line as written: it is .ci/run's",
+            "fuzz": "the fuzz tier runs it (scripts/test.sh: check_readme_commands.py --tier fuzz, capped by "
+                    "HFX_FUZZ_MAX_SECONDS/_MAX_RUNS)",
+            "bench": "a measurement: the bench tier runs it (HFX_CI_DOC_BENCH=1 bash scripts/test.sh)",
+            "hub": "a model id on the Hub: needs the network"}
+TIER_ENV = {"fuzz": {"HFX_FUZZ_MAX_SECONDS": "1", "HFX_FUZZ_MAX_RUNS": "2000"}, "bench": {}}
+
+
+def run_line(line: str, where: str, cwd: str, env: dict, hfx: str) -> str:
+    """Runs one line; returns "" or why it failed."""
+    if where == "run" and not re.match(r"^(?:\w+=\S+ )*hfx ", line):
+        return "expected an `hfx` command or a set-up command, got another program"
+    if where == "script" and "scripts/test.sh" in line:
+        return f"expected the test command as .ci/run runs it ({ci_line()!r}), got another"
+    cmd = line.split("  #")[0]
+    if where == "run":
+        cmd = re.sub(r"(^(?:\w+=\S+ )*|&& )hfx ", lambda m: f"{m.group(1)}{hfx} --quiet ", cmd)
+    r = subprocess.run(["bash", "-c", cmd], cwd=cwd, env=env, capture_output=True, text=True, timeout=3600)
+    return "" if r.returncode == 0 else f"exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}"
+
+
+def check(readme: str, hfx: str, tier: str = "") -> int:
+    """Runs the document's lines of the default set (tier "") or of one tier (fuzz, bench), in order."""
     lines = commands(open(readme, encoding="utf-8").read())
     ran, listed, failed = 0, [], []
     with tempfile.TemporaryDirectory(prefix="hfx_readme_") as work:
         reader_files(work)
         env = dict(os.environ, HF_HUB_CACHE=hub_cache(work, hfx), HF_HUB_OFFLINE="1")
         for line in lines:
-            if line.startswith("bash scripts/"):
-                listed.append(f"{line}  (the set-up, test and fuzzing commands themselves)")
+            where = kind(line)
+            if tier:
+                if where != tier:
+                    continue
+                extra = dict(TIER_ENV[tier])
+                if tier == "bench":  # the release tree's bench binaries; the results not over bench/results.json
+                    extra.update(HFX_BENCH_BUILD=os.path.dirname(hfx), HFX_BENCH_RESULTS=os.path.join(work, "r.json"))
+                why = run_line(line, where, ROOT, dict(env, **extra), hfx)
+            elif where in NOT_HERE:
+                listed.append(f"{line}  ({NOT_HERE[where]})")
                 continue
-            if MEASUREMENT.search(line):
-                listed.append(f"{line}  (a measurement: bench/, not run by tests)")
-                continue
-            hub = HUB_ID.search(line)
-            if hub and hub.group(1) not in HUB_MODELS:
-                listed.append(f"{line}  (a model id on the Hub: needs the network)")
-                continue
-            if PLACEHOLDER.search(re.sub(r"^(?:\w+=\S+ )+", "", line.split("  #")[0])):
+            elif PLACEHOLDER.search(re.sub(r"^(?:\w+=\S+ )+", "", line.split("  #")[0])):
                 failed.append(f"{line}: expected a command that runs as written, got a placeholder (put a "
                               "synopsis in a ```text block)")
                 continue
-            if not re.match(r"^(?:\w+=\S+ )*hfx ", line):
-                failed.append(f"{line}: expected an `hfx` command or a set-up command, got another program")
-                continue
-            cmd = re.sub(r"(^(?:\w+=\S+ )*|&& )hfx ", lambda m: f"{m.group(1)}{hfx} --quiet ", line.split("  #")[0])
-            r = subprocess.run(["bash", "-c", cmd], cwd=work, env=env, capture_output=True, text=True, timeout=600)
+            elif where == "script":  # the demo: the binary under test, its output in this folder
+                why = run_line(line, where, ROOT, dict(env, HFX_BIN=hfx, HFX_DEMO_OUT=os.path.join(work, "demo")),
+                               hfx)
+            else:
+                why = run_line(line, where, work, env, hfx)
             ran += 1
-            if r.returncode != 0:
-                failed.append(f"{line}: exit {r.returncode}: {(r.stderr or r.stdout).strip()[-300:]}")
-    print(f"[docs] {readme}: {ran} command lines ran as written, {len(failed)} failed, {len(listed)} not run:")
+            if why:
+                failed.append(f"{line}: {why}")
+    print(f"[docs] {readme}{' (' + tier + ' tier)' if tier else ''}: {ran} command lines ran as written, "
+          f"{len(failed)} failed, {len(listed)} not run here:")
     for x in listed:
-        print(f"  not run: {x}")
+        print(f"  not run here: {x}")
     for x in failed:
         print(f"  FAILED: {x}")
     check.ran += ran
@@ -115,14 +169,14 @@ def check(readme: str, hfx: str) -> int:
 check.ran = 0
 
 
-def check_all(docs: list, hfx: str) -> int:
-    """Every document with a ```sh block; README.md's architecture list too."""
+def check_all(docs: list, hfx: str, tier: str = "") -> int:
+    """Every document with a ```sh block; README.md's architecture list too (default set)."""
     rc = 0
     for doc in docs:
         if not commands(open(doc, encoding="utf-8").read()):
             continue
-        rc = max(rc, check(doc, hfx))
-        if os.path.basename(doc) == "README.md":
+        rc = max(rc, check(doc, hfx, tier))
+        if os.path.basename(doc) == "README.md" and not tier:
             rc = max(rc, check_architectures(doc, hfx))
     if check.ran == 0:
         print("[docs] expected command lines to run, got none")
@@ -174,10 +228,14 @@ def selftest(hfx: str) -> int:
 
 if __name__ == "__main__":
     if len(sys.argv) < 3:
-        sys.exit("usage: check_readme_commands.py DOC.md [DOC.md ...] HFX | --selftest HFX")
+        sys.exit("usage: check_readme_commands.py [--tier fuzz|bench] DOC.md [DOC.md ...] HFX | --selftest HFX")
     binary = os.path.abspath(sys.argv[-1])
     if not os.access(binary, os.X_OK):
         sys.exit(f"[readme] expected the hfx binary at {binary}, got none: build it (scripts/build.sh release)")
     if sys.argv[1] == "--selftest":
         sys.exit(selftest(binary))
+    if sys.argv[1] == "--tier":
+        if len(sys.argv) < 5 or sys.argv[2] not in TIER_ENV:
+            sys.exit(f"[docs] expected --tier {{{','.join(TIER_ENV)}}} DOC.md... HFX, got {sys.argv[1:]}")
+        sys.exit(check_all(sys.argv[3:-1], binary, sys.argv[2]))
     sys.exit(check_all(sys.argv[1:-1], binary))

@@ -5,13 +5,15 @@
 # It builds only what it runs: the hfx binary (CMake target hfx_cli, with libhfx), not the tests and
 # benches, with the "quick" preset (build-quick/: -O0, precompiled third-party headers and a unity build per
 # source folder, cmake/quick_build.cmake; its kernels are slow, which a tiny model does not notice). HFX_BUILD_DIR picks
-# another build folder (default build-quick/); HFX_DEMO_PRESET=release builds the optimized binary instead.
+# another build folder (default build-quick/); HFX_DEMO_PRESET=release builds the optimized binary instead;
+# HFX_BIN runs a binary already built (the doc test runs this script so, in its own HFX_DEMO_OUT).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 cd "$ROOT"
 PRESET=${HFX_DEMO_PRESET:-quick}
-bash scripts/build.sh "$PRESET" hfx_cli
-if [ -n "${HFX_BUILD_DIR:-}" ]; then HFX=$HFX_BUILD_DIR/hfx
+[ -n "${HFX_BIN:-}" ] || bash scripts/build.sh "$PRESET" hfx_cli
+if [ -n "${HFX_BIN:-}" ]; then HFX=$HFX_BIN
+elif [ -n "${HFX_BUILD_DIR:-}" ]; then HFX=$HFX_BUILD_DIR/hfx
 elif [ "$PRESET" = quick ]; then HFX=build-quick/hfx
 else HFX=build/hfx; fi
 OUT=${HFX_DEMO_OUT:-out/demo}

@@ -6,6 +6,8 @@
 #   scripts/fuzz.sh --ci             the bounded CI mode: HFX_FUZZ_CI_SECONDS (default 5) per target
 #   scripts/fuzz.sh ... TARGET...    only the named targets (default: every tests/fuzz/targets/*.cpp)
 #   HFX_FUZZ_PARALLEL=N              N targets at a time (default 1)
+#   HFX_FUZZ_MAX_SECONDS / _MAX_RUNS caps on SECONDS and N: the doc test's fuzz tier runs docs/fuzzing.md's
+#                                    lines as written under them (scripts/check_readme_commands.py --tier fuzz)
 #
 # Steps: the g++ release library (scripts/build.sh release hfx; the fuzz build links everything but the
 # parsers from it), then build-fuzz/ configured with HFX_FUZZ=ON and clang (HFX_FUZZ_CC, default clang-16:
@@ -42,6 +44,8 @@ while (($#)); do
   esac
   shift
 done
+[[ -n "${HFX_FUZZ_MAX_SECONDS:-}" ]] && ((seconds > HFX_FUZZ_MAX_SECONDS)) && seconds=$HFX_FUZZ_MAX_SECONDS
+[[ -n "$runs" && -n "${HFX_FUZZ_MAX_RUNS:-}" ]] && ((runs > HFX_FUZZ_MAX_RUNS)) && runs=$HFX_FUZZ_MAX_RUNS
 command -v "$CXX_BIN" >/dev/null ||
   die "expected $CXX_BIN (libFuzzer), got none; run scripts/setup.sh (installs clang-16 libclang-rt-16-dev)"
 

@@ -18,6 +18,9 @@
 #      parses every translation unit of it (scripts/check_warnings.py, "clang warnings"); counts as one test.
 #   4. fuzz (HFX_CI_FUZZ=1, the default; 0 skips it): scripts/fuzz.sh --ci, every libFuzzer target of
 #      tests/fuzz, HFX_JOBS at a time, for HFX_FUZZ_CI_SECONDS (default 5) under ASan+UBSan; counts as one test per target.
+#      Then docs/fuzzing.md's command lines as written, capped (check_readme_commands.py --tier fuzz); one test.
+#   5. bench doc commands (HFX_CI_DOC_BENCH=1; off by default, a slower tier sessions run): the command lines of
+#      docs/benchmarks.md as written (check_readme_commands.py --tier bench); one test.
 # HFX_REQUIRE_ORACLES=1 (.ci/run sets it) turns a test whose oracle (node, the npm packages, chromium) is
 # missing from a skip into a failure that names the oracle (tests/support/oracle.h), and makes CMake refuse
 # to configure without ONNX Runtime. Ends with one line "tests: N passed, M failed, K skipped" over all
@@ -195,8 +198,21 @@ if [[ "${HFX_CI_FUZZ:-1}" == 1 ]]; then
     ((bad > 0)) || failed=$((failed + 1))  # the fuzz build itself failed
   fi
   tier "fuzz"
+  # docs/fuzzing.md's command lines, as written, each target capped at 1 s / 2000 runs (the trees are built).
+  rc=0
+  python3 scripts/check_readme_commands.py --tier fuzz docs/fuzzing.md "$BASE_DIR/hfx" || rc=$?
+  if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
+  tier "fuzz doc commands"
 else
   echo "[test] HFX_CI_FUZZ=${HFX_CI_FUZZ}: fuzz targets skipped"
+fi
+
+if [[ "${HFX_CI_DOC_BENCH:-0}" == 1 ]]; then
+  # The benchmarks' command lines of docs/, as written (a slow tier sessions run; it times nothing it asserts).
+  rc=0
+  python3 scripts/check_readme_commands.py --tier bench docs/*.md "$BASE_DIR/hfx" || rc=$?
+  if ((rc == 0)); then passed=$((passed + 1)); else failed=$((failed + 1)); status=$rc; fi
+  tier "bench doc commands"
 fi
 
 echo "tests: $passed passed, $failed failed, $skipped skipped"
