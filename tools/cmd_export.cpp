@@ -49,6 +49,8 @@ struct FlagUse {
   const char* conflicts = nullptr;   ///< a flag that makes it meaningless, else nullptr
 };
 const std::vector<FlagUse>& flag_uses() {
+  // The formats that capture programs with a shape contract; GGUF holds weights for llama.cpp's own graphs.
+  const std::vector<std::string> graphs = {"onnx", "executorch", "dynamo"};
   static const std::vector<FlagUse> uses = {
       {"--opset", {"onnx"}},
       {"--dtype", {}},
@@ -56,15 +58,15 @@ const std::vector<FlagUse>& flag_uses() {
       {"--target", {"onnx"}},
       {"--no-optimize", {"onnx"}},
       {"--quantize", {}},
-      {"--group-size", {}, "--quantize"},
-      {"--symmetric", {}, "--quantize"},
+      {"--group-size", graphs, "--quantize"},
+      {"--symmetric", graphs, "--quantize"},
       {"--quantize-embedding", {"onnx"}, "--quantize"},
       {"--activations", {"onnx"}, "--quantize"},
       {"--backend", {"executorch"}},
       {"--max-seq-len", {"executorch"}},
-      {"--static", {}},
-      {"--max-batch", {}, nullptr, "--static"},
-      {"--max-sequence", {}, nullptr, "--static"},
+      {"--static", graphs},
+      {"--max-batch", graphs, nullptr, "--static"},
+      {"--max-sequence", graphs, nullptr, "--static"},
   };
   return uses;
 }
@@ -226,7 +228,7 @@ void register_export(CLI::App& app) {
       "  hfx export tiny-llama --format onnx --dtype bf16 -o tiny-llama-onnx-bf16   (half-size weights)");
   cmd->add_option("model", a->model, "Checkpoint folder or model id ORG/NAME[@REVISION]")->required();
   cmd->add_option("-o,--out", a->out, "Output folder")->required();
-  cmd->add_option("--format", a->format, "onnx | executorch | dynamo");
+  cmd->add_option("--format", a->format, "onnx | executorch | dynamo | gguf (llama.cpp; docs/gguf.md)");
   cmd->add_option("--config", a->config_file, "Export config JSON (wins over the flags below)");
   cmd->add_option(
       "--opset", a->opset,
@@ -234,8 +236,8 @@ void register_export(CLI::App& app) {
                   "it)",
                   OnnxConfig::kMinOpset, OnnxConfig::kMaxOpset, OnnxConfig::kDefaultOpset));
   cmd->add_option("--dtype", a->dtype,
-                  "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in; "
-                  "docs/precision.md)");
+                  "Weight precision: auto | f32 | f16 | bf16 (auto: what the runtime computes in, GGUF: the "
+                  "checkpoint's; docs/precision.md)");
   cmd->add_flag("--external-data", a->external_data,
                 "ONNX: a single program's weights in <program>.onnx_data too (the programs of a decoder "
                 "always share one file; automatic above 2 GB)");
@@ -245,7 +247,8 @@ void register_export(CLI::App& app) {
       "--quantize", a->quantize,
       "ONNX: weight-only quantization of the linear layers: none | int8 | int4; ExecuTorch "
       "--backend xnnpack: int4 or int8 with --symmetric (int8 activations per token at run time); "
-      "dynamo: the codes de-quantized in the graph by core ATen ops");
+      "dynamo: the codes de-quantized in the graph by core ATen ops; GGUF: q8_0 | q4_0 (ggml's blocks, as "
+      "llama.cpp's quantizer writes them)");
   cmd->add_option("--group-size", a->group_size, "--quantize: input features per scale (32, 64, 128)");
   cmd->add_flag("--symmetric", a->symmetric, "--quantize: symmetric codes (no zero points)");
   cmd->add_flag(

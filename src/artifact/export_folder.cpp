@@ -28,8 +28,9 @@ const std::vector<std::string>& export_side_files() {
 namespace {
 
 // The tokenizer, config and sentence-transformers files beside the artifacts, and export_config.json.
-void write_side_files(const std::string& dir, const fs::path& tmp, const ExportConfig& cfg,
-                      const ExportResult& r) {
+// The checkpoint's side files (tokenizer, config, processor...), copied before the exporter runs: a backend
+// that carries the tokenizer in its file (GGUF) reads it from the output folder.
+void copy_side_files(const std::string& dir, const fs::path& tmp) {
   for (const std::string& f : export_side_files()) {
     fs::path src = fs::path(dir) / f;
     if (!fs::exists(src)) continue;
@@ -37,6 +38,10 @@ void write_side_files(const std::string& dir, const fs::path& tmp, const ExportC
     fs::copy_file(src, tmp / f, fs::copy_options::overwrite_existing);
   }
   if (fs::is_directory(fs::path(dir) / "2_Normalize")) fs::create_directories(tmp / "2_Normalize");
+}
+
+// What the side files say of the export: Transformers.js' external-data map, export_config.json.
+void finish_side_files(const fs::path& tmp, const ExportConfig& cfg, const ExportResult& r) {
   // Transformers.js loads external data only where config.json says so, per graph: {"<graph>": 1} fetches
   // onnx/<graph>.onnx_data beside onnx/<graph>.onnx (the graphs it does not list are read as they are).
   nlohmann::json external = nlohmann::json::object();
@@ -90,9 +95,10 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
     exporter->set_progress([&report](const ExportStep& s) { report(s.stage, &s); });
     std::map<std::string, const ExportConfig*> configs{{"*", &cfg}};
     ExportFolderResult out;
+    copy_side_files(dir, tmp);
     out.export_result = exporter->export_for_generation(model, opts, configs, tmp.string());
     report("side files", nullptr);
-    write_side_files(dir, tmp, cfg, out.export_result);
+    finish_side_files(tmp, cfg, out.export_result);
     // The release manifest: checksums of every file, versions, config and the shape contract per component.
     report("manifest", nullptr);
     std::map<std::string, ShapeContract> contracts;

@@ -5,6 +5,7 @@
 #include "export/executorch/executorch_exporter.h"
 #include "hfx/core/error.h"
 #include "hfx/core/json.h"
+#include "hfx/export/gguf.h"
 
 namespace hfx {
 
@@ -12,6 +13,7 @@ namespace hfx {
 std::unique_ptr<Exporter> make_onnx_exporter();
 std::unique_ptr<Exporter> make_executorch_exporter();
 std::unique_ptr<Exporter> make_dynamo_exporter();
+std::unique_ptr<Exporter> make_gguf_exporter();
 
 namespace {
 
@@ -27,6 +29,7 @@ const std::vector<ExporterEntry>& exporter_table() {
         {"onnx", make_onnx_exporter, make_cfg<OnnxConfig>},
         {"executorch", make_executorch_exporter, make_cfg<ExecutorchConfig>},
         {"dynamo", make_dynamo_exporter, make_cfg<DynamoConfig>},
+        {"gguf", make_gguf_exporter, make_cfg<GgufConfig>},
     };
   }();
   return t;
@@ -434,6 +437,29 @@ void DynamoConfig::from_json(const nlohmann::json& j) {
     HFX_THROW("dynamo",
               "expected no --quantize-embedding with --format dynamo, got it: the embedding gather stays an "
               "aten.embedding over float rows");
+}
+
+nlohmann::json GgufConfig::to_json() const {
+  nlohmann::json j = ExportConfig::to_json();
+  if (!quantize.empty()) j["quantize"] = quantize;
+  return j;
+}
+void GgufConfig::from_json(const nlohmann::json& j) {
+  check_keys(j, with_common({"quantize"}), format);
+  ExportConfig::from_json(j);
+  if (!j.contains("quantize")) return;
+  // The CLI's --quantize sends {"method": ...} as for every format; a config file may name the type alone.
+  const nlohmann::json& q = j.at("quantize");
+  quantize = q.is_object() ? q.value("method", std::string()) : q.is_string() ? q.get<std::string>() : "";
+  const auto& known = kGgufQuantTypes;
+  HFX_CHECK(
+      std::find(std::begin(known), std::end(known), quantize) != std::end(known), "gguf",
+      "expected --quantize q8_0 or q4_0 for GGUF (ggml's block types; f16 / bf16 / f32 are --dtype), got {}",
+      q.dump());
+  HFX_CHECK(dtype == "auto" || dtype == "f32", "gguf",
+            "expected no --dtype {} with --quantize {}: the quantized matrices replace the float ones (norms "
+            "stay f32)",
+            dtype, quantize);
 }
 
 std::unique_ptr<Exporter> make_exporter(const std::string& format) { return entry(format).make(); }

@@ -29,14 +29,17 @@ using testsupport::artifact_hashes;
 using testsupport::sh;
 
 struct FlagCase {
-  std::string flag;                         ///< as --help lists it
-  std::string args;                         ///< the flag with its value
-  std::map<std::string, std::string> base;  ///< per format: arguments of both runs ("" when none)
-  std::set<std::string> formats;            ///< where it has a meaning; elsewhere it must be refused
-  std::string arch = "llama";               ///< the tiny checkpoint both runs export
+  std::string flag;                            ///< as --help lists it
+  std::string args;                            ///< the flag with its value
+  std::map<std::string, std::string> base;     ///< per format: arguments of both runs ("" when none)
+  std::set<std::string> formats;               ///< where it has a meaning; elsewhere it must be refused
+  std::string arch = "llama";                  ///< the tiny checkpoint both runs export
+  std::map<std::string, std::string> value{};  ///< per format: the flag's arguments instead of `args`
 };
 
-const std::set<std::string> kAll = {"onnx", "executorch", "dynamo"};
+// The formats that capture programs (a shape contract); GGUF holds weights for llama.cpp's own graphs.
+const std::set<std::string> kGraphs = {"onnx", "executorch", "dynamo"};
+const std::set<std::string> kAll = {"onnx", "executorch", "dynamo", "gguf"};
 // Quantized baselines: ONNX's standard target derives opset 21 for blocked DequantizeLinear, ExecuTorch
 // quantizes for XNNPACK, whose codes are symmetric (without --symmetric it refuses: that is what the flag
 // changes there).
@@ -57,16 +60,21 @@ std::vector<FlagCase> cases() {
       {"--external-data", "--external-data", {}, {"onnx"}, "bert"},
       {"--target", "--target ort", {}, {"onnx"}},
       {"--no-optimize", "--no-optimize", {}, {"onnx"}},
-      {"--quantize", "--quantize int4", {{"executorch", "--backend xnnpack"}}, kAll},
-      {"--group-size", "--group-size 64", kQuant, kAll},
-      {"--symmetric", "--symmetric", kQuantAsym, kAll},
+      {"--quantize",
+       "--quantize int4",
+       {{"executorch", "--backend xnnpack"}},
+       kAll,
+       "llama",
+       {{"gguf", "--quantize q8_0"}}},
+      {"--group-size", "--group-size 64", kQuant, kGraphs},
+      {"--symmetric", "--symmetric", kQuantAsym, kGraphs},
       {"--quantize-embedding", "--quantize-embedding", kQuant, {"onnx"}},
       {"--activations", "--activations int8", {{"onnx", "--quantize int4 --target ort"}}, {"onnx"}},
       {"--backend", "--backend xnnpack", {}, {"executorch"}},
       {"--max-seq-len", "--max-seq-len 64", {}, {"executorch"}},
-      {"--static", "--static", {}, kAll},
-      {"--max-batch", "--max-batch 2", {}, kAll},
-      {"--max-sequence", "--max-sequence 64", {}, kAll},
+      {"--static", "--static", {}, kGraphs},
+      {"--max-batch", "--max-batch 2", {}, kGraphs},
+      {"--max-sequence", "--max-sequence 64", {}, kGraphs},
   };
 }
 // Not flags of the artifact: the positional model, the output folder, the format itself, help, and
@@ -131,8 +139,9 @@ TEST_F(ExportFlags, EveryFlagChangesTheArtifactOrIsRefused) {
       const auto b = c.base.find(format);
       const std::string base = b == c.base.end() ? "" : b->second;
       const fs::path out = dir_->path / ("case" + std::to_string(n++));
-      auto p = run(format, base + " " + c.args, out, c.arch);
-      const std::string what = format + " " + base + " " + c.args;
+      const std::string args = c.value.count(format) ? c.value.at(format) : c.args;
+      auto p = run(format, base + " " + args, out, c.arch);
+      const std::string what = format + " " + base + " " + args;
       if (!c.formats.count(format)) {
         EXPECT_NE(p.rc, 0) << what << ": accepted where the flag changes nothing";
         EXPECT_NE(p.out.find("[export] expected " + c.flag), std::string::npos) << what << ": " << p.out;
@@ -152,8 +161,8 @@ TEST_F(ExportFlags, EveryFlagChangesTheArtifactOrIsRefused) {
       changed++;
     }
   }
-  std::printf("  [export flags] %zu flags x 3 formats: %d changed the artifact, %d refused\n", cases().size(),
-              changed, refused);
+  std::printf("  [export flags] %zu flags x %zu formats: %d changed the artifact, %d refused\n",
+              cases().size(), kAll.size(), changed, refused);
 }
 
 TEST_F(ExportFlags, BaselineIsReproducibleAndConfigStandsAlone) {

@@ -1,11 +1,10 @@
 // tests/models/gguf_writer.h — a minimal GGUF v3 writer for the llama.cpp reference test (test support
 // only; header-only because tests/CMakeLists.txt compiles *_test.cpp and tests/support/*.cpp).
 //
-// Writes F32 tensors with llama.cpp's names and the metadata its loader needs for the `llama`, `qwen2`,
-// `qwen3`, `gemma`, `gemma2`, `phi3`, `gpt2`, `mamba`, `mamba2` and `granitehybrid` architectures, plus a
-// vocabulary taken from the checkpoint's tokenizer.json (byte-level BPE → "gpt2", byte-fallback BPE →
-// "llama"). For `llama`, q_proj/k_proj rows are permuted into llama.cpp's interleaved rope layout (what
-// convert_hf_to_gguf.py does); `qwen2` uses NEOX rope and takes them unpermuted.
+// Writes F32 tensors with llama.cpp's names and the metadata its loader needs for the `mamba2` and
+// `granitehybrid` architectures (and tests/models/gguf_lfm2.h's `lfm2`), plus a vocabulary taken from the
+// checkpoint's tokenizer.json — the archs hfx's GGUF backend (hfx/export/gguf.h) does not write yet; it
+// writes the others, and these move there as it learns them.
 #pragma once
 #include <cmath>
 #include <cstdint>
@@ -126,21 +125,6 @@ class Writer {
   std::vector<std::pair<std::string, Tensor>> tensors_;
 };
 
-/// llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1).
-inline Tensor permute_rows(const Tensor& w, int64_t heads) {
-  Tensor t = w.to(DType::F32).contiguous();
-  const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
-  Tensor r = Tensor::zeros({rows, cols});
-  const float* s = t.data<float>();
-  float* d = r.data<float>();
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < D / 2; i++)
-      for (int64_t half = 0; half < 2; half++)
-        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols,
-                    cols * sizeof(float));
-  return r;
-}
-
 /// Vocabulary (tokens, types, merges) from a byte-level BPE tokenizer.json.
 inline void add_gpt2_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_size) {
   std::vector<std::string> tokens(vocab_size);
@@ -167,39 +151,6 @@ inline void add_gpt2_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_s
   w.kv_strs("tokenizer.ggml.tokens", tokens);
   w.kv_i32s("tokenizer.ggml.token_type", types);
   w.kv_strs("tokenizer.ggml.merges", merges);
-}
-
-/// Vocabulary from a sentencepiece-style BPE tokenizer.json (byte fallback): llama.cpp's "llama" (SPM) type.
-inline void add_spm_vocab(Writer& w, const nlohmann::json& tok, int64_t vocab_size) {
-  std::vector<std::string> tokens(vocab_size);
-  std::vector<int32_t> types(vocab_size, 1);
-  std::vector<float> scores(vocab_size, 0.0f);
-  for (auto it = tok["model"]["vocab"].begin(); it != tok["model"]["vocab"].end(); ++it) {
-    int64_t id = it.value().get<int64_t>();
-    if (id >= vocab_size) continue;
-    tokens[id] = it.key();
-    scores[id] = -static_cast<float>(id);
-    if (it.key().size() == 6 && it.key().rfind("<0x", 0) == 0) types[id] = 6;
-  }
-  for (const auto& a : tok["added_tokens"]) {
-    int64_t id = a["id"].get<int64_t>();
-    if (id >= vocab_size) continue;
-    tokens[id] = a["content"].get<std::string>();
-    types[id] = tokens[id] == "<unk>" ? 2 : (a.value("special", false) ? 3 : 4);
-  }
-  for (int64_t i = 0; i < vocab_size; i++)
-    if (tokens[i].empty()) tokens[i] = "[PAD" + std::to_string(i) + "]", types[i] = 5;
-  w.kv_str("tokenizer.ggml.model", "llama");
-  w.kv_strs("tokenizer.ggml.tokens", tokens);
-  w.kv_f32s("tokenizer.ggml.scores", scores);
-  w.kv_i32s("tokenizer.ggml.token_type", types);
-}
-
-/// w + 1 (llama.cpp's Gemma converters fold the (1 + w) of Gemma's RMSNorm into the weight).
-inline Tensor plus_one(const Tensor& t) {
-  auto v = t.to_floats();
-  for (auto& x : v) x += 1.0f;
-  return Tensor::from_floats(t.shape(), v);
 }
 
 /// One Mamba-2 mixer's tensors as convert_hf_to_gguf.py's Mamba2Model writes them: conv1d.weight
@@ -348,165 +299,13 @@ inline void write_granitehybrid(const std::string& path, const CausalLM& m, cons
   w.write(path);
 }
 
-/// A GGUF of an hfx model for llama.cpp arch `arch`: llama (permuted q/k), qwen2 (q/k/v biases, NEOX),
-/// qwen3 (q/k norms), gemma / gemma2 (norms + 1, sandwich norms, softcaps, sliding window), phi3 (fused
-/// qkv and gate_up, partial rotary), gpt2 (Conv1D weights transposed to [out, in], LayerNorm biases).
+/// A GGUF of an hfx model for the llama.cpp archs hfx's GGUF backend (hfx/export/gguf.h) does not map yet:
+/// mamba2 and granitehybrid. The others are the backend's (`hfx export --format gguf`).
 inline void write_gguf(const std::string& path, const std::string& arch, const CausalLM& m,
                        const nlohmann::json& tok) {
-  const ModelConfig& c = m.config();
-  const auto& W = m.weights();
   if (arch == "mamba2") return write_mamba2(path, m, tok);
   if (arch == "granitehybrid") return write_granitehybrid(path, m, tok);
-  if (arch == "mamba") {
-    // What convert_hf_to_gguf.py's MambaModel writes: no attention keys (head counts 0), the ssm sizes,
-    // conv1d.weight [I, 1, K] squeezed to [I, K], A = -exp(A_log) stored as ssm_a.
-    const int64_t H = c.hidden_size, I = c.intermediate_size;
-    const int64_t N = c.raw.value("state_size", int64_t{16}), K = c.raw.value("conv_kernel", int64_t{4});
-    const int64_t R = c.raw.contains("time_step_rank") && c.raw["time_step_rank"].is_number_integer()
-                          ? c.raw["time_step_rank"].get<int64_t>()
-                          : (H + 15) / 16;
-    Writer w;
-    w.kv_str("general.architecture", "mamba");
-    w.kv_str("general.name", "hfx-tiny");
-    w.kv_u32("general.alignment", 32);
-    w.kv_u32("mamba.context_length", 1u << 20);
-    w.kv_u32("mamba.embedding_length", static_cast<uint32_t>(H));
-    w.kv_u32("mamba.feed_forward_length", 0);
-    w.kv_u32("mamba.attention.head_count", 0);
-    w.kv_u32("mamba.block_count", static_cast<uint32_t>(c.num_hidden_layers));
-    w.kv_u32("mamba.ssm.conv_kernel", static_cast<uint32_t>(K));
-    w.kv_u32("mamba.ssm.inner_size", static_cast<uint32_t>(I));
-    w.kv_u32("mamba.ssm.state_size", static_cast<uint32_t>(N));
-    w.kv_u32("mamba.ssm.time_step_rank", static_cast<uint32_t>(R));
-    w.kv_f32("mamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
-    w.kv_u32("mamba.vocab_size", static_cast<uint32_t>(c.vocab_size));
-    add_gpt2_vocab(w, tok, c.vocab_size);
-    if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-    if (!c.eos_token_ids.empty())
-      w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
-    w.tensor("token_embd.weight", W.get("backbone.embeddings.weight"));
-    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-      w.tensor(q + "attn_norm.weight", W.get(p + "norm.weight"));
-      w.tensor(q + "ssm_in.weight", W.get(p + "mixer.in_proj.weight"));
-      w.tensor(q + "ssm_conv1d.weight",
-               W.get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K}));
-      w.tensor(q + "ssm_conv1d.bias", W.get(p + "mixer.conv1d.bias"));
-      w.tensor(q + "ssm_x.weight", W.get(p + "mixer.x_proj.weight"));
-      w.tensor(q + "ssm_dt.weight", W.get(p + "mixer.dt_proj.weight"));
-      w.tensor(q + "ssm_dt.bias", W.get(p + "mixer.dt_proj.bias"));
-      std::vector<float> a = W.get(p + "mixer.A_log").to_floats();
-      for (float& x : a) x = -std::exp(x);
-      w.tensor(q + "ssm_a", Tensor::from_floats({I, N}, a));
-      w.tensor(q + "ssm_d", W.get(p + "mixer.D"));
-      w.tensor(q + "ssm_out.weight", W.get(p + "mixer.out_proj.weight"));
-    }
-    w.tensor("output_norm.weight", W.get("backbone.norm_f.weight"));
-    if (!c.tie_word_embeddings) w.tensor("output.weight", W.get("lm_head.weight"));
-    w.write(path);
-    return;
-  }
-  const bool gemma = arch == "gemma" || arch == "gemma2";
-  auto norm = [&](const std::string& n) { return gemma ? plus_one(W.get(n)) : W.get(n); };
-  Writer w;
-  w.kv_str("general.architecture", arch);
-  w.kv_str("general.name", "hfx-tiny");
-  w.kv_u32("general.alignment", 32);
-  w.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
-  w.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
-  w.kv_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
-  w.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
-  w.kv_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
-  w.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
-  w.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
-  if (arch == "gpt2") {
-    w.kv_f32(arch + ".attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
-  } else {
-    double prf = c.raw.value("partial_rotary_factor", 1.0);
-    w.kv_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
-    w.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
-    w.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
-    w.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
-    w.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
-  }
-  if (arch == "gemma2") {
-    w.kv_f32(arch + ".attn_logit_softcapping",
-             static_cast<float>(c.raw.value("attn_logit_softcapping", 0.0)));
-    w.kv_f32(arch + ".final_logit_softcapping",
-             static_cast<float>(c.raw.value("final_logit_softcapping", 0.0)));
-    w.kv_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
-  }
-  if (tok["model"].value("byte_fallback", false))
-    add_spm_vocab(w, tok, c.vocab_size);
-  else
-    add_gpt2_vocab(w, tok, c.vocab_size);
-  if (c.bos_token_id) w.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-  if (!c.eos_token_ids.empty())
-    w.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
-
-  if (arch == "gpt2") {
-    auto T = [&](const std::string& n) { return W.get(n).transpose(0, 1).contiguous(); };
-    w.tensor("token_embd.weight", W.get("transformer.wte.weight"));
-    w.tensor("position_embd.weight", W.get("transformer.wpe.weight"));
-    for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-      std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-      w.tensor(q + "attn_norm.weight", W.get(p + "ln_1.weight"));
-      w.tensor(q + "attn_norm.bias", W.get(p + "ln_1.bias"));
-      w.tensor(q + "attn_qkv.weight", T(p + "attn.c_attn.weight"));
-      w.tensor(q + "attn_qkv.bias", W.get(p + "attn.c_attn.bias"));
-      w.tensor(q + "attn_output.weight", T(p + "attn.c_proj.weight"));
-      w.tensor(q + "attn_output.bias", W.get(p + "attn.c_proj.bias"));
-      w.tensor(q + "ffn_norm.weight", W.get(p + "ln_2.weight"));
-      w.tensor(q + "ffn_norm.bias", W.get(p + "ln_2.bias"));
-      w.tensor(q + "ffn_up.weight", T(p + "mlp.c_fc.weight"));
-      w.tensor(q + "ffn_up.bias", W.get(p + "mlp.c_fc.bias"));
-      w.tensor(q + "ffn_down.weight", T(p + "mlp.c_proj.weight"));
-      w.tensor(q + "ffn_down.bias", W.get(p + "mlp.c_proj.bias"));
-    }
-    w.tensor("output_norm.weight", W.get("transformer.ln_f.weight"));
-    w.tensor("output_norm.bias", W.get("transformer.ln_f.bias"));
-    w.write(path);
-    return;
-  }
-  const bool permute = arch == "llama";
-  w.tensor("token_embd.weight", W.get("model.embed_tokens.weight"));
-  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-    std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    w.tensor(q + "attn_norm.weight", norm(p + "input_layernorm.weight"));
-    if (W.has(p + "self_attn.qkv_proj.weight")) {
-      w.tensor(q + "attn_qkv.weight", W.get(p + "self_attn.qkv_proj.weight"));
-    } else {
-      Tensor wq = W.get(p + "self_attn.q_proj.weight"), wk = W.get(p + "self_attn.k_proj.weight");
-      w.tensor(q + "attn_q.weight", permute ? permute_rows(wq, c.num_attention_heads) : wq);
-      w.tensor(q + "attn_k.weight", permute ? permute_rows(wk, c.num_key_value_heads) : wk);
-      w.tensor(q + "attn_v.weight", W.get(p + "self_attn.v_proj.weight"));
-    }
-    for (const char* b : {"q", "k", "v"})
-      if (W.has(p + "self_attn." + b + "_proj.bias"))
-        w.tensor(q + "attn_" + b + ".bias", W.get(p + "self_attn." + b + "_proj.bias"));
-    if (W.has(p + "self_attn.q_norm.weight")) {
-      w.tensor(q + "attn_q_norm.weight", W.get(p + "self_attn.q_norm.weight"));
-      w.tensor(q + "attn_k_norm.weight", W.get(p + "self_attn.k_norm.weight"));
-    }
-    w.tensor(q + "attn_output.weight", W.get(p + "self_attn.o_proj.weight"));
-    if (arch == "gemma2") {
-      w.tensor(q + "post_attention_norm.weight", norm(p + "post_attention_layernorm.weight"));
-      w.tensor(q + "ffn_norm.weight", norm(p + "pre_feedforward_layernorm.weight"));
-      w.tensor(q + "post_ffw_norm.weight", norm(p + "post_feedforward_layernorm.weight"));
-    } else {
-      w.tensor(q + "ffn_norm.weight", norm(p + "post_attention_layernorm.weight"));
-    }
-    if (W.has(p + "mlp.gate_up_proj.weight")) {
-      w.tensor(q + "ffn_up.weight", W.get(p + "mlp.gate_up_proj.weight"));
-    } else {
-      w.tensor(q + "ffn_gate.weight", W.get(p + "mlp.gate_proj.weight"));
-      w.tensor(q + "ffn_up.weight", W.get(p + "mlp.up_proj.weight"));
-    }
-    w.tensor(q + "ffn_down.weight", W.get(p + "mlp.down_proj.weight"));
-  }
-  w.tensor("output_norm.weight", norm("model.norm.weight"));
-  if (!c.tie_word_embeddings) w.tensor("output.weight", W.get("lm_head.weight"));
-  w.write(path);
+  HFX_THROW("test", "expected mamba2 or granitehybrid (the backend writes the other archs), got {}", arch);
 }
 
 }  // namespace hfx::test::gguf

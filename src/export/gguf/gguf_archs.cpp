@@ -1,0 +1,331 @@
+// The architectures of llama.cpp hfx writes, each what convert_hf_to_gguf.py's model class writes for it:
+// the decoder family (llama incl. mistral, qwen2, qwen3, gemma, gemma2, phi3), gpt2 and mamba.
+#include "export/gguf/gguf_archs.h"
+
+#include <cmath>
+#include <cstring>
+#include <numbers>
+
+#include "hfx/core/error.h"
+#include "hfx/export/gguf.h"
+
+namespace hfx {
+
+namespace {
+struct ArchRow {
+  const char* model_type;
+  const char* arch;
+};
+// model_type → llama.cpp arch (llama-arch.cpp's LLM_ARCH_NAMES).
+const ArchRow kArchs[] = {{"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"},
+                          {"qwen3", "qwen3"}, {"gemma", "gemma"},   {"gemma2", "gemma2"},
+                          {"phi3", "phi3"},   {"gpt2", "gpt2"},     {"mamba", "mamba"}};
+}  // namespace
+
+std::string gguf_arch_of(const std::string& model_type) {
+  for (const ArchRow& r : kArchs)
+    if (model_type == r.model_type) return r.arch;
+  return "";
+}
+
+std::vector<std::string> gguf_model_types() {
+  std::vector<std::string> out;
+  for (const ArchRow& r : kArchs) out.emplace_back(r.model_type);
+  return out;
+}
+
+namespace gguf {
+
+namespace {
+
+using Make = std::function<Tensor()>;
+
+// What the tensors of one model are written from: its weights, the file and the matrix type. The producers
+// run when the file is written, after this is gone: they hold the weight store (the model's), not it.
+struct Out {
+  File& f;
+  const io::WeightStore& W;
+  GgmlType matrix;
+  void put(const std::string& name, const Shape& shape, Make make) {
+    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix));
+  }
+  /// The checkpoint's tensor `hf` as it is.
+  void copy(const std::string& name, const std::string& hf) {
+    put(name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); });
+  }
+  /// hf → name through `fn` (same shape).
+  void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn) {
+    put(name, W.info(hf).shape, [w = &W, hf, fn] { return fn(w->get(hf)); });
+  }
+};
+
+// llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1)
+// (convert_hf_to_gguf.py's LlamaModel.permute).
+Tensor permute_rows(const Tensor& w, int64_t heads) {
+  Tensor t = w.to(DType::F32).contiguous();
+  const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
+  Tensor r = Tensor::zeros({rows, cols});
+  const float* s = t.data<float>();
+  float* d = r.data<float>();
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < D / 2; i++)
+      for (int64_t half = 0; half < 2; half++)
+        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols,
+                    static_cast<size_t>(cols) * sizeof(float));
+  return r;
+}
+
+// Gemma's RMSNorm scales by (1 + w); llama.cpp's gemma graph by the weight, so the converter adds the 1.
+Tensor plus_one(const Tensor& t) {
+  auto v = t.to_floats();
+  for (auto& x : v) x += 1.0f;
+  return Tensor::from_floats(t.shape(), v);
+}
+
+Tensor transposed(const Tensor& t) { return t.to(DType::F32).transpose(0, 1).contiguous(); }
+
+void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
+  f.kv_str("general.architecture", arch);
+  // The checkpoint's name where config.json has it (saved from a Hub id). Not the model_type: llama.cpp sets
+  // token attributes by name ("phi3" expects Phi-3's special tokens, which a tiny vocabulary lacks).
+  if (c.raw.contains("_name_or_path") && c.raw["_name_or_path"].is_string())
+    f.kv_str("general.name", c.raw["_name_or_path"].get<std::string>());
+  f.kv_u32("general.alignment", File::kAlignment);
+  f.kv_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
+  f.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
+  f.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+}
+
+// llama3 rope scaling: llama.cpp multiplies each rotary frequency's period by rope_freqs (what the
+// converter's LlamaModel.generate_extra_tensors computes from rope_scaling).
+std::vector<float> llama3_rope_factors(const ModelConfig& c, const nlohmann::json& rs) {
+  const double base = c.rope_theta, dim = static_cast<double>(c.head_dim);
+  const double factor = rs.value("factor", 8.0), lo = rs.value("low_freq_factor", 1.0),
+               hi = rs.value("high_freq_factor", 4.0);
+  const double old_ctx = rs.value("original_max_position_embeddings", 8192.0);
+  const double lo_wavelen = old_ctx / lo, hi_wavelen = old_ctx / hi;
+  std::vector<float> out;
+  for (int64_t i = 0; i < c.head_dim; i += 2) {
+    const auto freq =
+        static_cast<float>(1.0 / std::pow(base, static_cast<double>(static_cast<float>(i) / dim)));
+    const double wavelen = 2 * std::numbers::pi / freq;
+    if (wavelen < hi_wavelen)
+      out.push_back(1.0f);
+    else if (wavelen > lo_wavelen)
+      out.push_back(static_cast<float>(factor));
+    else {
+      const double smooth = (old_ctx / wavelen - lo) / (hi - lo);
+      out.push_back(static_cast<float>(1.0 / ((1 - smooth) / factor + smooth)));
+    }
+  }
+  return out;
+}
+
+// Rotary keys and scaling: none, linear (a key) or llama3 (the rope_freqs tensor).
+void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
+  const double prf = c.raw.value("partial_rotary_factor", 1.0);
+  o.f.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
+  o.f.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
+  const nlohmann::json rs = c.raw.value("rope_scaling", nlohmann::json());
+  if (!rs.is_object()) return;
+  const std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
+  if (type == "default") return;
+  if (type == "linear") {
+    o.f.kv_str(arch + ".rope.scaling.type", "linear");
+    o.f.kv_f32(arch + ".rope.scaling.factor", rs.value("factor", 1.0f));
+    return;
+  }
+  HFX_CHECK(type == "llama3" && arch == "llama", "gguf",
+            "expected no rope scaling, linear, or llama3 on the llama arch, got rope_type '{}' on {}", type,
+            arch);
+  const std::vector<float> v = llama3_rope_factors(c, rs);
+  const auto n = static_cast<int64_t>(v.size());
+  o.put("rope_freqs.weight", {n}, [v, n] { return Tensor::from_floats({n}, v); });
+}
+
+void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
+  File& f = o.f;
+  f.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  f.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
+  f.kv_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
+  f.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
+  f.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  rope_keys(o, arch, c);
+  if (arch == "gemma2") {
+    f.kv_f32(arch + ".attn_logit_softcapping",
+             static_cast<float>(c.raw.value("attn_logit_softcapping", 0.0)));
+    f.kv_f32(arch + ".final_logit_softcapping",
+             static_cast<float>(c.raw.value("final_logit_softcapping", 0.0)));
+    f.kv_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  } else {
+    // llama.cpp's llama and phi3 graphs attend over the whole context: a window shorter than it changes the
+    // model (convert_hf_to_gguf.py writes these files all the same; hfx refuses).
+    HFX_CHECK(
+        c.sliding_window == 0 || c.sliding_window >= c.max_position_embeddings, "gguf",
+        "expected no sliding window for llama.cpp's {} arch (it attends over the whole context), got "
+        "sliding_window {} < max_position_embeddings {}; set \"sliding_window\": null in config.json if "
+        "the model never sees that many tokens",
+        arch, c.sliding_window, c.max_position_embeddings);
+  }
+}
+
+void attention(Out& o, const std::string& arch, const ModelConfig& c, const std::string& p,
+               const std::string& q) {
+  const io::WeightStore& W = o.W;
+  if (W.has(p + "self_attn.qkv_proj.weight")) {
+    o.copy(q + "attn_qkv.weight", p + "self_attn.qkv_proj.weight");
+  } else if (arch == "llama") {
+    const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
+    o.map(q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return permute_rows(t, H); });
+    o.map(q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return permute_rows(t, K); });
+    o.copy(q + "attn_v.weight", p + "self_attn.v_proj.weight");
+  } else {
+    for (const char* b : {"q", "k", "v"})
+      o.copy(q + "attn_" + b + ".weight", p + "self_attn." + b + "_proj.weight");
+  }
+  for (const char* b : {"q", "k", "v"})
+    if (W.has(p + "self_attn." + b + "_proj.bias"))
+      o.copy(q + "attn_" + b + ".bias", p + "self_attn." + b + "_proj.bias");
+  if (W.has(p + "self_attn.q_norm.weight")) {
+    o.copy(q + "attn_q_norm.weight", p + "self_attn.q_norm.weight");
+    o.copy(q + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
+  }
+  o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
+}
+
+// llama, qwen2, qwen3, gemma, gemma2, phi3: Hugging Face's model.layers.N.{self_attn,mlp} layout.
+void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
+  decoder_keys(o, arch, c);
+  const bool gemma = arch == "gemma" || arch == "gemma2";
+  auto norm = [&](const std::string& name, const std::string& hf) {
+    if (gemma)
+      o.map(name, hf, plus_one);
+    else
+      o.copy(name, hf);
+  };
+  o.copy("token_embd.weight", "model.embed_tokens.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    norm(q + "attn_norm.weight", p + "input_layernorm.weight");
+    attention(o, arch, c, p, q);
+    if (arch == "gemma2") {
+      norm(q + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
+      norm(q + "ffn_norm.weight", p + "pre_feedforward_layernorm.weight");
+      norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
+    } else {
+      norm(q + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+    }
+    if (o.W.has(p + "mlp.gate_up_proj.weight")) {
+      o.copy(q + "ffn_up.weight", p + "mlp.gate_up_proj.weight");
+    } else {
+      o.copy(q + "ffn_gate.weight", p + "mlp.gate_proj.weight");
+      o.copy(q + "ffn_up.weight", p + "mlp.up_proj.weight");
+    }
+    o.copy(q + "ffn_down.weight", p + "mlp.down_proj.weight");
+  }
+  norm("output_norm.weight", "model.norm.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+// GPT-2: Conv1D weights [in, out] transposed to [out, in], LayerNorm biases, learned positions.
+void add_gpt2(Out& o, const ModelConfig& c) {
+  o.f.kv_u32("gpt2.context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  o.f.kv_u32("gpt2.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  o.f.kv_u32("gpt2.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  o.f.kv_f32("gpt2.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  auto conv1d = [&](const std::string& name, const std::string& hf) {
+    const Shape s = o.W.info(hf).shape;
+    o.put(name, {s[1], s[0]}, [w = &o.W, hf] { return transposed(w->get(hf)); });
+  };
+  o.copy("token_embd.weight", "transformer.wte.weight");
+  o.copy("position_embd.weight", "transformer.wpe.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    for (const auto& [gg, hf] :
+         std::vector<std::pair<std::string, std::string>>{{"attn_norm", "ln_1"}, {"ffn_norm", "ln_2"}}) {
+      o.copy(q + gg + ".weight", p + hf + ".weight");
+      o.copy(q + gg + ".bias", p + hf + ".bias");
+    }
+    for (const auto& [gg, hf] :
+         std::vector<std::pair<std::string, std::string>>{{"attn_qkv", "attn.c_attn"},
+                                                          {"attn_output", "attn.c_proj"},
+                                                          {"ffn_up", "mlp.c_fc"},
+                                                          {"ffn_down", "mlp.c_proj"}}) {
+      conv1d(q + gg + ".weight", p + hf + ".weight");
+      o.copy(q + gg + ".bias", p + hf + ".bias");
+    }
+  }
+  o.copy("output_norm.weight", "transformer.ln_f.weight");
+  o.copy("output_norm.bias", "transformer.ln_f.bias");
+}
+
+// Mamba: no attention keys (head counts 0), the ssm sizes, conv1d [I, 1, K] squeezed to [I, K],
+// A = -exp(A_log) as ssm_a (convert_hf_to_gguf.py's MambaModel).
+void add_mamba(Out& o, const ModelConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t N = c.raw.value("state_size", int64_t{16}), K = c.raw.value("conv_kernel", int64_t{4});
+  const int64_t R = c.raw.contains("time_step_rank") && c.raw["time_step_rank"].is_number_integer()
+                        ? c.raw["time_step_rank"].get<int64_t>()
+                        : (H + 15) / 16;
+  File& f = o.f;
+  f.kv_u32("mamba.context_length", 1u << 20);
+  f.kv_u32("mamba.feed_forward_length", 0);
+  f.kv_u32("mamba.attention.head_count", 0);
+  f.kv_u32("mamba.ssm.conv_kernel", static_cast<uint32_t>(K));
+  f.kv_u32("mamba.ssm.inner_size", static_cast<uint32_t>(I));
+  f.kv_u32("mamba.ssm.state_size", static_cast<uint32_t>(N));
+  f.kv_u32("mamba.ssm.time_step_rank", static_cast<uint32_t>(R));
+  f.kv_f32("mamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  o.copy("token_embd.weight", "backbone.embeddings.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    o.copy(q + "attn_norm.weight", p + "norm.weight");
+    o.copy(q + "ssm_in.weight", p + "mixer.in_proj.weight");
+    o.put(q + "ssm_conv1d.weight", {I, K}, [w = &o.W, p, I, K] {
+      return w->get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K});
+    });
+    o.copy(q + "ssm_conv1d.bias", p + "mixer.conv1d.bias");
+    o.copy(q + "ssm_x.weight", p + "mixer.x_proj.weight");
+    o.copy(q + "ssm_dt.weight", p + "mixer.dt_proj.weight");
+    o.copy(q + "ssm_dt.bias", p + "mixer.dt_proj.bias");
+    o.map(q + "ssm_a", p + "mixer.A_log", [](Tensor t) {
+      std::vector<float> a = t.to_floats();
+      for (float& x : a) x = -std::exp(x);
+      return Tensor::from_floats(t.shape(), a);
+    });
+    o.copy(q + "ssm_d", p + "mixer.D");
+    o.copy(q + "ssm_out.weight", p + "mixer.out_proj.weight");
+  }
+  o.copy("output_norm.weight", "backbone.norm_f.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+}  // namespace
+
+GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix) {
+  const bool f32 = shape.size() <= 1 || name.ends_with("_norm.weight") || name.ends_with("ssm_a") ||
+                   name.ends_with("ssm_d") || name.find("ssm_conv1d") != std::string::npos;
+  if (f32) return GgmlType::F32;
+  if (ggml_block_size(matrix) > 1 && shape.back() % ggml_block_size(matrix) != 0) return GgmlType::F16;
+  return matrix;
+}
+
+void add_model(File& f, const Model& m, GgmlType matrix) {
+  const ModelConfig& c = m.config();
+  const std::string arch = gguf_arch_of(c.model_type);
+  HFX_CHECK(!arch.empty(), "gguf", "expected a model_type llama.cpp runs and hfx maps ({}), got {}",
+            fmt::join(gguf_model_types(), ", "), c.model_type);
+  common_keys(f, arch, c);
+  Out o{f, m.weights(), matrix};
+  if (arch == "gpt2")
+    add_gpt2(o, c);
+  else if (arch == "mamba")
+    add_mamba(o, c);
+  else
+    add_decoder(o, arch, c);
+}
+
+}  // namespace gguf
+}  // namespace hfx

@@ -1,0 +1,107 @@
+// The GGUF backend: one file, model.gguf, for llama.cpp. No program is captured (llama.cpp builds its own
+// graph per architecture); the stages are plan (arch, types), metadata (keys and the tokenizer) and write
+// (the tensors, streamed).
+#include <filesystem>
+
+#include "export/gguf/gguf_archs.h"
+#include "export/gguf/gguf_file.h"
+#include "export/gguf/gguf_vocab.h"
+#include "hfx/core/error.h"
+#include "hfx/export/gguf.h"
+
+namespace hfx {
+
+namespace {
+
+// llama.cpp's llama_ftype of a file whose matrices are of type t (llama.h's LLAMA_FTYPE_*).
+uint32_t file_type(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+      return 0;
+    case GgmlType::F16:
+      return 1;
+    case GgmlType::Q4_0:
+      return 2;
+    case GgmlType::Q8_0:
+      return 7;
+    case GgmlType::BF16:
+      return 32;
+  }
+  return 0;
+}
+
+class GgufExporter : public Exporter {
+ public:
+  std::string format() const override { return "gguf"; }
+  ExportResult export_model(const Model& model, const CaptureOptions&, const ExportConfig& config,
+                            const std::string& out_dir) override {
+    return write(model, config, out_dir);
+  }
+  ExportResult export_for_generation(const Model& model, const CaptureOptions&,
+                                     const std::map<std::string, const ExportConfig*>& configs,
+                                     const std::string& out_dir) override {
+    return write(model, config_for(configs, "model"), out_dir);
+  }
+
+ private:
+  ExportResult write(const Model& model, const ExportConfig& config, const std::string& out_dir) const {
+    const auto* cfg = dynamic_cast<const GgufConfig*>(&config);
+    HFX_CHECK(cfg != nullptr, "gguf", "expected a gguf config, got a {} one", config.format);
+    const ModelConfig& c = model.config();
+    HFX_CHECK(!c.prequantized.enabled(), "gguf",
+              "expected a float checkpoint for GGUF, got GPTQ/AWQ codes in {}: export the float model with "
+              "--quantize q8_0 or q4_0",
+              c.model_type);
+    HFX_CHECK(model.structure() == Structure::DecoderOnly, "gguf",
+              "expected a decoder-only model for GGUF (llama.cpp's text generation), got {} ({})",
+              c.model_type, structure_name(model.structure()));
+    ExportStep step{"model", "plan", 0, 1, 0, 3, 0};
+    report(step);
+    const GgmlType matrix = cfg->matrix_type(c.dtype);
+    gguf::File f;
+    gguf::add_model(f, model, matrix);  // refuses an arch or config llama.cpp cannot run, before writing
+    step.stage = "metadata", step.stage_index = 1;
+    report(step);
+    f.kv_u32("general.file_type", file_type(matrix));
+    if (ggml_block_size(matrix) > 1) f.kv_u32("general.quantization_version", 2);
+    gguf::add_vocab(f, out_dir, c);
+    step.stage = "write", step.stage_index = 2;
+    report(step);
+    const std::string path = (std::filesystem::path(out_dir) / "model.gguf").string();
+    const uint64_t size = f.write(path, [&](uint64_t bytes) {
+      step.bytes_written = bytes;
+      report(step);
+    });
+    ExportResult r;
+    r.out_dir = out_dir;
+    r.files.push_back({"model", "model.gguf", "weights", "", size});
+    r.notes.push_back(fmt::format("GGUF for llama.cpp's {} arch: {} tensors, matrices in {}",
+                                  gguf_arch_of(c.model_type), f.tensor_count(), ggml_type_name(matrix)));
+    return r;
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<Exporter> make_gguf_exporter() { return std::make_unique<GgufExporter>(); }
+
+GgmlType GgufConfig::matrix_type(DType checkpoint) const {
+  if (quantize == "q8_0") return GgmlType::Q8_0;
+  if (quantize == "q4_0") return GgmlType::Q4_0;
+  switch (weight_dtype(checkpoint)) {
+    case DType::F16:
+      return GgmlType::F16;
+    case DType::BF16:
+      return GgmlType::BF16;
+    default:
+      return GgmlType::F32;
+  }
+}
+
+nlohmann::json GgufConfig::precision(DType checkpoint) const {
+  nlohmann::json p = ExportConfig::precision(checkpoint);
+  if (!quantize.empty()) p["key"] = quantize;
+  return p;
+}
+
+}  // namespace hfx

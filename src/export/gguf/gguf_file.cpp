@@ -1,0 +1,239 @@
+// GGUF v3 writing and ggml's reference block quantizers.
+#include "export/gguf/gguf_file.h"
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+
+#include "hfx/core/dtype.h"
+#include "hfx/core/error.h"
+
+namespace hfx {
+
+const char* ggml_type_name(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+      return "f32";
+    case GgmlType::F16:
+      return "f16";
+    case GgmlType::BF16:
+      return "bf16";
+    case GgmlType::Q8_0:
+      return "q8_0";
+    case GgmlType::Q4_0:
+      return "q4_0";
+  }
+  return "?";
+}
+
+int64_t ggml_block_size(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 ? 32 : 1; }
+
+int64_t ggml_block_bytes(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+      return 4;
+    case GgmlType::F16:
+    case GgmlType::BF16:
+      return 2;
+    case GgmlType::Q8_0:
+      return 2 + 32;  // f16 scale, 32 int8 codes
+    case GgmlType::Q4_0:
+      return 2 + 16;  // f16 scale, 32 nibbles
+  }
+  return 0;
+}
+
+namespace {
+
+void put16(std::vector<uint8_t>& out, uint16_t v) {
+  out.push_back(static_cast<uint8_t>(v & 0xff));
+  out.push_back(static_cast<uint8_t>(v >> 8));
+}
+
+// ggml-quants.c quantize_row_q8_0_ref: d = max|x| / 127 (f32), codes roundf(x / d) through id = 1 / d.
+void q8_0_block(const float* x, std::vector<uint8_t>& out) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; j++) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  put16(out, f32_to_f16(d));
+  for (int j = 0; j < 32; j++)
+    out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id))));
+}
+
+// quantize_row_q4_0_ref: the value of largest magnitude (its sign kept) maps to -8; codes
+// min(15, (int8)(x / d + 8.5)), the first 16 in the low nibbles, the last 16 in the high ones.
+void q4_0_block(const float* x, std::vector<uint8_t>& out) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; j++)
+    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
+  const float d = max / -8.0f;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  put16(out, f32_to_f16(d));
+  for (int j = 0; j < 16; j++) {
+    const auto lo =
+        static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(x[j] * id + 8.5f))));
+    const auto hi =
+        static_cast<uint8_t>(std::min(15, static_cast<int>(static_cast<int8_t>(x[j + 16] * id + 8.5f))));
+    out.push_back(static_cast<uint8_t>(lo | (hi << 4)));
+  }
+}
+
+}  // namespace
+
+void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>& out) {
+  const int64_t bs = ggml_block_size(t);
+  HFX_CHECK(static_cast<int64_t>(x.size()) % bs == 0, "gguf",
+            "expected a row of whole {}-blocks for {}, got {}", bs, ggml_type_name(t), x.size());
+  switch (t) {
+    case GgmlType::F32: {
+      const auto* p = reinterpret_cast<const uint8_t*>(x.data());
+      out.insert(out.end(), p, p + x.size() * 4);
+      return;
+    }
+    case GgmlType::F16:
+      for (float v : x) put16(out, f32_to_f16(v));
+      return;
+    case GgmlType::BF16:
+      for (float v : x) put16(out, f32_to_bf16(v));
+      return;
+    case GgmlType::Q8_0:
+      for (size_t i = 0; i < x.size(); i += 32) q8_0_block(x.data() + i, out);
+      return;
+    case GgmlType::Q4_0:
+      for (size_t i = 0; i < x.size(); i += 32) q4_0_block(x.data() + i, out);
+      return;
+  }
+}
+
+namespace gguf {
+
+namespace {
+enum : uint32_t { STRING = 8, ARRAY = 9, U32 = 4, I32 = 5, F32 = 6, BOOL = 7 };
+uint64_t padded(uint64_t n) { return (n + File::kAlignment - 1) / File::kAlignment * File::kAlignment; }
+}  // namespace
+
+uint64_t tensor_bytes(const Shape& shape, GgmlType type) {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return static_cast<uint64_t>(n / ggml_block_size(type) * ggml_block_bytes(type));
+}
+
+void File::key(const std::string& k, uint32_t type) {
+  str(k);
+  pod(type);
+  kv_++;
+}
+void File::str(const std::string& s) {
+  pod(static_cast<uint64_t>(s.size()));
+  meta_ += s;
+}
+void File::kv_str(const std::string& k, const std::string& v) {
+  key(k, STRING);
+  str(v);
+}
+void File::kv_u32(const std::string& k, uint32_t v) {
+  key(k, U32);
+  pod(v);
+}
+void File::kv_f32(const std::string& k, float v) {
+  key(k, F32);
+  pod(v);
+}
+void File::kv_bool(const std::string& k, bool v) {
+  key(k, BOOL);
+  pod(static_cast<uint8_t>(v));
+}
+void File::kv_strs(const std::string& k, const std::vector<std::string>& v) {
+  key(k, ARRAY);
+  pod(uint32_t{STRING});
+  pod(static_cast<uint64_t>(v.size()));
+  for (const auto& s : v) str(s);
+}
+void File::kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
+  key(k, ARRAY);
+  pod(uint32_t{I32});
+  pod(static_cast<uint64_t>(v.size()));
+  for (auto x : v) pod(x);
+}
+void File::kv_f32s(const std::string& k, const std::vector<float>& v) {
+  key(k, ARRAY);
+  pod(uint32_t{F32});
+  pod(static_cast<uint64_t>(v.size()));
+  for (auto x : v) pod(x);
+}
+
+void File::tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type) {
+  for (const Entry& e : tensors_)
+    HFX_CHECK(e.name != name, "gguf", "expected each tensor name once, got '{}' twice", name);
+  tensors_.push_back({name, shape, std::move(make), type});
+}
+
+uint64_t File::write(const std::string& path, const std::function<void(uint64_t)>& on_tensor) const {
+  std::string head;
+  auto put = [&](const void* p, size_t n) { head.append(static_cast<const char*>(p), n); };
+  const uint32_t version = 3;
+  const uint64_t nt = tensors_.size(), nk = kv_;
+  put("GGUF", 4);
+  put(&version, 4);
+  put(&nt, 8);
+  put(&nk, 8);
+  head += meta_;
+  uint64_t off = 0;
+  for (const Entry& e : tensors_) {
+    const uint64_t len = e.name.size();
+    put(&len, 8);
+    head += e.name;
+    const auto nd = static_cast<uint32_t>(e.shape.size());
+    put(&nd, 4);
+    for (auto it = e.shape.rbegin(); it != e.shape.rend(); ++it) {
+      const auto n = static_cast<uint64_t>(*it);
+      put(&n, 8);
+    }
+    const auto type = static_cast<uint32_t>(e.type);
+    put(&type, 4);
+    put(&off, 8);
+    off += padded(tensor_bytes(e.shape, e.type));
+  }
+  head.resize(padded(head.size()), '\0');
+  const std::string tmp = path + ".tmp";
+  std::FILE* f = std::fopen(tmp.c_str(), "wb");
+  HFX_CHECK(f != nullptr, "gguf", "expected to write {}, got an error opening it", tmp);
+  uint64_t written = 0;
+  auto emit = [&](const void* p, size_t n) {
+    if (n && std::fwrite(p, 1, n, f) != n) {
+      std::fclose(f);
+      std::filesystem::remove(tmp);
+      HFX_THROW("gguf", "expected to write {} bytes to {}, got a short write (disk full?)", n, tmp);
+    }
+    written += n;
+  };
+  emit(head.data(), head.size());
+  std::vector<uint8_t> buf;
+  const std::vector<uint8_t> zeros(File::kAlignment, 0);
+  for (const Entry& e : tensors_) {
+    const Tensor t = e.make().to(DType::F32).contiguous();
+    HFX_CHECK(t.shape() == e.shape, "gguf", "expected tensor {} of shape {}, got {}", e.name,
+              shape_to_string(e.shape), shape_to_string(t.shape()));
+    const int64_t row = e.shape.empty() ? 1 : e.shape.back();
+    const int64_t rows = t.numel() / std::max<int64_t>(row, 1);
+    const float* p = t.data<float>();
+    for (int64_t r = 0; r < rows; r++) {
+      buf.clear();
+      ggml_encode_row(e.type, {p + r * row, static_cast<size_t>(row)}, buf);
+      emit(buf.data(), buf.size());
+    }
+    const uint64_t n = tensor_bytes(e.shape, e.type);
+    emit(zeros.data(), padded(n) - n);
+    if (on_tensor) on_tensor(written);
+  }
+  const bool ok = std::fclose(f) == 0;
+  if (!ok) std::filesystem::remove(tmp);
+  HFX_CHECK(ok, "gguf", "expected to close {}, got an error (disk full?)", tmp);
+  std::filesystem::rename(tmp, path);
+  return written;
+}
+
+}  // namespace gguf
+}  // namespace hfx

@@ -1,0 +1,55 @@
+// A GGUF v3 file (ggml's gguf.h layout: header, key/value pairs, tensor infos, aligned data), written with
+// the tensors streamed: each is produced, converted and appended one at a time, so memory holds one tensor.
+#pragma once
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "hfx/core/tensor.h"
+#include "hfx/export/gguf.h"
+
+namespace hfx::gguf {
+
+class File {
+ public:
+  void kv_str(const std::string& k, const std::string& v);
+  void kv_u32(const std::string& k, uint32_t v);
+  void kv_f32(const std::string& k, float v);
+  void kv_bool(const std::string& k, bool v);
+  void kv_strs(const std::string& k, const std::vector<std::string>& v);
+  void kv_i32s(const std::string& k, const std::vector<int32_t>& v);
+  void kv_f32s(const std::string& k, const std::vector<float>& v);
+
+  /// A tensor of torch shape `shape` (GGUF stores dims innermost first) whose values `make` returns when
+  /// the file is written; stored in `type` (the writer's choice for its name and shape, see type_for).
+  void tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type);
+  /// Writes the file to `path` (a temp file renamed into place); returns its size. `on_tensor(bytes so far)`
+  /// runs after each tensor.
+  uint64_t write(const std::string& path, const std::function<void(uint64_t)>& on_tensor = {}) const;
+  size_t tensor_count() const { return tensors_.size(); }
+
+  static constexpr uint32_t kAlignment = 32;  ///< general.alignment's default
+
+ private:
+  struct Entry {
+    std::string name;
+    Shape shape;
+    std::function<Tensor()> make;
+    GgmlType type;
+  };
+  void key(const std::string& k, uint32_t type);
+  void str(const std::string& s);
+  template <typename T>
+  void pod(T v) {
+    meta_.append(reinterpret_cast<const char*>(&v), sizeof(T));
+  }
+  std::string meta_;
+  uint64_t kv_ = 0;
+  std::vector<Entry> tensors_;
+};
+
+/// Bytes of a tensor of `shape` in `type` (rows of whole blocks).
+uint64_t tensor_bytes(const Shape& shape, GgmlType type);
+
+}  // namespace hfx::gguf

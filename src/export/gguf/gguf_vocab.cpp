@@ -1,0 +1,147 @@
+// The tokenizer as llama.cpp reads it (tokenizer.ggml.*), from the export folder's tokenizer files: a
+// byte-level BPE becomes llama.cpp's "gpt2" model with the pre-tokenizer it names by its regex, a
+// byte-fallback BPE its "llama" (sentencepiece) model; special ids, add_bos and the chat template come along.
+#include "export/gguf/gguf_vocab.h"
+
+#include <filesystem>
+
+#include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
+
+namespace hfx::gguf {
+
+namespace {
+
+namespace fs = std::filesystem;
+
+// llama.cpp's token types (llama_token_type): normal, unknown, control, user-defined, unused, byte.
+enum : int32_t { NORMAL = 1, UNKNOWN = 2, CONTROL = 3, USER_DEFINED = 4, UNUSED = 5, BYTE = 6 };
+
+// A Split pre-tokenizer's regex → llama.cpp's tokenizer.ggml.pre (llama-vocab.cpp's LLAMA_VOCAB_PRE_TYPE
+// names; convert_hf_to_gguf.py's get_vocab_base_pre picks them by hashing a tokenization, hfx by the regex).
+struct PreRegex {
+  const char* regex;
+  const char* pre;
+};
+const PreRegex kPreRegexes[] = {
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}{1,3}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "llama-bpe"},
+    {"(?i:'s|'t|'re|'ve|'m|'ll|'d)|[^\\r\\n\\p{L}\\p{N}]?\\p{L}+|\\p{N}| ?[^\\s\\p{L}\\p{N}]+[\\r\\n]*|"
+     "\\s*[\\r\\n]+|\\s+(?!\\S)|\\s+",
+     "qwen2"},
+};
+
+// The regex of the pre-tokenizer (a Split, alone or first in a Sequence), or "byte-level" for a ByteLevel
+// that splits with GPT-2's own regex.
+std::string pre_of(const nlohmann::json& tok) {
+  const nlohmann::json& p = tok.value("pre_tokenizer", nlohmann::json());
+  std::vector<nlohmann::json> parts;
+  if (p.is_object() && p.value("type", "") == "Sequence")
+    for (const auto& x : p["pretokenizers"]) parts.push_back(x);
+  else if (p.is_object())
+    parts.push_back(p);
+  for (const auto& x : parts) {
+    if (x.value("type", "") == "Split" && x.contains("pattern") && x["pattern"].contains("Regex")) {
+      const std::string re = x["pattern"]["Regex"].get<std::string>();
+      for (const PreRegex& k : kPreRegexes)
+        if (re == k.regex) return k.pre;
+      HFX_THROW(
+          "gguf",
+          "expected a pre-tokenizer llama.cpp names (the regex of llama-bpe or qwen2), got the regex '{}'; "
+          "its tokenization in llama.cpp would differ from transformers'",
+          re);
+    }
+    if (x.value("type", "") == "ByteLevel" && x.value("use_regex", true)) return "gpt-2";
+  }
+  HFX_THROW("gguf", "expected a byte-level BPE pre-tokenizer (a Split regex or ByteLevel), got {}",
+            p.dump().substr(0, 200));
+}
+
+std::vector<std::string> merges_of(const nlohmann::json& model) {
+  std::vector<std::string> merges;
+  for (const auto& m : model.value("merges", nlohmann::json::array()))
+    merges.push_back(m.is_string() ? m.get<std::string>()
+                                   : m[0].get<std::string>() + " " + m[1].get<std::string>());
+  return merges;
+}
+
+// Tokens by id (the model's vocabulary, then the added tokens), their types and, for SPM, scores.
+void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm) {
+  std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
+  std::vector<int32_t> types(static_cast<size_t>(vocab_size), NORMAL);
+  std::vector<float> scores(static_cast<size_t>(vocab_size), 0.0f);
+  for (auto it = tok["model"]["vocab"].begin(); it != tok["model"]["vocab"].end(); ++it) {
+    const int64_t id = it.value().get<int64_t>();
+    if (id < 0 || id >= vocab_size) continue;
+    tokens[static_cast<size_t>(id)] = it.key();
+    scores[static_cast<size_t>(id)] = -static_cast<float>(id);  // BPE merges by rank: the id order
+    if (spm && it.key().size() == 6 && it.key().rfind("<0x", 0) == 0) types[static_cast<size_t>(id)] = BYTE;
+  }
+  for (const auto& a : tok.value("added_tokens", nlohmann::json::array())) {
+    const int64_t id = a["id"].get<int64_t>();
+    if (id < 0 || id >= vocab_size) continue;
+    const std::string content = a["content"].get<std::string>();
+    tokens[static_cast<size_t>(id)] = content;
+    types[static_cast<size_t>(id)] =
+        spm && content == "<unk>" ? UNKNOWN : (a.value("special", false) ? CONTROL : USER_DEFINED);
+  }
+  for (int64_t i = 0; i < vocab_size; i++)  // the embedding's rows beyond the tokenizer (padding)
+    if (tokens[static_cast<size_t>(i)].empty())
+      tokens[static_cast<size_t>(i)] = "[PAD" + std::to_string(i) + "]",
+      types[static_cast<size_t>(i)] = UNUSED;
+  f.kv_strs("tokenizer.ggml.tokens", tokens);
+  if (spm) f.kv_f32s("tokenizer.ggml.scores", scores);
+  f.kv_i32s("tokenizer.ggml.token_type", types);
+}
+
+// Whether the tokenizer puts BOS first: tokenizer_config.json's add_bos_token, else a TemplateProcessing
+// post-processor whose single-sequence template starts with a special token.
+bool adds_bos(const nlohmann::json& tok, const nlohmann::json& tc) {
+  if (tc.contains("add_bos_token") && tc["add_bos_token"].is_boolean())
+    return tc["add_bos_token"].get<bool>();
+  const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
+  std::vector<nlohmann::json> parts;
+  if (pp.is_object() && pp.value("type", "") == "Sequence")
+    for (const auto& x : pp["processors"]) parts.push_back(x);
+  else if (pp.is_object())
+    parts.push_back(pp);
+  for (const auto& x : parts)
+    if (x.value("type", "") == "TemplateProcessing" && !x["single"].empty())
+      return x["single"][0].contains("SpecialToken");
+  return false;
+}
+
+nlohmann::json read_json(const fs::path& p) {
+  return fs::exists(p) ? nlohmann::json::parse(io::read_file(p.string())) : nlohmann::json::object();
+}
+
+}  // namespace
+
+void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
+  const fs::path d(dir);
+  HFX_CHECK(fs::exists(d / "tokenizer.json"), "gguf",
+            "expected tokenizer.json in the checkpoint (GGUF carries the tokenizer), got none in {}", dir);
+  const nlohmann::json tok = read_json(d / "tokenizer.json"), tc = read_json(d / "tokenizer_config.json");
+  const nlohmann::json& model = tok["model"];
+  HFX_CHECK(model.value("type", "") == "BPE", "gguf", "expected a BPE tokenizer for GGUF, got a {} one",
+            model.value("type", std::string("?")));
+  const bool spm = model.value("byte_fallback", false);
+  f.kv_str("tokenizer.ggml.model", spm ? "llama" : "gpt2");
+  if (!spm) f.kv_str("tokenizer.ggml.pre", pre_of(tok));
+  add_tokens(f, tok, c.vocab_size, spm);
+  if (!spm) f.kv_strs("tokenizer.ggml.merges", merges_of(model));
+  if (c.bos_token_id) f.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+  if (!c.eos_token_ids.empty())
+    f.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
+  if (c.pad_token_id) f.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*c.pad_token_id));
+  f.kv_bool("tokenizer.ggml.add_bos_token", adds_bos(tok, tc));
+  std::string chat;
+  if (fs::exists(d / "chat_template.jinja"))
+    chat = io::read_file((d / "chat_template.jinja").string());
+  else if (tc.contains("chat_template") && tc["chat_template"].is_string())
+    chat = tc["chat_template"].get<std::string>();
+  if (!chat.empty()) f.kv_str("tokenizer.chat_template", chat);
+}
+
+}  // namespace hfx::gguf
