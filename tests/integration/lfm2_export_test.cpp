@@ -5,7 +5,7 @@
 //     decode,model}.onnx in ONNX Runtime and the .pte's methods in the independent .pte executor; the
 //     .pt2 archives must be written (read back by tests/export/dynamo/interpreter_test.cpp);
 //   * llama.cpp (node-llama-cpp, its `lfm2` architecture) on a GGUF of the same weights
-//     (tests/models/gguf_lfm2.h): the next-token softmax at every position of a 12-token sequence;
+//     (written by hfx's GGUF backend): the next-token softmax at every position of a 12-token sequence;
 //   * bad input — a mis-shaped conv weight, an unknown layer type — is a clear error naming the tensor or
 //     the layer, a non-zero exit, and no output folder.
 // Transformers.js's greedy tokens are compared in tests/integration/transformersjs_test.cpp.
@@ -15,11 +15,12 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "hfx/artifact/export_folder.h"
+#include "hfx/export/gguf.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/tiny.h"
 #include "hfx/ops/functional.h"
 #include "hfx/verify/verify.h"
-#include "models/gguf_lfm2.h"
 #include "support/verdict.h"
 
 namespace hfx {
@@ -90,9 +91,9 @@ TEST(Lfm2Export, LlamaCppAgreesWithEager) {
   opt.seed = 11;
   create_tiny("lfm2", d.path.string(), opt);
   auto m = load_causal_lm(d.path.string());
-  const json tok = json::parse(io::read_file((d.path / "tokenizer.json").string()));
-  const std::string gguf = (d.path / "model.gguf").string();
-  test::gguf::write_lfm2_gguf(gguf, *m, tok);
+  // the GGUF backend, as `hfx export --format gguf` runs it
+  artifact::export_folder(*m, d.path.string(), (d.path / "gguf").string(), GgufConfig{});
+  const std::string gguf = (d.path / "gguf" / "model.gguf").string();
   const std::vector<int64_t> ids = {1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180};
   std::string list;
   for (auto t : ids) list += (list.empty() ? "" : ",") + std::to_string(t);

@@ -1,5 +1,6 @@
 // The architectures of llama.cpp hfx writes, each what convert_hf_to_gguf.py's model class writes for it:
-// the decoder family (llama incl. mistral, qwen2, qwen3, gemma, gemma2, phi3), gpt2 and mamba.
+// the decoder family (llama incl. mistral, qwen2, qwen3, gemma, gemma2, phi3) and gpt2 here; the state-space
+// and hybrid ones in gguf_archs_ssm.cpp.
 #include "export/gguf/gguf_archs.h"
 
 #include <cmath>
@@ -17,9 +18,18 @@ struct ArchRow {
   const char* arch;
 };
 // model_type → llama.cpp arch (llama-arch.cpp's LLM_ARCH_NAMES).
-const ArchRow kArchs[] = {{"llama", "llama"}, {"mistral", "llama"}, {"qwen2", "qwen2"},
-                          {"qwen3", "qwen3"}, {"gemma", "gemma"},   {"gemma2", "gemma2"},
-                          {"phi3", "phi3"},   {"gpt2", "gpt2"},     {"mamba", "mamba"}};
+const ArchRow kArchs[] = {{"llama", "llama"},
+                          {"mistral", "llama"},
+                          {"qwen2", "qwen2"},
+                          {"qwen3", "qwen3"},
+                          {"gemma", "gemma"},
+                          {"gemma2", "gemma2"},
+                          {"phi3", "phi3"},
+                          {"gpt2", "gpt2"},
+                          {"mamba", "mamba"},
+                          {"mamba2", "mamba2"},
+                          {"granitemoehybrid", "granitehybrid"},
+                          {"lfm2", "lfm2"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -37,27 +47,6 @@ std::vector<std::string> gguf_model_types() {
 namespace gguf {
 
 namespace {
-
-using Make = std::function<Tensor()>;
-
-// What the tensors of one model are written from: its weights, the file and the matrix type. The producers
-// run when the file is written, after this is gone: they hold the weight store (the model's), not it.
-struct Out {
-  File& f;
-  const io::WeightStore& W;
-  GgmlType matrix;
-  void put(const std::string& name, const Shape& shape, Make make) {
-    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix));
-  }
-  /// The checkpoint's tensor `hf` as it is.
-  void copy(const std::string& name, const std::string& hf) {
-    put(name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); });
-  }
-  /// hf → name through `fn` (same shape).
-  void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn) {
-    put(name, W.info(hf).shape, [w = &W, hf, fn] { return fn(w->get(hf)); });
-  }
-};
 
 // llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1)
 // (convert_hf_to_gguf.py's LlamaModel.permute).
@@ -84,6 +73,8 @@ Tensor plus_one(const Tensor& t) {
 
 Tensor transposed(const Tensor& t) { return t.to(DType::F32).transpose(0, 1).contiguous(); }
 
+}  // namespace
+
 void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
   f.kv_str("general.architecture", arch);
   // The checkpoint's name where config.json has it (saved from a Hub id). Not the model_type: llama.cpp sets
@@ -95,6 +86,8 @@ void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
   f.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
   f.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
 }
+
+namespace {
 
 // llama3 rope scaling: llama.cpp multiplies each rotary frequency's period by rope_freqs (what the
 // converter's LlamaModel.generate_extra_tensors computes from rope_scaling).
@@ -261,52 +254,15 @@ void add_gpt2(Out& o, const ModelConfig& c) {
   o.copy("output_norm.bias", "transformer.ln_f.bias");
 }
 
-// Mamba: no attention keys (head counts 0), the ssm sizes, conv1d [I, 1, K] squeezed to [I, K],
-// A = -exp(A_log) as ssm_a (convert_hf_to_gguf.py's MambaModel).
-void add_mamba(Out& o, const ModelConfig& c) {
-  const int64_t H = c.hidden_size, I = c.intermediate_size;
-  const int64_t N = c.raw.value("state_size", int64_t{16}), K = c.raw.value("conv_kernel", int64_t{4});
-  const int64_t R = c.raw.contains("time_step_rank") && c.raw["time_step_rank"].is_number_integer()
-                        ? c.raw["time_step_rank"].get<int64_t>()
-                        : (H + 15) / 16;
-  File& f = o.f;
-  f.kv_u32("mamba.context_length", 1u << 20);
-  f.kv_u32("mamba.feed_forward_length", 0);
-  f.kv_u32("mamba.attention.head_count", 0);
-  f.kv_u32("mamba.ssm.conv_kernel", static_cast<uint32_t>(K));
-  f.kv_u32("mamba.ssm.inner_size", static_cast<uint32_t>(I));
-  f.kv_u32("mamba.ssm.state_size", static_cast<uint32_t>(N));
-  f.kv_u32("mamba.ssm.time_step_rank", static_cast<uint32_t>(R));
-  f.kv_f32("mamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
-  o.copy("token_embd.weight", "backbone.embeddings.weight");
-  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-    const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    o.copy(q + "attn_norm.weight", p + "norm.weight");
-    o.copy(q + "ssm_in.weight", p + "mixer.in_proj.weight");
-    o.put(q + "ssm_conv1d.weight", {I, K}, [w = &o.W, p, I, K] {
-      return w->get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K});
-    });
-    o.copy(q + "ssm_conv1d.bias", p + "mixer.conv1d.bias");
-    o.copy(q + "ssm_x.weight", p + "mixer.x_proj.weight");
-    o.copy(q + "ssm_dt.weight", p + "mixer.dt_proj.weight");
-    o.copy(q + "ssm_dt.bias", p + "mixer.dt_proj.bias");
-    o.map(q + "ssm_a", p + "mixer.A_log", [](Tensor t) {
-      std::vector<float> a = t.to_floats();
-      for (float& x : a) x = -std::exp(x);
-      return Tensor::from_floats(t.shape(), a);
-    });
-    o.copy(q + "ssm_d", p + "mixer.D");
-    o.copy(q + "ssm_out.weight", p + "mixer.out_proj.weight");
-  }
-  o.copy("output_norm.weight", "backbone.norm_f.weight");
-  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
-}
-
 }  // namespace
 
 GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix) {
-  const bool f32 = shape.size() <= 1 || name.ends_with("_norm.weight") || name.ends_with("ssm_a") ||
-                   name.ends_with("ssm_d") || name.find("ssm_conv1d") != std::string::npos;
+  // convert_hf_to_gguf.py's prepare_tensors (after llama.cpp's llama_model_quantize_internal): 1-D tensors
+  // and norms, the MoE router, learned positions, token types and the state-space convolutions stay f32.
+  static const char* const kF32[] = {"ffn_gate_inp.",   "position_embd.", "token_types.", "ssm_conv1d.",
+                                     "shortconv.conv.", "ssm_a",          "ssm_d"};
+  bool f32 = shape.size() <= 1 || name.ends_with("_norm.weight");
+  for (const char* k : kF32) f32 = f32 || name.find(k) != std::string::npos;
   if (f32) return GgmlType::F32;
   if (ggml_block_size(matrix) > 1 && shape.back() % ggml_block_size(matrix) != 0) return GgmlType::F16;
   return matrix;
@@ -323,6 +279,12 @@ void add_model(File& f, const Model& m, GgmlType matrix) {
     add_gpt2(o, c);
   else if (arch == "mamba")
     add_mamba(o, c);
+  else if (arch == "mamba2")
+    add_mamba2(o, c);
+  else if (arch == "granitehybrid")
+    add_granitehybrid(o, c);
+  else if (arch == "lfm2")
+    add_lfm2(o, c);
   else
     add_decoder(o, arch, c);
 }

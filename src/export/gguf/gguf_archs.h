@@ -1,6 +1,7 @@
 // llama.cpp's architectures as hfx writes them: for each model_type, the llama.cpp arch, its metadata keys
 // and its tensors (names, layouts, transforms), as convert_hf_to_gguf.py writes them.
 #pragma once
+#include <functional>
 #include <string>
 
 #include "export/gguf/gguf_file.h"
@@ -16,5 +17,32 @@ void add_model(File& f, const Model& m, GgmlType matrix);
 /// The type a tensor is stored in: f32 for 1-D tensors, norms and the state-space parameters llama.cpp reads
 /// as f32; `matrix` for the rest, f16 where a row is not whole blocks of a quantized `matrix`.
 GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix);
+
+using Make = std::function<Tensor()>;
+
+// What the tensors of one model are written from: its weights, the file and the matrix type. The producers
+// run when the file is written, after this is gone: they hold the weight store (the model's), not it.
+struct Out {
+  File& f;
+  const io::WeightStore& W;
+  GgmlType matrix;
+  void put(const std::string& name, const Shape& shape, Make make) {
+    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix));
+  }
+  /// The checkpoint's tensor `hf` as it is.
+  void copy(const std::string& name, const std::string& hf) {
+    put(name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); });
+  }
+  /// hf → name through `fn` (same shape).
+  void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn) {
+    put(name, W.info(hf).shape, [w = &W, hf, fn] { return fn(w->get(hf)); });
+  }
+};
+
+/// The state-space and hybrid archs (gguf_archs_ssm.cpp): their `<arch>.*` keys and tensors.
+void add_mamba(Out& o, const ModelConfig& c);
+void add_mamba2(Out& o, const ModelConfig& c);
+void add_granitehybrid(Out& o, const ModelConfig& c);
+void add_lfm2(Out& o, const ModelConfig& c);
 
 }  // namespace hfx::gguf

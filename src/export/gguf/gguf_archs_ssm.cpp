@@ -1,0 +1,218 @@
+// llama.cpp's state-space and hybrid archs as convert_hf_to_gguf.py writes them: mamba, mamba2, granitehybrid
+// (granitemoehybrid) and lfm2.
+#include <cmath>
+
+#include "export/gguf/gguf_archs.h"
+#include "hfx/core/error.h"
+
+namespace hfx::gguf {
+
+namespace {
+
+Tensor neg_exp(Tensor t) {  // A = -exp(A_log): llama.cpp's ssm_a
+  std::vector<float> a = t.to_floats();
+  for (float& x : a) x = -std::exp(x);
+  return Tensor::from_floats(t.shape(), a);
+}
+
+// t[..., from:from+n, ...] along dim, as its own f32 tensor.
+Tensor rows(const Tensor& t, int64_t dim, int64_t from, int64_t n) {
+  return t.to(DType::F32).slice(dim, from, from + n).contiguous();
+}
+
+// One Mamba-2 mixer as convert_hf_to_gguf.py's Mamba2Model writes it: conv1d.weight [C, 1, K] squeezed to
+// [C, K], dt_bias as ssm_dt.bias, A = -exp(A_log) and D as [heads, 1], the gated norm's weight as
+// [n_groups, inner / n_groups] (llama.cpp normalizes per group, as transformers 5's MambaRMSNormGated does).
+void add_ssd_mixer(Out& o, const std::string& p, const std::string& q, int64_t inner, int64_t groups,
+                   bool conv_bias) {
+  const Shape cw = o.W.info(p + "conv1d.weight").shape;
+  const int64_t heads = o.W.info(p + "A_log").shape.at(0);
+  o.copy(q + "ssm_in.weight", p + "in_proj.weight");
+  o.put(q + "ssm_conv1d.weight", {cw[0], cw[2]},
+        [w = &o.W, p, cw] { return w->get(p + "conv1d.weight").to(DType::F32).contiguous().reshape({cw[0], cw[2]}); });
+  if (conv_bias) o.copy(q + "ssm_conv1d.bias", p + "conv1d.bias");
+  o.copy(q + "ssm_dt.bias", p + "dt_bias");
+  o.put(q + "ssm_a", {heads, 1}, [w = &o.W, p, heads] { return neg_exp(w->get(p + "A_log")).reshape({heads, 1}); });
+  o.put(q + "ssm_d", {heads, 1},
+        [w = &o.W, p, heads] { return w->get(p + "D").to(DType::F32).contiguous().reshape({heads, 1}); });
+  o.put(q + "ssm_norm.weight", {groups, inner / groups}, [w = &o.W, p, groups, inner] {
+    return w->get(p + "norm.weight").to(DType::F32).contiguous().reshape({groups, inner / groups});
+  });
+  o.copy(q + "ssm_out.weight", p + "out_proj.weight");
+}
+
+}  // namespace
+
+// Mamba: no attention keys (head counts 0), the ssm sizes, conv1d [I, 1, K] squeezed to [I, K],
+// A = -exp(A_log) as ssm_a (convert_hf_to_gguf.py's MambaModel).
+void add_mamba(Out& o, const ModelConfig& c) {
+  const int64_t H = c.hidden_size, I = c.intermediate_size;
+  const int64_t N = c.raw.value("state_size", int64_t{16}), K = c.raw.value("conv_kernel", int64_t{4});
+  const int64_t R = c.raw.contains("time_step_rank") && c.raw["time_step_rank"].is_number_integer()
+                        ? c.raw["time_step_rank"].get<int64_t>()
+                        : (H + 15) / 16;
+  File& f = o.f;
+  f.kv_u32("mamba.context_length", 1u << 20);
+  f.kv_u32("mamba.feed_forward_length", 0);
+  f.kv_u32("mamba.attention.head_count", 0);
+  f.kv_u32("mamba.ssm.conv_kernel", static_cast<uint32_t>(K));
+  f.kv_u32("mamba.ssm.inner_size", static_cast<uint32_t>(I));
+  f.kv_u32("mamba.ssm.state_size", static_cast<uint32_t>(N));
+  f.kv_u32("mamba.ssm.time_step_rank", static_cast<uint32_t>(R));
+  f.kv_f32("mamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  o.copy("token_embd.weight", "backbone.embeddings.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    o.copy(q + "attn_norm.weight", p + "norm.weight");
+    o.copy(q + "ssm_in.weight", p + "mixer.in_proj.weight");
+    o.put(q + "ssm_conv1d.weight", {I, K}, [w = &o.W, p, I, K] {
+      return w->get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K});
+    });
+    o.copy(q + "ssm_conv1d.bias", p + "mixer.conv1d.bias");
+    o.copy(q + "ssm_x.weight", p + "mixer.x_proj.weight");
+    o.copy(q + "ssm_dt.weight", p + "mixer.dt_proj.weight");
+    o.copy(q + "ssm_dt.bias", p + "mixer.dt_proj.bias");
+    o.map(q + "ssm_a", p + "mixer.A_log", neg_exp);
+    o.copy(q + "ssm_d", p + "mixer.D");
+    o.copy(q + "ssm_out.weight", p + "mixer.out_proj.weight");
+  }
+  o.copy("output_norm.weight", "backbone.norm_f.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+// mamba2 as convert_hf_to_gguf.py's Mamba2Model writes it (time_step_rank = the head count).
+void add_mamba2(Out& o, const ModelConfig& c) {
+  const int64_t I = c.intermediate_size, G = c.raw.at("n_groups").get<int64_t>();
+  File& f = o.f;
+  f.kv_u32("mamba2.context_length", 1u << 20);
+  f.kv_u32("mamba2.feed_forward_length", 0);
+  f.kv_u32("mamba2.attention.head_count", 0);
+  f.kv_u32("mamba2.ssm.conv_kernel", c.raw.at("conv_kernel").get<uint32_t>());
+  f.kv_u32("mamba2.ssm.inner_size", static_cast<uint32_t>(I));
+  f.kv_u32("mamba2.ssm.state_size", c.raw.at("state_size").get<uint32_t>());
+  f.kv_u32("mamba2.ssm.time_step_rank", c.raw.at("num_heads").get<uint32_t>());
+  f.kv_u32("mamba2.ssm.group_count", static_cast<uint32_t>(G));
+  f.kv_f32("mamba2.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  o.copy("token_embd.weight", "backbone.embeddings.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    o.copy(q + "attn_norm.weight", p + "norm.weight");
+    add_ssd_mixer(o, p + "mixer.", q, I, G, c.raw.value("use_conv_bias", true));
+  }
+  o.copy("output_norm.weight", "backbone.norm_f.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+namespace {
+
+void granitehybrid_keys(File& f, const ModelConfig& c, int64_t inner, int64_t G) {
+  const nlohmann::json& j = c.raw;
+  const std::string a = "granitehybrid.";
+  f.kv_u32(a + "context_length", 1u << 20);
+  f.kv_u32(a + "feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32(a + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  std::vector<int32_t> kv;
+  for (const auto& t : c.layer_types) kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
+  f.kv_i32s(a + "attention.head_count_kv", kv);
+  f.kv_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  f.kv_f32(a + "attention.scale", j.value("attention_multiplier", 1.0f));
+  f.kv_f32(a + "embedding_scale", j.value("embedding_multiplier", 1.0f));
+  f.kv_f32(a + "residual_scale", j.value("residual_multiplier", 1.0f));
+  f.kv_f32(a + "logit_scale", j.value("logits_scaling", 1.0f));
+  f.kv_u32(a + "expert_count", j.at("num_local_experts").get<uint32_t>());
+  f.kv_u32(a + "expert_used_count", j.at("num_experts_per_tok").get<uint32_t>());
+  f.kv_u32(a + "expert_shared_feed_forward_length", j.at("shared_intermediate_size").get<uint32_t>());
+  f.kv_u32(a + "ssm.conv_kernel", j.at("mamba_d_conv").get<uint32_t>());
+  f.kv_u32(a + "ssm.state_size", j.at("mamba_d_state").get<uint32_t>());
+  f.kv_u32(a + "ssm.group_count", static_cast<uint32_t>(G));
+  f.kv_u32(a + "ssm.inner_size", static_cast<uint32_t>(inner));
+  f.kv_u32(a + "ssm.time_step_rank", j.at("mamba_n_heads").get<uint32_t>());
+  // NoPE: llama.cpp's granitehybrid applies rotary unless rope.scaling.finetuned says false (the converter
+  // writes it from position_embedding_type).
+  f.kv_bool(a + "rope.scaling.finetuned", j.value("position_embedding_type", std::string("nope")) == "rope");
+}
+
+}  // namespace
+
+// granitemoehybrid as convert_hf_to_gguf.py's GraniteHybridModel writes it: the Mamba-2 layers as mamba2's, the
+// attention layers' q/k/v/o unpermuted (NoPE), the stacked experts' input_linear [E, 2I, H] split into gate and
+// up, the shared MLP's input_linear [2S, H] likewise, Granite's multipliers as scales.
+void add_granitehybrid(Out& o, const ModelConfig& c) {
+  const nlohmann::json& j = c.raw;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, S = j.at("shared_intermediate_size").get<int64_t>();
+  const int64_t inner = j.value("mamba_expand", int64_t{2}) * H, G = j.value("mamba_n_groups", int64_t{1});
+  granitehybrid_keys(o.f, c, inner, G);
+  auto split = [&o](const std::string& name, const std::string& hf, int64_t dim, int64_t from, int64_t n) {
+    Shape s = o.W.info(hf).shape;
+    s[static_cast<size_t>(dim)] = n;
+    o.put(name, s, [w = &o.W, hf, dim, from, n] { return rows(w->get(hf), dim, from, n); });
+  };
+  o.copy("token_embd.weight", "model.embed_tokens.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    o.copy(q + "attn_norm.weight", p + "input_layernorm.weight");
+    if (c.layer_types[static_cast<size_t>(i)] == "mamba") {
+      add_ssd_mixer(o, p + "mamba.", q, inner, G, j.value("mamba_conv_bias", true));
+    } else {
+      for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
+               {"q_proj", "attn_q"}, {"k_proj", "attn_k"}, {"v_proj", "attn_v"}, {"o_proj", "attn_output"}})
+        o.copy(q + gg + ".weight", p + "self_attn." + hf + ".weight");
+    }
+    o.copy(q + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+    o.copy(q + "ffn_gate_inp.weight", p + "block_sparse_moe.router.layer.weight");
+    split(q + "ffn_gate_exps.weight", p + "block_sparse_moe.input_linear.weight", 1, 0, I);
+    split(q + "ffn_up_exps.weight", p + "block_sparse_moe.input_linear.weight", 1, I, I);
+    o.copy(q + "ffn_down_exps.weight", p + "block_sparse_moe.output_linear.weight");
+    split(q + "ffn_gate_shexp.weight", p + "shared_mlp.input_linear.weight", 0, 0, S);
+    split(q + "ffn_up_shexp.weight", p + "shared_mlp.input_linear.weight", 0, S, S);
+    o.copy(q + "ffn_down_shexp.weight", p + "shared_mlp.output_linear.weight");
+  }
+  o.copy("output_norm.weight", "model.norm.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+// lfm2 as convert_hf_to_gguf.py's LFM2Model writes it: conv layers told by a per-layer head_count_kv of 0, the
+// final norm (model.embedding_norm) as token_embd_norm, the depthwise conv [H, 1, L] squeezed to [H, L], NEOX rope
+// (q/k rows in HF order).
+void add_lfm2(Out& o, const ModelConfig& c) {
+  const int64_t H = c.hidden_size, L = c.raw.value("conv_L_cache", int64_t{3});
+  File& f = o.f;
+  std::vector<int32_t> kv_heads;
+  for (const auto& t : c.layer_types) kv_heads.push_back(t == "conv" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
+  f.kv_u32("lfm2.context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32("lfm2.feed_forward_length",
+           static_cast<uint32_t>(o.W.info("model.layers.0.feed_forward.w1.weight").shape.at(0)));
+  f.kv_u32("lfm2.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  f.kv_i32s("lfm2.attention.head_count_kv", kv_heads);
+  f.kv_u32("lfm2.attention.key_length", static_cast<uint32_t>(c.head_dim));
+  f.kv_u32("lfm2.attention.value_length", static_cast<uint32_t>(c.head_dim));
+  f.kv_u32("lfm2.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  f.kv_f32("lfm2.rope.freq_base", static_cast<float>(c.rope_theta));
+  f.kv_f32("lfm2.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  f.kv_u32("lfm2.shortconv.l_cache", static_cast<uint32_t>(L));
+  o.copy("token_embd.weight", "model.embed_tokens.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    o.copy(q + "attn_norm.weight", p + "operator_norm.weight");
+    if (c.layer_types.at(static_cast<size_t>(i)) == "conv") {
+      o.put(q + "shortconv.conv.weight", {H, L}, [w = &o.W, p, H, L] {
+        return w->get(p + "conv.conv.weight").to(DType::F32).contiguous().reshape({H, L});
+      });
+      o.copy(q + "shortconv.in_proj.weight", p + "conv.in_proj.weight");
+      o.copy(q + "shortconv.out_proj.weight", p + "conv.out_proj.weight");
+    } else {
+      for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
+               {"q_proj", "attn_q"}, {"k_proj", "attn_k"}, {"v_proj", "attn_v"}, {"out_proj", "attn_output"},
+               {"q_layernorm", "attn_q_norm"}, {"k_layernorm", "attn_k_norm"}})
+        o.copy(q + gg + ".weight", p + "self_attn." + hf + ".weight");
+    }
+    o.copy(q + "ffn_norm.weight", p + "ffn_norm.weight");
+    o.copy(q + "ffn_gate.weight", p + "feed_forward.w1.weight");
+    o.copy(q + "ffn_up.weight", p + "feed_forward.w3.weight");
+    o.copy(q + "ffn_down.weight", p + "feed_forward.w2.weight");
+  }
+  o.copy("token_embd_norm.weight", "model.embedding_norm.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+}  // namespace hfx::gguf
