@@ -1,8 +1,8 @@
 // Eager engine throughput: prefill and decode tokens/s of hfx::EagerEngine on a checkpoint folder, as
 // one JSON line per thread count (the llama.cpp side is bench/llama_cpp_bench.mjs on the same weights,
-// written as F32 GGUF by `eager_bench write-gguf`). bench/run_all.sh runs both and prints the ratios.
+// written as F32 GGUF by `hfx export --format gguf --dtype f32`). bench/run_all.sh runs both and prints the
+// ratios.
 //
-//   eager_bench write-gguf MODEL_DIR OUT.gguf
 //   eager_bench run MODEL_DIR [--threads 1,2] [--prefill 128] [--decode 64] [--reps 3]
 //
 // Prefill: one step of `prefill` tokens from an empty cache (median of reps after one warm-up that
@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "gguf_writer.h"
 #include "hfx/models/model.h"
 #include "hfx/runtime/generator.h"
 #include "kernels/kernels.h"
@@ -82,14 +81,9 @@ std::vector<int> parse_list(const std::string& s) {
 
 int main(int argc, char** argv) {
   try {
-    if (argc >= 4 && std::string(argv[1]) == "write-gguf") {
-      auto m = load_causal_lm(argv[2]);
-      bench::gguf::write_llama(argv[3], *m);
-      return 0;
-    }
     if (argc < 3 || std::string(argv[1]) != "run") {
       std::fprintf(stderr,
-                   "usage: eager_bench write-gguf MODEL_DIR OUT.gguf | run MODEL_DIR [--threads 1,2] "
+                   "usage: eager_bench run MODEL_DIR [--threads 1,2] "
                    "[--prefill 128] [--decode 64] [--reps 3]\n");
       return 2;
     }

@@ -9,7 +9,8 @@
 #   ort      `--target ort` (fused) vs standard-op graphs of llama-100m on ONNX Runtime CPU:
 #            512-token prefill time and decode tokens/s (bench/ort_bench.cpp)
 #   eager    hfx's eager engine vs llama.cpp (node-llama-cpp) on the same llama-100m weights (F32 GGUF),
-#            128-token prefill and decode tokens/s at 1 and 2 threads (bench/eager_bench.cpp,
+#            128-token prefill and decode tokens/s at 1 and 2 threads (bench/eager_bench.cpp; the GGUF is
+#            hfx's own export,
 #            bench/llama_cpp_bench.mjs)
 #   generate hfx::Generator over ONNX Runtime vs bare session runs of the same steps (bench/generate_bench.cpp)
 #   kernels  kernels::mm/linear/sdpa GFLOP/s beside raw OpenBLAS sgemm / a plain sdpa (bench/kernels_bench.cpp)
@@ -77,10 +78,10 @@ fi
 
 # ---- eager vs llama.cpp ----
 if ! skip eager; then
-  GGUF="$CACHE/llama-100m.f32.gguf"
+  GGUF="$CACHE/llama-100m-gguf/model.gguf"
   if [[ ! -f "$GGUF" || "$GGUF" -ot "$M100/model.safetensors" ]]; then
-    log "writing $GGUF"
-    "$B/eager_bench" write-gguf "$M100" "$GGUF"
+    log "writing $GGUF (hfx export --format gguf)"
+    "$HFX" export "$M100" --format gguf --dtype f32 -o "$CACHE/llama-100m-gguf" >/dev/null
   fi
   log "eager: hfx eager engine, prefill 128 + decode 64, threads 1 and 2"
   "$B/eager_bench" run "$M100" --threads 1,2 --prefill 128 --decode 64 --reps "$REPS" >"$RUN/eager_hfx.jsonl"

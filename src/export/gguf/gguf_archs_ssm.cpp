@@ -28,13 +28,17 @@ void add_ssd_mixer(Out& o, const std::string& p, const std::string& q, int64_t i
   const Shape cw = o.W.info(p + "conv1d.weight").shape;
   const int64_t heads = o.W.info(p + "A_log").shape.at(0);
   o.copy(q + "ssm_in.weight", p + "in_proj.weight");
-  o.put(q + "ssm_conv1d.weight", {cw[0], cw[2]},
-        [w = &o.W, p, cw] { return w->get(p + "conv1d.weight").to(DType::F32).contiguous().reshape({cw[0], cw[2]}); });
+  o.put(q + "ssm_conv1d.weight", {cw[0], cw[2]}, [w = &o.W, p, cw] {
+    return w->get(p + "conv1d.weight").to(DType::F32).contiguous().reshape({cw[0], cw[2]});
+  });
   if (conv_bias) o.copy(q + "ssm_conv1d.bias", p + "conv1d.bias");
   o.copy(q + "ssm_dt.bias", p + "dt_bias");
-  o.put(q + "ssm_a", {heads, 1}, [w = &o.W, p, heads] { return neg_exp(w->get(p + "A_log")).reshape({heads, 1}); });
-  o.put(q + "ssm_d", {heads, 1},
-        [w = &o.W, p, heads] { return w->get(p + "D").to(DType::F32).contiguous().reshape({heads, 1}); });
+  o.put(q + "ssm_a", {heads, 1}, [w = &o.W, p, heads] {
+    return neg_exp(w->get(p + "A_log")).reshape({heads, 1});
+  });
+  o.put(q + "ssm_d", {heads, 1}, [w = &o.W, p, heads] {
+    return w->get(p + "D").to(DType::F32).contiguous().reshape({heads, 1});
+  });
   o.put(q + "ssm_norm.weight", {groups, inner / groups}, [w = &o.W, p, groups, inner] {
     return w->get(p + "norm.weight").to(DType::F32).contiguous().reshape({groups, inner / groups});
   });
@@ -112,7 +116,8 @@ void granitehybrid_keys(File& f, const ModelConfig& c, int64_t inner, int64_t G)
   f.kv_u32(a + "feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
   f.kv_u32(a + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
   std::vector<int32_t> kv;
-  for (const auto& t : c.layer_types) kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
+  for (const auto& t : c.layer_types)
+    kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
   f.kv_i32s(a + "attention.head_count_kv", kv);
   f.kv_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   f.kv_f32(a + "attention.scale", j.value("attention_multiplier", 1.0f));
@@ -134,12 +139,13 @@ void granitehybrid_keys(File& f, const ModelConfig& c, int64_t inner, int64_t G)
 
 }  // namespace
 
-// granitemoehybrid as convert_hf_to_gguf.py's GraniteHybridModel writes it: the Mamba-2 layers as mamba2's, the
-// attention layers' q/k/v/o unpermuted (NoPE), the stacked experts' input_linear [E, 2I, H] split into gate and
-// up, the shared MLP's input_linear [2S, H] likewise, Granite's multipliers as scales.
+// granitemoehybrid as convert_hf_to_gguf.py's GraniteHybridModel writes it: the Mamba-2 layers as mamba2's,
+// the attention layers' q/k/v/o unpermuted (NoPE), the stacked experts' input_linear [E, 2I, H] split into
+// gate and up, the shared MLP's input_linear [2S, H] likewise, Granite's multipliers as scales.
 void add_granitehybrid(Out& o, const ModelConfig& c) {
   const nlohmann::json& j = c.raw;
-  const int64_t H = c.hidden_size, I = c.intermediate_size, S = j.at("shared_intermediate_size").get<int64_t>();
+  const int64_t H = c.hidden_size, I = c.intermediate_size,
+                S = j.at("shared_intermediate_size").get<int64_t>();
   const int64_t inner = j.value("mamba_expand", int64_t{2}) * H, G = j.value("mamba_n_groups", int64_t{1});
   granitehybrid_keys(o.f, c, inner, G);
   auto split = [&o](const std::string& name, const std::string& hf, int64_t dim, int64_t from, int64_t n) {
@@ -171,14 +177,15 @@ void add_granitehybrid(Out& o, const ModelConfig& c) {
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
 }
 
-// lfm2 as convert_hf_to_gguf.py's LFM2Model writes it: conv layers told by a per-layer head_count_kv of 0, the
-// final norm (model.embedding_norm) as token_embd_norm, the depthwise conv [H, 1, L] squeezed to [H, L], NEOX rope
-// (q/k rows in HF order).
+// lfm2 as convert_hf_to_gguf.py's LFM2Model writes it: conv layers told by a per-layer head_count_kv of 0,
+// the final norm (model.embedding_norm) as token_embd_norm, the depthwise conv [H, 1, L] squeezed to [H, L],
+// NEOX rope (q/k rows in HF order).
 void add_lfm2(Out& o, const ModelConfig& c) {
   const int64_t H = c.hidden_size, L = c.raw.value("conv_L_cache", int64_t{3});
   File& f = o.f;
   std::vector<int32_t> kv_heads;
-  for (const auto& t : c.layer_types) kv_heads.push_back(t == "conv" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
+  for (const auto& t : c.layer_types)
+    kv_heads.push_back(t == "conv" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
   f.kv_u32("lfm2.context_length", static_cast<uint32_t>(c.max_position_embeddings));
   f.kv_u32("lfm2.feed_forward_length",
            static_cast<uint32_t>(o.W.info("model.layers.0.feed_forward.w1.weight").shape.at(0)));
@@ -201,9 +208,13 @@ void add_lfm2(Out& o, const ModelConfig& c) {
       o.copy(q + "shortconv.in_proj.weight", p + "conv.in_proj.weight");
       o.copy(q + "shortconv.out_proj.weight", p + "conv.out_proj.weight");
     } else {
-      for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
-               {"q_proj", "attn_q"}, {"k_proj", "attn_k"}, {"v_proj", "attn_v"}, {"out_proj", "attn_output"},
-               {"q_layernorm", "attn_q_norm"}, {"k_layernorm", "attn_k_norm"}})
+      for (const auto& [hf, gg] :
+           std::vector<std::pair<std::string, std::string>>{{"q_proj", "attn_q"},
+                                                            {"k_proj", "attn_k"},
+                                                            {"v_proj", "attn_v"},
+                                                            {"out_proj", "attn_output"},
+                                                            {"q_layernorm", "attn_q_norm"},
+                                                            {"k_layernorm", "attn_k_norm"}})
         o.copy(q + gg + ".weight", p + "self_attn." + hf + ".weight");
     }
     o.copy(q + "ffn_norm.weight", p + "ffn_norm.weight");
