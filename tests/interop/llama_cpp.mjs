@@ -31,7 +31,8 @@ if (req.probs) {
 if (req.greedy) {
   const context = await fresh();
   const ids = [];
-  for await (const t of context.getSequence().evaluate(req.greedy.ids, { temperature: 0 })) {
+  // EOS does not end it (transformers' side runs with eos_token_id=None)
+  for await (const t of context.getSequence().evaluate(req.greedy.ids, { temperature: 0, yieldEogToken: true })) {
     ids.push(t);
     if (ids.length >= req.greedy.n) break;
   }

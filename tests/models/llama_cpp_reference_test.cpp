@@ -99,6 +99,12 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"mistral", "llama", {{"sliding_window", nullptr}}},
                       Case{"qwen2", "qwen2", nlohmann::json::object()},
                       Case{"qwen3", "qwen3", nlohmann::json::object()},
+                      // mixtures of experts: stacked experts, routers, qwen2moe's shared expert
+                      Case{"mixtral", "llama", nlohmann::json::object()},
+                      Case{"qwen2_moe", "qwen2moe", nlohmann::json::object()},
+                      Case{"qwen3_moe", "qwen3moe", nlohmann::json::object()},
+                      Case{"granite", "granite", nlohmann::json::object()},
+                      Case{"granitemoe", "granitemoe", nlohmann::json::object()},
                       Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
                       Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
                       Case{"phi3", "phi3", {{"sliding_window", nullptr}}},

@@ -20,8 +20,14 @@ struct ArchRow {
 // model_type → llama.cpp arch (llama-arch.cpp's LLM_ARCH_NAMES).
 const ArchRow kArchs[] = {{"llama", "llama"},
                           {"mistral", "llama"},
+                          {"mixtral", "llama"},
                           {"qwen2", "qwen2"},
                           {"qwen3", "qwen3"},
+                          {"qwen2_moe", "qwen2moe"},
+                          {"qwen3_moe", "qwen3moe"},
+                          {"olmoe", "olmoe"},
+                          {"granite", "granite"},
+                          {"granitemoe", "granitemoe"},
                           {"gemma", "gemma"},
                           {"gemma2", "gemma2"},
                           {"phi3", "phi3"},
@@ -169,7 +175,7 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
   const io::WeightStore& W = o.W;
   if (W.has(p + "self_attn.qkv_proj.weight")) {
     o.copy(q + "attn_qkv.weight", p + "self_attn.qkv_proj.weight");
-  } else if (arch == "llama") {
+  } else if (arch == "llama" || arch == "granite" || arch == "granitemoe") {  // rope NORM: interleaved pairs
     const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
     o.map(q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return permute_rows(t, H); });
     o.map(q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return permute_rows(t, K); });
@@ -188,9 +194,37 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
   o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
 }
 
-// llama, qwen2, qwen3, gemma, gemma2, phi3: Hugging Face's model.layers.N.{self_attn,mlp} layout.
+// Granite's multipliers (granite.cpp's graph reads them as scales).
+void granite_keys(File& f, const std::string& arch, const nlohmann::json& j) {
+  f.kv_f32(arch + ".attention.scale", j.value("attention_multiplier", 1.0f));
+  f.kv_f32(arch + ".embedding_scale", j.value("embedding_multiplier", 1.0f));
+  f.kv_f32(arch + ".residual_scale", j.value("residual_multiplier", 1.0f));
+  f.kv_f32(arch + ".logit_scale", j.value("logits_scaling", 1.0f));
+}
+
+// What an arch's graph cannot express of a config.
+void check_decoder(const std::string& arch, const ModelConfig& c) {
+  HFX_CHECK(
+      arch != "olmoe" || c.num_key_value_heads == c.num_attention_heads, "gguf",
+      "expected as many key/value heads as heads for llama.cpp's olmoe arch (its k_norm spans n_embd), got "
+      "{} and {}",
+      c.num_key_value_heads, c.num_attention_heads);
+  const nlohmann::json& j = c.raw;
+  HFX_CHECK(arch != "qwen2moe" || (j.value("decoder_sparse_step", 1) == 1 &&
+                                   j.value("mlp_only_layers", nlohmann::json::array()).empty()),
+            "gguf",
+            "expected every layer a mixture of experts for llama.cpp's qwen2moe arch, got "
+            "decoder_sparse_step {} and mlp_only_layers {}",
+            j.value("decoder_sparse_step", 1), j.value("mlp_only_layers", nlohmann::json::array()).dump());
+}
+
+// llama (mistral, mixtral), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite(moe), gemma, gemma2, phi3:
+// Hugging Face's model.layers.N.{self_attn,mlp} layout.
 void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
+  check_decoder(arch, c);
   decoder_keys(o, arch, c);
+  if (arch == "granite" || arch == "granitemoe") granite_keys(o.f, arch, c.raw);
+  if (is_moe(o.W, "model.layers.0.")) moe_keys(o, arch, c);
   const bool gemma = arch == "gemma" || arch == "gemma2";
   auto norm = [&](const std::string& name, const std::string& hf) {
     if (gemma)
@@ -209,6 +243,10 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
       norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
     } else {
       norm(q + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+    }
+    if (is_moe(o.W, p)) {
+      add_moe_ffn(o, c, p, q);
+      continue;
     }
     if (o.W.has(p + "mlp.gate_up_proj.weight")) {
       o.copy(q + "ffn_up.weight", p + "mlp.gate_up_proj.weight");

@@ -39,6 +39,13 @@ struct Out {
   }
 };
 
+/// Mixture-of-experts feed-forwards (gguf_archs_moe.cpp): whether layer prefix `p` has one, the
+/// `<arch>.expert_*` keys (refusing a norm_topk_prob llama.cpp's arch does not compute), and the layer's
+/// tensors.
+bool is_moe(const io::WeightStore& W, const std::string& p);
+void moe_keys(Out& o, const std::string& arch, const ModelConfig& c);
+void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::string& q);
+
 /// The state-space and hybrid archs (gguf_archs_ssm.cpp): their `<arch>.*` keys and tensors.
 void add_mamba(Out& o, const ModelConfig& c);
 void add_mamba2(Out& o, const ModelConfig& c);
