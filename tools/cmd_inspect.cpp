@@ -18,6 +18,7 @@
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/export/exporter.h"
+#include "hfx/export/gguf.h"
 #include "hfx/export/registry.h"
 #include "hfx/io/safetensors.h"
 #include "hfx/models/model.h"
@@ -80,6 +81,23 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
         mt);
     return j;
   }
+  if (format == "gguf") {  // llama.cpp builds its own graph: one file, for the archs the backend maps
+    const std::string arch = gguf_arch_of(mt);
+    j["supported"] = structure == Structure::DecoderOnly && !arch.empty();
+    if (!j["supported"].get<bool>()) {
+      j["reason"] =
+          fmt::format("[gguf] expected a decoder-only model_type llama.cpp runs and hfx maps ({}), got {}",
+                      fmt::join(gguf_model_types(), ", "), mt);
+      return j;
+    }
+    j["artifacts"] = {
+        fmt::format("model.gguf (llama.cpp's {} arch, with the tokenizer and chat template)", arch)};
+    j["notes"] = {
+        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0 (ggml's blocks); run it in llama.cpp",
+        "a config the arch cannot express is refused at export (a sliding window on llama.cpp's llama "
+        "or phi3 arch, grouped-query attention on olmoe, a norm_topk_prob the arch does not compute)"};
+    return j;
+  }
   const auto& loop = capture::generation_loop(structure);
   std::vector<std::string> artifacts, notes;
   if (format == "onnx") {
@@ -122,6 +140,7 @@ nlohmann::json backends_json(Structure structure, const std::string& mt) {
       backend_json("executorch portable", "executorch", " --backend portable", structure, mt),
       backend_json("executorch xnnpack", "executorch", " --backend xnnpack", structure, mt),
       backend_json("dynamo", "dynamo", "", structure, mt),
+      backend_json("gguf (llama.cpp)", "gguf", "", structure, mt),
   });
 }
 

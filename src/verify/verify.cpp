@@ -289,7 +289,13 @@ Artifacts find_artifacts(const Context& cx) {
   if (fs::is_directory(cx.out / "onnx"))
     for (const auto& e : fs::directory_iterator(cx.out / "onnx"))
       a.any_onnx |= e.path().extension() == ".onnx";
-  HFX_CHECK(!a.comps.empty() || a.any_onnx || !a.ptes.empty() || !a.pt2s.empty(), kComp,
+  const bool any = !a.comps.empty() || a.any_onnx || !a.ptes.empty() || !a.pt2s.empty();
+  HFX_CHECK(
+      any || !fs::exists(cx.out / "model.gguf"), kComp,
+      "expected an ONNX, ExecuTorch or .pt2 export in '{}', got a GGUF one (model.gguf): hfx verify does not "
+      "judge GGUF yet; llama.cpp judges it in tests/interop/test_gguf.py (docs/gguf.md)",
+      cx.opt.out_dir);
+  HFX_CHECK(any, kComp,
             "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte or "
             "*.pt2), got none",
             cx.opt.out_dir);

@@ -1,6 +1,7 @@
 // The mixture-of-experts feed-forward of llama.cpp's decoder archs, as convert_hf_to_gguf.py writes it: the
 // router as ffn_gate_inp, the experts stacked into ffn_{gate,up,down}_exps [E, rows, cols], qwen2moe's shared
-// expert as ffn_*_shexp with its gate ffn_gate_inp_shexp, granitemoe's fused input_linear split into gate and up.
+// expert as ffn_*_shexp with its gate ffn_gate_inp_shexp, granitemoe's fused input_linear split into gate and
+// up.
 #include <cstring>
 
 #include "export/gguf/gguf_archs.h"
@@ -55,9 +56,10 @@ void moe_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   if (c.raw.contains("moe_intermediate_size"))
     f.kv_u32(arch + ".expert_feed_forward_length", c.raw["moe_intermediate_size"].get<uint32_t>());
   if (c.raw.contains("shared_expert_intermediate_size"))
-    f.kv_u32(arch + ".expert_shared_feed_forward_length", c.raw["shared_expert_intermediate_size"].get<uint32_t>());
-  // llama.cpp renormalizes the top-k routing weights or not per arch (models/*.cpp build_moe_ffn): transformers'
-  // norm_topk_prob must say the same, or the file computes another model.
+    f.kv_u32(arch + ".expert_shared_feed_forward_length",
+             c.raw["shared_expert_intermediate_size"].get<uint32_t>());
+  // llama.cpp renormalizes the top-k routing weights or not per arch (models/*.cpp build_moe_ffn):
+  // transformers' norm_topk_prob must say the same, or the file computes another model.
   const bool norm = arch == "llama" || arch == "qwen3moe" || arch == "granitemoe";
   if (c.raw.contains("norm_topk_prob") && c.raw["norm_topk_prob"].is_boolean())
     HFX_CHECK(c.raw["norm_topk_prob"].get<bool>() == norm, "gguf",
