@@ -154,6 +154,18 @@ else
   mv "$VENV.tmp" "$VENV"
 fi
 if [[ "${HFX_PYTHON_ENV:-1}" != 0 ]]; then
+  # The anchors (deps/python/anchors.lock): released tools run beside hfx, in a folder of their own on
+  # PYTHONPATH (they ship a `gguf` package of their own), keyed by the lock's hash.
+  ANCHORS="$ROOT/deps/python/anchors.lock"
+  anchors_dir="$VENV/anchors-$(sha256sum "$ANCHORS" | cut -c1-12)"
+  if [[ ! -d "$anchors_dir" ]]; then
+    rm -rf "$anchors_dir.tmp"
+    "$VENV/bin/python" -m pip install -q --no-input --no-deps --require-hashes --target "$anchors_dir.tmp" \
+      -r "$ANCHORS" || die "pip could not install $ANCHORS into $anchors_dir.tmp (is the package index reachable?)"
+    mv "$anchors_dir.tmp" "$anchors_dir"
+  fi
+  ln -sfn "$anchors_dir" "$ROOT/.anchors"
+  log "anchors: .anchors -> $anchors_dir ($(grep -c -- '--hash=' "$ANCHORS") package(s): $(grep -o '^[a-z0-9-]*==[0-9.]*' "$ANCHORS" | tr '\n' ' '))"
   ln -sfn "$VENV" "$ROOT/.venv"
   log "python env: .venv -> $VENV ($("$ROOT/.venv/bin/python" -c 'import torch, transformers, executorch.version as e, onnxruntime as o; print(f"torch {torch.__version__}, transformers {transformers.__version__}, executorch {e.__version__}, onnxruntime {o.__version__}")' 2>/dev/null || echo 'BROKEN: rm -rf it and re-run setup'))"
 fi

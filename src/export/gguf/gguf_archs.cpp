@@ -87,7 +87,7 @@ void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
   // token attributes by name ("phi3" expects Phi-3's special tokens, which a tiny vocabulary lacks).
   if (c.raw.contains("_name_or_path") && c.raw["_name_or_path"].is_string())
     f.kv_str("general.name", c.raw["_name_or_path"].get<std::string>());
-  f.kv_u32("general.alignment", File::kAlignment);
+  f.kv_str("general.type", "model");  // general.alignment left out: its default is File::kAlignment
   f.kv_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
   f.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
   f.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));

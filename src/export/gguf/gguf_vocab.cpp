@@ -4,6 +4,7 @@
 #include "export/gguf/gguf_vocab.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
@@ -119,6 +120,24 @@ bool adds_bos(const nlohmann::json& tok, const nlohmann::json& tc) {
   return false;
 }
 
+// The unknown token's id: tokenizer.json's model.unk_token, else tokenizer_config.json's unk_token (a string
+// or an AddedToken object), looked up in the vocabulary and the added tokens.
+std::optional<int64_t> unknown_id(const nlohmann::json& tok, const nlohmann::json& tc) {
+  std::string unk;
+  if (tok["model"].contains("unk_token") && tok["model"]["unk_token"].is_string())
+    unk = tok["model"]["unk_token"].get<std::string>();
+  else if (tc.contains("unk_token") && tc["unk_token"].is_string())
+    unk = tc["unk_token"].get<std::string>();
+  else if (tc.contains("unk_token") && tc["unk_token"].is_object())
+    unk = tc["unk_token"].value("content", std::string());
+  if (unk.empty()) return std::nullopt;
+  for (const auto& a : tok.value("added_tokens", nlohmann::json::array()))
+    if (a.value("content", std::string()) == unk) return a["id"].get<int64_t>();
+  const nlohmann::json& v = tok["model"]["vocab"];
+  if (v.is_object() && v.contains(unk)) return v[unk].get<int64_t>();
+  return std::nullopt;
+}
+
 nlohmann::json read_json(const fs::path& p) {
   return fs::exists(p) ? nlohmann::json::parse(io::read_file(p.string())) : nlohmann::json::object();
 }
@@ -142,6 +161,8 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   if (!c.eos_token_ids.empty())
     f.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   if (c.pad_token_id) f.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*c.pad_token_id));
+  if (const auto unk = unknown_id(tok, tc))
+    f.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*unk));
   f.kv_bool("tokenizer.ggml.add_bos_token", adds_bos(tok, tc));
   std::string chat;
   if (fs::exists(d / "chat_template.jinja"))
