@@ -26,16 +26,20 @@ struct Out {
   File& f;
   const io::WeightStore& W;
   GgmlType matrix;
-  void put(const std::string& name, const Shape& shape, Make make) {
-    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix));
+  /// `done` releases the source's mapped pages once the tensor is written (peak memory: one tensor).
+  void put(const std::string& name, const Shape& shape, Make make, std::function<void()> done = {}) {
+    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix), std::move(done));
   }
-  /// The checkpoint's tensor `hf` as it is.
+  /// The checkpoint's tensor `hf` as it is (a view of its mapping: the writer widens it row by row).
   void copy(const std::string& name, const std::string& hf) {
-    put(name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); });
+    put(
+        name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); }, [w = &W, hf] { w->release(hf); });
   }
   /// hf → name through `fn` (same shape).
   void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn) {
-    put(name, W.info(hf).shape, [w = &W, hf, fn] { return fn(w->get(hf)); });
+    put(
+        name, W.info(hf).shape, [w = &W, hf, fn] { return fn(w->get(hf)); },
+        [w = &W, hf] { w->release(hf); });
   }
 };
 

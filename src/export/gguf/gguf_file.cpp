@@ -164,10 +164,11 @@ void File::kv_f32s(const std::string& k, const std::vector<float>& v) {
   for (auto x : v) pod(x);
 }
 
-void File::tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type) {
+void File::tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type,
+                  std::function<void()> done) {
   for (const Entry& e : tensors_)
     HFX_CHECK(e.name != name, "gguf", "expected each tensor name once, got '{}' twice", name);
-  tensors_.push_back({name, shape, std::move(make), type});
+  tensors_.push_back({name, shape, std::move(make), type, std::move(done)});
 }
 
 uint64_t File::write(const std::string& path, const std::function<void(uint64_t)>& on_tensor) const {
@@ -211,21 +212,29 @@ uint64_t File::write(const std::string& path, const std::function<void(uint64_t)
   };
   emit(head.data(), head.size());
   std::vector<uint8_t> buf;
+  std::vector<float> row_f32;
   const std::vector<uint8_t> zeros(File::kAlignment, 0);
   for (const Entry& e : tensors_) {
-    const Tensor t = e.make().to(DType::F32).contiguous();
-    HFX_CHECK(t.shape() == e.shape, "gguf", "expected tensor {} of shape {}, got {}", e.name,
-              shape_to_string(e.shape), shape_to_string(t.shape()));
+    Tensor t = e.make();
+    HFX_CHECK(t.shape() == e.shape && dtype_is_float(t.dtype()), "gguf",
+              "expected tensor {} of shape {} in a float dtype, got {} {}", e.name, shape_to_string(e.shape),
+              dtype_name(t.dtype()), shape_to_string(t.shape()));
+    if (!t.is_contiguous()) t = t.contiguous();
     const int64_t row = e.shape.empty() ? 1 : e.shape.back();
     const int64_t rows = t.numel() / std::max<int64_t>(row, 1);
-    const float* p = t.data<float>();
-    for (int64_t r = 0; r < rows; r++) {
+    const size_t row_bytes = static_cast<size_t>(row) * dtype_size(t.dtype());
+    row_f32.resize(static_cast<size_t>(row));
+    for (int64_t r = 0; r < rows; r++) {  // one row widened at a time: no whole f32 copy of the tensor
+      convert_elements(static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes, t.dtype(),
+                       row_f32.data(), DType::F32, row_f32.size());
       buf.clear();
-      ggml_encode_row(e.type, {p + r * row, static_cast<size_t>(row)}, buf);
+      ggml_encode_row(e.type, row_f32, buf);
       emit(buf.data(), buf.size());
     }
     const uint64_t n = tensor_bytes(e.shape, e.type);
     emit(zeros.data(), padded(n) - n);
+    t = Tensor();
+    if (e.done) e.done();
     if (on_tensor) on_tensor(written);
   }
   const bool ok = std::fclose(f) == 0;

@@ -21,9 +21,13 @@ class File {
   void kv_i32s(const std::string& k, const std::vector<int32_t>& v);
   void kv_f32s(const std::string& k, const std::vector<float>& v);
 
-  /// A tensor of torch shape `shape` (GGUF stores dims innermost first) whose values `make` returns when
-  /// the file is written; stored in `type` (the writer's choice for its name and shape, see type_for).
-  void tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type);
+  /// A tensor of torch shape `shape` (GGUF stores dims innermost first) whose values `make` returns, in any
+  /// float dtype, when the file is written; stored in `type` (the writer's choice for its name and shape, see
+  /// type_for). Rows are widened to f32 one at a time, so a tensor `make` returns as a view of the
+  /// checkpoint's mapping is never copied whole; `done` runs once it is written (the weight store's release
+  /// of its pages).
+  void tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type,
+              std::function<void()> done = {});
   /// Writes the file to `path` (a temp file renamed into place); returns its size. `on_tensor(bytes so far)`
   /// runs after each tensor.
   uint64_t write(const std::string& path, const std::function<void(uint64_t)>& on_tensor = {}) const;
@@ -37,6 +41,7 @@ class File {
     Shape shape;
     std::function<Tensor()> make;
     GgmlType type;
+    std::function<void()> done;
   };
   void key(const std::string& k, uint32_t type);
   void str(const std::string& s);
