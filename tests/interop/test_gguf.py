@@ -33,7 +33,10 @@ NODE_MODULES = ROOT / "deps" / "npm" / "node_modules"
 # model_type → config.json overrides (llama.cpp's llama and phi3 graphs have no sliding window)
 ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3": {}, "gemma": {}, "gemma2": {},
          "phi3": {"sliding_window": None}, "gpt2": {}, "mamba": {}, "mamba2": {}, "granitemoehybrid": {},
-         "lfm2": {}, "mixtral": {}, "qwen2_moe": {}, "qwen3_moe": {}, "granite": {}, "granitemoe": {}}
+         "lfm2": {}, "mixtral": {}, "qwen2_moe": {}, "qwen3_moe": {}, "granite": {}, "granitemoe": {},
+         # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
+         "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
+                                                "high_freq_factor": 4.0, "original_max_position_embeddings": 64}}}
 TYPES = {"f32": ["--dtype", "f32"], "f16": ["--dtype", "f16"], "bf16": ["--dtype", "bf16"],
          "q8_0": ["--quantize", "q8_0"], "q4_0": ["--quantize", "q4_0"]}
 # Centered logits of llama.cpp vs transformers eager on the same (rounded) weights, relative to max |logit|. f32:
@@ -68,7 +71,7 @@ def checkpoint(workdir: Path, arch: str) -> Path:
     if not (folder / "config.json").exists():
         tmp = folder.with_name(arch + ".tmp")
         shutil.rmtree(tmp, ignore_errors=True)
-        run_hfx("create-tiny", arch, "--dtype", "float32", "--seed", "11", "-o", tmp)
+        run_hfx("create-tiny", arch.split("@")[0], "--dtype", "float32", "--seed", "11", "-o", tmp)
         cfg = json.loads((tmp / "config.json").read_text())
         cfg.update(ARCHS[arch])
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
@@ -161,6 +164,7 @@ def test_structure_and_vocabulary(workdir, arch):
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
     assert f["general.architecture"] in ("llama", "granitehybrid", arch.replace("_", ""))
+    assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
     tok = AutoTokenizer.from_pretrained(ckpt)
     vocab = f["tokenizer.ggml.tokens"]

@@ -98,23 +98,25 @@ namespace {
 // llama3 rope scaling: llama.cpp multiplies each rotary frequency's period by rope_freqs (what the
 // converter's LlamaModel.generate_extra_tensors computes from rope_scaling).
 std::vector<float> llama3_rope_factors(const ModelConfig& c, const nlohmann::json& rs) {
-  const double base = c.rope_theta, dim = static_cast<double>(c.head_dim);
-  const double factor = rs.value("factor", 8.0), lo = rs.value("low_freq_factor", 1.0),
-               hi = rs.value("high_freq_factor", 4.0);
-  const double old_ctx = rs.value("original_max_position_embeddings", 8192.0);
-  const double lo_wavelen = old_ctx / lo, hi_wavelen = old_ctx / hi;
+  // In float32 throughout, as the converter's torch computes it (each freq a float32 tensor, the Python
+  // numbers it meets taken as float32).
+  const auto base = static_cast<float>(c.rope_theta), dim = static_cast<float>(c.head_dim);
+  const auto factor = rs.value("factor", 8.0f), lo = rs.value("low_freq_factor", 1.0f),
+             hi = rs.value("high_freq_factor", 4.0f);
+  const auto old_ctx = rs.value("original_max_position_embeddings", 8192.0f);
+  const float lo_wavelen = old_ctx / lo, hi_wavelen = old_ctx / hi,
+              two_pi = static_cast<float>(2 * std::numbers::pi);
   std::vector<float> out;
   for (int64_t i = 0; i < c.head_dim; i += 2) {
-    const auto freq =
-        static_cast<float>(1.0 / std::pow(base, static_cast<double>(static_cast<float>(i) / dim)));
-    const double wavelen = 2 * std::numbers::pi / freq;
-    if (wavelen < hi_wavelen)
+    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / dim);
+    const float wavelen = two_pi / freq;
+    if (wavelen < hi_wavelen) {
       out.push_back(1.0f);
-    else if (wavelen > lo_wavelen)
-      out.push_back(static_cast<float>(factor));
-    else {
-      const double smooth = (old_ctx / wavelen - lo) / (hi - lo);
-      out.push_back(static_cast<float>(1.0 / ((1 - smooth) / factor + smooth)));
+    } else if (wavelen > lo_wavelen) {
+      out.push_back(factor);
+    } else {
+      const float smooth = (old_ctx / wavelen - lo) / (hi - lo);
+      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
     }
   }
   return out;
