@@ -462,9 +462,16 @@ Tensor SafetensorsFile::get(const std::string& name) const {
 
 void SafetensorsFile::release(const std::string& name) const {
   const TensorInfo& ti = info(name);
+  release(name, 0, ti.end - ti.begin);
+}
+
+void SafetensorsFile::release(const std::string& name, uint64_t from, uint64_t to) const {
+  const TensorInfo& ti = info(name);
+  to = std::min<uint64_t>(to, ti.end - ti.begin);
+  if (from >= to) return;
   static const uintptr_t page = static_cast<uintptr_t>(::sysconf(_SC_PAGESIZE));
-  uintptr_t b = reinterpret_cast<uintptr_t>(map_) + data_offset_ + ti.begin;
-  uintptr_t e = reinterpret_cast<uintptr_t>(map_) + data_offset_ + ti.end;
+  uintptr_t b = reinterpret_cast<uintptr_t>(map_) + data_offset_ + ti.begin + from;
+  uintptr_t e = reinterpret_cast<uintptr_t>(map_) + data_offset_ + ti.begin + to;
   b = (b + page - 1) / page * page;  // inward: never drop a page a neighbour shares
   e = e / page * page;
   if (e > b) (void)::madvise(reinterpret_cast<void*>(b), e - b, MADV_DONTNEED);

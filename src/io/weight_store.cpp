@@ -218,6 +218,10 @@ void WeightStore::release(const std::string& name) const {
   if (auto it = by_name_.find(name); it != by_name_.end()) it->second->release(stored(name));
 }
 
+void WeightStore::release(const std::string& name, uint64_t from, uint64_t to) const {
+  if (auto it = by_name_.find(name); it != by_name_.end()) it->second->release(stored(name), from, to);
+}
+
 std::vector<std::string> WeightStore::names() const {
   std::vector<std::string> out;
   out.reserve(mem_.size() + by_name_.size());

@@ -39,6 +39,8 @@ class SafetensorsFile {
   Tensor get(const std::string& name) const;
   /// Tells the OS that the pages of this tensor are no longer needed (streaming export keeps RSS flat).
   void release(const std::string& name) const;
+  /// The same for bytes [from, to) of the tensor's data only (a writer that has consumed its first rows).
+  void release(const std::string& name, uint64_t from, uint64_t to) const;
   /// The whole mapped file (read-only). get() views point inside it, except a tensor whose bytes are
   /// not aligned to its element size in the file: that one is copied to aligned heap memory instead.
   const void* mapping_data() const { return map_; }
@@ -66,6 +68,8 @@ class WeightStore {
   const TensorInfo& info(const std::string& name) const;
   Tensor get(const std::string& name) const;
   void release(const std::string& name) const;
+  /// Releases bytes [from, to) of a tensor's data (SafetensorsFile::release); nothing for in-memory ones.
+  void release(const std::string& name, uint64_t from, uint64_t to) const;
   std::vector<std::string> names() const;
   /// Files that back this store (empty for in-memory).
   std::vector<std::string> files() const;

@@ -26,20 +26,25 @@ struct Out {
   File& f;
   const io::WeightStore& W;
   GgmlType matrix;
-  /// `done` releases the source's mapped pages once the tensor is written (peak memory: one tensor).
-  void put(const std::string& name, const Shape& shape, Make make, std::function<void()> done = {}) {
-    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix), std::move(done));
+  /// `consumed` is File::tensor's: which bytes of what `make` returned are written.
+  void put(const std::string& name, const Shape& shape, Make make,
+           std::function<void(uint64_t, uint64_t)> consumed = {}) {
+    f.tensor(name, shape, std::move(make), type_for(name, shape, matrix), std::move(consumed));
   }
-  /// The checkpoint's tensor `hf` as it is (a view of its mapping: the writer widens it row by row).
+  /// The checkpoint's tensor `hf` as it is: a view of its mapping, widened row by row, whose pages are
+  /// released as the rows are written.
   void copy(const std::string& name, const std::string& hf) {
     put(
-        name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); }, [w = &W, hf] { w->release(hf); });
+        name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); },
+        [w = &W, hf](uint64_t from, uint64_t to) { w->release(hf, from, to); });
   }
-  /// hf → name through `fn` (same shape).
+  /// hf → name through `fn` (same shape; `fn` copies, so the source's pages go once it has run).
   void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn) {
-    put(
-        name, W.info(hf).shape, [w = &W, hf, fn] { return fn(w->get(hf)); },
-        [w = &W, hf] { w->release(hf); });
+    put(name, W.info(hf).shape, [w = &W, hf, fn] {
+      Tensor t = fn(w->get(hf));
+      w->release(hf);
+      return t;
+    });
   }
 };
 

@@ -5,6 +5,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
@@ -165,10 +166,10 @@ void File::kv_f32s(const std::string& k, const std::vector<float>& v) {
 }
 
 void File::tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type,
-                  std::function<void()> done) {
+                  std::function<void(uint64_t, uint64_t)> consumed) {
   for (const Entry& e : tensors_)
     HFX_CHECK(e.name != name, "gguf", "expected each tensor name once, got '{}' twice", name);
-  tensors_.push_back({name, shape, std::move(make), type, std::move(done)});
+  tensors_.push_back({name, shape, std::move(make), type, std::move(consumed)});
 }
 
 uint64_t File::write(const std::string& path, const std::function<void(uint64_t)>& on_tensor) const {
@@ -224,17 +225,21 @@ uint64_t File::write(const std::string& path, const std::function<void(uint64_t)
     const int64_t rows = t.numel() / std::max<int64_t>(row, 1);
     const size_t row_bytes = static_cast<size_t>(row) * dtype_size(t.dtype());
     row_f32.resize(static_cast<size_t>(row));
+    constexpr uint64_t kChunk = 8u << 20;  // source bytes between two releases
+    uint64_t released = 0;
     for (int64_t r = 0; r < rows; r++) {  // one row widened at a time: no whole f32 copy of the tensor
       convert_elements(static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes, t.dtype(),
                        row_f32.data(), DType::F32, row_f32.size());
       buf.clear();
       ggml_encode_row(e.type, row_f32, buf);
       emit(buf.data(), buf.size());
+      const uint64_t done = static_cast<uint64_t>(r + 1) * row_bytes;
+      if (e.consumed && done - released >= kChunk) e.consumed(released, done), released = done;
     }
     const uint64_t n = tensor_bytes(e.shape, e.type);
     emit(zeros.data(), padded(n) - n);
     t = Tensor();
-    if (e.done) e.done();
+    if (e.consumed) e.consumed(released, std::numeric_limits<uint64_t>::max());
     if (on_tensor) on_tensor(written);
   }
   const bool ok = std::fclose(f) == 0;

@@ -24,10 +24,11 @@ class File {
   /// A tensor of torch shape `shape` (GGUF stores dims innermost first) whose values `make` returns, in any
   /// float dtype, when the file is written; stored in `type` (the writer's choice for its name and shape, see
   /// type_for). Rows are widened to f32 one at a time, so a tensor `make` returns as a view of the
-  /// checkpoint's mapping is never copied whole; `done` runs once it is written (the weight store's release
-  /// of its pages).
+  /// checkpoint's mapping is never copied whole. `consumed(from, to)` is told, every few MiB and at the end,
+  /// which bytes of what `make` returned are written (the weight store then releases those pages: memory
+  /// stays that of a chunk, whatever the tensor's size).
   void tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type,
-              std::function<void()> done = {});
+              std::function<void(uint64_t, uint64_t)> consumed = {});
   /// Writes the file to `path` (a temp file renamed into place); returns its size. `on_tensor(bytes so far)`
   /// runs after each tensor.
   uint64_t write(const std::string& path, const std::function<void(uint64_t)>& on_tensor = {}) const;
@@ -41,7 +42,7 @@ class File {
     Shape shape;
     std::function<Tensor()> make;
     GgmlType type;
-    std::function<void()> done;
+    std::function<void(uint64_t, uint64_t)> consumed;
   };
   void key(const std::string& k, uint32_t type);
   void str(const std::string& s);
