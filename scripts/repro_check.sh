@@ -4,7 +4,7 @@
 # Two hfx binaries built in different build trees (CI: build/hfx, the release tree, and build-asan/hfx,
 # the sanitizer tree) export the same tiny checkpoints with the same flags: a Llama (decoder), a T5
 # (encoder-decoder) and a BERT (encoder), each to ONNX (inline and --external-data), ExecuTorch .pte and
-# dynamo .pt2; and a Llama with dynamic NTK rope exported with an explicit sequence Dim past its context
+# dynamo .pt2 (the Llama also to GGUF q8_0); and a Llama with dynamic NTK rope exported with an explicit sequence Dim past its context
 # (--config), whose ONNX and .pt2 artifacts then hold a shape guard's source place. Every file of each
 # output folder must be byte-identical between the two binaries, manifest.json included
 # (SOURCE_DATE_EPOCH pins its time), and no file may hold the path of the source tree or of either build
@@ -84,6 +84,11 @@ for arch in ${HFX_REPRO_ARCHS:-llama t5 bert}; do
   compare "$arch-executorch" "$work/ckpt-$arch" "" --format executorch
   compare "$arch-dynamo" "$work/ckpt-$arch" "" --format dynamo
 done
+# GGUF: not verified here (hfx verify does not judge GGUF; llama.cpp does, in tests/interop/test_gguf.py).
+verify_was=$verify
+verify=0
+[[ -d "$work/ckpt-llama" ]] && compare "llama-gguf-q8_0" "$work/ckpt-llama" "" --format gguf --quantize q8_0
+verify=$verify_was
 
 # Dynamic NTK rope asks "is the sequence longer than the original 64 positions?" once a Dim allows it.
 # Not verified: the Dim reaches past what the guard allows, so verify's largest shape trips the guard's
