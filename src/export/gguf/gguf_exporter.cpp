@@ -69,13 +69,13 @@ class GgufExporter : public Exporter {
     step.stage = "write", step.stage_index = 2;
     report(step);
     const std::string path = (std::filesystem::path(out_dir) / "model.gguf").string();
-    const uint64_t size = f.write(path, [&](uint64_t bytes) {
+    const auto [size, sha256] = f.write(path, [&](uint64_t bytes) {
       step.bytes_written = bytes;
       report(step);
     });
     ExportResult r;
     r.out_dir = out_dir;
-    r.files.push_back({"model", "model.gguf", "weights", "", size});
+    r.files.push_back({"model", "model.gguf", "weights", sha256, size});
     r.notes.push_back(fmt::format("GGUF for llama.cpp's {} arch: {} tensors, matrices in {}",
                                   gguf_arch_of(c.model_type), f.tensor_count(), ggml_type_name(matrix)));
     return r;

@@ -9,6 +9,7 @@
 
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
+#include "hfx/io/safetensors.h"
 
 namespace hfx {
 
@@ -172,7 +173,8 @@ void File::tensor(const std::string& name, const Shape& shape, std::function<Ten
   tensors_.push_back({name, shape, std::move(make), type, std::move(consumed)});
 }
 
-uint64_t File::write(const std::string& path, const std::function<void(uint64_t)>& on_tensor) const {
+std::pair<uint64_t, std::string> File::write(const std::string& path,
+                                             const std::function<void(uint64_t)>& on_tensor) const {
   std::string head;
   auto put = [&](const void* p, size_t n) { head.append(static_cast<const char*>(p), n); };
   const uint32_t version = 3;
@@ -203,7 +205,9 @@ uint64_t File::write(const std::string& path, const std::function<void(uint64_t)
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   HFX_CHECK(f != nullptr, "gguf", "expected to write {}, got an error opening it", tmp);
   uint64_t written = 0;
+  io::Sha256 sha;
   auto emit = [&](const void* p, size_t n) {
+    sha.update(p, n);
     if (n && std::fwrite(p, 1, n, f) != n) {
       std::fclose(f);
       std::filesystem::remove(tmp);
@@ -227,12 +231,21 @@ uint64_t File::write(const std::string& path, const std::function<void(uint64_t)
     row_f32.resize(static_cast<size_t>(row));
     constexpr uint64_t kChunk = 8u << 20;  // source bytes between two releases
     uint64_t released = 0;
+    // Stored as it is held (bf16 → bf16, f16 → f16, f32 → f32): the bytes pass through, as widening and
+    // rounding back would give them again.
+    const bool same = (t.dtype() == DType::BF16 && e.type == GgmlType::BF16) ||
+                      (t.dtype() == DType::F16 && e.type == GgmlType::F16) ||
+                      (t.dtype() == DType::F32 && e.type == GgmlType::F32);
     for (int64_t r = 0; r < rows; r++) {  // one row widened at a time: no whole f32 copy of the tensor
-      convert_elements(static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes, t.dtype(),
-                       row_f32.data(), DType::F32, row_f32.size());
-      buf.clear();
-      ggml_encode_row(e.type, row_f32, buf);
-      emit(buf.data(), buf.size());
+      const char* src = static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes;
+      if (same) {
+        emit(src, row_bytes);
+      } else {
+        convert_elements(src, t.dtype(), row_f32.data(), DType::F32, row_f32.size());
+        buf.clear();
+        ggml_encode_row(e.type, row_f32, buf);
+        emit(buf.data(), buf.size());
+      }
       const uint64_t done = static_cast<uint64_t>(r + 1) * row_bytes;
       if (e.consumed && done - released >= kChunk) e.consumed(released, done), released = done;
     }
@@ -246,7 +259,7 @@ uint64_t File::write(const std::string& path, const std::function<void(uint64_t)
   if (!ok) std::filesystem::remove(tmp);
   HFX_CHECK(ok, "gguf", "expected to close {}, got an error (disk full?)", tmp);
   std::filesystem::rename(tmp, path);
-  return written;
+  return {written, sha.hex()};
 }
 
 }  // namespace gguf

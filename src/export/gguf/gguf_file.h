@@ -29,9 +29,11 @@ class File {
   /// stays that of a chunk, whatever the tensor's size).
   void tensor(const std::string& name, const Shape& shape, std::function<Tensor()> make, GgmlType type,
               std::function<void(uint64_t, uint64_t)> consumed = {});
-  /// Writes the file to `path` (a temp file renamed into place); returns its size. `on_tensor(bytes so far)`
-  /// runs after each tensor.
-  uint64_t write(const std::string& path, const std::function<void(uint64_t)>& on_tensor = {}) const;
+  /// Writes the file to `path` (a temp file renamed into place); returns its size and SHA-256 (hex, computed
+  /// while writing: the manifest need not read the file again). `on_tensor(bytes so far)` runs after each
+  /// tensor.
+  std::pair<uint64_t, std::string> write(const std::string& path,
+                                         const std::function<void(uint64_t)>& on_tensor = {}) const;
   size_t tensor_count() const { return tensors_.size(); }
 
   static constexpr uint32_t kAlignment = 32;  ///< general.alignment's default
