@@ -45,6 +45,22 @@ void add_ssd_mixer(Out& o, const std::string& p, const std::string& q, int64_t i
   o.copy(q + "ssm_out.weight", p + "out_proj.weight");
 }
 
+struct SsmSizes {
+  int64_t conv_kernel, inner, state, time_step_rank;
+};
+
+// The keys llama.cpp's mamba and mamba2 read: no attention (head count and feed-forward 0), the ssm sizes.
+void ssm_keys(File& f, const std::string& arch, const ModelConfig& c, const SsmSizes& z) {
+  f.kv_u32(arch + ".context_length", 1u << 20);
+  f.kv_u32(arch + ".feed_forward_length", 0);
+  f.kv_u32(arch + ".attention.head_count", 0);
+  f.kv_u32(arch + ".ssm.conv_kernel", static_cast<uint32_t>(z.conv_kernel));
+  f.kv_u32(arch + ".ssm.inner_size", static_cast<uint32_t>(z.inner));
+  f.kv_u32(arch + ".ssm.state_size", static_cast<uint32_t>(z.state));
+  f.kv_u32(arch + ".ssm.time_step_rank", static_cast<uint32_t>(z.time_step_rank));
+  f.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+}
+
 }  // namespace
 
 // Mamba: no attention keys (head counts 0), the ssm sizes, conv1d [I, 1, K] squeezed to [I, K],
@@ -55,15 +71,7 @@ void add_mamba(Out& o, const ModelConfig& c) {
   const int64_t R = c.raw.contains("time_step_rank") && c.raw["time_step_rank"].is_number_integer()
                         ? c.raw["time_step_rank"].get<int64_t>()
                         : (H + 15) / 16;
-  File& f = o.f;
-  f.kv_u32("mamba.context_length", 1u << 20);
-  f.kv_u32("mamba.feed_forward_length", 0);
-  f.kv_u32("mamba.attention.head_count", 0);
-  f.kv_u32("mamba.ssm.conv_kernel", static_cast<uint32_t>(K));
-  f.kv_u32("mamba.ssm.inner_size", static_cast<uint32_t>(I));
-  f.kv_u32("mamba.ssm.state_size", static_cast<uint32_t>(N));
-  f.kv_u32("mamba.ssm.time_step_rank", static_cast<uint32_t>(R));
-  f.kv_f32("mamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  ssm_keys(o.f, "mamba", c, {K, I, N, R});
   o.copy("token_embd.weight", "backbone.embeddings.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
@@ -87,16 +95,10 @@ void add_mamba(Out& o, const ModelConfig& c) {
 // mamba2 as convert_hf_to_gguf.py's Mamba2Model writes it (time_step_rank = the head count).
 void add_mamba2(Out& o, const ModelConfig& c) {
   const int64_t I = c.intermediate_size, G = c.raw.at("n_groups").get<int64_t>();
-  File& f = o.f;
-  f.kv_u32("mamba2.context_length", 1u << 20);
-  f.kv_u32("mamba2.feed_forward_length", 0);
-  f.kv_u32("mamba2.attention.head_count", 0);
-  f.kv_u32("mamba2.ssm.conv_kernel", c.raw.at("conv_kernel").get<uint32_t>());
-  f.kv_u32("mamba2.ssm.inner_size", static_cast<uint32_t>(I));
-  f.kv_u32("mamba2.ssm.state_size", c.raw.at("state_size").get<uint32_t>());
-  f.kv_u32("mamba2.ssm.time_step_rank", c.raw.at("num_heads").get<uint32_t>());
-  f.kv_u32("mamba2.ssm.group_count", static_cast<uint32_t>(G));
-  f.kv_f32("mamba2.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  ssm_keys(o.f, "mamba2", c,
+           {c.raw.at("conv_kernel").get<int64_t>(), I, c.raw.at("state_size").get<int64_t>(),
+            c.raw.at("num_heads").get<int64_t>()});
+  o.f.kv_u32("mamba2.ssm.group_count", static_cast<uint32_t>(G));
   o.copy("token_embd.weight", "backbone.embeddings.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
