@@ -138,6 +138,7 @@ TEST(Capture, EagerOutputIsBitIdenticalBeforeAndAfterAnExport) {
   std::vector<float> before = eager_logits(*m);
   fs::path dir = fs::temp_directory_path() / ("hfx_capture_state_" + std::to_string(::getpid()));
   for (const std::string& fmt : exporter_formats()) {
+    if (fmt == "gguf") continue;  // captures nothing: llama.cpp runs its own graph over the weights
     auto ex = make_exporter(fmt);
     auto cfg = make_config(fmt);
     CaptureOptions o;

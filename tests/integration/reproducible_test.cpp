@@ -44,6 +44,9 @@ TEST(Reproducible, EveryFormatWrittenTwiceInOneProcessIsByteIdenticalAndPathFree
   const fs::path root = fs::temp_directory_path() / ("hfx_repro_" + std::to_string(::getpid()));
   const std::string source_dir = HFX_SOURCE_DIR;
   for (const std::string& format : exporter_formats()) {
+    // GGUF captures no program (no guard to place) and refuses dynamic rope, which llama.cpp does not run;
+    // scripts/repro_check.sh compares its files across runs and trees.
+    if (format == "gguf") continue;
     SCOPED_TRACE(format);
     auto ex = make_exporter(format);
     auto cfg = make_config(format);

@@ -173,6 +173,46 @@ void File::tensor(const std::string& name, const Shape& shape, std::function<Ten
   tensors_.push_back({name, shape, std::move(make), type, std::move(consumed)});
 }
 
+// One tensor's rows, widened to f32 one at a time (no whole f32 copy), encoded and emitted; the source told
+// every kChunk bytes which of its bytes are written.
+void File::write_entry(const Entry& e, const std::function<void(const void*, size_t)>& emit) {
+  Tensor t = e.make();
+  HFX_CHECK(t.shape() == e.shape && dtype_is_float(t.dtype()), "gguf",
+            "expected tensor {} of shape {} in a float dtype, got {} {}", e.name, shape_to_string(e.shape),
+            dtype_name(t.dtype()), shape_to_string(t.shape()));
+  if (!t.is_contiguous()) t = t.contiguous();
+  const int64_t row = e.shape.empty() ? 1 : e.shape.back();
+  const int64_t rows = t.numel() / std::max<int64_t>(row, 1);
+  const size_t row_bytes = static_cast<size_t>(row) * dtype_size(t.dtype());
+  std::vector<float> row_f32(static_cast<size_t>(row));
+  std::vector<uint8_t> buf;
+  constexpr uint64_t kChunk = 8u << 20;  // source bytes between two releases
+  uint64_t released = 0;
+  // Stored as it is held (bf16 → bf16, f16 → f16, f32 → f32): the bytes pass through, as widening and
+  // rounding back would give them again.
+  const bool same = (t.dtype() == DType::BF16 && e.type == GgmlType::BF16) ||
+                    (t.dtype() == DType::F16 && e.type == GgmlType::F16) ||
+                    (t.dtype() == DType::F32 && e.type == GgmlType::F32);
+  for (int64_t r = 0; r < rows; r++) {
+    const char* src = static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes;
+    if (same) {
+      emit(src, row_bytes);
+    } else {
+      convert_elements(src, t.dtype(), row_f32.data(), DType::F32, row_f32.size());
+      buf.clear();
+      ggml_encode_row(e.type, row_f32, buf);
+      emit(buf.data(), buf.size());
+    }
+    const uint64_t done = static_cast<uint64_t>(r + 1) * row_bytes;
+    if (e.consumed && done - released >= kChunk) e.consumed(released, done), released = done;
+  }
+  static const std::vector<uint8_t> zeros(File::kAlignment, 0);
+  const uint64_t n = tensor_bytes(e.shape, e.type);
+  emit(zeros.data(), padded(n) - n);
+  t = Tensor();
+  if (e.consumed) e.consumed(released, std::numeric_limits<uint64_t>::max());
+}
+
 std::pair<uint64_t, std::string> File::write(const std::string& path,
                                              const std::function<void(uint64_t)>& on_tensor) const {
   std::string head;
@@ -216,43 +256,8 @@ std::pair<uint64_t, std::string> File::write(const std::string& path,
     written += n;
   };
   emit(head.data(), head.size());
-  std::vector<uint8_t> buf;
-  std::vector<float> row_f32;
-  const std::vector<uint8_t> zeros(File::kAlignment, 0);
   for (const Entry& e : tensors_) {
-    Tensor t = e.make();
-    HFX_CHECK(t.shape() == e.shape && dtype_is_float(t.dtype()), "gguf",
-              "expected tensor {} of shape {} in a float dtype, got {} {}", e.name, shape_to_string(e.shape),
-              dtype_name(t.dtype()), shape_to_string(t.shape()));
-    if (!t.is_contiguous()) t = t.contiguous();
-    const int64_t row = e.shape.empty() ? 1 : e.shape.back();
-    const int64_t rows = t.numel() / std::max<int64_t>(row, 1);
-    const size_t row_bytes = static_cast<size_t>(row) * dtype_size(t.dtype());
-    row_f32.resize(static_cast<size_t>(row));
-    constexpr uint64_t kChunk = 8u << 20;  // source bytes between two releases
-    uint64_t released = 0;
-    // Stored as it is held (bf16 → bf16, f16 → f16, f32 → f32): the bytes pass through, as widening and
-    // rounding back would give them again.
-    const bool same = (t.dtype() == DType::BF16 && e.type == GgmlType::BF16) ||
-                      (t.dtype() == DType::F16 && e.type == GgmlType::F16) ||
-                      (t.dtype() == DType::F32 && e.type == GgmlType::F32);
-    for (int64_t r = 0; r < rows; r++) {  // one row widened at a time: no whole f32 copy of the tensor
-      const char* src = static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes;
-      if (same) {
-        emit(src, row_bytes);
-      } else {
-        convert_elements(src, t.dtype(), row_f32.data(), DType::F32, row_f32.size());
-        buf.clear();
-        ggml_encode_row(e.type, row_f32, buf);
-        emit(buf.data(), buf.size());
-      }
-      const uint64_t done = static_cast<uint64_t>(r + 1) * row_bytes;
-      if (e.consumed && done - released >= kChunk) e.consumed(released, done), released = done;
-    }
-    const uint64_t n = tensor_bytes(e.shape, e.type);
-    emit(zeros.data(), padded(n) - n);
-    t = Tensor();
-    if (e.consumed) e.consumed(released, std::numeric_limits<uint64_t>::max());
+    write_entry(e, emit);
     if (on_tensor) on_tensor(written);
   }
   const bool ok = std::fclose(f) == 0;

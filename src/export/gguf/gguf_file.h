@@ -46,6 +46,7 @@ class File {
     GgmlType type;
     std::function<void(uint64_t, uint64_t)> consumed;
   };
+  static void write_entry(const Entry& e, const std::function<void(const void*, size_t)>& emit);
   void key(const std::string& k, uint32_t type);
   void str(const std::string& s);
   template <typename T>
