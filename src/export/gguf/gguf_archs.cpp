@@ -196,14 +196,6 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
   o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
 }
 
-// Granite's multipliers (granite.cpp's graph reads them as scales).
-void granite_keys(File& f, const std::string& arch, const nlohmann::json& j) {
-  f.kv_f32(arch + ".attention.scale", j.value("attention_multiplier", 1.0f));
-  f.kv_f32(arch + ".embedding_scale", j.value("embedding_multiplier", 1.0f));
-  f.kv_f32(arch + ".residual_scale", j.value("residual_multiplier", 1.0f));
-  f.kv_f32(arch + ".logit_scale", j.value("logits_scaling", 1.0f));
-}
-
 // What an arch's graph cannot express of a config.
 void check_decoder(const std::string& arch, const ModelConfig& c) {
   HFX_CHECK(
@@ -295,6 +287,14 @@ void add_gpt2(Out& o, const ModelConfig& c) {
 }
 
 }  // namespace
+
+// Granite's multipliers (granite.cpp's graph reads them as scales).
+void granite_keys(File& f, const std::string& arch, const nlohmann::json& j) {
+  f.kv_f32(arch + ".attention.scale", j.value("attention_multiplier", 1.0f));
+  f.kv_f32(arch + ".embedding_scale", j.value("embedding_multiplier", 1.0f));
+  f.kv_f32(arch + ".residual_scale", j.value("residual_multiplier", 1.0f));
+  f.kv_f32(arch + ".logit_scale", j.value("logits_scaling", 1.0f));
+}
 
 GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix) {
   // convert_hf_to_gguf.py's prepare_tensors (after llama.cpp's llama_model_quantize_internal): 1-D tensors

@@ -55,6 +55,9 @@ bool is_moe(const io::WeightStore& W, const std::string& p);
 void moe_keys(Out& o, const std::string& arch, const ModelConfig& c);
 void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::string& q);
 
+/// Granite's multipliers as llama.cpp's granite, granitemoe and granitehybrid graphs read them (scales).
+void granite_keys(File& f, const std::string& arch, const nlohmann::json& config);
+
 /// The state-space and hybrid archs (gguf_archs_ssm.cpp): their `<arch>.*` keys and tensors.
 void add_mamba(Out& o, const ModelConfig& c);
 void add_mamba2(Out& o, const ModelConfig& c);

@@ -122,10 +122,7 @@ void granitehybrid_keys(File& f, const ModelConfig& c, int64_t inner, int64_t G)
     kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
   f.kv_i32s(a + "attention.head_count_kv", kv);
   f.kv_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
-  f.kv_f32(a + "attention.scale", j.value("attention_multiplier", 1.0f));
-  f.kv_f32(a + "embedding_scale", j.value("embedding_multiplier", 1.0f));
-  f.kv_f32(a + "residual_scale", j.value("residual_multiplier", 1.0f));
-  f.kv_f32(a + "logit_scale", j.value("logits_scaling", 1.0f));
+  granite_keys(f, "granitehybrid", j);
   f.kv_u32(a + "expert_count", j.at("num_local_experts").get<uint32_t>());
   f.kv_u32(a + "expert_used_count", j.at("num_experts_per_tok").get<uint32_t>());
   f.kv_u32(a + "expert_shared_feed_forward_length", j.at("shared_intermediate_size").get<uint32_t>());

@@ -63,8 +63,8 @@ class GgufExporter : public Exporter {
     step.stage = "metadata", step.stage_index = 1;
     report(step);
     f.kv_u32("general.file_type", file_type(matrix));
-    f.kv_u32("general.quantization_version",
-             2);  // ggml's block layouts' version; the converter always writes it
+    // ggml's block layouts' version: the converter writes it whatever the type.
+    f.kv_u32("general.quantization_version", 2);
     gguf::add_vocab(f, out_dir, c);
     step.stage = "write", step.stage_index = 2;
     report(step);

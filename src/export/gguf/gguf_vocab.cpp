@@ -4,10 +4,10 @@
 #include "export/gguf/gguf_vocab.h"
 
 #include <filesystem>
-#include <optional>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "hfx/tokenizers/tokenizer.h"
 
 namespace hfx::gguf {
 
@@ -105,9 +105,8 @@ void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm
 
 // Whether the tokenizer puts BOS first: tokenizer_config.json's add_bos_token, else a TemplateProcessing
 // post-processor whose single-sequence template starts with a special token.
-bool adds_bos(const nlohmann::json& tok, const nlohmann::json& tc) {
-  if (tc.contains("add_bos_token") && tc["add_bos_token"].is_boolean())
-    return tc["add_bos_token"].get<bool>();
+bool adds_bos(const nlohmann::json& tok, const hfx::tok::TokenizerConfig& tc) {
+  if (tc.add_bos_token) return *tc.add_bos_token;
   const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
   std::vector<nlohmann::json> parts;
   if (pp.is_object() && pp.value("type", "") == "Sequence")
@@ -118,24 +117,6 @@ bool adds_bos(const nlohmann::json& tok, const nlohmann::json& tc) {
     if (x.value("type", "") == "TemplateProcessing" && !x["single"].empty())
       return x["single"][0].contains("SpecialToken");
   return false;
-}
-
-// The unknown token's id: tokenizer.json's model.unk_token, else tokenizer_config.json's unk_token (a string
-// or an AddedToken object), looked up in the vocabulary and the added tokens.
-std::optional<int64_t> unknown_id(const nlohmann::json& tok, const nlohmann::json& tc) {
-  std::string unk;
-  if (tok["model"].contains("unk_token") && tok["model"]["unk_token"].is_string())
-    unk = tok["model"]["unk_token"].get<std::string>();
-  else if (tc.contains("unk_token") && tc["unk_token"].is_string())
-    unk = tc["unk_token"].get<std::string>();
-  else if (tc.contains("unk_token") && tc["unk_token"].is_object())
-    unk = tc["unk_token"].value("content", std::string());
-  if (unk.empty()) return std::nullopt;
-  for (const auto& a : tok.value("added_tokens", nlohmann::json::array()))
-    if (a.value("content", std::string()) == unk) return a["id"].get<int64_t>();
-  const nlohmann::json& v = tok["model"]["vocab"];
-  if (v.is_object() && v.contains(unk)) return v[unk].get<int64_t>();
-  return std::nullopt;
 }
 
 nlohmann::json read_json(const fs::path& p) {
@@ -161,9 +142,11 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   if (!c.eos_token_ids.empty())
     f.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   if (c.pad_token_id) f.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*c.pad_token_id));
-  if (const auto unk = unknown_id(tok, tc))
-    f.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*unk));
-  f.kv_bool("tokenizer.ggml.add_bos_token", adds_bos(tok, tc));
+  // The unknown token as hfx's tokenizer resolves it (tokenizer_config.json's unk_token, string or
+  // AddedToken).
+  const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
+  if (const auto unk = hf.unk_id()) f.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*unk));
+  f.kv_bool("tokenizer.ggml.add_bos_token", adds_bos(tok, hf.config()));
   std::string chat;
   if (fs::exists(d / "chat_template.jinja"))
     chat = io::read_file((d / "chat_template.jinja").string());
