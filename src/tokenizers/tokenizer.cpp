@@ -395,7 +395,16 @@ Tokenizer Tokenizer::from_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path d(dir);
   fs::path cfg = d / "tokenizer_config.json";
-  return from_files((d / "tokenizer.json").string(), fs::exists(cfg) ? cfg.string() : std::string());
+  if (!loads_as_qwen2_tokenizer(dir))
+    return from_files((d / "tokenizer.json").string(), fs::exists(cfg) ? cfg.string() : std::string());
+  // Qwen2Tokenizer's own normalizer and pre-tokenizer over the file's vocabulary (resolved_tokenizer_json).
+  const std::string cj = fs::exists(cfg) ? read_file(cfg.string(), "tokenizer_config.json") : std::string();
+  try {
+    return from_json_string(resolved_tokenizer_json(dir), cj);
+  } catch (const hfx::Error& e) {
+    std::string msg = e.what();
+    HFX_THROW(kComp, "{} (in '{}')", msg.substr(msg.find("] ") + 2), (d / "tokenizer.json").string());
+  }
 }
 
 std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special_tokens) const {

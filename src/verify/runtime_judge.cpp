@@ -28,12 +28,6 @@ using nlohmann::json;
 
 namespace {
 
-std::string quoted(const std::string& s) {
-  std::string q = "'";
-  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
-  return q + "'";
-}
-
 std::string first_line(const std::string& s, size_t max = 300) {
   std::string l = s.substr(0, s.find('\n'));
   return l.size() > max ? l.substr(0, max) : l;
@@ -50,11 +44,12 @@ JudgeRun run_script(const std::string& python, const fs::path& calls, const fs::
   JudgeRun r;
   const fs::path script = out / "runtime_judge.py";
   std::ofstream(script) << kRuntimeJudgePy;
-  std::string cmd = fmt::format("{} {} --calls {} --out {}", quoted(python), quoted(script.string()),
-                                quoted(calls.string()), quoted(out.string()));
-  for (const auto& p : ptes) cmd += " --pte " + quoted(p.string());
-  for (const auto& p : pt2s) cmd += " --pt2 " + quoted(p.string());
-  cmd += " 2>" + quoted((out / "stderr.txt").string());
+  std::string cmd =
+      fmt::format("{} {} --calls {} --out {}", shell_quote(python), shell_quote(script.string()),
+                  shell_quote(calls.string()), shell_quote(out.string()));
+  for (const auto& p : ptes) cmd += " --pte " + shell_quote(p.string());
+  for (const auto& p : pt2s) cmd += " --pt2 " + shell_quote(p.string());
+  cmd += " 2>" + shell_quote((out / "stderr.txt").string());
   FILE* f = ::popen(cmd.c_str(), "r");
   if (!f) {
     r.error = fmt::format("could not start {}", python);
@@ -228,6 +223,12 @@ void judge_pt2(Context& cx, const fs::path& pt2, const fs::path& calls, const fs
 }
 
 }  // namespace
+
+std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
 
 std::string runtime_python(std::string& why) {
   if (const char* j = std::getenv("HFX_RUNTIME_JUDGE"); j && std::string(j) == "0") {

@@ -15,6 +15,7 @@
 #include <fmt/format.h>
 
 #include "hfx/core/error.h"
+#include "hfx/verify/precision.h"
 #include "verify/verify_internal.h"
 
 namespace hfx::verify::detail {
@@ -224,6 +225,31 @@ std::string logits_within(const ErrorStats& s, const Tolerance& t) {
   if (t.kl_max > 0 && !(s.kl_max <= t.kl_max))
     return fmt::format("KL divergence {:.3g} > {:.1e} nats", s.kl_max, t.kl_max);
   return "";
+}
+
+// What a quantized export's weights cost: the quantized reference against the float model it came from,
+// on the fixed prompt set of docs/benchmarks.md (8 prompts, --tokens greedy steps each). Reported, not
+// bounded: the artifact itself is held to the quantized eager model, and random test checkpoints have
+// top-2 margins any rounding flips. Measured here so the float model need not stay loaded.
+void measure_precision(Context& cx, const Model& f32, const Model& quantized, const quant::QuantOptions& q) {
+  if (f32.structure() != Structure::DecoderOnly || !kv_cache_only(f32)) return;
+  AgreementOptions o;
+  o.steps = std::max<int64_t>(cx.opt.tokens, 1);
+  const Agreement a = measure_agreement(as_causal_lm(f32), as_causal_lm(quantized), o);
+  cx.precision = a.to_json();
+  cx.precision["weights"] = quant::to_json(q);
+  cx.precision["prompt_set"] =
+      fmt::format("{} seeded prompts of 8-20 ids, {} greedy float32 steps each, both models teacher-forced",
+                  o.prompts, o.steps);
+  cx.add(
+      "reference", "precision", "info",
+      fmt::format("{}{} g{} weights{}{} vs the float32 model over {} greedy positions: top-1 agreement "
+                  "{:.1f}%, max |logit diff| {:.3g} (max |logit| {:.3g}), KL mean {:.2g} / max {:.2g} nats "
+                  "(reported, not bounded; the artifact is checked against the quantized model)",
+                  q.method(), q.symmetric ? " symmetric" : "", q.group_size,
+                  q.embedding ? " and embedding" : "", q.int8_activations ? ", int8 activations" : "",
+                  a.positions, 100 * a.top1, a.max_abs_diff, a.max_abs_logit, a.mean_kl, a.max_kl),
+      cx.precision);
 }
 
 }  // namespace hfx::verify::detail

@@ -262,9 +262,9 @@ namespace {
 
 // What the export folder holds to verify.
 struct Artifacts {
-  std::vector<OnnxComponent> comps;  ///< model / prefill / decode .onnx found
-  std::vector<fs::path> ptes, pt2s;  ///< sorted
-  bool any_onnx = false;             ///< any .onnx under onnx/, named or not
+  std::vector<OnnxComponent> comps;         ///< model / prefill / decode .onnx found
+  std::vector<fs::path> ptes, pt2s, ggufs;  ///< sorted
+  bool any_onnx = false;                    ///< any .onnx under onnx/, named or not
 };
 
 // The artifacts of the folder: the ONNX components hfx names, every .pte and .pt2; fails when none.
@@ -283,22 +283,20 @@ Artifacts find_artifacts(const Context& cx) {
   for (const auto& e : fs::directory_iterator(cx.out)) {
     if (e.path().extension() == ".pte") a.ptes.push_back(e.path());
     if (e.path().extension() == ".pt2") a.pt2s.push_back(e.path());
+    if (e.path().extension() == ".gguf") a.ggufs.push_back(e.path());
   }
   std::sort(a.ptes.begin(), a.ptes.end());
   std::sort(a.pt2s.begin(), a.pt2s.end());
   if (fs::is_directory(cx.out / "onnx"))
     for (const auto& e : fs::directory_iterator(cx.out / "onnx"))
       a.any_onnx |= e.path().extension() == ".onnx";
-  const bool any = !a.comps.empty() || a.any_onnx || !a.ptes.empty() || !a.pt2s.empty();
+  std::sort(a.ggufs.begin(), a.ggufs.end());
+  const bool any = !a.comps.empty() || a.any_onnx || !a.ptes.empty() || !a.pt2s.empty() || !a.ggufs.empty();
   HFX_CHECK(
-      any || !fs::exists(cx.out / "model.gguf"), kComp,
-      "expected an ONNX, ExecuTorch or .pt2 export in '{}', got a GGUF one (model.gguf): hfx verify does not "
-      "judge GGUF yet; llama.cpp judges it in tests/interop/test_gguf.py (docs/gguf.md)",
+      any, kComp,
+      "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte, *.pt2 "
+      "or *.gguf), got none",
       cx.opt.out_dir);
-  HFX_CHECK(any, kComp,
-            "expected an artifact in '{}' (onnx/model.onnx, onnx/prefill.onnx, onnx/decode.onnx, *.pte or "
-            "*.pt2), got none",
-            cx.opt.out_dir);
 
   return a;
 }
@@ -338,31 +336,6 @@ std::optional<artifact::Manifest> check_manifest(Context& cx) {
   return manifest;
 }
 
-// What a quantized export's weights cost: the quantized reference against the float model it came from,
-// on the fixed prompt set of docs/benchmarks.md (8 prompts, --tokens greedy steps each). Reported, not
-// bounded: the artifact itself is held to the quantized eager model, and random test checkpoints have
-// top-2 margins any rounding flips. Measured here so the float model need not stay loaded.
-void measure_precision(Context& cx, const Model& f32, const Model& quantized, const quant::QuantOptions& q) {
-  if (f32.structure() != Structure::DecoderOnly || !kv_cache_only(f32)) return;
-  AgreementOptions o;
-  o.steps = std::max<int64_t>(cx.opt.tokens, 1);
-  const Agreement a = measure_agreement(as_causal_lm(f32), as_causal_lm(quantized), o);
-  cx.precision = a.to_json();
-  cx.precision["weights"] = quant::to_json(q);
-  cx.precision["prompt_set"] =
-      fmt::format("{} seeded prompts of 8-20 ids, {} greedy float32 steps each, both models teacher-forced",
-                  o.prompts, o.steps);
-  cx.add(
-      "reference", "precision", "info",
-      fmt::format("{}{} g{} weights{}{} vs the float32 model over {} greedy positions: top-1 agreement "
-                  "{:.1f}%, max |logit diff| {:.3g} (max |logit| {:.3g}), KL mean {:.2g} / max {:.2g} nats "
-                  "(reported, not bounded; the artifact is checked against the quantized model)",
-                  q.method(), q.symmetric ? " symmetric" : "", q.group_size,
-                  q.embedding ? " and embedding" : "", q.int8_activations ? ", int8 activations" : "",
-                  a.positions, 100 * a.top1, a.max_abs_diff, a.max_abs_logit, a.mean_kl, a.max_kl),
-      cx.precision);
-}
-
 // 2. The reference model: --reference, the folder itself, or the manifest's source; fails the check
 // "reference load" when none loads.
 void load_reference(Context& cx, const std::optional<artifact::Manifest>& manifest) {
@@ -396,7 +369,10 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
     try {
       std::shared_ptr<const Model> m(load_model(cx.reference_dir));
       // A quantized export is compared with the reference quantized the same way (its export_config.json).
-      const quant::QuantOptions q = quant::export_quantization(cx.out.string());
+      // (A GGUF file's block types are read from the file itself: gguf_verify.cpp.)
+      const bool gguf = fs::exists(cx.out / "model.gguf");
+      const quant::QuantOptions q =
+          gguf ? quant::QuantOptions{} : quant::export_quantization(cx.out.string());
       if (q.enabled()) {
         std::shared_ptr<const Model> quantized = quant::quantize_model(*m, q);
         measure_precision(cx, *m, *quantized, q);
@@ -409,7 +385,8 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
         cx.model = std::shared_ptr<const CausalLM>(m, &as_causal_lm(*m));
       else
         cx.other = m;
-      cx.tol = tolerance_for(tolerance_key(precision_key(manifest), m->config()), m->config().dtype);
+      cx.tol = tolerance_for(gguf ? "exact" : tolerance_key(precision_key(manifest), m->config()),
+                             m->config().dtype);
       if (manifest && manifest->export_config.is_object()) {
         cx.max_batch = manifest->export_config.value("max_batch", int64_t{0});
         for (const char* k : {"max_sequence", "max_seq_len"})
@@ -465,9 +442,11 @@ void run_reference_checks(Context& cx, Artifacts& a, const std::optional<artifac
   } else if (cx.other) {
     // A folder with only .pt2 archives: running them needs PyTorch (check_pt2 says so), as for the
     // decoder-only models; every other folder must replay the recorded calls somewhere.
-    if (a.any_onnx || !a.ptes.empty() || a.pt2s.empty()) component_checks(cx, *cx.other, a.ptes);
+    if (a.any_onnx || !a.ptes.empty() || (a.pt2s.empty() && a.ggufs.empty()))
+      component_checks(cx, *cx.other, a.ptes);
     for (const auto& p : a.pt2s) check_pt2(cx, p);
   }
+  for (const auto& p : a.ggufs) check_gguf(cx, p, cx.model ? *cx.model : *cx.other);
 }
 
 // Peak memory of the verify process, and the artifacts' size beside it.
@@ -481,6 +460,7 @@ void report_memory(Context& cx, const Artifacts& a, int64_t rss0) {
     for (const auto& c : a.comps) total += c.info.value("size_bytes", int64_t{0});
     for (const auto& p : a.ptes) total += static_cast<int64_t>(fs::file_size(p));
     for (const auto& p : a.pt2s) total += static_cast<int64_t>(fs::file_size(p));
+    for (const auto& p : a.ggufs) total += static_cast<int64_t>(fs::file_size(p));
     cx.add("verify", "memory", "info",
            fmt::format("peak RSS {:.1f} MiB (+{:.1f} MiB during verify); artifacts {:.2f} MiB in all",
                        cx.memory["peak_rss_bytes"].get<int64_t>() / 1048576.0,
@@ -507,7 +487,7 @@ VerifyReport finish(Context& cx, const Artifacts& a, const std::optional<artifac
       judged.insert(c.component);
     }
   }
-  if (rep.first_failure.empty() && !ran && a.pt2s.empty()) {
+  if (rep.first_failure.empty() && !ran && a.pt2s.empty() && a.ggufs.empty()) {
     cx.add(
         "verify", "numerics", "failed",
         "expected at least one artifact run against the reference, got none (built without ONNX Runtime?)");

@@ -14,6 +14,7 @@
 #include "hfx/artifact/manifest.h"
 #include "hfx/capture/capture.h"
 #include "hfx/models/model.h"
+#include "hfx/quant/quantize.h"
 #include "hfx/verify/verify.h"
 
 namespace hfx::verify::detail {
@@ -104,6 +105,9 @@ struct Context {
   }
 };
 
+/// What a quantized export's weights cost: the quantized reference against the float model it came from (an
+/// "info" check of `cx`, cx.precision set); decoder-only KV-cache models only.
+void measure_precision(Context& cx, const Model& f32, const Model& quantized, const quant::QuantOptions& q);
 /// Peak resident set size so far (VmHWM of /proc/self/status), in bytes.
 int64_t peak_rss_bytes();
 /// Deterministic token ids in [3, vocab) for `n` positions of row `row` (seeded by `salt`).
@@ -179,6 +183,16 @@ std::string runtime_python(std::string& why);
 void runtime_judge(Context& cx, const std::string& python, const std::string& why,
                    const std::vector<std::filesystem::path>& ptes,
                    const std::vector<std::filesystem::path>& pt2s, const std::filesystem::path& calls);
+
+/// `s` in single quotes for a shell command line.
+std::string shell_quote(const std::string& s);
+/// node and the node_modules folder with node-llama-cpp and @huggingface/jinja (HFX_NODE, HFX_NODE_MODULES,
+/// else `node` and deps/npm/node_modules beside the hfx binary or one or two folders above it): the folder,
+/// with `node` set; "" when either is missing, with why in `why` (HFX_LLAMA_CPP_JUDGE=0 turns the judge off).
+std::string llama_cpp_judge(std::string& node, std::string& why);
+/// A GGUF file (gguf_verify.cpp): read back into the eager engine against `reference`, then run by llama.cpp
+/// (prefill and decode logits, greedy tokens, the tokenizer, the chat template), each a check of `cx`.
+void check_gguf(Context& cx, const std::filesystem::path& path, const Model& reference);
 
 /// Models of other structures: every exported program (onnx/<program>.onnx, each method of the .pte
 /// files) replays the real calls of the model's generation loop against eager (component_verify.cpp).

@@ -60,7 +60,7 @@ def node() -> str:
 
 
 def llama_cpp(gguf: Path, request: dict) -> dict:
-    r = subprocess.run([node(), str(ROOT / "tests" / "interop" / "llama_cpp.mjs"), str(NODE_MODULES), str(gguf)],
+    r = subprocess.run([node(), str(ROOT / "src" / "verify" / "llama_cpp_judge.mjs"), str(NODE_MODULES), str(gguf)],
                        input=json.dumps(request), capture_output=True, text=True, timeout=600)
     assert r.returncode == 0 and r.stdout.startswith("{"), f"[llama.cpp] exited {r.returncode}: {r.stderr[-1500:]}"
     return json.loads(r.stdout)

@@ -8,6 +8,7 @@
 // byte (ggml-quants.c quantize_row_q8_0_ref / q4_0_ref; gguf-py's gguf.quants is the test's oracle).
 #pragma once
 #include <cstdint>
+#include <memory>
 #include <span>
 #include <string>
 #include <vector>
@@ -42,6 +43,60 @@ struct GgufConfig : ExportConfig {
   void from_json(const nlohmann::json& j) override;
   std::unique_ptr<ExportConfig> clone() const override { return std::make_unique<GgufConfig>(*this); }
 };
+
+/// One tensor of a GGUF file as GgufReader reads its table.
+struct GgufTensor {
+  std::string name;
+  Shape shape;  ///< torch order (outermost first; the file lists the innermost first)
+  GgmlType type = GgmlType::F32;
+  uint64_t offset = 0;  ///< of its data, from the start of the file
+  uint64_t bytes = 0;
+};
+
+/// A GGUF v3 file read back: its key/value pairs and tensor table, and any tensor decoded to f32 (ggml's
+/// dequantize_row_*). Every length, count and offset is checked against the file's size; a truncated or
+/// crafted file, a tensor type other than those hfx writes, or a duplicate key or tensor name throws
+/// hfx::Error("gguf", ...).
+class GgufReader {
+ public:
+  explicit GgufReader(const std::string& path);
+  /// Every key/value pair: numbers, bools, strings, arrays of them (JSON's types).
+  const nlohmann::json& metadata() const { return meta_; }
+  /// The tensor table in the file's order.
+  const std::vector<GgufTensor>& tensors() const { return tensors_; }
+  /// The tensor named `name`, or null.
+  const GgufTensor* find(const std::string& name) const;
+  /// `t`'s values in f32, in its shape.
+  Tensor decode(const GgufTensor& t) const;
+
+ private:
+  std::string path_;
+  std::shared_ptr<const char> map_;  ///< the file, mapped read-only
+  size_t size_ = 0;
+  nlohmann::json meta_ = nlohmann::json::object();
+  std::vector<GgufTensor> tensors_;
+};
+
+/// `n` values of type `type` (whole blocks) at `p`, decoded to f32 into `out` (ggml's dequantize_row_*).
+void ggml_decode(GgmlType type, const uint8_t* p, int64_t n, float* out);
+
+/// A GGUF file read back into hfx's eager engine (read_back_gguf).
+struct GgufReadBack {
+  /// The reference's architecture and config over the file's weights (decoded to f32, llama.cpp's layouts
+  /// undone): what the file computes, the reference llama.cpp is held to.
+  std::unique_ptr<Model> model;
+  GgmlType matrix = GgmlType::F32;  ///< the type of the file's weight matrices
+  /// What differs from the file hfx would write for the reference: a tensor missing, extra, of another shape
+  /// or type, or a weight further from the reference's than its type's rounding allows. Empty: none.
+  std::vector<std::string> problems;
+  /// Per file type: {"weights", "max_rel_error" (to the tensor's max |w|), "bound", "worst" (its name)}.
+  nlohmann::json weights = nlohmann::json::object();
+};
+/// Reads `file` back as `reference`'s weights: the tensors the exporter writes for `reference` (by their
+/// names, with the matrix type that matches the file), each decoded and its transform undone. Throws
+/// hfx::Error("gguf", ...) for a model_type GGUF does not map, hfx::Error("model", ...) when the weights read
+/// back do not make the model (a tensor missing).
+GgufReadBack read_back_gguf(const GgufReader& file, const Model& reference);
 
 /// The values GgufConfig::quantize takes.
 inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0"};

@@ -47,7 +47,8 @@ class Tokenizer {
   /// Loads `tokenizer.json` and, when the path is non-empty, `tokenizer_config.json`.
   static Tokenizer from_files(const std::string& tokenizer_json_path,
                               const std::string& tokenizer_config_path = "");
-  /// Loads `dir/tokenizer.json` and `dir/tokenizer_config.json` (the latter only if present).
+  /// Loads `dir/tokenizer.json` (as resolved_tokenizer_json gives it) and `dir/tokenizer_config.json` (the
+  /// latter only if present).
   static Tokenizer from_dir(const std::string& dir);
   /// Parses tokenizer.json text (and optional tokenizer_config.json text; empty = none).
   static Tokenizer from_json_string(std::string_view tokenizer_json, std::string_view config_json = "");
@@ -152,6 +153,15 @@ std::string make_tiny_tokenizer_json(TinyTokenizerKind kind, int vocab_size);
 /// and the special tokens; the decoder-only kinds add add_bos_token and a small chat template, WordPiece
 /// do_lower_case.
 std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind);
+
+/// Whether transformers 5's AutoTokenizer loads `dir` as Qwen2Tokenizer: config.json's model_type qwen2 (for
+/// which transformers overrides the Hub's tokenizer_class), else tokenizer_config.json's tokenizer_class
+/// Qwen2Tokenizer(Fast), else, without a class, a model_type transformers maps to it (qwen2_moe, qwen3, ...).
+bool loads_as_qwen2_tokenizer(const std::string& dir);
+/// `dir/tokenizer.json`'s text as transformers 5 builds the tokenizer: for Qwen2Tokenizer its own normalizer
+/// (NFC), pre-tokenizer (Qwen2's split regex, digits one at a time, then ByteLevel) and decoder replace the
+/// file's; otherwise the file as it is. Tokenizer::from_dir and the GGUF vocabulary read this.
+std::string resolved_tokenizer_json(const std::string& dir);
 
 /// The kind's name as listed in the enum ("byte_level", "sentencepiece", "wordpiece", "roberta_bpe",
 /// "modernbert_bpe", "t5_unigram", "xlmr_unigram", "marian_unigram", "whisper_bpe").

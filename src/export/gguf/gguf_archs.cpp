@@ -70,12 +70,29 @@ Tensor permute_rows(const Tensor& w, int64_t heads) {
   return r;
 }
 
+// permute_rows undone (read-back): rows (2i, 2i + 1) of each head back to (i, i + D/2).
+Tensor unpermute_rows(const Tensor& w, int64_t heads) {
+  Tensor t = w.to(DType::F32).contiguous();
+  const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
+  Tensor r = Tensor::zeros({rows, cols});
+  const float* s = t.data<float>();
+  float* d = r.data<float>();
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t i = 0; i < D / 2; i++)
+      for (int64_t half = 0; half < 2; half++)
+        std::memcpy(d + (h * D + half * (D / 2) + i) * cols, s + (h * D + 2 * i + half) * cols,
+                    static_cast<size_t>(cols) * sizeof(float));
+  return r;
+}
+
 // Gemma's RMSNorm scales by (1 + w); llama.cpp's gemma graph by the weight, so the converter adds the 1.
-Tensor plus_one(const Tensor& t) {
+Tensor plus(const Tensor& t, float k) {
   auto v = t.to_floats();
-  for (auto& x : v) x += 1.0f;
+  for (auto& x : v) x += k;
   return Tensor::from_floats(t.shape(), v);
 }
+Tensor plus_one(Tensor t) { return plus(t, 1.0f); }
+Tensor minus_one(Tensor t) { return plus(t, -1.0f); }
 
 Tensor transposed(const Tensor& t) { return t.to(DType::F32).transpose(0, 1).contiguous(); }
 
@@ -141,7 +158,7 @@ void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
             arch);
   const std::vector<float> v = llama3_rope_factors(c, rs);
   const auto n = static_cast<int64_t>(v.size());
-  o.put("rope_freqs.weight", {n}, [v, n] { return Tensor::from_floats({n}, v); });
+  o.put("rope_freqs.weight", {n}, [v, n] { return Tensor::from_floats({n}, v); }, {});
 }
 
 void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
@@ -179,8 +196,12 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
     o.copy(q + "attn_qkv.weight", p + "self_attn.qkv_proj.weight");
   } else if (arch == "llama" || arch == "granite" || arch == "granitemoe") {  // rope NORM: interleaved pairs
     const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
-    o.map(q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return permute_rows(t, H); });
-    o.map(q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return permute_rows(t, K); });
+    o.map(
+        q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return permute_rows(t, H); },
+        [H](Tensor t) { return unpermute_rows(t, H); });
+    o.map(
+        q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return permute_rows(t, K); },
+        [K](Tensor t) { return unpermute_rows(t, K); });
     o.copy(q + "attn_v.weight", p + "self_attn.v_proj.weight");
   } else {
     for (const char* b : {"q", "k", "v"})
@@ -222,7 +243,7 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   const bool gemma = arch == "gemma" || arch == "gemma2";
   auto norm = [&](const std::string& name, const std::string& hf) {
     if (gemma)
-      o.map(name, hf, plus_one);
+      o.map(name, hf, plus_one, minus_one);
     else
       o.copy(name, hf);
   };
@@ -262,7 +283,9 @@ void add_gpt2(Out& o, const ModelConfig& c) {
   o.f.kv_f32("gpt2.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
   auto conv1d = [&](const std::string& name, const std::string& hf) {
     const Shape s = o.W.info(hf).shape;
-    o.put(name, {s[1], s[0]}, [w = &o.W, hf] { return transposed(w->get(hf)); });
+    o.put(
+        name, {s[1], s[0]}, [w = &o.W, hf] { return transposed(w->get(hf)); },
+        [hf](const Tensor& t, Into& in) { in.set(hf, transposed(t)); });
   };
   o.copy("token_embd.weight", "transformer.wte.weight");
   o.copy("position_embd.weight", "transformer.wpe.weight");
@@ -308,13 +331,15 @@ GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix) 
   return matrix;
 }
 
-void add_model(File& f, const Model& m, GgmlType matrix) {
+namespace {
+
+void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string, Back>* backs) {
   const ModelConfig& c = m.config();
   const std::string arch = gguf_arch_of(c.model_type);
   HFX_CHECK(!arch.empty(), "gguf", "expected a model_type llama.cpp runs and hfx maps ({}), got {}",
             fmt::join(gguf_model_types(), ", "), c.model_type);
   common_keys(f, arch, c);
-  Out o{f, m.weights(), matrix};
+  Out o{f, m.weights(), matrix, backs};
   if (arch == "gpt2")
     add_gpt2(o, c);
   else if (arch == "mamba")
@@ -327,6 +352,38 @@ void add_model(File& f, const Model& m, GgmlType matrix) {
     add_lfm2(o, c);
   else
     add_decoder(o, arch, c);
+}
+
+}  // namespace
+
+void add_model(File& f, const Model& m, GgmlType matrix) { add_tensors(f, m, matrix, nullptr); }
+
+void plan_model(File& f, const Model& m, GgmlType matrix, std::map<std::string, Back>& backs) {
+  add_tensors(f, m, matrix, &backs);
+}
+
+void Into::set(const std::string& hf, const Tensor& t) {
+  const Shape& s = W.info(hf).shape;
+  out[hf] = t.to(DType::F32).contiguous().reshape(s).contiguous();
+  touched.push_back(hf);
+}
+
+void Into::set_slice(const std::string& hf, int64_t dim, int64_t from, const Tensor& part) {
+  const Shape& s = W.info(hf).shape;
+  auto it = out.find(hf);
+  if (it == out.end()) it = out.emplace(hf, Tensor::zeros(s)).first;
+  touched.push_back(hf);
+  const Tensor p = part.to(DType::F32).contiguous();
+  int64_t outer = 1, inner = 1;
+  for (int64_t d = 0; d < dim; d++) outer *= s[static_cast<size_t>(d)];
+  for (size_t d = static_cast<size_t>(dim) + 1; d < s.size(); d++) inner *= s[d];
+  const int64_t n = p.size(dim), whole = s[static_cast<size_t>(dim)];
+  HFX_CHECK(from + n <= whole && p.numel() == outer * n * inner, "gguf",
+            "expected a slice [{}, {}) of {} along dim {} (size {}), got one of shape {}", from, from + n, hf,
+            dim, whole, shape_to_string(p.shape()));
+  for (int64_t o = 0; o < outer; o++)
+    std::memcpy(it->second.data<float>() + (o * whole + from) * inner, p.data<float>() + o * n * inner,
+                static_cast<size_t>(n * inner) * sizeof(float));
 }
 
 }  // namespace gguf

@@ -2,6 +2,7 @@
 // and its tensors (names, layouts, transforms), as convert_hf_to_gguf.py writes them.
 #pragma once
 #include <functional>
+#include <map>
 #include <string>
 
 #include "export/gguf/gguf_file.h"
@@ -20,33 +21,78 @@ GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix);
 
 using Make = std::function<Tensor()>;
 
+/// The checkpoint's weights rebuilt from a file's tensors (read_back_gguf): each tensor, decoded to f32 in
+/// the file's shape, is written back under the Hugging Face names it was made from.
+struct Into {
+  const io::WeightStore& W;  ///< the reference checkpoint: the names and shapes written back
+  std::map<std::string, Tensor> out;
+  std::vector<std::string> touched;  ///< the names set since the caller last cleared it
+  /// `t` as the whole of `hf` (reshaped to its shape).
+  void set(const std::string& hf, const Tensor& t);
+  /// `part` as `hf`'s slice [from, from + part.size(dim)) along `dim` (the rest from other tensors).
+  void set_slice(const std::string& hf, int64_t dim, int64_t from, const Tensor& part);
+};
+/// How one file tensor goes back into the checkpoint's weights (the inverse of its Make).
+using Back = std::function<void(const Tensor&, Into&)>;
+
 // What the tensors of one model are written from: its weights, the file and the matrix type. The producers
 // run when the file is written, after this is gone: they hold the weight store (the model's), not it.
 struct Out {
   File& f;
   const io::WeightStore& W;
   GgmlType matrix;
+  /// When set, each tensor's inverse by name (read-back); tensors derived from the config (rope_freqs) have
+  /// none.
+  std::map<std::string, Back>* backs = nullptr;
   /// `consumed` is File::tensor's: which bytes of what `make` returned are written.
-  void put(const std::string& name, const Shape& shape, Make make,
+  void put(const std::string& name, const Shape& shape, Make make, Back back,
            std::function<void(uint64_t, uint64_t)> consumed = {}) {
     f.tensor(name, shape, std::move(make), type_for(name, shape, matrix), std::move(consumed));
+    if (backs && back) (*backs)[name] = std::move(back);
   }
   /// The checkpoint's tensor `hf` as it is: a view of its mapping, widened row by row, whose pages are
   /// released as the rows are written.
   void copy(const std::string& name, const std::string& hf) {
     put(
         name, W.info(hf).shape, [w = &W, hf] { return w->get(hf); },
+        [hf](const Tensor& t, Into& in) { in.set(hf, t); },
         [w = &W, hf](uint64_t from, uint64_t to) { w->release(hf, from, to); });
   }
-  /// hf → name through `fn` (same shape; `fn` copies, so the source's pages go once it has run).
-  void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn) {
-    put(name, W.info(hf).shape, [w = &W, hf, fn] {
-      Tensor t = fn(w->get(hf));
-      w->release(hf);
-      return t;
-    });
+  /// hf → name through `fn` (same shape; `fn` copies, so the source's pages go once it has run); `inv` undoes
+  /// it.
+  void map(const std::string& name, const std::string& hf, std::function<Tensor(Tensor)> fn,
+           std::function<Tensor(Tensor)> inv) {
+    put(
+        name, W.info(hf).shape,
+        [w = &W, hf, fn] {
+          Tensor t = fn(w->get(hf));
+          w->release(hf);
+          return t;
+        },
+        [hf, inv](const Tensor& t, Into& in) { in.set(hf, inv(t)); });
+  }
+  /// The checkpoint's `hf` reshaped to `shape` (same elements in the same order).
+  void reshaped(const std::string& name, const std::string& hf, const Shape& shape) {
+    put(
+        name, shape, [w = &W, hf, shape] { return w->get(hf).to(DType::F32).contiguous().reshape(shape); },
+        [hf](const Tensor& t, Into& in) { in.set(hf, t); });
+  }
+  /// `hf`'s slice [from, from + n) along `dim`.
+  void slice(const std::string& name, const std::string& hf, int64_t dim, int64_t from, int64_t n) {
+    Shape s = W.info(hf).shape;
+    s[static_cast<size_t>(dim)] = n;
+    put(
+        name, s,
+        [w = &W, hf, dim, from, n] {
+          return w->get(hf).to(DType::F32).slice(dim, from, from + n).contiguous();
+        },
+        [hf, dim, from](const Tensor& t, Into& in) { in.set_slice(hf, dim, from, t); });
   }
 };
+
+/// The tensors `add_model` would write for `m` with `matrix`, and each one's inverse, without reading a
+/// weight (read-back's plan).
+void plan_model(File& f, const Model& m, GgmlType matrix, std::map<std::string, Back>& backs);
 
 /// Mixture-of-experts feed-forwards (gguf_archs_moe.cpp): whether layer prefix `p` has one, the
 /// `<arch>.expert_*` keys (refusing a norm_topk_prob llama.cpp's arch does not compute), and the layer's

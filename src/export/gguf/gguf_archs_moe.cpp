@@ -14,27 +14,28 @@ namespace {
 // Experts e = 0..E-1 of `name(e)` ([rows, cols] each) stacked into [E, rows, cols].
 void stacked(Out& o, const std::string& gg, int64_t experts, std::function<std::string(int64_t)> name) {
   const Shape s = o.W.info(name(0)).shape;
-  o.put(gg, {experts, s[0], s[1]}, [w = &o.W, experts, name, s] {
-    Tensor out = Tensor::zeros({experts, s[0], s[1]});
-    const auto n = static_cast<size_t>(s[0] * s[1]);
-    for (int64_t e = 0; e < experts; e++) {
-      const Tensor t = w->get(name(e)).to(DType::F32).contiguous();
-      HFX_CHECK(t.shape() == s, "gguf", "expected expert {} of shape {}, got {}", name(e), shape_to_string(s),
-                shape_to_string(t.shape()));
-      std::memcpy(out.data<float>() + static_cast<size_t>(e) * n, t.data<float>(), n * sizeof(float));
-    }
-    return out;
-  });
+  o.put(
+      gg, {experts, s[0], s[1]},
+      [w = &o.W, experts, name, s] {
+        Tensor out = Tensor::zeros({experts, s[0], s[1]});
+        const auto n = static_cast<size_t>(s[0] * s[1]);
+        for (int64_t e = 0; e < experts; e++) {
+          const Tensor t = w->get(name(e)).to(DType::F32).contiguous();
+          HFX_CHECK(t.shape() == s, "gguf", "expected expert {} of shape {}, got {}", name(e),
+                    shape_to_string(s), shape_to_string(t.shape()));
+          std::memcpy(out.data<float>() + static_cast<size_t>(e) * n, t.data<float>(), n * sizeof(float));
+        }
+        return out;
+      },
+      [experts, name](const Tensor& t, Into& in) {
+        for (int64_t e = 0; e < experts; e++) in.set(name(e), t.slice(0, e, e + 1).contiguous());
+      });
 }
 
 // A fused [E, 2I, H] (or [2S, H]) tensor's first or second half along dim as its own tensor.
 void half(Out& o, const std::string& gg, const std::string& hf, int64_t dim, int64_t which) {
-  Shape s = o.W.info(hf).shape;
-  const int64_t n = s[static_cast<size_t>(dim)] / 2;
-  s[static_cast<size_t>(dim)] = n;
-  o.put(gg, s, [w = &o.W, hf, dim, which, n] {
-    return w->get(hf).to(DType::F32).slice(dim, which * n, (which + 1) * n).contiguous();
-  });
+  const int64_t n = o.W.info(hf).shape[static_cast<size_t>(dim)] / 2;
+  o.slice(gg, hf, dim, which * n, n);
 }
 
 int64_t expert_count(const ModelConfig& c) {
@@ -98,9 +99,7 @@ void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::
     for (const char* w : {"gate", "up", "down"})
       o.copy(q + "ffn_" + w + "_shexp.weight", p + "mlp.shared_expert." + w + "_proj.weight");
     const int64_t H = c.hidden_size;  // [1, H] → llama.cpp's {n_embd}
-    o.put(q + "ffn_gate_inp_shexp.weight", {H}, [w = &o.W, p, H] {
-      return w->get(p + "mlp.shared_expert_gate.weight").to(DType::F32).contiguous().reshape({H});
-    });
+    o.reshaped(q + "ffn_gate_inp_shexp.weight", p + "mlp.shared_expert_gate.weight", {H});
   }
 }
 

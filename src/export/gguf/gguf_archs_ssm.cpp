@@ -16,8 +16,10 @@ Tensor neg_exp(Tensor t) {  // A = -exp(A_log): llama.cpp's ssm_a
 }
 
 // t[..., from:from+n, ...] along dim, as its own f32 tensor.
-Tensor rows(const Tensor& t, int64_t dim, int64_t from, int64_t n) {
-  return t.to(DType::F32).slice(dim, from, from + n).contiguous();
+Tensor log_neg(Tensor t) {  // A_log = log(-A): read-back's inverse of neg_exp
+  std::vector<float> a = t.to_floats();
+  for (float& x : a) x = std::log(-x);
+  return Tensor::from_floats(t.shape(), a);
 }
 
 // One Mamba-2 mixer as convert_hf_to_gguf.py's Mamba2Model writes it: conv1d.weight [C, 1, K] squeezed to
@@ -28,20 +30,17 @@ void add_ssd_mixer(Out& o, const std::string& p, const std::string& q, int64_t i
   const Shape cw = o.W.info(p + "conv1d.weight").shape;
   const int64_t heads = o.W.info(p + "A_log").shape.at(0);
   o.copy(q + "ssm_in.weight", p + "in_proj.weight");
-  o.put(q + "ssm_conv1d.weight", {cw[0], cw[2]}, [w = &o.W, p, cw] {
-    return w->get(p + "conv1d.weight").to(DType::F32).contiguous().reshape({cw[0], cw[2]});
-  });
+  o.reshaped(q + "ssm_conv1d.weight", p + "conv1d.weight", {cw[0], cw[2]});
   if (conv_bias) o.copy(q + "ssm_conv1d.bias", p + "conv1d.bias");
   o.copy(q + "ssm_dt.bias", p + "dt_bias");
-  o.put(q + "ssm_a", {heads, 1}, [w = &o.W, p, heads] {
-    return neg_exp(w->get(p + "A_log")).reshape({heads, 1});
-  });
-  o.put(q + "ssm_d", {heads, 1}, [w = &o.W, p, heads] {
-    return w->get(p + "D").to(DType::F32).contiguous().reshape({heads, 1});
-  });
-  o.put(q + "ssm_norm.weight", {groups, inner / groups}, [w = &o.W, p, groups, inner] {
-    return w->get(p + "norm.weight").to(DType::F32).contiguous().reshape({groups, inner / groups});
-  });
+  o.put(
+      q + "ssm_a", {heads, 1},
+      [w = &o.W, p, heads] {
+        return neg_exp(w->get(p + "A_log")).reshape({heads, 1});
+      },
+      [p](const Tensor& t, Into& in) { in.set(p + "A_log", log_neg(t)); });
+  o.reshaped(q + "ssm_d", p + "D", {heads, 1});
+  o.reshaped(q + "ssm_norm.weight", p + "norm.weight", {groups, inner / groups});
   o.copy(q + "ssm_out.weight", p + "out_proj.weight");
 }
 
@@ -77,14 +76,12 @@ void add_mamba(Out& o, const ModelConfig& c) {
     const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
     o.copy(q + "attn_norm.weight", p + "norm.weight");
     o.copy(q + "ssm_in.weight", p + "mixer.in_proj.weight");
-    o.put(q + "ssm_conv1d.weight", {I, K}, [w = &o.W, p, I, K] {
-      return w->get(p + "mixer.conv1d.weight").to(DType::F32).contiguous().reshape({I, K});
-    });
+    o.reshaped(q + "ssm_conv1d.weight", p + "mixer.conv1d.weight", {I, K});
     o.copy(q + "ssm_conv1d.bias", p + "mixer.conv1d.bias");
     o.copy(q + "ssm_x.weight", p + "mixer.x_proj.weight");
     o.copy(q + "ssm_dt.weight", p + "mixer.dt_proj.weight");
     o.copy(q + "ssm_dt.bias", p + "mixer.dt_proj.bias");
-    o.map(q + "ssm_a", p + "mixer.A_log", neg_exp);
+    o.map(q + "ssm_a", p + "mixer.A_log", neg_exp, log_neg);
     o.copy(q + "ssm_d", p + "mixer.D");
     o.copy(q + "ssm_out.weight", p + "mixer.out_proj.weight");
   }
@@ -148,9 +145,7 @@ void add_granitehybrid(Out& o, const ModelConfig& c) {
   const int64_t inner = j.value("mamba_expand", int64_t{2}) * H, G = j.value("mamba_n_groups", int64_t{1});
   granitehybrid_keys(o.f, c, inner, G);
   auto split = [&o](const std::string& name, const std::string& hf, int64_t dim, int64_t from, int64_t n) {
-    Shape s = o.W.info(hf).shape;
-    s[static_cast<size_t>(dim)] = n;
-    o.put(name, s, [w = &o.W, hf, dim, from, n] { return rows(w->get(hf), dim, from, n); });
+    o.slice(name, hf, dim, from, n);
   };
   o.copy("token_embd.weight", "model.embed_tokens.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
@@ -201,9 +196,7 @@ void add_lfm2(Out& o, const ModelConfig& c) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
     o.copy(q + "attn_norm.weight", p + "operator_norm.weight");
     if (c.layer_types.at(static_cast<size_t>(i)) == "conv") {
-      o.put(q + "shortconv.conv.weight", {H, L}, [w = &o.W, p, H, L] {
-        return w->get(p + "conv.conv.weight").to(DType::F32).contiguous().reshape({H, L});
-      });
+      o.reshaped(q + "shortconv.conv.weight", p + "conv.conv.weight", {H, L});
       o.copy(q + "shortconv.in_proj.weight", p + "conv.in_proj.weight");
       o.copy(q + "shortconv.out_proj.weight", p + "conv.out_proj.weight");
     } else {

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include "hfx/core/tensor.h"
@@ -35,6 +36,12 @@ class File {
   std::pair<uint64_t, std::string> write(const std::string& path,
                                          const std::function<void(uint64_t)>& on_tensor = {}) const;
   size_t tensor_count() const { return tensors_.size(); }
+  /// Name, shape and type of each tensor, in the order they are written.
+  std::vector<std::tuple<std::string, Shape, GgmlType>> table() const {
+    std::vector<std::tuple<std::string, Shape, GgmlType>> t;
+    for (const Entry& e : tensors_) t.emplace_back(e.name, e.shape, e.type);
+    return t;
+  }
 
   static constexpr uint32_t kAlignment = 32;  ///< general.alignment's default
 

@@ -33,16 +33,10 @@ const PreRegex kPreRegexes[] = {
      "qwen2"},
 };
 
-// Model types whose transformers 5 tokenizer class sets its own pre-tokenizer whatever tokenizer.json says
-// (tokenization_qwen2.py: Qwen2Tokenizer's PRETOKENIZE_REGEX, digits one at a time): the tokenization a user
-// of transformers gets is that class's.
-const char* const kQwen2Tokenizer[] = {"qwen2", "qwen2_moe", "qwen3", "qwen3_moe"};
-
-// llama.cpp's name of the pre-tokenizer: the class's for kQwen2Tokenizer types, else that of tokenizer.json's
-// Split regex (alone or first in a Sequence), or "gpt-2" for a ByteLevel that splits with GPT-2's own regex.
-std::string pre_of(const nlohmann::json& tok, const std::string& model_type) {
-  for (const char* t : kQwen2Tokenizer)
-    if (model_type == t) return "qwen2";
+// llama.cpp's name of the pre-tokenizer: that of the tokenizer's Split regex (alone or first in a Sequence),
+// or "gpt-2" for a ByteLevel that splits with GPT-2's own regex. `tok` is tokenizer.json as transformers 5
+// builds it (tok::resolved_tokenizer_json: Qwen2Tokenizer's own regex whatever the file says).
+std::string pre_of(const nlohmann::json& tok) {
   const nlohmann::json& p = tok.value("pre_tokenizer", nlohmann::json());
   std::vector<nlohmann::json> parts;
   if (p.is_object() && p.value("type", "") == "Sequence")
@@ -129,13 +123,14 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   const fs::path d(dir);
   HFX_CHECK(fs::exists(d / "tokenizer.json"), "gguf",
             "expected tokenizer.json in the checkpoint (GGUF carries the tokenizer), got none in {}", dir);
-  const nlohmann::json tok = read_json(d / "tokenizer.json"), tc = read_json(d / "tokenizer_config.json");
+  const nlohmann::json tok = nlohmann::json::parse(tok::resolved_tokenizer_json(dir)),
+                       tc = read_json(d / "tokenizer_config.json");
   const nlohmann::json& model = tok["model"];
   HFX_CHECK(model.value("type", "") == "BPE", "gguf", "expected a BPE tokenizer for GGUF, got a {} one",
             model.value("type", std::string("?")));
   const bool spm = model.value("byte_fallback", false);
   f.kv_str("tokenizer.ggml.model", spm ? "llama" : "gpt2");
-  if (!spm) f.kv_str("tokenizer.ggml.pre", pre_of(tok, c.model_type));
+  if (!spm) f.kv_str("tokenizer.ggml.pre", pre_of(tok));
   add_tokens(f, tok, c.vocab_size, spm);
   if (!spm) f.kv_strs("tokenizer.ggml.merges", merges_of(model));
   if (c.bos_token_id) f.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));

@@ -1,0 +1,112 @@
+// A GGUF file read back into hfx's eager engine: the exporter's plan for the reference model (the tensors it
+// writes and each one's inverse, plan_model) is matched with the file's table, and every tensor, decoded to
+// f32, is turned back into the Hugging Face weights it was made from. The model built over them computes
+// what the file's weights compute, which is what llama.cpp is then compared with.
+#include <algorithm>
+#include <cmath>
+
+#include "export/gguf/gguf_archs.h"
+#include "hfx/core/error.h"
+#include "hfx/export/gguf.h"
+
+namespace hfx {
+
+namespace {
+
+// Of the matrix types, the one whose plan matches the file's types for the most tensors.
+GgmlType matrix_of(const GgufReader& r) {
+  GgmlType best = GgmlType::F32;
+  size_t best_hits = 0;
+  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+    size_t hits = 0;
+    for (const GgufTensor& x : r.tensors()) hits += gguf::type_for(x.name, x.shape, t) == x.type;
+    if (hits > best_hits) best = t, best_hits = hits;
+  }
+  return best;
+}
+
+// The bound on a weight's read-back error relative to its tensor's max |w|: the type's rounding (f16 and
+// bf16 half an ulp of their mantissa; q8_0 half a step of amax/127 plus its f16 scale's rounding; q4_0 a
+// whole step of amax/8, as the code 15 clamps the value opposite the block's extreme) and f32 the inverse
+// transforms' own rounding (Gemma's w + 1 - 1, Mamba's log(exp)).
+double weight_bound(GgmlType t) {
+  switch (t) {
+    case GgmlType::F32:
+      return 1e-6;
+    case GgmlType::F16:
+      return 0.5 * std::ldexp(1.0, -10) + 1e-6;
+    case GgmlType::BF16:
+      return 0.5 * std::ldexp(1.0, -7) + 1e-6;
+    case GgmlType::Q8_0:
+      return 0.5 / 127 + std::ldexp(1.0, -11);
+    case GgmlType::Q4_0:
+      return 1.0 / 8 + std::ldexp(1.0, -11);
+  }
+  return 0;
+}
+
+}  // namespace
+
+GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
+  GgufReadBack out;
+  out.matrix = matrix_of(r);
+  gguf::File plan;
+  std::map<std::string, gguf::Back> backs;
+  gguf::plan_model(plan, reference, out.matrix, backs);
+  // The table: every planned tensor present with its shape and type, nothing else.
+  std::map<std::string, const GgufTensor*> in_file;
+  for (const GgufTensor& t : r.tensors()) in_file[t.name] = &t;
+  for (const auto& [name, shape, type] : plan.table()) {
+    auto it = in_file.find(name);
+    if (it == in_file.end()) {
+      out.problems.push_back(fmt::format("expected tensor {} in the file, got none", name));
+      continue;
+    }
+    const GgufTensor& t = *it->second;
+    if (t.shape != shape || t.type != type)
+      out.problems.push_back(fmt::format("expected {} as {} {}, got {} {}", name, ggml_type_name(type),
+                                         shape_to_string(shape), ggml_type_name(t.type),
+                                         shape_to_string(t.shape)));
+    in_file.erase(it);
+  }
+  for (const auto& [name, t] : in_file)
+    out.problems.push_back(fmt::format("expected no tensor {}, got one", name));
+  // The weights back, each compared with the reference's.
+  gguf::Into into{reference.weights(), {}, {}};
+  std::map<std::string, GgmlType> type_of;
+  for (const GgufTensor& t : r.tensors()) {
+    auto b = backs.find(t.name);
+    if (b == backs.end()) continue;  // derived from the config (rope_freqs) or not planned (a problem above)
+    into.touched.clear();
+    b->second(r.decode(t), into);
+    for (const std::string& hf : into.touched)  // a weight from several tensors: the coarsest type's bound
+      if (!type_of.count(hf) || weight_bound(t.type) > weight_bound(type_of[hf])) type_of[hf] = t.type;
+  }
+  nlohmann::json worst = nlohmann::json::object();
+  for (const auto& [hf, got] : into.out) {
+    const std::vector<float> want = reference.weights().get(hf).to_floats(), have = got.to_floats();
+    double amax = 0, err = 0;
+    for (size_t i = 0; i < want.size(); i++) {
+      amax = std::max(amax, std::fabs(static_cast<double>(want[i])));
+      err = std::max(err, std::fabs(static_cast<double>(want[i]) - have[i]));
+    }
+    const GgmlType t = type_of.count(hf) ? type_of[hf] : GgmlType::F32;
+    const double rel = amax > 0 ? err / amax : err, bound = weight_bound(t);
+    nlohmann::json& w = worst[ggml_type_name(t)];
+    if (w.is_null()) w = {{"weights", 0}, {"max_rel_error", 0.0}, {"bound", bound}, {"worst", ""}};
+    w["weights"] = w["weights"].get<int>() + 1;
+    if (rel > w["max_rel_error"].get<double>()) w["max_rel_error"] = rel, w["worst"] = hf;
+    if (rel > bound)
+      out.problems.push_back(
+          fmt::format("expected {} within {:.3g} of the reference's max |w| ({}), got {:.3g}", hf, bound,
+                      ggml_type_name(t), rel));
+  }
+  out.weights = worst;
+  nlohmann::json config = reference.config().raw;
+  for (const char* k : {"torch_dtype", "dtype"})
+    if (config.contains(k)) config[k] = "float32";
+  out.model = make_model(config, io::WeightStore::from_tensors(std::move(into.out)));
+  return out;
+}
+
+}  // namespace hfx
