@@ -199,6 +199,14 @@ Var activation(const Var& x, const std::string& name) {
   if (name == "gelu") return F::gelu(x, "none");
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
     return F::gelu(x, "tanh");
+  if (name == "gelu_ggml") {
+    // ggml's CPU GELU (GGML_GELU_FP16, what llama.cpp runs for the tanh GELU): looked up at the f16-rounded
+    // input and stored as f16; x <= -10 gives 0, x >= 10 gives x. read_back_gguf sets it, so that the eager
+    // model of a GGUF file computes what llama.cpp does.
+    auto f16 = [](const Var& v) { return F::to(F::to(v, DType::F16), DType::F32); };
+    const Var zero = F::mul(x, 0.0), g = f16(F::gelu(f16(x), "tanh"));
+    return F::where(F::le(x, F::add(zero, -10.0)), zero, F::where(F::ge(x, F::add(zero, 10.0)), x, g));
+  }
   if (name == "relu") return F::relu(x);
   if (name == "relu2") {  // ReLUSquaredActivation (Nemotron)
     Var r = F::relu(x);
@@ -206,11 +214,12 @@ Var activation(const Var& x, const std::string& name) {
   }
   if (name == "quick_gelu") return F::mul(x, F::sigmoid(F::mul(x, 1.702)));  // QuickGELUActivation
   if (name == "tanh") return F::tanh(x);                                     // DeBERTa's conv_act default
-  HFX_THROW("model",
-            "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, relu, relu2, "
-            "quick_gelu, tanh), got "
-            "'{}'",
-            name);
+  HFX_THROW(
+      "model",
+      "expected a supported activation (silu, gelu, gelu_new, gelu_pytorch_tanh, gelu_ggml, relu, relu2, "
+      "quick_gelu, tanh), got "
+      "'{}'",
+      name);
 }
 
 Var padding_mask(Builder& b, const Var& attention_mask) {

@@ -22,8 +22,9 @@ const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLev
 const model = await llama.loadModel({ modelPath });
 const out = { versions: { 'node-llama-cpp': await getModuleVersion(), 'llama.cpp': llama.llamaCppRelease.release } };
 if (req.tokenize) out.tokenize = req.tokenize.map((t) => Array.from(model.tokenize(t, true)));
+const contextSize = Math.max(512, (req.greedy?.ids.length ?? 0) + (req.greedy?.n ?? 0) + 16);
 const fresh = async () => model.createContext({
-  contextSize: 512, batchSize: 512, threads: 1, flashAttention: false,
+  contextSize, batchSize: 512, threads: 1, flashAttention: false,
   experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
 });
 const step = (t) => [t, { generateNext: { probabilities: true } }];

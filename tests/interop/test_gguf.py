@@ -266,7 +266,7 @@ def strings(n: int = 1000) -> list:
     return out
 
 
-@pytest.mark.parametrize("arch", ["llama", "qwen2", "gemma", "phi3", "gpt2"])
+@pytest.mark.parametrize("arch", ["llama", "qwen2", "qwen2_moe", "qwen3", "gemma", "phi3", "gpt2"])
 def test_llama_cpp_tokenizer_agrees(workdir, arch):
     from transformers import AutoTokenizer
 
@@ -276,6 +276,26 @@ def test_llama_cpp_tokenizer_agrees(workdir, arch):
     bad = [(t, g, tok(t, add_special_tokens=False)["input_ids"]) for t, g in zip(texts, got)
            if g != tok(t, add_special_tokens=False)["input_ids"]]
     assert not bad, f"{len(bad)} of {len(texts)} strings tokenize differently, e.g. {bad[:3]}"
+
+
+@pytest.mark.parametrize("kind", list(TYPES))
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_hfx_verify(workdir, arch, kind):
+    """`hfx verify` on the export: the file read back as the checkpoint, then llama.cpp's prefill and decode logits,
+    32 greedy tokens, 1,000 strings tokenized and the chat template, each check passed."""
+    out = export(workdir, arch, kind).parent
+    report = out / "verify.json"
+    r = run_hfx("verify", out, "--reference", checkpoint(workdir, arch), "--json", report, "--no-manifest",
+                check=False)
+    j = json.loads(report.read_text())
+    checks = {(c["component"], c["check"]): c for c in j["checks"]}
+    failed = [f"{k}: {c['message']}" for k, c in checks.items() if c["status"] not in ("passed", "info")]
+    assert r.returncode == 0 and j["verdict"] == "verified" and not failed, failed or r.stderr[-2000:]
+    for key in [("model.gguf", "read-back"), ("model.gguf:prefill", "runtime numerics"),
+                ("model.gguf:decode", "runtime numerics"), ("model.gguf", "runtime greedy"),
+                ("model.gguf", "runtime tokenizer"), ("model.gguf", "chat template")]:
+        assert checks[key]["status"] == "passed", (key, checks.get(key))
+    print(f"[gguf] hfx verify {arch} {kind}: {checks[('model.gguf:prefill', 'runtime numerics')]['message']}")
 
 
 @pytest.mark.parametrize("arch,why", [("bert", "expected a decoder-only model"),

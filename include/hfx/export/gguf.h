@@ -83,7 +83,8 @@ void ggml_decode(GgmlType type, const uint8_t* p, int64_t n, float* out);
 /// A GGUF file read back into hfx's eager engine (read_back_gguf).
 struct GgufReadBack {
   /// The reference's architecture and config over the file's weights (decoded to f32, llama.cpp's layouts
-  /// undone): what the file computes, the reference llama.cpp is held to.
+  /// undone) and llama.cpp's GELU (the tanh GELU as ggml's f16 lookup, activation "gelu_ggml"): what the file
+  /// computes, the reference llama.cpp is held to.
   std::unique_ptr<Model> model;
   GgmlType matrix = GgmlType::F32;  ///< the type of the file's weight matrices
   /// What differs from the file hfx would write for the reference: a tensor missing, extra, of another shape

@@ -105,6 +105,15 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   nlohmann::json config = reference.config().raw;
   for (const char* k : {"torch_dtype", "dtype"})
     if (config.contains(k)) config[k] = "float32";
+  // llama.cpp runs the tanh GELU as ggml's f16 lookup (the activation "gelu_ggml"): the model of the file is
+  // that.
+  for (const char* k : {"hidden_act", "hidden_activation", "activation_function"})
+    if (config.contains(k) && config[k].is_string())
+      for (const char* tanh : {"gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh"})
+        if (config[k] == tanh) config[k] = "gelu_ggml";
+  if (reference.config().model_type == "gemma" && !config.contains("hidden_activation") &&
+      config.value("hidden_act", std::string()) == "gelu")
+    config["hidden_act"] = "gelu_ggml";  // Gemma's legacy "gelu" is the tanh GELU (gemma.cpp)
   out.model = make_model(config, io::WeightStore::from_tensors(std::move(into.out)));
   return out;
 }
