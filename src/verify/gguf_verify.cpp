@@ -462,6 +462,10 @@ void check_gguf(Context& cx, const fs::path& path, const Model& reference) {
   const std::string file = path.filename().string();
   std::optional<GgufReadBack> rb = read_back(cx, path, reference);
   if (!rb) return;
+  if (!cx.opt.shapes.empty())
+    cx.add(file, "shapes", "info",
+           fmt::format("--shapes {} not applied to {}: llama.cpp sizes its own context (no shape contract)",
+                       cx.opt.shapes, file));
   const CausalLM& m = as_causal_lm(*rb->model);
   const GgufBound bound = gguf_bound(rb->matrix);
   report_cost(cx, file, reference, m, rb->matrix);
@@ -479,6 +483,7 @@ void check_gguf(Context& cx, const fs::path& path, const Model& reference) {
   json req = {{"probs", ids},
               {"decode", {{"ids", ids}, {"prefill", kPrefill}}},
               {"greedy", {{"ids", prompt}, {"n", std::max<int64_t>(cx.opt.tokens, 1)}}}};
+  req["threads"] = std::max(cx.opt.threads, 1);  // --threads
   const std::vector<std::string> texts = corpus();
   std::unique_ptr<tok::Tokenizer> t;
   if (fs::exists(cx.out / "tokenizer.json")) {

@@ -8,6 +8,7 @@
 //   "greedy": {"ids": [...], "n": N}      → N ids at temperature 0 (an end-of-generation token does not stop it)
 //   "chat": {"variables": {...}}          → {"template": the file's tokenizer.chat_template or null, "text": it
 //                                            rendered by @huggingface/jinja with the variables}
+//   "threads": N                          → llama.cpp's CPU threads (1 by default)
 // Printed: one JSON line with those keys and "versions". f32 everywhere: CPU, no flash attention, F32 KV cache.
 import path from 'path';
 import { pathToFileURL } from 'url';
@@ -24,7 +25,7 @@ const out = { versions: { 'node-llama-cpp': await getModuleVersion(), 'llama.cpp
 if (req.tokenize) out.tokenize = req.tokenize.map((t) => Array.from(model.tokenize(t, true)));
 const contextSize = Math.max(512, (req.greedy?.ids.length ?? 0) + (req.greedy?.n ?? 0) + 16);
 const fresh = async () => model.createContext({
-  contextSize, batchSize: 512, threads: 1, flashAttention: false,
+  contextSize, batchSize: 512, threads: req.threads ?? 1, flashAttention: false,
   experimentalKvCacheKeyType: 'F32', experimentalKvCacheValueType: 'F32',
 });
 const step = (t) => [t, { generateNext: { probabilities: true } }];

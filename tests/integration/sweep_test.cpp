@@ -8,6 +8,7 @@
 // - summary.html renders in headless chromium with the matrix and no console message.
 // The Slurm engine's tests are in sweep_slurm_test.cpp.
 #include "integration/sweep_support.h"
+#include "support/oracle.h"
 
 using namespace sweep_test;
 
@@ -131,5 +132,41 @@ TEST(Sweep, SummaryHtmlRendersInChromium) {
   EXPECT_NE(c.out.find("<td class=\"na\" id=\"\">N/A</td>"), std::string::npos) << c.out;
   std::string console = slurp(d / "console.log");
   EXPECT_EQ(console.find("CONSOLE"), std::string::npos) << console;
+  fs::remove_all(d);
+}
+
+// A gguf variant: each model's file exported and judged by llama.cpp (`hfx verify` reads it back and runs
+// it); the plan's ONNX-only verify options (shapes, warm runs, threads) do not reach it, a gguf variant of
+// its own that sets one is refused before anything runs.
+TEST(Sweep, GgufVariantIsJudgedByLlamaCpp) {
+  HFX_REQUIRE_ORACLE(hfx::test::kNodeLlamaCpp);
+  fs::path d = tmpdir("gguf");
+  make_checkpoints(d / "ckpt", {"llama"});
+  const fs::path plan = d / "plan.json";
+  std::ofstream(plan)
+      << R"({"models": ["ckpt/llama"], "variants": [{"format": "gguf", "quantize": ["none", "q8_0"]}],
+                             "verify": {"tokens": 8, "shapes": "1x4", "warm_runs": 1, "threads": 1}})";
+  fs::path r = d / "results";
+  Proc p = sh(sweep_cli() + " sweep " + plan.string() + " -o " + r.string());
+  EXPECT_EQ(p.rc, 0) << p.out;
+  json s = read_json(r / "summary.json");
+  for (const char* id : {"llama.gguf", "llama.gguf-q8_0"}) {
+    const json& t = task(s, id);
+    EXPECT_EQ(t["status"], "passed") << t.dump();
+    const json v = read_json(r / "tasks" / id / "export" / "verify.json");
+    bool judged = false;
+    for (const auto& c : v["checks"])
+      judged |= c["component"] == "model.gguf:decode" && c["check"] == "runtime numerics" &&
+                c["status"] == "passed";
+    EXPECT_TRUE(judged) << v.dump();
+    EXPECT_NE(t["commands"][0].get<std::string>().find("--format gguf"), std::string::npos) << t.dump();
+    EXPECT_EQ(t["commands"][1].get<std::string>().find("--shapes"), std::string::npos) << t.dump();
+  }
+  std::ofstream(d / "bad.json")
+      << R"({"models": ["ckpt/llama"], "variants": [{"format": "gguf", "verify": {"shapes": "1x4"}}]})";
+  Proc bad = sh(sweep_cli() + " sweep " + (d / "bad.json").string() + " -o " + (d / "r2").string());
+  EXPECT_EQ(bad.rc, 1);
+  EXPECT_NE(bad.out.find("unknown key 'shapes' in variants[0].verify"), std::string::npos) << bad.out;
+  EXPECT_FALSE(fs::exists(d / "r2" / "summary.json"));
   fs::remove_all(d);
 }

@@ -93,8 +93,8 @@ std::vector<Variant> parse_variant(const json& j, const json& plan, size_t i) {
              where);
   Variant v;
   v.format = get<std::string>(j, "format", where, "");
-  HFX_CHECK(v.format == "onnx" || v.format == "executorch" || v.format == "dynamo", kComp,
-            "expected {}.format onnx | executorch | dynamo, got '{}'", where, v.format);
+  HFX_CHECK(v.format == "onnx" || v.format == "executorch" || v.format == "dynamo" || v.format == "gguf",
+            kComp, "expected {}.format onnx | executorch | dynamo | gguf, got '{}'", where, v.format);
   v.target = get<std::string>(j, "target", where, "");
   v.backend = get<std::string>(j, "backend", where, "");
   v.opset = get<int>(j, "opset", where, 0);
@@ -107,8 +107,16 @@ std::vector<Variant> parse_variant(const json& j, const json& plan, size_t i) {
             "expected backend only on executorch variants, got it in {} (format {})", where, v.format);
   v.export_args = get<std::vector<std::string>>(j, "export_args", where, {});
   json verify = plan.value("verify", json::object());
+  // llama.cpp runs a GGUF file with its own context and threads: of the verify options only tokens (greedy
+  // length) applies; the plan's others are for the other formats, a gguf variant's own are refused.
+  const bool gguf = v.format == "gguf";
+  if (gguf)
+    for (const char* k : {"shapes", "warm_runs", "threads"}) verify.erase(k);
   if (j.contains("verify")) {
-    check_keys(j["verify"], {"shapes", "tokens", "warm_runs", "threads"}, where + ".verify");
+    check_keys(j["verify"],
+               gguf ? std::set<std::string>{"tokens"}
+                    : std::set<std::string>{"shapes", "tokens", "warm_runs", "threads"},
+               where + ".verify");
     verify.update(j["verify"]);
   }
   v.verify_args = verify_args(verify, where + ".verify");
