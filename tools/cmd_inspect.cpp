@@ -93,7 +93,7 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
     j["artifacts"] = {
         fmt::format("model.gguf (llama.cpp's {} arch, with the tokenizer and chat template)", arch)};
     j["notes"] = {
-        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0 (ggml's blocks); run it in llama.cpp",
+        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q6_k (ggml's blocks); run it in llama.cpp",
         "a config the arch cannot express is refused at export (a sliding window on llama.cpp's llama "
         "or phi3 arch, grouped-query attention on olmoe, a norm_topk_prob the arch does not compute)"};
     return j;

@@ -32,9 +32,11 @@ using nlohmann::json;
 namespace {
 
 // llama.cpp's logits against the eager model on the file's weights, relative to max |logit|, per matrix type:
-// its CPU kernels round the activations to the weights' dot type (f16 for f16, bf16 for bf16, q8_0 blocks for
-// q8_0 and q4_0), which the eager model does not. The bounds tests/interop/test_gguf.py holds 18 archs to;
-// `tie` is the router margin (of the router's max |logit|) under which that rounding may pick another expert.
+// its CPU kernels round the activations to the weights' dot type (f16 for f16, bf16 for bf16, q8_0 blocks of
+// 32 for q8_0 / q5_0 / q4_0, q8_K blocks of 256 for the k-quants), which the eager model does not. The
+// numbers tests/interop/test_gguf.py holds 19 checkpoints to (its LOGIT_BOUNDS and ROUTER_TIE: 1.6 to 3 times
+// the largest errors measured); `tie` is the router margin (of the router's max |logit|) under which that
+// rounding may pick another expert.
 struct GgufBound {
   double logits_rel, tie;
 };
@@ -46,8 +48,11 @@ GgufBound gguf_bound(GgmlType t) {
       return {3e-3, 2e-3};
     case GgmlType::BF16:
       return {2e-2, 1e-2};
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K:
+      return {1.2e-1, 3e-2};
     default:
-      return {5e-2, 3e-2};
+      return {7e-2, 3e-2};
   }
 }
 

@@ -5,7 +5,9 @@
 // in interleaved rope order, Gemma's norms + 1, Mamba's A = -exp(A_log), ...), the metadata its loader reads
 // (`general.*`, `<arch>.*`) and the tokenizer (`tokenizer.ggml.*`, the chat template). Weights stream: one
 // tensor is read, converted and written at a time. Block formats are ggml's reference quantizers, byte for
-// byte (ggml-quants.c quantize_row_q8_0_ref / q4_0_ref; gguf-py's gguf.quants is the test's oracle).
+// byte (ggml-quants.c quantize_row_q8_0_ref, q4_0_ref, q5_0_ref, q4_K_ref, q6_K_ref: what llama-quantize
+// writes without an importance matrix; gguf-py's gguf.quants and llama.cpp's released libggml-base are the
+// tests' oracles).
 #pragma once
 #include <cstdint>
 #include <memory>
@@ -18,22 +20,38 @@
 namespace hfx {
 
 /// ggml's tensor types that hfx writes (ggml.h's numbering).
-enum class GgmlType : uint32_t { F32 = 0, F16 = 1, Q4_0 = 2, Q8_0 = 8, BF16 = 30 };
+enum class GgmlType : uint32_t {
+  F32 = 0,
+  F16 = 1,
+  Q4_0 = 2,
+  Q5_0 = 6,
+  Q8_0 = 8,
+  Q4_K = 12,
+  Q6_K = 14,
+  BF16 = 30
+};
 
 /// The name GGUF tools print ("f32", "q8_0", ...).
 const char* ggml_type_name(GgmlType t);
-/// Elements per block (32 for q8_0 / q4_0, 1 for the float types) and bytes per block.
+/// Elements per block (256 for the k-quants, 32 for q8_0 / q5_0 / q4_0, 1 for the float types) and bytes per
+/// block.
 int64_t ggml_block_size(GgmlType t);
 int64_t ggml_block_bytes(GgmlType t);
+/// llama.cpp's general.file_type (llama_ftype) of a file whose matrices are of type `t`.
+uint32_t ggml_file_type(GgmlType t);
+/// Every type hfx reads and writes, and whether a raw type number is one of them.
+std::vector<GgmlType> ggml_types();
+bool ggml_type_known(uint32_t t);
 /// One row of `x` (x.size() a multiple of the block size) in type `t`, appended to `out`.
 void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>& out);
 
 /// `--format gguf`. `dtype` is the float type of the weight matrices (auto: the checkpoint's; f32, f16,
-/// bf16); `quantize` ("" or "q8_0", "q4_0") quantizes them in ggml's blocks instead. As convert_hf_to_gguf.py
-/// does, 1-D tensors and norms stay f32, and a matrix whose rows are not whole blocks falls back to f16.
+/// bf16); `quantize` ("" or "q8_0", "q4_0", "q4_k", "q6_k") quantizes them in ggml's blocks instead. As
+/// convert_hf_to_gguf.py does, 1-D tensors and norms stay f32, and a matrix whose rows are not whole blocks
+/// falls back to f16.
 struct GgufConfig : ExportConfig {
   GgufConfig() { format = "gguf"; }
-  std::string quantize;  ///< "", "q8_0" or "q4_0"
+  std::string quantize;  ///< "", "q8_0", "q4_0", "q4_k" or "q6_k"
   /// The checkpoint's own dtype: what convert_hf_to_gguf.py's --outtype auto keeps.
   DType auto_dtype(DType checkpoint) const override { return checkpoint; }
   /// The type the weight matrices are stored in.
@@ -100,7 +118,7 @@ struct GgufReadBack {
 GgufReadBack read_back_gguf(const GgufReader& file, const Model& reference);
 
 /// The values GgufConfig::quantize takes.
-inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0"};
+inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0", "q4_k", "q6_k"};
 
 /// llama.cpp's architecture name for a model_type hfx exports to GGUF, or "" where llama.cpp runs none hfx
 /// maps (the exporter then refuses before writing anything).

@@ -327,8 +327,12 @@ GgmlType type_for(const std::string& name, const Shape& shape, GgmlType matrix) 
   bool f32 = shape.size() <= 1 || name.ends_with("_norm.weight");
   for (const char* k : kF32) f32 = f32 || name.find(k) != std::string::npos;
   if (f32) return GgmlType::F32;
-  if (ggml_block_size(matrix) > 1 && shape.back() % ggml_block_size(matrix) != 0) return GgmlType::F16;
-  return matrix;
+  // A row that is not whole blocks: llama-quantize's tensor_type_fallback (q4_k → q5_0, q6_k → q8_0), then
+  // f16.
+  GgmlType t = matrix;
+  if (shape.back() % ggml_block_size(t) != 0)
+    t = t == GgmlType::Q4_K ? GgmlType::Q5_0 : t == GgmlType::Q6_K ? GgmlType::Q8_0 : t;
+  return shape.back() % ggml_block_size(t) == 0 ? t : GgmlType::F16;
 }
 
 namespace {

@@ -13,23 +13,6 @@ namespace hfx {
 
 namespace {
 
-// llama.cpp's llama_ftype of a file whose matrices are of type t (llama.h's LLAMA_FTYPE_*).
-uint32_t file_type(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-      return 0;
-    case GgmlType::F16:
-      return 1;
-    case GgmlType::Q4_0:
-      return 2;
-    case GgmlType::Q8_0:
-      return 7;
-    case GgmlType::BF16:
-      return 32;
-  }
-  return 0;
-}
-
 class GgufExporter : public Exporter {
  public:
   std::string format() const override { return "gguf"; }
@@ -50,7 +33,7 @@ class GgufExporter : public Exporter {
     const ModelConfig& c = model.config();
     HFX_CHECK(!c.prequantized.enabled(), "gguf",
               "expected a float checkpoint for GGUF, got GPTQ/AWQ codes in {}: export the float model with "
-              "--quantize q8_0 or q4_0",
+              "--quantize q8_0, q4_0, q4_k or q6_k",
               c.model_type);
     HFX_CHECK(model.structure() == Structure::DecoderOnly, "gguf",
               "expected a decoder-only model for GGUF (llama.cpp's text generation), got {} ({})",
@@ -62,7 +45,7 @@ class GgufExporter : public Exporter {
     gguf::add_model(f, model, matrix);  // refuses an arch or config llama.cpp cannot run, before writing
     step.stage = "metadata", step.stage_index = 1;
     report(step);
-    f.kv_u32("general.file_type", file_type(matrix));
+    f.kv_u32("general.file_type", ggml_file_type(matrix));
     // ggml's block layouts' version: the converter writes it whatever the type.
     f.kv_u32("general.quantization_version", 2);
     gguf::add_vocab(f, out_dir, c);
@@ -89,6 +72,8 @@ std::unique_ptr<Exporter> make_gguf_exporter() { return std::make_unique<GgufExp
 GgmlType GgufConfig::matrix_type(DType checkpoint) const {
   if (quantize == "q8_0") return GgmlType::Q8_0;
   if (quantize == "q4_0") return GgmlType::Q4_0;
+  if (quantize == "q4_k") return GgmlType::Q4_K;
+  if (quantize == "q6_k") return GgmlType::Q6_K;
   switch (weight_dtype(checkpoint)) {
     case DType::F16:
       return GgmlType::F16;

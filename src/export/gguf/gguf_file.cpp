@@ -1,6 +1,8 @@
 // GGUF v3 writing and ggml's reference block quantizers.
 #include "export/gguf/gguf_file.h"
 
+#include "export/gguf/gguf_kquants.h"
+
 #include <cmath>
 #include <cstdio>
 #include <cstring>
@@ -13,38 +15,39 @@
 
 namespace hfx {
 
-const char* ggml_type_name(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-      return "f32";
-    case GgmlType::F16:
-      return "f16";
-    case GgmlType::BF16:
-      return "bf16";
-    case GgmlType::Q8_0:
-      return "q8_0";
-    case GgmlType::Q4_0:
-      return "q4_0";
-  }
-  return "?";
+namespace {
+
+// ggml's types hfx writes: name, elements and bytes per block (ggml.c's type_traits), llama_ftype of a file
+// whose matrices are of that type (llama.h's LLAMA_FTYPE_*; the k-quants as MOSTLY_Q4_K_S / MOSTLY_Q6_K).
+struct TypeRow {
+  GgmlType type;
+  const char* name;
+  int64_t block, bytes;
+  uint32_t ftype;
+};
+const TypeRow kTypes[] = {{GgmlType::F32, "f32", 1, 4, 0},        {GgmlType::F16, "f16", 1, 2, 1},
+                          {GgmlType::BF16, "bf16", 1, 2, 32},     {GgmlType::Q8_0, "q8_0", 32, 34, 7},
+                          {GgmlType::Q4_0, "q4_0", 32, 18, 2},    {GgmlType::Q5_0, "q5_0", 32, 22, 8},
+                          {GgmlType::Q4_K, "q4_k", 256, 144, 14}, {GgmlType::Q6_K, "q6_k", 256, 210, 18}};
+
+const TypeRow* row_of(GgmlType t) {
+  for (const TypeRow& r : kTypes)
+    if (r.type == t) return &r;
+  return nullptr;
 }
 
-int64_t ggml_block_size(GgmlType t) { return t == GgmlType::Q8_0 || t == GgmlType::Q4_0 ? 32 : 1; }
+}  // namespace
 
-int64_t ggml_block_bytes(GgmlType t) {
-  switch (t) {
-    case GgmlType::F32:
-      return 4;
-    case GgmlType::F16:
-    case GgmlType::BF16:
-      return 2;
-    case GgmlType::Q8_0:
-      return 2 + 32;  // f16 scale, 32 int8 codes
-    case GgmlType::Q4_0:
-      return 2 + 16;  // f16 scale, 32 nibbles
-  }
-  return 0;
+const char* ggml_type_name(GgmlType t) { return row_of(t) ? row_of(t)->name : "?"; }
+int64_t ggml_block_size(GgmlType t) { return row_of(t) ? row_of(t)->block : 1; }
+int64_t ggml_block_bytes(GgmlType t) { return row_of(t) ? row_of(t)->bytes : 0; }
+uint32_t ggml_file_type(GgmlType t) { return row_of(t) ? row_of(t)->ftype : 0; }
+std::vector<GgmlType> ggml_types() {
+  std::vector<GgmlType> v;
+  for (const TypeRow& r : kTypes) v.push_back(r.type);
+  return v;
 }
+bool ggml_type_known(uint32_t t) { return row_of(static_cast<GgmlType>(t)) != nullptr; }
 
 namespace {
 
@@ -106,6 +109,22 @@ void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>&
     case GgmlType::Q4_0:
       for (size_t i = 0; i < x.size(); i += 32) q4_0_block(x.data() + i, out);
       return;
+    case GgmlType::Q5_0:
+    case GgmlType::Q4_K:
+    case GgmlType::Q6_K: {
+      const auto bs = static_cast<size_t>(ggml_block_size(t)), bb = static_cast<size_t>(ggml_block_bytes(t));
+      for (size_t i = 0; i < x.size(); i += bs) {
+        out.resize(out.size() + bb);
+        uint8_t* o = out.data() + out.size() - bb;
+        if (t == GgmlType::Q5_0)
+          gguf::q5_0_block(x.data() + i, o);
+        else if (t == GgmlType::Q4_K)
+          gguf::q4_k_block(x.data() + i, o);
+        else
+          gguf::q6_k_block(x.data() + i, o);
+      }
+      return;
+    }
   }
 }
 

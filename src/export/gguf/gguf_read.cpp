@@ -11,6 +11,7 @@
 #include <set>
 #include <string_view>
 
+#include "export/gguf/gguf_kquants.h"
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/export/gguf.h"
@@ -106,12 +107,6 @@ nlohmann::json value(Cursor& c, uint32_t type, const std::string& key) {
   return a;
 }
 
-bool known_type(uint32_t t) {
-  for (GgmlType k : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0})
-    if (t == static_cast<uint32_t>(k)) return true;
-  return false;
-}
-
 }  // namespace
 
 namespace {
@@ -133,8 +128,10 @@ GgufTensor read_info(Cursor& c) {
     numel *= static_cast<int64_t>(n);
   }
   const auto type = c.pod<uint32_t>("a tensor type");
-  HFX_CHECK(known_type(type), "gguf",
-            "expected tensor '{}' of {} in a type hfx reads (f32, f16, bf16, q8_0, q4_0), got ggml type {}",
+  HFX_CHECK(ggml_type_known(type), "gguf",
+            "expected tensor '{}' of {} in a type hfx reads (f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k), "
+            "got ggml "
+            "type {}",
             t.name, path_, type);
   t.type = static_cast<GgmlType>(type);
   const int64_t bs = ggml_block_size(t.type);
@@ -237,6 +234,15 @@ void ggml_decode(GgmlType type, const uint8_t* p, int64_t n, float* out) {
           out[b * 32 + j + 16] = d * static_cast<float>((p[2 + j] >> 4) - 8);
         }
       }
+      return;
+    case GgmlType::Q5_0:
+      for (int64_t b = 0; b < n / 32; b++) gguf::q5_0_decode(p + b * 22, out + b * 32);
+      return;
+    case GgmlType::Q4_K:
+      for (int64_t b = 0; b < n / 256; b++) gguf::q4_k_decode(p + b * 144, out + b * 256);
+      return;
+    case GgmlType::Q6_K:
+      for (int64_t b = 0; b < n / 256; b++) gguf::q6_k_decode(p + b * 210, out + b * 256);
       return;
   }
 }

@@ -13,14 +13,16 @@ namespace hfx {
 
 namespace {
 
-// Of the matrix types, the one whose plan matches the file's types for the most tensors.
+// Of the matrix types, the one whose plan matches the file's types for the most tensors; of equals (a q6_k
+// file whose rows all fell back to q8_0), the one general.file_type names.
 GgmlType matrix_of(const GgufReader& r) {
   GgmlType best = GgmlType::F32;
   size_t best_hits = 0;
-  for (GgmlType t : {GgmlType::F32, GgmlType::F16, GgmlType::BF16, GgmlType::Q8_0, GgmlType::Q4_0}) {
+  const auto ftype = r.metadata().value("general.file_type", uint32_t{0});
+  for (GgmlType t : ggml_types()) {
     size_t hits = 0;
     for (const GgufTensor& x : r.tensors()) hits += gguf::type_for(x.name, x.shape, t) == x.type;
-    if (hits > best_hits) best = t, best_hits = hits;
+    if (hits > best_hits || (hits == best_hits && ggml_file_type(t) == ftype)) best = t, best_hits = hits;
   }
   return best;
 }
@@ -41,6 +43,13 @@ double weight_bound(GgmlType t) {
       return 0.5 / 127 + std::ldexp(1.0, -11);
     case GgmlType::Q4_0:
       return 1.0 / 8 + std::ldexp(1.0, -11);
+    case GgmlType::Q5_0:  // a whole step of amax/16, as q4_0's
+      return 1.0 / 16 + std::ldexp(1.0, -11);
+    case GgmlType::Q4_K:  // a whole 4-bit step of a group spanning [-amax, amax], plus its 6-bit scale and
+                          // min
+      return 2.0 / 15 + 2.0 / 63;
+    case GgmlType::Q6_K:  // a whole 6-bit step of the largest group's scale, plus its 8-bit rounding
+      return 1.0 / 32 + 1.0 / 128;
   }
   return 0;
 }
