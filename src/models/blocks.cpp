@@ -200,11 +200,19 @@ Var activation(const Var& x, const std::string& name) {
   if (name == "gelu_new" || name == "gelu_pytorch_tanh" || name == "gelu_fast" || name == "gelu_python_tanh")
     return F::gelu(x, "tanh");
   if (name == "gelu_ggml") {
-    // ggml's CPU GELU (GGML_GELU_FP16, what llama.cpp runs for the tanh GELU): looked up at the f16-rounded
-    // input and stored as f16; x <= -10 gives 0, x >= 10 gives x. read_back_gguf sets it, so that the eager
-    // model of a GGUF file computes what llama.cpp does.
+    // ggml's CPU GELU (GGML_GELU_FP16, what llama.cpp runs for the tanh GELU): a table of ggml_gelu_f32 over
+    // the f16 inputs, stored as f16 — 0.5x(1 + tanhf(S x (1 + A x x))) in ggml's float order at the
+    // f16-rounded input, rounded to f16; x <= -10 gives 0, x >= 10 gives x. ggml's builds for FMA CPUs
+    // contract 1 + A x x into one fma, which changes one entry of the table (x = -1.9990234375:
+    // -0.045501708984375, not -0.04547); with it this is llama.cpp's table on every input (ctest
+    // GgmlBlocks.GeluGgmlIsLlamaCppsTable). read_back_gguf sets it, so that the eager model of a GGUF file
+    // computes what llama.cpp does.
     auto f16 = [](const Var& v) { return F::to(F::to(v, DType::F16), DType::F32); };
-    const Var zero = F::mul(x, 0.0), g = f16(F::gelu(f16(x), "tanh"));
+    const Var h = f16(x), zero = F::mul(x, 0.0);
+    const Var inner = F::add(F::mul(F::mul(h, 0.044715), h), 1.0);
+    const Var t = F::tanh(F::mul(F::mul(h, 0.79788456080286535587989211986876), inner));
+    Var g = f16(F::mul(F::mul(h, 0.5), F::add(t, 1.0)));
+    g = F::where(F::eq(h, F::add(zero, -1.9990234375)), F::add(zero, -0.045501708984375), g);
     return F::where(F::le(x, F::add(zero, -10.0)), zero, F::where(F::ge(x, F::add(zero, 10.0)), x, g));
   }
   if (name == "relu") return F::relu(x);

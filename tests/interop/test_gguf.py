@@ -32,6 +32,7 @@ from conftest import ROOT, run_hfx
 NODE_MODULES = ROOT / "deps" / "npm" / "node_modules"
 # model_type → config.json overrides (llama.cpp's llama and phi3 graphs have no sliding window)
 ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3": {}, "gemma": {}, "gemma2": {},
+         "gemma3_text": {},
          "phi3": {"sliding_window": None}, "gpt2": {}, "mamba": {}, "mamba2": {}, "granitemoehybrid": {},
          "lfm2": {}, "mixtral": {}, "qwen2_moe": {}, "qwen3_moe": {}, "granite": {}, "granitemoe": {},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
@@ -58,6 +59,8 @@ ROUTER_TIE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1e-2, "q8_0": 3e-2, "q4_0": 3e-2
 # the k-quants, which gguf-py only dequantizes.
 GGML_BASE = NODE_MODULES / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64" / "libggml-base.so"
 IDS = [1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180]
+# The archs whose llama.cpp graph runs ggml's f16 GELU table (emulated on the transformers side: ggml_gelu)
+GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2")
 STEPS = 32
 
 
@@ -133,13 +136,21 @@ def ggml_quantize(x: np.ndarray, qtype) -> np.ndarray:
 
 
 def ggml_gelu():
-    """ggml's GELU on the CPU (GGML_GELU_FP16): tanh-GELU looked up at the f16 input, stored as f16; x <= -10 gives
-    0, x >= 10 gives x."""
+    """ggml's CPU GELU (GGML_GELU_FP16): its table of f16 values at the f16-rounded input, read from llama.cpp's
+    released libggml-cpu (haswell build: the FMA-capable CPUs' table) after ggml_cpu_init; x <= -10 gives 0,
+    x >= 10 gives x."""
+    import ctypes
     import torch
+
+    ctypes.CDLL(str(GGML_BASE), mode=ctypes.RTLD_GLOBAL)
+    cpu = ctypes.CDLL(str(GGML_BASE.with_name("libggml-cpu-haswell.so")))
+    cpu.ggml_cpu_init()
+    table = np.ctypeslib.as_array((ctypes.c_uint16 * 65536).in_dll(cpu, "ggml_table_gelu_f16")).copy()
+    values = torch.from_numpy(table.view(np.float16).astype(np.float32))
 
     class GgmlGelu(torch.nn.Module):
         def forward(self, x):
-            y = torch.nn.functional.gelu(x.half().float(), approximate="tanh").half().float()
+            y = values[x.half().view(torch.int16).long() & 0xFFFF]
             return torch.where(x <= -10, torch.zeros_like(x), torch.where(x >= 10, x, y))
     return GgmlGelu()
 
@@ -178,7 +189,7 @@ def eager_logits(ckpt: Path, arch: str, kind: str | None) -> tuple:
             round_matrices(model, arch, kind)
         for m in model.modules():
             for attr in ("act_fn", "act"):
-                if isinstance(getattr(m, attr, None), torch.nn.Module) and arch in ("gemma", "gemma2", "gpt2"):
+                if isinstance(getattr(m, attr, None), torch.nn.Module) and arch.split("@")[0] in GELU_ARCHS:
                     setattr(m, attr, ggml_gelu())
     routers = []
     for name, m in model.named_modules():
@@ -209,7 +220,7 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", arch.replace("_", ""))
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", arch.replace("_", ""))
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
     tok = AutoTokenizer.from_pretrained(ckpt)
@@ -342,7 +353,10 @@ def test_hfx_verify(workdir, arch, kind):
                 ("model.gguf", "runtime tokenizer"), ("model.gguf", "chat template")]:
         assert checks[key]["status"] == "passed", (key, checks.get(key))
     bound = checks[("model.gguf:prefill", "runtime numerics")]["data"]["bound"]
-    assert bound == LOGIT_BOUNDS[kind], f"hfx verify's {kind} bound {bound}, this test's {LOGIT_BOUNDS[kind]}"
+    # f32 GELU models: verify allows one f16 step of llama.cpp's GELU table in a few activations (1e-3); the
+    # checkpoints here meet the issue's 1e-4 all the same (test_llama_cpp_logits)
+    want = 1e-3 if kind == "f32" and arch.split("@")[0] in GELU_ARCHS else LOGIT_BOUNDS[kind]
+    assert bound == want, f"hfx verify's {kind} bound {bound}, this test's {want}"
     print(f"[gguf] hfx verify {arch} {kind}: {checks[('model.gguf:prefill', 'runtime numerics')]['message']}")
 
 

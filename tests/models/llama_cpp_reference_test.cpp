@@ -107,6 +107,8 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"granitemoe", "granitemoe", nlohmann::json::object()},
                       Case{"gemma", "gemma", nlohmann::json::object(), 1e-4},
                       Case{"gemma2", "gemma2", nlohmann::json::object(), 1e-4},
+                      // sliding and global layers with their own rope bases, q/k norms
+                      Case{"gemma3_text", "gemma3", nlohmann::json::object(), 1e-4},
                       Case{"phi3", "phi3", {{"sliding_window", nullptr}}},
                       Case{"gpt2", "gpt2", nlohmann::json::object(), 1e-4},
                       // the selective scan against llama.cpp's ggml_ssm_scan / ggml_ssm_conv

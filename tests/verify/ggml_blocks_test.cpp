@@ -9,11 +9,15 @@
 
 #include <cmath>
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "hfx/core/dtype.h"
 #include "hfx/export/gguf.h"
+#include "hfx/ops/builder.h"
+#include "models/blocks.h"
 #include "support/oracle.h"
 
 namespace hfx {
@@ -22,16 +26,19 @@ namespace {
 using Quantize = void (*)(const float*, void*, int64_t);
 using Dequantize = void (*)(const void*, float*, int64_t);
 
+// A library of node-llama-cpp's prebuilt linux-x64 build, loaded once and kept (ggml's static state does not
+// survive an unload and a second load in one process).
+void* ggml_library(const std::string& name) {
+  static std::map<std::string, void*> loaded;
+  auto it = loaded.find(name);
+  if (it != loaded.end()) return it->second;
+  const std::string path =
+      std::string(HFX_NODE_MODULES) + "/@node-llama-cpp/linux-x64/bins/linux-x64/" + name;
+  return loaded[name] = ::dlopen(path.c_str(), RTLD_NOW | RTLD_GLOBAL);
+}
+
 struct Lib {
-  void* h = nullptr;
-  Lib() {
-    const std::string path =
-        std::string(HFX_NODE_MODULES) + "/@node-llama-cpp/linux-x64/bins/linux-x64/libggml-base.so";
-    h = ::dlopen(path.c_str(), RTLD_NOW | RTLD_LOCAL);
-  }
-  ~Lib() {
-    if (h) ::dlclose(h);
-  }
+  void* h = ggml_library("libggml-base.so");
   template <typename F>
   F fn(const char* name) const {
     return reinterpret_cast<F>(::dlsym(h, name));
@@ -95,6 +102,40 @@ TEST(GgmlBlocks, EqualLlamaCppReference) {
     ggml_encode_row(k.type, y, b);
     EXPECT_NE(a, b);
   }
+}
+
+// The activation "gelu_ggml" (the eager model of a GGUF file) against ggml's own GELU table, read from
+// llama.cpp's released libggml-cpu after ggml_cpu_init: equal on every f16 input below 10 in magnitude but
+// one (ggml's build contracts 1 + A x x into an fma there), and x itself / 0 beyond.
+TEST(GgmlBlocks, GeluGgmlIsLlamaCppsTable) {
+  HFX_REQUIRE_ORACLE(test::kNodeLlamaCpp);
+  ASSERT_NE(ggml_library("libggml-base.so"), nullptr) << ::dlerror();
+  void* cpu = ggml_library("libggml-cpu-haswell.so");
+  ASSERT_NE(cpu, nullptr) << ::dlerror();
+  reinterpret_cast<void (*)()>(::dlsym(cpu, "ggml_cpu_init"))();
+  const auto* table = static_cast<const uint16_t*>(::dlsym(cpu, "ggml_table_gelu_f16"));
+  ASSERT_NE(table, nullptr);
+  std::vector<float> x;
+  for (uint32_t h = 0; h < 65536; h++) {
+    const float v = f16_to_f32(static_cast<uint16_t>(h));
+    if (std::isfinite(v) && std::fabs(v) < 12) x.push_back(v);
+  }
+  EagerBuilder b;
+  const auto n = static_cast<int64_t>(x.size());
+  const std::vector<float> y =
+      models::activation(b.wrap(Tensor::from_floats({n}, x)), "gelu_ggml").tensor().to_floats();
+  int64_t differ = 0;
+  for (size_t i = 0; i < x.size(); i++) {
+    const float want = x[i] <= -10 ? 0.0f : x[i] >= 10 ? x[i] : f16_to_f32(table[f32_to_f16(x[i])]);
+    differ += y[i] != want;
+  }
+  EXPECT_EQ(differ, 0) << "of " << x.size();
+  // Negative control: the tanh GELU unrounded is not the table.
+  const std::vector<float> t =
+      models::activation(b.wrap(Tensor::from_floats({n}, x)), "gelu_pytorch_tanh").tensor().to_floats();
+  int64_t plain = 0;
+  for (size_t i = 0; i < x.size(); i++) plain += t[i] != y[i];
+  EXPECT_GT(plain, 1000);
 }
 
 }  // namespace

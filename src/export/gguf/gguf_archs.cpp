@@ -18,23 +18,15 @@ struct ArchRow {
   const char* arch;
 };
 // model_type → llama.cpp arch (llama-arch.cpp's LLM_ARCH_NAMES).
-const ArchRow kArchs[] = {{"llama", "llama"},
-                          {"mistral", "llama"},
-                          {"mixtral", "llama"},
-                          {"qwen2", "qwen2"},
-                          {"qwen3", "qwen3"},
-                          {"qwen2_moe", "qwen2moe"},
-                          {"qwen3_moe", "qwen3moe"},
-                          {"olmoe", "olmoe"},
-                          {"granite", "granite"},
-                          {"granitemoe", "granitemoe"},
-                          {"gemma", "gemma"},
-                          {"gemma2", "gemma2"},
-                          {"phi3", "phi3"},
-                          {"gpt2", "gpt2"},
-                          {"mamba", "mamba"},
-                          {"mamba2", "mamba2"},
-                          {"granitemoehybrid", "granitehybrid"},
+const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
+                          {"mixtral", "llama"},      {"qwen2", "qwen2"},
+                          {"qwen3", "qwen3"},        {"qwen2_moe", "qwen2moe"},
+                          {"qwen3_moe", "qwen3moe"}, {"olmoe", "olmoe"},
+                          {"granite", "granite"},    {"granitemoe", "granitemoe"},
+                          {"gemma", "gemma"},        {"gemma2", "gemma2"},
+                          {"gemma3_text", "gemma3"}, {"phi3", "phi3"},
+                          {"gpt2", "gpt2"},          {"mamba", "mamba"},
+                          {"mamba2", "mamba2"},      {"granitemoehybrid", "granitehybrid"},
                           {"lfm2", "lfm2"}};
 }  // namespace
 
@@ -161,6 +153,63 @@ void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   o.put("rope_freqs.weight", {n}, [v, n] { return Tensor::from_floats({n}, v); }, {});
 }
 
+// Gemma 3: global layers' rope (rope.freq_base, linear scaling), local layers' base (rope.freq_base_swa), the
+// window and its period (llama.cpp's set_swa_pattern: layer i global when i % P == P - 1, hfx's and
+// transformers' (i + 1) % P == 0), the final softcap. Refused: what its graph computes otherwise (an
+// attention softcap, a query scale other than 1/sqrt(head_dim), a layer pattern that is not periodic).
+void gemma3_keys(File& f, const ModelConfig& c) {
+  const nlohmann::json& j = c.raw;
+  const nlohmann::json rp = j.value("rope_parameters", nlohmann::json::object());
+  nlohmann::json global =
+      rp.is_object() && rp.contains("full_attention") ? rp["full_attention"] : nlohmann::json();
+  if (!global.is_object()) {
+    global = j.value("rope_scaling", nlohmann::json::object());
+    if (!global.is_object()) global = nlohmann::json::object();
+    global["rope_theta"] = j.value("rope_theta", 1000000.0);
+  }
+  const double local = rp.is_object() && rp.contains("sliding_attention")
+                           ? rp["sliding_attention"].value("rope_theta", 10000.0)
+                           : j.value("rope_local_base_freq", 10000.0);
+  f.kv_u32("gemma3.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
+  f.kv_f32("gemma3.rope.freq_base", global.value("rope_theta", 1000000.0f));
+  f.kv_f32("gemma3.rope.freq_base_swa", static_cast<float>(local));
+  const std::string type = global.value("rope_type", global.value("type", std::string("default")));
+  HFX_CHECK(type == "default" || type == "linear", "gguf",
+            "expected no rope scaling or linear for llama.cpp's gemma3 arch, got rope_type '{}'", type);
+  if (type == "linear") {
+    f.kv_str("gemma3.rope.scaling.type", "linear");
+    f.kv_f32("gemma3.rope.scaling.factor", global.value("factor", 1.0f));
+  }
+  HFX_CHECK(j.value("attn_logit_softcapping", nlohmann::json()).is_null(), "gguf",
+            "expected no attn_logit_softcapping for llama.cpp's gemma3 arch, got {}",
+            j["attn_logit_softcapping"].dump());
+  const double qpas = j.value("query_pre_attn_scalar", static_cast<double>(c.head_dim));
+  HFX_CHECK(
+      qpas == static_cast<double>(c.head_dim), "gguf",
+      "expected query_pre_attn_scalar equal to head_dim {} for llama.cpp's gemma3 arch (it scales queries "
+      "by 1/sqrt(head_dim)), got {}",
+      c.head_dim, qpas);
+  if (j.contains("final_logit_softcapping") && j["final_logit_softcapping"].is_number())
+    f.kv_f32("gemma3.final_logit_softcapping", j["final_logit_softcapping"].get<float>());
+  const auto L = static_cast<int64_t>(c.layer_types.size());
+  int64_t period = 0;
+  for (int64_t p = 1; p <= L + 1 && period == 0; p++) {
+    bool fits = true;
+    for (int64_t i = 0; i < L; i++)
+      fits = fits && (c.layer_types[static_cast<size_t>(i)] == "sliding_attention") == (i % p < p - 1);
+    if (fits) period = p;
+  }
+  HFX_CHECK(
+      period > 0, "gguf",
+      "expected layer_types of a period P (layer i global when i % P == P - 1) for llama.cpp's gemma3 arch, "
+      "got {}",
+      fmt::join(c.layer_types, ", "));
+  if (period > 1) {  // some layers slide
+    f.kv_u32("gemma3.attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+    f.kv_u32("gemma3.attention.sliding_window_pattern", static_cast<uint32_t>(period));
+  }
+}
+
 void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   File& f = o.f;
   f.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
@@ -170,6 +219,7 @@ void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   f.kv_u32(arch + ".attention.key_length", static_cast<uint32_t>(c.head_dim));
   f.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
   f.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  if (arch == "gemma3") return gemma3_keys(f, c);
   rope_keys(o, arch, c);
   if (arch == "gemma2") {
     f.kv_f32(arch + ".attn_logit_softcapping",
@@ -190,7 +240,8 @@ void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
 }
 
 void attention(Out& o, const std::string& arch, const ModelConfig& c, const std::string& p,
-               const std::string& q) {
+               const std::string& q,
+               const std::function<void(const std::string&, const std::string&)>& norm) {
   const io::WeightStore& W = o.W;
   if (W.has(p + "self_attn.qkv_proj.weight")) {
     o.copy(q + "attn_qkv.weight", p + "self_attn.qkv_proj.weight");
@@ -211,8 +262,8 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
     if (W.has(p + "self_attn." + b + "_proj.bias"))
       o.copy(q + "attn_" + b + ".bias", p + "self_attn." + b + "_proj.bias");
   if (W.has(p + "self_attn.q_norm.weight")) {
-    o.copy(q + "attn_q_norm.weight", p + "self_attn.q_norm.weight");
-    o.copy(q + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
+    norm(q + "attn_q_norm.weight", p + "self_attn.q_norm.weight");
+    norm(q + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
   }
   o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
 }
@@ -240,7 +291,7 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   decoder_keys(o, arch, c);
   if (arch == "granite" || arch == "granitemoe") granite_keys(o.f, arch, c.raw);
   if (is_moe(o.W, "model.layers.0.")) moe_keys(o, arch, c);
-  const bool gemma = arch == "gemma" || arch == "gemma2";
+  const bool gemma = arch == "gemma" || arch == "gemma2" || arch == "gemma3";
   auto norm = [&](const std::string& name, const std::string& hf) {
     if (gemma)
       o.map(name, hf, plus_one, minus_one);
@@ -251,8 +302,8 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
     norm(q + "attn_norm.weight", p + "input_layernorm.weight");
-    attention(o, arch, c, p, q);
-    if (arch == "gemma2") {
+    attention(o, arch, c, p, q, norm);
+    if (arch == "gemma2" || arch == "gemma3") {
       norm(q + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
       norm(q + "ffn_norm.weight", p + "pre_feedforward_layernorm.weight");
       norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
