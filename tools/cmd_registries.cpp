@@ -14,7 +14,7 @@ void register_registries(CLI::App& app) {
   cmd->footer("Example:\n  hfx registries --backend onnx");
   auto backend = std::make_shared<std::string>();
   auto stages = std::make_shared<bool>(false);
-  cmd->add_option("--backend", *backend, "onnx | executorch | dynamo");
+  cmd->add_option("--backend", *backend, "onnx | executorch | dynamo | gguf");
   cmd->add_flag("--stages", *stages, "List the declared stages of each backend and what they apply");
   cmd->callback([backend, stages] {
     if (*stages) {

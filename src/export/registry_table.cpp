@@ -86,6 +86,11 @@ const std::vector<std::pair<std::string, std::vector<StageRow>>>& backend_stage_
         {"treespec", "pytree / treespec of the flattened cache"},
         {"dynamic_shapes", "dynamic shapes (range constraints, runtime asserts); emitter: the .pt2 archive"},
         {"state_cleanup", "state cleanup (every patch restored)"}}},
+      {"gguf",  // src/export/gguf/gguf_exporter.cpp: no program is captured (llama.cpp builds its own graph)
+       {{"plan",
+         "arch and tensor plan: names, layouts, types (refuses what the arch cannot run, before writing)"},
+        {"metadata", "general.*, <arch>.* keys and the tokenizer (tokenizer.ggml.*, chat template)"},
+        {"write", "emitter: the tensors streamed, converted and quantized, to model.gguf"}}},
   };
   return lists;
 }

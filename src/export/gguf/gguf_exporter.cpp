@@ -8,6 +8,7 @@
 #include "export/gguf/gguf_vocab.h"
 #include "hfx/core/error.h"
 #include "hfx/export/gguf.h"
+#include "hfx/export/registry.h"
 
 namespace hfx {
 
@@ -42,20 +43,29 @@ class GgufExporter : public Exporter {
     report(step);
     const GgmlType matrix = cfg->matrix_type(c.dtype);
     gguf::File f;
-    gguf::add_model(f, model, matrix);  // refuses an arch or config llama.cpp cannot run, before writing
+    // The declared stages of the gguf backend (registry_table.cpp), run by name: none rewrites an hfx graph.
+    run_stage("gguf", "plan", nullptr, [&](int) {
+      gguf::add_model(f, model, matrix);  // refuses an arch or config llama.cpp cannot run, before writing
+    });
     step.stage = "metadata", step.stage_index = 1;
     report(step);
-    f.kv_u32("general.file_type", ggml_file_type(matrix));
-    // ggml's block layouts' version: the converter writes it whatever the type.
-    f.kv_u32("general.quantization_version", 2);
-    gguf::add_vocab(f, out_dir, c);
+    run_stage("gguf", "metadata", nullptr, [&](int) {
+      f.kv_u32("general.file_type", ggml_file_type(matrix));
+      // ggml's block layouts' version: the converter writes it whatever the type.
+      f.kv_u32("general.quantization_version", 2);
+      gguf::add_vocab(f, out_dir, c);
+    });
     step.stage = "write", step.stage_index = 2;
     report(step);
     const std::string path = (std::filesystem::path(out_dir) / "model.gguf").string();
-    const auto [size, sha256] = f.write(path, [&](uint64_t bytes) {
-      step.bytes_written = bytes;
-      report(step);
+    std::pair<uint64_t, std::string> written;
+    run_stage("gguf", "write", nullptr, [&](int) {
+      written = f.write(path, [&](uint64_t bytes) {
+        step.bytes_written = bytes;
+        report(step);
+      });
     });
+    const auto& [size, sha256] = written;
     ExportResult r;
     r.out_dir = out_dir;
     r.files.push_back({"model", "model.gguf", "weights", sha256, size});
