@@ -7,10 +7,11 @@
 #
 #   bash bench/gguf_side_by_side.sh [OUT.jsonl]      (HFX_BIN: the hfx binary, default build/hfx)
 #
-# Checkpoints: the trained SmolLM2-135M (tools/trained/smollm2.py), and create-tiny's Llama-3.2-1B shape (bf16,
-# 2.5 GB) carrying SmolLM2's tokenizer files (the converter refuses a vocabulary it does not know, as create-tiny's
-# are, and one larger than the model's: llama-100m's 32,000 rows are fewer than SmolLM2's 49,152 tokens); kept
-# under bench/.cache/.
+# Checkpoints, kept under bench/.cache/: the trained SmolLM2-135M (tools/trained/smollm2.py); create-tiny's
+# Llama-3.2-1B shape (bf16, 2.5 GB) carrying SmolLM2's tokenizer files (the converter refuses a vocabulary it does
+# not know, as create-tiny's are, and one larger than the model's rows); and the tiny and llama-100m shapes with
+# SmolLM2's 49,152-token vocabulary, random weights from transformers (create-tiny's presets have 512 and 32,000
+# rows).
 set -euo pipefail
 ROOT="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 HFX="${HFX_BIN:-$ROOT/build/hfx}"
@@ -38,6 +39,27 @@ with_tokenizer() {  # PRESET DTYPE DIR
   fi
 }
 with_tokenizer llama-3.2-1b bfloat16 "$CACHE/llama-1b-smoltok"
+# A Llama shape with SmolLM2's vocabulary: transformers' random init of create-tiny's preset config, 49,152 rows.
+smol_vocab() {  # PRESET DIR
+  [[ -f "$2/model.safetensors" ]] && return
+  local base="$CACHE/$1-config"
+  rm -rf "$base" && "$HFX" --quiet create-tiny llama --preset "$1" --dtype float32 -o "$base" >/dev/null
+  "$PY" - "$base" "$2" "$SMOL" <<'PYEOF'
+import json, shutil, sys
+import torch
+from transformers import AutoModelForCausalLM, LlamaConfig
+base, out, smol = sys.argv[1:4]
+cfg = json.load(open(f"{base}/config.json"))
+cfg.update(vocab_size=49152, bos_token_id=1, eos_token_id=2)
+torch.manual_seed(0)
+AutoModelForCausalLM.from_config(LlamaConfig(**cfg), dtype=torch.float32).save_pretrained(out)
+for f in ("tokenizer.json", "tokenizer_config.json"):
+    shutil.copy(f"{smol}/{f}", out)
+PYEOF
+  rm -rf "$base"
+}
+smol_vocab tiny "$CACHE/tiny-smolvocab"
+smol_vocab llama-100m "$CACHE/llama-100m-smolvocab"
 
 measure() {  # NAME MODEL TYPE HFX_FLAGS...
   local name=$1 model=$2 type=$3
@@ -67,6 +89,12 @@ PYEOF
   echo "$line" | tee -a "$OUT"
 }
 
+log "tiny shape (2 layers, hidden 64; SmolLM2's vocabulary)"
+measure tiny "$CACHE/tiny-smolvocab" f32 --dtype f32
+measure tiny "$CACHE/tiny-smolvocab" q8_0 --quantize q8_0
+log "llama-100m shape (12 layers, hidden 768; SmolLM2's vocabulary)"
+measure llama-100m "$CACHE/llama-100m-smolvocab" f32 --dtype f32
+measure llama-100m "$CACHE/llama-100m-smolvocab" q8_0 --quantize q8_0
 log "SmolLM2-135M (trained, f32 checkpoint)"
 measure smollm2-135m "$SMOL" f32 --dtype f32
 measure smollm2-135m "$SMOL" q8_0 --quantize q8_0

@@ -12,6 +12,7 @@
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
+#include "kernels/detail.h"
 
 namespace hfx {
 
@@ -63,8 +64,14 @@ void q8_0_block(const float* x, std::vector<uint8_t>& out) {
   const float d = amax / 127.0f;
   const float id = d != 0.0f ? 1.0f / d : 0.0f;
   put16(out, f32_to_f16(d));
-  for (int j = 0; j < 32; j++)
-    out.push_back(static_cast<uint8_t>(static_cast<int8_t>(std::roundf(x[j] * id))));
+  // roundf (halves away from zero) without the libm call, so the loop vectorizes: x - trunc(x) is exact.
+  uint8_t q[32];
+  for (int j = 0; j < 32; j++) {
+    const float v = x[j] * id, t = std::trunc(v);
+    const float half_up = static_cast<float>(std::fabs(v - t) >= 0.5f);  // 0 or 1, no branch
+    q[j] = static_cast<uint8_t>(static_cast<int8_t>(t + std::copysign(half_up, v)));
+  }
+  out.insert(out.end(), q, q + 32);
 }
 
 // quantize_row_q4_0_ref: the value of largest magnitude (its sign kept) maps to -8; codes
@@ -203,8 +210,6 @@ void File::write_entry(const Entry& e, const std::function<void(const void*, siz
   const int64_t row = e.shape.empty() ? 1 : e.shape.back();
   const int64_t rows = t.numel() / std::max<int64_t>(row, 1);
   const size_t row_bytes = static_cast<size_t>(row) * dtype_size(t.dtype());
-  std::vector<float> row_f32(static_cast<size_t>(row));
-  std::vector<uint8_t> buf;
   constexpr uint64_t kChunk = 8u << 20;  // source bytes between two releases
   uint64_t released = 0;
   // Stored as it is held (bf16 → bf16, f16 → f16, f32 → f32): the bytes pass through, as widening and
@@ -212,17 +217,33 @@ void File::write_entry(const Entry& e, const std::function<void(const void*, siz
   const bool same = (t.dtype() == DType::BF16 && e.type == GgmlType::BF16) ||
                     (t.dtype() == DType::F16 && e.type == GgmlType::F16) ||
                     (t.dtype() == DType::F32 && e.type == GgmlType::F32);
-  for (int64_t r = 0; r < rows; r++) {
-    const char* src = static_cast<const char*>(t.raw()) + static_cast<size_t>(r) * row_bytes;
+  // Rows are converted a block at a time, the block's rows on every kernel thread (each row is independent
+  // and encodes to a fixed size), then written in order: the bytes do not depend on the thread count.
+  const auto out_row = static_cast<size_t>(tensor_bytes({row}, e.type));
+  const int64_t block =
+      std::max<int64_t>(1, static_cast<int64_t>((1u << 20) / std::max<size_t>(row_bytes, 1)));
+  std::vector<uint8_t> buf;
+  for (int64_t r0 = 0; r0 < rows; r0 += block) {
+    const int64_t n = std::min(block, rows - r0);
+    const char* src = static_cast<const char*>(t.raw()) + static_cast<size_t>(r0) * row_bytes;
     if (same) {
-      emit(src, row_bytes);
+      emit(src, static_cast<size_t>(n) * row_bytes);
     } else {
-      convert_elements(src, t.dtype(), row_f32.data(), DType::F32, row_f32.size());
-      buf.clear();
-      ggml_encode_row(e.type, row_f32, buf);
+      buf.resize(static_cast<size_t>(n) * out_row);
+      kernels::detail::parallel_for(n, 1, [&](int64_t b, int64_t end) {
+        std::vector<float> f32(static_cast<size_t>(row));
+        std::vector<uint8_t> one;
+        for (int64_t i = b; i < end; i++) {
+          convert_elements(src + static_cast<size_t>(i) * row_bytes, t.dtype(), f32.data(), DType::F32,
+                           f32.size());
+          one.clear();
+          ggml_encode_row(e.type, f32, one);
+          std::memcpy(buf.data() + static_cast<size_t>(i) * out_row, one.data(), out_row);
+        }
+      });
       emit(buf.data(), buf.size());
     }
-    const uint64_t done = static_cast<uint64_t>(r + 1) * row_bytes;
+    const uint64_t done = static_cast<uint64_t>(r0 + n) * row_bytes;
     if (e.consumed && done - released >= kChunk) e.consumed(released, done), released = done;
   }
   static const std::vector<uint8_t> zeros(File::kAlignment, 0);
