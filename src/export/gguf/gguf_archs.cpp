@@ -47,8 +47,8 @@ namespace gguf {
 namespace {
 
 // llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1)
-// (convert_hf_to_gguf.py's LlamaModel.permute).
-Tensor permute_rows(const Tensor& w, int64_t heads) {
+// (convert_hf_to_gguf.py's LlamaModel.permute); `back` undoes it (read-back).
+Tensor rope_rows(const Tensor& w, int64_t heads, bool back) {
   Tensor t = w.to(DType::F32).contiguous();
   const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
   Tensor r = Tensor::zeros({rows, cols});
@@ -56,24 +56,11 @@ Tensor permute_rows(const Tensor& w, int64_t heads) {
   float* d = r.data<float>();
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < D / 2; i++)
-      for (int64_t half = 0; half < 2; half++)
-        std::memcpy(d + (h * D + 2 * i + half) * cols, s + (h * D + half * (D / 2) + i) * cols,
+      for (int64_t half = 0; half < 2; half++) {
+        const int64_t hf = h * D + half * (D / 2) + i, gg = h * D + 2 * i + half;
+        std::memcpy(d + (back ? hf : gg) * cols, s + (back ? gg : hf) * cols,
                     static_cast<size_t>(cols) * sizeof(float));
-  return r;
-}
-
-// permute_rows undone (read-back): rows (2i, 2i + 1) of each head back to (i, i + D/2).
-Tensor unpermute_rows(const Tensor& w, int64_t heads) {
-  Tensor t = w.to(DType::F32).contiguous();
-  const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
-  Tensor r = Tensor::zeros({rows, cols});
-  const float* s = t.data<float>();
-  float* d = r.data<float>();
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < D / 2; i++)
-      for (int64_t half = 0; half < 2; half++)
-        std::memcpy(d + (h * D + half * (D / 2) + i) * cols, s + (h * D + 2 * i + half) * cols,
-                    static_cast<size_t>(cols) * sizeof(float));
+      }
   return r;
 }
 
@@ -248,11 +235,11 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
   } else if (arch == "llama" || arch == "granite" || arch == "granitemoe") {  // rope NORM: interleaved pairs
     const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
     o.map(
-        q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return permute_rows(t, H); },
-        [H](Tensor t) { return unpermute_rows(t, H); });
+        q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return rope_rows(t, H, false); },
+        [H](Tensor t) { return rope_rows(t, H, true); });
     o.map(
-        q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return permute_rows(t, K); },
-        [K](Tensor t) { return unpermute_rows(t, K); });
+        q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return rope_rows(t, K, false); },
+        [K](Tensor t) { return rope_rows(t, K, true); });
     o.copy(q + "attn_v.weight", p + "self_attn.v_proj.weight");
   } else {
     for (const char* b : {"q", "k", "v"})
