@@ -12,6 +12,8 @@ list(APPEND HFX_FUZZ_PARSERS
   ${_hfx_src}/verify/pte_kernels.cpp
   ${_hfx_src}/verify/pte_xnnpack.cpp  # the XnnpackBackend payloads a .pte may carry (read when a method loads)
   ${_hfx_src}/runtime/generation_config.cpp
+  # model.gguf read back by hfx verify: the reader and the block decoders
+  ${_hfx_src}/export/gguf/gguf_read.cpp ${_hfx_src}/export/gguf/gguf_kquants.cpp
   # config.json: model_type dispatch, the shared decoder parser, llama's (the other architectures' parse
   # functions run uninstrumented from the release library)
   ${_hfx_src}/models/model.cpp ${_hfx_src}/models/blocks.cpp ${_hfx_src}/models/llama.cpp)

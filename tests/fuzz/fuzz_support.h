@@ -18,7 +18,8 @@
 #define HFX_FUZZ_TARGETS(X) \
   X(safetensors)            \
   X(safetensors_index)      \
-  X(model_config) X(tokenizer_json) X(tokenizer_config) X(generation_config) X(manifest) X(onnx) X(pte) X(pt2)
+  X(model_config)           \
+  X(tokenizer_json) X(tokenizer_config) X(generation_config) X(manifest) X(onnx) X(pte) X(pt2) X(gguf)
 
 #define HFX_FUZZ_DECLARE(name) void hfx_fuzz_##name(const uint8_t* data, size_t size);
 HFX_FUZZ_TARGETS(HFX_FUZZ_DECLARE)
