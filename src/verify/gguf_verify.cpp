@@ -22,6 +22,7 @@
 #include "hfx/runtime/generator.h"
 #include "hfx/tokenizers/chat_template.h"
 #include "hfx/tokenizers/tokenizer.h"
+#include "hfx/verify/precision.h"
 #include "hfx_gen/llama_cpp_judge_mjs.h"
 #include "verify/verify_internal.h"
 
@@ -75,13 +76,7 @@ EagerRun eager_logits(const CausalLM& m, const std::vector<int64_t>& ids, double
   EagerBuilder b;
   b.collect_intermediates(true);
   const auto S = static_cast<int64_t>(ids.size());
-  std::vector<int64_t> pos(ids.size());
-  for (int64_t i = 0; i < S; i++) pos[i] = i;
-  ForwardArgs a;
-  a.input_ids = b.wrap(Tensor::from_ints({1, S}, ids));
-  a.attention_mask = b.wrap(Tensor::full({1, S}, 1, DType::I64));
-  a.position_ids = b.wrap(Tensor::from_ints({1, S}, pos));
-  Tensor logits = m.forward(b, a).logits.tensor().contiguous();
+  Tensor logits = forward_logits(m, ids, b);
   int64_t first = S;
   const auto k = m.config().raw.value("num_experts_per_tok", int64_t{0});
   for (const auto& [name, t] : b.intermediates()) {
@@ -476,11 +471,7 @@ void check_gguf(Context& cx, const fs::path& path, const Model& reference) {
            fmt::format("--shapes {} not applied to {}: llama.cpp sizes its own context (no shape contract)",
                        cx.opt.shapes, file));
   const CausalLM& m = as_causal_lm(*rb->model);
-  const nlohmann::json& raw = rb->model->config().raw;
-  bool ggml_gelu = false;
-  for (const char* k : {"hidden_act", "hidden_activation", "activation_function"})
-    ggml_gelu = ggml_gelu || raw.value(k, json()) == "gelu_ggml";
-  const GgufBound bound = gguf_bound(rb->matrix, ggml_gelu);
+  const GgufBound bound = gguf_bound(rb->matrix, rb->ggml_gelu);
   report_cost(cx, file, reference, m, rb->matrix);
   std::string why, node;
   const std::string modules = llama_cpp_judge(node, why);

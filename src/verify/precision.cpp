@@ -15,18 +15,6 @@ namespace hfx::verify {
 
 namespace {
 
-Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq) {
-  EagerBuilder b;
-  const int64_t S = static_cast<int64_t>(seq.size());
-  std::vector<int64_t> pos(seq.size());
-  for (int64_t i = 0; i < S; i++) pos[i] = i;
-  ForwardArgs a;
-  a.input_ids = b.wrap(Tensor::from_ints({1, S}, seq));
-  a.attention_mask = b.wrap(Tensor::full({1, S}, 1, DType::I64));
-  a.position_ids = b.wrap(Tensor::from_ints({1, S}, pos));
-  return m.forward(b, a).logits.tensor().contiguous();
-}
-
 std::vector<double> log_softmax(const float* x, int64_t V) {
   double mx = *std::max_element(x, x + V), s = 0;
   for (int64_t i = 0; i < V; i++) s += std::exp(x[i] - mx);
@@ -36,6 +24,22 @@ std::vector<double> log_softmax(const float* x, int64_t V) {
 }
 
 }  // namespace
+
+Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq, EagerBuilder& b) {
+  const auto S = static_cast<int64_t>(seq.size());
+  std::vector<int64_t> pos(seq.size());
+  for (int64_t i = 0; i < S; i++) pos[i] = i;
+  ForwardArgs a;
+  a.input_ids = b.wrap(Tensor::from_ints({1, S}, seq));
+  a.attention_mask = b.wrap(Tensor::full({1, S}, 1, DType::I64));
+  a.position_ids = b.wrap(Tensor::from_ints({1, S}, pos));
+  return m.forward(b, a).logits.tensor().contiguous();
+}
+
+Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq) {
+  EagerBuilder b;
+  return forward_logits(m, seq, b);
+}
 
 nlohmann::json Agreement::to_json() const {
   return {{"positions", positions},         {"top1_agreement", top1}, {"max_abs_logit_diff", max_abs_diff},

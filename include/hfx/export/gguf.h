@@ -105,6 +105,7 @@ struct GgufReadBack {
   /// computes, the reference llama.cpp is held to.
   std::unique_ptr<Model> model;
   GgmlType matrix = GgmlType::F32;  ///< the type of the file's weight matrices
+  bool ggml_gelu = false;           ///< the model's tanh GELU became ggml's table ("gelu_ggml")
   /// What differs from the file hfx would write for the reference: a tensor missing, extra, of another shape
   /// or type, or a weight further from the reference's than its type's rounding allows. Empty: none.
   std::vector<std::string> problems;

@@ -10,8 +10,14 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/models/model.h"
+#include "hfx/ops/builder.h"
 
 namespace hfx::verify {
+
+/// `m`'s logits [1, S, vocab] over `seq` in one teacher-forced forward (positions 0..S-1, no cache), run by
+/// `b` (which may collect intermediates); the second form with a builder of its own.
+Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq, EagerBuilder& b);
+Tensor forward_logits(const CausalLM& m, const std::vector<int64_t>& seq);
 
 /// The fixed prompt set: `prompts` prompts of 8-20 token ids drawn by a generator seeded with `seed`,
 /// each followed by `steps` greedy tokens of the float32 model.

@@ -119,10 +119,10 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   for (const char* k : {"hidden_act", "hidden_activation", "activation_function"})
     if (config.contains(k) && config[k].is_string())
       for (const char* tanh : {"gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh"})
-        if (config[k] == tanh) config[k] = "gelu_ggml";
+        if (config[k] == tanh) config[k] = "gelu_ggml", out.ggml_gelu = true;
   if (reference.config().model_type == "gemma" && !config.contains("hidden_activation") &&
       config.value("hidden_act", std::string()) == "gelu")
-    config["hidden_act"] = "gelu_ggml";  // Gemma's legacy "gelu" is the tanh GELU (gemma.cpp)
+    config["hidden_act"] = "gelu_ggml", out.ggml_gelu = true;  // Gemma's legacy "gelu" is the tanh GELU
   out.model = make_model(config, io::WeightStore::from_tensors(std::move(into.out)));
   return out;
 }
