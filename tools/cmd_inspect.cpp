@@ -54,6 +54,38 @@ nlohmann::json component_json(const ComponentDecl& c) {
 
 }  // namespace
 
+namespace {
+
+// The GGUF row: llama.cpp builds its own graph, so one file, for the archs the backend maps.
+nlohmann::json gguf_backend_json(nlohmann::json j, Structure structure, const std::string& mt) {
+  const std::string arch = gguf_arch_of(mt);
+  const std::string why = gguf_refusal(mt, structure);
+  j["supported"] = why.empty();
+  if (!why.empty()) {
+    j["reason"] = "[gguf] " + why;
+    return j;
+  }
+  j["artifacts"] = {
+      arch == "bert"
+          ? std::string("model.gguf (llama.cpp's bert arch: embeddings, with the tokenizer and the "
+                        "sentence-transformers pooling)")
+          : fmt::format("model.gguf (llama.cpp's {} arch, with the tokenizer and chat template)", arch)};
+  if (arch == "bert") {
+    j["notes"] = {
+        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q6_k (ggml's blocks); embed with llama.cpp",
+        "BertModel or BertForMaskedLM (its MLM head left out), mean or cls pooling from modules.json; "
+        "llama.cpp's bert graph runs the tanh GELU (ggml's table) whatever hidden_act says"};
+    return j;
+  }
+  j["notes"] = {
+      "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q6_k (ggml's blocks); run it in llama.cpp",
+      "a config the arch cannot express is refused at export (a sliding window on llama.cpp's llama "
+      "or phi3 arch, grouped-query attention on olmoe, a norm_topk_prob the arch does not compute)"};
+  return j;
+}
+
+}  // namespace
+
 // One backend row: the programs (or .pte methods) the exporter writes for this structure, or why not.
 nlohmann::json backend_json(const std::string& name, const std::string& format, const std::string& option,
                             Structure structure, const std::string& mt) {
@@ -81,23 +113,7 @@ nlohmann::json backend_json(const std::string& name, const std::string& format, 
         mt);
     return j;
   }
-  if (format == "gguf") {  // llama.cpp builds its own graph: one file, for the archs the backend maps
-    const std::string arch = gguf_arch_of(mt);
-    j["supported"] = structure == Structure::DecoderOnly && !arch.empty();
-    if (!j["supported"].get<bool>()) {
-      j["reason"] =
-          fmt::format("[gguf] expected a decoder-only model_type llama.cpp runs and hfx maps ({}), got {}",
-                      fmt::join(gguf_model_types(), ", "), mt);
-      return j;
-    }
-    j["artifacts"] = {
-        fmt::format("model.gguf (llama.cpp's {} arch, with the tokenizer and chat template)", arch)};
-    j["notes"] = {
-        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q6_k (ggml's blocks); run it in llama.cpp",
-        "a config the arch cannot express is refused at export (a sliding window on llama.cpp's llama "
-        "or phi3 arch, grouped-query attention on olmoe, a norm_topk_prob the arch does not compute)"};
-    return j;
-  }
+  if (format == "gguf") return gguf_backend_json(std::move(j), structure, mt);
   const auto& loop = capture::generation_loop(structure);
   std::vector<std::string> artifacts, notes;
   if (format == "onnx") {

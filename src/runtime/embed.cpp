@@ -19,90 +19,6 @@ using nlohmann::json;
 
 namespace hfx::rt {
 
-const char* pooling_name(Pooling p) {
-  switch (p) {
-    case Pooling::Mean:
-      return "mean";
-    case Pooling::Cls:
-      return "cls";
-    case Pooling::Max:
-      return "max";
-  }
-  return "?";
-}
-
-Pooling pooling_from_name(const std::string& name) {
-  for (Pooling p : {Pooling::Mean, Pooling::Cls, Pooling::Max})
-    if (name == pooling_name(p)) return p;
-  HFX_THROW("embed", "expected a pooling mode among [mean, cls, max], got '{}'", name);
-}
-
-namespace {
-
-json read_json(const fs::path& p) {
-  try {
-    return json::parse(io::read_file(p.string()));
-  } catch (const json::exception& e) {
-    HFX_THROW("embed", "expected valid JSON in {}, got: {}", p.string(), e.what());
-  }
-}
-
-// 1_Pooling/config.json → the one supported mode.
-Pooling pooling_of(const json& j, const fs::path& where) {
-  static const std::pair<const char*, const char*> kModes[] = {
-      {"pooling_mode_mean_tokens", "mean"},
-      {"pooling_mode_cls_token", "cls"},
-      {"pooling_mode_max_tokens", "max"},
-      {"pooling_mode_mean_sqrt_len_tokens", "mean_sqrt_len_tokens"},
-      {"pooling_mode_weightedmean_tokens", "weightedmean"},
-      {"pooling_mode_lasttoken", "lasttoken"}};
-  std::vector<std::string> on;
-  for (const auto& [key, name] : kModes)
-    if (j.contains(key) && j[key].is_boolean() && j[key].get<bool>()) on.push_back(name);
-  if (on.size() != 1) {
-    std::string got;
-    for (const auto& s : on) got += (got.empty() ? "" : ", ") + s;
-    HFX_THROW("embed", "expected exactly one pooling mode in {}, got [{}]", where.string(), got);
-  }
-  if (on[0] != "mean" && on[0] != "cls" && on[0] != "max")
-    HFX_THROW("embed", "expected pooling mode mean, cls or max in {}, got '{}' (not supported)",
-              where.string(), on[0]);
-  return pooling_from_name(on[0]);
-}
-
-}  // namespace
-
-EmbedSettings read_embed_settings(const std::string& dir) {
-  EmbedSettings s;
-  fs::path modules = fs::path(dir) / "modules.json";
-  if (!fs::exists(modules)) return s;
-  json m = read_json(modules);
-  if (!m.is_array())
-    HFX_THROW("embed", "expected a list of modules in {}, got {}", modules.string(), m.type_name());
-  s.source = "modules.json";
-  s.normalize = false;
-  bool pooled = false;
-  for (const auto& mod : m) {
-    const std::string type = mod.value("type", ""), path = mod.value("path", "");
-    if (type == "sentence_transformers.models.Pooling") {
-      fs::path cfg = fs::path(dir) / path / "config.json";
-      if (!fs::exists(cfg))
-        HFX_THROW("embed", "expected the Pooling module's config at {}, got none", cfg.string());
-      s.pooling = pooling_of(read_json(cfg), cfg);
-      pooled = true;
-    } else if (type == "sentence_transformers.models.Normalize") {
-      s.normalize = true;
-    } else if (type != "sentence_transformers.models.Transformer") {
-      HFX_THROW("embed", "expected modules Transformer, Pooling and Normalize in {}, got '{}'",
-                modules.string(), type);
-    }
-  }
-  if (!pooled)
-    HFX_THROW("embed", "expected a sentence_transformers.models.Pooling module in {}, got none",
-              modules.string());
-  return s;
-}
-
 TokenBatch tokenize_batch(const tok::Tokenizer& tk, const std::vector<std::string>& texts, int64_t pad,
                           int64_t max_tokens) {
   if (texts.empty()) HFX_THROW("embed", "expected at least one text, got none");
@@ -160,6 +76,12 @@ std::vector<std::vector<float>> pool(const std::vector<float>& h, int64_t B, int
 
 namespace {
 
+bool is_checkpoint(const fs::path& dir) {
+  return fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
+}
+
+}  // namespace
+
 std::vector<float> eager_last_hidden_state(const Model& m, const TokenBatch& tb, int64_t* dim) {
   EagerBuilder b;
   NamedVars in{{"input_ids", b.wrap(Tensor::from_ints({tb.batch, tb.seq}, tb.input_ids))},
@@ -172,12 +94,6 @@ std::vector<float> eager_last_hidden_state(const Model& m, const TokenBatch& tb,
   *dim = h.size(2);
   return std::vector<float>(h.data<float>(), h.data<float>() + h.numel());
 }
-
-bool is_checkpoint(const fs::path& dir) {
-  return fs::exists(dir / "model.safetensors") || fs::exists(dir / "model.safetensors.index.json");
-}
-
-}  // namespace
 
 EmbedResult embed(const std::string& dir, const std::vector<std::string>& texts,
                   std::optional<Pooling> pooling) {

@@ -24,13 +24,12 @@
 #include "hfx/tokenizers/tokenizer.h"
 #include "hfx/verify/precision.h"
 #include "hfx_gen/llama_cpp_judge_mjs.h"
+#include "verify/gguf_verify.h"
 #include "verify/verify_internal.h"
 
 namespace hfx::verify::detail {
 namespace fs = std::filesystem;
 using nlohmann::json;
-
-namespace {
 
 // llama.cpp's logits against the eager model on the file's weights, relative to max |logit|, per matrix type:
 // its CPU kernels round the activations to the weights' dot type (f16 for f16, bf16 for bf16, q8_0 blocks of
@@ -38,9 +37,6 @@ namespace {
 // numbers tests/interop/test_gguf.py holds 19 checkpoints to (its LOGIT_BOUNDS and ROUTER_TIE: 1.6 to 3 times
 // the largest errors measured); `tie` is the router margin (of the router's max |logit|) under which that
 // rounding may pick another expert.
-struct GgufBound {
-  double logits_rel, tie;
-};
 // An f32 file of a GELU model (Gemma, GPT-2): llama.cpp looks its GELU up in an f16 table (the eager model
 // does the same, gelu_ggml), so a gate activation whose last f32 bit differs (another summation order) may
 // land on the next f16 value: one f16 step (2^-11) in that activation, the f16 files' kind of error in a few
@@ -61,7 +57,127 @@ GgufBound gguf_bound(GgmlType t, bool ggml_gelu) {
   }
 }
 
-constexpr int64_t kPrefill = 8, kDecode = 4, kPrompt = 6, kStrings = 1000, kCandidates = 64;
+// The corpus the tokenizers are compared on: words of several scripts, digits, punctuation, whitespace runs,
+// code, emoji and special-token text, joined at random (seeded: the same strings every run).
+std::vector<std::string> corpus() {
+  static const char* const kPieces[] = {"hello",
+                                        "world",
+                                        "The",
+                                        " quick",
+                                        "brown",
+                                        "fox",
+                                        "naïve",
+                                        "café",
+                                        "Ünïcödé",
+                                        "日本語",
+                                        "中文字符",
+                                        "한국어",
+                                        "русский",
+                                        "ελληνικά",
+                                        "עברית",
+                                        "العربية",
+                                        "हिन्दी",
+                                        "🙂",
+                                        "👍🏽",
+                                        "🇰🇷",
+                                        "\t",
+                                        "\n",
+                                        "\r\n",
+                                        "  ",
+                                        "   ",
+                                        "123",
+                                        "4567",
+                                        "3.14159",
+                                        "1e-5",
+                                        "def f(x):",
+                                        "return x**2",
+                                        "{\"a\": [1, 2]}",
+                                        "if (a && b) {",
+                                        "}",
+                                        "<s>",
+                                        "</s>",
+                                        "<|im_start|>",
+                                        "'s",
+                                        "'ll",
+                                        "don't",
+                                        "I'M",
+                                        "x_y",
+                                        "a-b",
+                                        "...",
+                                        "?!",
+                                        "$%^&*",
+                                        "~",
+                                        "`code`",
+                                        "#include <x>",
+                                        "->",
+                                        "::",
+                                        "\\n",
+                                        "ǅ",
+                                        "ﬁ",
+                                        "\u200b"};
+  static const char* const kSeps[] = {"", " ", "  ", "\n", "\t"};
+  std::mt19937 rng(43);
+  std::vector<std::string> out;
+  for (int64_t i = 0; i < kCorpusStrings; i++) {
+    const auto n = 1 + rng() % 8;
+    const std::string sep = kSeps[rng() % std::size(kSeps)];
+    std::string s;
+    for (size_t j = 0; j < n; j++) s += (j ? sep : "") + std::string(kPieces[rng() % std::size(kPieces)]);
+    out.push_back(std::move(s));
+  }
+  return out;
+}
+
+// Runs the judge script on `gguf` with `request`; its JSON, or throws with the script's last error line.
+json run_judge(const std::string& node, const std::string& modules, const fs::path& gguf,
+               const json& request) {
+  const fs::path dir = fs::temp_directory_path() / fmt::format("hfx_llama_cpp_judge_{}", ::getpid());
+  fs::create_directories(dir);
+  std::ofstream(dir / "judge.mjs") << kLlamaCppJudgeMjs;
+  std::ofstream(dir / "request.json") << request.dump();
+  const std::string cmd = fmt::format(
+      "{} {} {} {} < {} > {} 2> {}", shell_quote(node), shell_quote((dir / "judge.mjs").string()),
+      shell_quote(modules), shell_quote(gguf.string()), shell_quote((dir / "request.json").string()),
+      shell_quote((dir / "out.json").string()), shell_quote((dir / "err.txt").string()));
+  const int status = std::system(cmd.c_str());
+  std::string out, err, line;
+  std::ifstream o(dir / "out.json"), e(dir / "err.txt");
+  while (std::getline(o, line))
+    if (!line.empty()) out = line;
+  while (std::getline(e, line))
+    if (!line.empty()) err = line;
+  fs::remove_all(dir);
+  json j = json::parse(out, nullptr, false);
+  HFX_CHECK(status == 0 && j.is_object(), "verify", "expected llama.cpp's judge to run {}, got exit {}: {}",
+            gguf.filename().string(), WIFEXITED(status) ? WEXITSTATUS(status) : -1, err.empty() ? out : err);
+  return j;
+}
+
+void judge_tokenizer(Context& cx, const std::string& file, const json& got,
+                     const std::vector<std::string>& texts, const tok::Tokenizer& t,
+                     const std::string& runtime) {
+  int64_t differ = 0;
+  std::string first;
+  for (size_t i = 0; i < texts.size(); i++) {
+    const std::vector<int32_t> want = t.encode(texts[i], false);
+    std::vector<int32_t> have;
+    for (const auto& x : got.at(i)) have.push_back(x.get<int32_t>());
+    if (have == want) continue;
+    if (differ++ == 0)
+      first = fmt::format("{} gives [{}], hfx [{}]", json(texts[i]).dump(), fmt::join(have, ", "),
+                          fmt::join(want, ", "));
+  }
+  cx.add(file, "runtime tokenizer", differ == 0 ? "passed" : "failed",
+         differ == 0
+             ? fmt::format("{} strings (unicode, whitespace, code) tokenized by {} as by hfx's tokenizer",
+                           texts.size(), runtime)
+             : fmt::format("expected {}'s token ids equal to hfx's on {} strings, got {} differing: {}",
+                           runtime, texts.size(), differ, first));
+}
+
+namespace {
+
+constexpr int64_t kPrefill = 8, kDecode = 4, kPrompt = 6, kCandidates = 64;
 
 // The eager model over a sequence: its logits [S, V] and the first position where a mixture of experts'
 // router is at a near-tie (its k-th and k+1-th logits closer than `tie` times its max |logit|; S when none).
@@ -130,77 +246,6 @@ std::vector<int64_t> greedy_prompt(const CausalLM& m, double tie, int64_t n) {
   return best;
 }
 
-// The corpus the tokenizers are compared on: words of several scripts, digits, punctuation, whitespace runs,
-// code, emoji and special-token text, joined at random (seeded: the same strings every run).
-std::vector<std::string> corpus() {
-  static const char* const kPieces[] = {"hello",
-                                        "world",
-                                        "The",
-                                        " quick",
-                                        "brown",
-                                        "fox",
-                                        "naïve",
-                                        "café",
-                                        "Ünïcödé",
-                                        "日本語",
-                                        "中文字符",
-                                        "한국어",
-                                        "русский",
-                                        "ελληνικά",
-                                        "עברית",
-                                        "العربية",
-                                        "हिन्दी",
-                                        "🙂",
-                                        "👍🏽",
-                                        "🇰🇷",
-                                        "\t",
-                                        "\n",
-                                        "\r\n",
-                                        "  ",
-                                        "   ",
-                                        "123",
-                                        "4567",
-                                        "3.14159",
-                                        "1e-5",
-                                        "def f(x):",
-                                        "return x**2",
-                                        "{\"a\": [1, 2]}",
-                                        "if (a && b) {",
-                                        "}",
-                                        "<s>",
-                                        "</s>",
-                                        "<|im_start|>",
-                                        "'s",
-                                        "'ll",
-                                        "don't",
-                                        "I'M",
-                                        "x_y",
-                                        "a-b",
-                                        "...",
-                                        "?!",
-                                        "$%^&*",
-                                        "~",
-                                        "`code`",
-                                        "#include <x>",
-                                        "->",
-                                        "::",
-                                        "\\n",
-                                        "ǅ",
-                                        "ﬁ",
-                                        "\u200b"};
-  static const char* const kSeps[] = {"", " ", "  ", "\n", "\t"};
-  std::mt19937 rng(43);
-  std::vector<std::string> out;
-  for (int64_t i = 0; i < kStrings; i++) {
-    const auto n = 1 + rng() % 8;
-    const std::string sep = kSeps[rng() % std::size(kSeps)];
-    std::string s;
-    for (size_t j = 0; j < n; j++) s += (j ? sep : "") + std::string(kPieces[rng() % std::size(kPieces)]);
-    out.push_back(std::move(s));
-  }
-  return out;
-}
-
 tok::ChatInputs conversation() {
   tok::ChatInputs in;
   in.messages = nlohmann::ordered_json::array({{{"role", "system"}, {"content", "You are terse."}},
@@ -243,31 +288,6 @@ std::string llama_cpp_judge(std::string& node, std::string& why) {
 }
 
 namespace {
-
-// Runs the judge script on `gguf` with `request`; its JSON, or throws with the script's last error line.
-json run_judge(const std::string& node, const std::string& modules, const fs::path& gguf,
-               const json& request) {
-  const fs::path dir = fs::temp_directory_path() / fmt::format("hfx_llama_cpp_judge_{}", ::getpid());
-  fs::create_directories(dir);
-  std::ofstream(dir / "judge.mjs") << kLlamaCppJudgeMjs;
-  std::ofstream(dir / "request.json") << request.dump();
-  const std::string cmd = fmt::format(
-      "{} {} {} {} < {} > {} 2> {}", shell_quote(node), shell_quote((dir / "judge.mjs").string()),
-      shell_quote(modules), shell_quote(gguf.string()), shell_quote((dir / "request.json").string()),
-      shell_quote((dir / "out.json").string()), shell_quote((dir / "err.txt").string()));
-  const int status = std::system(cmd.c_str());
-  std::string out, err, line;
-  std::ifstream o(dir / "out.json"), e(dir / "err.txt");
-  while (std::getline(o, line))
-    if (!line.empty()) out = line;
-  while (std::getline(e, line))
-    if (!line.empty()) err = line;
-  fs::remove_all(dir);
-  json j = json::parse(out, nullptr, false);
-  HFX_CHECK(status == 0 && j.is_object(), "verify", "expected llama.cpp's judge to run {}, got exit {}: {}",
-            gguf.filename().string(), WIFEXITED(status) ? WEXITSTATUS(status) : -1, err.empty() ? out : err);
-  return j;
-}
 
 // llama.cpp's distributions against the eager logits: the worst |log p - log softmax(eager)| over the tokens
 // both give a probability, relative to max |eager logit|, over the positions before the first router
@@ -365,28 +385,6 @@ void judge_greedy(Context& cx, const std::string& file, const json& got, const C
                                    : bad));
 }
 
-void judge_tokenizer(Context& cx, const std::string& file, const json& got,
-                     const std::vector<std::string>& texts, const tok::Tokenizer& t,
-                     const std::string& runtime) {
-  int64_t differ = 0;
-  std::string first;
-  for (size_t i = 0; i < texts.size(); i++) {
-    const std::vector<int32_t> want = t.encode(texts[i], false);
-    std::vector<int32_t> have;
-    for (const auto& x : got.at(i)) have.push_back(x.get<int32_t>());
-    if (have == want) continue;
-    if (differ++ == 0)
-      first = fmt::format("{} gives [{}], hfx [{}]", json(texts[i]).dump(), fmt::join(have, ", "),
-                          fmt::join(want, ", "));
-  }
-  cx.add(file, "runtime tokenizer", differ == 0 ? "passed" : "failed",
-         differ == 0
-             ? fmt::format("{} strings (unicode, whitespace, code) tokenized by {} as by hfx's tokenizer",
-                           texts.size(), runtime)
-             : fmt::format("expected {}'s token ids equal to hfx's on {} strings, got {} differing: {}",
-                           runtime, texts.size(), differ, first));
-}
-
 void judge_chat(Context& cx, const std::string& file, const json& got, const tok::ChatTemplate& t,
                 const std::string& want) {
   const std::string rendered = got.value("text", json()).is_string() ? got["text"].get<std::string>() : "";
@@ -470,6 +468,8 @@ void check_gguf(Context& cx, const fs::path& path, const Model& reference) {
     cx.add(file, "shapes", "info",
            fmt::format("--shapes {} not applied to {}: llama.cpp sizes its own context (no shape contract)",
                        cx.opt.shapes, file));
+  if (rb->model->structure() == Structure::EncoderOnly)
+    return check_gguf_embeddings(cx, path, reference, *rb);
   const CausalLM& m = as_causal_lm(*rb->model);
   const GgufBound bound = gguf_bound(rb->matrix, rb->ggml_gelu);
   report_cost(cx, file, reference, m, rb->matrix);

@@ -6,6 +6,8 @@
 //   "probs": [id, ...]                    → [{id: p} per position]: one batch (a prefill)
 //   "decode": {"ids": [...], "prefill": k} → the same, ids[:k] in one batch, then one id per call on the cache
 //   "greedy": {"ids": [...], "n": N}      → N ids at temperature 0 (an end-of-generation token does not stop it)
+//   "embed": [[id, ...], ...]             → [[float, ...], ...]: an embedding context's vector per sequence (the
+//                                            file's pooling; the last position's hidden state without one)
 //   "chat": {"variables": {...}}          → {"template": the file's tokenizer.chat_template or null, "text": it
 //                                            rendered by @huggingface/jinja with the variables}
 //   "threads": N                          → llama.cpp's CPU threads (1 by default)
@@ -20,7 +22,7 @@ const req = JSON.parse(input);
 const load = (name, file) => import(pathToFileURL(path.join(nodeModules, name, 'dist', file)).href);
 const { getLlama, LlamaLogLevel, getModuleVersion } = await load('node-llama-cpp', 'index.js');
 const llama = await getLlama({ gpu: false, build: 'never', logLevel: LlamaLogLevel.error });
-const model = await llama.loadModel({ modelPath });
+const model = await llama.loadModel({ modelPath, defaultContextFlashAttention: false });
 const out = { versions: { 'node-llama-cpp': await getModuleVersion(), 'llama.cpp': llama.llamaCppRelease.release } };
 if (req.tokenize) out.tokenize = req.tokenize.map((t) => Array.from(model.tokenize(t, true)));
 const contextSize = Math.max(512, (req.greedy?.ids.length ?? 0) + (req.greedy?.n ?? 0) + 16);
@@ -51,6 +53,13 @@ if (req.greedy) {
     if (ids.length >= req.greedy.n) break;
   }
   out.greedy = ids;
+  await context.dispose();
+}
+if (req.embed) {
+  const size = Math.max(64, ...req.embed.map((ids) => ids.length + 8));
+  const context = await model.createEmbeddingContext({ contextSize: size, batchSize: size, threads: req.threads ?? 1 });
+  out.embed = [];
+  for (const ids of req.embed) out.embed.push(Array.from((await context.getEmbeddingFor(ids)).vector));
   await context.dispose();
 }
 if (req.chat) {

@@ -3,7 +3,9 @@
 //     refuses every truncation of a file, a wrong magic or version, and a tensor past the end;
 //   * read_back_gguf gives the checkpoint's weights back from an f32 file exactly (llama.cpp's q/k row order
 //     undone), and names the tensor when the file holds other weights;
-//   * `hfx verify` on a GGUF folder: llama.cpp (node-llama-cpp) runs it and every check passes; negative
+//   * a BertForMaskedLM's file reads back as BertModel (the file has no MLM head) with llama.cpp's GELU;
+//   * `hfx verify` on a GGUF folder: llama.cpp (node-llama-cpp) runs it and every check passes (a BERT's
+//     file: its embedding context's [CLS] vectors); negative
 //     controls: another checkpoint's file fails the read-back, a rope base edited in the file's metadata
 //     fails llama.cpp's numerics (the weights are still right), and with the judge off the folder is not
 //     judged.
@@ -34,13 +36,15 @@ struct Dir {
   ~Dir() { fs::remove_all(path); }
 };
 
-// A tiny checkpoint exported to GGUF through the CLI with `args`.
+// A tiny checkpoint exported to GGUF through the CLI with `args` (`head` and `pooling`: TinyOptions').
 fs::path exported(const fs::path& root, const std::string& model_type, const std::string& args,
-                  uint64_t seed = 0) {
+                  uint64_t seed = 0, const std::string& head = "", const std::string& pooling = "") {
   const fs::path ckpt = root / (model_type + "-" + std::to_string(seed));
   if (!fs::exists(ckpt)) {
     TinyOptions o;
     o.seed = seed;
+    o.head = head;
+    o.sentence_pooling = pooling;
     create_tiny(model_type, ckpt.string(), o);
   }
   const fs::path out = root / (model_type + "-" + std::to_string(seed) + "-gguf" +
@@ -135,6 +139,25 @@ TEST(GgufReadBack, F32FileGivesTheCheckpointBackExactly) {
       << wrong.problems.front();
 }
 
+TEST(GgufReadBack, BertForMaskedLMComesBackAsBertModel) {
+  Dir d;
+  const fs::path out = exported(d.path, "bert", "--dtype f32", 0, "masked_lm");
+  const auto ref = load_model((d.path / "bert-0").string());
+  ASSERT_EQ(ref->head(), "masked_lm");
+  GgufReader r((out / "model.gguf").string());
+  EXPECT_EQ(r.metadata().at("general.architecture"), "bert");
+  EXPECT_FALSE(r.metadata().contains("bert.pooling_type"));  // no sentence-transformers modules: none
+  const GgufReadBack rb = read_back_gguf(r, *ref);
+  EXPECT_TRUE(rb.problems.empty()) << rb.problems.front();
+  EXPECT_EQ(rb.model->head(), "base");                              // the file has no MLM head
+  EXPECT_EQ(rb.model->config().raw.at("hidden_act"), "gelu_ggml");  // llama.cpp's bert graph's GELU
+  for (const char* w :
+       {"encoder.layer.0.attention.self.query.weight", "embeddings.position_embeddings.weight"})
+    EXPECT_EQ(rb.model->weights().get(w).to_floats(),
+              ref->weights().get(std::string("bert.") + w).to_floats())
+        << w;
+}
+
 verify::VerifyReport verify_folder(const fs::path& out, const fs::path& reference) {
   verify::VerifyOptions o;
   o.out_dir = out.string();
@@ -166,6 +189,25 @@ TEST(GgufVerify, LlamaCppJudgesTheFile) {
       ASSERT_NE(k, nullptr) << c;
       EXPECT_EQ(k->status, "passed") << c << ": " << k->message;
     }
+  }
+}
+
+TEST(GgufVerify, LlamaCppEmbedsWithABertFile) {
+  HFX_REQUIRE_ORACLE(test::kNodeLlamaCpp);
+  Dir d;
+  for (const char* args : {"--dtype f32", "--quantize q8_0"}) {
+    SCOPED_TRACE(args);
+    const fs::path out = exported(d.path, "bert", args, 0, "", "cls");
+    const verify::VerifyReport r = verify_folder(out, d.path / "bert-0");
+    EXPECT_EQ(r.verdict, "verified") << r.first_failure << r.not_judged;
+    const auto* n = find_check(r, "model.gguf:embeddings", "runtime numerics");
+    ASSERT_NE(n, nullptr);
+    EXPECT_EQ(n->status, "passed") << n->message;
+    EXPECT_NE(n->message.find("[CLS] vectors"), std::string::npos) << n->message;
+    for (const char* c : {"read-back", "runtime tokenizer"})
+      EXPECT_EQ(find_check(r, "model.gguf", c)->status, "passed") << c;
+    // No generation in an embedding model: said so, not passed.
+    EXPECT_EQ(find_check(r, "model.gguf", "runtime greedy")->status, "skipped");
   }
 }
 

@@ -17,28 +17,22 @@
 #include <string>
 #include <vector>
 
+#include "hfx/models/sentence_transformers.h"
+
 namespace hfx::tok {
 class Tokenizer;
+}
+namespace hfx {
+class Model;
 }
 
 namespace hfx::rt {
 
-enum class Pooling { Mean, Cls, Max };
-/// "mean", "cls", "max".
-const char* pooling_name(Pooling p);
-/// The mode by name; throws hfx::Error("embed", "expected one of mean, cls, max, got 'X'").
-Pooling pooling_from_name(const std::string& name);
-
-struct EmbedSettings {
-  Pooling pooling = Pooling::Mean;
-  bool normalize = true;
-  /// Where the settings came from: "modules.json" or "default".
-  std::string source = "default";
-};
-/// Reads modules.json and the Pooling module's config.json of `dir`. Exactly one of
-/// pooling_mode_{mean_tokens, cls_token, max_tokens} may be set; other modes (mean_sqrt_len,
-/// weightedmean, lasttoken) and combinations are refused with the mode's name.
-EmbedSettings read_embed_settings(const std::string& dir);
+using models::EmbedSettings;
+using models::Pooling;
+using models::pooling_from_name;
+using models::pooling_name;
+using models::read_embed_settings;
 
 /// Texts tokenized with special tokens and right-padded into one batch.
 struct TokenBatch {
@@ -53,6 +47,10 @@ TokenBatch tokenize_batch(const tok::Tokenizer& tokenizer, const std::vector<std
 std::vector<std::vector<float>> pool(const std::vector<float>& hidden, int64_t batch, int64_t seq,
                                      int64_t dim, const std::vector<int64_t>& attention_mask, Pooling pooling,
                                      bool normalize);
+
+/// last_hidden_state [batch, seq, dim] of an encoder-only base model `m` run eagerly on a batch
+/// (token_type_ids zeros when it takes them); `dim` is set from the output.
+std::vector<float> eager_last_hidden_state(const Model& m, const TokenBatch& batch, int64_t* dim);
 
 struct EmbedResult {
   std::vector<std::vector<float>> vectors;  ///< one per text, `dim` floats each

@@ -27,12 +27,26 @@ const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
                           {"gemma3_text", "gemma3"}, {"phi3", "phi3"},
                           {"gpt2", "gpt2"},          {"mamba", "mamba"},
                           {"mamba2", "mamba2"},      {"granitemoehybrid", "granitehybrid"},
-                          {"lfm2", "lfm2"}};
+                          {"lfm2", "lfm2"},          {"bert", "bert"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
   for (const ArchRow& r : kArchs)
     if (model_type == r.model_type) return r.arch;
+  return "";
+}
+
+std::string gguf_refusal(const std::string& model_type, Structure structure) {
+  const std::string arch = gguf_arch_of(model_type);
+  if (structure == Structure::EncoderOnly && arch == "bert") return "";
+  if (structure != Structure::DecoderOnly)
+    return fmt::format(
+        "expected a decoder-only model (llama.cpp's text generation) or a BERT (its embeddings), got {} "
+        "({})",
+        model_type, structure_name(structure));
+  if (arch.empty())
+    return fmt::format("expected a model_type llama.cpp runs and hfx maps ({}), got {}",
+                       fmt::join(gguf_model_types(), ", "), model_type);
   return "";
 }
 
@@ -86,7 +100,8 @@ void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
   f.kv_str("general.type", "model");  // general.alignment left out: its default is File::kAlignment
   f.kv_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
   f.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
-  f.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
+  if (arch != "bert")  // the converter's BertModel writes none (llama.cpp counts the token list)
+    f.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
 }
 
 namespace {
@@ -392,6 +407,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_granitehybrid(o, c);
   else if (arch == "lfm2")
     add_lfm2(o, c);
+  else if (arch == "bert")
+    add_bert(o, m, c);
   else
     add_decoder(o, arch, c);
 }

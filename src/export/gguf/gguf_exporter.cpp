@@ -36,9 +36,9 @@ class GgufExporter : public Exporter {
               "expected a float checkpoint for GGUF, got GPTQ/AWQ codes in {}: export the float model with "
               "--quantize q8_0, q4_0, q4_k or q6_k",
               c.model_type);
-    HFX_CHECK(model.structure() == Structure::DecoderOnly, "gguf",
-              "expected a decoder-only model for GGUF (llama.cpp's text generation), got {} ({})",
-              c.model_type, structure_name(model.structure()));
+    // Refused before anything is written: what llama.cpp does not run.
+    if (const std::string why = gguf_refusal(c.model_type, model.structure()); !why.empty())
+      throw Error("gguf", why);
     ExportStep step{"model", "plan", 0, 1, 0, 3, 0};
     report(step);
     const GgmlType matrix = cfg->matrix_type(c.dtype);
@@ -54,6 +54,7 @@ class GgufExporter : public Exporter {
       // ggml's block layouts' version: the converter writes it whatever the type.
       f.kv_u32("general.quantization_version", 2);
       gguf::add_vocab(f, out_dir, c);
+      gguf::add_pooling(f, gguf_arch_of(c.model_type), out_dir);
     });
     step.stage = "write", step.stage_index = 2;
     report(step);

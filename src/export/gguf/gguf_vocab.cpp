@@ -4,6 +4,7 @@
 #include "export/gguf/gguf_vocab.h"
 
 #include <filesystem>
+#include <optional>
 
 #include "hfx/core/error.h"
 #include "hfx/io/safetensors.h"
@@ -68,8 +69,10 @@ std::vector<std::string> merges_of(const nlohmann::json& model) {
   return merges;
 }
 
-// Tokens by id (the model's vocabulary, then the added tokens), their types and, for SPM, scores.
-void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm) {
+// Tokens by id (the model's vocabulary, then the added tokens), their types and, for SPM, scores. A WordPiece
+// vocabulary is written as llama.cpp's "bert" model reads it (the converter's phantom-space vocabulary): a
+// word's first piece "x" as "\u2581x", a continuation "##x" as "x", control tokens as they are.
+void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm, bool wordpiece = false) {
   std::vector<std::string> tokens(static_cast<size_t>(vocab_size));
   std::vector<int32_t> types(static_cast<size_t>(vocab_size), NORMAL);
   std::vector<float> scores(static_cast<size_t>(vocab_size), 0.0f);
@@ -88,10 +91,14 @@ void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm
     types[static_cast<size_t>(id)] =
         spm && content == "<unk>" ? UNKNOWN : (a.value("special", false) ? CONTROL : USER_DEFINED);
   }
-  for (int64_t i = 0; i < vocab_size; i++)  // the embedding's rows beyond the tokenizer (padding)
-    if (tokens[static_cast<size_t>(i)].empty())
-      tokens[static_cast<size_t>(i)] = "[PAD" + std::to_string(i) + "]",
-      types[static_cast<size_t>(i)] = UNUSED;
+  for (int64_t i = 0; i < vocab_size; i++) {
+    auto& t = tokens[static_cast<size_t>(i)];
+    if (t.empty()) {  // the embedding's rows beyond the tokenizer (padding)
+      t = "[PAD" + std::to_string(i) + "]", types[static_cast<size_t>(i)] = UNUSED;
+    } else if (wordpiece && types[static_cast<size_t>(i)] != CONTROL) {
+      t = t.starts_with("##") ? t.substr(2) : "\xe2\x96\x81" + t;
+    }
+  }
   f.kv_strs("tokenizer.ggml.tokens", tokens);
   if (spm) f.kv_f32s("tokenizer.ggml.scores", scores);
   f.kv_i32s("tokenizer.ggml.token_type", types);
@@ -117,6 +124,63 @@ nlohmann::json read_json(const fs::path& p) {
   return fs::exists(p) ? nlohmann::json::parse(io::read_file(p.string())) : nlohmann::json::object();
 }
 
+// A special token tokenizer_config.json names (a string or an AddedToken's content), by id.
+std::optional<int32_t> named_id(const nlohmann::json& tc, const char* key, const hfx::tok::Tokenizer& hf) {
+  if (!tc.contains(key)) return std::nullopt;
+  const nlohmann::json& v = tc[key];
+  const std::string s = v.is_string() ? v.get<std::string>() : v.is_object() ? v.value("content", "") : "";
+  return s.empty() ? std::nullopt : hf.token_to_id(s);
+}
+
+// BERT's WordPiece as llama.cpp's "bert" (WPM) tokenizer runs it: BertNormalizer (clean text, Chinese
+// characters split, lowercase and accent stripping as the file says) and BertPreTokenizer, which llama.cpp's
+// WPM session does in one pass; greedy longest-match pieces. Special ids as the converter's SpecialVocab
+// writes them: [CLS] as BOS, [SEP] as EOS and separator (no cls_token_id: gguf-py's writer has none,
+// llama.cpp reads none).
+void add_wordpiece(File& f, const nlohmann::json& tok, const nlohmann::json& tc, const ModelConfig& c,
+                   const hfx::tok::Tokenizer& hf) {
+  const nlohmann::json& norm = tok.value("normalizer", nlohmann::json());
+  const nlohmann::json& pre = tok.value("pre_tokenizer", nlohmann::json());
+  HFX_CHECK(norm.is_object() && norm.value("type", "") == "BertNormalizer" &&
+                norm.value("clean_text", true) && norm.value("handle_chinese_chars", true) &&
+                pre.is_object() && pre.value("type", "") == "BertPreTokenizer" &&
+                tok["model"].value("continuing_subword_prefix", "##") == "##",
+            "gguf",
+            "expected BERT's WordPiece (BertNormalizer with clean_text and Chinese characters, "
+            "BertPreTokenizer, '##' continuations) for llama.cpp's bert tokenizer, got normalizer {} and "
+            "pre-tokenizer {}",
+            norm.dump().substr(0, 120), pre.dump().substr(0, 120));
+  f.kv_str("tokenizer.ggml.model", "bert");
+  f.kv_str("tokenizer.ggml.pre",
+           "default");  // WPM ignores it; the converter's hash names only known vocabularies
+  add_tokens(f, tok, c.vocab_size, false, true);
+  f.kv_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(c.raw.value("type_vocab_size", 1)));
+  const std::optional<int32_t> cls = named_id(tc, "cls_token", hf), sep = named_id(tc, "sep_token", hf),
+                               mask = named_id(tc, "mask_token", hf);
+  HFX_CHECK(
+      cls && sep, "gguf",
+      "expected cls_token and sep_token in tokenizer_config.json for llama.cpp's bert tokenizer (it adds "
+      "them around every text), got {} and {}",
+      cls ? "one" : "none", sep ? "one" : "none");
+  auto put = [&](const char* key, std::optional<int32_t> id) {
+    if (id) f.kv_u32(std::string("tokenizer.ggml.") + key, static_cast<uint32_t>(*id));
+  };
+  put("bos_token_id", cls);
+  put("eos_token_id", sep);
+  put("unknown_token_id", hf.unk_id());
+  put("seperator_token_id", sep);  // sic: gguf's key
+  std::optional<int32_t> pad = hf.pad_id();
+  if (!pad && c.pad_token_id) pad = static_cast<int32_t>(*c.pad_token_id);
+  put("padding_token_id", pad);
+  put("mask_token_id", mask);
+  f.kv_bool("tokenizer.ggml.add_bos_token", true);
+  f.kv_bool("tokenizer.ggml.add_eos_token", true);
+  f.kv_bool("tokenizer.ggml.add_sep_token", false);
+  f.kv_bool("tokenizer.ggml.normalizer.lowercase", norm.value("lowercase", true));
+  if (norm.contains("strip_accents") && norm["strip_accents"].is_boolean())  // null: as lowercase
+    f.kv_bool("tokenizer.ggml.normalizer.strip_accents", norm["strip_accents"].get<bool>());
+}
+
 }  // namespace
 
 void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
@@ -126,6 +190,8 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   const nlohmann::json tok = nlohmann::json::parse(tok::resolved_tokenizer_json(dir)),
                        tc = read_json(d / "tokenizer_config.json");
   const nlohmann::json& model = tok["model"];
+  if (model.value("type", "") == "WordPiece")
+    return add_wordpiece(f, tok, tc, c, hfx::tok::Tokenizer::from_dir(dir));
   HFX_CHECK(model.value("type", "") == "BPE", "gguf", "expected a BPE tokenizer for GGUF, got a {} one",
             model.value("type", std::string("?")));
   const bool spm = model.value("byte_fallback", false);

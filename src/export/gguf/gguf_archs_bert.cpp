@@ -1,0 +1,78 @@
+// llama.cpp's bert arch (an embedding model), as convert_hf_to_gguf.py's BertModel writes it: BertModel's
+// modules (BertForMaskedLM's `bert.` scope, its MLM head left out as the converter leaves it), non-causal
+// attention, and the sentence-transformers pooling as `bert.pooling_type`.
+#include <filesystem>
+
+#include "export/gguf/gguf_archs.h"
+#include "hfx/core/error.h"
+#include "hfx/models/sentence_transformers.h"
+
+namespace hfx::gguf {
+
+namespace {
+
+// llama.cpp's bert graph runs ggml_gelu (the tanh GELU, from ggml's f16 table) whatever hidden_act says: the
+// GELUs are what it can run (the exact one approximated, as the converter's files are).
+void check_bert(const Model& m, const ModelConfig& c) {
+  HFX_CHECK(
+      m.head() == "base" || m.head() == "masked_lm", "gguf",
+      "expected BertModel or BertForMaskedLM for llama.cpp's bert arch (an embedding model), got the {} "
+      "head; export the base model",
+      m.head());
+  const std::string act = c.raw.value("hidden_act", std::string("gelu"));
+  HFX_CHECK(act == "gelu" || act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" ||
+                act == "gelu_python_tanh",
+            "gguf",
+            "expected a GELU hidden_act for llama.cpp's bert arch (its graph runs ggml_gelu), got '{}'", act);
+  HFX_CHECK(c.raw.value("position_embedding_type", std::string("absolute")) == "absolute", "gguf",
+            "expected absolute positions for llama.cpp's bert arch, got position_embedding_type '{}'",
+            c.raw.value("position_embedding_type", std::string()));
+}
+
+}  // namespace
+
+void add_bert(Out& o, const Model& m, const ModelConfig& c) {
+  check_bert(m, c);
+  File& f = o.f;
+  f.kv_u32("bert.context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32("bert.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32("bert.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  f.kv_f32("bert.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  f.kv_bool("bert.attention.causal", false);
+  const std::string p = o.W.has("embeddings.word_embeddings.weight") ? "" : "bert.";
+  o.copy("token_embd.weight", p + "embeddings.word_embeddings.weight");
+  if (o.W.has(p + "embeddings.token_type_embeddings.weight"))
+    o.copy("token_types.weight", p + "embeddings.token_type_embeddings.weight");
+  o.copy("position_embd.weight", p + "embeddings.position_embeddings.weight");
+  o.copy("token_embd_norm.weight", p + "embeddings.LayerNorm.weight");
+  o.copy("token_embd_norm.bias", p + "embeddings.LayerNorm.bias");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string l = p + "encoder.layer." + std::to_string(i) + ".",
+                      q = "blk." + std::to_string(i) + ".";
+    const std::pair<const char*, std::string> linear[] = {{"attn_q", "attention.self.query"},
+                                                          {"attn_k", "attention.self.key"},
+                                                          {"attn_v", "attention.self.value"},
+                                                          {"attn_output", "attention.output.dense"},
+                                                          {"attn_output_norm", "attention.output.LayerNorm"},
+                                                          {"ffn_up", "intermediate.dense"},
+                                                          {"ffn_down", "output.dense"},
+                                                          {"layer_output_norm", "output.LayerNorm"}};
+    for (const auto& [gg, hf] : linear) {
+      o.copy(q + gg + ".weight", l + hf + ".weight");
+      o.copy(q + gg + ".bias", l + hf + ".bias");
+    }
+  }
+}
+
+void add_pooling(File& f, const std::string& arch, const std::string& dir) {
+  if (arch != "bert" || !std::filesystem::exists(std::filesystem::path(dir) / "modules.json")) return;
+  // llama_pooling_type: none 0, mean 1, cls 2, last 3 (llama.h); no max (the converter refuses it too).
+  const models::EmbedSettings s = models::read_embed_settings(dir);
+  HFX_CHECK(
+      s.pooling != models::Pooling::Max, "gguf",
+      "expected mean or cls pooling in {}'s Pooling module for llama.cpp (it has no max pooling), got max",
+      dir);
+  f.kv_u32(arch + ".pooling_type", s.pooling == models::Pooling::Mean ? 1u : 2u);
+}
+
+}  // namespace hfx::gguf
