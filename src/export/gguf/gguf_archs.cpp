@@ -62,18 +62,21 @@ namespace {
 
 // llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1)
 // (convert_hf_to_gguf.py's LlamaModel.permute); `back` undoes it (read-back).
+// Rows move whole, in the checkpoint's dtype: no f32 copy of the matrix (a bf16 one is then written as it
+// is).
 Tensor rope_rows(const Tensor& w, int64_t heads, bool back) {
-  Tensor t = w.to(DType::F32).contiguous();
+  Tensor t = w.contiguous();
   const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
-  Tensor r = Tensor::zeros({rows, cols});
-  const float* s = t.data<float>();
-  float* d = r.data<float>();
+  Tensor r = Tensor::empty({rows, cols}, t.dtype());
+  const size_t row = static_cast<size_t>(cols) * dtype_size(t.dtype());
+  const char* s = static_cast<const char*>(t.raw());
+  char* d = static_cast<char*>(r.raw());
   for (int64_t h = 0; h < heads; h++)
     for (int64_t i = 0; i < D / 2; i++)
       for (int64_t half = 0; half < 2; half++) {
         const int64_t hf = h * D + half * (D / 2) + i, gg = h * D + 2 * i + half;
-        std::memcpy(d + (back ? hf : gg) * cols, s + (back ? gg : hf) * cols,
-                    static_cast<size_t>(cols) * sizeof(float));
+        std::memcpy(d + static_cast<size_t>(back ? hf : gg) * row,
+                    s + static_cast<size_t>(back ? gg : hf) * row, row);
       }
   return r;
 }

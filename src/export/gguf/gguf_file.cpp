@@ -4,10 +4,14 @@
 #include "export/gguf/gguf_kquants.h"
 
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <filesystem>
 #include <limits>
+#include <mutex>
+#include <thread>
 
 #include "hfx/core/dtype.h"
 #include "hfx/core/error.h"
@@ -138,6 +142,67 @@ void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>&
 namespace gguf {
 
 namespace {
+
+// SHA-256 of the file on its own thread, behind the writes (the hash and the copy into the page cache each
+// take about as long on a bf16 copy): push hands it each emitted span in order; sync waits until it has
+// hashed them all, which the writer calls before the memory of a span is reused, released or freed.
+class HashBehind {
+ public:
+  HashBehind() : worker_([this] { run(); }) {}
+  HashBehind(const HashBehind&) = delete;
+  HashBehind& operator=(const HashBehind&) = delete;
+  ~HashBehind() {
+    {
+      std::lock_guard<std::mutex> l(m_);
+      stop_ = true;
+    }
+    more_.notify_all();
+    worker_.join();
+  }
+  void push(const void* p, size_t n) {
+    if (n == 0) return;
+    {
+      std::lock_guard<std::mutex> l(m_);
+      q_.emplace_back(p, n);
+    }
+    more_.notify_one();
+  }
+  void sync() {
+    std::unique_lock<std::mutex> l(m_);
+    idle_.wait(l, [&] { return q_.empty() && !busy_; });
+  }
+  std::string hex() {
+    sync();
+    return sha_.hex();
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> l(m_);
+    for (;;) {
+      more_.wait(l, [&] { return stop_ || !q_.empty(); });
+      if (stop_) return;  // after sync (a normal end) the queue is empty; on an error nothing left is read
+      const auto [p, n] = q_.front();
+      q_.pop_front();
+      busy_ = true;
+      l.unlock();
+      sha_.update(p, n);
+      l.lock();
+      busy_ = false;
+      if (q_.empty()) idle_.notify_all();
+    }
+  }
+  io::Sha256 sha_;
+  std::mutex m_;
+  std::condition_variable more_, idle_;
+  std::deque<std::pair<const void*, size_t>> q_;
+  bool busy_ = false, stop_ = false;
+  std::thread worker_;  // last: started once the rest is built
+};
+
+}  // namespace
+
+namespace {
 enum : uint32_t { STRING = 8, ARRAY = 9, U32 = 4, I32 = 5, F32 = 6, BOOL = 7 };
 uint64_t padded(uint64_t n) { return (n + File::kAlignment - 1) / File::kAlignment * File::kAlignment; }
 }  // namespace
@@ -201,7 +266,8 @@ void File::tensor(const std::string& name, const Shape& shape, std::function<Ten
 
 // One tensor's rows, widened to f32 one at a time (no whole f32 copy), encoded and emitted; the source told
 // every kChunk bytes which of its bytes are written.
-void File::write_entry(const Entry& e, const std::function<void(const void*, size_t)>& emit) {
+void File::write_entry(const Entry& e, const std::function<void(const void*, size_t)>& emit,
+                       const std::function<void()>& sync) {
   Tensor t = e.make();
   HFX_CHECK(t.shape() == e.shape && dtype_is_float(t.dtype()), "gguf",
             "expected tensor {} of shape {} in a float dtype, got {} {}", e.name, shape_to_string(e.shape),
@@ -229,6 +295,7 @@ void File::write_entry(const Entry& e, const std::function<void(const void*, siz
     if (same) {
       emit(src, static_cast<size_t>(n) * row_bytes);
     } else {
+      sync();  // the previous block's bytes hashed before they are overwritten
       buf.resize(static_cast<size_t>(n) * out_row);
       kernels::detail::parallel_for(n, 1, [&](int64_t b, int64_t end) {
         std::vector<float> f32(static_cast<size_t>(row));
@@ -244,11 +311,12 @@ void File::write_entry(const Entry& e, const std::function<void(const void*, siz
       emit(buf.data(), buf.size());
     }
     const uint64_t done = static_cast<uint64_t>(r0 + n) * row_bytes;
-    if (e.consumed && done - released >= kChunk) e.consumed(released, done), released = done;
+    if (e.consumed && done - released >= kChunk) sync(), e.consumed(released, done), released = done;
   }
   static const std::vector<uint8_t> zeros(File::kAlignment, 0);
   const uint64_t n = tensor_bytes(e.shape, e.type);
   emit(zeros.data(), padded(n) - n);
+  sync();  // every byte of `t` and `buf` hashed before they go
   t = Tensor();
   if (e.consumed) e.consumed(released, std::numeric_limits<uint64_t>::max());
 }
@@ -285,19 +353,21 @@ std::pair<uint64_t, std::string> File::write(const std::string& path,
   std::FILE* f = std::fopen(tmp.c_str(), "wb");
   HFX_CHECK(f != nullptr, "gguf", "expected to write {}, got an error opening it", tmp);
   uint64_t written = 0;
-  io::Sha256 sha;
+  HashBehind sha;
   auto emit = [&](const void* p, size_t n) {
-    sha.update(p, n);
+    sha.push(p, n);
     if (n && std::fwrite(p, 1, n, f) != n) {
+      sha.sync();
       std::fclose(f);
       std::filesystem::remove(tmp);
       HFX_THROW("gguf", "expected to write {} bytes to {}, got a short write (disk full?)", n, tmp);
     }
     written += n;
   };
+  const std::function<void()> sync = [&] { sha.sync(); };
   emit(head.data(), head.size());
   for (const Entry& e : tensors_) {
-    write_entry(e, emit);
+    write_entry(e, emit, sync);
     if (on_tensor) on_tensor(written);
   }
   const bool ok = std::fclose(f) == 0;

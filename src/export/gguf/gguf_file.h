@@ -53,7 +53,10 @@ class File {
     GgmlType type;
     std::function<void(uint64_t, uint64_t)> consumed;
   };
-  static void write_entry(const Entry& e, const std::function<void(const void*, size_t)>& emit);
+  /// `sync` returns once every span emitted so far has been consumed (hashed): called before the memory they
+  /// lie in is reused, released or freed.
+  static void write_entry(const Entry& e, const std::function<void(const void*, size_t)>& emit,
+                          const std::function<void()>& sync);
   void key(const std::string& k, uint32_t type);
   void str(const std::string& s);
   template <typename T>
