@@ -35,6 +35,12 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          "gemma3_text": {},
          "phi3": {"sliding_window": None}, "gpt2": {}, "mamba": {}, "mamba2": {}, "granitemoehybrid": {},
          "lfm2": {}, "mixtral": {}, "qwen2_moe": {}, "qwen3_moe": {}, "granite": {}, "granitemoe": {},
+         "olmo2": {}, "arcee": {},
+         # llama.cpp's smollm3 graph: every 4th layer without rope (create-tiny's 2 layers: an interval of 2)
+         "smollm3": {"no_rope_layer_interval": 4},
+         # as the released checkpoints: no o_proj bias (Seed-OSS), no biases (ERNIE-4.5-0.3B); llama.cpp's graphs
+         # add none (transformers' own init for the config, as for the shapes below)
+         "seed_oss": {"attention_out_bias": False}, "ernie4_5": {"use_bias": False},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -87,7 +93,8 @@ def checkpoint(workdir: Path, arch: str) -> Path:
         cfg = json.loads((tmp / "config.json").read_text())
         cfg.update(ARCHS[arch])
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
-        if "hidden_size" in ARCHS[arch]:  # other shapes: transformers' own random weights for them
+        if {"hidden_size", "attention_out_bias", "use_bias"} & set(ARCHS[arch]):  # other weights: transformers'
+            # own random init for the edited config
             import torch
             from transformers import AutoConfig, AutoModelForCausalLM
 
@@ -220,7 +227,7 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", arch.replace("_", ""))
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", arch.replace("_", ""), arch)
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
     tok = AutoTokenizer.from_pretrained(ckpt)

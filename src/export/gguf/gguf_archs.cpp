@@ -27,7 +27,10 @@ const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
                           {"gemma3_text", "gemma3"}, {"phi3", "phi3"},
                           {"gpt2", "gpt2"},          {"mamba", "mamba"},
                           {"mamba2", "mamba2"},      {"granitemoehybrid", "granitehybrid"},
-                          {"lfm2", "lfm2"},          {"bert", "bert"}};
+                          {"lfm2", "lfm2"},          {"bert", "bert"},
+                          {"olmo2", "olmo2"},        {"seed_oss", "seed_oss"},
+                          {"smollm3", "smollm3"},    {"arcee", "arcee"},
+                          {"ernie4_5", "ernie4_5"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -250,7 +253,8 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
   const io::WeightStore& W = o.W;
   if (W.has(p + "self_attn.qkv_proj.weight")) {
     o.copy(q + "attn_qkv.weight", p + "self_attn.qkv_proj.weight");
-  } else if (arch == "llama" || arch == "granite" || arch == "granitemoe") {  // rope NORM: interleaved pairs
+  } else if (arch == "llama" || arch == "granite" || arch == "granitemoe" || arch == "smollm3" ||
+             arch == "arcee") {  // rope NORM: interleaved pairs (ernie4_5's checkpoint has them already)
     const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
     o.map(
         q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return rope_rows(t, H, false); },
@@ -271,10 +275,31 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
     norm(q + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
   }
   o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
+  if (W.has(p + "self_attn.o_proj.bias")) {
+    HFX_CHECK(
+        arch == "ernie4_5", "gguf",
+        "expected no o_proj bias for llama.cpp's {} arch (its graph adds none), got one (attention_out_bias)",
+        arch);
+    o.copy(q + "attn_output.bias", p + "self_attn.o_proj.bias");
+  }
 }
 
 // What an arch's graph cannot express of a config.
 void check_decoder(const std::string& arch, const ModelConfig& c) {
+  const nlohmann::json& raw = c.raw;
+  if (arch == "smollm3") {  // llama.cpp's smollm3 graph: layer i without rope where (i + 1) % 4 == 0
+    const auto every = raw.value("no_rope_layer_interval", int64_t{4});
+    std::vector<int64_t> want;
+    for (int64_t i = 0; i < c.num_hidden_layers; i++) want.push_back((i + 1) % 4 != 0);
+    const auto got = raw.value("no_rope_layers", nlohmann::json());
+    HFX_CHECK((got.is_null() && every == 4) || got == nlohmann::json(want), "gguf",
+              "expected every 4th layer without rope for llama.cpp's smollm3 arch (its fixed pattern), got "
+              "no_rope_layers {} / no_rope_layer_interval {}",
+              got.dump(), every);
+  }
+  HFX_CHECK(arch != "arcee" || raw.value("hidden_act", std::string("relu2")) == "relu2", "gguf",
+            "expected hidden_act relu2 for llama.cpp's arcee arch (its graph squares the ReLU), got '{}'",
+            raw.value("hidden_act", std::string()));
   HFX_CHECK(
       arch != "olmoe" || c.num_key_value_heads == c.num_attention_heads, "gguf",
       "expected as many key/value heads as heads for llama.cpp's olmoe arch (its k_norm spans n_embd), got "
@@ -293,6 +318,11 @@ void check_decoder(const std::string& arch, const ModelConfig& c) {
 // Hugging Face's model.layers.N.{self_attn,mlp} layout.
 void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   check_decoder(arch, c);
+  HFX_CHECK(
+      !o.W.has("model.layers.0.mlp.up_proj.bias") && !o.W.has("model.layers.0.mlp.down_proj.bias"), "gguf",
+      "expected no MLP biases for llama.cpp's {} arch (its graph adds none), got mlp.up_proj / down_proj "
+      "biases",
+      arch);
   decoder_keys(o, arch, c);
   if (arch == "granite" || arch == "granitemoe") granite_keys(o.f, arch, c.raw);
   if (is_moe(o.W, "model.layers.0.")) moe_keys(o, arch, c);
@@ -306,14 +336,18 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   o.copy("token_embd.weight", "model.embed_tokens.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    norm(q + "attn_norm.weight", p + "input_layernorm.weight");
+    if (arch != "olmo2") norm(q + "attn_norm.weight", p + "input_layernorm.weight");  // OLMo 2 norms after
     attention(o, arch, c, p, q, norm);
     if (arch == "gemma2" || arch == "gemma3") {
       norm(q + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
       norm(q + "ffn_norm.weight", p + "pre_feedforward_layernorm.weight");
       norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
-    } else {
-      norm(q + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+    } else if (arch == "olmo2") {
+      norm(q + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
+      norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
+    } else {  // the FFN's input norm; seed_oss's graph reads it as post_attention_norm
+      norm(q + (arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight"),
+           p + "post_attention_layernorm.weight");
     }
     if (is_moe(o.W, p)) {
       add_moe_ffn(o, c, p, q);
@@ -322,7 +356,8 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
     if (o.W.has(p + "mlp.gate_up_proj.weight")) {
       o.copy(q + "ffn_up.weight", p + "mlp.gate_up_proj.weight");
     } else {
-      o.copy(q + "ffn_gate.weight", p + "mlp.gate_proj.weight");
+      if (o.W.has(p + "mlp.gate_proj.weight"))  // arcee's MLP has none (relu² of up)
+        o.copy(q + "ffn_gate.weight", p + "mlp.gate_proj.weight");
       o.copy(q + "ffn_up.weight", p + "mlp.up_proj.weight");
     }
     o.copy(q + "ffn_down.weight", p + "mlp.down_proj.weight");
