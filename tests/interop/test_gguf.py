@@ -41,6 +41,8 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          # as the released checkpoints: no o_proj bias (Seed-OSS), no biases (ERNIE-4.5-0.3B); llama.cpp's graphs
          # add none (transformers' own init for the config, as for the shapes below)
          "seed_oss": {"attention_out_bias": False}, "ernie4_5": {"use_bias": False},
+         # LayerNorm decoders; llama.cpp's starcoder2 graph has no sliding window, its phi2 no q/k LayerNorms
+         "starcoder2": {"sliding_window": None}, "stablelm": {}, "phi": {"qk_layernorm": False}, "olmo": {},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -66,7 +68,7 @@ ROUTER_TIE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1e-2, "q8_0": 3e-2, "q4_0": 3e-2
 GGML_BASE = NODE_MODULES / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64" / "libggml-base.so"
 IDS = [1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180]
 # The archs whose llama.cpp graph runs ggml's f16 GELU table (emulated on the transformers side: ggml_gelu)
-GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2")
+GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi")
 STEPS = 32
 
 
@@ -93,7 +95,7 @@ def checkpoint(workdir: Path, arch: str) -> Path:
         cfg = json.loads((tmp / "config.json").read_text())
         cfg.update(ARCHS[arch])
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
-        if {"hidden_size", "attention_out_bias", "use_bias"} & set(ARCHS[arch]):  # other weights: transformers'
+        if {"hidden_size", "attention_out_bias", "use_bias", "qk_layernorm"} & set(ARCHS[arch]):  # other weights: transformers'
             # own random init for the edited config
             import torch
             from transformers import AutoConfig, AutoModelForCausalLM
@@ -195,7 +197,7 @@ def eager_logits(ckpt: Path, arch: str, kind: str | None) -> tuple:
         if kind != "f32":
             round_matrices(model, arch, kind)
         for m in model.modules():
-            for attr in ("act_fn", "act"):
+            for attr in ("act_fn", "act", "activation_fn"):
                 if isinstance(getattr(m, attr, None), torch.nn.Module) and arch.split("@")[0] in GELU_ARCHS:
                     setattr(m, attr, ggml_gelu())
     routers = []
@@ -227,7 +229,7 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", arch.replace("_", ""), arch)
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", arch.replace("_", ""), arch)
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
     tok = AutoTokenizer.from_pretrained(ckpt)

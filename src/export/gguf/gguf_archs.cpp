@@ -30,7 +30,9 @@ const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
                           {"lfm2", "lfm2"},          {"bert", "bert"},
                           {"olmo2", "olmo2"},        {"seed_oss", "seed_oss"},
                           {"smollm3", "smollm3"},    {"arcee", "arcee"},
-                          {"ernie4_5", "ernie4_5"}};
+                          {"ernie4_5", "ernie4_5"},  {"starcoder2", "starcoder2"},
+                          {"stablelm", "stablelm"},  {"phi", "phi2"},
+                          {"olmo", "olmo"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -63,6 +65,19 @@ namespace gguf {
 
 namespace {
 
+// Gemma's RMSNorm scales by (1 + w); llama.cpp's gemma graph by the weight, so the converter adds the 1.
+Tensor plus(const Tensor& t, float k) {
+  auto v = t.to_floats();
+  for (auto& x : v) x += k;
+  return Tensor::from_floats(t.shape(), v);
+}
+Tensor plus_one(Tensor t) { return plus(t, 1.0f); }
+Tensor minus_one(Tensor t) { return plus(t, -1.0f); }
+
+Tensor transposed(const Tensor& t) { return t.to(DType::F32).transpose(0, 1).contiguous(); }
+
+}  // namespace
+
 // llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1)
 // (convert_hf_to_gguf.py's LlamaModel.permute); `back` undoes it (read-back).
 // Rows move whole, in the checkpoint's dtype: no f32 copy of the matrix (a bf16 one is then written as it
@@ -83,19 +98,6 @@ Tensor rope_rows(const Tensor& w, int64_t heads, bool back) {
       }
   return r;
 }
-
-// Gemma's RMSNorm scales by (1 + w); llama.cpp's gemma graph by the weight, so the converter adds the 1.
-Tensor plus(const Tensor& t, float k) {
-  auto v = t.to_floats();
-  for (auto& x : v) x += k;
-  return Tensor::from_floats(t.shape(), v);
-}
-Tensor plus_one(Tensor t) { return plus(t, 1.0f); }
-Tensor minus_one(Tensor t) { return plus(t, -1.0f); }
-
-Tensor transposed(const Tensor& t) { return t.to(DType::F32).transpose(0, 1).contiguous(); }
-
-}  // namespace
 
 void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
   f.kv_str("general.architecture", arch);
@@ -139,9 +141,16 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c, const nlohmann::jso
   return out;
 }
 
+}  // namespace
+
 // Rotary keys and scaling: none, linear (a key) or llama3 (the rope_freqs tensor).
 void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
-  const double prf = c.raw.value("partial_rotary_factor", 1.0);
+  // The rotated share of a head: config.json's partial_rotary_factor, at the top or (transformers 5's saves)
+  // in rope_parameters; ERNIE 4.5 rotates the whole head whatever it says (as transformers).
+  const nlohmann::json rp = c.raw.value("rope_parameters", nlohmann::json());
+  double prf = rp.is_object() ? rp.value("partial_rotary_factor", 1.0) : 1.0;
+  prf = c.raw.value("partial_rotary_factor", prf);
+  if (arch == "ernie4_5") prf = 1.0;
   o.f.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
   o.f.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
   const nlohmann::json rs = c.raw.value("rope_scaling", nlohmann::json());
@@ -160,6 +169,8 @@ void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   const auto n = static_cast<int64_t>(v.size());
   o.put("rope_freqs.weight", {n}, [v, n] { return Tensor::from_floats({n}, v); }, {});
 }
+
+namespace {
 
 // Gemma 3: global layers' rope (rope.freq_base, linear scaling), local layers' base (rope.freq_base_swa), the
 // window and its period (llama.cpp's set_swa_pattern: layer i global when i % P == P - 1, hfx's and
@@ -447,6 +458,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_lfm2(o, c);
   else if (arch == "bert")
     add_bert(o, m, c);
+  else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo")
+    add_layernorm_decoder(o, arch, c);
   else
     add_decoder(o, arch, c);
 }

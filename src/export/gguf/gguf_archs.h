@@ -94,6 +94,16 @@ struct Out {
 /// weight (read-back's plan).
 void plan_model(File& f, const Model& m, GgmlType matrix, std::map<std::string, Back>& backs);
 
+/// llama.cpp's rope row order (interleaved pairs, its NORM rope) for `heads` heads of a [rows, cols] matrix,
+/// in the matrix's dtype; `back` undoes it (convert_hf_to_gguf.py's LlamaModel.permute).
+Tensor rope_rows(const Tensor& w, int64_t heads, bool back);
+/// `<arch>.rope.*`: the rotated dimensions (partial_rotary_factor), the base, a linear or llama3 scaling (the
+/// latter as the rope_freqs tensor, llama only).
+void rope_keys(Out& o, const std::string& arch, const ModelConfig& c);
+/// The LayerNorm decoders (gguf_archs_ln.cpp): starcoder2, stablelm, phi2 (phi) and olmo (non-parametric
+/// norms).
+void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c);
+
 /// Mixture-of-experts feed-forwards (gguf_archs_moe.cpp): whether layer prefix `p` has one, the
 /// `<arch>.expert_*` keys (refusing a norm_topk_prob llama.cpp's arch does not compute), and the layer's
 /// tensors.
