@@ -43,6 +43,7 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          "seed_oss": {"attention_out_bias": False}, "ernie4_5": {"use_bias": False},
          # LayerNorm decoders; llama.cpp's starcoder2 graph has no sliding window, its phi2 no q/k LayerNorms
          "starcoder2": {"sliding_window": None}, "stablelm": {}, "phi": {"qk_layernorm": False}, "olmo": {},
+         "gpt_bigcode": {}, "gpt_neox": {},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -68,7 +69,7 @@ ROUTER_TIE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1e-2, "q8_0": 3e-2, "q4_0": 3e-2
 GGML_BASE = NODE_MODULES / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64" / "libggml-base.so"
 IDS = [1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180]
 # The archs whose llama.cpp graph runs ggml's f16 GELU table (emulated on the transformers side: ggml_gelu)
-GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi")
+GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi", "gpt_bigcode", "gpt_neox")
 STEPS = 32
 
 
@@ -229,7 +230,8 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", arch.replace("_", ""), arch)
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", arch.replace("_", ""),
+                                          arch)
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
     tok = AutoTokenizer.from_pretrained(ckpt)

@@ -32,7 +32,8 @@ const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
                           {"smollm3", "smollm3"},    {"arcee", "arcee"},
                           {"ernie4_5", "ernie4_5"},  {"starcoder2", "starcoder2"},
                           {"stablelm", "stablelm"},  {"phi", "phi2"},
-                          {"olmo", "olmo"}};
+                          {"olmo", "olmo"},          {"gpt_bigcode", "starcoder"},
+                          {"gpt_neox", "gptneox"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -149,7 +150,7 @@ void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   // in rope_parameters; ERNIE 4.5 rotates the whole head whatever it says (as transformers).
   const nlohmann::json rp = c.raw.value("rope_parameters", nlohmann::json());
   double prf = rp.is_object() ? rp.value("partial_rotary_factor", 1.0) : 1.0;
-  prf = c.raw.value("partial_rotary_factor", prf);
+  prf = c.raw.value("partial_rotary_factor", c.raw.value("rotary_pct", prf));  // rotary_pct: GPT-NeoX's
   if (arch == "ernie4_5") prf = 1.0;
   o.f.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
   o.f.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
@@ -458,7 +459,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_lfm2(o, c);
   else if (arch == "bert")
     add_bert(o, m, c);
-  else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo")
+  else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||
+           arch == "starcoder" || arch == "gptneox")
     add_layernorm_decoder(o, arch, c);
   else
     add_decoder(o, arch, c);

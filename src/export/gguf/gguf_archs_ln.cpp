@@ -2,6 +2,8 @@
 // (GELU MLP c_fc / c_proj with biases), stablelm (gated MLP, partial rotary), phi2 (phi: attention and MLP in
 // parallel off one norm, partial rotary, an lm_head bias) and olmo (norms without parameters, q/k in
 // llama.cpp's rope row order, clip_qkv as the clamp). Norms carry their biases; keys say layer_norm_epsilon.
+#include <cstring>
+
 #include "export/gguf/gguf_archs.h"
 #include "hfx/core/error.h"
 
@@ -30,10 +32,79 @@ void pair(Out& o, const std::string& name, const std::string& hf) {
   if (o.W.has(hf + ".bias")) o.copy(name + ".bias", hf + ".bias");
 }
 
+// GPT-NeoX's fused query_key_value rows [head][q, k, v][d] as llama.cpp's gptneox reads them, [q, k,
+// v][head][d] (the converter's reshape (H, 3, D, E) and cat); `back` undoes it. A bias is the E = 1 case.
+Tensor regroup_qkv(const Tensor& w, int64_t heads, bool back) {
+  Tensor t = w.contiguous();
+  const int64_t rows = t.size(0), D = rows / (3 * heads);
+  const size_t row = static_cast<size_t>(t.numel() / rows) * dtype_size(t.dtype());
+  Tensor r = Tensor::empty(t.shape(), t.dtype());
+  const char* s = static_cast<const char*>(t.raw());
+  char* d = static_cast<char*>(r.raw());
+  for (int64_t h = 0; h < heads; h++)
+    for (int64_t k = 0; k < 3; k++) {
+      const int64_t hf = (h * 3 + k) * D, gg = (k * heads + h) * D;
+      std::memcpy(d + static_cast<size_t>(back ? hf : gg) * row,
+                  s + static_cast<size_t>(back ? gg : hf) * row, static_cast<size_t>(D) * row);
+    }
+  return r;
+}
+
+void add_starcoder(Out& o, const ModelConfig& c) {
+  File& f = o.f;
+  f.kv_u32("starcoder.context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32("starcoder.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32("starcoder.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  f.kv_u32("starcoder.attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
+  f.kv_f32("starcoder.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  o.copy("token_embd.weight", "transformer.wte.weight");
+  o.copy("position_embd.weight", "transformer.wpe.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    pair(o, q + "attn_norm", p + "ln_1");
+    pair(o, q + "attn_qkv", p + "attn.c_attn");
+    pair(o, q + "attn_output", p + "attn.c_proj");
+    pair(o, q + "ffn_norm", p + "ln_2");
+    pair(o, q + "ffn_up", p + "mlp.c_fc");
+    pair(o, q + "ffn_down", p + "mlp.c_proj");
+  }
+  pair(o, "output_norm", "transformer.ln_f");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+void add_gptneox(Out& o, const ModelConfig& c) {
+  File& f = o.f;
+  f.kv_u32("gptneox.context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32("gptneox.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32("gptneox.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  f.kv_f32("gptneox.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  f.kv_bool("gptneox.use_parallel_residual", c.raw.value("use_parallel_residual", true));
+  rope_keys(o, "gptneox", c);
+  o.copy("token_embd.weight", "gpt_neox.embed_in.weight");
+  const int64_t H = c.num_attention_heads;
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "gpt_neox.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    pair(o, q + "attn_norm", p + "input_layernorm");
+    for (const char* part : {".weight", ".bias"})
+      o.map(
+          q + "attn_qkv" + part, p + "attention.query_key_value" + part,
+          [H](Tensor t) { return regroup_qkv(t, H, false); },
+          [H](Tensor t) { return regroup_qkv(t, H, true); });
+    pair(o, q + "attn_output", p + "attention.dense");
+    pair(o, q + "ffn_norm", p + "post_attention_layernorm");
+    pair(o, q + "ffn_up", p + "mlp.dense_h_to_4h");
+    pair(o, q + "ffn_down", p + "mlp.dense_4h_to_h");
+  }
+  pair(o, "output_norm", "gpt_neox.final_layer_norm");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");  // embed_out in older files
+}
+
 }  // namespace
 
 void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
+  if (arch == "starcoder") return add_starcoder(o, c);
   check_layernorm_decoder(arch, c);
+  if (arch == "gptneox") return add_gptneox(o, c);
   File& f = o.f;
   f.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
   f.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));

@@ -123,6 +123,9 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   if (reference.config().model_type == "gemma" && !config.contains("hidden_activation") &&
       config.value("hidden_act", std::string()) == "gelu")
     config["hidden_act"] = "gelu_ggml", out.ggml_gelu = true;  // Gemma's legacy "gelu" is the tanh GELU
+  if (reference.config().model_type == "gpt_neox" &&
+      config.value("hidden_act", std::string("gelu")) == "gelu")
+    config["hidden_act"] = "gelu_ggml", out.ggml_gelu = true;  // llama.cpp's gptneox graph: ggml's tanh GELU
   if (reference.config().model_type == "bert") {
     // llama.cpp's bert graph runs ggml's GELU whatever hidden_act says, and is the base model:
     // BertForMaskedLM's weights come back without their `bert.` scope (the file has no MLM head).
