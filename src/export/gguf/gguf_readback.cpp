@@ -54,6 +54,38 @@ double weight_bound(GgmlType t) {
   return 0;
 }
 
+// The config of the model the file computes: f32, and the activation llama.cpp runs (its tanh GELU as ggml's
+// f16 lookup, "gelu_ggml"; `ggml_gelu` says so). A BERT comes back as BertModel: BertForMaskedLM's weights
+// without their `bert.` scope (the file has no MLM head).
+nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>& weights, bool& ggml_gelu) {
+  nlohmann::json config = reference.config().raw;
+  for (const char* k : {"torch_dtype", "dtype"})
+    if (config.contains(k)) config[k] = "float32";
+  // llama.cpp runs the tanh GELU as ggml's f16 lookup (the activation "gelu_ggml"): the model of the file is
+  // that.
+  for (const char* k : {"hidden_act", "hidden_activation", "activation_function"})
+    if (config.contains(k) && config[k].is_string())
+      for (const char* tanh : {"gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh"})
+        if (config[k] == tanh) config[k] = "gelu_ggml", ggml_gelu = true;
+  if (reference.config().model_type == "gemma" && !config.contains("hidden_activation") &&
+      config.value("hidden_act", std::string()) == "gelu")
+    config["hidden_act"] = "gelu_ggml", ggml_gelu = true;  // Gemma's legacy "gelu" is the tanh GELU
+  if (reference.config().model_type == "gpt_neox" &&
+      config.value("hidden_act", std::string("gelu")) == "gelu")
+    config["hidden_act"] = "gelu_ggml", ggml_gelu = true;  // llama.cpp's gptneox graph: ggml's tanh GELU
+  if (reference.config().model_type == "bert") {
+    // llama.cpp's bert graph runs ggml's GELU whatever hidden_act says, and is the base model:
+    // BertForMaskedLM's weights come back without their `bert.` scope (the file has no MLM head).
+    if (config.value("hidden_act", std::string("gelu")) == "gelu") config["hidden_act"] = "gelu_ggml";
+    ggml_gelu = true;
+    config["architectures"] = {"BertModel"};
+    std::map<std::string, Tensor> base;
+    for (auto& [name, t] : weights) base[name.starts_with("bert.") ? name.substr(5) : name] = std::move(t);
+    weights = std::move(base);
+  }
+  return config;
+}
+
 }  // namespace
 
 GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
@@ -111,31 +143,7 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
                       ggml_type_name(t), rel));
   }
   out.weights = worst;
-  nlohmann::json config = reference.config().raw;
-  for (const char* k : {"torch_dtype", "dtype"})
-    if (config.contains(k)) config[k] = "float32";
-  // llama.cpp runs the tanh GELU as ggml's f16 lookup (the activation "gelu_ggml"): the model of the file is
-  // that.
-  for (const char* k : {"hidden_act", "hidden_activation", "activation_function"})
-    if (config.contains(k) && config[k].is_string())
-      for (const char* tanh : {"gelu_new", "gelu_pytorch_tanh", "gelu_fast", "gelu_python_tanh"})
-        if (config[k] == tanh) config[k] = "gelu_ggml", out.ggml_gelu = true;
-  if (reference.config().model_type == "gemma" && !config.contains("hidden_activation") &&
-      config.value("hidden_act", std::string()) == "gelu")
-    config["hidden_act"] = "gelu_ggml", out.ggml_gelu = true;  // Gemma's legacy "gelu" is the tanh GELU
-  if (reference.config().model_type == "gpt_neox" &&
-      config.value("hidden_act", std::string("gelu")) == "gelu")
-    config["hidden_act"] = "gelu_ggml", out.ggml_gelu = true;  // llama.cpp's gptneox graph: ggml's tanh GELU
-  if (reference.config().model_type == "bert") {
-    // llama.cpp's bert graph runs ggml's GELU whatever hidden_act says, and is the base model:
-    // BertForMaskedLM's weights come back without their `bert.` scope (the file has no MLM head).
-    if (config.value("hidden_act", std::string("gelu")) == "gelu") config["hidden_act"] = "gelu_ggml";
-    out.ggml_gelu = true;
-    config["architectures"] = {"BertModel"};
-    std::map<std::string, Tensor> base;
-    for (auto& [name, t] : into.out) base[name.starts_with("bert.") ? name.substr(5) : name] = std::move(t);
-    into.out = std::move(base);
-  }
+  nlohmann::json config = file_config(reference, into.out, out.ggml_gelu);
   out.model = make_model(config, io::WeightStore::from_tensors(std::move(into.out)));
   return out;
 }
