@@ -43,7 +43,7 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          "seed_oss": {"attention_out_bias": False}, "ernie4_5": {"use_bias": False},
          # LayerNorm decoders; llama.cpp's starcoder2 graph has no sliding window, its phi2 no q/k LayerNorms
          "starcoder2": {"sliding_window": None}, "stablelm": {}, "phi": {"qk_layernorm": False}, "olmo": {},
-         "gpt_bigcode": {}, "gpt_neox": {},
+         "gpt_bigcode": {}, "gpt_neox": {}, "falcon_mamba": {},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -185,6 +185,14 @@ def round_matrices(model, arch: str, kind: str) -> None:
         p.data = (y.t() if conv1d else y).contiguous()
 
 
+def as_llama_cpp(ckpt: Path, arch: str, kind: str | None) -> dict:
+    """Config overrides that make transformers compute what llama.cpp's graph does for a `kind` file (kind None: the
+    checkpoint as it is): FalconMamba's dt/B/C norms take the layers' eps (llama.cpp has one key for both)."""
+    if kind is None or arch != "falcon_mamba":
+        return {}
+    return {"mixer_rms_eps": json.loads((ckpt / "config.json").read_text())["layer_norm_epsilon"]}
+
+
 def eager_logits(ckpt: Path, arch: str, kind: str | None) -> tuple:
     """Transformers' logits of IDS: the checkpoint as it is (kind None), or as llama.cpp runs a `kind` file; and
     the positions where a mixture of experts' router is at a near-tie (its k-th and k+1-th logits closer than
@@ -193,7 +201,7 @@ def eager_logits(ckpt: Path, arch: str, kind: str | None) -> tuple:
     import torch
     from transformers import AutoModelForCausalLM
 
-    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32, **as_llama_cpp(ckpt, arch, kind)).eval()
     if kind is not None:
         if kind != "f32":
             round_matrices(model, arch, kind)
@@ -230,7 +238,7 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", arch.replace("_", ""),
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", "mamba", arch.replace("_", ""),
                                           arch)
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
@@ -300,7 +308,7 @@ def test_llama_cpp_greedy(workdir, arch):
 
     ckpt = checkpoint(workdir, arch)
     got = llama_cpp(export(workdir, arch, "f32"), {"greedy": {"ids": IDS[:6], "n": STEPS}})["greedy"]
-    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32).eval()
+    model = AutoModelForCausalLM.from_pretrained(ckpt, dtype=torch.float32, **as_llama_cpp(ckpt, arch, "f32")).eval()
     with torch.no_grad():
         out = model.generate(torch.tensor([IDS[:6]]), max_new_tokens=STEPS, min_new_tokens=STEPS, do_sample=False,
                              eos_token_id=None, pad_token_id=0, output_scores=True, return_dict_in_generate=True)

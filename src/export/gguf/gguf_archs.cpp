@@ -33,7 +33,7 @@ const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
                           {"ernie4_5", "ernie4_5"},  {"starcoder2", "starcoder2"},
                           {"stablelm", "stablelm"},  {"phi", "phi2"},
                           {"olmo", "olmo"},          {"gpt_bigcode", "starcoder"},
-                          {"gpt_neox", "gptneox"}};
+                          {"gpt_neox", "gptneox"},   {"falcon_mamba", "mamba"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {

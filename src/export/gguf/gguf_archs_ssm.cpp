@@ -71,6 +71,10 @@ void add_mamba(Out& o, const ModelConfig& c) {
                         ? c.raw["time_step_rank"].get<int64_t>()
                         : (H + 15) / 16;
   ssm_keys(o.f, "mamba", c, {K, I, N, R});
+  // FalconMamba's weightless RMS norms of dt, B and C: llama.cpp's mamba graph takes them with the layers'
+  // eps (one key for both; the converter writes FalconMamba-7B's 1e-5 where its mixer says 1e-6): the
+  // read-back's model does the same, and verify's precision check reports what it costs.
+  if (c.model_type == "falcon_mamba") o.f.kv_bool("mamba.ssm.dt_b_c_rms", true);
   o.copy("token_embd.weight", "backbone.embeddings.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";

@@ -73,6 +73,9 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
   if (reference.config().model_type == "gpt_neox" &&
       config.value("hidden_act", std::string("gelu")) == "gelu")
     config["hidden_act"] = "gelu_ggml", ggml_gelu = true;  // llama.cpp's gptneox graph: ggml's tanh GELU
+  if (reference.config().model_type ==
+      "falcon_mamba")  // llama.cpp's mamba graph: the layers' eps for all norms
+    config["mixer_rms_eps"] = reference.config().norm_eps;
   if (reference.config().model_type == "bert") {
     // llama.cpp's bert graph runs ggml's GELU whatever hidden_act says, and is the base model:
     // BertForMaskedLM's weights come back without their `bert.` scope (the file has no MLM head).
