@@ -33,7 +33,8 @@ const ArchRow kArchs[] = {{"llama", "llama"},        {"mistral", "llama"},
                           {"ernie4_5", "ernie4_5"},  {"starcoder2", "starcoder2"},
                           {"stablelm", "stablelm"},  {"phi", "phi2"},
                           {"olmo", "olmo"},          {"gpt_bigcode", "starcoder"},
-                          {"gpt_neox", "gptneox"},   {"falcon_mamba", "mamba"}};
+                          {"gpt_neox", "gptneox"},   {"falcon_mamba", "mamba"},
+                          {"nemotron", "nemotron"},  {"cohere", "command-r"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -460,7 +461,7 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
   else if (arch == "bert")
     add_bert(o, m, c);
   else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||
-           arch == "starcoder" || arch == "gptneox")
+           arch == "starcoder" || arch == "gptneox" || arch == "nemotron" || arch == "command-r")
     add_layernorm_decoder(o, arch, c);
   else
     add_decoder(o, arch, c);

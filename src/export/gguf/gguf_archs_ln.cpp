@@ -26,9 +26,21 @@ void check_layernorm_decoder(const std::string& arch, const ModelConfig& c) {
       arch);
 }
 
-// weight and, where the checkpoint has one, bias.
-void pair(Out& o, const std::string& name, const std::string& hf) {
-  o.copy(name + ".weight", hf + ".weight");
+Tensor shifted(Tensor t, float k) {
+  std::vector<float> v = t.to_floats();
+  for (float& x : v) x += k;
+  return Tensor::from_floats(t.shape(), v);
+}
+
+// weight and, where the checkpoint has one, bias; Nemotron's LayerNorm1P weights + 1 (undone on the way
+// back).
+void pair(Out& o, const std::string& name, const std::string& hf, bool plus_one = false) {
+  if (plus_one)
+    o.map(
+        name + ".weight", hf + ".weight", [](Tensor t) { return shifted(std::move(t), 1.0f); },
+        [](Tensor t) { return shifted(std::move(t), -1.0f); });
+  else
+    o.copy(name + ".weight", hf + ".weight");
   if (o.W.has(hf + ".bias")) o.copy(name + ".bias", hf + ".bias");
 }
 
@@ -115,12 +127,14 @@ void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c
   f.kv_f32(arch + ".attention.layer_norm_epsilon", arch == "olmo" ? 1e-5f : static_cast<float>(c.norm_eps));
   if (arch == "olmo" && c.raw.contains("clip_qkv") && c.raw["clip_qkv"].is_number())
     f.kv_f32("olmo.attention.clamp_kqv", c.raw["clip_qkv"].get<float>());
+  if (arch == "command-r") f.kv_f32("command-r.logit_scale", c.raw.value("logit_scale", 1.0f));
+  const bool p1 = arch == "nemotron";  // LayerNorm1P
   rope_keys(o, arch, c);
   o.copy("token_embd.weight", "model.embed_tokens.weight");
   const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    if (arch != "olmo") pair(o, q + "attn_norm", p + "input_layernorm");
+    if (arch != "olmo") pair(o, q + "attn_norm", p + "input_layernorm", p1);
     if (arch == "olmo") {  // llama.cpp's olmo graph rotates interleaved pairs
       o.map(
           q + "attn_q.weight", p + "self_attn.q_proj.weight",
@@ -133,16 +147,18 @@ void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c
       for (const char* b : {"q", "k", "v"}) pair(o, q + "attn_" + b, p + "self_attn." + b + "_proj");
     }
     pair(o, q + "attn_output", p + (arch == "phi2" ? "self_attn.dense" : "self_attn.o_proj"));
-    if (arch == "stablelm" || arch == "starcoder2") pair(o, q + "ffn_norm", p + "post_attention_layernorm");
+    if (arch == "stablelm" || arch == "starcoder2" || arch == "nemotron")
+      pair(o, q + "ffn_norm", p + "post_attention_layernorm", p1);
     if (arch == "starcoder2" || arch == "phi2") {
       pair(o, q + "ffn_up", p + (arch == "phi2" ? "mlp.fc1" : "mlp.c_fc"));
       pair(o, q + "ffn_down", p + (arch == "phi2" ? "mlp.fc2" : "mlp.c_proj"));
     } else {
       for (const char* b : {"gate", "up", "down"})
-        o.copy(q + "ffn_" + b + ".weight", p + "mlp." + b + "_proj.weight");
+        if (o.W.has(p + "mlp." + b + "_proj.weight"))  // nemotron: up and down (relu²)
+          pair(o, q + "ffn_" + b, p + "mlp." + b + "_proj");
     }
   }
-  if (arch != "olmo") pair(o, "output_norm", arch == "phi2" ? "model.final_layernorm" : "model.norm");
+  if (arch != "olmo") pair(o, "output_norm", arch == "phi2" ? "model.final_layernorm" : "model.norm", p1);
   if (!c.tie_word_embeddings) pair(o, "output", "lm_head");
 }
 
