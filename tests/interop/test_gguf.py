@@ -44,6 +44,7 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          # LayerNorm decoders; llama.cpp's starcoder2 graph has no sliding window, its phi2 no q/k LayerNorms
          "starcoder2": {"sliding_window": None}, "stablelm": {}, "phi": {"qk_layernorm": False}, "olmo": {},
          "gpt_bigcode": {}, "gpt_neox": {}, "falcon_mamba": {}, "nemotron": {}, "cohere": {},
+         "granitemoeshared": {},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -238,7 +239,7 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", "mamba", "command-r", arch.replace("_", ""),
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", "mamba", "command-r", "granitemoe", arch.replace("_", ""),
                                           arch)
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f

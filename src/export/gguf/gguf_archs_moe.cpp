@@ -56,6 +56,9 @@ void moe_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   f.kv_u32(arch + ".expert_used_count", c.raw.at("num_experts_per_tok").get<uint32_t>());
   if (c.raw.contains("moe_intermediate_size"))
     f.kv_u32(arch + ".expert_feed_forward_length", c.raw["moe_intermediate_size"].get<uint32_t>());
+  if (c.raw.contains("shared_intermediate_size") && c.raw["shared_intermediate_size"].get<int64_t>() > 0)
+    f.kv_u32(arch + ".expert_shared_feed_forward_length",  // GraniteMoeShared's shared MLP
+             c.raw["shared_intermediate_size"].get<uint32_t>());
   if (c.raw.contains("shared_expert_intermediate_size"))
     f.kv_u32(arch + ".expert_shared_feed_forward_length",
              c.raw["shared_expert_intermediate_size"].get<uint32_t>());
@@ -94,6 +97,11 @@ void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::
       for (const char* w : {"gate", "up", "down"})
         stacked(o, q + "ffn_" + w + "_exps.weight", E, ex("mlp.experts.", std::string(w) + "_proj"));
     }
+  }
+  if (o.W.has(p + "shared_mlp.input_linear.weight")) {  // GraniteMoeShared: the fused [2S, H] split
+    half(o, q + "ffn_gate_shexp.weight", p + "shared_mlp.input_linear.weight", 0, 0);
+    half(o, q + "ffn_up_shexp.weight", p + "shared_mlp.input_linear.weight", 0, 1);
+    o.copy(q + "ffn_down_shexp.weight", p + "shared_mlp.output_linear.weight");
   }
   if (o.W.has(p + "mlp.shared_expert.gate_proj.weight")) {
     for (const char* w : {"gate", "up", "down"})
