@@ -139,6 +139,39 @@ TEST(GgufReadBack, F32FileGivesTheCheckpointBackExactly) {
       << wrong.problems.front();
 }
 
+// Every model_type the backend maps, from create-tiny's defaults: the f32 file reads back as the checkpoint's
+// weights (within f32's 1e-6: Gemma's w + 1 - 1, Mamba's log(exp)), or the export is refused, before writing,
+// with the reason of a config the arch cannot express (create-tiny's few such defaults: a sliding window,
+// biases, a NoPE step, q/k LayerNorms; tests/interop/test_gguf.py exports them with the released models'
+// settings).
+TEST(GgufReadBack, EveryMappedModelTypeReadsBackOrIsRefusedWithItsReason) {
+  Dir d;
+  int read = 0, refused = 0;
+  for (const std::string& mt : gguf_model_types()) {
+    SCOPED_TRACE(mt);
+    const fs::path ckpt = d.path / mt;
+    TinyOptions o;
+    create_tiny(mt, ckpt.string(), o);
+    const fs::path out = d.path / (mt + "-gguf");
+    const auto p = testsupport::sh(std::string(HFX_CLI) + " export " + ckpt.string() + " --format gguf -o " +
+                                   out.string());
+    if (p.rc != 0) {
+      EXPECT_NE(p.out.find("[gguf] expected "), std::string::npos) << p.out;
+      EXPECT_FALSE(fs::exists(out / "model.gguf"));
+      refused++;
+      continue;
+    }
+    const auto ref = load_model(ckpt.string());
+    GgufReader r((out / "model.gguf").string());
+    const GgufReadBack rb = read_back_gguf(r, *ref);
+    EXPECT_TRUE(rb.problems.empty()) << rb.problems.front();
+    EXPECT_EQ(r.metadata().at("general.architecture"), gguf_arch_of(mt));
+    read++;
+  }
+  EXPECT_GE(read, 25) << "model types read back";
+  EXPECT_LE(refused, 8) << "model types refused with create-tiny's defaults";
+}
+
 TEST(GgufReadBack, BertForMaskedLMComesBackAsBertModel) {
   Dir d;
   const fs::path out = exported(d.path, "bert", "--dtype f32", 0, "masked_lm");
