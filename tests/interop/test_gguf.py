@@ -424,13 +424,30 @@ def convert_hf_to_gguf(folder: Path, outtype: str, out: Path) -> Path:
     return out
 
 
+def assert_same_as_converter(ours: Path, ref: Path, explained: set, what: str) -> None:
+    """Every tensor of the two files byte-identical (type, shape, bytes) and their key/value pairs equal but the
+    `explained` keys."""
+    from gguf import GGUFReader
+
+    a, b = GGUFReader(ours), GGUFReader(ref)
+    fa = {k: v.contents() for k, v in a.fields.items() if not k.startswith("GGUF.")}
+    fb = {k: v.contents() for k, v in b.fields.items() if not k.startswith("GGUF.")}
+    differ = sorted(k for k in set(fa) | set(fb) if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
+    assert set(differ) <= explained, {k: (str(fa.get(k))[:80], str(fb.get(k))[:80]) for k in differ}
+    ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
+    assert sorted(ta) == sorted(tb)
+    same = [n for n in ta if ta[n].tensor_type == tb[n].tensor_type and list(ta[n].shape) == list(tb[n].shape)
+            and np.asarray(ta[n].data).tobytes() == np.asarray(tb[n].data).tobytes()]
+    print(f"[gguf] {what}: {len(same)} of {len(ta)} tensors byte-identical with convert_hf_to_gguf; key/value "
+          f"differences: {differ}")
+    assert len(same) == len(ta)
+
+
 @pytest.mark.parametrize("kind", ["f32", "f16", "bf16", "q8_0"])
 def test_same_as_convert_hf_to_gguf(workdir, kind):
     """Side by side with llama.cpp's own converter on a trained checkpoint (its tokenizer is one the converter
     knows; a tiny random vocabulary is not): the same tensors, byte for byte, and the same key/value pairs but the
     EXPLAINED ones."""
-    from gguf import GGUFReader
-
     import test_trained
 
     folder = test_trained.trained(workdir)["folder"]
@@ -438,18 +455,7 @@ def test_same_as_convert_hf_to_gguf(workdir, kind):
     if not (out / "model.gguf").exists():
         run_hfx("export", folder, "--format", "gguf", *TYPES[kind], "-o", out)
     ref = convert_hf_to_gguf(folder, kind, workdir / "gguf" / f"smollm2-convert-{kind}.gguf")
-    a, b = GGUFReader(out / "model.gguf"), GGUFReader(ref)
-    fa = {k: v.contents() for k, v in a.fields.items() if not k.startswith("GGUF.")}
-    fb = {k: v.contents() for k, v in b.fields.items() if not k.startswith("GGUF.")}
-    differ = sorted(k for k in set(fa) | set(fb) if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
-    assert set(differ) <= EXPLAINED, {k: (str(fa.get(k))[:80], str(fb.get(k))[:80]) for k in differ}
-    ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
-    assert sorted(ta) == sorted(tb)
-    same = [n for n in ta if ta[n].tensor_type == tb[n].tensor_type and list(ta[n].shape) == list(tb[n].shape)
-            and np.asarray(ta[n].data).tobytes() == np.asarray(tb[n].data).tobytes()]
-    print(f"[gguf] SmolLM2-135M {kind}: {len(same)} of {len(ta)} tensors byte-identical with convert_hf_to_gguf; "
-          f"key/value differences: {differ}")
-    assert len(same) == len(ta)
+    assert_same_as_converter(out / "model.gguf", ref, EXPLAINED, f"SmolLM2-135M {kind}")
 
 
 def test_llama_cpp_tokenizer_agrees_on_trained(workdir):

@@ -260,9 +260,7 @@ def test_same_as_convert_hf_to_gguf(workdir, kind):
     import subprocess
     import sys
 
-    from gguf import GGUFReader
-
-    from test_gguf import ANCHORS
+    from test_gguf import ANCHORS, assert_same_as_converter
 
     folder = checkpoint(workdir, "bert@mlm-cls")
     ours = export(workdir, "bert@mlm-cls", kind)
@@ -274,15 +272,4 @@ def test_same_as_convert_hf_to_gguf(workdir, kind):
         r = subprocess.run([sys.executable, "-c", script, str(folder), "--outfile", str(ref), "--outtype", kind],
                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ANCHORS)), timeout=600)
         assert r.returncode == 0, f"[convert_hf_to_gguf] exited {r.returncode}: {r.stderr[-1500:]}"
-    a, b = GGUFReader(ours), GGUFReader(ref)
-    fa = {k: v.contents() for k, v in a.fields.items() if not k.startswith("GGUF.")}
-    fb = {k: v.contents() for k, v in b.fields.items() if not k.startswith("GGUF.")}
-    differ = sorted(k for k in set(fa) | set(fb) if fa.get(k, "<absent>") != fb.get(k, "<absent>"))
-    assert set(differ) <= EXPLAINED, {k: (str(fa.get(k))[:80], str(fb.get(k))[:80]) for k in differ}
-    ta, tb = {t.name: t for t in a.tensors}, {t.name: t for t in b.tensors}
-    assert sorted(ta) == sorted(tb)
-    same = [n for n in ta if ta[n].tensor_type == tb[n].tensor_type and list(ta[n].shape) == list(tb[n].shape)
-            and np.asarray(ta[n].data).tobytes() == np.asarray(tb[n].data).tobytes()]
-    print(f"[gguf] bert@mlm-cls {kind}: {len(same)} of {len(ta)} tensors byte-identical with convert_hf_to_gguf; "
-          f"key/value differences: {differ}")
-    assert len(same) == len(ta)
+    assert_same_as_converter(ours, ref, EXPLAINED, f"bert@mlm-cls {kind}")
