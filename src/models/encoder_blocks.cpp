@@ -179,8 +179,7 @@ WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptio
     ln(l + (o.pre_ln ? "intermediate.LayerNorm" : "output.LayerNorm"));
   }
   if (o.pre_ln) ln(p + "LayerNorm");
-  // BertModel/RobertaModel checkpoints carry their pooler (add_pooling_layer=True), which the base head's
-  // last_hidden_state does not use: optional there (a GGUF file read back has none). Of the head classes only
+  // BertModel/RobertaModel keep their pooler (add_pooling_layer=True); of the head classes only
   // BertForSequenceClassification uses it (RoBERTa's heads are built with add_pooling_layer=False).
   if (o.electra) {  // no pooler; ElectraGeneratorPredictions / ElectraClassificationHead
     if (head == kMaskedLM) {
@@ -197,7 +196,7 @@ WeightSpecs bert_family_weight_specs(const ModelConfig& c, const BertFamilyOptio
     }
     return s;
   }
-  if (head == kSeqCls && !o.roberta) lin(p + "pooler.dense", E, E);
+  if (head == kBase || (head == kSeqCls && !o.roberta)) lin(p + "pooler.dense", E, E);
   if (head == kMaskedLM) {
     std::string h = o.roberta ? "lm_head" : "cls.predictions";
     lin(o.roberta ? h + ".dense" : h + ".transform.dense", E, E);

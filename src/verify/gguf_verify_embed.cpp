@@ -72,6 +72,10 @@ std::unique_ptr<Model> base_of(const Model& reference) {
   std::map<std::string, Tensor> w;
   for (const std::string& name : reference.weights().names())
     if (name.starts_with("bert.")) w[name.substr(5)] = reference.weights().get(name);
+  // BertForMaskedLM has no pooler (add_pooling_layer=False) and last_hidden_state does not use one.
+  const int64_t E = reference.config().hidden_size;
+  w.emplace("pooler.dense.weight", Tensor::zeros({E, E}));
+  w.emplace("pooler.dense.bias", Tensor::zeros({E}));
   return make_model(config, io::WeightStore::from_tensors(std::move(w)));
 }
 

@@ -85,6 +85,11 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
     std::map<std::string, Tensor> base;
     for (auto& [name, t] : weights) base[name.starts_with("bert.") ? name.substr(5) : name] = std::move(t);
     weights = std::move(base);
+    // BertModel's pooler, which the file does not carry (the converter drops it) and last_hidden_state does
+    // not use: zeros, so that the base model builds.
+    const int64_t E = reference.config().hidden_size;
+    weights.emplace("pooler.dense.weight", Tensor::zeros({E, E}));
+    weights.emplace("pooler.dense.bias", Tensor::zeros({E}));
   }
   return config;
 }
