@@ -68,14 +68,9 @@ std::vector<float> eager_vector(const Model& m, const std::vector<int64_t>& ids,
 // The reference as BertModel (BertForMaskedLM's weights without their `bert.` scope): what the file holds.
 std::unique_ptr<Model> base_of(const Model& reference) {
   json config = reference.config().raw;
-  config["architectures"] = {"BertModel"};
   std::map<std::string, Tensor> w;
-  for (const std::string& name : reference.weights().names())
-    if (name.starts_with("bert.")) w[name.substr(5)] = reference.weights().get(name);
-  // BertForMaskedLM has no pooler (add_pooling_layer=False) and last_hidden_state does not use one.
-  const int64_t E = reference.config().hidden_size;
-  w.emplace("pooler.dense.weight", Tensor::zeros({E, E}));
-  w.emplace("pooler.dense.bias", Tensor::zeros({E}));
+  for (const std::string& name : reference.weights().names()) w[name] = reference.weights().get(name);
+  as_bert_model(config, w);
   return make_model(config, io::WeightStore::from_tensors(std::move(w)));
 }
 

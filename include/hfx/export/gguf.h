@@ -10,6 +10,7 @@
 // tests' oracles).
 #pragma once
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <span>
 #include <string>
@@ -117,6 +118,10 @@ struct GgufReadBack {
 /// hfx::Error("gguf", ...) for a model_type GGUF does not map, hfx::Error("model", ...) when the weights read
 /// back do not make the model (a tensor missing).
 GgufReadBack read_back_gguf(const GgufReader& file, const Model& reference);
+/// BertModel's config and weights from a BERT checkpoint's (BertForMaskedLM's weights without their `bert.`
+/// scope, a zero pooler where there is none): the model llama.cpp's bert arch holds, which read_back_gguf
+/// builds and `hfx verify` compares the checkpoint as.
+void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weights);
 
 /// The values GgufConfig::quantize takes.
 inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0", "q4_k", "q6_k"};

@@ -98,25 +98,57 @@ Tensor transposed(const Tensor& t) { return t.to(DType::F32).transpose(0, 1).con
 
 }  // namespace
 
-// llama.cpp's rope row order for the llama arch: per head, rows (i, i + D/2) become (2i, 2i + 1)
-// (convert_hf_to_gguf.py's LlamaModel.permute); `back` undoes it (read-back).
-// Rows move whole, in the checkpoint's dtype: no f32 copy of the matrix (a bf16 one is then written as it
-// is).
-Tensor rope_rows(const Tensor& w, int64_t heads, bool back) {
+Tensor move_row_groups(const Tensor& w, int64_t unit, const std::function<int64_t(int64_t)>& to, bool back) {
   Tensor t = w.contiguous();
-  const int64_t rows = t.size(0), cols = t.size(1), D = rows / heads;
-  Tensor r = Tensor::empty({rows, cols}, t.dtype());
-  const size_t row = static_cast<size_t>(cols) * dtype_size(t.dtype());
+  Tensor r = Tensor::empty(t.shape(), t.dtype());
+  const int64_t groups = t.size(0) / unit;
+  const size_t bytes = static_cast<size_t>(t.numel() / groups) * dtype_size(t.dtype());
   const char* s = static_cast<const char*>(t.raw());
   char* d = static_cast<char*>(r.raw());
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t i = 0; i < D / 2; i++)
-      for (int64_t half = 0; half < 2; half++) {
-        const int64_t hf = h * D + half * (D / 2) + i, gg = h * D + 2 * i + half;
-        std::memcpy(d + static_cast<size_t>(back ? hf : gg) * row,
-                    s + static_cast<size_t>(back ? gg : hf) * row, row);
-      }
+  for (int64_t g = 0; g < groups; g++) {
+    const int64_t from = back ? to(g) : g, into = back ? g : to(g);
+    std::memcpy(d + static_cast<size_t>(into) * bytes, s + static_cast<size_t>(from) * bytes, bytes);
+  }
   return r;
+}
+
+// llama.cpp's rope row order: per head of D rows, row (half * D/2 + i) becomes (2i + half)
+// (convert_hf_to_gguf.py's LlamaModel.permute).
+Tensor rope_rows(const Tensor& w, int64_t heads, bool back) {
+  const int64_t D = w.size(0) / heads;
+  return move_row_groups(
+      w, 1,
+      [D](int64_t r) {
+        const int64_t h = r / D, half = r % D / (D / 2), i = r % (D / 2);
+        return h * D + 2 * i + half;
+      },
+      back);
+}
+
+void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, const std::string& q) {
+  const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
+  o.map(
+      q + "attn_q.weight", attn + "q_proj.weight", [H](Tensor t) { return rope_rows(t, H, false); },
+      [H](Tensor t) { return rope_rows(t, H, true); });
+  o.map(
+      q + "attn_k.weight", attn + "k_proj.weight", [K](Tensor t) { return rope_rows(t, K, false); },
+      [K](Tensor t) { return rope_rows(t, K, true); });
+}
+
+void layernorm_keys(File& f, const std::string& arch, const ModelConfig& c, float eps) {
+  f.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  f.kv_f32(arch + ".attention.layer_norm_epsilon", eps);
+}
+
+void check_full_attention(const std::string& arch, const ModelConfig& c) {
+  HFX_CHECK(
+      c.sliding_window == 0 || c.sliding_window >= c.max_position_embeddings, "gguf",
+      "expected no sliding window for llama.cpp's {} arch (it attends over the whole context), got "
+      "sliding_window {} < max_position_embeddings {}; set \"sliding_window\": null in config.json if the "
+      "model never sees that many tokens",
+      arch, c.sliding_window, c.max_position_embeddings);
 }
 
 void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
@@ -269,12 +301,7 @@ void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   } else {
     // llama.cpp's llama and phi3 graphs attend over the whole context: a window shorter than it changes the
     // model (convert_hf_to_gguf.py writes these files all the same; hfx refuses).
-    HFX_CHECK(
-        c.sliding_window == 0 || c.sliding_window >= c.max_position_embeddings, "gguf",
-        "expected no sliding window for llama.cpp's {} arch (it attends over the whole context), got "
-        "sliding_window {} < max_position_embeddings {}; set \"sliding_window\": null in config.json if "
-        "the model never sees that many tokens",
-        arch, c.sliding_window, c.max_position_embeddings);
+    check_full_attention(arch, c);
   }
 }
 
@@ -286,13 +313,7 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
     o.copy(q + "attn_qkv.weight", p + "self_attn.qkv_proj.weight");
   } else if (arch == "llama" || arch == "granite" || arch == "granitemoe" || arch == "smollm3" ||
              arch == "arcee") {  // rope NORM: interleaved pairs (ernie4_5's checkpoint has them already)
-    const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
-    o.map(
-        q + "attn_q.weight", p + "self_attn.q_proj.weight", [H](Tensor t) { return rope_rows(t, H, false); },
-        [H](Tensor t) { return rope_rows(t, H, true); });
-    o.map(
-        q + "attn_k.weight", p + "self_attn.k_proj.weight", [K](Tensor t) { return rope_rows(t, K, false); },
-        [K](Tensor t) { return rope_rows(t, K, true); });
+    rope_ordered_qk(o, c, p + "self_attn.", q);
     o.copy(q + "attn_v.weight", p + "self_attn.v_proj.weight");
   } else {
     for (const char* b : {"q", "k", "v"})
@@ -399,10 +420,7 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
 
 // GPT-2: Conv1D weights [in, out] transposed to [out, in], LayerNorm biases, learned positions.
 void add_gpt2(Out& o, const ModelConfig& c) {
-  o.f.kv_u32("gpt2.context_length", static_cast<uint32_t>(c.max_position_embeddings));
-  o.f.kv_u32("gpt2.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
-  o.f.kv_u32("gpt2.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
-  o.f.kv_f32("gpt2.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  layernorm_keys(o.f, "gpt2", c, static_cast<float>(c.norm_eps));
   auto conv1d = [&](const std::string& name, const std::string& hf) {
     const Shape s = o.W.info(hf).shape;
     o.put(

@@ -34,10 +34,7 @@ void check_bert(const Model& m, const ModelConfig& c) {
 void add_bert(Out& o, const Model& m, const ModelConfig& c) {
   check_bert(m, c);
   File& f = o.f;
-  f.kv_u32("bert.context_length", static_cast<uint32_t>(c.max_position_embeddings));
-  f.kv_u32("bert.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
-  f.kv_u32("bert.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
-  f.kv_f32("bert.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  layernorm_keys(f, "bert", c, static_cast<float>(c.norm_eps));
   f.kv_bool("bert.attention.causal", false);
   const std::string p = o.W.has("embeddings.word_embeddings.weight") ? "" : "bert.";
   o.copy("token_embd.weight", p + "embeddings.word_embeddings.weight");

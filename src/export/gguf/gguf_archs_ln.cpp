@@ -2,8 +2,6 @@
 // (GELU MLP c_fc / c_proj with biases), stablelm (gated MLP, partial rotary), phi2 (phi: attention and MLP in
 // parallel off one norm, partial rotary, an lm_head bias) and olmo (norms without parameters, q/k in
 // llama.cpp's rope row order, clip_qkv as the clamp). Norms carry their biases; keys say layer_norm_epsilon.
-#include <cstring>
-
 #include "export/gguf/gguf_archs.h"
 #include "hfx/core/error.h"
 
@@ -13,12 +11,7 @@ namespace {
 
 void check_layernorm_decoder(const std::string& arch, const ModelConfig& c) {
   const nlohmann::json& j = c.raw;
-  HFX_CHECK(c.sliding_window == 0 || c.sliding_window >= c.max_position_embeddings, "gguf",
-            "expected no sliding window for llama.cpp's {} arch (it attends over the whole context), got "
-            "sliding_window {} < max_position_embeddings {}; set \"sliding_window\": null in config.json if "
-            "the model "
-            "never sees that many tokens",
-            arch, c.sliding_window, c.max_position_embeddings);
+  check_full_attention(arch, c);
   HFX_CHECK(
       !j.value("qk_layernorm", false), "gguf",
       "expected qk_layernorm false for llama.cpp's {} arch (hfx does not write its per-head q/k norms), got "
@@ -47,28 +40,14 @@ void pair(Out& o, const std::string& name, const std::string& hf, bool plus_one 
 // GPT-NeoX's fused query_key_value rows [head][q, k, v][d] as llama.cpp's gptneox reads them, [q, k,
 // v][head][d] (the converter's reshape (H, 3, D, E) and cat); `back` undoes it. A bias is the E = 1 case.
 Tensor regroup_qkv(const Tensor& w, int64_t heads, bool back) {
-  Tensor t = w.contiguous();
-  const int64_t rows = t.size(0), D = rows / (3 * heads);
-  const size_t row = static_cast<size_t>(t.numel() / rows) * dtype_size(t.dtype());
-  Tensor r = Tensor::empty(t.shape(), t.dtype());
-  const char* s = static_cast<const char*>(t.raw());
-  char* d = static_cast<char*>(r.raw());
-  for (int64_t h = 0; h < heads; h++)
-    for (int64_t k = 0; k < 3; k++) {
-      const int64_t hf = (h * 3 + k) * D, gg = (k * heads + h) * D;
-      std::memcpy(d + static_cast<size_t>(back ? hf : gg) * row,
-                  s + static_cast<size_t>(back ? gg : hf) * row, static_cast<size_t>(D) * row);
-    }
-  return r;
+  return move_row_groups(
+      w, w.size(0) / (3 * heads), [heads](int64_t g) { return g % 3 * heads + g / 3; }, back);
 }
 
 void add_starcoder(Out& o, const ModelConfig& c) {
   File& f = o.f;
-  f.kv_u32("starcoder.context_length", static_cast<uint32_t>(c.max_position_embeddings));
-  f.kv_u32("starcoder.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
-  f.kv_u32("starcoder.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  layernorm_keys(f, "starcoder", c, static_cast<float>(c.norm_eps));
   f.kv_u32("starcoder.attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
-  f.kv_f32("starcoder.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
   o.copy("token_embd.weight", "transformer.wte.weight");
   o.copy("position_embd.weight", "transformer.wpe.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
@@ -86,10 +65,7 @@ void add_starcoder(Out& o, const ModelConfig& c) {
 
 void add_gptneox(Out& o, const ModelConfig& c) {
   File& f = o.f;
-  f.kv_u32("gptneox.context_length", static_cast<uint32_t>(c.max_position_embeddings));
-  f.kv_u32("gptneox.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
-  f.kv_u32("gptneox.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
-  f.kv_f32("gptneox.attention.layer_norm_epsilon", static_cast<float>(c.norm_eps));
+  layernorm_keys(f, "gptneox", c, static_cast<float>(c.norm_eps));
   f.kv_bool("gptneox.use_parallel_residual", c.raw.value("use_parallel_residual", true));
   rope_keys(o, "gptneox", c);
   o.copy("token_embd.weight", "gpt_neox.embed_in.weight");
@@ -118,30 +94,21 @@ void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c
   check_layernorm_decoder(arch, c);
   if (arch == "gptneox") return add_gptneox(o, c);
   File& f = o.f;
-  f.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
-  f.kv_u32(arch + ".feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
-  f.kv_u32(arch + ".attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
-  f.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
   // OLMo's LayerNorm is nn.functional.layer_norm with eps 1e-5 whatever config.json says (the converter
   // writes that too).
-  f.kv_f32(arch + ".attention.layer_norm_epsilon", arch == "olmo" ? 1e-5f : static_cast<float>(c.norm_eps));
+  layernorm_keys(f, arch, c, arch == "olmo" ? 1e-5f : static_cast<float>(c.norm_eps));
+  f.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
   if (arch == "olmo" && c.raw.contains("clip_qkv") && c.raw["clip_qkv"].is_number())
     f.kv_f32("olmo.attention.clamp_kqv", c.raw["clip_qkv"].get<float>());
   if (arch == "command-r") f.kv_f32("command-r.logit_scale", c.raw.value("logit_scale", 1.0f));
   const bool p1 = arch == "nemotron";  // LayerNorm1P
   rope_keys(o, arch, c);
   o.copy("token_embd.weight", "model.embed_tokens.weight");
-  const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
     if (arch != "olmo") pair(o, q + "attn_norm", p + "input_layernorm", p1);
     if (arch == "olmo") {  // llama.cpp's olmo graph rotates interleaved pairs
-      o.map(
-          q + "attn_q.weight", p + "self_attn.q_proj.weight",
-          [H](Tensor t) { return rope_rows(t, H, false); }, [H](Tensor t) { return rope_rows(t, H, true); });
-      o.map(
-          q + "attn_k.weight", p + "self_attn.k_proj.weight",
-          [K](Tensor t) { return rope_rows(t, K, false); }, [K](Tensor t) { return rope_rows(t, K, true); });
+      rope_ordered_qk(o, c, p + "self_attn.", q);
       o.copy(q + "attn_v.weight", p + "self_attn.v_proj.weight");
     } else {
       for (const char* b : {"q", "k", "v"}) pair(o, q + "attn_" + b, p + "self_attn." + b + "_proj");

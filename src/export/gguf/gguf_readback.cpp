@@ -73,28 +73,35 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
   if (reference.config().model_type == "gpt_neox" &&
       config.value("hidden_act", std::string("gelu")) == "gelu")
     config["hidden_act"] = "gelu_ggml", ggml_gelu = true;  // llama.cpp's gptneox graph: ggml's tanh GELU
-  if (reference.config().model_type ==
-      "falcon_mamba")  // llama.cpp's mamba graph: the layers' eps for all norms
-    config["mixer_rms_eps"] = reference.config().norm_eps;
+  // llama.cpp's mamba graph: the layers' eps for FalconMamba's dt/B/C norms too (one key for both)
+  if (reference.config().model_type == "falcon_mamba") config["mixer_rms_eps"] = reference.config().norm_eps;
   if (reference.config().model_type == "bert") {
     // llama.cpp's bert graph runs ggml's GELU whatever hidden_act says, and is the base model:
     // BertForMaskedLM's weights come back without their `bert.` scope (the file has no MLM head).
     if (config.value("hidden_act", std::string("gelu")) == "gelu") config["hidden_act"] = "gelu_ggml";
     ggml_gelu = true;
-    config["architectures"] = {"BertModel"};
-    std::map<std::string, Tensor> base;
-    for (auto& [name, t] : weights) base[name.starts_with("bert.") ? name.substr(5) : name] = std::move(t);
-    weights = std::move(base);
-    // BertModel's pooler, which the file does not carry (the converter drops it) and last_hidden_state does
-    // not use: zeros, so that the base model builds.
-    const int64_t E = reference.config().hidden_size;
-    weights.emplace("pooler.dense.weight", Tensor::zeros({E, E}));
-    weights.emplace("pooler.dense.bias", Tensor::zeros({E}));
+    as_bert_model(config, weights);
   }
   return config;
 }
 
 }  // namespace
+
+void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weights) {
+  config["architectures"] = {"BertModel"};
+  // BertForMaskedLM's: the `bert.` scope only (its MLM head is not BertModel's).
+  const bool scoped =
+      std::any_of(weights.begin(), weights.end(), [](const auto& w) { return w.first.starts_with("bert."); });
+  std::map<std::string, Tensor> base;
+  for (auto& [name, t] : weights)
+    if (!scoped || name.starts_with("bert.")) base[scoped ? name.substr(5) : name] = std::move(t);
+  weights = std::move(base);
+  // The pooler, which the file does not carry (the converter drops it; BertForMaskedLM has none) and
+  // last_hidden_state does not use: zeros, so that BertModel builds.
+  const int64_t E = config.at("hidden_size").get<int64_t>();
+  weights.emplace("pooler.dense.weight", Tensor::zeros({E, E}));
+  weights.emplace("pooler.dense.bias", Tensor::zeros({E}));
+}
 
 GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   GgufReadBack out;
