@@ -97,11 +97,22 @@ void plan_model(File& f, const Model& m, GgmlType matrix, std::map<std::string, 
 /// llama.cpp's rope row order (interleaved pairs, its NORM rope) for `heads` heads of a [rows, cols] matrix,
 /// in the matrix's dtype; `back` undoes it (convert_hf_to_gguf.py's LlamaModel.permute).
 Tensor rope_rows(const Tensor& w, int64_t heads, bool back);
+/// `w`'s rows in groups of `unit`, group g moved to group to(g), in `w`'s dtype (no f32 copy: a bf16 matrix
+/// is then written as it is); `back` moves group to(g) to g (read-back).
+Tensor move_row_groups(const Tensor& w, int64_t unit, const std::function<int64_t(int64_t)>& to, bool back);
+/// attn_q / attn_k from `attn`q_proj / k_proj in llama.cpp's rope row order (the archs whose graph rotates
+/// interleaved pairs and whose checkpoint holds halves).
+void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, const std::string& q);
+/// The LayerNorm archs' `<arch>.*` sizes: context length, feed-forward length, head count,
+/// layer_norm_epsilon.
+void layernorm_keys(File& f, const std::string& arch, const ModelConfig& c, float eps);
+/// Refuses a sliding window shorter than the context for an arch whose graph attends over the whole context.
+void check_full_attention(const std::string& arch, const ModelConfig& c);
 /// `<arch>.rope.*`: the rotated dimensions (partial_rotary_factor), the base, a linear or llama3 scaling (the
 /// latter as the rope_freqs tensor, llama only).
 void rope_keys(Out& o, const std::string& arch, const ModelConfig& c);
-/// The LayerNorm decoders (gguf_archs_ln.cpp): starcoder2, stablelm, phi2 (phi) and olmo (non-parametric
-/// norms).
+/// The LayerNorm decoders (gguf_archs_ln.cpp): starcoder2, stablelm, phi2 (phi), olmo (non-parametric norms),
+/// starcoder (gpt_bigcode), gptneox (gpt_neox), nemotron and command-r (cohere).
 void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c);
 
 /// Mixture-of-experts feed-forwards (gguf_archs_moe.cpp): whether layer prefix `p` has one, the
