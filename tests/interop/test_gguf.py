@@ -45,6 +45,14 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          "starcoder2": {"sliding_window": None}, "stablelm": {}, "phi": {"qk_layernorm": False}, "olmo": {},
          "gpt_bigcode": {}, "gpt_neox": {}, "falcon_mamba": {}, "nemotron": {}, "cohere": {},
          "granitemoeshared": {},
+         "glm": {}, "glm4": {}, "cohere2": {},
+         # llama.cpp's exaone4 graph slides only in the 64-layer shape; olmo3's sliding layers share the full ones'
+         # base (unscaled); the released HunYuans and Falcon-7B have no o_proj / linear biases
+         "exaone4": {"sliding_window": None, "layer_types": ["full_attention"] * 3},
+         "olmo3": {"rope_parameters": {"full_attention": {"factor": 2.0, "rope_theta": 10000.0, "rope_type": "linear"},
+                                       "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}},
+         "hunyuan_v1_dense": {"attention_bias": False}, "hunyuan_v1_moe": {"attention_bias": False},
+         "falcon": {"bias": False}, "falcon@mha": {"bias": False, "multi_query": False},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -70,7 +78,7 @@ ROUTER_TIE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1e-2, "q8_0": 3e-2, "q4_0": 3e-2
 GGML_BASE = NODE_MODULES / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64" / "libggml-base.so"
 IDS = [1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180]
 # The archs whose llama.cpp graph runs ggml's f16 GELU table (emulated on the transformers side: ggml_gelu)
-GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi", "gpt_bigcode", "gpt_neox")
+GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi", "gpt_bigcode", "gpt_neox", "falcon")
 STEPS = 32
 
 
@@ -97,7 +105,8 @@ def checkpoint(workdir: Path, arch: str) -> Path:
         cfg = json.loads((tmp / "config.json").read_text())
         cfg.update(ARCHS[arch])
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
-        if {"hidden_size", "attention_out_bias", "use_bias", "qk_layernorm"} & set(ARCHS[arch]):  # other weights: transformers'
+        if {"hidden_size", "attention_out_bias", "use_bias", "qk_layernorm", "attention_bias", "bias",
+                "multi_query"} & set(ARCHS[arch]):  # other weights: transformers'
             # own random init for the edited config
             import torch
             from transformers import AutoConfig, AutoModelForCausalLM
@@ -239,8 +248,9 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     r = GGUFReader(export(workdir, arch, "f32"))
     f = {k: v.contents() for k, v in r.fields.items() if not k.startswith("GGUF.")}
-    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", "mamba", "command-r", "granitemoe", arch.replace("_", ""),
-                                          arch)
+    assert f["general.architecture"] in ("llama", "granitehybrid", "gemma3", "phi2", "starcoder", "mamba", "command-r", "granitemoe", "chatglm", "olmo2",
+                                          "hunyuan-dense", "hunyuan-moe", arch.replace("_", ""),
+                                          arch.split("@")[0])
     assert ("rope_freqs.weight" in [t.name for t in r.tensors]) == ("rope-llama3" in arch)
     assert f"{f['general.architecture']}.block_count" in f
     tok = AutoTokenizer.from_pretrained(ckpt)
@@ -383,7 +393,11 @@ def test_hfx_verify(workdir, arch, kind):
 @pytest.mark.parametrize("arch,why", [("roberta", "expected a decoder-only model"),
                                       ("t5", "expected a decoder-only model"),
                                       # llama.cpp's olmoe normalizes k over n_embd: no grouped-query attention
-                                      ("olmoe", "expected as many key/value heads as heads")])
+                                      ("olmoe", "expected as many key/value heads as heads"),
+                                      # llama.cpp's phimoe: RMSNorm and softmax top-k for LayerNorm and sparsemixer
+                                      ("phimoe", "expected a model llama.cpp computes as transformers does"),
+                                      # llama.cpp's exaone4 slides only with 64 layers (create-tiny's 3 have a window)
+                                      ("exaone4", "expected a sliding_window exactly when there are 64 layers")])
 def test_refused_before_writing(workdir, arch, why):
     ckpt = workdir / "gguf" / f"{arch}-ckpt"
     if not ckpt.exists():

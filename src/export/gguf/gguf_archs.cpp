@@ -1,11 +1,10 @@
 // The architectures of llama.cpp hfx writes, each what convert_hf_to_gguf.py's model class writes for it:
-// the decoder family (llama incl. mistral, qwen2, qwen3, gemma, gemma2, phi3) and gpt2 here; the state-space
-// and hybrid ones in gguf_archs_ssm.cpp.
+// the decoder family (llama incl. mistral, qwen2, qwen3, gemma, gemma2, phi3 and the others add_decoder
+// names) and gpt2 here; their rope and window keys in gguf_archs_rope.cpp, the LayerNorm decoders in
+// gguf_archs_ln.cpp, the state-space and hybrid ones in gguf_archs_ssm.cpp.
 #include "export/gguf/gguf_archs.h"
 
-#include <cmath>
 #include <cstring>
-#include <numbers>
 
 #include "hfx/core/error.h"
 #include "hfx/export/gguf.h"
@@ -52,7 +51,25 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"falcon_mamba", "mamba"},
                           {"nemotron", "nemotron"},
                           {"cohere", "command-r"},
-                          {"granitemoeshared", "granitemoe"}};
+                          {"granitemoeshared", "granitemoe"},
+                          {"glm", "chatglm"},
+                          {"glm4", "glm4"},
+                          {"cohere2", "cohere2"},
+                          {"exaone4", "exaone4"},
+                          {"olmo3", "olmo2"},
+                          {"hunyuan_v1_dense", "hunyuan-dense"},
+                          {"hunyuan_v1_moe", "hunyuan-moe"},
+                          {"falcon", "falcon"}};
+// Model types llama.cpp has an arch for whose graph computes another model than transformers.
+struct Unfaithful {
+  const char* model_type;
+  const char* why;
+};
+const Unfaithful kUnfaithful[] = {
+    {"phimoe",
+     "llama.cpp's phimoe graph (phi3's) normalizes with RMSNorm and routes by softmax top-k, where PhiMoE "
+     "has "
+     "LayerNorms and sparsemixer routing: the file would compute another model"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -63,6 +80,10 @@ std::string gguf_arch_of(const std::string& model_type) {
 
 std::string gguf_refusal(const std::string& model_type, Structure structure) {
   const std::string arch = gguf_arch_of(model_type);
+  for (const Unfaithful& u : kUnfaithful)
+    if (model_type == u.model_type)
+      return fmt::format("expected a model llama.cpp computes as transformers does, got {}: {}", model_type,
+                         u.why);
   if (structure == Structure::EncoderOnly && arch == "bert") return "";
   if (structure != Structure::DecoderOnly)
     return fmt::format(
@@ -166,121 +187,6 @@ void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
 
 namespace {
 
-// llama3 rope scaling: llama.cpp multiplies each rotary frequency's period by rope_freqs (what the
-// converter's LlamaModel.generate_extra_tensors computes from rope_scaling).
-std::vector<float> llama3_rope_factors(const ModelConfig& c, const nlohmann::json& rs) {
-  // In float32 throughout, as the converter's torch computes it (each freq a float32 tensor, the Python
-  // numbers it meets taken as float32).
-  const auto base = static_cast<float>(c.rope_theta), dim = static_cast<float>(c.head_dim);
-  const auto factor = rs.value("factor", 8.0f), lo = rs.value("low_freq_factor", 1.0f),
-             hi = rs.value("high_freq_factor", 4.0f);
-  const auto old_ctx = rs.value("original_max_position_embeddings", 8192.0f);
-  const float lo_wavelen = old_ctx / lo, hi_wavelen = old_ctx / hi,
-              two_pi = static_cast<float>(2 * std::numbers::pi);
-  std::vector<float> out;
-  for (int64_t i = 0; i < c.head_dim; i += 2) {
-    const float freq = 1.0f / std::pow(base, static_cast<float>(i) / dim);
-    const float wavelen = two_pi / freq;
-    if (wavelen < hi_wavelen) {
-      out.push_back(1.0f);
-    } else if (wavelen > lo_wavelen) {
-      out.push_back(factor);
-    } else {
-      const float smooth = (old_ctx / wavelen - lo) / (hi - lo);
-      out.push_back(1.0f / ((1.0f - smooth) / factor + smooth));
-    }
-  }
-  return out;
-}
-
-}  // namespace
-
-// Rotary keys and scaling: none, linear (a key) or llama3 (the rope_freqs tensor).
-void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
-  // The rotated share of a head: config.json's partial_rotary_factor, at the top or (transformers 5's saves)
-  // in rope_parameters; ERNIE 4.5 rotates the whole head whatever it says (as transformers).
-  const nlohmann::json rp = c.raw.value("rope_parameters", nlohmann::json());
-  double prf = rp.is_object() ? rp.value("partial_rotary_factor", 1.0) : 1.0;
-  prf = c.raw.value("partial_rotary_factor", c.raw.value("rotary_pct", prf));  // rotary_pct: GPT-NeoX's
-  if (arch == "ernie4_5") prf = 1.0;
-  o.f.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
-  o.f.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
-  const nlohmann::json rs = c.raw.value("rope_scaling", nlohmann::json());
-  if (!rs.is_object()) return;
-  const std::string type = rs.value("rope_type", rs.value("type", std::string("default")));
-  if (type == "default") return;
-  if (type == "linear") {
-    o.f.kv_str(arch + ".rope.scaling.type", "linear");
-    o.f.kv_f32(arch + ".rope.scaling.factor", rs.value("factor", 1.0f));
-    return;
-  }
-  HFX_CHECK(type == "llama3" && arch == "llama", "gguf",
-            "expected no rope scaling, linear, or llama3 on the llama arch, got rope_type '{}' on {}", type,
-            arch);
-  const std::vector<float> v = llama3_rope_factors(c, rs);
-  const auto n = static_cast<int64_t>(v.size());
-  o.put("rope_freqs.weight", {n}, [v, n] { return Tensor::from_floats({n}, v); }, {});
-}
-
-namespace {
-
-// Gemma 3: global layers' rope (rope.freq_base, linear scaling), local layers' base (rope.freq_base_swa), the
-// window and its period (llama.cpp's set_swa_pattern: layer i global when i % P == P - 1, hfx's and
-// transformers' (i + 1) % P == 0), the final softcap. Refused: what its graph computes otherwise (an
-// attention softcap, a query scale other than 1/sqrt(head_dim), a layer pattern that is not periodic).
-void gemma3_keys(File& f, const ModelConfig& c) {
-  const nlohmann::json& j = c.raw;
-  const nlohmann::json rp = j.value("rope_parameters", nlohmann::json::object());
-  nlohmann::json global =
-      rp.is_object() && rp.contains("full_attention") ? rp["full_attention"] : nlohmann::json();
-  if (!global.is_object()) {
-    global = j.value("rope_scaling", nlohmann::json::object());
-    if (!global.is_object()) global = nlohmann::json::object();
-    global["rope_theta"] = j.value("rope_theta", 1000000.0);
-  }
-  const double local = rp.is_object() && rp.contains("sliding_attention")
-                           ? rp["sliding_attention"].value("rope_theta", 10000.0)
-                           : j.value("rope_local_base_freq", 10000.0);
-  f.kv_u32("gemma3.rope.dimension_count", static_cast<uint32_t>(c.head_dim));
-  f.kv_f32("gemma3.rope.freq_base", global.value("rope_theta", 1000000.0f));
-  f.kv_f32("gemma3.rope.freq_base_swa", static_cast<float>(local));
-  const std::string type = global.value("rope_type", global.value("type", std::string("default")));
-  HFX_CHECK(type == "default" || type == "linear", "gguf",
-            "expected no rope scaling or linear for llama.cpp's gemma3 arch, got rope_type '{}'", type);
-  if (type == "linear") {
-    f.kv_str("gemma3.rope.scaling.type", "linear");
-    f.kv_f32("gemma3.rope.scaling.factor", global.value("factor", 1.0f));
-  }
-  HFX_CHECK(j.value("attn_logit_softcapping", nlohmann::json()).is_null(), "gguf",
-            "expected no attn_logit_softcapping for llama.cpp's gemma3 arch, got {}",
-            j["attn_logit_softcapping"].dump());
-  const double qpas = j.value("query_pre_attn_scalar", static_cast<double>(c.head_dim));
-  HFX_CHECK(
-      qpas == static_cast<double>(c.head_dim), "gguf",
-      "expected query_pre_attn_scalar equal to head_dim {} for llama.cpp's gemma3 arch (it scales queries "
-      "by 1/sqrt(head_dim)), got {}",
-      c.head_dim, qpas);
-  if (j.contains("final_logit_softcapping") && j["final_logit_softcapping"].is_number())
-    f.kv_f32("gemma3.final_logit_softcapping", j["final_logit_softcapping"].get<float>());
-  const auto L = static_cast<int64_t>(c.layer_types.size());
-  int64_t period = 0;
-  for (int64_t p = 1; p <= L + 1 && period == 0; p++) {
-    bool fits = true;
-    for (int64_t i = 0; i < L; i++)
-      fits = fits && (c.layer_types[static_cast<size_t>(i)] == "sliding_attention") == (i % p < p - 1);
-    if (fits) period = p;
-  }
-  HFX_CHECK(
-      period > 0, "gguf",
-      "expected layer_types of a period P (layer i global when i % P == P - 1) for llama.cpp's gemma3 arch, "
-      "got {}",
-      fmt::join(c.layer_types, ", "));
-  if (period > 1) {  // some layers slide
-    f.kv_u32("gemma3.attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
-    f.kv_u32("gemma3.attention.sliding_window_pattern", static_cast<uint32_t>(period));
-  }
-}
-
 void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   File& f = o.f;
   f.kv_u32(arch + ".context_length", static_cast<uint32_t>(c.max_position_embeddings));
@@ -291,6 +197,7 @@ void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   f.kv_u32(arch + ".attention.value_length", static_cast<uint32_t>(c.head_dim));
   f.kv_f32(arch + ".attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
   if (arch == "gemma3") return gemma3_keys(f, c);
+  if (c.model_type == "olmo3") return olmo3_keys(f, c);
   rope_keys(o, arch, c);
   if (arch == "gemma2") {
     f.kv_f32(arch + ".attn_logit_softcapping",
@@ -298,6 +205,15 @@ void decoder_keys(Out& o, const std::string& arch, const ModelConfig& c) {
     f.kv_f32(arch + ".final_logit_softcapping",
              static_cast<float>(c.raw.value("final_logit_softcapping", 0.0)));
     f.kv_u32(arch + ".attention.sliding_window", static_cast<uint32_t>(c.sliding_window));
+  } else if (arch == "exaone4") {
+    // llama.cpp's exaone4 graph slides in its 64-layer shape alone (rotating only the sliding layers, as
+    // transformers with a window); in any other shape every layer rotates, transformers' without a window.
+    const bool slides = c.sliding_window > 0;
+    HFX_CHECK(slides == (c.num_hidden_layers == 64), "gguf",
+              "expected a sliding_window exactly when there are 64 layers for llama.cpp's exaone4 arch (it "
+              "slides in EXAONE 4.0 32B's shape only), got sliding_window {} with {} layers",
+              c.sliding_window, c.num_hidden_layers);
+    if (slides) swa_keys(f, arch, c);
   } else {
     // llama.cpp's llama and phi3 graphs attend over the whole context: a window shorter than it changes the
     // model (convert_hf_to_gguf.py writes these files all the same; hfx refuses).
@@ -325,6 +241,9 @@ void attention(Out& o, const std::string& arch, const ModelConfig& c, const std:
   if (W.has(p + "self_attn.q_norm.weight")) {
     norm(q + "attn_q_norm.weight", p + "self_attn.q_norm.weight");
     norm(q + "attn_k_norm.weight", p + "self_attn.k_norm.weight");
+  } else if (W.has(p + "self_attn.query_layernorm.weight")) {  // HunYuan's, after rope (as llama.cpp's)
+    norm(q + "attn_q_norm.weight", p + "self_attn.query_layernorm.weight");
+    norm(q + "attn_k_norm.weight", p + "self_attn.key_layernorm.weight");
   }
   o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
   if (W.has(p + "self_attn.o_proj.bias")) {
@@ -357,6 +276,10 @@ void check_decoder(const std::string& arch, const ModelConfig& c) {
       "expected as many key/value heads as heads for llama.cpp's olmoe arch (its k_norm spans n_embd), got "
       "{} and {}",
       c.num_key_value_heads, c.num_attention_heads);
+  HFX_CHECK(arch != "chatglm" || c.num_attention_heads * c.head_dim == c.hidden_size, "gguf",
+            "expected num_attention_heads x head_dim equal to hidden_size for llama.cpp's chatglm arch (its "
+            "attn_output is square), got {} x {} and {}",
+            c.num_attention_heads, c.head_dim, c.hidden_size);
   const nlohmann::json& j = c.raw;
   HFX_CHECK(arch != "qwen2moe" || (j.value("decoder_sparse_step", 1) == 1 &&
                                    j.value("mlp_only_layers", nlohmann::json::array()).empty()),
@@ -366,8 +289,9 @@ void check_decoder(const std::string& arch, const ModelConfig& c) {
             j.value("decoder_sparse_step", 1), j.value("mlp_only_layers", nlohmann::json::array()).dump());
 }
 
-// llama (mistral, mixtral), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite(moe), gemma, gemma2, phi3:
-// Hugging Face's model.layers.N.{self_attn,mlp} layout.
+// llama (mistral, mixtral), qwen2, qwen3, qwen2moe, qwen3moe, olmoe, granite(moe), gemma, gemma2, phi3,
+// chatglm (glm), glm4, exaone4, olmo2 (olmo2, olmo3), hunyuan-dense: Hugging Face's
+// model.layers.N.{self_attn,mlp} layout.
 void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   check_decoder(arch, c);
   HFX_CHECK(
@@ -388,15 +312,20 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   o.copy("token_embd.weight", "model.embed_tokens.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    if (arch != "olmo2") norm(q + "attn_norm.weight", p + "input_layernorm.weight");  // OLMo 2 norms after
+    const bool after = arch == "olmo2" || arch == "exaone4";  // norms on the sublayers' outputs only
+    if (!after) norm(q + "attn_norm.weight", p + "input_layernorm.weight");
     attention(o, arch, c, p, q, norm);
     if (arch == "gemma2" || arch == "gemma3") {
       norm(q + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
       norm(q + "ffn_norm.weight", p + "pre_feedforward_layernorm.weight");
       norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
-    } else if (arch == "olmo2") {
+    } else if (after) {
       norm(q + "post_attention_norm.weight", p + "post_attention_layernorm.weight");
       norm(q + "post_ffw_norm.weight", p + "post_feedforward_layernorm.weight");
+    } else if (arch == "glm4") {  // norms on both sublayers' outputs besides their inputs
+      norm(q + "post_attention_norm.weight", p + "post_self_attn_layernorm.weight");
+      norm(q + "ffn_norm.weight", p + "post_attention_layernorm.weight");
+      norm(q + "post_ffw_norm.weight", p + "post_mlp_layernorm.weight");
     } else {  // the FFN's input norm; seed_oss's graph reads it as post_attention_norm
       norm(q + (arch == "seed_oss" ? "post_attention_norm.weight" : "ffn_norm.weight"),
            p + "post_attention_layernorm.weight");
@@ -497,7 +426,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
   else if (arch == "bert")
     add_bert(o, m, c);
   else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||
-           arch == "starcoder" || arch == "gptneox" || arch == "nemotron" || arch == "command-r")
+           arch == "starcoder" || arch == "gptneox" || arch == "nemotron" || arch == "command-r" ||
+           arch == "cohere2" || arch == "falcon")
     add_layernorm_decoder(o, arch, c);
   else
     add_decoder(o, arch, c);

@@ -108,11 +108,21 @@ void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, cons
 void layernorm_keys(File& f, const std::string& arch, const ModelConfig& c, float eps);
 /// Refuses a sliding window shorter than the context for an arch whose graph attends over the whole context.
 void check_full_attention(const std::string& arch, const ModelConfig& c);
+/// The period P of `c.layer_types` as llama.cpp's set_swa_pattern reads it: layer i slides unless
+/// i % P == P - 1 (hfx's and transformers' (i + 1) % P == 0); 1 when no layer slides, L + 1 when all do.
+/// Refuses a pattern that is not periodic.
+int64_t swa_period(const std::string& arch, const ModelConfig& c);
+/// `<arch>.attention.sliding_window` and `.sliding_window_pattern` (swa_period).
+void swa_keys(File& f, const std::string& arch, const ModelConfig& c);
+/// Gemma 3's and Olmo 3's rope and window keys (gguf_archs_rope.cpp): their full and sliding layers' ropes;
+/// refused: what the arch's graph cannot express of them.
+void gemma3_keys(File& f, const ModelConfig& c);
+void olmo3_keys(File& f, const ModelConfig& c);
 /// `<arch>.rope.*`: the rotated dimensions (partial_rotary_factor), the base, a linear or llama3 scaling (the
 /// latter as the rope_freqs tensor, llama only).
 void rope_keys(Out& o, const std::string& arch, const ModelConfig& c);
 /// The LayerNorm decoders (gguf_archs_ln.cpp): starcoder2, stablelm, phi2 (phi), olmo (non-parametric norms),
-/// starcoder (gpt_bigcode), gptneox (gpt_neox), nemotron and command-r (cohere).
+/// starcoder (gpt_bigcode), gptneox (gpt_neox), nemotron, command-r (cohere) and cohere2.
 void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c);
 
 /// Mixture-of-experts feed-forwards (gguf_archs_moe.cpp): whether layer prefix `p` has one, the

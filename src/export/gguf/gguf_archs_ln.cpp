@@ -1,7 +1,8 @@
 // The LayerNorm decoders of llama.cpp hfx writes, as convert_hf_to_gguf.py's classes write them: starcoder2
 // (GELU MLP c_fc / c_proj with biases), stablelm (gated MLP, partial rotary), phi2 (phi: attention and MLP in
 // parallel off one norm, partial rotary, an lm_head bias) and olmo (norms without parameters, q/k in
-// llama.cpp's rope row order, clip_qkv as the clamp). Norms carry their biases; keys say layer_norm_epsilon.
+// llama.cpp's rope row order, clip_qkv as the clamp), nemotron, command-r (cohere), cohere2 (command-r with
+// sliding layers) and falcon. Norms carry their biases; keys say layer_norm_epsilon.
 #include "export/gguf/gguf_archs.h"
 #include "hfx/core/error.h"
 
@@ -11,7 +12,10 @@ namespace {
 
 void check_layernorm_decoder(const std::string& arch, const ModelConfig& c) {
   const nlohmann::json& j = c.raw;
-  check_full_attention(arch, c);
+  if (arch != "cohere2") check_full_attention(arch, c);
+  HFX_CHECK((arch != "command-r" && arch != "cohere2") || c.tie_word_embeddings, "gguf",
+            "expected tie_word_embeddings for llama.cpp's {} arch (its output is token_embd), got an lm_head",
+            arch);
   HFX_CHECK(
       !j.value("qk_layernorm", false), "gguf",
       "expected qk_layernorm false for llama.cpp's {} arch (hfx does not write its per-head q/k norms), got "
@@ -87,10 +91,48 @@ void add_gptneox(Out& o, const ModelConfig& c) {
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");  // embed_out in older files
 }
 
+// Falcon-7B's layout (hfx refuses new_decoder_architecture): multi_query's rows [q heads; k; v] are
+// llama.cpp's already, the per-head [q_h; k_h; v_h] of the others regrouped as GPT-NeoX's.
+void add_falcon(Out& o, const ModelConfig& c) {
+  const nlohmann::json& j = c.raw;
+  HFX_CHECK(
+      !j.value("bias", false) && j.value("parallel_attn", true) &&
+          j.value("activation", std::string("gelu")) == "gelu",
+      "gguf",
+      "expected Falcon-7B's layout for llama.cpp's falcon arch (no linear biases, parallel_attn, gelu), got "
+      "bias {}, parallel_attn {}, activation {}",
+      j.value("bias", false), j.value("parallel_attn", true), j.value("activation", std::string("gelu")));
+  File& f = o.f;
+  layernorm_keys(f, "falcon", c, static_cast<float>(c.norm_eps));
+  f.kv_u32("falcon.attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
+  f.kv_str("falcon.tensor_data_layout", "jploski");  // the converter's name for [q heads; k heads; v heads]
+  rope_keys(o, "falcon", c);
+  o.copy("token_embd.weight", "transformer.word_embeddings.weight");
+  const int64_t H = c.num_attention_heads;
+  const bool per_head = c.num_key_value_heads == H && H > 1;
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    pair(o, q + "attn_norm", p + "input_layernorm");
+    const std::string qkv = p + "self_attention.query_key_value.weight";
+    if (per_head)
+      o.map(
+          q + "attn_qkv.weight", qkv, [H](Tensor t) { return regroup_qkv(t, H, false); },
+          [H](Tensor t) { return regroup_qkv(t, H, true); });
+    else
+      o.copy(q + "attn_qkv.weight", qkv);
+    o.copy(q + "attn_output.weight", p + "self_attention.dense.weight");
+    o.copy(q + "ffn_up.weight", p + "mlp.dense_h_to_4h.weight");
+    o.copy(q + "ffn_down.weight", p + "mlp.dense_4h_to_h.weight");
+  }
+  pair(o, "output_norm", "transformer.ln_f");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
 }  // namespace
 
 void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   if (arch == "starcoder") return add_starcoder(o, c);
+  if (arch == "falcon") return add_falcon(o, c);
   check_layernorm_decoder(arch, c);
   if (arch == "gptneox") return add_gptneox(o, c);
   File& f = o.f;
@@ -100,8 +142,10 @@ void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c
   f.kv_u32(arch + ".attention.head_count_kv", static_cast<uint32_t>(c.num_key_value_heads));
   if (arch == "olmo" && c.raw.contains("clip_qkv") && c.raw["clip_qkv"].is_number())
     f.kv_f32("olmo.attention.clamp_kqv", c.raw["clip_qkv"].get<float>());
-  if (arch == "command-r") f.kv_f32("command-r.logit_scale", c.raw.value("logit_scale", 1.0f));
-  const bool p1 = arch == "nemotron";  // LayerNorm1P
+  if (arch == "command-r" || arch == "cohere2")
+    f.kv_f32(arch + ".logit_scale", c.raw.value("logit_scale", 1.0f));
+  if (arch == "cohere2") swa_keys(f, arch, c);  // rope on the sliding layers only (as transformers)
+  const bool p1 = arch == "nemotron";           // LayerNorm1P
   rope_keys(o, arch, c);
   o.copy("token_embd.weight", "model.embed_tokens.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {

@@ -1,7 +1,7 @@
 // The mixture-of-experts feed-forward of llama.cpp's decoder archs, as convert_hf_to_gguf.py writes it: the
 // router as ffn_gate_inp, the experts stacked into ffn_{gate,up,down}_exps [E, rows, cols], qwen2moe's shared
-// expert as ffn_*_shexp with its gate ffn_gate_inp_shexp, granitemoe's fused input_linear split into gate and
-// up.
+// expert as ffn_*_shexp with its gate ffn_gate_inp_shexp (HunYuan's without one), granitemoe's fused
+// input_linear split into gate and up.
 #include <cstring>
 
 #include "export/gguf/gguf_archs.h"
@@ -47,15 +47,19 @@ int64_t expert_count(const ModelConfig& c) {
 
 bool is_moe(const io::WeightStore& W, const std::string& p) {
   return W.has(p + "block_sparse_moe.gate.weight") || W.has(p + "mlp.gate.weight") ||
-         W.has(p + "block_sparse_moe.router.layer.weight");
+         W.has(p + "mlp.gate.wg.weight") || W.has(p + "block_sparse_moe.router.layer.weight");
 }
 
 void moe_keys(Out& o, const std::string& arch, const ModelConfig& c) {
   File& f = o.f;
   f.kv_u32(arch + ".expert_count", static_cast<uint32_t>(expert_count(c)));
   f.kv_u32(arch + ".expert_used_count", c.raw.at("num_experts_per_tok").get<uint32_t>());
-  if (c.raw.contains("moe_intermediate_size"))
+  if (arch == "hunyuan-moe") {  // experts and the shared MLP both of intermediate_size (as transformers)
+    f.kv_u32(arch + ".expert_feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+    f.kv_u32(arch + ".expert_shared_feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  } else if (c.raw.contains("moe_intermediate_size")) {
     f.kv_u32(arch + ".expert_feed_forward_length", c.raw["moe_intermediate_size"].get<uint32_t>());
+  }
   if (c.raw.contains("shared_intermediate_size") && c.raw["shared_intermediate_size"].get<int64_t>() > 0)
     f.kv_u32(arch + ".expert_shared_feed_forward_length",  // GraniteMoeShared's shared MLP
              c.raw["shared_intermediate_size"].get<uint32_t>());
@@ -64,7 +68,7 @@ void moe_keys(Out& o, const std::string& arch, const ModelConfig& c) {
              c.raw["shared_expert_intermediate_size"].get<uint32_t>());
   // llama.cpp renormalizes the top-k routing weights or not per arch (models/*.cpp build_moe_ffn):
   // transformers' norm_topk_prob must say the same, or the file computes another model.
-  const bool norm = arch == "llama" || arch == "qwen3moe" || arch == "granitemoe";
+  const bool norm = arch == "llama" || arch == "qwen3moe" || arch == "granitemoe" || arch == "hunyuan-moe";
   if (c.raw.contains("norm_topk_prob") && c.raw["norm_topk_prob"].is_boolean())
     HFX_CHECK(c.raw["norm_topk_prob"].get<bool>() == norm, "gguf",
               "expected norm_topk_prob {} for llama.cpp's {} arch (it {} the top-k routing weights), got {}",
@@ -87,8 +91,10 @@ void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::
     half(o, q + "ffn_gate_exps.weight", in, 1, 0);
     half(o, q + "ffn_up_exps.weight", in, 1, 1);
     o.copy(q + "ffn_down_exps.weight", p + "block_sparse_moe.output_linear.weight");
-  } else {  // Qwen2-MoE, Qwen3-MoE, OLMoE: mlp.experts.N.{gate,up,down}_proj (or transformers 5's fused ones)
-    o.copy(q + "ffn_gate_inp.weight", p + "mlp.gate.weight");
+  } else {  // Qwen2-MoE, Qwen3-MoE, OLMoE, HunYuan: mlp.experts.N.{gate,up,down}_proj (or transformers 5's
+            // fused ones)
+    o.copy(q + "ffn_gate_inp.weight",
+           p + (o.W.has(p + "mlp.gate.wg.weight") ? "mlp.gate.wg.weight" : "mlp.gate.weight"));
     if (o.W.has(p + "mlp.experts.gate_up_proj")) {
       half(o, q + "ffn_gate_exps.weight", p + "mlp.experts.gate_up_proj", 1, 0);
       half(o, q + "ffn_up_exps.weight", p + "mlp.experts.gate_up_proj", 1, 1);
@@ -103,6 +109,9 @@ void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::
     half(o, q + "ffn_up_shexp.weight", p + "shared_mlp.input_linear.weight", 0, 1);
     o.copy(q + "ffn_down_shexp.weight", p + "shared_mlp.output_linear.weight");
   }
+  if (o.W.has(p + "mlp.shared_mlp.gate_proj.weight"))  // HunYuan's, added without a gate
+    for (const char* w : {"gate", "up", "down"})
+      o.copy(q + "ffn_" + w + "_shexp.weight", p + "mlp.shared_mlp." + w + "_proj.weight");
   if (o.W.has(p + "mlp.shared_expert.gate_proj.weight")) {
     for (const char* w : {"gate", "up", "down"})
       o.copy(q + "ffn_" + w + "_shexp.weight", p + "mlp.shared_expert." + w + "_proj.weight");
