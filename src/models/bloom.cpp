@@ -39,7 +39,9 @@ DecoderOptions options(const ModelConfig& c) {
   o.names.layers = "h";
   o.names.attn = "self_attention";
   o.names.qkv = "query_key_value";
-  o.act = "gelu_pytorch_tanh";  // bloom_gelu_forward: the tanh approximation
+  // bloom_gelu_forward: the tanh approximation; "gelu_ggml" (not BloomConfig's key) is the GGUF read-back's,
+  // the model llama.cpp computes (its tanh GELU from ggml's f16 table).
+  o.act = jget<std::string>(c.raw, "hidden_act", "") == "gelu_ggml" ? "gelu_ggml" : "gelu_pytorch_tanh";
   o.norm = NormKind::layer;
   o.embed_norm = "word_embeddings_layernorm";
   o.qkv = QkvLayout::per_head;

@@ -57,7 +57,8 @@ DecoderOptions options(const ModelConfig& c) {
   o.names.mlp = "ffn";
   o.norms.input = "norm_1";
   o.norms.pre_mlp = "norm_2";
-  o.act = "gelu";
+  // "gelu_ggml" (not MptConfig's key) is the GGUF read-back's: llama.cpp runs ggml's tanh GELU table
+  o.act = jget<std::string>(c.raw, "hidden_act", "") == "gelu_ggml" ? "gelu_ggml" : "gelu";
   o.norm = NormKind::layer_no_bias;
   o.qkv = QkvLayout::concat;
   o.o_proj = "out_proj";

@@ -52,7 +52,7 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          "olmo3": {"rope_parameters": {"full_attention": {"factor": 2.0, "rope_theta": 10000.0, "rope_type": "linear"},
                                        "sliding_attention": {"rope_theta": 10000.0, "rope_type": "default"}}},
          "hunyuan_v1_dense": {"attention_bias": False}, "hunyuan_v1_moe": {"attention_bias": False},
-         "falcon": {"bias": False}, "falcon@mha": {"bias": False, "multi_query": False},
+         "falcon": {"bias": False}, "falcon@mha": {"bias": False, "multi_query": False}, "bloom": {}, "mpt": {},
          # llama3 rope scaling: the rope_freqs tensor (Llama 3.1/3.2's config)
          "llama@rope-llama3": {"rope_scaling": {"rope_type": "llama3", "factor": 32.0, "low_freq_factor": 1.0,
                                                 "high_freq_factor": 4.0, "original_max_position_embeddings": 64}},
@@ -78,7 +78,8 @@ ROUTER_TIE = {"f32": 1e-4, "f16": 2e-3, "bf16": 1e-2, "q8_0": 3e-2, "q4_0": 3e-2
 GGML_BASE = NODE_MODULES / "@node-llama-cpp" / "linux-x64" / "bins" / "linux-x64" / "libggml-base.so"
 IDS = [1, 45, 300, 12, 77, 8, 250, 101, 3, 64, 99, 180]
 # The archs whose llama.cpp graph runs ggml's f16 GELU table (emulated on the transformers side: ggml_gelu)
-GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi", "gpt_bigcode", "gpt_neox", "falcon")
+GELU_ARCHS = ("gemma", "gemma2", "gemma3_text", "gpt2", "starcoder2", "phi", "gpt_bigcode", "gpt_neox", "falcon", "bloom",
+              "mpt")
 STEPS = 32
 
 
@@ -216,7 +217,7 @@ def eager_logits(ckpt: Path, arch: str, kind: str | None) -> tuple:
         if kind != "f32":
             round_matrices(model, arch, kind)
         for m in model.modules():
-            for attr in ("act_fn", "act", "activation_fn"):
+            for attr in ("act_fn", "act", "activation_fn", "gelu_impl"):
                 if isinstance(getattr(m, attr, None), torch.nn.Module) and arch.split("@")[0] in GELU_ARCHS:
                     setattr(m, attr, ggml_gelu())
     routers = []

@@ -59,7 +59,9 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"olmo3", "olmo2"},
                           {"hunyuan_v1_dense", "hunyuan-dense"},
                           {"hunyuan_v1_moe", "hunyuan-moe"},
-                          {"falcon", "falcon"}};
+                          {"falcon", "falcon"},
+                          {"bloom", "bloom"},
+                          {"mpt", "mpt"}};
 // Model types llama.cpp has an arch for whose graph computes another model than transformers.
 struct Unfaithful {
   const char* model_type;
@@ -427,7 +429,7 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_bert(o, m, c);
   else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||
            arch == "starcoder" || arch == "gptneox" || arch == "nemotron" || arch == "command-r" ||
-           arch == "cohere2" || arch == "falcon")
+           arch == "cohere2" || arch == "falcon" || arch == "bloom" || arch == "mpt")
     add_layernorm_decoder(o, arch, c);
   else
     add_decoder(o, arch, c);

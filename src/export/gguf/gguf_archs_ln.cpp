@@ -2,7 +2,10 @@
 // (GELU MLP c_fc / c_proj with biases), stablelm (gated MLP, partial rotary), phi2 (phi: attention and MLP in
 // parallel off one norm, partial rotary, an lm_head bias) and olmo (norms without parameters, q/k in
 // llama.cpp's rope row order, clip_qkv as the clamp), nemotron, command-r (cohere), cohere2 (command-r with
-// sliding layers) and falcon. Norms carry their biases; keys say layer_norm_epsilon.
+// sliding layers), falcon, and the ALiBi ones: bloom, mpt. Norms carry their biases; keys say
+// layer_norm_epsilon.
+#include <cmath>
+
 #include "export/gguf/gguf_archs.h"
 #include "hfx/core/error.h"
 
@@ -128,11 +131,68 @@ void add_falcon(Out& o, const ModelConfig& c) {
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
 }
 
+// BLOOM: ALiBi (llama.cpp's bias max 8 is BLOOM's slopes), the embeddings' LayerNorm, per-head q/k/v rows
+// regrouped as GPT-NeoX's, biases everywhere.
+void add_bloom(Out& o, const ModelConfig& c) {
+  File& f = o.f;
+  layernorm_keys(f, "bloom", c, static_cast<float>(c.norm_eps));
+  f.kv_u32("bloom.attention.head_count_kv", static_cast<uint32_t>(c.num_attention_heads));
+  o.copy("token_embd.weight", "transformer.word_embeddings.weight");
+  pair(o, "token_embd_norm", "transformer.word_embeddings_layernorm");
+  const int64_t H = c.num_attention_heads;
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    pair(o, q + "attn_norm", p + "input_layernorm");
+    for (const char* part : {".weight", ".bias"})
+      o.map(
+          q + "attn_qkv" + part, p + "self_attention.query_key_value" + part,
+          [H](Tensor t) { return regroup_qkv(t, H, false); },
+          [H](Tensor t) { return regroup_qkv(t, H, true); });
+    pair(o, q + "attn_output", p + "self_attention.dense");
+    pair(o, q + "ffn_norm", p + "post_attention_layernorm");
+    pair(o, q + "ffn_up", p + "mlp.dense_h_to_4h");
+    pair(o, q + "ffn_down", p + "mlp.dense_4h_to_h");
+  }
+  pair(o, "output_norm", "transformer.ln_f");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+// MPT: ALiBi of bias max 8 (hfx refuses others), clip_qkv as the clamp, [q; k; v] rows as llama.cpp's.
+void add_mpt(Out& o, const ModelConfig& c) {
+  const nlohmann::json attn = c.raw.value("attn_config", nlohmann::json::object());
+  const nlohmann::json scale = attn.value("softmax_scale", nlohmann::json());
+  const double want = 1.0 / std::sqrt(static_cast<double>(c.hidden_size / c.num_attention_heads));
+  HFX_CHECK(scale.is_null() || std::fabs(scale.get<double>() - want) <= 1e-6 * want, "gguf",
+            "expected attn_config.softmax_scale null or 1/sqrt(head_dim) = {} for llama.cpp's mpt arch (its "
+            "graph scales by that), got {}",
+            want, scale.dump());
+  File& f = o.f;
+  layernorm_keys(f, "mpt", c, static_cast<float>(c.norm_eps));
+  if (attn.contains("clip_qkv") && attn["clip_qkv"].is_number())
+    f.kv_f32("mpt.attention.clamp_kqv", attn["clip_qkv"].get<float>());
+  f.kv_f32("mpt.attention.max_alibi_bias", attn.value("alibi_bias_max", 8.0f));
+  o.copy("token_embd.weight", "transformer.wte.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "transformer.blocks." + std::to_string(i) + ".",
+                      q = "blk." + std::to_string(i) + ".";
+    pair(o, q + "attn_norm", p + "norm_1");
+    pair(o, q + "attn_qkv", p + "attn.Wqkv");
+    pair(o, q + "attn_output", p + "attn.out_proj");
+    pair(o, q + "ffn_norm", p + "norm_2");
+    pair(o, q + "ffn_up", p + "ffn.up_proj");
+    pair(o, q + "ffn_down", p + "ffn.down_proj");
+  }
+  pair(o, "output_norm", "transformer.norm_f");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
 }  // namespace
 
 void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
   if (arch == "starcoder") return add_starcoder(o, c);
   if (arch == "falcon") return add_falcon(o, c);
+  if (arch == "bloom") return add_bloom(o, c);
+  if (arch == "mpt") return add_mpt(o, c);
   check_layernorm_decoder(arch, c);
   if (arch == "gptneox") return add_gptneox(o, c);
   File& f = o.f;

@@ -70,8 +70,9 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
   if (reference.config().model_type == "gemma" && !config.contains("hidden_activation") &&
       config.value("hidden_act", std::string()) == "gelu")
     config["hidden_act"] = "gelu_ggml", ggml_gelu = true;  // Gemma's legacy "gelu" is the tanh GELU
-  // llama.cpp's gptneox and falcon graphs: ggml's tanh GELU for the exact one
-  for (const auto& [type, key] : {std::pair{"gpt_neox", "hidden_act"}, std::pair{"falcon", "activation"}})
+  // llama.cpp's gptneox, falcon, bloom and mpt graphs: ggml's tanh GELU for the exact one (BLOOM's tanh one)
+  for (const auto& [type, key] : {std::pair{"gpt_neox", "hidden_act"}, std::pair{"falcon", "activation"},
+                                  std::pair{"bloom", "hidden_act"}, std::pair{"mpt", "hidden_act"}})
     if (reference.config().model_type == type && config.value(key, std::string("gelu")) == "gelu")
       config[key] = "gelu_ggml", ggml_gelu = true;
   // llama.cpp's mamba graph: the layers' eps for FalconMamba's dt/B/C norms too (one key for both)
