@@ -3,6 +3,8 @@ and transformers 5.x (issue 43's "bert (embeddings)" family).
 
 Checkpoints:
   - bert: `hfx create-tiny bert --sentence-transformers` (BertModel, its 320-token uncased WordPiece, mean pooling);
+  - distilbert, roberta: the same for DistilBertModel (WordPiece) and RobertaModel (byte-level BPE as llama.cpp's
+    "gpt2" tokenizer with <s> ... </s> added; positions from pad_token_id + 1, the file's table from that row);
   - bert@mlm-cls: BertForMaskedLM (the `bert.` scope; its MLM head is not in the file) from transformers' own random
     init, hidden 256 (whole k-quant super-blocks), with a cased WordPiece trained by `tokenizers` on the corpus'
     scripts (1,003 tokens: all the corpus gives of the 3,000 asked), and [CLS] pooling.
@@ -29,13 +31,13 @@ import pytest
 from conftest import run_hfx
 from test_gguf import TYPES, ggml_gelu, ggml_quantize, kind_type, llama_cpp, strings
 
-ARCHS = ("bert", "bert@mlm-cls")
+ARCHS = ("bert", "bert@mlm-cls", "distilbert", "roberta")
 # llama.cpp's pooled vectors vs transformers on the file's weights with ggml's GELU, relative to max |value|. Largest
 # measured (2026-12-07, both checkpoints and another tiny seed, hfx verify's sequences and this test's): f32 1.3e-5,
 # f16 2.1e-4, bf16 2.1e-3, q8_0 6.1e-3, q4_0 5.7e-3, q4_k 6.2e-3, q6_k 6.1e-3 (all on the tiny model; the wide one's
 # are 2 to 5 times smaller); the bounds are 3 to 5 times the largest. hfx verify holds a file to the same numbers.
 EMBED_BOUNDS = {"f32": 5e-5, "f16": 1e-3, "bf16": 6e-3, "q8_0": 2e-2, "q4_0": 2e-2, "q4_k": 2e-2, "q6_k": 2e-2}
-SEQS = [[12, 45, 300, 77, 8, 250, 101, 64, 99, 180], [40, 41], [7, 9, 11, 13, 200, 201, 202, 203, 17, 19, 23, 29]]
+SEQS = [[12, 45, 280, 77, 8, 250, 101, 64, 99, 180], [40, 41], [7, 9, 11, 13, 200, 201, 202, 203, 17, 19, 23, 29]]
 
 
 def trained_wordpiece(folder: Path) -> int:
@@ -56,8 +58,8 @@ def checkpoint(workdir: Path, arch: str) -> Path:
         return folder
     tmp = folder.with_name(arch + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    if arch == "bert":
-        run_hfx("create-tiny", "bert", "--dtype", "float32", "--seed", "11", "--sentence-transformers", "-o", tmp)
+    if arch != "bert@mlm-cls":
+        run_hfx("create-tiny", arch, "--dtype", "float32", "--seed", "11", "--sentence-transformers", "-o", tmp)
     else:
         import torch
         from transformers import BertConfig, BertForMaskedLM
@@ -108,8 +110,12 @@ def eager_vectors(ckpt: Path, kind: str | None, pooling: str) -> np.ndarray:
             x = p.data.contiguous().numpy().astype(np.float32)
             t = kind_type(kind, x.shape[-1])
             p.data = torch.from_numpy(np.ascontiguousarray(quants.dequantize(ggml_quantize(x, t), t).reshape(x.shape)))
-        for layer in model.encoder.layer:
-            layer.intermediate.intermediate_act_fn = ggml_gelu()
+        if hasattr(model, "transformer"):  # DistilBertModel
+            for layer in model.transformer.layer:
+                layer.ffn.activation = ggml_gelu()
+        else:
+            for layer in model.encoder.layer:
+                layer.intermediate.intermediate_act_fn = ggml_gelu()
     out = []
     for ids in SEQS:
         seq = [tok.cls_token_id, *ids, tok.sep_token_id]
@@ -127,12 +133,18 @@ def test_structure_and_vocabulary(workdir, arch):
     f = fields(export(workdir, arch, "f32"))
     tok = AutoTokenizer.from_pretrained(ckpt)
     assert f["general.architecture"] == "bert" and f["bert.attention.causal"] is False
-    assert f["tokenizer.ggml.model"] == "bert"
-    assert f["bert.pooling_type"] == (1 if arch == "bert" else 2)  # llama_pooling_type: mean 1, cls 2
+    assert f["bert.pooling_type"] == (2 if arch == "bert@mlm-cls" else 1)  # llama_pooling_type: mean 1, cls 2
     assert f["tokenizer.ggml.bos_token_id"] == tok.cls_token_id
     assert f["tokenizer.ggml.seperator_token_id"] == f["tokenizer.ggml.eos_token_id"] == tok.sep_token_id
-    assert f["tokenizer.ggml.token_type_count"] == 2
-    assert f["tokenizer.ggml.normalizer.lowercase"] is (arch == "bert")
+    cfg = json.loads((ckpt / "config.json").read_text())
+    assert f["tokenizer.ggml.token_type_count"] == cfg.get("type_vocab_size", 1)
+    if arch == "roberta":  # byte-level BPE; the position table from pad_token_id + 1
+        assert f["tokenizer.ggml.model"] == "gpt2" and f["tokenizer.ggml.add_eos_token"] is True
+        assert f["tokenizer.ggml.tokens"] == tok.convert_ids_to_tokens(list(range(len(f["tokenizer.ggml.tokens"]))))
+        assert f["bert.context_length"] == cfg["max_position_embeddings"] - cfg["pad_token_id"] - 1
+        return
+    assert f["tokenizer.ggml.model"] == "bert"
+    assert f["tokenizer.ggml.normalizer.lowercase"] is (arch != "bert@mlm-cls")
     special = set(tok.all_special_tokens)
     want = [t if t in special else t[2:] if t.startswith("##") else "\u2581" + t
             for t in tok.convert_ids_to_tokens(list(range(len(f["tokenizer.ggml.tokens"]))))]
@@ -161,7 +173,7 @@ def test_blocks_equal_ggml_reference_quantizer(workdir, arch, kind):
 @pytest.mark.parametrize("arch", ARCHS)
 def test_llama_cpp_embeddings(workdir, arch, kind):
     ckpt = checkpoint(workdir, arch)
-    pooling = "mean" if arch == "bert" else "cls"
+    pooling = "cls" if arch == "bert@mlm-cls" else "mean"
     from transformers import AutoTokenizer
 
     tok = AutoTokenizer.from_pretrained(ckpt)
@@ -212,7 +224,7 @@ def test_hfx_verify(workdir, arch, kind):
 
 
 @pytest.mark.parametrize("args,why", [
-    (["--head", "sequence_classification"], "expected BertModel or BertForMaskedLM"),
+    (["--head", "sequence_classification"], "expected the base model or its masked-LM form"),
     (["--sentence-transformers", "--pooling", "max"], "expected mean or cls pooling")])
 def test_refused_before_writing(workdir, args, why):
     ckpt = workdir / "gguf" / f"bert-refused-ckpt{len(args)}"

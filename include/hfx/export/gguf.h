@@ -118,9 +118,10 @@ struct GgufReadBack {
 /// hfx::Error("gguf", ...) for a model_type GGUF does not map, hfx::Error("model", ...) when the weights read
 /// back do not make the model (a tensor missing).
 GgufReadBack read_back_gguf(const GgufReader& file, const Model& reference);
-/// BertModel's config and weights from a BERT checkpoint's (BertForMaskedLM's weights without their `bert.`
-/// scope, a zero pooler where there is none): the model llama.cpp's bert arch holds, which read_back_gguf
-/// builds and `hfx verify` compares the checkpoint as.
+/// The base model's config and weights from a checkpoint llama.cpp's bert arch runs (BertModel,
+/// DistilBertModel, RobertaModel by config.json's model_type; the masked-LM form's weights without their
+/// `<model_type>.` scope, a zero pooler where the base model has one and the checkpoint none): the model the
+/// file holds, which read_back_gguf builds and `hfx verify` compares the checkpoint as.
 void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weights);
 
 /// The values GgufConfig::quantize takes.

@@ -61,7 +61,9 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"hunyuan_v1_moe", "hunyuan-moe"},
                           {"falcon", "falcon"},
                           {"bloom", "bloom"},
-                          {"mpt", "mpt"}};
+                          {"mpt", "mpt"},
+                          {"distilbert", "bert"},
+                          {"roberta", "bert"}};
 // Model types llama.cpp has an arch for whose graph computes another model than transformers.
 struct Unfaithful {
   const char* model_type;

@@ -1,6 +1,7 @@
-// llama.cpp's bert arch (an embedding model), as convert_hf_to_gguf.py's BertModel writes it: BertModel's
-// modules (BertForMaskedLM's `bert.` scope, its MLM head left out as the converter leaves it), non-causal
-// attention, and the sentence-transformers pooling as `bert.pooling_type`.
+// llama.cpp's bert arch (an embedding model), as convert_hf_to_gguf.py's BertModel, DistilBertModel and
+// RobertaModel write it: the base model's modules (the masked-LM form's `bert.` / `distilbert.` /
+// `roberta.` scope, its MLM head left out as the converter leaves it), non-causal attention, and the
+// sentence-transformers pooling as `bert.pooling_type`.
 #include <filesystem>
 
 #include "export/gguf/gguf_archs.h"
@@ -16,10 +17,11 @@ namespace {
 void check_bert(const Model& m, const ModelConfig& c) {
   HFX_CHECK(
       m.head() == "base" || m.head() == "masked_lm", "gguf",
-      "expected BertModel or BertForMaskedLM for llama.cpp's bert arch (an embedding model), got the {} "
-      "head; export the base model",
+      "expected the base model or its masked-LM form for llama.cpp's bert arch (an embedding model), got the "
+      "{} head; export the base model",
       m.head());
-  const std::string act = c.raw.value("hidden_act", std::string("gelu"));
+  const std::string act =
+      c.raw.value(c.model_type == "distilbert" ? "activation" : "hidden_act", std::string("gelu"));
   HFX_CHECK(act == "gelu" || act == "gelu_new" || act == "gelu_pytorch_tanh" || act == "gelu_fast" ||
                 act == "gelu_python_tanh",
             "gguf",
@@ -29,18 +31,65 @@ void check_bert(const Model& m, const ModelConfig& c) {
             c.raw.value("position_embedding_type", std::string()));
 }
 
+// DistilBERT: no token types, its own module names.
+void add_distilbert(Out& o, const ModelConfig& c) {
+  const std::string p = o.W.has("embeddings.word_embeddings.weight") ? "" : "distilbert.";
+  o.copy("token_embd.weight", p + "embeddings.word_embeddings.weight");
+  o.copy("position_embd.weight", p + "embeddings.position_embeddings.weight");
+  o.copy("token_embd_norm.weight", p + "embeddings.LayerNorm.weight");
+  o.copy("token_embd_norm.bias", p + "embeddings.LayerNorm.bias");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string l = p + "transformer.layer." + std::to_string(i) + ".",
+                      q = "blk." + std::to_string(i) + ".";
+    const std::pair<const char*, std::string> linear[] = {{"attn_q", "attention.q_lin"},
+                                                          {"attn_k", "attention.k_lin"},
+                                                          {"attn_v", "attention.v_lin"},
+                                                          {"attn_output", "attention.out_lin"},
+                                                          {"attn_output_norm", "sa_layer_norm"},
+                                                          {"ffn_up", "ffn.lin1"},
+                                                          {"ffn_down", "ffn.lin2"},
+                                                          {"layer_output_norm", "output_layer_norm"}};
+    for (const auto& [gg, hf] : linear) {
+      o.copy(q + gg + ".weight", l + hf + ".weight");
+      o.copy(q + gg + ".bias", l + hf + ".bias");
+    }
+  }
+}
+
+// RoBERTa's positions start at pad_token_id + 1 (llama.cpp's at 0): the file holds the table from that row
+// (the converter's chop); read back, the rows before it, which no token uses, are the reference's.
+void positions_from(Out& o, const std::string& hf, int64_t from) {
+  const Shape s = o.W.info(hf).shape;
+  o.put(
+      "position_embd.weight", {s[0] - from, s[1]},
+      [w = &o.W, hf, from, n = s[0]] { return w->get(hf).to(DType::F32).slice(0, from, n).contiguous(); },
+      [hf, from](const Tensor& t, Into& in) {
+        in.set_slice(hf, 0, from, t);
+        in.set_slice(hf, 0, 0, in.W.get(hf).to(DType::F32).slice(0, 0, from).contiguous());
+      });
+}
+
 }  // namespace
 
 void add_bert(Out& o, const Model& m, const ModelConfig& c) {
   check_bert(m, c);
   File& f = o.f;
-  layernorm_keys(f, "bert", c, static_cast<float>(c.norm_eps));
+  const std::string p =
+      c.model_type == "distilbert" || o.W.has("embeddings.word_embeddings.weight") ? "" : c.model_type + ".";
+  const int64_t offset = c.model_type == "roberta" ? c.pad_token_id.value_or(1) + 1 : 0;
+  ModelConfig sized = c;  // the context: the positions the file holds
+  if (c.model_type != "distilbert")
+    sized.max_position_embeddings = o.W.info(p + "embeddings.position_embeddings.weight").shape[0] - offset;
+  layernorm_keys(f, "bert", sized, static_cast<float>(c.norm_eps));
   f.kv_bool("bert.attention.causal", false);
-  const std::string p = o.W.has("embeddings.word_embeddings.weight") ? "" : "bert.";
+  if (c.model_type == "distilbert") return add_distilbert(o, c);
   o.copy("token_embd.weight", p + "embeddings.word_embeddings.weight");
   if (o.W.has(p + "embeddings.token_type_embeddings.weight"))
     o.copy("token_types.weight", p + "embeddings.token_type_embeddings.weight");
-  o.copy("position_embd.weight", p + "embeddings.position_embeddings.weight");
+  if (offset > 0)
+    positions_from(o, p + "embeddings.position_embeddings.weight", offset);
+  else
+    o.copy("position_embd.weight", p + "embeddings.position_embeddings.weight");
   o.copy("token_embd_norm.weight", p + "embeddings.LayerNorm.weight");
   o.copy("token_embd_norm.bias", p + "embeddings.LayerNorm.bias");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {

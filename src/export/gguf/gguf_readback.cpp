@@ -77,10 +77,11 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
       config[key] = "gelu_ggml", ggml_gelu = true;
   // llama.cpp's mamba graph: the layers' eps for FalconMamba's dt/B/C norms too (one key for both)
   if (reference.config().model_type == "falcon_mamba") config["mixer_rms_eps"] = reference.config().norm_eps;
-  if (reference.config().model_type == "bert") {
-    // llama.cpp's bert graph runs ggml's GELU whatever hidden_act says, and is the base model:
-    // BertForMaskedLM's weights come back without their `bert.` scope (the file has no MLM head).
-    if (config.value("hidden_act", std::string("gelu")) == "gelu") config["hidden_act"] = "gelu_ggml";
+  if (gguf_arch_of(reference.config().model_type) == "bert") {
+    // llama.cpp's bert graph runs ggml's GELU whatever the activation says, and is the base model:
+    // the masked-LM form's weights come back without their scope (the file has no MLM head).
+    const char* act = reference.config().model_type == "distilbert" ? "activation" : "hidden_act";
+    if (config.value(act, std::string("gelu")) == "gelu") config[act] = "gelu_ggml";
     ggml_gelu = true;
     as_bert_model(config, weights);
   }
@@ -90,16 +91,30 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
 }  // namespace
 
 void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weights) {
-  config["architectures"] = {"BertModel"};
-  // BertForMaskedLM's: the `bert.` scope only (its MLM head is not BertModel's).
+  struct Base {
+    const char* model_type;
+    const char* architecture;
+    bool pooler;
+  };
+  static const Base kBases[] = {{"bert", "BertModel", true},
+                                {"distilbert", "DistilBertModel", false},
+                                {"roberta", "RobertaModel", true}};
+  const std::string type = config.value("model_type", std::string("bert"));
+  const Base* base = &kBases[0];
+  for (const Base& b : kBases)
+    if (type == b.model_type) base = &b;
+  config["architectures"] = {base->architecture};
+  // The masked-LM form's: the `<model_type>.` scope only (its MLM head is not the base model's).
+  const std::string scope = type + ".";
   const bool scoped =
-      std::any_of(weights.begin(), weights.end(), [](const auto& w) { return w.first.starts_with("bert."); });
-  std::map<std::string, Tensor> base;
+      std::any_of(weights.begin(), weights.end(), [&](const auto& w) { return w.first.starts_with(scope); });
+  std::map<std::string, Tensor> kept;
   for (auto& [name, t] : weights)
-    if (!scoped || name.starts_with("bert.")) base[scoped ? name.substr(5) : name] = std::move(t);
-  weights = std::move(base);
-  // The pooler, which the file does not carry (the converter drops it; BertForMaskedLM has none) and
-  // last_hidden_state does not use: zeros, so that BertModel builds.
+    if (!scoped || name.starts_with(scope)) kept[scoped ? name.substr(scope.size()) : name] = std::move(t);
+  weights = std::move(kept);
+  if (!base->pooler) return;
+  // The pooler, which the file does not carry (the converter drops it; the masked-LM form has none) and
+  // last_hidden_state does not use: zeros, so that the base model builds.
   const int64_t E = config.at("hidden_size").get<int64_t>();
   weights.emplace("pooler.dense.weight", Tensor::zeros({E, E}));
   weights.emplace("pooler.dense.bias", Tensor::zeros({E}));

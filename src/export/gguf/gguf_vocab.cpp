@@ -104,10 +104,24 @@ void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm
   f.kv_i32s("tokenizer.ggml.token_type", types);
 }
 
-// Whether the tokenizer puts BOS first: tokenizer_config.json's add_bos_token, else a TemplateProcessing
-// post-processor whose single-sequence template starts with a special token.
+// The post-processor's BertProcessing / RobertaProcessing (cls A sep), alone or in a Sequence; null if none.
+nlohmann::json wrap_processor(const nlohmann::json& tok) {
+  const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
+  std::vector<nlohmann::json> parts;
+  if (pp.is_object() && pp.value("type", "") == "Sequence")
+    for (const auto& x : pp["processors"]) parts.push_back(x);
+  else if (pp.is_object())
+    parts.push_back(pp);
+  for (const auto& x : parts)
+    if (x.value("type", "") == "BertProcessing" || x.value("type", "") == "RobertaProcessing") return x;
+  return nullptr;
+}
+
+// Whether the tokenizer puts BOS first: tokenizer_config.json's add_bos_token, else a Bert/RobertaProcessing
+// post-processor or a TemplateProcessing one whose single-sequence template starts with a special token.
 bool adds_bos(const nlohmann::json& tok, const hfx::tok::TokenizerConfig& tc) {
   if (tc.add_bos_token) return *tc.add_bos_token;
+  if (!wrap_processor(tok).is_null()) return true;
   const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
   std::vector<nlohmann::json> parts;
   if (pp.is_object() && pp.value("type", "") == "Sequence")
@@ -199,6 +213,8 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   if (!spm) f.kv_str("tokenizer.ggml.pre", pre_of(tok));
   add_tokens(f, tok, c.vocab_size, spm);
   if (!spm) f.kv_strs("tokenizer.ggml.merges", merges_of(model));
+  if (gguf_arch_of(c.model_type) == "bert")  // RoBERTa's: llama.cpp's bert arch requires the count
+    f.kv_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(c.raw.value("type_vocab_size", 1)));
   if (c.bos_token_id) f.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
   if (!c.eos_token_ids.empty())
     f.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
@@ -208,6 +224,11 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
   if (const auto unk = hf.unk_id()) f.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*unk));
   f.kv_bool("tokenizer.ggml.add_bos_token", adds_bos(tok, hf.config()));
+  // RoBERTa's <s> A </s>: llama.cpp adds the EOS after the text (written only here: its default is false)
+  if (const nlohmann::json wrap = wrap_processor(tok); !wrap.is_null()) {
+    f.kv_u32("tokenizer.ggml.seperator_token_id", wrap["sep"][1].get<uint32_t>());  // sic: gguf's key
+    f.kv_bool("tokenizer.ggml.add_eos_token", true);
+  }
   std::string chat;
   if (fs::exists(d / "chat_template.jinja"))
     chat = io::read_file((d / "chat_template.jinja").string());
