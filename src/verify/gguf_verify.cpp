@@ -197,7 +197,8 @@ EagerRun eager_logits(const CausalLM& m, const std::vector<int64_t>& ids, double
   const auto k = m.config().raw.value("num_experts_per_tok", int64_t{0});
   for (const auto& [name, t] : b.intermediates()) {
     if (k <= 0 || !(name.ends_with(".mlp.gate") || name.ends_with(".mlp.gate.wg") ||
-                    name.ends_with(".block_sparse_moe.gate") || name.ends_with(".router.layer")))
+                    name.ends_with(".block_sparse_moe.gate") || name.ends_with(".router.layer") ||
+                    name.ends_with(".feed_forward.router")))
       continue;
     const std::vector<float> r = t.to_floats();
     const int64_t E = t.shape().back();

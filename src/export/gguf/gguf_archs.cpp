@@ -63,7 +63,9 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"bloom", "bloom"},
                           {"mpt", "mpt"},
                           {"distilbert", "bert"},
-                          {"roberta", "bert"}};
+                          {"roberta", "bert"},
+                          {"bamba", "granitehybrid"},
+                          {"jamba", "jamba"}};
 // Model types llama.cpp has an arch for whose graph computes another model than transformers.
 struct Unfaithful {
   const char* model_type;
@@ -137,27 +139,28 @@ Tensor move_row_groups(const Tensor& w, int64_t unit, const std::function<int64_
   return r;
 }
 
-// llama.cpp's rope row order: per head of D rows, row (half * D/2 + i) becomes (2i + half)
-// (convert_hf_to_gguf.py's LlamaModel.permute).
-Tensor rope_rows(const Tensor& w, int64_t heads, bool back) {
-  const int64_t D = w.size(0) / heads;
+// llama.cpp's rope row order: per head of D rows, of the first `rot` (the rotated ones; all when 0) row
+// (half * rot/2 + i) becomes (2i + half) (convert_hf_to_gguf.py's LlamaModel.permute for the whole head).
+Tensor rope_rows(const Tensor& w, int64_t heads, bool back, int64_t rot) {
+  const int64_t D = w.size(0) / heads, R = rot > 0 ? rot : D;
   return move_row_groups(
       w, 1,
-      [D](int64_t r) {
-        const int64_t h = r / D, half = r % D / (D / 2), i = r % (D / 2);
-        return h * D + 2 * i + half;
+      [D, R](int64_t r) {
+        const int64_t h = r / D, j = r % D;
+        return j >= R ? r : h * D + 2 * (j % (R / 2)) + j / (R / 2);
       },
       back);
 }
 
-void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, const std::string& q) {
+void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, const std::string& q,
+                     int64_t rot) {
   const int64_t H = c.num_attention_heads, K = c.num_key_value_heads;
   o.map(
-      q + "attn_q.weight", attn + "q_proj.weight", [H](Tensor t) { return rope_rows(t, H, false); },
-      [H](Tensor t) { return rope_rows(t, H, true); });
+      q + "attn_q.weight", attn + "q_proj.weight", [H, rot](Tensor t) { return rope_rows(t, H, false, rot); },
+      [H, rot](Tensor t) { return rope_rows(t, H, true, rot); });
   o.map(
-      q + "attn_k.weight", attn + "k_proj.weight", [K](Tensor t) { return rope_rows(t, K, false); },
-      [K](Tensor t) { return rope_rows(t, K, true); });
+      q + "attn_k.weight", attn + "k_proj.weight", [K, rot](Tensor t) { return rope_rows(t, K, false, rot); },
+      [K, rot](Tensor t) { return rope_rows(t, K, true, rot); });
 }
 
 void layernorm_keys(File& f, const std::string& arch, const ModelConfig& c, float eps) {
@@ -427,6 +430,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_granitehybrid(o, c);
   else if (arch == "lfm2")
     add_lfm2(o, c);
+  else if (arch == "jamba")
+    add_jamba(o, c);
   else if (arch == "bert")
     add_bert(o, m, c);
   else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||

@@ -95,14 +95,16 @@ struct Out {
 void plan_model(File& f, const Model& m, GgmlType matrix, std::map<std::string, Back>& backs);
 
 /// llama.cpp's rope row order (interleaved pairs, its NORM rope) for `heads` heads of a [rows, cols] matrix,
-/// in the matrix's dtype; `back` undoes it (convert_hf_to_gguf.py's LlamaModel.permute).
-Tensor rope_rows(const Tensor& w, int64_t heads, bool back);
+/// in the matrix's dtype: of each head's first `rot` rows (the rotated ones; 0: the whole head); `back`
+/// undoes it (convert_hf_to_gguf.py's LlamaModel.permute).
+Tensor rope_rows(const Tensor& w, int64_t heads, bool back, int64_t rot = 0);
 /// `w`'s rows in groups of `unit`, group g moved to group to(g), in `w`'s dtype (no f32 copy: a bf16 matrix
 /// is then written as it is); `back` moves group to(g) to g (read-back).
 Tensor move_row_groups(const Tensor& w, int64_t unit, const std::function<int64_t(int64_t)>& to, bool back);
 /// attn_q / attn_k from `attn`q_proj / k_proj in llama.cpp's rope row order (the archs whose graph rotates
 /// interleaved pairs and whose checkpoint holds halves).
-void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, const std::string& q);
+void rope_ordered_qk(Out& o, const ModelConfig& c, const std::string& attn, const std::string& q,
+                     int64_t rot = 0);
 /// The LayerNorm archs' `<arch>.*` sizes: context length, feed-forward length, head count,
 /// layer_norm_epsilon.
 void layernorm_keys(File& f, const std::string& arch, const ModelConfig& c, float eps);
@@ -118,6 +120,9 @@ void swa_keys(File& f, const std::string& arch, const ModelConfig& c);
 /// refused: what the arch's graph cannot express of them.
 void gemma3_keys(File& f, const ModelConfig& c);
 void olmo3_keys(File& f, const ModelConfig& c);
+/// The rotated dimensions of a head: config.json's partial_rotary_factor (at the top, in rope_parameters, or
+/// GPT-NeoX's rotary_pct; by default GLM's and Bamba's half, the whole head otherwise) times head_dim.
+int64_t rotary_dims(const ModelConfig& c);
 /// `<arch>.rope.*`: the rotated dimensions (partial_rotary_factor), the base, a linear or llama3 scaling (the
 /// latter as the rope_freqs tensor, llama only).
 void rope_keys(Out& o, const std::string& arch, const ModelConfig& c);
@@ -131,6 +136,8 @@ void add_layernorm_decoder(Out& o, const std::string& arch, const ModelConfig& c
 bool is_moe(const io::WeightStore& W, const std::string& p);
 void moe_keys(Out& o, const std::string& arch, const ModelConfig& c);
 void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::string& q);
+/// Experts e = 0..E-1 of `name(e)` ([rows, cols] each) stacked into [E, rows, cols].
+void stack_experts(Out& o, const std::string& gg, int64_t experts, std::function<std::string(int64_t)> name);
 
 /// Granite's multipliers as llama.cpp's granite, granitemoe and granitehybrid graphs read them (scales).
 void granite_keys(File& f, const std::string& arch, const nlohmann::json& config);
@@ -140,6 +147,7 @@ void add_mamba(Out& o, const ModelConfig& c);
 void add_mamba2(Out& o, const ModelConfig& c);
 void add_granitehybrid(Out& o, const ModelConfig& c);
 void add_lfm2(Out& o, const ModelConfig& c);
+void add_jamba(Out& o, const ModelConfig& c);
 
 /// llama.cpp's bert arch (gguf_archs_bert.cpp): BertModel's tensors (BertForMaskedLM's without its head).
 /// Refuses another head, a non-GELU activation, relative positions.

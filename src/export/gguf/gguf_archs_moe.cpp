@@ -9,10 +9,7 @@
 
 namespace hfx::gguf {
 
-namespace {
-
-// Experts e = 0..E-1 of `name(e)` ([rows, cols] each) stacked into [E, rows, cols].
-void stacked(Out& o, const std::string& gg, int64_t experts, std::function<std::string(int64_t)> name) {
+void stack_experts(Out& o, const std::string& gg, int64_t experts, std::function<std::string(int64_t)> name) {
   const Shape s = o.W.info(name(0)).shape;
   o.put(
       gg, {experts, s[0], s[1]},
@@ -31,6 +28,8 @@ void stacked(Out& o, const std::string& gg, int64_t experts, std::function<std::
         for (int64_t e = 0; e < experts; e++) in.set(name(e), t.slice(0, e, e + 1).contiguous());
       });
 }
+
+namespace {
 
 // A fused [E, 2I, H] (or [2S, H]) tensor's first or second half along dim as its own tensor.
 void half(Out& o, const std::string& gg, const std::string& hf, int64_t dim, int64_t which) {
@@ -82,9 +81,9 @@ void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::
   };
   if (o.W.has(p + "block_sparse_moe.gate.weight")) {  // Mixtral: w1 gate, w3 up, w2 down
     o.copy(q + "ffn_gate_inp.weight", p + "block_sparse_moe.gate.weight");
-    stacked(o, q + "ffn_gate_exps.weight", E, ex("block_sparse_moe.experts.", "w1"));
-    stacked(o, q + "ffn_up_exps.weight", E, ex("block_sparse_moe.experts.", "w3"));
-    stacked(o, q + "ffn_down_exps.weight", E, ex("block_sparse_moe.experts.", "w2"));
+    stack_experts(o, q + "ffn_gate_exps.weight", E, ex("block_sparse_moe.experts.", "w1"));
+    stack_experts(o, q + "ffn_up_exps.weight", E, ex("block_sparse_moe.experts.", "w3"));
+    stack_experts(o, q + "ffn_down_exps.weight", E, ex("block_sparse_moe.experts.", "w2"));
   } else if (o.W.has(p + "block_sparse_moe.router.layer.weight")) {  // GraniteMoe: input_linear [E, 2I, H]
     const std::string in = p + "block_sparse_moe.input_linear.weight";
     o.copy(q + "ffn_gate_inp.weight", p + "block_sparse_moe.router.layer.weight");
@@ -101,7 +100,7 @@ void add_moe_ffn(Out& o, const ModelConfig& c, const std::string& p, const std::
       o.copy(q + "ffn_down_exps.weight", p + "mlp.experts.down_proj");
     } else {
       for (const char* w : {"gate", "up", "down"})
-        stacked(o, q + "ffn_" + w + "_exps.weight", E, ex("mlp.experts.", std::string(w) + "_proj"));
+        stack_experts(o, q + "ffn_" + w + "_exps.weight", E, ex("mlp.experts.", std::string(w) + "_proj"));
     }
   }
   if (o.W.has(p + "shared_mlp.input_linear.weight")) {  // GraniteMoeShared: the fused [2S, H] split

@@ -41,17 +41,19 @@ std::vector<float> llama3_rope_factors(const ModelConfig& c, const nlohmann::jso
 
 }  // namespace
 
+int64_t rotary_dims(const ModelConfig& c) {
+  // ERNIE 4.5 rotates the whole head whatever it says (as transformers)
+  const bool half = c.model_type == "glm" || c.model_type == "glm4" || c.model_type == "bamba";
+  const nlohmann::json rp = c.raw.value("rope_parameters", nlohmann::json());
+  double prf = rp.is_object() ? rp.value("partial_rotary_factor", half ? 0.5 : 1.0) : half ? 0.5 : 1.0;
+  prf = c.raw.value("partial_rotary_factor", c.raw.value("rotary_pct", prf));  // rotary_pct: GPT-NeoX's
+  if (c.model_type == "ernie4_5") prf = 1.0;
+  return static_cast<int64_t>(static_cast<double>(c.head_dim) * prf);
+}
+
 // Rotary keys and scaling: none, linear (a key) or llama3 (the rope_freqs tensor).
 void rope_keys(Out& o, const std::string& arch, const ModelConfig& c) {
-  // The rotated share of a head: config.json's partial_rotary_factor, at the top or (transformers 5's saves)
-  // in rope_parameters (GLM's default half the head); ERNIE 4.5 rotates the whole head whatever it says (as
-  // transformers).
-  const nlohmann::json rp = c.raw.value("rope_parameters", nlohmann::json());
-  const double whole = arch == "chatglm" || arch == "glm4" ? 0.5 : 1.0;
-  double prf = rp.is_object() ? rp.value("partial_rotary_factor", whole) : whole;
-  prf = c.raw.value("partial_rotary_factor", c.raw.value("rotary_pct", prf));  // rotary_pct: GPT-NeoX's
-  if (arch == "ernie4_5") prf = 1.0;
-  o.f.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(static_cast<double>(c.head_dim) * prf));
+  o.f.kv_u32(arch + ".rope.dimension_count", static_cast<uint32_t>(rotary_dims(c)));
   o.f.kv_f32(arch + ".rope.freq_base", static_cast<float>(c.rope_theta));
   const nlohmann::json rs = c.raw.value("rope_scaling", nlohmann::json());
   if (!rs.is_object()) return;

@@ -44,6 +44,23 @@ void add_ssd_mixer(Out& o, const std::string& p, const std::string& q, int64_t i
   o.copy(q + "ssm_out.weight", p + "out_proj.weight");
 }
 
+// One Mamba (selective scan) mixer as convert_hf_to_gguf.py's MambaModel writes it: conv1d [I, 1, K] squeezed
+// to [I, K], A = -exp(A_log) as ssm_a; Jamba's dt/B/C RMS norms where the mixer has them.
+void add_selective_mixer(Out& o, const std::string& p, const std::string& q, int64_t I, int64_t K) {
+  o.copy(q + "ssm_in.weight", p + "in_proj.weight");
+  o.reshaped(q + "ssm_conv1d.weight", p + "conv1d.weight", {I, K});
+  o.copy(q + "ssm_conv1d.bias", p + "conv1d.bias");
+  o.copy(q + "ssm_x.weight", p + "x_proj.weight");
+  if (o.W.has(p + "dt_layernorm.weight"))
+    for (const char* n : {"dt", "b", "c"})
+      o.copy(q + "ssm_" + n + "_norm.weight", p + n + "_layernorm.weight");
+  o.copy(q + "ssm_dt.weight", p + "dt_proj.weight");
+  o.copy(q + "ssm_dt.bias", p + "dt_proj.bias");
+  o.map(q + "ssm_a", p + "A_log", neg_exp, log_neg);
+  o.copy(q + "ssm_d", p + "D");
+  o.copy(q + "ssm_out.weight", p + "out_proj.weight");
+}
+
 struct SsmSizes {
   int64_t conv_kernel, inner, state, time_step_rank;
 };
@@ -79,17 +96,67 @@ void add_mamba(Out& o, const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "backbone.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
     o.copy(q + "attn_norm.weight", p + "norm.weight");
-    o.copy(q + "ssm_in.weight", p + "mixer.in_proj.weight");
-    o.reshaped(q + "ssm_conv1d.weight", p + "mixer.conv1d.weight", {I, K});
-    o.copy(q + "ssm_conv1d.bias", p + "mixer.conv1d.bias");
-    o.copy(q + "ssm_x.weight", p + "mixer.x_proj.weight");
-    o.copy(q + "ssm_dt.weight", p + "mixer.dt_proj.weight");
-    o.copy(q + "ssm_dt.bias", p + "mixer.dt_proj.bias");
-    o.map(q + "ssm_a", p + "mixer.A_log", neg_exp, log_neg);
-    o.copy(q + "ssm_d", p + "mixer.D");
-    o.copy(q + "ssm_out.weight", p + "mixer.out_proj.weight");
+    add_selective_mixer(o, p + "mixer.", q, I, K);
   }
   o.copy("output_norm.weight", "backbone.norm_f.weight");
+  if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
+}
+
+// Jamba as convert_hf_to_gguf.py's JambaModel writes it: Mamba layers and attention layers (no rotary) told
+// by a per-layer head_count_kv of 0, every expert_layer_period-th feed-forward a mixture of experts (its
+// experts stacked), the dense ones as ffn_{gate,up,down}.
+void add_jamba(Out& o, const ModelConfig& c) {
+  const nlohmann::json& j = c.raw;
+  const int64_t H = c.hidden_size, I = j.value("mamba_expand", int64_t{2}) * H,
+                K = j.value("mamba_d_conv", int64_t{4});
+  const nlohmann::json rank = j.value("mamba_dt_rank", nlohmann::json("auto"));
+  const int64_t R = rank.is_number_integer() ? rank.get<int64_t>() : (H + 15) / 16;
+  HFX_CHECK(
+      I == 2 * H && !j.value("mamba_proj_bias", false) && j.value("mamba_conv_bias", true), "gguf",
+      "expected mamba_expand 2, no in/out projection biases and conv biases for llama.cpp's jamba arch (what "
+      "its graph runs), got mamba_expand {}, mamba_proj_bias {}, mamba_conv_bias {}",
+      I / H, j.value("mamba_proj_bias", false), j.value("mamba_conv_bias", true));
+  File& f = o.f;
+  f.kv_u32("jamba.context_length", static_cast<uint32_t>(c.max_position_embeddings));
+  f.kv_u32("jamba.feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
+  f.kv_u32("jamba.attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
+  std::vector<int32_t> kv;
+  for (const auto& t : c.layer_types)
+    kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
+  f.kv_i32s("jamba.attention.head_count_kv", kv);
+  f.kv_u32("jamba.ssm.conv_kernel", static_cast<uint32_t>(K));
+  f.kv_u32("jamba.ssm.inner_size", static_cast<uint32_t>(I));
+  f.kv_u32("jamba.ssm.state_size", j.value("mamba_d_state", uint32_t{16}));
+  f.kv_u32("jamba.ssm.time_step_rank", static_cast<uint32_t>(R));
+  f.kv_f32("jamba.attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
+  const int64_t E = j.value("num_experts", int64_t{16});
+  f.kv_u32("jamba.expert_count", static_cast<uint32_t>(E));
+  f.kv_u32("jamba.expert_used_count", j.value("num_experts_per_tok", uint32_t{2}));
+  o.copy("token_embd.weight", "model.embed_tokens.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    o.copy(q + "attn_norm.weight", p + "input_layernorm.weight");
+    if (c.layer_types[static_cast<size_t>(i)] == "mamba") {
+      add_selective_mixer(o, p + "mamba.", q, I, K);
+    } else {
+      for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
+               {"q_proj", "attn_q"}, {"k_proj", "attn_k"}, {"v_proj", "attn_v"}, {"o_proj", "attn_output"}})
+        o.copy(q + gg + ".weight", p + "self_attn." + hf + ".weight");
+    }
+    o.copy(q + "ffn_norm.weight", p + "pre_ff_layernorm.weight");
+    const std::string ff = p + "feed_forward.";
+    if (o.W.has(ff + "router.weight")) {
+      o.copy(q + "ffn_gate_inp.weight", ff + "router.weight");
+      for (const char* w : {"gate", "up", "down"})
+        stack_experts(o, q + "ffn_" + w + "_exps.weight", E, [ff, w](int64_t e) {
+          return ff + "experts." + std::to_string(e) + "." + w + "_proj.weight";
+        });
+    } else {
+      for (const char* w : {"gate", "up", "down"})
+        o.copy(q + "ffn_" + w + ".weight", ff + w + "_proj.weight");
+    }
+  }
+  o.copy("output_norm.weight", "model.final_layernorm.weight");
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
 }
 
@@ -112,10 +179,14 @@ void add_mamba2(Out& o, const ModelConfig& c) {
 
 namespace {
 
-void granitehybrid_keys(File& f, const ModelConfig& c, int64_t inner, int64_t G) {
+// Bamba (granitehybrid without experts): rotary on the attention layers, no multipliers (llama.cpp's
+// 1/sqrt(d) query scale), a dense MLP.
+void granitehybrid_keys(Out& o, const ModelConfig& c, int64_t inner, int64_t G) {
+  File& f = o.f;
   const nlohmann::json& j = c.raw;
+  const bool bamba = c.model_type == "bamba";
   const std::string a = "granitehybrid.";
-  f.kv_u32(a + "context_length", 1u << 20);
+  f.kv_u32(a + "context_length", bamba ? static_cast<uint32_t>(c.max_position_embeddings) : 1u << 20);
   f.kv_u32(a + "feed_forward_length", static_cast<uint32_t>(c.intermediate_size));
   f.kv_u32(a + "attention.head_count", static_cast<uint32_t>(c.num_attention_heads));
   std::vector<int32_t> kv;
@@ -123,31 +194,36 @@ void granitehybrid_keys(File& f, const ModelConfig& c, int64_t inner, int64_t G)
     kv.push_back(t == "mamba" ? 0 : static_cast<int32_t>(c.num_key_value_heads));
   f.kv_i32s(a + "attention.head_count_kv", kv);
   f.kv_f32(a + "attention.layer_norm_rms_epsilon", static_cast<float>(c.norm_eps));
-  granite_keys(f, "granitehybrid", j);
-  f.kv_u32(a + "expert_count", j.at("num_local_experts").get<uint32_t>());
-  f.kv_u32(a + "expert_used_count", j.at("num_experts_per_tok").get<uint32_t>());
-  f.kv_u32(a + "expert_shared_feed_forward_length", j.at("shared_intermediate_size").get<uint32_t>());
+  if (!bamba) {
+    granite_keys(f, "granitehybrid", j);
+    f.kv_u32(a + "expert_count", j.at("num_local_experts").get<uint32_t>());
+    f.kv_u32(a + "expert_used_count", j.at("num_experts_per_tok").get<uint32_t>());
+    f.kv_u32(a + "expert_shared_feed_forward_length", j.at("shared_intermediate_size").get<uint32_t>());
+  }
   f.kv_u32(a + "ssm.conv_kernel", j.at("mamba_d_conv").get<uint32_t>());
   f.kv_u32(a + "ssm.state_size", j.at("mamba_d_state").get<uint32_t>());
   f.kv_u32(a + "ssm.group_count", static_cast<uint32_t>(G));
   f.kv_u32(a + "ssm.inner_size", static_cast<uint32_t>(inner));
   f.kv_u32(a + "ssm.time_step_rank", j.at("mamba_n_heads").get<uint32_t>());
   // NoPE: llama.cpp's granitehybrid applies rotary unless rope.scaling.finetuned says false (the converter
-  // writes it from position_embedding_type).
-  f.kv_bool(a + "rope.scaling.finetuned", j.value("position_embedding_type", std::string("nope")) == "rope");
+  // writes it from position_embedding_type; Bamba rotates).
+  const bool rope = bamba || j.value("position_embedding_type", std::string("nope")) == "rope";
+  f.kv_bool(a + "rope.scaling.finetuned", rope);
+  if (bamba) rope_keys(o, "granitehybrid", c);
 }
 
 }  // namespace
 
-// granitemoehybrid as convert_hf_to_gguf.py's GraniteHybridModel writes it: the Mamba-2 layers as mamba2's,
-// the attention layers' q/k/v/o unpermuted (NoPE), the stacked experts' input_linear [E, 2I, H] split into
-// gate and up, the shared MLP's input_linear [2S, H] likewise, Granite's multipliers as scales.
+// granitemoehybrid (and bamba) as convert_hf_to_gguf.py's GraniteHybridModel writes it: the Mamba-2 layers as
+// mamba2's, the attention layers' q/k/v/o unpermuted (NoPE), the stacked experts' input_linear [E, 2I, H]
+// split into gate and up, the shared MLP's input_linear [2S, H] likewise, Granite's multipliers as scales.
 void add_granitehybrid(Out& o, const ModelConfig& c) {
   const nlohmann::json& j = c.raw;
+  const bool bamba = c.model_type == "bamba";
   const int64_t H = c.hidden_size, I = c.intermediate_size,
-                S = j.at("shared_intermediate_size").get<int64_t>();
+                S = bamba ? 0 : j.at("shared_intermediate_size").get<int64_t>();
   const int64_t inner = j.value("mamba_expand", int64_t{2}) * H, G = j.value("mamba_n_groups", int64_t{1});
-  granitehybrid_keys(o.f, c, inner, G);
+  granitehybrid_keys(o, c, inner, G);
   auto split = [&o](const std::string& name, const std::string& hf, int64_t dim, int64_t from, int64_t n) {
     o.slice(name, hf, dim, from, n);
   };
@@ -157,10 +233,20 @@ void add_granitehybrid(Out& o, const ModelConfig& c) {
     o.copy(q + "attn_norm.weight", p + "input_layernorm.weight");
     if (c.layer_types[static_cast<size_t>(i)] == "mamba") {
       add_ssd_mixer(o, p + "mamba.", q, inner, G, j.value("mamba_conv_bias", true));
+    } else if (bamba) {  // q/k in llama.cpp's rope order over the rotated half of each head
+      rope_ordered_qk(o, c, p + "self_attn.", q, rotary_dims(c));
+      o.copy(q + "attn_v.weight", p + "self_attn.v_proj.weight");
+      o.copy(q + "attn_output.weight", p + "self_attn.o_proj.weight");
     } else {
       for (const auto& [hf, gg] : std::vector<std::pair<std::string, std::string>>{
                {"q_proj", "attn_q"}, {"k_proj", "attn_k"}, {"v_proj", "attn_v"}, {"o_proj", "attn_output"}})
         o.copy(q + gg + ".weight", p + "self_attn." + hf + ".weight");
+    }
+    if (bamba) {
+      o.copy(q + "ffn_norm.weight", p + "pre_ff_layernorm.weight");
+      for (const char* w : {"gate", "up", "down"})
+        o.copy(q + "ffn_" + w + ".weight", p + "feed_forward." + w + "_proj.weight");
+      continue;
     }
     o.copy(q + "ffn_norm.weight", p + "post_attention_layernorm.weight");
     o.copy(q + "ffn_gate_inp.weight", p + "block_sparse_moe.router.layer.weight");
@@ -171,7 +257,7 @@ void add_granitehybrid(Out& o, const ModelConfig& c) {
     split(q + "ffn_up_shexp.weight", p + "shared_mlp.input_linear.weight", 0, S, S);
     o.copy(q + "ffn_down_shexp.weight", p + "shared_mlp.output_linear.weight");
   }
-  o.copy("output_norm.weight", "model.norm.weight");
+  o.copy("output_norm.weight", bamba ? "model.final_layernorm.weight" : "model.norm.weight");
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
 }
 
