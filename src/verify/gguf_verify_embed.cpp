@@ -95,7 +95,8 @@ void check_gguf_embeddings(Context& cx, const fs::path& path, const Model& refer
   const std::string file = path.filename().string();
   const GgufReader r(path.string());
   const json& meta = r.metadata();
-  const auto pooling_type = meta.value("bert.pooling_type", uint32_t{0});
+  const auto pooling_type =
+      meta.value(meta.value("general.architecture", std::string("bert")) + ".pooling_type", uint32_t{0});
   const FilePooling pooling = pooling_type == 1   ? FilePooling::Mean
                               : pooling_type == 2 ? FilePooling::Cls
                                                   : FilePooling::None;

@@ -403,7 +403,7 @@ def test_hfx_verify(workdir, arch, kind):
     print(f"[gguf] hfx verify {arch} {kind}: {checks[('model.gguf:prefill', 'runtime numerics')]['message']}")
 
 
-@pytest.mark.parametrize("arch,why", [("roberta", "expected a decoder-only model"),
+@pytest.mark.parametrize("arch,why", [("whisper", "expected a decoder-only model"),
                                       ("t5", "expected a decoder-only model"),
                                       # llama.cpp's olmoe normalizes k over n_embd: no grouped-query attention
                                       ("olmoe", "expected as many key/value heads as heads"),

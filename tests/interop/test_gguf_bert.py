@@ -3,8 +3,10 @@ and transformers 5.x (issue 43's "bert (embeddings)" family).
 
 Checkpoints:
   - bert: `hfx create-tiny bert --sentence-transformers` (BertModel, its 320-token uncased WordPiece, mean pooling);
-  - distilbert, roberta: the same for DistilBertModel (WordPiece) and RobertaModel (byte-level BPE as llama.cpp's
-    "gpt2" tokenizer with <s> ... </s> added; positions from pad_token_id + 1, the file's table from that row);
+  - distilbert, roberta, modernbert: the same for DistilBertModel (WordPiece), RobertaModel (byte-level BPE as
+    llama.cpp's "gpt2" tokenizer with <s> ... </s> added; positions from pad_token_id + 1, the file's table from that
+    row) and ModernBertModel (llama.cpp's modern-bert arch: GeGLU, alternating global and symmetric-window layers with
+    their own rope bases; [CLS] ... [SEP] added);
   - bert@mlm-cls: BertForMaskedLM (the `bert.` scope; its MLM head is not in the file) from transformers' own random
     init, hidden 256 (whole k-quant super-blocks), with a cased WordPiece trained by `tokenizers` on the corpus'
     scripts (1,003 tokens: all the corpus gives of the 3,000 asked), and [CLS] pooling.
@@ -31,7 +33,7 @@ import pytest
 from conftest import run_hfx
 from test_gguf import TYPES, ggml_gelu, ggml_quantize, kind_type, llama_cpp, strings
 
-ARCHS = ("bert", "bert@mlm-cls", "distilbert", "roberta")
+ARCHS = ("bert", "bert@mlm-cls", "distilbert", "roberta", "modernbert")
 # llama.cpp's pooled vectors vs transformers on the file's weights with ggml's GELU, relative to max |value|. Largest
 # measured (2026-12-07, both checkpoints and another tiny seed, hfx verify's sequences and this test's): f32 1.3e-5,
 # f16 2.1e-4, bf16 2.1e-3, q8_0 6.1e-3, q4_0 5.7e-3, q4_k 6.2e-3, q6_k 6.1e-3 (all on the tiny model; the wide one's
@@ -110,12 +112,10 @@ def eager_vectors(ckpt: Path, kind: str | None, pooling: str) -> np.ndarray:
             x = p.data.contiguous().numpy().astype(np.float32)
             t = kind_type(kind, x.shape[-1])
             p.data = torch.from_numpy(np.ascontiguousarray(quants.dequantize(ggml_quantize(x, t), t).reshape(x.shape)))
-        if hasattr(model, "transformer"):  # DistilBertModel
-            for layer in model.transformer.layer:
-                layer.ffn.activation = ggml_gelu()
-        else:
-            for layer in model.encoder.layer:
-                layer.intermediate.intermediate_act_fn = ggml_gelu()
+        for m in list(model.modules()):  # the MLPs' GELUs (BERT's, DistilBERT's, ModernBERT's GeGLU's)
+            for attr in ("intermediate_act_fn", "activation", "act"):
+                if "GELU" in type(getattr(m, attr, None)).__name__:
+                    setattr(m, attr, ggml_gelu())
     out = []
     for ids in SEQS:
         seq = [tok.cls_token_id, *ids, tok.sep_token_id]
@@ -132,16 +132,23 @@ def test_structure_and_vocabulary(workdir, arch):
     ckpt = checkpoint(workdir, arch)
     f = fields(export(workdir, arch, "f32"))
     tok = AutoTokenizer.from_pretrained(ckpt)
-    assert f["general.architecture"] == "bert" and f["bert.attention.causal"] is False
-    assert f["bert.pooling_type"] == (2 if arch == "bert@mlm-cls" else 1)  # llama_pooling_type: mean 1, cls 2
+    a = "modern-bert" if arch == "modernbert" else "bert"
+    assert f["general.architecture"] == a and f[f"{a}.attention.causal"] is False
+    assert f[f"{a}.pooling_type"] == (2 if arch == "bert@mlm-cls" else 1)  # llama_pooling_type: mean 1, cls 2
     assert f["tokenizer.ggml.bos_token_id"] == tok.cls_token_id
     assert f["tokenizer.ggml.seperator_token_id"] == f["tokenizer.ggml.eos_token_id"] == tok.sep_token_id
     cfg = json.loads((ckpt / "config.json").read_text())
-    assert f["tokenizer.ggml.token_type_count"] == cfg.get("type_vocab_size", 1)
-    if arch == "roberta":  # byte-level BPE; the position table from pad_token_id + 1
+    if a == "bert":
+        assert f["tokenizer.ggml.token_type_count"] == cfg.get("type_vocab_size", 1)
+    if arch == "modernbert":  # every global_attn_every_n_layers-th layer global, from the first
+        assert f["modern-bert.attention.sliding_window"] == cfg["local_attention"]
+        assert f["modern-bert.attention.sliding_window_pattern"] == cfg["global_attn_every_n_layers"]
+        assert f["modern-bert.rope.freq_base_swa"] == cfg["local_rope_theta"]
+    if arch in ("roberta", "modernbert"):  # byte-level BPE with cls/sep added
         assert f["tokenizer.ggml.model"] == "gpt2" and f["tokenizer.ggml.add_eos_token"] is True
         assert f["tokenizer.ggml.tokens"] == tok.convert_ids_to_tokens(list(range(len(f["tokenizer.ggml.tokens"]))))
-        assert f["bert.context_length"] == cfg["max_position_embeddings"] - cfg["pad_token_id"] - 1
+        if arch == "roberta":  # the position table from pad_token_id + 1
+            assert f["bert.context_length"] == cfg["max_position_embeddings"] - cfg["pad_token_id"] - 1
         return
     assert f["tokenizer.ggml.model"] == "bert"
     assert f["tokenizer.ggml.normalizer.lowercase"] is (arch != "bert@mlm-cls")
@@ -223,14 +230,17 @@ def test_hfx_verify(workdir, arch, kind):
     print(f"[gguf] hfx verify {arch} {kind}: {numerics['message']}")
 
 
-@pytest.mark.parametrize("args,why", [
-    (["--head", "sequence_classification"], "expected the base model or its masked-LM form"),
-    (["--sentence-transformers", "--pooling", "max"], "expected mean or cls pooling")])
-def test_refused_before_writing(workdir, args, why):
-    ckpt = workdir / "gguf" / f"bert-refused-ckpt{len(args)}"
+@pytest.mark.parametrize("model_type,args,why", [
+    ("bert", ["--head", "sequence_classification"], "expected the base model or its masked-LM form"),
+    ("bert", ["--sentence-transformers", "--pooling", "max"], "expected mean or cls pooling"),
+    # XLM-R's unigram tokenizer as llama.cpp's UGM is not written yet
+    ("xlm-roberta", [], "expected an encoder whose llama.cpp arch hfx maps")])
+def test_refused_before_writing(workdir, model_type, args, why):
+    name = f"{model_type}-refused{len(args)}"
+    ckpt = workdir / "gguf" / f"{name}-ckpt"
     if not ckpt.exists():
-        run_hfx("create-tiny", "bert", *args, "-o", ckpt)
-    out = workdir / "gguf" / f"bert-refused{len(args)}"
+        run_hfx("create-tiny", model_type, *args, "-o", ckpt)
+    out = workdir / "gguf" / name
     out.mkdir(parents=True, exist_ok=True)
     (out / "keep.txt").write_text("previous export")
     r = run_hfx("export", ckpt, "--format", "gguf", "-o", out, check=False)

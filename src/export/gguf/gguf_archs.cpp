@@ -65,7 +65,8 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"distilbert", "bert"},
                           {"roberta", "bert"},
                           {"bamba", "granitehybrid"},
-                          {"jamba", "jamba"}};
+                          {"jamba", "jamba"},
+                          {"modernbert", "modern-bert"}};
 // Model types llama.cpp has an arch for whose graph computes another model than transformers.
 struct Unfaithful {
   const char* model_type;
@@ -90,10 +91,20 @@ std::string gguf_refusal(const std::string& model_type, Structure structure) {
     if (model_type == u.model_type)
       return fmt::format("expected a model llama.cpp computes as transformers does, got {}: {}", model_type,
                          u.why);
-  if (structure == Structure::EncoderOnly && arch == "bert") return "";
+  if (structure == Structure::EncoderOnly) {
+    if (arch == "bert" || arch == "modern-bert") return "";
+    std::vector<std::string> encoders;
+    for (const ArchRow& r : kArchs)
+      if (std::string(r.arch) == "bert" || std::string(r.arch) == "modern-bert")
+        encoders.emplace_back(r.model_type);
+    return fmt::format(
+        "expected an encoder whose llama.cpp arch hfx maps ({}) for llama.cpp's embeddings, got {}",
+        fmt::join(encoders, ", "), model_type);
+  }
   if (structure != Structure::DecoderOnly)
     return fmt::format(
-        "expected a decoder-only model (llama.cpp's text generation) or a BERT (its embeddings), got {} "
+        "expected a decoder-only model (llama.cpp's text generation) or a BERT-family encoder (its "
+        "embeddings), got {} "
         "({})",
         model_type, structure_name(structure));
   if (arch.empty())
@@ -434,6 +445,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_jamba(o, c);
   else if (arch == "bert")
     add_bert(o, m, c);
+  else if (arch == "modern-bert")
+    add_modernbert(o, m, c);
   else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||
            arch == "starcoder" || arch == "gptneox" || arch == "nemotron" || arch == "command-r" ||
            arch == "cohere2" || arch == "falcon" || arch == "bloom" || arch == "mpt")

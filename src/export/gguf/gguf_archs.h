@@ -152,6 +152,8 @@ void add_jamba(Out& o, const ModelConfig& c);
 /// llama.cpp's bert arch (gguf_archs_bert.cpp): BertModel's tensors (BertForMaskedLM's without its head).
 /// Refuses another head, a non-GELU activation, relative positions.
 void add_bert(Out& o, const Model& m, const ModelConfig& c);
+/// llama.cpp's modern-bert arch (gguf_archs_bert.cpp): ModernBertModel's tensors, its windows and rope bases.
+void add_modernbert(Out& o, const Model& m, const ModelConfig& c);
 /// `<arch>.pooling_type` from the sentence-transformers Pooling module in `dir` (bert only; none without
 /// modules.json). Refuses max pooling, which llama.cpp does not have.
 void add_pooling(File& f, const std::string& arch, const std::string& dir);

@@ -110,8 +110,59 @@ void add_bert(Out& o, const Model& m, const ModelConfig& c) {
   }
 }
 
+// ModernBERT as llama.cpp's modern-bert arch (convert_hf_to_gguf.py's ModernBertModel): LayerNorms without
+// biases (layer 0's attention norm is the identity, absent), fused Wqkv, the GeGLU Wi [2I, H] as ffn_up,
+// global layers every global_attn_every_n_layers-th from the first (llama.cpp's dense-first pattern) with
+// their rope base, the local ones' symmetric window and base.
+void add_modernbert(Out& o, const Model& m, const ModelConfig& c) {
+  HFX_CHECK(
+      m.head() == "base" || m.head() == "masked_lm", "gguf",
+      "expected ModernBertModel or ModernBertForMaskedLM for llama.cpp's modern-bert arch (an embedding "
+      "model), got the {} head; export the base model",
+      m.head());
+  const nlohmann::json& j = c.raw;
+  const std::string act = j.value("hidden_activation", std::string("gelu"));
+  HFX_CHECK(
+      !j.value("norm_bias", false) && !j.value("attention_bias", false) && !j.value("mlp_bias", false) &&
+          (act == "gelu" || act == "gelu_new" || act == "gelu_pytorch_tanh"),
+      "gguf",
+      "expected no norm, attention or MLP biases and a GELU hidden_activation for llama.cpp's modern-bert "
+      "arch (its GeGLU graph), got norm_bias {}, attention_bias {}, mlp_bias {}, hidden_activation '{}'",
+      j.value("norm_bias", false), j.value("attention_bias", false), j.value("mlp_bias", false), act);
+  File& f = o.f;
+  const std::string a = "modern-bert.";
+  layernorm_keys(f, "modern-bert", c, static_cast<float>(c.norm_eps));
+  f.kv_bool(a + "attention.causal", false);
+  double global = j.value("global_rope_theta", 160000.0), local = j.value("local_rope_theta", global);
+  const nlohmann::json rp = j.value("rope_parameters", nlohmann::json());
+  if (rp.is_object() && rp.contains("full_attention"))  // transformers 5's per layer type
+    global = rp["full_attention"].value("rope_theta", global);
+  if (rp.is_object() && rp.contains("sliding_attention"))
+    local = rp["sliding_attention"].value("rope_theta", local);
+  f.kv_u32(a + "rope.dimension_count", static_cast<uint32_t>(c.hidden_size / c.num_attention_heads));
+  f.kv_f32(a + "rope.freq_base", static_cast<float>(global));
+  f.kv_f32(a + "rope.freq_base_swa", static_cast<float>(local));
+  f.kv_u32(a + "attention.sliding_window", j.value("local_attention", uint32_t{128}));
+  f.kv_u32(a + "attention.sliding_window_pattern", j.value("global_attn_every_n_layers", uint32_t{3}));
+  const std::string p = o.W.has("embeddings.tok_embeddings.weight") ? "" : "model.";
+  o.copy("token_embd.weight", p + "embeddings.tok_embeddings.weight");
+  o.copy("token_embd_norm.weight", p + "embeddings.norm.weight");
+  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
+    const std::string l = p + "layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
+    if (o.W.has(l + "attn_norm.weight")) o.copy(q + "attn_norm.weight", l + "attn_norm.weight");
+    o.copy(q + "attn_qkv.weight", l + "attn.Wqkv.weight");
+    o.copy(q + "attn_output.weight", l + "attn.Wo.weight");
+    o.copy(q + "ffn_norm.weight", l + "mlp_norm.weight");
+    o.copy(q + "ffn_up.weight", l + "mlp.Wi.weight");
+    o.copy(q + "ffn_down.weight", l + "mlp.Wo.weight");
+  }
+  o.copy("output_norm.weight", p + "final_norm.weight");
+}
+
 void add_pooling(File& f, const std::string& arch, const std::string& dir) {
-  if (arch != "bert" || !std::filesystem::exists(std::filesystem::path(dir) / "modules.json")) return;
+  if ((arch != "bert" && arch != "modern-bert") ||
+      !std::filesystem::exists(std::filesystem::path(dir) / "modules.json"))
+    return;
   // llama_pooling_type: none 0, mean 1, cls 2, last 3 (llama.h); no max (the converter refuses it too).
   const models::EmbedSettings s = models::read_embed_settings(dir);
   HFX_CHECK(

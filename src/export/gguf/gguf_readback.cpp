@@ -77,10 +77,14 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
       config[key] = "gelu_ggml", ggml_gelu = true;
   // llama.cpp's mamba graph: the layers' eps for FalconMamba's dt/B/C norms too (one key for both)
   if (reference.config().model_type == "falcon_mamba") config["mixer_rms_eps"] = reference.config().norm_eps;
-  if (gguf_arch_of(reference.config().model_type) == "bert") {
+  const std::string arch = gguf_arch_of(reference.config().model_type);
+  if (arch == "bert" || arch == "modern-bert") {
     // llama.cpp's bert graph runs ggml's GELU whatever the activation says, and is the base model:
     // the masked-LM form's weights come back without their scope (the file has no MLM head).
-    const char* act = reference.config().model_type == "distilbert" ? "activation" : "hidden_act";
+    const std::string& type = reference.config().model_type;
+    const char* act = type == "distilbert"   ? "activation"
+                      : type == "modernbert" ? "hidden_activation"
+                                             : "hidden_act";
     if (config.value(act, std::string("gelu")) == "gelu") config[act] = "gelu_ggml";
     ggml_gelu = true;
     as_bert_model(config, weights);
@@ -98,14 +102,16 @@ void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weight
   };
   static const Base kBases[] = {{"bert", "BertModel", true},
                                 {"distilbert", "DistilBertModel", false},
-                                {"roberta", "RobertaModel", true}};
+                                {"roberta", "RobertaModel", true},
+                                {"modernbert", "ModernBertModel", false}};
   const std::string type = config.value("model_type", std::string("bert"));
   const Base* base = &kBases[0];
   for (const Base& b : kBases)
     if (type == b.model_type) base = &b;
   config["architectures"] = {base->architecture};
-  // The masked-LM form's: the `<model_type>.` scope only (its MLM head is not the base model's).
-  const std::string scope = type + ".";
+  // The masked-LM form's: the `<model_type>.` scope only (its MLM head is not the base model's); ModernBERT's
+  // is `model.`.
+  const std::string scope = type == "modernbert" ? "model." : type + ".";
   const bool scoped =
       std::any_of(weights.begin(), weights.end(), [&](const auto& w) { return w.first.starts_with(scope); });
   std::map<std::string, Tensor> kept;

@@ -104,24 +104,39 @@ void add_tokens(File& f, const nlohmann::json& tok, int64_t vocab_size, bool spm
   f.kv_i32s("tokenizer.ggml.token_type", types);
 }
 
-// The post-processor's BertProcessing / RobertaProcessing (cls A sep), alone or in a Sequence; null if none.
-nlohmann::json wrap_processor(const nlohmann::json& tok) {
+// The ids a post-processor puts around a single text, cls A sep: BertProcessing's, RobertaProcessing's, or a
+// TemplateProcessing's whose single template is [special, A, special] (alone or in a Sequence).
+struct Wrap {
+  bool found = false;
+  uint32_t cls = 0, sep = 0;
+};
+Wrap wrap_of(const nlohmann::json& tok) {
   const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
   std::vector<nlohmann::json> parts;
   if (pp.is_object() && pp.value("type", "") == "Sequence")
     for (const auto& x : pp["processors"]) parts.push_back(x);
   else if (pp.is_object())
     parts.push_back(pp);
-  for (const auto& x : parts)
-    if (x.value("type", "") == "BertProcessing" || x.value("type", "") == "RobertaProcessing") return x;
-  return nullptr;
+  for (const auto& x : parts) {
+    const std::string type = x.value("type", "");
+    if (type == "BertProcessing" || type == "RobertaProcessing")
+      return Wrap{true, x["cls"][1].get<uint32_t>(), x["sep"][1].get<uint32_t>()};
+    const nlohmann::json single = x.value("single", nlohmann::json::array());
+    if (type == "TemplateProcessing" && single.size() == 3 && single[0].contains("SpecialToken") &&
+        single[1].contains("Sequence") && single[2].contains("SpecialToken")) {
+      auto id = [&](const nlohmann::json& t) {
+        return x["special_tokens"][t["SpecialToken"]["id"].get<std::string>()]["ids"][0].get<uint32_t>();
+      };
+      return Wrap{true, id(single[0]), id(single[2])};
+    }
+  }
+  return Wrap{};
 }
 
-// Whether the tokenizer puts BOS first: tokenizer_config.json's add_bos_token, else a Bert/RobertaProcessing
-// post-processor or a TemplateProcessing one whose single-sequence template starts with a special token.
+// Whether the tokenizer puts BOS first: tokenizer_config.json's add_bos_token, else a TemplateProcessing
+// post-processor whose single-sequence template starts with a special token.
 bool adds_bos(const nlohmann::json& tok, const hfx::tok::TokenizerConfig& tc) {
   if (tc.add_bos_token) return *tc.add_bos_token;
-  if (!wrap_processor(tok).is_null()) return true;
   const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
   std::vector<nlohmann::json> parts;
   if (pp.is_object() && pp.value("type", "") == "Sequence")
@@ -215,18 +230,26 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   if (!spm) f.kv_strs("tokenizer.ggml.merges", merges_of(model));
   if (gguf_arch_of(c.model_type) == "bert")  // RoBERTa's: llama.cpp's bert arch requires the count
     f.kv_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(c.raw.value("type_vocab_size", 1)));
-  if (c.bos_token_id) f.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
-  if (!c.eos_token_ids.empty())
+  // An encoder's cls A sep (RoBERTa's <s> A </s>, ModernBERT's [CLS] A [SEP]) as llama.cpp adds them: BOS and
+  // EOS, the latter also the separator (written only for those: add_eos's default is false).
+  const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
+  const std::string arch = gguf_arch_of(c.model_type);
+  const Wrap wrap = arch == "bert" || arch == "modern-bert" ? wrap_of(tok) : Wrap{};
+  if (wrap.found)
+    f.kv_u32("tokenizer.ggml.bos_token_id", wrap.cls);
+  else if (c.bos_token_id)
+    f.kv_u32("tokenizer.ggml.bos_token_id", static_cast<uint32_t>(*c.bos_token_id));
+  if (wrap.found)
+    f.kv_u32("tokenizer.ggml.eos_token_id", wrap.sep);
+  else if (!c.eos_token_ids.empty())
     f.kv_u32("tokenizer.ggml.eos_token_id", static_cast<uint32_t>(c.eos_token_ids[0]));
   if (c.pad_token_id) f.kv_u32("tokenizer.ggml.padding_token_id", static_cast<uint32_t>(*c.pad_token_id));
   // The unknown token as hfx's tokenizer resolves it (tokenizer_config.json's unk_token, string or
   // AddedToken).
-  const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
   if (const auto unk = hf.unk_id()) f.kv_u32("tokenizer.ggml.unknown_token_id", static_cast<uint32_t>(*unk));
-  f.kv_bool("tokenizer.ggml.add_bos_token", adds_bos(tok, hf.config()));
-  // RoBERTa's <s> A </s>: llama.cpp adds the EOS after the text (written only here: its default is false)
-  if (const nlohmann::json wrap = wrap_processor(tok); !wrap.is_null()) {
-    f.kv_u32("tokenizer.ggml.seperator_token_id", wrap["sep"][1].get<uint32_t>());  // sic: gguf's key
+  f.kv_bool("tokenizer.ggml.add_bos_token", wrap.found || adds_bos(tok, hf.config()));
+  if (wrap.found) {
+    f.kv_u32("tokenizer.ggml.seperator_token_id", wrap.sep);  // sic: gguf's key
     f.kv_bool("tokenizer.ggml.add_eos_token", true);
   }
   std::string chat;
