@@ -51,6 +51,23 @@ Tensor regroup_qkv(const Tensor& w, int64_t heads, bool back) {
       w, w.size(0) / (3 * heads), [heads](int64_t g) { return g % 3 * heads + g / 3; }, back);
 }
 
+// A GPT-NeoX-style layer (GPT-NeoX's, BLOOM's): input_layernorm, the fused per-head q/k/v regrouped, the
+// attention's dense, post_attention_layernorm, dense_h_to_4h / dense_4h_to_h, each with its bias.
+void neox_layer(Out& o, const ModelConfig& c, const std::string& p, const std::string& q,
+                const std::string& attn) {
+  const int64_t H = c.num_attention_heads;
+  pair(o, q + "attn_norm", p + "input_layernorm");
+  for (const char* part : {".weight", ".bias"})
+    o.map(
+        q + "attn_qkv" + part, p + attn + "query_key_value" + part,
+        [H](Tensor t) { return regroup_qkv(t, H, false); },
+        [H](Tensor t) { return regroup_qkv(t, H, true); });
+  pair(o, q + "attn_output", p + attn + "dense");
+  pair(o, q + "ffn_norm", p + "post_attention_layernorm");
+  pair(o, q + "ffn_up", p + "mlp.dense_h_to_4h");
+  pair(o, q + "ffn_down", p + "mlp.dense_4h_to_h");
+}
+
 void add_starcoder(Out& o, const ModelConfig& c) {
   File& f = o.f;
   layernorm_keys(f, "starcoder", c, static_cast<float>(c.norm_eps));
@@ -76,20 +93,9 @@ void add_gptneox(Out& o, const ModelConfig& c) {
   f.kv_bool("gptneox.use_parallel_residual", c.raw.value("use_parallel_residual", true));
   rope_keys(o, "gptneox", c);
   o.copy("token_embd.weight", "gpt_neox.embed_in.weight");
-  const int64_t H = c.num_attention_heads;
-  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-    const std::string p = "gpt_neox.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    pair(o, q + "attn_norm", p + "input_layernorm");
-    for (const char* part : {".weight", ".bias"})
-      o.map(
-          q + "attn_qkv" + part, p + "attention.query_key_value" + part,
-          [H](Tensor t) { return regroup_qkv(t, H, false); },
-          [H](Tensor t) { return regroup_qkv(t, H, true); });
-    pair(o, q + "attn_output", p + "attention.dense");
-    pair(o, q + "ffn_norm", p + "post_attention_layernorm");
-    pair(o, q + "ffn_up", p + "mlp.dense_h_to_4h");
-    pair(o, q + "ffn_down", p + "mlp.dense_4h_to_h");
-  }
+  for (int64_t i = 0; i < c.num_hidden_layers; i++)
+    neox_layer(o, c, "gpt_neox.layers." + std::to_string(i) + ".", "blk." + std::to_string(i) + ".",
+               "attention.");
   pair(o, "output_norm", "gpt_neox.final_layer_norm");
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");  // embed_out in older files
 }
@@ -139,20 +145,9 @@ void add_bloom(Out& o, const ModelConfig& c) {
   f.kv_u32("bloom.attention.head_count_kv", static_cast<uint32_t>(c.num_attention_heads));
   o.copy("token_embd.weight", "transformer.word_embeddings.weight");
   pair(o, "token_embd_norm", "transformer.word_embeddings_layernorm");
-  const int64_t H = c.num_attention_heads;
-  for (int64_t i = 0; i < c.num_hidden_layers; i++) {
-    const std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    pair(o, q + "attn_norm", p + "input_layernorm");
-    for (const char* part : {".weight", ".bias"})
-      o.map(
-          q + "attn_qkv" + part, p + "self_attention.query_key_value" + part,
-          [H](Tensor t) { return regroup_qkv(t, H, false); },
-          [H](Tensor t) { return regroup_qkv(t, H, true); });
-    pair(o, q + "attn_output", p + "self_attention.dense");
-    pair(o, q + "ffn_norm", p + "post_attention_layernorm");
-    pair(o, q + "ffn_up", p + "mlp.dense_h_to_4h");
-    pair(o, q + "ffn_down", p + "mlp.dense_4h_to_h");
-  }
+  for (int64_t i = 0; i < c.num_hidden_layers; i++)
+    neox_layer(o, c, "transformer.h." + std::to_string(i) + ".", "blk." + std::to_string(i) + ".",
+               "self_attention.");
   pair(o, "output_norm", "transformer.ln_f");
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
 }

@@ -34,17 +34,22 @@ const PreRegex kPreRegexes[] = {
      "qwen2"},
 };
 
+// A tokenizer.json component's parts: a Sequence's list (under `list`), else the component itself.
+std::vector<nlohmann::json> parts_of(const nlohmann::json& node, const char* list) {
+  std::vector<nlohmann::json> parts;
+  if (node.is_object() && node.value("type", "") == "Sequence")
+    for (const auto& x : node[list]) parts.push_back(x);
+  else if (node.is_object())
+    parts.push_back(node);
+  return parts;
+}
+
 // llama.cpp's name of the pre-tokenizer: that of the tokenizer's Split regex (alone or first in a Sequence),
 // or "gpt-2" for a ByteLevel that splits with GPT-2's own regex. `tok` is tokenizer.json as transformers 5
 // builds it (tok::resolved_tokenizer_json: Qwen2Tokenizer's own regex whatever the file says).
 std::string pre_of(const nlohmann::json& tok) {
   const nlohmann::json& p = tok.value("pre_tokenizer", nlohmann::json());
-  std::vector<nlohmann::json> parts;
-  if (p.is_object() && p.value("type", "") == "Sequence")
-    for (const auto& x : p["pretokenizers"]) parts.push_back(x);
-  else if (p.is_object())
-    parts.push_back(p);
-  for (const auto& x : parts) {
+  for (const auto& x : parts_of(p, "pretokenizers")) {
     if (x.value("type", "") == "Split" && x.contains("pattern") && x["pattern"].contains("Regex")) {
       const std::string re = x["pattern"]["Regex"].get<std::string>();
       for (const PreRegex& k : kPreRegexes)
@@ -111,13 +116,7 @@ struct Wrap {
   uint32_t cls = 0, sep = 0;
 };
 Wrap wrap_of(const nlohmann::json& tok) {
-  const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
-  std::vector<nlohmann::json> parts;
-  if (pp.is_object() && pp.value("type", "") == "Sequence")
-    for (const auto& x : pp["processors"]) parts.push_back(x);
-  else if (pp.is_object())
-    parts.push_back(pp);
-  for (const auto& x : parts) {
+  for (const auto& x : parts_of(tok.value("post_processor", nlohmann::json()), "processors")) {
     const std::string type = x.value("type", "");
     if (type == "BertProcessing" || type == "RobertaProcessing")
       return Wrap{true, x["cls"][1].get<uint32_t>(), x["sep"][1].get<uint32_t>()};
@@ -137,13 +136,7 @@ Wrap wrap_of(const nlohmann::json& tok) {
 // post-processor whose single-sequence template starts with a special token.
 bool adds_bos(const nlohmann::json& tok, const hfx::tok::TokenizerConfig& tc) {
   if (tc.add_bos_token) return *tc.add_bos_token;
-  const nlohmann::json& pp = tok.value("post_processor", nlohmann::json());
-  std::vector<nlohmann::json> parts;
-  if (pp.is_object() && pp.value("type", "") == "Sequence")
-    for (const auto& x : pp["processors"]) parts.push_back(x);
-  else if (pp.is_object())
-    parts.push_back(pp);
-  for (const auto& x : parts)
+  for (const auto& x : parts_of(tok.value("post_processor", nlohmann::json()), "processors"))
     if (x.value("type", "") == "TemplateProcessing" && !x["single"].empty())
       return x["single"][0].contains("SpecialToken");
   return false;
