@@ -44,6 +44,12 @@ void pair(Out& o, const std::string& name, const std::string& hf, bool plus_one 
   if (o.W.has(hf + ".bias")) o.copy(name + ".bias", hf + ".bias");
 }
 
+// A layer's tensors as data: llama.cpp's name under `q` ← the checkpoint's under `p` (weight and bias).
+void pairs(Out& o, const std::string& p, const std::string& q,
+           std::initializer_list<std::pair<const char*, const char*>> names) {
+  for (const auto& [gg, hf] : names) pair(o, q + gg, p + hf);
+}
+
 // GPT-NeoX's fused query_key_value rows [head][q, k, v][d] as llama.cpp's gptneox reads them, [q, k,
 // v][head][d] (the converter's reshape (H, 3, D, E) and cat); `back` undoes it. A bias is the E = 1 case.
 Tensor regroup_qkv(const Tensor& w, int64_t heads, bool back) {
@@ -76,12 +82,13 @@ void add_starcoder(Out& o, const ModelConfig& c) {
   o.copy("position_embd.weight", "transformer.wpe.weight");
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "transformer.h." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    pair(o, q + "attn_norm", p + "ln_1");
-    pair(o, q + "attn_qkv", p + "attn.c_attn");
-    pair(o, q + "attn_output", p + "attn.c_proj");
-    pair(o, q + "ffn_norm", p + "ln_2");
-    pair(o, q + "ffn_up", p + "mlp.c_fc");
-    pair(o, q + "ffn_down", p + "mlp.c_proj");
+    pairs(o, p, q,
+          {{"attn_norm", "ln_1"},
+           {"attn_qkv", "attn.c_attn"},
+           {"attn_output", "attn.c_proj"},
+           {"ffn_norm", "ln_2"},
+           {"ffn_up", "mlp.c_fc"},
+           {"ffn_down", "mlp.c_proj"}});
   }
   pair(o, "output_norm", "transformer.ln_f");
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
@@ -170,12 +177,13 @@ void add_mpt(Out& o, const ModelConfig& c) {
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "transformer.blocks." + std::to_string(i) + ".",
                       q = "blk." + std::to_string(i) + ".";
-    pair(o, q + "attn_norm", p + "norm_1");
-    pair(o, q + "attn_qkv", p + "attn.Wqkv");
-    pair(o, q + "attn_output", p + "attn.out_proj");
-    pair(o, q + "ffn_norm", p + "norm_2");
-    pair(o, q + "ffn_up", p + "ffn.up_proj");
-    pair(o, q + "ffn_down", p + "ffn.down_proj");
+    pairs(o, p, q,
+          {{"attn_norm", "norm_1"},
+           {"attn_qkv", "attn.Wqkv"},
+           {"attn_output", "attn.out_proj"},
+           {"ffn_norm", "norm_2"},
+           {"ffn_up", "ffn.up_proj"},
+           {"ffn_down", "ffn.down_proj"}});
   }
   pair(o, "output_norm", "transformer.norm_f");
   if (!c.tie_word_embeddings) o.copy("output.weight", "lm_head.weight");
