@@ -89,8 +89,11 @@ std::string gguf_refusal(const std::string& model_type, Structure structure) {
   const std::string arch = gguf_arch_of(model_type);
   for (const Unfaithful& u : kUnfaithful)
     if (model_type == u.model_type)
-      return fmt::format("expected a model llama.cpp computes as transformers does, got {}: {}", model_type,
-                         u.why);
+      return fmt::format(
+          "expected a model llama.cpp computes as transformers does, got {}: {}; export it with --format "
+          "onnx, "
+          "executorch or dynamo",
+          model_type, u.why);
   if (structure == Structure::EncoderOnly) {
     if (arch == "bert" || arch == "modern-bert") return "";
     std::vector<std::string> encoders;
@@ -98,7 +101,9 @@ std::string gguf_refusal(const std::string& model_type, Structure structure) {
       if (std::string(r.arch) == "bert" || std::string(r.arch) == "modern-bert")
         encoders.emplace_back(r.model_type);
     return fmt::format(
-        "expected an encoder whose llama.cpp arch hfx maps ({}) for llama.cpp's embeddings, got {}",
+        "expected an encoder whose llama.cpp arch hfx maps ({}) for llama.cpp's embeddings, got {}; export "
+        "it "
+        "with --format onnx, executorch or dynamo",
         fmt::join(encoders, ", "), model_type);
   }
   if (structure != Structure::DecoderOnly)
