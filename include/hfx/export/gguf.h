@@ -130,8 +130,10 @@ inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0", "q4_k", "q6_k"
 /// llama.cpp's architecture name for a model_type hfx exports to GGUF, or "" where llama.cpp runs none hfx
 /// maps (the exporter then refuses before writing anything).
 std::string gguf_arch_of(const std::string& model_type);
+/// Whether llama.cpp's `arch` is an embedding model's (bert, modern-bert): pooled vectors, no generation.
+bool gguf_embedding_arch(const std::string& arch);
 /// Why a model of `model_type` and `structure` cannot be written as GGUF ("expected ..., got ..."), or ""
-/// when it can: a decoder-only model_type gguf_arch_of maps, or a BERT (llama.cpp's bert arch, embeddings).
+/// when it can: a decoder-only model_type gguf_arch_of maps, or an encoder of an embedding arch.
 /// The exporter and `hfx inspect` both ask this.
 std::string gguf_refusal(const std::string& model_type, Structure structure);
 /// The model_types gguf_arch_of maps, in the registry's order.

@@ -74,9 +74,8 @@ struct Unfaithful {
 };
 const Unfaithful kUnfaithful[] = {
     {"phimoe",
-     "llama.cpp's phimoe graph (phi3's) normalizes with RMSNorm and routes by softmax top-k, where PhiMoE "
-     "has "
-     "LayerNorms and sparsemixer routing: the file would compute another model"}};
+     "llama.cpp's phimoe graph (phi3's) normalizes with RMSNorm and routes by softmax top-k, where "
+     "PhiMoE has LayerNorms and sparsemixer routing: the file would compute another model"}};
 }  // namespace
 
 std::string gguf_arch_of(const std::string& model_type) {
@@ -85,32 +84,30 @@ std::string gguf_arch_of(const std::string& model_type) {
   return "";
 }
 
+bool gguf_embedding_arch(const std::string& arch) { return arch == "bert" || arch == "modern-bert"; }
+
 std::string gguf_refusal(const std::string& model_type, Structure structure) {
   const std::string arch = gguf_arch_of(model_type);
   for (const Unfaithful& u : kUnfaithful)
     if (model_type == u.model_type)
       return fmt::format(
-          "expected a model llama.cpp computes as transformers does, got {}: {}; export it with --format "
-          "onnx, "
-          "executorch or dynamo",
+          "expected a model llama.cpp computes as transformers does, got {}: {}; export it with "
+          "--format onnx, executorch or dynamo",
           model_type, u.why);
   if (structure == Structure::EncoderOnly) {
-    if (arch == "bert" || arch == "modern-bert") return "";
+    if (gguf_embedding_arch(arch)) return "";
     std::vector<std::string> encoders;
     for (const ArchRow& r : kArchs)
-      if (std::string(r.arch) == "bert" || std::string(r.arch) == "modern-bert")
-        encoders.emplace_back(r.model_type);
+      if (gguf_embedding_arch(r.arch)) encoders.emplace_back(r.model_type);
     return fmt::format(
-        "expected an encoder whose llama.cpp arch hfx maps ({}) for llama.cpp's embeddings, got {}; export "
-        "it "
-        "with --format onnx, executorch or dynamo",
+        "expected an encoder whose llama.cpp arch hfx maps ({}) for llama.cpp's embeddings, got {}; "
+        "export it with --format onnx, executorch or dynamo",
         fmt::join(encoders, ", "), model_type);
   }
   if (structure != Structure::DecoderOnly)
     return fmt::format(
         "expected a decoder-only model (llama.cpp's text generation) or a BERT-family encoder (its "
-        "embeddings), got {} "
-        "({})",
+        "embeddings), got {} ({})",
         model_type, structure_name(structure));
   if (arch.empty())
     return fmt::format("expected a model_type llama.cpp runs and hfx maps ({}), got {}",
@@ -333,9 +330,9 @@ void add_decoder(Out& o, const std::string& arch, const ModelConfig& c) {
       o.copy(name, hf);
   };
   o.copy("token_embd.weight", "model.embed_tokens.weight");
+  const bool after = arch == "olmo2" || arch == "exaone4";  // norms on the sublayers' outputs only
   for (int64_t i = 0; i < c.num_hidden_layers; i++) {
     const std::string p = "model.layers." + std::to_string(i) + ".", q = "blk." + std::to_string(i) + ".";
-    const bool after = arch == "olmo2" || arch == "exaone4";  // norms on the sublayers' outputs only
     if (!after) norm(q + "attn_norm.weight", p + "input_layernorm.weight");
     attention(o, arch, c, p, q, norm);
     if (arch == "gemma2" || arch == "gemma3") {

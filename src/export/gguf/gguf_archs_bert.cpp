@@ -160,8 +160,7 @@ void add_modernbert(Out& o, const Model& m, const ModelConfig& c) {
 }
 
 void add_pooling(File& f, const std::string& arch, const std::string& dir) {
-  if ((arch != "bert" && arch != "modern-bert") ||
-      !std::filesystem::exists(std::filesystem::path(dir) / "modules.json"))
+  if (!gguf_embedding_arch(arch) || !std::filesystem::exists(std::filesystem::path(dir) / "modules.json"))
     return;
   // llama_pooling_type: none 0, mean 1, cls 2, last 3 (llama.h); no max (the converter refuses it too).
   const models::EmbedSettings s = models::read_embed_settings(dir);

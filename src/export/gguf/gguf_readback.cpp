@@ -78,7 +78,7 @@ nlohmann::json file_config(const Model& reference, std::map<std::string, Tensor>
   // llama.cpp's mamba graph: the layers' eps for FalconMamba's dt/B/C norms too (one key for both)
   if (reference.config().model_type == "falcon_mamba") config["mixer_rms_eps"] = reference.config().norm_eps;
   const std::string arch = gguf_arch_of(reference.config().model_type);
-  if (arch == "bert" || arch == "modern-bert") {
+  if (gguf_embedding_arch(arch)) {
     // llama.cpp's bert graph runs ggml's GELU whatever the activation says, and is the base model:
     // the masked-LM form's weights come back without their scope (the file has no MLM head).
     const std::string& type = reference.config().model_type;

@@ -227,7 +227,7 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   // EOS, the latter also the separator (written only for those: add_eos's default is false).
   const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
   const std::string arch = gguf_arch_of(c.model_type);
-  const Wrap wrap = arch == "bert" || arch == "modern-bert" ? wrap_of(tok) : Wrap{};
+  const Wrap wrap = gguf_embedding_arch(arch) ? wrap_of(tok) : Wrap{};
   if (wrap.found)
     f.kv_u32("tokenizer.ggml.bos_token_id", wrap.cls);
   else if (c.bos_token_id)
