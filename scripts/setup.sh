@@ -165,6 +165,18 @@ if [[ "${HFX_PYTHON_ENV:-1}" != 0 ]]; then
     mv "$anchors_dir.tmp" "$anchors_dir"
   fi
   ln -sfn "$anchors_dir" "$ROOT/.anchors"
+  # The Python package's build backend (deps/python/build.lock: scikit-build-core, nanobind), in a folder of
+  # the venv keyed by the lock's hash, linked as .pybuild: scripts/test.sh builds the wheel with it on
+  # PYTHONPATH and without build isolation (no download at test time).
+  BUILDLOCK="$ROOT/deps/python/build.lock"
+  pybuild_dir="$VENV/pybuild-$(sha256sum "$BUILDLOCK" | cut -c1-12)"
+  if [[ ! -d "$pybuild_dir" ]]; then
+    rm -rf "$pybuild_dir.tmp"
+    "$VENV/bin/python" -m pip install -q --no-input --no-deps --require-hashes --target "$pybuild_dir.tmp" \
+      -r "$BUILDLOCK" || die "pip could not install $BUILDLOCK into $pybuild_dir.tmp (is the package index reachable?)"
+    mv "$pybuild_dir.tmp" "$pybuild_dir"
+  fi
+  ln -sfn "$pybuild_dir" "$ROOT/.pybuild"
   log "anchors: .anchors -> $anchors_dir ($(grep -c -- '--hash=' "$ANCHORS") package(s): $(grep -o '^[a-z0-9-]*==[0-9.]*' "$ANCHORS" | tr '\n' ' '))"
   ln -sfn "$VENV" "$ROOT/.venv"
   log "python env: .venv -> $VENV ($("$ROOT/.venv/bin/python" -c 'import torch, transformers, executorch.version as e, onnxruntime as o; print(f"torch {torch.__version__}, transformers {transformers.__version__}, executorch {e.__version__}, onnxruntime {o.__version__}")' 2>/dev/null || echo 'BROKEN: rm -rf it and re-run setup'))"

@@ -83,7 +83,8 @@ nlohmann::json program_relations(const CapturedProgram& p) {
 
 // Exports into `tmp` (removed by the caller's StagedDir on failure): the programs, side files, manifest.
 ExportFolderResult export_into(const Model& model, const std::string& dir, const ExportConfig& cfg,
-                               const fs::path& tmp, const ExportFolderProgress& progress) {
+                               const fs::path& tmp, const ExportFolderProgress& progress,
+                               bool for_generation) {
   auto report = [&](const std::string& stage, const ExportStep* step) {
     if (progress) progress(stage, step);
   };
@@ -96,7 +97,8 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
     std::map<std::string, const ExportConfig*> configs{{"*", &cfg}};
     ExportFolderResult out;
     copy_side_files(dir, tmp);
-    out.export_result = exporter->export_for_generation(model, opts, configs, tmp.string());
+    out.export_result = for_generation ? exporter->export_for_generation(model, opts, configs, tmp.string())
+                                       : exporter->export_model(model, opts, cfg, tmp.string());
     report("side files", nullptr);
     finish_side_files(tmp, cfg, out.export_result);
     // The release manifest: checksums of every file, versions, config and the shape contract per component.
@@ -127,7 +129,7 @@ ExportFolderResult export_into(const Model& model, const std::string& dir, const
 
 ExportFolderResult export_folder(const Model& model, const std::string& source_dir,
                                  const std::string& out_dir, const ExportConfig& config,
-                                 const ExportFolderProgress& progress) {
+                                 const ExportFolderProgress& progress, bool for_generation) {
   check_export_skip(config.format, model.config().model_type);
   // A GPTQ / AWQ checkpoint exports its codes: the config says so (export_config.json, manifest, verify).
   const std::unique_ptr<ExportConfig> resolved = config_for_checkpoint(model, config);
@@ -136,7 +138,7 @@ ExportFolderResult export_folder(const Model& model, const std::string& source_d
   // a failed or killed export leaves the previous OUT as it was.
   fs::path out = fs::absolute(out_dir);
   io::StagedDir staged(out.string());
-  ExportFolderResult r = export_into(model, source_dir, cfg, staged.path(), progress);
+  ExportFolderResult r = export_into(model, source_dir, cfg, staged.path(), progress, for_generation);
   staged.commit();
   r.out_dir = out.string();
   return r;

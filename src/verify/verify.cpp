@@ -340,7 +340,9 @@ std::optional<artifact::Manifest> check_manifest(Context& cx) {
 // "reference load" when none loads.
 void load_reference(Context& cx, const std::optional<artifact::Manifest>& manifest) {
   std::string ref_problem;
-  if (!cx.opt.reference.empty()) {
+  if (cx.opt.reference_model) {
+    cx.reference_dir = cx.opt.reference.empty() ? "(a model in memory)" : cx.opt.reference;
+  } else if (!cx.opt.reference.empty()) {
     if (!fs::exists(fs::path(cx.opt.reference) / "config.json") || !has_weights(cx.opt.reference))
       ref_problem = fmt::format(
           "expected a checkpoint folder (config.json + model.safetensors) for --reference, got '{}'",
@@ -367,7 +369,9 @@ void load_reference(Context& cx, const std::optional<artifact::Manifest>& manife
   }
   if (ref_problem.empty()) {
     try {
-      std::shared_ptr<const Model> m(load_model(cx.reference_dir));
+      std::shared_ptr<const Model> m = cx.opt.reference_model
+                                           ? cx.opt.reference_model
+                                           : std::shared_ptr<const Model>(load_model(cx.reference_dir));
       // A quantized export is compared with the reference quantized the same way (its export_config.json).
       // (A GGUF file's block types are read from the file itself: gguf_verify.cpp.)
       const bool gguf = fs::exists(cx.out / "model.gguf");

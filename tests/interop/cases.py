@@ -361,11 +361,21 @@ BY_NAME = {c.name: c for c in ALL}
 
 def make_checkpoint(case: Case, folder: Path, seed: int = 0) -> Path:
     """Writes the case's checkpoint with transformers' own classes: config.json + model.safetensors."""
+    if (folder / "model.safetensors").exists():
+        return folder
+    model = make_model(case, seed)
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tmp.rename(folder)
+    return folder
+
+
+def make_model(case: Case, seed: int = 0):
+    """The case's model object (transformers' own classes, every parameter perturbed): what make_checkpoint
+    saves, and what tests/python exports live."""
     import torch
     import transformers
 
-    if (folder / "model.safetensors").exists():
-        return folder
     cfg = transformers.AutoConfig.for_model(case.model_type, **case.config)
     torch.manual_seed(seed)
     model = getattr(transformers, case.auto).from_config(cfg, dtype=torch.float32)
@@ -375,7 +385,4 @@ def make_checkpoint(case: Case, folder: Path, seed: int = 0) -> Path:
         g = torch.Generator().manual_seed(seed + 1)
         for p in model.parameters():
             p.add_(torch.randn(p.shape, generator=g) * 0.02)
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tmp.rename(folder)
-    return folder
+    return model

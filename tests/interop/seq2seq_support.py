@@ -33,11 +33,20 @@ def make_checkpoint(case: Seq2SeqCase, folder: Path, seed: int = 0) -> Path:
     final_logits_bias buffer of bart / marian by the same N(0, 0.02) (zeros at init: a dropped bias would not
     show), and the untied head where the case asks for it. Written before the `export` fixture runs, which
     then finds it where `checkpoint` looks."""
+    if (folder / "model.safetensors").exists():
+        return folder
+    model = make_model(case, seed)
+    tmp = folder.with_name(folder.name + ".tmp")
+    model.save_pretrained(tmp)
+    tmp.rename(folder)
+    return folder
+
+
+def make_model(case: Seq2SeqCase, seed: int = 0):
+    """The model object make_checkpoint saves (tests/python exports it live)."""
     import torch
     import transformers
 
-    if (folder / "model.safetensors").exists():
-        return folder
     cfg = transformers.AutoConfig.for_model(case.model_type, **case.config)
     torch.manual_seed(seed)
     model = getattr(transformers, case.auto).from_config(cfg, dtype=torch.float32)
@@ -51,10 +60,7 @@ def make_checkpoint(case: Seq2SeqCase, folder: Path, seed: int = 0) -> Path:
         for name, b in model.named_buffers():
             if name.endswith("final_logits_bias"):
                 b.add_(torch.randn(b.shape, generator=g) * 0.02)
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tmp.rename(folder)
-    return folder
+    return model
 
 
 def decoder_prompt(case: Seq2SeqCase) -> list:

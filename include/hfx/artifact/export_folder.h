@@ -35,9 +35,12 @@ struct ExportFolderResult {
 /// identity the manifest records) in `config.format` into `out_dir`, replacing it atomically. Throws
 /// hfx::Error naming the component ("export", "config", a backend's, "io") on failure; OUT is then unchanged.
 /// SOURCE_DATE_EPOCH pins the manifest's time (reproducible folders).
+/// `for_generation` false writes the one call of Exporter::export_model instead of the generation programs
+/// (HfExporters' `export`: a single graph, the merged call of a decoder; the Python package's
+/// Exporter.export).
 ExportFolderResult export_folder(const Model& model, const std::string& source_dir,
                                  const std::string& out_dir, const ExportConfig& config,
-                                 const ExportFolderProgress& progress = {});
+                                 const ExportFolderProgress& progress = {}, bool for_generation = true);
 
 /// The checkpoint files export_folder copies beside the artifacts when present, relative to the checkpoint.
 const std::vector<std::string>& export_side_files();

@@ -25,6 +25,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -32,6 +33,10 @@
 #include <nlohmann/json.hpp>
 
 #include "hfx/core/tensor.h"
+
+namespace hfx {
+class Model;
+}
 
 namespace hfx::verify {
 
@@ -46,7 +51,10 @@ std::vector<ShapeCase> parse_shape_spec(const std::string& spec);
 
 struct VerifyOptions {
   std::string out_dir;
-  std::string reference;             ///< checkpoint folder; empty: the checkpoint files copied into OUT
+  std::string reference;  ///< checkpoint folder; empty: the checkpoint files copied into OUT
+  /// A reference model in memory instead of a folder (the Python package's live transformers model, its
+  /// weights viewed in place); `reference` then only names it in the report.
+  std::shared_ptr<const Model> reference_model;
   std::string shapes;                ///< parse_shape_spec text; empty: derived from the contract
   std::string json_path;             ///< empty: OUT/verify.json
   std::string html_path;             ///< empty: OUT/verify.html
