@@ -3,6 +3,9 @@
 #   1. release (build/, -O2, NDEBUG): the whole suite, `ctest --preset release`, with the graph verifier
 #      after every pass (HFX_VERIFY_PASSES=1) (HFX_CI_BASE_PRESET=quick:
 #      build-quick/ at -O0, only libhfx and hfx, no suite — for a quick local pass over the other tiers).
+#   1b. interop (HFX_CI_INTEROP=1) and python (HFX_CI_PYTHON=1): pytest in the project's venv — the released
+#      runtimes judge the base tree's exports (tests/interop); the wheel of the Python package, built by `pip
+#      wheel .` over the base tree, installed and checked (tests/python).
 #   2. reproducibility: the same tiny checkpoints exported twice in every format give byte-identical folders;
 #      counts as one test. Default: scripts/repro_check.sh with build/hfx twice (HFX_REPRO_SAME=1: the second
 #      run in another cwd, with HFX_NUM_THREADS=1 and MALLOC_PERTURB_). HFX_CI_REPRO_TREES=1: two build trees
@@ -115,36 +118,56 @@ fi
 # transformers' own classes, and the released runtimes (onnxruntime, torch.export.load, ExecuTorch's Python
 # runtime) judge them against transformers 5.x eager (tests/interop, pytest in the project's venv, .venv from
 # scripts/setup.sh). The records become $BASE_DIR/interop/interop.md (docs/interop.md is the last run's copy).
-if [[ "${HFX_CI_INTEROP:-1}" == 1 ]]; then
-  if [[ -x "$ROOT/.venv/bin/python" ]]; then
-    rc=0
-    HFX="$ROOT/$BASE_DIR/hfx" HFX_INTEROP_REPORT="$ROOT/$BASE_DIR/interop/report.json" \
-      "$ROOT/.venv/bin/python" -m pytest tests/interop -q -p no:cacheprovider -rfE 2>&1 | tee "$logs/interop.log" || rc=$?
-    line=$(grep -E '^=*.*[0-9]+ (passed|failed)' "$logs/interop.log" | tail -1 || true)
-    # pytest's summary line, e.g. "3 failed, 150 passed, 2 skipped, 1 xfailed in 90.1s" (awk: no grep that
-    # finds nothing under pipefail).
-    count() { awk -v w="$1" '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ "^" w) s += $i } END { print s + 0 }' <<<"$line"; }
-    ip=$(count passed)
-    ifl=$(( $(count failed) + $(count error) ))
-    is=$(count skipped)
-    passed=$((passed + ip))
-    failed=$((failed + ifl))
-    skipped=$((skipped + is))
-    if ((rc != 0)); then
-      status=$rc
-      [[ -n "$line" ]] || failed=$((failed + 1))  # pytest itself failed (no summary)
+# run_pytest NAME LOG ENV... -- ARGS... — runs the project venv's pytest with ARGS under ENV (VAR=value words) and
+# adds its summary line's totals to passed/failed/skipped; without .venv it fails (HFX_REQUIRE_ORACLES=1) or skips.
+run_pytest() {
+  local name=$1 log=$2
+  shift 2
+  local envs=()
+  while [[ $1 != -- ]]; do envs+=("$1"); shift; done
+  shift
+  if [[ ! -x "$ROOT/.venv/bin/python" ]]; then
+    if [[ "${HFX_REQUIRE_ORACLES:-0}" == 1 ]]; then
+      echo "[$name] expected the project's Python environment at .venv, got none: run scripts/setup.sh" >&2
+      failed=$((failed + 1))
+      status=1
+    else
+      echo "[$name] skipped: no .venv (scripts/setup.sh makes it)"
+      skipped=$((skipped + 1))
     fi
+    return
+  fi
+  local rc=0 line
+  env "${envs[@]}" "$ROOT/.venv/bin/python" -m pytest "$@" -q -p no:cacheprovider -rfE 2>&1 | tee "$log" || rc=$?
+  line=$(grep -E '^=*.*[0-9]+ (passed|failed)' "$log" | tail -1 || true)
+  # pytest's summary line, e.g. "3 failed, 150 passed, 2 skipped, 1 xfailed in 90.1s" (awk: no grep that
+  # finds nothing under pipefail).
+  count() { awk -v w="$1" '{ for (i = 1; i < NF; i++) if ($(i + 1) ~ "^" w) s += $i } END { print s + 0 }' <<<"$line"; }
+  passed=$((passed + $(count passed)))
+  failed=$((failed + $(count failed) + $(count error)))
+  skipped=$((skipped + $(count skipped)))
+  if ((rc != 0)); then
+    status=$rc
+    [[ -n "$line" ]] || failed=$((failed + 1))  # pytest itself failed (no summary)
+  fi
+}
+
+if [[ "${HFX_CI_INTEROP:-1}" == 1 ]]; then
+  run_pytest interop "$logs/interop.log" HFX="$ROOT/$BASE_DIR/hfx" \
+    HFX_INTEROP_REPORT="$ROOT/$BASE_DIR/interop/report.json" -- tests/interop
+  if [[ -x "$ROOT/.venv/bin/python" ]]; then
     "$ROOT/.venv/bin/python" tests/interop/table.py "$ROOT/$BASE_DIR/interop/report.json" \
       >"$ROOT/$BASE_DIR/interop/interop.md" || true
-  elif [[ "${HFX_REQUIRE_ORACLES:-0}" == 1 ]]; then
-    echo "[interop] expected the project's Python environment at .venv, got none: run scripts/setup.sh" >&2
-    failed=$((failed + 1))
-    status=1
-  else
-    echo "[interop] skipped: no .venv (scripts/setup.sh makes it)"
-    skipped=$((skipped + 1))
   fi
   tier "interop"
+fi
+
+# The Python package (HFX_CI_PYTHON=1, the default; docs/python.md): tests/python builds the wheel with `pip wheel
+# .` in the base tree (scikit-build-core reuses its libhfx, so only the extension module compiles), installs it
+# into a clean venv and beside the project's venv, and checks it against the CLI and transformers.
+if [[ "${HFX_CI_PYTHON:-1}" == 1 ]]; then
+  run_pytest python "$logs/python.log" HFX="$ROOT/$BASE_DIR/hfx" HFX_PY_BUILD_DIR="$ROOT/$BASE_DIR" -- tests/python
+  tier "python package"
 fi
 
 if [[ "$ASAN" == 1 ]]; then

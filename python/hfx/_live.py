@@ -40,7 +40,12 @@ def live_parts(model: Any, side_dir: str, tokenizer: Any = None) -> tuple[dict, 
         model.generation_config.save_pretrained(side_dir)
     if tokenizer is not None:
         tokenizer.save_pretrained(side_dir)
-    state = remove_tied_weights_from_state_dict(model.state_dict(), model)
+    # save_pretrained's steps, in its order: the keys the model never saves (marian's sinusoidal tables), tied
+    # weights, then the renaming back to the checkpoint's layout.
+    state = model.state_dict()
+    for key in getattr(model, "_keys_to_ignore_on_save", None) or ():
+        state.pop(key, None)
+    state = remove_tied_weights_from_state_dict(state, model)
     state = revert_weight_conversion(model, state)
     tensors = {}
     for name, t in state.items():

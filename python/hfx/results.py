@@ -96,8 +96,12 @@ class ExportedModel:
         from .runtime import verify
 
         if reference is None and self._live is not None:
+            from .runtime import judge_python
+
             model_config, tensors = self._live
-            return VerifyReport(_hfx.verify_live(self.path, model_config, tensors, tokens, threads, True, progress))
+            with judge_python():
+                return VerifyReport(_hfx.verify_live(self.path, model_config, tensors, tokens, threads, True,
+                                                     progress))
         return verify(self.path, reference=reference, tokens=tokens, threads=threads, progress=progress)
 
     def read_manifest(self) -> dict:

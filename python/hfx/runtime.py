@@ -1,7 +1,9 @@
 """Verification, inspection and generation over checkpoints and export folders."""
 from __future__ import annotations
 
+import contextlib
 import os
+import sys
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _hfx
@@ -13,8 +15,24 @@ def verify(out: Union[str, os.PathLike], reference: Optional[str] = None, tokens
            write_manifest: bool = True, progress: Optional[Callable[[int, str], None]] = None) -> VerifyReport:
     """`hfx verify OUT`: every check of the export folder against eager (the report as data, also written to
     OUT/verify.json). ``report.passed`` is True only when every artifact's numerics were judged and passed."""
-    return VerifyReport(_hfx.verify(os.fspath(out), os.fspath(reference) if reference else "", tokens, threads,
-                                    write_manifest, progress))
+    with judge_python():
+        return VerifyReport(_hfx.verify(os.fspath(out), os.fspath(reference) if reference else "", tokens, threads,
+                                        write_manifest, progress))
+
+
+@contextlib.contextmanager
+def judge_python():
+    """verify's runtime judge (ExecuTorch's and PyTorch's released runtimes for .pte / .pt2) runs in a Python
+    process: this interpreter, unless HFX_PYTHON names another. Without torch / executorch importable there, those
+    artifacts are reported "not judged", never passed."""
+    if os.environ.get("HFX_PYTHON"):
+        yield
+        return
+    os.environ["HFX_PYTHON"] = sys.executable
+    try:
+        yield
+    finally:
+        os.environ.pop("HFX_PYTHON", None)
 
 
 def inspect(model: Any) -> dict:

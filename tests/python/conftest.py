@@ -15,6 +15,8 @@ import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT / "tests" / "interop"))  # the interop tier's checkpoint recipes (cases.py, ...)
+# verify's llama.cpp judge (GGUF) runs node-llama-cpp from the project's npm folder (scripts/setup.sh).
+os.environ.setdefault("HFX_NODE_MODULES", str(ROOT / "deps" / "npm" / "node_modules"))
 
 
 def _run(cmd: list, **kw) -> subprocess.CompletedProcess:
