@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""scripts/check_sizes.py [ROOT] — no file in src/ or tools/ above 600 lines, no function above 80 (issue 12).
+"""scripts/check_sizes.py [ROOT] — no file in src/, tools/ or python/src/ above 600 lines, no function above 80 (issue 12).
 
 Every .cpp and .h under ROOT/src and ROOT/tools (the CLI) is read; a file longer than MAX_FILE lines fails. Functions are found
 by braces: comments, string, character and raw-string literals are blanked first, then a `{` that closes
@@ -17,7 +17,7 @@ MAX_FILE = 600
 MAX_FUNCTION = 80
 # Functions that are tables of data: (file relative to ROOT, function name).
 # The folders held to the limits: the library and the CLI.
-DIRS = ('src', 'tools')
+DIRS = ('src', 'tools', 'python/src')
 TABLES = {
     ('src/export/dynamo/aten_table.cpp', 'aten_table'),
     ('src/ops/op_table.cpp', 'build_table'),

@@ -19,6 +19,20 @@ class ExportedComponent:
     files: list = field(default_factory=list)
     signature: dict = field(default_factory=dict)
     contract: dict = field(default_factory=dict)
+    parent: Any = field(default=None, repr=False, compare=False)  # weakref.ref to the ExportedModel
+
+    def verify(self, **kwargs: Any) -> "VerifyReport":
+        """The folder's verification (ExportedModel.verify, same arguments) narrowed to this program's checks:
+        "failed" if one of them failed, else the folder's verdict."""
+        parent = self.parent() if self.parent is not None else None
+        if parent is None:
+            raise RuntimeError("this component's ExportedModel is gone; keep the export object to verify it")
+        report = parent.verify(**kwargs)
+        mine = [c for c in report.checks if c.get("component", "").split(".")[0] == self.name]
+        narrowed = VerifyReport(report, checks=mine, component=self.name)
+        if any(c.get("status") == "failed" for c in mine):
+            narrowed["verdict"] = "failed"
+        return narrowed
 
 
 class VerifyReport(dict):
@@ -60,7 +74,8 @@ class ExportedModel:
         self.components: dict[str, ExportedComponent] = {}
         for name in result["programs"]:
             files = [f["path"] for f in result["files"] if f["component"] == name]
-            self.components[name] = ExportedComponent(name, files, signatures.get(name, {}), contracts.get(name, {}))
+            self.components[name] = ExportedComponent(name, files, signatures.get(name, {}), contracts.get(name, {}),
+                                                      weakref.ref(self))
         self._live = result.get("live")
         self._finalizer = weakref.finalize(self, shutil.rmtree, self.path, True) if owned else None
 

@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import contextlib
 import os
+import queue
 import sys
+import threading
 from typing import Any, Callable, Iterator, Mapping, Optional, Sequence, Union
 
 from . import _hfx
@@ -66,6 +68,10 @@ def _check_inputs(inputs: Mapping[str, Any], info: dict) -> None:
                             "model's generation calls, the inputs only name the signature")
 
 
+class _Stopped(Exception):
+    """Raised by a stream's token callback once its consumer has gone: stops the generation."""
+
+
 _OPTION_NAMES = ("max_new_tokens", "greedy", "temperature", "top_k", "top_p", "repetition_penalty", "seed", "stop",
                  "ignore_eos")
 
@@ -107,11 +113,38 @@ class Generator:
         return self._g.generate_ids([list(p) for p in prompts], self._options(options), None)
 
     def stream(self, prompt: str, **options: Any) -> Iterator[str]:
-        """Yields the text of one prompt piece by piece (after the generation ends; use `on_token` for live
-        callbacks from the generating thread)."""
-        pieces: list = []
-        self._g.generate([prompt], self._options(options), lambda row, tok, text, fin: pieces.append(text))
-        yield from (p for p in pieces if p)
+        """Yields the text of one prompt piece by piece while it is generated (the generation runs on a thread of
+        its own without the GIL; closing the iterator early stops it at the next token)."""
+        pieces: queue.Queue = queue.Queue()
+        end, stop, errors = object(), threading.Event(), []
+        opts = self._options(options)
+
+        def on_token(row, token, text, finished):
+            if stop.is_set():
+                raise _Stopped
+            if text:
+                pieces.put(text)
+
+        def run():
+            try:
+                self._g.generate([prompt], opts, on_token)
+            except _Stopped:
+                pass
+            except BaseException as e:  # re-raised in the consumer's thread
+                errors.append(e)
+            finally:
+                pieces.put(end)
+
+        worker = threading.Thread(target=run, name="hfx-stream", daemon=True)
+        worker.start()
+        try:
+            while (piece := pieces.get()) is not end:
+                yield piece
+        finally:
+            stop.set()
+            worker.join()
+        if errors:
+            raise errors[0]
 
     def chat(self, message: str, system: Optional[str] = None, on_token: Optional[Callable] = None,
              **options: Any) -> str:

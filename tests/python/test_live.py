@@ -113,6 +113,8 @@ def test_weights_read_in_place(hfx, tmp_path):
         w.mul_(1.001)
     report = exported.verify(tokens=8)
     assert report.verdict == "failed" and any(c["check"] == "numerics" for c in report.failures), report.failures
+    decode = exported.components["decode"].verify(tokens=8)
+    assert decode.verdict == "failed" and {c["component"] for c in decode.checks} == {"decode"}
     with torch.no_grad():
         w.div_(1.001)
     assert exported.verify(tokens=8).passed
@@ -170,3 +172,7 @@ def test_chat_on_trained_live_model(hfx, tmp_path):
     assert reply == want and "".join(pieces) == want
     assert "".join(g.stream("The capital of France is", max_new_tokens=8)) == g.generate(
         "The capital of France is", max_new_tokens=8)
+    first = g.stream("Once upon a time", max_new_tokens=64, ignore_eos=True)
+    assert next(first)
+    first.close()  # stops the generation at its next token; the generator is free again
+    assert g.generate("Once upon a time", max_new_tokens=4)
