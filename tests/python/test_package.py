@@ -164,13 +164,18 @@ def test_interrupt_leaves_previous_output(hfx, cli, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["previous.txt"]
 
 
-def test_gil_released_during_export(hfx, cli, tmp_path):
-    """Another Python thread runs while an export is in C++: it advances between two progress callbacks."""
+@pytest.mark.parametrize("call", ["export", "verify"])
+def test_gil_released(hfx, cli, tmp_path, call):
+    """Another Python thread runs while hfx works in C++ (export, verification): it advances between two of hfx's
+    callbacks (progress, checks). (Generation releases the GIL the same way, runtime_bind.cpp; a tiny model's
+    decode steps are too short for a spinner to be scheduled between two tokens reliably.)"""
     import threading
 
     import hfx.exporters as E
 
     ck = _tiny(cli, tmp_path)
+    if call != "export":
+        E.OnnxExporter().export_for_generation(str(ck), out=str(tmp_path / "x"), progress=False)
     ticks = [0]
     stop = threading.Event()
 
@@ -180,20 +185,24 @@ def test_gil_released_during_export(hfx, cli, tmp_path):
 
     seen = []  # the spinner's ticks when each callback starts and ends
 
-    def progress(step):
+    def callback(*args):
         start = ticks[0]
         sum(range(1000))
         seen.append((start, ticks[0]))
 
+    runs = {
+        "export": lambda: E.OnnxExporter().export_for_generation(str(ck), out=str(tmp_path / "o"), progress=callback),
+        "verify": lambda: hfx.verify(str(tmp_path / "x"), tokens=8, progress=callback),
+    }
     t = threading.Thread(target=spin)
     t.start()
     try:
-        E.OnnxExporter().export_for_generation(str(ck), out=str(tmp_path / "o"), progress=progress)
+        runs[call]()
     finally:
         stop.set()
         t.join()
-    # Between one callback's end and the next one's start the export runs in C++: the spinner advances there
-    # only if the GIL was released (held, it could run inside the callbacks alone).
+    # Between one callback's end and the next one's start hfx runs in C++: the spinner advances there only if the
+    # GIL was released (held, it could run inside the callbacks alone).
     gaps = [b[0] - a[1] for a, b in zip(seen, seen[1:])]
     assert len(gaps) > 4 and sum(g > 0 for g in gaps) >= len(gaps) // 4, gaps
 
@@ -210,3 +219,27 @@ def test_default_progress_is_tqdm_when_installed(hfx, clean_venv, cli, tmp_path)
     assert re.search(r"export a: .*step", with_tqdm.stderr), with_tqdm.stderr[-500:]
     assert without.stderr == "", without.stderr[-500:]
     assert _same_tree(tmp_path / "a" / "onnx", tmp_path / "b" / "onnx") == []
+
+
+def test_model_id_through_hfx_cache(hfx, cli, tmp_path, monkeypatch):
+    """A model id resolves through the Hugging Face cache layout (offline here) exactly as the CLI resolves it;
+    the export equals the folder's."""
+    import shutil
+
+    import hfx.exporters as E
+
+    ck = _tiny(cli, tmp_path)
+    commit = "0123456789abcdef0123456789abcdef01234567"
+    repo = tmp_path / "cache" / "models--tiny-org--tiny-llama"
+    (repo / "refs").mkdir(parents=True)
+    (repo / "refs" / "main").write_text(commit)
+    shutil.copytree(ck, repo / "snapshots" / commit)
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    by_id = E.OnnxExporter().export_for_generation("tiny-org/tiny-llama", out=str(tmp_path / "id"), progress=False)
+    E.OnnxExporter().export_for_generation(str(ck), out=str(tmp_path / "folder"), progress=False)
+    assert sorted(by_id.components) == ["decode", "model", "prefill"]
+    assert _same_tree(tmp_path / "id" / "onnx", tmp_path / "folder" / "onnx") == []
+    assert hfx.inspect("tiny-org/tiny-llama")["model_type"] == "llama"
+    with pytest.raises(hfx.HubError, match=r"^\[hub\]"):
+        E.OnnxExporter().export_for_generation("tiny-org/absent", progress=False)
