@@ -154,29 +154,26 @@ else
   mv "$VENV.tmp" "$VENV"
 fi
 if [[ "${HFX_PYTHON_ENV:-1}" != 0 ]]; then
+  # locked_folder LOCK LINK — installs LOCK (exact versions, hashes, no dependencies) into a folder of the venv
+  # keyed by the lock's hash, once, and links it as ROOT/LINK; sets locked_dir to the folder.
+  locked_folder() {
+    locked_dir="$VENV/$2-$(sha256sum "$1" | cut -c1-12)"
+    if [[ ! -d "$locked_dir" ]]; then
+      rm -rf "$locked_dir.tmp"
+      "$VENV/bin/python" -m pip install -q --no-input --no-deps --require-hashes --target "$locked_dir.tmp" \
+        -r "$1" || die "pip could not install $1 into $locked_dir.tmp (is the package index reachable?)"
+      mv "$locked_dir.tmp" "$locked_dir"
+    fi
+    ln -sfn "$locked_dir" "$ROOT/.$2"
+  }
   # The anchors (deps/python/anchors.lock): released tools run beside hfx, in a folder of their own on
-  # PYTHONPATH (they ship a `gguf` package of their own), keyed by the lock's hash.
+  # PYTHONPATH (they ship a `gguf` package of their own).
   ANCHORS="$ROOT/deps/python/anchors.lock"
-  anchors_dir="$VENV/anchors-$(sha256sum "$ANCHORS" | cut -c1-12)"
-  if [[ ! -d "$anchors_dir" ]]; then
-    rm -rf "$anchors_dir.tmp"
-    "$VENV/bin/python" -m pip install -q --no-input --no-deps --require-hashes --target "$anchors_dir.tmp" \
-      -r "$ANCHORS" || die "pip could not install $ANCHORS into $anchors_dir.tmp (is the package index reachable?)"
-    mv "$anchors_dir.tmp" "$anchors_dir"
-  fi
-  ln -sfn "$anchors_dir" "$ROOT/.anchors"
-  # The Python package's build backend (deps/python/build.lock: scikit-build-core, nanobind), in a folder of
-  # the venv keyed by the lock's hash, linked as .pybuild: scripts/test.sh builds the wheel with it on
-  # PYTHONPATH and without build isolation (no download at test time).
-  BUILDLOCK="$ROOT/deps/python/build.lock"
-  pybuild_dir="$VENV/pybuild-$(sha256sum "$BUILDLOCK" | cut -c1-12)"
-  if [[ ! -d "$pybuild_dir" ]]; then
-    rm -rf "$pybuild_dir.tmp"
-    "$VENV/bin/python" -m pip install -q --no-input --no-deps --require-hashes --target "$pybuild_dir.tmp" \
-      -r "$BUILDLOCK" || die "pip could not install $BUILDLOCK into $pybuild_dir.tmp (is the package index reachable?)"
-    mv "$pybuild_dir.tmp" "$pybuild_dir"
-  fi
-  ln -sfn "$pybuild_dir" "$ROOT/.pybuild"
+  locked_folder "$ANCHORS" anchors
+  anchors_dir=$locked_dir
+  # The Python package's build backend (deps/python/build.lock: scikit-build-core, nanobind), linked as
+  # .pybuild: scripts/test.sh builds the wheel with it on PYTHONPATH, without build isolation (no download).
+  locked_folder "$ROOT/deps/python/build.lock" pybuild
   log "anchors: .anchors -> $anchors_dir ($(grep -c -- '--hash=' "$ANCHORS") package(s): $(grep -o '^[a-z0-9-]*==[0-9.]*' "$ANCHORS" | tr '\n' ' '))"
   ln -sfn "$VENV" "$ROOT/.venv"
   log "python env: .venv -> $VENV ($("$ROOT/.venv/bin/python" -c 'import torch, transformers, executorch.version as e, onnxruntime as o; print(f"torch {torch.__version__}, transformers {transformers.__version__}, executorch {e.__version__}, onnxruntime {o.__version__}")' 2>/dev/null || echo 'BROKEN: rm -rf it and re-run setup'))"

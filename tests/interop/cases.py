@@ -359,11 +359,12 @@ def probed(cases: list) -> list:
 BY_NAME = {c.name: c for c in ALL}
 
 
-def make_checkpoint(case: Case, folder: Path, seed: int = 0) -> Path:
-    """Writes the case's checkpoint with transformers' own classes: config.json + model.safetensors."""
+def make_checkpoint(case: Case, folder: Path, seed: int = 0, make=None) -> Path:
+    """Writes the case's checkpoint with transformers' own classes: config.json + model.safetensors (the model of
+    `make`, default make_model)."""
     if (folder / "model.safetensors").exists():
         return folder
-    model = make_model(case, seed)
+    model = (make or make_model)(case, seed)
     tmp = folder.with_name(folder.name + ".tmp")
     model.save_pretrained(tmp)
     tmp.rename(folder)

@@ -33,13 +33,9 @@ def make_checkpoint(case: Seq2SeqCase, folder: Path, seed: int = 0) -> Path:
     final_logits_bias buffer of bart / marian by the same N(0, 0.02) (zeros at init: a dropped bias would not
     show), and the untied head where the case asks for it. Written before the `export` fixture runs, which
     then finds it where `checkpoint` looks."""
-    if (folder / "model.safetensors").exists():
-        return folder
-    model = make_model(case, seed)
-    tmp = folder.with_name(folder.name + ".tmp")
-    model.save_pretrained(tmp)
-    tmp.rename(folder)
-    return folder
+    import cases
+
+    return cases.make_checkpoint(case, folder, seed, make=make_model)
 
 
 def make_model(case: Seq2SeqCase, seed: int = 0):
