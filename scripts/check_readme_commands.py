@@ -13,7 +13,7 @@ checkpoints of their architecture. Other lines:
     scripts/test.sh that is not .ci/run's fails);
   - `bash scripts/fuzz.sh ...`: `--tier fuzz` runs them, each target's time and runs capped (HFX_FUZZ_MAX_SECONDS,
     _MAX_RUNS); scripts/test.sh does after its fuzz tier, which builds what they need;
-  - measurements (`bash bench/...`, `cmake --build`, a bench binary): `--tier bench` runs them as written, the
+  - measurements (`bash bench/...`, `.venv/bin/python bench/...`, `cmake --build`, a bench binary): `--tier bench` runs them as written, the
     slow tier HFX_CI_DOC_BENCH=1 of scripts/test.sh (tests do not time things; this checks they still run);
   - another model id: listed, not run (needs the network).
 Synopses with placeholders belong in ```text blocks. Exit 1 when a line fails, when a line names a placeholder in
@@ -37,7 +37,7 @@ HUB_ID = re.compile(r"^(?:HF_\w+=\S+ )?hfx \w+ ([\w-]+/[A-Za-z][\w.-]*)(?:@[\w.-
 HUB_MODELS = {"Qwen/Qwen2.5-0.5B-Instruct": "qwen2", "HuggingFaceTB/SmolLM2-135M": "llama"}
 FAKE_COMMIT = "0123456789abcdef0123456789abcdef01234567"
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-MEASUREMENT = re.compile(r"^(?:bash bench/|cmake --build|(?:\w+=\S+ )*build/bench/)")
+MEASUREMENT = re.compile(r"^(?:bash bench/|\.venv/bin/python bench/|cmake --build|(?:\w+=\S+ )*build/bench/)")
 
 
 def hub_cache(work: str, hfx: str) -> str:
