@@ -176,3 +176,21 @@ def test_chat_on_trained_live_model(hfx, tmp_path):
     assert next(first)
     first.close()  # stops the generation at its next token; the generator is free again
     assert g.generate("Once upon a time", max_new_tokens=4)
+
+
+def test_live_bf16_to_pt2_judged_by_torch(hfx, tmp_path):
+    """A bf16 live model exported to torch.export: the programs equal the saved folder's, and verify, whose .pt2
+    judge runs in this interpreter (torch.export.load), judges and passes them."""
+    import torch
+
+    import hfx.exporters as E
+
+    model = cases.make_model(cases.BY_NAME["qwen2"]).to(torch.bfloat16)
+    model.save_pretrained(tmp_path / "ck")
+    live = E.DynamoExporter().export_for_generation(model, out=str(tmp_path / "live"), progress=False)
+    E.DynamoExporter().export_for_generation(str(tmp_path / "ck"), out=str(tmp_path / "saved"), progress=False)
+    assert _differ(tmp_path / "live", tmp_path / "saved") == []
+    report = live.verify(tokens=8)
+    assert report.passed, report.failures
+    judged = [c for c in report.checks if c.get("component", "").endswith(".pt2") and c["status"] == "passed"]
+    assert judged, [(c["component"], c["check"], c["status"]) for c in report.checks]
