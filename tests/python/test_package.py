@@ -243,3 +243,17 @@ def test_model_id_through_hfx_cache(hfx, cli, tmp_path, monkeypatch):
     assert hfx.inspect("tiny-org/tiny-llama")["model_type"] == "llama"
     with pytest.raises(hfx.HubError, match=r"^\[hub\]"):
         E.OnnxExporter().export_for_generation("tiny-org/absent", progress=False)
+
+
+@pytest.mark.parametrize("fmt", ["onnx", "executorch", "dynamo"])
+def test_export_writes_one_graph(hfx, cli, tmp_path, fmt):
+    """`export` (HfExporters' one graph) writes a single program — a decoder's merged call — where
+    `export_for_generation` writes prefill and decode too; the released runtime judges it (hfx verify)."""
+    import hfx.exporters as E
+
+    ck = _tiny(cli, tmp_path)
+    exporter = {"onnx": E.OnnxExporter, "executorch": E.ExecutorchExporter, "dynamo": E.DynamoExporter}[fmt]()
+    one = exporter.export(str(ck), out=str(tmp_path / "one"), progress=False)
+    gen = exporter.export_for_generation(str(ck), out=str(tmp_path / "gen"), progress=False)
+    assert len(one.components) == 1 and len(gen.components) >= len(one.components), (one, gen)
+    assert one.verify(tokens=8).passed
