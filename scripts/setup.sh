@@ -49,6 +49,7 @@ PACKAGES=(
   slurmctld slurmd slurm-client munge  # `hfx sweep --engine slurm` tests start a private single-node cluster
   libyaml-cpp-dev  # `hfx sweep PLAN.yaml`: YAML plans
   python3.11 python3.11-venv  # the base of the project's Python venv (step 6; deps/python/requirements.lock is cp311)
+  python3.11-dev  # the Python package's extension module (pyproject.toml, python/): Python's headers
   python3-jinja2  # tests only: Python's Jinja2, the chat-template engine of transformers, as a parity oracle
   libsndfile1-dev libsoxr-dev libfftw3-dev  # audio (src/audio): WAV/FLAC decoding, resampling, Whisper's log-mel FFT
   espeak-ng  # tests only: speech clips for the Whisper tests (hfx transcribe vs Transformers.js)

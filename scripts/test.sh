@@ -167,6 +167,11 @@ fi
 # into a clean venv and beside the project's venv, and checks it against the CLI and transformers.
 if [[ "${HFX_CI_PYTHON:-1}" == 1 ]]; then
   run_pytest python "$logs/python.log" HFX="$ROOT/$BASE_DIR/hfx" HFX_PY_BUILD_DIR="$ROOT/$BASE_DIR" -- tests/python
+  # The module's sources, now in the tree's compile_commands.json, through clang -Werror too; one test.
+  if python3 scripts/check_warnings.py "$BASE_DIR" python/src; then passed=$((passed + 1)); else
+    failed=$((failed + 1))
+    status=1
+  fi
   tier "python package"
 fi
 
