@@ -127,6 +127,8 @@ void split_each(PreTokenized& pt, const std::function<std::vector<NormalizedStri
 struct Normalizer {
   virtual ~Normalizer() = default;
   virtual void normalize(NormalizedString& n) const = 0;
+  /// The raw sentencepiece charsmap of a `Precompiled` normalizer (first one in a Sequence), else nullopt.
+  virtual std::optional<std::string> precompiled_charsmap() const { return std::nullopt; }
 };
 struct PreTokenizer {
   virtual ~PreTokenizer() = default;
@@ -150,6 +152,7 @@ struct Decoder {
 };
 
 std::unique_ptr<Normalizer> make_normalizer(const json& j);
+std::unique_ptr<Normalizer> make_precompiled(const json& j);  // precompiled.cpp
 std::unique_ptr<PreTokenizer> make_pre_tokenizer(const json& j);
 std::unique_ptr<Model> make_model(const json& j);
 std::unique_ptr<PostProcessor> make_post_processor(const json& j);

@@ -9,6 +9,11 @@ struct SequenceN : Normalizer {
   void normalize(NormalizedString& n) const override {
     for (auto& x : items) x->normalize(n);
   }
+  std::optional<std::string> precompiled_charsmap() const override {
+    for (auto& x : items)
+      if (auto m = x->precompiled_charsmap()) return m;
+    return std::nullopt;
+  }
 };
 
 struct UnicodeN : Normalizer {
@@ -134,6 +139,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j) {
     return p;
   }
   if (t == "ByteLevel") return std::make_unique<ByteLevelN>();
+  if (t == "Precompiled") return make_precompiled(j);
   if (t == "BertNormalizer") {
     auto b = std::make_unique<BertN>();
     b->clean_text = get_or<bool>(j, "clean_text", true, "tokenizer.json normalizer");
@@ -146,7 +152,7 @@ std::unique_ptr<Normalizer> make_normalizer(const json& j) {
   }
   HFX_THROW(kComp,
             "expected normalizer.type to be one of Sequence, NFC, NFD, NFKC, NFKD, Lowercase, Strip, "
-            "StripAccents, Replace, Prepend, BertNormalizer, ByteLevel, got '{}'",
+            "StripAccents, Replace, Prepend, BertNormalizer, ByteLevel, Precompiled, got '{}'",
             t);
 }
 

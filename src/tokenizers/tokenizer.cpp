@@ -445,6 +445,10 @@ std::optional<int32_t> Tokenizer::unk_id() const {
 }
 const TokenizerConfig& Tokenizer::config() const { return impl_->config; }
 
+std::optional<std::string> Tokenizer::precompiled_charsmap() const {
+  return impl_->normalizer ? impl_->normalizer->precompiled_charsmap() : std::nullopt;
+}
+
 // ---- DecodeStream: HF tokenizers' step_decode_stream ----
 DecodeStream::DecodeStream(const Tokenizer& tokenizer, bool skip_special_tokens)
     : tok_(&tokenizer), skip_special_(skip_special_tokens) {}

@@ -35,6 +35,30 @@ TEST(TokenizerMalformed, TokenizerJsonFieldsOfEveryKind) {
   }
 }
 
+// A corrupt sentencepiece charsmap (bad base64, a trie size past the blob, a trie walk out of bounds) is a
+// clear refusal at load or at encode, never a read past the buffer (the ASan suite runs this too).
+TEST(TokenizerMalformed, PrecompiledCharsmap) {
+  json doc = fixture("custom_charsmap_unigram.json");
+  auto refused = [&](const std::string& charsmap, const char* needle) {
+    json d = doc;
+    d["normalizer"]["precompiled_charsmap"] = charsmap;
+    try {
+      auto t = hfx::tok::Tokenizer::from_json_string(d.dump());
+      (void)t.encode("Ao o\u0308 e\u0301 \xef\xac\x81x \xe2\x91\xa0");
+      FAIL() << "expected a refusal for " << needle;
+    } catch (const hfx::Error& e) {
+      EXPECT_NE(std::string(e.what()).find("[tokenizer] expected"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+  };
+  refused("not*base64", "standard base64");
+  refused("", "4-byte trie size");
+  refused("/////w==", "trie size");  // 0xFFFFFFFF bytes of trie in a 4-byte blob
+  // One unit whose offset (1024) sends the first step of every lookup out of the 1-unit trie.
+  refused("BAAAAAAAEAA=", "stay within");
+  ASSERT_NO_THROW((void)hfx::tok::Tokenizer::from_json_string(doc.dump()).encode("Ao o\u0308"));
+}
+
 TEST(TokenizerMalformed, TokenizerConfigFields) {
   const std::string tj = fixture("tiny_bytelevel_bpe.json").dump();
   const json cfg = {{"add_bos_token", true},

@@ -28,12 +28,22 @@ namespace {
 const fs::path kData = fs::path(HFX_TEST_DATA) / "tokenizers";
 
 const std::vector<std::string> kFixtures = {
-    "gpt2_bpe.json",           "llama3_bpe.json",
-    "qwen2_bpe.json",          "mixed_bpe.json",
-    "llama2_sp_bpe.json",      "metaspace_bpe.json",
-    "bert_wordpiece.json",     "whitespace_wordpiece.json",
-    "t5_unigram.json",         "bytefallback_unigram.json",
-    "tiny_bytelevel_bpe.json", "tiny_sentencepiece_bpe.json",
+    "gpt2_bpe.json",
+    "llama3_bpe.json",
+    "qwen2_bpe.json",
+    "mixed_bpe.json",
+    "llama2_sp_bpe.json",
+    "metaspace_bpe.json",
+    "bert_wordpiece.json",
+    "whitespace_wordpiece.json",
+    "t5_unigram.json",
+    "bytefallback_unigram.json",
+    "tiny_bytelevel_bpe.json",
+    "tiny_sentencepiece_bpe.json",
+    // sentencepiece's compiled charsmap (`Precompiled`), converted by transformers
+    // (tests/tokenizers/make_precompiled_fixtures.py): XLM-R's nmt_nfkc map and a small rule table.
+    "xlmr_precompiled_unigram.json",
+    "custom_charsmap_unigram.json",
 };
 
 std::string slurp(const fs::path& p) {

@@ -6,7 +6,8 @@
 //                   ignore_merges, merges as "a b" strings or [a, b] pairs), WordPiece, Unigram
 //                   (Viterbi, byte_fallback), WordLevel;
 //   normalizers     Sequence, NFC/NFD/NFKC/NFKD, Lowercase, Strip, StripAccents, Replace, Prepend,
-//                   BertNormalizer, ByteLevel;
+//                   BertNormalizer, ByteLevel, Precompiled (sentencepiece's compiled charsmap, applied per
+//                   grapheme cluster exactly as HF's spm_precompiled does);
 //   pre-tokenizers  ByteLevel, Split (Regex/String, all five behaviors, invert), Metaspace,
 //                   Whitespace, WhitespaceSplit, BertPreTokenizer, Digits, Punctuation,
 //                   CharDelimiterSplit, Sequence (regexes run on PCRE2 with UTF + UCP);
@@ -18,7 +19,7 @@
 // `tokenizer_config.json` is read for the special tokens, add_bos/add_eos flags and chat template.
 // Every failure throws hfx::Error with component "tokenizer", naming the file and JSON field.
 //
-// Not supported (throws): the `Precompiled` normalizer (sentencepiece charsmap), BPE dropout > 0
+// Not supported (throws): BPE dropout > 0
 // (non-deterministic), truncation/padding blocks in tokenizer.json are ignored.
 #pragma once
 #include <cstdint>
@@ -86,6 +87,9 @@ class Tokenizer {
   std::optional<int32_t> unk_id() const;
 
   const TokenizerConfig& config() const;
+  /// The raw sentencepiece charsmap (`normalizer_spec.precompiled_charsmap`) of the tokenizer's `Precompiled`
+  /// normalizer, when it has one: what GGUF's `tokenizer.ggml.precompiled_charsmap` carries.
+  std::optional<std::string> precompiled_charsmap() const;
 
   struct Impl;
 
