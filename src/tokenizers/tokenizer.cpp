@@ -395,9 +395,9 @@ Tokenizer Tokenizer::from_dir(const std::string& dir) {
   namespace fs = std::filesystem;
   fs::path d(dir);
   fs::path cfg = d / "tokenizer_config.json";
-  if (!loads_as_qwen2_tokenizer(dir))
+  if (rebuilding_tokenizer_class(dir).empty())
     return from_files((d / "tokenizer.json").string(), fs::exists(cfg) ? cfg.string() : std::string());
-  // Qwen2Tokenizer's own normalizer and pre-tokenizer over the file's vocabulary (resolved_tokenizer_json).
+  // The class's own pipeline over the file's vocabulary (resolved_tokenizer_json).
   const std::string cj = fs::exists(cfg) ? read_file(cfg.string(), "tokenizer_config.json") : std::string();
   try {
     return from_json_string(resolved_tokenizer_json(dir), cj);
@@ -444,6 +444,13 @@ std::optional<int32_t> Tokenizer::unk_id() const {
   return impl_->special(impl_->config.unk_token, {"<unk>", "[UNK]"});
 }
 const TokenizerConfig& Tokenizer::config() const { return impl_->config; }
+
+std::string Tokenizer::normalize(std::string_view text) const {
+  if (!impl_->normalizer) return std::string(text);
+  NormalizedString n(text);
+  impl_->normalizer->normalize(n);
+  return n.get();
+}
 
 std::optional<std::string> Tokenizer::precompiled_charsmap() const {
   return impl_->normalizer ? impl_->normalizer->precompiled_charsmap() : std::nullopt;

@@ -7,6 +7,10 @@ Checkpoints:
     llama.cpp's "gpt2" tokenizer with <s> ... </s> added; positions from pad_token_id + 1, the file's table from that
     row) and ModernBertModel (llama.cpp's modern-bert arch: GeGLU, alternating global and symmetric-window layers with
     their own rope bases; [CLS] ... [SEP] added);
+  - xlm-roberta@spm, camembert@spm: XLMRobertaModel and CamembertForMaskedLM (the `roberta.` scope) from
+    transformers' random init, with a sentencepiece Unigram trained on the corpus' pieces under sentencepiece's
+    `nmt_nfkc` rule (XLM-R's charsmap) and converted by transformers' own XLMRobertaTokenizer / CamembertTokenizer:
+    llama.cpp's "t5" (UGM) tokenizer with the charsmap; positions from pad_token_id + 1; mean pooling;
   - bert@mlm-cls: BertForMaskedLM (the `bert.` scope; its MLM head is not in the file) from transformers' own random
     init, hidden 256 (whole k-quant super-blocks), with a cased WordPiece trained by `tokenizers` on the corpus'
     scripts (1,003 tokens: all the corpus gives of the 3,000 asked), and [CLS] pooling.
@@ -33,7 +37,8 @@ import pytest
 from conftest import run_hfx
 from test_gguf import TYPES, ggml_gelu, ggml_quantize, kind_type, llama_cpp, strings
 
-ARCHS = ("bert", "bert@mlm-cls", "distilbert", "roberta", "modernbert")
+ARCHS = ("bert", "bert@mlm-cls", "distilbert", "roberta", "modernbert", "xlm-roberta@spm", "camembert@spm")
+SPM = {"xlm-roberta@spm": ("XLMRoberta", "Model"), "camembert@spm": ("Camembert", "ForMaskedLM")}
 # llama.cpp's pooled vectors vs transformers on the file's weights with ggml's GELU, relative to max |value|. Largest
 # measured (2026-12-07, both checkpoints and another tiny seed, hfx verify's sequences and this test's): f32 1.3e-5,
 # f16 2.1e-4, bf16 2.1e-3, q8_0 6.1e-3, q4_0 5.7e-3, q4_k 6.2e-3, q6_k 6.1e-3 (all on the tiny model; the wide one's
@@ -54,13 +59,47 @@ def trained_wordpiece(folder: Path) -> int:
     return tok.get_vocab_size()
 
 
+def sentencepiece_roberta(folder: Path, arch: str) -> None:
+    """A sentencepiece Unigram (nmt_nfkc) trained on the corpus' pieces, converted by transformers' own tokenizer class
+    (from a folder holding only sentencepiece.bpe.model, as for a Hub checkpoint), and a random model of that vocabulary
+    from transformers' classes; mean pooling."""
+    import sentencepiece as spm
+    import torch
+    import transformers
+
+    family, head = SPM[arch]
+    spm_dir = folder.parent / (folder.name + ".spm")
+    spm_dir.mkdir(parents=True, exist_ok=True)
+    with open(spm_dir / "sentencepiece.bpe.model", "wb") as f:
+        spm.SentencePieceTrainer.train(sentence_iterator=iter(strings(4000)), model_writer=f, vocab_size=600,
+                                       model_type="unigram", character_coverage=1.0, minloglevel=2,
+                                       normalization_rule_name="nmt_nfkc", hard_vocab_limit=False, num_threads=1)
+    tok = getattr(transformers, family + "Tokenizer").from_pretrained(str(spm_dir))
+    tok.save_pretrained(folder)
+    torch.manual_seed(11)
+    cfg = getattr(transformers, family + "Config")(
+        vocab_size=len(tok), hidden_size=64, num_hidden_layers=2, num_attention_heads=4, intermediate_size=128,
+        max_position_embeddings=130, pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
+        eos_token_id=tok.eos_token_id, architectures=[family + head])
+    getattr(transformers, family + head)(cfg).save_pretrained(folder)
+    (folder / "modules.json").write_text(json.dumps([
+        {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
+        {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
+    (folder / "1_Pooling").mkdir()
+    (folder / "1_Pooling" / "config.json").write_text(json.dumps(
+        {"word_embedding_dimension": 64, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}))
+
+
 def checkpoint(workdir: Path, arch: str) -> Path:
     folder = workdir / "gguf" / arch
     if (folder / "config.json").exists():
         return folder
     tmp = folder.with_name(arch + ".tmp")
     shutil.rmtree(tmp, ignore_errors=True)
-    if arch != "bert@mlm-cls":
+    if arch in SPM:
+        tmp.mkdir(parents=True)
+        sentencepiece_roberta(tmp, arch)
+    elif arch != "bert@mlm-cls":
         run_hfx("create-tiny", arch, "--dtype", "float32", "--seed", "11", "--sentence-transformers", "-o", tmp)
     else:
         import torch
@@ -150,6 +189,19 @@ def test_structure_and_vocabulary(workdir, arch):
         if arch == "roberta":  # the position table from pad_token_id + 1
             assert f["bert.context_length"] == cfg["max_position_embeddings"] - cfg["pad_token_id"] - 1
         return
+    if arch in SPM:  # llama.cpp's UGM: the pieces, their scores and the charsmap of the tokenizer.json
+        import base64
+
+        tj = json.loads((ckpt / "tokenizer.json").read_text())
+        assert f["tokenizer.ggml.model"] == "t5" and f["tokenizer.ggml.add_eos_token"] is True
+        assert f["tokenizer.ggml.add_space_prefix"] is True and f["tokenizer.ggml.remove_extra_whitespaces"] is True
+        assert f["tokenizer.ggml.tokens"] == [p for p, _ in tj["model"]["vocab"]]
+        assert np.allclose(f["tokenizer.ggml.scores"], [s for _, s in tj["model"]["vocab"]])
+        types = f["tokenizer.ggml.token_type"]
+        assert types[tok.unk_token_id] == 2 and all(types[i] == 3 for i in tok.all_special_ids if i != tok.unk_token_id)
+        assert bytes(f["tokenizer.ggml.precompiled_charsmap"]) == base64.b64decode(tj["normalizer"]["precompiled_charsmap"])
+        assert f["bert.context_length"] == cfg["max_position_embeddings"] - cfg["pad_token_id"] - 1
+        return
     assert f["tokenizer.ggml.model"] == "bert"
     assert f["tokenizer.ggml.normalizer.lowercase"] is (arch != "bert@mlm-cls")
     special = set(tok.all_special_tokens)
@@ -233,8 +285,9 @@ def test_hfx_verify(workdir, arch, kind):
 @pytest.mark.parametrize("model_type,args,why", [
     ("bert", ["--head", "sequence_classification"], "expected the base model or its masked-LM form"),
     ("bert", ["--sentence-transformers", "--pooling", "max"], "expected mean or cls pooling"),
-    # XLM-R's unigram tokenizer as llama.cpp's UGM is not written yet
-    ("xlm-roberta", [], "expected an encoder whose llama.cpp arch hfx maps")])
+    # create-tiny's XLM-R tokenizer has no sentencepiece charsmap (transformers 5 keeps none of its NFKC): llama.cpp's
+    # UGM would not split at tabs and newlines where transformers does
+    ("xlm-roberta", ["--sentence-transformers"], "expected the tokenizer's sentencepiece charsmap to turn tabs")])
 def test_refused_before_writing(workdir, model_type, args, why):
     name = f"{model_type}-refused{len(args)}"
     ckpt = workdir / "gguf" / f"{name}-ckpt"
@@ -295,3 +348,59 @@ def test_same_as_convert_hf_to_gguf(workdir, kind):
                            capture_output=True, text=True, env=dict(os.environ, PYTHONPATH=str(ANCHORS)), timeout=600)
         assert r.returncode == 0, f"[convert_hf_to_gguf] exited {r.returncode}: {r.stderr[-1500:]}"
     assert_same_as_converter(ours, ref, EXPLAINED, f"bert@mlm-cls {kind}")
+
+
+@pytest.mark.parametrize("kind", ["f32", "q8_0"])
+def test_xlm_roberta_same_as_convert_hf_to_gguf(workdir, kind):
+    """Side by side with llama.cpp's converter (its XLMRobertaModel class) on xlm-roberta@spm: every tensor byte for
+    byte (the position table chopped at pad_token_id + 1 by both), the same key/value pairs but EXPLAINED and
+    tokenizer.ggml.remove_extra_whitespaces: the converter writes the tokenizer's clean_up_tokenization_spaces
+    (false here), hfx true: transformers 5's XLMRobertaTokenizer splits at whitespace (WhitespaceSplit), which is
+    llama.cpp's UGM with that flag. Measured (2026-12-07): llama.cpp tokenizes "hello  world" from the converter's
+    file as ["▁hello", "▁", "▁world"], from hfx's as transformers does (["▁hello", "▁world"]);
+    of the 1,000 strings and those two, 566 differ from transformers with the converter's file, none with hfx's.
+    CamemBERT is not compared: the converter maps CamembertModel to its WordPiece BertModel class (no position
+    chop, a "bert" vocabulary), which it cannot run on a sentencepiece vocabulary."""
+    from test_gguf import convert_hf_to_gguf, assert_same_as_converter
+
+    folder = checkpoint(workdir, "xlm-roberta@spm")
+    ref = convert_hf_to_gguf(folder, kind, workdir / "gguf" / f"xlmr-convert-{kind}.gguf")
+    explained = EXPLAINED | {"tokenizer.ggml.remove_extra_whitespaces"}
+    assert_same_as_converter(export(workdir, "xlm-roberta@spm", kind), ref, explained, f"xlm-roberta@spm {kind}")
+
+
+def test_transformers4_tokenizer_json(workdir):
+    """A Hub XLM-R folder as transformers 4 saved it (normalizer Precompiled + Replace(" {2,}", " "), pre-tokenizer
+    Metaspace alone) loads in transformers 5 through XLMRobertaTokenizer's own pipeline (WhitespaceSplit + Metaspace,
+    the charsmap alone), which hfx reproduces (tok::resolved_tokenizer_json): its GGUF tokenizes the 1,000 strings as
+    transformers 5 does, and hfx verify's tokenizer check (hfx's ids vs llama.cpp's) passes. Control: the same file
+    read literally (Rust tokenizers) tokenizes some strings differently, so the rebuild is what is judged."""
+    from tokenizers import Tokenizer
+    from transformers import AutoTokenizer
+
+    src = checkpoint(workdir, "xlm-roberta@spm")
+    v4 = workdir / "gguf" / "xlm-roberta-v4"
+    if not v4.exists():
+        tmp = v4.with_name(v4.name + ".tmp")
+        shutil.rmtree(tmp, ignore_errors=True)
+        shutil.copytree(src, tmp)
+        tj = json.loads((tmp / "tokenizer.json").read_text())
+        tj["normalizer"] = {"type": "Sequence", "normalizers": [
+            tj["normalizer"], {"type": "Replace", "pattern": {"Regex": " {2,}"}, "content": " "}]}
+        tj["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "always", "split": True}
+        (tmp / "tokenizer.json").write_text(json.dumps(tj))
+        tmp.rename(v4)
+    texts = strings()
+    tok = AutoTokenizer.from_pretrained(v4)
+    want = [tok(t, add_special_tokens=False)["input_ids"] for t in texts]
+    literal = Tokenizer.from_file(str(v4 / "tokenizer.json"))
+    assert sum(literal.encode(t, add_special_tokens=False).ids != w for t, w in zip(texts, want)) > 100
+    out = workdir / "gguf" / "xlm-roberta-v4-f32"
+    if not (out / "model.gguf").exists():
+        run_hfx("export", v4, "--format", "gguf", "--dtype", "f32", "-o", out)
+    got = llama_cpp(out / "model.gguf", {"tokenize": texts})["tokenize"]
+    assert sum(g != w for g, w in zip(got, want)) == 0
+    report = out / "verify.json"
+    r = run_hfx("verify", out, "--reference", v4, "--json", report, "--no-manifest", check=False)
+    checks = {(c["component"], c["check"]): c for c in json.loads(report.read_text())["checks"]}
+    assert r.returncode == 0 and checks[("model.gguf", "runtime tokenizer")]["status"] == "passed", r.stderr[-1500:]

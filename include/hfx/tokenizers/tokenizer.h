@@ -87,6 +87,9 @@ class Tokenizer {
   std::optional<int32_t> unk_id() const;
 
   const TokenizerConfig& config() const;
+  /// `text` through the tokenizer.json normalizer alone (HF's `normalizer.normalize_str`); unchanged without
+  /// one.
+  std::string normalize(std::string_view text) const;
   /// The raw sentencepiece charsmap (`normalizer_spec.precompiled_charsmap`) of the tokenizer's `Precompiled`
   /// normalizer, when it has one: what GGUF's `tokenizer.ggml.precompiled_charsmap` carries.
   std::optional<std::string> precompiled_charsmap() const;
@@ -162,9 +165,15 @@ std::string make_tiny_tokenizer_config_json(TinyTokenizerKind kind);
 /// which transformers overrides the Hub's tokenizer_class), else tokenizer_config.json's tokenizer_class
 /// Qwen2Tokenizer(Fast), else, without a class, a model_type transformers maps to it (qwen2_moe, qwen3, ...).
 bool loads_as_qwen2_tokenizer(const std::string& dir);
+/// The transformers 5 tokenizer class AutoTokenizer builds for `dir` when that class rebuilds the pipeline
+/// whatever tokenizer.json says: "Qwen2Tokenizer", "XLMRobertaTokenizer", "CamembertTokenizer"; else empty.
+std::string rebuilding_tokenizer_class(const std::string& dir);
 /// `dir/tokenizer.json`'s text as transformers 5 builds the tokenizer: for Qwen2Tokenizer its own normalizer
 /// (NFC), pre-tokenizer (Qwen2's split regex, digits one at a time, then ByteLevel) and decoder replace the
-/// file's; otherwise the file as it is. Tokenizer::from_dir and the GGUF vocabulary read this.
+/// file's; for XLMRobertaTokenizer / CamembertTokenizer the file's sentencepiece charsmap alone,
+/// WhitespaceSplit
+/// + Metaspace, a Metaspace decoder and `<s> $A </s>`; otherwise the file as it is. Tokenizer::from_dir and
+/// the GGUF vocabulary read this.
 std::string resolved_tokenizer_json(const std::string& dir);
 
 /// The kind's name as listed in the enum ("byte_level", "sentencepiece", "wordpiece", "roberta_bpe",

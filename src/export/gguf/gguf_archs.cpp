@@ -64,6 +64,8 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"mpt", "mpt"},
                           {"distilbert", "bert"},
                           {"roberta", "bert"},
+                          {"xlm-roberta", "bert"},
+                          {"camembert", "bert"},
                           {"bamba", "granitehybrid"},
                           {"jamba", "jamba"},
                           {"modernbert", "modern-bert"}};

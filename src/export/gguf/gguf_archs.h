@@ -152,6 +152,12 @@ void add_jamba(Out& o, const ModelConfig& c);
 /// llama.cpp's bert arch (gguf_archs_bert.cpp): BertModel's tensors (BertForMaskedLM's without its head).
 /// Refuses another head, a non-GELU activation, relative positions.
 void add_bert(Out& o, const Model& m, const ModelConfig& c);
+/// The masked-LM form's scope of a bert-arch model type with its dot: "roberta." for roberta, xlm-roberta and
+/// camembert (one modeling code), "<model_type>." otherwise.
+std::string bert_scope(const std::string& model_type);
+/// Whether positions start at pad_token_id + 1 (RoBERTa's modeling code): the file holds the table from
+/// there.
+bool roberta_positions(const std::string& model_type);
 /// llama.cpp's modern-bert arch (gguf_archs_bert.cpp): ModernBertModel's tensors, its windows and rope bases.
 void add_modernbert(Out& o, const Model& m, const ModelConfig& c);
 /// `<arch>.pooling_type` from the sentence-transformers Pooling module in `dir` (bert only; none without

@@ -1,7 +1,7 @@
-// llama.cpp's bert arch (an embedding model), as convert_hf_to_gguf.py's BertModel, DistilBertModel and
-// RobertaModel write it: the base model's modules (the masked-LM form's `bert.` / `distilbert.` /
-// `roberta.` scope, its MLM head left out as the converter leaves it), non-causal attention, and the
-// sentence-transformers pooling as `bert.pooling_type`.
+// llama.cpp's bert arch (an embedding model), as convert_hf_to_gguf.py's BertModel, DistilBertModel,
+// RobertaModel and XLMRobertaModel write it (CamemBERT is RoBERTa's modeling code): the base model's modules
+// (the masked-LM form's `bert.` / `distilbert.` / `roberta.` scope, its MLM head left out as the converter
+// leaves it), non-causal attention, and the sentence-transformers pooling as `bert.pooling_type`.
 #include <filesystem>
 
 #include "export/gguf/gguf_archs.h"
@@ -71,12 +71,21 @@ void positions_from(Out& o, const std::string& hf, int64_t from) {
 
 }  // namespace
 
+bool roberta_positions(const std::string& model_type) {
+  return model_type == "roberta" || model_type == "xlm-roberta" || model_type == "camembert";
+}
+
+std::string bert_scope(const std::string& model_type) {
+  return roberta_positions(model_type) ? "roberta." : model_type + ".";
+}
+
 void add_bert(Out& o, const Model& m, const ModelConfig& c) {
   check_bert(m, c);
   File& f = o.f;
-  const std::string p =
-      c.model_type == "distilbert" || o.W.has("embeddings.word_embeddings.weight") ? "" : c.model_type + ".";
-  const int64_t offset = c.model_type == "roberta" ? c.pad_token_id.value_or(1) + 1 : 0;
+  const std::string p = c.model_type == "distilbert" || o.W.has("embeddings.word_embeddings.weight")
+                            ? ""
+                            : bert_scope(c.model_type);
+  const int64_t offset = roberta_positions(c.model_type) ? c.pad_token_id.value_or(1) + 1 : 0;
   ModelConfig sized = c;  // the context: the positions the file holds
   if (c.model_type != "distilbert")
     sized.max_position_embeddings = o.W.info(p + "embeddings.position_embeddings.weight").shape[0] - offset;

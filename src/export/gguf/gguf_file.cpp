@@ -203,7 +203,7 @@ class HashBehind {
 }  // namespace
 
 namespace {
-enum : uint32_t { STRING = 8, ARRAY = 9, U32 = 4, I32 = 5, F32 = 6, BOOL = 7 };
+enum : uint32_t { U8 = 0, STRING = 8, ARRAY = 9, U32 = 4, I32 = 5, F32 = 6, BOOL = 7 };
 uint64_t padded(uint64_t n) { return (n + File::kAlignment - 1) / File::kAlignment * File::kAlignment; }
 }  // namespace
 
@@ -249,6 +249,12 @@ void File::kv_i32s(const std::string& k, const std::vector<int32_t>& v) {
   pod(uint32_t{I32});
   pod(static_cast<uint64_t>(v.size()));
   for (auto x : v) pod(x);
+}
+void File::kv_u8s(const std::string& k, std::string_view bytes) {
+  key(k, ARRAY);
+  pod(uint32_t{U8});
+  pod(static_cast<uint64_t>(bytes.size()));
+  for (char x : bytes) pod(static_cast<uint8_t>(x));
 }
 void File::kv_f32s(const std::string& k, const std::vector<float>& v) {
   key(k, ARRAY);

@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <functional>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -21,6 +22,8 @@ class File {
   void kv_strs(const std::string& k, const std::vector<std::string>& v);
   void kv_i32s(const std::string& k, const std::vector<int32_t>& v);
   void kv_f32s(const std::string& k, const std::vector<float>& v);
+  /// An array of uint8 (gguf-py writes `bytes` so: tokenizer.ggml.precompiled_charsmap).
+  void kv_u8s(const std::string& k, std::string_view bytes);
 
   /// A tensor of torch shape `shape` (GGUF stores dims innermost first) whose values `make` returns, in any
   /// float dtype, when the file is written; stored in `type` (the writer's choice for its name and shape, see

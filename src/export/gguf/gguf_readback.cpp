@@ -100,10 +100,10 @@ void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weight
     const char* architecture;
     bool pooler;
   };
-  static const Base kBases[] = {{"bert", "BertModel", true},
-                                {"distilbert", "DistilBertModel", false},
-                                {"roberta", "RobertaModel", true},
-                                {"modernbert", "ModernBertModel", false}};
+  static const Base kBases[] = {
+      {"bert", "BertModel", true},           {"distilbert", "DistilBertModel", false},
+      {"roberta", "RobertaModel", true},     {"xlm-roberta", "XLMRobertaModel", true},
+      {"camembert", "CamembertModel", true}, {"modernbert", "ModernBertModel", false}};
   const std::string type = config.value("model_type", std::string("bert"));
   const Base* base = &kBases[0];
   for (const Base& b : kBases)
@@ -111,7 +111,7 @@ void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weight
   config["architectures"] = {base->architecture};
   // The masked-LM form's: the `<model_type>.` scope only (its MLM head is not the base model's); ModernBERT's
   // is `model.`.
-  const std::string scope = type == "modernbert" ? "model." : type + ".";
+  const std::string scope = type == "modernbert" ? "model." : gguf::bert_scope(type);
   const bool scoped =
       std::any_of(weights.begin(), weights.end(), [&](const auto& w) { return w.first.starts_with(scope); });
   std::map<std::string, Tensor> kept;

@@ -203,6 +203,91 @@ void add_wordpiece(File& f, const nlohmann::json& tok, const nlohmann::json& tc,
     f.kv_bool("tokenizer.ggml.normalizer.strip_accents", norm["strip_accents"].get<bool>());
 }
 
+// The whitespace of ordinary text (tab, newline, vertical tab, form feed, carriage return, space, no-break
+// space, ideographic space), which the charsmap must turn into ' ' (or drop). Other Unicode whitespace it
+// leaves as is tokenizes differently (nmt_nfkc, XLM-R's map, keeps U+0085 only; docs/gguf.md says so).
+constexpr const char* kWhiteSpace[] = {"\t", "\n", "\v", "\f", "\r", " ", "\u00a0", "\u3000"};
+
+// A sentencepiece Unigram (XLM-R's, CamemBERT's, as transformers 5 builds them: the charsmap,
+// WhitespaceSplit, Metaspace "always") as llama.cpp's UGM tokenizer ("t5" model) runs it: the charsmap, then
+// words split at ' ' with a "▁" before each (remove_extra_whitespaces, add_space_prefix), Viterbi over the
+// pieces' scores. That equals transformers' only where the charsmap turns whitespace into ' ' (llama.cpp
+// splits at ' ' alone, WhitespaceSplit at all Unicode whitespace); checked for kWhiteSpace, refused
+// otherwise. Whether the post-processor's pair template puts a special token between $A and $B (XLM-R's
+// "</s></s>"): what gguf-py's SpecialVocab writes as add_sep_token (llama.cpp's rerank inputs put the
+// separator there).
+bool sep_in_pair(const nlohmann::json& tok) {
+  for (const auto& x : parts_of(tok.value("post_processor", nlohmann::json()), "processors")) {
+    bool after_a = false;
+    for (const auto& p : x.value("pair", nlohmann::json::array())) {
+      if (p.contains("Sequence")) {
+        if (after_a) return false;
+        after_a = true;
+      } else if (after_a && p.contains("SpecialToken")) {
+        return true;
+      }
+    }
+  }
+  return false;
+}
+
+void add_unigram(File& f, const nlohmann::json& tok, const nlohmann::json& tc, const ModelConfig& c,
+                 const hfx::tok::Tokenizer& hf) {
+  const std::vector<nlohmann::json> pre =
+      parts_of(tok.value("pre_tokenizer", nlohmann::json()), "pretokenizers");
+  const bool layout = pre.size() == 2 && pre[0].value("type", "") == "WhitespaceSplit" &&
+                      pre[1].value("type", "") == "Metaspace" &&
+                      pre[1].value("replacement", "") == "\u2581" &&
+                      pre[1].value("prepend_scheme", "always") == "always" && pre[1].value("split", true);
+  HFX_CHECK(layout, "gguf",
+            "expected a Unigram tokenizer pre-tokenized as transformers 5's XLMRobertaTokenizer does it "
+            "(WhitespaceSplit, then Metaspace '\u2581' with prepend_scheme always) for llama.cpp's UGM "
+            "tokenizer, got {}",
+            tok.value("pre_tokenizer", nlohmann::json()).dump().substr(0, 200));
+  const std::optional<std::string> charsmap = hf.precompiled_charsmap();
+  for (const char* w : kWhiteSpace) {
+    const std::string n = hf.normalize(w);
+    HFX_CHECK(
+        charsmap && n.find_first_not_of(' ') == std::string::npos, "gguf",
+        "expected the tokenizer's sentencepiece charsmap to turn tabs, newlines and spaces into ' ' "
+        "(llama.cpp's "
+        "UGM tokenizer splits words at ' ' alone, transformers' WhitespaceSplit at all whitespace), got {}; "
+        "this tokenizer would give other ids in llama.cpp, so it is not exported to GGUF",
+        charsmap ? fmt::format("{} normalized to {}", nlohmann::json(w).dump(), nlohmann::json(n).dump())
+                 : std::string("no Precompiled normalizer"));
+  }
+  const nlohmann::json& vocab = tok["model"]["vocab"];
+  const auto n = static_cast<size_t>(c.vocab_size);
+  std::vector<std::string> tokens(n);
+  std::vector<float> scores(n, -10000.0f);  // the converter's score of padding rows
+  std::vector<int32_t> types(n, UNUSED);
+  const int64_t unk = tok["model"].value("unk_id", int64_t{-1});
+  for (size_t i = 0; i < vocab.size() && i < n; ++i) {
+    tokens[i] = vocab[i][0].get<std::string>();
+    scores[i] = vocab[i][1].get<float>();
+    types[i] = static_cast<int64_t>(i) == unk ? UNKNOWN : NORMAL;
+  }
+  for (const auto& a : tok.value("added_tokens", nlohmann::json::array())) {
+    const auto id = a["id"].get<int64_t>();
+    if (id < 0 || static_cast<size_t>(id) >= n) continue;
+    tokens[static_cast<size_t>(id)] = a["content"].get<std::string>();
+    if (id != unk) types[static_cast<size_t>(id)] = a.value("special", false) ? CONTROL : USER_DEFINED;
+  }
+  for (size_t i = 0; i < n; ++i)
+    if (tokens[i].empty()) tokens[i] = "[PAD" + std::to_string(i) + "]";
+  f.kv_str("tokenizer.ggml.model", "t5");
+  f.kv_str("tokenizer.ggml.pre", "default");
+  f.kv_strs("tokenizer.ggml.tokens", tokens);
+  f.kv_f32s("tokenizer.ggml.scores", scores);
+  f.kv_i32s("tokenizer.ggml.token_type", types);
+  f.kv_bool("tokenizer.ggml.add_space_prefix", true);
+  f.kv_bool("tokenizer.ggml.remove_extra_whitespaces", true);
+  f.kv_u8s("tokenizer.ggml.precompiled_charsmap", *charsmap);
+  if (sep_in_pair(tok)) f.kv_bool("tokenizer.ggml.add_sep_token", true);
+  if (const auto mask = named_id(tc, "mask_token", hf))
+    f.kv_u32("tokenizer.ggml.mask_token_id", static_cast<uint32_t>(*mask));
+}
+
 }  // namespace
 
 void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
@@ -214,18 +299,23 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   const nlohmann::json& model = tok["model"];
   if (model.value("type", "") == "WordPiece")
     return add_wordpiece(f, tok, tc, c, hfx::tok::Tokenizer::from_dir(dir));
-  HFX_CHECK(model.value("type", "") == "BPE", "gguf", "expected a BPE tokenizer for GGUF, got a {} one",
-            model.value("type", std::string("?")));
+  const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
+  const std::string type = model.value("type", std::string("?"));
+  HFX_CHECK(type == "BPE" || type == "Unigram", "gguf",
+            "expected a BPE or Unigram tokenizer for GGUF, got a {} one", type);
   const bool spm = model.value("byte_fallback", false);
-  f.kv_str("tokenizer.ggml.model", spm ? "llama" : "gpt2");
-  if (!spm) f.kv_str("tokenizer.ggml.pre", pre_of(tok));
-  add_tokens(f, tok, c.vocab_size, spm);
-  if (!spm) f.kv_strs("tokenizer.ggml.merges", merges_of(model));
+  if (type == "Unigram") {
+    add_unigram(f, tok, tc, c, hf);
+  } else {
+    f.kv_str("tokenizer.ggml.model", spm ? "llama" : "gpt2");
+    if (!spm) f.kv_str("tokenizer.ggml.pre", pre_of(tok));
+    add_tokens(f, tok, c.vocab_size, spm);
+    if (!spm) f.kv_strs("tokenizer.ggml.merges", merges_of(model));
+  }
   if (gguf_arch_of(c.model_type) == "bert")  // RoBERTa's: llama.cpp's bert arch requires the count
     f.kv_u32("tokenizer.ggml.token_type_count", static_cast<uint32_t>(c.raw.value("type_vocab_size", 1)));
   // An encoder's cls A sep (RoBERTa's <s> A </s>, ModernBERT's [CLS] A [SEP]) as llama.cpp adds them: BOS and
   // EOS, the latter also the separator (written only for those: add_eos's default is false).
-  const hfx::tok::Tokenizer hf = hfx::tok::Tokenizer::from_dir(dir);
   const std::string arch = gguf_arch_of(c.model_type);
   const Wrap wrap = gguf_embedding_arch(arch) ? wrap_of(tok) : Wrap{};
   if (wrap.found)
