@@ -453,7 +453,9 @@ void GgufConfig::from_json(const nlohmann::json& j) {
   quantize = q.is_object() ? q.value("method", std::string()) : q.is_string() ? q.get<std::string>() : "";
   const auto& known = kGgufQuantTypes;
   HFX_CHECK(std::find(std::begin(known), std::end(known), quantize) != std::end(known), "gguf",
-            "expected --quantize q8_0, q4_0, q4_k or q6_k for GGUF (ggml's block types; f16 / bf16 / f32 are "
+            "expected --quantize q8_0, q4_0, q4_k, q4_k_m or q6_k for GGUF (ggml's block types and "
+            "llama-quantize's "
+            "Q4_K_M mix; f16 / bf16 / f32 are "
             "--dtype), got {}",
             q.dump());
   HFX_CHECK(dtype == "auto" || dtype == "f32", "gguf",

@@ -64,6 +64,9 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
          # rows of 256 and 512: whole k-quant super-blocks (the tiny ones' rows of 64 fall back to q5_0 / q8_0)
          "llama@wide": {"hidden_size": 256, "intermediate_size": 512, "num_attention_heads": 4,
                         "num_key_value_heads": 2, "head_dim": 64}}
+# Checkpoints only the Q4_K_M comparison takes: 12 layers, so that llama-quantize's use_more_bits picks layers by
+# all three of its rules (the first and last eighth, every third between).
+MIX_ARCHS = {"llama@deep": {"num_hidden_layers": 12}}
 TYPES = {"f32": ["--dtype", "f32"], "f16": ["--dtype", "f16"], "bf16": ["--dtype", "bf16"],
          "q8_0": ["--quantize", "q8_0"], "q4_0": ["--quantize", "q4_0"], "q4_k": ["--quantize", "q4_k"],
          "q6_k": ["--quantize", "q6_k"]}
@@ -114,10 +117,11 @@ def checkpoint(workdir: Path, arch: str) -> Path:
         shutil.rmtree(tmp, ignore_errors=True)
         run_hfx("create-tiny", arch.split("@")[0], "--dtype", "float32", "--seed", "11", "-o", tmp)
         cfg = json.loads((tmp / "config.json").read_text())
-        cfg.update(ARCHS[arch])
+        overrides = ARCHS[arch] if arch in ARCHS else MIX_ARCHS[arch]
+        cfg.update(overrides)
         (tmp / "config.json").write_text(json.dumps(cfg, indent=2))
         if {"hidden_size", "attention_out_bias", "use_bias", "qk_layernorm", "attention_bias", "bias",
-                "multi_query", "mamba_dt_rank"} & set(ARCHS[arch]):  # other weights: transformers'
+                "multi_query", "mamba_dt_rank", "num_hidden_layers"} & set(overrides):  # other weights: transformers'
             # own random init for the edited config
             import torch
             from transformers import AutoConfig, AutoModelForCausalLM
@@ -544,3 +548,85 @@ def test_tiny_same_as_convert_hf_to_gguf(workdir, arch, kind):
                            env=dict(os.environ, PYTHONPATH=str(ANCHORS)), timeout=600)
         assert r.returncode == 0, f"[convert_hf_to_gguf] exited {r.returncode}: {r.stderr[-1500:]}"
     assert_same_as_converter(ours, ref, TINY_EXPLAINED["*"] | TINY_EXPLAINED[arch], f"{arch} {kind}")
+
+
+# llama_ftype of llama.h: what llama-quantize's "Q4_K_M" argument selects.
+LLAMA_FTYPE_MOSTLY_Q4_K_M = 15
+
+
+def llama_quantize(src: Path, out: Path, ftype: int) -> Path:
+    """llama.cpp's own quantizer (llama_model_quantize: the code of llama-quantize, no importance matrix, one
+    thread) from node-llama-cpp's released libllama, through ctypes. llama_model_quantize_params starts with
+    int32 nthread, then the llama_ftype, in every llama.h; the rest is its defaults."""
+    import ctypes
+
+    bins = GGML_BASE.parent
+    lib_path = next(bins.glob("libllama.v*.so"), None)
+    assert lib_path, f"[gguf] expected node-llama-cpp's libllama under {bins}, got none: run scripts/setup.sh"
+    for dep in ["libggml-base.so", *[p.name for p in bins.glob("libggml.v*.so")]]:
+        ctypes.CDLL(str(bins / dep), mode=ctypes.RTLD_GLOBAL)
+    lib = ctypes.CDLL(str(lib_path))
+
+    class Params(ctypes.Structure):  # larger than the struct: returned through the caller's buffer either way
+        _fields_ = [("nthread", ctypes.c_int32), ("ftype", ctypes.c_int32), ("rest", ctypes.c_uint8 * 504)]
+
+    lib.llama_model_quantize_default_params.restype = Params
+    lib.llama_model_quantize.argtypes = [ctypes.c_char_p, ctypes.c_char_p, ctypes.POINTER(Params)]
+    lib.llama_model_quantize.restype = ctypes.c_uint32
+    if not out.exists():
+        lib.llama_backend_init()
+        params = lib.llama_model_quantize_default_params()
+        params.nthread, params.ftype = 1, ftype
+        tmp = out.with_suffix(".tmp")
+        rc = lib.llama_model_quantize(str(src).encode(), str(tmp).encode(), ctypes.byref(params))
+        assert rc == 0, f"[llama_model_quantize] returned {rc} for {src}"
+        tmp.rename(out)
+    return out
+
+
+@pytest.mark.parametrize("arch", list(ARCHS) + list(MIX_ARCHS))
+def test_q4_k_m_same_as_llama_quantize(workdir, arch):
+    """`--quantize q4_k_m` is llama-quantize's Q4_K_M: llama.cpp's llama_model_quantize of hfx's own f32 file gives
+    the same file, byte for byte — every tensor's type and bytes (its per-tensor mix: Q6_K output and attn_v /
+    ffn_down layers, Q8_0 / Q5_K on 8-expert models, the shape fallbacks to q5_0 / q5_1 / q8_0 / f16), its tensor
+    order (llama.cpp's loader's) and every key in its place."""
+    from gguf import GGUFReader
+
+    ours = workdir / "gguf" / f"{arch}-q4_k_m"
+    if not (ours / "model.gguf").exists():
+        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", "--quantize", "q4_k_m", "-o", ours)
+    ref = llama_quantize(export(workdir, arch, "f32"), workdir / "gguf" / f"{arch}-llama-quantize-q4_k_m.gguf",
+                         LLAMA_FTYPE_MOSTLY_Q4_K_M)
+    a, b = GGUFReader(ours / "model.gguf"), GGUFReader(ref)
+    fa = {k: v.contents() for k, v in a.fields.items() if not k.startswith("GGUF.")}
+    fb = {k: v.contents() for k, v in b.fields.items() if not k.startswith("GGUF.")}
+    assert fa == fb, {k: (str(fa.get(k))[:60], str(fb.get(k))[:60]) for k in set(fa) | set(fb) if fa.get(k) != fb.get(k)}
+    tb = {t.name: t for t in b.tensors}
+    assert [t.name for t in a.tensors] == [t.name for t in b.tensors]
+    differ = [(t.name, t.tensor_type.name, tb[t.name].tensor_type.name) for t in a.tensors
+              if t.tensor_type != tb[t.name].tensor_type
+              or np.asarray(t.data).tobytes() != np.asarray(tb[t.name].data).tobytes()]
+    types = sorted({t.tensor_type.name for t in a.tensors})
+    print(f"[gguf] {arch} q4_k_m: {len(a.tensors) - len(differ)} of {len(a.tensors)} tensors identical with "
+          f"llama_model_quantize's; types {types}")
+    assert not differ, differ[:5]
+    assert (ours / "model.gguf").read_bytes() == ref.read_bytes()
+
+
+@pytest.mark.parametrize("arch", ["llama@wide", "mixtral", "phi3", "falcon", "gemma", "qwen2_moe"])
+def test_hfx_verify_q4_k_m(workdir, arch):
+    """`hfx verify` on a Q4_K_M file (a mix of types): read back, llama.cpp's logits within the k-quants' bound,
+    greedy tokens, tokenizer, chat template."""
+    out = workdir / "gguf" / f"{arch}-q4_k_m"
+    if not (out / "model.gguf").exists():
+        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", "--quantize", "q4_k_m", "-o", out)
+    report = out / "verify.json"
+    r = run_hfx("verify", out, "--reference", checkpoint(workdir, arch), "--json", report, "--no-manifest",
+                check=False)
+    j = json.loads(report.read_text())
+    checks = {(c["component"], c["check"]): c for c in j["checks"]}
+    failed = [f"{k}: {c['message']}" for k, c in checks.items() if c["status"] not in ("passed", "info")]
+    assert r.returncode == 0 and j["verdict"] == "verified" and not failed, failed or r.stderr[-2000:]
+    numerics = checks[("model.gguf:prefill", "runtime numerics")]
+    assert numerics["data"]["bound"] == LOGIT_BOUNDS["q4_k"]
+    print(f"[gguf] hfx verify {arch} q4_k_m: {numerics['message']}")

@@ -149,6 +149,12 @@ void add_granitehybrid(Out& o, const ModelConfig& c);
 void add_lfm2(Out& o, const ModelConfig& c);
 void add_jamba(Out& o, const ModelConfig& c);
 
+/// llama-quantize's Q4_K_M mix (gguf_mix.cpp) over the planned file `f` of llama.cpp arch `arch`: each
+/// quantized tensor's type as llama.cpp's llama_model_quantize chooses it for LLAMA_FTYPE_MOSTLY_Q4_K_M
+/// without an importance matrix (Q4_K by default; Q6_K for the output and half the attn_v / ffn_down layers;
+/// Q8_0 / Q5_K on 8-expert models; its shape fallbacks).
+void apply_q4_k_m(File& f, const std::string& arch, const ModelConfig& c);
+
 /// llama.cpp's bert arch (gguf_archs_bert.cpp): BertModel's tensors (BertForMaskedLM's without its head).
 /// Refuses another head, a non-GELU activation, relative positions.
 void add_bert(Out& o, const Model& m, const ModelConfig& c);

@@ -34,7 +34,7 @@ class GgufExporter : public Exporter {
     const ModelConfig& c = model.config();
     HFX_CHECK(!c.prequantized.enabled(), "gguf",
               "expected a float checkpoint for GGUF, got GPTQ/AWQ codes in {}: export the float model with "
-              "--quantize q8_0, q4_0, q4_k or q6_k",
+              "--quantize q8_0, q4_0, q4_k, q4_k_m or q6_k",
               c.model_type);
     // Refused before anything is written: what llama.cpp does not run.
     if (const std::string why = gguf_refusal(c.model_type, model.structure()); !why.empty())
@@ -46,15 +46,24 @@ class GgufExporter : public Exporter {
     // The declared stages of the gguf backend (registry_table.cpp), run by name: none rewrites an hfx graph.
     run_stage("gguf", "plan", nullptr, [&](int) {
       gguf::add_model(f, model, matrix);  // refuses an arch or config llama.cpp cannot run, before writing
+      if (cfg->quantize == "q4_k_m") gguf::apply_q4_k_m(f, gguf_arch_of(c.model_type), c);
     });
     step.stage = "metadata", step.stage_index = 1;
     report(step);
     run_stage("gguf", "metadata", nullptr, [&](int) {
-      f.kv_u32("general.file_type", ggml_file_type(matrix));
-      // ggml's block layouts' version: the converter writes it whatever the type.
-      f.kv_u32("general.quantization_version", 2);
+      const bool mix = cfg->quantize == "q4_k_m";
+      if (!mix) {
+        f.kv_u32("general.file_type", ggml_file_type(matrix));
+        // ggml's block layouts' version: the converter writes it whatever the type.
+        f.kv_u32("general.quantization_version", 2);
+      }
       gguf::add_vocab(f, out_dir, c);
       gguf::add_pooling(f, gguf_arch_of(c.model_type), out_dir);
+      if (mix) {  // where llama-quantize sets them (last: it re-adds a key it sets),
+                  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+        f.kv_u32("general.quantization_version", 2);
+        f.kv_u32("general.file_type", 15);
+      }
     });
     step.stage = "write", step.stage_index = 2;
     report(step);
@@ -70,8 +79,10 @@ class GgufExporter : public Exporter {
     ExportResult r;
     r.out_dir = out_dir;
     r.files.push_back({"model", "model.gguf", "weights", sha256, size});
-    r.notes.push_back(fmt::format("GGUF for llama.cpp's {} arch: {} tensors, matrices in {}",
-                                  gguf_arch_of(c.model_type), f.tensor_count(), ggml_type_name(matrix)));
+    r.notes.push_back(
+        fmt::format("GGUF for llama.cpp's {} arch: {} tensors, matrices in {}", gguf_arch_of(c.model_type),
+                    f.tensor_count(),
+                    cfg->quantize == "q4_k_m" ? "q4_k_m (llama-quantize's mix)" : ggml_type_name(matrix)));
     return r;
   }
 };
@@ -83,7 +94,7 @@ std::unique_ptr<Exporter> make_gguf_exporter() { return std::make_unique<GgufExp
 GgmlType GgufConfig::matrix_type(DType checkpoint) const {
   if (quantize == "q8_0") return GgmlType::Q8_0;
   if (quantize == "q4_0") return GgmlType::Q4_0;
-  if (quantize == "q4_k") return GgmlType::Q4_K;
+  if (quantize == "q4_k" || quantize == "q4_k_m") return GgmlType::Q4_K;
   if (quantize == "q6_k") return GgmlType::Q6_K;
   switch (weight_dtype(checkpoint)) {
     case DType::F16:

@@ -30,10 +30,18 @@ struct TypeRow {
   int64_t block, bytes;
   uint32_t ftype;
 };
-const TypeRow kTypes[] = {{GgmlType::F32, "f32", 1, 4, 0},        {GgmlType::F16, "f16", 1, 2, 1},
-                          {GgmlType::BF16, "bf16", 1, 2, 32},     {GgmlType::Q8_0, "q8_0", 32, 34, 7},
-                          {GgmlType::Q4_0, "q4_0", 32, 18, 2},    {GgmlType::Q5_0, "q5_0", 32, 22, 8},
-                          {GgmlType::Q4_K, "q4_k", 256, 144, 14}, {GgmlType::Q6_K, "q6_k", 256, 210, 18}};
+const TypeRow kTypes[] = {
+    {GgmlType::F32, "f32", 1, 4, 0},
+    {GgmlType::F16, "f16", 1, 2, 1},
+    {GgmlType::BF16, "bf16", 1, 2, 32},
+    {GgmlType::Q8_0, "q8_0", 32, 34, 7},
+    {GgmlType::Q4_0, "q4_0", 32, 18, 2},
+    {GgmlType::Q5_0, "q5_0", 32, 22, 8},
+    {GgmlType::Q4_K, "q4_k", 256, 144, 14},
+    {GgmlType::Q6_K, "q6_k", 256, 210, 18},
+    // Q4_K_M's other types (llama-quantize's mix): general.file_type MOSTLY_Q5_1, _Q5_K_S
+    {GgmlType::Q5_1, "q5_1", 32, 24, 9},
+    {GgmlType::Q5_K, "q5_k", 256, 176, 16}};
 
 const TypeRow* row_of(GgmlType t) {
   for (const TypeRow& r : kTypes)
@@ -121,7 +129,9 @@ void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>&
       for (size_t i = 0; i < x.size(); i += 32) q4_0_block(x.data() + i, out);
       return;
     case GgmlType::Q5_0:
+    case GgmlType::Q5_1:
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:
     case GgmlType::Q6_K: {
       const auto bs = static_cast<size_t>(ggml_block_size(t)), bb = static_cast<size_t>(ggml_block_bytes(t));
       for (size_t i = 0; i < x.size(); i += bs) {
@@ -129,8 +139,12 @@ void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>&
         uint8_t* o = out.data() + out.size() - bb;
         if (t == GgmlType::Q5_0)
           gguf::q5_0_block(x.data() + i, o);
+        else if (t == GgmlType::Q5_1)
+          gguf::q5_1_block(x.data() + i, o);
         else if (t == GgmlType::Q4_K)
           gguf::q4_k_block(x.data() + i, o);
+        else if (t == GgmlType::Q5_K)
+          gguf::q5_k_block(x.data() + i, o);
         else
           gguf::q6_k_block(x.data() + i, o);
       }
@@ -343,9 +357,12 @@ std::pair<uint64_t, std::string> File::write(const std::string& path,
     const uint64_t len = e.name.size();
     put(&len, 8);
     head += e.name;
-    const auto nd = static_cast<uint32_t>(e.shape.size());
+    size_t lead =
+        0;  // ggml_n_dims: GGUF's trailing 1s (the torch shape's leading ones) dropped, one dim kept
+    while (ggml_n_dims_ && lead + 1 < e.shape.size() && e.shape[lead] == 1) ++lead;
+    const auto nd = static_cast<uint32_t>(e.shape.size() - lead);
     put(&nd, 4);
-    for (auto it = e.shape.rbegin(); it != e.shape.rend(); ++it) {
+    for (auto it = e.shape.rbegin(); it != e.shape.rend() - static_cast<ptrdiff_t>(lead); ++it) {
       const auto n = static_cast<uint64_t>(*it);
       put(&n, 8);
     }

@@ -1,6 +1,7 @@
 // A GGUF v3 file (ggml's gguf.h layout: header, key/value pairs, tensor infos, aligned data), written with
 // the tensors streamed: each is produced, converted and appended one at a time, so memory holds one tensor.
 #pragma once
+#include <algorithm>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -39,6 +40,20 @@ class File {
   std::pair<uint64_t, std::string> write(const std::string& path,
                                          const std::function<void(uint64_t)>& on_tensor = {}) const;
   size_t tensor_count() const { return tensors_.size(); }
+  /// Sets each tensor's type to `choose(name, shape, type)`, in the order they are written (a mix such as
+  /// Q4_K_M decides from the whole table, then per tensor; before write()).
+  void retype(const std::function<GgmlType(const std::string&, const Shape&, GgmlType)>& choose) {
+    for (Entry& e : tensors_) e.type = choose(e.name, e.shape, e.type);
+  }
+  /// Writes each tensor's dims as ggml does (ggml_n_dims: trailing 1s of GGUF's order dropped, one kept), as
+  /// llama.cpp's own writer (llama-quantize) does; off, the torch shape's dims, as gguf-py (the converter)
+  /// does.
+  void use_ggml_n_dims() { ggml_n_dims_ = true; }
+  /// Reorders the tensors by `before(a, b)` on their names (stable).
+  void reorder(const std::function<bool(const std::string&, const std::string&)>& before) {
+    std::stable_sort(tensors_.begin(), tensors_.end(),
+                     [&](const Entry& a, const Entry& b) { return before(a.name, b.name); });
+  }
   /// Name, shape and type of each tensor, in the order they are written.
   std::vector<std::tuple<std::string, Shape, GgmlType>> table() const {
     std::vector<std::tuple<std::string, Shape, GgmlType>> t;
@@ -68,6 +83,7 @@ class File {
   }
   std::string meta_;
   uint64_t kv_ = 0;
+  bool ggml_n_dims_ = false;
   std::vector<Entry> tensors_;
 };
 

@@ -6,6 +6,7 @@
 #include "export/gguf/gguf_kquants.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstring>
 
@@ -78,11 +79,11 @@ float make_qx_quants(int n, int nmax, const float* x, int8_t* L) {
   return scale;
 }
 
-// make_qkx2_quants(n, nmax, x, weights, L, &min, Laux, rmin -1, rdelta 0.1, nstep 20, use_mad false): q4_K's
-// scale and min of a 32-value group.
-float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min) {
-  const float rmin = -1.f, rdelta = 0.1f;
-  const int nstep = 20;
+// make_qkx2_quants(n, nmax, x, weights, L, &min, Laux, rmin, rdelta 0.1, nstep, use_mad false): the scale and
+// min of a 32-value group; q4_K searches with rmin -1 over 20 steps, q5_K with rmin -0.5 over 15.
+float make_qkx2_quants(int n, int nmax, const float* x, const float* weights, uint8_t* L, float* the_min,
+                       float rmin, int nstep) {
+  const float rdelta = 0.1f;
   uint8_t Laux[32];
   float min = x[0], max = x[0];
   float sum_w = weights[0];
@@ -156,31 +157,11 @@ void scale_min_k4(int j, const uint8_t* q, uint8_t* d, uint8_t* m) {
   }
 }
 
-}  // namespace
-
-// block_q5_0: f16 d, u32 qh (the fifth bits), qs[16] (low nibbles: values 0-15, high: 16-31).
-void q5_0_block(const float* x, uint8_t* out) {
-  float amax = 0.0f, max = 0.0f;
-  for (int j = 0; j < 32; j++)
-    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
-  const float d = max / -16;
-  const float id = d != 0 ? 1.0f / d : 0.0f;
-  put16(out, f32_to_f16(d));
-  uint32_t qh = 0;
-  for (int j = 0; j < 16; ++j) {
-    const auto xi0 =
-        static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f))));
-    const auto xi1 =
-        static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(x[16 + j] * id + 16.5f))));
-    out[6 + j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
-    qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
-    qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
-  }
-  std::memcpy(out + 2, &qh, 4);
-}
-
-// block_q4_K: f16 d, f16 dmin, scales[12] (6-bit scale and min of 8 groups of 32), qs[128].
-void q4_k_block(const float* x, uint8_t* out) {
+// quantize_row_q4_K_ref / quantize_row_q5_K_ref: 8 groups of 32 with a 6-bit scale and min each (the best of
+// make_qkx2_quants' search), the values in 4 or 5 bits.
+template <int kBits>
+void k_block(const float* x, uint8_t* out) {
+  constexpr int kMax = (1 << kBits) - 1;
   uint8_t L[kQK];
   float weights[32], mins[kQK / 32], scales[kQK / 32];
   float max_scale = 0, max_min = 0;
@@ -189,7 +170,8 @@ void q4_k_block(const float* x, uint8_t* out) {
     for (int l = 0; l < 32; ++l) sum_x2 += x[32 * j + l] * x[32 * j + l];
     const float av_x = std::sqrt(sum_x2 / 32);
     for (int l = 0; l < 32; ++l) weights[l] = av_x + std::fabs(x[32 * j + l]);
-    scales[j] = make_qkx2_quants(32, 15, x + 32 * j, weights, L + 32 * j, &mins[j]);
+    scales[j] = make_qkx2_quants(32, kMax, x + 32 * j, weights, L + 32 * j, &mins[j],
+                                 kBits == 4 ? -1.f : -0.5f, kBits == 4 ? 20 : 15);
     max_scale = std::max(max_scale, scales[j]);
     max_min = std::max(max_min, mins[j]);
   }
@@ -218,12 +200,70 @@ void q4_k_block(const float* x, uint8_t* out) {
     const float dm = f16_to_f32(get16(out + 2)) * static_cast<float>(m);
     for (int ii = 0; ii < 32; ++ii)
       L[32 * j + ii] =
-          static_cast<uint8_t>(std::max(0, std::min(15, nearest_int((x[32 * j + ii] + dm) / d))));
+          static_cast<uint8_t>(std::max(0, std::min(kMax, nearest_int((x[32 * j + ii] + dm) / d))));
   }
-  uint8_t* q = out + 16;
-  for (int j = 0; j < kQK; j += 64, q += 32)
-    for (int l = 0; l < 32; ++l) q[l] = static_cast<uint8_t>(L[j + l] | (L[j + l + 32] << 4));
+  // q5_K: the fifth bits in qh[32] (bit 2k of qh[l] for value l of the k-th 64, bit 2k+1 for value l + 32).
+  uint8_t* qh = out + 16;
+  uint8_t* q = out + (kBits == 4 ? 16 : 48);
+  if (kBits == 5) std::memset(qh, 0, 32);
+  uint8_t m1 = 1, m2 = 2;
+  for (int j = 0; j < kQK;
+       j += 64, q += 32, m1 = static_cast<uint8_t>(m1 << 2), m2 = static_cast<uint8_t>(m2 << 2))
+    for (int l = 0; l < 32; ++l) {
+      int l1 = L[j + l], l2 = L[j + l + 32];
+      if (kBits == 5 && l1 > 15) l1 -= 16, qh[l] |= m1;
+      if (kBits == 5 && l2 > 15) l2 -= 16, qh[l] |= m2;
+      q[l] = static_cast<uint8_t>(l1 | (l2 << 4));
+    }
 }
+
+}  // namespace
+
+// block_q5_0: f16 d, u32 qh (the fifth bits), qs[16] (low nibbles: values 0-15, high: 16-31).
+void q5_0_block(const float* x, uint8_t* out) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; j++)
+    if (amax < std::fabs(x[j])) amax = std::fabs(x[j]), max = x[j];
+  const float d = max / -16;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put16(out, f32_to_f16(d));
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    const auto xi0 =
+        static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(x[j] * id + 16.5f))));
+    const auto xi1 =
+        static_cast<uint8_t>(std::min(31, static_cast<int>(static_cast<int8_t>(x[16 + j] * id + 16.5f))));
+    out[6 + j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+    qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+    qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+  }
+  std::memcpy(out + 2, &qh, 4);
+}
+
+// block_q5_1: f16 d, f16 m (the min), u32 qh (the fifth bits), qs[16]: (x - min) / d in 0..31.
+void q5_1_block(const float* x, uint8_t* out) {
+  float min = FLT_MAX, max = -FLT_MAX;
+  for (int j = 0; j < 32; j++) min = std::min(min, x[j]), max = std::max(max, x[j]);
+  const float d = (max - min) / 31;
+  const float id = d != 0 ? 1.0f / d : 0.0f;
+  put16(out, f32_to_f16(d));
+  put16(out + 2, f32_to_f16(min));
+  uint32_t qh = 0;
+  for (int j = 0; j < 16; ++j) {
+    const auto xi0 = static_cast<uint8_t>((x[j] - min) * id + 0.5f);
+    const auto xi1 = static_cast<uint8_t>((x[16 + j] - min) * id + 0.5f);
+    out[8 + j] = static_cast<uint8_t>((xi0 & 0x0F) | ((xi1 & 0x0F) << 4));
+    qh |= ((xi0 & 0x10u) >> 4) << (j + 0);
+    qh |= ((xi1 & 0x10u) >> 4) << (j + 16);
+  }
+  std::memcpy(out + 4, &qh, 4);
+}
+
+// block_q4_K: f16 d, f16 dmin, scales[12] (6-bit scale and min of 8 groups of 32), qs[128].
+void q4_k_block(const float* x, uint8_t* out) { k_block<4>(x, out); }
+
+// block_q5_K: f16 d, f16 dmin, scales[12], qh[32] (the fifth bits), qs[128] — q4_K's layout with a fifth bit.
+void q5_k_block(const float* x, uint8_t* out) { k_block<5>(x, out); }
 
 // block_q6_K: ql[128] (low 4 bits), qh[64] (high 2 bits), int8 scales[16] (of groups of 16), f16 d.
 void q6_k_block(const float* x, uint8_t* out) {
@@ -273,6 +313,34 @@ void q5_0_decode(const uint8_t* p, float* y) {
     const auto xh1 = static_cast<uint8_t>(((qh >> (j + 12))) & 0x10);
     y[j] = static_cast<float>(((p[6 + j] & 0x0F) | xh0) - 16) * d;
     y[j + 16] = static_cast<float>(((p[6 + j] >> 4) | xh1) - 16) * d;
+  }
+}
+
+void q5_1_decode(const uint8_t* p, float* y) {
+  const float d = f16_to_f32(get16(p)), m = f16_to_f32(get16(p + 2));
+  uint32_t qh;
+  std::memcpy(&qh, p + 4, 4);
+  for (int j = 0; j < 16; ++j) {
+    const auto xh0 = static_cast<uint8_t>(((qh >> (j + 0)) << 4) & 0x10);
+    const auto xh1 = static_cast<uint8_t>(((qh >> (j + 12))) & 0x10);
+    y[j] = static_cast<float>((p[8 + j] & 0x0F) | xh0) * d + m;
+    y[j + 16] = static_cast<float>((p[8 + j] >> 4) | xh1) * d + m;
+  }
+}
+
+void q5_k_decode(const uint8_t* p, float* y) {
+  const float d = f16_to_f32(get16(p)), min = f16_to_f32(get16(p + 2));
+  const uint8_t *sc = p + 4, *qh = p + 16, *q = p + 48;
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0, is = 0; j < kQK; j += 64, q += 32, is += 2) {
+    uint8_t s, m;
+    scale_min_k4(is, sc, &s, &m);
+    const float d1 = d * static_cast<float>(s), m1 = min * static_cast<float>(m);
+    scale_min_k4(is + 1, sc, &s, &m);
+    const float d2 = d * static_cast<float>(s), m2 = min * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((q[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
+    u1 = static_cast<uint8_t>(u1 << 2), u2 = static_cast<uint8_t>(u2 << 2);
   }
 }
 

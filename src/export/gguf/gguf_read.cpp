@@ -128,11 +128,13 @@ GgufTensor read_info(Cursor& c) {
     numel *= static_cast<int64_t>(n);
   }
   const auto type = c.pod<uint32_t>("a tensor type");
-  HFX_CHECK(ggml_type_known(type), "gguf",
-            "expected tensor '{}' of {} in a type hfx reads (f32, f16, bf16, q8_0, q4_0, q5_0, q4_k, q6_k), "
-            "got ggml "
-            "type {}",
-            t.name, path_, type);
+  HFX_CHECK(
+      ggml_type_known(type), "gguf",
+      "expected tensor '{}' of {} in a type hfx reads (f32, f16, bf16, q8_0, q4_0, q5_0, q5_1, q4_k, q5_k, "
+      "q6_k), "
+      "got ggml "
+      "type {}",
+      t.name, path_, type);
   t.type = static_cast<GgmlType>(type);
   const int64_t bs = ggml_block_size(t.type);
   HFX_CHECK(t.shape.back() % bs == 0, "gguf", "expected rows of whole {}-blocks for {} tensor '{}', got {}",
@@ -238,8 +240,14 @@ void ggml_decode(GgmlType type, const uint8_t* p, int64_t n, float* out) {
     case GgmlType::Q5_0:
       for (int64_t b = 0; b < n / 32; b++) gguf::q5_0_decode(p + b * 22, out + b * 32);
       return;
+    case GgmlType::Q5_1:
+      for (int64_t b = 0; b < n / 32; b++) gguf::q5_1_decode(p + b * 24, out + b * 32);
+      return;
     case GgmlType::Q4_K:
       for (int64_t b = 0; b < n / 256; b++) gguf::q4_k_decode(p + b * 144, out + b * 256);
+      return;
+    case GgmlType::Q5_K:
+      for (int64_t b = 0; b < n / 256; b++) gguf::q5_k_decode(p + b * 176, out + b * 256);
       return;
     case GgmlType::Q6_K:
       for (int64_t b = 0; b < n / 256; b++) gguf::q6_k_decode(p + b * 210, out + b * 256);

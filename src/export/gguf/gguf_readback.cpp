@@ -48,6 +48,11 @@ double weight_bound(GgmlType t) {
     case GgmlType::Q4_K:  // a whole 4-bit step of a group spanning [-amax, amax], plus its 6-bit scale and
                           // min
       return 2.0 / 15 + 2.0 / 63;
+    case GgmlType::Q5_1:  // half a step of (max - min) / 31 ≤ 2 amax / 31, plus the f16 min's rounding
+      return 1.0 / 31 + std::ldexp(1.0, -10);
+    case GgmlType::Q5_K:  // a whole 5-bit step of a group spanning [-amax, amax], plus its 6-bit scale and
+                          // min
+      return 2.0 / 31 + 2.0 / 63;
     case GgmlType::Q6_K:  // a whole 6-bit step of the largest group's scale, plus its 8-bit rounding
       return 1.0 / 32 + 1.0 / 128;
   }
@@ -126,12 +131,26 @@ void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weight
   weights.emplace("pooler.dense.bias", Tensor::zeros({E}));
 }
 
+namespace {
+
+// A shape without its leading 1s (one dim kept): llama-quantize's files write ggml_n_dims dims.
+Shape squeezed(const Shape& s) {
+  size_t lead = 0;
+  while (lead + 1 < s.size() && s[lead] == 1) ++lead;
+  return Shape(s.begin() + static_cast<ptrdiff_t>(lead), s.end());
+}
+
+}  // namespace
+
 GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   GgufReadBack out;
-  out.matrix = matrix_of(r);
+  // LLAMA_FTYPE_MOSTLY_Q4_K_M: the plan is Q4_K with llama-quantize's mix (gguf_mix.cpp)
+  const bool q4_k_m = r.metadata().value("general.file_type", uint32_t{0}) == 15;
+  out.matrix = q4_k_m ? GgmlType::Q4_K : matrix_of(r);
   gguf::File plan;
   std::map<std::string, gguf::Back> backs;
   gguf::plan_model(plan, reference, out.matrix, backs);
+  if (q4_k_m) gguf::apply_q4_k_m(plan, gguf_arch_of(reference.config().model_type), reference.config());
   // The table: every planned tensor present with its shape and type, nothing else.
   std::map<std::string, const GgufTensor*> in_file;
   for (const GgufTensor& t : r.tensors()) in_file[t.name] = &t;
@@ -142,7 +161,7 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
       continue;
     }
     const GgufTensor& t = *it->second;
-    if (t.shape != shape || t.type != type)
+    if (squeezed(t.shape) != squeezed(shape) || t.type != type)
       out.problems.push_back(fmt::format("expected {} as {} {}, got {} {}", name, ggml_type_name(type),
                                          shape_to_string(shape), ggml_type_name(t.type),
                                          shape_to_string(t.shape)));
@@ -157,7 +176,12 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
     auto b = backs.find(t.name);
     if (b == backs.end()) continue;  // derived from the config (rope_freqs) or not planned (a problem above)
     into.touched.clear();
-    b->second(r.decode(t), into);
+    const Shape planned = [&] {
+      for (const auto& [name, shape, type] : plan.table())
+        if (name == t.name) return shape;
+      return t.shape;
+    }();
+    b->second(r.decode(t).reshape(planned), into);
     for (const std::string& hf : into.touched)  // a weight from several tensors: the coarsest type's bound
       if (!type_of.count(hf) || weight_bound(t.type) > weight_bound(type_of[hf])) type_of[hf] = t.type;
   }
