@@ -66,7 +66,10 @@ ARCHS = {"llama": {}, "mistral": {"sliding_window": None}, "qwen2": {}, "qwen3":
                         "num_key_value_heads": 2, "head_dim": 64}}
 # Checkpoints only the Q4_K_M comparison takes: 12 layers, so that llama-quantize's use_more_bits picks layers by
 # all three of its rules (the first and last eighth, every third between).
-MIX_ARCHS = {"llama@deep": {"num_hidden_layers": 12}}
+# falcon@wide: rows of 256 and 1,024, so that Falcon's ffn_down rule writes whole Q5_K and Q4_K super-blocks (the
+# tiny ones' fall back to q5_1 / q5_0).
+MIX_ARCHS = {"llama@deep": {"num_hidden_layers": 12},
+             "falcon@wide": {"bias": False, "hidden_size": 256, "ffn_hidden_size": 1024, "num_attention_heads": 4}}
 TYPES = {"f32": ["--dtype", "f32"], "f16": ["--dtype", "f16"], "bf16": ["--dtype", "bf16"],
          "q8_0": ["--quantize", "q8_0"], "q4_0": ["--quantize", "q4_0"], "q4_k": ["--quantize", "q4_k"],
          "q6_k": ["--quantize", "q6_k"]}
