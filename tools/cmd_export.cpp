@@ -248,6 +248,7 @@ void register_export(CLI::App& app) {
       "ONNX: weight-only quantization of the linear layers: none | int8 | int4; ExecuTorch "
       "--backend xnnpack: int4 or int8 with --symmetric (int8 activations per token at run time); "
       "dynamo: the codes de-quantized in the graph by core ATen ops; GGUF: q8_0 | q4_0 | q4_k | q4_k_m | "
+      "q5_k_m | "
       "q6_k (ggml's "
       "blocks, as "
       "llama.cpp's quantizer writes them)");

@@ -72,13 +72,15 @@ nlohmann::json gguf_backend_json(nlohmann::json j, Structure structure, const st
           : fmt::format("model.gguf (llama.cpp's {} arch, with the tokenizer and chat template)", arch)};
   if (arch == "bert") {
     j["notes"] = {
-        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q4_k_m|q6_k (ggml's blocks); embed with llama.cpp",
+        "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q4_k_m|q5_k_m|q6_k (ggml's blocks); embed with "
+        "llama.cpp",
         "BertModel or BertForMaskedLM (its MLM head left out), mean or cls pooling from modules.json; "
         "llama.cpp's bert graph runs the tanh GELU (ggml's table) whatever hidden_act says"};
     return j;
   }
   j["notes"] = {
-      "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q4_k_m|q6_k (ggml's blocks); run it in llama.cpp",
+      "--dtype f32|f16|bf16 or --quantize q8_0|q4_0|q4_k|q4_k_m|q5_k_m|q6_k (ggml's blocks); run it in "
+      "llama.cpp",
       "a config the arch cannot express is refused at export (a sliding window on llama.cpp's llama "
       "or phi3 arch, grouped-query attention on olmoe, a norm_topk_prob the arch does not compute)"};
   return j;

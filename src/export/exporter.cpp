@@ -453,10 +453,8 @@ void GgufConfig::from_json(const nlohmann::json& j) {
   quantize = q.is_object() ? q.value("method", std::string()) : q.is_string() ? q.get<std::string>() : "";
   const auto& known = kGgufQuantTypes;
   HFX_CHECK(std::find(std::begin(known), std::end(known), quantize) != std::end(known), "gguf",
-            "expected --quantize q8_0, q4_0, q4_k, q4_k_m or q6_k for GGUF (ggml's block types and "
-            "llama-quantize's "
-            "Q4_K_M mix; f16 / bf16 / f32 are "
-            "--dtype), got {}",
+            "expected --quantize q8_0, q4_0, q4_k, q4_k_m, q5_k_m or q6_k for GGUF (ggml's block types and "
+            "llama-quantize's Q4_K_M / Q5_K_M mixes; f16 / bf16 / f32 are --dtype), got {}",
             q.dump());
   HFX_CHECK(dtype == "auto" || dtype == "f32", "gguf",
             "expected no --dtype {} with --quantize {}: the quantized matrices replace the float ones (norms "

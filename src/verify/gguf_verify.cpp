@@ -50,6 +50,7 @@ GgufBound gguf_bound(GgmlType t, bool ggml_gelu) {
     case GgmlType::BF16:
       return {2e-2, 1e-2};
     case GgmlType::Q4_K:
+    case GgmlType::Q5_K:  // a Q5_K_M file's base type
     case GgmlType::Q6_K:
       return {1.2e-1, 3e-2};
     default:

@@ -385,12 +385,8 @@ def test_llama_cpp_tokenizer_agrees(workdir, arch):
     assert not bad, f"{len(bad)} of {len(texts)} strings tokenize differently, e.g. {bad[:3]}"
 
 
-@pytest.mark.parametrize("kind", list(TYPES))
-@pytest.mark.parametrize("arch", list(ARCHS))
-def test_hfx_verify(workdir, arch, kind):
-    """`hfx verify` on the export: the file read back as the checkpoint, then llama.cpp's prefill and decode logits,
-    32 greedy tokens, 1,000 strings tokenized and the chat template, each check passed."""
-    out = export(workdir, arch, kind).parent
+def verified(workdir: Path, out: Path, arch: str) -> dict:
+    """`hfx verify OUT --reference CHECKPOINT`: its checks by (component, check), every one passed (or info)."""
     report = out / "verify.json"
     r = run_hfx("verify", out, "--reference", checkpoint(workdir, arch), "--json", report, "--no-manifest",
                 check=False)
@@ -398,6 +394,15 @@ def test_hfx_verify(workdir, arch, kind):
     checks = {(c["component"], c["check"]): c for c in j["checks"]}
     failed = [f"{k}: {c['message']}" for k, c in checks.items() if c["status"] not in ("passed", "info")]
     assert r.returncode == 0 and j["verdict"] == "verified" and not failed, failed or r.stderr[-2000:]
+    return checks
+
+
+@pytest.mark.parametrize("kind", list(TYPES))
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_hfx_verify(workdir, arch, kind):
+    """`hfx verify` on the export: the file read back as the checkpoint, then llama.cpp's prefill and decode logits,
+    32 greedy tokens, 1,000 strings tokenized and the chat template, each check passed."""
+    checks = verified(workdir, export(workdir, arch, kind).parent, arch)
     for key in [("model.gguf", "read-back"), ("model.gguf:prefill", "runtime numerics"),
                 ("model.gguf:decode", "runtime numerics"), ("model.gguf", "runtime greedy"),
                 ("model.gguf", "runtime tokenizer"), ("model.gguf", "chat template")]:
@@ -553,8 +558,8 @@ def test_tiny_same_as_convert_hf_to_gguf(workdir, arch, kind):
     assert_same_as_converter(ours, ref, TINY_EXPLAINED["*"] | TINY_EXPLAINED[arch], f"{arch} {kind}")
 
 
-# llama_ftype of llama.h: what llama-quantize's "Q4_K_M" argument selects.
-LLAMA_FTYPE_MOSTLY_Q4_K_M = 15
+# llama_ftype of llama.h: what llama-quantize's "Q4_K_M" and "Q5_K_M" arguments select.
+LLAMA_FTYPES = {"q4_k_m": 15, "q5_k_m": 17}
 
 
 def llama_quantize(src: Path, out: Path, ftype: int) -> Path:
@@ -587,19 +592,25 @@ def llama_quantize(src: Path, out: Path, ftype: int) -> Path:
     return out
 
 
+def export_mix(workdir: Path, arch: str, mix: str) -> Path:
+    out = workdir / "gguf" / f"{arch}-{mix}"
+    if not (out / "model.gguf").exists():
+        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", "--quantize", mix, "-o", out)
+    return out
+
+
+@pytest.mark.parametrize("mix", list(LLAMA_FTYPES))
 @pytest.mark.parametrize("arch", list(ARCHS) + list(MIX_ARCHS))
-def test_q4_k_m_same_as_llama_quantize(workdir, arch):
-    """`--quantize q4_k_m` is llama-quantize's Q4_K_M: llama.cpp's llama_model_quantize of hfx's own f32 file gives
-    the same file, byte for byte — every tensor's type and bytes (its per-tensor mix: Q6_K output and attn_v /
-    ffn_down layers, Q8_0 / Q5_K on 8-expert models, the shape fallbacks to q5_0 / q5_1 / q8_0 / f16), its tensor
-    order (llama.cpp's loader's) and every key in its place."""
+def test_k_mix_same_as_llama_quantize(workdir, arch, mix):
+    """`--quantize q4_k_m` / `q5_k_m` are llama-quantize's Q4_K_M / Q5_K_M: llama.cpp's llama_model_quantize of
+    hfx's own f32 file gives the same file, byte for byte — every tensor's type and bytes (the per-tensor mix: Q6_K
+    output and attn_v / ffn_down layers, Q8_0 / Q5_K on 8-expert models, Falcon's rules, the shape fallbacks to
+    q5_0 / q5_1 / q8_0 / f16), its tensor order (llama.cpp's loader's) and every key in its place."""
     from gguf import GGUFReader
 
-    ours = workdir / "gguf" / f"{arch}-q4_k_m"
-    if not (ours / "model.gguf").exists():
-        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", "--quantize", "q4_k_m", "-o", ours)
-    ref = llama_quantize(export(workdir, arch, "f32"), workdir / "gguf" / f"{arch}-llama-quantize-q4_k_m.gguf",
-                         LLAMA_FTYPE_MOSTLY_Q4_K_M)
+    ours = export_mix(workdir, arch, mix)
+    ref = llama_quantize(export(workdir, arch, "f32"), workdir / "gguf" / f"{arch}-llama-quantize-{mix}.gguf",
+                         LLAMA_FTYPES[mix])
     a, b = GGUFReader(ours / "model.gguf"), GGUFReader(ref)
     fa = {k: v.contents() for k, v in a.fields.items() if not k.startswith("GGUF.")}
     fb = {k: v.contents() for k, v in b.fields.items() if not k.startswith("GGUF.")}
@@ -610,26 +621,18 @@ def test_q4_k_m_same_as_llama_quantize(workdir, arch):
               if t.tensor_type != tb[t.name].tensor_type
               or np.asarray(t.data).tobytes() != np.asarray(tb[t.name].data).tobytes()]
     types = sorted({t.tensor_type.name for t in a.tensors})
-    print(f"[gguf] {arch} q4_k_m: {len(a.tensors) - len(differ)} of {len(a.tensors)} tensors identical with "
+    print(f"[gguf] {arch} {mix}: {len(a.tensors) - len(differ)} of {len(a.tensors)} tensors identical with "
           f"llama_model_quantize's; types {types}")
     assert not differ, differ[:5]
     assert (ours / "model.gguf").read_bytes() == ref.read_bytes()
 
 
+@pytest.mark.parametrize("mix", list(LLAMA_FTYPES))
 @pytest.mark.parametrize("arch", ["llama@wide", "mixtral", "phi3", "falcon", "gemma", "qwen2_moe"])
-def test_hfx_verify_q4_k_m(workdir, arch):
-    """`hfx verify` on a Q4_K_M file (a mix of types): read back, llama.cpp's logits within the k-quants' bound,
-    greedy tokens, tokenizer, chat template."""
-    out = workdir / "gguf" / f"{arch}-q4_k_m"
-    if not (out / "model.gguf").exists():
-        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", "--quantize", "q4_k_m", "-o", out)
-    report = out / "verify.json"
-    r = run_hfx("verify", out, "--reference", checkpoint(workdir, arch), "--json", report, "--no-manifest",
-                check=False)
-    j = json.loads(report.read_text())
-    checks = {(c["component"], c["check"]): c for c in j["checks"]}
-    failed = [f"{k}: {c['message']}" for k, c in checks.items() if c["status"] not in ("passed", "info")]
-    assert r.returncode == 0 and j["verdict"] == "verified" and not failed, failed or r.stderr[-2000:]
+def test_hfx_verify_k_mix(workdir, arch, mix):
+    """`hfx verify` on a Q4_K_M / Q5_K_M file (a mix of types): read back with the mix's plan, llama.cpp's logits
+    within the k-quants' bound, greedy tokens, tokenizer, chat template."""
+    checks = verified(workdir, export_mix(workdir, arch, mix), arch)
     numerics = checks[("model.gguf:prefill", "runtime numerics")]
     assert numerics["data"]["bound"] == LOGIT_BOUNDS["q4_k"]
-    print(f"[gguf] hfx verify {arch} q4_k_m: {numerics['message']}")
+    print(f"[gguf] hfx verify {arch} {mix}: {numerics['message']}")

@@ -82,12 +82,17 @@ def sentencepiece_roberta(folder: Path, arch: str) -> None:
         max_position_embeddings=130, pad_token_id=tok.pad_token_id, bos_token_id=tok.bos_token_id,
         eos_token_id=tok.eos_token_id, architectures=[family + head])
     getattr(transformers, family + head)(cfg).save_pretrained(folder)
+    sentence_transformers_pooling(folder, 64, cls=False)
+
+
+def sentence_transformers_pooling(folder: Path, dim: int, cls: bool) -> None:
+    """modules.json and 1_Pooling/config.json of a sentence-transformers model pooling [CLS] or the mean."""
     (folder / "modules.json").write_text(json.dumps([
         {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
         {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
     (folder / "1_Pooling").mkdir()
     (folder / "1_Pooling" / "config.json").write_text(json.dumps(
-        {"word_embedding_dimension": 64, "pooling_mode_cls_token": False, "pooling_mode_mean_tokens": True}))
+        {"word_embedding_dimension": dim, "pooling_mode_cls_token": cls, "pooling_mode_mean_tokens": not cls}))
 
 
 def checkpoint(workdir: Path, arch: str) -> Path:
@@ -111,12 +116,7 @@ def checkpoint(workdir: Path, arch: str) -> Path:
         cfg = BertConfig(vocab_size=vocab, hidden_size=256, num_hidden_layers=2, num_attention_heads=4,
                          intermediate_size=512, max_position_embeddings=128, architectures=["BertForMaskedLM"])
         BertForMaskedLM(cfg).save_pretrained(tmp)
-        (tmp / "modules.json").write_text(json.dumps([
-            {"idx": 0, "name": "0", "path": "", "type": "sentence_transformers.models.Transformer"},
-            {"idx": 1, "name": "1", "path": "1_Pooling", "type": "sentence_transformers.models.Pooling"}]))
-        (tmp / "1_Pooling").mkdir()
-        (tmp / "1_Pooling" / "config.json").write_text(json.dumps(
-            {"word_embedding_dimension": 256, "pooling_mode_cls_token": True, "pooling_mode_mean_tokens": False}))
+        sentence_transformers_pooling(tmp, 256, cls=True)
     tmp.rename(folder)
     return folder
 

@@ -49,12 +49,13 @@ bool ggml_type_known(uint32_t t);
 void ggml_encode_row(GgmlType t, std::span<const float> x, std::vector<uint8_t>& out);
 
 /// `--format gguf`. `dtype` is the float type of the weight matrices (auto: the checkpoint's; f32, f16,
-/// bf16); `quantize` ("" or "q8_0", "q4_0", "q4_k", "q4_k_m", "q6_k") quantizes them in ggml's blocks
-/// instead. As convert_hf_to_gguf.py does, 1-D tensors and norms stay f32, and a matrix whose rows are not
-/// whole blocks falls back to f16.
+/// bf16); `quantize` ("" or "q8_0", "q4_0", "q4_k", "q4_k_m", "q5_k_m", "q6_k") quantizes them in ggml's
+/// blocks instead. As convert_hf_to_gguf.py does, 1-D tensors and norms stay f32, and a matrix whose rows are
+/// not whole blocks falls back to f16.
 struct GgufConfig : ExportConfig {
   GgufConfig() { format = "gguf"; }
-  std::string quantize;  ///< "", "q8_0", "q4_0", "q4_k", "q4_k_m" (llama-quantize's mix) or "q6_k"
+  std::string
+      quantize;  ///< "", "q8_0", "q4_0", "q4_k", "q4_k_m", "q5_k_m" (llama-quantize's mixes) or "q6_k"
   /// The checkpoint's own dtype: what convert_hf_to_gguf.py's --outtype auto keeps.
   DType auto_dtype(DType checkpoint) const override { return checkpoint; }
   /// The type the weight matrices are stored in.
@@ -127,7 +128,7 @@ GgufReadBack read_back_gguf(const GgufReader& file, const Model& reference);
 void as_bert_model(nlohmann::json& config, std::map<std::string, Tensor>& weights);
 
 /// The values GgufConfig::quantize takes.
-inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0", "q4_k", "q4_k_m", "q6_k"};
+inline constexpr const char* kGgufQuantTypes[] = {"q8_0", "q4_0", "q4_k", "q4_k_m", "q5_k_m", "q6_k"};
 
 /// llama.cpp's architecture name for a model_type hfx exports to GGUF, or "" where llama.cpp runs none hfx
 /// maps (the exporter then refuses before writing anything).

@@ -3,6 +3,7 @@
 #pragma once
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "export/gguf/gguf_file.h"
@@ -149,11 +150,18 @@ void add_granitehybrid(Out& o, const ModelConfig& c);
 void add_lfm2(Out& o, const ModelConfig& c);
 void add_jamba(Out& o, const ModelConfig& c);
 
-/// llama-quantize's Q4_K_M mix (gguf_mix.cpp) over the planned file `f` of llama.cpp arch `arch`: each
-/// quantized tensor's type as llama.cpp's llama_model_quantize chooses it for LLAMA_FTYPE_MOSTLY_Q4_K_M
-/// without an importance matrix (Q4_K by default; Q6_K for the output and half the attn_v / ffn_down layers;
-/// Q8_0 / Q5_K on 8-expert models; its shape fallbacks).
-void apply_q4_k_m(File& f, const std::string& arch, const ModelConfig& c);
+/// llama-quantize's k-quant mixes (gguf_mix.cpp).
+enum class KMix { Q4_K_M, Q5_K_M };
+/// The mix `--quantize` names ("q4_k_m", "q5_k_m"), if any; the mix of a file's general.file_type (15, 17).
+std::optional<KMix> k_mix_of(const std::string& quantize);
+std::optional<KMix> k_mix_of_file_type(uint32_t file_type);
+/// general.file_type of a mix: LLAMA_FTYPE_MOSTLY_Q4_K_M 15, _Q5_K_M 17.
+uint32_t k_mix_file_type(KMix mix);
+/// The mix over the planned file `f` of llama.cpp arch `arch`: each quantized tensor's type as llama.cpp's
+/// llama_model_quantize chooses it without an importance matrix (Q4_K / Q5_K by default; Q6_K for the output
+/// and a third of the attn_v / ffn_down layers; Q8_0 / Q5_K on 8-expert models; its shape fallbacks), its
+/// tensor order and dims.
+void apply_k_mix(File& f, const std::string& arch, const ModelConfig& c, KMix mix);
 
 /// llama.cpp's bert arch (gguf_archs_bert.cpp): BertModel's tensors (BertForMaskedLM's without its head).
 /// Refuses another head, a non-GELU activation, relative positions.

@@ -34,7 +34,7 @@ class GgufExporter : public Exporter {
     const ModelConfig& c = model.config();
     HFX_CHECK(!c.prequantized.enabled(), "gguf",
               "expected a float checkpoint for GGUF, got GPTQ/AWQ codes in {}: export the float model with "
-              "--quantize q8_0, q4_0, q4_k, q4_k_m or q6_k",
+              "--quantize q8_0, q4_0, q4_k, q4_k_m, q5_k_m or q6_k",
               c.model_type);
     // Refused before anything is written: what llama.cpp does not run.
     if (const std::string why = gguf_refusal(c.model_type, model.structure()); !why.empty())
@@ -46,12 +46,13 @@ class GgufExporter : public Exporter {
     // The declared stages of the gguf backend (registry_table.cpp), run by name: none rewrites an hfx graph.
     run_stage("gguf", "plan", nullptr, [&](int) {
       gguf::add_model(f, model, matrix);  // refuses an arch or config llama.cpp cannot run, before writing
-      if (cfg->quantize == "q4_k_m") gguf::apply_q4_k_m(f, gguf_arch_of(c.model_type), c);
+      if (const auto mix = gguf::k_mix_of(cfg->quantize))
+        gguf::apply_k_mix(f, gguf_arch_of(c.model_type), c, *mix);
     });
     step.stage = "metadata", step.stage_index = 1;
     report(step);
     run_stage("gguf", "metadata", nullptr, [&](int) {
-      const bool mix = cfg->quantize == "q4_k_m";
+      const auto mix = gguf::k_mix_of(cfg->quantize);
       if (!mix) {
         f.kv_u32("general.file_type", ggml_file_type(matrix));
         // ggml's block layouts' version: the converter writes it whatever the type.
@@ -59,10 +60,9 @@ class GgufExporter : public Exporter {
       }
       gguf::add_vocab(f, out_dir, c);
       gguf::add_pooling(f, gguf_arch_of(c.model_type), out_dir);
-      if (mix) {  // where llama-quantize sets them (last: it re-adds a key it sets),
-                  // LLAMA_FTYPE_MOSTLY_Q4_K_M
+      if (mix) {  // where llama-quantize sets them (last: it re-adds a key it sets)
         f.kv_u32("general.quantization_version", 2);
-        f.kv_u32("general.file_type", 15);
+        f.kv_u32("general.file_type", gguf::k_mix_file_type(*mix));
       }
     });
     step.stage = "write", step.stage_index = 2;
@@ -79,10 +79,10 @@ class GgufExporter : public Exporter {
     ExportResult r;
     r.out_dir = out_dir;
     r.files.push_back({"model", "model.gguf", "weights", sha256, size});
-    r.notes.push_back(
-        fmt::format("GGUF for llama.cpp's {} arch: {} tensors, matrices in {}", gguf_arch_of(c.model_type),
-                    f.tensor_count(),
-                    cfg->quantize == "q4_k_m" ? "q4_k_m (llama-quantize's mix)" : ggml_type_name(matrix)));
+    r.notes.push_back(fmt::format("GGUF for llama.cpp's {} arch: {} tensors, matrices in {}",
+                                  gguf_arch_of(c.model_type), f.tensor_count(),
+                                  gguf::k_mix_of(cfg->quantize) ? cfg->quantize + " (llama-quantize's mix)"
+                                                                : std::string(ggml_type_name(matrix))));
     return r;
   }
 };
@@ -95,6 +95,7 @@ GgmlType GgufConfig::matrix_type(DType checkpoint) const {
   if (quantize == "q8_0") return GgmlType::Q8_0;
   if (quantize == "q4_0") return GgmlType::Q4_0;
   if (quantize == "q4_k" || quantize == "q4_k_m") return GgmlType::Q4_K;
+  if (quantize == "q5_k_m") return GgmlType::Q5_K;
   if (quantize == "q6_k") return GgmlType::Q6_K;
   switch (weight_dtype(checkpoint)) {
     case DType::F16:

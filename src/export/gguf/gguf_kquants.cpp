@@ -217,6 +217,27 @@ void k_block(const float* x, uint8_t* out) {
     }
 }
 
+// dequantize_row_q4_K / _q5_K: each group's 6-bit scale and min; q5_K's fifth bits in qh (as k_block writes
+// them).
+template <int kBits>
+void k_decode(const uint8_t* p, float* y) {
+  const float d = f16_to_f32(get16(p)), min = f16_to_f32(get16(p + 2));
+  const uint8_t *sc = p + 4, *qh = p + 16, *q = p + (kBits == 4 ? 16 : 48);
+  uint8_t u1 = 1, u2 = 2;
+  for (int j = 0, is = 0; j < kQK; j += 64, q += 32, is += 2) {
+    uint8_t s, m;
+    scale_min_k4(is, sc, &s, &m);
+    const float d1 = d * static_cast<float>(s), m1 = min * static_cast<float>(m);
+    scale_min_k4(is + 1, sc, &s, &m);
+    const float d2 = d * static_cast<float>(s), m2 = min * static_cast<float>(m);
+    for (int l = 0; l < 32; ++l)
+      *y++ = d1 * static_cast<float>((q[l] & 0xF) + (kBits == 5 && (qh[l] & u1) ? 16 : 0)) - m1;
+    for (int l = 0; l < 32; ++l)
+      *y++ = d2 * static_cast<float>((q[l] >> 4) + (kBits == 5 && (qh[l] & u2) ? 16 : 0)) - m2;
+    u1 = static_cast<uint8_t>(u1 << 2), u2 = static_cast<uint8_t>(u2 << 2);
+  }
+}
+
 }  // namespace
 
 // block_q5_0: f16 d, u32 qh (the fifth bits), qs[16] (low nibbles: values 0-15, high: 16-31).
@@ -328,35 +349,9 @@ void q5_1_decode(const uint8_t* p, float* y) {
   }
 }
 
-void q5_k_decode(const uint8_t* p, float* y) {
-  const float d = f16_to_f32(get16(p)), min = f16_to_f32(get16(p + 2));
-  const uint8_t *sc = p + 4, *qh = p + 16, *q = p + 48;
-  uint8_t u1 = 1, u2 = 2;
-  for (int j = 0, is = 0; j < kQK; j += 64, q += 32, is += 2) {
-    uint8_t s, m;
-    scale_min_k4(is, sc, &s, &m);
-    const float d1 = d * static_cast<float>(s), m1 = min * static_cast<float>(m);
-    scale_min_k4(is + 1, sc, &s, &m);
-    const float d2 = d * static_cast<float>(s), m2 = min * static_cast<float>(m);
-    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>((q[l] & 0xF) + (qh[l] & u1 ? 16 : 0)) - m1;
-    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>((q[l] >> 4) + (qh[l] & u2 ? 16 : 0)) - m2;
-    u1 = static_cast<uint8_t>(u1 << 2), u2 = static_cast<uint8_t>(u2 << 2);
-  }
-}
+void q4_k_decode(const uint8_t* p, float* y) { k_decode<4>(p, y); }
 
-void q4_k_decode(const uint8_t* p, float* y) {
-  const float d = f16_to_f32(get16(p)), min = f16_to_f32(get16(p + 2));
-  const uint8_t *sc = p + 4, *q = p + 16;
-  for (int j = 0, is = 0; j < kQK; j += 64, q += 32, is += 2) {
-    uint8_t s, m;
-    scale_min_k4(is, sc, &s, &m);
-    const float d1 = d * static_cast<float>(s), m1 = min * static_cast<float>(m);
-    scale_min_k4(is + 1, sc, &s, &m);
-    const float d2 = d * static_cast<float>(s), m2 = min * static_cast<float>(m);
-    for (int l = 0; l < 32; ++l) *y++ = d1 * static_cast<float>(q[l] & 0xF) - m1;
-    for (int l = 0; l < 32; ++l) *y++ = d2 * static_cast<float>(q[l] >> 4) - m2;
-  }
-}
+void q5_k_decode(const uint8_t* p, float* y) { k_decode<5>(p, y); }
 
 void q6_k_decode(const uint8_t* p, float* y) {
   const float d = f16_to_f32(get16(p + 208));

@@ -1,13 +1,13 @@
-// llama-quantize's Q4_K_M mix (llama.cpp's llama-quant.cpp, llama_tensor_get_type_impl for
-// LLAMA_FTYPE_MOSTLY_Q4_K_M, no importance matrix), applied to the planned file: Q4_K by default, more bits
-// where llama.cpp's authors measured they pay. The tensor categories are its name matches. llama-quantize
-// walks (and writes) the tensors in its loader's order, layer by layer (weight_name_comparer: the block
-// index, then the name, the other tensors first); the file takes that order, and the attn_v / ffn_down
-// counters run in it, so the file is the one llama-quantize writes from hfx's f32 file.
+// llama-quantize's Q4_K_M and Q5_K_M mixes (llama.cpp's llama-quant.cpp, llama_tensor_get_type_impl for
+// LLAMA_FTYPE_MOSTLY_Q4_K_M / _Q5_K_M, no importance matrix), applied to the planned file: Q4_K (Q5_K) by
+// default, more bits where llama.cpp's authors measured they pay. The tensor categories are its name matches.
+// llama-quantize walks (and writes) the tensors in its loader's order, layer by layer (weight_name_comparer:
+// the block index, then the name, the other tensors first); the file takes that order, and the attn_v /
+// ffn_down counters run in it, so the file is the one llama-quantize writes from hfx's f32 file.
 // tests/interop/test_gguf.py holds it to llama.cpp's llama_model_quantize, byte for byte.
 #include <algorithm>
 #include <cstdio>
-#include <set>
+#include <optional>
 
 #include "export/gguf/gguf_archs.h"
 #include "hfx/core/error.h"
@@ -71,7 +71,23 @@ int layer_of(const std::string& name) {
 
 }  // namespace
 
-void apply_q4_k_m(File& f, const std::string& arch, const ModelConfig& c) {
+uint32_t k_mix_file_type(KMix mix) { return mix == KMix::Q4_K_M ? 15u : 17u; }
+
+std::optional<KMix> k_mix_of(const std::string& quantize) {
+  if (quantize == "q4_k_m") return KMix::Q4_K_M;
+  if (quantize == "q5_k_m") return KMix::Q5_K_M;
+  return std::nullopt;
+}
+
+std::optional<KMix> k_mix_of_file_type(uint32_t file_type) {
+  if (file_type == 15) return KMix::Q4_K_M;
+  if (file_type == 17) return KMix::Q5_K_M;
+  return std::nullopt;
+}
+
+void apply_k_mix(File& f, const std::string& arch, const ModelConfig& c, KMix mix) {
+  const bool m4 = mix == KMix::Q4_K_M;
+  const GgmlType base = m4 ? GgmlType::Q4_K : GgmlType::Q5_K;
   f.use_ggml_n_dims();
   f.reorder([](const std::string& a, const std::string& b) {
     const int la = layer_of(a), lb = layer_of(b);
@@ -90,12 +106,12 @@ void apply_q4_k_m(File& f, const std::string& arch, const ModelConfig& c) {
   const bool falcon = arch == "falcon", seventy = is_70b(arch, c, n_layer);
   f.retype([&](const std::string& name, const Shape& shape, GgmlType planned) {
     if (!quantizable(name, shape)) return planned;  // kept as the f32 file holds it
-    GgmlType t = GgmlType::Q4_K;
+    GgmlType t = base;
     switch (category(name)) {
       case Cat::TokenEmbd:
         if (!tied) break;
         [[fallthrough]];
-      case Cat::Output:  // checked against Q4_K's blocks, before the fallback
+      case Cat::Output:  // checked against the base type's blocks (256), before the fallback
         t = falcon || shape.back() % 256 != 0 ? GgmlType::Q8_0 : GgmlType::Q6_K;
         break;
       case Cat::AttnV:
@@ -107,14 +123,16 @@ void apply_q4_k_m(File& f, const std::string& arch, const ModelConfig& c) {
       case Cat::AttnK:
         if (n_expert == 8) t = GgmlType::Q8_0;
         break;
-      case Cat::AttnOutput:
+      case Cat::AttnOutput:  // (Q5_K_M's is its base type)
         if (!falcon && n_expert == 8) t = GgmlType::Q5_K;
         break;
       case Cat::FfnDown: {
         // llama.cpp's layer_info: the block index of an expert model's tensor, the count of a dense one's.
         const int layer = n_expert > 1 ? layer_of(name) : i_ffn_down;
         HFX_CHECK(layer >= 0, "gguf", "expected a block index in expert tensor {}, got none", name);
-        if (falcon)
+        if (!m4) {
+          if (use_more_bits(layer, n_layer)) t = GgmlType::Q6_K;  // every arch, Falcon too
+        } else if (falcon)
           t = layer < n_layer / 16            ? GgmlType::Q6_K
               : use_more_bits(layer, n_layer) ? GgmlType::Q5_K
                                               : GgmlType::Q4_K;

@@ -144,13 +144,13 @@ Shape squeezed(const Shape& s) {
 
 GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   GgufReadBack out;
-  // LLAMA_FTYPE_MOSTLY_Q4_K_M: the plan is Q4_K with llama-quantize's mix (gguf_mix.cpp)
-  const bool q4_k_m = r.metadata().value("general.file_type", uint32_t{0}) == 15;
-  out.matrix = q4_k_m ? GgmlType::Q4_K : matrix_of(r);
+  // A llama-quantize mix (Q4_K_M, Q5_K_M): the plan is its base type with the mix (gguf_mix.cpp)
+  const auto mix = gguf::k_mix_of_file_type(r.metadata().value("general.file_type", uint32_t{0}));
+  out.matrix = mix ? (*mix == gguf::KMix::Q4_K_M ? GgmlType::Q4_K : GgmlType::Q5_K) : matrix_of(r);
   gguf::File plan;
   std::map<std::string, gguf::Back> backs;
   gguf::plan_model(plan, reference, out.matrix, backs);
-  if (q4_k_m) gguf::apply_q4_k_m(plan, gguf_arch_of(reference.config().model_type), reference.config());
+  if (mix) gguf::apply_k_mix(plan, gguf_arch_of(reference.config().model_type), reference.config(), *mix);
   // The table: every planned tensor present with its shape and type, nothing else.
   std::map<std::string, const GgufTensor*> in_file;
   for (const GgufTensor& t : r.tensors()) in_file[t.name] = &t;
