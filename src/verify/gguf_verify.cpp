@@ -472,6 +472,16 @@ void check_gguf(Context& cx, const fs::path& path, const Model& reference) {
                        cx.opt.shapes, file));
   if (rb->model->structure() == Structure::EncoderOnly)
     return check_gguf_embeddings(cx, path, reference, *rb);
+  if (rb->model->structure() == Structure::EncoderDecoder) {  // llama.cpp's t5 arch
+    for (const char* c : {"runtime numerics", "runtime greedy", "runtime tokenizer"})
+      cx.add(
+          file, c, "not_judged",
+          "node-llama-cpp runs no encoder-decoder model (no llama_encode step in its contexts), so hfx "
+          "verify "
+          "has no runtime for this file; tests/interop/test_gguf_t5.py judges t5 files through llama.cpp's C "
+          "API (node-llama-cpp's libllama)");
+    return;
+  }
   const CausalLM& m = as_causal_lm(*rb->model);
   const GgufBound bound = gguf_bound(rb->matrix, rb->ggml_gelu);
   report_cost(cx, file, reference, m, rb->matrix);

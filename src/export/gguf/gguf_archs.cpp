@@ -65,6 +65,8 @@ const ArchRow kArchs[] = {{"llama", "llama"},
                           {"distilbert", "bert"},
                           {"roberta", "bert"},
                           {"xlm-roberta", "bert"},
+                          {"t5", "t5"},
+                          {"mt5", "t5"},
                           {"camembert", "bert"},
                           {"bamba", "granitehybrid"},
                           {"jamba", "jamba"},
@@ -106,6 +108,7 @@ std::string gguf_refusal(const std::string& model_type, Structure structure) {
         "export it with --format onnx, executorch or dynamo",
         fmt::join(encoders, ", "), model_type);
   }
+  if (structure == Structure::EncoderDecoder && arch == "t5") return "";
   if (structure != Structure::DecoderOnly)
     return fmt::format(
         "expected a decoder-only model (llama.cpp's text generation) or a BERT-family encoder (its "
@@ -201,7 +204,9 @@ void common_keys(File& f, const std::string& arch, const ModelConfig& c) {
   if (c.raw.contains("_name_or_path") && c.raw["_name_or_path"].is_string())
     f.kv_str("general.name", c.raw["_name_or_path"].get<std::string>());
   f.kv_str("general.type", "model");  // general.alignment left out: its default is File::kAlignment
-  f.kv_u32(arch + ".block_count", static_cast<uint32_t>(c.num_hidden_layers));
+  // t5: the encoder's layers (llama.cpp's n_layer; decoder_block_count, gguf_archs_t5.cpp, the decoder's)
+  f.kv_u32(arch + ".block_count",
+           static_cast<uint32_t>(arch == "t5" ? c.raw.value("num_layers", int64_t{6}) : c.num_hidden_layers));
   f.kv_u32(arch + ".embedding_length", static_cast<uint32_t>(c.hidden_size));
   if (arch != "bert")  // the converter's BertModel writes none (llama.cpp counts the token list)
     f.kv_u32(arch + ".vocab_size", static_cast<uint32_t>(c.vocab_size));
@@ -451,6 +456,8 @@ void add_tensors(File& f, const Model& m, GgmlType matrix, std::map<std::string,
     add_bert(o, m, c);
   else if (arch == "modern-bert")
     add_modernbert(o, m, c);
+  else if (arch == "t5")
+    add_t5(o, m, c);
   else if (arch == "starcoder2" || arch == "stablelm" || arch == "phi2" || arch == "olmo" ||
            arch == "starcoder" || arch == "gptneox" || arch == "nemotron" || arch == "command-r" ||
            arch == "cohere2" || arch == "falcon" || arch == "bloom" || arch == "mpt")

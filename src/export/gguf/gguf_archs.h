@@ -163,6 +163,11 @@ uint32_t k_mix_file_type(KMix mix);
 /// tensor order and dims.
 void apply_k_mix(File& f, const std::string& arch, const ModelConfig& c, KMix mix);
 
+/// llama.cpp's t5 arch (gguf_archs_t5.cpp): T5 / MT5ForConditionalGeneration's encoder and decoder, the
+/// output matrix scaled where transformers scales a tied lm_head's input. Refuses another head, relative
+/// buckets other than llama.cpp's (max distance 128), an MLP other than ReLU or gated GELU.
+void add_t5(Out& o, const Model& m, const ModelConfig& c);
+
 /// llama.cpp's bert arch (gguf_archs_bert.cpp): BertModel's tensors (BertForMaskedLM's without its head).
 /// Refuses another head, a non-GELU activation, relative positions.
 void add_bert(Out& o, const Model& m, const ModelConfig& c);

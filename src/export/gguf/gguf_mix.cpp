@@ -104,8 +104,8 @@ void apply_k_mix(File& f, const std::string& arch, const ModelConfig& c, KMix mi
   }
   int i_attn_v = 0, i_ffn_down = 0;
   const bool falcon = arch == "falcon", seventy = is_70b(arch, c, n_layer);
-  f.retype([&](const std::string& name, const Shape& shape, GgmlType planned) {
-    if (!quantizable(name, shape)) return planned;  // kept as the f32 file holds it
+  f.retype([&](const std::string& name, const Shape& shape, GgmlType) {
+    if (!quantizable(name, shape)) return GgmlType::F32;  // kept as hfx's f32 file (its input) holds it
     GgmlType t = base;
     switch (category(name)) {
       case Cat::TokenEmbd:

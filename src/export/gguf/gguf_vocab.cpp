@@ -142,6 +142,16 @@ bool adds_bos(const nlohmann::json& tok, const hfx::tok::TokenizerConfig& tc) {
   return false;
 }
 
+// Whether the single-text template ends with a special token after the text (T5's "$A </s>"): llama.cpp's
+// add_eos_token.
+bool adds_eos(const nlohmann::json& tok) {
+  for (const auto& x : parts_of(tok.value("post_processor", nlohmann::json()), "processors"))
+    if (x.value("type", "") == "TemplateProcessing" && x["single"].size() >= 2)
+      return x["single"].back().contains("SpecialToken") &&
+             x["single"][x["single"].size() - 2].contains("Sequence");
+  return false;
+}
+
 nlohmann::json read_json(const fs::path& p) {
   return fs::exists(p) ? nlohmann::json::parse(io::read_file(p.string())) : nlohmann::json::object();
 }
@@ -333,6 +343,8 @@ void add_vocab(File& f, const std::string& dir, const ModelConfig& c) {
   f.kv_bool("tokenizer.ggml.add_bos_token", wrap.found || adds_bos(tok, hf.config()));
   if (wrap.found) {
     f.kv_u32("tokenizer.ggml.seperator_token_id", wrap.sep);  // sic: gguf's key
+    f.kv_bool("tokenizer.ggml.add_eos_token", true);
+  } else if (type == "Unigram" && adds_eos(tok)) {  // T5's "$A </s>"
     f.kv_bool("tokenizer.ggml.add_eos_token", true);
   }
   std::string chat;
