@@ -286,3 +286,18 @@ def test_hfx_verify_reads_back(workdir, arch):
     assert checks[("model.gguf", "read-back")]["status"] == "passed", checks[("model.gguf", "read-back")]
     for key in ["runtime numerics", "runtime greedy", "runtime tokenizer"]:
         assert checks[("model.gguf", key)]["status"] == "not_judged"
+
+
+@pytest.mark.parametrize("mix", ["q4_k_m", "q5_k_m"])
+@pytest.mark.parametrize("arch", list(ARCHS))
+def test_k_mix_same_as_llama_quantize(workdir, arch, mix):
+    """Q4_K_M / Q5_K_M of a t5 file (enc./dec. names, cross attention's attn_v-like tensors, the encoder's block
+    count as llama.cpp's n_layer) equal llama.cpp's llama_model_quantize of hfx's f32 file, byte for byte."""
+    from test_gguf import LLAMA_FTYPES, llama_quantize
+
+    out = workdir / "gguf" / f"{arch}-{mix}"
+    if not (out / "model.gguf").exists():
+        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", "--quantize", mix, "-o", out)
+    ref = llama_quantize(export(workdir, arch, "f32"), workdir / "gguf" / f"{arch}-llama-quantize-{mix}.gguf",
+                         LLAMA_FTYPES[mix])
+    assert (out / "model.gguf").read_bytes() == ref.read_bytes()

@@ -102,6 +102,9 @@ void apply_k_mix(File& f, const std::string& arch, const ModelConfig& c, KMix mi
     n_layer = std::max(n_layer, layer_of(name) + 1);
     if (has(name, "_exps.") && shape.size() == 3) n_expert = std::max(n_expert, shape[0]);
   }
+  // llama.cpp's n_layer_all: the block count (t5: the encoder's, its enc./dec. names hold no "blk.N."
+  // prefix).
+  if (arch == "t5") n_layer = static_cast<int>(c.raw.value("num_layers", int64_t{6}));
   int i_attn_v = 0, i_ffn_down = 0;
   const bool falcon = arch == "falcon", seventy = is_70b(arch, c, n_layer);
   f.retype([&](const std::string& name, const Shape& shape, GgmlType) {

@@ -252,7 +252,8 @@ void add_unigram(File& f, const nlohmann::json& tok, const nlohmann::json& tc, c
   HFX_CHECK(layout, "gguf",
             "expected a Unigram tokenizer pre-tokenized as transformers 5's XLMRobertaTokenizer does it "
             "(WhitespaceSplit, then Metaspace '\u2581' with prepend_scheme always) for llama.cpp's UGM "
-            "tokenizer, got {}",
+            "tokenizer, got {}; a transformers 4 tokenizer.json: re-save it with transformers 5 "
+            "(AutoTokenizer.from_pretrained(dir).save_pretrained(dir))",
             tok.value("pre_tokenizer", nlohmann::json()).dump().substr(0, 200));
   const std::optional<std::string> charsmap = hf.precompiled_charsmap();
   for (const char* w : kWhiteSpace) {
