@@ -136,11 +136,16 @@ def checkpoint(workdir: Path, arch: str) -> Path:
     return folder
 
 
-def export(workdir: Path, arch: str, kind: str) -> Path:
+def export_of(checkpoint_of, workdir: Path, arch: str, kind: str) -> Path:
+    """`hfx export` of `checkpoint_of(workdir, arch)` to a `kind` GGUF, once per work folder."""
     out = workdir / "gguf" / f"{arch}-{kind}"
     if not (out / "model.gguf").exists():
-        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", *TYPES[kind], "-o", out)
+        run_hfx("export", checkpoint_of(workdir, arch), "--format", "gguf", *TYPES[kind], "-o", out)
     return out / "model.gguf"
+
+
+def export(workdir: Path, arch: str, kind: str) -> Path:
+    return export_of(checkpoint, workdir, arch, kind)
 
 
 def kind_type(kind: str, row: int):

@@ -35,7 +35,7 @@ import numpy as np
 import pytest
 
 from conftest import run_hfx
-from test_gguf import TYPES, ggml_gelu, ggml_quantize, kind_type, llama_cpp, strings
+from test_gguf import TYPES, export_of, ggml_gelu, ggml_quantize, kind_type, llama_cpp, strings
 
 ARCHS = ("bert", "bert@mlm-cls", "distilbert", "roberta", "modernbert", "xlm-roberta@spm", "camembert@spm")
 SPM = {"xlm-roberta@spm": ("XLMRoberta", "Model"), "camembert@spm": ("Camembert", "ForMaskedLM")}
@@ -122,10 +122,7 @@ def checkpoint(workdir: Path, arch: str) -> Path:
 
 
 def export(workdir: Path, arch: str, kind: str) -> Path:
-    out = workdir / "gguf" / f"{arch}-{kind}"
-    if not (out / "model.gguf").exists():
-        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", *TYPES[kind], "-o", out)
-    return out / "model.gguf"
+    return export_of(checkpoint, workdir, arch, kind)
 
 
 def fields(gguf: Path) -> dict:

@@ -25,7 +25,7 @@ import numpy as np
 import pytest
 
 from conftest import run_hfx
-from test_gguf import GGML_BASE, LOGIT_BOUNDS, TYPES, centered, ggml_gelu, ggml_quantize, kind_type, strings
+from test_gguf import GGML_BASE, LOGIT_BOUNDS, centered, export_of, ggml_gelu, ggml_quantize, kind_type, strings
 
 ARCHS = {"t5@spm": ("T5", dict(feed_forward_proj="relu", num_layers=2, num_decoder_layers=2)),
          "mt5@spm": ("MT5", dict(feed_forward_proj="gated-gelu", num_layers=3, num_decoder_layers=2))}
@@ -65,10 +65,7 @@ def checkpoint(workdir: Path, arch: str) -> Path:
 
 
 def export(workdir: Path, arch: str, kind: str) -> Path:
-    out = workdir / "gguf" / f"{arch}-{kind}"
-    if not (out / "model.gguf").exists():
-        run_hfx("export", checkpoint(workdir, arch), "--format", "gguf", *TYPES[kind], "-o", out)
-    return out / "model.gguf"
+    return export_of(checkpoint, workdir, arch, kind)
 
 
 class LlamaCpp:
