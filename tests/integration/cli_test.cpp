@@ -111,20 +111,22 @@ json inspect_checked(const fs::path& dir, const std::string& arch, const std::st
     EXPECT_NE(t.out.find(s), std::string::npos) << s << "\n" << t.out;
   EXPECT_EQ(j["backends"].size(), 6u);
   // Every backend exports it, except --target ort for an encoder-only model, which export refuses (no
-  // fused operator applies), and GGUF for what llama.cpp does not run (here: t5; bert is its bert arch):
-  // inspect says so, with the reason, instead of promising it.
+  // fused operator applies), and GGUF for what llama.cpp does not run (bert is its bert arch, t5 its t5
+  // arch): inspect says so, with the reason, instead of promising it.
   for (const auto& b : j["backends"]) {
-    const bool gguf_refused =
-        b["format"] == "gguf" && j["structure"] != "decoder-only" && j["model_type"] != "bert";
+    const bool gguf_refused = b["format"] == "gguf" && j["structure"] != "decoder-only" &&
+                              j["model_type"] != "bert" && j["model_type"] != "t5";
     if (gguf_refused) {
       EXPECT_FALSE(b["supported"].get<bool>()) << b.dump();
       EXPECT_NE(b.value("reason", "").find("[gguf] expected a decoder-only model"), std::string::npos)
           << b.dump();
       continue;
     }
-    if (b["format"] == "gguf" && j["model_type"] == "bert") {
+    if (b["format"] == "gguf" && (j["model_type"] == "bert" || j["model_type"] == "t5")) {
       EXPECT_TRUE(b["supported"].get<bool>()) << b.dump();
-      EXPECT_NE(b["artifacts"][0].get<std::string>().find("bert arch"), std::string::npos) << b.dump();
+      EXPECT_NE(b["artifacts"][0].get<std::string>().find(j["model_type"].get<std::string>() + " arch"),
+                std::string::npos)
+          << b.dump();
       continue;
     }
     const bool refused = j["structure"] == "encoder-only" && b["backend"] == "onnx ort";

@@ -111,8 +111,8 @@ std::string gguf_refusal(const std::string& model_type, Structure structure) {
   if (structure == Structure::EncoderDecoder && arch == "t5") return "";
   if (structure != Structure::DecoderOnly)
     return fmt::format(
-        "expected a decoder-only model (llama.cpp's text generation) or a BERT-family encoder (its "
-        "embeddings), got {} ({})",
+        "expected a decoder-only model (llama.cpp's text generation), a BERT-family encoder (its "
+        "embeddings) or T5 / mT5 (its t5 arch), got {} ({})",
         model_type, structure_name(structure));
   if (arch.empty())
     return fmt::format("expected a model_type llama.cpp runs and hfx maps ({}), got {}",
