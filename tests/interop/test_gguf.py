@@ -13,7 +13,7 @@ For each architecture the GGUF backend maps (tiny checkpoints from `hfx create-t
     the activations, measured). The loss of the quantization itself, against the float checkpoint, is printed;
   - greedy: f32, 32 tokens of llama.cpp at temperature 0 equal transformers' greedy tokens;
   - tokenizer: llama.cpp's ids of 1,000 strings (unicode, whitespace, code) equal transformers' tokenizer's.
-A model_type llama.cpp does not run (roberta, t5; BERT has its own file, test_gguf_bert.py), or a config its arch cannot express (a GQA olmoe), is refused
+A model_type llama.cpp does not run (whisper, bart; BERT and T5 have their own files, test_gguf_bert.py and test_gguf_t5.py), or a config its arch cannot express (a GQA olmoe), is refused
 before anything is written, the previous output folder kept.
 """
 from __future__ import annotations
@@ -421,7 +421,7 @@ def test_hfx_verify(workdir, arch, kind):
 
 
 @pytest.mark.parametrize("arch,why", [("whisper", "expected a decoder-only model"),
-                                      ("t5", "expected a decoder-only model"),
+                                      ("bart", "expected a decoder-only model"),  # t5 is llama.cpp's t5 arch (test_gguf_t5.py)
                                       # llama.cpp's olmoe normalizes k over n_embd: no grouped-query attention
                                       ("olmoe", "expected as many key/value heads as heads"),
                                       # llama.cpp's phimoe: RMSNorm and softmax top-k for LayerNorm and sparsemixer
