@@ -172,16 +172,15 @@ GgufReadBack read_back_gguf(const GgufReader& r, const Model& reference) {
   // The weights back, each compared with the reference's.
   gguf::Into into{reference.weights(), {}, {}};
   std::map<std::string, GgmlType> type_of;
+  std::map<std::string, Shape>
+      planned_shape;  // the torch shape a tensor was planned in (the file may squeeze it)
+  for (const auto& [name, shape, type] : plan.table()) planned_shape[name] = shape;
   for (const GgufTensor& t : r.tensors()) {
     auto b = backs.find(t.name);
     if (b == backs.end()) continue;  // derived from the config (rope_freqs) or not planned (a problem above)
     into.touched.clear();
-    const Shape planned = [&] {
-      for (const auto& [name, shape, type] : plan.table())
-        if (name == t.name) return shape;
-      return t.shape;
-    }();
-    b->second(r.decode(t).reshape(planned), into);
+    const auto planned = planned_shape.find(t.name);
+    b->second(r.decode(t).reshape(planned == planned_shape.end() ? t.shape : planned->second), into);
     for (const std::string& hf : into.touched)  // a weight from several tensors: the coarsest type's bound
       if (!type_of.count(hf) || weight_bound(t.type) > weight_bound(type_of[hf])) type_of[hf] = t.type;
   }
